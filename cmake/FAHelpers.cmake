@@ -1,0 +1,38 @@
+# fa_add_library(name SOURCES ... [DEPENDS ...] [MLIR_LIBS ...] [LIBS ...])
+#
+# A project library linked in the build's link mode: MLIR_LIBS become
+# libMLIR.so in dylib mode and the static MLIR libraries in static mode
+# (mlir_target_link_libraries), so that one build never mixes the two.
+function(fa_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPENDS;MLIR_LIBS;LIBS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  if(ARG_DEPENDS)
+    add_dependencies(${name} ${ARG_DEPENDS})
+  endif()
+  if(ARG_MLIR_LIBS)
+    mlir_target_link_libraries(${name} PUBLIC ${ARG_MLIR_LIBS})
+    if(MLIR_LINK_MLIR_DYLIB)
+      target_link_libraries(${name} PUBLIC LLVM)
+    endif()
+  endif()
+  if(ARG_LIBS)
+    target_link_libraries(${name} PUBLIC ${ARG_LIBS})
+  endif()
+endfunction()
+
+# fa_add_tool(name SOURCES ... [MLIR_LIBS ...] [LIBS ...])
+function(fa_add_tool name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;MLIR_LIBS;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY
+                        ${CMAKE_BINARY_DIR}/bin)
+  if(ARG_LIBS)
+    target_link_libraries(${name} PRIVATE ${ARG_LIBS})
+  endif()
+  if(ARG_MLIR_LIBS)
+    mlir_target_link_libraries(${name} PRIVATE ${ARG_MLIR_LIBS})
+    if(MLIR_LINK_MLIR_DYLIB)
+      target_link_libraries(${name} PRIVATE LLVM)
+    endif()
+  endif()
+endfunction()

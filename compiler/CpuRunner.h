@@ -1,0 +1,67 @@
+//===- CpuRunner.h - Run fa.attention on the CPU --------------------*- C++ -*-===//
+//
+// Compiles one fa.attention (static head dim, dynamic batch/heads/lengths)
+// through fa-tile and the CPU lowering to machine code with the MLIR
+// ExecutionEngine, and runs it on host buffers. This is how CI executes the
+// tiled online-softmax algorithm without a GPU.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_COMPILER_CPURUNNER_H
+#define FA_COMPILER_CPURUNNER_H
+
+#include "compiler/Pipelines.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
+
+namespace mlir::fa {
+
+/// What changes the generated code.
+struct CpuKernelConfig {
+  int64_t headDim = 64;
+  TileOptions tiles;
+  bool causal = false;
+  float scale = 0.125f;
+};
+
+/// Sizes of one call. Buffers are contiguous: Q and O [B, Hq, Sq, D],
+/// K and V [B, Hkv, Sk, D], LSE [B, Hq, Sq].
+struct AttentionShape {
+  int64_t batch = 1;
+  int64_t qHeads = 1;
+  int64_t kvHeads = 1;
+  int64_t qLen = 1;
+  int64_t kvLen = 1;
+};
+
+class CpuAttentionKernel {
+public:
+  /// Lowers and JIT-compiles the kernel; fails with the diagnostics of the
+  /// failing stage.
+  static llvm::Expected<std::unique_ptr<CpuAttentionKernel>>
+  compile(const CpuKernelConfig &config);
+
+  ~CpuAttentionKernel();
+
+  /// Runs on f32 buffers; rejects inconsistent shapes.
+  llvm::Error run(const AttentionShape &shape, const float *q, const float *k,
+                  const float *v, float *o, float *lse) const;
+
+  const CpuKernelConfig &getConfig() const { return config; }
+
+private:
+  CpuAttentionKernel(CpuKernelConfig config,
+                     std::unique_ptr<ExecutionEngine> engine);
+
+  CpuKernelConfig config;
+  std::unique_ptr<ExecutionEngine> engine;
+};
+
+} // namespace mlir::fa
+
+#endif // FA_COMPILER_CPURUNNER_H

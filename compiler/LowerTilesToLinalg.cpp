@@ -1,0 +1,462 @@
+//===- LowerTilesToLinalg.cpp - tile level -> linalg for the CPU --*- C++ -*-===//
+//
+// The CPU lowering of the tile level. Every tile op becomes tensor code whose
+// body states its arithmetic, so that after bufferization the CPU runs
+// exactly the tiled online-softmax algorithm the GPU kernels run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+#define DEBUG_TYPE "fa-lower-tiles-to-linalg"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FALOWERTILESTOLINALG
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+using utils::IteratorType;
+
+static Value f32Const(OpBuilder &b, Location loc, float value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+static Value negInf(OpBuilder &b, Location loc) {
+  return f32Const(b, loc, -std::numeric_limits<float>::infinity());
+}
+
+static Value indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+static Value emptyLike(OpBuilder &b, Location loc, Type tensorType) {
+  auto type = cast<RankedTensorType>(tensorType);
+  return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                 type.getElementType());
+}
+
+static Value extendToF32(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isF32())
+    return v;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+}
+
+/// The running max used as the exponent's base: 0 for a row that has seen
+/// only -inf, so that exp(-inf - base) is 0 instead of NaN.
+static Value safeMax(OpBuilder &b, Location loc, Value max) {
+  Value isEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        max, negInf(b, loc));
+  return arith::SelectOp::create(b, loc, isEmpty, f32Const(b, loc, 0.0f),
+                                 max);
+}
+
+namespace {
+
+/// Index maps of a 2-d (i, j) iteration space.
+struct RowMaps {
+  explicit RowMaps(MLIRContext *ctx)
+      : tile(AffineMap::getMultiDimIdentityMap(2, ctx)),
+        row(AffineMap::get(2, 0, getAffineDimExpr(0, ctx), ctx)),
+        vec(AffineMap::getMultiDimIdentityMap(1, ctx)) {}
+  AffineMap tile; // (i, j) -> (i, j)
+  AffineMap row;  // (i, j) -> (i)
+  AffineMap vec;  // (i) -> (i)
+};
+
+constexpr IteratorType kParallel = IteratorType::parallel;
+constexpr IteratorType kReduction = IteratorType::reduction;
+
+/// fa.grid -> a sequential loop nest over (batch, head, query tile).
+struct GridLowering : OpConversionPattern<GridOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GridOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value zero = indexConst(rewriter, loc, 0), one = indexConst(rewriter, loc, 1);
+    scf::LoopNest nest = scf::buildLoopNest(
+        rewriter, loc, {zero, zero, zero}, adaptor.getOperands(),
+        {one, one, one});
+    SmallVector<Value> ivs = llvm::map_to_vector(
+        nest.loops, [](scf::ForOp loop) { return loop.getInductionVar(); });
+    Block *innermost = nest.loops.back().getBody();
+    rewriter.inlineBlockBefore(&op.getBodyBlock(), innermost->getTerminator(),
+                               ivs);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// fa.load_tile -> tensor.generate reading the source; rows past the end read
+/// as zero (the load index is clamped so it never leaves the buffer).
+struct LoadTileLowering : OpConversionPattern<LoadTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getType());
+    Type elementType = tileType.getElementType();
+    Value source = adaptor.getSource();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
+    Value lastRow = arith::SubIOp::create(rewriter, loc, rowLimit,
+                                          indexConst(rewriter, loc, 1));
+    auto generate = tensor::GenerateOp::create(
+        rewriter, loc, tileType, ValueRange{},
+        [&](OpBuilder &b, Location loc, ValueRange idx) {
+          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), idx[0]);
+          Value inBounds = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, row, rowLimit);
+          Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
+          SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                        clamped};
+          llvm::append_range(indices, idx.drop_front());
+          Value loaded = memref::LoadOp::create(b, loc, source, indices);
+          Value zero = arith::ConstantOp::create(
+              b, loc, b.getFloatAttr(elementType, 0.0));
+          Value v = arith::SelectOp::create(b, loc, inBounds, loaded, zero);
+          tensor::YieldOp::create(b, loc, v);
+        });
+    rewriter.replaceOp(op, generate.getResult());
+    return success();
+  }
+};
+
+/// fa.store_tile -> a loop nest over the valid rows of the tile.
+struct StoreTileLowering : OpConversionPattern<StoreTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(StoreTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getTile().getType());
+    Value dest = adaptor.getDest();
+    Value buffer = bufferization::ToBufferOp::create(
+        rewriter, loc,
+        MemRefType::get(tileType.getShape(), tileType.getElementType()),
+        adaptor.getTile(), /*read_only=*/true);
+    // valid rows = min(R, rows left in the sequence)
+    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    Value rowsLeft =
+        arith::SubIOp::create(rewriter, loc, rowLimit, adaptor.getRow());
+    Value validRows = arith::MinSIOp::create(
+        rewriter, loc, rowsLeft,
+        indexConst(rewriter, loc, tileType.getDimSize(0)));
+    SmallVector<Value> lbs, ubs, steps;
+    for (int64_t d = 0; d < tileType.getRank(); ++d) {
+      lbs.push_back(indexConst(rewriter, loc, 0));
+      ubs.push_back(d == 0 ? validRows
+                           : indexConst(rewriter, loc, tileType.getDimSize(d)));
+      steps.push_back(indexConst(rewriter, loc, 1));
+    }
+    scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps,
+        [&](OpBuilder &b, Location loc, ValueRange ivs) {
+          Value v = memref::LoadOp::create(b, loc, buffer, ivs);
+          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), ivs[0]);
+          SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                        row};
+          llvm::append_range(indices, ivs.drop_front());
+          memref::StoreOp::create(b, loc, v, dest, indices);
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// fa.kv_tile_range -> index arithmetic (see the op's description).
+struct KVTileRangeLowering : OpConversionPattern<KVTileRangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(KVTileRangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value zero = indexConst(rewriter, loc, 0);
+    Value blockN = indexConst(rewriter, loc, op.getBlockN());
+    Value numTiles =
+        arith::CeilDivUIOp::create(rewriter, loc, adaptor.getKvLen(), blockN);
+    Value end = numTiles;
+    if (op.getMask() == MaskKind::causal) {
+      // The last query row of this tile sees keys up to
+      // min(q_start + block_m, Sq) - 1 + Sk - Sq (signed: may be negative).
+      Value tileEnd = arith::AddIOp::create(
+          rewriter, loc, adaptor.getQStart(),
+          indexConst(rewriter, loc, op.getBlockM()));
+      Value rowsEnd =
+          arith::MinSIOp::create(rewriter, loc, tileEnd, adaptor.getQLen());
+      Value visibleKeys = arith::SubIOp::create(
+          rewriter, loc,
+          arith::AddIOp::create(rewriter, loc, rowsEnd, adaptor.getKvLen()),
+          adaptor.getQLen());
+      Value visibleTiles =
+          arith::CeilDivSIOp::create(rewriter, loc, visibleKeys, blockN);
+      end = arith::MaxSIOp::create(
+          rewriter, loc, zero,
+          arith::MinSIOp::create(rewriter, loc, visibleTiles, numTiles));
+    }
+    rewriter.replaceOp(op, {zero, end});
+    return success();
+  }
+};
+
+/// fa.tile_matmul -> linalg.generic (i, j, k) accumulating in f32.
+struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
+               k = getAffineDimExpr(2, ctx);
+    auto lhsMap = AffineMap::get(3, 0, {i, k}, ctx);
+    auto rhsMap = op.getTransposeRhs() ? AffineMap::get(3, 0, {j, k}, ctx)
+                                       : AffineMap::get(3, 0, {k, j}, ctx);
+    auto outMap = AffineMap::get(3, 0, {i, j}, ctx);
+    Value init = adaptor.getAcc();
+    if (!init) {
+      Value empty = emptyLike(rewriter, loc, op.getType());
+      init = linalg::FillOp::create(rewriter, loc,
+                                    ValueRange{f32Const(rewriter, loc, 0.0f)},
+                                    ValueRange{empty})
+                 .getResult(0);
+    }
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(), ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+        ValueRange{init}, ArrayRef<AffineMap>{lhsMap, rhsMap, outMap},
+        ArrayRef<IteratorType>{kParallel, kParallel, kReduction},
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          Value product = arith::MulFOp::create(b, loc, extendToF32(b, loc, args[0]),
+                                                extendToF32(b, loc, args[1]));
+          Value sum = arith::AddFOp::create(b, loc, args[2], product);
+          linalg::YieldOp::create(b, loc, sum);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// fa.mask -> linalg.generic that compares each score's row and column.
+struct MaskLowering : OpConversionPattern<MaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    bool causal = op.getMask() == MaskKind::causal;
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(), ValueRange{adaptor.getScores()},
+        ValueRange{emptyLike(rewriter, loc, op.getType())},
+        ArrayRef<AffineMap>{maps.tile, maps.tile},
+        ArrayRef<IteratorType>{kParallel, kParallel},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value i = linalg::IndexOp::create(b, loc, 0);
+          Value j = linalg::IndexOp::create(b, loc, 1);
+          // column past the end of the keys (padding of the last K tile)
+          Value col = arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
+          Value hidden = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::uge, col, adaptor.getKvLen());
+          if (causal) {
+            // col > row + Sk - Sq, kept unsigned as col + Sq > row + Sk
+            Value row = arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
+            Value lhs = arith::AddIOp::create(b, loc, col, adaptor.getQLen());
+            Value rhs = arith::AddIOp::create(b, loc, row, adaptor.getKvLen());
+            Value future = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ugt, lhs, rhs);
+            hidden = arith::OrIOp::create(b, loc, hidden, future);
+          }
+          Value v = arith::SelectOp::create(b, loc, hidden, negInf(b, loc),
+                                            args[0]);
+          linalg::YieldOp::create(b, loc, v);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// fa.online_softmax -> four linalg.generic steps (see the op's description).
+struct OnlineSoftmaxLowering : OpConversionPattern<OnlineSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    float scale = op.getScale().convertToFloat();
+    Type rowType = op.getRunningMax().getType();
+    Type tileType = op.getScores().getType();
+    Value scores = adaptor.getScores();
+
+    // m_new = max(m, rowmax(scale * s))
+    Value newMax =
+        linalg::GenericOp::create(
+            rewriter, loc, rowType, ValueRange{scores},
+            ValueRange{adaptor.getRunningMax()},
+            ArrayRef<AffineMap>{maps.tile, maps.row},
+            ArrayRef<IteratorType>{kParallel, kReduction},
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value x = arith::MulFOp::create(b, loc, args[0],
+                                              f32Const(b, loc, scale));
+              linalg::YieldOp::create(
+                  b, loc, arith::MaximumFOp::create(b, loc, args[1], x).getResult());
+            })
+            .getResult(0);
+
+    // p = exp(scale * s - m_new)
+    Value probs =
+        linalg::GenericOp::create(
+            rewriter, loc, tileType, ValueRange{scores, newMax},
+            ValueRange{emptyLike(rewriter, loc, tileType)},
+            ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
+            ArrayRef<IteratorType>{kParallel, kParallel},
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value x = arith::MulFOp::create(b, loc, args[0],
+                                              f32Const(b, loc, scale));
+              Value shifted =
+                  arith::SubFOp::create(b, loc, x, safeMax(b, loc, args[1]));
+              linalg::YieldOp::create(
+                  b, loc, math::ExpOp::create(b, loc, shifted).getResult());
+            })
+            .getResult(0);
+
+    // alpha = exp(m - m_new); l_scaled = alpha * l
+    auto correction = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType, rowType},
+        ValueRange{adaptor.getRunningMax(), newMax, adaptor.getRunningSum()},
+        ValueRange{emptyLike(rewriter, loc, rowType),
+                   emptyLike(rewriter, loc, rowType)},
+        ArrayRef<AffineMap>{maps.vec, maps.vec, maps.vec, maps.vec, maps.vec},
+        ArrayRef<IteratorType>{kParallel},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value shifted =
+              arith::SubFOp::create(b, loc, args[0], safeMax(b, loc, args[1]));
+          Value alpha = math::ExpOp::create(b, loc, shifted);
+          Value scaledSum = arith::MulFOp::create(b, loc, alpha, args[2]);
+          linalg::YieldOp::create(b, loc, ValueRange{alpha, scaledSum});
+        });
+    Value alpha = correction.getResult(0);
+
+    // l_new = l_scaled + rowsum(p)
+    Value newSum =
+        linalg::GenericOp::create(
+            rewriter, loc, rowType, ValueRange{probs},
+            ValueRange{correction.getResult(1)},
+            ArrayRef<AffineMap>{maps.tile, maps.row},
+            ArrayRef<IteratorType>{kParallel, kReduction},
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, loc, arith::AddFOp::create(b, loc, args[1], args[0]).getResult());
+            })
+            .getResult(0);
+
+    rewriter.replaceOp(op, {newMax, probs, newSum, alpha});
+    return success();
+  }
+};
+
+/// fa.rescale -> acc[i, j] * factor[i].
+struct RescaleLowering : OpConversionPattern<RescaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RescaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(),
+        ValueRange{adaptor.getAcc(), adaptor.getFactor()},
+        ValueRange{emptyLike(rewriter, loc, op.getType())},
+        ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
+        ArrayRef<IteratorType>{kParallel, kParallel},
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          linalg::YieldOp::create(
+              b, loc, arith::MulFOp::create(b, loc, args[0], args[1]).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// fa.finalize -> O = acc / l and LSE = m + log(l), guarded for l == 0.
+struct FinalizeLowering : OpConversionPattern<FinalizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(FinalizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    Type accType = op.getAcc().getType(), rowType = op.getRunningMax().getType();
+    auto isEmptyRow = [](OpBuilder &b, Location loc, Value sum) {
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum,
+                                   f32Const(b, loc, 0.0f));
+    };
+    Value output =
+        linalg::GenericOp::create(
+            rewriter, loc, accType,
+            ValueRange{adaptor.getAcc(), adaptor.getRunningSum()},
+            ValueRange{emptyLike(rewriter, loc, accType)},
+            ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
+            ArrayRef<IteratorType>{kParallel, kParallel},
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value normalized = arith::DivFOp::create(b, loc, args[0], args[1]);
+              Value v = arith::SelectOp::create(b, loc, isEmptyRow(b, loc, args[1]),
+                                                f32Const(b, loc, 0.0f), normalized);
+              linalg::YieldOp::create(b, loc, v);
+            })
+            .getResult(0);
+    Value lse =
+        linalg::GenericOp::create(
+            rewriter, loc, rowType,
+            ValueRange{adaptor.getRunningMax(), adaptor.getRunningSum()},
+            ValueRange{emptyLike(rewriter, loc, rowType)},
+            ArrayRef<AffineMap>{maps.vec, maps.vec, maps.vec},
+            ArrayRef<IteratorType>{kParallel},
+            [&](OpBuilder &b, Location loc, ValueRange args) {
+              Value logSum = math::LogOp::create(b, loc, args[1]);
+              Value sum = arith::AddFOp::create(b, loc, args[0], logSum);
+              Value v = arith::SelectOp::create(b, loc, isEmptyRow(b, loc, args[1]),
+                                                negInf(b, loc), sum);
+              linalg::YieldOp::create(b, loc, v);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, {output, lse});
+    return success();
+  }
+};
+
+struct FALowerTilesToLinalgPass
+    : public fa::impl::FALowerTilesToLinalgBase<FALowerTilesToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<FADialect>();
+    target.addLegalDialect<arith::ArithDialect, bufferization::BufferizationDialect,
+                           linalg::LinalgDialect, math::MathDialect,
+                           memref::MemRefDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
+    RewritePatternSet patterns(ctx);
+    patterns.add<GridLowering, LoadTileLowering, StoreTileLowering,
+                 KVTileRangeLowering, TileMatmulLowering, MaskLowering,
+                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering>(ctx);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,57 @@
+//===- Passes.td - Passes of the fa compiler ---------------*- tablegen -*-===//
+#ifndef FA_COMPILER_PASSES_TD
+#define FA_COMPILER_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FATile : Pass<"fa-tile", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite fa.attention into the tiled FlashAttention-2 algorithm";
+  let description = [{
+    Replaces each `fa.attention` with an `fa.grid` of programs, one per
+    (batch, query head, query tile of `block-m` rows). A program loads its Q
+    tile once, then an `scf.for` over K/V tiles of `block-n` rows carries the
+    online-softmax state (running max, running sum, unnormalized
+    accumulator); `fa.finalize` normalizes once after the loop and the
+    program stores its rows of O and LSE. The loop bounds come from
+    `fa.kv_tile_range`, which skips K/V tiles that the causal mask hides
+    entirely. Tails of lengths that are not multiples of the tile sizes are
+    handled by zero-padded loads, `fa.mask` and row-limited stores.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", /*default=*/"64",
+           "query rows per tile (B_r)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"64",
+           "key/value rows per tile (B_c)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::fa::FADialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def FALowerTilesToLinalg : Pass<"fa-lower-tiles-to-linalg", "::mlir::func::FuncOp"> {
+  let summary = "Lower the tile level to linalg/tensor/scf for CPU execution";
+  let description = [{
+    The CPU lowering of the tile level. `fa.grid` becomes a sequential loop
+    nest; tile loads become `tensor.generate` with zero padding; the tile
+    matmuls, the mask, the online-softmax step, the rescale and the
+    finalization become `linalg.generic` ops on tensors whose bodies spell out
+    the arithmetic; tile stores become loops over the valid rows. One-Shot
+    Bufferize and `convert-linalg-to-loops` then produce plain
+    scf/memref/arith/math loops.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+#endif // FA_COMPILER_PASSES_TD

@@ -1,0 +1,98 @@
+//===- Pipelines.cpp - Named stages of the fa compiler -------------*- C++ -*-===//
+#include "compiler/Pipelines.h"
+#include "compiler/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+void mlir::fa::buildTilePipeline(OpPassManager &pm,
+                                 const TileOptions &options) {
+  FATileOptions tile;
+  tile.blockM = options.blockM;
+  tile.blockN = options.blockN;
+  pm.addNestedPass<func::FuncOp>(createFATile(tile));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::fa::buildCpuLoopsPipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createFALowerTilesToLinalg());
+  // f16/bf16 casts of whole tiles are arith ops on tensors.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  // The online-softmax state is loop-carried; each step makes new tiles.
+  bufferize.allowReturnAllocsFromLoops = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::fa::buildCpuToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::fa::buildCpuPipeline(OpPassManager &pm,
+                                const TileOptions &options) {
+  buildTilePipeline(pm, options);
+  buildCpuLoopsPipeline(pm);
+  buildCpuToLLVMPipeline(pm);
+}
+
+namespace {
+struct TilePipelineOptions : public PassPipelineOptions<TilePipelineOptions> {
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("query rows per tile (B_r)"),
+                         llvm::cl::init(64)};
+  Option<int64_t> blockN{*this, "block-n",
+                         llvm::cl::desc("key/value rows per tile (B_c)"),
+                         llvm::cl::init(64)};
+  TileOptions get() const { return {blockM, blockN}; }
+};
+} // namespace
+
+void mlir::fa::registerPipelines() {
+  PassPipelineRegistration<TilePipelineOptions>(
+      "fa-tile-pipeline", "fa -> tiled (fa-tile, canonicalize, cse)",
+      [](OpPassManager &pm, const TilePipelineOptions &options) {
+        buildTilePipeline(pm, options.get());
+      });
+  PassPipelineRegistration<>("fa-cpu-loops",
+                             "tiled -> plain scf/memref/arith/math loops",
+                             buildCpuLoopsPipeline);
+  PassPipelineRegistration<>("fa-cpu-to-llvm",
+                             "CPU loops -> LLVM dialect",
+                             buildCpuToLLVMPipeline);
+  PassPipelineRegistration<TilePipelineOptions>(
+      "fa-cpu-pipeline", "fa -> LLVM dialect for CPU execution",
+      [](OpPassManager &pm, const TilePipelineOptions &options) {
+        buildCpuPipeline(pm, options.get());
+      });
+}

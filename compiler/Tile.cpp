@@ -1,0 +1,196 @@
+//===- Tile.cpp - fa.attention -> tiled FlashAttention-2 ----------*- C++ -*-===//
+//
+// The problem-to-tile step. Each fa.attention becomes a grid of programs; a
+// program owns block-m query rows of one (batch, head) and streams the K/V
+// rows in block-n tiles through the online softmax.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+#define DEBUG_TYPE "fa-tile"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FATILE
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Rounds an f32 tile to `elementType` (f16/bf16 inputs): P before P V, as
+/// tensor-core kernels do, and O before it is stored.
+static Value castTo(OpBuilder &builder, Location loc, Value tile,
+                    Type elementType) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  if (type.getElementType() == elementType)
+    return tile;
+  return arith::TruncFOp::create(builder, loc, type.clone(elementType), tile);
+}
+
+/// Largest tile edge the pass accepts. Tiles are meant to live on chip; a
+/// larger edge is almost certainly a typo and would only make the IR huge.
+constexpr int64_t kMaxBlockSize = 1024;
+
+struct TileConfig {
+  int64_t blockM;
+  int64_t blockN;
+};
+
+/// Builds the tiled form of one fa.attention in front of it.
+class AttentionTiler {
+public:
+  AttentionTiler(AttentionOp op, TileConfig config)
+      : op(op), config(config), builder(op) {}
+
+  void build();
+
+private:
+  Value indexConst(int64_t v) {
+    return arith::ConstantIndexOp::create(builder, op.getLoc(), v);
+  }
+  Value dim(Value memref, int64_t d) {
+    return memref::DimOp::create(builder, op.getLoc(), memref, d);
+  }
+  Value splat(RankedTensorType type, float value) {
+    return arith::ConstantOp::create(
+        builder, op.getLoc(),
+        DenseElementsAttr::get(type, builder.getF32FloatAttr(value)));
+  }
+  /// Tail columns of the last K/V tile need masking unless Sk is a known
+  /// multiple of block-n.
+  bool needsMask(int64_t staticKvLen) {
+    return op.getMask() != MaskKind::none ||
+           ShapedType::isDynamic(staticKvLen) ||
+           staticKvLen % config.blockN != 0;
+  }
+
+  AttentionOp op;
+  TileConfig config;
+  OpBuilder builder;
+};
+
+void AttentionTiler::build() {
+  Location loc = op.getLoc();
+  auto queryType = cast<MemRefType>(op.getQuery().getType());
+  auto keyType = cast<MemRefType>(op.getKey().getType());
+  auto outputType = cast<MemRefType>(op.getOutput().getType());
+  Type elementType = queryType.getElementType();
+  int64_t headDim = op.getHeadDim();
+  Type f32 = builder.getF32Type();
+  auto rowVecType = RankedTensorType::get({config.blockM}, f32);
+  auto accType = RankedTensorType::get({config.blockM, headDim}, f32);
+  auto qTileType =
+      RankedTensorType::get({config.blockM, headDim}, elementType);
+  auto kvTileType =
+      RankedTensorType::get({config.blockN, headDim}, elementType);
+  auto scoreType = RankedTensorType::get({config.blockM, config.blockN}, f32);
+
+  Value batch = dim(op.getQuery(), 0);
+  Value qHeads = dim(op.getQuery(), 1);
+  Value qLen = dim(op.getQuery(), 2);
+  Value kvHeads = dim(op.getKey(), 1);
+  Value kvLen = dim(op.getKey(), 2);
+  Value blockM = indexConst(config.blockM);
+  Value numQTiles = arith::CeilDivUIOp::create(builder, loc, qLen, blockM);
+
+  auto grid = GridOp::create(builder, loc, batch, qHeads, numQTiles);
+  builder.setInsertionPointToStart(&grid.getBodyBlock());
+  Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+
+  // GQA/MQA: query head h reads K/V head h / (Hq / Hkv).
+  Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
+  Value kvHead = arith::DivUIOp::create(builder, loc, h, group);
+  Value qStart =
+      arith::MulIOp::create(builder, loc, grid.getQTileIndex(), blockM);
+
+  // The Q tile stays resident for the whole K/V loop.
+  Value qTile =
+      LoadTileOp::create(builder, loc, qTileType, op.getQuery(), b, h, qStart);
+  // Online-softmax state: m = -inf, l = 0, acc = 0.
+  Value maxInit =
+      splat(rowVecType, -std::numeric_limits<float>::infinity());
+  Value sumInit = splat(rowVecType, 0.0f);
+  Value accInit = splat(accType, 0.0f);
+
+  auto range = KVTileRangeOp::create(builder, loc, qStart, qLen, kvLen,
+                                     config.blockM, config.blockN,
+                                     op.getMask());
+  Value one = indexConst(1);
+  Value blockN = indexConst(config.blockN);
+  bool maskScores = needsMask(keyType.getShape()[2]);
+  float scale = op.getScale().convertToFloat();
+  MaskKind mask = op.getMask();
+  Value key = op.getKey(), value = op.getValue();
+
+  auto loop = scf::ForOp::create(
+      builder, loc, range.getBegin(), range.getEnd(), one,
+      ValueRange{maxInit, sumInit, accInit},
+      [&](OpBuilder &nested, Location loc, Value kvTile, ValueRange state) {
+        Value runningMax = state[0], runningSum = state[1], acc = state[2];
+        Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
+        Value kTile = LoadTileOp::create(nested, loc, kvTileType, key, b,
+                                         kvHead, kvStart);
+        Value vTile = LoadTileOp::create(nested, loc, kvTileType, value, b,
+                                         kvHead, kvStart);
+        // S = Q K^T
+        Value scores = TileMatmulOp::create(nested, loc, scoreType, qTile,
+                                            kTile, /*acc=*/Value(),
+                                            /*transpose_rhs=*/true);
+        if (maskScores)
+          scores = MaskOp::create(nested, loc, scores, qStart, kvStart, qLen,
+                                  kvLen, mask);
+        auto softmax = OnlineSoftmaxOp::create(nested, loc, scores,
+                                               runningMax, runningSum, scale);
+        // acc = alpha * acc + P V
+        Value rescaled = RescaleOp::create(nested, loc, acc,
+                                           softmax.getCorrection());
+        Value probs = castTo(nested, loc, softmax.getProbs(), elementType);
+        Value accNext = TileMatmulOp::create(nested, loc, accType, probs,
+                                             vTile, rescaled,
+                                             /*transpose_rhs=*/false);
+        scf::YieldOp::create(
+            nested, loc,
+            ValueRange{softmax.getNewMax(), softmax.getNewSum(), accNext});
+      });
+
+  auto finalize = FinalizeOp::create(builder, loc, loop.getResult(2),
+                                     loop.getResult(0), loop.getResult(1));
+  Value output =
+      castTo(builder, loc, finalize.getOutput(), outputType.getElementType());
+  StoreTileOp::create(builder, loc, output, op.getOutput(), b, h, qStart);
+  StoreTileOp::create(builder, loc, finalize.getLse(), op.getLse(), b, h,
+                      qStart);
+}
+
+struct FATilePass : public fa::impl::FATileBase<FATilePass> {
+  using FATileBase::FATileBase;
+
+  void runOnOperation() override {
+    for (auto [name, value] : {std::pair<StringRef, int64_t>{"block-m", blockM},
+                               {"block-n", blockN}}) {
+      if (value < 1 || value > kMaxBlockSize) {
+        getOperation().emitError()
+            << name << " must be in [1, " << kMaxBlockSize << "], got "
+            << value;
+        return signalPassFailure();
+      }
+    }
+    SmallVector<AttentionOp> ops;
+    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops) {
+      AttentionTiler(op, {blockM, blockN}).build();
+      op.erase();
+    }
+  }
+};
+
+} // namespace

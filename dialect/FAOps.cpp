@@ -1,0 +1,308 @@
+//===- FAOps.cpp - Operations of the fa dialect --------------------*- C++ -*-===//
+//
+// Verifiers check what the IR promises: consistent shapes, element types and
+// head counts, with messages that name the offending values.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/FAOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+/// Prints a dimension the way MLIR types spell it.
+static std::string dimToString(int64_t dim) {
+  return ShapedType::isDynamic(dim) ? "?" : std::to_string(dim);
+}
+
+/// Two dimensions are consistent unless both are static and differ.
+static bool dimsConflict(int64_t a, int64_t b) {
+  return !ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b;
+}
+
+static LogicalResult verifyScale(Operation *op, FloatAttr scale) {
+  double value = scale.getValueAsDouble();
+  if (!(value > 0.0) || !std::isfinite(value))
+    return op->emitOpError("softmax scale must be positive and finite, got ")
+           << value;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  auto qType = cast<MemRefType>(getQuery().getType());
+  auto kType = cast<MemRefType>(getKey().getType());
+  auto vType = cast<MemRefType>(getValue().getType());
+  auto oType = cast<MemRefType>(getOutput().getType());
+  auto lseType = cast<MemRefType>(getLse().getType());
+  ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape(),
+                    v = vType.getShape(), o = oType.getShape(),
+                    lse = lseType.getShape();
+
+  if (ShapedType::isDynamic(q[3]))
+    return emitOpError("head dimension of the query must be static");
+  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"key", kType},
+                            {"value", vType},
+                            {"output", oType}}) {
+    if (type.getElementType() != qType.getElementType())
+      return emitOpError() << name << " element type " << type.getElementType()
+                           << " does not match query element type "
+                           << qType.getElementType();
+    if (type.getShape()[3] != q[3])
+      return emitOpError() << name << " head dimension "
+                           << dimToString(type.getShape()[3])
+                           << " does not match query head dimension " << q[3];
+  }
+
+  // (name of the checked dim, its size, name of the reference, its size)
+  struct DimCheck {
+    const char *what;
+    int64_t size;
+    const char *reference;
+    int64_t referenceSize;
+  };
+  DimCheck checks[] = {
+      {"key batch size", k[0], "query batch size", q[0]},
+      {"value batch size", v[0], "key batch size", k[0]},
+      {"value head count", v[1], "key head count", k[1]},
+      {"value sequence length", v[2], "key sequence length", k[2]},
+      {"output batch size", o[0], "query batch size", q[0]},
+      {"output head count", o[1], "query head count", q[1]},
+      {"output sequence length", o[2], "query sequence length", q[2]},
+      {"lse batch size", lse[0], "query batch size", q[0]},
+      {"lse head count", lse[1], "query head count", q[1]},
+      {"lse sequence length", lse[2], "query sequence length", q[2]},
+  };
+  for (const DimCheck &check : checks)
+    if (dimsConflict(check.size, check.referenceSize))
+      return emitOpError() << check.what << " " << check.size
+                           << " does not match " << check.reference << " "
+                           << check.referenceSize;
+
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      q[1] % k[1] != 0)
+    return emitOpError() << "query head count " << q[1]
+                         << " must be a multiple of key/value head count "
+                         << k[1];
+  return verifyScale(*this, getScaleAttr());
+}
+
+//===----------------------------------------------------------------------===//
+// GridOp
+//===----------------------------------------------------------------------===//
+
+void GridOp::build(OpBuilder &builder, OperationState &state, Value batchSize,
+                   Value numHeads, Value numQTiles) {
+  state.addOperands({batchSize, numHeads, numQTiles});
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (int i = 0; i < 3; ++i)
+    block->addArgument(builder.getIndexType(), state.location);
+}
+
+ParseResult GridOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument, 3> indices;
+  SmallVector<OpAsmParser::UnresolvedOperand, 3> bounds;
+  Type indexType = parser.getBuilder().getIndexType();
+  if (parser.parseArgumentList(indices, OpAsmParser::Delimiter::Paren) ||
+      parser.parseKeyword("in") ||
+      parser.parseOperandList(bounds, OpAsmParser::Delimiter::Paren))
+    return failure();
+  if (indices.size() != 3 || bounds.size() != 3)
+    return parser.emitError(parser.getNameLoc(),
+                            "expected three grid indices and three bounds");
+  if (parser.resolveOperands(bounds, indexType, result.operands))
+    return failure();
+  for (OpAsmParser::Argument &index : indices)
+    index.type = indexType;
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, indices) ||
+      parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  return success();
+}
+
+void GridOp::print(OpAsmPrinter &p) {
+  p << " (";
+  llvm::interleaveComma(getBodyBlock().getArguments(), p,
+                        [&](BlockArgument arg) { p.printOperand(arg); });
+  p << ") in (" << getOperands() << ") ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs());
+}
+
+LogicalResult GridOp::verifyRegions() {
+  Block &block = getBodyBlock();
+  if (block.getNumArguments() != 3 ||
+      !llvm::all_of(block.getArgumentTypes(),
+                    [](Type t) { return t.isIndex(); }))
+    return emitOpError("body must take three index arguments (batch, head, "
+                       "query tile)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadTileOp / StoreTileOp
+//===----------------------------------------------------------------------===//
+
+/// A tile of rank R covers dims [2, R+2) of a memref of rank R+2: the first
+/// tile dim runs along the sequence, the others cover trailing dims whole.
+static LogicalResult verifyTileOfMemRef(Operation *op, RankedTensorType tile,
+                                        MemRefType memref) {
+  if (memref.getRank() != tile.getRank() + 2)
+    return op->emitOpError() << "tile of rank " << tile.getRank()
+                             << " needs a memref of rank "
+                             << tile.getRank() + 2 << ", got rank "
+                             << memref.getRank();
+  if (tile.getElementType() != memref.getElementType())
+    return op->emitOpError()
+           << "tile element type " << tile.getElementType()
+           << " does not match memref element type "
+           << memref.getElementType();
+  if (!tile.hasStaticShape())
+    return op->emitOpError("tile shape must be static");
+  for (int64_t d = 1; d < tile.getRank(); ++d)
+    if (tile.getDimSize(d) != memref.getDimSize(d + 2))
+      return op->emitOpError()
+             << "tile dimension " << d << " (" << tile.getDimSize(d)
+             << ") must cover memref dimension " << d + 2 << " ("
+             << dimToString(memref.getDimSize(d + 2)) << ") whole";
+  return success();
+}
+
+LogicalResult LoadTileOp::verify() {
+  return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
+                            cast<MemRefType>(getSource().getType()));
+}
+
+LogicalResult StoreTileOp::verify() {
+  return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
+                            cast<MemRefType>(getDest().getType()));
+}
+
+//===----------------------------------------------------------------------===//
+// TileMatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TileMatmulOp::verify() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  auto rhs = cast<RankedTensorType>(getRhs().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (lhs.getRank() != 2 || rhs.getRank() != 2 || result.getRank() != 2)
+    return emitOpError("operands and result must be 2-d tiles");
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOpError() << "lhs element type " << lhs.getElementType()
+                         << " does not match rhs element type "
+                         << rhs.getElementType();
+  int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1);
+  int64_t rhsK = getTransposeRhs() ? rhs.getDimSize(1) : rhs.getDimSize(0);
+  int64_t n = getTransposeRhs() ? rhs.getDimSize(0) : rhs.getDimSize(1);
+  if (k != rhsK)
+    return emitOpError() << "contraction sizes differ: lhs has " << k
+                         << ", rhs has " << rhsK;
+  if (result.getDimSize(0) != m || result.getDimSize(1) != n)
+    return emitOpError() << "result must be " << m << "x" << n << ", got "
+                         << result.getDimSize(0) << "x"
+                         << result.getDimSize(1);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Row-wise ops: MaskOp, OnlineSoftmaxOp, RescaleOp, FinalizeOp
+//===----------------------------------------------------------------------===//
+
+/// Checks a [R, C] tile against a per-row [R] vector.
+static LogicalResult verifyRowVector(Operation *op, Type tileType,
+                                     Type rowType, StringRef tileName,
+                                     StringRef rowName) {
+  auto tile = cast<RankedTensorType>(tileType);
+  auto row = cast<RankedTensorType>(rowType);
+  if (tile.getRank() != 2)
+    return op->emitOpError() << tileName << " must be a 2-d tile";
+  if (row.getRank() != 1 || row.getDimSize(0) != tile.getDimSize(0))
+    return op->emitOpError() << rowName << " must hold one value per row of "
+                             << tileName << " (" << tile.getDimSize(0)
+                             << "), got " << row;
+  return success();
+}
+
+LogicalResult MaskOp::verify() {
+  if (cast<RankedTensorType>(getScores().getType()).getRank() != 2)
+    return emitOpError("scores must be a 2-d tile");
+  return success();
+}
+
+void OnlineSoftmaxOp::build(OpBuilder &builder, OperationState &state,
+                            Value scores, Value runningMax, Value runningSum,
+                            float scale) {
+  Type rowType = runningMax.getType();
+  build(builder, state, rowType, scores.getType(), rowType, rowType, scores,
+        runningMax, runningSum, builder.getF32FloatAttr(scale));
+}
+
+LogicalResult OnlineSoftmaxOp::verify() {
+  if (failed(verifyRowVector(*this, getScores().getType(),
+                             getRunningMax().getType(), "scores",
+                             "running max")))
+    return failure();
+  return verifyScale(*this, getScaleAttr());
+}
+
+LogicalResult RescaleOp::verify() {
+  return verifyRowVector(*this, getAcc().getType(), getFactor().getType(),
+                         "accumulator", "correction factor");
+}
+
+void FinalizeOp::build(OpBuilder &builder, OperationState &state, Value acc,
+                       Value runningMax, Value runningSum) {
+  build(builder, state, acc.getType(), runningMax.getType(), acc, runningMax,
+        runningSum);
+}
+
+LogicalResult FinalizeOp::verify() {
+  return verifyRowVector(*this, getAcc().getType(), getRunningMax().getType(),
+                         "accumulator", "running max");
+}
+
+//===----------------------------------------------------------------------===//
+// Readable SSA names: the printed tile level reads like the algorithm.
+//===----------------------------------------------------------------------===//
+
+void GridOp::getAsmBlockArgumentNames(Region &region,
+                                      OpAsmSetValueNameFn setNameFn) {
+  if (region.empty())
+    return;
+  const char *names[] = {"b", "h", "q_tile"};
+  for (auto [arg, name] : llvm::zip(region.front().getArguments(), names))
+    setNameFn(arg, name);
+}
+
+void KVTileRangeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getBegin(), "kv_begin");
+  setNameFn(getEnd(), "kv_end");
+}
+
+void OnlineSoftmaxOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getNewMax(), "m_new");
+  setNameFn(getProbs(), "p");
+  setNameFn(getNewSum(), "l_new");
+  setNameFn(getCorrection(), "alpha");
+}
+
+void FinalizeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getOutput(), "o");
+  setNameFn(getLse(), "lse");
+}
+
+#define GET_OP_CLASSES
+#include "dialect/FAOps.cpp.inc"

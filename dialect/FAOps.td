@@ -1,0 +1,321 @@
+//===- FAOps.td - Operations of the fa dialect -------------*- tablegen -*-===//
+//
+// Problem-level and tile-level operations. The tile level spells out the
+// FlashAttention-2 forward algorithm one step per op so that each step can be
+// lowered (and tested) on its own.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FA_DIALECT_FAOPS_TD
+#define FA_DIALECT_FAOPS_TD
+
+include "dialect/FADialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpAsmInterface.td"
+
+def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32], [4]>;
+def FA_LseMemRef : MemRefRankOf<[F32], [3]>;
+def FA_F32Tile : RankedTensorOf<[F32]>;
+def FA_AnyFloatTile : RankedTensorOf<[F16, BF16, F32]>;
+
+//===----------------------------------------------------------------------===//
+// Problem level
+//===----------------------------------------------------------------------===//
+
+def FA_AttentionOp : FA_Op<"attention"> {
+  let summary = "scaled dot-product attention with log-sum-exp (forward)";
+  let description = [{
+    Computes, for every batch `b`, query head `h` and query row `i`:
+
+    ```
+    s[j]     = scale * dot(Q[b, h, i, :], K[b, h / G, j, :])   (masked: -inf)
+    LSE[b, h, i] = log(sum_j exp(s[j]))
+    O[b, h, i, :] = sum_j exp(s[j] - LSE[b, h, i]) * V[b, h / G, j, :]
+    ```
+
+    Shapes: Q and O are `[B, Hq, Sq, D]`, K and V `[B, Hkv, Sk, D]`, LSE
+    `[B, Hq, Sq]` in f32. `G = Hq / Hkv` query heads share one K/V head
+    (grouped-query attention; `Hkv = 1` is multi-query attention). The head
+    dim `D` is static; batch, heads and lengths may be dynamic. Q, K, V and O
+    share one element type (f32, f16 or bf16); the computation accumulates in
+    f32. A row that sees no key (possible only with the causal mask when
+    `Sq > Sk`) yields O = 0 and LSE = -inf.
+
+    Example:
+
+    ```mlir
+    fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32, mask = #fa.mask<causal>}
+      : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+      into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<FA_FloatMemRef4D, "queries [B, Hq, Sq, D]", [MemRead]>:$query,
+    Arg<FA_FloatMemRef4D, "keys [B, Hkv, Sk, D]", [MemRead]>:$key,
+    Arg<FA_FloatMemRef4D, "values [B, Hkv, Sk, D]", [MemRead]>:$value,
+    Arg<FA_FloatMemRef4D, "output [B, Hq, Sq, D]", [MemWrite]>:$output,
+    Arg<FA_LseMemRef, "log-sum-exp [B, Hq, Sq]", [MemWrite]>:$lse,
+    F32Attr:$scale,
+    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
+  );
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `into` $output `,` $lse attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The static head dimension D.
+    int64_t getHeadDim() {
+      return ::llvm::cast<::mlir::MemRefType>(getQuery().getType()).getShape()[3];
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level
+//===----------------------------------------------------------------------===//
+
+def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
+    RecursiveMemoryEffects,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "one program per (batch, query head, query tile)";
+  let description = [{
+    Runs its body once for every point of a three-dimensional grid: the block
+    arguments are the batch index, the query head and the query tile index,
+    and the operands are their (exclusive) upper bounds. Programs are
+    independent: each reads Q, K and V and writes its own rows of O and LSE,
+    so a GPU lowering maps the grid onto thread blocks and a CPU lowering onto
+    a loop nest.
+
+    ```mlir
+    fa.grid (%b, %h, %qt) in (%batch, %heads, %num_q_tiles) {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Index:$batch_size, Index:$num_heads, Index:$num_q_tiles);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$batchSize, "::mlir::Value":$numHeads,
+                   "::mlir::Value":$numQTiles)>
+  ];
+  let extraClassDeclaration = [{
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    ::mlir::BlockArgument getBatchIndex() { return getBodyBlock().getArgument(0); }
+    ::mlir::BlockArgument getHeadIndex() { return getBodyBlock().getArgument(1); }
+    ::mlir::BlockArgument getQTileIndex() { return getBodyBlock().getArgument(2); }
+  }];
+}
+
+def FA_LoadTileOp : FA_Op<"load_tile"> {
+  let summary = "load a tile of rows of one (batch, head) into a tile value";
+  let description = [{
+    Reads rows `[row, row + R)` of `source[batch, head]` into a tile whose
+    first dimension is `R`; the remaining tile dimensions cover the trailing
+    dimensions of the source whole. Rows at or past the end of the sequence
+    read as zero, so a tail tile of a length that is not a multiple of `R` is
+    padded. Used for the resident Q tile and the streamed K and V tiles.
+
+    ```mlir
+    %q_tile = fa.load_tile %q[%b, %h, %q_start]
+      : memref<?x?x?x64xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$source, Index:$batch,
+                       Index:$head, Index:$row);
+  let results = (outs FA_AnyFloatTile:$tile);
+  let assemblyFormat = [{
+    $source `[` $batch `,` $head `,` $row `]` attr-dict `:` type($source) `->` type($tile)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_StoreTileOp : FA_Op<"store_tile"> {
+  let summary = "store the valid rows of a tile value into one (batch, head)";
+  let description = [{
+    Writes the rows of `tile` to rows `[row, row + R)` of `dest[batch, head]`,
+    skipping rows at or past the end of the sequence (the padding of a tail
+    tile). The tile shape relates to the destination as for `fa.load_tile`.
+
+    ```mlir
+    fa.store_tile %o_tile, %o[%b, %h, %q_start]
+      : tensor<16x64xf32> -> memref<?x?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins FA_AnyFloatTile:$tile,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dest, Index:$batch,
+                       Index:$head, Index:$row);
+  let assemblyFormat = [{
+    $tile `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($tile) `->` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "the K/V tiles a query tile must visit";
+  let description = [{
+    Returns the half-open range `[begin, end)` of K/V tile indices that the
+    query tile starting at row `q_start` has to visit. Without a mask this is
+    every tile, `[0, ceildiv(Sk, block_n))`. With the causal mask, tiles that
+    lie entirely above the (bottom-right aligned) diagonal are skipped:
+    `end = clamp(ceildiv(min(q_start + block_m, Sq) + Sk - Sq, block_n), 0,
+    ceildiv(Sk, block_n))`. Causal block skipping is thus a property of the
+    loop bounds, not of the loop body.
+
+    ```mlir
+    %begin, %end = fa.kv_tile_range %q_start, %sq, %sk
+      {block_m = 64 : i64, block_n = 64 : i64, mask = #fa.mask<causal>}
+    ```
+  }];
+  let arguments = (ins Index:$q_start, Index:$q_len, Index:$kv_len,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
+                       DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
+  let results = (outs Index:$begin, Index:$end);
+  let assemblyFormat = "$q_start `,` $q_len `,` $kv_len attr-dict";
+}
+
+def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
+    OptionalTypesMatchWith<"accumulator and result have the same type",
+                           "result", "acc", "::llvm::cast<Type>($_self)">]> {
+  let summary = "tile matrix product accumulated in f32";
+  let description = [{
+    `result = lhs * rhs (+ acc)`, or `lhs * transpose(rhs)` with
+    `transpose_rhs`. Operands may be f16, bf16 or f32 (both the same type);
+    products are accumulated in f32. The two matmuls of attention are
+
+    ```mlir
+    // S = Q K^T (K tiles are stored row per key, hence the transpose)
+    %s = fa.tile_matmul %q_tile, %k_tile {transpose_rhs}
+      : tensor<16x64xf32>, tensor<32x64xf32> -> tensor<16x32xf32>
+    // acc = acc + P V
+    %acc_next = fa.tile_matmul %p, %v_tile acc(%acc)
+      : tensor<16x32xf32>, tensor<32x64xf32> -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins FA_AnyFloatTile:$lhs, FA_AnyFloatTile:$rhs,
+                       Optional<FA_F32Tile>:$acc, UnitAttr:$transpose_rhs);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`acc` `(` $acc^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_MaskOp : FA_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "set the masked-out scores of a tile to -inf";
+  let description = [{
+    `scores` is the `[R, C]` tile of raw scores for query rows
+    `q_start + i` and key columns `kv_start + j`. Scores of key columns at or
+    past `kv_len` (the padding of the last K tile) become -inf; with the
+    causal mask so do those with `kv_start + j > q_start + i + kv_len -
+    q_len` (see `#fa.mask`). Rows past `q_len` are padding and are left
+    alone; `fa.store_tile` drops them.
+
+    ```mlir
+    %s_masked = fa.mask %s, %q_start, %kv_start, %sq, %sk {mask = #fa.mask<causal>}
+      : tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$scores, Index:$q_start, Index:$kv_start,
+                       Index:$q_len, Index:$kv_len,
+                       DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = [{
+    $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len attr-dict `:` type($scores)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_OnlineSoftmaxOp : FA_Op<"online_softmax", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    AllTypesMatch<["scores", "probs"]>,
+    AllTypesMatch<["running_max", "running_sum", "new_max", "new_sum", "correction"]>]> {
+  let summary = "one online-softmax step over a tile of scores";
+  let description = [{
+    Folds the raw score tile `s` ([R, C]) into the running state of each row
+    (running max `m` and running sum `l`, both [R]). With `x = scale * s`:
+
+    ```
+    m_new = max(m, rowmax(x))          // new running max
+    alpha = exp(m - m_new)             // correction of the old state
+    p     = exp(x - m_new)             // unnormalized probabilities [R, C]
+    l_new = alpha * l + rowsum(p)      // running sum, rescaled then extended
+    ```
+
+    A row whose scores so far are all -inf keeps `m = -inf`; its `p` and
+    `alpha` are 0 (the subtraction uses 0 instead of -inf), never NaN. The
+    accumulator is rescaled by `alpha` (`fa.rescale`) before `p * V` is added.
+
+    ```mlir
+    %m_new, %p, %l_new, %alpha = fa.online_softmax %s, %m, %l {scale = 0.125 : f32}
+      : tensor<16x32xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$scores, FA_F32Tile:$running_max,
+                       FA_F32Tile:$running_sum, F32Attr:$scale);
+  let results = (outs FA_F32Tile:$new_max, FA_F32Tile:$probs,
+                      FA_F32Tile:$new_sum, FA_F32Tile:$correction);
+  let assemblyFormat = [{
+    $scores `,` $running_max `,` $running_sum attr-dict `:` type($scores) `,` type($running_max)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$runningMax,
+                   "::mlir::Value":$runningSum, "float":$scale)>
+  ];
+}
+
+def FA_RescaleOp : FA_Op<"rescale", [Pure, AllTypesMatch<["acc", "result"]>]> {
+  let summary = "multiply each accumulator row by its correction factor";
+  let description = [{
+    `result[i, :] = acc[i, :] * factor[i]`: brings the unnormalized
+    accumulator to the new running max before `p * V` is added.
+
+    ```mlir
+    %acc_scaled = fa.rescale %acc, %alpha : tensor<16x64xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$acc, FA_F32Tile:$factor);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = "$acc `,` $factor attr-dict `:` type($acc) `,` type($factor)";
+  let hasVerifier = 1;
+}
+
+def FA_FinalizeOp : FA_Op<"finalize", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>,
+    AllTypesMatch<["acc", "output"]>,
+    AllTypesMatch<["running_max", "running_sum", "lse"]>]> {
+  let summary = "deferred normalization: O = acc / l, LSE = m + log(l)";
+  let description = [{
+    Ends the K/V loop of a program. FlashAttention-2 keeps the accumulator
+    unnormalized while streaming and divides once here:
+
+    ```
+    O[i, :] = acc[i, :] / l[i]        (0 when l[i] == 0: the row saw no key)
+    LSE[i]  = m[i] + log(l[i])        (-inf when l[i] == 0)
+    ```
+
+    ```mlir
+    %o, %lse = fa.finalize %acc, %m, %l : tensor<16x64xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$acc, FA_F32Tile:$running_max,
+                       FA_F32Tile:$running_sum);
+  let results = (outs FA_F32Tile:$output, FA_F32Tile:$lse);
+  let assemblyFormat = [{
+    $acc `,` $running_max `,` $running_sum attr-dict `:` type($acc) `,` type($running_max)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$acc, "::mlir::Value":$runningMax,
+                   "::mlir::Value":$runningSum)>
+  ];
+}
+
+#endif // FA_DIALECT_FAOPS_TD

@@ -1,0 +1,219 @@
+// RUN: fa-opt %s --split-input-file --verify-diagnostics
+
+func.func @dynamic_head_dim(%q: memref<?x?x?x?xf32>, %o: memref<?x?x?x?xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{head dimension of the query must be static}}
+  fa.attention %q, %q, %q into %o, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x?xf32>, memref<?x?x?x?xf32>, memref<?x?x?x?xf32> into memref<?x?x?x?xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @key_head_dim(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x32xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{key head dimension 32 does not match query head dimension 64}}
+  fa.attention %q, %k, %k into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x32xf32>, memref<?x?x?x32xf32> into memref<?x?x?x64xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @value_element_type(%q: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{value element type 'f16' does not match query element type 'f32'}}
+  fa.attention %q, %q, %v into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf16> into memref<?x?x?x64xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @unsupported_element_type(%q: memref<?x?x?x64xf64>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{operand #0 must be 4D memref of 16-bit float or bfloat16 type or 32-bit float values}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf64>, memref<?x?x?x64xf64>, memref<?x?x?x64xf64> into memref<?x?x?x64xf64>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @kv_lengths(%q: memref<2x4x16x64xf32>, %k: memref<2x4x32x64xf32>, %v: memref<2x4x30x64xf32>, %lse: memref<2x4x16xf32>) {
+  // expected-error @+1 {{value sequence length 30 does not match key sequence length 32}}
+  fa.attention %q, %k, %v into %q, %lse {scale = 1.0 : f32}
+    : memref<2x4x16x64xf32>, memref<2x4x32x64xf32>, memref<2x4x30x64xf32> into memref<2x4x16x64xf32>, memref<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @batch(%q: memref<2x4x16x64xf32>, %k: memref<3x4x16x64xf32>, %lse: memref<2x4x16xf32>) {
+  // expected-error @+1 {{key batch size 3 does not match query batch size 2}}
+  fa.attention %q, %k, %k into %q, %lse {scale = 1.0 : f32}
+    : memref<2x4x16x64xf32>, memref<3x4x16x64xf32>, memref<3x4x16x64xf32> into memref<2x4x16x64xf32>, memref<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @output_length(%q: memref<2x4x16x64xf32>, %o: memref<2x4x8x64xf32>, %lse: memref<2x4x16xf32>) {
+  // expected-error @+1 {{output sequence length 8 does not match query sequence length 16}}
+  fa.attention %q, %q, %q into %o, %lse {scale = 1.0 : f32}
+    : memref<2x4x16x64xf32>, memref<2x4x16x64xf32>, memref<2x4x16x64xf32> into memref<2x4x8x64xf32>, memref<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @lse_heads(%q: memref<2x4x16x64xf32>, %lse: memref<2x2x16xf32>) {
+  // expected-error @+1 {{lse head count 2 does not match query head count 4}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<2x4x16x64xf32>, memref<2x4x16x64xf32>, memref<2x4x16x64xf32> into memref<2x4x16x64xf32>, memref<2x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @lse_element_type(%q: memref<2x4x16x64xf16>, %lse: memref<2x4x16xf16>) {
+  // expected-error @+1 {{operand #4 must be 3D memref of 32-bit float values}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<2x4x16x64xf16>, memref<2x4x16x64xf16>, memref<2x4x16x64xf16> into memref<2x4x16x64xf16>, memref<2x4x16xf16>
+  return
+}
+
+// -----
+
+func.func @gqa_groups(%q: memref<1x6x16x64xf32>, %k: memref<1x4x16x64xf32>, %lse: memref<1x6x16xf32>) {
+  // expected-error @+1 {{query head count 6 must be a multiple of key/value head count 4}}
+  fa.attention %q, %k, %k into %q, %lse {scale = 1.0 : f32}
+    : memref<1x6x16x64xf32>, memref<1x4x16x64xf32>, memref<1x4x16x64xf32> into memref<1x6x16x64xf32>, memref<1x6x16xf32>
+  return
+}
+
+// -----
+
+func.func @scale(%q: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{softmax scale must be positive and finite, got -1}}
+  fa.attention %q, %q, %q into %q, %lse {scale = -1.0 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32> into memref<?x?x?x64xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @load_rank(%q: memref<?x?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{tile of rank 1 needs a memref of rank 3, got rank 4}}
+  %t = fa.load_tile %q[%i, %i, %i] : memref<?x?x?x64xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @load_width(%q: memref<?x?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{tile dimension 1 (32) must cover memref dimension 3 (64) whole}}
+  %t = fa.load_tile %q[%i, %i, %i] : memref<?x?x?x64xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @load_element_type(%q: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{tile element type 'f32' does not match memref element type 'f16'}}
+  %t = fa.load_tile %q[%i, %i, %i] : memref<?x?x?x64xf16> -> tensor<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @store_width(%t: tensor<16x32xf32>, %o: memref<?x?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{tile dimension 1 (32) must cover memref dimension 3 (64) whole}}
+  fa.store_tile %t, %o[%i, %i, %i] : tensor<16x32xf32> -> memref<?x?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @range_block(%i: index) {
+  // expected-error @+1 {{attribute 'block_n' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %b, %e = fa.kv_tile_range %i, %i, %i {block_m = 16 : i64, block_n = 0 : i64}
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<16x32xf32>, %b: tensor<8x16xf32>) {
+  // expected-error @+1 {{contraction sizes differ: lhs has 32, rhs has 16}}
+  %s = fa.tile_matmul %a, %b {transpose_rhs} : tensor<16x32xf32>, tensor<8x16xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<16x32xf32>, %b: tensor<8x32xf32>) {
+  // expected-error @+1 {{result must be 16x8, got 16x16}}
+  %s = fa.tile_matmul %a, %b {transpose_rhs} : tensor<16x32xf32>, tensor<8x32xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_mixed(%a: tensor<16x8xf32>, %b: tensor<8x32xf16>) {
+  // expected-error @+1 {{lhs element type 'f32' does not match rhs element type 'f16'}}
+  %s = fa.tile_matmul %a, %b : tensor<16x8xf32>, tensor<8x32xf16> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<16xf32>, %b: tensor<16x32xf32>) {
+  // expected-error @+1 {{operands and result must be 2-d tiles}}
+  %s = fa.tile_matmul %a, %b : tensor<16xf32>, tensor<16x32xf32> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @mask_rank(%s: tensor<16xf32>, %i: index) {
+  // expected-error @+1 {{scores must be a 2-d tile}}
+  %m = fa.mask %s, %i, %i, %i, %i : tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_rows(%s: tensor<16x8xf32>, %m: tensor<8xf32>) {
+  // expected-error @+1 {{running max must hold one value per row of scores (16), got 'tensor<8xf32>'}}
+  %a, %b, %c, %d = fa.online_softmax %s, %m, %m {scale = 1.0 : f32} : tensor<16x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_scale(%s: tensor<16x8xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{softmax scale must be positive and finite, got 0}}
+  %a, %b, %c, %d = fa.online_softmax %s, %m, %m {scale = 0.0 : f32} : tensor<16x8xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rescale_rows(%acc: tensor<16x64xf32>, %f: tensor<32xf32>) {
+  // expected-error @+1 {{correction factor must hold one value per row of accumulator (16), got 'tensor<32xf32>'}}
+  %r = fa.rescale %acc, %f : tensor<16x64xf32>, tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @finalize_rows(%acc: tensor<16x64xf32>, %m: tensor<8xf32>) {
+  // expected-error @+1 {{running max must hold one value per row of accumulator (16), got 'tensor<8xf32>'}}
+  %o, %l = fa.finalize %acc, %m, %m : tensor<16x64xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @grid_args(%n: index) {
+  // expected-error @+1 {{expected three grid indices and three bounds}}
+  fa.grid (%b, %h) in (%n, %n) {
+  }
+  return
+}

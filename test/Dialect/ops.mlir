@@ -1,0 +1,65 @@
+// RUN: fa-opt %s | fa-opt | FileCheck %s
+// RUN: fa-opt %s --mlir-print-op-generic | fa-opt | FileCheck %s
+
+// Problem level: GQA (8 query heads over 2 K/V heads), f16, causal.
+// CHECK-LABEL: func @attention_problem
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} {mask = #fa.mask<causal>, scale = 1.250000e-01 : f32}
+// CHECK-SAME: memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16> into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+func.func @attention_problem(%q: memref<?x8x?x64xf16>, %k: memref<?x2x?x64xf16>,
+                             %v: memref<?x2x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                             %lse: memref<?x8x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32, mask = #fa.mask<causal>}
+    : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+  return
+}
+
+// The mask defaults to none and is then not printed.
+// CHECK-LABEL: func @attention_default_mask
+// CHECK: fa.attention
+// CHECK-NOT: mask
+// CHECK-SAME: scale = 1.000000e+00 : f32
+func.func @attention_default_mask(%q: memref<1x1x4x16xf32>, %o: memref<1x1x4x16xf32>,
+                                  %lse: memref<1x1x4xf32>) {
+  fa.attention %q, %q, %q into %o, %lse {scale = 1.0 : f32}
+    : memref<1x1x4x16xf32>, memref<1x1x4x16xf32>, memref<1x1x4x16xf32>
+    into memref<1x1x4x16xf32>, memref<1x1x4xf32>
+  return
+}
+
+// Tile level: every op of one program.
+// CHECK-LABEL: func @tile_ops
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %[[T:.*]]) in (%{{.*}}, %{{.*}}, %{{.*}}) {
+// CHECK: %[[Q:.*]] = fa.load_tile %{{.*}}[%[[B]], %[[H]], %{{.*}}] : memref<?x?x?x32xf32> -> tensor<16x32xf32>
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} {block_m = 16 : i64, block_n = 8 : i64, mask = #fa.mask<causal>}
+// CHECK: %[[S:.*]] = fa.tile_matmul %[[Q]], %{{.*}} {transpose_rhs} : tensor<16x32xf32>, tensor<8x32xf32> -> tensor<16x8xf32>
+// CHECK: %[[SM:.*]] = fa.mask %[[S]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {mask = #fa.mask<causal>} : tensor<16x8xf32>
+// CHECK: %[[M:.*]], %[[P:.*]], %[[L:.*]], %[[ALPHA:.*]] = fa.online_softmax %[[SM]], %{{.*}}, %{{.*}} {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<16xf32>
+// CHECK: %[[ACC:.*]] = fa.rescale %{{.*}}, %[[ALPHA]] : tensor<16x32xf32>, tensor<16xf32>
+// CHECK: fa.tile_matmul %[[P]], %{{.*}} acc(%[[ACC]]) : tensor<16x8xf32>, tensor<8x32xf32> -> tensor<16x32xf32>
+// CHECK: %[[O:.*]], %[[LSE:.*]] = fa.finalize
+// CHECK: fa.store_tile %[[O]], %{{.*}}[%[[B]], %[[H]], %{{.*}}] : tensor<16x32xf32> -> memref<?x?x?x32xf32>
+// CHECK: fa.store_tile %[[LSE]], %{{.*}}[%[[B]], %[[H]], %{{.*}}] : tensor<16xf32> -> memref<?x?x?xf32>
+func.func @tile_ops(%q: memref<?x?x?x32xf32>, %kv: memref<?x?x?x32xf32>,
+                    %o: memref<?x?x?x32xf32>, %lse: memref<?x?x?xf32>,
+                    %nb: index, %nh: index, %nt: index, %sq: index, %sk: index) {
+  fa.grid (%b, %h, %t) in (%nb, %nh, %nt) {
+    %c16 = arith.constant 16 : index
+    %q_start = arith.muli %t, %c16 : index
+    %q_tile = fa.load_tile %q[%b, %h, %q_start] : memref<?x?x?x32xf32> -> tensor<16x32xf32>
+    %begin, %end = fa.kv_tile_range %q_start, %sq, %sk {block_m = 16 : i64, block_n = 8 : i64, mask = #fa.mask<causal>}
+    %k_tile = fa.load_tile %kv[%b, %h, %begin] : memref<?x?x?x32xf32> -> tensor<8x32xf32>
+    %s = fa.tile_matmul %q_tile, %k_tile {transpose_rhs} : tensor<16x32xf32>, tensor<8x32xf32> -> tensor<16x8xf32>
+    %sm = fa.mask %s, %q_start, %begin, %sq, %sk {mask = #fa.mask<causal>} : tensor<16x8xf32>
+    %m0 = arith.constant dense<0xFF800000> : tensor<16xf32>
+    %l0 = arith.constant dense<0.0> : tensor<16xf32>
+    %acc0 = arith.constant dense<0.0> : tensor<16x32xf32>
+    %m, %p, %l, %alpha = fa.online_softmax %sm, %m0, %l0 {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16xf32>
+    %acc1 = fa.rescale %acc0, %alpha : tensor<16x32xf32>, tensor<16xf32>
+    %acc2 = fa.tile_matmul %p, %k_tile acc(%acc1) : tensor<16x8xf32>, tensor<8x32xf32> -> tensor<16x32xf32>
+    %out, %row_lse = fa.finalize %acc2, %m, %l : tensor<16x32xf32>, tensor<16xf32>
+    fa.store_tile %out, %o[%b, %h, %q_start] : tensor<16x32xf32> -> memref<?x?x?x32xf32>
+    fa.store_tile %row_lse, %lse[%b, %h, %q_start] : tensor<16xf32> -> memref<?x?x?xf32>
+  }
+  return
+}
