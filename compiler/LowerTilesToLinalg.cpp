@@ -443,6 +443,12 @@ struct FALowerTilesToLinalgPass
     : public fa::impl::FALowerTilesToLinalgBase<FALowerTilesToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    WalkResult untiled = getOperation().walk([](AttentionOp op) {
+      op.emitOpError("must be tiled before the CPU lowering (run fa-tile)");
+      return WalkResult::interrupt();
+    });
+    if (untiled.wasInterrupted())
+      return signalPassFailure();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<FADialect>();
     target.addLegalDialect<arith::ArithDialect, bufferization::BufferizationDialect,

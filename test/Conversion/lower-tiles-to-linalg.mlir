@@ -1,0 +1,216 @@
+// RUN: fa-opt %s --split-input-file --fa-lower-tiles-to-linalg | FileCheck %s
+
+// The grid becomes a sequential loop nest over (batch, head, query tile).
+// CHECK-LABEL: func @grid
+// CHECK-SAME: (%[[NB:.*]]: index, %[[NH:.*]]: index, %[[NT:.*]]: index
+// CHECK: scf.for %[[B:.*]] = %{{.*}} to %[[NB]]
+// CHECK:   scf.for %[[H:.*]] = %{{.*}} to %[[NH]]
+// CHECK:     scf.for %[[T:.*]] = %{{.*}} to %[[NT]]
+// CHECK:       memref.store %{{.*}}, %{{.*}}[%[[B]], %[[H]], %[[T]]]
+// CHECK-NOT: fa.grid
+func.func @grid(%nb: index, %nh: index, %nt: index, %out: memref<?x?x?xf32>) {
+  fa.grid (%b, %h, %t) in (%nb, %nh, %nt) {
+    %one = arith.constant 1.0 : f32
+    memref.store %one, %out[%b, %h, %t] : memref<?x?x?xf32>
+  }
+  return
+}
+
+// -----
+
+// Rows past the end of the sequence read as 0: the index is clamped to the
+// last row and the value selected away.
+// CHECK-LABEL: func @load_tile
+// CHECK-SAME: (%[[SRC:.*]]: memref<?x?x?x8xf16>, %[[B:.*]]: index, %[[H:.*]]: index, %[[ROW:.*]]: index)
+// CHECK: %[[LEN:.*]] = memref.dim %[[SRC]], %{{.*}}
+// CHECK: %[[LAST:.*]] = arith.subi %[[LEN]], %{{.*}}
+// CHECK: tensor.generate
+// CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK: %[[R:.*]] = arith.addi %[[ROW]], %[[I]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[R]], %[[LEN]]
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[R]], %[[LAST]]
+// CHECK: %[[X:.*]] = memref.load %[[SRC]][%[[B]], %[[H]], %[[CLAMPED]], %[[J]]]
+// CHECK: %[[V:.*]] = arith.select %[[IN]], %[[X]], %{{.*}} : f16
+// CHECK: tensor.yield %[[V]]
+// CHECK: } : tensor<4x8xf16>
+func.func @load_tile(%src: memref<?x?x?x8xf16>, %b: index, %h: index, %row: index) -> tensor<4x8xf16> {
+  %t = fa.load_tile %src[%b, %h, %row] : memref<?x?x?x8xf16> -> tensor<4x8xf16>
+  return %t : tensor<4x8xf16>
+}
+
+// -----
+
+// Only the valid rows, min(R, S - row), are written.
+// CHECK-LABEL: func @store_tile
+// CHECK-SAME: (%[[T:.*]]: tensor<4xf32>, %[[DST:.*]]: memref<?x?x?xf32>, %[[B:.*]]: index, %[[H:.*]]: index, %[[ROW:.*]]: index)
+// CHECK: %[[BUF:.*]] = bufferization.to_buffer %[[T]] read_only
+// CHECK: %[[LEN:.*]] = memref.dim %[[DST]], %{{.*}}
+// CHECK: %[[LEFT:.*]] = arith.subi %[[LEN]], %[[ROW]]
+// CHECK: %[[VALID:.*]] = arith.minsi %[[LEFT]], %{{.*}}
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[VALID]]
+// CHECK:   %[[X:.*]] = memref.load %[[BUF]][%[[I]]]
+// CHECK:   %[[R:.*]] = arith.addi %[[ROW]], %[[I]]
+// CHECK:   memref.store %[[X]], %[[DST]][%[[B]], %[[H]], %[[R]]]
+func.func @store_tile(%t: tensor<4xf32>, %dst: memref<?x?x?xf32>, %b: index, %h: index, %row: index) {
+  fa.store_tile %t, %dst[%b, %h, %row] : tensor<4xf32> -> memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Without a mask every K/V tile is visited: [0, ceil(Sk / B_c)).
+// CHECK-LABEL: func @kv_range_full
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[N:.*]] = arith.ceildivui %{{.*}}, %{{.*}} : index
+// CHECK: return %[[C0]], %[[N]]
+func.func @kv_range_full(%q0: index, %sq: index, %sk: index) -> (index, index) {
+  %b, %e = fa.kv_tile_range %q0, %sq, %sk {block_m = 16 : i64, block_n = 32 : i64}
+  return %b, %e : index, index
+}
+
+// -----
+
+// Causal: the tile's last row min(q0 + B_r, Sq) - 1 sees keys up to
+// row + Sk - Sq, so end = clamp(ceil((min(q0 + B_r, Sq) + Sk - Sq) / B_c), 0, ceil(Sk / B_c)).
+// CHECK-LABEL: func @kv_range_causal
+// CHECK-SAME: (%[[Q0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[N:.*]] = arith.ceildivui %[[SK]], %[[C32]]
+// CHECK: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: %[[TILE_END:.*]] = arith.addi %[[Q0]], %[[C16]]
+// CHECK: %[[ROWS_END:.*]] = arith.minsi %[[TILE_END]], %[[SQ]]
+// CHECK: %[[T:.*]] = arith.addi %[[ROWS_END]], %[[SK]]
+// CHECK: %[[VISIBLE:.*]] = arith.subi %[[T]], %[[SQ]]
+// CHECK: %[[TILES:.*]] = arith.ceildivsi %[[VISIBLE]], %[[C32]]
+// CHECK: %[[MIN:.*]] = arith.minsi %[[TILES]], %[[N]]
+// CHECK: %[[END:.*]] = arith.maxsi %[[C0]], %[[MIN]]
+// CHECK: return %[[C0]], %[[END]]
+func.func @kv_range_causal(%q0: index, %sq: index, %sk: index) -> (index, index) {
+  %b, %e = fa.kv_tile_range %q0, %sq, %sk {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+  return %b, %e : index, index
+}
+
+// -----
+
+// S = Q K^T: a (i, j, k) contraction with K read as (j, k); f16 products
+// are formed in f32.
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[RHST:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func @qk_matmul
+// CHECK: %[[ZERO:.*]] = linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHST]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME: outs(%[[ZERO]] : tensor<4x2xf32>)
+// CHECK: ^bb0(%[[A:.*]]: f16, %[[B:.*]]: f16, %[[C:.*]]: f32):
+// CHECK: %[[A32:.*]] = arith.extf %[[A]]
+// CHECK: %[[B32:.*]] = arith.extf %[[B]]
+// CHECK: %[[AB:.*]] = arith.mulf %[[A32]], %[[B32]]
+// CHECK: arith.addf %[[C]], %[[AB]]
+func.func @qk_matmul(%q: tensor<4x8xf16>, %k: tensor<2x8xf16>) -> tensor<4x2xf32> {
+  %s = fa.tile_matmul %q, %k {transpose_rhs} : tensor<4x8xf16>, tensor<2x8xf16> -> tensor<4x2xf32>
+  return %s : tensor<4x2xf32>
+}
+
+// -----
+
+// acc + P V: accumulates into the given accumulator, V read as (k, j).
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-LABEL: func @pv_matmul
+// CHECK-SAME: %[[ACC:[a-z0-9_]+]]: tensor<4x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #[[RHS]], #{{.*}}]
+// CHECK-SAME: outs(%[[ACC]] : tensor<4x8xf32>)
+func.func @pv_matmul(%p: tensor<4x2xf32>, %v: tensor<2x8xf32>, %acc: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = fa.tile_matmul %p, %v acc(%acc) : tensor<4x2xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// S[i, j] = -inf where the key is padding (col >= Sk) or in the future
+// (col > row + Sk - Sq, compared as col + Sq > row + Sk).
+// CHECK-LABEL: func @causal_mask
+// CHECK-SAME: (%[[S:.*]]: tensor<4x2xf32>, %[[Q0:.*]]: index, %[[K0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index)
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: %[[COL:.*]] = arith.addi %[[K0]], %[[J]]
+// CHECK: %[[PAD:.*]] = arith.cmpi uge, %[[COL]], %[[SK]]
+// CHECK: %[[ROW:.*]] = arith.addi %[[Q0]], %[[I]]
+// CHECK: %[[LHS:.*]] = arith.addi %[[COL]], %[[SQ]]
+// CHECK: %[[RHS:.*]] = arith.addi %[[ROW]], %[[SK]]
+// CHECK: %[[FUTURE:.*]] = arith.cmpi ugt, %[[LHS]], %[[RHS]]
+// CHECK: %[[HIDDEN:.*]] = arith.ori %[[PAD]], %[[FUTURE]]
+// CHECK: %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: arith.select %[[HIDDEN]], %[[NEGINF]], %[[X]]
+func.func @causal_mask(%s: tensor<4x2xf32>, %q0: index, %k0: index, %sq: index, %sk: index) -> tensor<4x2xf32> {
+  %m = fa.mask %s, %q0, %k0, %sq, %sk {mask = #fa.mask<causal>} : tensor<4x2xf32>
+  return %m : tensor<4x2xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[TILE:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[VEC:.*]] = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func @online_softmax
+// CHECK-SAME: (%[[S:.*]]: tensor<4x2xf32>, %[[M:.*]]: tensor<4xf32>, %[[L:.*]]: tensor<4xf32>)
+// m_new = max(m, rowmax(scale * s)): a row reduction seeded with m.
+// CHECK: %[[MNEW:.*]] = linalg.generic {indexing_maps = [#[[TILE]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[S]] : {{.*}}) outs(%[[M]] : tensor<4xf32>)
+// CHECK:   %[[X:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK:   arith.maximumf %{{.*}}, %[[X]]
+// p = exp(scale * s - m_new), with 0 in place of m_new = -inf.
+// CHECK: %[[P:.*]] = linalg.generic {indexing_maps = [#[[TILE]], #[[ROW]], #[[TILE]]], iterator_types = ["parallel", "parallel"]} ins(%[[S]], %[[MNEW]] : {{.*}})
+// CHECK:   ^bb0(%[[SV:.*]]: f32, %[[MV:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[SX:.*]] = arith.mulf %[[SV]], %{{.*}}
+// CHECK:   %[[EMPTY:.*]] = arith.cmpf oeq, %[[MV]], %{{.*}}
+// CHECK:   %[[BASE:.*]] = arith.select %[[EMPTY]], %{{.*}}, %[[MV]]
+// CHECK:   %[[D:.*]] = arith.subf %[[SX]], %[[BASE]]
+// CHECK:   math.exp %[[D]]
+// alpha = exp(m - m_new); l * alpha
+// CHECK: %[[CORR:.*]]:2 = linalg.generic {indexing_maps = [#[[VEC]], #[[VEC]], #[[VEC]], #[[VEC]], #[[VEC]]], iterator_types = ["parallel"]} ins(%[[M]], %[[MNEW]], %[[L]] : {{.*}})
+// CHECK:   %[[ALPHA:.*]] = math.exp
+// CHECK:   %[[LS:.*]] = arith.mulf %[[ALPHA]], %{{.*}}
+// CHECK:   linalg.yield %[[ALPHA]], %[[LS]]
+// l_new = alpha * l + rowsum(p)
+// CHECK: %[[LNEW:.*]] = linalg.generic {indexing_maps = [#[[TILE]], #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%[[P]] : {{.*}}) outs(%[[CORR]]#1 : tensor<4xf32>)
+// CHECK:   arith.addf
+// CHECK: return %[[MNEW]], %[[P]], %[[LNEW]], %[[CORR]]#0
+func.func @online_softmax(%s: tensor<4x2xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
+    -> (tensor<4xf32>, tensor<4x2xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %m_new, %p, %l_new, %alpha = fa.online_softmax %s, %m, %l {scale = 0.5 : f32} : tensor<4x2xf32>, tensor<4xf32>
+  return %m_new, %p, %l_new, %alpha : tensor<4xf32>, tensor<4x2xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// acc[i, j] * alpha[i]
+// CHECK-LABEL: func @rescale
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4xf32>)
+// CHECK:   arith.mulf
+func.func @rescale(%acc: tensor<4x8xf32>, %alpha: tensor<4xf32>) -> tensor<4x8xf32> {
+  %r = fa.rescale %acc, %alpha : tensor<4x8xf32>, tensor<4xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// O = acc / l (0 for a row with l = 0), LSE = m + log l (-inf for l = 0).
+// CHECK-LABEL: func @finalize
+// CHECK: linalg.generic
+// CHECK:   ^bb0(%[[A:.*]]: f32, %[[L:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[O:.*]] = arith.divf %[[A]], %[[L]]
+// CHECK:   %[[EMPTY:.*]] = arith.cmpf oeq, %[[L]], %{{.*}}
+// CHECK:   arith.select %[[EMPTY]], %{{.*}}, %[[O]]
+// CHECK: linalg.generic
+// CHECK:   ^bb0(%[[MV:.*]]: f32, %[[LV:.*]]: f32, %{{.*}}: f32):
+// CHECK:   %[[LOG:.*]] = math.log %[[LV]]
+// CHECK:   %[[LSE:.*]] = arith.addf %[[MV]], %[[LOG]]
+// CHECK:   %[[EMPTY2:.*]] = arith.cmpf oeq, %[[LV]], %{{.*}}
+// CHECK:   %[[NEGINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK:   arith.select %[[EMPTY2]], %[[NEGINF]], %[[LSE]]
+func.func @finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
+  %o, %lse = fa.finalize %acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>
+  return %o, %lse : tensor<4x8xf32>, tensor<4xf32>
+}
