@@ -440,7 +440,7 @@ struct FinalizeLowering : OpConversionPattern<FinalizeOp> {
 };
 
 struct FALowerTilesToLinalgPass
-    : public fa::impl::FALowerTilesToLinalgBase<FALowerTilesToLinalgPass> {
+    : public mlir::fa::impl::FALowerTilesToLinalgBase<FALowerTilesToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     WalkResult untiled = getOperation().walk([](AttentionOp op) {

@@ -54,4 +54,38 @@ def FALowerTilesToLinalg : Pass<"fa-lower-tiles-to-linalg", "::mlir::func::FuncO
   ];
 }
 
+def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
+  let summary = "Place every tile for the SIMT (CUDA-core, f32) strategy";
+  let description = [{
+    Gives each tile value of an `fa.grid` program a home, as an encoding on
+    its tensor type (the lecture's kernel):
+
+    * Q, K and V tiles (`fa.load_tile`) live in shared memory, rows padded
+      by `pad` elements against bank conflicts;
+    * everything a thread computes for its own elements lives in its
+      registers with `#fa.blocked`: the score tile S, the probabilities P, the
+      running max m, sum l and the accumulator acc (O_i[B_r/bdy][d/bdx]);
+    * a tile that a matmul must read whole (P for P V) is moved to shared
+      memory with `fa.convert_layout`.
+
+    The block has `num-warps * 32` threads arranged as rows x cols, cols the
+    largest power of two <= 32 that divides both B_c and D. The pass records
+    the block size (`fa.num_threads`), the shared-memory bytes of the block
+    (`fa.shared_memory_bytes`) and each shared tile's byte offset
+    (`fa.shared_offset`). It fails, naming the config, the need and the
+    limit, when shared memory exceeds the target's per-block limit or the
+    thread grid does not divide a tile; it warns when its register estimate
+    exceeds 255 per thread (the kernel will spill).
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"8",
+           "warps per block">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
+           "target GPU architecture (sm_80, sm_86, sm_89, sm_90, sm_90a)">,
+    Option<"pad", "pad", "int64_t", /*default=*/"1",
+           "padding elements per shared-memory row">,
+  ];
+  let dependentDialects = ["::mlir::fa::FADialect"];
+}
+
 #endif // FA_COMPILER_PASSES_TD

@@ -171,7 +171,7 @@ void AttentionTiler::build() {
                       qStart);
 }
 
-struct FATilePass : public fa::impl::FATileBase<FATilePass> {
+struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {
   using FATileBase::FATileBase;
 
   void runOnOperation() override {

@@ -9,6 +9,7 @@
 using namespace mlir;
 using namespace mlir::fa;
 
+#include "dialect/FAAttrInterfaces.cpp.inc"
 #include "dialect/FADialect.cpp.inc"
 #include "dialect/FAEnums.cpp.inc"
 
@@ -24,4 +25,60 @@ void FADialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialect/FAAttrs.cpp.inc"
       >();
+}
+
+//===----------------------------------------------------------------------===//
+// BlockedEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            int64_t threadRows, int64_t threadCols) {
+  if (threadRows < 1 || threadCols < 1)
+    return emitError() << "thread grid must be positive, got " << threadRows
+                       << "x" << threadCols;
+  // The threads of a row must be lanes of one warp for shuffle reductions.
+  if (threadCols > 32 || 32 % threadCols != 0)
+    return emitError() << "threads per row must divide the warp size 32, got "
+                       << threadCols;
+  return success();
+}
+
+bool BlockedEncodingAttr::isShared() const { return false; }
+
+int64_t
+BlockedEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
+  int64_t rows = llvm::divideCeil(shape[0], getThreadRows());
+  if (shape.size() == 1)
+    return rows;
+  return rows * llvm::divideCeil(shape[1], getThreadCols());
+}
+
+int64_t BlockedEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// SharedEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+SharedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           int64_t pad) {
+  if (pad < 0)
+    return emitError() << "row padding must be non-negative, got " << pad;
+  return success();
+}
+
+bool SharedEncodingAttr::isShared() const { return true; }
+
+int64_t SharedEncodingAttr::getRegistersPerThread(ArrayRef<int64_t>) const {
+  return 0;
+}
+
+int64_t
+SharedEncodingAttr::getSharedElements(ArrayRef<int64_t> shape) const {
+  if (shape.size() == 1)
+    return shape[0];
+  return shape[0] * (shape[1] + getPad());
 }

@@ -11,6 +11,8 @@
 #include "dialect/FADialect.h.inc"
 #include "dialect/FAEnums.h.inc"
 
+#include "dialect/FAAttrInterfaces.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "dialect/FAAttrs.h.inc"
 

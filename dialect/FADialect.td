@@ -75,4 +75,80 @@ def FA_MaskAttr : EnumAttr<FA_Dialect, FA_MaskKind, "mask"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+//===----------------------------------------------------------------------===//
+// Placement encodings (on tile tensor types)
+//===----------------------------------------------------------------------===//
+
+def FA_TileEncodingInterface : AttrInterface<"TileEncodingInterface"> {
+  let cppNamespace = "::mlir::fa";
+  let description = [{
+    Where a tile lives on the GPU. Passes ask the encoding how many elements a
+    thread holds in registers and how many bytes of shared memory the tile
+    takes, without knowing which encoding it is.
+  }];
+  let methods = [
+    InterfaceMethod<"Whether the tile lives in shared memory.",
+      "bool", "isShared">,
+    InterfaceMethod<"Elements of a tile of `shape` held in each thread's registers.",
+      "int64_t", "getRegistersPerThread", (ins "::llvm::ArrayRef<int64_t>":$shape)>,
+    InterfaceMethod<"Shared-memory elements a tile of `shape` occupies.",
+      "int64_t", "getSharedElements", (ins "::llvm::ArrayRef<int64_t>":$shape)>,
+  ];
+}
+
+def FA_BlockedEncodingAttr : AttrDef<FA_Dialect, "BlockedEncoding",
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+  let mnemonic = "blocked";
+  let summary = "a tile distributed over the threads' registers";
+  let description = [{
+    The block's threads form a `rows x cols` grid (thread t is at
+    `(t / cols, t % cols)`). Element `(r, c)` of a 2-d tile is held by thread
+    `(r % rows, c % cols)` in register slot `(r / rows, c / cols)`, so each
+    thread holds `R/rows x C/cols` elements: the lecture's per-thread
+    `O_i[B_r/bdy][d/bdx]`. A 1-d tile of per-row values (running max, sum)
+    is held the same way along rows and replicated across the `cols` threads
+    of a row.
+
+    `#fa.blocked<threads = [2, 4]>` on a 4x8 tile (entry = thread):
+
+    ```
+           c0  c1  c2  c3  c4  c5  c6  c7
+      r0 [  0   1   2   3   0   1   2   3 ]
+      r1 [  4   5   6   7   4   5   6   7 ]
+      r2 [  0   1   2   3   0   1   2   3 ]
+      r3 [  4   5   6   7   4   5   6   7 ]
+    ```
+
+    Thread 5 holds (r1, c1), (r1, c5), (r3, c1), (r3, c5). The threads of one
+    row are consecutive lanes of one warp (`cols` divides 32), so row
+    reductions are warp shuffles.
+  }];
+  let parameters = (ins "int64_t":$threadRows, "int64_t":$threadCols);
+  let assemblyFormat = "`<` `threads` `=` `[` $threadRows `,` $threadCols `]` `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumThreads() const { return getThreadRows() * getThreadCols(); }
+  }];
+}
+
+def FA_SharedEncodingAttr : AttrDef<FA_Dialect, "SharedEncoding",
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+  let mnemonic = "shared";
+  let summary = "a tile in shared memory, row-major with padded rows";
+  let description = [{
+    Row `r` of an `R x C` tile starts at element `r * (C + pad)`. With 4-byte
+    elements and `C` a multiple of 32, a padding of 1 puts column `c` of
+    consecutive rows in consecutive banks, so threads that read one column of
+    different rows (`K[j][k]` for `j = lane`) do not conflict.
+
+    ```
+    #fa.shared<pad = 1>, 3 x 4 tile (. = padding):
+      [ a0 a1 a2 a3 . b0 b1 b2 b3 . c0 c1 c2 c3 . ]
+    ```
+  }];
+  let parameters = (ins "int64_t":$pad);
+  let assemblyFormat = "`<` `pad` `=` $pad `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // FA_DIALECT_FADIALECT_TD

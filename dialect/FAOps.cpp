@@ -275,6 +275,23 @@ LogicalResult FinalizeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// ConvertLayoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertLayoutOp::verify() {
+  auto source = cast<RankedTensorType>(getSource().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (source.getShape() != result.getShape() ||
+      source.getElementType() != result.getElementType())
+    return emitOpError("must keep the shape and element type, got ")
+           << source << " -> " << result;
+  if (!source.getEncoding() || !result.getEncoding())
+    return emitOpError("converts between placements: both types need an "
+                       "encoding");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Readable SSA names: the printed tile level reads like the algorithm.
 //===----------------------------------------------------------------------===//
 

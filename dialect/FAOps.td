@@ -318,4 +318,27 @@ def FA_FinalizeOp : FA_Op<"finalize", [Pure,
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Placement level
+//===----------------------------------------------------------------------===//
+
+def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
+  let summary = "move a tile from one placement to another";
+  let description = [{
+    Same values, new home: e.g. the probabilities P leave the registers of
+    the threads that computed them for shared memory, where every thread of
+    a row can read all of them for `P V`. On the GPU this is a store to
+    shared memory between barriers.
+
+    ```mlir
+    %p_shared = fa.convert_layout %p
+      : tensor<8x32xf32, #fa.blocked<threads = [8, 32]>> -> tensor<8x32xf32, #fa.shared<pad = 1>>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$source);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // FA_DIALECT_FAOPS_TD

@@ -1,0 +1,228 @@
+//===- PlaceSimt.cpp - Placement for the SIMT strategy -------------*- C++ -*-===//
+//
+// Decides where every tile of an fa.grid program lives (registers with a
+// thread layout, or shared memory) and checks that the choice fits the target.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "lib/GpuTarget.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <numeric>
+
+#define DEBUG_TYPE "fa-place-simt"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FAPLACESIMT
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+/// Registers a thread needs beyond its tiles (indices, pointers, loop
+/// counters, temporaries); a rough allowance for the estimate.
+static constexpr int64_t kRegisterOverhead = 32;
+
+/// Shared-memory buffers are 16-byte aligned (vector accesses).
+static constexpr int64_t kSharedAlignment = 16;
+
+static RankedTensorType withEncoding(Type type, Attribute encoding) {
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(), tensor.getElementType(),
+                               encoding);
+}
+
+static bool isUnplacedTile(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && !tensor.getEncoding();
+}
+
+namespace {
+
+/// The tile sizes of one program, read from its ops.
+struct ProgramShape {
+  int64_t blockM = 0, blockN = 0, headDim = 0;
+};
+
+struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass> {
+  using FAPlaceSimtBase::FAPlaceSimtBase;
+
+  void runOnOperation() override {
+    std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
+    if (!target) {
+      getOperation().emitError() << "unsupported arch '" << arch
+                                 << "'; expected one of "
+                                 << ::fa::supportedGpuArchs();
+      return signalPassFailure();
+    }
+    if (numWarps < 1 || numWarps > 32) {
+      getOperation().emitError()
+          << "num-warps must be in [1, 32], got " << numWarps;
+      return signalPassFailure();
+    }
+    WalkResult result = getOperation().walk([&](GridOp grid) {
+      return succeeded(placeProgram(grid, *target)) ? WalkResult::advance()
+                                                    : WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
+};
+
+LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
+                                            const ::fa::GpuArch &target) {
+  // Read the config from the program.
+  ProgramShape shape;
+  grid.walk([&](OnlineSoftmaxOp op) {
+    shape.blockN = cast<RankedTensorType>(op.getScores().getType()).getDimSize(1);
+  });
+  grid.walk([&](FinalizeOp op) {
+    auto acc = cast<RankedTensorType>(op.getAcc().getType());
+    shape.blockM = acc.getDimSize(0);
+    shape.headDim = acc.getDimSize(1);
+  });
+  if (!shape.blockM || !shape.blockN)
+    return grid.emitOpError("is not a tiled attention program (expected "
+                            "fa.online_softmax and fa.finalize)");
+  std::string config = "block-m=" + std::to_string(shape.blockM) +
+                       " block-n=" + std::to_string(shape.blockN) +
+                       " head-dim=" + std::to_string(shape.headDim) +
+                       " num-warps=" + std::to_string(numWarps);
+
+  WalkResult lowPrecision = grid.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type);
+          tensor && !tensor.getElementType().isF32()) {
+        op->emitOpError() << "the simt strategy computes in f32, got a tile "
+                          << "of " << tensor.getElementType()
+                          << " (f16/bf16 need the tensor-core strategy)";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (lowPrecision.wasInterrupted())
+    return failure();
+
+  // Thread grid: the threads of a row span columns, at most one warp wide.
+  int64_t numThreads = numWarps * 32;
+  int64_t threadCols = 32;
+  while (shape.blockN % threadCols || shape.headDim % threadCols)
+    threadCols /= 2;
+  int64_t threadRows = numThreads / threadCols;
+  if (shape.blockM % threadRows)
+    return grid.emitOpError()
+           << "thread grid " << threadRows << "x" << threadCols << " ("
+           << config << ") does not divide the tiles: block-m "
+           << shape.blockM << " is not a multiple of " << threadRows
+           << " thread rows";
+  auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
+  auto shared = SharedEncodingAttr::get(&getContext(), pad);
+
+  // Tile constants hoisted out of the program (the initial online-softmax
+  // state) are rematerialized inside it, where they get placed.
+  OpBuilder entry = OpBuilder::atBlockBegin(&grid.getBodyBlock());
+  grid.walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto constant = operand.get().getDefiningOp<arith::ConstantOp>();
+      if (constant && isUnplacedTile(constant.getType()) &&
+          !grid->isAncestor(constant))
+        operand.set(entry.clone(*constant)->getResult(0));
+    }
+  });
+
+  // Registers by default: every tile value in the program...
+  auto placeValue = [&](Value value, Attribute encoding) {
+    if (isUnplacedTile(value.getType()))
+      value.setType(withEncoding(value.getType(), encoding));
+  };
+  grid.walk([&](Operation *op) {
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (dense && isUnplacedTile(dense.getType())) {
+        auto type = withEncoding(dense.getType(), blocked);
+        constant.setValueAttr(dense.reshape(type));
+        constant.getResult().setType(type);
+      }
+      return;
+    }
+    Attribute encoding = isa<LoadTileOp>(op) ? Attribute(shared) : blocked;
+    for (Value result : op->getResults())
+      placeValue(result, encoding);
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          placeValue(arg, blocked);
+  });
+  // ... except what a matmul reads whole, which goes to shared memory.
+  grid.walk([&](TileMatmulOp op) {
+    for (OpOperand *operand : {&op.getLhsMutable(), &op.getRhsMutable()}) {
+      Value value = operand->get();
+      auto type = cast<RankedTensorType>(value.getType());
+      if (isa<SharedEncodingAttr>(type.getEncoding()))
+        continue;
+      OpBuilder builder(op);
+      auto moved = ConvertLayoutOp::create(builder, op.getLoc(),
+                                           withEncoding(type, shared), value);
+      operand->set(moved);
+    }
+  });
+
+  // Shared memory: one buffer per shared tile, laid out in program order.
+  int64_t sharedBytes = 0;
+  grid.walk([&](Operation *op) {
+    if (!isa<LoadTileOp, ConvertLayoutOp>(op))
+      return;
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    auto encoding = cast<TileEncodingInterface>(type.getEncoding());
+    op->setAttr("fa.shared_offset",
+                IntegerAttr::get(IntegerType::get(&getContext(), 64),
+                                 sharedBytes));
+    int64_t bytes = encoding.getSharedElements(type.getShape()) *
+                    type.getElementTypeBitWidth() / 8;
+    sharedBytes += llvm::alignTo(bytes, kSharedAlignment);
+  });
+  if (sharedBytes > target.maxSharedMemoryPerBlock)
+    return grid.emitOpError()
+           << "placement " << config << " needs " << sharedBytes
+           << " bytes of shared memory per block, over the "
+           << target.maxSharedMemoryPerBlock << "-byte limit of "
+           << target.name;
+
+  // Registers: the loop-carried state plus the largest tile live in the loop.
+  int64_t stateRegisters = 0, largestTemporary = 0;
+  grid.walk([&](scf::ForOp loop) {
+    for (Value arg : loop.getRegionIterArgs())
+      if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
+        stateRegisters += cast<TileEncodingInterface>(type.getEncoding())
+                              .getRegistersPerThread(type.getShape());
+    loop.getBody()->walk([&](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto type = dyn_cast<RankedTensorType>(t))
+          largestTemporary = std::max(
+              largestTemporary, cast<TileEncodingInterface>(type.getEncoding())
+                                    .getRegistersPerThread(type.getShape()));
+    });
+  });
+  int64_t registers = stateRegisters + largestTemporary + kRegisterOverhead;
+  if (registers > ::fa::kMaxRegistersPerThread)
+    grid.emitWarning() << "placement " << config << " needs about "
+                       << registers << " registers per thread, over the "
+                       << ::fa::kMaxRegistersPerThread
+                       << " available: the kernel will spill";
+
+  Builder b(&getContext());
+  grid->setAttr("fa.num_threads", b.getI64IntegerAttr(numThreads));
+  grid->setAttr("fa.shared_memory_bytes", b.getI64IntegerAttr(sharedBytes));
+  grid->setAttr("fa.estimated_registers", b.getI64IntegerAttr(registers));
+  return success();
+}
+
+} // namespace

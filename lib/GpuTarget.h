@@ -1,0 +1,30 @@
+//===- GpuTarget.h - Facts about the NVIDIA targets we generate for -*- C++ -*-===//
+#ifndef FA_LIB_GPUTARGET_H
+#define FA_LIB_GPUTARGET_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fa {
+
+/// Limits of one GPU architecture that code generation must respect.
+struct GpuArch {
+  std::string_view name;            // sm_80, sm_90a, ...
+  int64_t maxSharedMemoryPerBlock;  // bytes, with the dynamic opt-in
+  std::string_view ptxFeatures;     // LLVM NVPTX feature string (PTX ISA)
+};
+
+/// The architecture called `name`, or nullopt if we do not generate for it.
+std::optional<GpuArch> lookupGpuArch(std::string_view name);
+
+/// "sm_80, sm_86, sm_89, sm_90, sm_90a", for error messages.
+std::string supportedGpuArchs();
+
+/// Registers a thread may use (the PTX limit).
+constexpr int64_t kMaxRegistersPerThread = 255;
+
+} // namespace fa
+
+#endif // FA_LIB_GPUTARGET_H
