@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
+#include "compiler/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -184,31 +185,10 @@ struct KVTileRangeLowering : OpConversionPattern<KVTileRangeOp> {
   LogicalResult
   matchAndRewrite(KVTileRangeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value zero = indexConst(rewriter, loc, 0);
-    Value blockN = indexConst(rewriter, loc, op.getBlockN());
-    Value numTiles =
-        arith::CeilDivUIOp::create(rewriter, loc, adaptor.getKvLen(), blockN);
-    Value end = numTiles;
-    if (op.getMask() == MaskKind::causal) {
-      // The last query row of this tile sees keys up to
-      // min(q_start + block_m, Sq) - 1 + Sk - Sq (signed: may be negative).
-      Value tileEnd = arith::AddIOp::create(
-          rewriter, loc, adaptor.getQStart(),
-          indexConst(rewriter, loc, op.getBlockM()));
-      Value rowsEnd =
-          arith::MinSIOp::create(rewriter, loc, tileEnd, adaptor.getQLen());
-      Value visibleKeys = arith::SubIOp::create(
-          rewriter, loc,
-          arith::AddIOp::create(rewriter, loc, rowsEnd, adaptor.getKvLen()),
-          adaptor.getQLen());
-      Value visibleTiles =
-          arith::CeilDivSIOp::create(rewriter, loc, visibleKeys, blockN);
-      end = arith::MaxSIOp::create(
-          rewriter, loc, zero,
-          arith::MinSIOp::create(rewriter, loc, visibleTiles, numTiles));
-    }
-    rewriter.replaceOp(op, {zero, end});
+    auto [begin, end] =
+        buildKVTileRange(rewriter, op.getLoc(), op, adaptor.getQStart(),
+                         adaptor.getQLen(), adaptor.getKvLen());
+    rewriter.replaceOp(op, {begin, end});
     return success();
   }
 };
@@ -258,7 +238,6 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RowMaps maps(op.getContext());
-    bool causal = op.getMask() == MaskKind::causal;
     auto generic = linalg::GenericOp::create(
         rewriter, loc, op.getType(), ValueRange{adaptor.getScores()},
         ValueRange{emptyLike(rewriter, loc, op.getType())},
@@ -267,19 +246,10 @@ struct MaskLowering : OpConversionPattern<MaskOp> {
         [&](OpBuilder &b, Location loc, ValueRange args) {
           Value i = linalg::IndexOp::create(b, loc, 0);
           Value j = linalg::IndexOp::create(b, loc, 1);
-          // column past the end of the keys (padding of the last K tile)
+          Value row = arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
           Value col = arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
-          Value hidden = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::uge, col, adaptor.getKvLen());
-          if (causal) {
-            // col > row + Sk - Sq, kept unsigned as col + Sq > row + Sk
-            Value row = arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
-            Value lhs = arith::AddIOp::create(b, loc, col, adaptor.getQLen());
-            Value rhs = arith::AddIOp::create(b, loc, row, adaptor.getKvLen());
-            Value future = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::ugt, lhs, rhs);
-            hidden = arith::OrIOp::create(b, loc, hidden, future);
-          }
+          Value hidden = buildIsMasked(b, loc, op.getMask(), row, col,
+                                       adaptor.getQLen(), adaptor.getKvLen());
           Value v = arith::SelectOp::create(b, loc, hidden, negInf(b, loc),
                                             args[0]);
           linalg::YieldOp::create(b, loc, v);

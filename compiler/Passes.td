@@ -88,4 +88,39 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
 
+def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Lower placed fa.grid programs to gpu.func kernels";
+  let description = [{
+    Each function holding a placed `fa.grid` becomes a `gpu.func` kernel in
+    `gpu.module @fa_kernels` (the host side is the runtime's job). Block
+    `(x, y, z)` runs program (query tile x, head y, batch z); its
+    `fa.num_threads` threads form the `#fa.blocked` thread grid. Register
+    tiles become vectors of the elements a thread owns (fully unrolled, with
+    compile-time indices), shared tiles become views of the dynamic shared
+    memory at their `fa.shared_offset`, and every tile op becomes the loops
+    and warp shuffles that compute it, with barriers around shared-memory
+    writes. The kernel carries `fa.shared_memory_bytes` for the launch.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def FAMathToNVVMApprox : Pass<"fa-math-to-nvvm-approx"> {
+  let summary = "Use the hardware exp2/log2 approximations for f32";
+  let description = [{
+    Rewrites f32 `math.exp2` and `math.log2` into the `ex2.approx.ftz.f32`
+    and `lg2.approx.ftz.f32` instructions (through their NVVM intrinsics),
+    as FlashAttention kernels do: softmax needs neither denormals nor the
+    last ulp, and the libdevice routines would need libdevice at link time.
+    Run before `convert-gpu-to-nvvm`, which would otherwise call libdevice.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // FA_COMPILER_PASSES_TD

@@ -135,9 +135,9 @@ func.func @pv_matmul(%p: tensor<4x2xf32>, %v: tensor<2x8xf32>, %acc: tensor<4x8x
 // CHECK: ^bb0(%[[X:.*]]: f32, %{{.*}}: f32):
 // CHECK: %[[I:.*]] = linalg.index 0
 // CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: %[[ROW:.*]] = arith.addi %[[Q0]], %[[I]]
 // CHECK: %[[COL:.*]] = arith.addi %[[K0]], %[[J]]
 // CHECK: %[[PAD:.*]] = arith.cmpi uge, %[[COL]], %[[SK]]
-// CHECK: %[[ROW:.*]] = arith.addi %[[Q0]], %[[I]]
 // CHECK: %[[LHS:.*]] = arith.addi %[[COL]], %[[SQ]]
 // CHECK: %[[RHS:.*]] = arith.addi %[[ROW]], %[[SK]]
 // CHECK: %[[FUTURE:.*]] = arith.cmpi ugt, %[[LHS]], %[[RHS]]

@@ -1,0 +1,646 @@
+//===- ConvertPlacedToGPU.cpp - placed fa.grid -> gpu.func kernels --*- C++ -*-===//
+//
+// The SIMT lowering of the placement level. A register tile becomes the
+// vector of the elements one thread owns (see #fa.blocked); a shared tile
+// becomes a view of the block's dynamic shared memory. Each tile op becomes
+// per-thread code over owned elements, unrolled at compile time, so that
+// every register index is a constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "compiler/TileArithmetic.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+#include <limits>
+
+#define DEBUG_TYPE "fa-convert-placed-to-gpu"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FACONVERTPLACEDTOGPU
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+static constexpr StringLiteral kKernelModuleName = "fa_kernels";
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+static Attribute workgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+/// The padded buffer of a shared tile: [R, C + pad] (or [R]).
+static MemRefType sharedBufferType(RankedTensorType type) {
+  auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
+  SmallVector<int64_t> shape(type.getShape());
+  if (shape.size() == 2)
+    shape[1] += encoding.getPad();
+  return MemRefType::get(shape, type.getElementType(), MemRefLayoutAttrInterface(),
+                         workgroupSpace(type.getContext()));
+}
+
+namespace {
+
+class PlacedTypeConverter : public TypeConverter {
+public:
+  PlacedTypeConverter() {
+    addConversion([](Type type) { return type; });
+    addConversion([](RankedTensorType type) -> std::optional<Type> {
+      if (auto blocked = dyn_cast_or_null<BlockedEncodingAttr>(type.getEncoding()))
+        return VectorType::get({blocked.getRegistersPerThread(type.getShape())},
+                               type.getElementType());
+      if (isa_and_nonnull<SharedEncodingAttr>(type.getEncoding()))
+        return sharedBufferType(type);
+      return std::nullopt; // an unplaced tile cannot be lowered
+    });
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Per-thread view of a blocked tile
+//===----------------------------------------------------------------------===//
+
+/// Which elements of a blocked tile the current thread owns.
+struct ThreadTile {
+  ThreadTile(OpBuilder &b, Location loc, RankedTensorType type)
+      : encoding(cast<BlockedEncodingAttr>(type.getEncoding())),
+        rowsPerThread(type.getDimSize(0) / encoding.getThreadRows()),
+        colsPerThread(type.getRank() == 2
+                          ? type.getDimSize(1) / encoding.getThreadCols()
+                          : 1) {
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value cols = arith::ConstantIndexOp::create(b, loc, encoding.getThreadCols());
+    threadRow = arith::DivUIOp::create(b, loc, tid, cols);
+    threadCol = arith::RemUIOp::create(b, loc, tid, cols);
+  }
+
+  int64_t size() const { return rowsPerThread * colsPerThread; }
+  int64_t slot(int64_t i, int64_t j) const { return i * colsPerThread + j; }
+
+  /// Tile row of register row i: threadRow + i * threadRows.
+  Value row(OpBuilder &b, Location loc, int64_t i) const {
+    return offset(b, loc, threadRow, i * encoding.getThreadRows());
+  }
+  /// Tile column of register column j: threadCol + j * threadCols.
+  Value col(OpBuilder &b, Location loc, int64_t j) const {
+    return offset(b, loc, threadCol, j * encoding.getThreadCols());
+  }
+
+  BlockedEncodingAttr encoding;
+  int64_t rowsPerThread, colsPerThread;
+  Value threadRow, threadCol;
+
+private:
+  static Value offset(OpBuilder &b, Location loc, Value base, int64_t delta) {
+    if (delta == 0)
+      return base;
+    return arith::AddIOp::create(b, loc, base,
+                                 arith::ConstantIndexOp::create(b, loc, delta));
+  }
+};
+
+SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector) {
+  int64_t n = cast<VectorType>(vector.getType()).getNumElements();
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < n; ++i)
+    elements.push_back(vector::ExtractOp::create(b, loc, vector, i));
+  return elements;
+}
+
+Value pack(OpBuilder &b, Location loc, Type type, ValueRange elements) {
+  return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
+                                        elements);
+}
+
+Value f32Const(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// The view of the dynamic shared memory that holds a shared tile.
+Value sharedBuffer(OpBuilder &b, Location loc, Operation *producer,
+                   MemRefType type) {
+  auto offset = producer->getAttrOfType<IntegerAttr>("fa.shared_offset");
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(b.getContext()));
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+  return memref::ViewOp::create(b, loc, type, base,
+                                indexConst(b, loc, offset.getInt()),
+                                ValueRange{});
+}
+
+/// Butterfly all-reduce over the `lanes` consecutive lanes of a row.
+Value rowAllReduce(OpBuilder &b, Location loc, Value value, int64_t lanes,
+                   function_ref<Value(Value, Value)> combine) {
+  for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
+    auto shuffle = gpu::ShuffleOp::create(b, loc, value, offset, /*width=*/32,
+                                          gpu::ShuffleMode::XOR);
+    value = combine(value, shuffle.getShuffleResult());
+  }
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+template <typename Op>
+struct PlacedPattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using OpAdaptor = typename Op::Adaptor;
+};
+
+/// Splat tile constants (the initial softmax state) -> vector constants.
+struct ConstantLowering : PlacedPattern<arith::ConstantOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(arith::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto dense = dyn_cast<SplatElementsAttr>(op.getValue());
+    Type type = getTypeConverter()->convertType(op.getType());
+    if (!dense || !type || type == op.getType())
+      return failure();
+    auto vectorType = cast<VectorType>(type);
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, vectorType,
+        SplatElementsAttr::get(vectorType, dense.getSplatValue<Attribute>()));
+    return success();
+  }
+};
+
+/// global -> shared: the block copies the tile cooperatively, consecutive
+/// threads on consecutive elements (coalesced), rows past the end as zero.
+struct LoadTileLowering : PlacedPattern<LoadTileOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getType());
+    if (tileType.getRank() != 2)
+      return rewriter.notifyMatchFailure(op, "expected a 2-d tile");
+    auto bufferType = cast<MemRefType>(getTypeConverter()->convertType(tileType));
+    auto kernel = op->getParentOfType<gpu::GPUFuncOp>();
+    int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
+    int64_t rows = tileType.getDimSize(0), cols = tileType.getDimSize(1);
+
+    Value buffer = sharedBuffer(rewriter, loc, op, bufferType);
+    Value source = adaptor.getSource();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
+    Value lastRow = arith::SubIOp::create(rewriter, loc, rowLimit,
+                                          indexConst(rewriter, loc, 1));
+    // Nobody may still read the previous contents (WAR).
+    gpu::BarrierOp::create(rewriter, loc);
+    Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
+    scf::ForOp::create(
+        rewriter, loc, tid, indexConst(rewriter, loc, rows * cols),
+        indexConst(rewriter, loc, numThreads), ValueRange{},
+        [&](OpBuilder &b, Location loc, Value e, ValueRange) {
+          Value colsV = indexConst(b, loc, cols);
+          Value r = arith::DivUIOp::create(b, loc, e, colsV);
+          Value c = arith::RemUIOp::create(b, loc, e, colsV);
+          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), r);
+          Value inBounds = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, row, rowLimit);
+          Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
+          Value loaded = memref::LoadOp::create(
+              b, loc, source,
+              ValueRange{adaptor.getBatch(), adaptor.getHead(), clamped, c});
+          Value v = arith::SelectOp::create(b, loc, inBounds, loaded,
+                                            f32Const(b, loc, 0.0));
+          memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
+          scf::YieldOp::create(b, loc);
+        });
+    // Everyone sees the whole tile (RAW).
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+/// registers -> shared: each thread writes the elements it owns.
+struct ConvertLayoutLowering : PlacedPattern<ConvertLayoutOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto from = cast<RankedTensorType>(op.getSource().getType());
+    auto to = cast<RankedTensorType>(op.getType());
+    if (!isa<BlockedEncodingAttr>(from.getEncoding()) ||
+        !isa<SharedEncodingAttr>(to.getEncoding()) || from.getRank() != 2)
+      return rewriter.notifyMatchFailure(op, "only 2-d registers -> shared");
+    auto bufferType = cast<MemRefType>(getTypeConverter()->convertType(to));
+    Value buffer = sharedBuffer(rewriter, loc, op, bufferType);
+    ThreadTile tile(rewriter, loc, from);
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
+    gpu::BarrierOp::create(rewriter, loc);
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i)
+      for (int64_t j = 0; j < tile.colsPerThread; ++j)
+        memref::StoreOp::create(
+            rewriter, loc, values[tile.slot(i, j)], buffer,
+            ValueRange{tile.row(rewriter, loc, i), tile.col(rewriter, loc, j)});
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+/// registers -> global: each thread stores its elements of the valid rows;
+/// a per-row value is stored by the first thread of its row.
+struct StoreTileLowering : PlacedPattern<StoreTileOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(StoreTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getTile().getType());
+    if (!isa<BlockedEncodingAttr>(tileType.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "expected a register tile");
+    ThreadTile tile(rewriter, loc, tileType);
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
+    Value dest = adaptor.getDest();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    Value firstInRow;
+    if (tileType.getRank() == 1)
+      firstInRow = arith::CmpIOp::create(rewriter, loc,
+                                         arith::CmpIPredicate::eq,
+                                         tile.threadCol,
+                                         indexConst(rewriter, loc, 0));
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                        tile.row(rewriter, loc, i));
+      Value valid = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
+      if (firstInRow)
+        valid = arith::AndIOp::create(rewriter, loc, valid, firstInRow);
+      auto ifValid = scf::IfOp::create(rewriter, loc, valid);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                      row};
+        if (tileType.getRank() == 2)
+          indices.push_back(tile.col(rewriter, loc, j));
+        memref::StoreOp::create(rewriter, loc, values[tile.slot(i, j)], dest,
+                                indices);
+      }
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// shared x shared (+ registers) -> registers. Each thread accumulates its
+/// own outputs over the contraction dimension: per step it reads one lhs
+/// value per owned row and one rhs value per owned column (register
+/// blocking) and does rows x cols FMAs.
+struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(TileMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    if (!isa<SharedEncodingAttr>(lhsType.getEncoding()) ||
+        !isa<SharedEncodingAttr>(
+            cast<RankedTensorType>(op.getRhs().getType()).getEncoding()))
+      return rewriter.notifyMatchFailure(op, "operands must be in shared memory");
+    ThreadTile tile(rewriter, loc, resultType);
+    Type vectorType = getTypeConverter()->convertType(resultType);
+    SmallVector<Value> init =
+        adaptor.getAcc()
+            ? unpack(rewriter, loc, adaptor.getAcc())
+            : SmallVector<Value>(tile.size(), f32Const(rewriter, loc, 0.0));
+    SmallVector<Value> rows, cols;
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i)
+      rows.push_back(tile.row(rewriter, loc, i));
+    for (int64_t j = 0; j < tile.colsPerThread; ++j)
+      cols.push_back(tile.col(rewriter, loc, j));
+    bool transposed = op.getTransposeRhs();
+    auto loop = scf::ForOp::create(
+        rewriter, loc, indexConst(rewriter, loc, 0),
+        indexConst(rewriter, loc, lhsType.getDimSize(1)),
+        indexConst(rewriter, loc, 1), init,
+        [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
+          SmallVector<Value> a, bv;
+          for (Value r : rows)
+            a.push_back(memref::LoadOp::create(b, loc, adaptor.getLhs(),
+                                               ValueRange{r, k}));
+          for (Value c : cols)
+            bv.push_back(memref::LoadOp::create(
+                b, loc, adaptor.getRhs(),
+                transposed ? ValueRange{c, k} : ValueRange{k, c}));
+          SmallVector<Value> next;
+          for (int64_t i = 0; i < tile.rowsPerThread; ++i)
+            for (int64_t j = 0; j < tile.colsPerThread; ++j)
+              next.push_back(math::FmaOp::create(b, loc, a[i], bv[j],
+                                                 acc[tile.slot(i, j)]));
+          scf::YieldOp::create(b, loc, next);
+        });
+    rewriter.replaceOp(op, pack(rewriter, loc, vectorType, loop.getResults()));
+    return success();
+  }
+};
+
+struct MaskLowering : PlacedPattern<MaskOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getScores());
+    Value negInf = f32Const(rewriter, loc, -INFINITY);
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
+                                        tile.row(rewriter, loc, i));
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        Value col = arith::AddIOp::create(rewriter, loc, adaptor.getKvStart(),
+                                          tile.col(rewriter, loc, j));
+        Value hidden = buildIsMasked(rewriter, loc, op.getMask(), row, col,
+                                     adaptor.getQLen(), adaptor.getKvLen());
+        Value &v = values[tile.slot(i, j)];
+        v = arith::SelectOp::create(rewriter, loc, hidden, negInf, v);
+      }
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(),
+                                values));
+    return success();
+  }
+};
+
+/// The online-softmax step in base 2: with c = scale * log2(e),
+/// exp(scale * s - m) = exp2(s * c - m * log2(e)), one FMA per score.
+/// Row max and row sum: over the thread's own columns, then a butterfly over
+/// the lanes of the row.
+struct OnlineSoftmaxLowering : PlacedPattern<OnlineSoftmaxOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto scoreType = cast<RankedTensorType>(op.getScores().getType());
+    ThreadTile tile(rewriter, loc, scoreType);
+    int64_t lanes = tile.encoding.getThreadCols();
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
+    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
+    double scale = op.getScale().convertToDouble();
+    Value scaleLog2e = f32Const(rewriter, loc, scale * M_LOG2E);
+    Value scaleV = f32Const(rewriter, loc, scale);
+    Value log2e = f32Const(rewriter, loc, M_LOG2E);
+    Value negInf = f32Const(rewriter, loc, -INFINITY);
+    Value zero = f32Const(rewriter, loc, 0.0);
+    auto max = [&](Value a, Value b) -> Value {
+      return arith::MaximumFOp::create(rewriter, loc, a, b);
+    };
+    auto add = [&](Value a, Value b) -> Value {
+      return arith::AddFOp::create(rewriter, loc, a, b);
+    };
+
+    SmallVector<Value> newMax, probs(s.size()), newSum, alpha;
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      // m_new = max(m, scale * rowmax(s))
+      Value rowMax = s[tile.slot(i, 0)];
+      for (int64_t j = 1; j < tile.colsPerThread; ++j)
+        rowMax = max(rowMax, s[tile.slot(i, j)]);
+      rowMax = rowAllReduce(rewriter, loc, rowMax, lanes, max);
+      Value mNew = max(m[i], arith::MulFOp::create(rewriter, loc, rowMax, scaleV));
+      // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
+      Value empty = arith::CmpFOp::create(rewriter, loc,
+                                          arith::CmpFPredicate::OEQ, mNew, negInf);
+      Value base = arith::SelectOp::create(rewriter, loc, empty, zero, mNew);
+      Value baseLog2 = arith::MulFOp::create(rewriter, loc, base, log2e);
+      Value negBaseLog2 = arith::NegFOp::create(rewriter, loc, baseLog2);
+      // p = exp2(s * c - m_new * log2 e)
+      Value rowSum;
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        Value x = math::FmaOp::create(rewriter, loc, s[tile.slot(i, j)],
+                                      scaleLog2e, negBaseLog2);
+        Value p = math::Exp2Op::create(rewriter, loc, x);
+        probs[tile.slot(i, j)] = p;
+        rowSum = rowSum ? add(rowSum, p) : p;
+      }
+      rowSum = rowAllReduce(rewriter, loc, rowSum, lanes, add);
+      // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
+      Value a = math::Exp2Op::create(
+          rewriter, loc,
+          math::FmaOp::create(rewriter, loc, m[i], log2e, negBaseLog2));
+      newMax.push_back(mNew);
+      alpha.push_back(a);
+      newSum.push_back(math::FmaOp::create(rewriter, loc, a, l[i], rowSum));
+    }
+    Type rowType = adaptor.getRunningMax().getType();
+    rewriter.replaceOp(
+        op, {pack(rewriter, loc, rowType, newMax),
+             pack(rewriter, loc, adaptor.getScores().getType(), probs),
+             pack(rewriter, loc, rowType, newSum),
+             pack(rewriter, loc, rowType, alpha)});
+    return success();
+  }
+};
+
+struct RescaleLowering : PlacedPattern<RescaleOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(RescaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
+    SmallVector<Value> factor = unpack(rewriter, loc, adaptor.getFactor());
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i)
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        Value &v = acc[tile.slot(i, j)];
+        v = arith::MulFOp::create(rewriter, loc, v, factor[i]);
+      }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getAcc().getType(), acc));
+    return success();
+  }
+};
+
+/// O = acc * (1 / l), LSE = m + log2(l) * ln 2; rows with l = 0 give 0, -inf.
+struct FinalizeLowering : PlacedPattern<FinalizeOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(FinalizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getAcc().getType()));
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
+    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
+    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
+    Value zero = f32Const(rewriter, loc, 0.0);
+    Value one = f32Const(rewriter, loc, 1.0);
+    Value ln2 = f32Const(rewriter, loc, M_LN2);
+    Value negInf = f32Const(rewriter, loc, -INFINITY);
+    SmallVector<Value> lse;
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value empty = arith::CmpFOp::create(rewriter, loc,
+                                          arith::CmpFPredicate::OEQ, l[i], zero);
+      Value inv = arith::SelectOp::create(
+          rewriter, loc, empty, zero,
+          arith::DivFOp::create(rewriter, loc, one, l[i]));
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        Value &v = acc[tile.slot(i, j)];
+        v = arith::MulFOp::create(rewriter, loc, v, inv);
+      }
+      Value logSum = arith::MulFOp::create(
+          rewriter, loc, math::Log2Op::create(rewriter, loc, l[i]), ln2);
+      Value value = arith::AddFOp::create(rewriter, loc, m[i], logSum);
+      lse.push_back(arith::SelectOp::create(rewriter, loc, empty, negInf, value));
+    }
+    rewriter.replaceOp(op, {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
+                            pack(rewriter, loc, adaptor.getRunningMax().getType(),
+                                 lse)});
+    return success();
+  }
+};
+
+struct KVTileRangeLowering : PlacedPattern<KVTileRangeOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(KVTileRangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto [begin, end] =
+        buildKVTileRange(rewriter, op.getLoc(), op, adaptor.getQStart(),
+                         adaptor.getQLen(), adaptor.getKvLen());
+    rewriter.replaceOp(op, {begin, end});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Outlining: func { fa.grid } -> gpu.func kernel
+//===----------------------------------------------------------------------===//
+
+/// Moves the program of `func` into a kernel of `kernels`; the grid's
+/// indices become block ids (x: query tile, y: head, z: batch).
+FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
+                                        gpu::GPUModuleOp kernels) {
+  auto threads = grid->getAttrOfType<IntegerAttr>("fa.num_threads");
+  auto sharedBytes = grid->getAttrOfType<IntegerAttr>("fa.shared_memory_bytes");
+  if (!threads || !sharedBytes)
+    return grid.emitOpError("is not placed (run a placement pass first)");
+  if (!func.getResultTypes().empty())
+    return func.emitOpError("a kernel function cannot return values");
+
+  OpBuilder builder = OpBuilder::atBlockEnd(kernels.getBody());
+  auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), func.getName(),
+                                       func.getFunctionType());
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                  builder.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({int32_t(threads.getInt()), 1, 1}));
+  kernel->setAttr("fa.shared_memory_bytes", sharedBytes);
+  for (StringRef name : {"fa.estimated_registers"})
+    if (Attribute attr = grid->getAttr(name))
+      kernel->setAttr(name, attr);
+
+  IRMapping mapping;
+  Block &entry = kernel.getBody().front();
+  for (auto [from, to] :
+       llvm::zip(func.getArguments(), entry.getArguments()))
+    mapping.map(from, to);
+  builder.setInsertionPointToEnd(&entry);
+  for (Operation &op : func.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) {
+      gpu::ReturnOp::create(builder, op.getLoc());
+      continue;
+    }
+    if (&op != grid.getOperation()) {
+      builder.clone(op, mapping);
+      continue;
+    }
+    // The program body, with the grid indices as block ids.
+    Location loc = grid.getLoc();
+    mapping.map(grid.getQTileIndex(),
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::x));
+    mapping.map(grid.getHeadIndex(),
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::y));
+    mapping.map(grid.getBatchIndex(),
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::z));
+    for (Operation &inner : grid.getBodyBlock())
+      builder.clone(inner, mapping);
+  }
+  return kernel;
+}
+
+struct FAConvertPlacedToGPUPass
+    : public mlir::fa::impl::FAConvertPlacedToGPUBase<FAConvertPlacedToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<std::pair<func::FuncOp, GridOp>> programs;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      SmallVector<GridOp> grids;
+      func.walk([&](GridOp grid) { grids.push_back(grid); });
+      if (grids.size() > 1) {
+        func.emitOpError("holds ") << grids.size()
+                                   << " fa.grid programs; a kernel holds one";
+        return signalPassFailure();
+      }
+      if (grids.size() == 1) {
+        if (grids[0]->getParentOp() != func) {
+          grids[0].emitOpError("must be at the top level of its function");
+          return signalPassFailure();
+        }
+        programs.push_back({func, grids[0]});
+      }
+    }
+    if (programs.empty())
+      return;
+
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto kernels = gpu::GPUModuleOp::create(builder, module.getLoc(),
+                                            kKernelModuleName);
+    for (auto [func, grid] : programs) {
+      if (failed(outlineKernel(func, grid, kernels)))
+        return signalPassFailure();
+      func.erase();
+    }
+
+    PlacedTypeConverter typeConverter;
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<FADialect>();
+    target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
+                           math::MathDialect, memref::MemRefDialect,
+                           scf::SCFDialect, vector::VectorDialect>();
+    target.addDynamicallyLegalOp<arith::ConstantOp>([&](arith::ConstantOp op) {
+      return typeConverter.isLegal(op.getType());
+    });
+    RewritePatternSet patterns(ctx);
+    patterns.add<ConstantLowering, LoadTileLowering, ConvertLayoutLowering,
+                 StoreTileLowering, TileMatmulLowering, MaskLowering,
+                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
+                 KVTileRangeLowering>(typeConverter, ctx);
+    scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter,
+                                                         patterns, target);
+    if (failed(applyPartialConversion(kernels, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
