@@ -13,7 +13,11 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "lib/GpuTarget.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -66,7 +70,52 @@ void mlir::fa::buildCpuPipeline(OpPassManager &pm,
   buildCpuToLLVMPipeline(pm);
 }
 
+void mlir::fa::buildPlacePipeline(OpPassManager &pm,
+                                  const GpuOptions &options) {
+  FAPlaceSimtOptions place;
+  place.numWarps = options.numWarps;
+  place.arch = options.arch;
+  pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(place));
+}
+
+void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm) {
+  pm.addPass(createFAConvertPlacedToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
+                                      const GpuOptions &options) {
+  // Before convert-gpu-to-nvvm, which would call libdevice for them.
+  pm.addNestedPass<gpu::GPUModuleOp>(createFAMathToNVVMApprox());
+  pm.addPass(createSCFToControlFlowPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.arch;
+  if (auto arch = ::fa::lookupGpuArch(options.arch))
+    target.features = std::string(arch->ptxFeatures);
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::fa::buildNVVMToPtxPipeline(OpPassManager &pm) {
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 namespace {
+struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("target GPU architecture"),
+                           llvm::cl::init("sm_90a")};
+  Option<int64_t> numWarps{*this, "num-warps",
+                           llvm::cl::desc("warps per block"),
+                           llvm::cl::init(8)};
+  GpuOptions get() const { return {arch, numWarps}; }
+};
+
 struct TilePipelineOptions : public PassPipelineOptions<TilePipelineOptions> {
   Option<int64_t> blockM{*this, "block-m",
                          llvm::cl::desc("query rows per tile (B_r)"),
@@ -95,4 +144,19 @@ void mlir::fa::registerPipelines() {
       [](OpPassManager &pm, const TilePipelineOptions &options) {
         buildCpuPipeline(pm, options.get());
       });
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "fa-place-pipeline", "tiled -> placed (SIMT)",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        buildPlacePipeline(pm, options.get());
+      });
+  PassPipelineRegistration<>("fa-gpu-kernel", "placed -> gpu.module kernels",
+                             buildGpuKernelPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "fa-gpu-to-nvvm", "gpu -> NVVM/LLVM dialect with the target attached",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        buildGpuToNVVMPipeline(pm, options.get());
+      });
+  PassPipelineRegistration<>("fa-nvvm-to-ptx",
+                             "NVVM/LLVM dialect -> PTX in a gpu.binary",
+                             buildNVVMToPtxPipeline);
 }

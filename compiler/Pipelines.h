@@ -11,6 +11,7 @@
 #include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
+#include <string>
 
 namespace mlir::fa {
 
@@ -33,8 +34,27 @@ void buildCpuToLLVMPipeline(OpPassManager &pm);
 /// All of the above: fa -> llvm for the CPU.
 void buildCpuPipeline(OpPassManager &pm, const TileOptions &options);
 
+/// Options of the GPU stages.
+struct GpuOptions {
+  std::string arch = "sm_90a";
+  int64_t numWarps = 8;
+};
+
+/// tiled -> placed: every tile gets a home (SIMT strategy).
+void buildPlacePipeline(OpPassManager &pm, const GpuOptions &options);
+
+/// placed -> gpu: gpu.module with one gpu.func kernel per program.
+void buildGpuKernelPipeline(OpPassManager &pm);
+
+/// gpu -> llvm: NVVM/LLVM dialect inside the gpu.module, target attached.
+void buildGpuToNVVMPipeline(OpPassManager &pm, const GpuOptions &options);
+
+/// llvm -> ptx: LLVM's NVPTX back end; the PTX text ends up in a gpu.binary.
+void buildNVVMToPtxPipeline(OpPassManager &pm);
+
 /// Registers the pipelines above with the textual pass-pipeline parser
-/// (fa-tile-pipeline, fa-cpu-loops, fa-cpu-to-llvm, fa-cpu-pipeline).
+/// (fa-tile-pipeline, fa-cpu-loops, fa-cpu-to-llvm, fa-cpu-pipeline,
+/// fa-place-pipeline, fa-gpu-kernel, fa-gpu-to-nvvm, fa-nvvm-to-ptx).
 void registerPipelines();
 
 } // namespace mlir::fa

@@ -1,0 +1,238 @@
+//===- KernelCompiler.cpp - From a kernel spec to PTX and cubin ----*- C++ -*-===//
+#include "compiler/KernelCompiler.h"
+#include "compiler/Pipelines.h"
+#include "compiler/Registration.h"
+#include "dialect/FAOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/TargetSelect.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+static constexpr Stage kStages[] = {Stage::fa,  Stage::tiled, Stage::placed,
+                                    Stage::gpu, Stage::llvm,  Stage::ptx,
+                                    Stage::cubin};
+
+const char *mlir::fa::stageName(Stage stage) {
+  switch (stage) {
+  case Stage::fa:
+    return "fa";
+  case Stage::tiled:
+    return "tiled";
+  case Stage::placed:
+    return "placed";
+  case Stage::gpu:
+    return "gpu";
+  case Stage::llvm:
+    return "llvm";
+  case Stage::ptx:
+    return "ptx";
+  case Stage::cubin:
+    return "cubin";
+  }
+  return "?";
+}
+
+std::optional<Stage> mlir::fa::parseStage(llvm::StringRef name) {
+  for (Stage stage : kStages)
+    if (name == stageName(stage))
+      return stage;
+  return std::nullopt;
+}
+
+std::string mlir::fa::stageNames() {
+  std::string names;
+  for (Stage stage : kStages)
+    names += (names.empty() ? "" : "|") + std::string(stageName(stage));
+  return names;
+}
+
+std::unique_ptr<MLIRContext> mlir::fa::createCompilerContext() {
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  auto ctx = std::make_unique<MLIRContext>(registry);
+  ctx->loadAllAvailableDialects();
+  // Diagnostics name the config; the whole op would bury the message.
+  ctx->printOpOnDiagnostic(false);
+  return ctx;
+}
+
+OwningOpRef<ModuleOp>
+mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
+  OpBuilder b(&ctx);
+  // Diagnostics about the kernel then start with its name.
+  Location loc = NameLoc::get(b.getStringAttr(spec.kernelName()));
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  Type element;
+  switch (spec.dtype) {
+  case ::fa::ElementType::f32:
+    element = b.getF32Type();
+    break;
+  case ::fa::ElementType::f16:
+    element = b.getF16Type();
+    break;
+  case ::fa::ElementType::bf16:
+    element = b.getBF16Type();
+    break;
+  }
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensor4 = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
+  auto func = func::FuncOp::create(
+      b, loc, spec.kernelName(),
+      b.getFunctionType({tensor4, tensor4, tensor4, tensor4, lseType}, {}));
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  AttentionOp::create(
+      b, loc, entry->getArgument(0), entry->getArgument(1),
+      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
+      b.getF32FloatAttr(spec.effectiveScale()),
+      MaskKindAttr::get(&ctx, spec.causal ? MaskKind::causal : MaskKind::none));
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+FailureOr<Stage> mlir::fa::detectStage(ModuleOp module) {
+  bool hasAttention = false, hasGrid = false, placed = false;
+  bool hasGpuFunc = false, hasLLVMKernel = false, hasBinary = false;
+  module.walk([&](Operation *op) {
+    if (isa<AttentionOp>(op))
+      hasAttention = true;
+    if (auto grid = dyn_cast<GridOp>(op)) {
+      hasGrid = true;
+      placed |= grid->hasAttr("fa.num_threads");
+    }
+    if (isa<gpu::GPUFuncOp>(op))
+      hasGpuFunc = true;
+    if (isa<LLVM::LLVMFuncOp>(op) && op->getParentOfType<gpu::GPUModuleOp>())
+      hasLLVMKernel = true;
+    if (isa<gpu::BinaryOp>(op))
+      hasBinary = true;
+  });
+  if (hasBinary)
+    return module.emitError("the module is already PTX (a gpu.binary)");
+  if (hasAttention)
+    return Stage::fa;
+  if (hasGrid)
+    return placed ? Stage::placed : Stage::tiled;
+  if (hasGpuFunc)
+    return Stage::gpu;
+  if (hasLLVMKernel)
+    return Stage::llvm;
+  return module.emitError("no attention kernel in the module (expected "
+                          "fa.attention, fa.grid, gpu.func or a lowered "
+                          "gpu.module)");
+}
+
+LogicalResult
+mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
+                      const ::fa::KernelSpec &spec,
+                      llvm::function_ref<void(Stage, ModuleOp)> onStage) {
+  GpuOptions gpu{spec.arch, spec.numWarps};
+  for (Stage next : kStages) {
+    if (next <= from || next > to || next > Stage::llvm)
+      continue;
+    PassManager pm(module.getContext());
+    switch (next) {
+    case Stage::tiled:
+      buildTilePipeline(pm, {spec.blockM, spec.blockN});
+      break;
+    case Stage::placed:
+      buildPlacePipeline(pm, gpu);
+      break;
+    case Stage::gpu:
+      buildGpuKernelPipeline(pm);
+      break;
+    case Stage::llvm:
+      buildGpuToNVVMPipeline(pm, gpu);
+      break;
+    default:
+      break;
+    }
+    if (failed(pm.run(module)))
+      return failure();
+    if (onStage)
+      onStage(next, module);
+  }
+  return success();
+}
+
+FailureOr<std::string> mlir::fa::emitPtx(ModuleOp module) {
+  llvm::InitializeAllTargets();
+  llvm::InitializeAllTargetMCs();
+  llvm::InitializeAllAsmPrinters();
+  // Serialize a copy: the module stays at the llvm stage.
+  OwningOpRef<ModuleOp> copy = module.clone();
+  PassManager pm(module.getContext());
+  buildNVVMToPtxPipeline(pm);
+  if (failed(pm.run(*copy)))
+    return failure();
+  std::string ptx;
+  copy->walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects())
+      ptx += cast<gpu::ObjectAttr>(object).getObject().getValue().str();
+  });
+  if (ptx.empty())
+    return module.emitError("the NVPTX back end produced no PTX");
+  return ptx;
+}
+
+LogicalResult mlir::fa::readLaunchInfo(ModuleOp module,
+                                       CompiledKernel &kernel) {
+  bool found = false;
+  module.walk([&](Operation *op) {
+    auto bytes = op->getAttrOfType<IntegerAttr>("fa.shared_memory_bytes");
+    if (!bytes || !isa<gpu::GPUFuncOp, LLVM::LLVMFuncOp>(op))
+      return;
+    found = true;
+    kernel.sharedMemoryBytes = bytes.getInt();
+    if (auto gpuFunc = dyn_cast<gpu::GPUFuncOp>(op)) {
+      kernel.numThreads = gpuFunc.getKnownBlockSizeAttr()[0];
+    } else if (auto block = op->getAttrOfType<DenseI32ArrayAttr>(
+                   "gpu.known_block_size")) {
+      kernel.numThreads = block[0];
+    }
+  });
+  if (!found)
+    return module.emitError("no kernel with launch attributes in the module");
+  return success();
+}
+
+llvm::Expected<CompiledKernel>
+mlir::fa::compileKernel(const ::fa::KernelSpec &spec, bool assemble) {
+  std::string error = spec.validate();
+  if (!error.empty())
+    return llvm::createStringError(error);
+  std::unique_ptr<MLIRContext> ctx = createCompilerContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error)
+      diagnostics += (diagnostics.empty() ? "" : "\n") + diag.str();
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = buildAttentionModule(*ctx, spec);
+  CompiledKernel kernel;
+  kernel.name = spec.kernelName();
+  if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})) ||
+      failed(readLaunchInfo(*module, kernel)))
+    return llvm::createStringError(diagnostics);
+  FailureOr<std::string> ptx = emitPtx(*module);
+  if (failed(ptx))
+    return llvm::createStringError(diagnostics);
+  kernel.ptx = std::move(*ptx);
+  if (!assemble)
+    return kernel;
+  auto assembled = ::fa::runPtxas(kernel.ptx, spec.arch);
+  if (!assembled)
+    return assembled.takeError();
+  kernel.cubin = std::move(assembled->cubin);
+  kernel.resources = std::move(assembled->kernels);
+  return kernel;
+}

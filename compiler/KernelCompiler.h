@@ -1,0 +1,74 @@
+//===- KernelCompiler.h - From a kernel spec to PTX and cubin ------*- C++ -*-===//
+//
+// The in-process compiler entry point: the same staged pipeline for
+// fa-compile, the runtime's JIT and the tests. Only ptxas runs as a
+// subprocess.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_COMPILER_KERNELCOMPILER_H
+#define FA_COMPILER_KERNELCOMPILER_H
+
+#include "lib/CudaToolkit.h"
+#include "lib/KernelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::fa {
+
+/// The stages of the pipeline, in order.
+enum class Stage { fa, tiled, placed, gpu, llvm, ptx, cubin };
+
+const char *stageName(Stage stage);
+std::optional<Stage> parseStage(llvm::StringRef name);
+/// "fa|tiled|placed|gpu|llvm|ptx|cubin"
+std::string stageNames();
+
+/// The problem-level module of a spec: func @<kernel name>(Q, K, V, O, LSE)
+/// holding one fa.attention.
+OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
+                                           const ::fa::KernelSpec &spec);
+
+/// Which stage an IR module is at (to resume compilation from a file).
+FailureOr<Stage> detectStage(ModuleOp module);
+
+/// Lowers `module` from stage `from` to stage `to` (at most Stage::llvm);
+/// `onStage` sees the module after each stage. Errors are emitted as MLIR
+/// diagnostics.
+LogicalResult lowerModule(ModuleOp module, Stage from, Stage to,
+                          const ::fa::KernelSpec &spec,
+                          llvm::function_ref<void(Stage, ModuleOp)> onStage);
+
+/// The PTX of a module at the llvm stage (runs LLVM's NVPTX back end).
+FailureOr<std::string> emitPtx(ModuleOp module);
+
+/// A compiled kernel and what it takes to launch it.
+struct CompiledKernel {
+  std::string name;
+  std::string ptx;
+  std::vector<char> cubin;                     // empty unless assembled
+  std::vector<::fa::KernelResources> resources; // from ptxas -v
+  int64_t numThreads = 0;                      // block size (x)
+  int64_t sharedMemoryBytes = 0;               // dynamic shared memory
+};
+
+/// Reads the launch attributes (threads, shared memory) of the kernels of a
+/// module at the gpu or llvm stage.
+LogicalResult readLaunchInfo(ModuleOp module, CompiledKernel &kernel);
+
+/// spec -> PTX, and -> cubin + resource report with `assemble`.
+llvm::Expected<CompiledKernel> compileKernel(const ::fa::KernelSpec &spec,
+                                             bool assemble);
+
+/// A context with every dialect and interface the pipeline needs.
+std::unique_ptr<MLIRContext> createCompilerContext();
+
+} // namespace mlir::fa
+
+#endif // FA_COMPILER_KERNELCOMPILER_H

@@ -1,0 +1,251 @@
+//===- fa-compile.cpp - Compile an attention kernel to any stage ---*- C++ -*-===//
+//
+//   fa-compile --head-dim=128 --block-m=8 --block-n=32 --emit=cubin -o k.cubin --report
+//   fa-compile tiled.mlir --emit=ptx            (resume from an IR file)
+//
+// Emits one stage of the pipeline (fa|tiled|placed|gpu|llvm|ptx|cubin),
+// optionally every stage into --dump-dir, and with --report one line per
+// kernel with its registers, shared memory and spills from ptxas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/KernelCompiler.h"
+#include "lib/CudaToolkit.h"
+#include "lib/KernelSpec.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("fa-compile options");
+static cl::opt<std::string> inputFile(
+    cl::Positional, cl::desc("[input.mlir] (IR at any stage; default: build "
+                             "the problem from the options)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<int64_t> headDim("head-dim", cl::desc("head dimension D"),
+                                cl::init(128), cl::cat(category));
+static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
+                                  cl::init("f32"), cl::cat(category));
+static cl::opt<bool> causal("causal", cl::desc("causal mask (bottom-right)"),
+                            cl::init(false), cl::cat(category));
+static cl::opt<int64_t> blockM("block-m", cl::desc("query rows per tile (B_r)"),
+                               cl::init(8), cl::cat(category));
+static cl::opt<int64_t> blockN("block-n",
+                               cl::desc("key/value rows per tile (B_c)"),
+                               cl::init(32), cl::cat(category));
+static cl::opt<int64_t> numWarps("num-warps", cl::desc("warps per block"),
+                                 cl::init(8), cl::cat(category));
+static cl::opt<double> scale("scale",
+                             cl::desc("softmax scale (default 1/sqrt(D))"),
+                             cl::init(0.0), cl::cat(category));
+static cl::opt<std::string> arch("arch",
+                                 cl::desc("sm_80 | sm_86 | sm_89 | sm_90 | sm_90a"),
+                                 cl::init("sm_90a"), cl::cat(category));
+static cl::opt<std::string> emit("emit", cl::desc("stage to emit: " "fa|tiled|placed|gpu|llvm|ptx|cubin"),
+                                 cl::init("ptx"), cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("output file ('-': stdout)"),
+                                       cl::value_desc("FILE"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<std::string> dumpDir("dump-dir",
+                                    cl::desc("also write every stage here"),
+                                    cl::value_desc("DIR"), cl::init(""),
+                                    cl::cat(category));
+static cl::opt<bool> report("report",
+                            cl::desc("print registers, shared memory and "
+                                     "spills per kernel (runs ptxas)"),
+                            cl::init(false), cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "fa-compile") << message << "\n";
+  return 1;
+}
+
+static bool writeFile(llvm::StringRef path, llvm::StringRef contents,
+                      std::string &error) {
+  auto file = openOutputFile(path, &error);
+  if (!file)
+    return false;
+  file->os() << contents;
+  file->keep();
+  return true;
+}
+
+/// One line per diagnostic: "fa-compile: error: <where>: <message>", where
+/// is a file position or the kernel's name.
+static LogicalResult printDiagnostic(Diagnostic &diag) {
+  llvm::raw_ostream &os = llvm::errs();
+  switch (diag.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    llvm::WithColor::error(os, "fa-compile");
+    break;
+  case DiagnosticSeverity::Warning:
+    llvm::WithColor::warning(os, "fa-compile");
+    break;
+  default:
+    llvm::WithColor::note(os, "fa-compile");
+    break;
+  }
+  Location loc = diag.getLocation();
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+       << file.getColumn() << ": ";
+  else if (auto name = dyn_cast<NameLoc>(loc))
+    os << name.getName().getValue() << ": ";
+  os << diag << "\n";
+  return success();
+}
+
+static std::string printModule(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os);
+  return text;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "fa attention kernel compiler\n");
+
+  ::fa::KernelSpec spec;
+  spec.headDim = headDim;
+  if (!::fa::parseElementType(dtype, spec.dtype))
+    return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
+  spec.causal = causal;
+  spec.blockM = blockM;
+  spec.blockN = blockN;
+  spec.numWarps = numWarps;
+  spec.arch = arch;
+  spec.scale = scale;
+  if (std::string error = spec.validate(); !error.empty())
+    return fail(error);
+  std::optional<Stage> target = parseStage(emit);
+  if (!target)
+    return fail("unknown --emit '" + emit + "'; expected " + stageNames());
+  if (*target == Stage::cubin && outputFile == "-" && dumpDir.empty())
+    return fail("--emit=cubin writes a binary: give -o FILE");
+
+  std::unique_ptr<MLIRContext> ctx = createCompilerContext();
+  llvm::SourceMgr sourceMgr;
+  ScopedDiagnosticHandler diagnostics(ctx.get(), printDiagnostic);
+  OwningOpRef<ModuleOp> module;
+  Stage from = Stage::fa;
+  if (inputFile.empty()) {
+    module = buildAttentionModule(*ctx, spec);
+  } else {
+    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr,
+                                       ParserConfig(ctx.get()));
+    if (!module)
+      return 1;
+    FailureOr<Stage> stage = detectStage(*module);
+    if (failed(stage))
+      return 1;
+    from = *stage;
+    if (from > *target)
+      return fail("the input is at stage '" + std::string(stageName(from)) +
+                  "', past --emit=" + emit);
+  }
+
+  if (!dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
+      return fail("cannot create --dump-dir " + dumpDir + ": " + ec.message());
+  auto dumpPath = [&](Stage stage, const char *extension) {
+    llvm::SmallString<256> path(dumpDir);
+    llvm::sys::path::append(path, std::to_string(int(stage)) + "-" +
+                                      stageName(stage) + extension);
+    return std::string(path);
+  };
+  std::string error;
+  bool dumpFailed = false;
+  auto dumpStage = [&](Stage stage, ModuleOp m) {
+    if (!dumpDir.empty() &&
+        !writeFile(dumpPath(stage, ".mlir"), printModule(m), error))
+      dumpFailed = true;
+  };
+  if (!dumpDir.empty() && inputFile.empty())
+    dumpStage(Stage::fa, *module);
+  if (failed(lowerModule(*module, from, std::min(*target, Stage::llvm), spec,
+                         dumpStage)))
+    return 1;
+  if (dumpFailed)
+    return fail(error);
+
+  bool needPtx = *target >= Stage::ptx || report;
+  std::string ptx;
+  ::fa::PtxasResult assembled;
+  if (needPtx) {
+    if (from > Stage::llvm || *target < Stage::llvm) {
+      if (report)
+        return fail("--report needs --emit=llvm, ptx or cubin");
+    }
+    FailureOr<std::string> emitted = emitPtx(*module);
+    if (failed(emitted))
+      return 1;
+    ptx = std::move(*emitted);
+    if (!dumpDir.empty() &&
+        !writeFile(dumpPath(Stage::ptx, ".ptx"), ptx, error))
+      return fail(error);
+    if (*target == Stage::cubin || report) {
+      auto result = ::fa::runPtxas(ptx, spec.arch);
+      if (!result)
+        return fail(llvm::toString(result.takeError()));
+      assembled = std::move(*result);
+      if (!dumpDir.empty() &&
+          !writeFile(dumpPath(Stage::cubin, ".cubin"),
+                     llvm::StringRef(assembled.cubin.data(),
+                                     assembled.cubin.size()),
+                     error))
+        return fail(error);
+    }
+  }
+
+  // The requested stage.
+  bool toStdout = outputFile == "-";
+  if (!(toStdout && *target == Stage::cubin)) {
+    std::string contents;
+    if (*target <= Stage::llvm)
+      contents = printModule(*module);
+    else if (*target == Stage::ptx)
+      contents = ptx;
+    else
+      contents.assign(assembled.cubin.begin(), assembled.cubin.end());
+    if (!writeFile(outputFile, contents, error))
+      return fail(error);
+  }
+
+  if (report) {
+    CompiledKernel launch;
+    if (failed(readLaunchInfo(*module, launch)))
+      return 1;
+    // Keep stdout for the IR when it goes there.
+    llvm::raw_ostream &os = toStdout && *target != Stage::cubin ? llvm::errs()
+                                                                : llvm::outs();
+    for (const ::fa::KernelResources &k : assembled.kernels) {
+      os << k.name << ": registers=" << k.registers
+         << " threads=" << launch.numThreads
+         << " shared-dynamic=" << launch.sharedMemoryBytes << "B"
+         << " shared-static=" << k.staticSharedBytes << "B"
+         << " stack=" << k.stackFrameBytes << "B"
+         << " spill-stores=" << k.spillStoreBytes << "B"
+         << " spill-loads=" << k.spillLoadBytes << "B\n";
+      if (k.spills())
+        llvm::WithColor::warning(os, "fa-compile")
+            << k.name << " spills registers to local memory ("
+            << k.spillStoreBytes << " bytes stored, " << k.spillLoadBytes
+            << " bytes loaded): reduce block-m or raise num-warps\n";
+    }
+  }
+  return 0;
+}
