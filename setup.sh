@@ -31,7 +31,10 @@ echo "== building"
 ninja -C "$BUILD_DIR" -j "${FA_JOBS:-2}"
 
 if [ "${FA_SKIP_MAIN:-0}" != 1 ]; then
-  echo "== main job: tile the default attention problem (D=128, B_r=8, B_c=32)"
-  "$BUILD_DIR/bin/fa-opt" examples/attention_d128.mlir \
-    --fa-tile-pipeline="block-m=8 block-n=32"
+  echo "== main job: the default kernel (D=128, fp32, B_r=8, B_c=32, 8 warps) -> PTX -> cubin"
+  mkdir -p "$BUILD_DIR/kernels"
+  "$BUILD_DIR/bin/fa-compile" --head-dim=128 --block-m=8 --block-n=32 --num-warps=8 \
+    --arch=sm_90a --emit=cubin -o "$BUILD_DIR/kernels/attention_d128.cubin" \
+    --dump-dir "$BUILD_DIR/kernels/attention_d128" --report
+  echo "== stages written to $BUILD_DIR/kernels/attention_d128/ (fa, tiled, placed, gpu, llvm, ptx, cubin)"
 fi

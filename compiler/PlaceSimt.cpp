@@ -63,7 +63,7 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
     }
     if (numWarps < 1 || numWarps > 32) {
       getOperation().emitError()
-          << "num-warps must be in [1, 32], got " << numWarps;
+          << "num-warps must be in [1, 32], got " << int64_t(numWarps);
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](GridOp grid) {

@@ -7,7 +7,7 @@ from lit.llvm import llvm_config
 
 config.name = "FA"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fa_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
@@ -15,4 +15,17 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["fa-opt"], [config.fa_tools_dir])
+    ["fa-opt", "fa-compile"], [config.fa_tools_dir])
+
+# ptxas assembles every generated PTX in the tests; it ships with the CUDA
+# toolkit (on every machine of this project). Tests that need it say
+# REQUIRES: ptxas and are reported unsupported where it is missing.
+import shutil
+ptxas = shutil.which("ptxas")
+for root in [os.environ.get("CUDA_ROOT"), "/usr/local/cuda"]:
+    if not ptxas and root and os.access(os.path.join(root, "bin", "ptxas"), os.X_OK):
+        ptxas = os.path.join(root, "bin", "ptxas")
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+    config.environment["CUDA_ROOT"] = os.path.dirname(os.path.dirname(ptxas))

@@ -1,0 +1,19 @@
+// RUN: fa-opt %s --split-input-file --fa-convert-placed-to-gpu --verify-diagnostics
+
+func.func @unplaced(%n: index) {
+  // expected-error @+1 {{'fa.grid' op is not placed (run a placement pass first)}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  }
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op holds 2 fa.grid programs; a kernel holds one}}
+func.func @two_programs(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.num_threads = 32 : i64, fa.shared_memory_bytes = 0 : i64}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.num_threads = 32 : i64, fa.shared_memory_bytes = 0 : i64}
+  return
+}
