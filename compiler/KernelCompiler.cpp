@@ -82,9 +82,14 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     element = b.getBF16Type();
     break;
   }
+  // Any batch/head/row strides (e.g. [B, S, H, D] tensors viewed as
+  // [B, H, S, D]); the head dim is contiguous.
   int64_t dyn = ShapedType::kDynamic;
-  auto tensor4 = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
-  auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
+  auto rowsLayout = StridedLayoutAttr::get(&ctx, dyn, {dyn, dyn, dyn, 1});
+  auto lseLayout = StridedLayoutAttr::get(&ctx, dyn, {dyn, dyn, 1});
+  auto tensor4 =
+      MemRefType::get({dyn, dyn, dyn, spec.headDim}, element, rowsLayout);
+  auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout);
   auto func = func::FuncOp::create(
       b, loc, spec.kernelName(),
       b.getFunctionType({tensor4, tensor4, tensor4, tensor4, lseType}, {}));
