@@ -2,6 +2,7 @@
 #ifndef FA_LIB_CUDATOOLKIT_H
 #define FA_LIB_CUDATOOLKIT_H
 
+#include "lib/KernelResources.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -13,19 +14,6 @@ namespace fa {
 /// ptxas from $PATH, then $CUDA_ROOT/bin, then /usr/local/cuda/bin; an error
 /// that names the places looked at when it is nowhere.
 llvm::Expected<std::string> findPtxas();
-
-/// Resources of one kernel as `ptxas -v` reports them.
-struct KernelResources {
-  std::string name;
-  int64_t registers = 0;
-  int64_t staticSharedBytes = 0;
-  int64_t stackFrameBytes = 0;
-  int64_t spillStoreBytes = 0;
-  int64_t spillLoadBytes = 0;
-  int64_t barriers = 0;
-
-  bool spills() const { return spillStoreBytes > 0 || spillLoadBytes > 0; }
-};
 
 /// Parses the `ptxas -v` output: one entry per function, in order.
 std::vector<KernelResources> parsePtxasReport(const std::string &text);

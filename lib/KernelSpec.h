@@ -9,14 +9,24 @@ namespace fa {
 
 enum class ElementType { f32, f16, bf16 };
 
-/// The parameters that select one generated attention kernel.
+/// How the kernel computes: `simt` is fp32 on CUDA cores (the lecture's
+/// kernel); tensor-core (`mma`) and Hopper (`wgmma`) strategies come later.
+enum class Strategy { simt };
+
+/// Every parameter that changes the generated code of an attention kernel.
+/// Batch, heads (and so GQA/MQA grouping), lengths and strides are runtime
+/// arguments of the kernel and not part of the spec.
 struct KernelSpec {
   int64_t headDim = 128;
   ElementType dtype = ElementType::f32;
   bool causal = false;
+  /// Tiles and warps; 0 = the default for (head dim, dtype, arch), see
+  /// withDefaults().
   int64_t blockM = 8;   // query rows per tile (B_r)
   int64_t blockN = 32;  // key/value rows per tile (B_c)
   int64_t numWarps = 8; // warps per thread block
+  int64_t stages = 1;   // K/V pipeline depth (the simt strategy has one)
+  Strategy strategy = Strategy::simt;
   std::string arch = "sm_90a";
   /// Softmax scale; 0 means the default 1/sqrt(headDim).
   double scale = 0.0;
@@ -28,7 +38,23 @@ struct KernelSpec {
 
   /// A C identifier naming the kernel, e.g. fa_fwd_d128_f32_causal_8x32_w8.
   std::string kernelName() const;
+
+  /// One line that determines the generated code; equal specs (after
+  /// withDefaults) have equal text.
+  std::string canonicalText() const;
+
+  /// This spec with zero tile sizes / warps replaced by the defaults.
+  KernelSpec withDefaults() const;
 };
+
+/// Hex SHA-256 of everything that determines a compiled kernel: the compiler
+/// version, the canonical spec, the target arch and the ptxas version.
+std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
+                     const std::string &ptxasVersion);
+
+/// The compiler's version (project version and source revision), part of
+/// every cache key.
+const char *compilerVersion();
 
 const char *toString(ElementType type);
 /// Parses "f32", "f16", "bf16"; false if unknown.

@@ -1,0 +1,150 @@
+//===- CApi.cpp - C ABI of the fa attention runtime -----------------*- C++ -*-===//
+#include "runtime/fa_runtime.h"
+#include "runtime/Runtime.h"
+
+#include <cstring>
+
+struct fa_runtime {
+  std::unique_ptr<fa::Runtime> runtime;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+fa_status toStatus(const fa::Result &result) {
+  lastError = result.message;
+  switch (result.status) {
+  case fa::Status::ok:
+    return FA_OK;
+  case fa::Status::invalidArgument:
+    return FA_ERROR_INVALID_ARGUMENT;
+  case fa::Status::noDriver:
+    return FA_ERROR_NO_DRIVER;
+  case fa::Status::cudaError:
+    return FA_ERROR_CUDA;
+  case fa::Status::compileError:
+    return FA_ERROR_COMPILE;
+  case fa::Status::cacheError:
+    return FA_ERROR_CACHE;
+  }
+  return FA_ERROR_INVALID_ARGUMENT;
+}
+
+fa_status invalid(const char *message) {
+  return toStatus({fa::Status::invalidArgument, message});
+}
+
+bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
+              const fa_kernel_config *config, fa::KernelSpec &spec) {
+  spec.headDim = headDim;
+  switch (dtype) {
+  case FA_F32:
+    spec.dtype = fa::ElementType::f32;
+    break;
+  case FA_F16:
+    spec.dtype = fa::ElementType::f16;
+    break;
+  case FA_BF16:
+    spec.dtype = fa::ElementType::bf16;
+    break;
+  default:
+    return false;
+  }
+  spec.causal = causal != 0;
+  spec.scale = scale > 0 ? scale : 0.0;
+  spec.blockM = config ? config->block_m : 0;
+  spec.blockN = config ? config->block_n : 0;
+  spec.numWarps = config ? config->num_warps : 0;
+  spec.arch = config && config->arch ? config->arch : "";
+  return true;
+}
+
+fa::TensorArg toArg(const fa_tensor &t) {
+  fa::TensorArg arg;
+  arg.data = t.data;
+  std::memcpy(arg.sizes, t.sizes, sizeof(arg.sizes));
+  std::memcpy(arg.strides, t.strides, sizeof(arg.strides));
+  return arg;
+}
+
+void copyName(char *dest, size_t size, const std::string &text) {
+  std::strncpy(dest, text.c_str(), size - 1);
+  dest[size - 1] = '\0';
+}
+
+} // namespace
+
+extern "C" {
+
+fa_status fa_runtime_create(const char *cacheDir, int device,
+                            fa_runtime **runtime) {
+  if (!runtime)
+    return invalid("runtime is a null pointer");
+  *runtime = nullptr;
+  fa::RuntimeOptions options;
+  options.cacheDir = cacheDir ? cacheDir : "";
+  options.device = device;
+  auto handle = std::make_unique<fa_runtime>();
+  if (fa::Result r = fa::Runtime::create(options, handle->runtime); !r)
+    return toStatus(r);
+  *runtime = handle.release();
+  return toStatus({});
+}
+
+void fa_runtime_destroy(fa_runtime *runtime) { delete runtime; }
+
+int fa_runtime_has_driver(const fa_runtime *runtime) {
+  return runtime && runtime->runtime->hasDriver();
+}
+
+const char *fa_last_error(void) { return lastError.c_str(); }
+
+fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
+                            fa_dtype dtype, int causal, double scale,
+                            const fa_kernel_config *config,
+                            fa_kernel_info *info) {
+  if (!runtime)
+    return invalid("runtime is a null pointer");
+  fa::KernelSpec spec;
+  if (!makeSpec(headDim, dtype, causal, scale, config, spec))
+    return invalid("unknown dtype");
+  fa::KernelInfo kernel;
+  fa::Result r = runtime->runtime->prepare(spec, &kernel);
+  if (r && info) {
+    copyName(info->name, sizeof(info->name), kernel.name);
+    copyName(info->key, sizeof(info->key), kernel.key);
+    info->num_threads = kernel.numThreads;
+    info->shared_memory_bytes = kernel.sharedMemoryBytes;
+    info->registers = kernel.ptxas.registers;
+    info->spill_store_bytes = kernel.ptxas.spillStoreBytes;
+    info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
+    info->source = int32_t(kernel.source);
+    info->compile_seconds = kernel.compileSeconds;
+  }
+  return toStatus(r);
+}
+
+fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
+                               const fa_tensor *k, const fa_tensor *v,
+                               const fa_tensor *o, const fa_tensor *lse,
+                               fa_dtype dtype, int causal, double scale,
+                               const fa_kernel_config *config, void *stream) {
+  if (!runtime)
+    return invalid("runtime is a null pointer");
+  if (!q || !k || !v || !o || !lse)
+    return invalid("a tensor descriptor is a null pointer");
+  fa::KernelSpec spec;
+  if (!makeSpec(q->sizes[3], dtype, causal, scale, config, spec))
+    return invalid("unknown dtype");
+  fa::AttentionArgs args;
+  args.q = toArg(*q);
+  args.k = toArg(*k);
+  args.v = toArg(*v);
+  args.o = toArg(*o);
+  args.lse = toArg(*lse);
+  args.stream = stream;
+  return toStatus(runtime->runtime->forward(spec, args));
+}
+
+} // extern "C"

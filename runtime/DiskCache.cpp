@@ -1,0 +1,134 @@
+//===- DiskCache.cpp - Compiled kernels on disk ---------------------*- C++ -*-===//
+#include "runtime/DiskCache.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace fa {
+
+static constexpr char kMagic[8] = {'F', 'A', 'K', 'R', 'N', 'L', '0', '1'};
+static constexpr size_t kDigestSize = 32;
+
+std::string defaultCacheDir() {
+  if (const char *dir = std::getenv("FA_CACHE_DIR"); dir && *dir)
+    return dir;
+  llvm::SmallString<256> path;
+  if (const char *home = std::getenv("HOME"); home && *home) {
+    path = home;
+    llvm::sys::path::append(path, ".cache", "fa");
+    return std::string(path);
+  }
+  return "/tmp/fa-cache";
+}
+
+std::string DiskCache::open() const {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return "cannot create the kernel cache folder " + dir + ": " +
+           ec.message();
+  return "";
+}
+
+std::string DiskCache::pathFor(const std::string &key) const {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, key + ".fakernel");
+  return std::string(path);
+}
+
+DiskCache::Lookup DiskCache::read(const std::string &key, CachedKernel &entry,
+                                  std::string &why) const {
+  std::string path = pathFor(key);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return Lookup::miss;
+  llvm::StringRef data = (*buffer)->getBuffer();
+  auto corrupt = [&](const std::string &what) {
+    why = path + ": " + what;
+    return Lookup::corrupt;
+  };
+  size_t pos = 0;
+  auto readSize = [&](uint64_t &size) {
+    if (data.size() - pos < 8)
+      return false;
+    size = llvm::support::endian::read64le(data.data() + pos);
+    pos += 8;
+    return true;
+  };
+  if (data.size() < sizeof(kMagic) + 16 + kDigestSize ||
+      std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0)
+    return corrupt("not a kernel cache entry (bad header or truncated)");
+  pos = sizeof(kMagic);
+  uint64_t metadataSize = 0, cubinSize = 0;
+  if (!readSize(metadataSize) || metadataSize > data.size() - pos)
+    return corrupt("truncated metadata");
+  llvm::StringRef metadata = data.substr(pos, metadataSize);
+  pos += metadataSize;
+  if (!readSize(cubinSize) || cubinSize > data.size() - pos ||
+      data.size() - pos - cubinSize != kDigestSize)
+    return corrupt("truncated or oversized cubin");
+  llvm::StringRef cubin = data.substr(pos, cubinSize);
+  pos += cubinSize;
+  std::array<uint8_t, 32> digest = llvm::SHA256::hash(
+      llvm::arrayRefFromStringRef(data.substr(0, pos)));
+  if (std::memcmp(digest.data(), data.data() + pos, kDigestSize) != 0)
+    return corrupt("checksum mismatch");
+  // The metadata names its key: a file renamed to another key is not used.
+  if (metadata.find("\"key\":\"" + key + "\"") == llvm::StringRef::npos)
+    return corrupt("entry belongs to another key");
+  entry.metadata = metadata.str();
+  entry.cubin.assign(cubin.begin(), cubin.end());
+  return Lookup::hit;
+}
+
+std::string DiskCache::write(const std::string &key,
+                             const CachedKernel &entry) const {
+  std::string contents(kMagic, sizeof(kMagic));
+  auto appendSize = [&](uint64_t size) {
+    char bytes[8];
+    llvm::support::endian::write64le(bytes, size);
+    contents.append(bytes, 8);
+  };
+  appendSize(entry.metadata.size());
+  contents += entry.metadata;
+  appendSize(entry.cubin.size());
+  contents.append(entry.cubin.data(), entry.cubin.size());
+  std::array<uint8_t, 32> digest =
+      llvm::SHA256::hash(llvm::arrayRefFromStringRef(contents));
+  contents.append(reinterpret_cast<const char *>(digest.data()),
+                  digest.size());
+
+  // Unique temporary file in the same folder, then an atomic rename.
+  llvm::SmallString<256> tempPath;
+  int fd = -1;
+  llvm::SmallString<256> model(dir);
+  llvm::sys::path::append(model, key + ".tmp-%%%%%%%%");
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tempPath))
+    return "cannot create a file in " + dir + ": " + ec.message();
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << contents;
+    os.flush();
+    if (os.has_error()) {
+      llvm::sys::fs::remove(tempPath);
+      return "cannot write " + std::string(tempPath) + ": " +
+             os.error().message();
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tempPath, pathFor(key))) {
+    llvm::sys::fs::remove(tempPath);
+    return "cannot rename into " + pathFor(key) + ": " + ec.message();
+  }
+  return "";
+}
+
+} // namespace fa

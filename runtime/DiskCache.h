@@ -1,0 +1,56 @@
+//===- DiskCache.h - Compiled kernels on disk -----------------------*- C++ -*-===//
+//
+// One file per kernel, named by its cache key:
+//
+//   "FAKRNL01" | u64 metadata size | metadata (JSON) | u64 cubin size |
+//   cubin | SHA-256 of everything before
+//
+// Entries are written to a unique temporary file and renamed into place, so
+// readers never see a partial entry and two processes filling the same entry
+// both succeed (the last rename wins; both wrote the same kernel). A file
+// that is truncated, altered or holds another key is reported as corrupt.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_RUNTIME_DISKCACHE_H
+#define FA_RUNTIME_DISKCACHE_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fa {
+
+struct CachedKernel {
+  std::string metadata; // JSON
+  std::vector<char> cubin;
+};
+
+class DiskCache {
+public:
+  explicit DiskCache(std::string dir) : dir(std::move(dir)) {}
+
+  /// Creates the folder; "" on success, else why not.
+  std::string open() const;
+
+  std::string pathFor(const std::string &key) const;
+
+  enum class Lookup { hit, miss, corrupt };
+  /// A hit fills `entry`; `why` says what is wrong with a corrupt entry.
+  Lookup read(const std::string &key, CachedKernel &entry,
+              std::string &why) const;
+
+  /// Atomically writes the entry; "" on success, else why not.
+  std::string write(const std::string &key, const CachedKernel &entry) const;
+
+  const std::string &directory() const { return dir; }
+
+private:
+  std::string dir;
+};
+
+/// $FA_CACHE_DIR, else $HOME/.cache/fa (else /tmp/fa-cache).
+std::string defaultCacheDir();
+
+} // namespace fa
+
+#endif // FA_RUNTIME_DISKCACHE_H

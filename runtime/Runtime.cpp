@@ -1,0 +1,568 @@
+//===- Runtime.cpp - JIT-compile, cache, load and launch attention --*- C++ -*-===//
+#include "runtime/Runtime.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/DiskCache.h"
+
+#include "compiler/KernelCompiler.h"
+#include "lib/CudaToolkit.h"
+#include "lib/GpuTarget.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <chrono>
+#include <limits>
+#include <map>
+#include <mutex>
+
+namespace fa {
+
+const char *toString(Status status) {
+  switch (status) {
+  case Status::ok:
+    return "ok";
+  case Status::invalidArgument:
+    return "invalid argument";
+  case Status::noDriver:
+    return "no CUDA driver";
+  case Status::cudaError:
+    return "CUDA error";
+  case Status::compileError:
+    return "compile error";
+  case Status::cacheError:
+    return "cache error";
+  }
+  return "?";
+}
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+/// A kernel known to this runtime: compiled (or read from disk), and loaded
+/// once a launch needs it.
+struct KernelEntry {
+  KernelInfo info;
+  std::vector<char> cubin;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+};
+
+std::string toMetadata(const KernelInfo &info) {
+  llvm::json::Object object{
+      {"key", info.key},
+      {"name", info.name},
+      {"spec", info.spec.canonicalText()},
+      {"num_threads", info.numThreads},
+      {"shared_memory_bytes", info.sharedMemoryBytes},
+      {"registers", info.ptxas.registers},
+      {"stack_frame_bytes", info.ptxas.stackFrameBytes},
+      {"spill_store_bytes", info.ptxas.spillStoreBytes},
+      {"spill_load_bytes", info.ptxas.spillLoadBytes},
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(object));
+  return text;
+}
+
+bool fromMetadata(const std::string &text, KernelInfo &info) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return false;
+  }
+  const llvm::json::Object *object = value->getAsObject();
+  if (!object)
+    return false;
+  auto integer = [&](llvm::StringRef field, int64_t &out) {
+    std::optional<int64_t> v = object->getInteger(field);
+    if (v)
+      out = *v;
+    return v.has_value();
+  };
+  std::optional<llvm::StringRef> name = object->getString("name");
+  if (!name || !integer("num_threads", info.numThreads) ||
+      !integer("shared_memory_bytes", info.sharedMemoryBytes))
+    return false;
+  info.name = name->str();
+  info.ptxas.name = info.name;
+  integer("registers", info.ptxas.registers);
+  integer("stack_frame_bytes", info.ptxas.stackFrameBytes);
+  integer("spill_store_bytes", info.ptxas.spillStoreBytes);
+  integer("spill_load_bytes", info.ptxas.spillLoadBytes);
+  return info.numThreads > 0;
+}
+
+} // namespace
+
+struct Runtime::Impl {
+  RuntimeOptions options;
+  DiskCache disk{""};
+  std::string ptxasVersion; // "" until first needed
+  std::string arch = "sm_90a";
+  const CudaDriver *driver = nullptr; // null without a usable driver/device
+  std::string driverError;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  int64_t maxSharedMemory = 0;
+
+  std::mutex mutex; // guards kernels and the compile path
+  std::map<std::string, KernelEntry> kernels;
+
+  Result prepareLocked(const KernelSpec &spec, KernelEntry *&entry);
+  Result loadLocked(KernelEntry &entry);
+  Result cudaCheck(CUresult result, const char *what) const {
+    if (result == CUDA_SUCCESS)
+      return {};
+    return Result::error(Status::cudaError,
+                         std::string(what) + " failed: " +
+                             driver->describe(result));
+  }
+};
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+
+Runtime::~Runtime() {
+  if (!impl->driver)
+    return;
+  impl->driver->cuCtxSetCurrent(impl->context);
+  for (auto &[key, entry] : impl->kernels)
+    if (entry.module)
+      impl->driver->cuModuleUnload(entry.module);
+  impl->driver->cuDevicePrimaryCtxRelease_v2(impl->device);
+}
+
+Result Runtime::create(const RuntimeOptions &options,
+                       std::unique_ptr<Runtime> &runtime) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->disk = DiskCache(options.cacheDir.empty() ? defaultCacheDir()
+                                                  : options.cacheDir);
+  if (options.diskCache)
+    if (std::string error = impl->disk.open(); !error.empty())
+      return Result::error(Status::cacheError, error);
+
+  const CudaDriver &driver = CudaDriver::get();
+  if (!driver.available()) {
+    impl->driverError = driver.loadError();
+  } else {
+    int count = 0;
+    if (CUresult r = driver.cuDeviceGetCount(&count); r != CUDA_SUCCESS)
+      impl->driverError = "no CUDA driver: cuDeviceGetCount failed: " +
+                          driver.describe(r);
+    else if (count == 0)
+      impl->driverError = "no CUDA device";
+    else if (options.device < 0 || options.device >= count)
+      return Result::error(Status::invalidArgument,
+                           "device " + std::to_string(options.device) +
+                               " does not exist; this machine has " +
+                               std::to_string(count));
+  }
+  if (impl->driverError.empty()) {
+    impl->driver = &driver;
+    if (Result r = impl->cudaCheck(
+            driver.cuDeviceGet(&impl->device, options.device), "cuDeviceGet");
+        !r)
+      return r;
+    if (Result r = impl->cudaCheck(
+            driver.cuDevicePrimaryCtxRetain(&impl->context, impl->device),
+            "cuDevicePrimaryCtxRetain");
+        !r)
+      return r;
+    int major = 0, minor = 0, smem = 0;
+    driver.cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, impl->device);
+    driver.cuDeviceGetAttribute(
+        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl->device);
+    driver.cuDeviceGetAttribute(
+        &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        impl->device);
+    impl->maxSharedMemory = smem;
+    // sm_90 parts run the sm_90a (architecture-specific) features.
+    impl->arch = "sm_" + std::to_string(major * 10 + minor) +
+                 (major == 9 ? "a" : "");
+    if (!lookupGpuArch(impl->arch))
+      return Result::error(Status::invalidArgument,
+                           "the device is " + impl->arch +
+                               "; kernels are generated for " +
+                               supportedGpuArchs());
+  }
+  runtime.reset(new Runtime(std::move(impl)));
+  return {};
+}
+
+bool Runtime::hasDriver() const { return impl->driver != nullptr; }
+const std::string &Runtime::driverError() const { return impl->driverError; }
+const std::string &Runtime::deviceArch() const { return impl->arch; }
+const std::string &Runtime::cacheDir() const {
+  return impl->disk.directory();
+}
+
+KernelSpec Runtime::resolve(KernelSpec spec) const {
+  if (spec.arch.empty())
+    spec.arch = impl->arch;
+  return spec.withDefaults();
+}
+
+void Runtime::clearMemoryCache() {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  if (impl->driver) {
+    impl->driver->cuCtxSetCurrent(impl->context);
+    for (auto &[key, entry] : impl->kernels)
+      if (entry.module)
+        impl->driver->cuModuleUnload(entry.module);
+  }
+  impl->kernels.clear();
+}
+
+Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
+                                    KernelEntry *&entry) {
+  if (std::string error = spec.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (spec.dtype != ElementType::f32)
+    return Result::error(Status::invalidArgument,
+                         std::string("dtype ") + toString(spec.dtype) +
+                             " needs a tensor-core strategy; the simt "
+                             "strategy computes f32 only");
+  if (ptxasVersion.empty()) {
+    auto version = fa::ptxasVersion();
+    if (!version)
+      return Result::error(Status::compileError,
+                           llvm::toString(version.takeError()));
+    ptxasVersion = *version;
+  }
+  std::string key = cacheKey(spec, compilerVersion(), ptxasVersion);
+  if (auto it = kernels.find(key); it != kernels.end()) {
+    entry = &it->second;
+    entry->info.source = KernelSource::memoryCache;
+    return {};
+  }
+
+  KernelEntry fresh;
+  fresh.info.spec = spec;
+  fresh.info.key = key;
+  auto start = std::chrono::steady_clock::now();
+  bool found = false;
+  if (options.diskCache) {
+    CachedKernel cached;
+    std::string why;
+    switch (disk.read(key, cached, why)) {
+    case DiskCache::Lookup::hit:
+      if (fromMetadata(cached.metadata, fresh.info)) {
+        fresh.cubin = std::move(cached.cubin);
+        fresh.info.source = KernelSource::diskCache;
+        found = true;
+      } else {
+        fresh.info.replacedCorruptEntry = true;
+      }
+      break;
+    case DiskCache::Lookup::corrupt:
+      fresh.info.replacedCorruptEntry = true;
+      break;
+    case DiskCache::Lookup::miss:
+      break;
+    }
+  }
+  if (!found) {
+    auto compiled = mlir::fa::compileKernel(spec, /*assemble=*/true);
+    if (!compiled)
+      return Result::error(Status::compileError,
+                           spec.kernelName() + ": " +
+                               llvm::toString(compiled.takeError()));
+    fresh.info.name = compiled->name;
+    fresh.info.numThreads = compiled->numThreads;
+    fresh.info.sharedMemoryBytes = compiled->sharedMemoryBytes;
+    if (!compiled->resources.empty())
+      fresh.info.ptxas = compiled->resources.front();
+    fresh.cubin = std::move(compiled->cubin);
+    fresh.info.source = KernelSource::compiled;
+    if (options.diskCache) {
+      std::string error =
+          disk.write(key, {toMetadata(fresh.info), fresh.cubin});
+      if (!error.empty())
+        return Result::error(Status::cacheError, error);
+    }
+  }
+  fresh.info.compileSeconds = secondsSince(start);
+  entry = &kernels.emplace(key, std::move(fresh)).first->second;
+  return {};
+}
+
+Result Runtime::Impl::loadLocked(KernelEntry &entry) {
+  if (!driver)
+    return Result::error(Status::noDriver, driverError);
+  if (entry.function)
+    return {};
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  if (entry.info.sharedMemoryBytes > maxSharedMemory)
+    return Result::error(Status::invalidArgument,
+                         entry.info.name + " needs " +
+                             std::to_string(entry.info.sharedMemoryBytes) +
+                             " bytes of shared memory per block; the device "
+                             "allows " +
+                             std::to_string(maxSharedMemory));
+  auto start = std::chrono::steady_clock::now();
+  if (Result r = cudaCheck(
+          driver->cuModuleLoadData(&entry.module, entry.cubin.data()),
+          "cuModuleLoadData");
+      !r)
+    return r;
+  if (Result r = cudaCheck(driver->cuModuleGetFunction(
+                               &entry.function, entry.module,
+                               entry.info.name.c_str()),
+                           "cuModuleGetFunction");
+      !r)
+    return r;
+  if (Result r = cudaCheck(
+          driver->cuFuncSetAttribute(
+              entry.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+              int(entry.info.sharedMemoryBytes)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+      !r)
+    return r;
+  driver->cuFuncGetAttribute(&entry.info.registers, CU_FUNC_ATTRIBUTE_NUM_REGS,
+                             entry.function);
+  driver->cuFuncGetAttribute(&entry.info.localBytes,
+                             CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                             entry.function);
+  entry.info.loadSeconds = secondsSince(start);
+  return {};
+}
+
+Result Runtime::prepare(const KernelSpec &spec, KernelInfo *info) {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  KernelEntry *entry = nullptr;
+  if (Result r = impl->prepareLocked(resolve(spec), entry); !r)
+    return r;
+  if (info)
+    *info = entry->info;
+  return {};
+}
+
+Result Runtime::load(const KernelSpec &spec, KernelInfo *info) {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  if (!impl->driver)
+    return Result::error(Status::noDriver, impl->driverError);
+  KernelEntry *entry = nullptr;
+  if (Result r = impl->prepareLocked(resolve(spec), entry); !r)
+    return r;
+  if (Result r = impl->loadLocked(*entry); !r)
+    return r;
+  if (info)
+    *info = entry->info;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks and the launch
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Grid limits of the launch: x = query tiles, y = heads, z = batch.
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxGridYZ = 65535;
+
+std::string shapeString(const TensorArg &t, int rank) {
+  std::string s = "[";
+  for (int d = 0; d < rank; ++d)
+    s += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  return s + "]";
+}
+
+int64_t numElements(const TensorArg &t, int rank) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d)
+    n *= t.sizes[d];
+  return n;
+}
+
+/// Strides are non-negative, the last dimension contiguous, and the
+/// largest offset representable.
+std::string checkLayout(const char *name, const TensorArg &t, int rank,
+                        size_t elementBytes) {
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] < 0)
+      return std::string(name) + " has a negative size " +
+             std::to_string(t.sizes[d]) + " in dimension " + std::to_string(d);
+    if (t.strides[d] < 0)
+      return std::string(name) + " has a negative stride " +
+             std::to_string(t.strides[d]) + " in dimension " +
+             std::to_string(d) + " (not supported)";
+  }
+  if (t.sizes[rank - 1] > 1 && t.strides[rank - 1] != 1)
+    return std::string(name) + " must be contiguous in its last dimension "
+           "(stride 1), got stride " + std::to_string(t.strides[rank - 1]);
+  int64_t maxOffset = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] == 0)
+      return "";
+    int64_t term;
+    if (__builtin_mul_overflow(t.sizes[d] - 1, t.strides[d], &term) ||
+        __builtin_add_overflow(maxOffset, term, &maxOffset))
+      return std::string(name) + " spans more elements than 64-bit indexing "
+             "can address";
+  }
+  if (!t.data)
+    return std::string(name) + " is a null pointer";
+  if (reinterpret_cast<uintptr_t>(t.data) % elementBytes != 0)
+    return std::string(name) + " is not aligned to its " +
+           std::to_string(elementBytes) + "-byte elements";
+  return "";
+}
+
+/// Two elements of an output never share an address (else programs race).
+std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
+  std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size)
+  for (int d = 0; d < rank; ++d)
+    if (t.sizes[d] > 1)
+      dims.push_back({t.strides[d], t.sizes[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1; // elements covered by the inner dimensions
+  for (auto [stride, size] : dims) {
+    if (stride < span)
+      return std::string(name) + " has overlapping elements (stride " +
+             std::to_string(stride) + " is smaller than the " +
+             std::to_string(span) + " elements of the inner dimensions)";
+    span = stride * size;
+  }
+  return "";
+}
+
+} // namespace
+
+Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
+  auto invalid = [](std::string message) {
+    return Result::error(Status::invalidArgument, std::move(message));
+  };
+  size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  const TensorArg &q = a.q, &k = a.k, &v = a.v, &o = a.o, &lse = a.lse;
+  // Shapes.
+  for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"o", &o}})
+    if (t->sizes[3] != spec.headDim)
+      return invalid(std::string(name) + " head dim " +
+                     std::to_string(t->sizes[3]) +
+                     " does not match the kernel's head dim " +
+                     std::to_string(spec.headDim));
+  for (int d = 0; d < 4; ++d)
+    if (v.sizes[d] != k.sizes[d])
+      return invalid("v shape " + shapeString(v, 4) +
+                     " does not match k shape " + shapeString(k, 4));
+  for (int d = 0; d < 4; ++d)
+    if (o.sizes[d] != q.sizes[d])
+      return invalid("o shape " + shapeString(o, 4) +
+                     " does not match q shape " + shapeString(q, 4));
+  for (int d = 0; d < 3; ++d)
+    if (lse.sizes[d] != q.sizes[d])
+      return invalid("lse shape " + shapeString(lse, 3) +
+                     " must be q's [B, H, S] = " + shapeString(q, 3));
+  if (k.sizes[0] != q.sizes[0])
+    return invalid("k batch " + std::to_string(k.sizes[0]) +
+                   " does not match q batch " + std::to_string(q.sizes[0]));
+  // Layouts, pointers (empty tensors may be null).
+  for (auto [name, t, rank] :
+       {std::tuple<const char *, const TensorArg *, int>{"q", &q, 4},
+        {"k", &k, 4},
+        {"v", &v, 4},
+        {"o", &o, 4},
+        {"lse", &lse, 3}}) {
+    size_t bytes = std::string(name) == "lse" ? 4 : elementBytes;
+    if (std::string error = checkLayout(name, *t, rank, bytes); !error.empty())
+      return invalid(error);
+  }
+  for (auto [name, t, rank] :
+       {std::tuple<const char *, const TensorArg *, int>{"o", &o, 4},
+        {"lse", &lse, 3}})
+    if (std::string error = checkNoOverlap(name, *t, rank); !error.empty())
+      return invalid(error);
+  int64_t batch = q.sizes[0], qHeads = q.sizes[1], kvHeads = k.sizes[1];
+  if (numElements(q, 4) > 0) {
+    if (kvHeads == 0 || qHeads % kvHeads != 0)
+      return invalid("q heads (" + std::to_string(qHeads) +
+                     ") must be a multiple of k/v heads (" +
+                     std::to_string(kvHeads) + ")");
+  }
+  // Grid limits.
+  KernelSpec resolved = spec.withDefaults();
+  int64_t qTiles = (q.sizes[2] + resolved.blockM - 1) / resolved.blockM;
+  if (qTiles > kMaxGridX)
+    return invalid("query length " + std::to_string(q.sizes[2]) +
+                   " needs more than the grid's " + std::to_string(kMaxGridX) +
+                   " query tiles");
+  if (qHeads > kMaxGridYZ)
+    return invalid("q heads " + std::to_string(qHeads) +
+                   " exceed the grid limit " + std::to_string(kMaxGridYZ));
+  if (batch > kMaxGridYZ)
+    return invalid("batch " + std::to_string(batch) +
+                   " exceeds the grid limit " + std::to_string(kMaxGridYZ));
+  return {};
+}
+
+Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
+  KernelSpec spec = resolve(requested);
+  if (std::string error = spec.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (Result r = checkAttentionArgs(spec, a); !r)
+    return r;
+  if (!impl->driver)
+    return Result::error(Status::noDriver, impl->driverError);
+
+  KernelEntry *entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    if (Result r = impl->prepareLocked(spec, entry); !r)
+      return r;
+    if (Result r = impl->loadLocked(*entry); !r)
+      return r;
+  }
+  int64_t batch = a.q.sizes[0], heads = a.q.sizes[1], qLen = a.q.sizes[2];
+  if (batch == 0 || heads == 0 || qLen == 0)
+    return {}; // nothing to compute
+  const CudaDriver &driver = *impl->driver;
+  if (Result r = impl->cudaCheck(driver.cuCtxSetCurrent(impl->context),
+                                 "cuCtxSetCurrent");
+      !r)
+    return r;
+
+  // Kernel parameters: the MLIR memref descriptor of each operand
+  // (allocated and aligned pointer, offset, sizes, strides).
+  std::vector<int64_t> words;
+  words.reserve(64);
+  auto pushMemRef = [&](const TensorArg &t, int rank) {
+    words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
+    words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
+    words.push_back(0);
+    for (int d = 0; d < rank; ++d)
+      words.push_back(t.sizes[d]);
+    for (int d = 0; d < rank; ++d)
+      words.push_back(t.strides[d]);
+  };
+  pushMemRef(a.q, 4);
+  pushMemRef(a.k, 4);
+  pushMemRef(a.v, 4);
+  pushMemRef(a.o, 4);
+  pushMemRef(a.lse, 3);
+  std::vector<void *> params;
+  for (int64_t &word : words)
+    params.push_back(&word);
+
+  unsigned gridX = unsigned((qLen + spec.blockM - 1) / spec.blockM);
+  return impl->cudaCheck(
+      driver.cuLaunchKernel(entry->function, gridX, unsigned(heads),
+                            unsigned(batch), unsigned(entry->info.numThreads),
+                            1, 1, unsigned(entry->info.sharedMemoryBytes),
+                            static_cast<CUstream>(a.stream), params.data(),
+                            nullptr),
+      "cuLaunchKernel");
+}
+
+} // namespace fa

@@ -1,0 +1,136 @@
+//===- Runtime.h - JIT-compile, cache, load and launch attention ----*- C++ -*-===//
+//
+// The C++ API of the runtime. Ask for attention on your device buffers; the
+// runtime finds the kernel for the head dim, dtype, mask and tiles (memory
+// cache, disk cache, else the in-process compiler), loads it through the
+// CUDA driver API and launches it. No MLIR or LLVM in this header.
+//
+//   std::unique_ptr<fa::Runtime> rt;
+//   if (fa::Result r = fa::Runtime::create({}, rt); !r) die(r.message);
+//   fa::AttentionArgs args{q, k, v, o, lse};   // device tensors [B, H, S, D]
+//   fa::KernelSpec spec;                       // head dim, dtype, mask, tiles
+//   spec.headDim = 128; spec.causal = true; spec.blockM = spec.blockN = 0;
+//   if (fa::Result r = rt->forward(spec, args); !r) die(r.message);
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_RUNTIME_RUNTIME_H
+#define FA_RUNTIME_RUNTIME_H
+
+#include "lib/KernelResources.h"
+#include "lib/KernelSpec.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace fa {
+
+enum class Status {
+  ok = 0,
+  invalidArgument, // a bad spec, shape, stride or pointer
+  noDriver,        // no CUDA driver or device on this machine
+  cudaError,       // a driver call or the launch failed
+  compileError,    // the compiler or ptxas failed
+  cacheError,      // the disk cache cannot be used
+};
+
+const char *toString(Status status);
+
+/// Success, or a status with a message that names the value and the limit.
+struct Result {
+  Status status = Status::ok;
+  std::string message;
+
+  static Result error(Status status, std::string message) {
+    return {status, std::move(message)};
+  }
+  explicit operator bool() const { return status == Status::ok; }
+};
+
+/// A device tensor: Q, K, V and O are [B, H, S, D], LSE is [B, H, S]
+/// (sizes[3] and strides[3] unused). Strides are in elements; the last
+/// dimension must be contiguous.
+struct TensorArg {
+  const void *data = nullptr;
+  int64_t sizes[4] = {0, 0, 0, 0};
+  int64_t strides[4] = {0, 0, 0, 0};
+};
+
+struct AttentionArgs {
+  TensorArg q, k, v, o, lse;
+  void *stream = nullptr; // CUstream; nullptr = the default stream
+};
+
+/// Where a kernel came from this time.
+enum class KernelSource { compiled, diskCache, memoryCache };
+
+struct KernelInfo {
+  KernelSpec spec; // resolved: defaults filled in
+  std::string name;
+  std::string key; // cache key (hex SHA-256)
+  int64_t numThreads = 0;
+  int64_t sharedMemoryBytes = 0; // dynamic, per block
+  KernelResources ptxas;         // ptxas -v at compile time
+  int registers = -1;            // from the driver once loaded
+  int localBytes = -1;           // local memory per thread (spills), loaded
+  KernelSource source = KernelSource::compiled;
+  bool replacedCorruptEntry = false; // a bad disk entry was rebuilt
+  double compileSeconds = 0.0;       // compile (or disk read) time
+  double loadSeconds = 0.0;          // cuModuleLoadData time
+};
+
+struct RuntimeOptions {
+  /// Disk cache folder; "" = $FA_CACHE_DIR, else ~/.cache/fa.
+  std::string cacheDir;
+  bool diskCache = true;
+  int device = 0;
+};
+
+class Runtime {
+public:
+  /// Always succeeds on a machine without a driver (then hasDriver() is
+  /// false and launches return Status::noDriver); fails for a bad device
+  /// index or an unusable cache folder.
+  static Result create(const RuntimeOptions &options,
+                       std::unique_ptr<Runtime> &runtime);
+  ~Runtime();
+
+  bool hasDriver() const;
+  /// Why there is no driver, or "".
+  const std::string &driverError() const;
+  /// The device's arch (e.g. sm_90a), or sm_90a without a device.
+  const std::string &deviceArch() const;
+  const std::string &cacheDir() const;
+
+  /// Fills the defaults: tiles and warps left at 0, and an empty arch (the
+  /// device's).
+  KernelSpec resolve(KernelSpec spec) const;
+
+  /// Finds or compiles the kernel (memory, disk, compiler). Needs no GPU.
+  Result prepare(const KernelSpec &spec, KernelInfo *info = nullptr);
+  /// prepare() and load the kernel on the device.
+  Result load(const KernelSpec &spec, KernelInfo *info = nullptr);
+
+  /// O, LSE = attention(Q, K, V) with the kernel for `spec` (head dim,
+  /// dtype, mask, scale; tiles 0 = default). All arguments are checked
+  /// before anything is launched.
+  Result forward(const KernelSpec &spec, const AttentionArgs &args);
+
+  /// Forgets the loaded and in-memory kernels (the disk cache stays).
+  void clearMemoryCache();
+
+  struct Impl;
+
+private:
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// The checks forward() makes before a launch, without a device: shapes
+/// against each other and the spec, strides, null and misaligned pointers,
+/// grid limits. Exposed for tests and for bindings.
+Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
+
+} // namespace fa
+
+#endif // FA_RUNTIME_RUNTIME_H

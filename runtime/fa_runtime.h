@@ -1,0 +1,86 @@
+/*===- fa_runtime.h - C ABI of the fa attention runtime ------------*- C -*-===*\
+|*                                                                            *|
+|* For FFI (Python ctypes, Rust, ...). Every function returns a status; on   *|
+|* failure fa_last_error() describes it (per thread). No function aborts: on *|
+|* a machine without a CUDA driver the launches return FA_ERROR_NO_DRIVER.   *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+#ifndef FA_RUNTIME_FA_RUNTIME_H
+#define FA_RUNTIME_FA_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fa_status {
+  FA_OK = 0,
+  FA_ERROR_INVALID_ARGUMENT = 1,
+  FA_ERROR_NO_DRIVER = 2,
+  FA_ERROR_CUDA = 3,
+  FA_ERROR_COMPILE = 4,
+  FA_ERROR_CACHE = 5,
+} fa_status;
+
+typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
+
+/* A device tensor [B, H, S, D] (LSE: [B, H, S]); strides in elements. */
+typedef struct fa_tensor {
+  const void *data;
+  int64_t sizes[4];
+  int64_t strides[4];
+} fa_tensor;
+
+/* Code-generation choices; 0 (or NULL arch) = the default. */
+typedef struct fa_kernel_config {
+  int64_t block_m;
+  int64_t block_n;
+  int64_t num_warps;
+  const char *arch;
+} fa_kernel_config;
+
+/* What a kernel is and where it came from. */
+typedef struct fa_kernel_info {
+  char name[128];
+  char key[65];
+  int64_t num_threads;
+  int64_t shared_memory_bytes;
+  int64_t registers;         /* ptxas */
+  int64_t spill_store_bytes; /* ptxas */
+  int64_t spill_load_bytes;  /* ptxas */
+  int32_t source;            /* 0 compiled, 1 disk cache, 2 memory cache */
+  double compile_seconds;
+} fa_kernel_info;
+
+typedef struct fa_runtime fa_runtime;
+
+/* cache_dir: NULL = $FA_CACHE_DIR or ~/.cache/fa. */
+fa_status fa_runtime_create(const char *cache_dir, int device,
+                            fa_runtime **runtime);
+void fa_runtime_destroy(fa_runtime *runtime);
+/* 1 when a CUDA driver and device are usable. */
+int fa_runtime_has_driver(const fa_runtime *runtime);
+
+/* The last error of this thread ("" if none). */
+const char *fa_last_error(void);
+
+/* Finds or compiles the kernel (no GPU needed); info may be NULL. */
+fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t head_dim,
+                            fa_dtype dtype, int causal, double scale,
+                            const fa_kernel_config *config,
+                            fa_kernel_info *info);
+
+/* O, LSE = attention(Q, K, V) on `stream` (a CUstream, NULL = default).
+   scale <= 0 means 1/sqrt(D); config may be NULL. */
+fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
+                               const fa_tensor *k, const fa_tensor *v,
+                               const fa_tensor *o, const fa_tensor *lse,
+                               fa_dtype dtype, int causal, double scale,
+                               const fa_kernel_config *config, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_RUNTIME_FA_RUNTIME_H */

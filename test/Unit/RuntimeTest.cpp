@@ -1,0 +1,423 @@
+//===- RuntimeTest.cpp - The runtime without a GPU ------------------*- C++ -*-===//
+//
+// Spec keys, the memory and disk caches (compile-only path), argument checks
+// and the behaviour without a CUDA driver. Runs on machines without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/DiskCache.h"
+#include "runtime/Runtime.h"
+#include "runtime/fa_runtime.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "gtest/gtest.h"
+
+#include <fstream>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+/// A fresh cache folder per test, removed afterwards.
+class TempDir {
+public:
+  TempDir() {
+    llvm::sys::fs::createUniqueDirectory("fa-runtime-test", path);
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+  std::string str() const { return std::string(path); }
+
+private:
+  llvm::SmallString<128> path;
+};
+
+fa::KernelSpec smallSpec() {
+  fa::KernelSpec spec;
+  spec.headDim = 32;
+  spec.blockM = 8;
+  spec.blockN = 32;
+  spec.numWarps = 8;
+  spec.arch = "sm_90a";
+  return spec;
+}
+
+std::unique_ptr<fa::Runtime> makeRuntime(const std::string &dir) {
+  fa::RuntimeOptions options;
+  options.cacheDir = dir;
+  std::unique_ptr<fa::Runtime> runtime;
+  fa::Result r = fa::Runtime::create(options, runtime);
+  EXPECT_TRUE(bool(r)) << r.message;
+  return runtime;
+}
+
+//===----------------------------------------------------------------------===//
+// Specs and keys
+//===----------------------------------------------------------------------===//
+
+TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
+  fa::KernelSpec spec = smallSpec();
+  EXPECT_EQ(spec.canonicalText(),
+            "fa-kernel-spec v1;op=attention_fwd;strategy=simt;head_dim=32;"
+            "dtype=f32;mask=none;block_m=8;block_n=32;num_warps=8;stages=1;"
+            "arch=sm_90a;scale=0x3fc6a09e667f3bcc");
+  std::set<std::string> texts = {spec.canonicalText()};
+  auto vary = [&](auto mutate) {
+    fa::KernelSpec other = spec;
+    mutate(other);
+    EXPECT_TRUE(texts.insert(other.canonicalText()).second)
+        << other.canonicalText();
+  };
+  vary([](fa::KernelSpec &s) { s.headDim = 64; });
+  vary([](fa::KernelSpec &s) { s.dtype = fa::ElementType::f16; });
+  vary([](fa::KernelSpec &s) { s.causal = true; });
+  vary([](fa::KernelSpec &s) { s.blockM = 16; });
+  vary([](fa::KernelSpec &s) { s.blockN = 64; });
+  vary([](fa::KernelSpec &s) { s.numWarps = 4; });
+  vary([](fa::KernelSpec &s) { s.arch = "sm_80"; });
+  vary([](fa::KernelSpec &s) { s.scale = 0.5; });
+}
+
+TEST(KernelKey, KeyDependsOnCompilerAndPtxasVersions) {
+  fa::KernelSpec spec = smallSpec();
+  std::string key = fa::cacheKey(spec, "1.0", "13.0.88");
+  EXPECT_EQ(key.size(), 64u);
+  EXPECT_EQ(key, fa::cacheKey(spec, "1.0", "13.0.88"));
+  EXPECT_NE(key, fa::cacheKey(spec, "1.1", "13.0.88"));
+  EXPECT_NE(key, fa::cacheKey(spec, "1.0", "12.8.0"));
+  fa::KernelSpec other = spec;
+  other.arch = "sm_80";
+  EXPECT_NE(key, fa::cacheKey(other, "1.0", "13.0.88"));
+}
+
+TEST(KernelKey, DefaultsFillOnlyWhatIsUnset) {
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.blockM = spec.blockN = spec.numWarps = 0;
+  fa::KernelSpec resolved = spec.withDefaults();
+  EXPECT_EQ(resolved.validate(), "");
+  EXPECT_GT(resolved.blockM, 0);
+  spec.blockN = 64;
+  EXPECT_EQ(spec.withDefaults().blockN, 64);
+  // Every head dim gets defaults whose thread grid divides the tiles.
+  for (int64_t d : {1, 3, 8, 24, 40, 72, 100, 128, 200, 256}) {
+    fa::KernelSpec s;
+    s.headDim = d;
+    s.blockM = s.blockN = s.numWarps = 0;
+    fa::KernelSpec r = s.withDefaults();
+    int64_t cols = 32;
+    while (r.blockN % cols || d % cols)
+      cols /= 2;
+    EXPECT_EQ(r.blockM % (r.numWarps * 32 / cols), 0) << "head dim " << d;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Caches (compile only: no GPU needed)
+//===----------------------------------------------------------------------===//
+
+TEST(KernelCache, CompilesOnceThenHitsMemoryThenDisk) {
+  TempDir dir;
+  auto runtime = makeRuntime(dir.str());
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  EXPECT_EQ(info.source, fa::KernelSource::compiled);
+  EXPECT_EQ(info.name, "fa_fwd_d32_f32_full_8x32_w8");
+  EXPECT_EQ(info.numThreads, 256);
+  EXPECT_GT(info.sharedMemoryBytes, 0);
+  EXPECT_GT(info.ptxas.registers, 0);
+  EXPECT_TRUE(llvm::sys::fs::exists(fa::DiskCache(dir.str()).pathFor(info.key)));
+
+  fa::KernelInfo again;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &again)));
+  EXPECT_EQ(again.source, fa::KernelSource::memoryCache);
+  EXPECT_EQ(again.key, info.key);
+
+  auto other = makeRuntime(dir.str());
+  fa::KernelInfo fromDisk;
+  ASSERT_TRUE(bool(other->prepare(smallSpec(), &fromDisk)));
+  EXPECT_EQ(fromDisk.source, fa::KernelSource::diskCache);
+  EXPECT_EQ(fromDisk.name, info.name);
+  EXPECT_EQ(fromDisk.numThreads, info.numThreads);
+  EXPECT_EQ(fromDisk.sharedMemoryBytes, info.sharedMemoryBytes);
+  EXPECT_EQ(fromDisk.ptxas.registers, info.ptxas.registers);
+}
+
+/// Damages the entry in `path` with `damage`, then checks that a fresh
+/// runtime detects it, rebuilds it, and that the rebuilt entry is good.
+void expectRebuilt(const std::string &dir, const std::string &path,
+                   void (*damage)(const std::string &)) {
+  damage(path);
+  auto runtime = makeRuntime(dir);
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  EXPECT_EQ(info.source, fa::KernelSource::compiled);
+  EXPECT_TRUE(info.replacedCorruptEntry);
+  auto after = makeRuntime(dir);
+  ASSERT_TRUE(bool(after->prepare(smallSpec(), &info)));
+  EXPECT_EQ(info.source, fa::KernelSource::diskCache);
+}
+
+TEST(KernelCache, DetectsAndRebuildsCorruptEntries) {
+  TempDir dir;
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &info)));
+  std::string path = fa::DiskCache(dir.str()).pathFor(info.key);
+
+  expectRebuilt(dir.str(), path, [](const std::string &p) {
+    ::truncate(p.c_str(), 100); // truncated
+  });
+  expectRebuilt(dir.str(), path, [](const std::string &p) {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x5a'); // one byte of the cubin changed
+  });
+  expectRebuilt(dir.str(), path, [](const std::string &p) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << "garbage";
+  });
+}
+
+TEST(KernelCache, TwoProcessesFillingOneEntryBothSucceed) {
+  TempDir dir;
+  pid_t children[2];
+  for (pid_t &child : children) {
+    child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      fa::RuntimeOptions options;
+      options.cacheDir = dir.str();
+      std::unique_ptr<fa::Runtime> runtime;
+      bool ok = fa::Runtime::create(options, runtime) &&
+                runtime->prepare(smallSpec());
+      _exit(ok ? 0 : 1);
+    }
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &info)));
+  EXPECT_EQ(info.source, fa::KernelSource::diskCache);
+  // No temporary files are left behind.
+  std::error_code ec;
+  int files = 0;
+  for (llvm::sys::fs::directory_iterator it(dir.str(), ec), end;
+       it != end && !ec; it.increment(ec))
+    ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(KernelCache, ConcurrentRuntimesInOneProcess) {
+  TempDir dir;
+  auto a = makeRuntime(dir.str()), b = makeRuntime(dir.str());
+  fa::Result ra, rb;
+  std::thread ta([&] { ra = a->prepare(smallSpec()); });
+  std::thread tb([&] { rb = b->prepare(smallSpec()); });
+  ta.join();
+  tb.join();
+  EXPECT_TRUE(bool(ra)) << ra.message;
+  EXPECT_TRUE(bool(rb)) << rb.message;
+}
+
+TEST(KernelCache, RejectsInvalidSpecs) {
+  TempDir dir;
+  auto runtime = makeRuntime(dir.str());
+  fa::KernelSpec spec = smallSpec();
+  spec.headDim = 0;
+  fa::Result r = runtime->prepare(spec);
+  EXPECT_EQ(r.status, fa::Status::invalidArgument);
+  EXPECT_EQ(r.message, "head-dim must be in [1, 512], got 0");
+  spec = smallSpec();
+  spec.dtype = fa::ElementType::f16;
+  r = runtime->prepare(spec);
+  EXPECT_EQ(r.status, fa::Status::invalidArgument);
+  EXPECT_EQ(r.message, "dtype f16 needs a tensor-core strategy; the simt "
+                       "strategy computes f32 only");
+  spec = smallSpec();
+  spec.blockM = 4; // 8 thread rows do not divide 4 query rows
+  r = runtime->prepare(spec);
+  EXPECT_EQ(r.status, fa::Status::compileError);
+  EXPECT_NE(r.message.find("does not divide the tiles"), std::string::npos)
+      << r.message;
+}
+
+TEST(KernelCache, UnusableCacheFolderIsAnError) {
+  TempDir dir;
+  std::string file = dir.str() + "/not-a-folder";
+  std::ofstream(file) << "x";
+  fa::RuntimeOptions options;
+  options.cacheDir = file + "/cache";
+  std::unique_ptr<fa::Runtime> runtime;
+  fa::Result r = fa::Runtime::create(options, runtime);
+  EXPECT_EQ(r.status, fa::Status::cacheError);
+  EXPECT_NE(r.message.find("cannot create the kernel cache folder"),
+            std::string::npos)
+      << r.message;
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+/// Valid contiguous arguments for B=2, Hq=8, Hkv=2, Sq=100, Sk=70, D=32 on
+/// fake (never dereferenced) aligned pointers.
+fa::AttentionArgs validArgs() {
+  alignas(16) static float storage[16];
+  fa::AttentionArgs a;
+  auto tensor = [](int64_t b, int64_t h, int64_t s, int64_t d) {
+    fa::TensorArg t;
+    t.data = storage;
+    int64_t sizes[4] = {b, h, s, d};
+    int64_t strides[4] = {h * s * d, s * d, d, 1};
+    std::copy(sizes, sizes + 4, t.sizes);
+    std::copy(strides, strides + 4, t.strides);
+    return t;
+  };
+  a.q = tensor(2, 8, 100, 32);
+  a.k = tensor(2, 2, 70, 32);
+  a.v = tensor(2, 2, 70, 32);
+  a.o = tensor(2, 8, 100, 32);
+  a.lse = tensor(2, 8, 100, 1);
+  a.lse.strides[0] = 800;
+  a.lse.strides[1] = 100;
+  a.lse.strides[2] = 1;
+  return a;
+}
+
+std::string checkMessage(const fa::AttentionArgs &args) {
+  fa::Result r = fa::checkAttentionArgs(smallSpec(), args);
+  EXPECT_TRUE(r.status == fa::Status::ok ||
+              r.status == fa::Status::invalidArgument);
+  return r.message;
+}
+
+TEST(ArgumentChecks, AcceptsValidArguments) {
+  EXPECT_EQ(checkMessage(validArgs()), "");
+  // [B, S, H, D] storage viewed as [B, H, S, D] is fine too.
+  fa::AttentionArgs a = validArgs();
+  a.q.strides[1] = 32;
+  a.q.strides[2] = 8 * 32;
+  EXPECT_EQ(checkMessage(a), "");
+}
+
+TEST(ArgumentChecks, RejectsBadArgumentsWithSpecificMessages) {
+  struct Case {
+    const char *expected;
+    void (*mutate)(fa::AttentionArgs &);
+  };
+  alignas(16) static char bytes[64];
+  Case cases[] = {
+      {"q is a null pointer", [](fa::AttentionArgs &a) { a.q.data = nullptr; }},
+      {"o is not aligned to its 4-byte elements",
+       [](fa::AttentionArgs &a) { a.o.data = bytes + 2; }},
+      {"k head dim 64 does not match the kernel's head dim 32",
+       [](fa::AttentionArgs &a) { a.k.sizes[3] = 64; }},
+      {"v shape [2, 2, 71, 32] does not match k shape [2, 2, 70, 32]",
+       [](fa::AttentionArgs &a) { a.v.sizes[2] = 71; }},
+      {"o shape [2, 8, 99, 32] does not match q shape [2, 8, 100, 32]",
+       [](fa::AttentionArgs &a) { a.o.sizes[2] = 99; }},
+      {"lse shape [2, 4, 100] must be q's [B, H, S] = [2, 8, 100]",
+       [](fa::AttentionArgs &a) { a.lse.sizes[1] = 4; }},
+      {"k batch 1 does not match q batch 2",
+       [](fa::AttentionArgs &a) { a.k.sizes[0] = a.v.sizes[0] = 1; }},
+      {"q heads (8) must be a multiple of k/v heads (3)",
+       [](fa::AttentionArgs &a) { a.k.sizes[1] = a.v.sizes[1] = 3; }},
+      {"q must be contiguous in its last dimension (stride 1), got stride 2",
+       [](fa::AttentionArgs &a) { a.q.strides[3] = 2; }},
+      {"k has a negative stride -1 in dimension 2 (not supported)",
+       [](fa::AttentionArgs &a) { a.k.strides[2] = -1; }},
+      {"q has a negative size -1 in dimension 2",
+       [](fa::AttentionArgs &a) { a.q.sizes[2] = a.o.sizes[2] = a.lse.sizes[2] = -1; }},
+      {"o has overlapping elements (stride 16 is smaller than the 32 "
+       "elements of the inner dimensions)",
+       [](fa::AttentionArgs &a) { a.o.strides[2] = 16; }},
+      {"q spans more elements than 64-bit indexing can address",
+       [](fa::AttentionArgs &a) { a.q.strides[1] = int64_t(1) << 62; }},
+      {"batch 70000 exceeds the grid limit 65535",
+       [](fa::AttentionArgs &a) {
+         for (fa::TensorArg *t : {&a.q, &a.k, &a.v, &a.o, &a.lse}) {
+           t->sizes[0] = 70000;
+         }
+       }},
+  };
+  for (const Case &c : cases) {
+    fa::AttentionArgs args = validArgs();
+    c.mutate(args);
+    EXPECT_EQ(checkMessage(args), c.expected);
+  }
+}
+
+TEST(ArgumentChecks, EmptyTensorsMayBeNull) {
+  fa::AttentionArgs a = validArgs();
+  a.k.sizes[2] = a.v.sizes[2] = 0; // no keys: O = 0, LSE = -inf
+  a.k.data = a.v.data = nullptr;
+  EXPECT_EQ(checkMessage(a), "");
+}
+
+//===----------------------------------------------------------------------===//
+// Without a driver, and the C ABI
+//===----------------------------------------------------------------------===//
+
+TEST(NoDriver, EveryLaunchReportsNoDriver) {
+  TempDir dir;
+  auto runtime = makeRuntime(dir.str());
+  if (runtime->hasDriver())
+    GTEST_SKIP() << "a CUDA driver is present; the GPU suite covers launches";
+  EXPECT_NE(runtime->driverError().find("no CUDA"), std::string::npos)
+      << runtime->driverError();
+  fa::Result r = runtime->forward(smallSpec(), validArgs());
+  EXPECT_EQ(r.status, fa::Status::noDriver);
+  EXPECT_EQ(r.message, runtime->driverError());
+  r = runtime->load(smallSpec());
+  EXPECT_EQ(r.status, fa::Status::noDriver);
+  // Bad arguments are still reported as such, before the driver.
+  fa::AttentionArgs bad = validArgs();
+  bad.q.data = nullptr;
+  EXPECT_EQ(runtime->forward(smallSpec(), bad).status,
+            fa::Status::invalidArgument);
+}
+
+TEST(CApi, ReportsErrorsAndPreparesKernels) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  EXPECT_EQ(fa_attention_forward(runtime, nullptr, nullptr, nullptr, nullptr,
+                                 nullptr, FA_F32, 0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "a tensor descriptor is a null pointer");
+  EXPECT_EQ(fa_prepare_kernel(runtime, 32, (fa_dtype)7, 0, 0.0, nullptr,
+                              nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+
+  fa_kernel_config config = {8, 32, 8, "sm_90a"};
+  fa_kernel_info info;
+  ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
+            FA_OK)
+      << fa_last_error();
+  EXPECT_STREQ(info.name, "fa_fwd_d32_f32_causal_8x32_w8");
+  EXPECT_EQ(std::string(info.key).size(), 64u);
+  EXPECT_EQ(info.num_threads, 256);
+  EXPECT_EQ(info.source, 0);
+  ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
+            FA_OK);
+  EXPECT_EQ(info.source, 2);
+
+  if (!fa_runtime_has_driver(runtime)) {
+    fa_tensor t = {nullptr, {0, 0, 0, 32}, {0, 0, 0, 1}};
+    EXPECT_EQ(fa_attention_forward(runtime, &t, &t, &t, &t, &t, FA_F32, 0, 0.0,
+                                   nullptr, nullptr),
+              FA_ERROR_NO_DRIVER);
+    EXPECT_NE(std::string(fa_last_error()).find("no CUDA driver"),
+              std::string::npos);
+  }
+  fa_runtime_destroy(runtime);
+}
+
+} // namespace
