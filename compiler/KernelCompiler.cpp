@@ -10,7 +10,13 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/TargetSelect.h"
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -170,9 +176,11 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
 }
 
 FailureOr<std::string> mlir::fa::emitPtx(ModuleOp module) {
-  llvm::InitializeAllTargets();
-  llvm::InitializeAllTargetMCs();
-  llvm::InitializeAllAsmPrinters();
+  // Only the NVPTX back end: static builds link no other target.
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
   // Serialize a copy: the module stays at the llvm stage.
   OwningOpRef<ModuleOp> copy = module.clone();
   PassManager pm(module.getContext());

@@ -1,0 +1,113 @@
+"""fa.attention on the GPU against a float64 reference and torch's SDPA.
+
+FlashAttention's criterion: the kernel's max error against the float64
+reference is at most 2x the error of PyTorch's own attention at the same
+precision (here float32), plus 1e-6 for cases where torch is exact to the
+last bits. Run: python3 python/tests/test_attention.py (skips without CUDA).
+"""
+
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:  # pragma: no cover
+    torch = None
+    HAVE_CUDA = False
+
+import fa  # noqa: E402
+
+
+def reference(q, k, v, causal, scale):
+    """float64 attention with a bottom-right causal mask; O and LSE."""
+    q, k, v = q.double(), k.double(), v.double()
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    s = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        rows = torch.arange(sq, device=q.device)[:, None]
+        cols = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(cols > rows + (sk - sq), float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse[..., None])
+    p = torch.nan_to_num(p, nan=0.0)  # rows without keys
+    return torch.matmul(p, v), lse
+
+
+def torch_fp32(q, k, v, causal, scale):
+    """PyTorch's own float32 attention (the same mask), for the criterion."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    mask = None
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        rows = torch.arange(sq, device=q.device)[:, None]
+        cols = torch.arange(sk, device=q.device)[None, :]
+        mask = cols <= rows + (sk - sq)
+    return torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, scale=scale)
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs a CUDA GPU and torch")
+class AttentionTest(unittest.TestCase):
+    def check(self, b, hq, hkv, sq, sk, d, causal, layout="bhsd"):
+        gen = torch.Generator(device="cuda").manual_seed(
+            int.from_bytes(os.urandom(4), "little"))
+
+        def make(h, s):
+            if layout == "bshd":  # [B, S, H, D] storage viewed as [B, H, S, D]
+                t = torch.randn(b, s, h, d, device="cuda", generator=gen)
+                return t.transpose(1, 2)
+            return torch.randn(b, h, s, d, device="cuda", generator=gen)
+
+        q, k, v = make(hq, sq), make(hkv, sk), make(hkv, sk)
+        scale = 1.0 / math.sqrt(d)
+        o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+        torch.cuda.synchronize()
+        ref_o, ref_lse = reference(q, k, v, causal, scale)
+        ours = (o.double() - ref_o).abs().max().item()
+        theirs = (torch_fp32(q, k, v, causal, scale).double()
+                  - ref_o).nan_to_num(0.0).abs().max().item()
+        finite = torch.isfinite(ref_lse)
+        lse_err = (lse.double()[finite] - ref_lse[finite]).abs().max().item() \
+            if finite.any() else 0.0
+        name = (f"B={b} Hq={hq} Hkv={hkv} Sq={sq} Sk={sk} D={d} "
+                f"{'causal' if causal else 'full'} {layout}")
+        print(f"  {name}: max|dO| fa={ours:.2e} torch={theirs:.2e} "
+              f"max|dLSE|={lse_err:.2e}")
+        self.assertFalse(torch.isnan(o).any().item(), name)
+        self.assertLessEqual(ours, 2 * theirs + 1e-6, name)
+        self.assertLessEqual(lse_err, 1e-4, name)
+        self.assertTrue(torch.equal(torch.isinf(lse), ~finite), name)
+
+    def test_matrix(self):
+        for d in (32, 64, 128, 256):
+            for causal in (False, True):
+                self.check(2, 4, 4, 128, 128, d, causal)
+                self.check(1, 8, 2, 1000, 1000, d, causal)      # GQA
+                self.check(1, 8, 1, 17, 1000, d, causal)        # MQA, Sq < Sk
+                self.check(1, 2, 2, 1000, 17, d, causal)        # Sq > Sk
+                self.check(2, 4, 2, 333, 333, d, causal, "bshd")  # strided
+
+    def test_bad_input(self):
+        q = torch.randn(1, 2, 16, 64, device="cuda")
+        with self.assertRaisesRegex(TypeError, "float32"):
+            fa.attention(q.half(), q.half(), q.half())
+        with self.assertRaisesRegex(fa.FaError,
+                                    r"q heads \(2\) must be a multiple"):
+            k = torch.randn(1, 3, 16, 64, device="cuda")
+            fa.attention(q, k, k)
+        with self.assertRaisesRegex(ValueError, "CUDA tensor"):
+            fa.attention(q.cpu(), q, q)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
