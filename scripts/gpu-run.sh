@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine over a copy of the working tree, with the static,
+# stripped, xz-compressed binaries in .gpu/ (made by scripts/pack-gpu.sh):
+# the GPU test suite, compute-sanitizer on the kernels, the Python binding's
+# tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
+#   scripts/gpu-run.sh [tests|sanitize|python|bench|sweep|all]...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/fa-gpu-out}
+mkdir -p "$OUT" /tmp/fa-bin
+for f in .gpu/*.xz; do
+  xz -dc "$f" > "/tmp/fa-bin/$(basename "$f" .xz)"
+done
+chmod +x /tmp/fa-bin/* 2>/dev/null
+export FA_RUNTIME_LIB=/tmp/fa-bin/libfa_runtime.so
+export FA_CACHE_DIR=/tmp/fa-cache
+export PATH=/usr/local/cuda/bin:$PATH
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+
+run() { # name command...
+  local name=$1; shift
+  echo "== $name: $*"
+  local start=$SECONDS
+  "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n 40 "$OUT/$name.log"
+  echo "== $name: rc=$rc in $((SECONDS - start)) s"
+}
+
+steps=${*:-all}
+for step in $steps; do
+  case $step in
+  tests | all)
+    run gpu-tests /tmp/fa-bin/fa-gpu-tests ;;&
+  sanitize | all)
+    for tool in memcheck racecheck synccheck; do
+      FA_GPU_TEST_QUICK=1 run "sanitizer-$tool" compute-sanitizer --tool "$tool" \
+        --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests --gtest_filter='*MatchesFloat64Reference*'
+    done ;;&
+  python | all)
+    run python-tests python3 python/tests/test_attention.py ;;&
+  bench | all)
+    run bench python3 bench/bench_attention.py --json "$OUT/bench.json" ;;&
+  sweep | all)
+    run sweep python3 bench/sweep_tiles.py ;;
+  esac
+done

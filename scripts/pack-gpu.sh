@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the GPU-facing binaries with static MLIR/LLVM (build-static/),
+# strips and xz-compresses them into .gpu/ (git-ignored), for the device
+# tool to carry: fa-gpu-tests and libfa_runtime.so (the Python binding's
+# library, JIT compiler included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -f build-static/build.ninja ]; then
+  cmake -G Ninja -S . -B build-static -DFA_LINK_MODE=static \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 \
+    -DCMAKE_CXX_COMPILER=clang++-22 >/dev/null
+fi
+ninja -C build-static -j "${FA_JOBS:-2}" fa-gpu-tests fa_runtime
+mkdir -p .gpu
+rm -f .gpu/*.xz
+for f in build-static/test/Gpu/fa-gpu-tests build-static/lib/libfa_runtime.so; do
+  strip -o "/tmp/$(basename "$f")" "$f"
+  xz -T2 -6 -c "/tmp/$(basename "$f")" > ".gpu/$(basename "$f").xz"
+done
+ls -la .gpu
