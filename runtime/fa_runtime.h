@@ -10,6 +10,9 @@
 
 #include <stdint.h>
 
+/* The library is built with hidden visibility; these are its exports. */
+#define FA_API __attribute__((visibility("default")))
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -56,24 +59,24 @@ typedef struct fa_kernel_info {
 typedef struct fa_runtime fa_runtime;
 
 /* cache_dir: NULL = $FA_CACHE_DIR or ~/.cache/fa. */
-fa_status fa_runtime_create(const char *cache_dir, int device,
+FA_API fa_status fa_runtime_create(const char *cache_dir, int device,
                             fa_runtime **runtime);
-void fa_runtime_destroy(fa_runtime *runtime);
+FA_API void fa_runtime_destroy(fa_runtime *runtime);
 /* 1 when a CUDA driver and device are usable. */
-int fa_runtime_has_driver(const fa_runtime *runtime);
+FA_API int fa_runtime_has_driver(const fa_runtime *runtime);
 
 /* The last error of this thread ("" if none). */
-const char *fa_last_error(void);
+FA_API const char *fa_last_error(void);
 
 /* Finds or compiles the kernel (no GPU needed); info may be NULL. */
-fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t head_dim,
+FA_API fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t head_dim,
                             fa_dtype dtype, int causal, double scale,
                             const fa_kernel_config *config,
                             fa_kernel_info *info);
 
 /* O, LSE = attention(Q, K, V) on `stream` (a CUstream, NULL = default).
    scale <= 0 means 1/sqrt(D); config may be NULL. */
-fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
+FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                const fa_tensor *k, const fa_tensor *v,
                                const fa_tensor *o, const fa_tensor *lse,
                                fa_dtype dtype, int causal, double scale,

@@ -42,7 +42,8 @@ struct DeviceBuffer {
   size_t count = 0;
   explicit DeviceBuffer(size_t n) : count(n) {
     if (n)
-      driver().cuMemAlloc_v2(&ptr, n * sizeof(float));
+      EXPECT_EQ(driver().cuMemAlloc_v2(&ptr, n * sizeof(float)), CUDA_SUCCESS)
+          << "cuMemAlloc of " << n << " floats";
   }
   ~DeviceBuffer() {
     if (ptr)
@@ -80,6 +81,12 @@ protected:
     ASSERT_TRUE(bool(r)) << r.message;
     if (!runtime->hasDriver())
       GTEST_SKIP() << "no GPU: " << runtime->driverError();
+    // The test's own allocations and copies use the device's primary
+    // context, the one the runtime launches in.
+    CUdevice device;
+    CU_ASSERT(driver().cuDeviceGet(&device, 0));
+    CU_ASSERT(driver().cuDevicePrimaryCtxRetain(&context, device));
+    CU_ASSERT(driver().cuCtxSetCurrent(context));
   }
   void TearDown() override {
     runtime.reset();
@@ -188,6 +195,7 @@ protected:
 
   llvm::SmallString<128> cacheDir;
   std::unique_ptr<fa::Runtime> runtime;
+  CUcontext context = nullptr;
 };
 
 bool quick() { return std::getenv("FA_GPU_TEST_QUICK") != nullptr; }

@@ -1,22 +1,33 @@
-// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=8 block-n=32" --fa-place-simt --verify-diagnostics
-// RUN: not fa-opt %s --split-input-file --fa-tile-pipeline="block-m=4 block-n=32" --fa-place-simt 2>&1 | FileCheck %s --check-prefix=LAYOUT
-// RUN: not fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-simt="arch=sm_80" 2>&1 | FileCheck %s --check-prefix=SMEM
+// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-simt="arch=sm_80" --verify-diagnostics
 // RUN: not fa-opt %s --split-input-file --fa-tile-pipeline --fa-place-simt="arch=sm_70" 2>&1 | FileCheck %s --check-prefix=ARCH
 // RUN: not fa-opt %s --split-input-file --fa-tile-pipeline --fa-place-simt="num-warps=0" 2>&1 | FileCheck %s --check-prefix=WARPS
-// The spill is a warning (the kernel still compiles); `not` is for the f16 case below.
+// The spill is a warning (the kernel still compiles); `not` is for the error cases below.
 // RUN: not fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=32" --fa-place-simt="num-warps=1" 2>&1 | FileCheck %s --check-prefix=SPILL
 
-// LAYOUT: error: 'fa.grid' op thread grid 8x32 (block-m=4 block-n=32 head-dim=256 num-warps=8) does not divide the tiles: block-m 4 is not a multiple of 8 thread rows
-// SMEM: error: 'fa.grid' op placement block-m=64 block-n=64 head-dim=256 num-warps=8 needs 214016 bytes of shared memory per block, over the 166912-byte limit of sm_80
 // ARCH: error: unsupported arch 'sm_70'; expected one of sm_80, sm_86, sm_89, sm_90, sm_90a
 // WARPS: error: num-warps must be in [1, 32], got 0
 // SPILL: warning: placement block-m=64 block-n=32 head-dim=256 num-warps=1 needs about {{[0-9]+}} registers per thread, over the 255 available: the kernel will spill
-func.func @attention_d256(%q: memref<?x?x?x256xf32>, %k: memref<?x?x?x256xf32>,
-                          %v: memref<?x?x?x256xf32>, %o: memref<?x?x?x256xf32>,
-                          %lse: memref<?x?x?xf32>) {
+
+// Q, K, V tiles of 64 x 257 floats and P of 64 x 65: 214016 bytes.
+func.func @shared_memory_over_limit(%q: memref<?x?x?x256xf32>, %k: memref<?x?x?x256xf32>,
+                                    %v: memref<?x?x?x256xf32>, %o: memref<?x?x?x256xf32>,
+                                    %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{'fa.grid' op placement block-m=64 block-n=64 head-dim=256 num-warps=8 needs 214016 bytes of shared memory per block, over the 166912-byte limit of sm_80}}
   fa.attention %q, %k, %v into %o, %lse {scale = 0.0625 : f32}
     : memref<?x?x?x256xf32>, memref<?x?x?x256xf32>, memref<?x?x?x256xf32>
     into memref<?x?x?x256xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// D = 18: only 2 threads per row divide it, so 256 threads make 128 thread
+// rows, more than the 64 rows of a tile.
+func.func @thread_grid_does_not_divide(%q: memref<?x?x?x18xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{'fa.grid' op thread grid 128x2 (block-m=64 block-n=64 head-dim=18 num-warps=8) does not divide the tiles: block-m 64 is not a multiple of 128 thread rows}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 0.25 : f32}
+    : memref<?x?x?x18xf32>, memref<?x?x?x18xf32>, memref<?x?x?x18xf32>
+    into memref<?x?x?x18xf32>, memref<?x?x?xf32>
   return
 }
 
