@@ -205,8 +205,6 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
     Value buffer = sharedBuffer(rewriter, loc, op, bufferType);
     Value source = adaptor.getSource();
     Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
-    Value lastRow = arith::SubIOp::create(rewriter, loc, rowLimit,
-                                          indexConst(rewriter, loc, 1));
     // Nobody may still read the previous contents (WAR).
     gpu::BarrierOp::create(rewriter, loc);
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
@@ -218,14 +216,8 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
           Value r = arith::DivUIOp::create(b, loc, e, colsV);
           Value c = arith::RemUIOp::create(b, loc, e, colsV);
           Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), r);
-          Value inBounds = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ult, row, rowLimit);
-          Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
-          Value loaded = memref::LoadOp::create(
-              b, loc, source,
-              ValueRange{adaptor.getBatch(), adaptor.getHead(), clamped, c});
-          Value v = arith::SelectOp::create(b, loc, inBounds, loaded,
-                                            f32Const(b, loc, 0.0));
+          Value v = buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
+                                        adaptor.getHead(), row, rowLimit, c);
           memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
           scf::YieldOp::create(b, loc);
         });
@@ -517,19 +509,6 @@ struct FinalizeLowering : PlacedPattern<FinalizeOp> {
   }
 };
 
-struct KVTileRangeLowering : PlacedPattern<KVTileRangeOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(KVTileRangeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto [begin, end] =
-        buildKVTileRange(rewriter, op.getLoc(), op, adaptor.getQStart(),
-                         adaptor.getQLen(), adaptor.getKvLen());
-    rewriter.replaceOp(op, {begin, end});
-    return success();
-  }
-};
-
 //===----------------------------------------------------------------------===//
 // Outlining: func { fa.grid } -> gpu.func kernel
 //===----------------------------------------------------------------------===//
@@ -634,8 +613,9 @@ struct FAConvertPlacedToGPUPass
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantLowering, LoadTileLowering, ConvertLayoutLowering,
                  StoreTileLowering, TileMatmulLowering, MaskLowering,
-                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
-                 KVTileRangeLowering>(typeConverter, ctx);
+                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering>(
+        typeConverter, ctx);
+    populateKVTileRangeLowering(patterns);
     scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter,
                                                          patterns, target);
     if (failed(applyPartialConversion(kernels, target, std::move(patterns))))

@@ -111,26 +111,17 @@ struct LoadTileLowering : OpConversionPattern<LoadTileOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto tileType = cast<RankedTensorType>(op.getType());
-    Type elementType = tileType.getElementType();
     Value source = adaptor.getSource();
     Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
-    Value lastRow = arith::SubIOp::create(rewriter, loc, rowLimit,
-                                          indexConst(rewriter, loc, 1));
     auto generate = tensor::GenerateOp::create(
         rewriter, loc, tileType, ValueRange{},
         [&](OpBuilder &b, Location loc, ValueRange idx) {
           Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), idx[0]);
-          Value inBounds = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ult, row, rowLimit);
-          Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
-          SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
-                                        clamped};
-          llvm::append_range(indices, idx.drop_front());
-          Value loaded = memref::LoadOp::create(b, loc, source, indices);
-          Value zero = arith::ConstantOp::create(
-              b, loc, b.getFloatAttr(elementType, 0.0));
-          Value v = arith::SelectOp::create(b, loc, inBounds, loaded, zero);
-          tensor::YieldOp::create(b, loc, v);
+          tensor::YieldOp::create(
+              b, loc,
+              buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
+                                  adaptor.getHead(), row, rowLimit,
+                                  idx.drop_front()));
         });
     rewriter.replaceOp(op, generate.getResult());
     return success();
@@ -175,20 +166,6 @@ struct StoreTileLowering : OpConversionPattern<StoreTileOp> {
           memref::StoreOp::create(b, loc, v, dest, indices);
         });
     rewriter.eraseOp(op);
-    return success();
-  }
-};
-
-/// fa.kv_tile_range -> index arithmetic (see the op's description).
-struct KVTileRangeLowering : OpConversionPattern<KVTileRangeOp> {
-  using OpConversionPattern::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(KVTileRangeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto [begin, end] =
-        buildKVTileRange(rewriter, op.getLoc(), op, adaptor.getQStart(),
-                         adaptor.getQLen(), adaptor.getKvLen());
-    rewriter.replaceOp(op, {begin, end});
     return success();
   }
 };
@@ -427,8 +404,9 @@ struct FALowerTilesToLinalgPass
                            tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
     patterns.add<GridLowering, LoadTileLowering, StoreTileLowering,
-                 KVTileRangeLowering, TileMatmulLowering, MaskLowering,
-                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering>(ctx);
+                 TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
+                 RescaleLowering, FinalizeLowering>(ctx);
+    populateKVTileRangeLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -2,6 +2,7 @@
 #include "compiler/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -22,10 +23,27 @@ Value mlir::fa::buildIsMasked(OpBuilder &b, Location loc, MaskKind mask,
   return hidden;
 }
 
-std::pair<Value, Value> mlir::fa::buildKVTileRange(OpBuilder &b, Location loc,
-                                                   KVTileRangeOp op,
-                                                   Value qStart, Value qLen,
-                                                   Value kvLen) {
+Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
+                                    Value batch, Value head, Value row,
+                                    Value rowLimit, ValueRange trailing) {
+  Value inBounds =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rowLimit);
+  Value lastRow = arith::SubIOp::create(
+      b, loc, rowLimit, arith::ConstantIndexOp::create(b, loc, 1));
+  Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
+  SmallVector<Value> indices = {batch, head, clamped};
+  llvm::append_range(indices, trailing);
+  Value loaded = memref::LoadOp::create(b, loc, source, indices);
+  Type elementType = loaded.getType();
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, 0.0));
+  return arith::SelectOp::create(b, loc, inBounds, loaded, zero);
+}
+
+/// [begin, end) of fa.kv_tile_range.
+static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
+                                                KVTileRangeOp op, Value qStart,
+                                                Value qLen, Value kvLen) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
   Value numTiles = arith::CeilDivUIOp::create(b, loc, kvLen, blockN);
@@ -42,4 +60,22 @@ std::pair<Value, Value> mlir::fa::buildKVTileRange(OpBuilder &b, Location loc,
   Value end = arith::MaxSIOp::create(
       b, loc, zero, arith::MinSIOp::create(b, loc, visibleTiles, numTiles));
   return {zero, end};
+}
+
+namespace {
+struct KVTileRangeLowering : OpRewritePattern<KVTileRangeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(KVTileRangeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [begin, end] = buildKVTileRange(rewriter, op.getLoc(), op,
+                                         op.getQStart(), op.getQLen(),
+                                         op.getKvLen());
+    rewriter.replaceOp(op, {begin, end});
+    return success();
+  }
+};
+} // namespace
+
+void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
+  patterns.add<KVTileRangeLowering>(patterns.getContext());
 }

@@ -9,6 +9,7 @@
 
 #include "dialect/FAOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::fa {
 
@@ -17,10 +18,16 @@ namespace mlir::fa {
 Value buildIsMasked(OpBuilder &b, Location loc, MaskKind mask, Value row,
                     Value col, Value qLen, Value kvLen);
 
-/// The [begin, end) K/V tile range of fa.kv_tile_range.
-std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
-                                         KVTileRangeOp op, Value qStart,
-                                         Value qLen, Value kvLen);
+/// Loads source[batch, head, row, trailing...] as zero when `row` is at or
+/// past `rowLimit` (the padding of a tail tile). The index is clamped, so
+/// the load never leaves the buffer.
+Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
+                          Value batch, Value head, Value row, Value rowLimit,
+                          ValueRange trailing);
+
+/// Adds the lowering of fa.kv_tile_range to index arithmetic (see the op's
+/// description); the same for every target.
+void populateKVTileRangeLowering(RewritePatternSet &patterns);
 
 } // namespace mlir::fa
 

@@ -23,11 +23,11 @@ func.func @grid(%nb: index, %nh: index, %nt: index, %out: memref<?x?x?xf32>) {
 // CHECK-LABEL: func @load_tile
 // CHECK-SAME: (%[[SRC:.*]]: memref<?x?x?x8xf16>, %[[B:.*]]: index, %[[H:.*]]: index, %[[ROW:.*]]: index)
 // CHECK: %[[LEN:.*]] = memref.dim %[[SRC]], %{{.*}}
-// CHECK: %[[LAST:.*]] = arith.subi %[[LEN]], %{{.*}}
 // CHECK: tensor.generate
 // CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index):
 // CHECK: %[[R:.*]] = arith.addi %[[ROW]], %[[I]]
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[R]], %[[LEN]]
+// CHECK: %[[LAST:.*]] = arith.subi %[[LEN]], %{{.*}}
 // CHECK: %[[CLAMPED:.*]] = arith.minui %[[R]], %[[LAST]]
 // CHECK: %[[X:.*]] = memref.load %[[SRC]][%[[B]], %[[H]], %[[CLAMPED]], %[[J]]]
 // CHECK: %[[V:.*]] = arith.select %[[IN]], %[[X]], %{{.*}} : f16
