@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstring>
 
-#ifndef FA_COMPILER_VERSION
-#define FA_COMPILER_VERSION "unversioned"
-#endif
+#include "CompilerSourceHash.h"
+
+#define FA_COMPILER_VERSION "0.1.0+src." FA_COMPILER_SOURCE_HASH
 
 namespace fa {
 
