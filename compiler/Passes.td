@@ -111,6 +111,21 @@ def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> 
   ];
 }
 
+def FAElideRedundantBarriers : Pass<"fa-elide-redundant-barriers", "::mlir::gpu::GPUFuncOp"> {
+  let summary = "Remove barriers that follow another with no shared-memory access between";
+  let description = [{
+    Each tile op of the GPU lowering fences its own shared-memory writes with
+    a barrier on either side, which is simple and correct but repeats
+    barriers where two such ops meet (the barrier after the K tile is
+    written and the one before the V tile is written). A `gpu.barrier` is
+    redundant when, in the same block, the previous operation that touches
+    memory is another `gpu.barrier`: all threads already met there and
+    nothing shared happened since. Operations whose effects are unknown, or
+    that hold regions, count as touching memory.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def FAMathToNVVMApprox : Pass<"fa-math-to-nvvm-approx"> {
   let summary = "Use the hardware exp2/log2 approximations for f32";
   let description = [{

@@ -82,6 +82,8 @@ void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm) {
   pm.addPass(createFAConvertPlacedToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
+      createFAElideRedundantBarriers());
 }
 
 void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
