@@ -2,12 +2,14 @@
 #include "lib/KernelSpec.h"
 #include "lib/GpuTarget.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "CompilerSourceHash.h"
 
@@ -69,21 +71,96 @@ std::string KernelSpec::canonicalText() const {
          ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true);
 }
 
+/// Threads per tile row in the SIMT layout: the largest power of two <= 32
+/// dividing B_c and D (as fa-place-simt chooses it).
+static int64_t threadColumns(int64_t blockN, int64_t headDim) {
+  int64_t cols = 32;
+  while (cols > 1 && (blockN % cols != 0 || headDim % cols != 0))
+    cols /= 2;
+  return cols;
+}
+
+/// Shared memory of the SIMT kernel: Q, K, V and P tiles, rows padded by
+/// one element, each buffer 16-byte aligned (as fa-place-simt lays it out).
+static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d) {
+  auto aligned = [](int64_t floats) { return (floats * 4 + 15) / 16 * 16; };
+  return aligned(bm * (d + 1)) + 2 * aligned(bn * (d + 1)) +
+         aligned(bm * (bn + 1));
+}
+
+/// Whether (bm, bn, warps) fits: the thread grid divides the tiles, the
+/// shared memory fits the arch, and the per-thread tiles (accumulator,
+/// scores, row state, 32 for the rest) stay within 255 registers.
+static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
+                           int64_t maxShared) {
+  int64_t cols = threadColumns(bn, d);
+  int64_t rows = warps * 32 / cols;
+  if (rows == 0 || bm % rows != 0)
+    return false;
+  int64_t registers = (bm / rows) * (d / cols + bn / cols + 4) + 32;
+  return registers <= kMaxRegistersPerThread &&
+         simtSharedBytes(bm, bn, d) <= maxShared;
+}
+
 KernelSpec KernelSpec::withDefaults() const {
   KernelSpec spec = *this;
-  // SIMT: B_c = 32 keys per tile, one warp wide when the head dim allows;
-  // 4 warps; B_r the smallest multiple of the thread rows >= 16. Measured
-  // on the H200 (docs/benchmarks.md); revisit with each strategy.
+  if (spec.blockM && spec.blockN && spec.numWarps)
+    return spec;
+  // Ranked by throughput measured on the H200 (docs/benchmarks.md): larger
+  // tiles with several rows and columns per thread reuse each shared-memory
+  // read for more FMAs. The first that fits the arch and the given fields
+  // wins; the last ones fit every head dim.
+  struct Config {
+    int64_t bm, bn, warps;
+  };
+  static constexpr Config kSmallHeads[] = {
+      {64, 64, 4}, {128, 64, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4}};
+  static constexpr Config kLargeHeads[] = {
+      {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
+      {16, 32, 4}};
+  int64_t maxShared = 48 * 1024;
+  if (std::optional<GpuArch> target = lookupGpuArch(spec.arch))
+    maxShared = target->maxSharedMemoryPerBlock;
+  llvm::ArrayRef<Config> ranked =
+      spec.headDim <= 64 ? llvm::ArrayRef<Config>(kSmallHeads)
+                         : llvm::ArrayRef<Config>(kLargeHeads);
+  for (const Config &c : ranked) {
+    if ((spec.blockM && spec.blockM != c.bm) ||
+        (spec.blockN && spec.blockN != c.bn) ||
+        (spec.numWarps && spec.numWarps != c.warps))
+      continue;
+    if (simtConfigFits(c.bm, c.bn, c.warps, spec.headDim, maxShared)) {
+      spec.blockM = c.bm;
+      spec.blockN = c.bn;
+      spec.numWarps = c.warps;
+      return spec;
+    }
+  }
+  // Head dims the table does not fit (odd ones, very large ones): the
+  // largest tiles that fit, searched from big to small.
+  for (int64_t bm : {64, 32, 16, 8})
+    for (int64_t bn : {64, 32, 16, 8})
+      for (int64_t warps : {8, 4, 2, 1}) {
+        if ((spec.blockM && spec.blockM != bm) ||
+            (spec.blockN && spec.blockN != bn) ||
+            (spec.numWarps && spec.numWarps != warps))
+          continue;
+        if (simtConfigFits(bm, bn, warps, spec.headDim, maxShared)) {
+          spec.blockM = bm;
+          spec.blockN = bn;
+          spec.numWarps = warps;
+          return spec;
+        }
+      }
+  // Nothing fits (the compiler will say why): 32 keys per tile, 4 warps,
+  // one tile row per thread row.
   if (spec.blockN == 0)
     spec.blockN = 32;
   if (spec.numWarps == 0)
     spec.numWarps = 4;
   if (spec.blockM == 0) {
-    int64_t threadCols = 32;
-    while (threadCols > 1 &&
-           (spec.blockN % threadCols != 0 || spec.headDim % threadCols != 0))
-      threadCols /= 2;
-    int64_t threadRows = spec.numWarps * 32 / threadCols;
+    int64_t threadRows =
+        spec.numWarps * 32 / threadColumns(spec.blockN, spec.headDim);
     spec.blockM = std::max<int64_t>(16, threadRows);
     spec.blockM = (spec.blockM + threadRows - 1) / threadRows * threadRows;
   }

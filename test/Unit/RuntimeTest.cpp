@@ -116,6 +116,29 @@ TEST(KernelKey, DefaultsFillOnlyWhatIsUnset) {
   }
 }
 
+/// The defaults predict the compiler's shared-memory and thread-layout rules;
+/// every head dim and arch must get a config that compiles without spills.
+TEST(KernelKey, DefaultConfigsCompileWithoutSpills) {
+  TempDir dir;
+  fa::RuntimeOptions options;
+  options.cacheDir = dir.str();
+  options.diskCache = false;
+  std::unique_ptr<fa::Runtime> runtime;
+  ASSERT_TRUE(bool(fa::Runtime::create(options, runtime)));
+  for (const char *arch : {"sm_80", "sm_86", "sm_90a"})
+    for (int64_t d : {8, 40, 64, 96, 128, 192, 256, 512}) {
+      fa::KernelSpec spec;
+      spec.headDim = d;
+      spec.arch = arch;
+      spec.blockM = spec.blockN = spec.numWarps = 0;
+      fa::KernelInfo info;
+      fa::Result r = runtime->prepare(spec, &info);
+      ASSERT_TRUE(bool(r)) << arch << " d=" << d << ": " << r.message;
+      EXPECT_FALSE(info.ptxas.spills())
+          << info.name << " spills " << info.ptxas.spillStoreBytes << " bytes";
+    }
+}
+
 //===----------------------------------------------------------------------===//
 // Caches (compile only: no GPU needed)
 //===----------------------------------------------------------------------===//
