@@ -30,7 +30,12 @@ OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
   b.setInsertionPointToEnd(module->getBody());
   int64_t dyn = ShapedType::kDynamic;
   Type f32 = b.getF32Type();
-  auto tensor4 = MemRefType::get({dyn, dyn, dyn, config.headDim}, f32);
+  Type element = f32;
+  if (config.dtype == ::fa::ElementType::f16)
+    element = b.getF16Type();
+  else if (config.dtype == ::fa::ElementType::bf16)
+    element = b.getBF16Type();
+  auto tensor4 = MemRefType::get({dyn, dyn, dyn, config.headDim}, element);
   auto lseType = MemRefType::get({dyn, dyn, dyn}, f32);
   auto func = func::FuncOp::create(
       b, loc, kEntryName,
@@ -47,12 +52,14 @@ OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
   return module;
 }
 
+/// A descriptor over contiguous host memory; the element type only sets the
+/// descriptor's pointer type, which the ABI does not see.
 template <int Rank>
-StridedMemRefType<float, Rank> contiguous(const float *data,
-                                          std::array<int64_t, Rank> sizes) {
-  StridedMemRefType<float, Rank> desc;
+StridedMemRefType<char, Rank> contiguous(const void *data,
+                                         std::array<int64_t, Rank> sizes) {
+  StridedMemRefType<char, Rank> desc;
   // The kernel only reads inputs; the descriptor type has no const.
-  desc.basePtr = desc.data = const_cast<float *>(data);
+  desc.basePtr = desc.data = static_cast<char *>(const_cast<void *>(data));
   desc.offset = 0;
   int64_t stride = 1;
   for (int d = Rank - 1; d >= 0; --d) {
@@ -106,8 +113,8 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
       new CpuAttentionKernel(config, std::move(*engine)));
 }
 
-llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const float *q,
-                                    const float *k, const float *v, float *o,
+llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
+                                    const void *k, const void *v, void *o,
                                     float *lse) const {
   for (auto [name, value] : {std::pair<const char *, int64_t>{"batch", s.batch},
                              {"query heads", s.qHeads},

@@ -10,6 +10,7 @@
 #define FA_COMPILER_CPURUNNER_H
 
 #include "compiler/Pipelines.h"
+#include "lib/KernelSpec.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -24,6 +25,8 @@ namespace mlir::fa {
 /// What changes the generated code.
 struct CpuKernelConfig {
   int64_t headDim = 64;
+  /// Element type of Q, K, V and O (LSE is always f32).
+  ::fa::ElementType dtype = ::fa::ElementType::f32;
   TileOptions tiles;
   bool causal = false;
   float scale = 0.125f;
@@ -48,9 +51,10 @@ public:
 
   ~CpuAttentionKernel();
 
-  /// Runs on f32 buffers; rejects inconsistent shapes.
-  llvm::Error run(const AttentionShape &shape, const float *q, const float *k,
-                  const float *v, float *o, float *lse) const;
+  /// Runs on host buffers of the config's element type (f16/bf16 as their
+  /// 16-bit patterns); rejects inconsistent shapes.
+  llvm::Error run(const AttentionShape &shape, const void *q, const void *k,
+                  const void *v, void *o, float *lse) const;
 
   const CpuKernelConfig &getConfig() const { return config; }
 

@@ -11,6 +11,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -51,6 +52,10 @@ void mlir::fa::buildCpuLoopsPipeline(OpPassManager &pm) {
 }
 
 void mlir::fa::buildCpuToLLVMPipeline(OpPassManager &pm) {
+  // bf16 conversions as integer arithmetic: no libcalls the JIT lacks.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

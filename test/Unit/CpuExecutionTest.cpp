@@ -9,6 +9,8 @@
 #include "compiler/CpuRunner.h"
 #include "lib/ReferenceAttention.h"
 
+#include "llvm/ADT/APFloat.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -42,7 +44,8 @@ std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
   return values;
 }
 
-using KernelKey = std::tuple<int64_t, int64_t, int64_t, bool, float>;
+using KernelKey =
+    std::tuple<int64_t, int, int64_t, int64_t, bool, float>;
 
 /// Kernels are compiled once per config and shared by the tests. The cache
 /// is never destroyed: JIT engines must not outlive LLVM's own statics, whose
@@ -50,8 +53,8 @@ using KernelKey = std::tuple<int64_t, int64_t, int64_t, bool, float>;
 CpuAttentionKernel &getKernel(const CpuKernelConfig &config) {
   static auto &cache =
       *new std::map<KernelKey, std::unique_ptr<CpuAttentionKernel>>();
-  KernelKey key{config.headDim, config.tiles.blockM, config.tiles.blockN,
-                config.causal, config.scale};
+  KernelKey key{config.headDim, int(config.dtype), config.tiles.blockM,
+                config.tiles.blockN, config.causal, config.scale};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto kernel = CpuAttentionKernel::compile(config);
@@ -314,6 +317,117 @@ TEST(CpuOnlineSoftmax, EmptyKeySequence) {
       EXPECT_EQ(got.output[i * 16 + c], 0.0f);
   }
 }
+
+//===----------------------------------------------------------------------===//
+// f16 and bf16 inputs.
+//===----------------------------------------------------------------------===//
+
+const llvm::fltSemantics &semanticsOf(fa::ElementType type) {
+  return type == fa::ElementType::f16 ? llvm::APFloat::IEEEhalf()
+                                      : llvm::APFloat::BFloat();
+}
+
+/// The 16-bit pattern of `value` rounded to nearest even.
+uint16_t toBits(float value, fa::ElementType type) {
+  llvm::APFloat x(value);
+  bool losesInfo;
+  x.convert(semanticsOf(type), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return uint16_t(x.bitcastToAPInt().getZExtValue());
+}
+
+float fromBits(uint16_t bits, fa::ElementType type) {
+  llvm::APFloat x(semanticsOf(type), llvm::APInt(16, bits));
+  bool losesInfo;
+  x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
+            &losesInfo);
+  return x.convertToFloat();
+}
+
+class CpuLowPrecision : public testing::TestWithParam<fa::ElementType> {};
+
+/// The matmuls read 16-bit tiles and accumulate in f32; P is rounded to the
+/// input type before P V and O before it is stored. Each rounding moves a
+/// result by at most u = 2^-11 (f16) or 2^-8 (bf16) relative, and O is a
+/// convex combination of V rows, so |O - O_ref| <= 2 u max|V| (+ f32 noise).
+/// LSE comes from unrounded f32 probabilities and stays at f32 accuracy.
+/// The reference runs in float64 on the rounded inputs.
+TEST_P(CpuLowPrecision, MatchesReferenceWithinRoundingBound) {
+  fa::ElementType type = GetParam();
+  double unit = type == fa::ElementType::f16 ? std::ldexp(1.0, -11)
+                                             : std::ldexp(1.0, -8);
+  struct Shape {
+    int64_t batch, qHeads, kvHeads, qLen, kvLen;
+  };
+  for (bool causal : {false, true})
+    for (Shape sh : {Shape{1, 4, 2, 100, 129}, Shape{1, 1, 1, 7, 7},
+                     Shape{2, 8, 1, 64, 33}}) {
+      CpuKernelConfig config;
+      config.headDim = 64;
+      config.dtype = type;
+      config.tiles = {16, 32};
+      config.causal = causal;
+      config.scale = 0.125f;
+      AttentionShape shape{sh.batch, sh.qHeads, sh.kvHeads, sh.qLen, sh.kvLen};
+      fa::AttentionProblem p = problemFor(config, shape);
+      uint64_t seed = std::random_device{}();
+      SCOPED_TRACE(testing::Message() << fa::toString(type) << " seed=" << seed
+                                      << " Sq=" << sh.qLen << " Sk=" << sh.kvLen
+                                      << (causal ? " causal" : ""));
+      std::mt19937_64 rng(seed);
+      auto round = [&](int64_t n, std::vector<uint16_t> &bits,
+                       std::vector<float> &values) {
+        values = randomNormal(n, rng);
+        bits.resize(n);
+        for (int64_t i = 0; i < n; ++i) {
+          bits[i] = toBits(values[i], type);
+          values[i] = fromBits(bits[i], type);
+        }
+      };
+      std::vector<uint16_t> qBits, kBits, vBits;
+      std::vector<float> q, k, v;
+      round(p.qElements(), qBits, q);
+      round(p.kvElements(), kBits, k);
+      round(p.kvElements(), vBits, v);
+      std::vector<uint16_t> oBits(p.qElements(), 0x7e00); // NaN in both types
+      std::vector<float> lse(p.lseElements(),
+                             std::numeric_limits<float>::quiet_NaN());
+      llvm::Error error = getKernel(config).run(
+          shape, qBits.data(), kBits.data(), vBits.data(), oBits.data(),
+          lse.data());
+      ASSERT_FALSE(error) << llvm::toString(std::move(error));
+
+      fa::ReferenceResult want =
+          fa::referenceAttention(p, q.data(), k.data(), v.data());
+      double maxV = 0.0;
+      for (float x : v)
+        maxV = std::max(maxV, double(std::fabs(x)));
+      double tolerance = 2 * unit * maxV + 1e-5;
+      double maxError = 0.0;
+      for (size_t i = 0; i < oBits.size(); ++i) {
+        double err = std::fabs(double(fromBits(oBits[i], type)) -
+                               want.output[i]);
+        ASSERT_LE(err, tolerance) << "O[" << i << "]";
+        maxError = std::max(maxError, err);
+      }
+      for (size_t i = 0; i < lse.size(); ++i) {
+        if (std::isinf(want.lse[i])) {
+          ASSERT_TRUE(std::isinf(lse[i]) && lse[i] < 0) << "LSE[" << i << "]";
+          continue;
+        }
+        ASSERT_NEAR(lse[i], want.lse[i], kTolerance) << "LSE[" << i << "]";
+      }
+      // The bound is not vacuous: rounding P and O does show.
+      if (sh.qLen * sh.kvLen > 1000)
+        EXPECT_GT(maxError, 1e-2 * unit) << "suspiciously exact";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, CpuLowPrecision,
+                         testing::Values(fa::ElementType::f16,
+                                         fa::ElementType::bf16),
+                         [](const testing::TestParamInfo<fa::ElementType> &i) {
+                           return std::string(fa::toString(i.param));
+                         });
 
 //===----------------------------------------------------------------------===//
 // Bad input.
