@@ -514,8 +514,7 @@ struct FinalizeLowering : PlacedPattern<FinalizeOp> {
 //===----------------------------------------------------------------------===//
 
 /// Moves the program of `func` into a kernel of `kernels`; the grid's
-/// indices become block ids (x: query tile from the last, y: head,
-/// z: batch).
+/// indices become block ids (x: query tile, y: head, z: batch).
 FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
                                         gpu::GPUModuleOp kernels) {
   auto threads = grid->getAttrOfType<IntegerAttr>("fa.num_threads");
@@ -552,17 +551,10 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
       builder.clone(op, mapping);
       continue;
     }
-    // The program body, with the grid indices as block ids. Query tiles run
-    // last to first: under the causal mask the last tiles see the most keys,
-    // and starting the longest programs first balances the end of the grid.
+    // The program body, with the grid indices as block ids.
     Location loc = grid.getLoc();
-    Value lastTile = arith::SubIOp::create(
-        builder, loc, gpu::GridDimOp::create(builder, loc, gpu::Dimension::x),
-        arith::ConstantIndexOp::create(builder, loc, 1));
     mapping.map(grid.getQTileIndex(),
-                arith::SubIOp::create(
-                    builder, loc, lastTile,
-                    gpu::BlockIdOp::create(builder, loc, gpu::Dimension::x)));
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::x));
     mapping.map(grid.getHeadIndex(),
                 gpu::BlockIdOp::create(builder, loc, gpu::Dimension::y));
     mapping.map(grid.getBatchIndex(),

@@ -13,12 +13,8 @@
 // CHECK: gpu.func @attention(%[[Q:.*]]: memref<?x?x?x32xf32>, %[[K:.*]]: memref<?x?x?x32xf32>, %[[V:.*]]: memref<?x?x?x32xf32>, %[[O:.*]]: memref<?x?x?x32xf32>, %[[LSE:.*]]: memref<?x?x?xf32>) kernel
 // CHECK-SAME: fa.shared_memory_bytes = 8992 : i64
 // CHECK-SAME: known_block_size = array<i32: 32, 1, 1>
-// Block (x, y, z) = (query tile counted from the last, head, batch): the
-// longest causal programs start first.
-// CHECK: %[[NX:.*]] = gpu.grid_dim x
-// CHECK: %[[LAST:.*]] = arith.subi %[[NX]], %{{.*}}
-// CHECK: %[[BX:.*]] = gpu.block_id x
-// CHECK: %[[QT:.*]] = arith.subi %[[LAST]], %[[BX]]
+// Block (x, y, z) = (query tile, head, batch).
+// CHECK: %[[QT:.*]] = gpu.block_id x
 // CHECK: %[[H:.*]] = gpu.block_id y
 // CHECK: %[[B:.*]] = gpu.block_id z
 // Q_i: a view of the dynamic shared memory at offset 0, filled by the whole
