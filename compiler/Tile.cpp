@@ -24,8 +24,6 @@ namespace mlir::fa {
 using namespace mlir;
 using namespace mlir::fa;
 
-namespace {
-
 /// Rounds an f32 tile to `elementType` (f16/bf16 inputs): P before P V, as
 /// tensor-core kernels do, and O before it is stored.
 static Value castTo(OpBuilder &builder, Location loc, Value tile,
@@ -35,6 +33,8 @@ static Value castTo(OpBuilder &builder, Location loc, Value tile,
     return tile;
   return arith::TruncFOp::create(builder, loc, type.clone(elementType), tile);
 }
+
+namespace {
 
 /// Largest tile edge the pass accepts. Tiles are meant to live on chip; a
 /// larger edge is almost certainly a typo and would only make the IR huge.

@@ -38,7 +38,8 @@ fa_status invalid(const char *message) {
 bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
               const fa_kernel_config *config, fa::KernelSpec &spec) {
   spec.headDim = headDim;
-  switch (dtype) {
+  // A C caller can pass any integer: switch on the value, not the enum.
+  switch (static_cast<int>(dtype)) {
   case FA_F32:
     spec.dtype = fa::ElementType::f32;
     break;
