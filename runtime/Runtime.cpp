@@ -174,13 +174,16 @@ Result Runtime::create(const RuntimeOptions &options,
         !r)
       return r;
     int major = 0, minor = 0, smem = 0;
-    driver.cuDeviceGetAttribute(
-        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, impl->device);
-    driver.cuDeviceGetAttribute(
-        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, impl->device);
-    driver.cuDeviceGetAttribute(
-        &smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-        impl->device);
+    for (auto [value, attribute] :
+         {std::pair<int *, CUdevice_attribute>{
+              &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+          {&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+          {&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}})
+      if (Result r = impl->cudaCheck(
+              driver.cuDeviceGetAttribute(value, attribute, impl->device),
+              "cuDeviceGetAttribute");
+          !r)
+        return r;
     impl->maxSharedMemory = smem;
     // sm_90 parts run the sm_90a (architecture-specific) features.
     impl->arch = "sm_" + std::to_string(major * 10 + minor) +
@@ -326,11 +329,15 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
           "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
       !r)
     return r;
-  driver->cuFuncGetAttribute(&entry.info.registers, CU_FUNC_ATTRIBUTE_NUM_REGS,
-                             entry.function);
-  driver->cuFuncGetAttribute(&entry.info.localBytes,
-                             CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
-                             entry.function);
+  for (auto [value, attribute] :
+       {std::pair<int *, CUfunction_attribute>{&entry.info.registers,
+                                               CU_FUNC_ATTRIBUTE_NUM_REGS},
+        {&entry.info.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}})
+    if (Result r = cudaCheck(
+            driver->cuFuncGetAttribute(value, attribute, entry.function),
+            "cuFuncGetAttribute");
+        !r)
+      return r;
   entry.info.loadSeconds = secondsSince(start);
   return {};
 }
