@@ -316,28 +316,40 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
           "cuModuleLoadData");
       !r)
     return r;
-  if (Result r = cudaCheck(driver->cuModuleGetFunction(
-                               &entry.function, entry.module,
-                               entry.info.name.c_str()),
-                           "cuModuleGetFunction");
-      !r)
-    return r;
-  if (Result r = cudaCheck(
-          driver->cuFuncSetAttribute(
-              entry.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-              int(entry.info.sharedMemoryBytes)),
-          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-      !r)
-    return r;
-  for (auto [value, attribute] :
-       {std::pair<int *, CUfunction_attribute>{&entry.info.registers,
-                                               CU_FUNC_ATTRIBUTE_NUM_REGS},
-        {&entry.info.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}})
-    if (Result r = cudaCheck(
-            driver->cuFuncGetAttribute(value, attribute, entry.function),
-            "cuFuncGetAttribute");
+  // Once the module is loaded, any later failure unloads it again: the
+  // entry is either fully loaded or not at all.
+  auto configure = [&]() -> Result {
+    if (Result r = cudaCheck(driver->cuModuleGetFunction(
+                                 &entry.function, entry.module,
+                                 entry.info.name.c_str()),
+                             "cuModuleGetFunction");
         !r)
       return r;
+    if (Result r = cudaCheck(
+            driver->cuFuncSetAttribute(
+                entry.function,
+                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(entry.info.sharedMemoryBytes)),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+        !r)
+      return r;
+    for (auto [value, attribute] :
+         {std::pair<int *, CUfunction_attribute>{&entry.info.registers,
+                                                 CU_FUNC_ATTRIBUTE_NUM_REGS},
+          {&entry.info.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}})
+      if (Result r = cudaCheck(
+              driver->cuFuncGetAttribute(value, attribute, entry.function),
+              "cuFuncGetAttribute");
+          !r)
+        return r;
+    return {};
+  };
+  if (Result r = configure(); !r) {
+    driver->cuModuleUnload(entry.module);
+    entry.module = nullptr;
+    entry.function = nullptr;
+    return r;
+  }
   entry.info.loadSeconds = secondsSince(start);
   return {};
 }
