@@ -22,6 +22,10 @@ std::optional<GpuArch> lookupGpuArch(std::string_view name);
 /// "sm_80, sm_86, sm_89, sm_90, sm_90a", for error messages.
 std::string supportedGpuArchs();
 
+/// Static shared memory every kernel carries: the NVPTX back end declares
+/// the dynamic shared-memory symbol as one 16-byte-aligned static byte.
+constexpr int64_t kStaticSharedMemoryReserve = 16;
+
 /// Registers a thread may use (the PTX limit).
 constexpr int64_t kMaxRegistersPerThread = 255;
 

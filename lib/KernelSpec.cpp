@@ -99,7 +99,7 @@ static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
     return false;
   int64_t registers = (bm / rows) * (d / cols + bn / cols + 4) + 32;
   return registers <= kMaxRegistersPerThread &&
-         simtSharedBytes(bm, bn, d) <= maxShared;
+         simtSharedBytes(bm, bn, d) + kStaticSharedMemoryReserve <= maxShared;
 }
 
 KernelSpec KernelSpec::withDefaults() const {

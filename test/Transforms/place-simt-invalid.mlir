@@ -12,7 +12,7 @@
 func.func @shared_memory_over_limit(%q: memref<?x?x?x256xf32>, %k: memref<?x?x?x256xf32>,
                                     %v: memref<?x?x?x256xf32>, %o: memref<?x?x?x256xf32>,
                                     %lse: memref<?x?x?xf32>) {
-  // expected-error @+1 {{'fa.grid' op placement block-m=64 block-n=64 head-dim=256 num-warps=8 needs 214016 bytes of shared memory per block, over the 166912-byte limit of sm_80}}
+  // expected-error @+1 {{'fa.grid' op placement block-m=64 block-n=64 head-dim=256 num-warps=8 needs 214016 bytes of shared memory per block, over the 166896 bytes available on sm_80}}
   fa.attention %q, %k, %v into %o, %lse {scale = 0.0625 : f32}
     : memref<?x?x?x256xf32>, memref<?x?x?x256xf32>, memref<?x?x?x256xf32>
     into memref<?x?x?x256xf32>, memref<?x?x?xf32>
