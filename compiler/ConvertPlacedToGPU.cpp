@@ -301,10 +301,25 @@ struct StoreTileLowering : PlacedPattern<StoreTileOp> {
   }
 };
 
+/// Elements a thread reads at once along the contraction dimension when a
+/// shared row allows it (16-byte ld.shared.v4).
+static constexpr int64_t kVectorWidth = 4;
+
+/// Whether rows of `buffer` can be read `kVectorWidth` at a time from every
+/// multiple of `kVectorWidth`: the row pitch keeps 16-byte alignment.
+static bool hasVectorRows(MemRefType buffer) {
+  return buffer.getRank() == 2 && buffer.getDimSize(1) % kVectorWidth == 0;
+}
+
 /// shared x shared (+ registers) -> registers. Each thread accumulates its
 /// own outputs over the contraction dimension: per step it reads one lhs
 /// value per owned row and one rhs value per owned column (register
-/// blocking) and does rows x cols FMAs.
+/// blocking) and does rows x cols FMAs. For Q K^T, whose operands are both
+/// read along their rows, a step covers 4 contraction indices with one
+/// 16-byte load per Q row and per K row where the shared rows allow,
+/// accumulating in the same order as the scalar loop. (Vectorizing P V's
+/// P rows too measured 7% faster at D=128 on the H200 but made ptxas spill
+/// in small configs; docs/benchmarks.md.)
 struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
   using PlacedPattern::PlacedPattern;
   LogicalResult
@@ -329,24 +344,59 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
     for (int64_t j = 0; j < tile.colsPerThread; ++j)
       cols.push_back(tile.col(rewriter, loc, j));
     bool transposed = op.getTransposeRhs();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lhsBuffer = cast<MemRefType>(lhs.getType());
+    auto rhsBuffer = cast<MemRefType>(rhs.getType());
+    int64_t contraction = lhsType.getDimSize(1);
+    int64_t step = transposed && contraction % kVectorWidth == 0 &&
+                           hasVectorRows(lhsBuffer)
+                       ? kVectorWidth
+                       : 1;
+    bool vectorRhs = step > 1 && transposed && hasVectorRows(rhsBuffer);
+    auto vec = VectorType::get({kVectorWidth}, rewriter.getF32Type());
+
+    // The `step` values of one row starting at column k (a 16-byte load when
+    // step > 1) as scalars.
+    auto loadRow = [&](OpBuilder &b, Location loc, Value buffer, Value row,
+                       Value k) -> SmallVector<Value> {
+      if (step == 1)
+        return {memref::LoadOp::create(b, loc, buffer, ValueRange{row, k})};
+      Value v = vector::LoadOp::create(b, loc, vec, buffer, ValueRange{row, k},
+                                       /*nontemporal=*/false,
+                                       llvm::MaybeAlign(kVectorWidth * 4));
+      return unpack(b, loc, v);
+    };
     auto loop = scf::ForOp::create(
         rewriter, loc, indexConst(rewriter, loc, 0),
-        indexConst(rewriter, loc, lhsType.getDimSize(1)),
-        indexConst(rewriter, loc, 1), init,
-        [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
-          SmallVector<Value> a, bv;
+        indexConst(rewriter, loc, contraction), indexConst(rewriter, loc, step),
+        init, [&](OpBuilder &b, Location loc, Value k, ValueRange acc) {
+          // a[i][u] = lhs[row_i][k + u]; bv[j][u] = rhs at (k + u, col_j)
+          SmallVector<SmallVector<Value>> a, bv;
           for (Value r : rows)
-            a.push_back(memref::LoadOp::create(b, loc, adaptor.getLhs(),
-                                               ValueRange{r, k}));
-          for (Value c : cols)
-            bv.push_back(memref::LoadOp::create(
-                b, loc, adaptor.getRhs(),
-                transposed ? ValueRange{c, k} : ValueRange{k, c}));
-          SmallVector<Value> next;
-          for (int64_t i = 0; i < tile.rowsPerThread; ++i)
-            for (int64_t j = 0; j < tile.colsPerThread; ++j)
-              next.push_back(math::FmaOp::create(b, loc, a[i], bv[j],
-                                                 acc[tile.slot(i, j)]));
+            a.push_back(loadRow(b, loc, lhs, r, k));
+          for (Value c : cols) {
+            if (vectorRhs) {
+              bv.push_back(loadRow(b, loc, rhs, c, k));
+              continue;
+            }
+            SmallVector<Value> column;
+            for (int64_t u = 0; u < step; ++u) {
+              Value ku = u ? arith::AddIOp::create(b, loc, k,
+                                                   indexConst(b, loc, u))
+                                 .getResult()
+                           : k;
+              column.push_back(memref::LoadOp::create(
+                  b, loc, rhs, transposed ? ValueRange{c, ku} : ValueRange{ku, c}));
+            }
+            bv.push_back(column);
+          }
+          SmallVector<Value> next(acc.begin(), acc.end());
+          for (int64_t u = 0; u < step; ++u)
+            for (int64_t i = 0; i < tile.rowsPerThread; ++i)
+              for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+                Value &sum = next[tile.slot(i, j)];
+                sum = math::FmaOp::create(b, loc, a[i][u], bv[j][u], sum);
+              }
           scf::YieldOp::create(b, loc, next);
         });
     rewriter.replaceOp(op, pack(rewriter, loc, vectorType, loop.getResults()));
@@ -535,6 +585,7 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   for (StringRef name : {"fa.estimated_registers"})
     if (Attribute attr = grid->getAttr(name))
       kernel->setAttr(name, attr);
+
 
   IRMapping mapping;
   Block &entry = kernel.getBody().front();

@@ -61,7 +61,8 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
     its tensor type (the lecture's kernel):
 
     * Q, K and V tiles (`fa.load_tile`) live in shared memory, rows padded
-      by `pad` elements against bank conflicts;
+      against bank conflicts (by 4 elements when rows allow 16-byte vector
+      loads, else by 1);
     * everything a thread computes for its own elements lives in its
       registers with `#fa.blocked`: the score tile S, the probabilities P, the
       running max m, sum l and the accumulator acc (O_i[B_r/bdy][d/bdx]);
@@ -82,8 +83,10 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
            "warps per block">,
     Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
            "target GPU architecture (sm_80, sm_86, sm_89, sm_90, sm_90a)">,
-    Option<"pad", "pad", "int64_t", /*default=*/"1",
-           "padding elements per shared-memory row">,
+    Option<"pad", "pad", "int64_t", /*default=*/"0",
+           "padding elements per shared-memory row (0: 4 when every shared "
+           "row holds a multiple of 4 elements, so rows stay 16-byte aligned "
+           "for vector loads; else 1)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }

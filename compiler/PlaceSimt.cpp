@@ -124,7 +124,13 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
            << shape.blockM << " is not a multiple of " << threadRows
            << " thread rows";
   auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
-  auto shared = SharedEncodingAttr::get(&getContext(), pad);
+  // A padding of 4 keeps 16-byte rows for vector loads along the rows and
+  // still spreads a column over the banks for 16-byte accesses; a padding
+  // of 1 suits scalar column reads.
+  int64_t rowPad = pad;
+  if (rowPad == 0)
+    rowPad = shape.headDim % 4 == 0 && shape.blockN % 4 == 0 ? 4 : 1;
+  auto shared = SharedEncodingAttr::get(&getContext(), rowPad);
 
   // Tile constants hoisted out of the program (the initial online-softmax
   // state) are rematerialized inside it, where they get placed.

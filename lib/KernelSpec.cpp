@@ -81,11 +81,13 @@ static int64_t threadColumns(int64_t blockN, int64_t headDim) {
 }
 
 /// Shared memory of the SIMT kernel: Q, K, V and P tiles, rows padded by
-/// one element, each buffer 16-byte aligned (as fa-place-simt lays it out).
+/// 4 elements when every row is a multiple of 4 (else 1), each buffer
+/// 16-byte aligned (as fa-place-simt lays it out).
 static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d) {
+  int64_t pad = d % 4 == 0 && bn % 4 == 0 ? 4 : 1;
   auto aligned = [](int64_t floats) { return (floats * 4 + 15) / 16 * 16; };
-  return aligned(bm * (d + 1)) + 2 * aligned(bn * (d + 1)) +
-         aligned(bm * (bn + 1));
+  return aligned(bm * (d + pad)) + 2 * aligned(bn * (d + pad)) +
+         aligned(bm * (bn + pad));
 }
 
 /// Whether (bm, bn, warps) fits: the thread grid divides the tiles, the
@@ -106,7 +108,8 @@ KernelSpec KernelSpec::withDefaults() const {
   KernelSpec spec = *this;
   if (spec.blockM && spec.blockN && spec.numWarps)
     return spec;
-  // Ranked by throughput measured on the H200 (docs/benchmarks.md): larger
+  // Ranked by throughput measured on the H200 (docs/benchmarks.md), with
+  // vectorized shared loads (rows padded to 16 bytes): larger
   // tiles with several rows and columns per thread reuse each shared-memory
   // read for more FMAs. The first that fits the arch and the given fields
   // wins; the last ones fit every head dim.
@@ -114,7 +117,8 @@ KernelSpec KernelSpec::withDefaults() const {
     int64_t bm, bn, warps;
   };
   static constexpr Config kSmallHeads[] = {
-      {64, 64, 4}, {128, 64, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4}};
+      {128, 128, 16}, {64, 64, 8}, {128, 64, 8}, {64, 64, 4}, {32, 64, 4},
+      {32, 32, 4}};
   static constexpr Config kLargeHeads[] = {
       {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
       {16, 32, 4}};
