@@ -160,6 +160,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
                              f"{q.device}")
         if t.dtype != q.dtype:
             raise TypeError(f"fa.attention: {name} is {t.dtype}, q is {q.dtype}")
+    if scale is not None and not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"fa.attention: scale must be positive and finite, "
+                         f"got {scale}")
     if q.dtype != torch.float32:
         raise TypeError(f"fa.attention: got {q.dtype}; the simt strategy "
                         "computes float32 (tensor-core kernels for "
@@ -174,6 +177,6 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
         _runtime(device), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
         ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)), _F32,
-        int(causal), float(scale) if scale else 0.0,
+        int(causal), float(scale) if scale is not None else 0.0,
         _config(block_m, block_n, num_warps), ctypes.c_void_p(stream)))
     return (o, lse) if return_lse else o

@@ -107,6 +107,11 @@ class AttentionTest(unittest.TestCase):
             fa.attention(q, k, k)
         with self.assertRaisesRegex(ValueError, "CUDA tensor"):
             fa.attention(q.cpu(), q, q)
+        with self.assertRaisesRegex(ValueError, "scale must be positive"):
+            fa.attention(q, q, q, scale=0.0)
+        with self.assertRaisesRegex(fa.FaError, "contiguous in its last"):
+            wide = torch.randn(1, 2, 16, 128, device="cuda")[..., ::2]
+            fa.attention(wide, wide, wide)
 
 
 if __name__ == "__main__":
