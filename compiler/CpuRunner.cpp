@@ -1,7 +1,7 @@
 //===- CpuRunner.cpp - Run fa.attention on the CPU ------------------*- C++ -*-===//
 #include "compiler/CpuRunner.h"
 #include "compiler/Passes.h"
-#include "compiler/Registration.h"
+#include "compiler/KernelCompiler.h"
 #include "dialect/FAOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,41 +15,23 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
-constexpr const char *kEntryName = "attention";
 
-/// func @attention(Q, K, V, O, LSE) { fa.attention ... }
-OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
-                                           const CpuKernelConfig &config) {
-  OpBuilder b(&ctx);
-  Location loc = b.getUnknownLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  b.setInsertionPointToEnd(module->getBody());
-  int64_t dyn = ShapedType::kDynamic;
-  Type f32 = b.getF32Type();
-  Type element = f32;
-  if (config.dtype == ::fa::ElementType::f16)
-    element = b.getF16Type();
-  else if (config.dtype == ::fa::ElementType::bf16)
-    element = b.getBF16Type();
-  auto tensor4 = MemRefType::get({dyn, dyn, dyn, config.headDim}, element);
-  auto lseType = MemRefType::get({dyn, dyn, dyn}, f32);
-  auto func = func::FuncOp::create(
-      b, loc, kEntryName,
-      b.getFunctionType({tensor4, tensor4, tensor4, tensor4, lseType}, {}));
-  func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  AttentionOp::create(
-      b, loc, entry->getArgument(0), entry->getArgument(1),
-      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
-      b.getF32FloatAttr(config.scale),
-      MaskKindAttr::get(&ctx, config.causal ? MaskKind::causal : MaskKind::none));
-  func::ReturnOp::create(b, loc);
-  return module;
+/// The spec of the problem-level kernel the CPU runner compiles.
+::fa::KernelSpec toSpec(const CpuKernelConfig &config) {
+  ::fa::KernelSpec spec;
+  spec.headDim = config.headDim;
+  spec.dtype = config.dtype;
+  spec.causal = config.causal;
+  spec.blockM = config.tiles.blockM;
+  spec.blockN = config.tiles.blockN;
+  spec.scale = config.scale;
+  return spec;
 }
 
 /// A descriptor over contiguous host memory; the element type only sets the
@@ -72,8 +54,10 @@ StridedMemRefType<char, Rank> contiguous(const void *data,
 } // namespace
 
 CpuAttentionKernel::CpuAttentionKernel(CpuKernelConfig config,
+                                       std::string entryName,
                                        std::unique_ptr<ExecutionEngine> engine)
-    : config(config), engine(std::move(engine)) {}
+    : config(config), entryName(std::move(entryName)),
+      engine(std::move(engine)) {}
 
 CpuAttentionKernel::~CpuAttentionKernel() = default;
 
@@ -82,22 +66,29 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-
+  if (!(config.scale > 0.0f) || !std::isfinite(config.scale))
+    return llvm::createStringError(
+        "softmax scale must be positive and finite, got " +
+        std::to_string(config.scale));
+  std::unique_ptr<MLIRContext> ctx = createCompilerContext();
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+  ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &diag) {
     diagStream << diag.getLocation() << ": " << diag << "\n";
     return success();
   });
 
-  OwningOpRef<ModuleOp> module = buildAttentionModule(ctx, config);
+  // The same problem-level kernel the GPU path compiles, with a C wrapper
+  // for the ExecutionEngine.
+  ::fa::KernelSpec spec = toSpec(config);
+  OwningOpRef<ModuleOp> module = buildAttentionModule(*ctx, spec);
+  module->walk([&](func::FuncOp func) {
+    func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  UnitAttr::get(ctx.get()));
+  });
   if (failed(verify(*module)))
     return llvm::createStringError("invalid attention kernel: " + diagnostics);
-  PassManager pm(&ctx);
+  PassManager pm(ctx.get());
   buildCpuPipeline(pm, config.tiles);
   if (failed(pm.run(*module)))
     return llvm::createStringError("CPU lowering failed: " + diagnostics);
@@ -110,7 +101,7 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
   if (!engine)
     return engine.takeError();
   return std::unique_ptr<CpuAttentionKernel>(
-      new CpuAttentionKernel(config, std::move(*engine)));
+      new CpuAttentionKernel(config, spec.kernelName(), std::move(*engine)));
 }
 
 llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
@@ -140,5 +131,5 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   auto vDesc = contiguous<4>(v, {s.batch, s.kvHeads, s.kvLen, d});
   auto oDesc = contiguous<4>(o, {s.batch, s.qHeads, s.qLen, d});
   auto lseDesc = contiguous<3>(lse, {s.batch, s.qHeads, s.qLen});
-  return engine->invoke(kEntryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc);
+  return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc);
 }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace mlir {
 class ExecutionEngine;
@@ -59,10 +60,11 @@ public:
   const CpuKernelConfig &getConfig() const { return config; }
 
 private:
-  CpuAttentionKernel(CpuKernelConfig config,
+  CpuAttentionKernel(CpuKernelConfig config, std::string entryName,
                      std::unique_ptr<ExecutionEngine> engine);
 
   CpuKernelConfig config;
+  std::string entryName;
   std::unique_ptr<ExecutionEngine> engine;
 };
 

@@ -7,6 +7,7 @@
 
 #include "compiler/Passes.h"
 #include "lib/GpuTarget.h"
+#include "lib/KernelSpec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -113,9 +114,7 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
 
   // Thread grid: the threads of a row span columns, at most one warp wide.
   int64_t numThreads = numWarps * 32;
-  int64_t threadCols = 32;
-  while (shape.blockN % threadCols || shape.headDim % threadCols)
-    threadCols /= 2;
+  int64_t threadCols = ::fa::simtThreadColumns(shape.blockN, shape.headDim);
   int64_t threadRows = numThreads / threadCols;
   if (shape.blockM % threadRows)
     return grid.emitOpError()

@@ -71,9 +71,7 @@ std::string KernelSpec::canonicalText() const {
          ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true);
 }
 
-/// Threads per tile row in the SIMT layout: the largest power of two <= 32
-/// dividing B_c and D (as fa-place-simt chooses it).
-static int64_t threadColumns(int64_t blockN, int64_t headDim) {
+int64_t simtThreadColumns(int64_t blockN, int64_t headDim) {
   int64_t cols = 32;
   while (cols > 1 && (blockN % cols != 0 || headDim % cols != 0))
     cols /= 2;
@@ -95,7 +93,7 @@ static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d) {
 /// scores, row state, 32 for the rest) stay within 255 registers.
 static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
                            int64_t maxShared) {
-  int64_t cols = threadColumns(bn, d);
+  int64_t cols = simtThreadColumns(bn, d);
   int64_t rows = warps * 32 / cols;
   if (rows == 0 || bm % rows != 0)
     return false;
@@ -164,7 +162,7 @@ KernelSpec KernelSpec::withDefaults() const {
     spec.numWarps = 4;
   if (spec.blockM == 0) {
     int64_t threadRows =
-        spec.numWarps * 32 / threadColumns(spec.blockN, spec.headDim);
+        spec.numWarps * 32 / simtThreadColumns(spec.blockN, spec.headDim);
     spec.blockM = std::max<int64_t>(16, threadRows);
     spec.blockM = (spec.blockM + threadRows - 1) / threadRows * threadRows;
   }

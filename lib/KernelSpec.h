@@ -47,6 +47,11 @@ struct KernelSpec {
   KernelSpec withDefaults() const;
 };
 
+/// Threads per tile row in the SIMT thread layout: the largest power of two
+/// <= 32 that divides both B_c and the head dim (so a row's threads are
+/// lanes of one warp). fa-place-simt and the default tiles share this rule.
+int64_t simtThreadColumns(int64_t blockN, int64_t headDim);
+
 /// Hex SHA-256 of everything that determines a compiled kernel: the compiler
 /// version, the canonical spec, the target arch and the ptxas version.
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,

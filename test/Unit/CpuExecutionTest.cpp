@@ -464,6 +464,17 @@ TEST(CpuRunnerErrors, RejectsNegativeLength) {
             "query length must be non-negative, got -3");
 }
 
+TEST(CpuRunnerErrors, RejectsNonPositiveScale) {
+  CpuKernelConfig config;
+  config.headDim = 16;
+  config.tiles = {8, 8};
+  config.scale = 0.0f;
+  auto kernel = CpuAttentionKernel::compile(config);
+  ASSERT_FALSE(bool(kernel));
+  EXPECT_EQ(llvm::toString(kernel.takeError()),
+            "softmax scale must be positive and finite, got 0.000000");
+}
+
 TEST(CpuRunnerErrors, ReportsInvalidTileSizes) {
   CpuKernelConfig config;
   config.headDim = 16;
