@@ -11,13 +11,6 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
-extern "C" {
-void LLVMInitializeNVPTXTargetInfo();
-void LLVMInitializeNVPTXTarget();
-void LLVMInitializeNVPTXTargetMC();
-void LLVMInitializeNVPTXAsmPrinter();
-}
-
 using namespace mlir;
 using namespace mlir::fa;
 
@@ -176,11 +169,6 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
 }
 
 FailureOr<std::string> mlir::fa::emitPtx(ModuleOp module) {
-  // Only the NVPTX back end: static builds link no other target.
-  LLVMInitializeNVPTXTargetInfo();
-  LLVMInitializeNVPTXTarget();
-  LLVMInitializeNVPTXTargetMC();
-  LLVMInitializeNVPTXAsmPrinter();
   // Serialize a copy: the module stays at the llvm stage.
   OwningOpRef<ModuleOp> copy = module.clone();
   PassManager pm(module.getContext());

@@ -142,3 +142,25 @@ def FAMathToNVVMApprox : Pass<"fa-math-to-nvvm-approx"> {
 }
 
 #endif // FA_COMPILER_PASSES_TD
+
+def FASerializeToPtx : Pass<"fa-serialize-to-ptx", "::mlir::ModuleOp"> {
+  let summary = "Translate each NVVM gpu.module to PTX in a gpu.binary";
+  let description = [{
+    Runs LLVM's NVPTX back end on every `gpu.module` that carries an
+    `#nvvm.target` and replaces the module with a `gpu.binary` holding the
+    PTX text (format `assembly`). Generated kernels are self-contained: a
+    module that declares an external function (a libdevice `__nv_*` routine
+    left by an unlowered math op, say) is rejected, naming the function,
+    instead of being linked against libdevice. That keeps PTX generation
+    independent of where, or whether, a CUDA toolkit is installed.
+
+    Example:
+    ```mlir
+    gpu.module @kernels [#nvvm.target<chip = "sm_90a">] { ... }
+    // becomes
+    gpu.binary @kernels [#gpu.object<#nvvm.target<chip = "sm_90a">,
+                                     assembly = "...PTX...">]
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}

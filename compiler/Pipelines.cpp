@@ -93,8 +93,11 @@ void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm) {
 
 void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
                                       const GpuOptions &options) {
-  // Before convert-gpu-to-nvvm, which would call libdevice for them.
+  // Every math op becomes a PTX instruction or an LLVM intrinsic before
+  // convert-gpu-to-nvvm, which would otherwise call libdevice (__nv_*): the
+  // kernels must not depend on libdevice being installed where CUDA is.
   pm.addNestedPass<gpu::GPUModuleOp>(createFAMathToNVVMApprox());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertMathToLLVMPass());
   pm.addPass(createSCFToControlFlowPass());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.arch;
@@ -107,9 +110,7 @@ void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
 }
 
 void mlir::fa::buildNVVMToPtxPipeline(OpPassManager &pm) {
-  GpuModuleToBinaryPassOptions binary;
-  binary.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createFASerializeToPtx());
 }
 
 namespace {

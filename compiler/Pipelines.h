@@ -49,7 +49,8 @@ void buildGpuKernelPipeline(OpPassManager &pm);
 /// gpu -> llvm: NVVM/LLVM dialect inside the gpu.module, target attached.
 void buildGpuToNVVMPipeline(OpPassManager &pm, const GpuOptions &options);
 
-/// llvm -> ptx: LLVM's NVPTX back end; the PTX text ends up in a gpu.binary.
+/// llvm -> ptx: fa-serialize-to-ptx (LLVM's NVPTX back end, nothing linked);
+/// the PTX text ends up in a gpu.binary.
 void buildNVVMToPtxPipeline(OpPassManager &pm);
 
 /// Registers the pipelines above with the textual pass-pipeline parser
