@@ -186,8 +186,18 @@ struct ConstantLowering : PlacedPattern<arith::ConstantOp> {
   }
 };
 
+/// Global loads a thread issues before it stores any of them to shared
+/// memory. The copy is latency-bound (one block per SM at the default tiles,
+/// so nothing else hides it): a load followed by its dependent store per step
+/// exposes the global latency on every element; a batch of independent loads
+/// pays it once per batch. 8 keeps the extra registers small next to the
+/// live O accumulator.
+static constexpr int64_t kLoadsInFlight = 8;
+
 /// global -> shared: the block copies the tile cooperatively, consecutive
 /// threads on consecutive elements (coalesced), rows past the end as zero.
+/// Thread t copies elements t, t + T, t + 2T, ... (T threads); when T divides
+/// the tile, in batches of up to kLoadsInFlight loads, then their stores.
 struct LoadTileLowering : PlacedPattern<LoadTileOp> {
   using PlacedPattern::PlacedPattern;
   LogicalResult
@@ -208,19 +218,50 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
     // Nobody may still read the previous contents (WAR).
     gpu::BarrierOp::create(rewriter, loc);
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
-    scf::ForOp::create(
-        rewriter, loc, tid, indexConst(rewriter, loc, rows * cols),
-        indexConst(rewriter, loc, numThreads), ValueRange{},
-        [&](OpBuilder &b, Location loc, Value e, ValueRange) {
-          Value colsV = indexConst(b, loc, cols);
-          Value r = arith::DivUIOp::create(b, loc, e, colsV);
-          Value c = arith::RemUIOp::create(b, loc, e, colsV);
-          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), r);
-          Value v = buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
-                                        adaptor.getHead(), row, rowLimit, c);
-          memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
-          scf::YieldOp::create(b, loc);
-        });
+    // Element e of the tile: global row `row + e / cols`, column `e % cols`.
+    auto loadElement = [&](OpBuilder &b, Location loc, Value e) {
+      Value colsV = indexConst(b, loc, cols);
+      Value r = arith::DivUIOp::create(b, loc, e, colsV);
+      Value c = arith::RemUIOp::create(b, loc, e, colsV);
+      Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), r);
+      Value v = buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
+                                    adaptor.getHead(), row, rowLimit, c);
+      return std::make_tuple(v, r, c);
+    };
+
+    if ((rows * cols) % numThreads == 0) {
+      int64_t perThread = rows * cols / numThreads;
+      int64_t batch = std::min(perThread, kLoadsInFlight);
+      while (perThread % batch != 0)
+        --batch;
+      scf::ForOp::create(
+          rewriter, loc, indexConst(rewriter, loc, 0),
+          indexConst(rewriter, loc, perThread), indexConst(rewriter, loc, batch),
+          ValueRange{}, [&](OpBuilder &b, Location loc, Value first, ValueRange) {
+            SmallVector<std::tuple<Value, Value, Value>> loaded;
+            for (int64_t u = 0; u < batch; ++u) {
+              Value step = arith::AddIOp::create(b, loc, first,
+                                                 indexConst(b, loc, u));
+              Value e = arith::AddIOp::create(
+                  b, loc, tid,
+                  arith::MulIOp::create(b, loc, step,
+                                        indexConst(b, loc, numThreads)));
+              loaded.push_back(loadElement(b, loc, e));
+            }
+            for (auto [v, r, c] : loaded)
+              memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
+            scf::YieldOp::create(b, loc);
+          });
+    } else {
+      scf::ForOp::create(
+          rewriter, loc, tid, indexConst(rewriter, loc, rows * cols),
+          indexConst(rewriter, loc, numThreads), ValueRange{},
+          [&](OpBuilder &b, Location loc, Value e, ValueRange) {
+            auto [v, r, c] = loadElement(b, loc, e);
+            memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
+            scf::YieldOp::create(b, loc);
+          });
+    }
     // Everyone sees the whole tile (RAW).
     gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, buffer);

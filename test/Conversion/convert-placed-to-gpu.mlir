@@ -18,14 +18,15 @@
 // CHECK: %[[H:.*]] = gpu.block_id y
 // CHECK: %[[B:.*]] = gpu.block_id z
 // Q_i: a view of the dynamic shared memory at offset 0, filled by the whole
-// block (thread t copies elements t, t + 32, ...) between barriers.
+// block (thread t copies elements t and t + 32: both loads, then both
+// stores; convert-placed-to-gpu-copy.mlir has the details) between barriers.
 // CHECK: %[[SMEM:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: %[[QS:.*]] = memref.view %[[SMEM]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x33xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: %[[TID:.*]] = gpu.thread_id x
-// CHECK: scf.for %[[E:.*]] = %[[TID]] to %{{.*}} step %{{.*}} {
-// CHECK:   memref.load %[[Q]][%[[B]], %[[H]], %{{.*}}, %{{.*}}] : memref<?x?x?x32xf32>
-// CHECK:   memref.store %{{.*}}, %[[QS]][%{{.*}}, %{{.*}}] : memref<2x33xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-COUNT-2: memref.load %[[Q]][%[[B]], %[[H]], %{{.*}}, %{{.*}}] : memref<?x?x?x32xf32>
+// CHECK-COUNT-2: memref.store %{{.*}}, %[[QS]][%{{.*}}, %{{.*}}] : memref<2x33xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // The online-softmax state: the two rows' m and l and the two owned acc
 // elements per thread, as vectors (registers).

@@ -1,0 +1,57 @@
+// RUN: fa-opt %s --fa-convert-placed-to-gpu --cse | FileCheck %s
+
+// The global -> shared tile copy. Thread t of T copies elements t, t + T,
+// t + 2T, ... of the row-major tile. When T divides the tile, the copy is
+// unrolled into batches of up to 8 independent global loads followed by
+// their shared stores, so a thread waits for global memory once per batch,
+// not once per element.
+#smem = #fa.shared<pad = 1>
+
+// CHECK-LABEL: gpu.func @copies
+// CHECK: %[[SRC:.*]]: memref<?x?x?x32xf32>
+
+// 8 x 32 on 64 threads: 4 elements each, one batch.
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[SMALL:.*]] = memref.view {{.*}} to memref<8x33xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C4]] step %[[C4]] {
+// CHECK-COUNT-4: memref.load %[[SRC]]
+// CHECK-NOT: memref.load
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[SMALL]]
+// CHECK: }
+// CHECK: gpu.barrier
+
+// 32 x 32 on 64 threads: 16 elements each, two batches of 8.
+// CHECK: %[[LARGE:.*]] = memref.view {{.*}} to memref<32x33xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C16]] step %[[C8]] {
+// CHECK-COUNT-8: memref.load %[[SRC]]
+// CHECK-NOT: memref.load
+// CHECK-COUNT-8: memref.store %{{.*}}, %[[LARGE]]
+// CHECK: }
+// CHECK: gpu.barrier
+
+// 3 x 32 = 96 elements on 64 threads: T does not divide the tile, so a
+// strided loop from the thread id, one load and its store per step.
+// CHECK: %[[ODD:.*]] = memref.view {{.*}} to memref<3x33xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK: memref.load %[[SRC]]
+// CHECK-NOT: memref.load
+// CHECK: memref.store %{{.*}}, %[[ODD]]
+// CHECK-NEXT: }
+// CHECK: gpu.barrier
+func.func @copies(%src: memref<?x?x?x32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c0 = arith.constant 0 : index
+  fa.grid (%b, %h, %t) in (%c1, %c1, %c1) {
+    %small = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #smem>
+    %large = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 1056 : i64} : memref<?x?x?x32xf32> -> tensor<32x32xf32, #smem>
+    %odd = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 5280 : i64} : memref<?x?x?x32xf32> -> tensor<3x32xf32, #smem>
+  } attributes {fa.estimated_registers = 32 : i64, fa.num_threads = 64 : i64, fa.shared_memory_bytes = 5676 : i64}
+  return
+}
