@@ -196,8 +196,13 @@ static constexpr int64_t kLoadsInFlight = 8;
 
 /// global -> shared: the block copies the tile cooperatively, consecutive
 /// threads on consecutive elements (coalesced), rows past the end as zero.
-/// Thread t copies elements t, t + T, t + 2T, ... (T threads); when T divides
-/// the tile, in batches of up to kLoadsInFlight loads, then their stores.
+/// Thread t copies elements t, t + T, t + 2T, ... (T threads). When a block
+/// row of T threads covers whole tile rows (cols divides T, T divides the
+/// tile) every copy of a thread is in the same column, T / cols rows apart,
+/// and the copy runs in batches of up to kLoadsInFlight loads, then their
+/// stores. Otherwise a thread's column changes from copy to copy, and
+/// unrolling would keep one row/column pair per copy live through the K/V
+/// loop (measured: spills at head dim 40); those tiles use a strided loop.
 struct LoadTileLowering : PlacedPattern<LoadTileOp> {
   using PlacedPattern::PlacedPattern;
   LogicalResult
@@ -218,38 +223,39 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
     // Nobody may still read the previous contents (WAR).
     gpu::BarrierOp::create(rewriter, loc);
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
-    // Element e of the tile: global row `row + e / cols`, column `e % cols`.
-    auto loadElement = [&](OpBuilder &b, Location loc, Value e) {
-      Value colsV = indexConst(b, loc, cols);
-      Value r = arith::DivUIOp::create(b, loc, e, colsV);
-      Value c = arith::RemUIOp::create(b, loc, e, colsV);
+    Value colsV = indexConst(rewriter, loc, cols);
+    // Tile element (r, c) from global row `row + r`, column c.
+    auto loadElement = [&](OpBuilder &b, Location loc, Value r, Value c) {
       Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), r);
-      Value v = buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
-                                    adaptor.getHead(), row, rowLimit, c);
-      return std::make_tuple(v, r, c);
+      return buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
+                                 adaptor.getHead(), row, rowLimit, c);
     };
 
-    if ((rows * cols) % numThreads == 0) {
+    if (numThreads % cols == 0 && (rows * cols) % numThreads == 0) {
       int64_t perThread = rows * cols / numThreads;
+      int64_t rowStep = numThreads / cols;
       int64_t batch = std::min(perThread, kLoadsInFlight);
       while (perThread % batch != 0)
         --batch;
+      Value firstRow = arith::DivUIOp::create(rewriter, loc, tid, colsV);
+      Value col = arith::RemUIOp::create(rewriter, loc, tid, colsV);
       scf::ForOp::create(
           rewriter, loc, indexConst(rewriter, loc, 0),
           indexConst(rewriter, loc, perThread), indexConst(rewriter, loc, batch),
           ValueRange{}, [&](OpBuilder &b, Location loc, Value first, ValueRange) {
-            SmallVector<std::tuple<Value, Value, Value>> loaded;
+            SmallVector<std::pair<Value, Value>> loaded; // (row, value)
             for (int64_t u = 0; u < batch; ++u) {
-              Value step = arith::AddIOp::create(b, loc, first,
-                                                 indexConst(b, loc, u));
-              Value e = arith::AddIOp::create(
-                  b, loc, tid,
-                  arith::MulIOp::create(b, loc, step,
-                                        indexConst(b, loc, numThreads)));
-              loaded.push_back(loadElement(b, loc, e));
+              // Copy k = first + u: tile row firstRow + k * rowStep.
+              Value k = arith::AddIOp::create(b, loc, first,
+                                              indexConst(b, loc, u));
+              Value r = arith::AddIOp::create(
+                  b, loc, firstRow,
+                  arith::MulIOp::create(b, loc, k,
+                                        indexConst(b, loc, rowStep)));
+              loaded.emplace_back(r, loadElement(b, loc, r, col));
             }
-            for (auto [v, r, c] : loaded)
-              memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
+            for (auto [r, v] : loaded)
+              memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, col});
             scf::YieldOp::create(b, loc);
           });
     } else {
@@ -257,8 +263,10 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
           rewriter, loc, tid, indexConst(rewriter, loc, rows * cols),
           indexConst(rewriter, loc, numThreads), ValueRange{},
           [&](OpBuilder &b, Location loc, Value e, ValueRange) {
-            auto [v, r, c] = loadElement(b, loc, e);
-            memref::StoreOp::create(b, loc, v, buffer, ValueRange{r, c});
+            Value r = arith::DivUIOp::create(b, loc, e, colsV);
+            Value c = arith::RemUIOp::create(b, loc, e, colsV);
+            memref::StoreOp::create(b, loc, loadElement(b, loc, r, c), buffer,
+                                    ValueRange{r, c});
             scf::YieldOp::create(b, loc);
           });
     }

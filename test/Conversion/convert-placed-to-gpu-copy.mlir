@@ -4,11 +4,13 @@
 // t + 2T, ... of the row-major tile. When T divides the tile, the copy is
 // unrolled into batches of up to 8 independent global loads followed by
 // their shared stores, so a thread waits for global memory once per batch,
-// not once per element.
+// not once per element. That needs the tile's column count to divide T (each
+// thread stays in one column, T / cols rows per step); other tiles use a
+// strided loop, one load and its store per step.
 #smem = #fa.shared<pad = 1>
 
 // CHECK-LABEL: gpu.func @copies
-// CHECK: %[[SRC:.*]]: memref<?x?x?x32xf32>
+// CHECK-SAME: (%[[SRC:.*]]: memref<?x?x?x32xf32>, %[[WIDESRC:.*]]: memref<?x?x?x40xf32>)
 
 // 8 x 32 on 64 threads: 4 elements each, one batch.
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
@@ -36,7 +38,7 @@
 // CHECK: gpu.barrier
 
 // 3 x 32 = 96 elements on 64 threads: T does not divide the tile, so a
-// strided loop from the thread id, one load and its store per step.
+// strided loop from the thread id.
 // CHECK: %[[ODD:.*]] = memref.view {{.*}} to memref<3x33xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %{{.*}} {
@@ -45,13 +47,25 @@
 // CHECK: memref.store %{{.*}}, %[[ODD]]
 // CHECK-NEXT: }
 // CHECK: gpu.barrier
-func.func @copies(%src: memref<?x?x?x32xf32>) {
+
+// 8 x 40 = 320 elements = 5 per thread, but 40 columns do not divide 64
+// threads: the strided loop too.
+// CHECK: %[[WIDE:.*]] = memref.view {{.*}} to memref<8x41xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK: memref.load %[[WIDESRC]]
+// CHECK-NOT: memref.load
+// CHECK: memref.store %{{.*}}, %[[WIDE]]
+// CHECK-NEXT: }
+// CHECK: gpu.barrier
+func.func @copies(%src: memref<?x?x?x32xf32>, %wide_src: memref<?x?x?x40xf32>) {
   %c1 = arith.constant 1 : index
   %c0 = arith.constant 0 : index
   fa.grid (%b, %h, %t) in (%c1, %c1, %c1) {
     %small = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #smem>
     %large = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 1056 : i64} : memref<?x?x?x32xf32> -> tensor<32x32xf32, #smem>
     %odd = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 5280 : i64} : memref<?x?x?x32xf32> -> tensor<3x32xf32, #smem>
-  } attributes {fa.estimated_registers = 32 : i64, fa.num_threads = 64 : i64, fa.shared_memory_bytes = 5676 : i64}
+    %wide = fa.load_tile %wide_src[%b, %h, %c0] {fa.shared_offset = 5676 : i64} : memref<?x?x?x40xf32> -> tensor<8x40xf32, #smem>
+  } attributes {fa.estimated_registers = 32 : i64, fa.num_threads = 64 : i64, fa.shared_memory_bytes = 8300 : i64}
   return
 }
