@@ -130,6 +130,14 @@ Value f32Const(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
+/// An f16/bf16 value as f32 (tiles are stored in the input precision and
+/// computed in f32); f32 values pass through.
+Value widenToF32(OpBuilder &b, Location loc, Value value) {
+  if (value.getType().isF32())
+    return value;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+}
+
 Value indexConst(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
@@ -402,18 +410,25 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
                        ? kVectorWidth
                        : 1;
     bool vectorRhs = step > 1 && transposed && hasVectorRows(rhsBuffer);
-    auto vec = VectorType::get({kVectorWidth}, rewriter.getF32Type());
 
-    // The `step` values of one row starting at column k (a 16-byte load when
-    // step > 1) as scalars.
+    // The `step` values of one row starting at column k (one vector load
+    // when step > 1: 16 bytes of f32, 8 of f16/bf16) as f32 scalars: 16-bit
+    // operands are widened, the products and sums stay in f32.
     auto loadRow = [&](OpBuilder &b, Location loc, Value buffer, Value row,
                        Value k) -> SmallVector<Value> {
       if (step == 1)
-        return {memref::LoadOp::create(b, loc, buffer, ValueRange{row, k})};
-      Value v = vector::LoadOp::create(b, loc, vec, buffer, ValueRange{row, k},
-                                       /*nontemporal=*/false,
-                                       llvm::MaybeAlign(kVectorWidth * 4));
-      return unpack(b, loc, v);
+        return {widenToF32(
+            b, loc, memref::LoadOp::create(b, loc, buffer, ValueRange{row, k}))};
+      Type element = cast<MemRefType>(buffer.getType()).getElementType();
+      auto vec = VectorType::get({kVectorWidth}, element);
+      Value v = vector::LoadOp::create(
+          b, loc, vec, buffer, ValueRange{row, k},
+          /*nontemporal=*/false,
+          llvm::MaybeAlign(kVectorWidth * element.getIntOrFloatBitWidth() / 8));
+      SmallVector<Value> values = unpack(b, loc, v);
+      for (Value &value : values)
+        value = widenToF32(b, loc, value);
+      return values;
     };
     auto loop = scf::ForOp::create(
         rewriter, loc, indexConst(rewriter, loc, 0),
@@ -434,8 +449,11 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
                                                    indexConst(b, loc, u))
                                  .getResult()
                            : k;
-              column.push_back(memref::LoadOp::create(
-                  b, loc, rhs, transposed ? ValueRange{c, ku} : ValueRange{ku, c}));
+              column.push_back(widenToF32(
+                  b, loc,
+                  memref::LoadOp::create(b, loc, rhs,
+                                         transposed ? ValueRange{c, ku}
+                                                    : ValueRange{ku, c})));
             }
             bv.push_back(column);
           }
@@ -449,6 +467,22 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
           scf::YieldOp::create(b, loc, next);
         });
     rewriter.replaceOp(op, pack(rewriter, loc, vectorType, loop.getResults()));
+    return success();
+  }
+};
+
+/// A precision cast of a register tile (P and O rounded to the input type
+/// before P V and the store) is the same cast of each owned element.
+template <typename CastOp>
+struct RegisterCastLowering : PlacedPattern<CastOp> {
+  using PlacedPattern<CastOp>::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(CastOp op, typename CastOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = this->getTypeConverter()->convertType(op.getType());
+    if (!type || type == op.getType() || !isa<VectorType>(type))
+      return rewriter.notifyMatchFailure(op, "not a register tile");
+    rewriter.replaceOpWithNewOp<CastOp>(op, type, adaptor.getIn());
     return success();
   }
 };
@@ -707,14 +741,16 @@ struct FAConvertPlacedToGPUPass
     target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect>();
-    target.addDynamicallyLegalOp<arith::ConstantOp>([&](arith::ConstantOp op) {
-      return typeConverter.isLegal(op.getType());
+    target.addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp,
+                                 arith::ExtFOp>([&](Operation *op) {
+      return typeConverter.isLegal(op);
     });
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantLowering, LoadTileLowering, ConvertLayoutLowering,
                  StoreTileLowering, TileMatmulLowering, MaskLowering,
-                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering>(
-        typeConverter, ctx);
+                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
+                 RegisterCastLowering<arith::TruncFOp>,
+                 RegisterCastLowering<arith::ExtFOp>>(typeConverter, ctx);
     populateKVTileRangeLowering(patterns);
     scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter,
                                                          patterns, target);

@@ -98,20 +98,6 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
                        " head-dim=" + std::to_string(shape.headDim) +
                        " num-warps=" + std::to_string(numWarps);
 
-  WalkResult lowPrecision = grid.walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (auto tensor = dyn_cast<RankedTensorType>(type);
-          tensor && !tensor.getElementType().isF32()) {
-        op->emitOpError() << "the simt strategy computes in f32, got a tile "
-                          << "of " << tensor.getElementType()
-                          << " (f16/bf16 need the tensor-core strategy)";
-        return WalkResult::interrupt();
-      }
-    return WalkResult::advance();
-  });
-  if (lowPrecision.wasInterrupted())
-    return failure();
-
   // Thread grid: the threads of a row span columns, at most one warp wide.
   int64_t numThreads = numWarps * 32;
   int64_t threadCols = ::fa::simtThreadColumns(shape.blockN, shape.headDim);

@@ -335,8 +335,8 @@ def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
       : tensor<8x32xf32, #fa.blocked<threads = [8, 32]>> -> tensor<8x32xf32, #fa.shared<pad = 1>>
     ```
   }];
-  let arguments = (ins FA_F32Tile:$source);
-  let results = (outs FA_F32Tile:$result);
+  let arguments = (ins FA_AnyFloatTile:$source);
+  let results = (outs FA_AnyFloatTile:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
   let hasVerifier = 1;
 }

@@ -7,6 +7,7 @@
 #include "llvm/Support/SHA256.h"
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -81,36 +82,43 @@ int64_t simtThreadColumns(int64_t blockN, int64_t headDim) {
 /// Shared memory of the SIMT kernel: Q, K, V and P tiles, rows padded by
 /// 4 elements when every row is a multiple of 4 (else 1), each buffer
 /// 16-byte aligned (as fa-place-simt lays it out).
-static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d) {
+static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d,
+                               int64_t elementBytes) {
   int64_t pad = d % 4 == 0 && bn % 4 == 0 ? 4 : 1;
-  auto aligned = [](int64_t floats) { return (floats * 4 + 15) / 16 * 16; };
+  auto aligned = [&](int64_t elements) {
+    return (elements * elementBytes + 15) / 16 * 16;
+  };
+  // Q, K, V and P, all in the input precision.
   return aligned(bm * (d + pad)) + 2 * aligned(bn * (d + pad)) +
          aligned(bm * (bn + pad));
 }
 
 /// Whether (bm, bn, warps) fits: the thread grid divides the tiles, the
 /// shared memory fits the arch, and the per-thread tiles (accumulator,
-/// scores, row state, 32 for the rest) stay within 255 registers.
+/// scores, row state, 32 for the rest) stay within the registers a thread
+/// of the block can have (255, or 64K / threads for large blocks).
 static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
-                           int64_t maxShared) {
+                           int64_t elementBytes, int64_t maxShared) {
   int64_t cols = simtThreadColumns(bn, d);
   int64_t rows = warps * 32 / cols;
   if (rows == 0 || bm % rows != 0)
     return false;
   int64_t registers = (bm / rows) * (d / cols + bn / cols + 4) + 32;
-  return registers <= kMaxRegistersPerThread &&
-         simtSharedBytes(bm, bn, d) + kStaticSharedMemoryReserve <= maxShared;
+  int64_t blockLimit = 65536 / (warps * 32);
+  return registers <= std::min(kMaxRegistersPerThread, blockLimit) &&
+         simtSharedBytes(bm, bn, d, elementBytes) +
+                 kStaticSharedMemoryReserve <=
+             maxShared;
 }
 
-KernelSpec KernelSpec::withDefaults() const {
-  KernelSpec spec = *this;
-  if (spec.blockM && spec.blockN && spec.numWarps)
-    return spec;
+std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
+  if (blockM && blockN && numWarps)
+    return {*this};
   // Ranked by throughput measured on the H200 (docs/benchmarks.md), with
   // vectorized shared loads (rows padded to 16 bytes): larger
   // tiles with several rows and columns per thread reuse each shared-memory
-  // read for more FMAs. The first that fits the arch and the given fields
-  // wins; the last ones fit every head dim.
+  // read for more FMAs. Those that fit the arch and the given fields, in
+  // rank order; the last ones fit every head dim.
   struct Config {
     int64_t bm, bn, warps;
   };
@@ -120,42 +128,39 @@ KernelSpec KernelSpec::withDefaults() const {
   static constexpr Config kLargeHeads[] = {
       {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
       {16, 32, 4}};
+  int64_t elementBytes = dtype == ElementType::f32 ? 4 : 2;
   int64_t maxShared = 48 * 1024;
-  if (std::optional<GpuArch> target = lookupGpuArch(spec.arch))
+  if (std::optional<GpuArch> target = lookupGpuArch(arch))
     maxShared = target->maxSharedMemoryPerBlock;
-  llvm::ArrayRef<Config> ranked =
-      spec.headDim <= 64 ? llvm::ArrayRef<Config>(kSmallHeads)
-                         : llvm::ArrayRef<Config>(kLargeHeads);
-  for (const Config &c : ranked) {
-    if ((spec.blockM && spec.blockM != c.bm) ||
-        (spec.blockN && spec.blockN != c.bn) ||
-        (spec.numWarps && spec.numWarps != c.warps))
-      continue;
-    if (simtConfigFits(c.bm, c.bn, c.warps, spec.headDim, maxShared)) {
-      spec.blockM = c.bm;
-      spec.blockN = c.bn;
-      spec.numWarps = c.warps;
-      return spec;
-    }
-  }
+  std::vector<KernelSpec> candidates;
+  auto consider = [&](int64_t bm, int64_t bn, int64_t warps) {
+    if ((blockM && blockM != bm) || (blockN && blockN != bn) ||
+        (numWarps && numWarps != warps) ||
+        !simtConfigFits(bm, bn, warps, headDim, elementBytes, maxShared))
+      return;
+    KernelSpec spec = *this;
+    spec.blockM = bm;
+    spec.blockN = bn;
+    spec.numWarps = warps;
+    if (llvm::none_of(candidates, [&](const KernelSpec &c) {
+          return c.canonicalText() == spec.canonicalText();
+        }))
+      candidates.push_back(spec);
+  };
+  for (const Config &c : headDim <= 64 ? llvm::ArrayRef<Config>(kSmallHeads)
+                                       : llvm::ArrayRef<Config>(kLargeHeads))
+    consider(c.bm, c.bn, c.warps);
   // Head dims the table does not fit (odd ones, very large ones): the
   // largest tiles that fit, searched from big to small.
   for (int64_t bm : {64, 32, 16, 8})
     for (int64_t bn : {64, 32, 16, 8})
-      for (int64_t warps : {8, 4, 2, 1}) {
-        if ((spec.blockM && spec.blockM != bm) ||
-            (spec.blockN && spec.blockN != bn) ||
-            (spec.numWarps && spec.numWarps != warps))
-          continue;
-        if (simtConfigFits(bm, bn, warps, spec.headDim, maxShared)) {
-          spec.blockM = bm;
-          spec.blockN = bn;
-          spec.numWarps = warps;
-          return spec;
-        }
-      }
+      for (int64_t warps : {8, 4, 2, 1})
+        consider(bm, bn, warps);
+  if (!candidates.empty())
+    return candidates;
   // Nothing fits (the compiler will say why): 32 keys per tile, 4 warps,
   // one tile row per thread row.
+  KernelSpec spec = *this;
   if (spec.blockN == 0)
     spec.blockN = 32;
   if (spec.numWarps == 0)
@@ -166,7 +171,11 @@ KernelSpec KernelSpec::withDefaults() const {
     spec.blockM = std::max<int64_t>(16, threadRows);
     spec.blockM = (spec.blockM + threadRows - 1) / threadRows * threadRows;
   }
-  return spec;
+  return {spec};
+}
+
+KernelSpec KernelSpec::withDefaults() const {
+  return defaultCandidates().front();
 }
 
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fa {
 
@@ -43,8 +44,15 @@ struct KernelSpec {
   /// withDefaults) have equal text.
   std::string canonicalText() const;
 
-  /// This spec with zero tile sizes / warps replaced by the defaults.
+  /// This spec with zero tile sizes / warps replaced by the defaults: the
+  /// first of defaultCandidates().
   KernelSpec withDefaults() const;
+
+  /// The configs the defaults choose from, best first: the measured ranking
+  /// filtered by the fields already set, the arch's shared memory and a
+  /// register estimate. The estimate cannot see ptxas's allocation, so the
+  /// runtime takes the first candidate that compiles without spills.
+  std::vector<KernelSpec> defaultCandidates() const;
 };
 
 /// Threads per tile row in the SIMT thread layout: the largest power of two

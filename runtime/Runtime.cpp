@@ -112,8 +112,12 @@ struct Runtime::Impl {
 
   std::mutex mutex; // guards kernels and the compile path
   std::map<std::string, KernelEntry> kernels;
+  /// Requested spec with tiles left to the defaults (canonical text) -> the
+  /// candidate chosen for it.
+  std::map<std::string, KernelSpec> defaultChoice;
 
   Result prepareLocked(const KernelSpec &spec, KernelEntry *&entry);
+  Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry);
   Result loadLocked(KernelEntry &entry);
   Result cudaCheck(CUresult result, const char *what) const {
     if (result == CUDA_SUCCESS)
@@ -226,11 +230,6 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
                                     KernelEntry *&entry) {
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);
-  if (spec.dtype != ElementType::f32)
-    return Result::error(Status::invalidArgument,
-                         std::string("dtype ") + toString(spec.dtype) +
-                             " needs a tensor-core strategy; the simt "
-                             "strategy computes f32 only");
   if (ptxasVersion.empty()) {
     auto version = fa::ptxasVersion();
     if (!version)
@@ -292,6 +291,43 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
   }
   fresh.info.compileSeconds = secondsSince(start);
   entry = &kernels.emplace(key, std::move(fresh)).first->second;
+  return {};
+}
+
+/// The kernel for `requested` with its defaults filled in: the first default
+/// candidate that compiles without spilling (ptxas's register allocation is
+/// only known after compiling), or the first that compiles if all spill.
+/// The choice is remembered, so later calls cost one lookup.
+Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
+                                             KernelEntry *&entry) {
+  if (requested.arch.empty())
+    requested.arch = arch;
+  std::vector<KernelSpec> candidates = requested.defaultCandidates();
+  if (candidates.size() == 1)
+    return prepareLocked(candidates.front(), entry);
+  std::string request = requested.canonicalText();
+  if (auto it = defaultChoice.find(request); it != defaultChoice.end())
+    return prepareLocked(it->second, entry);
+  KernelEntry *firstCompiled = nullptr;
+  Result firstError;
+  for (const KernelSpec &candidate : candidates) {
+    KernelEntry *compiled = nullptr;
+    if (Result r = prepareLocked(candidate, compiled); !r) {
+      if (firstError)
+        firstError = r;
+      continue;
+    }
+    if (!firstCompiled)
+      firstCompiled = compiled;
+    if (!compiled->info.ptxas.spills()) {
+      firstCompiled = compiled;
+      break;
+    }
+  }
+  if (!firstCompiled)
+    return firstError;
+  defaultChoice[request] = firstCompiled->info.spec;
+  entry = firstCompiled;
   return {};
 }
 
@@ -357,7 +393,7 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
 Result Runtime::prepare(const KernelSpec &spec, KernelInfo *info) {
   std::lock_guard<std::mutex> lock(impl->mutex);
   KernelEntry *entry = nullptr;
-  if (Result r = impl->prepareLocked(resolve(spec), entry); !r)
+  if (Result r = impl->prepareDefaultedLocked(spec, entry); !r)
     return r;
   if (info)
     *info = entry->info;
@@ -369,7 +405,7 @@ Result Runtime::load(const KernelSpec &spec, KernelInfo *info) {
   if (!impl->driver)
     return Result::error(Status::noDriver, impl->driverError);
   KernelEntry *entry = nullptr;
-  if (Result r = impl->prepareLocked(resolve(spec), entry); !r)
+  if (Result r = impl->prepareDefaultedLocked(spec, entry); !r)
     return r;
   if (Result r = impl->loadLocked(*entry); !r)
     return r;
@@ -538,9 +574,16 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   KernelEntry *entry = nullptr;
   {
     std::lock_guard<std::mutex> lock(impl->mutex);
-    if (Result r = impl->prepareLocked(spec, entry); !r)
+    if (Result r = impl->prepareDefaultedLocked(requested, entry); !r)
       return r;
     if (Result r = impl->loadLocked(*entry); !r)
+      return r;
+  }
+  // The defaults may have settled on a later candidate (the first spilled):
+  // its tiles decide the grid.
+  if (entry->info.spec.blockM != spec.blockM) {
+    spec = entry->info.spec;
+    if (Result r = checkAttentionArgs(spec, a); !r)
       return r;
   }
   int64_t batch = a.q.sizes[0], heads = a.q.sizes[1], qLen = a.q.sizes[2];
