@@ -38,6 +38,7 @@ namespace fa {
   X(cuMemFree_v2)                                                              \
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
+  X(cuMemsetD16_v2)                                                            \
   X(cuMemsetD32_v2)                                                            \
   X(cuStreamSynchronize)                                                       \
   X(cuEventCreate)                                                             \

@@ -6,6 +6,7 @@
     v = torch.randn_like(k)
     o = fa.attention(q, k, v, causal=True)            # [B, H, S, D]
     o, lse = fa.attention(q, k, v, return_lse=True)   # lse: [B, H, S], float32
+    o = fa.attention(q.half(), k.half(), v.half())    # float16/bfloat16 in, same out
 
 Kernels are compiled on first use for the head dim, dtype, mask and tiles,
 cached in memory and on disk ($FA_CACHE_DIR, default ~/.cache/fa), and
@@ -118,11 +119,18 @@ def _describe(t):
 
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
-                   num_warps=0, device=0):
-    """Compiles (or finds in the caches) a kernel; returns its description."""
+                   num_warps=0, device=0, dtype="float32"):
+    """Compiles (or finds in the caches) a kernel; returns its description.
+
+    dtype is "float32", "float16" or "bfloat16" (the inputs' type)."""
+    codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
+    if dtype not in codes:
+        raise ValueError(f"fa.prepare_kernel: dtype must be one of "
+                         f"{', '.join(codes)}, got {dtype!r}")
     info = _Info()
     _check(_library().fa_prepare_kernel(
-        _runtime(device), head_dim, _F32, int(causal), float(scale or 0.0),
+        _runtime(device), head_dim, codes[dtype], int(causal),
+        float(scale or 0.0),
         _config(block_m, block_n, num_warps), ctypes.byref(info)))
     return {"name": info.name.decode(), "key": info.key.decode(),
             "num_threads": info.num_threads,
@@ -163,10 +171,10 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     if scale is not None and not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"fa.attention: scale must be positive and finite, "
                          f"got {scale}")
-    if q.dtype != torch.float32:
-        raise TypeError(f"fa.attention: got {q.dtype}; the simt strategy "
-                        "computes float32 (tensor-core kernels for "
-                        "float16/bfloat16 are not generated yet)")
+    dtypes = {torch.float32: _F32, torch.float16: _F16, torch.bfloat16: _BF16}
+    if q.dtype not in dtypes:
+        raise TypeError(f"fa.attention: got {q.dtype}; expected float32, "
+                        "float16 or bfloat16")
     batch, heads, length, _ = q.shape
     o = torch.empty_like(q, memory_format=torch.contiguous_format)
     lse = torch.empty((batch, heads, length), dtype=torch.float32,
@@ -176,7 +184,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     _check(_library().fa_attention_forward(
         _runtime(device), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
-        ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)), _F32,
+        ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
+        dtypes[q.dtype],
         int(causal), float(scale) if scale is not None else 0.0,
         _config(block_m, block_n, num_warps), ctypes.c_void_p(stream)))
     return (o, lse) if return_lse else o

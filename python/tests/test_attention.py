@@ -1,9 +1,10 @@
 """fa.attention on the GPU against a float64 reference and torch's SDPA.
 
 FlashAttention's criterion: the kernel's max error against the float64
-reference is at most 2x the error of PyTorch's own attention at the same
-precision (here float32), plus 1e-6 for cases where torch is exact to the
-last bits. Run: python3 python/tests/test_attention.py (skips without CUDA).
+reference (on the same, possibly rounded, inputs) is at most 2x the error of
+PyTorch's own attention at the same precision (float32, float16, bfloat16),
+plus 1e-6 for cases where torch is exact to the last bits.
+Run: python3 python/tests/test_attention.py (skips without CUDA).
 """
 
 import math
@@ -41,14 +42,18 @@ def reference(q, k, v, causal, scale):
     return torch.matmul(p, v), lse
 
 
-def torch_fp32(q, k, v, causal, scale):
-    """PyTorch's own float32 attention (the same mask), for the criterion."""
+def torch_sdpa(q, k, v, causal, scale):
+    """PyTorch's own attention at the inputs' precision (the same mask), for
+    the criterion."""
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1)
     v = v.repeat_interleave(group, dim=1)
+    sq, sk = q.shape[2], k.shape[2]
+    if causal and sq == sk:  # top-left and bottom-right agree
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=True, scale=scale)
     mask = None
     if causal:
-        sq, sk = q.shape[2], k.shape[2]
         rows = torch.arange(sq, device=q.device)[:, None]
         cols = torch.arange(sk, device=q.device)[None, :]
         mask = cols <= rows + (sk - sq)
@@ -58,15 +63,18 @@ def torch_fp32(q, k, v, causal, scale):
 
 @unittest.skipUnless(HAVE_CUDA, "needs a CUDA GPU and torch")
 class AttentionTest(unittest.TestCase):
-    def check(self, b, hq, hkv, sq, sk, d, causal, layout="bhsd"):
+    def check(self, b, hq, hkv, sq, sk, d, causal, layout="bhsd",
+              dtype=None):
+        dtype = dtype or torch.float32
         gen = torch.Generator(device="cuda").manual_seed(
             int.from_bytes(os.urandom(4), "little"))
 
         def make(h, s):
             if layout == "bshd":  # [B, S, H, D] storage viewed as [B, H, S, D]
                 t = torch.randn(b, s, h, d, device="cuda", generator=gen)
-                return t.transpose(1, 2)
-            return torch.randn(b, h, s, d, device="cuda", generator=gen)
+                return t.to(dtype).transpose(1, 2)
+            return torch.randn(b, h, s, d, device="cuda",
+                               generator=gen).to(dtype)
 
         q, k, v = make(hq, sq), make(hkv, sk), make(hkv, sk)
         scale = 1.0 / math.sqrt(d)
@@ -74,13 +82,15 @@ class AttentionTest(unittest.TestCase):
         torch.cuda.synchronize()
         ref_o, ref_lse = reference(q, k, v, causal, scale)
         ours = (o.double() - ref_o).abs().max().item()
-        theirs = (torch_fp32(q, k, v, causal, scale).double()
+        self.assertEqual(o.dtype, dtype)
+        theirs = (torch_sdpa(q, k, v, causal, scale).double()
                   - ref_o).nan_to_num(0.0).abs().max().item()
         finite = torch.isfinite(ref_lse)
         lse_err = (lse.double()[finite] - ref_lse[finite]).abs().max().item() \
             if finite.any() else 0.0
         name = (f"B={b} Hq={hq} Hkv={hkv} Sq={sq} Sk={sk} D={d} "
-                f"{'causal' if causal else 'full'} {layout}")
+                f"{'causal' if causal else 'full'} {layout} "
+                f"{str(dtype).replace('torch.', '')}")
         print(f"  {name}: max|dO| fa={ours:.2e} torch={theirs:.2e} "
               f"max|dLSE|={lse_err:.2e}")
         self.assertFalse(torch.isnan(o).any().item(), name)
@@ -97,10 +107,22 @@ class AttentionTest(unittest.TestCase):
                 self.check(1, 2, 2, 1000, 17, d, causal)        # Sq > Sk
                 self.check(2, 4, 2, 333, 333, d, causal, "bshd")  # strided
 
+    def test_matrix_16bit(self):
+        for dtype in (torch.float16, torch.bfloat16):
+            for d in (64, 128):
+                for causal in (False, True):
+                    self.check(2, 4, 4, 128, 128, d, causal, dtype=dtype)
+                    self.check(1, 8, 2, 1000, 1000, d, causal, dtype=dtype)
+                    self.check(1, 8, 1, 17, 1000, d, causal, dtype=dtype)
+                    self.check(2, 4, 2, 333, 333, d, causal, "bshd",
+                               dtype=dtype)
+
     def test_bad_input(self):
         q = torch.randn(1, 2, 16, 64, device="cuda")
-        with self.assertRaisesRegex(TypeError, "float32"):
-            fa.attention(q.half(), q.half(), q.half())
+        with self.assertRaisesRegex(TypeError, "expected float32, float16"):
+            fa.attention(q.double(), q.double(), q.double())
+        with self.assertRaisesRegex(TypeError, "k is torch.float16"):
+            fa.attention(q, q.half(), q)
         with self.assertRaisesRegex(fa.FaError,
                                     r"q heads \(2\) must be a multiple"):
             k = torch.randn(1, 3, 16, 64, device="cuda")

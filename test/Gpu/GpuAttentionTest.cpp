@@ -2,8 +2,9 @@
 //
 // Runs the generated kernels through the runtime on a real GPU and compares O
 // and LSE with the float64 reference, over head dims, lengths (with Sq != Sk),
-// causal and not, MHA/GQA/MQA. Outputs are poisoned with NaN before each run,
-// inputs are fresh random normals. Skips (with a message) without a GPU.
+// causal and not, MHA/GQA/MQA, f32 and f16/bf16 inputs. Outputs are poisoned
+// with NaN before each run, inputs are fresh random normals. Skips (with a
+// message) without a GPU.
 //
 //   FA_GPU_TEST_QUICK=1    a small subset (for compute-sanitizer)
 //
@@ -13,6 +14,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
 
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -36,14 +38,15 @@ const fa::CudaDriver &driver() { return fa::CudaDriver::get(); }
                                      << driver().describe(result_);            \
   } while (0)
 
-/// Device memory for n floats.
+/// Device memory for n elements of `elementBytes` each (floats by default).
 struct DeviceBuffer {
   CUdeviceptr ptr = 0;
   size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) {
+  explicit DeviceBuffer(size_t n, size_t elementBytes = sizeof(float))
+      : count(n) {
     if (n)
-      EXPECT_EQ(driver().cuMemAlloc_v2(&ptr, n * sizeof(float)), CUDA_SUCCESS)
-          << "cuMemAlloc of " << n << " floats";
+      EXPECT_EQ(driver().cuMemAlloc_v2(&ptr, n * elementBytes), CUDA_SUCCESS)
+          << "cuMemAlloc of " << n << " x " << elementBytes << " bytes";
   }
   ~DeviceBuffer() {
     if (ptr)
@@ -68,6 +71,32 @@ fa::TensorArg tensorArg(const DeviceBuffer &buffer, int64_t b, int64_t h,
 /// hardware approximations (relative error ~2^-22) gives ~1e-6 .. 1e-5.
 constexpr double kOutputTolerance = 1e-4;
 constexpr double kLseTolerance = 1e-4;
+
+const llvm::fltSemantics &semanticsOf(fa::ElementType type) {
+  return type == fa::ElementType::f16 ? llvm::APFloat::IEEEhalf()
+                                      : llvm::APFloat::BFloat();
+}
+
+/// The 16-bit pattern of `value` rounded to nearest even.
+uint16_t toBits(float value, fa::ElementType type) {
+  llvm::APFloat x(value);
+  bool losesInfo;
+  x.convert(semanticsOf(type), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return uint16_t(x.bitcastToAPInt().getZExtValue());
+}
+
+float fromBits(uint16_t bits, fa::ElementType type) {
+  llvm::APFloat x(semanticsOf(type), llvm::APInt(16, bits));
+  bool losesInfo;
+  x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
+            &losesInfo);
+  return x.convertToFloat();
+}
+
+/// A quiet NaN of the type, for poisoning outputs.
+uint16_t nanBits(fa::ElementType type) {
+  return type == fa::ElementType::f16 ? 0x7e00 : 0x7fc0;
+}
 
 class GpuAttention : public testing::Test {
 protected:
@@ -97,6 +126,7 @@ protected:
   struct Case {
     int64_t headDim, batch, qHeads, kvHeads, qLen, kvLen;
     bool causal;
+    fa::ElementType dtype = fa::ElementType::f32;
   };
 
   /// Runs one case; returns the max |error| of O and LSE.
@@ -104,6 +134,9 @@ protected:
     fa::KernelSpec spec = tiles;
     spec.headDim = c.headDim;
     spec.causal = c.causal;
+    spec.dtype = c.dtype;
+    bool wide = c.dtype == fa::ElementType::f32;
+    size_t elementBytes = wide ? 4 : 2;
     if (!tiles.blockM) {
       spec.blockM = spec.blockN = spec.numWarps = 0;
     }
@@ -113,7 +146,8 @@ protected:
                  << "seed=" << seed << " D=" << c.headDim << " B=" << c.batch
                  << " Hq=" << c.qHeads << " Hkv=" << c.kvHeads
                  << " Sq=" << c.qLen << " Sk=" << c.kvLen
-                 << (c.causal ? " causal" : ""));
+                 << (c.causal ? " causal" : "") << " "
+                 << fa::toString(c.dtype));
     fa::AttentionProblem p;
     p.batch = c.batch;
     p.qHeads = c.qHeads;
@@ -133,13 +167,30 @@ protected:
     };
     std::vector<float> q = random(p.qElements()), k = random(p.kvElements()),
                        v = random(p.kvElements());
-    DeviceBuffer dq(q.size()), dk(k.size()), dv(v.size()), dout(q.size()),
+    DeviceBuffer dq(q.size(), elementBytes), dk(k.size(), elementBytes),
+        dv(v.size(), elementBytes), dout(q.size(), elementBytes),
         dlse(p.lseElements());
-    CU_ASSERT(driver().cuMemcpyHtoD_v2(dq.ptr, q.data(), q.size() * 4));
-    CU_ASSERT(driver().cuMemcpyHtoD_v2(dk.ptr, k.data(), k.size() * 4));
-    CU_ASSERT(driver().cuMemcpyHtoD_v2(dv.ptr, v.data(), v.size() * 4));
+    // 16-bit inputs: the kernel gets the rounded values, and so does the
+    // reference.
+    auto upload = [&](const DeviceBuffer &to, std::vector<float> &values) {
+      if (wide)
+        return driver().cuMemcpyHtoD_v2(to.ptr, values.data(),
+                                        values.size() * 4);
+      std::vector<uint16_t> bits(values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        bits[i] = toBits(values[i], c.dtype);
+        values[i] = fromBits(bits[i], c.dtype);
+      }
+      return driver().cuMemcpyHtoD_v2(to.ptr, bits.data(), bits.size() * 2);
+    };
+    CU_ASSERT(upload(dq, q));
+    CU_ASSERT(upload(dk, k));
+    CU_ASSERT(upload(dv, v));
     // Poison: a quiet NaN in every output element.
-    CU_ASSERT(driver().cuMemsetD32_v2(dout.ptr, 0x7fc00000, dout.count));
+    if (wide)
+      CU_ASSERT(driver().cuMemsetD32_v2(dout.ptr, 0x7fc00000, dout.count));
+    else
+      CU_ASSERT(driver().cuMemsetD16_v2(dout.ptr, nanBits(c.dtype), dout.count));
     CU_ASSERT(driver().cuMemsetD32_v2(dlse.ptr, 0x7fc00000, dlse.count));
 
     fa::AttentionArgs args;
@@ -156,14 +207,33 @@ protected:
     CU_ASSERT(driver().cuCtxSynchronize());
 
     std::vector<float> out(q.size()), lse(p.lseElements());
-    CU_ASSERT(driver().cuMemcpyDtoH_v2(out.data(), dout.ptr, out.size() * 4));
+    if (wide) {
+      CU_ASSERT(driver().cuMemcpyDtoH_v2(out.data(), dout.ptr, out.size() * 4));
+    } else {
+      std::vector<uint16_t> bits(out.size());
+      CU_ASSERT(driver().cuMemcpyDtoH_v2(bits.data(), dout.ptr, bits.size() * 2));
+      for (size_t i = 0; i < bits.size(); ++i)
+        out[i] = fromBits(bits[i], c.dtype);
+    }
     CU_ASSERT(driver().cuMemcpyDtoH_v2(lse.data(), dlse.ptr, lse.size() * 4));
     fa::ReferenceResult want =
         fa::referenceAttention(p, q.data(), k.data(), v.data());
+    // 16-bit: P is rounded before P V and O before the store, each by at most
+    // u = 2^-11 (f16) or 2^-8 (bf16) relative; O is a convex combination of
+    // V rows, so |O - O_ref| <= 2 u max|V| on top of the f32 tolerance.
+    double outputTolerance = kOutputTolerance;
+    if (!wide) {
+      double unit = c.dtype == fa::ElementType::f16 ? std::ldexp(1.0, -11)
+                                                    : std::ldexp(1.0, -8);
+      double maxV = 0.0;
+      for (float x : v)
+        maxV = std::max(maxV, double(std::fabs(x)));
+      outputTolerance += 2 * unit * maxV;
+    }
     double maxOut = 0.0, maxLse = 0.0;
     for (size_t i = 0; i < out.size(); ++i) {
       double err = std::fabs(double(out[i]) - want.output[i]);
-      if (!(err <= kOutputTolerance)) {
+      if (!(err <= outputTolerance)) {
         ADD_FAILURE() << "O[" << i << "] = " << out[i] << ", expected "
                       << want.output[i];
         return;
@@ -186,11 +256,12 @@ protected:
       }
       maxLse = std::max(maxLse, err);
     }
-    std::printf("  ok D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-4ld Sk=%-4ld %-6s "
-                "max|dO|=%.2e max|dLSE|=%.2e\n",
+    std::printf("  ok D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-4ld Sk=%-4ld %-6s %-4s "
+                "max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
                 long(c.headDim), long(c.batch), long(c.qHeads),
                 long(c.kvHeads), long(c.qLen), long(c.kvLen),
-                c.causal ? "causal" : "full", maxOut, maxLse);
+                c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
+                outputTolerance, maxLse);
   }
 
   llvm::SmallString<128> cacheDir;
@@ -222,6 +293,28 @@ TEST_F(GpuAttention, MatchesFloat64Reference) {
       if (HasFatalFailure() || HasNonfatalFailure())
         return;
     }
+}
+
+/// f16 and bf16 inputs on the SIMT strategy (computed in f32), against the
+/// float64 reference on the rounded inputs, within the rounding bound.
+TEST_F(GpuAttention, MatchesFloat64ReferenceIn16Bit) {
+  std::vector<int64_t> headDims = {32, 64, 128, 256};
+  std::vector<int64_t> lengths = {1, 17, 1000, 4096};
+  if (quick()) {
+    headDims = {64, 128};
+    lengths = {17, 128};
+  }
+  for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
+    for (int64_t d : headDims)
+      for (bool causal : {false, true}) {
+        for (int64_t len : lengths)
+          runCase({d, 1, 2, 2, len, len, causal, type});
+        runCase({d, 2, 4, 4, 17, quick() ? 128 : 1000, causal, type});
+        runCase({d, 2, 8, 2, 128, 128, causal, type});
+        runCase({d, 1, 8, 1, quick() ? 17 : 333, 128, causal, type});
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
 }
 
 TEST_F(GpuAttention, ExplicitTileConfigs) {
