@@ -13,8 +13,8 @@
 #include "lib/ReferenceAttention.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
+#include "test/Common/LowPrecision.h"
 
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -72,31 +72,9 @@ fa::TensorArg tensorArg(const DeviceBuffer &buffer, int64_t b, int64_t h,
 constexpr double kOutputTolerance = 1e-4;
 constexpr double kLseTolerance = 1e-4;
 
-const llvm::fltSemantics &semanticsOf(fa::ElementType type) {
-  return type == fa::ElementType::f16 ? llvm::APFloat::IEEEhalf()
-                                      : llvm::APFloat::BFloat();
-}
-
-/// The 16-bit pattern of `value` rounded to nearest even.
-uint16_t toBits(float value, fa::ElementType type) {
-  llvm::APFloat x(value);
-  bool losesInfo;
-  x.convert(semanticsOf(type), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
-  return uint16_t(x.bitcastToAPInt().getZExtValue());
-}
-
-float fromBits(uint16_t bits, fa::ElementType type) {
-  llvm::APFloat x(semanticsOf(type), llvm::APInt(16, bits));
-  bool losesInfo;
-  x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
-            &losesInfo);
-  return x.convertToFloat();
-}
-
-/// A quiet NaN of the type, for poisoning outputs.
-uint16_t nanBits(fa::ElementType type) {
-  return type == fa::ElementType::f16 ? 0x7e00 : 0x7fc0;
-}
+using fa::test::fromBits;
+using fa::test::nanBits;
+using fa::test::toBits;
 
 class GpuAttention : public testing::Test {
 protected:
@@ -223,8 +201,7 @@ protected:
     // V rows, so |O - O_ref| <= 2 u max|V| on top of the f32 tolerance.
     double outputTolerance = kOutputTolerance;
     if (!wide) {
-      double unit = c.dtype == fa::ElementType::f16 ? std::ldexp(1.0, -11)
-                                                    : std::ldexp(1.0, -8);
+      double unit = fa::test::unitRoundoff(c.dtype);
       double maxV = 0.0;
       for (float x : v)
         maxV = std::max(maxV, double(std::fabs(x)));

@@ -8,8 +8,8 @@
 
 #include "compiler/CpuRunner.h"
 #include "lib/ReferenceAttention.h"
+#include "test/Common/LowPrecision.h"
 
-#include "llvm/ADT/APFloat.h"
 
 #include "gtest/gtest.h"
 
@@ -322,26 +322,8 @@ TEST(CpuOnlineSoftmax, EmptyKeySequence) {
 // f16 and bf16 inputs.
 //===----------------------------------------------------------------------===//
 
-const llvm::fltSemantics &semanticsOf(fa::ElementType type) {
-  return type == fa::ElementType::f16 ? llvm::APFloat::IEEEhalf()
-                                      : llvm::APFloat::BFloat();
-}
-
-/// The 16-bit pattern of `value` rounded to nearest even.
-uint16_t toBits(float value, fa::ElementType type) {
-  llvm::APFloat x(value);
-  bool losesInfo;
-  x.convert(semanticsOf(type), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
-  return uint16_t(x.bitcastToAPInt().getZExtValue());
-}
-
-float fromBits(uint16_t bits, fa::ElementType type) {
-  llvm::APFloat x(semanticsOf(type), llvm::APInt(16, bits));
-  bool losesInfo;
-  x.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
-            &losesInfo);
-  return x.convertToFloat();
-}
+using fa::test::fromBits;
+using fa::test::toBits;
 
 class CpuLowPrecision : public testing::TestWithParam<fa::ElementType> {};
 
@@ -353,8 +335,7 @@ class CpuLowPrecision : public testing::TestWithParam<fa::ElementType> {};
 /// The reference runs in float64 on the rounded inputs.
 TEST_P(CpuLowPrecision, MatchesReferenceWithinRoundingBound) {
   fa::ElementType type = GetParam();
-  double unit = type == fa::ElementType::f16 ? std::ldexp(1.0, -11)
-                                             : std::ldexp(1.0, -8);
+  double unit = fa::test::unitRoundoff(type);
   struct Shape {
     int64_t batch, qHeads, kvHeads, qLen, kvLen;
   };
@@ -389,8 +370,7 @@ TEST_P(CpuLowPrecision, MatchesReferenceWithinRoundingBound) {
       round(p.kvElements(), kBits, k);
       round(p.kvElements(), vBits, v);
       // A quiet NaN of the type in every output element.
-      std::vector<uint16_t> oBits(p.qElements(),
-                                  type == fa::ElementType::f16 ? 0x7e00 : 0x7fc0);
+      std::vector<uint16_t> oBits(p.qElements(), fa::test::nanBits(type));
       std::vector<float> lse(p.lseElements(),
                              std::numeric_limits<float>::quiet_NaN());
       llvm::Error error = getKernel(config).run(

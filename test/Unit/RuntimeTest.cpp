@@ -46,9 +46,11 @@ fa::KernelSpec smallSpec() {
   return spec;
 }
 
-std::unique_ptr<fa::Runtime> makeRuntime(const std::string &dir) {
+std::unique_ptr<fa::Runtime> makeRuntime(const std::string &dir,
+                                         bool diskCache = true) {
   fa::RuntimeOptions options;
   options.cacheDir = dir;
+  options.diskCache = diskCache;
   std::unique_ptr<fa::Runtime> runtime;
   fa::Result r = fa::Runtime::create(options, runtime);
   EXPECT_TRUE(bool(r)) << r.message;
@@ -121,11 +123,9 @@ TEST(KernelKey, DefaultsFillOnlyWhatIsUnset) {
 /// spills.
 TEST(KernelKey, DefaultConfigsCompileWithoutSpills) {
   TempDir dir;
-  fa::RuntimeOptions options;
-  options.cacheDir = dir.str();
-  options.diskCache = false;
-  std::unique_ptr<fa::Runtime> runtime;
-  ASSERT_TRUE(bool(fa::Runtime::create(options, runtime)));
+  std::unique_ptr<fa::Runtime> runtime =
+      makeRuntime(dir.str(), /*diskCache=*/false);
+  ASSERT_TRUE(runtime);
   for (fa::ElementType dtype :
        {fa::ElementType::f32, fa::ElementType::f16, fa::ElementType::bf16})
     for (const char *arch : {"sm_80", "sm_86", "sm_90a"})
@@ -151,11 +151,9 @@ TEST(KernelKey, DefaultConfigsCompileWithoutSpills) {
 /// f16 at 128 x 128 on 16 warps spills 8 bytes with ptxas 13.0).
 TEST(KernelKey, DefaultsSkipCandidatesThatSpill) {
   TempDir dir;
-  fa::RuntimeOptions options;
-  options.cacheDir = dir.str();
-  options.diskCache = false;
-  std::unique_ptr<fa::Runtime> runtime;
-  ASSERT_TRUE(bool(fa::Runtime::create(options, runtime)));
+  std::unique_ptr<fa::Runtime> runtime =
+      makeRuntime(dir.str(), /*diskCache=*/false);
+  ASSERT_TRUE(runtime);
   for (fa::ElementType dtype : {fa::ElementType::f32, fa::ElementType::f16}) {
     fa::KernelSpec spec;
     spec.headDim = 8;
