@@ -123,8 +123,8 @@ std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
     int64_t bm, bn, warps;
   };
   static constexpr Config kSmallHeads[] = {
-      {128, 128, 8}, {128, 128, 16}, {64, 64, 8}, {128, 64, 8}, {64, 64, 4},
-      {32, 64, 4},   {32, 32, 4}};
+      {128, 128, 16}, {64, 64, 8}, {128, 64, 8}, {64, 64, 4}, {32, 64, 4},
+      {32, 32, 4}};
   static constexpr Config kLargeHeads[] = {
       {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
       {16, 32, 4}};
