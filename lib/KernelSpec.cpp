@@ -111,9 +111,14 @@ static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
              maxShared;
 }
 
-std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
+/// The first `limit` default candidates of `request` (see
+/// KernelSpec::defaultCandidates).
+static std::vector<KernelSpec> collectDefaultCandidates(const KernelSpec &request,
+                                                        size_t limit) {
+  const int64_t blockM = request.blockM, blockN = request.blockN,
+                numWarps = request.numWarps, headDim = request.headDim;
   if (blockM && blockN && numWarps)
-    return {*this};
+    return {request};
   // Ranked by throughput measured on the H200 (docs/benchmarks.md), with
   // vectorized shared loads (rows padded to 16 bytes): larger
   // tiles with several rows and columns per thread reuse each shared-memory
@@ -128,24 +133,26 @@ std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
   static constexpr Config kLargeHeads[] = {
       {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
       {16, 32, 4}};
-  int64_t elementBytes = dtype == ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
   int64_t maxShared = 48 * 1024;
-  if (std::optional<GpuArch> target = lookupGpuArch(arch))
+  if (std::optional<GpuArch> target = lookupGpuArch(request.arch))
     maxShared = target->maxSharedMemoryPerBlock;
   std::vector<KernelSpec> candidates;
   auto consider = [&](int64_t bm, int64_t bn, int64_t warps) {
-    if ((blockM && blockM != bm) || (blockN && blockN != bn) ||
+    if (candidates.size() >= limit ||
+        (blockM && blockM != bm) || (blockN && blockN != bn) ||
         (numWarps && numWarps != warps) ||
         !simtConfigFits(bm, bn, warps, headDim, elementBytes, maxShared))
       return;
-    KernelSpec spec = *this;
+    if (llvm::any_of(candidates, [&](const KernelSpec &c) {
+          return c.blockM == bm && c.blockN == bn && c.numWarps == warps;
+        }))
+      return;
+    KernelSpec spec = request;
     spec.blockM = bm;
     spec.blockN = bn;
     spec.numWarps = warps;
-    if (llvm::none_of(candidates, [&](const KernelSpec &c) {
-          return c.canonicalText() == spec.canonicalText();
-        }))
-      candidates.push_back(spec);
+    candidates.push_back(spec);
   };
   for (const Config &c : headDim <= 64 ? llvm::ArrayRef<Config>(kSmallHeads)
                                        : llvm::ArrayRef<Config>(kLargeHeads))
@@ -160,7 +167,7 @@ std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
     return candidates;
   // Nothing fits (the compiler will say why): 32 keys per tile, 4 warps,
   // one tile row per thread row.
-  KernelSpec spec = *this;
+  KernelSpec spec = request;
   if (spec.blockN == 0)
     spec.blockN = 32;
   if (spec.numWarps == 0)
@@ -174,8 +181,12 @@ std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
   return {spec};
 }
 
+std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
+  return collectDefaultCandidates(*this, SIZE_MAX);
+}
+
 KernelSpec KernelSpec::withDefaults() const {
-  return defaultCandidates().front();
+  return collectDefaultCandidates(*this, 1).front();
 }
 
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,

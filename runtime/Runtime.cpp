@@ -302,12 +302,12 @@ Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
                                              KernelEntry *&entry) {
   if (requested.arch.empty())
     requested.arch = arch;
-  std::vector<KernelSpec> candidates = requested.defaultCandidates();
-  if (candidates.size() == 1)
-    return prepareLocked(candidates.front(), entry);
+  if (requested.blockM && requested.blockN && requested.numWarps)
+    return prepareLocked(requested, entry);
   std::string request = requested.canonicalText();
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
+  std::vector<KernelSpec> candidates = requested.defaultCandidates();
   KernelEntry *firstCompiled = nullptr;
   Result firstError;
   for (const KernelSpec &candidate : candidates) {
