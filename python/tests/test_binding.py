@@ -1,0 +1,63 @@
+"""The ctypes binding without a GPU: kernel preparation through the C ABI
+(struct layouts, dtype codes, error reporting) with the compile-only path of
+the runtime. Run: python3 python/tests/test_binding.py (needs only the built
+libfa_runtime.so; ctest runs it with FA_RUNTIME_LIB set).
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+# Before the runtime is created: a private disk cache for this run.
+_CACHE = tempfile.TemporaryDirectory(prefix="fa-binding-test-")
+os.environ["FA_CACHE_DIR"] = _CACHE.name
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import fa  # noqa: E402
+
+
+class PrepareKernelTest(unittest.TestCase):
+    def test_dtypes(self):
+        for dtype, tag in (("float32", "f32"), ("float16", "f16"),
+                           ("bfloat16", "bf16")):
+            info = fa.prepare_kernel(64, causal=True, dtype=dtype,
+                                     block_m=64, block_n=64, num_warps=8)
+            self.assertEqual(info["name"], f"fa_fwd_d64_{tag}_causal_64x64_w8")
+            self.assertEqual(len(info["key"]), 64)
+            self.assertEqual(info["num_threads"], 256)
+            self.assertGreater(info["registers"], 0)
+            self.assertEqual(info["spill_store_bytes"], 0)
+            # 16-bit tiles take half the shared memory of f32 ones.
+            if dtype == "float32":
+                f32_bytes = info["shared_memory_bytes"]
+            else:
+                self.assertEqual(info["shared_memory_bytes"], f32_bytes // 2)
+
+    def test_cache_sources(self):
+        first = fa.prepare_kernel(32, dtype="bfloat16")
+        again = fa.prepare_kernel(32, dtype="bfloat16")
+        self.assertIn(first["source"], ("compiled", "disk"))
+        self.assertEqual(again["source"], "memory")
+        self.assertEqual(again["key"], first["key"])
+
+    def test_default_tiles(self):
+        info = fa.prepare_kernel(128, dtype="float16")
+        self.assertTrue(info["name"].startswith("fa_fwd_d128_f16_full_"),
+                        info["name"])
+        self.assertEqual(info["spill_store_bytes"], 0)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ValueError, "dtype must be one of"):
+            fa.prepare_kernel(64, dtype="float64")
+        with self.assertRaisesRegex(
+                fa.FaError, r"invalid argument: head-dim must be in \[1, 512\], "
+                            r"got 0"):
+            fa.prepare_kernel(0)
+        with self.assertRaisesRegex(fa.FaError, "compile error: .*does not "
+                                                "divide the tiles"):
+            fa.prepare_kernel(128, block_m=4, block_n=32, num_warps=8)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
