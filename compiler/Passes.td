@@ -55,7 +55,7 @@ def FALowerTilesToLinalg : Pass<"fa-lower-tiles-to-linalg", "::mlir::func::FuncO
 }
 
 def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
-  let summary = "Place every tile for the SIMT (CUDA-core, f32) strategy";
+  let summary = "Place every tile for the SIMT (CUDA-core) strategy";
   let description = [{
     Gives each tile value of an `fa.grid` program a home, as an encoding on
     its tensor type (the lecture's kernel):
@@ -68,6 +68,11 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
       running max m, sum l and the accumulator acc (O_i[B_r/bdy][d/bdx]);
     * a tile that a matmul must read whole (P for P V) is moved to shared
       memory with `fa.convert_layout`.
+
+    Tiles keep their element type: with f16/bf16 inputs the shared tiles are
+    16-bit (half the bytes) and the register tiles that the tile program
+    rounds (P before P V, O before the store) are 16-bit too; S, the softmax
+    state and the accumulator are f32.
 
     The block has `num-warps * 32` threads arranged as rows x cols, cols the
     largest power of two <= 32 that divides both B_c and D. The pass records

@@ -10,8 +10,9 @@ namespace fa {
 
 enum class ElementType { f32, f16, bf16 };
 
-/// How the kernel computes: `simt` is fp32 on CUDA cores (the lecture's
-/// kernel); tensor-core (`mma`) and Hopper (`wgmma`) strategies come later.
+/// How the kernel computes: `simt` is f32 arithmetic on CUDA cores (the
+/// lecture's kernel; f16/bf16 inputs are widened as read); tensor-core (`mma`)
+/// and Hopper (`wgmma`) strategies come later.
 enum class Strategy { simt };
 
 /// Every parameter that changes the generated code of an attention kernel.
