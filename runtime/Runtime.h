@@ -102,8 +102,10 @@ public:
   const std::string &deviceArch() const;
   const std::string &cacheDir() const;
 
-  /// Fills the defaults: tiles and warps left at 0, and an empty arch (the
-  /// device's).
+  /// Fills the defaults: tiles and warps left at 0 (the first default
+  /// candidate), and an empty arch (the device's). prepare(), load() and
+  /// forward() may settle on a later candidate when this one spills; the
+  /// KernelInfo they return holds the spec actually used.
   KernelSpec resolve(KernelSpec spec) const;
 
   /// Finds or compiles the kernel (memory, disk, compiler). Needs no GPU.
