@@ -307,27 +307,26 @@ Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
   std::string request = requested.canonicalText();
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
-  std::vector<KernelSpec> candidates = requested.defaultCandidates();
-  KernelEntry *firstCompiled = nullptr;
+  KernelEntry *chosen = nullptr; // the first without spills, else the first
   Result firstError;
-  for (const KernelSpec &candidate : candidates) {
+  for (const KernelSpec &candidate : requested.defaultCandidates()) {
     KernelEntry *compiled = nullptr;
     if (Result r = prepareLocked(candidate, compiled); !r) {
       if (firstError)
         firstError = r;
       continue;
     }
-    if (!firstCompiled)
-      firstCompiled = compiled;
     if (!compiled->info.ptxas.spills()) {
-      firstCompiled = compiled;
+      chosen = compiled;
       break;
     }
+    if (!chosen)
+      chosen = compiled;
   }
-  if (!firstCompiled)
+  if (!chosen)
     return firstError;
-  defaultChoice[request] = firstCompiled->info.spec;
-  entry = firstCompiled;
+  defaultChoice[request] = chosen->info.spec;
+  entry = chosen;
   return {};
 }
 
