@@ -47,6 +47,15 @@ def tflops(b, h, s, d, causal, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
+def fa_ms(q, k, v, causal, args):
+    """Median ms of fa.attention with the command line's tiles (0 = default)."""
+    def run():
+        return fa.attention(q, k, v, causal=causal, block_m=args.block_m,
+                            block_n=args.block_n, num_warps=args.num_warps)
+    run()  # compile outside the timing
+    return do_bench(run)
+
+
 def sdpa(backend, q, k, v, causal):
     def run():
         with sdpa_kernel(backend):
@@ -76,19 +85,12 @@ def main():
         for s in seqs:
             b = 16384 // s
             for causal in (False, True):
-                def fa_ms(q, k, v):
-                    fn = lambda: fa.attention(  # noqa: E731
-                        q, k, v, causal=causal, block_m=args.block_m,
-                        block_n=args.block_n, num_warps=args.num_warps)
-                    fn()  # compile outside the timing
-                    return do_bench(fn)
-
                 q, k, v = (torch.randn(b, h, s, d, device="cuda")
                            for _ in range(3))
-                ours = tflops(b, h, s, d, causal, fa_ms(q, k, v))
+                ours = tflops(b, h, s, d, causal, fa_ms(q, k, v, causal, args))
                 peer32 = sdpa(SDPBackend.EFFICIENT_ATTENTION, q, k, v, causal)
                 qh, kh, vh = q.half(), k.half(), v.half()
-                ours16 = tflops(b, h, s, d, causal, fa_ms(qh, kh, vh))
+                ours16 = tflops(b, h, s, d, causal, fa_ms(qh, kh, vh, causal, args))
                 flash = sdpa(SDPBackend.FLASH_ATTENTION, qh, kh, vh, causal)
                 cudnn = sdpa(SDPBackend.CUDNN_ATTENTION, qh, kh, vh, causal)
                 row = {"D": d, "S": s, "B": b, "H": h, "causal": causal,

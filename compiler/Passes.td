@@ -81,7 +81,8 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
     (`fa.shared_offset`). It fails, naming the config, the need and the
     limit, when shared memory exceeds the target's per-block limit or the
     thread grid does not divide a tile; it warns when its register estimate
-    exceeds 255 per thread (the kernel will spill).
+    exceeds what a thread of the block can have (255, or the block's
+    share of the 64K-register file for blocks over 256 threads).
   }];
   let options = [
     Option<"numWarps", "num-warps", "int64_t", /*default=*/"8",

@@ -206,11 +206,11 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
     });
   });
   int64_t registers = stateRegisters + largestTemporary + kRegisterOverhead;
-  if (registers > ::fa::kMaxRegistersPerThread)
+  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
+  if (registers > registerLimit)
     grid.emitWarning() << "placement " << config << " needs about "
                        << registers << " registers per thread, over the "
-                       << ::fa::kMaxRegistersPerThread
-                       << " available: the kernel will spill";
+                       << registerLimit << " available: the kernel will spill";
 
   Builder b(&getContext());
   grid->setAttr("fa.num_threads", b.getI64IntegerAttr(numThreads));

@@ -29,6 +29,18 @@ constexpr int64_t kStaticSharedMemoryReserve = 16;
 /// Registers a thread may use (the PTX limit).
 constexpr int64_t kMaxRegistersPerThread = 255;
 
+/// 32-bit registers of one SM, shared by the threads of a resident block
+/// (64K on sm_80 .. sm_90a).
+constexpr int64_t kRegistersPerBlock = 65536;
+
+/// Registers each of `numThreads` threads can have before ptxas must spill:
+/// the PTX limit, or the block's share of the register file when smaller.
+constexpr int64_t maxRegistersPerThread(int64_t numThreads) {
+  return numThreads * kMaxRegistersPerThread > kRegistersPerBlock
+             ? kRegistersPerBlock / numThreads
+             : kMaxRegistersPerThread;
+}
+
 } // namespace fa
 
 #endif // FA_LIB_GPUTARGET_H

@@ -96,7 +96,7 @@ static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d,
 /// Whether (bm, bn, warps) fits: the thread grid divides the tiles, the
 /// shared memory fits the arch, and the per-thread tiles (accumulator,
 /// scores, row state, 32 for the rest) stay within the registers a thread
-/// of the block can have (255, or 64K / threads for large blocks).
+/// of the block can have (maxRegistersPerThread).
 static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
                            int64_t elementBytes, int64_t maxShared) {
   int64_t cols = simtThreadColumns(bn, d);
@@ -104,8 +104,7 @@ static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
   if (rows == 0 || bm % rows != 0)
     return false;
   int64_t registers = (bm / rows) * (d / cols + bn / cols + 4) + 32;
-  int64_t blockLimit = 65536 / (warps * 32);
-  return registers <= std::min(kMaxRegistersPerThread, blockLimit) &&
+  return registers <= maxRegistersPerThread(warps * 32) &&
          simtSharedBytes(bm, bn, d, elementBytes) +
                  kStaticSharedMemoryReserve <=
              maxShared;

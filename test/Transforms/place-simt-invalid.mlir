@@ -9,6 +9,11 @@
 // WARPS: error: num-warps must be in [1, 32], got 0
 // SPILL: warning: placement block-m=64 block-n=32 head-dim=256 num-warps=1 needs about {{[0-9]+}} registers per thread, over the 255 available: the kernel will spill
 
+// 512 threads share the 64K-register file: 128 each (ptxas spills 60 bytes
+// here). `not`: the D = 18 program below has no thread grid at these tiles.
+// RUN: not fa-opt %s --split-input-file --fa-tile-pipeline="block-m=128 block-n=32" --fa-place-simt="num-warps=16" 2>&1 | FileCheck %s --check-prefix=BLOCKSPILL
+// BLOCKSPILL: warning: placement block-m=128 block-n=32 head-dim=256 num-warps=16 needs about {{[0-9]+}} registers per thread, over the 128 available: the kernel will spill
+
 // Q, K, V tiles of 64 x 260 floats and P of 64 x 68: 217088 bytes.
 func.func @shared_memory_over_limit(%q: memref<?x?x?x256xf32>, %k: memref<?x?x?x256xf32>,
                                     %v: memref<?x?x?x256xf32>, %o: memref<?x?x?x256xf32>,
