@@ -9,10 +9,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
+#include "compiler/GpuLowering.h"
+#include "compiler/MmaToGPU.h"
 #include "compiler/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
@@ -38,20 +42,6 @@ static constexpr StringLiteral kKernelModuleName = "fa_kernels";
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//
-
-static Attribute workgroupSpace(MLIRContext *ctx) {
-  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-}
-
-/// The padded buffer of a shared tile: [R, C + pad] (or [R]).
-static MemRefType sharedBufferType(RankedTensorType type) {
-  auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
-  SmallVector<int64_t> shape(type.getShape());
-  if (shape.size() == 2)
-    shape[1] += encoding.getPad();
-  return MemRefType::get(shape, type.getElementType(), MemRefLayoutAttrInterface(),
-                         workgroupSpace(type.getContext()));
-}
 
 namespace {
 
@@ -113,23 +103,6 @@ private:
   }
 };
 
-SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector) {
-  int64_t n = cast<VectorType>(vector.getType()).getNumElements();
-  SmallVector<Value> elements;
-  for (int64_t i = 0; i < n; ++i)
-    elements.push_back(vector::ExtractOp::create(b, loc, vector, i));
-  return elements;
-}
-
-Value pack(OpBuilder &b, Location loc, Type type, ValueRange elements) {
-  return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
-                                        elements);
-}
-
-Value f32Const(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
-}
-
 /// An f16/bf16 value as f32 (tiles are stored in the input precision and
 /// computed in f32); f32 values pass through.
 Value widenToF32(OpBuilder &b, Location loc, Value value) {
@@ -138,21 +111,11 @@ Value widenToF32(OpBuilder &b, Location loc, Value value) {
   return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
 }
 
-Value indexConst(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
-}
-
 /// The view of the dynamic shared memory that holds a shared tile.
 Value sharedBuffer(OpBuilder &b, Location loc, Operation *producer,
                    MemRefType type) {
   auto offset = producer->getAttrOfType<IntegerAttr>("fa.shared_offset");
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface(),
-                               workgroupSpace(b.getContext()));
-  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
-  return memref::ViewOp::create(b, loc, type, base,
-                                indexConst(b, loc, offset.getInt()),
-                                ValueRange{});
+  return sharedBufferAt(b, loc, indexConst(b, loc, offset.getInt()), type);
 }
 
 /// Butterfly all-reduce over the `lanes` consecutive lanes of a row.
@@ -174,24 +137,6 @@ template <typename Op>
 struct PlacedPattern : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   using OpAdaptor = typename Op::Adaptor;
-};
-
-/// Splat tile constants (the initial softmax state) -> vector constants.
-struct ConstantLowering : PlacedPattern<arith::ConstantOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(arith::ConstantOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto dense = dyn_cast<SplatElementsAttr>(op.getValue());
-    Type type = getTypeConverter()->convertType(op.getType());
-    if (!dense || !type || type == op.getType())
-      return failure();
-    auto vectorType = cast<VectorType>(type);
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, vectorType,
-        SplatElementsAttr::get(vectorType, dense.getSplatValue<Attribute>()));
-    return success();
-  }
 };
 
 /// Global loads a thread issues before it stores any of them to shared
@@ -471,22 +416,6 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
   }
 };
 
-/// A precision cast of a register tile (P and O rounded to the input type
-/// before P V and the store) is the same cast of each owned element.
-template <typename CastOp>
-struct RegisterCastLowering : PlacedPattern<CastOp> {
-  using PlacedPattern<CastOp>::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(CastOp op, typename CastOp::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Type type = this->getTypeConverter()->convertType(op.getType());
-    if (!type || type == op.getType() || !isa<VectorType>(type))
-      return rewriter.notifyMatchFailure(op, "not a register tile");
-    rewriter.replaceOpWithNewOp<CastOp>(op, type, adaptor.getIn());
-    return success();
-  }
-};
-
 struct MaskLowering : PlacedPattern<MaskOp> {
   using PlacedPattern::PlacedPattern;
   LogicalResult
@@ -665,7 +594,7 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   kernel.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({int32_t(threads.getInt()), 1, 1}));
   kernel->setAttr("fa.shared_memory_bytes", sharedBytes);
-  for (StringRef name : {"fa.estimated_registers"})
+  for (StringRef name : {"fa.estimated_registers", "fa.strategy"})
     if (Attribute attr = grid->getAttr(name))
       kernel->setAttr(name, attr);
 
@@ -729,11 +658,30 @@ struct FAConvertPlacedToGPUPass
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     auto kernels = gpu::GPUModuleOp::create(builder, module.getLoc(),
                                             kKernelModuleName);
+    // Each kernel is lowered by the patterns of the strategy that placed it
+    // (fa.strategy; none: simt).
+    SmallVector<Operation *> simtKernels;
+    SmallVector<gpu::GPUFuncOp> mmaKernels;
     for (auto [func, grid] : programs) {
-      if (failed(outlineKernel(func, grid, kernels)))
+      FailureOr<gpu::GPUFuncOp> kernel = outlineKernel(func, grid, kernels);
+      if (failed(kernel))
         return signalPassFailure();
       func.erase();
+      auto strategy = (*kernel)->getAttrOfType<StringAttr>("fa.strategy");
+      if (!strategy || strategy.getValue() == "simt")
+        simtKernels.push_back(*kernel);
+      else if (strategy.getValue() == kMmaStrategyName)
+        mmaKernels.push_back(*kernel);
+      else {
+        kernel->emitOpError("placed for unknown strategy ") << strategy;
+        return signalPassFailure();
+      }
     }
+    for (gpu::GPUFuncOp kernel : mmaKernels)
+      if (failed(lowerMmaKernel(kernel)))
+        return signalPassFailure();
+    if (simtKernels.empty())
+      return;
 
     PlacedTypeConverter typeConverter;
     ConversionTarget target(*ctx);
@@ -746,15 +694,14 @@ struct FAConvertPlacedToGPUPass
       return typeConverter.isLegal(op);
     });
     RewritePatternSet patterns(ctx);
-    patterns.add<ConstantLowering, LoadTileLowering, ConvertLayoutLowering,
-                 StoreTileLowering, TileMatmulLowering, MaskLowering,
-                 OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
-                 RegisterCastLowering<arith::TruncFOp>,
-                 RegisterCastLowering<arith::ExtFOp>>(typeConverter, ctx);
+    patterns.add<LoadTileLowering, ConvertLayoutLowering, StoreTileLowering,
+                 TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
+                 RescaleLowering, FinalizeLowering>(typeConverter, ctx);
+    populateRegisterTilePatterns(typeConverter, patterns);
     populateKVTileRangeLowering(patterns);
     scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter,
                                                          patterns, target);
-    if (failed(applyPartialConversion(kernels, target, std::move(patterns))))
+    if (failed(applyPartialConversion(simtKernels, target, std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -139,7 +139,8 @@ LogicalResult
 mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
                       const ::fa::KernelSpec &spec,
                       llvm::function_ref<void(Stage, ModuleOp)> onStage) {
-  GpuOptions gpu{spec.arch, spec.numWarps};
+  GpuOptions gpu{spec.arch, spec.numWarps,
+                 ::fa::toString(spec.resolvedStrategy()), spec.stages};
   for (Stage next : kStages) {
     if (next <= from || next > to || next > Stage::llvm)
       continue;
@@ -207,10 +208,11 @@ LogicalResult mlir::fa::readLaunchInfo(ModuleOp module,
 }
 
 llvm::Expected<CompiledKernel>
-mlir::fa::compileKernel(const ::fa::KernelSpec &spec, bool assemble) {
-  std::string error = spec.validate();
+mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
+  std::string error = requested.validate();
   if (!error.empty())
     return llvm::createStringError(error);
+  ::fa::KernelSpec spec = requested.withDefaults();
   std::unique_ptr<MLIRContext> ctx = createCompilerContext();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &diag) {

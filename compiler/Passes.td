@@ -97,6 +97,43 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
 
+def FAPlaceMma : Pass<"fa-place-mma", "::mlir::func::FuncOp"> {
+  let summary = "Place every tile for the tensor-core (mma.sync) strategy";
+  let description = [{
+    Gives each tile value of an `fa.grid` program (f16/bf16 inputs) a home
+    for the FlashAttention-2 class kernel (lib/Strategy/MmaModel.h has the
+    rules and the numbers):
+
+    * Q, K and V tiles (`fa.load_tile`) live in shared memory, rows padded
+      to an odd number of 16-byte chunks (conflict-free ldmatrix and
+      cp.async); loads inside the K/V loop get a ring of `stages` slots
+      (`fa.pipeline_stages`): the next tiles are copied while the current
+      one is used;
+    * S, P, the softmax state and the O accumulator live in tensor-core
+      accumulator fragments, `#fa.mma`: each warp owns B_r / num-warps rows;
+    * the left operand of each matmul is moved to A-operand fragments,
+      `#fa.mma_operand`: Q once, from shared memory, before the K/V loop; P in
+      registers (the two layouts hold the same elements in the same lanes).
+      The right operands (K, V) are read from shared memory by the matmul.
+
+    The pass records `fa.strategy = "mma"`, the block size
+    (`fa.num_threads`), the shared-memory bytes (`fa.shared_memory_bytes`)
+    and each shared tile's byte offset (`fa.shared_offset`). It fails,
+    naming the config and the limit, when the tiles do not divide into
+    fragments or shared memory exceeds the target's limit, and warns when the
+    register estimate exceeds what a thread can have.
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"4",
+           "warps per block">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in flight (1: no prefetch)">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
+           "target GPU architecture (sm_80, sm_86, sm_89, sm_90, sm_90a)">,
+  ];
+  let dependentDialects = ["::mlir::fa::FADialect"];
+}
+
 def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower placed fa.grid programs to gpu.func kernels";
   let description = [{
@@ -113,8 +150,11 @@ def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> 
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];

@@ -8,6 +8,7 @@
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -77,6 +78,14 @@ void mlir::fa::buildCpuPipeline(OpPassManager &pm,
 
 void mlir::fa::buildPlacePipeline(OpPassManager &pm,
                                   const GpuOptions &options) {
+  if (options.strategy == "mma") {
+    FAPlaceMmaOptions place;
+    place.numWarps = options.numWarps;
+    place.stages = options.stages;
+    place.arch = options.arch;
+    pm.addNestedPass<func::FuncOp>(createFAPlaceMma(place));
+    return;
+  }
   FAPlaceSimtOptions place;
   place.numWarps = options.numWarps;
   place.arch = options.arch;
@@ -105,6 +114,9 @@ void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
     target.features = std::string(arch->ptxFeatures);
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
+  // ldmatrix and cp.async (mma strategy) before the memref descriptors of
+  // their operands are lowered.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
@@ -121,7 +133,13 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   Option<int64_t> numWarps{*this, "num-warps",
                            llvm::cl::desc("warps per block"),
                            llvm::cl::init(8)};
-  GpuOptions get() const { return {arch, numWarps}; }
+  Option<std::string> strategy{*this, "strategy",
+                               llvm::cl::desc("simt | mma"),
+                               llvm::cl::init("simt")};
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("K/V tiles in flight (mma)"),
+                         llvm::cl::init(2)};
+  GpuOptions get() const { return {arch, numWarps, strategy, stages}; }
 };
 
 struct TilePipelineOptions : public PassPipelineOptions<TilePipelineOptions> {
@@ -153,7 +171,7 @@ void mlir::fa::registerPipelines() {
         buildCpuPipeline(pm, options.get());
       });
   PassPipelineRegistration<GpuPipelineOptions>(
-      "fa-place-pipeline", "tiled -> placed (SIMT)",
+      "fa-place-pipeline", "tiled -> placed (strategy=simt|mma)",
       [](OpPassManager &pm, const GpuPipelineOptions &options) {
         buildPlacePipeline(pm, options.get());
       });

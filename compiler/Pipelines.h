@@ -38,9 +38,13 @@ void buildCpuPipeline(OpPassManager &pm, const TileOptions &options);
 struct GpuOptions {
   std::string arch = "sm_90a";
   int64_t numWarps = 8;
+  /// "simt" or "mma": which placement pass runs.
+  std::string strategy = "simt";
+  /// K/V tiles in flight (mma).
+  int64_t stages = 2;
 };
 
-/// tiled -> placed: every tile gets a home (SIMT strategy).
+/// tiled -> placed: every tile gets a home (fa-place-simt or fa-place-mma).
 void buildPlacePipeline(OpPassManager &pm, const GpuOptions &options);
 
 /// placed -> gpu: gpu.module with one gpu.func kernel per program.

@@ -6,8 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
+#include "compiler/Placement.h"
 #include "lib/GpuTarget.h"
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/SimtModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -33,23 +35,7 @@ static constexpr int64_t kRegisterOverhead = 32;
 /// Shared-memory buffers are 16-byte aligned (vector accesses).
 static constexpr int64_t kSharedAlignment = 16;
 
-static RankedTensorType withEncoding(Type type, Attribute encoding) {
-  auto tensor = cast<RankedTensorType>(type);
-  return RankedTensorType::get(tensor.getShape(), tensor.getElementType(),
-                               encoding);
-}
-
-static bool isUnplacedTile(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && !tensor.getEncoding();
-}
-
 namespace {
-
-/// The tile sizes of one program, read from its ops.
-struct ProgramShape {
-  int64_t blockM = 0, blockN = 0, headDim = 0;
-};
 
 struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass> {
   using FAPlaceSimtBase::FAPlaceSimtBase;
@@ -81,18 +67,10 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
 LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
                                             const ::fa::GpuArch &target) {
   // Read the config from the program.
-  ProgramShape shape;
-  grid.walk([&](OnlineSoftmaxOp op) {
-    shape.blockN = cast<RankedTensorType>(op.getScores().getType()).getDimSize(1);
-  });
-  grid.walk([&](FinalizeOp op) {
-    auto acc = cast<RankedTensorType>(op.getAcc().getType());
-    shape.blockM = acc.getDimSize(0);
-    shape.headDim = acc.getDimSize(1);
-  });
-  if (!shape.blockM || !shape.blockN)
-    return grid.emitOpError("is not a tiled attention program (expected "
-                            "fa.online_softmax and fa.finalize)");
+  FailureOr<ProgramShape> programShape = readProgramShape(grid);
+  if (failed(programShape))
+    return failure();
+  ProgramShape shape = *programShape;
   std::string config = "block-m=" + std::to_string(shape.blockM) +
                        " block-n=" + std::to_string(shape.blockN) +
                        " head-dim=" + std::to_string(shape.headDim) +
@@ -100,7 +78,7 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
 
   // Thread grid: the threads of a row span columns, at most one warp wide.
   int64_t numThreads = numWarps * 32;
-  int64_t threadCols = ::fa::simtThreadColumns(shape.blockN, shape.headDim);
+  int64_t threadCols = ::fa::simt::threadColumns(shape.blockN, shape.headDim);
   int64_t threadRows = numThreads / threadCols;
   if (shape.blockM % threadRows)
     return grid.emitOpError()
@@ -119,39 +97,9 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
 
   // Tile constants hoisted out of the program (the initial online-softmax
   // state) are rematerialized inside it, where they get placed.
-  OpBuilder entry = OpBuilder::atBlockBegin(&grid.getBodyBlock());
-  grid.walk([&](Operation *op) {
-    for (OpOperand &operand : op->getOpOperands()) {
-      auto constant = operand.get().getDefiningOp<arith::ConstantOp>();
-      if (constant && isUnplacedTile(constant.getType()) &&
-          !grid->isAncestor(constant))
-        operand.set(entry.clone(*constant)->getResult(0));
-    }
-  });
-
+  rematerializeHoistedConstants(grid);
   // Registers by default: every tile value in the program...
-  auto placeValue = [&](Value value, Attribute encoding) {
-    if (isUnplacedTile(value.getType()))
-      value.setType(withEncoding(value.getType(), encoding));
-  };
-  grid.walk([&](Operation *op) {
-    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
-      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
-      if (dense && isUnplacedTile(dense.getType())) {
-        auto type = withEncoding(dense.getType(), blocked);
-        constant.setValueAttr(dense.reshape(type));
-        constant.getResult().setType(type);
-      }
-      return;
-    }
-    Attribute encoding = isa<LoadTileOp>(op) ? Attribute(shared) : blocked;
-    for (Value result : op->getResults())
-      placeValue(result, encoding);
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument arg : block.getArguments())
-          placeValue(arg, blocked);
-  });
+  placeTiles(grid, blocked, shared);
   // ... except what a matmul reads whole, which goes to shared memory.
   grid.walk([&](TileMatmulOp op) {
     for (OpOperand *operand : {&op.getLhsMutable(), &op.getRhsMutable()}) {

@@ -82,3 +82,57 @@ SharedEncodingAttr::getSharedElements(ArrayRef<int64_t> shape) const {
     return shape[0];
   return shape[0] * (shape[1] + getPad());
 }
+
+//===----------------------------------------------------------------------===//
+// MmaEncodingAttr, MmaOperandEncodingAttr
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyWarps(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t warps) {
+  if (warps < 1 || warps > 32)
+    return emitError() << "warps must be in [1, 32], got " << warps;
+  return success();
+}
+
+/// m16 row blocks of one warp, for a tile of `rows` rows over `warps`.
+static int64_t rowBlocksPerWarp(int64_t rows, int64_t warps) {
+  return llvm::divideCeil(llvm::divideCeil(rows, warps), 16);
+}
+
+LogicalResult
+MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t warps) {
+  return verifyWarps(emitError, warps);
+}
+
+bool MmaEncodingAttr::isShared() const { return false; }
+
+int64_t MmaEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
+  int64_t rowBlocks = rowBlocksPerWarp(shape[0], getWarps());
+  if (shape.size() == 1)
+    return rowBlocks * 2;
+  return rowBlocks * llvm::divideCeil(shape[1], 8) * 4;
+}
+
+int64_t MmaEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
+  return 0;
+}
+
+LogicalResult
+MmaOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t warps) {
+  return verifyWarps(emitError, warps);
+}
+
+bool MmaOperandEncodingAttr::isShared() const { return false; }
+
+int64_t
+MmaOperandEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
+  int64_t rowBlocks = rowBlocksPerWarp(shape[0], getWarps());
+  int64_t cols = shape.size() == 2 ? shape[1] : 1;
+  return rowBlocks * llvm::divideCeil(cols, 16) * 8;
+}
+
+int64_t MmaOperandEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
+  return 0;
+}

@@ -151,4 +151,71 @@ def FA_SharedEncodingAttr : AttrDef<FA_Dialect, "SharedEncoding",
   let genVerifyDecl = 1;
 }
 
+def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+  let mnemonic = "mma";
+  let summary = "a tile in tensor-core accumulator fragments (mma.sync m16n8)";
+  let description = [{
+    The accumulator layout of `mma.sync.m16n8k16` (the S and O tiles of the
+    mma strategy). The `warps` of the block split the rows: warp `w` owns
+    rows `[w * R / warps, (w + 1) * R / warps)`, a multiple of 16. Those rows
+    are cut into 16 x 8 fragments; in each, lane `(g, t) = (lane / 4,
+    lane % 4)` holds 4 f32 (lib/Strategy/MmaLayout.h has the table):
+
+    ```
+    16 x 8 fragment (entry = lane holding the element pair):
+            c0c1 c2c3 c4c5 c6c7
+      r0  [   0    1    2    3 ]   c0, c1 of each lane
+      r1  [   4    5    6    7 ]
+      ...
+      r7  [  28   29   30   31 ]
+      r8  [   0    1    2    3 ]   c2, c3 of each lane
+      ...
+      r15 [  28   29   30   31 ]
+    ```
+
+    A thread's registers list its fragments row block by row block
+    (`(mi * C / 8 + ni) * 4 + e`). A 1-d tile of per-row values (running
+    max, sum) holds the two rows `g` and `g + 8` of each row block, the same
+    in the 4 lanes of a row; row reductions are shuffles within the quad.
+
+    ```mlir
+    tensor<128x64xf32, #fa.mma<warps = 8>>  // 8 warps x 16 rows; 32 f32 a thread
+    ```
+  }];
+  let parameters = (ins "int64_t":$warps);
+  let assemblyFormat = "`<` `warps` `=` $warps `>`";
+  let genVerifyDecl = 1;
+}
+
+def FA_MmaOperandEncodingAttr : AttrDef<FA_Dialect, "MmaOperandEncoding",
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+  let mnemonic = "mma_operand";
+  let summary = "a tile in tensor-core A-operand fragments (mma.sync k16)";
+  let description = [{
+    The A-operand layout of `mma.sync.m16n8k16` (row-major, f16/bf16): the
+    resident Q tile of Q K^T and the probabilities P of P V. Rows are split
+    over the `warps` as in `#fa.mma`; each warp's rows are cut into 16 x 16
+    fragments (the columns padded to a multiple of 16), of which lane
+    `(g, t)` holds 8 elements in 4 registers:
+
+    ```
+    a0a1 (g, 2t..2t+1)    a4a5 (g, 2t+8..2t+9)
+    a2a3 (g+8, 2t..)      a6a7 (g+8, 2t+8..)
+    ```
+
+    Two neighbouring 16 x 8 accumulator fragments of `#fa.mma` hold exactly
+    the elements of one 16 x 16 operand fragment in the same lanes, so P
+    goes from S's accumulator to the A operand of P V without leaving the
+    registers.
+
+    ```mlir
+    tensor<128x128xf16, #fa.mma_operand<warps = 8>>  // 64 f16 a thread
+    ```
+  }];
+  let parameters = (ins "int64_t":$warps);
+  let assemblyFormat = "`<` `warps` `=` $warps `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // FA_DIALECT_FADIALECT_TD

@@ -10,10 +10,11 @@ namespace fa {
 
 enum class ElementType { f32, f16, bf16 };
 
-/// How the kernel computes: `simt` is f32 arithmetic on CUDA cores (the
-/// lecture's kernel; f16/bf16 inputs are widened as read); tensor-core (`mma`)
-/// and Hopper (`wgmma`) strategies come later.
-enum class Strategy { simt };
+/// How the kernel computes. `simt`: f32 arithmetic on CUDA cores (the
+/// lecture's kernel; f16/bf16 inputs are widened as read). `mma`: f16/bf16
+/// on tensor cores with mma.sync m16n8k16, ldmatrix and cp.async pipelines
+/// (sm_80+). `automatic` resolves to simt for f32 and mma for f16/bf16.
+enum class Strategy { automatic, simt, mma };
 
 /// Every parameter that changes the generated code of an attention kernel.
 /// Batch, heads (and so GQA/MQA grouping), lengths and strides are runtime
@@ -22,31 +23,40 @@ struct KernelSpec {
   int64_t headDim = 128;
   ElementType dtype = ElementType::f32;
   bool causal = false;
-  /// Tiles and warps; 0 = the default for (head dim, dtype, arch), see
-  /// withDefaults().
+  /// Tiles, warps and stages; 0 = the default for (head dim, dtype, arch,
+  /// strategy), see withDefaults().
   int64_t blockM = 8;   // query rows per tile (B_r)
   int64_t blockN = 32;  // key/value rows per tile (B_c)
   int64_t numWarps = 8; // warps per thread block
-  int64_t stages = 1;   // K/V pipeline depth (the simt strategy has one)
-  Strategy strategy = Strategy::simt;
+  int64_t stages = 1;   // K/V tiles in flight (simt: 1; mma: 1..4; 0 = default)
+  Strategy strategy = Strategy::automatic;
   std::string arch = "sm_90a";
   /// Softmax scale; 0 means the default 1/sqrt(headDim).
   double scale = 0.0;
 
   double effectiveScale() const;
 
+  /// The strategy that serves this spec: the explicit one, else simt for
+  /// f32 and mma for f16/bf16.
+  Strategy resolvedStrategy() const;
+
   /// "" when the spec is valid, else what is wrong, naming value and limit.
   std::string validate() const;
 
-  /// A C identifier naming the kernel, e.g. fa_fwd_d128_f32_causal_8x32_w8.
+  /// A C identifier naming the kernel, e.g. fa_fwd_d128_f32_causal_8x32_w8
+  /// (simt) or fa_fwd_d128_f16_full_128x64_w8_s2_mma.
   std::string kernelName() const;
 
   /// One line that determines the generated code; equal specs (after
   /// withDefaults) have equal text.
   std::string canonicalText() const;
 
-  /// This spec with zero tile sizes / warps replaced by the defaults: the
-  /// first of defaultCandidates().
+  /// Whether a field is left to the defaults (strategy auto, or a tile
+  /// size, warps or stages of 0).
+  bool needsDefaults() const;
+
+  /// This spec with the strategy resolved and zero tile sizes / warps /
+  /// stages replaced by the defaults: the first of defaultCandidates().
   KernelSpec withDefaults() const;
 
   /// The configs the defaults choose from, best first: the measured ranking
@@ -55,11 +65,6 @@ struct KernelSpec {
   /// runtime takes the first candidate that compiles without spills.
   std::vector<KernelSpec> defaultCandidates() const;
 };
-
-/// Threads per tile row in the SIMT thread layout: the largest power of two
-/// <= 32 that divides both B_c and the head dim (so a row's threads are
-/// lanes of one warp). fa-place-simt and the default tiles share this rule.
-int64_t simtThreadColumns(int64_t blockN, int64_t headDim);
 
 /// Hex SHA-256 of everything that determines a compiled kernel: the compiler
 /// version, the canonical spec, the target arch and the ptxas version.
@@ -71,6 +76,9 @@ std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
 const char *compilerVersion();
 
 const char *toString(ElementType type);
+const char *toString(Strategy strategy);
+/// Parses "auto", "simt", "mma"; false if unknown.
+bool parseStrategy(const std::string &text, Strategy &strategy);
 /// Parses "f32", "f16", "bf16"; false if unknown.
 bool parseElementType(const std::string &text, ElementType &type);
 

@@ -302,7 +302,7 @@ Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
                                              KernelEntry *&entry) {
   if (requested.arch.empty())
     requested.arch = arch;
-  if (requested.blockM && requested.blockN && requested.numWarps)
+  if (!requested.needsDefaults())
     return prepareLocked(requested, entry);
   std::string request = requested.canonicalText();
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())

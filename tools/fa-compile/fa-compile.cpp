@@ -40,13 +40,24 @@ static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
                                   cl::init("f32"), cl::cat(category));
 static cl::opt<bool> causal("causal", cl::desc("causal mask (bottom-right)"),
                             cl::init(false), cl::cat(category));
-static cl::opt<int64_t> blockM("block-m", cl::desc("query rows per tile (B_r)"),
-                               cl::init(8), cl::cat(category));
-static cl::opt<int64_t> blockN("block-n",
-                               cl::desc("key/value rows per tile (B_c)"),
-                               cl::init(32), cl::cat(category));
-static cl::opt<int64_t> numWarps("num-warps", cl::desc("warps per block"),
-                                 cl::init(8), cl::cat(category));
+static cl::opt<std::string> strategy(
+    "strategy",
+    cl::desc("simt | mma | auto (default: simt for f32, mma for f16/bf16)"),
+    cl::init("auto"), cl::cat(category));
+static cl::opt<int64_t> blockM(
+    "block-m",
+    cl::desc("query rows per tile (B_r; simt default 8, else the strategy's "
+             "default)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> blockN(
+    "block-n", cl::desc("key/value rows per tile (B_c; simt default 32)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t> numWarps(
+    "num-warps", cl::desc("warps per block (simt default 8)"), cl::init(0),
+    cl::cat(category));
+static cl::opt<int64_t> stages(
+    "stages", cl::desc("K/V tiles in flight (mma: 1..4; 0 = default)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<double> scale("scale",
                              cl::desc("softmax scale (default 1/sqrt(D))"),
                              cl::init(0.0), cl::cat(category));
@@ -124,13 +135,25 @@ int main(int argc, char **argv) {
   if (!::fa::parseElementType(dtype, spec.dtype))
     return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
   spec.causal = causal;
+  if (!::fa::parseStrategy(strategy, spec.strategy))
+    return fail("unknown --strategy '" + strategy +
+                "'; expected simt, mma or auto");
   spec.blockM = blockM;
   spec.blockN = blockN;
   spec.numWarps = numWarps;
+  spec.stages = stages;
+  // The simt default is the lecture's kernel (B_r = 8, B_c = 32, 8 warps);
+  // other strategies take their resource model's first default.
+  if (spec.resolvedStrategy() == ::fa::Strategy::simt) {
+    spec.blockM = blockM ? blockM : 8;
+    spec.blockN = blockN ? blockN : 32;
+    spec.numWarps = numWarps ? numWarps : 8;
+  }
   spec.arch = arch;
   spec.scale = scale;
   if (std::string error = spec.validate(); !error.empty())
     return fail(error);
+  spec = spec.withDefaults();
   std::optional<Stage> target = parseStage(emit);
   if (!target)
     return fail("unknown --emit '" + emit + "'; expected " + stageNames());

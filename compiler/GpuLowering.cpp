@@ -1,0 +1,101 @@
+//===- GpuLowering.cpp - Helpers every GPU strategy lowering uses --*- C++ -*-===//
+#include "compiler/GpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+Attribute mlir::fa::workgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
+  auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
+  SmallVector<int64_t> shape(type.getShape());
+  if (shape.size() == 2)
+    shape[1] += encoding.getPad();
+  return MemRefType::get(shape, type.getElementType(),
+                         MemRefLayoutAttrInterface(),
+                         workgroupSpace(type.getContext()));
+}
+
+Value mlir::fa::sharedBufferAt(OpBuilder &b, Location loc, Value offset,
+                               MemRefType type) {
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(b.getContext()));
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+  return memref::ViewOp::create(b, loc, type, base, offset, ValueRange{});
+}
+
+SmallVector<Value> mlir::fa::unpack(OpBuilder &b, Location loc, Value vector) {
+  int64_t n = cast<VectorType>(vector.getType()).getNumElements();
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < n; ++i)
+    elements.push_back(vector::ExtractOp::create(b, loc, vector, i));
+  return elements;
+}
+
+Value mlir::fa::pack(OpBuilder &b, Location loc, Type type,
+                     ValueRange elements) {
+  return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
+                                        elements);
+}
+
+Value mlir::fa::f32Const(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+namespace {
+
+/// Splat tile constants (the initial softmax state) -> vector constants.
+struct ConstantLowering : OpConversionPattern<arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(arith::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto dense = dyn_cast<SplatElementsAttr>(op.getValue());
+    Type type = getTypeConverter()->convertType(op.getType());
+    if (!dense || !type || type == op.getType())
+      return failure();
+    auto vectorType = cast<VectorType>(type);
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, vectorType,
+        SplatElementsAttr::get(vectorType, dense.getSplatValue<Attribute>()));
+    return success();
+  }
+};
+
+/// A precision cast of a register tile (P and O rounded to the input type
+/// before P V and the store) is the same cast of each owned element.
+template <typename CastOp>
+struct RegisterCastLowering : OpConversionPattern<CastOp> {
+  using OpConversionPattern<CastOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CastOp op, typename CastOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = this->getTypeConverter()->convertType(op.getType());
+    if (!type || type == op.getType() || !isa<VectorType>(type))
+      return rewriter.notifyMatchFailure(op, "not a register tile");
+    rewriter.replaceOpWithNewOp<CastOp>(op, type, adaptor.getIn());
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fa::populateRegisterTilePatterns(const TypeConverter &typeConverter,
+                                            RewritePatternSet &patterns) {
+  patterns.add<ConstantLowering, RegisterCastLowering<arith::TruncFOp>,
+               RegisterCastLowering<arith::ExtFOp>>(typeConverter,
+                                                   patterns.getContext());
+}

@@ -1,0 +1,958 @@
+//===- MmaToGPU.cpp - Lowering of the mma strategy's placed programs -*- C++ -*-===//
+//
+// Two steps on an outlined kernel placed by fa-place-mma:
+//
+// 1. Copies. Every fa.load_tile becomes 16-byte cp.async copies into its
+//    shared buffer. The K/V loop's loads use a ring of `stages` slots: the
+//    tiles of the first stages - 1 iterations are copied before the loop,
+//    and iteration j waits for tile j, then starts copying tile
+//    j + stages - 1 into the slot that iteration j - 1 used, so the copies
+//    overlap stages - 1 iterations of tensor-core work.
+// 2. Fragments. A dialect conversion turns the tile ops on #fa.mma and
+//    #fa.mma_operand tiles into per-thread code over fragment registers
+//    (lib/Strategy/MmaLayout.h): ldmatrix for operands in shared memory,
+//    nvvm.mma.sync m16n8k16, quad shuffles for row reductions.
+//
+// mma.sync is emitted as nvvm.mma.sync rather than nvgpu.mma.sync: the
+// upstream nvgpu lowering cannot type bf16 operands (it fails with "failed
+// to deduce operand PTX types"). ldmatrix and cp.async use nvgpu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/MmaToGPU.h"
+#include "compiler/GpuLowering.h"
+#include "compiler/TileArithmetic.h"
+#include "dialect/FAOps.h"
+#include "lib/Strategy/MmaLayout.h"
+#include "lib/Strategy/MmaModel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fa;
+namespace layout = ::fa::mma;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Lanes and fragments
+//===----------------------------------------------------------------------===//
+
+/// The calling thread's warp and its lane split as (g, t) = (lane / 4,
+/// lane % 4), the coordinates of the fragment tables.
+struct Lane {
+  Lane(OpBuilder &b, Location loc) {
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value c32 = indexConst(b, loc, 32), c4 = indexConst(b, loc, 4);
+    warp = arith::DivUIOp::create(b, loc, tid, c32);
+    lane = arith::RemUIOp::create(b, loc, tid, c32);
+    g = arith::DivUIOp::create(b, loc, lane, c4);
+    t = arith::RemUIOp::create(b, loc, lane, c4);
+  }
+  Value warp, lane, g, t;
+};
+
+Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  if (c == 0)
+    return v;
+  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+/// Where a warp's fragments of a [R, C] tile placed over `warps` warps lie.
+struct FragmentTile {
+  FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
+               RankedTensorType type, int64_t warps)
+      : rows(type.getDimSize(0)),
+        cols(type.getRank() == 2 ? type.getDimSize(1) : 1),
+        rowBlocks(rows / warps / layout::kM), accColBlocks(cols / layout::kN),
+        lane(lane) {
+    warpRow0 = mulConst(b, loc, lane.warp, rows / warps);
+  }
+  FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
+               RankedTensorType type)
+      : FragmentTile(b, loc, lane, type, warpsOf(type)) {}
+
+  static int64_t warpsOf(RankedTensorType type) {
+    if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
+      return mma.getWarps();
+    return cast<MmaOperandEncodingAttr>(type.getEncoding()).getWarps();
+  }
+
+  /// Register of accumulator element e of fragment (mi, ni).
+  int64_t accSlot(int64_t mi, int64_t ni, int64_t e) const {
+    return (mi * accColBlocks + ni) * layout::AccumulatorFragment::kElements +
+           e;
+  }
+  /// Register of the per-row value of row half h of row block mi.
+  static int64_t rowSlot(int64_t mi, int64_t h) { return mi * 2 + h; }
+
+  /// Tile row of row half h of row block mi: warpRow0 + 16 mi + g + 8 h.
+  Value row(OpBuilder &b, Location loc, int64_t mi, int64_t h) const {
+    return addConst(b, loc, arith::AddIOp::create(b, loc, warpRow0, lane.g),
+                    mi * layout::kM + 8 * h);
+  }
+  /// Tile column of accumulator element e of column block ni.
+  Value accCol(OpBuilder &b, Location loc, int64_t ni, int64_t e) const {
+    return addConst(b, loc, mulConst(b, loc, lane.t, 2),
+                    ni * layout::kN + layout::AccumulatorFragment::colPair[e]);
+  }
+
+  int64_t rows, cols, rowBlocks, accColBlocks;
+  const Lane &lane;
+  Value warpRow0;
+};
+
+/// A 32-bit mma operand register from its two 16-bit halves (a
+/// vector<2xT>): nvvm.mma.sync takes f16 pairs as vector<2xf16> and bf16
+/// pairs as i32.
+Value operandRegister(OpBuilder &b, Location loc, Value pair) {
+  if (cast<VectorType>(pair.getType()).getElementType().isF16())
+    return pair;
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), pair);
+}
+
+/// Two 16-bit values as the 32-bit register an mma operand takes.
+Value packPair(OpBuilder &b, Location loc, Value lo, Value hi) {
+  auto pair = VectorType::get({2}, lo.getType());
+  return operandRegister(
+      b, loc, vector::FromElementsOp::create(b, loc, pair, ValueRange{lo, hi}));
+}
+
+/// Register r of an ldmatrix result (vector<Nx2xT>) as an mma operand.
+Value ldmatrixRegister(OpBuilder &b, Location loc, Value loaded, int64_t r) {
+  return operandRegister(b, loc, vector::ExtractOp::create(b, loc, loaded, r));
+}
+
+Value ldmatrix(OpBuilder &b, Location loc, Value buffer, Value row, Value col,
+               int64_t matrices, bool transpose) {
+  auto elementType = cast<MemRefType>(buffer.getType()).getElementType();
+  auto type = VectorType::get({matrices, 2}, elementType);
+  return nvgpu::LdMatrixOp::create(b, loc, type, buffer, ValueRange{row, col},
+                                   b.getBoolAttr(transpose),
+                                   b.getI32IntegerAttr(matrices));
+}
+
+/// d = a * b + c for one m16n8k16 fragment.
+SmallVector<Value> mmaSync(OpBuilder &b, Location loc, Type elementType,
+                           ArrayRef<Value> a, ArrayRef<Value> bRegs,
+                           ArrayRef<Value> c) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType =
+      elementType.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto mma = NVVM::MmaOp::create(
+      b, loc, resultType, a, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
+      std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> d;
+  for (int64_t i = 0; i < 4; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{i}));
+  return d;
+}
+
+/// All-reduce over the 4 lanes of a quad (the lanes that share a row).
+Value quadAllReduce(OpBuilder &b, Location loc, Value value,
+                    function_ref<Value(Value, Value)> combine) {
+  for (int64_t offset : {1, 2}) {
+    auto shuffle = gpu::ShuffleOp::create(b, loc, value, offset, /*width=*/32,
+                                          gpu::ShuffleMode::XOR);
+    value = combine(value, shuffle.getShuffleResult());
+  }
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Step 1: copies into shared memory
+//===----------------------------------------------------------------------===//
+
+/// Copies rows [row, row + R) of source[batch, head] into `buffer` ([R,
+/// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
+/// or past `rowLimit` and columns past the head dim (up to the contraction
+/// width) are zero-filled (cp.async with 0 source bytes, address clamped).
+void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
+                  Value buffer, int64_t numThreads) {
+  auto type = cast<RankedTensorType>(load.getType());
+  int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
+  int64_t chunksPerRow = ::fa::mma::contractionWidth(headDim) / 8;
+  int64_t chunks = rows * chunksPerRow;
+  Value source = load.getSource();
+  Value rowLimit = memref::DimOp::create(b, loc, source, 2);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value zero = indexConst(b, loc, 0);
+  Value full = indexConst(b, loc, 8);
+  for (int64_t first = 0; first < chunks; first += numThreads) {
+    Value chunk = addConst(b, loc, tid, first);
+    auto copyChunk = [&](OpBuilder &b, Location loc) {
+      Value r = arith::DivUIOp::create(b, loc, chunk,
+                                       indexConst(b, loc, chunksPerRow));
+      Value col = mulConst(
+          b, loc,
+          arith::RemUIOp::create(b, loc, chunk,
+                                 indexConst(b, loc, chunksPerRow)),
+          8);
+      Value globalRow = arith::AddIOp::create(b, loc, row, r);
+      Value rowValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             globalRow, rowLimit);
+      Value colValid = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, col, indexConst(b, loc, headDim));
+      Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
+      Value srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
+      Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
+      Value srcElements = arith::SelectOp::create(b, loc, valid, full, zero);
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
+          ValueRange{r, col}, source,
+          ValueRange{load.getBatch(), load.getHead(), srcRow, srcCol},
+          b.getIndexAttr(8), srcElements, b.getUnitAttr());
+    };
+    if (first + numThreads <= chunks) {
+      copyChunk(b, loc);
+      continue;
+    }
+    Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         chunk, indexConst(b, loc, chunks));
+    auto guard = scf::IfOp::create(b, loc, inTile);
+    OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+    copyChunk(inner, loc);
+  }
+}
+
+/// `value` (computed in the loop body from the induction variable) at
+/// iteration `iteration`: the ops of its slice inside the loop are cloned
+/// with the induction variable replaced.
+FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
+                                  Value iteration, IRMapping &mapping) {
+  if (value == loop.getInductionVar())
+    return iteration;
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop->isProperAncestor(def))
+    return value; // loop-invariant
+  if (def->getNumRegions() != 0)
+    return def->emitOpError("cannot be recomputed for a later iteration");
+  for (Value operand : def->getOperands())
+    if (failed(valueAtIteration(b, loop, operand, iteration, mapping)))
+      return failure();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
+int64_t sharedOffset(LoadTileOp load) {
+  return load->getAttrOfType<IntegerAttr>("fa.shared_offset").getInt();
+}
+
+/// The view of slot `slot` of the ring (or single buffer) of `load`.
+Value slotBuffer(OpBuilder &b, Location loc, LoadTileOp load, Value slot) {
+  auto type = sharedBufferType(cast<RankedTensorType>(load.getType()));
+  int64_t slotBytes =
+      type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  Value offset = arith::AddIOp::create(b, loc, mulConst(b, loc, slot, slotBytes),
+                                       indexConst(b, loc, sharedOffset(load)));
+  return sharedBufferAt(b, loc, offset, type);
+}
+
+/// Replaces the tile value of `load` by the shared buffer `buffer`; the
+/// conversion sees it through a cast (folded away with the conversion's own).
+void replaceLoad(OpBuilder &b, LoadTileOp load, Value buffer) {
+  b.setInsertionPoint(load);
+  auto cast = UnrealizedConversionCastOp::create(b, load.getLoc(),
+                                                 load.getType(), buffer);
+  load.getResult().replaceAllUsesWith(cast.getResult(0));
+  load.erase();
+}
+
+Value commitGroup(OpBuilder &b, Location loc) {
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+void waitGroups(OpBuilder &b, Location loc, Value token, int64_t pending) {
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                   b.getI32IntegerAttr(int32_t(pending)));
+}
+
+/// A tile loaded once (Q): copy, wait, and make it visible to the block.
+void lowerSingleLoad(LoadTileOp load, int64_t numThreads) {
+  OpBuilder b(load);
+  Location loc = load.getLoc();
+  Value buffer = slotBuffer(b, loc, load, indexConst(b, loc, 0));
+  emitTileCopy(b, loc, load, load.getRow(), buffer, numThreads);
+  waitGroups(b, loc, commitGroup(b, loc), 0);
+  gpu::BarrierOp::create(b, loc);
+  replaceLoad(b, load, buffer);
+}
+
+/// The loads of one K/V loop, all with the same ring of `stages` slots.
+/// One commit group per iteration holds all of the iteration's copies.
+LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
+                                int64_t stages, int64_t numThreads) {
+  Location loc = loop.getLoc();
+  for (LoadTileOp load : loads)
+    for (Value v : {Value(load.getSource()), Value(load.getBatch()),
+                    Value(load.getHead())})
+      if (Operation *def = v.getDefiningOp(); def && loop->isAncestor(def))
+        return load.emitOpError("a pipelined tile load needs its source, batch "
+                                "and head defined outside the loop");
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+        step = loop.getStep();
+  // Copies the tiles of iteration `iteration` into `slot`, if it runs.
+  auto copyIteration = [&](OpBuilder &b, Value iteration,
+                           Value slot) -> LogicalResult {
+    Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                       iteration, ub);
+    auto guard = scf::IfOp::create(b, loc, runs);
+    OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+    IRMapping mapping;
+    mapping.map(loop.getInductionVar(), iteration);
+    for (LoadTileOp load : loads) {
+      FailureOr<Value> row =
+          valueAtIteration(inner, loop, load.getRow(), iteration, mapping);
+      if (failed(row))
+        return failure();
+      emitTileCopy(inner, loc, load, *row, slotBuffer(inner, loc, load, slot),
+                   numThreads);
+    }
+    return success();
+  };
+
+  OpBuilder b(loop);
+  if (stages == 1) {
+    // No prefetch: each iteration copies its own tiles and waits for them.
+    b.setInsertionPoint(loads.front());
+    gpu::BarrierOp::create(b, loc); // nobody still reads the last tiles (WAR)
+    Value slot = indexConst(b, loc, 0);
+    if (failed(copyIteration(b, loop.getInductionVar(), slot)))
+      return failure();
+    waitGroups(b, loc, commitGroup(b, loc), 0);
+    gpu::BarrierOp::create(b, loc);
+    for (LoadTileOp load : loads)
+      replaceLoad(b, load, slotBuffer(b, loc, load, slot));
+    return success();
+  }
+
+  // Prologue: the tiles of iterations 0 .. stages - 2 into slots 0 ..
+  Value token;
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    Value iteration = arith::AddIOp::create(
+        b, loc, lb, arith::MulIOp::create(b, loc, step, indexConst(b, loc, s)));
+    if (failed(copyIteration(b, iteration, indexConst(b, loc, s))))
+      return failure();
+    token = commitGroup(b, loc);
+  }
+  // Iteration j: wait for tile j (stages - 2 newer groups may still be in
+  // flight); after the barrier nobody reads slot (j - 1) % stages, where
+  // tile j + stages - 1 goes.
+  b.setInsertionPoint(loads.front());
+  Value j = arith::DivUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, loop.getInductionVar(), lb), step);
+  waitGroups(b, loc, token, stages - 2);
+  gpu::BarrierOp::create(b, loc);
+  Value ahead = arith::AddIOp::create(
+      b, loc, loop.getInductionVar(),
+      arith::MulIOp::create(b, loc, step, indexConst(b, loc, stages - 1)));
+  Value stagesV = indexConst(b, loc, stages);
+  Value aheadSlot = arith::RemUIOp::create(
+      b, loc, addConst(b, loc, j, stages - 1), stagesV);
+  if (failed(copyIteration(b, ahead, aheadSlot)))
+    return failure();
+  commitGroup(b, loc);
+  Value slot = arith::RemUIOp::create(b, loc, j, stagesV);
+  for (LoadTileOp load : loads) {
+    OpBuilder at(load);
+    replaceLoad(at, load, slotBuffer(at, loc, load, slot));
+  }
+  return success();
+}
+
+LogicalResult lowerLoads(gpu::GPUFuncOp kernel) {
+  int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
+  SmallVector<LoadTileOp> single;
+  llvm::MapVector<scf::ForOp, SmallVector<LoadTileOp>> pipelined;
+  kernel.walk([&](LoadTileOp load) {
+    auto loop = load->getParentOfType<scf::ForOp>();
+    if (loop && load->hasAttr("fa.pipeline_stages"))
+      pipelined[loop].push_back(load);
+    else
+      single.push_back(load);
+  });
+  for (LoadTileOp load : single) {
+    if (!load->hasAttr("fa.shared_offset"))
+      return load.emitOpError("has no fa.shared_offset (run fa-place-mma)");
+    lowerSingleLoad(load, numThreads);
+  }
+  for (auto &[loop, loads] : pipelined) {
+    int64_t stages =
+        loads.front()->getAttrOfType<IntegerAttr>("fa.pipeline_stages").getInt();
+    for (LoadTileOp load : loads)
+      if (!load->hasAttr("fa.shared_offset") ||
+          load->getAttrOfType<IntegerAttr>("fa.pipeline_stages").getInt() !=
+              stages || stages < 1)
+        return load.emitOpError("the loads of one loop need shared offsets and "
+                                "one positive fa.pipeline_stages");
+    if (loads.front()->getBlock() != loop.getBody())
+      return loads.front().emitOpError("a pipelined load must be in the body "
+                                       "of its loop");
+    if (failed(pipelineLoopLoads(loop, loads, stages, numThreads)))
+      return failure();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Step 2: fragments
+//===----------------------------------------------------------------------===//
+
+class MmaTypeConverter : public TypeConverter {
+public:
+  MmaTypeConverter() {
+    addConversion([](Type type) { return type; });
+    addConversion([](RankedTensorType type) -> std::optional<Type> {
+      Attribute encoding = type.getEncoding();
+      if (isa_and_nonnull<MmaEncodingAttr, MmaOperandEncodingAttr>(encoding))
+        return VectorType::get(
+            {cast<TileEncodingInterface>(encoding).getRegistersPerThread(
+                type.getShape())},
+            type.getElementType());
+      if (isa_and_nonnull<SharedEncodingAttr>(encoding))
+        return sharedBufferType(type);
+      return std::nullopt;
+    });
+    auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
+                   Location loc) -> Value {
+      return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+          .getResult(0);
+    };
+    addSourceMaterialization(cast);
+    addTargetMaterialization(cast);
+  }
+};
+
+template <typename Op>
+struct MmaPattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using OpAdaptor = typename Op::Adaptor;
+};
+
+bool hasEncoding(Value value, function_ref<bool(Attribute)> is) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.getEncoding() && is(type.getEncoding());
+}
+bool isMma(Value v) {
+  return hasEncoding(v, [](Attribute a) { return isa<MmaEncodingAttr>(a); });
+}
+bool isOperand(Value v) {
+  return hasEncoding(v,
+                     [](Attribute a) { return isa<MmaOperandEncodingAttr>(a); });
+}
+bool isShared(Value v) {
+  return hasEncoding(v, [](Attribute a) { return isa<SharedEncodingAttr>(a); });
+}
+
+/// Shared -> A fragments (the resident Q tile): one ldmatrix.x4 per 16 x 16
+/// fragment; lane l points at row l % 8 + 8 (l / 8 % 2), column 8 (l / 16)
+/// of it, so the four matrices arrive as a0a1, a2a3, a4a5, a6a7.
+struct SharedToOperandLowering : MmaPattern<ConvertLayoutOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isShared(op.getSource()) || !isOperand(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "not shared -> mma_operand");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    int64_t kBlocks = llvm::divideCeil(tile.cols, layout::kK);
+    Value c8 = indexConst(rewriter, loc, 8);
+    Value laneRow = arith::AddIOp::create(
+        rewriter, loc, arith::RemUIOp::create(rewriter, loc, lane.lane, c8),
+        mulConst(rewriter, loc,
+                 arith::RemUIOp::create(
+                     rewriter, loc,
+                     arith::DivUIOp::create(rewriter, loc, lane.lane, c8),
+                     indexConst(rewriter, loc, 2)),
+                 8));
+    Value laneCol = mulConst(
+        rewriter, loc,
+        arith::DivUIOp::create(rewriter, loc, lane.lane,
+                               indexConst(rewriter, loc, 16)),
+        8);
+    SmallVector<Value> elements;
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t ki = 0; ki < kBlocks; ++ki) {
+        Value row = addConst(
+            rewriter, loc,
+            arith::AddIOp::create(rewriter, loc, tile.warpRow0, laneRow),
+            mi * layout::kM);
+        Value col = addConst(rewriter, loc, laneCol, ki * layout::kK);
+        Value loaded = ldmatrix(rewriter, loc, adaptor.getSource(), row, col,
+                                4, /*transpose=*/false);
+        for (int64_t r = 0; r < 4; ++r)
+          for (int64_t i = 0; i < 2; ++i)
+            elements.push_back(vector::ExtractOp::create(
+                rewriter, loc, loaded, ArrayRef<int64_t>{r, i}));
+      }
+    rewriter.replaceOp(op, pack(rewriter, loc,
+                                getTypeConverter()->convertType(type),
+                                elements));
+    return success();
+  }
+};
+
+/// Accumulator -> A fragments (P for P V): the same elements in the same
+/// lanes, renamed (layout::accumulatorSlotOfOperandA).
+struct AccumulatorToOperandLowering : MmaPattern<ConvertLayoutOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getSource()) || !isOperand(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "not mma -> mma_operand");
+    auto type = cast<RankedTensorType>(op.getType());
+    if (type.getDimSize(1) % layout::kK != 0)
+      return rewriter.notifyMatchFailure(op, "columns not a multiple of 16");
+    Location loc = op.getLoc();
+    int64_t warps = FragmentTile::warpsOf(type);
+    int64_t rowBlocks = type.getDimSize(0) / warps / layout::kM;
+    int64_t nBlocks = type.getDimSize(1) / layout::kN;
+    int64_t kBlocks = type.getDimSize(1) / layout::kK;
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getSource());
+    SmallVector<Value> elements;
+    for (int64_t mi = 0; mi < rowBlocks; ++mi)
+      for (int64_t kb = 0; kb < kBlocks; ++kb)
+        for (int64_t e = 0; e < layout::OperandAFragment::kElements; ++e) {
+          layout::AccumulatorSlot slot = layout::accumulatorSlotOfOperandA(kb, e);
+          elements.push_back(
+              acc[(mi * nBlocks + slot.nBlock) *
+                      layout::AccumulatorFragment::kElements +
+                  slot.element]);
+        }
+    rewriter.replaceOp(op, pack(rewriter, loc,
+                                getTypeConverter()->convertType(type),
+                                elements));
+    return success();
+  }
+};
+
+/// acc (+)= lhs * rhs with lhs in A fragments and rhs in shared memory:
+/// per k16 step, B fragments of two n8 blocks come from one ldmatrix.x4
+/// (.trans when rhs is stored [k][n], as V is; plain when it is stored
+/// [n][k], as K is for Q K^T), then one mma.sync per (row block, n block).
+struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(TileMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isOperand(op.getLhs()) || !isShared(op.getRhs()) ||
+        !isMma(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "not mma_operand x shared");
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+    Type elementType = rhsType.getElementType();
+    bool transposed = op.getTransposeRhs();
+    int64_t contraction =
+        transposed ? ::fa::mma::contractionWidth(rhsType.getDimSize(1))
+                   : rhsType.getDimSize(0);
+    if (contraction % layout::kK != 0 ||
+        resultType.getDimSize(1) % layout::kN != 0)
+      return op.emitOpError("mma lowering needs a contraction that is a "
+                            "multiple of 16 and an output width that is a "
+                            "multiple of 8");
+    int64_t kSteps = contraction / layout::kK;
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, resultType);
+    int64_t nBlocks = tile.accColBlocks;
+
+    SmallVector<Value> acc;
+    if (adaptor.getAcc())
+      acc = unpack(rewriter, loc, adaptor.getAcc());
+    else
+      acc.assign(tile.rowBlocks * nBlocks * 4, f32Const(rewriter, loc, 0.0));
+    // A registers: (mi, ki) -> 4 x i32.
+    SmallVector<Value> lhs = unpack(rewriter, loc, adaptor.getLhs());
+    auto aRegisters = [&](int64_t mi, int64_t ki) {
+      SmallVector<Value> regs;
+      int64_t base = (mi * kSteps + ki) * layout::OperandAFragment::kElements;
+      for (int64_t r = 0; r < 4; ++r)
+        regs.push_back(
+            packPair(rewriter, loc, lhs[base + 2 * r], lhs[base + 2 * r + 1]));
+      return regs;
+    };
+
+    // Lane address inside a 16 x 16 block of rhs: (row, col) offsets.
+    Value c8 = indexConst(rewriter, loc, 8);
+    Value laneMod8 = arith::RemUIOp::create(rewriter, loc, lane.lane, c8);
+    Value laneBit3 = mulConst(
+        rewriter, loc,
+        arith::RemUIOp::create(
+            rewriter, loc, arith::DivUIOp::create(rewriter, loc, lane.lane, c8),
+            indexConst(rewriter, loc, 2)),
+        8);
+    Value laneBit4 = mulConst(
+        rewriter, loc,
+        arith::DivUIOp::create(rewriter, loc, lane.lane,
+                               indexConst(rewriter, loc, 16)),
+        8);
+    for (int64_t ki = 0; ki < kSteps; ++ki)
+      for (int64_t nb = 0; nb < nBlocks; nb += 2) {
+        int64_t blocks = std::min<int64_t>(2, nBlocks - nb);
+        Value row, col;
+        if (transposed) {
+          // rhs[n][k]: matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), ...
+          row = addConst(rewriter, loc,
+                         arith::AddIOp::create(rewriter, loc, laneMod8,
+                                               laneBit4),
+                         nb * layout::kN);
+          col = addConst(rewriter, loc, laneBit3, ki * layout::kK);
+        } else {
+          // rhs[k][n]: matrices (k lo, n lo), (k hi, n lo), (k lo, n hi), ...
+          row = addConst(rewriter, loc,
+                         arith::AddIOp::create(rewriter, loc, laneMod8,
+                                               laneBit3),
+                         ki * layout::kK);
+          col = addConst(rewriter, loc, laneBit4, nb * layout::kN);
+        }
+        if (transposed && blocks == 1)
+          row = addConst(rewriter, loc, laneMod8, nb * layout::kN);
+        Value loaded = ldmatrix(rewriter, loc, adaptor.getRhs(), row, col,
+                                2 * blocks, /*transpose=*/!transposed);
+        for (int64_t n = 0; n < blocks; ++n) {
+          SmallVector<Value> b = {ldmatrixRegister(rewriter, loc, loaded, 2 * n),
+                                  ldmatrixRegister(rewriter, loc, loaded,
+                                                   2 * n + 1)};
+          for (int64_t mi = 0; mi < tile.rowBlocks; ++mi) {
+            int64_t base = tile.accSlot(mi, nb + n, 0);
+            SmallVector<Value> c(acc.begin() + base, acc.begin() + base + 4);
+            SmallVector<Value> d =
+                mmaSync(rewriter, loc, elementType, aRegisters(mi, ki), b, c);
+            std::copy(d.begin(), d.end(), acc.begin() + base);
+          }
+        }
+      }
+    rewriter.replaceOp(op, pack(rewriter, loc,
+                                getTypeConverter()->convertType(resultType),
+                                acc));
+    return success();
+  }
+};
+
+/// Masked scores become -inf. Only tiles that cross the causal diagonal or
+/// the end of the keys need it; the others skip the per-element test.
+struct MaskLowering : MmaPattern<MaskOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getScores()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t cols = type.getDimSize(1);
+    // The tile's last key column: past the keys, or (causal) past what the
+    // tile's first query row may see (col + Sq > row + Sk)?
+    Value lastCol = addConst(rewriter, loc, adaptor.getKvStart(), cols - 1);
+    Value needsMask = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::uge, lastCol, adaptor.getKvLen());
+    if (op.getMask() == MaskKind::causal)
+      needsMask = arith::OrIOp::create(
+          rewriter, loc, needsMask,
+          arith::CmpIOp::create(
+              rewriter, loc, arith::CmpIPredicate::ugt,
+              arith::AddIOp::create(rewriter, loc, lastCol, adaptor.getQLen()),
+              arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
+                                    adaptor.getKvLen())));
+    Value scores = adaptor.getScores();
+    auto branch = scf::IfOp::create(rewriter, loc, scores.getType(), needsMask,
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
+      Lane lane(rewriter, loc);
+      FragmentTile tile(rewriter, loc, lane, type);
+      SmallVector<Value> values = unpack(rewriter, loc, scores);
+      Value negInf = f32Const(rewriter, loc, -INFINITY);
+      for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+        for (int64_t h = 0; h < 2; ++h) {
+          Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
+                                            tile.row(rewriter, loc, mi, h));
+          for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+            for (int64_t p = 0; p < 2; ++p) {
+              int64_t e = 2 * h + p;
+              Value col = arith::AddIOp::create(rewriter, loc,
+                                                adaptor.getKvStart(),
+                                                tile.accCol(rewriter, loc, ni, e));
+              Value hidden =
+                  buildIsMasked(rewriter, loc, op.getMask(), row, col,
+                                adaptor.getQLen(), adaptor.getKvLen());
+              Value &v = values[tile.accSlot(mi, ni, e)];
+              v = arith::SelectOp::create(rewriter, loc, hidden, negInf, v);
+            }
+        }
+      scf::YieldOp::create(rewriter, loc,
+                           pack(rewriter, loc, scores.getType(), values));
+      rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
+      scf::YieldOp::create(rewriter, loc, scores);
+    }
+    rewriter.replaceOp(op, branch.getResult(0));
+    return success();
+  }
+};
+
+/// The online-softmax step per accumulator row (base 2, scale folded into
+/// one FMA): row max and row sum over the thread's 2 x (C / 8) values of the
+/// row, then over the quad.
+struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getScores()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getScores().getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
+    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
+    double scale = op.getScale().convertToDouble();
+    Value scaleLog2e = f32Const(rewriter, loc, scale * M_LOG2E);
+    Value scaleV = f32Const(rewriter, loc, scale);
+    Value log2e = f32Const(rewriter, loc, M_LOG2E);
+    Value negInf = f32Const(rewriter, loc, -INFINITY);
+    Value zero = f32Const(rewriter, loc, 0.0);
+    auto max = [&](Value a, Value b) -> Value {
+      return arith::MaximumFOp::create(rewriter, loc, a, b);
+    };
+    auto add = [&](Value a, Value b) -> Value {
+      return arith::AddFOp::create(rewriter, loc, a, b);
+    };
+    SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
+    SmallVector<Value> probs(s.size());
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        SmallVector<int64_t> slots;
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+          for (int64_t p = 0; p < 2; ++p)
+            slots.push_back(tile.accSlot(mi, ni, 2 * h + p));
+        int64_t r = FragmentTile::rowSlot(mi, h);
+        // m_new = max(m, scale * rowmax(s))
+        Value rowMax = s[slots[0]];
+        for (int64_t slot : ArrayRef(slots).drop_front())
+          rowMax = max(rowMax, s[slot]);
+        rowMax = quadAllReduce(rewriter, loc, rowMax, max);
+        Value mNew =
+            max(m[r], arith::MulFOp::create(rewriter, loc, rowMax, scaleV));
+        // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
+        Value empty = arith::CmpFOp::create(
+            rewriter, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
+        Value base = arith::SelectOp::create(rewriter, loc, empty, zero, mNew);
+        Value negBaseLog2 = arith::NegFOp::create(
+            rewriter, loc, arith::MulFOp::create(rewriter, loc, base, log2e));
+        // p = exp2(s * c - m_new * log2 e)
+        Value rowSum;
+        for (int64_t slot : slots) {
+          Value x = math::FmaOp::create(rewriter, loc, s[slot], scaleLog2e,
+                                        negBaseLog2);
+          Value p = math::Exp2Op::create(rewriter, loc, x);
+          probs[slot] = p;
+          rowSum = rowSum ? add(rowSum, p) : p;
+        }
+        rowSum = quadAllReduce(rewriter, loc, rowSum, add);
+        // alpha = exp2((m - m_new) log2 e); l_new = alpha * l + rowsum
+        alpha[r] = math::Exp2Op::create(
+            rewriter, loc,
+            math::FmaOp::create(rewriter, loc, m[r], log2e, negBaseLog2));
+        newMax[r] = mNew;
+        newSum[r] = math::FmaOp::create(rewriter, loc, alpha[r], l[r], rowSum);
+      }
+    Type rowType = adaptor.getRunningMax().getType();
+    rewriter.replaceOp(
+        op, {pack(rewriter, loc, rowType, newMax),
+             pack(rewriter, loc, adaptor.getScores().getType(), probs),
+             pack(rewriter, loc, rowType, newSum),
+             pack(rewriter, loc, rowType, alpha)});
+    return success();
+  }
+};
+
+/// Each accumulator element times the factor of its row.
+struct RescaleLowering : MmaPattern<RescaleOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(RescaleOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getAcc()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
+    SmallVector<Value> factor = unpack(rewriter, loc, adaptor.getFactor());
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+        for (int64_t e = 0; e < 4; ++e) {
+          Value &v = acc[tile.accSlot(mi, ni, e)];
+          v = arith::MulFOp::create(
+              rewriter, loc, v,
+              factor[FragmentTile::rowSlot(
+                  mi, layout::AccumulatorFragment::rowHalf[e])]);
+        }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getAcc().getType(), acc));
+    return success();
+  }
+};
+
+/// O = acc * (1 / l), LSE = m + log2(l) ln 2; rows with l = 0 give 0, -inf.
+struct FinalizeLowering : MmaPattern<FinalizeOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(FinalizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getAcc()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getAcc().getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
+    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
+    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
+    Value zero = f32Const(rewriter, loc, 0.0);
+    Value one = f32Const(rewriter, loc, 1.0);
+    Value ln2 = f32Const(rewriter, loc, M_LN2);
+    Value negInf = f32Const(rewriter, loc, -INFINITY);
+    SmallVector<Value> lse(m.size());
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t r = FragmentTile::rowSlot(mi, h);
+        Value empty = arith::CmpFOp::create(
+            rewriter, loc, arith::CmpFPredicate::OEQ, l[r], zero);
+        Value inv = arith::SelectOp::create(
+            rewriter, loc, empty, zero,
+            arith::DivFOp::create(rewriter, loc, one, l[r]));
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+          for (int64_t p = 0; p < 2; ++p) {
+            Value &v = acc[tile.accSlot(mi, ni, 2 * h + p)];
+            v = arith::MulFOp::create(rewriter, loc, v, inv);
+          }
+        Value logSum = arith::MulFOp::create(
+            rewriter, loc, math::Log2Op::create(rewriter, loc, l[r]), ln2);
+        Value value = arith::AddFOp::create(rewriter, loc, m[r], logSum);
+        lse[r] = arith::SelectOp::create(rewriter, loc, empty, negInf, value);
+      }
+    rewriter.replaceOp(op,
+                       {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
+                        pack(rewriter, loc, adaptor.getRunningMax().getType(),
+                             lse)});
+    return success();
+  }
+};
+
+/// registers -> global. O: each lane stores its element pairs (2 x 16 bit)
+/// of the valid rows; LSE: lane t = 0 of each quad stores its two rows.
+struct StoreTileLowering : MmaPattern<StoreTileOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(StoreTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getTile()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getTile().getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
+    Value dest = adaptor.getDest();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    bool perRow = type.getRank() == 1;
+    Value firstOfQuad =
+        perRow ? arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                       lane.t, indexConst(rewriter, loc, 0))
+               : Value();
+    Type elementType = type.getElementType();
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                          tile.row(rewriter, loc, mi, h));
+        Value valid = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
+        if (perRow)
+          valid = arith::AndIOp::create(rewriter, loc, valid, firstOfQuad);
+        auto ifValid = scf::IfOp::create(rewriter, loc, valid);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
+        if (perRow) {
+          memref::StoreOp::create(
+              rewriter, loc, values[FragmentTile::rowSlot(mi, h)], dest,
+              ValueRange{adaptor.getBatch(), adaptor.getHead(), row});
+          continue;
+        }
+        auto pairType = VectorType::get({2}, elementType);
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
+          int64_t slot = tile.accSlot(mi, ni, 2 * h);
+          Value pair = vector::FromElementsOp::create(
+              rewriter, loc, pairType,
+              ValueRange{values[slot], values[slot + 1]});
+          vector::StoreOp::create(
+              rewriter, loc, pair, dest,
+              ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
+                         tile.accCol(rewriter, loc, ni, 2 * h)});
+        }
+      }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
+  if (failed(lowerLoads(kernel)))
+    return failure();
+  MLIRContext *ctx = kernel.getContext();
+  MmaTypeConverter typeConverter;
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<FADialect>();
+  target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
+                         LLVM::LLVMDialect, math::MathDialect,
+                         memref::MemRefDialect, NVVM::NVVMDialect,
+                         nvgpu::NVGPUDialect, scf::SCFDialect,
+                         vector::VectorDialect>();
+  target.addLegalOp<UnrealizedConversionCastOp>();
+  target.addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp,
+                               arith::ExtFOp>(
+      [&](Operation *op) { return typeConverter.isLegal(op); });
+  RewritePatternSet patterns(ctx);
+  patterns.add<SharedToOperandLowering, AccumulatorToOperandLowering,
+               TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
+               RescaleLowering, FinalizeLowering, StoreTileLowering>(
+      typeConverter, ctx);
+  populateRegisterTilePatterns(typeConverter, patterns);
+  populateKVTileRangeLowering(patterns);
+  scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
+                                                       target);
+  return applyPartialConversion(kernel, target, std::move(patterns));
+}

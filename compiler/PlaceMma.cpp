@@ -1,0 +1,140 @@
+//===- PlaceMma.cpp - Placement for the tensor-core strategy -------*- C++ -*-===//
+//
+// Decides where every tile of an fa.grid program lives for the mma.sync
+// strategy (accumulator and operand fragments, shared-memory rings) and
+// checks the config against the strategy's resource model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "compiler/Placement.h"
+#include "lib/GpuTarget.h"
+#include "lib/Strategy/MmaModel.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
+
+#define DEBUG_TYPE "fa-place-mma"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FAPLACEMMA
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
+  using FAPlaceMmaBase::FAPlaceMmaBase;
+
+  void runOnOperation() override {
+    std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
+    if (!target) {
+      getOperation().emitError() << "unsupported arch '" << arch
+                                 << "'; expected one of "
+                                 << ::fa::supportedGpuArchs();
+      return signalPassFailure();
+    }
+    WalkResult result = getOperation().walk([&](GridOp grid) {
+      return succeeded(placeProgram(grid, *target)) ? WalkResult::advance()
+                                                    : WalkResult::interrupt();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+
+  LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
+};
+
+LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
+                                           const ::fa::GpuArch &target) {
+  FailureOr<ProgramShape> shape = readProgramShape(grid);
+  if (failed(shape))
+    return failure();
+  // The inputs' element type, from the tiles the program loads.
+  Type elementType;
+  grid.walk([&](LoadTileOp op) {
+    elementType = cast<RankedTensorType>(op.getType()).getElementType();
+  });
+  if (!elementType || !(elementType.isF16() || elementType.isBF16()))
+    return grid.emitOpError("the mma strategy needs f16 or bf16 tiles, got ")
+           << elementType;
+
+  ::fa::mma::Config config{shape->headDim, shape->blockM, shape->blockN,
+                           numWarps, stages, 2};
+  if (std::string error = ::fa::mma::checkFits(config, target); !error.empty())
+    return grid.emitOpError(error);
+  ::fa::mma::SharedLayout layout = ::fa::mma::sharedLayout(config);
+
+  MLIRContext *ctx = &getContext();
+  auto accumulator = MmaEncodingAttr::get(ctx, numWarps);
+  auto operand = MmaOperandEncodingAttr::get(ctx, numWarps);
+  auto shared = SharedEncodingAttr::get(ctx, layout.rowPad);
+  rematerializeHoistedConstants(grid);
+  placeTiles(grid, accumulator, shared);
+
+  // Left operands become A fragments: a shared tile (Q) once, right after
+  // it is loaded; a register tile (P) just before its matmul. Right
+  // operands are read from shared memory by the matmul itself.
+  llvm::DenseMap<Value, Value> operandOf;
+  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+    Value lhs = op.getLhs();
+    if (!operandOf.count(lhs)) {
+      OpBuilder builder(op);
+      if (Operation *def = lhs.getDefiningOp();
+          def && isa<LoadTileOp>(def))
+        builder.setInsertionPointAfter(def);
+      operandOf[lhs] = ConvertLayoutOp::create(
+          builder, op.getLoc(), withEncoding(lhs.getType(), operand), lhs);
+    }
+    op.getLhsMutable().assign(operandOf[lhs]);
+    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
+      op.emitOpError("the mma strategy reads the right operand from a loaded "
+                     "shared tile");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  // Shared memory, as the model lays it out: the tile loaded once (Q), then
+  // a ring of `stages` slots for each tile the K/V loop streams (K, V).
+  SmallVector<LoadTileOp> once, streamed;
+  grid.walk([&](LoadTileOp op) {
+    (op->getParentOfType<scf::ForOp>() ? streamed : once).push_back(op);
+  });
+  if (once.size() != 1 || streamed.size() != 2)
+    return grid.emitOpError("the mma strategy expects one tile loaded once "
+                            "(Q) and two streamed by the K/V loop (K, V), got ")
+           << once.size() << " and " << streamed.size();
+  Builder b(ctx);
+  once[0]->setAttr("fa.shared_offset", b.getI64IntegerAttr(layout.qOffset));
+  streamed[0]->setAttr("fa.shared_offset", b.getI64IntegerAttr(layout.kOffset));
+  streamed[1]->setAttr("fa.shared_offset", b.getI64IntegerAttr(layout.vOffset));
+  for (LoadTileOp op : streamed)
+    op->setAttr("fa.pipeline_stages", b.getI64IntegerAttr(stages));
+
+  int64_t numThreads = numWarps * 32;
+  int64_t registers = ::fa::mma::estimateRegisters(config);
+  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
+  if (registers > registerLimit)
+    grid.emitWarning() << "mma placement block-m=" << shape->blockM
+                       << " block-n=" << shape->blockN << " head-dim="
+                       << shape->headDim << " num-warps=" << numWarps
+                       << " needs about " << registers
+                       << " registers per thread, over the " << registerLimit
+                       << " available: the kernel will spill";
+
+  grid->setAttr("fa.strategy", b.getStringAttr("mma"));
+  grid->setAttr("fa.num_threads", b.getI64IntegerAttr(numThreads));
+  grid->setAttr("fa.shared_memory_bytes",
+                b.getI64IntegerAttr(layout.totalBytes));
+  grid->setAttr("fa.estimated_registers", b.getI64IntegerAttr(registers));
+  return success();
+}
+
+} // namespace

@@ -1,0 +1,73 @@
+//===- Placement.cpp - What every placement pass needs -------------*- C++ -*-===//
+#include "compiler/Placement.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
+  ProgramShape shape;
+  grid.walk([&](OnlineSoftmaxOp op) {
+    shape.blockN =
+        cast<RankedTensorType>(op.getScores().getType()).getDimSize(1);
+  });
+  grid.walk([&](FinalizeOp op) {
+    auto acc = cast<RankedTensorType>(op.getAcc().getType());
+    shape.blockM = acc.getDimSize(0);
+    shape.headDim = acc.getDimSize(1);
+  });
+  if (!shape.blockM || !shape.blockN)
+    return grid.emitOpError("is not a tiled attention program (expected "
+                            "fa.online_softmax and fa.finalize)");
+  return shape;
+}
+
+RankedTensorType mlir::fa::withEncoding(Type type, Attribute encoding) {
+  auto tensor = cast<RankedTensorType>(type);
+  return RankedTensorType::get(tensor.getShape(), tensor.getElementType(),
+                               encoding);
+}
+
+bool mlir::fa::isUnplacedTile(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && !tensor.getEncoding();
+}
+
+void mlir::fa::rematerializeHoistedConstants(GridOp grid) {
+  OpBuilder entry = OpBuilder::atBlockBegin(&grid.getBodyBlock());
+  grid.walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto constant = operand.get().getDefiningOp<arith::ConstantOp>();
+      if (constant && isUnplacedTile(constant.getType()) &&
+          !grid->isAncestor(constant))
+        operand.set(entry.clone(*constant)->getResult(0));
+    }
+  });
+}
+
+void mlir::fa::placeTiles(GridOp grid, Attribute registers, Attribute shared) {
+  auto placeValue = [&](Value value, Attribute encoding) {
+    if (isUnplacedTile(value.getType()))
+      value.setType(withEncoding(value.getType(), encoding));
+  };
+  grid.walk([&](Operation *op) {
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (dense && isUnplacedTile(dense.getType())) {
+        auto type = withEncoding(dense.getType(), registers);
+        constant.setValueAttr(dense.reshape(type));
+        constant.getResult().setType(type);
+      }
+      return;
+    }
+    Attribute encoding = isa<LoadTileOp>(op) ? shared : registers;
+    for (Value result : op->getResults())
+      placeValue(result, encoding);
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          placeValue(arg, registers);
+  });
+}

@@ -1,0 +1,43 @@
+//===- Placement.h - What every placement pass needs ---------------*- C++ -*-===//
+//
+// Strategy-neutral steps of placement: reading a program's tile sizes,
+// giving a tile type its encoding, and bringing hoisted tile constants back
+// into the program where they get placed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_COMPILER_PLACEMENT_H
+#define FA_COMPILER_PLACEMENT_H
+
+#include "dialect/FAOps.h"
+
+#include <string>
+
+namespace mlir::fa {
+
+/// The tile sizes of one program, read from its ops.
+struct ProgramShape {
+  int64_t blockM = 0, blockN = 0, headDim = 0;
+};
+
+/// B_r, B_c and D of a tiled attention program; an error on `grid` when it
+/// is not one (no fa.online_softmax / fa.finalize).
+FailureOr<ProgramShape> readProgramShape(GridOp grid);
+
+/// `type` (a ranked tensor) with `encoding`.
+RankedTensorType withEncoding(Type type, Attribute encoding);
+
+/// A ranked tensor without an encoding: a tile not placed yet.
+bool isUnplacedTile(Type type);
+
+/// Tile constants hoisted out of the program (the initial online-softmax
+/// state) are cloned into it, so that each program places its own.
+void rematerializeHoistedConstants(GridOp grid);
+
+/// Gives every unplaced tile value of the program `registers` (constants,
+/// op results and region arguments), except fa.load_tile results, which get
+/// `shared`.
+void placeTiles(GridOp grid, Attribute registers, Attribute shared);
+
+} // namespace mlir::fa
+
+#endif // FA_COMPILER_PLACEMENT_H

@@ -1,0 +1,147 @@
+//===- MmaModel.cpp - Resource model of the mma strategy -----------*- C++ -*-===//
+#include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/MmaLayout.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <optional>
+
+namespace fa::mma {
+
+/// Registers a thread needs beyond its fragments (addresses, indices, loop
+/// state, softmax temporaries); a rough allowance for the estimate.
+static constexpr int64_t kRegisterOverhead = 32;
+
+int64_t contractionWidth(int64_t headDim) {
+  return (headDim + kK - 1) / kK * kK;
+}
+
+SharedLayout sharedLayout(const Config &c) {
+  SharedLayout layout;
+  layout.rowPad = contractionWidth(c.headDim) - c.headDim + 8;
+  layout.rowPitch = c.headDim + layout.rowPad;
+  int64_t rowBytes = layout.rowPitch * c.elementBytes; // a multiple of 16
+  layout.qOffset = 0;
+  layout.kOffset = c.blockM * rowBytes;
+  layout.kvSlotBytes = c.blockN * rowBytes;
+  layout.vOffset = layout.kOffset + c.stages * layout.kvSlotBytes;
+  layout.totalBytes = layout.vOffset + c.stages * layout.kvSlotBytes;
+  return layout;
+}
+
+int64_t estimateRegisters(const Config &c) {
+  int64_t fragmentRows = c.blockM / (kM * c.numWarps); // m16 blocks per warp
+  int64_t o = fragmentRows * (c.headDim / kN) * 4;
+  int64_t q = fragmentRows * (contractionWidth(c.headDim) / kK) * 4;
+  int64_t s = fragmentRows * (c.blockN / kN) * 4;
+  int64_t p = fragmentRows * (c.blockN / kK) * 4;
+  int64_t rowState = fragmentRows * 2 * 3; // m, l, alpha for 2 rows a block
+  return o + q + s + p + rowState + kRegisterOverhead;
+}
+
+std::string checkSpec(const KernelSpec &spec) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  if (spec.dtype == ElementType::f32)
+    return "the mma strategy computes on f16 or bf16 inputs, got f32 (use "
+           "the simt strategy)";
+  if (spec.headDim % kN != 0 || spec.headDim > kMaxHeadDim)
+    return "the mma strategy needs a head dim that is a multiple of 8 and at "
+           "most " + text(kMaxHeadDim) + ", got " + text(spec.headDim);
+  if (spec.stages < 0 || spec.stages > kMaxStages)
+    return "stages must be in [1, " + text(kMaxStages) +
+           "] for the mma strategy (0 = default), got " + text(spec.stages);
+  return "";
+}
+
+std::string checkFits(const Config &c, const GpuArch &arch) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  std::string config = "block-m=" + text(c.blockM) + " block-n=" +
+                       text(c.blockN) + " head-dim=" + text(c.headDim) +
+                       " num-warps=" + text(c.numWarps) +
+                       " stages=" + text(c.stages);
+  if (c.numWarps < 1 || c.numWarps > 32)
+    return "num-warps must be in [1, 32], got " + text(c.numWarps);
+  if (c.stages < 1 || c.stages > kMaxStages)
+    return "stages must be in [1, " + text(kMaxStages) + "], got " +
+           text(c.stages);
+  if (c.headDim % kN != 0 || c.headDim < kN)
+    return "mma placement (" + config +
+           "): the head dim must be a positive multiple of 8";
+  if (c.blockM % (kM * c.numWarps) != 0)
+    return "mma placement (" + config + "): block-m " + text(c.blockM) +
+           " is not a multiple of 16 x num-warps = " +
+           text(kM * c.numWarps) + " (each warp owns whole m16 fragments)";
+  if (c.blockN % kK != 0)
+    return "mma placement (" + config + "): block-n " + text(c.blockN) +
+           " is not a multiple of 16 (P is the k16 operand of P V)";
+  int64_t available = arch.maxSharedMemoryPerBlock - kStaticSharedMemoryReserve;
+  int64_t shared = sharedLayout(c).totalBytes;
+  if (shared > available)
+    return "mma placement (" + config + ") needs " + text(shared) +
+           " bytes of shared memory per block, over the " + text(available) +
+           " bytes available on " + std::string(arch.name);
+  return "";
+}
+
+std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
+                                          size_t limit) {
+  if (request.blockM && request.blockN && request.numWarps && request.stages)
+    return {request};
+  struct Ranked {
+    int64_t bm, bn, warps, stages;
+  };
+  // Best first, per head dim; the generic search below covers the rest.
+  static constexpr Ranked kSmallHeads[] = {
+      {128, 64, 4, 2}, {128, 64, 8, 2}, {64, 64, 4, 2}};
+  static constexpr Ranked kMediumHeads[] = {
+      {128, 64, 8, 2}, {128, 32, 8, 2}, {64, 64, 4, 2}};
+  static constexpr Ranked kLargeHeads[] = {
+      {128, 32, 8, 2}, {64, 32, 4, 2}, {128, 64, 8, 2}};
+  llvm::ArrayRef<Ranked> ranked = request.headDim <= 64    ? kSmallHeads
+                                  : request.headDim <= 128 ? kMediumHeads
+                                                           : kLargeHeads;
+  std::optional<GpuArch> arch = lookupGpuArch(request.arch);
+  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  std::vector<KernelSpec> candidates;
+  auto consider = [&](int64_t bm, int64_t bn, int64_t warps, int64_t stages) {
+    if (candidates.size() >= limit || (request.blockM && request.blockM != bm) ||
+        (request.blockN && request.blockN != bn) ||
+        (request.numWarps && request.numWarps != warps) ||
+        (request.stages && request.stages != stages))
+      return;
+    Config config{request.headDim, bm, bn, warps, stages, elementBytes};
+    if (!arch || !checkFits(config, *arch).empty() ||
+        estimateRegisters(config) > maxRegistersPerThread(warps * 32))
+      return;
+    if (llvm::any_of(candidates, [&](const KernelSpec &c) {
+          return c.blockM == bm && c.blockN == bn && c.numWarps == warps &&
+                 c.stages == stages;
+        }))
+      return;
+    KernelSpec spec = request;
+    spec.blockM = bm;
+    spec.blockN = bn;
+    spec.numWarps = warps;
+    spec.stages = stages;
+    candidates.push_back(spec);
+  };
+  for (const Ranked &r : ranked)
+    consider(r.bm, r.bn, r.warps, r.stages);
+  for (int64_t stages : {2, 1, 3})
+    for (int64_t bm : {128, 64, 32, 16})
+      for (int64_t bn : {64, 32, 16})
+        for (int64_t warps : {8, 4, 2, 1})
+          consider(bm, bn, warps, stages);
+  if (!candidates.empty())
+    return candidates;
+  // Nothing fits (the compiler will say why): the smallest tiles.
+  KernelSpec spec = request;
+  spec.numWarps = spec.numWarps ? spec.numWarps : 4;
+  spec.blockM = spec.blockM ? spec.blockM : 16 * spec.numWarps;
+  spec.blockN = spec.blockN ? spec.blockN : 16;
+  spec.stages = spec.stages ? spec.stages : 1;
+  return {spec};
+}
+
+} // namespace fa::mma

@@ -1,0 +1,119 @@
+//===- SimtModel.cpp - Resource model of the SIMT strategy ---------*- C++ -*-===//
+#include "lib/Strategy/SimtModel.h"
+#include "lib/GpuTarget.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace fa::simt {
+
+int64_t threadColumns(int64_t blockN, int64_t headDim) {
+  int64_t cols = 32;
+  while (cols > 1 && (blockN % cols != 0 || headDim % cols != 0))
+    cols /= 2;
+  return cols;
+}
+
+/// Shared memory of the SIMT kernel: Q, K, V and P tiles, rows padded by
+/// 4 elements when every row is a multiple of 4 (else 1), each buffer
+/// 16-byte aligned (as fa-place-simt lays it out).
+static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d,
+                               int64_t elementBytes) {
+  int64_t pad = d % 4 == 0 && bn % 4 == 0 ? 4 : 1;
+  auto aligned = [&](int64_t elements) {
+    return (elements * elementBytes + 15) / 16 * 16;
+  };
+  // Q, K, V and P, all in the input precision.
+  return aligned(bm * (d + pad)) + 2 * aligned(bn * (d + pad)) +
+         aligned(bm * (bn + pad));
+}
+
+/// Whether (bm, bn, warps) fits: the thread grid divides the tiles, the
+/// shared memory fits the arch, and the per-thread tiles (accumulator,
+/// scores, row state, 32 for the rest) stay within the registers a thread
+/// of the block can have (maxRegistersPerThread).
+static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
+                           int64_t elementBytes, int64_t maxShared) {
+  int64_t cols = threadColumns(bn, d);
+  int64_t rows = warps * 32 / cols;
+  if (rows == 0 || bm % rows != 0)
+    return false;
+  int64_t registers = (bm / rows) * (d / cols + bn / cols + 4) + 32;
+  return registers <= maxRegistersPerThread(warps * 32) &&
+         simtSharedBytes(bm, bn, d, elementBytes) +
+                 kStaticSharedMemoryReserve <=
+             maxShared;
+}
+
+std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
+                                          size_t limit) {
+  const int64_t blockM = request.blockM, blockN = request.blockN,
+                numWarps = request.numWarps, headDim = request.headDim;
+  if (blockM && blockN && numWarps)
+    return {request};
+  // Ranked by throughput measured on the H200 (docs/benchmarks.md), with
+  // vectorized shared loads (rows padded to 16 bytes): larger
+  // tiles with several rows and columns per thread reuse each shared-memory
+  // read for more FMAs. Those that fit the arch and the given fields, in
+  // rank order; the last ones fit every head dim.
+  struct Config {
+    int64_t bm, bn, warps;
+  };
+  static constexpr Config kSmallHeads[] = {
+      {128, 128, 16}, {64, 64, 8}, {128, 64, 8}, {64, 64, 4}, {32, 64, 4},
+      {32, 32, 4}};
+  static constexpr Config kLargeHeads[] = {
+      {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
+      {16, 32, 4}};
+  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  int64_t maxShared = 48 * 1024;
+  if (std::optional<GpuArch> target = lookupGpuArch(request.arch))
+    maxShared = target->maxSharedMemoryPerBlock;
+  std::vector<KernelSpec> candidates;
+  auto consider = [&](int64_t bm, int64_t bn, int64_t warps) {
+    if (candidates.size() >= limit ||
+        (blockM && blockM != bm) || (blockN && blockN != bn) ||
+        (numWarps && numWarps != warps) ||
+        !simtConfigFits(bm, bn, warps, headDim, elementBytes, maxShared))
+      return;
+    if (llvm::any_of(candidates, [&](const KernelSpec &c) {
+          return c.blockM == bm && c.blockN == bn && c.numWarps == warps;
+        }))
+      return;
+    KernelSpec spec = request;
+    spec.blockM = bm;
+    spec.blockN = bn;
+    spec.numWarps = warps;
+    candidates.push_back(spec);
+  };
+  for (const Config &c : headDim <= 64 ? llvm::ArrayRef<Config>(kSmallHeads)
+                                       : llvm::ArrayRef<Config>(kLargeHeads))
+    consider(c.bm, c.bn, c.warps);
+  // Head dims the table does not fit (odd ones, very large ones): the
+  // largest tiles that fit, searched from big to small.
+  for (int64_t bm : {64, 32, 16, 8})
+    for (int64_t bn : {64, 32, 16, 8})
+      for (int64_t warps : {8, 4, 2, 1})
+        consider(bm, bn, warps);
+  if (!candidates.empty())
+    return candidates;
+  // Nothing fits (the compiler will say why): 32 keys per tile, 4 warps,
+  // one tile row per thread row.
+  KernelSpec spec = request;
+  if (spec.blockN == 0)
+    spec.blockN = 32;
+  if (spec.numWarps == 0)
+    spec.numWarps = 4;
+  if (spec.blockM == 0) {
+    int64_t threadRows =
+        spec.numWarps * 32 / threadColumns(spec.blockN, spec.headDim);
+    spec.blockM = std::max<int64_t>(16, threadRows);
+    spec.blockM = (spec.blockM + threadRows - 1) / threadRows * threadRows;
+  }
+  return {spec};
+}
+
+} // namespace fa::simt
