@@ -4,17 +4,18 @@ benchmark convention: B*S = 16384 tokens, H*D = 2048, FLOPs = 4*B*H*S*S*D
 (halved for causal), median time with triton.testing.do_bench.
 
     python3 bench/bench_attention.py [--quick] [--json out.json]
+        [--dtypes float16,bfloat16] [--dims 64,128,256] [--seqs 1024,4096]
+        [--simt] [--f32]
 
-fa runs on float32 inputs and on float16 inputs (the SIMT strategy computes
-in float32 either way; 16-bit tiles halve its shared memory and loads);
-SDPA flash and cuDNN need fp16/bf16 and run in fp16, SDPA's float32 peer
-(memory-efficient backend) in float32. The ratios compare fa f16 with flash
-and cuDNN at the same input precision.
+Per row: fa on the tensor-core strategy (mma, the default for 16-bit
+inputs), SDPA FLASH_ATTENTION and CUDNN_ATTENTION on the same inputs, and
+the ratios fa/flash and fa/cuDNN. --simt adds fa's CUDA-core strategy on the
+same 16-bit inputs; --f32 adds fa f32 (simt) and SDPA's float32 peer (the
+memory-efficient backend).
 """
 
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -47,11 +48,12 @@ def tflops(b, h, s, d, causal, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
-def fa_ms(q, k, v, causal, args):
+def fa_ms(q, k, v, causal, args, strategy="auto"):
     """Median ms of fa.attention with the command line's tiles (0 = default)."""
     def run():
         return fa.attention(q, k, v, causal=causal, block_m=args.block_m,
-                            block_n=args.block_n, num_warps=args.num_warps)
+                            block_n=args.block_n, num_warps=args.num_warps,
+                            stages=args.stages, strategy=strategy)
     run()  # compile outside the timing
     return do_bench(run)
 
@@ -71,42 +73,62 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--dtypes", default="float16,bfloat16")
+    parser.add_argument("--dims", default="64,128,256")
+    parser.add_argument("--seqs", default="")
+    parser.add_argument("--simt", action="store_true")
+    parser.add_argument("--f32", action="store_true")
     parser.add_argument("--block-m", type=int, default=0)
     parser.add_argument("--block-n", type=int, default=0)
     parser.add_argument("--num-warps", type=int, default=0)
+    parser.add_argument("--stages", type=int, default=0)
     args = parser.parse_args()
-    seqs = [1024, 4096] if args.quick else [1024, 4096, 16384]
+    if args.seqs:
+        seqs = [int(s) for s in args.seqs.split(",")]
+    else:
+        seqs = [1024, 4096] if args.quick else [512, 1024, 2048, 4096, 8192,
+                                                16384]
     rows = []
-    print(f"{'D':>4} {'S':>6} {'causal':>6} | {'fa f32':>8} {'sdpa f32':>8} "
-          f"{'fa f16':>8} {'flash f16':>9} {'cudnn f16':>9} | "
-          f"fa16/flash fa16/cudnn  (TFLOP/s)")
-    for d in (64, 128):
-        h = 2048 // d
-        for s in seqs:
-            b = 16384 // s
-            for causal in (False, True):
-                q, k, v = (torch.randn(b, h, s, d, device="cuda")
-                           for _ in range(3))
-                ours = tflops(b, h, s, d, causal, fa_ms(q, k, v, causal, args))
-                peer32 = sdpa(SDPBackend.EFFICIENT_ATTENTION, q, k, v, causal)
-                qh, kh, vh = q.half(), k.half(), v.half()
-                ours16 = tflops(b, h, s, d, causal, fa_ms(qh, kh, vh, causal, args))
-                flash = sdpa(SDPBackend.FLASH_ATTENTION, qh, kh, vh, causal)
-                cudnn = sdpa(SDPBackend.CUDNN_ATTENTION, qh, kh, vh, causal)
-                row = {"D": d, "S": s, "B": b, "H": h, "causal": causal,
-                       "fa_f32": ours, "fa_f16": ours16,
-                       "sdpa_efficient_f32": peer32 and tflops(b, h, s, d, causal, peer32),
-                       "sdpa_flash_f16": flash and tflops(b, h, s, d, causal, flash),
-                       "sdpa_cudnn_f16": cudnn and tflops(b, h, s, d, causal, cudnn)}
-                rows.append(row)
-                fmt = lambda x: f"{x:8.1f}" if x else "     n/a"  # noqa: E731
-                ratio = lambda x: f"{ours16 / x:10.3f}" if x else "       n/a"  # noqa: E731
-                print(f"{d:>4} {s:>6} {str(causal):>6} | {fmt(ours)} "
-                      f"{fmt(row['sdpa_efficient_f32'])} {fmt(ours16)} "
-                      f"{fmt(row['sdpa_flash_f16'])}  {fmt(row['sdpa_cudnn_f16'])} | "
-                      f"{ratio(row['sdpa_flash_f16'])} {ratio(row['sdpa_cudnn_f16'])}",
-                      flush=True)
-                del q, k, v, qh, kh, vh
+    fmt = lambda x: f"{x:7.1f}" if x else "    n/a"  # noqa: E731
+    print(f"{'dtype':>8} {'D':>4} {'S':>6} {'causal':>6} | {'fa mma':>7} "
+          f"{'flash':>7} {'cudnn':>7} | {'/flash':>6} {'/cudnn':>6} | "
+          f"{'fa simt':>7} {'fa f32':>7} {'sdpa32':>7}  (TFLOP/s)")
+    for dtype_name in args.dtypes.split(","):
+        dtype = getattr(torch, dtype_name)
+        for d in (int(x) for x in args.dims.split(",")):
+            h = 2048 // d
+            for s in seqs:
+                b = max(1, 16384 // s)
+                for causal in (False, True):
+                    q, k, v = (torch.randn(b, h, s, d, device="cuda",
+                                           dtype=dtype) for _ in range(3))
+                    rate = lambda ms: ms and tflops(b, h, s, d, causal, ms)  # noqa: E731
+                    row = {"dtype": dtype_name, "D": d, "S": s, "B": b, "H": h,
+                           "causal": causal,
+                           "fa_mma": rate(fa_ms(q, k, v, causal, args)),
+                           "sdpa_flash": rate(sdpa(SDPBackend.FLASH_ATTENTION,
+                                                   q, k, v, causal)),
+                           "sdpa_cudnn": rate(sdpa(SDPBackend.CUDNN_ATTENTION,
+                                                   q, k, v, causal))}
+                    if args.simt:
+                        row["fa_simt"] = rate(fa_ms(q, k, v, causal, args,
+                                                    "simt"))
+                    if args.f32:
+                        q32, k32, v32 = q.float(), k.float(), v.float()
+                        row["fa_f32"] = rate(fa_ms(q32, k32, v32, causal, args))
+                        row["sdpa_efficient_f32"] = rate(sdpa(
+                            SDPBackend.EFFICIENT_ATTENTION, q32, k32, v32,
+                            causal))
+                        del q32, k32, v32
+                    rows.append(row)
+                    ratio = lambda x: f"{row['fa_mma'] / x:6.3f}" if x else "   n/a"  # noqa: E731
+                    print(f"{dtype_name:>8} {d:>4} {s:>6} {str(causal):>6} | "
+                          f"{fmt(row['fa_mma'])} {fmt(row['sdpa_flash'])} "
+                          f"{fmt(row['sdpa_cudnn'])} | "
+                          f"{ratio(row['sdpa_flash'])} {ratio(row['sdpa_cudnn'])} | "
+                          f"{fmt(row.get('fa_simt'))} {fmt(row.get('fa_f32'))} "
+                          f"{fmt(row.get('sdpa_efficient_f32'))}", flush=True)
+                    del q, k, v
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -345,8 +345,10 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
       return failure();
     waitGroups(b, loc, commitGroup(b, loc), 0);
     gpu::BarrierOp::create(b, loc);
-    for (LoadTileOp load : loads)
-      replaceLoad(b, load, slotBuffer(b, loc, load, slot));
+    for (LoadTileOp load : loads) {
+      OpBuilder at(load);
+      replaceLoad(at, load, slotBuffer(at, loc, load, slot));
+    }
     return success();
   }
 
@@ -916,10 +918,14 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
           Value pair = vector::FromElementsOp::create(
               rewriter, loc, pairType,
               ValueRange{values[slot], values[slot + 1]});
+          // The runtime guarantees pair alignment (kOutputAccessElements).
           vector::StoreOp::create(
               rewriter, loc, pair, dest,
               ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
-                         tile.accCol(rewriter, loc, ni, 2 * h)});
+                         tile.accCol(rewriter, loc, ni, 2 * h)},
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(::fa::mma::kOutputAccessElements *
+                               elementType.getIntOrFloatBitWidth() / 8));
         }
       }
     rewriter.eraseOp(op);

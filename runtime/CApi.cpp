@@ -57,7 +57,21 @@ bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
   spec.blockM = config ? config->block_m : 0;
   spec.blockN = config ? config->block_n : 0;
   spec.numWarps = config ? config->num_warps : 0;
+  spec.stages = config ? config->stages : 0;
   spec.arch = config && config->arch ? config->arch : "";
+  switch (config ? config->strategy : FA_STRATEGY_AUTO) {
+  case FA_STRATEGY_AUTO:
+    spec.strategy = fa::Strategy::automatic;
+    break;
+  case FA_STRATEGY_SIMT:
+    spec.strategy = fa::Strategy::simt;
+    break;
+  case FA_STRATEGY_MMA:
+    spec.strategy = fa::Strategy::mma;
+    break;
+  default:
+    return false;
+  }
   return true;
 }
 
@@ -109,7 +123,7 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     return invalid("runtime is a null pointer");
   fa::KernelSpec spec;
   if (!makeSpec(headDim, dtype, causal, scale, config, spec))
-    return invalid("unknown dtype");
+    return invalid("unknown dtype or strategy code");
   fa::KernelInfo kernel;
   fa::Result r = runtime->runtime->prepare(spec, &kernel);
   if (r && info) {
@@ -122,6 +136,13 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
     info->source = int32_t(kernel.source);
     info->compile_seconds = kernel.compileSeconds;
+    info->strategy = kernel.spec.resolvedStrategy() == fa::Strategy::mma
+                         ? FA_STRATEGY_MMA
+                         : FA_STRATEGY_SIMT;
+    info->block_m = kernel.spec.blockM;
+    info->block_n = kernel.spec.blockN;
+    info->num_warps = kernel.spec.numWarps;
+    info->stages = kernel.spec.stages;
   }
   return toStatus(r);
 }
@@ -137,7 +158,7 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
     return invalid("a tensor descriptor is a null pointer");
   fa::KernelSpec spec;
   if (!makeSpec(q->sizes[3], dtype, causal, scale, config, spec))
-    return invalid("unknown dtype");
+    return invalid("unknown dtype or strategy code");
   fa::AttentionArgs args;
   args.q = toArg(*q);
   args.k = toArg(*k);

@@ -1,5 +1,6 @@
 //===- Runtime.cpp - JIT-compile, cache, load and launch attention --*- C++ -*-===//
 #include "runtime/Runtime.h"
+#include "lib/Strategy/MmaModel.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
 
@@ -471,6 +472,24 @@ std::string checkLayout(const char *name, const TensorArg &t, int rank,
   return "";
 }
 
+/// Pointer and strides (of dimensions with more than one element) are
+/// multiples of the kernel's access width of `elements` elements.
+std::string checkAccessWidth(const char *name, const TensorArg &t,
+                             int64_t elements, size_t elementBytes,
+                             const char *why) {
+  size_t bytes = size_t(elements) * elementBytes;
+  if (t.data && reinterpret_cast<uintptr_t>(t.data) % bytes != 0)
+    return std::string(name) + " must be " + std::to_string(bytes) +
+           "-byte aligned for the mma strategy (" + why + ")";
+  for (int d = 0; d < 3; ++d)
+    if (t.sizes[d] > 1 && t.strides[d] % elements != 0)
+      return std::string(name) + " stride " + std::to_string(t.strides[d]) +
+             " in dimension " + std::to_string(d) +
+             " must be a multiple of " + std::to_string(elements) +
+             " elements for the mma strategy (" + why + ")";
+  return "";
+}
+
 /// Two elements of an output never share an address (else programs race).
 std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
   std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size)
@@ -538,6 +557,21 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         {"lse", &lse, 3}})
     if (std::string error = checkNoOverlap(name, *t, rank); !error.empty())
       return invalid(error);
+  if (spec.resolvedStrategy() == Strategy::mma) {
+    for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
+                           {"k", &k},
+                           {"v", &v}})
+      if (std::string error =
+              checkAccessWidth(name, *t, mma::kInputAccessElements,
+                               elementBytes, "rows are copied in 16-byte chunks");
+          !error.empty())
+        return invalid(error);
+    if (std::string error =
+            checkAccessWidth("o", o, mma::kOutputAccessElements, elementBytes,
+                             "O is stored in pairs of elements");
+        !error.empty())
+      return invalid(error);
+  }
   int64_t batch = q.sizes[0], qHeads = q.sizes[1], kvHeads = k.sizes[1];
   if (numElements(q, 4) > 0) {
     if (kvHeads == 0 || qHeads % kvHeads != 0)

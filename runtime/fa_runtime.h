@@ -28,6 +28,13 @@ typedef enum fa_status {
 
 typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
 
+/* How the kernel computes: auto = simt for f32, mma for f16/bf16. */
+typedef enum fa_strategy {
+  FA_STRATEGY_AUTO = 0,
+  FA_STRATEGY_SIMT = 1, /* f32 arithmetic on CUDA cores */
+  FA_STRATEGY_MMA = 2,  /* f16/bf16 tensor cores (mma.sync), sm_80+ */
+} fa_strategy;
+
 /* A device tensor [B, H, S, D] (LSE: [B, H, S]); strides in elements. */
 typedef struct fa_tensor {
   const void *data;
@@ -41,6 +48,8 @@ typedef struct fa_kernel_config {
   int64_t block_n;
   int64_t num_warps;
   const char *arch;
+  int64_t stages;   /* K/V tiles in flight (mma: 1..4) */
+  int32_t strategy; /* an fa_strategy */
 } fa_kernel_config;
 
 /* What a kernel is and where it came from. */
@@ -54,6 +63,11 @@ typedef struct fa_kernel_info {
   int64_t spill_load_bytes;  /* ptxas */
   int32_t source;            /* 0 compiled, 1 disk cache, 2 memory cache */
   double compile_seconds;
+  int32_t strategy;          /* the fa_strategy that serves the spec */
+  int64_t block_m;           /* the tiles used (defaults resolved) */
+  int64_t block_n;
+  int64_t num_warps;
+  int64_t stages;
 } fa_kernel_info;
 
 typedef struct fa_runtime fa_runtime;

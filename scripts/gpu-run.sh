@@ -3,7 +3,10 @@
 # stripped, xz-compressed binaries in .gpu/ (made by scripts/pack-gpu.sh):
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
-#   scripts/gpu-run.sh [tests|sanitize|python|bench|sweep|all]...
+#   scripts/gpu-run.sh [tests|sanitize|python|bench|sweep|profile|all]...
+# Exits non-zero when any step fails (every step still runs).
+#   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
+#   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa-gpu-out}
@@ -18,6 +21,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 
+failed=()
 run() { # name command...
   local name=$1; shift
   echo "== $name: $*"
@@ -26,23 +30,36 @@ run() { # name command...
   local rc=$?
   tail -n 40 "$OUT/$name.log"
   echo "== $name: rc=$rc in $((SECONDS - start)) s"
+  [ "$rc" -eq 0 ] || failed+=("$name")
 }
 
 steps=${*:-all}
 for step in $steps; do
   case $step in
   tests | all)
-    run gpu-tests /tmp/fa-bin/fa-gpu-tests ;;&
+    run gpu-tests /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter="${FA_GPU_TEST_FILTER:-*}" ;;&
   sanitize | all)
     for tool in memcheck racecheck synccheck; do
       FA_GPU_TEST_QUICK=1 run "sanitizer-$tool" compute-sanitizer --tool "$tool" \
-        --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests --gtest_filter='*MatchesFloat64Reference*'
+        --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
+        --gtest_filter="${FA_SANITIZE_FILTER:-*MatchesFloat64Reference*}"
     done ;;&
   python | all)
     run python-tests python3 python/tests/test_attention.py ;;&
   bench | all)
-    run bench python3 bench/bench_attention.py --json "$OUT/bench.json" ;;&
+    run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
+      ${FA_BENCH_ARGS:-} ;;&
   sweep | all)
-    run sweep python3 bench/sweep_tiles.py ;;
+    run sweep python3 bench/sweep_tiles.py ;;&
+  profile)
+    # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
+    # conflict metrics, and the SASS instruction mix of the cubin.
+    run profile bash scripts/profile-mma.sh ;;
   esac
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "== all steps passed"

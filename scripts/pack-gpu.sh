@@ -12,9 +12,19 @@ if [ ! -f build-static/build.ninja ]; then
 fi
 ninja -C build-static -j "${FA_JOBS:-2}" fa-gpu-tests fa_runtime
 mkdir -p .gpu
-rm -f .gpu/*.xz
+rm -f .gpu/*.xz .gpu/*.cubin
 for f in build-static/test/Gpu/fa-gpu-tests build-static/lib/libfa_runtime.so; do
   strip -o "/tmp/$(basename "$f")" "$f"
   xz -T2 -6 -c "/tmp/$(basename "$f")" > ".gpu/$(basename "$f").xz"
 done
 ls -la .gpu
+# The default mma kernels as cubins, for the SASS dump of gpu-run.sh profile
+# (fa-compile of the development build, when there is one).
+if [ -x build/bin/fa-compile ]; then
+  for d in 64 128; do
+    for mask in "" --causal; do
+      build/bin/fa-compile --dtype=f16 --head-dim=$d $mask --arch=sm_90a \
+        --emit=cubin -o ".gpu/mma_d${d}${mask:+_causal}.cubin"
+    done
+  done
+fi

@@ -30,6 +30,12 @@ constexpr int64_t kMaxHeadDim = 256;
 /// K/V tiles in flight at most.
 constexpr int64_t kMaxStages = 4;
 
+/// Elements of one global access: Q, K and V rows are copied in 16-byte
+/// chunks (cp.async), O is stored in pairs. The runtime requires pointers
+/// and strides to be multiples of these.
+constexpr int64_t kInputAccessElements = 8;
+constexpr int64_t kOutputAccessElements = 2;
+
 /// The head dim padded to whole k16 steps of Q K^T (columns past the head
 /// dim are zero in shared memory).
 int64_t contractionWidth(int64_t headDim);

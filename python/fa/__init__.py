@@ -41,7 +41,8 @@ class _Tensor(ctypes.Structure):
 
 class _Config(ctypes.Structure):
     _fields_ = [("block_m", ctypes.c_int64), ("block_n", ctypes.c_int64),
-                ("num_warps", ctypes.c_int64), ("arch", ctypes.c_char_p)]
+                ("num_warps", ctypes.c_int64), ("arch", ctypes.c_char_p),
+                ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32)]
 
 
 class _Info(ctypes.Structure):
@@ -51,7 +52,13 @@ class _Info(ctypes.Structure):
                 ("registers", ctypes.c_int64),
                 ("spill_store_bytes", ctypes.c_int64),
                 ("spill_load_bytes", ctypes.c_int64),
-                ("source", ctypes.c_int32), ("compile_seconds", ctypes.c_double)]
+                ("source", ctypes.c_int32), ("compile_seconds", ctypes.c_double),
+                ("strategy", ctypes.c_int32), ("block_m", ctypes.c_int64),
+                ("block_n", ctypes.c_int64), ("num_warps", ctypes.c_int64),
+                ("stages", ctypes.c_int64)]
+
+# fa_strategy codes of the C ABI.
+_STRATEGIES = {"auto": 0, "simt": 1, "mma": 2}
 
 
 _lock = threading.Lock()
@@ -103,10 +110,14 @@ def _runtime(device):
         return _runtimes[device]
 
 
-def _config(block_m, block_n, num_warps):
-    if not (block_m or block_n or num_warps):
+def _config(block_m, block_n, num_warps, stages=0, strategy="auto"):
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"fa: strategy must be one of "
+                         f"{', '.join(_STRATEGIES)}, got {strategy!r}")
+    if not (block_m or block_n or num_warps or stages or strategy != "auto"):
         return None
-    return ctypes.byref(_Config(block_m, block_n, num_warps, None))
+    return ctypes.byref(_Config(block_m, block_n, num_warps, None, stages,
+                                _STRATEGIES[strategy]))
 
 
 def _describe(t):
@@ -119,10 +130,13 @@ def _describe(t):
 
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
-                   num_warps=0, device=0, dtype="float32"):
+                   num_warps=0, device=0, dtype="float32", strategy="auto",
+                   stages=0):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
-    dtype is "float32", "float16" or "bfloat16" (the inputs' type)."""
+    dtype is "float32", "float16" or "bfloat16" (the inputs' type);
+    strategy "auto" (simt for float32, mma for 16-bit), "simt" or "mma";
+    tiles, warps and stages 0 take the strategy's defaults."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     if dtype not in codes:
         raise ValueError(f"fa.prepare_kernel: dtype must be one of "
@@ -131,7 +145,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     _check(_library().fa_prepare_kernel(
         _runtime(device), head_dim, codes[dtype], int(causal),
         float(scale or 0.0),
-        _config(block_m, block_n, num_warps), ctypes.byref(info)))
+        _config(block_m, block_n, num_warps, stages, strategy),
+        ctypes.byref(info)))
     return {"name": info.name.decode(), "key": info.key.decode(),
             "num_threads": info.num_threads,
             "shared_memory_bytes": info.shared_memory_bytes,
@@ -139,11 +154,14 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "spill_store_bytes": info.spill_store_bytes,
             "spill_load_bytes": info.spill_load_bytes,
             "source": ("compiled", "disk", "memory")[info.source],
-            "compile_seconds": info.compile_seconds}
+            "compile_seconds": info.compile_seconds,
+            "strategy": {1: "simt", 2: "mma"}[info.strategy],
+            "block_m": info.block_m, "block_n": info.block_n,
+            "num_warps": info.num_warps, "stages": info.stages}
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
-              block_n=0, num_warps=0):
+              block_n=0, num_warps=0, strategy="auto", stages=0):
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
 
     k and v may have fewer heads than q (GQA/MQA: Hq a multiple of Hkv) and a
@@ -151,7 +169,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     in FlashAttention 2.1+). Any strides with a contiguous last dimension.
     scale defaults to 1/sqrt(D). Returns O (like q), and LSE ([B, H, S],
     float32) with return_lse=True. Rows that see no key give O = 0 and
-    LSE = -inf.
+    LSE = -inf. strategy: "auto" (float32 on CUDA cores, float16/bfloat16
+    on tensor cores), "simt" or "mma"; tiles, warps and stages 0 take the
+    strategy's defaults.
     """
     import torch
 
@@ -187,5 +207,6 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
         ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
         dtypes[q.dtype],
         int(causal), float(scale) if scale is not None else 0.0,
-        _config(block_m, block_n, num_warps), ctypes.c_void_p(stream)))
+        _config(block_m, block_n, num_warps, stages, strategy),
+        ctypes.c_void_p(stream)))
     return (o, lse) if return_lse else o

@@ -64,7 +64,7 @@ def torch_sdpa(q, k, v, causal, scale):
 @unittest.skipUnless(HAVE_CUDA, "needs a CUDA GPU and torch")
 class AttentionTest(unittest.TestCase):
     def check(self, b, hq, hkv, sq, sk, d, causal, layout="bhsd",
-              dtype=None):
+              dtype=None, strategy="auto"):
         dtype = dtype or torch.float32
         gen = torch.Generator(device="cuda").manual_seed(
             int.from_bytes(os.urandom(4), "little"))
@@ -78,7 +78,8 @@ class AttentionTest(unittest.TestCase):
 
         q, k, v = make(hq, sq), make(hkv, sk), make(hkv, sk)
         scale = 1.0 / math.sqrt(d)
-        o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+        o, lse = fa.attention(q, k, v, causal=causal, return_lse=True,
+                              strategy=strategy)
         torch.cuda.synchronize()
         ref_o, ref_lse = reference(q, k, v, causal, scale)
         ours = (o.double() - ref_o).abs().max().item()
@@ -90,7 +91,7 @@ class AttentionTest(unittest.TestCase):
             if finite.any() else 0.0
         name = (f"B={b} Hq={hq} Hkv={hkv} Sq={sq} Sk={sk} D={d} "
                 f"{'causal' if causal else 'full'} {layout} "
-                f"{str(dtype).replace('torch.', '')}")
+                f"{str(dtype).replace('torch.', '')} {strategy}")
         print(f"  {name}: max|dO| fa={ours:.2e} torch={theirs:.2e} "
               f"max|dLSE|={lse_err:.2e}")
         self.assertFalse(torch.isnan(o).any().item(), name)
@@ -108,14 +109,27 @@ class AttentionTest(unittest.TestCase):
                 self.check(2, 4, 2, 333, 333, d, causal, "bshd")  # strided
 
     def test_matrix_16bit(self):
+        # The default for 16-bit inputs: tensor cores (mma).
         for dtype in (torch.float16, torch.bfloat16):
-            for d in (64, 128):
+            for d in (40, 64, 96, 128, 256):
                 for causal in (False, True):
                     self.check(2, 4, 4, 128, 128, d, causal, dtype=dtype)
                     self.check(1, 8, 2, 1000, 1000, d, causal, dtype=dtype)
                     self.check(1, 8, 1, 17, 1000, d, causal, dtype=dtype)
+                    self.check(1, 2, 2, 1000, 17, d, causal, dtype=dtype)
                     self.check(2, 4, 2, 333, 333, d, causal, "bshd",
                                dtype=dtype)
+
+    def test_matrix_16bit_simt(self):
+        for dtype in (torch.float16, torch.bfloat16):
+            for d in (64, 128):
+                for causal in (False, True):
+                    for shape in ((2, 4, 4, 128, 128), (1, 8, 2, 1000, 1000),
+                                  (1, 8, 1, 17, 1000)):
+                        self.check(*shape, d, causal, dtype=dtype,
+                                   strategy="simt")
+                    self.check(2, 4, 2, 333, 333, d, causal, "bshd",
+                               dtype=dtype, strategy="simt")
 
     def test_bad_input(self):
         q = torch.randn(1, 2, 16, 64, device="cuda")

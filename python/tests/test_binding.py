@@ -22,7 +22,8 @@ class PrepareKernelTest(unittest.TestCase):
         for dtype, tag in (("float32", "f32"), ("float16", "f16"),
                            ("bfloat16", "bf16")):
             info = fa.prepare_kernel(64, causal=True, dtype=dtype,
-                                     block_m=64, block_n=64, num_warps=8)
+                                     block_m=64, block_n=64, num_warps=8,
+                                     strategy="simt")
             self.assertEqual(info["name"], f"fa_fwd_d64_{tag}_causal_64x64_w8")
             self.assertEqual(len(info["key"]), 64)
             self.assertEqual(info["num_threads"], 256)
@@ -46,6 +47,29 @@ class PrepareKernelTest(unittest.TestCase):
         self.assertTrue(info["name"].startswith("fa_fwd_d128_f16_full_"),
                         info["name"])
         self.assertEqual(info["spill_store_bytes"], 0)
+
+    def test_strategies(self):
+        # 16-bit inputs default to the tensor-core strategy, f32 to simt.
+        info = fa.prepare_kernel(128, dtype="bfloat16")
+        self.assertEqual(info["strategy"], "mma")
+        self.assertTrue(info["name"].endswith("_mma"), info["name"])
+        self.assertGreaterEqual(info["stages"], 1)
+        self.assertEqual(info["num_threads"], 32 * info["num_warps"])
+        self.assertEqual(fa.prepare_kernel(64)["strategy"], "simt")
+        simt = fa.prepare_kernel(128, dtype="bfloat16", strategy="simt")
+        self.assertEqual(simt["strategy"], "simt")
+        self.assertNotEqual(simt["key"], info["key"])
+        # Explicit tiles and stages reach the compiler.
+        mma = fa.prepare_kernel(64, dtype="float16", block_m=64, block_n=32,
+                                num_warps=4, stages=3, strategy="mma")
+        self.assertEqual(mma["name"], "fa_fwd_d64_f16_full_64x32_w4_s3_mma")
+        self.assertEqual((mma["block_m"], mma["block_n"], mma["num_warps"],
+                          mma["stages"]), (64, 32, 4, 3))
+        with self.assertRaisesRegex(ValueError, "strategy must be one of"):
+            fa.prepare_kernel(64, strategy="wgmma")
+        with self.assertRaisesRegex(fa.FaError, "the mma strategy computes on "
+                                                "f16 or bf16 inputs, got f32"):
+            fa.prepare_kernel(64, strategy="mma")
 
     def test_errors(self):
         with self.assertRaisesRegex(ValueError, "dtype must be one of"):

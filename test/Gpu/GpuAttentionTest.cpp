@@ -116,12 +116,14 @@ protected:
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     if (!tiles.blockM) {
-      spec.blockM = spec.blockN = spec.numWarps = 0;
+      spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
     }
     spec.arch = "";
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
-                 << "seed=" << seed << " D=" << c.headDim << " B=" << c.batch
+                 << "seed=" << seed << " strategy="
+                 << fa::toString(spec.resolvedStrategy()) << " D=" << c.headDim
+                 << " B=" << c.batch
                  << " Hq=" << c.qHeads << " Hkv=" << c.kvHeads
                  << " Sq=" << c.qLen << " Sk=" << c.kvLen
                  << (c.causal ? " causal" : "") << " "
@@ -233,9 +235,10 @@ protected:
       }
       maxLse = std::max(maxLse, err);
     }
-    std::printf("  ok D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-4ld Sk=%-4ld %-6s %-4s "
-                "max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
-                long(c.headDim), long(c.batch), long(c.qHeads),
+    std::printf("  ok %-4s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
+                "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
+                fa::toString(spec.resolvedStrategy()), long(c.headDim),
+                long(c.batch), long(c.qHeads),
                 long(c.kvHeads), long(c.qLen), long(c.kvLen),
                 c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
                 outputTolerance, maxLse);
@@ -281,17 +284,72 @@ TEST_F(GpuAttention, MatchesFloat64ReferenceIn16Bit) {
     headDims = {64, 128};
     lengths = {17, 128};
   }
+  fa::KernelSpec simt;
+  simt.strategy = fa::Strategy::simt;
+  for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
+    for (int64_t d : headDims)
+      for (bool causal : {false, true}) {
+        for (int64_t len : lengths)
+          runCase({d, 1, 2, 2, len, len, causal, type}, simt);
+        runCase({d, 2, 4, 4, 17, quick() ? 128 : 1000, causal, type}, simt);
+        runCase({d, 2, 8, 2, 128, 128, causal, type}, simt);
+        runCase({d, 1, 8, 1, quick() ? 17 : 333, 128, causal, type}, simt);
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+}
+
+/// The tensor-core strategy (the default for f16/bf16) with its default
+/// configs: head dims 16..256 (odd multiples of 8 padded to k16 inside the
+/// kernel), lengths that are and are not multiples of the tiles, up to 16k
+/// keys or queries, Sq != Sk both ways, GQA/MQA, batch, causal and not.
+TEST_F(GpuAttention, MmaMatchesFloat64Reference) {
+  std::vector<int64_t> headDims = {16, 40, 64, 72, 96, 128, 136, 192, 256};
+  std::vector<int64_t> lengths = {1, 17, 64, 1000, 2048};
+  if (quick()) {
+    headDims = {64, 72, 128};
+    lengths = {17, 128};
+  }
   for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
     for (int64_t d : headDims)
       for (bool causal : {false, true}) {
         for (int64_t len : lengths)
           runCase({d, 1, 2, 2, len, len, causal, type});
         runCase({d, 2, 4, 4, 17, quick() ? 128 : 1000, causal, type});
+        runCase({d, 1, 2, 2, quick() ? 128 : 1000, 17, causal, type});
         runCase({d, 2, 8, 2, 128, 128, causal, type});
-        runCase({d, 1, 8, 1, quick() ? 17 : 333, 128, causal, type});
+        runCase({d, 1, 8, 1, quick() ? 17 : 333, 200, causal, type});
+        if (!quick()) {
+          runCase({d, 1, 1, 1, 16, 16384, causal, type});
+          runCase({d, 1, 1, 1, 16384, 48, causal, type});
+        }
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
       }
+}
+
+/// Explicit mma configs: one to four stages, one to eight warps, block_m of
+/// 16 per warp and more, block_n 16 to 128.
+TEST_F(GpuAttention, MmaExplicitConfigs) {
+  struct Config {
+    int64_t bm, bn, warps, stages;
+  };
+  for (Config c : {Config{64, 64, 4, 1}, {128, 64, 8, 3}, {128, 32, 4, 4},
+                   {64, 32, 2, 2}, {16, 16, 1, 2}, {128, 128, 8, 2}}) {
+    fa::KernelSpec tiles;
+    tiles.strategy = fa::Strategy::mma;
+    tiles.blockM = c.bm;
+    tiles.blockN = c.bn;
+    tiles.numWarps = c.warps;
+    tiles.stages = c.stages;
+    for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16}) {
+      runCase({64, 1, 2, 2, 1000, 1000, true, type}, tiles);
+      runCase({72, 1, 2, 2, 333, 777, false, type}, tiles);
+      runCase({128, 2, 4, 2, 777, 333, true, type}, tiles);
+    }
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
+  }
 }
 
 TEST_F(GpuAttention, ExplicitTileConfigs) {
