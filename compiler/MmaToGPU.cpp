@@ -199,16 +199,27 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value zero = indexConst(b, loc, 0);
   Value full = indexConst(b, loc, 8);
+  Value chunksPerRowV = indexConst(b, loc, chunksPerRow);
+  // When the block covers whole rows per round (the usual case), a thread
+  // keeps its column and steps down T / chunksPerRow rows per copy: the
+  // column test and the row split are computed once.
+  bool wholeRows = numThreads % chunksPerRow == 0;
+  Value threadRow = arith::DivUIOp::create(b, loc, tid, chunksPerRowV);
+  Value threadCol = mulConst(
+      b, loc, arith::RemUIOp::create(b, loc, tid, chunksPerRowV), 8);
   for (int64_t first = 0; first < chunks; first += numThreads) {
     Value chunk = addConst(b, loc, tid, first);
     auto copyChunk = [&](OpBuilder &b, Location loc) {
-      Value r = arith::DivUIOp::create(b, loc, chunk,
-                                       indexConst(b, loc, chunksPerRow));
-      Value col = mulConst(
-          b, loc,
-          arith::RemUIOp::create(b, loc, chunk,
-                                 indexConst(b, loc, chunksPerRow)),
-          8);
+      Value r, col;
+      if (wholeRows) {
+        r = addConst(b, loc, threadRow, first / chunksPerRow);
+        col = threadCol;
+      } else {
+        r = arith::DivUIOp::create(b, loc, chunk, chunksPerRowV);
+        col = mulConst(b, loc, arith::RemUIOp::create(b, loc, chunk,
+                                                      chunksPerRowV),
+                       8);
+      }
       Value globalRow = arith::AddIOp::create(b, loc, row, r);
       Value rowValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                              globalRow, rowLimit);
@@ -935,7 +946,27 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
 
 } // namespace
 
+/// Runs the query tiles last to first: with the causal mask the last tiles
+/// see the most keys, and starting the longest programs first shortens the
+/// tail of the last wave (without a mask all programs are alike).
+void reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
+  SmallVector<gpu::BlockIdOp> ids;
+  kernel.walk([&](gpu::BlockIdOp op) {
+    if (op.getDimension() == gpu::Dimension::x)
+      ids.push_back(op);
+  });
+  for (gpu::BlockIdOp id : ids) {
+    OpBuilder b(id->getBlock(), std::next(Block::iterator(id)));
+    Location loc = id.getLoc();
+    Value tiles = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value last = arith::SubIOp::create(b, loc, tiles, indexConst(b, loc, 1));
+    Value reversed = arith::SubIOp::create(b, loc, last, id);
+    id.getResult().replaceAllUsesExcept(reversed, reversed.getDefiningOp());
+  }
+}
+
 LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
+  reverseQueryTileOrder(kernel);
   if (failed(lowerLoads(kernel)))
     return failure();
   MLIRContext *ctx = kernel.getContext();

@@ -77,20 +77,27 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
   placeTiles(grid, accumulator, shared);
 
   // Left operands become A fragments: a shared tile (Q) once, right after
-  // it is loaded; a register tile (P) just before its matmul. Right
-  // operands are read from shared memory by the matmul itself.
+  // it is loaded, when the model keeps Q in registers, else before every
+  // Q K^T; a register tile (P) just before its matmul. Right operands are
+  // read from shared memory by the matmul itself.
+  bool qInRegisters = ::fa::mma::keepQInRegisters(config);
   llvm::DenseMap<Value, Value> operandOf;
   WalkResult walk = grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
     if (!operandOf.count(lhs)) {
       OpBuilder builder(op);
-      if (Operation *def = lhs.getDefiningOp();
-          def && isa<LoadTileOp>(def))
+      Operation *def = lhs.getDefiningOp();
+      bool loadedOnce = def && isa<LoadTileOp>(def);
+      if (loadedOnce && qInRegisters)
         builder.setInsertionPointAfter(def);
-      operandOf[lhs] = ConvertLayoutOp::create(
+      Value converted = ConvertLayoutOp::create(
           builder, op.getLoc(), withEncoding(lhs.getType(), operand), lhs);
+      if (!loadedOnce || qInRegisters)
+        operandOf[lhs] = converted;
+      op.getLhsMutable().assign(converted);
+    } else {
+      op.getLhsMutable().assign(operandOf[lhs]);
     }
-    op.getLhsMutable().assign(operandOf[lhs]);
     if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
       op.emitOpError("the mma strategy reads the right operand from a loaded "
                      "shared tile");

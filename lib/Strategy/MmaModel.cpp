@@ -30,14 +30,24 @@ SharedLayout sharedLayout(const Config &c) {
   return layout;
 }
 
-int64_t estimateRegisters(const Config &c) {
+int64_t estimateRegisters(const Config &c, bool qInRegisters) {
   int64_t fragmentRows = c.blockM / (kM * c.numWarps); // m16 blocks per warp
   int64_t o = fragmentRows * (c.headDim / kN) * 4;
-  int64_t q = fragmentRows * (contractionWidth(c.headDim) / kK) * 4;
+  int64_t q = fragmentRows * 4 *
+              (qInRegisters ? contractionWidth(c.headDim) / kK : 1);
+  // P (16-bit pairs) takes S's registers as S dies: counted once, as S.
   int64_t s = fragmentRows * (c.blockN / kN) * 4;
-  int64_t p = fragmentRows * (c.blockN / kK) * 4;
   int64_t rowState = fragmentRows * 2 * 3; // m, l, alpha for 2 rows a block
-  return o + q + s + p + rowState + kRegisterOverhead;
+  return o + q + s + rowState + kRegisterOverhead;
+}
+
+bool keepQInRegisters(const Config &c) {
+  return estimateRegisters(c, /*qInRegisters=*/true) <=
+         maxRegistersPerThread(c.numWarps * 32);
+}
+
+int64_t estimateRegisters(const Config &c) {
+  return estimateRegisters(c, keepQInRegisters(c));
 }
 
 std::string checkSpec(const KernelSpec &spec) {
@@ -91,16 +101,22 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   struct Ranked {
     int64_t bm, bn, warps, stages;
   };
-  // Best first, per head dim; the generic search below covers the rest.
+  // Best first, per head dim, as measured on the H200 at S = 4k
+  // (bench/sweep_mma.py, docs/benchmarks.md); the runtime skips a candidate
+  // that ptxas spills (128 x 128 at D = 64 and 128 x 64 at D = 128 do with
+  // the causal mask). Two m16 row blocks per warp (block-m = 32 x warps)
+  // feed each K/V fragment from shared memory to two mma; the generic
+  // search below covers the rest.
   static constexpr Ranked kSmallHeads[] = {
-      {128, 64, 4, 2}, {128, 64, 8, 2}, {64, 64, 4, 2}};
+      {128, 128, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}, {64, 64, 4, 2}};
   static constexpr Ranked kMediumHeads[] = {
-      {128, 64, 8, 2}, {128, 32, 8, 2}, {64, 64, 4, 2}};
+      {128, 64, 4, 2}, {128, 32, 4, 2}, {128, 128, 8, 2}, {64, 32, 4, 2}};
   static constexpr Ranked kLargeHeads[] = {
-      {128, 32, 8, 2}, {64, 32, 4, 2}, {128, 64, 8, 2}};
-  llvm::ArrayRef<Ranked> ranked = request.headDim <= 64    ? kSmallHeads
-                                  : request.headDim <= 128 ? kMediumHeads
-                                                           : kLargeHeads;
+      {128, 64, 8, 2}, {128, 32, 8, 2}, {64, 32, 4, 2}};
+  llvm::ArrayRef<Ranked> ranked =
+      request.headDim <= 64    ? llvm::ArrayRef<Ranked>(kSmallHeads)
+      : request.headDim <= 128 ? llvm::ArrayRef<Ranked>(kMediumHeads)
+                               : llvm::ArrayRef<Ranked>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
   std::vector<KernelSpec> candidates;

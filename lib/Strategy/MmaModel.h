@@ -62,8 +62,21 @@ struct Config {
 
 SharedLayout sharedLayout(const Config &config);
 
-/// 32-bit registers per thread: O accumulator, resident Q fragments, S and
-/// P fragments, row state, and an allowance for addresses and indices.
+/// 32-bit registers per thread: O accumulator, Q fragments (all of them when
+/// resident, one k16 step's when reloaded), S fragments (P reuses them),
+/// row state, and an allowance for addresses and indices.
+int64_t estimateRegisters(const Config &config, bool qInRegisters);
+
+/// Whether the Q tile's A fragments stay in registers for the whole K/V
+/// loop (loaded once) or are read again from shared memory by every Q K^T.
+/// Resident Q saves shared-memory bandwidth; it is chosen whenever the
+/// estimate with it fits the thread's registers. (At D = 128 with two m16
+/// row blocks per warp it does not, and reloading Q with twice the row
+/// blocks per warp reads less shared memory than resident Q with one: each
+/// K/V fragment feeds two mma instead of one.)
+bool keepQInRegisters(const Config &config);
+
+/// The register estimate of the config as placed (keepQInRegisters).
 int64_t estimateRegisters(const Config &config);
 
 /// "" when `config` can be compiled for `arch`, else why not, with the

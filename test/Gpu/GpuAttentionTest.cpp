@@ -107,8 +107,16 @@ protected:
     fa::ElementType dtype = fa::ElementType::f32;
   };
 
-  /// Runs one case; returns the max |error| of O and LSE.
-  void runCase(const Case &c, const fa::KernelSpec &tiles = {}) {
+  /// A spec whose strategy, tiles, warps and stages are the defaults.
+  static fa::KernelSpec defaults() {
+    fa::KernelSpec spec;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    return spec;
+  }
+
+  /// Runs one case with the strategy and tiles of `tiles` (0 = default);
+  /// prints the max |error| of O and LSE.
+  void runCase(const Case &c, const fa::KernelSpec &tiles = defaults()) {
     fa::KernelSpec spec = tiles;
     spec.headDim = c.headDim;
     spec.causal = c.causal;
@@ -284,7 +292,7 @@ TEST_F(GpuAttention, MatchesFloat64ReferenceIn16Bit) {
     headDims = {64, 128};
     lengths = {17, 128};
   }
-  fa::KernelSpec simt;
+  fa::KernelSpec simt = defaults();
   simt.strategy = fa::Strategy::simt;
   for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
     for (int64_t d : headDims)
