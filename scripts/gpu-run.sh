@@ -3,7 +3,7 @@
 # stripped, xz-compressed binaries in .gpu/ (made by scripts/pack-gpu.sh):
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
-#   scripts/gpu-run.sh [tests|sanitize|python|bench|sweep|profile|all]...
+#   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|sweep|sweep-mma|profile|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
@@ -39,6 +39,8 @@ for step in $steps; do
   tests | all)
     run gpu-tests /tmp/fa-bin/fa-gpu-tests \
       --gtest_filter="${FA_GPU_TEST_FILTER:-*}" ;;&
+  quick-tests)
+    FA_GPU_TEST_QUICK=1 run gpu-tests-quick /tmp/fa-bin/fa-gpu-tests ;;
   sanitize | all)
     for tool in memcheck racecheck synccheck; do
       FA_GPU_TEST_QUICK=1 run "sanitizer-$tool" compute-sanitizer --tool "$tool" \
@@ -52,6 +54,8 @@ for step in $steps; do
       ${FA_BENCH_ARGS:-} ;;&
   sweep | all)
     run sweep python3 bench/sweep_tiles.py ;;&
+  sweep-mma | all)
+    run sweep-mma python3 bench/sweep_mma.py ;;&
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.
