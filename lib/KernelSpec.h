@@ -13,7 +13,8 @@ enum class ElementType { f32, f16, bf16 };
 /// How the kernel computes. `simt`: f32 arithmetic on CUDA cores (the
 /// lecture's kernel; f16/bf16 inputs are widened as read). `mma`: f16/bf16
 /// on tensor cores with mma.sync m16n8k16, ldmatrix and cp.async pipelines
-/// (sm_80+). `automatic` resolves to simt for f32 and mma for f16/bf16.
+/// (sm_80+). `automatic` resolves to simt for f32 and mma for f16/bf16
+/// (simt for head dims mma does not take).
 enum class Strategy { automatic, simt, mma };
 
 /// Every parameter that changes the generated code of an attention kernel.
@@ -37,7 +38,7 @@ struct KernelSpec {
   double effectiveScale() const;
 
   /// The strategy that serves this spec: the explicit one, else simt for
-  /// f32 and mma for f16/bf16.
+  /// f32 and mma for f16/bf16 (simt where mma cannot serve the head dim).
   Strategy resolvedStrategy() const;
 
   /// "" when the spec is valid, else what is wrong, naming value and limit.

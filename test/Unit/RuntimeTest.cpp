@@ -64,7 +64,7 @@ std::unique_ptr<fa::Runtime> makeRuntime(const std::string &dir,
 TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
   fa::KernelSpec spec = smallSpec();
   EXPECT_EQ(spec.canonicalText(),
-            "fa-kernel-spec v1;op=attention_fwd;strategy=simt;head_dim=32;"
+            "fa-kernel-spec v2;op=attention_fwd;strategy=simt;head_dim=32;"
             "dtype=f32;mask=none;block_m=8;block_n=32;num_warps=8;stages=1;"
             "arch=sm_90a;scale=0x3fc6a09e667f3bcc");
   std::set<std::string> texts = {spec.canonicalText()};
@@ -82,6 +82,16 @@ TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
   vary([](fa::KernelSpec &s) { s.numWarps = 4; });
   vary([](fa::KernelSpec &s) { s.arch = "sm_80"; });
   vary([](fa::KernelSpec &s) { s.scale = 0.5; });
+  // f16 alone resolves to mma (above); f16 on the CUDA cores differs.
+  vary([](fa::KernelSpec &s) {
+    s.dtype = fa::ElementType::f16;
+    s.strategy = fa::Strategy::simt;
+  });
+  vary([](fa::KernelSpec &s) {
+    s.dtype = fa::ElementType::f16;
+    s.strategy = fa::Strategy::mma;
+    s.stages = 3;
+  });
 }
 
 TEST(KernelKey, KeyDependsOnCompilerAndPtxasVersions) {
@@ -416,6 +426,38 @@ TEST(ArgumentChecks, RejectsBadArgumentsWithSpecificMessages) {
     c.mutate(args);
     EXPECT_EQ(checkMessage(args), c.expected);
   }
+}
+
+/// The mma strategy copies Q, K and V rows in 16-byte chunks and stores O
+/// in pairs: pointers and strides must allow that.
+TEST(ArgumentChecks, MmaNeedsItsAccessWidth) {
+  fa::KernelSpec spec = smallSpec();
+  spec.dtype = fa::ElementType::f16;
+  spec.strategy = fa::Strategy::mma;
+  spec.blockM = 64;
+  spec.blockN = 64;
+  spec.numWarps = 4;
+  spec.stages = 2;
+  auto message = [&](void (*mutate)(fa::AttentionArgs &)) {
+    fa::AttentionArgs args = validArgs();
+    mutate(args);
+    return fa::checkAttentionArgs(spec, args).message;
+  };
+  alignas(16) static char bytes[64];
+  EXPECT_EQ(message([](fa::AttentionArgs &) {}), "");
+  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.k.data = bytes + 8; }),
+            "k must be 16-byte aligned for the mma strategy (rows are copied "
+            "in 16-byte chunks)");
+  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.v.strides[2] = 36; }),
+            "v stride 36 in dimension 2 must be a multiple of 8 elements for "
+            "the mma strategy (rows are copied in 16-byte chunks)");
+  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.o.data = bytes + 2; }),
+            "o must be 4-byte aligned for the mma strategy (O is stored in "
+            "pairs of elements)");
+  // The simt strategy reads element by element: the same offsets are fine.
+  spec.strategy = fa::Strategy::simt;
+  spec.stages = 1;
+  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.k.data = bytes + 8; }), "");
 }
 
 TEST(ArgumentChecks, EmptyTensorsMayBeNull) {

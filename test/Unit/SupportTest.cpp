@@ -2,6 +2,7 @@
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/MmaModel.h"
 
 #include "gtest/gtest.h"
 
@@ -50,7 +51,121 @@ TEST(KernelSpec, DefaultIsTheLectureKernel) {
   EXPECT_DOUBLE_EQ(spec.effectiveScale(), 1.0 / std::sqrt(128.0));
   spec.causal = true;
   spec.dtype = fa::ElementType::bf16;
+  spec.strategy = fa::Strategy::simt;
   EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_bf16_causal_8x32_w8");
+  spec.strategy = fa::Strategy::mma;
+  spec.stages = 2;
+  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_bf16_causal_8x32_w8_s2_mma");
+}
+
+TEST(KernelSpec, AutomaticStrategyByDtypeAndHeadDim) {
+  fa::KernelSpec spec;
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
+  spec.dtype = fa::ElementType::f16;
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  spec.headDim = 36; // not a multiple of 8: the tensor-core tiles cannot
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  spec.headDim = 512; // over mma's 256
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  spec.headDim = 64;
+  spec.strategy = fa::Strategy::simt;
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  fa::Strategy parsed;
+  ASSERT_TRUE(fa::parseStrategy("mma", parsed));
+  EXPECT_EQ(parsed, fa::Strategy::mma);
+  EXPECT_FALSE(fa::parseStrategy("wgmma", parsed));
+}
+
+TEST(KernelSpec, StrategyRulesNameValueAndLimit) {
+  fa::KernelSpec spec;
+  spec.strategy = fa::Strategy::mma;
+  spec.stages = 2;
+  EXPECT_EQ(spec.validate(), "the mma strategy computes on f16 or bf16 "
+                             "inputs, got f32 (use the simt strategy)");
+  spec.dtype = fa::ElementType::bf16;
+  EXPECT_EQ(spec.validate(), "");
+  spec.headDim = 36;
+  EXPECT_EQ(spec.validate(), "the mma strategy needs a head dim that is a "
+                             "multiple of 8 and at most 256, got 36");
+  spec.headDim = 64;
+  spec.stages = 5;
+  EXPECT_EQ(spec.validate(), "stages must be in [1, 4] for the mma strategy "
+                             "(0 = default), got 5");
+  spec.strategy = fa::Strategy::simt;
+  spec.stages = 2;
+  EXPECT_EQ(spec.validate(), "stages must be in [1, 1], got 2 (the simt "
+                             "strategy has no K/V pipeline)");
+}
+
+/// The mma resource model: fragment divisibility, shared memory per arch,
+/// the shared layout and the register estimate, with reasons.
+TEST(MmaModel, FitsAndWhyNot) {
+  const fa::GpuArch sm90 = *fa::lookupGpuArch("sm_90a");
+  const fa::GpuArch sm86 = *fa::lookupGpuArch("sm_86");
+  fa::mma::Config c{128, 128, 64, 4, 2, 2};
+  EXPECT_EQ(fa::mma::checkFits(c, sm90), "");
+  // Rows padded to an odd number of 16-byte chunks: 128 + 8 elements.
+  fa::mma::SharedLayout layout = fa::mma::sharedLayout(c);
+  EXPECT_EQ(layout.rowPitch, 136);
+  EXPECT_EQ(layout.kOffset, 128 * 136 * 2);
+  EXPECT_EQ(layout.vOffset, layout.kOffset + 2 * 64 * 136 * 2);
+  EXPECT_EQ(layout.totalBytes, (128 + 4 * 64) * 136 * 2);
+  EXPECT_EQ((layout.rowPitch * 2 / 16) % 2, 1);
+  // Odd multiples of 8 are padded to k16 inside the kernel.
+  EXPECT_EQ(fa::mma::contractionWidth(40), 48);
+  EXPECT_EQ(fa::mma::sharedLayout({40, 64, 64, 4, 2, 2}).rowPitch, 56);
+  fa::mma::Config rows = c;
+  rows.numWarps = 16;
+  EXPECT_NE(fa::mma::checkFits(rows, sm90)
+                .find("block-m 128 is not a multiple of 16 x num-warps = 256"),
+            std::string::npos);
+  fa::mma::Config cols = c;
+  cols.blockN = 24;
+  EXPECT_NE(fa::mma::checkFits(cols, sm90)
+                .find("block-n 24 is not a multiple of 16"),
+            std::string::npos);
+  fa::mma::Config big{256, 128, 128, 8, 4, 2};
+  EXPECT_NE(fa::mma::checkFits(big, sm90).find("bytes of shared memory per "
+                                               "block, over the 232432 bytes "
+                                               "available on sm_90a"),
+            std::string::npos);
+  EXPECT_NE(fa::mma::checkFits(c, sm86).find("over the 101360 bytes available "
+                                             "on sm_86"),
+            std::string::npos);
+  // Q stays in registers where it fits (D = 64 on 4 warps x 32 rows), and
+  // is read again from shared memory where it would not (D = 128).
+  EXPECT_TRUE(fa::mma::keepQInRegisters({64, 128, 64, 4, 2, 2}));
+  EXPECT_FALSE(fa::mma::keepQInRegisters(c));
+  EXPECT_LE(fa::mma::estimateRegisters(c), 255);
+}
+
+/// Every default candidate fits its arch and the register estimate; the
+/// fields a caller set are kept; each head dim the strategy takes gets one.
+TEST(MmaModel, DefaultsFitAndKeepWhatIsSet) {
+  for (const char *arch : {"sm_80", "sm_86", "sm_90a"})
+    for (int64_t d = 8; d <= 256; d += 8) {
+      fa::KernelSpec spec;
+      spec.headDim = d;
+      spec.dtype = fa::ElementType::f16;
+      spec.arch = arch;
+      spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+      std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+      ASSERT_FALSE(candidates.empty());
+      for (const fa::KernelSpec &c : candidates) {
+        EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::mma);
+        EXPECT_EQ(c.validate(), "");
+        fa::mma::Config config{d, c.blockM, c.blockN, c.numWarps, c.stages, 2};
+        EXPECT_EQ(fa::mma::checkFits(config, *fa::lookupGpuArch(arch)), "")
+            << c.kernelName();
+        EXPECT_LE(fa::mma::estimateRegisters(config),
+                  fa::maxRegistersPerThread(32 * c.numWarps));
+      }
+      spec.blockN = 32;
+      spec.stages = 3;
+      fa::KernelSpec withN = spec.withDefaults();
+      EXPECT_EQ(withN.blockN, 32);
+      EXPECT_EQ(withN.stages, 3);
+    }
 }
 
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
@@ -58,8 +173,10 @@ TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
   spec.headDim = 1000;
   EXPECT_EQ(spec.validate(), "head-dim must be in [1, 512], got 1000");
   spec = {};
-  spec.blockM = 0;
-  EXPECT_EQ(spec.validate(), "block-m must be in [1, 1024], got 0");
+  spec.blockM = -1;
+  EXPECT_EQ(spec.validate(), "block-m must be in [1, 1024], got -1");
+  spec.blockM = 0; // the default
+  EXPECT_EQ(spec.validate(), "");
   spec = {};
   spec.numWarps = 64;
   EXPECT_EQ(spec.validate(), "num-warps must be in [1, 32], got 64");
