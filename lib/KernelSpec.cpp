@@ -81,11 +81,7 @@ Strategy KernelSpec::resolvedStrategy() const {
   // 16-bit inputs go to the tensor cores unless the mma strategy cannot
   // serve the problem (a head dim that is not a multiple of 8, or over 256):
   // the simt strategy computes any head dim.
-  if (dtype == ElementType::f32)
-    return Strategy::simt;
-  KernelSpec mmaSpec = *this;
-  mmaSpec.strategy = Strategy::mma;
-  return mma::checkSpec(mmaSpec).empty() ? Strategy::mma : Strategy::simt;
+  return mma::takesProblem(dtype, headDim) ? Strategy::mma : Strategy::simt;
 }
 
 std::string KernelSpec::kernelName() const {

@@ -50,6 +50,11 @@ int64_t estimateRegisters(const Config &c) {
   return estimateRegisters(c, keepQInRegisters(c));
 }
 
+bool takesProblem(ElementType dtype, int64_t headDim) {
+  return dtype != ElementType::f32 && headDim % kN == 0 && headDim > 0 &&
+         headDim <= kMaxHeadDim;
+}
+
 std::string checkSpec(const KernelSpec &spec) {
   auto text = [](int64_t v) { return std::to_string(v); };
   if (spec.dtype == ElementType::f32)

@@ -84,6 +84,10 @@ int64_t estimateRegisters(const Config &config);
 /// registers).
 std::string checkFits(const Config &config, const GpuArch &arch);
 
+/// Whether the strategy computes this problem at all (16-bit inputs, a head
+/// dim that is a multiple of 8 up to kMaxHeadDim): what `auto` asks.
+bool takesProblem(ElementType dtype, int64_t headDim);
+
 /// "" when the strategy can serve the spec's problem (dtype, head dim,
 /// stages), else what is wrong, naming the value and the limit. Tile fields
 /// may still be 0 (defaults).
