@@ -705,19 +705,44 @@ struct MaskLowering : MmaPattern<MaskOp> {
       FragmentTile tile(rewriter, loc, lane, type);
       SmallVector<Value> values = unpack(rewriter, loc, scores);
       Value negInf = f32Const(rewriter, loc, -INFINITY);
+      // buildIsMasked's predicate, rearranged per row so that each element
+      // costs one 32-bit compare with a constant: key column kvStart + 2t +
+      // c (c = 8 ni + p) is visible iff c <= last_r - kvStart - 2t, where
+      // last_r = Sk - 1, and with the causal mask min(Sk - 1, row + Sk - Sq)
+      // (signed: rows above the first visible key have last_r < 0).
+      Value kvLast = addConst(rewriter, loc, adaptor.getKvLen(), -1);
+      Value laneFirstCol = arith::AddIOp::create(
+          rewriter, loc, adaptor.getKvStart(), mulConst(rewriter, loc, lane.t, 2));
       for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
         for (int64_t h = 0; h < 2; ++h) {
-          Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                            tile.row(rewriter, loc, mi, h));
+          Value last = kvLast;
+          if (op.getMask() == MaskKind::causal) {
+            Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
+                                              tile.row(rewriter, loc, mi, h));
+            Value diagonal = arith::SubIOp::create(
+                rewriter, loc,
+                arith::AddIOp::create(rewriter, loc, row, adaptor.getKvLen()),
+                adaptor.getQLen());
+            last = arith::MinSIOp::create(rewriter, loc, kvLast, diagonal);
+          }
+          // Clamped to [-1, C] so that it fits 32 bits.
+          Value visible = arith::SubIOp::create(rewriter, loc, last, laneFirstCol);
+          visible = arith::MaxSIOp::create(rewriter, loc, visible,
+                                           indexConst(rewriter, loc, -1));
+          visible = arith::MinSIOp::create(
+              rewriter, loc, visible, indexConst(rewriter, loc, tile.cols));
+          visible = arith::IndexCastOp::create(rewriter, loc,
+                                               rewriter.getI32Type(), visible);
           for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
             for (int64_t p = 0; p < 2; ++p) {
               int64_t e = 2 * h + p;
-              Value col = arith::AddIOp::create(rewriter, loc,
-                                                adaptor.getKvStart(),
-                                                tile.accCol(rewriter, loc, ni, e));
-              Value hidden =
-                  buildIsMasked(rewriter, loc, op.getMask(), row, col,
-                                adaptor.getQLen(), adaptor.getKvLen());
+              Value c = arith::ConstantOp::create(
+                  rewriter, loc,
+                  rewriter.getI32IntegerAttr(
+                      int32_t(ni * layout::kN +
+                              layout::AccumulatorFragment::colPair[e])));
+              Value hidden = arith::CmpIOp::create(
+                  rewriter, loc, arith::CmpIPredicate::sgt, c, visible);
               Value &v = values[tile.accSlot(mi, ni, e)];
               v = arith::SelectOp::create(rewriter, loc, hidden, negInf, v);
             }
