@@ -114,7 +114,8 @@ Value widenToF32(OpBuilder &b, Location loc, Value value) {
 /// The view of the dynamic shared memory that holds a shared tile.
 Value sharedBuffer(OpBuilder &b, Location loc, Operation *producer,
                    MemRefType type) {
-  auto offset = producer->getAttrOfType<IntegerAttr>("fa.shared_offset");
+  auto offset = producer->getAttrOfType<IntegerAttr>(
+      FADialect::getSharedOffsetAttrName());
   return sharedBufferAt(b, loc, indexConst(b, loc, offset.getInt()), type);
 }
 
@@ -579,9 +580,8 @@ struct FinalizeLowering : PlacedPattern<FinalizeOp> {
 /// indices become block ids (x: query tile, y: head, z: batch).
 FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
                                         gpu::GPUModuleOp kernels) {
-  auto threads = grid->getAttrOfType<IntegerAttr>("fa.num_threads");
-  auto sharedBytes = grid->getAttrOfType<IntegerAttr>("fa.shared_memory_bytes");
-  if (!threads || !sharedBytes)
+  auto launch = grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if (!launch)
     return grid.emitOpError("is not placed (run a placement pass first)");
   if (!func.getResultTypes().empty())
     return func.emitOpError("a kernel function cannot return values");
@@ -592,11 +592,8 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   builder.getUnitAttr());
   kernel.setKnownBlockSizeAttr(
-      builder.getDenseI32ArrayAttr({int32_t(threads.getInt()), 1, 1}));
-  kernel->setAttr("fa.shared_memory_bytes", sharedBytes);
-  for (StringRef name : {"fa.estimated_registers", "fa.strategy"})
-    if (Attribute attr = grid->getAttr(name))
-      kernel->setAttr(name, attr);
+      builder.getDenseI32ArrayAttr({int32_t(launch.getThreads()), 1, 1}));
+  kernel->setAttr(FADialect::getLaunchAttrName(), launch);
 
 
   IRMapping mapping;
@@ -659,7 +656,7 @@ struct FAConvertPlacedToGPUPass
     auto kernels = gpu::GPUModuleOp::create(builder, module.getLoc(),
                                             kKernelModuleName);
     // Each kernel is lowered by the patterns of the strategy that placed it
-    // (fa.strategy; none: simt).
+    // (the strategy of its fa.launch).
     SmallVector<Operation *> simtKernels;
     SmallVector<gpu::GPUFuncOp> mmaKernels;
     for (auto [func, grid] : programs) {
@@ -667,14 +664,15 @@ struct FAConvertPlacedToGPUPass
       if (failed(kernel))
         return signalPassFailure();
       func.erase();
-      auto strategy = (*kernel)->getAttrOfType<StringAttr>("fa.strategy");
-      if (!strategy || strategy.getValue() == "simt")
+      auto launch = (*kernel)->getAttrOfType<LaunchAttr>(
+          FADialect::getLaunchAttrName());
+      switch (launch.getStrategy()) {
+      case StrategyKind::simt:
         simtKernels.push_back(*kernel);
-      else if (strategy.getValue() == kMmaStrategyName)
+        break;
+      case StrategyKind::mma:
         mmaKernels.push_back(*kernel);
-      else {
-        kernel->emitOpError("placed for unknown strategy ") << strategy;
-        return signalPassFailure();
+        break;
       }
     }
     for (gpu::GPUFuncOp kernel : mmaKernels)

@@ -111,7 +111,7 @@ FailureOr<Stage> mlir::fa::detectStage(ModuleOp module) {
       hasAttention = true;
     if (auto grid = dyn_cast<GridOp>(op)) {
       hasGrid = true;
-      placed |= grid->hasAttr("fa.num_threads");
+      placed |= grid->hasAttr(FADialect::getLaunchAttrName());
     }
     if (isa<gpu::GPUFuncOp>(op))
       hasGpuFunc = true;
@@ -190,17 +190,12 @@ LogicalResult mlir::fa::readLaunchInfo(ModuleOp module,
                                        CompiledKernel &kernel) {
   bool found = false;
   module.walk([&](Operation *op) {
-    auto bytes = op->getAttrOfType<IntegerAttr>("fa.shared_memory_bytes");
-    if (!bytes || !isa<gpu::GPUFuncOp, LLVM::LLVMFuncOp>(op))
+    auto launch = op->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+    if (!launch || !isa<gpu::GPUFuncOp, LLVM::LLVMFuncOp>(op))
       return;
     found = true;
-    kernel.sharedMemoryBytes = bytes.getInt();
-    if (auto gpuFunc = dyn_cast<gpu::GPUFuncOp>(op)) {
-      kernel.numThreads = gpuFunc.getKnownBlockSizeAttr()[0];
-    } else if (auto block = op->getAttrOfType<DenseI32ArrayAttr>(
-                   "gpu.known_block_size")) {
-      kernel.numThreads = block[0];
-    }
+    kernel.sharedMemoryBytes = launch.getSharedBytes();
+    kernel.numThreads = launch.getThreads();
   });
   if (!found)
     return module.emitError("no kernel with launch attributes in the module");

@@ -269,7 +269,7 @@ FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
 }
 
 int64_t sharedOffset(LoadTileOp load) {
-  return load->getAttrOfType<IntegerAttr>("fa.shared_offset").getInt();
+  return load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName()).getInt();
 }
 
 /// The view of slot `slot` of the ring (or single buffer) of `load`.
@@ -403,22 +403,22 @@ LogicalResult lowerLoads(gpu::GPUFuncOp kernel) {
   llvm::MapVector<scf::ForOp, SmallVector<LoadTileOp>> pipelined;
   kernel.walk([&](LoadTileOp load) {
     auto loop = load->getParentOfType<scf::ForOp>();
-    if (loop && load->hasAttr("fa.pipeline_stages"))
+    if (loop && load->hasAttr(FADialect::getPipelineStagesAttrName()))
       pipelined[loop].push_back(load);
     else
       single.push_back(load);
   });
   for (LoadTileOp load : single) {
-    if (!load->hasAttr("fa.shared_offset"))
+    if (!load->hasAttr(FADialect::getSharedOffsetAttrName()))
       return load.emitOpError("has no fa.shared_offset (run fa-place-mma)");
     lowerSingleLoad(load, numThreads);
   }
   for (auto &[loop, loads] : pipelined) {
     int64_t stages =
-        loads.front()->getAttrOfType<IntegerAttr>("fa.pipeline_stages").getInt();
+        loads.front()->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName()).getInt();
     for (LoadTileOp load : loads)
-      if (!load->hasAttr("fa.shared_offset") ||
-          load->getAttrOfType<IntegerAttr>("fa.pipeline_stages").getInt() !=
+      if (!load->hasAttr(FADialect::getSharedOffsetAttrName()) ||
+          load->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName()).getInt() !=
               stages || stages < 1)
         return load.emitOpError("the loads of one loop need shared offsets and "
                                 "one positive fa.pipeline_stages");

@@ -13,9 +13,6 @@
 
 namespace mlir::fa {
 
-/// The value of `fa.strategy` that fa-place-mma writes.
-inline constexpr llvm::StringLiteral kMmaStrategyName = "mma";
-
 /// Lowers the fa ops of `kernel` (an outlined program of the mma strategy).
 /// Emits a diagnostic and fails on IR it cannot lower.
 LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel);

@@ -119,11 +119,11 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                             "(Q) and two streamed by the K/V loop (K, V), got ")
            << once.size() << " and " << streamed.size();
   Builder b(ctx);
-  once[0]->setAttr("fa.shared_offset", b.getI64IntegerAttr(layout.qOffset));
-  streamed[0]->setAttr("fa.shared_offset", b.getI64IntegerAttr(layout.kOffset));
-  streamed[1]->setAttr("fa.shared_offset", b.getI64IntegerAttr(layout.vOffset));
+  once[0]->setAttr(FADialect::getSharedOffsetAttrName(), b.getI64IntegerAttr(layout.qOffset));
+  streamed[0]->setAttr(FADialect::getSharedOffsetAttrName(), b.getI64IntegerAttr(layout.kOffset));
+  streamed[1]->setAttr(FADialect::getSharedOffsetAttrName(), b.getI64IntegerAttr(layout.vOffset));
   for (LoadTileOp op : streamed)
-    op->setAttr("fa.pipeline_stages", b.getI64IntegerAttr(stages));
+    op->setAttr(FADialect::getPipelineStagesAttrName(), b.getI64IntegerAttr(stages));
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::mma::estimateRegisters(config);
@@ -136,11 +136,9 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                        << " registers per thread, over the " << registerLimit
                        << " available: the kernel will spill";
 
-  grid->setAttr("fa.strategy", b.getStringAttr("mma"));
-  grid->setAttr("fa.num_threads", b.getI64IntegerAttr(numThreads));
-  grid->setAttr("fa.shared_memory_bytes",
-                b.getI64IntegerAttr(layout.totalBytes));
-  grid->setAttr("fa.estimated_registers", b.getI64IntegerAttr(registers));
+  grid->setAttr(FADialect::getLaunchAttrName(),
+                LaunchAttr::get(ctx, StrategyKind::mma, numThreads,
+                                layout.totalBytes, stages, registers));
   return success();
 }
 

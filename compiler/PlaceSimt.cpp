@@ -121,7 +121,7 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
       return;
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     auto encoding = cast<TileEncodingInterface>(type.getEncoding());
-    op->setAttr("fa.shared_offset",
+    op->setAttr(FADialect::getSharedOffsetAttrName(),
                 IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                  sharedBytes));
     int64_t bytes = encoding.getSharedElements(type.getShape()) *
@@ -161,9 +161,9 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
                        << registerLimit << " available: the kernel will spill";
 
   Builder b(&getContext());
-  grid->setAttr("fa.num_threads", b.getI64IntegerAttr(numThreads));
-  grid->setAttr("fa.shared_memory_bytes", b.getI64IntegerAttr(sharedBytes));
-  grid->setAttr("fa.estimated_registers", b.getI64IntegerAttr(registers));
+  grid->setAttr(FADialect::getLaunchAttrName(),
+                LaunchAttr::get(&getContext(), StrategyKind::simt, numThreads,
+                                sharedBytes, /*stages=*/1, registers));
   return success();
 }
 

@@ -136,3 +136,50 @@ MmaOperandEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
 int64_t MmaOperandEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
   return 0;
 }
+
+//===----------------------------------------------------------------------===//
+// LaunchAttr and the placement attributes on ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StrategyKind strategy, int64_t threads,
+                                 int64_t sharedBytes, int64_t stages,
+                                 int64_t registers) {
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    return emitError() << "threads must be a whole number of warps in [32, "
+                          "1024], got "
+                       << threads;
+  if (sharedBytes < 0)
+    return emitError() << "shared_bytes must be non-negative, got "
+                       << sharedBytes;
+  if (stages < 1)
+    return emitError() << "stages must be at least 1, got " << stages;
+  if (registers < 0)
+    return emitError() << "registers must be non-negative, got " << registers;
+  return success();
+}
+
+LogicalResult FADialect::verifyOperationAttribute(Operation *op,
+                                                  NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  if (name == getLaunchAttrName()) {
+    if (!isa<LaunchAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a #fa.launch, got "
+                               << value;
+    return success();
+  }
+  if (name == getSharedOffsetAttrName() || name == getPipelineStagesAttrName()) {
+    if (!isa<LoadTileOp, ConvertLayoutOp>(op))
+      return op->emitOpError() << "'" << name
+                               << "' belongs on fa.load_tile or "
+                                  "fa.convert_layout";
+    auto integer = dyn_cast<IntegerAttr>(value);
+    int64_t lowest = name == getSharedOffsetAttrName() ? 0 : 1;
+    if (!integer || integer.getInt() < lowest)
+      return op->emitOpError() << "'" << name << "' must be an integer >= "
+                               << lowest << ", got " << value;
+    return success();
+  }
+  return op->emitOpError() << "unknown fa attribute '" << name << "'";
+}

@@ -30,6 +30,21 @@ def FA_Dialect : Dialect {
       at the end (FlashAttention-2's deferred normalization).
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Placement results on ops (`fa.launch`, `fa.shared_offset`,
+  // `fa.pipeline_stages`) are checked by the dialect.
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The launch of a placed program or kernel (a LaunchAttr).
+    static ::llvm::StringRef getLaunchAttrName() { return "fa.launch"; }
+    /// Byte offset of a shared tile in the block's dynamic shared memory.
+    static ::llvm::StringRef getSharedOffsetAttrName() {
+      return "fa.shared_offset";
+    }
+    /// Slots of the shared ring of a tile loaded inside the K/V loop.
+    static ::llvm::StringRef getPipelineStagesAttrName() {
+      return "fa.pipeline_stages";
+    }
+  }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect",
@@ -73,6 +88,42 @@ def FA_MaskAttr : EnumAttr<FA_Dialect, FA_MaskKind, "mask"> {
     ```
   }];
   let assemblyFormat = "`<` $value `>`";
+}
+
+def FA_StrategyKind : I32EnumAttr<"StrategyKind",
+    "how a placed program computes on the GPU", [
+    I32EnumAttrCase<"simt", 0>,
+    I32EnumAttrCase<"mma", 1>
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::fa";
+}
+
+def FA_LaunchAttr : AttrDef<FA_Dialect, "Launch"> {
+  let mnemonic = "launch";
+  let summary = "how a placed program is launched";
+  let description = [{
+    Written by a placement pass on the `fa.grid` it placed (as
+    `fa.launch`) and carried to the kernel: the strategy whose lowering
+    patterns apply, the threads of a block, the dynamic shared-memory bytes
+    of a block, the K/V tiles in flight and the placement's register
+    estimate per thread. Verified: a whole number of warps up to 1024
+    threads, non-negative bytes, at least one stage.
+
+    ```mlir
+    fa.grid (...) { ... } attributes {fa.launch = #fa.launch<strategy = mma,
+        threads = 128, shared_bytes = 104448, stages = 2, registers = 244>}
+    ```
+  }];
+  let parameters = (ins EnumParameter<FA_StrategyKind>:$strategy,
+                        "int64_t":$threads, "int64_t":$sharedBytes,
+                        "int64_t":$stages, "int64_t":$registers);
+  let assemblyFormat = [{
+    `<` `strategy` `=` $strategy `,` `threads` `=` $threads `,`
+    `shared_bytes` `=` $sharedBytes `,` `stages` `=` $stages `,`
+    `registers` `=` $registers `>`
+  }];
+  let genVerifyDecl = 1;
 }
 
 //===----------------------------------------------------------------------===//

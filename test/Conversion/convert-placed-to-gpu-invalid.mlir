@@ -12,8 +12,8 @@ func.func @unplaced(%n: index) {
 // expected-error @+1 {{'func.func' op holds 2 fa.grid programs; a kernel holds one}}
 func.func @two_programs(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  } attributes {fa.num_threads = 32 : i64, fa.shared_memory_bytes = 0 : i64}
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 0>}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  } attributes {fa.num_threads = 32 : i64, fa.shared_memory_bytes = 0 : i64}
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 0>}
   return
 }

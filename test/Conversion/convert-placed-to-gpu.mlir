@@ -11,7 +11,7 @@
 // CHECK-NOT: func.func
 // CHECK: gpu.module @fa_kernels
 // CHECK: gpu.func @attention(%[[Q:.*]]: memref<?x?x?x32xf32>, %[[K:.*]]: memref<?x?x?x32xf32>, %[[V:.*]]: memref<?x?x?x32xf32>, %[[O:.*]]: memref<?x?x?x32xf32>, %[[LSE:.*]]: memref<?x?x?xf32>) kernel
-// CHECK-SAME: fa.shared_memory_bytes = 8992 : i64
+// CHECK-SAME: fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 8992, stages = 1, registers = 40>
 // CHECK-SAME: known_block_size = array<i32: 32, 1, 1>
 // Block (x, y, z) = (query tile, head, batch).
 // CHECK: %[[QT:.*]] = gpu.block_id x
@@ -105,6 +105,6 @@ func.func @attention(%arg0: memref<?x?x?x32xf32>, %arg1: memref<?x?x?x32xf32>,
     %o, %lse = fa.finalize %5#2, %5#0, %5#1 : tensor<2x32xf32, #regs>, tensor<2xf32, #regs>
     fa.store_tile %o, %arg3[%b, %h, %3] : tensor<2x32xf32, #regs> -> memref<?x?x?x32xf32>
     fa.store_tile %lse, %arg4[%b, %h, %3] : tensor<2xf32, #regs> -> memref<?x?x?xf32>
-  } attributes {fa.estimated_registers = 40 : i64, fa.num_threads = 32 : i64, fa.shared_memory_bytes = 8992 : i64}
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 8992, stages = 1, registers = 40>}
   return
 }

@@ -63,3 +63,14 @@ func.func @tile_ops(%q: memref<?x?x?x32xf32>, %kv: memref<?x?x?x32xf32>,
   }
   return
 }
+
+// Placement level of the mma strategy: fragment encodings and the launch.
+// CHECK-LABEL: func @mma_placement
+// CHECK: fa.convert_layout %{{.*}} : tensor<128x64xf16, #fa.mma<warps = 4>> -> tensor<128x64xf16, #fa.mma_operand<warps = 4>>
+// CHECK: fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 104448, stages = 2, registers = 244>
+func.func @mma_placement(%p: tensor<128x64xf16, #fa.mma<warps = 4>>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %a = fa.convert_layout %p : tensor<128x64xf16, #fa.mma<warps = 4>> -> tensor<128x64xf16, #fa.mma_operand<warps = 4>>
+  } attributes {fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 104448, stages = 2, registers = 244>}
+  return
+}

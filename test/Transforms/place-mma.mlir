@@ -27,11 +27,11 @@
 // CHECK: fa.store_tile {{.*}} : tensor<128x128xf16, #fa.mma<warps = 8>>
 // CHECK: fa.store_tile {{.*}} : tensor<128xf32, #fa.mma<warps = 8>>
 // Launch: 256 threads, 34816 + 4 x 17408 = 104448 bytes.
-// CHECK: fa.num_threads = 256 : i64, fa.shared_memory_bytes = 104448 : i64, fa.strategy = "mma"
+// CHECK: fa.launch = #fa.launch<strategy = mma, threads = 256, shared_bytes = 104448, stages = 2, registers = {{[0-9]+}}>
 // SMALL-LABEL: func @attention_f16
 // SMALL: fa.load_tile {{.*}} {fa.pipeline_stages = 3 : i64, fa.shared_offset = 17408 : i64} {{.*}} -> tensor<32x128xf16, #fa.shared<pad = 8>>
 // SMALL: tensor<64x32xf32, #fa.mma<warps = 2>>
-// SMALL: fa.num_threads = 64 : i64, fa.shared_memory_bytes = 69632 : i64, fa.strategy = "mma"
+// SMALL: fa.launch = #fa.launch<strategy = mma, threads = 64, shared_bytes = 69632, stages = 3, registers = {{[0-9]+}}>
 func.func @attention_f16(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                          %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
                          %lse: memref<?x?x?xf32>) {

@@ -19,7 +19,7 @@
 // CHECK: fa.store_tile %[[O16]], {{.*}} : tensor<8x64xf16, #fa.blocked<threads = [8, 32]>> -> memref<?x?x?x64xf16>
 // CHECK: fa.store_tile {{.*}} : tensor<8xf32, #fa.blocked<threads = [8, 32]>> -> memref<?x?x?xf32>
 // P: 8 x 36 x 2 = 576 bytes, 9792 + 576 = 10368 in all.
-// CHECK: fa.shared_memory_bytes = 10368 : i64
+// CHECK: fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 10368, stages = 1, registers = {{[0-9]+}}>
 func.func @attention_f16(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
                          %lse: memref<?x?x?xf32>) {
@@ -36,7 +36,7 @@ func.func @attention_f16(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 // CHECK: fa.load_tile {{.*}} -> tensor<8x64xbf16, #fa.shared<pad = 4>>
 // CHECK: arith.truncf {{.*}} to tensor<8x32xbf16, #fa.blocked<threads = [8, 32]>>
 // CHECK: fa.convert_layout {{.*}} -> tensor<8x32xbf16, #fa.shared<pad = 4>>
-// CHECK: fa.shared_memory_bytes = 10368 : i64
+// CHECK: fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 10368, stages = 1, registers = {{[0-9]+}}>
 func.func @attention_bf16(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
                           %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>,
                           %lse: memref<?x?x?xf32>) {

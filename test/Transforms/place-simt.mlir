@@ -26,16 +26,16 @@
 // CHECK: fa.tile_matmul %[[PS]], %[[V]] acc
 // CHECK: fa.store_tile {{.*}} : tensor<8x128xf32, #fa.blocked<threads = [8, 32]>> -> memref<?x?x?x128xf32>
 // Launch: 256 threads, 38016 + 8 * 36 * 4 = 39168 bytes of shared memory.
-// CHECK: } attributes {fa.estimated_registers = {{[0-9]+}} : i64, fa.num_threads = 256 : i64, fa.shared_memory_bytes = 39168 : i64}
+// CHECK: } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 39168, stages = 1, registers = {{[0-9]+}}>}
 
 // Two warps over a 16 x 16 score tile: threads per row = 16 (the largest
 // power of two <= 32 dividing B_c and D), so 64 / 16 = 4 thread rows.
 // SMALL: tensor<16x16xf32, #fa.blocked<threads = [4, 16]>>
-// SMALL: fa.num_threads = 64 : i64
+// SMALL: fa.launch = #fa.launch<strategy = simt, threads = 64,
 
 // An explicit padding of 1 (for scalar column reads): 8 * 129 * 4 = 4128.
 // PAD1: fa.load_tile {{.*}} {fa.shared_offset = 4128 : i64} {{.*}} -> tensor<32x128xf32, #fa.shared<pad = 1>>
-// PAD1: fa.shared_memory_bytes = 38208 : i64
+// PAD1: shared_bytes = 38208
 func.func @attention(%q: memref<?x?x?x128xf32>, %k: memref<?x?x?x128xf32>,
                      %v: memref<?x?x?x128xf32>, %o: memref<?x?x?x128xf32>,
                      %lse: memref<?x?x?xf32>) {

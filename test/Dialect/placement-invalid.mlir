@@ -1,0 +1,81 @@
+// RUN: fa-opt %s --split-input-file --verify-diagnostics
+
+// The placement level's attributes are verified: launch configurations,
+// fragment encodings, shared offsets and pipeline stages.
+
+func.func @launch_threads(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  // expected-error @+1 {{threads must be a whole number of warps in [32, 1024], got 48}}
+  } attributes {fa.launch = #fa.launch<strategy = mma, threads = 48, shared_bytes = 0, stages = 2, registers = 0>}
+  return
+}
+
+// -----
+
+func.func @launch_stages(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  // expected-error @+1 {{stages must be at least 1, got 0}}
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = 0, stages = 0, registers = 0>}
+  return
+}
+
+// -----
+
+func.func @launch_bytes(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  // expected-error @+1 {{shared_bytes must be non-negative, got -16}}
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = -16, stages = 1, registers = 0>}
+  return
+}
+
+// -----
+
+func.func @launch_kind(%n: index) {
+  // expected-error @+1 {{'fa.launch' must be a #fa.launch, got 128 : i64}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.launch = 128 : i64}
+  return
+}
+
+// -----
+
+func.func @unknown_attribute(%n: index) {
+  // expected-error @+1 {{unknown fa attribute 'fa.num_threads'}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.num_threads = 128 : i64}
+  return
+}
+
+// -----
+
+func.func @negative_offset(%k: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{'fa.shared_offset' must be an integer >= 0, got -128 : i64}}
+  %t = fa.load_tile %k[%i, %i, %i] {fa.shared_offset = -128 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 8>>
+  return
+}
+
+// -----
+
+func.func @zero_stages(%k: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{'fa.pipeline_stages' must be an integer >= 1, got 0 : i64}}
+  %t = fa.load_tile %k[%i, %i, %i] {fa.shared_offset = 0 : i64, fa.pipeline_stages = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 8>>
+  return
+}
+
+// -----
+
+func.func @offset_on_matmul(%a: tensor<16x16xf32>) {
+  // expected-error @+1 {{'fa.shared_offset' belongs on fa.load_tile or fa.convert_layout}}
+  %s = fa.tile_matmul %a, %a {transpose_rhs, fa.shared_offset = 0 : i64} : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{warps must be in [1, 32], got 0}}
+func.func private @mma_warps(tensor<64x64xf32, #fa.mma<warps = 0>>)
+
+// -----
+
+// expected-error @+1 {{warps must be in [1, 32], got 64}}
+func.func private @operand_warps(tensor<64x64xf16, #fa.mma_operand<warps = 64>>)
