@@ -460,50 +460,22 @@ struct OnlineSoftmaxLowering : PlacedPattern<OnlineSoftmaxOp> {
     SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
     SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
     SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    double scale = op.getScale().convertToDouble();
-    Value scaleLog2e = f32Const(rewriter, loc, scale * M_LOG2E);
-    Value scaleV = f32Const(rewriter, loc, scale);
-    Value log2e = f32Const(rewriter, loc, M_LOG2E);
-    Value negInf = f32Const(rewriter, loc, -INFINITY);
-    Value zero = f32Const(rewriter, loc, 0.0);
-    auto max = [&](Value a, Value b) -> Value {
-      return arith::MaximumFOp::create(rewriter, loc, a, b);
+    SoftmaxConstants constants(rewriter, loc, op.getScale().convertToDouble());
+    auto acrossRow = [&](Value value, function_ref<Value(Value, Value)> combine) {
+      return rowAllReduce(rewriter, loc, value, lanes, combine);
     };
-    auto add = [&](Value a, Value b) -> Value {
-      return arith::AddFOp::create(rewriter, loc, a, b);
-    };
-
     SmallVector<Value> newMax, probs(s.size()), newSum, alpha;
     for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      // m_new = max(m, scale * rowmax(s))
-      Value rowMax = s[tile.slot(i, 0)];
-      for (int64_t j = 1; j < tile.colsPerThread; ++j)
-        rowMax = max(rowMax, s[tile.slot(i, j)]);
-      rowMax = rowAllReduce(rewriter, loc, rowMax, lanes, max);
-      Value mNew = max(m[i], arith::MulFOp::create(rewriter, loc, rowMax, scaleV));
-      // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
-      Value empty = arith::CmpFOp::create(rewriter, loc,
-                                          arith::CmpFPredicate::OEQ, mNew, negInf);
-      Value base = arith::SelectOp::create(rewriter, loc, empty, zero, mNew);
-      Value baseLog2 = arith::MulFOp::create(rewriter, loc, base, log2e);
-      Value negBaseLog2 = arith::NegFOp::create(rewriter, loc, baseLog2);
-      // p = exp2(s * c - m_new * log2 e)
-      Value rowSum;
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        Value x = math::FmaOp::create(rewriter, loc, s[tile.slot(i, j)],
-                                      scaleLog2e, negBaseLog2);
-        Value p = math::Exp2Op::create(rewriter, loc, x);
-        probs[tile.slot(i, j)] = p;
-        rowSum = rowSum ? add(rowSum, p) : p;
-      }
-      rowSum = rowAllReduce(rewriter, loc, rowSum, lanes, add);
-      // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
-      Value a = math::Exp2Op::create(
-          rewriter, loc,
-          math::FmaOp::create(rewriter, loc, m[i], log2e, negBaseLog2));
-      newMax.push_back(mNew);
-      alpha.push_back(a);
-      newSum.push_back(math::FmaOp::create(rewriter, loc, a, l[i], rowSum));
+      SmallVector<Value> rowScores;
+      for (int64_t j = 0; j < tile.colsPerThread; ++j)
+        rowScores.push_back(s[tile.slot(i, j)]);
+      OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
+          rewriter, loc, constants, rowScores, m[i], l[i], acrossRow);
+      for (int64_t j = 0; j < tile.colsPerThread; ++j)
+        probs[tile.slot(i, j)] = row.probs[j];
+      newMax.push_back(row.newMax);
+      alpha.push_back(row.alpha);
+      newSum.push_back(row.newSum);
     }
     Type rowType = adaptor.getRunningMax().getType();
     rewriter.replaceOp(

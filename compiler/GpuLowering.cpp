@@ -3,9 +3,12 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -49,6 +52,52 @@ Value mlir::fa::pack(OpBuilder &b, Location loc, Type type,
 
 Value mlir::fa::f32Const(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale)
+    : scaleLog2e(f32Const(b, loc, scale * M_LOG2E)),
+      scale(f32Const(b, loc, scale)), log2e(f32Const(b, loc, M_LOG2E)),
+      negInf(f32Const(b, loc, -INFINITY)), zero(f32Const(b, loc, 0.0)) {}
+
+OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
+    OpBuilder &b, Location loc, const SoftmaxConstants &c,
+    ArrayRef<Value> scores, Value runningMax, Value runningSum,
+    function_ref<Value(Value, function_ref<Value(Value, Value)>)>
+        rowAllReduce) {
+  auto max = [&](Value x, Value y) -> Value {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  };
+  auto add = [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, loc, x, y);
+  };
+  OnlineSoftmaxRow row;
+  // m_new = max(m, scale * rowmax(s))
+  Value rowMax = scores.front();
+  for (Value s : scores.drop_front())
+    rowMax = max(rowMax, s);
+  rowMax = rowAllReduce(rowMax, max);
+  row.newMax =
+      max(runningMax, arith::MulFOp::create(b, loc, rowMax, c.scale));
+  // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      row.newMax, c.negInf);
+  Value base = arith::SelectOp::create(b, loc, empty, c.zero, row.newMax);
+  Value baseLog2 = arith::MulFOp::create(b, loc, base, c.log2e);
+  Value negBaseLog2 = arith::NegFOp::create(b, loc, baseLog2);
+  // p = exp2(s * c - m_new * log2 e)
+  Value rowSum;
+  for (Value s : scores) {
+    Value x = math::FmaOp::create(b, loc, s, c.scaleLog2e, negBaseLog2);
+    Value p = math::Exp2Op::create(b, loc, x);
+    row.probs.push_back(p);
+    rowSum = rowSum ? add(rowSum, p) : p;
+  }
+  rowSum = rowAllReduce(rowSum, add);
+  // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
+  row.alpha = math::Exp2Op::create(
+      b, loc, math::FmaOp::create(b, loc, runningMax, c.log2e, negBaseLog2));
+  row.newSum = math::FmaOp::create(b, loc, row.alpha, runningSum, rowSum);
+  return row;
 }
 
 Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {

@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir {
 class TypeConverter;
@@ -43,6 +44,26 @@ void populateRegisterTilePatterns(const TypeConverter &typeConverter,
                                   RewritePatternSet &patterns);
 
 Value f32Const(OpBuilder &b, Location loc, double value);
+
+/// The f32 constants of one fa.online_softmax lowering.
+struct SoftmaxConstants {
+  SoftmaxConstants(OpBuilder &b, Location loc, double scale);
+  Value scaleLog2e, scale, log2e, negInf, zero;
+};
+
+/// One row of fa.online_softmax in base 2 over the scores a thread holds
+/// of it; `rowAllReduce` combines a per-thread partial over the row's
+/// threads (shuffles). With c = scale * log2(e):
+///   m_new = max(m, scale * rowmax(s)); base = m_new, or 0 if it is -inf
+///   p = exp2(s * c - base * log2 e);  l_new = exp2((m - base) log2 e) l + rowsum(p)
+struct OnlineSoftmaxRow {
+  Value newMax, newSum, alpha;
+  SmallVector<Value> probs;
+};
+OnlineSoftmaxRow buildOnlineSoftmaxRow(
+    OpBuilder &b, Location loc, const SoftmaxConstants &c,
+    ArrayRef<Value> scores, Value runningMax, Value runningSum,
+    function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce);
 Value indexConst(OpBuilder &b, Location loc, int64_t value);
 
 } // namespace mlir::fa

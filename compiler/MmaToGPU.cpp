@@ -774,56 +774,29 @@ struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
     SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
     SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
     SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    double scale = op.getScale().convertToDouble();
-    Value scaleLog2e = f32Const(rewriter, loc, scale * M_LOG2E);
-    Value scaleV = f32Const(rewriter, loc, scale);
-    Value log2e = f32Const(rewriter, loc, M_LOG2E);
-    Value negInf = f32Const(rewriter, loc, -INFINITY);
-    Value zero = f32Const(rewriter, loc, 0.0);
-    auto max = [&](Value a, Value b) -> Value {
-      return arith::MaximumFOp::create(rewriter, loc, a, b);
-    };
-    auto add = [&](Value a, Value b) -> Value {
-      return arith::AddFOp::create(rewriter, loc, a, b);
+    SoftmaxConstants constants(rewriter, loc, op.getScale().convertToDouble());
+    auto acrossQuad = [&](Value value, function_ref<Value(Value, Value)> combine) {
+      return quadAllReduce(rewriter, loc, value, combine);
     };
     SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
     SmallVector<Value> probs(s.size());
     for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
       for (int64_t h = 0; h < 2; ++h) {
         SmallVector<int64_t> slots;
+        SmallVector<Value> rowScores;
         for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-          for (int64_t p = 0; p < 2; ++p)
+          for (int64_t p = 0; p < 2; ++p) {
             slots.push_back(tile.accSlot(mi, ni, 2 * h + p));
+            rowScores.push_back(s[slots.back()]);
+          }
         int64_t r = FragmentTile::rowSlot(mi, h);
-        // m_new = max(m, scale * rowmax(s))
-        Value rowMax = s[slots[0]];
-        for (int64_t slot : ArrayRef(slots).drop_front())
-          rowMax = max(rowMax, s[slot]);
-        rowMax = quadAllReduce(rewriter, loc, rowMax, max);
-        Value mNew =
-            max(m[r], arith::MulFOp::create(rewriter, loc, rowMax, scaleV));
-        // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
-        Value empty = arith::CmpFOp::create(
-            rewriter, loc, arith::CmpFPredicate::OEQ, mNew, negInf);
-        Value base = arith::SelectOp::create(rewriter, loc, empty, zero, mNew);
-        Value negBaseLog2 = arith::NegFOp::create(
-            rewriter, loc, arith::MulFOp::create(rewriter, loc, base, log2e));
-        // p = exp2(s * c - m_new * log2 e)
-        Value rowSum;
-        for (int64_t slot : slots) {
-          Value x = math::FmaOp::create(rewriter, loc, s[slot], scaleLog2e,
-                                        negBaseLog2);
-          Value p = math::Exp2Op::create(rewriter, loc, x);
+        OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
+            rewriter, loc, constants, rowScores, m[r], l[r], acrossQuad);
+        for (auto [slot, p] : llvm::zip(slots, row.probs))
           probs[slot] = p;
-          rowSum = rowSum ? add(rowSum, p) : p;
-        }
-        rowSum = quadAllReduce(rewriter, loc, rowSum, add);
-        // alpha = exp2((m - m_new) log2 e); l_new = alpha * l + rowsum
-        alpha[r] = math::Exp2Op::create(
-            rewriter, loc,
-            math::FmaOp::create(rewriter, loc, m[r], log2e, negBaseLog2));
-        newMax[r] = mNew;
-        newSum[r] = math::FmaOp::create(rewriter, loc, alpha[r], l[r], rowSum);
+        newMax[r] = row.newMax;
+        newSum[r] = row.newSum;
+        alpha[r] = row.alpha;
       }
     Type rowType = adaptor.getRunningMax().getType();
     rewriter.replaceOp(

@@ -21,7 +21,7 @@ ls -la .gpu
 # The default mma kernels as cubins, for the SASS dump of gpu-run.sh profile
 # (fa-compile of the development build, when there is one).
 if [ -x build/bin/fa-compile ]; then
-  for d in 64 128; do
+  for d in 64 128 256; do
     for mask in "" --causal; do
       build/bin/fa-compile --dtype=f16 --head-dim=$d $mask --arch=sm_90a \
         --emit=cubin -o ".gpu/mma_d${d}${mask:+_causal}.cubin"

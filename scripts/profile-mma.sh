@@ -9,7 +9,7 @@ cat > /tmp/fa-profile.py <<'PY'
 import sys, torch
 sys.path.insert(0, "python")
 import fa
-for d in (64, 128):
+for d in (64, 128, 256):
     for causal in (False, True):
         h, s, b = 2048 // d, 4096, 4
         q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.float16)
@@ -19,10 +19,10 @@ for d in (64, 128):
         torch.cuda.synchronize()
 PY
 ncu --clock-control none --kernel-name regex:fa_fwd --launch-skip 0 \
-  --launch-count 8 \
+  --launch-count 12 \
   --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,dram__bytes.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warp_latency_issue_stalled_barrier,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_short_scoreboard,smsp__average_warp_latency_issue_stalled_math_pipe_throttle,smsp__average_warp_latency_issue_stalled_mio_throttle,smsp__average_warp_latency_issue_stalled_wait,smsp__average_warp_latency_issue_stalled_not_selected,smsp__average_warp_latency_issue_stalled_selected \
   python3 /tmp/fa-profile.py > "$OUT/ncu.txt" 2>&1
-grep -E "fa_fwd|duration|hmma|throughput|bank|dram__bytes|warps_active|stalled" "$OUT/ncu.txt" | head -150
+grep -E "fa_fwd|duration|hmma|throughput|bank|dram__bytes|warps_active|stalled.*ratio" "$OUT/ncu.txt" | head -200
 # Cubins that scripts/pack-gpu.sh compiled with fa-compile.
 for f in .gpu/*.cubin; do
   [ -f "$f" ] || continue
