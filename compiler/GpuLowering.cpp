@@ -1,4 +1,4 @@
-//===- GpuLowering.cpp - Helpers every GPU strategy lowering uses --*- C++ -*-===//
+//===- GpuLowering.cpp - Helpers of every GPU lowering ----------*- C++ -*-===//
 #include "compiler/GpuLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -76,8 +76,7 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
   for (Value s : scores.drop_front())
     rowMax = max(rowMax, s);
   rowMax = rowAllReduce(rowMax, max);
-  row.newMax =
-      max(runningMax, arith::MulFOp::create(b, loc, rowMax, c.scale));
+  row.newMax = max(runningMax, arith::MulFOp::create(b, loc, rowMax, c.scale));
   // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
   Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                       row.newMax, c.negInf);
@@ -146,5 +145,5 @@ void mlir::fa::populateRegisterTilePatterns(const TypeConverter &typeConverter,
                                             RewritePatternSet &patterns) {
   patterns.add<ConstantLowering, RegisterCastLowering<arith::TruncFOp>,
                RegisterCastLowering<arith::ExtFOp>>(typeConverter,
-                                                   patterns.getContext());
+                                                    patterns.getContext());
 }

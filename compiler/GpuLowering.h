@@ -1,4 +1,4 @@
-//===- GpuLowering.h - Helpers every GPU strategy lowering uses ----*- C++ -*-===//
+//===- GpuLowering.h - Helpers every GPU strategy lowering uses -*- C++ -*-===//
 //
 // Strategy-neutral pieces of lowering a placed program to a gpu.func: the
 // register-tile <-> element list conversion, shared-tile views of the
@@ -55,7 +55,8 @@ struct SoftmaxConstants {
 /// of it; `rowAllReduce` combines a per-thread partial over the row's
 /// threads (shuffles). With c = scale * log2(e):
 ///   m_new = max(m, scale * rowmax(s)); base = m_new, or 0 if it is -inf
-///   p = exp2(s * c - base * log2 e);  l_new = exp2((m - base) log2 e) l + rowsum(p)
+///   p = exp2(s * c - base * log2 e);  l_new = exp2((m - base) log2 e) l +
+///   rowsum(p)
 struct OnlineSoftmaxRow {
   Value newMax, newSum, alpha;
   SmallVector<Value> probs;

@@ -1,4 +1,4 @@
-//===- MmaToGPU.cpp - Lowering of the mma strategy's placed programs -*- C++ -*-===//
+//===- MmaToGPU.cpp - Lowering of the mma strategy's programs ---*- C++ -*-===//
 //
 // Two steps on an outlined kernel placed by fa-place-mma:
 //
@@ -51,17 +51,31 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// The calling thread's warp and its lane split as (g, t) = (lane / 4,
-/// lane % 4), the coordinates of the fragment tables.
+/// lane % 4), the coordinates of the fragment tables; and the offsets of
+/// the row address a lane gives ldmatrix.x4 inside a 16 x 16 block:
+/// matrix row l % 8 (`matrixRow`), and 8 ((l / 8) % 2) and 8 (l / 16)
+/// (`secondMatrix`, `upperMatrices`), which pick the block's half for the
+/// second and the upper two of the four matrices.
 struct Lane {
   Lane(OpBuilder &b, Location loc) {
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     Value c32 = indexConst(b, loc, 32), c4 = indexConst(b, loc, 4);
+    Value c8 = indexConst(b, loc, 8);
     warp = arith::DivUIOp::create(b, loc, tid, c32);
     lane = arith::RemUIOp::create(b, loc, tid, c32);
     g = arith::DivUIOp::create(b, loc, lane, c4);
     t = arith::RemUIOp::create(b, loc, lane, c4);
+    matrixRow = arith::RemUIOp::create(b, loc, lane, c8);
+    Value matrix = arith::DivUIOp::create(b, loc, lane, c8);
+    secondMatrix = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, matrix, indexConst(b, loc, 2)),
+        c8);
+    upperMatrices = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, lane, indexConst(b, loc, 16)),
+        c8);
   }
   Value warp, lane, g, t;
+  Value matrixRow, secondMatrix, upperMatrices;
 };
 
 Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
@@ -165,7 +179,8 @@ SmallVector<Value> mmaSync(OpBuilder &b, Location loc, Type elementType,
                                      NVVM::MMALayout::col});
   SmallVector<Value> d;
   for (int64_t i = 0; i < 4; ++i)
-    d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{i}));
+    d.push_back(
+        LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{i}));
   return d;
 }
 
@@ -205,8 +220,8 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
   // column test and the row split are computed once.
   bool wholeRows = numThreads % chunksPerRow == 0;
   Value threadRow = arith::DivUIOp::create(b, loc, tid, chunksPerRowV);
-  Value threadCol = mulConst(
-      b, loc, arith::RemUIOp::create(b, loc, tid, chunksPerRowV), 8);
+  Value threadCol =
+      mulConst(b, loc, arith::RemUIOp::create(b, loc, tid, chunksPerRowV), 8);
   for (int64_t first = 0; first < chunks; first += numThreads) {
     Value chunk = addConst(b, loc, tid, first);
     auto copyChunk = [&](OpBuilder &b, Location loc) {
@@ -216,15 +231,14 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
         col = threadCol;
       } else {
         r = arith::DivUIOp::create(b, loc, chunk, chunksPerRowV);
-        col = mulConst(b, loc, arith::RemUIOp::create(b, loc, chunk,
-                                                      chunksPerRowV),
-                       8);
+        col = mulConst(b, loc,
+                       arith::RemUIOp::create(b, loc, chunk, chunksPerRowV), 8);
       }
       Value globalRow = arith::AddIOp::create(b, loc, row, r);
       Value rowValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                              globalRow, rowLimit);
-      Value colValid = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::ult, col, indexConst(b, loc, headDim));
+      Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             col, indexConst(b, loc, headDim));
       Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
       Value srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
       Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
@@ -269,16 +283,17 @@ FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
 }
 
 int64_t sharedOffset(LoadTileOp load) {
-  return load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName()).getInt();
+  return load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName())
+      .getInt();
 }
 
 /// The view of slot `slot` of the ring (or single buffer) of `load`.
 Value slotBuffer(OpBuilder &b, Location loc, LoadTileOp load, Value slot) {
   auto type = sharedBufferType(cast<RankedTensorType>(load.getType()));
-  int64_t slotBytes =
-      type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  Value offset = arith::AddIOp::create(b, loc, mulConst(b, loc, slot, slotBytes),
-                                       indexConst(b, loc, sharedOffset(load)));
+  int64_t slotBytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  Value offset =
+      arith::AddIOp::create(b, loc, mulConst(b, loc, slot, slotBytes),
+                            indexConst(b, loc, sharedOffset(load)));
   return sharedBufferAt(b, loc, offset, type);
 }
 
@@ -329,8 +344,8 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
   // Copies the tiles of iteration `iteration` into `slot`, if it runs.
   auto copyIteration = [&](OpBuilder &b, Value iteration,
                            Value slot) -> LogicalResult {
-    Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                       iteration, ub);
+    Value runs =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iteration, ub);
     auto guard = scf::IfOp::create(b, loc, runs);
     OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
     IRMapping mapping;
@@ -384,8 +399,8 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
       b, loc, loop.getInductionVar(),
       arith::MulIOp::create(b, loc, step, indexConst(b, loc, stages - 1)));
   Value stagesV = indexConst(b, loc, stages);
-  Value aheadSlot = arith::RemUIOp::create(
-      b, loc, addConst(b, loc, j, stages - 1), stagesV);
+  Value aheadSlot =
+      arith::RemUIOp::create(b, loc, addConst(b, loc, j, stages - 1), stagesV);
   if (failed(copyIteration(b, ahead, aheadSlot)))
     return failure();
   commitGroup(b, loc);
@@ -415,11 +430,15 @@ LogicalResult lowerLoads(gpu::GPUFuncOp kernel) {
   }
   for (auto &[loop, loads] : pipelined) {
     int64_t stages =
-        loads.front()->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName()).getInt();
+        loads.front()
+            ->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName())
+            .getInt();
     for (LoadTileOp load : loads)
       if (!load->hasAttr(FADialect::getSharedOffsetAttrName()) ||
-          load->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName()).getInt() !=
-              stages || stages < 1)
+          load->getAttrOfType<IntegerAttr>(
+                  FADialect::getPipelineStagesAttrName())
+                  .getInt() != stages ||
+          stages < 1)
         return load.emitOpError("the loads of one loop need shared offsets and "
                                 "one positive fa.pipeline_stages");
     if (loads.front()->getBlock() != loop.getBody())
@@ -460,8 +479,7 @@ public:
   }
 };
 
-template <typename Op>
-struct MmaPattern : OpConversionPattern<Op> {
+template <typename Op> struct MmaPattern : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   using OpAdaptor = typename Op::Adaptor;
 };
@@ -474,8 +492,8 @@ bool isMma(Value v) {
   return hasEncoding(v, [](Attribute a) { return isa<MmaEncodingAttr>(a); });
 }
 bool isOperand(Value v) {
-  return hasEncoding(v,
-                     [](Attribute a) { return isa<MmaOperandEncodingAttr>(a); });
+  return hasEncoding(
+      v, [](Attribute a) { return isa<MmaOperandEncodingAttr>(a); });
 }
 bool isShared(Value v) {
   return hasEncoding(v, [](Attribute a) { return isa<SharedEncodingAttr>(a); });
@@ -496,20 +514,10 @@ struct SharedToOperandLowering : MmaPattern<ConvertLayoutOp> {
     Lane lane(rewriter, loc);
     FragmentTile tile(rewriter, loc, lane, type);
     int64_t kBlocks = llvm::divideCeil(tile.cols, layout::kK);
-    Value c8 = indexConst(rewriter, loc, 8);
-    Value laneRow = arith::AddIOp::create(
-        rewriter, loc, arith::RemUIOp::create(rewriter, loc, lane.lane, c8),
-        mulConst(rewriter, loc,
-                 arith::RemUIOp::create(
-                     rewriter, loc,
-                     arith::DivUIOp::create(rewriter, loc, lane.lane, c8),
-                     indexConst(rewriter, loc, 2)),
-                 8));
-    Value laneCol = mulConst(
-        rewriter, loc,
-        arith::DivUIOp::create(rewriter, loc, lane.lane,
-                               indexConst(rewriter, loc, 16)),
-        8);
+    // Matrices (rows lo, k lo), (rows hi, k lo), (rows lo, k hi), ...
+    Value laneRow =
+        arith::AddIOp::create(rewriter, loc, lane.matrixRow, lane.secondMatrix);
+    Value laneCol = lane.upperMatrices;
     SmallVector<Value> elements;
     for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
       for (int64_t ki = 0; ki < kBlocks; ++ki) {
@@ -518,16 +526,16 @@ struct SharedToOperandLowering : MmaPattern<ConvertLayoutOp> {
             arith::AddIOp::create(rewriter, loc, tile.warpRow0, laneRow),
             mi * layout::kM);
         Value col = addConst(rewriter, loc, laneCol, ki * layout::kK);
-        Value loaded = ldmatrix(rewriter, loc, adaptor.getSource(), row, col,
-                                4, /*transpose=*/false);
+        Value loaded = ldmatrix(rewriter, loc, adaptor.getSource(), row, col, 4,
+                                /*transpose=*/false);
         for (int64_t r = 0; r < 4; ++r)
           for (int64_t i = 0; i < 2; ++i)
             elements.push_back(vector::ExtractOp::create(
                 rewriter, loc, loaded, ArrayRef<int64_t>{r, i}));
       }
-    rewriter.replaceOp(op, pack(rewriter, loc,
-                                getTypeConverter()->convertType(type),
-                                elements));
+    rewriter.replaceOp(
+        op,
+        pack(rewriter, loc, getTypeConverter()->convertType(type), elements));
     return success();
   }
 };
@@ -554,15 +562,15 @@ struct AccumulatorToOperandLowering : MmaPattern<ConvertLayoutOp> {
     for (int64_t mi = 0; mi < rowBlocks; ++mi)
       for (int64_t kb = 0; kb < kBlocks; ++kb)
         for (int64_t e = 0; e < layout::OperandAFragment::kElements; ++e) {
-          layout::AccumulatorSlot slot = layout::accumulatorSlotOfOperandA(kb, e);
-          elements.push_back(
-              acc[(mi * nBlocks + slot.nBlock) *
-                      layout::AccumulatorFragment::kElements +
-                  slot.element]);
+          layout::AccumulatorSlot slot =
+              layout::accumulatorSlotOfOperandA(kb, e);
+          elements.push_back(acc[(mi * nBlocks + slot.nBlock) *
+                                     layout::AccumulatorFragment::kElements +
+                                 slot.element]);
         }
-    rewriter.replaceOp(op, pack(rewriter, loc,
-                                getTypeConverter()->convertType(type),
-                                elements));
+    rewriter.replaceOp(
+        op,
+        pack(rewriter, loc, getTypeConverter()->convertType(type), elements));
     return success();
   }
 };
@@ -613,20 +621,6 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
       return regs;
     };
 
-    // Lane address inside a 16 x 16 block of rhs: (row, col) offsets.
-    Value c8 = indexConst(rewriter, loc, 8);
-    Value laneMod8 = arith::RemUIOp::create(rewriter, loc, lane.lane, c8);
-    Value laneBit3 = mulConst(
-        rewriter, loc,
-        arith::RemUIOp::create(
-            rewriter, loc, arith::DivUIOp::create(rewriter, loc, lane.lane, c8),
-            indexConst(rewriter, loc, 2)),
-        8);
-    Value laneBit4 = mulConst(
-        rewriter, loc,
-        arith::DivUIOp::create(rewriter, loc, lane.lane,
-                               indexConst(rewriter, loc, 16)),
-        8);
     for (int64_t ki = 0; ki < kSteps; ++ki)
       for (int64_t nb = 0; nb < nBlocks; nb += 2) {
         int64_t blocks = std::min<int64_t>(2, nBlocks - nb);
@@ -634,26 +628,26 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
         if (transposed) {
           // rhs[n][k]: matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), ...
           row = addConst(rewriter, loc,
-                         arith::AddIOp::create(rewriter, loc, laneMod8,
-                                               laneBit4),
+                         arith::AddIOp::create(rewriter, loc, lane.matrixRow,
+                                               lane.upperMatrices),
                          nb * layout::kN);
-          col = addConst(rewriter, loc, laneBit3, ki * layout::kK);
+          col = addConst(rewriter, loc, lane.secondMatrix, ki * layout::kK);
         } else {
           // rhs[k][n]: matrices (k lo, n lo), (k hi, n lo), (k lo, n hi), ...
           row = addConst(rewriter, loc,
-                         arith::AddIOp::create(rewriter, loc, laneMod8,
-                                               laneBit3),
+                         arith::AddIOp::create(rewriter, loc, lane.matrixRow,
+                                               lane.secondMatrix),
                          ki * layout::kK);
-          col = addConst(rewriter, loc, laneBit4, nb * layout::kN);
+          col = addConst(rewriter, loc, lane.upperMatrices, nb * layout::kN);
         }
         if (transposed && blocks == 1)
-          row = addConst(rewriter, loc, laneMod8, nb * layout::kN);
+          row = addConst(rewriter, loc, lane.matrixRow, nb * layout::kN);
         Value loaded = ldmatrix(rewriter, loc, adaptor.getRhs(), row, col,
                                 2 * blocks, /*transpose=*/!transposed);
         for (int64_t n = 0; n < blocks; ++n) {
-          SmallVector<Value> b = {ldmatrixRegister(rewriter, loc, loaded, 2 * n),
-                                  ldmatrixRegister(rewriter, loc, loaded,
-                                                   2 * n + 1)};
+          SmallVector<Value> b = {
+              ldmatrixRegister(rewriter, loc, loaded, 2 * n),
+              ldmatrixRegister(rewriter, loc, loaded, 2 * n + 1)};
           for (int64_t mi = 0; mi < tile.rowBlocks; ++mi) {
             int64_t base = tile.accSlot(mi, nb + n, 0);
             SmallVector<Value> c(acc.begin() + base, acc.begin() + base + 4);
@@ -663,9 +657,9 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
           }
         }
       }
-    rewriter.replaceOp(op, pack(rewriter, loc,
-                                getTypeConverter()->convertType(resultType),
-                                acc));
+    rewriter.replaceOp(
+        op,
+        pack(rewriter, loc, getTypeConverter()->convertType(resultType), acc));
     return success();
   }
 };
@@ -711,14 +705,16 @@ struct MaskLowering : MmaPattern<MaskOp> {
       // last_r = Sk - 1, and with the causal mask min(Sk - 1, row + Sk - Sq)
       // (signed: rows above the first visible key have last_r < 0).
       Value kvLast = addConst(rewriter, loc, adaptor.getKvLen(), -1);
-      Value laneFirstCol = arith::AddIOp::create(
-          rewriter, loc, adaptor.getKvStart(), mulConst(rewriter, loc, lane.t, 2));
+      Value laneFirstCol =
+          arith::AddIOp::create(rewriter, loc, adaptor.getKvStart(),
+                                mulConst(rewriter, loc, lane.t, 2));
       for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
         for (int64_t h = 0; h < 2; ++h) {
           Value last = kvLast;
           if (op.getMask() == MaskKind::causal) {
-            Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                              tile.row(rewriter, loc, mi, h));
+            Value row =
+                arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
+                                      tile.row(rewriter, loc, mi, h));
             Value diagonal = arith::SubIOp::create(
                 rewriter, loc,
                 arith::AddIOp::create(rewriter, loc, row, adaptor.getKvLen()),
@@ -726,7 +722,8 @@ struct MaskLowering : MmaPattern<MaskOp> {
             last = arith::MinSIOp::create(rewriter, loc, kvLast, diagonal);
           }
           // Clamped to [-1, C] so that it fits 32 bits.
-          Value visible = arith::SubIOp::create(rewriter, loc, last, laneFirstCol);
+          Value visible =
+              arith::SubIOp::create(rewriter, loc, last, laneFirstCol);
           visible = arith::MaxSIOp::create(rewriter, loc, visible,
                                            indexConst(rewriter, loc, -1));
           visible = arith::MinSIOp::create(
@@ -775,7 +772,8 @@ struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
     SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
     SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
     SoftmaxConstants constants(rewriter, loc, op.getScale().convertToDouble());
-    auto acrossQuad = [&](Value value, function_ref<Value(Value, Value)> combine) {
+    auto acrossQuad = [&](Value value,
+                          function_ref<Value(Value, Value)> combine) {
       return quadAllReduce(rewriter, loc, value, combine);
     };
     SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
@@ -831,7 +829,8 @@ struct RescaleLowering : MmaPattern<RescaleOp> {
               factor[FragmentTile::rowSlot(
                   mi, layout::AccumulatorFragment::rowHalf[e])]);
         }
-    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getAcc().getType(), acc));
+    rewriter.replaceOp(op,
+                       pack(rewriter, loc, adaptor.getAcc().getType(), acc));
     return success();
   }
 };
@@ -874,10 +873,9 @@ struct FinalizeLowering : MmaPattern<FinalizeOp> {
         Value value = arith::AddFOp::create(rewriter, loc, m[r], logSum);
         lse[r] = arith::SelectOp::create(rewriter, loc, empty, negInf, value);
       }
-    rewriter.replaceOp(op,
-                       {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
-                        pack(rewriter, loc, adaptor.getRunningMax().getType(),
-                             lse)});
+    rewriter.replaceOp(
+        op, {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
+             pack(rewriter, loc, adaptor.getRunningMax().getType(), lse)});
     return success();
   }
 };
@@ -971,15 +969,14 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
   MmaTypeConverter typeConverter;
   ConversionTarget target(*ctx);
   target.addIllegalDialect<FADialect>();
-  target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
-                         LLVM::LLVMDialect, math::MathDialect,
-                         memref::MemRefDialect, NVVM::NVVMDialect,
-                         nvgpu::NVGPUDialect, scf::SCFDialect,
-                         vector::VectorDialect>();
+  target.addLegalDialect<
+      arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+      math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
+      nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect>();
   target.addLegalOp<UnrealizedConversionCastOp>();
-  target.addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp,
-                               arith::ExtFOp>(
-      [&](Operation *op) { return typeConverter.isLegal(op); });
+  target
+      .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
+          [&](Operation *op) { return typeConverter.isLegal(op); });
   RewritePatternSet patterns(ctx);
   patterns.add<SharedToOperandLowering, AccumulatorToOperandLowering,
                TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,

@@ -1,4 +1,4 @@
-//===- MmaToGPU.h - Lowering of the mma strategy's placed programs -*- C++ -*-===//
+//===- MmaToGPU.h - Lowering of the mma strategy's programs -----*- C++ -*-===//
 //
 // The tensor-core strategy's half of fa-convert-placed-to-gpu: once a
 // program placed by fa-place-mma has been outlined into a gpu.func, its

@@ -1,4 +1,4 @@
-//===- PlaceMma.cpp - Placement for the tensor-core strategy -------*- C++ -*-===//
+//===- PlaceMma.cpp - Placement for the tensor-core strategy ----*- C++ -*-===//
 //
 // Decides where every tile of an fa.grid program lives for the mma.sync
 // strategy (accumulator and operand fragments, shared-memory rings) and
@@ -33,9 +33,9 @@ struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
   void runOnOperation() override {
     std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
     if (!target) {
-      getOperation().emitError() << "unsupported arch '" << arch
-                                 << "'; expected one of "
-                                 << ::fa::supportedGpuArchs();
+      getOperation().emitError()
+          << "unsupported arch '" << arch << "'; expected one of "
+          << ::fa::supportedGpuArchs();
       return signalPassFailure();
     }
     WalkResult result = getOperation().walk([&](GridOp grid) {
@@ -64,7 +64,7 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
            << elementType;
 
   ::fa::mma::Config config{shape->headDim, shape->blockM, shape->blockN,
-                           numWarps, stages, 2};
+                           numWarps,       stages,        2};
   if (std::string error = ::fa::mma::checkFits(config, target); !error.empty())
     return grid.emitOpError(error);
   ::fa::mma::SharedLayout layout = ::fa::mma::sharedLayout(config);
@@ -119,22 +119,26 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                             "(Q) and two streamed by the K/V loop (K, V), got ")
            << once.size() << " and " << streamed.size();
   Builder b(ctx);
-  once[0]->setAttr(FADialect::getSharedOffsetAttrName(), b.getI64IntegerAttr(layout.qOffset));
-  streamed[0]->setAttr(FADialect::getSharedOffsetAttrName(), b.getI64IntegerAttr(layout.kOffset));
-  streamed[1]->setAttr(FADialect::getSharedOffsetAttrName(), b.getI64IntegerAttr(layout.vOffset));
+  once[0]->setAttr(FADialect::getSharedOffsetAttrName(),
+                   b.getI64IntegerAttr(layout.qOffset));
+  streamed[0]->setAttr(FADialect::getSharedOffsetAttrName(),
+                       b.getI64IntegerAttr(layout.kOffset));
+  streamed[1]->setAttr(FADialect::getSharedOffsetAttrName(),
+                       b.getI64IntegerAttr(layout.vOffset));
   for (LoadTileOp op : streamed)
-    op->setAttr(FADialect::getPipelineStagesAttrName(), b.getI64IntegerAttr(stages));
+    op->setAttr(FADialect::getPipelineStagesAttrName(),
+                b.getI64IntegerAttr(stages));
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::mma::estimateRegisters(config);
   int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
   if (registers > registerLimit)
     grid.emitWarning() << "mma placement block-m=" << shape->blockM
-                       << " block-n=" << shape->blockN << " head-dim="
-                       << shape->headDim << " num-warps=" << numWarps
-                       << " needs about " << registers
-                       << " registers per thread, over the " << registerLimit
-                       << " available: the kernel will spill";
+                       << " block-n=" << shape->blockN
+                       << " head-dim=" << shape->headDim
+                       << " num-warps=" << int64_t(numWarps) << " needs about "
+                       << registers << " registers per thread, over the "
+                       << registerLimit << " available: the kernel will spill";
 
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(ctx, StrategyKind::mma, numThreads,

@@ -1,4 +1,4 @@
-//===- Placement.cpp - What every placement pass needs -------------*- C++ -*-===//
+//===- Placement.cpp - What every placement pass needs ----------*- C++ -*-===//
 #include "compiler/Placement.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

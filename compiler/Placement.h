@@ -1,4 +1,4 @@
-//===- Placement.h - What every placement pass needs ---------------*- C++ -*-===//
+//===- Placement.h - What every placement pass needs ------------*- C++ -*-===//
 //
 // Strategy-neutral steps of placement: reading a program's tile sizes,
 // giving a tile type its encoding, and bringing hoisted tile constants back

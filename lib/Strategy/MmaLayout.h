@@ -1,4 +1,4 @@
-//===- MmaLayout.h - Lane <-> element maps of mma.sync m16n8k16 ----*- C++ -*-===//
+//===- MmaLayout.h - Lane <-> element maps of mma.sync ----------*- C++ -*-===//
 //
 // The register fragments of the tensor-core instruction mma.sync.m16n8k16
 // (f16/bf16 operands, f32 accumulator), as data. Placement, the lowering

@@ -1,4 +1,4 @@
-//===- MmaModel.cpp - Resource model of the mma strategy -----------*- C++ -*-===//
+//===- MmaModel.cpp - Resource model of the mma strategy --------*- C++ -*-===//
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/MmaLayout.h"
 
@@ -33,8 +33,8 @@ SharedLayout sharedLayout(const Config &c) {
 int64_t estimateRegisters(const Config &c, bool qInRegisters) {
   int64_t fragmentRows = c.blockM / (kM * c.numWarps); // m16 blocks per warp
   int64_t o = fragmentRows * (c.headDim / kN) * 4;
-  int64_t q = fragmentRows * 4 *
-              (qInRegisters ? contractionWidth(c.headDim) / kK : 1);
+  int64_t q =
+      fragmentRows * 4 * (qInRegisters ? contractionWidth(c.headDim) / kK : 1);
   // P (16-bit pairs) takes S's registers as S dies: counted once, as S.
   int64_t s = fragmentRows * (c.blockN / kN) * 4;
   int64_t rowState = fragmentRows * 2 * 3; // m, l, alpha for 2 rows a block
@@ -62,7 +62,8 @@ std::string checkSpec(const KernelSpec &spec) {
            "the simt strategy)";
   if (spec.headDim % kN != 0 || spec.headDim > kMaxHeadDim)
     return "the mma strategy needs a head dim that is a multiple of 8 and at "
-           "most " + text(kMaxHeadDim) + ", got " + text(spec.headDim);
+           "most " +
+           text(kMaxHeadDim) + ", got " + text(spec.headDim);
   if (spec.stages < 0 || spec.stages > kMaxStages)
     return "stages must be in [1, " + text(kMaxStages) +
            "] for the mma strategy (0 = default), got " + text(spec.stages);
@@ -71,10 +72,10 @@ std::string checkSpec(const KernelSpec &spec) {
 
 std::string checkFits(const Config &c, const GpuArch &arch) {
   auto text = [](int64_t v) { return std::to_string(v); };
-  std::string config = "block-m=" + text(c.blockM) + " block-n=" +
-                       text(c.blockN) + " head-dim=" + text(c.headDim) +
-                       " num-warps=" + text(c.numWarps) +
-                       " stages=" + text(c.stages);
+  std::string config =
+      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
+      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
+      " stages=" + text(c.stages);
   if (c.numWarps < 1 || c.numWarps > 32)
     return "num-warps must be in [1, 32], got " + text(c.numWarps);
   if (c.stages < 1 || c.stages > kMaxStages)
@@ -85,8 +86,8 @@ std::string checkFits(const Config &c, const GpuArch &arch) {
            "): the head dim must be a positive multiple of 8";
   if (c.blockM % (kM * c.numWarps) != 0)
     return "mma placement (" + config + "): block-m " + text(c.blockM) +
-           " is not a multiple of 16 x num-warps = " +
-           text(kM * c.numWarps) + " (each warp owns whole m16 fragments)";
+           " is not a multiple of 16 x num-warps = " + text(kM * c.numWarps) +
+           " (each warp owns whole m16 fragments)";
   if (c.blockN % kK != 0)
     return "mma placement (" + config + "): block-n " + text(c.blockN) +
            " is not a multiple of 16 (P is the k16 operand of P V)";
@@ -126,7 +127,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
   std::vector<KernelSpec> candidates;
   auto consider = [&](int64_t bm, int64_t bn, int64_t warps, int64_t stages) {
-    if (candidates.size() >= limit || (request.blockM && request.blockM != bm) ||
+    if (candidates.size() >= limit ||
+        (request.blockM && request.blockM != bm) ||
         (request.blockN && request.blockN != bn) ||
         (request.numWarps && request.numWarps != warps) ||
         (request.stages && request.stages != stages))

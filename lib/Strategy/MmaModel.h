@@ -1,4 +1,4 @@
-//===- MmaModel.h - Resource model of the mma strategy -------------*- C++ -*-===//
+//===- MmaModel.h - Resource model of the mma strategy ----------*- C++ -*-===//
 //
 // The tensor-core strategy (mma.sync m16n8k16, ldmatrix, cp.async): what a
 // config needs (threads, shared memory, registers), whether it fits an arch
@@ -46,11 +46,11 @@ int64_t contractionWidth(int64_t headDim);
 /// 16-byte chunks, so the 8 rows an ldmatrix phase reads (and the 16-byte
 /// cp.async writes) fall into 8 different bank groups.
 struct SharedLayout {
-  int64_t rowPad = 0;     // elements after the head dim in each row
-  int64_t rowPitch = 0;   // elements per row (head dim + rowPad)
-  int64_t qOffset = 0;    // bytes
-  int64_t kOffset = 0;    // bytes, slot 0 of the K ring
-  int64_t vOffset = 0;    // bytes, slot 0 of the V ring
+  int64_t rowPad = 0;   // elements after the head dim in each row
+  int64_t rowPitch = 0; // elements per row (head dim + rowPad)
+  int64_t qOffset = 0;  // bytes
+  int64_t kOffset = 0;  // bytes, slot 0 of the K ring
+  int64_t vOffset = 0;  // bytes, slot 0 of the V ring
   int64_t kvSlotBytes = 0;
   int64_t totalBytes = 0; // dynamic shared memory of the block
 };

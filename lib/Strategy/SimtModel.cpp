@@ -1,4 +1,4 @@
-//===- SimtModel.cpp - Resource model of the SIMT strategy ---------*- C++ -*-===//
+//===- SimtModel.cpp - Resource model of the SIMT strategy ------*- C++ -*-===//
 #include "lib/Strategy/SimtModel.h"
 #include "lib/GpuTarget.h"
 
@@ -62,21 +62,20 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   struct Config {
     int64_t bm, bn, warps;
   };
-  static constexpr Config kSmallHeads[] = {
-      {128, 128, 16}, {64, 64, 8}, {128, 64, 8}, {64, 64, 4}, {32, 64, 4},
-      {32, 32, 4}};
-  static constexpr Config kLargeHeads[] = {
-      {128, 64, 8}, {64, 128, 8}, {64, 64, 8}, {32, 64, 4}, {32, 32, 4},
-      {16, 32, 4}};
+  static constexpr Config kSmallHeads[] = {{128, 128, 16}, {64, 64, 8},
+                                           {128, 64, 8},   {64, 64, 4},
+                                           {32, 64, 4},    {32, 32, 4}};
+  static constexpr Config kLargeHeads[] = {{128, 64, 8}, {64, 128, 8},
+                                           {64, 64, 8},  {32, 64, 4},
+                                           {32, 32, 4},  {16, 32, 4}};
   int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
   int64_t maxShared = 48 * 1024;
   if (std::optional<GpuArch> target = lookupGpuArch(request.arch))
     maxShared = target->maxSharedMemoryPerBlock;
   std::vector<KernelSpec> candidates;
   auto consider = [&](int64_t bm, int64_t bn, int64_t warps) {
-    if (candidates.size() >= limit ||
-        (blockM && blockM != bm) || (blockN && blockN != bn) ||
-        (numWarps && numWarps != warps) ||
+    if (candidates.size() >= limit || (blockM && blockM != bm) ||
+        (blockN && blockN != bn) || (numWarps && numWarps != warps) ||
         !simtConfigFits(bm, bn, warps, headDim, elementBytes, maxShared))
       return;
     if (llvm::any_of(candidates, [&](const KernelSpec &c) {

@@ -1,4 +1,4 @@
-//===- SimtModel.h - Resource model of the SIMT strategy -----------*- C++ -*-===//
+//===- SimtModel.h - Resource model of the SIMT strategy --------*- C++ -*-===//
 //
 // What a SIMT config needs (threads, shared memory, registers), whether it
 // fits an arch, and the ranked default configs. No MLIR: fa-place-simt, the
