@@ -221,6 +221,10 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
   if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})) ||
       failed(readLaunchInfo(*module, kernel)))
     return llvm::createStringError(diagnostics);
+  // fa-convert-placed-to-gpu maps program (query tile, head, batch) to block
+  // (x, y, z) and keeps the function's parameters (Q, K, V, O, LSE).
+  kernel.plan = ::fa::LaunchPlan::forwardAttention(
+      spec.blockM, kernel.numThreads, kernel.sharedMemoryBytes);
   FailureOr<std::string> ptx = emitPtx(*module);
   if (failed(ptx))
     return llvm::createStringError(diagnostics);

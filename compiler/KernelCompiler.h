@@ -10,6 +10,7 @@
 
 #include "lib/CudaToolkit.h"
 #include "lib/KernelSpec.h"
+#include "lib/LaunchPlan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -56,6 +57,7 @@ struct CompiledKernel {
   std::vector<::fa::KernelResources> resources; // from ptxas -v
   int64_t numThreads = 0;                      // block size (x)
   int64_t sharedMemoryBytes = 0;               // dynamic shared memory
+  ::fa::LaunchPlan plan;                       // how the runtime launches it
 };
 
 /// Reads the launch attributes (threads, shared memory) of the kernels of a

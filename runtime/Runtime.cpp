@@ -63,6 +63,7 @@ std::string toMetadata(const KernelInfo &info) {
       {"stack_frame_bytes", info.ptxas.stackFrameBytes},
       {"spill_store_bytes", info.ptxas.spillStoreBytes},
       {"spill_load_bytes", info.ptxas.spillLoadBytes},
+      {"launch_plan", info.plan.toJson()},
   };
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -89,6 +90,12 @@ bool fromMetadata(const std::string &text, KernelInfo &info) {
   if (!name || !integer("num_threads", info.numThreads) ||
       !integer("shared_memory_bytes", info.sharedMemoryBytes))
     return false;
+  const llvm::json::Value *planJson = object->get("launch_plan");
+  std::optional<LaunchPlan> plan =
+      planJson ? LaunchPlan::fromJson(*planJson) : std::nullopt;
+  if (!plan)
+    return false;
+  info.plan = std::move(*plan);
   info.name = name->str();
   info.ptxas.name = info.name;
   integer("registers", info.ptxas.registers);
@@ -279,6 +286,7 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     fresh.info.name = compiled->name;
     fresh.info.numThreads = compiled->numThreads;
     fresh.info.sharedMemoryBytes = compiled->sharedMemoryBytes;
+    fresh.info.plan = compiled->plan;
     if (!compiled->resources.empty())
       fresh.info.ptxas = compiled->resources.front();
     fresh.cubin = std::move(compiled->cubin);
@@ -628,8 +636,10 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
       !r)
     return r;
 
-  // Kernel parameters: the MLIR memref descriptor of each operand
-  // (allocated and aligned pointer, offset, sizes, strides).
+  // The compiler's launch plan: the kernel parameters are the MLIR memref
+  // descriptors (allocated and aligned pointer, offset, sizes, strides) of
+  // the operands it lists; the grid counts the extents it names.
+  const LaunchPlan &plan = entry->info.plan;
   std::vector<int64_t> words;
   words.reserve(64);
   auto pushMemRef = [&](const TensorArg &t, int rank) {
@@ -641,20 +651,37 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
     for (int d = 0; d < rank; ++d)
       words.push_back(t.strides[d]);
   };
-  pushMemRef(a.q, 4);
-  pushMemRef(a.k, 4);
-  pushMemRef(a.v, 4);
-  pushMemRef(a.o, 4);
-  pushMemRef(a.lse, 3);
+  for (LaunchPlan::Operand operand : plan.params) {
+    switch (operand) {
+    case LaunchPlan::Operand::query:
+      pushMemRef(a.q, 4);
+      break;
+    case LaunchPlan::Operand::key:
+      pushMemRef(a.k, 4);
+      break;
+    case LaunchPlan::Operand::value:
+      pushMemRef(a.v, 4);
+      break;
+    case LaunchPlan::Operand::output:
+      pushMemRef(a.o, 4);
+      break;
+    case LaunchPlan::Operand::lse:
+      pushMemRef(a.lse, 3);
+      break;
+    }
+  }
+  // Pointers into `words` only once it stops growing.
   std::vector<void *> params;
   for (int64_t &word : words)
     params.push_back(&word);
 
-  unsigned gridX = unsigned((qLen + spec.blockM - 1) / spec.blockM);
+  unsigned grid[3];
+  for (int d = 0; d < 3; ++d)
+    grid[d] = unsigned(plan.blocks(d, batch, heads, qLen));
   return impl->cudaCheck(
-      driver.cuLaunchKernel(entry->function, gridX, unsigned(heads),
-                            unsigned(batch), unsigned(entry->info.numThreads),
-                            1, 1, unsigned(entry->info.sharedMemoryBytes),
+      driver.cuLaunchKernel(entry->function, grid[0], grid[1], grid[2],
+                            unsigned(plan.threads), 1, 1,
+                            unsigned(plan.sharedBytes),
                             static_cast<CUstream>(a.stream), params.data(),
                             nullptr),
       "cuLaunchKernel");

@@ -18,6 +18,7 @@
 
 #include "lib/KernelResources.h"
 #include "lib/KernelSpec.h"
+#include "lib/LaunchPlan.h"
 
 #include <cstdint>
 #include <memory>
@@ -70,6 +71,7 @@ struct KernelInfo {
   std::string key; // cache key (hex SHA-256)
   int64_t numThreads = 0;
   int64_t sharedMemoryBytes = 0; // dynamic, per block
+  LaunchPlan plan;               // the compiler's: grid, block, parameters
   KernelResources ptxas;         // ptxas -v at compile time
   int registers = -1;            // from the driver once loaded
   int localBytes = -1;           // local memory per thread (spills), loaded

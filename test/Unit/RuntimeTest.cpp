@@ -7,6 +7,7 @@
 
 #include "runtime/DiskCache.h"
 #include "runtime/Runtime.h"
+#include "lib/LaunchPlan.h"
 #include "runtime/fa_runtime.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -226,6 +227,52 @@ TEST(KernelCache, CompilesOnceThenHitsMemoryThenDisk) {
   EXPECT_EQ(fromDisk.numThreads, info.numThreads);
   EXPECT_EQ(fromDisk.sharedMemoryBytes, info.sharedMemoryBytes);
   EXPECT_EQ(fromDisk.ptxas.registers, info.ptxas.registers);
+  // The compiler's launch plan travels with the cubin.
+  EXPECT_EQ(fromDisk.plan.toJson(), info.plan.toJson());
+  EXPECT_EQ(info.plan.threads, info.numThreads);
+  EXPECT_EQ(info.plan.sharedBytes, info.sharedMemoryBytes);
+  EXPECT_EQ(info.plan.grid[0].tile, 8); // B_r of smallSpec
+}
+
+/// The launch plan: blocks per grid dimension from the problem's shapes,
+/// the parameter order, and a JSON form that rejects what is not a plan.
+TEST(LaunchPlan, GridParamsAndJson) {
+  fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention(128, 256, 104448);
+  // 1000 query rows in tiles of 128, 16 heads, batch 3.
+  EXPECT_EQ(plan.blocks(0, 3, 16, 1000), 8);
+  EXPECT_EQ(plan.blocks(1, 3, 16, 1000), 16);
+  EXPECT_EQ(plan.blocks(2, 3, 16, 1000), 3);
+  ASSERT_EQ(plan.params.size(), 5u);
+  EXPECT_EQ(plan.params.front(), fa::LaunchPlan::Operand::query);
+  EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::lse);
+  std::optional<fa::LaunchPlan> back = fa::LaunchPlan::fromJson(plan.toJson());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->toJson(), plan.toJson());
+  EXPECT_EQ(back->grid[0].tile, 128);
+  EXPECT_EQ(back->sharedBytes, 104448);
+  auto parse = [](const char *text) {
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+    EXPECT_TRUE(bool(json));
+    return json ? fa::LaunchPlan::fromJson(*json) : std::nullopt;
+  };
+  const char *grid = R"("grid": [{"extent": "query_length", "tile": 64},
+      {"extent": "query_heads", "tile": 1}, {"extent": "batch", "tile": 1}])";
+  EXPECT_TRUE(parse((std::string("{") + grid +
+                     R"(, "threads": 128, "shared_bytes": 0, "params": ["q"]})")
+                        .c_str()));
+  // A zero tile, an unknown extent or operand, no threads: not a plan.
+  EXPECT_FALSE(parse(R"({"grid": [{"extent": "query_length", "tile": 0},
+      {"extent": "query_heads", "tile": 1}, {"extent": "batch", "tile": 1}],
+      "threads": 128, "shared_bytes": 0, "params": []})"));
+  EXPECT_FALSE(parse(R"({"grid": [{"extent": "keys", "tile": 1},
+      {"extent": "query_heads", "tile": 1}, {"extent": "batch", "tile": 1}],
+      "threads": 128, "shared_bytes": 0, "params": []})"));
+  EXPECT_FALSE(parse((std::string("{") + grid +
+                      R"(, "threads": 128, "shared_bytes": 0, "params": ["x"]})")
+                         .c_str()));
+  EXPECT_FALSE(parse((std::string("{") + grid +
+                      R"(, "shared_bytes": 0, "params": []})")
+                         .c_str()));
 }
 
 /// Damages the entry in `path` with `damage`, then checks that a fresh

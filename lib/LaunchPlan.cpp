@@ -1,0 +1,88 @@
+//===- LaunchPlan.cpp - How the runtime launches a kernel -------*- C++ -*-===//
+#include "lib/LaunchPlan.h"
+
+namespace fa {
+
+static constexpr const char *kExtentNames[] = {"query_length", "query_heads",
+                                               "batch"};
+static constexpr const char *kOperandNames[] = {"q", "k", "v", "o", "lse"};
+
+LaunchPlan LaunchPlan::forwardAttention(int64_t blockM, int64_t threads,
+                                        int64_t sharedBytes) {
+  LaunchPlan plan;
+  plan.grid = {GridDim{Extent::queryLength, blockM},
+               GridDim{Extent::queryHeads, 1}, GridDim{Extent::batch, 1}};
+  plan.threads = threads;
+  plan.sharedBytes = sharedBytes;
+  plan.params = {Operand::query, Operand::key, Operand::value,
+                 Operand::output, Operand::lse};
+  return plan;
+}
+
+int64_t LaunchPlan::blocks(int dim, int64_t batch, int64_t queryHeads,
+                           int64_t queryLength) const {
+  const GridDim &g = grid[dim];
+  int64_t extent = g.extent == Extent::queryLength  ? queryLength
+                   : g.extent == Extent::queryHeads ? queryHeads
+                                                    : batch;
+  return (extent + g.tile - 1) / g.tile;
+}
+
+llvm::json::Value LaunchPlan::toJson() const {
+  llvm::json::Array gridJson, paramsJson;
+  for (const GridDim &g : grid)
+    gridJson.push_back(llvm::json::Object{
+        {"extent", kExtentNames[int(g.extent)]}, {"tile", g.tile}});
+  for (Operand p : params)
+    paramsJson.push_back(kOperandNames[int(p)]);
+  return llvm::json::Object{{"grid", std::move(gridJson)},
+                            {"threads", threads},
+                            {"shared_bytes", sharedBytes},
+                            {"params", std::move(paramsJson)}};
+}
+
+template <typename Enum, size_t N>
+static std::optional<Enum> parseName(const char *const (&names)[N],
+                                     std::optional<llvm::StringRef> text) {
+  for (size_t i = 0; text && i < N; ++i)
+    if (*text == names[i])
+      return Enum(i);
+  return std::nullopt;
+}
+
+std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
+  const llvm::json::Object *object = json.getAsObject();
+  if (!object)
+    return std::nullopt;
+  LaunchPlan plan;
+  const llvm::json::Array *gridJson = object->getArray("grid");
+  const llvm::json::Array *paramsJson = object->getArray("params");
+  std::optional<int64_t> threads = object->getInteger("threads");
+  std::optional<int64_t> sharedBytes = object->getInteger("shared_bytes");
+  if (!gridJson || gridJson->size() != 3 || !paramsJson || !threads ||
+      *threads < 1 || !sharedBytes || *sharedBytes < 0)
+    return std::nullopt;
+  for (size_t d = 0; d < 3; ++d) {
+    const llvm::json::Object *dim = (*gridJson)[d].getAsObject();
+    if (!dim)
+      return std::nullopt;
+    std::optional<Extent> extent =
+        parseName<Extent>(kExtentNames, dim->getString("extent"));
+    std::optional<int64_t> tile = dim->getInteger("tile");
+    if (!extent || !tile || *tile < 1)
+      return std::nullopt;
+    plan.grid[d] = {*extent, *tile};
+  }
+  for (const llvm::json::Value &p : *paramsJson) {
+    std::optional<Operand> operand =
+        parseName<Operand>(kOperandNames, p.getAsString());
+    if (!operand)
+      return std::nullopt;
+    plan.params.push_back(*operand);
+  }
+  plan.threads = *threads;
+  plan.sharedBytes = *sharedBytes;
+  return plan;
+}
+
+} // namespace fa

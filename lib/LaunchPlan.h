@@ -1,0 +1,57 @@
+//===- LaunchPlan.h - How the runtime launches a kernel ---------*- C++ -*-===//
+//
+// The compiler hands the runtime a launch plan with every kernel: the grid
+// as a function of the problem's shapes, the block, the dynamic shared
+// memory and the kernel's parameters. It is stored with the cubin in the
+// kernel cache, and the runtime launches by it without knowing which
+// strategy made the kernel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_LIB_LAUNCHPLAN_H
+#define FA_LIB_LAUNCHPLAN_H
+
+#include "llvm/Support/JSON.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace fa {
+
+struct LaunchPlan {
+  /// A problem extent that a grid dimension counts.
+  enum class Extent { queryLength, queryHeads, batch };
+  /// ceil(extent / tile) blocks along one grid dimension.
+  struct GridDim {
+    Extent extent = Extent::batch;
+    int64_t tile = 1;
+  };
+  /// The tensors whose MLIR memref descriptors are the kernel's
+  /// parameters, in order.
+  enum class Operand { query, key, value, output, lse };
+
+  std::array<GridDim, 3> grid;
+  int64_t threads = 0;     // block size (x)
+  int64_t sharedBytes = 0; // dynamic shared memory of a block
+  std::vector<Operand> params;
+
+  /// The plan of the forward kernels every strategy emits today: block
+  /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the
+  /// parameters are Q, K, V, O and LSE.
+  static LaunchPlan forwardAttention(int64_t blockM, int64_t threads,
+                                     int64_t sharedBytes);
+
+  /// Blocks along grid dimension `dim` (0 = x) for a problem of `batch`,
+  /// `queryHeads` heads and `queryLength` rows.
+  int64_t blocks(int dim, int64_t batch, int64_t queryHeads,
+                 int64_t queryLength) const;
+
+  llvm::json::Value toJson() const;
+  /// The plan in `json`, or nullopt when it is not a valid plan.
+  static std::optional<LaunchPlan> fromJson(const llvm::json::Value &json);
+};
+
+} // namespace fa
+
+#endif // FA_LIB_LAUNCHPLAN_H
