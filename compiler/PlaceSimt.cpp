@@ -28,10 +28,6 @@ namespace mlir::fa {
 using namespace mlir;
 using namespace mlir::fa;
 
-/// Registers a thread needs beyond its tiles (indices, pointers, loop
-/// counters, temporaries); a rough allowance for the estimate.
-static constexpr int64_t kRegisterOverhead = 32;
-
 /// Shared-memory buffers are 16-byte aligned (vector accesses).
 static constexpr int64_t kSharedAlignment = 16;
 
@@ -92,7 +88,7 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
   // of 1 suits scalar column reads.
   int64_t rowPad = pad;
   if (rowPad == 0)
-    rowPad = shape.headDim % 4 == 0 && shape.blockN % 4 == 0 ? 4 : 1;
+    rowPad = ::fa::simt::rowPad(shape.blockN, shape.headDim);
   auto shared = SharedEncodingAttr::get(&getContext(), rowPad);
 
   // Tile constants hoisted out of the program (the initial online-softmax
@@ -138,22 +134,12 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
            << " bytes of shared memory per block, over the " << available
            << " bytes available on " << target.name;
 
-  // Registers: the loop-carried state plus the largest tile live in the loop.
-  int64_t stateRegisters = 0, largestTemporary = 0;
-  grid.walk([&](scf::ForOp loop) {
-    for (Value arg : loop.getRegionIterArgs())
-      if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
-        stateRegisters += cast<TileEncodingInterface>(type.getEncoding())
-                              .getRegistersPerThread(type.getShape());
-    loop.getBody()->walk([&](Operation *op) {
-      for (Type t : op->getResultTypes())
-        if (auto type = dyn_cast<RankedTensorType>(t))
-          largestTemporary = std::max(
-              largestTemporary, cast<TileEncodingInterface>(type.getEncoding())
-                                    .getRegistersPerThread(type.getShape()));
-    });
-  });
-  int64_t registers = stateRegisters + largestTemporary + kRegisterOverhead;
+  // The register estimate is the resource model's, as for the defaults.
+  // (The shared allocation is the IR's: the model's figure assumes distinct
+  // Q, K, V and P tiles, and a program that loads K and V from one buffer
+  // shares the tile.)
+  int64_t registers = ::fa::simt::estimateRegisters(
+      shape.blockM, shape.blockN, shape.headDim, numWarps);
   int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
   if (registers > registerLimit)
     grid.emitWarning() << "placement " << config << " needs about "

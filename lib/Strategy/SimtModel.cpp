@@ -17,33 +17,36 @@ int64_t threadColumns(int64_t blockN, int64_t headDim) {
   return cols;
 }
 
-/// Shared memory of the SIMT kernel: Q, K, V and P tiles, rows padded by
-/// 4 elements when every row is a multiple of 4 (else 1), each buffer
-/// 16-byte aligned (as fa-place-simt lays it out).
-static int64_t simtSharedBytes(int64_t bm, int64_t bn, int64_t d,
-                               int64_t elementBytes) {
-  int64_t pad = d % 4 == 0 && bn % 4 == 0 ? 4 : 1;
+int64_t rowPad(int64_t blockN, int64_t headDim) {
+  return headDim % 4 == 0 && blockN % 4 == 0 ? 4 : 1;
+}
+
+int64_t sharedBytes(int64_t bm, int64_t bn, int64_t d, int64_t elementBytes,
+                    int64_t pad) {
   auto aligned = [&](int64_t elements) {
     return (elements * elementBytes + 15) / 16 * 16;
   };
-  // Q, K, V and P, all in the input precision.
   return aligned(bm * (d + pad)) + 2 * aligned(bn * (d + pad)) +
          aligned(bm * (bn + pad));
 }
 
+int64_t estimateRegisters(int64_t bm, int64_t bn, int64_t d, int64_t warps) {
+  int64_t cols = threadColumns(bn, d);
+  int64_t rows = std::max<int64_t>(1, warps * 32 / cols);
+  return (bm / rows) * (d / cols + bn / cols + 4) + 32;
+}
+
 /// Whether (bm, bn, warps) fits: the thread grid divides the tiles, the
-/// shared memory fits the arch, and the per-thread tiles (accumulator,
-/// scores, row state, 32 for the rest) stay within the registers a thread
-/// of the block can have (maxRegistersPerThread).
+/// shared memory fits the arch, and the estimate stays within the registers
+/// a thread of the block can have (maxRegistersPerThread).
 static bool simtConfigFits(int64_t bm, int64_t bn, int64_t warps, int64_t d,
                            int64_t elementBytes, int64_t maxShared) {
-  int64_t cols = threadColumns(bn, d);
-  int64_t rows = warps * 32 / cols;
+  int64_t rows = warps * 32 / threadColumns(bn, d);
   if (rows == 0 || bm % rows != 0)
     return false;
-  int64_t registers = (bm / rows) * (d / cols + bn / cols + 4) + 32;
-  return registers <= maxRegistersPerThread(warps * 32) &&
-         simtSharedBytes(bm, bn, d, elementBytes) +
+  return estimateRegisters(bm, bn, d, warps) <=
+             maxRegistersPerThread(warps * 32) &&
+         sharedBytes(bm, bn, d, elementBytes, rowPad(bn, d)) +
                  kStaticSharedMemoryReserve <=
              maxShared;
 }

@@ -21,6 +21,21 @@ namespace fa::simt {
 /// lanes of one warp).
 int64_t threadColumns(int64_t blockN, int64_t headDim);
 
+/// Row padding of the shared tiles (elements): 4 when every shared row holds
+/// a multiple of 4 elements (16-byte rows for vector loads), else 1.
+int64_t rowPad(int64_t blockN, int64_t headDim);
+
+/// Shared memory of a config: Q, K, V and P tiles in the input precision,
+/// rows padded by `pad`, each buffer 16-byte aligned (fa-place-simt's
+/// layout; the pass checks that its allocation matches).
+int64_t sharedBytes(int64_t blockM, int64_t blockN, int64_t headDim,
+                    int64_t elementBytes, int64_t pad);
+
+/// 32-bit registers per thread: the per-thread accumulator, scores and row
+/// state, and 32 for the rest.
+int64_t estimateRegisters(int64_t blockM, int64_t blockN, int64_t headDim,
+                          int64_t numWarps);
+
 /// The first `limit` default candidates of a request whose strategy is simt
 /// (see KernelSpec::defaultCandidates).
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
