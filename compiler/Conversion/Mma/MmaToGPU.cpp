@@ -19,8 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/MmaToGPU.h"
-#include "compiler/GpuLowering.h"
+#include "compiler/Conversion/Mma/MmaToGPU.h"
+#include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/TileArithmetic.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"

@@ -1,5 +1,5 @@
 //===- GpuLowering.cpp - Helpers of every GPU lowering ----------*- C++ -*-===//
-#include "compiler/GpuLowering.h"
+#include "compiler/Conversion/Common/GpuLowering.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -5,8 +5,8 @@
 // dynamic shared memory, and constants.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA_COMPILER_GPULOWERING_H
-#define FA_COMPILER_GPULOWERING_H
+#ifndef FA_COMPILER_CONVERSION_COMMON_GPULOWERING_H
+#define FA_COMPILER_CONVERSION_COMMON_GPULOWERING_H
 
 #include "dialect/FAOps.h"
 
@@ -69,4 +69,4 @@ Value indexConst(OpBuilder &b, Location loc, int64_t value);
 
 } // namespace mlir::fa
 
-#endif // FA_COMPILER_GPULOWERING_H
+#endif // FA_COMPILER_CONVERSION_COMMON_GPULOWERING_H

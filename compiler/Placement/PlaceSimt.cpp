@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
-#include "compiler/Placement.h"
+#include "compiler/Placement/Placement.h"
 #include "lib/GpuTarget.h"
 #include "lib/KernelSpec.h"
 #include "lib/Strategy/SimtModel.h"

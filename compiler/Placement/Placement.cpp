@@ -1,5 +1,5 @@
 //===- Placement.cpp - What every placement pass needs ----------*- C++ -*-===//
-#include "compiler/Placement.h"
+#include "compiler/Placement/Placement.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"

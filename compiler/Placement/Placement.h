@@ -5,8 +5,8 @@
 // into the program where they get placed.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA_COMPILER_PLACEMENT_H
-#define FA_COMPILER_PLACEMENT_H
+#ifndef FA_COMPILER_PLACEMENT_PLACEMENT_H
+#define FA_COMPILER_PLACEMENT_PLACEMENT_H
 
 #include "dialect/FAOps.h"
 
@@ -40,4 +40,4 @@ void placeTiles(GridOp grid, Attribute registers, Attribute shared);
 
 } // namespace mlir::fa
 
-#endif // FA_COMPILER_PLACEMENT_H
+#endif // FA_COMPILER_PLACEMENT_PLACEMENT_H

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
-#include "compiler/Placement.h"
+#include "compiler/Placement/Placement.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/MmaModel.h"
 

@@ -6,8 +6,8 @@
 // mma.sync m16n8k16 and per-fragment softmax arithmetic.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA_COMPILER_MMATOGPU_H
-#define FA_COMPILER_MMATOGPU_H
+#ifndef FA_COMPILER_CONVERSION_MMA_MMATOGPU_H
+#define FA_COMPILER_CONVERSION_MMA_MMATOGPU_H
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -19,4 +19,4 @@ LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel);
 
 } // namespace mlir::fa
 
-#endif // FA_COMPILER_MMATOGPU_H
+#endif // FA_COMPILER_CONVERSION_MMA_MMATOGPU_H

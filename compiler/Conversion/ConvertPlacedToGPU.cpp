@@ -1,0 +1,148 @@
+//===- ConvertPlacedToGPU.cpp - placed fa.grid -> gpu.func ------*- C++ -*-===//
+//
+// Strategy-neutral half of the GPU lowering: each function holding a placed
+// fa.grid becomes a gpu.func kernel in gpu.module @fa_kernels, and each
+// kernel is then lowered by the patterns of the strategy that placed it
+// (compiler/Conversion/Simt, compiler/Conversion/Mma).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Mma/MmaToGPU.h"
+#include "compiler/Conversion/Simt/SimtToGPU.h"
+#include "compiler/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#define DEBUG_TYPE "fa-convert-placed-to-gpu"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FACONVERTPLACEDTOGPU
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+static constexpr StringLiteral kKernelModuleName = "fa_kernels";
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Outlining: func { fa.grid } -> gpu.func kernel
+//===----------------------------------------------------------------------===//
+
+/// Moves the program of `func` into a kernel of `kernels`; the grid's
+/// indices become block ids (x: query tile, y: head, z: batch).
+FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
+                                        gpu::GPUModuleOp kernels) {
+  auto launch = grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if (!launch)
+    return grid.emitOpError("is not placed (run a placement pass first)");
+  if (!func.getResultTypes().empty())
+    return func.emitOpError("a kernel function cannot return values");
+
+  OpBuilder builder = OpBuilder::atBlockEnd(kernels.getBody());
+  auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), func.getName(),
+                                       func.getFunctionType());
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                  builder.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({int32_t(launch.getThreads()), 1, 1}));
+  kernel->setAttr(FADialect::getLaunchAttrName(), launch);
+
+
+  IRMapping mapping;
+  Block &entry = kernel.getBody().front();
+  for (auto [from, to] :
+       llvm::zip(func.getArguments(), entry.getArguments()))
+    mapping.map(from, to);
+  builder.setInsertionPointToEnd(&entry);
+  for (Operation &op : func.getBody().front()) {
+    if (isa<func::ReturnOp>(op)) {
+      gpu::ReturnOp::create(builder, op.getLoc());
+      continue;
+    }
+    if (&op != grid.getOperation()) {
+      builder.clone(op, mapping);
+      continue;
+    }
+    // The program body, with the grid indices as block ids.
+    Location loc = grid.getLoc();
+    mapping.map(grid.getQTileIndex(),
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::x));
+    mapping.map(grid.getHeadIndex(),
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::y));
+    mapping.map(grid.getBatchIndex(),
+                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::z));
+    for (Operation &inner : grid.getBodyBlock())
+      builder.clone(inner, mapping);
+  }
+  return kernel;
+}
+
+struct FAConvertPlacedToGPUPass
+    : public mlir::fa::impl::FAConvertPlacedToGPUBase<FAConvertPlacedToGPUPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<std::pair<func::FuncOp, GridOp>> programs;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      SmallVector<GridOp> grids;
+      func.walk([&](GridOp grid) { grids.push_back(grid); });
+      if (grids.size() > 1) {
+        func.emitOpError("holds ") << grids.size()
+                                   << " fa.grid programs; a kernel holds one";
+        return signalPassFailure();
+      }
+      if (grids.size() == 1) {
+        if (grids[0]->getParentOp() != func) {
+          grids[0].emitOpError("must be at the top level of its function");
+          return signalPassFailure();
+        }
+        programs.push_back({func, grids[0]});
+      }
+    }
+    if (programs.empty())
+      return;
+
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(ctx));
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    auto kernels = gpu::GPUModuleOp::create(builder, module.getLoc(),
+                                            kKernelModuleName);
+    // Each kernel is lowered by the patterns of the strategy that placed it
+    // (the strategy of its fa.launch).
+    SmallVector<Operation *> simtKernels;
+    SmallVector<gpu::GPUFuncOp> mmaKernels;
+    for (auto [func, grid] : programs) {
+      FailureOr<gpu::GPUFuncOp> kernel = outlineKernel(func, grid, kernels);
+      if (failed(kernel))
+        return signalPassFailure();
+      func.erase();
+      auto launch = (*kernel)->getAttrOfType<LaunchAttr>(
+          FADialect::getLaunchAttrName());
+      switch (launch.getStrategy()) {
+      case StrategyKind::simt:
+        simtKernels.push_back(*kernel);
+        break;
+      case StrategyKind::mma:
+        mmaKernels.push_back(*kernel);
+        break;
+      }
+    }
+    for (gpu::GPUFuncOp kernel : mmaKernels)
+      if (failed(lowerMmaKernel(kernel)))
+        return signalPassFailure();
+    if (failed(lowerSimtKernels(simtKernels)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
