@@ -76,9 +76,10 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
 
     The block has `num-warps * 32` threads arranged as rows x cols, cols the
     largest power of two <= 32 that divides both B_c and D. The pass records
-    the block size (`fa.num_threads`), the shared-memory bytes of the block
-    (`fa.shared_memory_bytes`) and each shared tile's byte offset
-    (`fa.shared_offset`). It fails, naming the config, the need and the
+    the launch (`fa.launch = #fa.launch<strategy = simt, threads, shared
+    bytes, ...>`) and each shared tile's byte offset (`fa.shared_offset`);
+    padding and register estimate come from lib/Strategy/SimtModel. It
+    fails, naming the config, the need and the
     limit, when shared memory exceeds the target's per-block limit or the
     thread grid does not divide a tile; it warns when its register estimate
     exceeds what a thread of the block can have (255, or the block's
@@ -116,9 +117,9 @@ def FAPlaceMma : Pass<"fa-place-mma", "::mlir::func::FuncOp"> {
       registers (the two layouts hold the same elements in the same lanes).
       The right operands (K, V) are read from shared memory by the matmul.
 
-    The pass records `fa.strategy = "mma"`, the block size
-    (`fa.num_threads`), the shared-memory bytes (`fa.shared_memory_bytes`)
-    and each shared tile's byte offset (`fa.shared_offset`). It fails,
+    The pass records the launch (`fa.launch = #fa.launch<strategy = mma,
+    threads, shared bytes, stages, ...>`) and each shared tile's byte
+    offset (`fa.shared_offset`). It fails,
     naming the config and the limit, when the tiles do not divide into
     fragments or shared memory exceeds the target's limit, and warns when the
     register estimate exceeds what a thread can have.
@@ -139,13 +140,14 @@ def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> 
   let description = [{
     Each function holding a placed `fa.grid` becomes a `gpu.func` kernel in
     `gpu.module @fa_kernels` (the host side is the runtime's job). Block
-    `(x, y, z)` runs program (query tile x, head y, batch z); its
-    `fa.num_threads` threads form the `#fa.blocked` thread grid. Register
-    tiles become vectors of the elements a thread owns (fully unrolled, with
-    compile-time indices), shared tiles become views of the dynamic shared
-    memory at their `fa.shared_offset`, and every tile op becomes the loops
-    and warp shuffles that compute it, with barriers around shared-memory
-    writes. The kernel carries `fa.shared_memory_bytes` for the launch.
+    `(x, y, z)` runs program (query tile x, head y, batch z) with the
+    threads of its `#fa.launch`, which the kernel keeps. Each kernel is then
+    lowered by the strategy that placed it: simt (compiler/Conversion/Simt:
+    register tiles become vectors of the elements a thread owns, fully
+    unrolled; shared tiles views of the dynamic shared memory at their
+    `fa.shared_offset`; loops and warp shuffles with barriers around
+    shared-memory writes) or mma (compiler/Conversion/Mma: cp.async rings,
+    ldmatrix, mma.sync on fragment registers, quad shuffles).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
