@@ -44,6 +44,25 @@ BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// A tile of `shape` fits a thread grid of rows x cols when every thread
+/// owns the same number of elements (the lowerings unroll over them).
+LogicalResult
+BlockedEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+                                    function_ref<InFlightDiagnostic()> emitError) const {
+  if (shape.empty() || shape.size() > 2)
+    return emitError() << "#fa.blocked tiles are 1-d or 2-d, got rank "
+                       << shape.size();
+  if (shape[0] % getThreadRows() != 0)
+    return emitError() << "#fa.blocked thread grid " << getThreadRows() << "x"
+                       << getThreadCols() << " does not divide the tile's "
+                       << shape[0] << " rows";
+  if (shape.size() == 2 && shape[1] % getThreadCols() != 0)
+    return emitError() << "#fa.blocked thread grid " << getThreadRows() << "x"
+                       << getThreadCols() << " does not divide the tile's "
+                       << shape[1] << " columns";
+  return success();
+}
+
 bool BlockedEncodingAttr::isShared() const { return false; }
 
 int64_t
@@ -105,6 +124,31 @@ MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return verifyWarps(emitError, warps);
 }
 
+/// Each warp owns whole m16 row blocks; columns come in n8 (accumulator)
+/// or k8 halves of k16 (operand, padded to 16 in the kernel) steps.
+static LogicalResult
+verifyFragmentTile(StringRef name, int64_t warps, ArrayRef<int64_t> shape,
+                   int64_t maxRank,
+                   function_ref<InFlightDiagnostic()> emitError) {
+  if (shape.empty() || int64_t(shape.size()) > maxRank)
+    return emitError() << name << " tiles have rank 1 to " << maxRank
+                       << ", got " << shape.size();
+  if (shape[0] % (16 * warps) != 0)
+    return emitError() << name << " over " << warps << " warps needs rows in "
+                       << "multiples of 16 x " << warps << " = " << 16 * warps
+                       << ", got " << shape[0];
+  if (shape.size() == 2 && shape[1] % 8 != 0)
+    return emitError() << name << " needs columns in multiples of 8, got "
+                       << shape[1];
+  return success();
+}
+
+LogicalResult MmaEncodingAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyFragmentTile("#fa.mma", getWarps(), shape, 2, emitError);
+}
+
 bool MmaEncodingAttr::isShared() const { return false; }
 
 int64_t MmaEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
@@ -122,6 +166,19 @@ LogicalResult
 MmaOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t warps) {
   return verifyWarps(emitError, warps);
+}
+
+LogicalResult MmaOperandEncodingAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type elementType,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  if (!elementType.isF16() && !elementType.isBF16())
+    return emitError() << "#fa.mma_operand holds f16 or bf16, got "
+                       << elementType;
+  if (shape.size() != 2)
+    return emitError() << "#fa.mma_operand tiles are 2-d, got rank "
+                       << shape.size();
+  return verifyFragmentTile("#fa.mma_operand", getWarps(), shape, 2,
+                            emitError);
 }
 
 bool MmaOperandEncodingAttr::isShared() const { return false; }

@@ -12,6 +12,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/IR/TensorEncoding.td"
 
 def FA_Dialect : Dialect {
   let name = "fa";
@@ -148,7 +149,8 @@ def FA_TileEncodingInterface : AttrInterface<"TileEncodingInterface"> {
 }
 
 def FA_BlockedEncodingAttr : AttrDef<FA_Dialect, "BlockedEncoding",
-    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
+     DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "blocked";
   let summary = "a tile distributed over the threads' registers";
   let description = [{
@@ -203,7 +205,8 @@ def FA_SharedEncodingAttr : AttrDef<FA_Dialect, "SharedEncoding",
 }
 
 def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
-    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
+     DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "mma";
   let summary = "a tile in tensor-core accumulator fragments (mma.sync m16n8)";
   let description = [{
@@ -240,7 +243,8 @@ def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
 }
 
 def FA_MmaOperandEncodingAttr : AttrDef<FA_Dialect, "MmaOperandEncoding",
-    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
+     DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "mma_operand";
   let summary = "a tile in tensor-core A-operand fragments (mma.sync k16)";
   let description = [{

@@ -34,6 +34,37 @@ static constexpr StringLiteral kKernelModuleName = "fa_kernels";
 
 namespace {
 
+/// Threads a register-tile encoding spreads its tile over, or 0 for tiles
+/// that are not in registers.
+int64_t encodingThreads(Attribute encoding) {
+  if (auto blocked = dyn_cast_or_null<BlockedEncodingAttr>(encoding))
+    return blocked.getNumThreads();
+  if (auto mma = dyn_cast_or_null<MmaEncodingAttr>(encoding))
+    return 32 * mma.getWarps();
+  if (auto operand = dyn_cast_or_null<MmaOperandEncodingAttr>(encoding))
+    return 32 * operand.getWarps();
+  return 0;
+}
+
+/// Every register tile of the program is spread over exactly the threads
+/// its launch starts (else lanes would compute elements nobody owns).
+LogicalResult checkRegisterTiles(GridOp grid, LaunchAttr launch) {
+  WalkResult walk = grid.walk([&](Operation *op) {
+    for (Type type : op->getResultTypes()) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      int64_t threads = tensor ? encodingThreads(tensor.getEncoding()) : 0;
+      if (threads && threads != launch.getThreads()) {
+        op->emitOpError() << "places a tile on " << threads
+                          << " threads, but its program launches "
+                          << launch.getThreads();
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 //===----------------------------------------------------------------------===//
 // Outlining: func { fa.grid } -> gpu.func kernel
 //===----------------------------------------------------------------------===//
@@ -45,6 +76,8 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   auto launch = grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
   if (!launch)
     return grid.emitOpError("is not placed (run a placement pass first)");
+  if (failed(checkRegisterTiles(grid, launch)))
+    return failure();
   if (!func.getResultTypes().empty())
     return func.emitOpError("a kernel function cannot return values");
 

@@ -79,3 +79,30 @@ func.func private @mma_warps(tensor<64x64xf32, #fa.mma<warps = 0>>)
 
 // expected-error @+1 {{warps must be in [1, 32], got 64}}
 func.func private @operand_warps(tensor<64x64xf16, #fa.mma_operand<warps = 64>>)
+
+// -----
+
+// Register encodings must divide their tiles: each thread owns the same
+// number of elements (the lowerings unroll over them).
+// expected-error @+1 {{#fa.blocked thread grid 8x32 does not divide the tile's 4 rows}}
+func.func private @blocked_rows(tensor<4x32xf32, #fa.blocked<threads = [8, 32]>>)
+
+// -----
+
+// expected-error @+1 {{#fa.blocked thread grid 8x32 does not divide the tile's 40 columns}}
+func.func private @blocked_cols(tensor<8x40xf32, #fa.blocked<threads = [8, 32]>>)
+
+// -----
+
+// expected-error @+1 {{#fa.mma over 4 warps needs rows in multiples of 16 x 4 = 64, got 8}}
+func.func private @mma_rows(tensor<8x64xf32, #fa.mma<warps = 4>>)
+
+// -----
+
+// expected-error @+1 {{#fa.mma needs columns in multiples of 8, got 36}}
+func.func private @mma_cols(tensor<64x36xf32, #fa.mma<warps = 4>>)
+
+// -----
+
+// expected-error @+1 {{#fa.mma_operand holds f16 or bf16, got 'f32'}}
+func.func private @operand_type(tensor<64x64xf32, #fa.mma_operand<warps = 4>>)
