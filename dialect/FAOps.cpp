@@ -50,6 +50,8 @@ LogicalResult AttentionOp::verify() {
 
   if (ShapedType::isDynamic(q[3]))
     return emitOpError("head dimension of the query must be static");
+  if (q[3] < 1)
+    return emitOpError() << "head dimension must be positive, got " << q[3];
   for (auto [name, type] : {std::pair<StringRef, MemRefType>{"key", kType},
                             {"value", vType},
                             {"output", oType}}) {
@@ -88,6 +90,10 @@ LogicalResult AttentionOp::verify() {
                            << " does not match " << check.reference << " "
                            << check.referenceSize;
 
+  // Static head counts: K/V heads positive (Q heads are grouped over them).
+  if (!ShapedType::isDynamic(k[1]) && k[1] < 1)
+    return emitOpError() << "key/value head count must be positive, got "
+                         << k[1];
   if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
       q[1] % k[1] != 0)
     return emitOpError() << "query head count " << q[1]

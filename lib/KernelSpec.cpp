@@ -114,6 +114,10 @@ std::string KernelSpec::canonicalText() const {
 /// resource model.
 static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
                                                         size_t limit) {
+  // Nothing derives from an invalid spec (the models' arithmetic assumes
+  // the validated ranges): it comes back as it is, for validate() to name.
+  if (!request.validate().empty())
+    return {request};
   request.strategy = request.resolvedStrategy();
   if (request.strategy == Strategy::simt && request.stages == 0)
     request.stages = 1;

@@ -604,6 +604,8 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
 }
 
 Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
+  if (std::string error = requested.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
   KernelSpec spec = resolve(requested);
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);

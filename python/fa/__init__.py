@@ -110,7 +110,30 @@ def _runtime(device):
         return _runtimes[device]
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _integer(name, value):
+    """value as a C int64; a clear error instead of ctypes' silent wrap."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"fa: {name} must be an int, got {value!r}")
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        raise ValueError(f"fa: {name} must fit in 64 bits, got {value}")
+    return value
+
+
+def _flag(name, value):
+    """A flag: a bool (or the ints 0 and 1), never a truncated int."""
+    if isinstance(value, bool) or value in (0, 1):
+        return int(value)
+    raise TypeError(f"fa: {name} must be a bool, got {value!r}")
+
+
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto"):
+    block_m = _integer("block_m", block_m)
+    block_n = _integer("block_n", block_n)
+    num_warps = _integer("num_warps", num_warps)
+    stages = _integer("stages", stages)
     if strategy not in _STRATEGIES:
         raise ValueError(f"fa: strategy must be one of "
                          f"{', '.join(_STRATEGIES)}, got {strategy!r}")
@@ -143,7 +166,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                          f"{', '.join(codes)}, got {dtype!r}")
     info = _Info()
     _check(_library().fa_prepare_kernel(
-        _runtime(device), head_dim, codes[dtype], int(causal),
+        _runtime(_integer("device", device)), _integer("head_dim", head_dim),
+        codes[dtype], _flag("causal", causal),
         float(scale or 0.0),
         _config(block_m, block_n, num_warps, stages, strategy),
         ctypes.byref(info)))
@@ -206,7 +230,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
         ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
         dtypes[q.dtype],
-        int(causal), float(scale) if scale is not None else 0.0,
+        _flag("causal", causal), float(scale) if scale is not None else 0.0,
         _config(block_m, block_n, num_warps, stages, strategy),
         ctypes.c_void_p(stream)))
     return (o, lse) if return_lse else o

@@ -83,5 +83,35 @@ class PrepareKernelTest(unittest.TestCase):
             fa.prepare_kernel(128, block_m=4, block_n=32, num_warps=8)
 
 
+class BadArgumentsTest(unittest.TestCase):
+    """Out-of-range values get the runtime's message (no crash in the
+    default-tile search); Python values the C types cannot hold are refused
+    before ctypes would wrap them."""
+
+    def test_out_of_range_values_are_named(self):
+        with self.assertRaisesRegex(fa.FaError, r"num-warps must be in "
+                                                r"\[1, 32\], got 576460752303423488"):
+            fa.prepare_kernel(64, num_warps=2**59)
+        with self.assertRaisesRegex(fa.FaError, r"block-m must be in "
+                                                r"\[1, 1024\], got -5"):
+            fa.prepare_kernel(64, block_m=-5)
+        with self.assertRaisesRegex(fa.FaError, r"stages must be in \[1, 4\] "
+                                                r"for the mma strategy"):
+            fa.prepare_kernel(64, dtype="float16", stages=2**40)
+
+    def test_python_values_are_checked_before_ctypes(self):
+        with self.assertRaisesRegex(TypeError, "causal must be a bool, got "
+                                               "1099511627776"):
+            fa.prepare_kernel(64, causal=2**40)
+        with self.assertRaisesRegex(ValueError, "num_warps must fit in 64 bits"):
+            fa.prepare_kernel(64, num_warps=2**70)
+        with self.assertRaisesRegex(TypeError, "block_m must be an int, got 1.5"):
+            fa.prepare_kernel(64, block_m=1.5)
+        with self.assertRaisesRegex(TypeError, "head_dim must be an int"):
+            fa.prepare_kernel(64.0)
+        # 0 and 1 are fine as flags.
+        self.assertIn("causal", fa.prepare_kernel(32, causal=1)["name"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

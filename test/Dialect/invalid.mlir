@@ -217,3 +217,23 @@ func.func @grid_args(%n: index) {
   }
   return
 }
+
+// -----
+
+// A static head count of 0 for K/V cannot group the query heads (the check
+// once divided by it).
+func.func @zero_kv_heads(%q: memref<?x8x?x64xf32>, %k: memref<?x0x?x64xf32>, %lse: memref<?x8x?xf32>) {
+  // expected-error @+1 {{key/value head count must be positive, got 0}}
+  fa.attention %q, %k, %k into %q, %lse {scale = 1.0 : f32}
+    : memref<?x8x?x64xf32>, memref<?x0x?x64xf32>, memref<?x0x?x64xf32> into memref<?x8x?x64xf32>, memref<?x8x?xf32>
+  return
+}
+
+// -----
+
+func.func @zero_head_dim(%q: memref<?x?x?x0xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{head dimension must be positive, got 0}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x0xf32>, memref<?x?x?x0xf32>, memref<?x?x?x0xf32> into memref<?x?x?x0xf32>, memref<?x?x?xf32>
+  return
+}

@@ -186,6 +186,23 @@ TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
                              "sm_80, sm_86, sm_89, sm_90, sm_90a");
 }
 
+/// Defaults are derived only from a valid spec: an out-of-range field (here
+/// one whose thread arithmetic would overflow) comes back unchanged for
+/// validate() to name, instead of crashing the default search.
+TEST(KernelSpec, DefaultsLeaveInvalidSpecsAlone) {
+  fa::KernelSpec spec;
+  spec.blockM = spec.blockN = 0;
+  spec.numWarps = int64_t(1) << 59;
+  fa::KernelSpec resolved = spec.withDefaults();
+  EXPECT_EQ(resolved.numWarps, spec.numWarps);
+  EXPECT_EQ(resolved.validate(),
+            "num-warps must be in [1, 32], got 576460752303423488");
+  spec.numWarps = 0;
+  spec.dtype = fa::ElementType::f16;
+  spec.stages = int64_t(1) << 40;
+  EXPECT_EQ(spec.defaultCandidates().size(), 1u);
+}
+
 TEST(KernelSpec, ParsesElementTypes) {
   fa::ElementType type;
   ASSERT_TRUE(fa::parseElementType("f16", type));
