@@ -604,8 +604,7 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
 }
 
 Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
-  if (std::string error = requested.validate(); !error.empty())
-    return Result::error(Status::invalidArgument, error);
+  // resolve() leaves an invalid spec as it is; validate() names the field.
   KernelSpec spec = resolve(requested);
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);
