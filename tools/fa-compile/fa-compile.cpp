@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
@@ -118,6 +119,31 @@ static LogicalResult printDiagnostic(Diagnostic &diag) {
   return success();
 }
 
+/// The problem of an input module: head dim and element type of its
+/// kernel's first 4-d memref argument (Q), at any stage that has one.
+struct ProblemType {
+  int64_t headDim;
+  ::fa::ElementType dtype;
+};
+static std::optional<ProblemType> readProblemType(ModuleOp module) {
+  std::optional<ProblemType> problem;
+  module.walk([&](FunctionOpInterface function) {
+    for (Type type : function.getArgumentTypes()) {
+      auto memref = dyn_cast<MemRefType>(type);
+      if (!memref || memref.getRank() != 4 || memref.isDynamicDim(3))
+        continue;
+      Type element = memref.getElementType();
+      ::fa::ElementType dtype = element.isF16()    ? ::fa::ElementType::f16
+                                : element.isBF16() ? ::fa::ElementType::bf16
+                                                   : ::fa::ElementType::f32;
+      problem = ProblemType{memref.getDimSize(3), dtype};
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return problem;
+}
+
 static std::string printModule(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -138,6 +164,50 @@ int main(int argc, char **argv) {
   if (!::fa::parseStrategy(strategy, spec.strategy))
     return fail("unknown --strategy '" + strategy +
                 "'; expected simt, mma or auto");
+  std::optional<Stage> target = parseStage(emit);
+  if (!target)
+    return fail("unknown --emit '" + emit + "'; expected " + stageNames());
+  if (*target == Stage::cubin && outputFile == "-" && dumpDir.empty())
+    return fail("--emit=cubin writes a binary: give -o FILE");
+
+  std::unique_ptr<MLIRContext> ctx = createCompilerContext();
+  llvm::SourceMgr sourceMgr;
+  ScopedDiagnosticHandler diagnostics(ctx.get(), printDiagnostic);
+  OwningOpRef<ModuleOp> module;
+  Stage from = Stage::fa;
+  if (!inputFile.empty()) {
+    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr,
+                                       ParserConfig(ctx.get()));
+    if (!module)
+      return 1;
+    FailureOr<Stage> stage = detectStage(*module);
+    if (failed(stage))
+      return 1;
+    from = *stage;
+    if (from > *target)
+      return fail("the input is at stage '" + std::string(stageName(from)) +
+                  "', past --emit=" + emit);
+    // The input fixes the problem: its head dim and element type are the
+    // spec's (the strategy and defaults depend on them), and options that
+    // would describe another problem are errors, not silently ignored.
+    if (causal.getNumOccurrences())
+      return fail("--causal describes a problem built from the options; " +
+                  inputFile + " fixes its own mask");
+    if (scale.getNumOccurrences())
+      return fail("--scale describes a problem built from the options; " +
+                  inputFile + " fixes its own scale");
+    if (std::optional<ProblemType> problem = readProblemType(*module)) {
+      if (headDim.getNumOccurrences() && headDim != problem->headDim)
+        return fail("--head-dim=" + std::to_string(headDim) +
+                    " does not match the input's head dim " +
+                    std::to_string(problem->headDim));
+      if (dtype.getNumOccurrences() && spec.dtype != problem->dtype)
+        return fail("--dtype=" + dtype + " does not match the input's " +
+                    ::fa::toString(problem->dtype));
+      spec.headDim = problem->headDim;
+      spec.dtype = problem->dtype;
+    }
+  }
   spec.blockM = blockM;
   spec.blockN = blockN;
   spec.numWarps = numWarps;
@@ -154,32 +224,8 @@ int main(int argc, char **argv) {
   if (std::string error = spec.validate(); !error.empty())
     return fail(error);
   spec = spec.withDefaults();
-  std::optional<Stage> target = parseStage(emit);
-  if (!target)
-    return fail("unknown --emit '" + emit + "'; expected " + stageNames());
-  if (*target == Stage::cubin && outputFile == "-" && dumpDir.empty())
-    return fail("--emit=cubin writes a binary: give -o FILE");
-
-  std::unique_ptr<MLIRContext> ctx = createCompilerContext();
-  llvm::SourceMgr sourceMgr;
-  ScopedDiagnosticHandler diagnostics(ctx.get(), printDiagnostic);
-  OwningOpRef<ModuleOp> module;
-  Stage from = Stage::fa;
-  if (inputFile.empty()) {
+  if (inputFile.empty())
     module = buildAttentionModule(*ctx, spec);
-  } else {
-    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr,
-                                       ParserConfig(ctx.get()));
-    if (!module)
-      return 1;
-    FailureOr<Stage> stage = detectStage(*module);
-    if (failed(stage))
-      return 1;
-    from = *stage;
-    if (from > *target)
-      return fail("the input is at stage '" + std::string(stageName(from)) +
-                  "', past --emit=" + emit);
-  }
 
   if (!dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
