@@ -498,6 +498,21 @@ std::string checkAccessWidth(const char *name, const TensorArg &t,
   return "";
 }
 
+/// The bytes [first, last] a tensor's elements span; nullopt when it has no
+/// element (an empty tensor overlaps nothing). Called after checkLayout, so
+/// the span is representable.
+std::optional<std::pair<uintptr_t, uintptr_t>>
+byteSpan(const TensorArg &t, int rank, size_t elementBytes) {
+  int64_t last = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] == 0)
+      return std::nullopt;
+    last += (t.sizes[d] - 1) * t.strides[d];
+  }
+  uintptr_t first = reinterpret_cast<uintptr_t>(t.data);
+  return std::make_pair(first, first + uintptr_t(last + 1) * elementBytes - 1);
+}
+
 /// Two elements of an output never share an address (else programs race).
 std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
   std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size)
@@ -565,6 +580,28 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         {"lse", &lse, 3}})
     if (std::string error = checkNoOverlap(name, *t, rank); !error.empty())
       return invalid(error);
+  // Outputs share no byte with the inputs or with each other: the kernel
+  // reads Q, K and V while other blocks already write O and LSE.
+  struct Span {
+    const char *name;
+    std::optional<std::pair<uintptr_t, uintptr_t>> bytes;
+  };
+  Span inputs[] = {{"q", byteSpan(q, 4, elementBytes)},
+                   {"k", byteSpan(k, 4, elementBytes)},
+                   {"v", byteSpan(v, 4, elementBytes)}};
+  Span outputs[] = {{"o", byteSpan(o, 4, elementBytes)},
+                    {"lse", byteSpan(lse, 3, 4)}};
+  auto overlap = [](const Span &a, const Span &b) {
+    return a.bytes && b.bytes && a.bytes->first <= b.bytes->second &&
+           b.bytes->first <= a.bytes->second;
+  };
+  for (const Span &out : outputs)
+    for (const Span &in : inputs)
+      if (overlap(out, in))
+        return invalid(std::string(out.name) + " overlaps " + in.name +
+                       " in memory (outputs must not alias the inputs)");
+  if (overlap(outputs[0], outputs[1]))
+    return invalid("o overlaps lse in memory");
   if (spec.resolvedStrategy() == Strategy::mma) {
     for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                            {"k", &k},

@@ -388,13 +388,13 @@ TEST(KernelCache, UnusableCacheFolderIsAnError) {
 //===----------------------------------------------------------------------===//
 
 /// Valid contiguous arguments for B=2, Hq=8, Hkv=2, Sq=100, Sk=70, D=32 on
-/// fake (never dereferenced) aligned pointers.
+/// fake (never dereferenced), aligned, disjoint addresses.
 fa::AttentionArgs validArgs() {
-  alignas(16) static float storage[16];
   fa::AttentionArgs a;
-  auto tensor = [](int64_t b, int64_t h, int64_t s, int64_t d) {
+  int next = 0;
+  auto tensor = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
     fa::TensorArg t;
-    t.data = storage;
+    t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * ++next);
     int64_t sizes[4] = {b, h, s, d};
     int64_t strides[4] = {h * s * d, s * d, d, 1};
     std::copy(sizes, sizes + 4, t.sizes);
@@ -505,6 +505,33 @@ TEST(ArgumentChecks, MmaNeedsItsAccessWidth) {
   spec.strategy = fa::Strategy::simt;
   spec.stages = 1;
   EXPECT_EQ(message([](fa::AttentionArgs &a) { a.k.data = bytes + 8; }), "");
+}
+
+/// Outputs must not share memory with the inputs or each other; empty
+/// tensors overlap nothing.
+TEST(ArgumentChecks, RejectsAliasedOutputs) {
+  fa::AttentionArgs a = validArgs();
+  a.o.data = a.q.data; // in-place attention
+  EXPECT_EQ(checkMessage(a),
+            "o overlaps q in memory (outputs must not alias the inputs)");
+  a = validArgs();
+  // LSE placed inside V's span (V spans 2 * 2 * 70 * 32 floats).
+  a.lse.data = static_cast<const char *>(a.v.data) + 4096;
+  EXPECT_EQ(checkMessage(a),
+            "lse overlaps v in memory (outputs must not alias the inputs)");
+  a = validArgs();
+  a.lse.data = static_cast<const char *>(a.o.data) + 64;
+  EXPECT_EQ(checkMessage(a), "o overlaps lse in memory");
+  // Adjacent but disjoint: fine.
+  a = validArgs();
+  a.o.data = static_cast<const char *>(a.q.data) + 2 * 8 * 100 * 32 * 4;
+  EXPECT_EQ(checkMessage(a), "");
+  // An empty tensor at an input's address is not an overlap.
+  a = validArgs();
+  for (fa::TensorArg *t : {&a.q, &a.o, &a.lse})
+    t->sizes[2] = 0;
+  a.o.data = a.q.data;
+  EXPECT_EQ(checkMessage(a), "");
 }
 
 TEST(ArgumentChecks, EmptyTensorsMayBeNull) {
