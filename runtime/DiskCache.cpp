@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
+#include <unistd.h>
 #include <cstring>
 
 namespace fa {
@@ -28,13 +29,30 @@ std::string defaultCacheDir() {
     llvm::sys::path::append(path, ".cache", "fa");
     return std::string(path);
   }
-  return "/tmp/fa-cache";
+  // No shared fallback such as /tmp: another user could plant kernels there.
+  return "";
 }
 
 std::string DiskCache::open() const {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     return "cannot create the kernel cache folder " + dir + ": " +
            ec.message();
+  // Kernels from this folder are loaded and run: only a folder that this
+  // user owns and that others may not write to is trusted (group write is
+  // the norm with per-user groups).
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(dir, status))
+    return "cannot read the kernel cache folder " + dir + ": " + ec.message();
+  if (status.type() != llvm::sys::fs::file_type::directory_file)
+    return "the kernel cache folder " + dir + " is not a directory";
+  if (status.getUser() != ::geteuid())
+    return "the kernel cache folder " + dir + " belongs to user " +
+           std::to_string(status.getUser()) +
+           ", not to this process's user: not trusted";
+  if (status.permissions() & llvm::sys::fs::others_write)
+    return "the kernel cache folder " + dir +
+           " is writable by other users: not trusted (chmod o-w it or set "
+           "FA_CACHE_DIR)";
   return "";
 }
 
@@ -47,15 +65,22 @@ std::string DiskCache::pathFor(const std::string &key) const {
 DiskCache::Lookup DiskCache::read(const std::string &key, CachedKernel &entry,
                                   std::string &why) const {
   std::string path = pathFor(key);
+  auto corrupt = [&](const std::string &what) {
+    why = path + ": " + what;
+    return Lookup::corrupt;
+  };
+  // Only regular files are read: a FIFO or device node in an entry's place
+  // would block the reader or stream forever.
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(path, status, /*Follow=*/false))
+    return Lookup::miss;
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return corrupt("not a regular file");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return Lookup::miss;
   llvm::StringRef data = (*buffer)->getBuffer();
-  auto corrupt = [&](const std::string &what) {
-    why = path + ": " + what;
-    return Lookup::corrupt;
-  };
   size_t pos = 0;
   auto readSize = [&](uint64_t &size) {
     if (data.size() - pos < 8)

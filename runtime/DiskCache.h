@@ -29,13 +29,15 @@ class DiskCache {
 public:
   explicit DiskCache(std::string dir) : dir(std::move(dir)) {}
 
-  /// Creates the folder; "" on success, else why not.
+  /// Creates the folder; "" on success, else why not: it cannot be created,
+  /// or it is not trusted (owned by another user, or writable by others).
   std::string open() const;
 
   std::string pathFor(const std::string &key) const;
 
   enum class Lookup { hit, miss, corrupt };
-  /// A hit fills `entry`; `why` says what is wrong with a corrupt entry.
+  /// A hit fills `entry`; `why` says what is wrong with a corrupt entry (a
+  /// path that is not a regular file is one; it is never opened).
   Lookup read(const std::string &key, CachedKernel &entry,
               std::string &why) const;
 
@@ -48,7 +50,8 @@ private:
   std::string dir;
 };
 
-/// $FA_CACHE_DIR, else $HOME/.cache/fa (else /tmp/fa-cache).
+/// $FA_CACHE_DIR, else $HOME/.cache/fa, else "" (no disk cache: there is
+/// no shared fallback).
 std::string defaultCacheDir();
 
 } // namespace fa

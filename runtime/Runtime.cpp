@@ -71,7 +71,10 @@ std::string toMetadata(const KernelInfo &info) {
   return text;
 }
 
-bool fromMetadata(const std::string &text, KernelInfo &info) {
+/// The kernel described by `text`, if it is well formed and was compiled
+/// for `spec` (the key is a hash; the entry also names what it holds).
+bool fromMetadata(const std::string &text, const KernelSpec &spec,
+                  KernelInfo &info) {
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value) {
     llvm::consumeError(value.takeError());
@@ -87,6 +90,9 @@ bool fromMetadata(const std::string &text, KernelInfo &info) {
     return v.has_value();
   };
   std::optional<llvm::StringRef> name = object->getString("name");
+  std::optional<llvm::StringRef> specText = object->getString("spec");
+  if (!specText || *specText != spec.canonicalText())
+    return false;
   if (!name || !integer("num_threads", info.numThreads) ||
       !integer("shared_memory_bytes", info.sharedMemoryBytes))
     return false;
@@ -114,6 +120,7 @@ struct Runtime::Impl {
   std::string arch = "sm_90a";
   const CudaDriver *driver = nullptr; // null without a usable driver/device
   std::string driverError;
+  std::string cacheWarning; // why there is no disk cache, or ""
   CUdevice device = 0;
   CUcontext context = nullptr;
   int64_t maxSharedMemory = 0;
@@ -154,7 +161,11 @@ Result Runtime::create(const RuntimeOptions &options,
   impl->options = options;
   impl->disk = DiskCache(options.cacheDir.empty() ? defaultCacheDir()
                                                   : options.cacheDir);
-  if (options.diskCache)
+  if (impl->options.diskCache && impl->disk.directory().empty()) {
+    impl->options.diskCache = false;
+    impl->cacheWarning = "no disk cache: neither FA_CACHE_DIR nor HOME is set";
+  }
+  if (impl->options.diskCache)
     if (std::string error = impl->disk.open(); !error.empty())
       return Result::error(Status::cacheError, error);
 
@@ -213,6 +224,9 @@ Result Runtime::create(const RuntimeOptions &options,
 bool Runtime::hasDriver() const { return impl->driver != nullptr; }
 const std::string &Runtime::driverError() const { return impl->driverError; }
 const std::string &Runtime::deviceArch() const { return impl->arch; }
+const std::string &Runtime::cacheWarning() const {
+  return impl->cacheWarning;
+}
 const std::string &Runtime::cacheDir() const {
   return impl->disk.directory();
 }
@@ -262,7 +276,7 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     std::string why;
     switch (disk.read(key, cached, why)) {
     case DiskCache::Lookup::hit:
-      if (fromMetadata(cached.metadata, fresh.info)) {
+      if (fromMetadata(cached.metadata, spec, fresh.info)) {
         fresh.cubin = std::move(cached.cubin);
         fresh.info.source = KernelSource::diskCache;
         found = true;
@@ -291,12 +305,11 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
       fresh.info.ptxas = compiled->resources.front();
     fresh.cubin = std::move(compiled->cubin);
     fresh.info.source = KernelSource::compiled;
-    if (options.diskCache) {
-      std::string error =
+    // A cache that cannot be written (read-only, full) costs the next
+    // process a compile, nothing more: the kernel stays in memory.
+    if (options.diskCache)
+      fresh.info.cacheWarning =
           disk.write(key, {toMetadata(fresh.info), fresh.cubin});
-      if (!error.empty())
-        return Result::error(Status::cacheError, error);
-    }
   }
   fresh.info.compileSeconds = secondsSince(start);
   entry = &kernels.emplace(key, std::move(fresh)).first->second;

@@ -77,6 +77,7 @@ struct KernelInfo {
   int localBytes = -1;           // local memory per thread (spills), loaded
   KernelSource source = KernelSource::compiled;
   bool replacedCorruptEntry = false; // a bad disk entry was rebuilt
+  std::string cacheWarning; // why the kernel could not be written to disk
   double compileSeconds = 0.0;       // compile (or disk read) time
   double loadSeconds = 0.0;          // cuModuleLoadData time
 };
@@ -103,6 +104,8 @@ public:
   /// The device's arch (e.g. sm_90a), or sm_90a without a device.
   const std::string &deviceArch() const;
   const std::string &cacheDir() const;
+  /// Why there is no disk cache although one was asked for ("" if there is).
+  const std::string &cacheWarning() const;
 
   /// Fills the defaults: tiles and warps left at 0 (the first default
   /// candidate), and an empty arch (the device's). prepare(), load() and

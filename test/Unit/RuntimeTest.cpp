@@ -18,6 +18,7 @@
 
 #include <fstream>
 #include <set>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -383,6 +384,107 @@ TEST(KernelCache, UnusableCacheFolderIsAnError) {
       << r.message;
 }
 
+/// A folder others may write to could hold planted kernels: not trusted.
+TEST(KernelCache, WorldWritableFolderIsNotTrusted) {
+  TempDir dir;
+  llvm::sys::fs::setPermissions(dir.str(), llvm::sys::fs::all_all);
+  fa::RuntimeOptions options;
+  options.cacheDir = dir.str();
+  std::unique_ptr<fa::Runtime> runtime;
+  fa::Result r = fa::Runtime::create(options, runtime);
+  EXPECT_EQ(r.status, fa::Status::cacheError);
+  EXPECT_NE(r.message.find("is writable by other users: not trusted"),
+            std::string::npos)
+      << r.message;
+}
+
+/// Without FA_CACHE_DIR and HOME there is no shared fallback folder: the
+/// runtime works from memory and says why.
+TEST(KernelCache, NoHomeMeansNoDiskCache) {
+  std::string home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  std::string cacheEnv =
+      std::getenv("FA_CACHE_DIR") ? std::getenv("FA_CACHE_DIR") : "";
+  ::unsetenv("HOME");
+  ::unsetenv("FA_CACHE_DIR");
+  EXPECT_EQ(fa::defaultCacheDir(), "");
+  std::unique_ptr<fa::Runtime> runtime = makeRuntime("");
+  ASSERT_TRUE(runtime);
+  EXPECT_EQ(runtime->cacheWarning(),
+            "no disk cache: neither FA_CACHE_DIR nor HOME is set");
+  fa::KernelInfo info;
+  EXPECT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  if (!home.empty())
+    ::setenv("HOME", home.c_str(), 1);
+  if (!cacheEnv.empty())
+    ::setenv("FA_CACHE_DIR", cacheEnv.c_str(), 1);
+}
+
+/// A FIFO where an entry should be is a corrupt entry, never opened (a read
+/// would block); the kernel is compiled and the FIFO replaced.
+TEST(KernelCache, FifoEntryIsCorruptNotAHang) {
+  TempDir dir;
+  auto first = makeRuntime(dir.str(), /*diskCache=*/false);
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(first->prepare(smallSpec(), &info)));
+  std::string path = fa::DiskCache(dir.str()).pathFor(info.key);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto runtime = makeRuntime(dir.str());
+  fa::KernelInfo rebuilt;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &rebuilt)));
+  EXPECT_EQ(rebuilt.source, fa::KernelSource::compiled);
+  EXPECT_TRUE(rebuilt.replacedCorruptEntry);
+  llvm::sys::fs::file_status status;
+  ASSERT_FALSE(llvm::sys::fs::status(path, status));
+  EXPECT_EQ(status.type(), llvm::sys::fs::file_type::regular_file);
+}
+
+/// An intact entry whose metadata names another spec (a key collision or a
+/// planted file with a forged key) is not loaded.
+TEST(KernelCache, EntryForAnotherSpecIsRebuilt) {
+  TempDir dir;
+  auto runtime = makeRuntime(dir.str());
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  fa::DiskCache disk(dir.str());
+  fa::CachedKernel entry;
+  std::string why;
+  ASSERT_EQ(disk.read(info.key, entry, why), fa::DiskCache::Lookup::hit);
+  fa::KernelSpec other = smallSpec();
+  other.causal = true;
+  std::string text = entry.metadata;
+  size_t at = text.find(smallSpec().canonicalText());
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, smallSpec().canonicalText().size(), other.canonicalText());
+  entry.metadata = text;
+  ASSERT_EQ(disk.write(info.key, entry), "");
+  auto fresh = makeRuntime(dir.str());
+  fa::KernelInfo rebuilt;
+  ASSERT_TRUE(bool(fresh->prepare(smallSpec(), &rebuilt)));
+  EXPECT_EQ(rebuilt.source, fa::KernelSource::compiled);
+  EXPECT_TRUE(rebuilt.replacedCorruptEntry);
+}
+
+/// A cache that cannot be written is a warning: the kernel is compiled and
+/// kept in memory.
+TEST(KernelCache, UnwritableCacheKeepsTheKernelInMemory) {
+  TempDir dir;
+  std::string folder = dir.str() + "/cache";
+  auto runtime = makeRuntime(folder);
+  ASSERT_TRUE(runtime);
+  // The folder turns into a file: no entry can be created, even as root.
+  llvm::sys::fs::remove_directories(folder);
+  std::ofstream(folder) << "x";
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  EXPECT_EQ(info.source, fa::KernelSource::compiled);
+  EXPECT_NE(info.cacheWarning.find("cannot create a file in"),
+            std::string::npos)
+      << info.cacheWarning;
+  fa::KernelInfo again;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &again)));
+  EXPECT_EQ(again.source, fa::KernelSource::memoryCache);
+}
+
 //===----------------------------------------------------------------------===//
 // Argument checks
 //===----------------------------------------------------------------------===//
@@ -577,7 +679,7 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
                               nullptr),
             FA_ERROR_INVALID_ARGUMENT);
 
-  fa_kernel_config config = {8, 32, 8, "sm_90a"};
+  fa_kernel_config config = {8, 32, 8, "sm_90a", 0, FA_STRATEGY_AUTO};
   fa_kernel_info info;
   ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
             FA_OK)
