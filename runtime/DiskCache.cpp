@@ -11,6 +11,7 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <unistd.h>
 #include <cstring>
@@ -53,7 +54,28 @@ std::string DiskCache::open() const {
     return "the kernel cache folder " + dir +
            " is writable by other users: not trusted (chmod o-w it or set "
            "FA_CACHE_DIR)";
+  removeStaleTemporaries();
   return "";
+}
+
+void DiskCache::removeStaleTemporaries() const {
+  // A writer killed between creating its temporary file and renaming it
+  // leaves the file behind; one untouched for this long has no writer.
+  constexpr auto kStaleAfter = std::chrono::minutes(10);
+  auto now = std::chrono::system_clock::now();
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.contains(".tmp-"))
+      continue;
+    llvm::sys::fs::file_status status;
+    if (llvm::sys::fs::status(it->path(), status, /*Follow=*/false) ||
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      continue;
+    if (now - status.getLastModificationTime() > kStaleAfter)
+      llvm::sys::fs::remove(it->path());
+  }
 }
 
 std::string DiskCache::pathFor(const std::string &key) const {

@@ -46,6 +46,10 @@ public:
 
   const std::string &directory() const { return dir; }
 
+  /// Removes temporary files of writers that died before their rename
+  /// (untouched for 10 minutes). open() does it.
+  void removeStaleTemporaries() const;
+
 private:
   std::string dir;
 };

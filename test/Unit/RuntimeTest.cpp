@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <sys/stat.h>
@@ -382,6 +383,29 @@ TEST(KernelCache, UnusableCacheFolderIsAnError) {
   EXPECT_NE(r.message.find("cannot create the kernel cache folder"),
             std::string::npos)
       << r.message;
+}
+
+/// Temporary files of writers killed before their rename are removed when
+/// a runtime opens the cache, once nobody can still be writing them.
+TEST(KernelCache, StaleTemporaryFilesAreRemoved) {
+  TempDir dir;
+  std::string stale = dir.str() + "/0123.tmp-abcdefgh";
+  std::string fresh = dir.str() + "/4567.tmp-abcdefgh";
+  std::ofstream(stale) << "half an entry";
+  std::ofstream(fresh) << "being written";
+  {
+    int fd;
+    ASSERT_FALSE(llvm::sys::fs::openFileForWrite(stale, fd,
+                                                 llvm::sys::fs::CD_OpenExisting));
+    auto hourAgo = std::chrono::system_clock::now() - std::chrono::hours(1);
+    ASSERT_FALSE(llvm::sys::fs::setLastAccessAndModificationTime(
+        fd, llvm::sys::toTimePoint(std::chrono::system_clock::to_time_t(hourAgo))));
+    ::close(fd);
+  }
+  auto runtime = makeRuntime(dir.str());
+  ASSERT_TRUE(runtime);
+  EXPECT_FALSE(llvm::sys::fs::exists(stale));
+  EXPECT_TRUE(llvm::sys::fs::exists(fresh));
 }
 
 /// A folder others may write to could hold planted kernels: not trusted.
