@@ -31,18 +31,10 @@ struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
   using FAPlaceMmaBase::FAPlaceMmaBase;
 
   void runOnOperation() override {
-    std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
-    if (!target) {
-      getOperation().emitError()
-          << "unsupported arch '" << arch << "'; expected one of "
-          << ::fa::supportedGpuArchs();
-      return signalPassFailure();
-    }
-    WalkResult result = getOperation().walk([&](GridOp grid) {
-      return succeeded(placeProgram(grid, *target)) ? WalkResult::advance()
-                                                    : WalkResult::interrupt();
-    });
-    if (result.wasInterrupted())
+    if (failed(placeEachProgram(getOperation(), arch,
+                                [&](GridOp grid, const ::fa::GpuArch &target) {
+                                  return placeProgram(grid, target);
+                                })))
       signalPassFailure();
   }
 

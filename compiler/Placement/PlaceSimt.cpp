@@ -37,23 +37,15 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
   using FAPlaceSimtBase::FAPlaceSimtBase;
 
   void runOnOperation() override {
-    std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
-    if (!target) {
-      getOperation().emitError() << "unsupported arch '" << arch
-                                 << "'; expected one of "
-                                 << ::fa::supportedGpuArchs();
-      return signalPassFailure();
-    }
     if (numWarps < 1 || numWarps > 32) {
       getOperation().emitError()
           << "num-warps must be in [1, 32], got " << int64_t(numWarps);
       return signalPassFailure();
     }
-    WalkResult result = getOperation().walk([&](GridOp grid) {
-      return succeeded(placeProgram(grid, *target)) ? WalkResult::advance()
-                                                    : WalkResult::interrupt();
-    });
-    if (result.wasInterrupted())
+    if (failed(placeEachProgram(getOperation(), arch,
+                                [&](GridOp grid, const ::fa::GpuArch &target) {
+                                  return placeProgram(grid, target);
+                                })))
       signalPassFailure();
   }
 

@@ -7,6 +7,21 @@
 using namespace mlir;
 using namespace mlir::fa;
 
+LogicalResult mlir::fa::placeEachProgram(
+    Operation *root, StringRef arch,
+    llvm::function_ref<LogicalResult(GridOp, const ::fa::GpuArch &)> place) {
+  std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
+  if (!target)
+    return root->emitError() << "unsupported arch '" << arch
+                             << "'; expected one of "
+                             << ::fa::supportedGpuArchs();
+  WalkResult result = root->walk([&](GridOp grid) {
+    return succeeded(place(grid, *target)) ? WalkResult::advance()
+                                           : WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
 FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
   ProgramShape shape;
   grid.walk([&](OnlineSoftmaxOp op) {

@@ -9,10 +9,20 @@
 #define FA_COMPILER_PLACEMENT_PLACEMENT_H
 
 #include "dialect/FAOps.h"
+#include "lib/GpuTarget.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <string>
 
 namespace mlir::fa {
+
+/// Looks up `arch` (an error on `root` naming the supported ones if it is
+/// unknown) and places every fa.grid under `root` with `place`, stopping at
+/// the first failure.
+LogicalResult placeEachProgram(
+    Operation *root, StringRef arch,
+    llvm::function_ref<LogicalResult(GridOp, const ::fa::GpuArch &)> place);
 
 /// The tile sizes of one program, read from its ops.
 struct ProgramShape {
