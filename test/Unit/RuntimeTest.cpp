@@ -422,6 +422,24 @@ TEST(KernelCache, WorldWritableFolderIsNotTrusted) {
       << r.message;
 }
 
+/// A folder that belongs to another user is not trusted either. (Needs root
+/// to give a folder away; skipped otherwise.)
+TEST(KernelCache, FolderOfAnotherUserIsNotTrusted) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "giving a folder to another user needs root";
+  TempDir dir;
+  ASSERT_EQ(::chown(dir.str().c_str(), 12345, 12345), 0);
+  fa::RuntimeOptions options;
+  options.cacheDir = dir.str();
+  std::unique_ptr<fa::Runtime> runtime;
+  fa::Result r = fa::Runtime::create(options, runtime);
+  EXPECT_EQ(r.status, fa::Status::cacheError);
+  EXPECT_NE(r.message.find("belongs to user 12345, not to this process's "
+                           "user: not trusted"),
+            std::string::npos)
+      << r.message;
+}
+
 /// Without FA_CACHE_DIR and HOME there is no shared fallback folder: the
 /// runtime works from memory and says why.
 TEST(KernelCache, NoHomeMeansNoDiskCache) {
