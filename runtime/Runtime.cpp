@@ -9,6 +9,7 @@
 #include "lib/GpuTarget.h"
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/LockFileManager.h"
 
 #include <chrono>
 #include <limits>
@@ -270,8 +271,8 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
   fresh.info.spec = spec;
   fresh.info.key = key;
   auto start = std::chrono::steady_clock::now();
-  bool found = false;
-  if (options.diskCache) {
+  // The entry on disk, if there is a good one for this spec.
+  auto readDisk = [&] {
     CachedKernel cached;
     std::string why;
     switch (disk.read(key, cached, why)) {
@@ -279,16 +280,34 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
       if (fromMetadata(cached.metadata, spec, fresh.info)) {
         fresh.cubin = std::move(cached.cubin);
         fresh.info.source = KernelSource::diskCache;
-        found = true;
-      } else {
-        fresh.info.replacedCorruptEntry = true;
+        return true;
       }
-      break;
+      fresh.info.replacedCorruptEntry = true;
+      return false;
     case DiskCache::Lookup::corrupt:
       fresh.info.replacedCorruptEntry = true;
-      break;
+      return false;
     case DiskCache::Lookup::miss:
-      break;
+      return false;
+    }
+    return false;
+  };
+  bool found = options.diskCache && readDisk();
+  // Processes that miss the same entry compile it once: the first takes a
+  // lock file next to the entry, the others wait for it (bounded) and read
+  // its entry. Without a lock (an error, a timeout) each compiles; the
+  // atomic rename keeps the entry whole either way.
+  std::optional<llvm::LockFileManager> fillLock;
+  if (!found && options.diskCache) {
+    fillLock.emplace(disk.pathFor(key));
+    llvm::Expected<bool> owned = fillLock->tryLock();
+    if (!owned) {
+      llvm::consumeError(owned.takeError());
+    } else if (!*owned &&
+               fillLock->waitForUnlockFor(std::chrono::seconds(120)) ==
+                   llvm::WaitForUnlockResult::Success) {
+      fresh.info.replacedCorruptEntry = false;
+      found = readDisk();
     }
   }
   if (!found) {

@@ -311,9 +311,12 @@ TEST(KernelCache, DetectsAndRebuildsCorruptEntries) {
   });
 }
 
+/// Processes that fill one entry at once both succeed, and the kernel is
+/// compiled once: the others wait on the filler's lock file and read its
+/// entry.
 TEST(KernelCache, TwoProcessesFillingOneEntryBothSucceed) {
   TempDir dir;
-  pid_t children[2];
+  pid_t children[3];
   for (pid_t &child : children) {
     child = fork();
     ASSERT_GE(child, 0);
@@ -321,20 +324,26 @@ TEST(KernelCache, TwoProcessesFillingOneEntryBothSucceed) {
       fa::RuntimeOptions options;
       options.cacheDir = dir.str();
       std::unique_ptr<fa::Runtime> runtime;
+      fa::KernelInfo info;
       bool ok = fa::Runtime::create(options, runtime) &&
-                runtime->prepare(smallSpec());
-      _exit(ok ? 0 : 1);
+                runtime->prepare(smallSpec(), &info);
+      // 10: compiled here; 11: read from the disk; 1: failed.
+      _exit(!ok ? 1 : info.source == fa::KernelSource::compiled ? 10 : 11);
     }
   }
+  int compiled = 0;
   for (pid_t child : children) {
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_NE(WEXITSTATUS(status), 1);
+    compiled += WEXITSTATUS(status) == 10;
   }
+  EXPECT_EQ(compiled, 1);
   fa::KernelInfo info;
   ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &info)));
   EXPECT_EQ(info.source, fa::KernelSource::diskCache);
-  // No temporary files are left behind.
+  // No temporary or lock files are left behind.
   std::error_code ec;
   int files = 0;
   for (llvm::sys::fs::directory_iterator it(dir.str(), ec), end;
