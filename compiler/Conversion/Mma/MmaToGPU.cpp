@@ -262,12 +262,10 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
 }
 
 /// `value` (computed in the loop body from the induction variable) at
-/// iteration `iteration`: the ops of its slice inside the loop are cloned
-/// with the induction variable replaced.
+/// another iteration: the ops of its slice inside the loop are cloned with
+/// `mapping`, which maps the induction variable to that iteration.
 FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
-                                  Value iteration, IRMapping &mapping) {
-  if (value == loop.getInductionVar())
-    return iteration;
+                                  IRMapping &mapping) {
   if (Value mapped = mapping.lookupOrNull(value))
     return mapped;
   Operation *def = value.getDefiningOp();
@@ -276,7 +274,7 @@ FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
   if (def->getNumRegions() != 0)
     return def->emitOpError("cannot be recomputed for a later iteration");
   for (Value operand : def->getOperands())
-    if (failed(valueAtIteration(b, loop, operand, iteration, mapping)))
+    if (failed(valueAtIteration(b, loop, operand, mapping)))
       return failure();
   Operation *clone = b.clone(*def, mapping);
   return clone->getResult(cast<OpResult>(value).getResultNumber());
@@ -352,7 +350,7 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
     mapping.map(loop.getInductionVar(), iteration);
     for (LoadTileOp load : loads) {
       FailureOr<Value> row =
-          valueAtIteration(inner, loop, load.getRow(), iteration, mapping);
+          valueAtIteration(inner, loop, load.getRow(), mapping);
       if (failed(row))
         return failure();
       emitTileCopy(inner, loc, load, *row, slotBuffer(inner, loc, load, slot),
@@ -469,13 +467,6 @@ public:
         return sharedBufferType(type);
       return std::nullopt;
     });
-    auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
-                   Location loc) -> Value {
-      return UnrealizedConversionCastOp::create(b, loc, type, inputs)
-          .getResult(0);
-    };
-    addSourceMaterialization(cast);
-    addTargetMaterialization(cast);
   }
 };
 
