@@ -9,7 +9,8 @@ benchmark convention: B*S = 16384 tokens, H*D = 2048, FLOPs = 4*B*H*S*S*D
 
 Per row: fa on the tensor-core strategy (mma, the default for 16-bit
 inputs), SDPA FLASH_ATTENTION and CUDNN_ATTENTION on the same inputs, and
-the ratios fa/flash and fa/cuDNN. --simt adds fa's CUDA-core strategy on the
+the ratios fa/flash and fa/cuDNN; on sm_90 devices also fa's Hopper strategy
+(wgmma) and its ratios (--no-wgmma skips it). --simt adds fa's CUDA-core strategy on the
 same 16-bit inputs; --f32 adds fa f32 (simt) and SDPA's float32 peer (the
 memory-efficient backend).
 """
@@ -77,6 +78,9 @@ def main():
     parser.add_argument("--dims", default="64,128,256")
     parser.add_argument("--seqs", default="")
     parser.add_argument("--simt", action="store_true")
+    parser.add_argument("--no-wgmma", action="store_true",
+                        help="skip fa's Hopper strategy (it runs by default "
+                             "on sm_90 devices)")
     parser.add_argument("--f32", action="store_true")
     parser.add_argument("--block-m", type=int, default=0)
     parser.add_argument("--block-n", type=int, default=0)
@@ -88,10 +92,13 @@ def main():
     else:
         seqs = [1024, 4096] if args.quick else [512, 1024, 2048, 4096, 8192,
                                                 16384]
+    wgmma = (not args.no_wgmma
+             and torch.cuda.get_device_capability() == (9, 0))
     rows = []
     fmt = lambda x: f"{x:7.1f}" if x else "    n/a"  # noqa: E731
     print(f"{'dtype':>8} {'D':>4} {'S':>6} {'causal':>6} | {'fa mma':>7} "
           f"{'flash':>7} {'cudnn':>7} | {'/flash':>6} {'/cudnn':>6} | "
+          f"{'wgmma':>7} {'/flash':>6} {'/cudnn':>6} | "
           f"{'fa simt':>7} {'fa f32':>7} {'sdpa32':>7}  (TFLOP/s)")
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
@@ -110,6 +117,9 @@ def main():
                                                    q, k, v, causal)),
                            "sdpa_cudnn": rate(sdpa(SDPBackend.CUDNN_ATTENTION,
                                                    q, k, v, causal))}
+                    if wgmma:
+                        row["fa_wgmma"] = rate(fa_ms(q, k, v, causal, args,
+                                                     "wgmma"))
                     if args.simt:
                         row["fa_simt"] = rate(fa_ms(q, k, v, causal, args,
                                                     "simt"))
@@ -121,11 +131,16 @@ def main():
                             causal))
                         del q32, k32, v32
                     rows.append(row)
-                    ratio = lambda x: f"{row['fa_mma'] / x:6.3f}" if x else "   n/a"  # noqa: E731
+                    def ratio(x, key="fa_mma"):
+                        return (f"{row[key] / x:6.3f}" if x and row.get(key)
+                                else "   n/a")
                     print(f"{dtype_name:>8} {d:>4} {s:>6} {str(causal):>6} | "
                           f"{fmt(row['fa_mma'])} {fmt(row['sdpa_flash'])} "
                           f"{fmt(row['sdpa_cudnn'])} | "
                           f"{ratio(row['sdpa_flash'])} {ratio(row['sdpa_cudnn'])} | "
+                          f"{fmt(row.get('fa_wgmma'))} "
+                          f"{ratio(row['sdpa_flash'], 'fa_wgmma')} "
+                          f"{ratio(row['sdpa_cudnn'], 'fa_wgmma')} | "
                           f"{fmt(row.get('fa_simt'))} {fmt(row.get('fa_f32'))} "
                           f"{fmt(row.get('sdpa_efficient_f32'))}", flush=True)
                     del q, k, v

@@ -135,6 +135,39 @@ def FAPlaceMma : Pass<"fa-place-mma", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
 
+def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
+  let summary = "Place every tile for the Hopper warpgroup-MMA (wgmma) strategy";
+  let description = [{
+    Gives each tile value of an `fa.grid` program (f16/bf16 inputs, sm_90a)
+    a home for warpgroup MMA (lib/Strategy/WgmmaModel.h has the rules):
+
+    * Q, K and V tiles (`fa.load_tile`) live in shared memory in the
+      128-byte swizzle that wgmma descriptors read,
+      `#fa.swizzled_shared<bytes = 128>`; loads inside the K/V loop get a
+      ring of `stages` slots (`fa.pipeline_stages`);
+    * S, P, the softmax state and the O accumulator live in accumulator
+      fragments, `#fa.mma<warps>`: the m64nN accumulator of a warpgroup is
+      its 4 warps' m16n8 fragments stacked, so warp w owns rows 16w..16w+15;
+    * Q K^T reads both operands from shared memory; P moves to A-operand
+      fragments, `#fa.mma_operand` (the register-A form of wgmma has the
+      mma.sync A layout per warp), and P V reads V from shared memory.
+
+    Block-m is 64 rows per warpgroup (16 x num-warps). The pass records the
+    launch (`#fa.launch<strategy = wgmma, ...>`) and each shared tile's byte
+    offset from the 1024-aligned base (`fa.shared_offset`), and fails, naming
+    the config and the limit, when the config does not fit.
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "int64_t", /*default=*/"8",
+           "warps per block (4 per warpgroup)">,
+    Option<"stages", "stages", "int64_t", /*default=*/"2",
+           "K/V tiles in flight (1: no prefetch)">,
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
+           "target GPU architecture (sm_90a only)">,
+  ];
+  let dependentDialects = ["::mlir::fa::FADialect"];
+}
+
 def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower placed fa.grid programs to gpu.func kernels";
   let description = [{
@@ -146,8 +179,10 @@ def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> 
     register tiles become vectors of the elements a thread owns, fully
     unrolled; shared tiles views of the dynamic shared memory at their
     `fa.shared_offset`; loops and warp shuffles with barriers around
-    shared-memory writes) or mma (compiler/Conversion/Mma: cp.async rings,
-    ldmatrix, mma.sync on fragment registers, quad shuffles).
+    shared-memory writes), mma (compiler/Conversion/Mma: cp.async rings,
+    ldmatrix, mma.sync on fragment registers, quad shuffles) or wgmma
+    (compiler/Conversion/Wgmma: cp.async rings in the 128-byte swizzle,
+    wgmma.mma_async on shared-memory descriptors and register fragments).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -86,6 +86,14 @@ void mlir::fa::buildPlacePipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createFAPlaceMma(place));
     return;
   }
+  if (options.strategy == "wgmma") {
+    FAPlaceWgmmaOptions place;
+    place.numWarps = options.numWarps;
+    place.stages = options.stages;
+    place.arch = options.arch;
+    pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
+    return;
+  }
   FAPlaceSimtOptions place;
   place.numWarps = options.numWarps;
   place.arch = options.arch;

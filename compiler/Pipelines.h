@@ -38,13 +38,14 @@ void buildCpuPipeline(OpPassManager &pm, const TileOptions &options);
 struct GpuOptions {
   std::string arch = "sm_90a";
   int64_t numWarps = 8;
-  /// "simt" or "mma": which placement pass runs.
+  /// "simt", "mma" or "wgmma": which placement pass runs.
   std::string strategy = "simt";
   /// K/V tiles in flight (mma).
   int64_t stages = 2;
 };
 
-/// tiled -> placed: every tile gets a home (fa-place-simt or fa-place-mma).
+/// tiled -> placed: every tile gets a home (fa-place-simt, fa-place-mma or
+/// fa-place-wgmma).
 void buildPlacePipeline(OpPassManager &pm, const GpuOptions &options);
 
 /// placed -> gpu: gpu.module with one gpu.func kernel per program.

@@ -195,6 +195,53 @@ int64_t MmaOperandEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
 }
 
 //===----------------------------------------------------------------------===//
+// SwizzledSharedEncodingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult SwizzledSharedEncodingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t bytes) {
+  if (bytes != 128)
+    return emitError() << "the swizzle width must be 128 bytes, got " << bytes;
+  return success();
+}
+
+LogicalResult SwizzledSharedEncodingAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type elementType,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  if (!elementType.isF16() && !elementType.isBF16())
+    return emitError() << "#fa.swizzled_shared holds f16 or bf16, got "
+                       << elementType;
+  if (shape.size() != 2)
+    return emitError() << "#fa.swizzled_shared tiles are 2-d, got rank "
+                       << shape.size();
+  int64_t block = getBlockColumns(elementType);
+  if (shape[1] % block != 0)
+    return emitError() << "#fa.swizzled_shared needs columns in multiples of "
+                       << block << " (" << getBytes() << "-byte rows), got "
+                       << shape[1];
+  if (shape[0] % 8 != 0)
+    return emitError() << "#fa.swizzled_shared needs rows in multiples of 8 "
+                          "(1024-byte swizzle atoms), got "
+                       << shape[0];
+  return success();
+}
+
+bool SwizzledSharedEncodingAttr::isShared() const { return true; }
+
+int64_t
+SwizzledSharedEncodingAttr::getRegistersPerThread(ArrayRef<int64_t>) const {
+  return 0;
+}
+
+int64_t
+SwizzledSharedEncodingAttr::getSharedElements(ArrayRef<int64_t> shape) const {
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements *= size;
+  return elements;
+}
+
+//===----------------------------------------------------------------------===//
 // LaunchAttr and the placement attributes on ops
 //===----------------------------------------------------------------------===//
 

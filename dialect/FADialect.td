@@ -94,7 +94,8 @@ def FA_MaskAttr : EnumAttr<FA_Dialect, FA_MaskKind, "mask"> {
 def FA_StrategyKind : I32EnumAttr<"StrategyKind",
     "how a placed program computes on the GPU", [
     I32EnumAttrCase<"simt", 0>,
-    I32EnumAttrCase<"mma", 1>
+    I32EnumAttrCase<"mma", 1>,
+    I32EnumAttrCase<"wgmma", 2>
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::fa";
@@ -271,6 +272,46 @@ def FA_MmaOperandEncodingAttr : AttrDef<FA_Dialect, "MmaOperandEncoding",
   let parameters = (ins "int64_t":$warps);
   let assemblyFormat = "`<` `warps` `=` $warps `>`";
   let genVerifyDecl = 1;
+}
+
+def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding",
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
+     DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
+  let mnemonic = "swizzled_shared";
+  let summary = "a 16-bit tile in shared memory in the 128-byte swizzle";
+  let description = [{
+    The layout Hopper's wgmma descriptors (and the TMA engine) read with the
+    128-byte swizzle: the tile's columns are cut into blocks of 64 elements
+    (128 bytes); block `b` of an `R x C` tile is a region of `R` rows of 128
+    bytes, stored after block `b - 1`. In row `r`, the 16-byte chunk `c`
+    (elements `8c .. 8c + 7` of the block) is stored at chunk `c ^ (r % 8)`:
+
+    ```
+    chunk stored at:  c0 c1 c2 c3 c4 c5 c6 c7
+      r0              0  1  2  3  4  5  6  7
+      r1              1  0  3  2  5  4  7  6
+      r2              2  3  0  1  6  7  4  5
+      ...
+      r7              7  6  5  4  3  2  1  0     (then r8 as r0)
+    ```
+
+    Eight rows form a 1024-byte atom; the 8 rows a wgmma core matrix (or a
+    16-byte cp.async per lane of 8 lanes) touches in one chunk column fall
+    into 8 different bank groups. Tiles start on 1024-byte boundaries.
+
+    ```mlir
+    tensor<128x128xf16, #fa.swizzled_shared<bytes = 128>>  // 2 blocks of 16 KiB
+    ```
+  }];
+  let parameters = (ins "int64_t":$bytes);
+  let assemblyFormat = "`<` `bytes` `=` $bytes `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Elements of one column block (one swizzled row).
+    int64_t getBlockColumns(::mlir::Type elementType) const {
+      return getBytes() * 8 / elementType.getIntOrFloatBitWidth();
+    }
+  }];
 }
 
 #endif // FA_DIALECT_FADIALECT_TD

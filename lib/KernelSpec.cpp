@@ -3,6 +3,7 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/SimtModel.h"
+#include "lib/Strategy/WgmmaModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringExtras.h"
@@ -60,6 +61,10 @@ std::string KernelSpec::validate() const {
     if (std::string error = mma::checkSpec(*this); !error.empty())
       return error;
     break;
+  case Strategy::wgmma:
+    if (std::string error = wgmma::checkSpec(*this); !error.empty())
+      return error;
+    break;
   }
   if (!lookupGpuArch(arch))
     return "unsupported arch '" + arch + "'; expected one of " +
@@ -91,6 +96,8 @@ std::string KernelSpec::kernelName() const {
                      "_w" + std::to_string(numWarps);
   if (resolvedStrategy() == Strategy::mma)
     name += "_s" + std::to_string(stages) + "_mma";
+  if (resolvedStrategy() == Strategy::wgmma)
+    name += "_s" + std::to_string(stages) + "_wgmma";
   return name;
 }
 
@@ -123,6 +130,8 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
     request.stages = 1;
   if (request.strategy == Strategy::mma)
     return mma::defaultCandidates(request, limit);
+  if (request.strategy == Strategy::wgmma)
+    return wgmma::defaultCandidates(request, limit);
   return simt::defaultCandidates(request, limit);
 }
 
@@ -168,12 +177,15 @@ const char *toString(Strategy strategy) {
     return "simt";
   case Strategy::mma:
     return "mma";
+  case Strategy::wgmma:
+    return "wgmma";
   }
   return "?";
 }
 
 bool parseStrategy(const std::string &text, Strategy &strategy) {
-  for (Strategy s : {Strategy::automatic, Strategy::simt, Strategy::mma})
+  for (Strategy s : {Strategy::automatic, Strategy::simt, Strategy::mma,
+                     Strategy::wgmma})
     if (text == toString(s)) {
       strategy = s;
       return true;

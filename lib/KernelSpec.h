@@ -13,9 +13,10 @@ enum class ElementType { f32, f16, bf16 };
 /// How the kernel computes. `simt`: f32 arithmetic on CUDA cores (the
 /// lecture's kernel; f16/bf16 inputs are widened as read). `mma`: f16/bf16
 /// on tensor cores with mma.sync m16n8k16, ldmatrix and cp.async pipelines
-/// (sm_80+). `automatic` resolves to simt for f32 and mma for f16/bf16
-/// (simt for head dims mma does not take).
-enum class Strategy { automatic, simt, mma };
+/// (sm_80+). `wgmma`: f16/bf16 on Hopper's warpgroup MMA (sm_90a only).
+/// `automatic` resolves to simt for f32 and mma for f16/bf16 (simt for
+/// head dims mma does not take).
+enum class Strategy { automatic, simt, mma, wgmma };
 
 /// Every parameter that changes the generated code of an attention kernel.
 /// Batch, heads (and so GQA/MQA grouping), lengths and strides are runtime
@@ -29,7 +30,7 @@ struct KernelSpec {
   int64_t blockM = 8;   // query rows per tile (B_r)
   int64_t blockN = 32;  // key/value rows per tile (B_c)
   int64_t numWarps = 8; // warps per thread block
-  int64_t stages = 1;   // K/V tiles in flight (simt: 1; mma: 1..4; 0 = default)
+  int64_t stages = 1; // K/V tiles in flight (simt: 1; mma, wgmma: 1..4)
   Strategy strategy = Strategy::automatic;
   std::string arch = "sm_90a";
   /// Softmax scale; 0 means the default 1/sqrt(headDim).
@@ -78,7 +79,7 @@ const char *compilerVersion();
 
 const char *toString(ElementType type);
 const char *toString(Strategy strategy);
-/// Parses "auto", "simt", "mma"; false if unknown.
+/// Parses "auto", "simt", "mma", "wgmma"; false if unknown.
 bool parseStrategy(const std::string &text, Strategy &strategy);
 /// Parses "f32", "f16", "bf16"; false if unknown.
 bool parseElementType(const std::string &text, ElementType &type);

@@ -69,6 +69,9 @@ bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
   case FA_STRATEGY_MMA:
     spec.strategy = fa::Strategy::mma;
     break;
+  case FA_STRATEGY_WGMMA:
+    spec.strategy = fa::Strategy::wgmma;
+    break;
   default:
     return false;
   }
@@ -136,9 +139,16 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
     info->source = int32_t(kernel.source);
     info->compile_seconds = kernel.compileSeconds;
-    info->strategy = kernel.spec.resolvedStrategy() == fa::Strategy::mma
-                         ? FA_STRATEGY_MMA
-                         : FA_STRATEGY_SIMT;
+    switch (kernel.spec.resolvedStrategy()) {
+    case fa::Strategy::mma:
+      info->strategy = FA_STRATEGY_MMA;
+      break;
+    case fa::Strategy::wgmma:
+      info->strategy = FA_STRATEGY_WGMMA;
+      break;
+    default:
+      info->strategy = FA_STRATEGY_SIMT;
+    }
     info->block_m = kernel.spec.blockM;
     info->block_n = kernel.spec.blockN;
     info->num_warps = kernel.spec.numWarps;

@@ -1,6 +1,7 @@
 //===- Runtime.cpp - JIT-compile, cache, load and launch attention --*- C++ -*-===//
 #include "runtime/Runtime.h"
 #include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/WgmmaModel.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
 
@@ -634,7 +635,11 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " in memory (outputs must not alias the inputs)");
   if (overlap(outputs[0], outputs[1]))
     return invalid("o overlaps lse in memory");
-  if (spec.resolvedStrategy() == Strategy::mma) {
+  // mma and wgmma copy Q/K/V rows in 16-byte chunks and store O in pairs.
+  if (spec.resolvedStrategy() == Strategy::mma ||
+      spec.resolvedStrategy() == Strategy::wgmma) {
+    static_assert(wgmma::kInputAccessElements == mma::kInputAccessElements &&
+                  wgmma::kOutputAccessElements == mma::kOutputAccessElements);
     for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                            {"k", &k},
                            {"v", &v}})

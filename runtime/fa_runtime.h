@@ -33,6 +33,7 @@ typedef enum fa_strategy {
   FA_STRATEGY_AUTO = 0,
   FA_STRATEGY_SIMT = 1, /* f32 arithmetic on CUDA cores */
   FA_STRATEGY_MMA = 2,  /* f16/bf16 tensor cores (mma.sync), sm_80+ */
+  FA_STRATEGY_WGMMA = 3 /* f16/bf16 warpgroup MMA (wgmma), sm_90a */
 } fa_strategy;
 
 /* A device tensor [B, H, S, D] (LSE: [B, H, S]); strides in elements. */

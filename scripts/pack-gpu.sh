@@ -18,13 +18,16 @@ for f in build-static/test/Gpu/fa-gpu-tests build-static/lib/libfa_runtime.so; d
   xz -T2 -6 -c "/tmp/$(basename "$f")" > ".gpu/$(basename "$f").xz"
 done
 ls -la .gpu
-# The default mma kernels as cubins, for the SASS dump of gpu-run.sh profile
-# (fa-compile of the development build, when there is one).
+# The default mma and wgmma kernels as cubins, for the SASS dump of
+# gpu-run.sh profile (fa-compile of the development build, when there is one).
 if [ -x build/bin/fa-compile ]; then
-  for d in 64 128 256; do
-    for mask in "" --causal; do
-      build/bin/fa-compile --dtype=f16 --head-dim=$d $mask --arch=sm_90a \
-        --emit=cubin -o ".gpu/mma_d${d}${mask:+_causal}.cubin"
+  for strategy in mma wgmma; do
+    for d in 64 128 256; do
+      for mask in "" --causal; do
+        build/bin/fa-compile --dtype=f16 --head-dim=$d $mask --arch=sm_90a \
+          --strategy=$strategy \
+          --emit=cubin -o ".gpu/${strategy}_d${d}${mask:+_causal}.cubin"
+      done
     done
   done
 fi

@@ -3,12 +3,14 @@
 // Strategy-neutral half of the GPU lowering: each function holding a placed
 // fa.grid becomes a gpu.func kernel in gpu.module @fa_kernels, and each
 // kernel is then lowered by the patterns of the strategy that placed it
-// (compiler/Conversion/Simt, compiler/Conversion/Mma).
+// (compiler/Conversion/Simt, compiler/Conversion/Mma,
+// compiler/Conversion/Wgmma).
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Mma/MmaToGPU.h"
 #include "compiler/Conversion/Simt/SimtToGPU.h"
+#include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
 #include "compiler/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -153,7 +155,7 @@ struct FAConvertPlacedToGPUPass
     // Each kernel is lowered by the patterns of the strategy that placed it
     // (the strategy of its fa.launch).
     SmallVector<Operation *> simtKernels;
-    SmallVector<gpu::GPUFuncOp> mmaKernels;
+    SmallVector<gpu::GPUFuncOp> mmaKernels, wgmmaKernels;
     for (auto [func, grid] : programs) {
       FailureOr<gpu::GPUFuncOp> kernel = outlineKernel(func, grid, kernels);
       if (failed(kernel))
@@ -168,10 +170,16 @@ struct FAConvertPlacedToGPUPass
       case StrategyKind::mma:
         mmaKernels.push_back(*kernel);
         break;
+      case StrategyKind::wgmma:
+        wgmmaKernels.push_back(*kernel);
+        break;
       }
     }
     for (gpu::GPUFuncOp kernel : mmaKernels)
       if (failed(lowerMmaKernel(kernel)))
+        return signalPassFailure();
+    for (gpu::GPUFuncOp kernel : wgmmaKernels)
+      if (failed(lowerWgmmaKernel(kernel)))
         return signalPassFailure();
     if (failed(lowerSimtKernels(simtKernels)))
       signalPassFailure();

@@ -58,7 +58,7 @@ class _Info(ctypes.Structure):
                 ("stages", ctypes.c_int64)]
 
 # fa_strategy codes of the C ABI.
-_STRATEGIES = {"auto": 0, "simt": 1, "mma": 2}
+_STRATEGIES = {"auto": 0, "simt": 1, "mma": 2, "wgmma": 3}
 
 
 _lock = threading.Lock()
@@ -158,7 +158,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
-    strategy "auto" (simt for float32, mma for 16-bit), "simt" or "mma";
+    strategy "auto" (simt for float32, mma for 16-bit), "simt", "mma" or
+    "wgmma" (Hopper, arch sm_90a);
     tiles, warps and stages 0 take the strategy's defaults."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     if dtype not in codes:
@@ -179,7 +180,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "spill_load_bytes": info.spill_load_bytes,
             "source": ("compiled", "disk", "memory")[info.source],
             "compile_seconds": info.compile_seconds,
-            "strategy": {1: "simt", 2: "mma"}[info.strategy],
+            "strategy": {1: "simt", 2: "mma", 3: "wgmma"}[info.strategy],
             "block_m": info.block_m, "block_n": info.block_n,
             "num_warps": info.num_warps, "stages": info.stages}
 
@@ -194,7 +195,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     scale defaults to 1/sqrt(D). Returns O (like q), and LSE ([B, H, S],
     float32) with return_lse=True. Rows that see no key give O = 0 and
     LSE = -inf. strategy: "auto" (float32 on CUDA cores, float16/bfloat16
-    on tensor cores), "simt" or "mma"; tiles, warps and stages 0 take the
+    on tensor cores), "simt", "mma" or "wgmma" (Hopper); tiles, warps and
+    stages 0 take the
     strategy's defaults.
     """
     import torch

@@ -360,6 +360,68 @@ TEST_F(GpuAttention, MmaExplicitConfigs) {
   }
 }
 
+/// The Hopper strategy (sm_90a only; skipped elsewhere) with its default
+/// configs: head dims 64..256, lengths that are and are not multiples of
+/// the tiles, up to 16k keys or queries, Sq != Sk both ways, GQA/MQA,
+/// batch, causal and not.
+TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
+  if (runtime->deviceArch() != "sm_90a")
+    GTEST_SKIP() << "wgmma needs sm_90a, the device is "
+                 << runtime->deviceArch();
+  std::vector<int64_t> headDims = {64, 128, 192, 256};
+  std::vector<int64_t> lengths = {1, 17, 64, 1000, 2048};
+  if (quick()) {
+    headDims = {64, 128};
+    lengths = {17, 128};
+  }
+  fa::KernelSpec wgmma = defaults();
+  wgmma.strategy = fa::Strategy::wgmma;
+  for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
+    for (int64_t d : headDims)
+      for (bool causal : {false, true}) {
+        for (int64_t len : lengths)
+          runCase({d, 1, 2, 2, len, len, causal, type}, wgmma);
+        runCase({d, 2, 4, 4, 17, quick() ? 128 : 1000, causal, type}, wgmma);
+        runCase({d, 1, 2, 2, quick() ? 128 : 1000, 17, causal, type}, wgmma);
+        runCase({d, 2, 8, 2, 128, 128, causal, type}, wgmma);
+        runCase({d, 1, 8, 1, quick() ? 17 : 333, 200, causal, type}, wgmma);
+        if (!quick()) {
+          runCase({d, 1, 1, 1, 16, 16384, causal, type}, wgmma);
+          runCase({d, 1, 1, 1, 16384, 48, causal, type}, wgmma);
+        }
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+}
+
+/// Explicit wgmma configs: one to three warpgroups, one to four stages,
+/// block_n 16 to 256.
+TEST_F(GpuAttention, WgmmaExplicitConfigs) {
+  if (runtime->deviceArch() != "sm_90a")
+    GTEST_SKIP() << "wgmma needs sm_90a, the device is "
+                 << runtime->deviceArch();
+  struct Config {
+    int64_t bm, bn, warps, stages;
+  };
+  for (Config c : {Config{64, 64, 4, 1}, {128, 128, 8, 2}, {128, 64, 8, 3},
+                   {192, 64, 12, 2}, {128, 32, 8, 4}, {64, 16, 4, 2},
+                   {64, 256, 4, 1}}) {
+    fa::KernelSpec tiles;
+    tiles.strategy = fa::Strategy::wgmma;
+    tiles.blockM = c.bm;
+    tiles.blockN = c.bn;
+    tiles.numWarps = c.warps;
+    tiles.stages = c.stages;
+    for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16}) {
+      runCase({64, 1, 2, 2, 1000, 1000, true, type}, tiles);
+      runCase({128, 2, 4, 2, 777, 333, true, type}, tiles);
+      runCase({128, 1, 2, 2, 333, 777, false, type}, tiles);
+    }
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
+  }
+}
+
 TEST_F(GpuAttention, ExplicitTileConfigs) {
   // The lecture's kernel, and the B_r x B_c sweep corners.
   for (auto [bm, bn, warps] : {std::tuple<int64_t, int64_t, int64_t>{8, 32, 8},

@@ -3,6 +3,7 @@
 #include "lib/GpuTarget.h"
 #include "lib/KernelSpec.h"
 #include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/WgmmaModel.h"
 
 #include "gtest/gtest.h"
 
@@ -166,6 +167,98 @@ TEST(MmaModel, DefaultsFitAndKeepWhatIsSet) {
       EXPECT_EQ(withN.blockN, 32);
       EXPECT_EQ(withN.stages, 3);
     }
+}
+
+TEST(WgmmaModel, FitsAndWhyNot) {
+  const fa::GpuArch sm90a = *fa::lookupGpuArch("sm_90a");
+  const fa::GpuArch sm90 = *fa::lookupGpuArch("sm_90");
+  fa::wgmma::Config c{128, 128, 128, 8, 2, 2};
+  EXPECT_EQ(fa::wgmma::checkFits(c, sm90a), "");
+  // Unpadded swizzled tiles on 1024-byte boundaries, plus the slack that
+  // aligns the base.
+  fa::wgmma::SharedLayout layout = fa::wgmma::sharedLayout(c);
+  EXPECT_EQ(layout.kOffset, 128 * 128 * 2);
+  EXPECT_EQ(layout.vOffset, layout.kOffset + 2 * 128 * 128 * 2);
+  EXPECT_EQ(layout.totalBytes, (128 + 4 * 128) * 128 * 2 + 1024);
+  EXPECT_EQ(layout.kOffset % 1024, 0);
+  EXPECT_EQ(layout.kvSlotBytes % 1024, 0);
+  EXPECT_EQ(fa::wgmma::checkFits(c, sm90),
+            "the wgmma strategy needs arch sm_90a, got sm_90");
+  fa::wgmma::Config rows = c;
+  rows.blockM = 64;
+  EXPECT_NE(fa::wgmma::checkFits(rows, sm90a)
+                .find("block-m must be 64 x warpgroups = 128"),
+            std::string::npos);
+  fa::wgmma::Config warps = c;
+  warps.numWarps = 6;
+  EXPECT_NE(fa::wgmma::checkFits(warps, sm90a)
+                .find("num-warps must be 4, 8, 12 or 16"),
+            std::string::npos);
+  fa::wgmma::Config cols = c;
+  cols.blockN = 24;
+  EXPECT_NE(fa::wgmma::checkFits(cols, sm90a)
+                .find("block-n must be a multiple of 16 up to 256"),
+            std::string::npos);
+  fa::wgmma::Config dim = c;
+  dim.headDim = 96;
+  EXPECT_NE(fa::wgmma::checkFits(dim, sm90a)
+                .find("the head dim must be a multiple of 64 up to 256"),
+            std::string::npos);
+  fa::wgmma::Config big{256, 128, 128, 8, 2, 2};
+  EXPECT_NE(fa::wgmma::checkFits(big, sm90a)
+                .find("over the 232432 bytes available on sm_90a"),
+            std::string::npos);
+  // The spec rules: 16-bit, head dims in 64-column blocks, sm_90a.
+  fa::KernelSpec spec;
+  spec.strategy = fa::Strategy::wgmma;
+  spec.dtype = fa::ElementType::f16;
+  spec.headDim = 128;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  EXPECT_EQ(spec.validate(), "");
+  EXPECT_EQ(spec.withDefaults().kernelName(),
+            "fa_fwd_d128_f16_full_128x128_w8_s2_wgmma");
+  spec.arch = "sm_80";
+  EXPECT_EQ(spec.validate(), "the wgmma strategy needs arch sm_90a (wgmma "
+                             "exists only there), got sm_80");
+  spec.arch = "sm_90a";
+  spec.headDim = 72;
+  EXPECT_NE(spec.validate().find("multiple of 64 and at most 256, got 72"),
+            std::string::npos);
+  spec.headDim = 64;
+  spec.dtype = fa::ElementType::f32;
+  EXPECT_NE(spec.validate().find("f16 or bf16 inputs, got f32"),
+            std::string::npos);
+  fa::Strategy parsed;
+  ASSERT_TRUE(fa::parseStrategy("wgmma", parsed));
+  EXPECT_EQ(parsed, fa::Strategy::wgmma);
+}
+
+TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
+  for (int64_t d : {64, 128, 192, 256}) {
+    fa::KernelSpec spec;
+    spec.headDim = d;
+    spec.dtype = fa::ElementType::bf16;
+    spec.strategy = fa::Strategy::wgmma;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+    ASSERT_FALSE(candidates.empty());
+    for (const fa::KernelSpec &c : candidates) {
+      EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::wgmma);
+      EXPECT_EQ(c.validate(), "");
+      fa::wgmma::Config config{d, c.blockM, c.blockN, c.numWarps, c.stages, 2};
+      EXPECT_EQ(fa::wgmma::checkFits(config, *fa::lookupGpuArch("sm_90a")),
+                "")
+          << c.kernelName();
+      EXPECT_LE(fa::wgmma::estimateRegisters(config),
+                fa::maxRegistersPerThread(32 * c.numWarps));
+    }
+    spec.blockN = 64;
+    spec.stages = 1;
+    fa::KernelSpec withN = spec.withDefaults();
+    EXPECT_EQ(withN.blockN, 64);
+    EXPECT_EQ(withN.stages, 1);
+    EXPECT_EQ(withN.blockM, 16 * withN.numWarps);
+  }
 }
 
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {

@@ -43,7 +43,8 @@ static cl::opt<bool> causal("causal", cl::desc("causal mask (bottom-right)"),
                             cl::init(false), cl::cat(category));
 static cl::opt<std::string> strategy(
     "strategy",
-    cl::desc("simt | mma | auto (default: simt for f32, mma for f16/bf16)"),
+    cl::desc("simt | mma | wgmma | auto (default: simt for f32, mma for "
+             "f16/bf16; wgmma needs --arch=sm_90a)"),
     cl::init("auto"), cl::cat(category));
 static cl::opt<int64_t> blockM(
     "block-m",

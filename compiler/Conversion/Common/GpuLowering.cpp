@@ -147,3 +147,22 @@ void mlir::fa::populateRegisterTilePatterns(const TypeConverter &typeConverter,
                RegisterCastLowering<arith::ExtFOp>>(typeConverter,
                                                     patterns.getContext());
 }
+
+/// Runs the query tiles last to first: with the causal mask the last tiles
+/// see the most keys, and starting the longest programs first shortens the
+/// tail of the last wave (without a mask all programs are alike).
+void mlir::fa::reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
+  SmallVector<gpu::BlockIdOp> ids;
+  kernel.walk([&](gpu::BlockIdOp op) {
+    if (op.getDimension() == gpu::Dimension::x)
+      ids.push_back(op);
+  });
+  for (gpu::BlockIdOp id : ids) {
+    OpBuilder b(id->getBlock(), std::next(Block::iterator(id)));
+    Location loc = id.getLoc();
+    Value tiles = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value last = arith::SubIOp::create(b, loc, tiles, indexConst(b, loc, 1));
+    Value reversed = arith::SubIOp::create(b, loc, last, id);
+    id.getResult().replaceAllUsesExcept(reversed, reversed.getDefiningOp());
+  }
+}

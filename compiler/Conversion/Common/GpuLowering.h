@@ -10,6 +10,8 @@
 
 #include "dialect/FAOps.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
@@ -66,6 +68,11 @@ OnlineSoftmaxRow buildOnlineSoftmaxRow(
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce);
 Value indexConst(OpBuilder &b, Location loc, int64_t value);
+
+/// Runs the query tiles (block x) last to first: with the causal mask the
+/// last tiles see the most keys, and starting the longest programs first
+/// shortens the tail of the last wave (without a mask all are alike).
+void reverseQueryTileOrder(gpu::GPUFuncOp kernel);
 
 } // namespace mlir::fa
 

@@ -3,11 +3,8 @@
 // Two steps on an outlined kernel placed by fa-place-mma:
 //
 // 1. Copies. Every fa.load_tile becomes 16-byte cp.async copies into its
-//    shared buffer. The K/V loop's loads use a ring of `stages` slots: the
-//    tiles of the first stages - 1 iterations are copied before the loop,
-//    and iteration j waits for tile j, then starts copying tile
-//    j + stages - 1 into the slot that iteration j - 1 used, so the copies
-//    overlap stages - 1 iterations of tensor-core work.
+//    shared buffer with padded rows; the K/V loop's loads use a ring of
+//    `stages` slots (compiler/Conversion/Common/AsyncCopy.h).
 // 2. Fragments. A dialect conversion turns the tile ops on #fa.mma and
 //    #fa.mma_operand tiles into per-thread code over fragment registers
 //    (lib/Strategy/MmaLayout.h): ldmatrix for operands in shared memory,
@@ -20,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Mma/MmaToGPU.h"
+#include "compiler/Conversion/Common/AsyncCopy.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/TileArithmetic.h"
 #include "dialect/FAOps.h"
@@ -196,94 +194,8 @@ Value quadAllReduce(OpBuilder &b, Location loc, Value value,
 }
 
 //===----------------------------------------------------------------------===//
-// Step 1: copies into shared memory
+// Step 1: copies into shared memory (padded rows)
 //===----------------------------------------------------------------------===//
-
-/// Copies rows [row, row + R) of source[batch, head] into `buffer` ([R,
-/// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
-/// or past `rowLimit` and columns past the head dim (up to the contraction
-/// width) are zero-filled (cp.async with 0 source bytes, address clamped).
-void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
-                  Value buffer, int64_t numThreads) {
-  auto type = cast<RankedTensorType>(load.getType());
-  int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
-  int64_t chunksPerRow = ::fa::mma::contractionWidth(headDim) / 8;
-  int64_t chunks = rows * chunksPerRow;
-  Value source = load.getSource();
-  Value rowLimit = memref::DimOp::create(b, loc, source, 2);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value zero = indexConst(b, loc, 0);
-  Value full = indexConst(b, loc, 8);
-  Value chunksPerRowV = indexConst(b, loc, chunksPerRow);
-  // When the block covers whole rows per round (the usual case), a thread
-  // keeps its column and steps down T / chunksPerRow rows per copy: the
-  // column test and the row split are computed once.
-  bool wholeRows = numThreads % chunksPerRow == 0;
-  Value threadRow = arith::DivUIOp::create(b, loc, tid, chunksPerRowV);
-  Value threadCol =
-      mulConst(b, loc, arith::RemUIOp::create(b, loc, tid, chunksPerRowV), 8);
-  for (int64_t first = 0; first < chunks; first += numThreads) {
-    Value chunk = addConst(b, loc, tid, first);
-    auto copyChunk = [&](OpBuilder &b, Location loc) {
-      Value r, col;
-      if (wholeRows) {
-        r = addConst(b, loc, threadRow, first / chunksPerRow);
-        col = threadCol;
-      } else {
-        r = arith::DivUIOp::create(b, loc, chunk, chunksPerRowV);
-        col = mulConst(b, loc,
-                       arith::RemUIOp::create(b, loc, chunk, chunksPerRowV), 8);
-      }
-      Value globalRow = arith::AddIOp::create(b, loc, row, r);
-      Value rowValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                             globalRow, rowLimit);
-      Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                             col, indexConst(b, loc, headDim));
-      Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
-      Value srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
-      Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
-      Value srcElements = arith::SelectOp::create(b, loc, valid, full, zero);
-      nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
-          ValueRange{r, col}, source,
-          ValueRange{load.getBatch(), load.getHead(), srcRow, srcCol},
-          b.getIndexAttr(8), srcElements, b.getUnitAttr());
-    };
-    if (first + numThreads <= chunks) {
-      copyChunk(b, loc);
-      continue;
-    }
-    Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         chunk, indexConst(b, loc, chunks));
-    auto guard = scf::IfOp::create(b, loc, inTile);
-    OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
-    copyChunk(inner, loc);
-  }
-}
-
-/// `value` (computed in the loop body from the induction variable) at
-/// another iteration: the ops of its slice inside the loop are cloned with
-/// `mapping`, which maps the induction variable to that iteration.
-FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
-                                  IRMapping &mapping) {
-  if (Value mapped = mapping.lookupOrNull(value))
-    return mapped;
-  Operation *def = value.getDefiningOp();
-  if (!def || !loop->isProperAncestor(def))
-    return value; // loop-invariant
-  if (def->getNumRegions() != 0)
-    return def->emitOpError("cannot be recomputed for a later iteration");
-  for (Value operand : def->getOperands())
-    if (failed(valueAtIteration(b, loop, operand, mapping)))
-      return failure();
-  Operation *clone = b.clone(*def, mapping);
-  return clone->getResult(cast<OpResult>(value).getResultNumber());
-}
-
-int64_t sharedOffset(LoadTileOp load) {
-  return load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName())
-      .getInt();
-}
 
 /// The view of slot `slot` of the ring (or single buffer) of `load`.
 Value slotBuffer(OpBuilder &b, Location loc, LoadTileOp load, Value slot) {
@@ -295,157 +207,17 @@ Value slotBuffer(OpBuilder &b, Location loc, LoadTileOp load, Value slot) {
   return sharedBufferAt(b, loc, offset, type);
 }
 
-/// Replaces the tile value of `load` by the shared buffer `buffer`; the
-/// conversion sees it through a cast (folded away with the conversion's own).
-void replaceLoad(OpBuilder &b, LoadTileOp load, Value buffer) {
-  b.setInsertionPoint(load);
-  auto cast = UnrealizedConversionCastOp::create(b, load.getLoc(),
-                                                 load.getType(), buffer);
-  load.getResult().replaceAllUsesWith(cast.getResult(0));
-  load.erase();
-}
-
-Value commitGroup(OpBuilder &b, Location loc) {
-  return nvgpu::DeviceAsyncCreateGroupOp::create(
-      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
-}
-
-void waitGroups(OpBuilder &b, Location loc, Value token, int64_t pending) {
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
-                                   b.getI32IntegerAttr(int32_t(pending)));
-}
-
-/// A tile loaded once (Q): copy, wait, and make it visible to the block.
-void lowerSingleLoad(LoadTileOp load, int64_t numThreads) {
-  OpBuilder b(load);
-  Location loc = load.getLoc();
-  Value buffer = slotBuffer(b, loc, load, indexConst(b, loc, 0));
-  emitTileCopy(b, loc, load, load.getRow(), buffer, numThreads);
-  waitGroups(b, loc, commitGroup(b, loc), 0);
-  gpu::BarrierOp::create(b, loc);
-  replaceLoad(b, load, buffer);
-}
-
-/// The loads of one K/V loop, all with the same ring of `stages` slots.
-/// One commit group per iteration holds all of the iteration's copies.
-LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
-                                int64_t stages, int64_t numThreads) {
-  Location loc = loop.getLoc();
-  for (LoadTileOp load : loads)
-    for (Value v : {Value(load.getSource()), Value(load.getBatch()),
-                    Value(load.getHead())})
-      if (Operation *def = v.getDefiningOp(); def && loop->isAncestor(def))
-        return load.emitOpError("a pipelined tile load needs its source, batch "
-                                "and head defined outside the loop");
-  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
-        step = loop.getStep();
-  // Copies the tiles of iteration `iteration` into `slot`, if it runs.
-  auto copyIteration = [&](OpBuilder &b, Value iteration,
-                           Value slot) -> LogicalResult {
-    Value runs =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iteration, ub);
-    auto guard = scf::IfOp::create(b, loc, runs);
-    OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
-    IRMapping mapping;
-    mapping.map(loop.getInductionVar(), iteration);
-    for (LoadTileOp load : loads) {
-      FailureOr<Value> row =
-          valueAtIteration(inner, loop, load.getRow(), mapping);
-      if (failed(row))
-        return failure();
-      emitTileCopy(inner, loc, load, *row, slotBuffer(inner, loc, load, slot),
-                   numThreads);
-    }
-    return success();
+/// Rows padded by the placement: a chunk lands at its own (row, col).
+SharedTileCopyLayout paddedRowsLayout() {
+  SharedTileCopyLayout layout;
+  layout.slotBuffer = slotBuffer;
+  layout.chunkIndices = [](OpBuilder &, Location, Value row,
+                           Value col) -> SmallVector<Value> {
+    return {row, col};
   };
-
-  OpBuilder b(loop);
-  if (stages == 1) {
-    // No prefetch: each iteration copies its own tiles and waits for them.
-    b.setInsertionPoint(loads.front());
-    gpu::BarrierOp::create(b, loc); // nobody still reads the last tiles (WAR)
-    Value slot = indexConst(b, loc, 0);
-    if (failed(copyIteration(b, loop.getInductionVar(), slot)))
-      return failure();
-    waitGroups(b, loc, commitGroup(b, loc), 0);
-    gpu::BarrierOp::create(b, loc);
-    for (LoadTileOp load : loads) {
-      OpBuilder at(load);
-      replaceLoad(at, load, slotBuffer(at, loc, load, slot));
-    }
-    return success();
-  }
-
-  // Prologue: the tiles of iterations 0 .. stages - 2 into slots 0 ..
-  Value token;
-  for (int64_t s = 0; s + 1 < stages; ++s) {
-    Value iteration = arith::AddIOp::create(
-        b, loc, lb, arith::MulIOp::create(b, loc, step, indexConst(b, loc, s)));
-    if (failed(copyIteration(b, iteration, indexConst(b, loc, s))))
-      return failure();
-    token = commitGroup(b, loc);
-  }
-  // Iteration j: wait for tile j (stages - 2 newer groups may still be in
-  // flight); after the barrier nobody reads slot (j - 1) % stages, where
-  // tile j + stages - 1 goes.
-  b.setInsertionPoint(loads.front());
-  Value j = arith::DivUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, loop.getInductionVar(), lb), step);
-  waitGroups(b, loc, token, stages - 2);
-  gpu::BarrierOp::create(b, loc);
-  Value ahead = arith::AddIOp::create(
-      b, loc, loop.getInductionVar(),
-      arith::MulIOp::create(b, loc, step, indexConst(b, loc, stages - 1)));
-  Value stagesV = indexConst(b, loc, stages);
-  Value aheadSlot =
-      arith::RemUIOp::create(b, loc, addConst(b, loc, j, stages - 1), stagesV);
-  if (failed(copyIteration(b, ahead, aheadSlot)))
-    return failure();
-  commitGroup(b, loc);
-  Value slot = arith::RemUIOp::create(b, loc, j, stagesV);
-  for (LoadTileOp load : loads) {
-    OpBuilder at(load);
-    replaceLoad(at, load, slotBuffer(at, loc, load, slot));
-  }
-  return success();
-}
-
-LogicalResult lowerLoads(gpu::GPUFuncOp kernel) {
-  int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
-  SmallVector<LoadTileOp> single;
-  llvm::MapVector<scf::ForOp, SmallVector<LoadTileOp>> pipelined;
-  kernel.walk([&](LoadTileOp load) {
-    auto loop = load->getParentOfType<scf::ForOp>();
-    if (loop && load->hasAttr(FADialect::getPipelineStagesAttrName()))
-      pipelined[loop].push_back(load);
-    else
-      single.push_back(load);
-  });
-  for (LoadTileOp load : single) {
-    if (!load->hasAttr(FADialect::getSharedOffsetAttrName()))
-      return load.emitOpError("has no fa.shared_offset (run fa-place-mma)");
-    lowerSingleLoad(load, numThreads);
-  }
-  for (auto &[loop, loads] : pipelined) {
-    int64_t stages =
-        loads.front()
-            ->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName())
-            .getInt();
-    for (LoadTileOp load : loads)
-      if (!load->hasAttr(FADialect::getSharedOffsetAttrName()) ||
-          load->getAttrOfType<IntegerAttr>(
-                  FADialect::getPipelineStagesAttrName())
-                  .getInt() != stages ||
-          stages < 1)
-        return load.emitOpError("the loads of one loop need shared offsets and "
-                                "one positive fa.pipeline_stages");
-    if (loads.front()->getBlock() != loop.getBody())
-      return loads.front().emitOpError("a pipelined load must be in the body "
-                                       "of its loop");
-    if (failed(pipelineLoopLoads(loop, loads, stages, numThreads)))
-      return failure();
-  }
-  return success();
+  layout.copiedColumns = ::fa::mma::contractionWidth;
+  layout.placePass = "fa-place-mma";
+  return layout;
 }
 
 //===----------------------------------------------------------------------===//
@@ -933,28 +705,16 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
 
 } // namespace
 
-/// Runs the query tiles last to first: with the causal mask the last tiles
-/// see the most keys, and starting the longest programs first shortens the
-/// tail of the last wave (without a mask all programs are alike).
-void reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
-  SmallVector<gpu::BlockIdOp> ids;
-  kernel.walk([&](gpu::BlockIdOp op) {
-    if (op.getDimension() == gpu::Dimension::x)
-      ids.push_back(op);
-  });
-  for (gpu::BlockIdOp id : ids) {
-    OpBuilder b(id->getBlock(), std::next(Block::iterator(id)));
-    Location loc = id.getLoc();
-    Value tiles = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-    Value last = arith::SubIOp::create(b, loc, tiles, indexConst(b, loc, 1));
-    Value reversed = arith::SubIOp::create(b, loc, last, id);
-    id.getResult().replaceAllUsesExcept(reversed, reversed.getDefiningOp());
-  }
+void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
+                                           RewritePatternSet &patterns) {
+  patterns.add<AccumulatorToOperandLowering, MaskLowering,
+               OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
+               StoreTileLowering>(typeConverter, patterns.getContext());
 }
 
 LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
   reverseQueryTileOrder(kernel);
-  if (failed(lowerLoads(kernel)))
+  if (failed(lowerTileLoads(kernel, paddedRowsLayout())))
     return failure();
   MLIRContext *ctx = kernel.getContext();
   MmaTypeConverter typeConverter;
@@ -969,10 +729,9 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
       .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
           [&](Operation *op) { return typeConverter.isLegal(op); });
   RewritePatternSet patterns(ctx);
-  patterns.add<SharedToOperandLowering, AccumulatorToOperandLowering,
-               TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
-               RescaleLowering, FinalizeLowering, StoreTileLowering>(
-      typeConverter, ctx);
+  patterns.add<SharedToOperandLowering, TileMatmulLowering>(typeConverter,
+                                                            ctx);
+  populateMmaFragmentPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,

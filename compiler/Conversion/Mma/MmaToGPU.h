@@ -10,8 +10,22 @@
 #define FA_COMPILER_CONVERSION_MMA_MMATOGPU_H
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir {
+class TypeConverter;
+} // namespace mlir
 
 namespace mlir::fa {
+
+/// The lowerings of the tile ops on accumulator fragments (#fa.mma): the
+/// accumulator -> A-operand renaming (P), mask, online softmax, rescale,
+/// finalize and the stores of O and LSE. Any strategy whose accumulators
+/// are m16n8 fragments stacked over warps uses them (wgmma: a warpgroup's
+/// m64 accumulator is its 4 warps' fragments). Register tiles convert to
+/// vectors of the thread's elements.
+void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
+                                 RewritePatternSet &patterns);
 
 /// Lowers the fa ops of `kernel` (an outlined program of the mma strategy).
 /// Emits a diagnostic and fails on IR it cannot lower.

@@ -1,0 +1,280 @@
+//===- AsyncCopy.cpp - cp.async tile copies and K/V rings -------*- C++ -*-===//
+#include "compiler/Conversion/Common/AsyncCopy.h"
+#include "compiler/Conversion/Common/GpuLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  if (c == 0)
+    return v;
+  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+
+/// Copies rows [row, row + R) of source[batch, head] into `buffer` ([R,
+/// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
+/// or past `rowLimit` and columns past the head dim (up to the contraction
+/// width) are zero-filled (cp.async with 0 source bytes, address clamped).
+void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
+                  Value buffer, int64_t numThreads,
+                  const SharedTileCopyLayout &layout) {
+  auto type = cast<RankedTensorType>(load.getType());
+  int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
+  int64_t chunksPerRow = layout.copiedColumns(headDim) / 8;
+  int64_t chunks = rows * chunksPerRow;
+  Value source = load.getSource();
+  Value rowLimit = memref::DimOp::create(b, loc, source, 2);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value zero = indexConst(b, loc, 0);
+  Value full = indexConst(b, loc, 8);
+  Value chunksPerRowV = indexConst(b, loc, chunksPerRow);
+  // When the block covers whole rows per round (the usual case), a thread
+  // keeps its column and steps down T / chunksPerRow rows per copy: the
+  // column test and the row split are computed once.
+  bool wholeRows = numThreads % chunksPerRow == 0;
+  Value threadRow = arith::DivUIOp::create(b, loc, tid, chunksPerRowV);
+  Value threadCol =
+      mulConst(b, loc, arith::RemUIOp::create(b, loc, tid, chunksPerRowV), 8);
+  for (int64_t first = 0; first < chunks; first += numThreads) {
+    Value chunk = addConst(b, loc, tid, first);
+    auto copyChunk = [&](OpBuilder &b, Location loc) {
+      Value r, col;
+      if (wholeRows) {
+        r = addConst(b, loc, threadRow, first / chunksPerRow);
+        col = threadCol;
+      } else {
+        r = arith::DivUIOp::create(b, loc, chunk, chunksPerRowV);
+        col = mulConst(b, loc,
+                       arith::RemUIOp::create(b, loc, chunk, chunksPerRowV), 8);
+      }
+      Value globalRow = arith::AddIOp::create(b, loc, row, r);
+      Value rowValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             globalRow, rowLimit);
+      Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             col, indexConst(b, loc, headDim));
+      Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
+      Value srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
+      Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
+      Value srcElements = arith::SelectOp::create(b, loc, valid, full, zero);
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
+          layout.chunkIndices(b, loc, r, col), source,
+          ValueRange{load.getBatch(), load.getHead(), srcRow, srcCol},
+          b.getIndexAttr(8), srcElements, b.getUnitAttr());
+    };
+    if (first + numThreads <= chunks) {
+      copyChunk(b, loc);
+      continue;
+    }
+    Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         chunk, indexConst(b, loc, chunks));
+    auto guard = scf::IfOp::create(b, loc, inTile);
+    OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+    copyChunk(inner, loc);
+  }
+}
+
+/// `value` (computed in the loop body from the induction variable) at
+/// another iteration: the ops of its slice inside the loop are cloned with
+/// `mapping`, which maps the induction variable to that iteration.
+FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
+                                  IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop->isProperAncestor(def))
+    return value; // loop-invariant
+  if (def->getNumRegions() != 0)
+    return def->emitOpError("cannot be recomputed for a later iteration");
+  for (Value operand : def->getOperands())
+    if (failed(valueAtIteration(b, loop, operand, mapping)))
+      return failure();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
+/// Replaces the tile value of `load` by the shared buffer `buffer`; the
+/// conversion sees it through a cast (folded away with the conversion's own).
+void replaceLoad(OpBuilder &b, LoadTileOp load, Value buffer) {
+  b.setInsertionPoint(load);
+  auto cast = UnrealizedConversionCastOp::create(b, load.getLoc(),
+                                                 load.getType(), buffer);
+  load.getResult().replaceAllUsesWith(cast.getResult(0));
+  load.erase();
+}
+
+Value commitGroup(OpBuilder &b, Location loc) {
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+void waitGroups(OpBuilder &b, Location loc, Value token, int64_t pending) {
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, token,
+                                   b.getI32IntegerAttr(int32_t(pending)));
+}
+
+/// A tile loaded once (Q): copy, wait, and make it visible to the block.
+void lowerSingleLoad(LoadTileOp load, int64_t numThreads,
+                     const SharedTileCopyLayout &layout) {
+  OpBuilder b(load);
+  Location loc = load.getLoc();
+  Value buffer = layout.slotBuffer(b, loc, load, indexConst(b, loc, 0));
+  emitTileCopy(b, loc, load, load.getRow(), buffer, numThreads, layout);
+  waitGroups(b, loc, commitGroup(b, loc), 0);
+  if (layout.beforePublish)
+    layout.beforePublish(b, loc);
+  gpu::BarrierOp::create(b, loc);
+  replaceLoad(b, load, buffer);
+}
+
+/// The loads of one K/V loop, all with the same ring of `stages` slots.
+/// One commit group per iteration holds all of the iteration's copies.
+LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
+                                int64_t stages, int64_t numThreads,
+                                const SharedTileCopyLayout &layout) {
+  Location loc = loop.getLoc();
+  for (LoadTileOp load : loads)
+    for (Value v : {Value(load.getSource()), Value(load.getBatch()),
+                    Value(load.getHead())})
+      if (Operation *def = v.getDefiningOp(); def && loop->isAncestor(def))
+        return load.emitOpError("a pipelined tile load needs its source, batch "
+                                "and head defined outside the loop");
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+        step = loop.getStep();
+  // Copies the tiles of iteration `iteration` into `slot`, if it runs.
+  auto copyIteration = [&](OpBuilder &b, Value iteration,
+                           Value slot) -> LogicalResult {
+    Value runs =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iteration, ub);
+    auto guard = scf::IfOp::create(b, loc, runs);
+    OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+    IRMapping mapping;
+    mapping.map(loop.getInductionVar(), iteration);
+    for (LoadTileOp load : loads) {
+      FailureOr<Value> row =
+          valueAtIteration(inner, loop, load.getRow(), mapping);
+      if (failed(row))
+        return failure();
+      emitTileCopy(inner, loc, load, *row,
+                   layout.slotBuffer(inner, loc, load, slot), numThreads,
+                   layout);
+    }
+    return success();
+  };
+
+  OpBuilder b(loop);
+  if (stages == 1) {
+    // No prefetch: each iteration copies its own tiles and waits for them.
+    b.setInsertionPoint(loads.front());
+    gpu::BarrierOp::create(b, loc); // nobody still reads the last tiles (WAR)
+    Value slot = indexConst(b, loc, 0);
+    if (failed(copyIteration(b, loop.getInductionVar(), slot)))
+      return failure();
+    waitGroups(b, loc, commitGroup(b, loc), 0);
+    if (layout.beforePublish)
+      layout.beforePublish(b, loc);
+    gpu::BarrierOp::create(b, loc);
+    for (LoadTileOp load : loads) {
+      OpBuilder at(load);
+      replaceLoad(at, load, layout.slotBuffer(at, loc, load, slot));
+    }
+    return success();
+  }
+
+  // Prologue: the tiles of iterations 0 .. stages - 2 into slots 0 ..
+  Value token;
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    Value iteration = arith::AddIOp::create(
+        b, loc, lb, arith::MulIOp::create(b, loc, step, indexConst(b, loc, s)));
+    if (failed(copyIteration(b, iteration, indexConst(b, loc, s))))
+      return failure();
+    token = commitGroup(b, loc);
+  }
+  // Iteration j: wait for tile j (stages - 2 newer groups may still be in
+  // flight); after the barrier nobody reads slot (j - 1) % stages, where
+  // tile j + stages - 1 goes.
+  b.setInsertionPoint(loads.front());
+  Value j = arith::DivUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, loop.getInductionVar(), lb), step);
+  waitGroups(b, loc, token, stages - 2);
+  if (layout.beforePublish)
+    layout.beforePublish(b, loc);
+  gpu::BarrierOp::create(b, loc);
+  Value ahead = arith::AddIOp::create(
+      b, loc, loop.getInductionVar(),
+      arith::MulIOp::create(b, loc, step, indexConst(b, loc, stages - 1)));
+  Value stagesV = indexConst(b, loc, stages);
+  Value aheadSlot =
+      arith::RemUIOp::create(b, loc, addConst(b, loc, j, stages - 1), stagesV);
+  if (failed(copyIteration(b, ahead, aheadSlot)))
+    return failure();
+  commitGroup(b, loc);
+  Value slot = arith::RemUIOp::create(b, loc, j, stagesV);
+  for (LoadTileOp load : loads) {
+    OpBuilder at(load);
+    replaceLoad(at, load, layout.slotBuffer(at, loc, load, slot));
+  }
+  return success();
+}
+
+} // namespace
+
+int64_t mlir::fa::sharedOffset(LoadTileOp load) {
+  return load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName())
+      .getInt();
+}
+
+LogicalResult mlir::fa::lowerTileLoads(gpu::GPUFuncOp kernel,
+                                       const SharedTileCopyLayout &layout) {
+  int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
+  SmallVector<LoadTileOp> single;
+  llvm::MapVector<scf::ForOp, SmallVector<LoadTileOp>> pipelined;
+  kernel.walk([&](LoadTileOp load) {
+    auto loop = load->getParentOfType<scf::ForOp>();
+    if (loop && load->hasAttr(FADialect::getPipelineStagesAttrName()))
+      pipelined[loop].push_back(load);
+    else
+      single.push_back(load);
+  });
+  for (LoadTileOp load : single) {
+    if (!load->hasAttr(FADialect::getSharedOffsetAttrName()))
+      return load.emitOpError("has no fa.shared_offset (run ")
+             << layout.placePass << ")";
+    lowerSingleLoad(load, numThreads, layout);
+  }
+  for (auto &[loop, loads] : pipelined) {
+    int64_t stages =
+        loads.front()
+            ->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName())
+            .getInt();
+    for (LoadTileOp load : loads)
+      if (!load->hasAttr(FADialect::getSharedOffsetAttrName()) ||
+          load->getAttrOfType<IntegerAttr>(
+                  FADialect::getPipelineStagesAttrName())
+                  .getInt() != stages ||
+          stages < 1)
+        return load.emitOpError("the loads of one loop need shared offsets and "
+                                "one positive fa.pipeline_stages");
+    if (loads.front()->getBlock() != loop.getBody())
+      return loads.front().emitOpError("a pipelined load must be in the body "
+                                       "of its loop");
+    if (failed(pipelineLoopLoads(loop, loads, stages, numThreads, layout)))
+      return failure();
+  }
+  return success();
+}
+

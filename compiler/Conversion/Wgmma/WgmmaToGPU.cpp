@@ -1,0 +1,462 @@
+//===- WgmmaToGPU.cpp - Lowering of the wgmma strategy's programs -*- C++ -*-=//
+//
+// Two steps on an outlined kernel placed by fa-place-wgmma:
+//
+// 1. Copies. Every fa.load_tile becomes 16-byte cp.async copies into its
+//    shared buffer in the 128-byte swizzle (#fa.swizzled_shared): chunk c of
+//    row r of column block b lands at chunk c ^ (r % 8) of that row of
+//    block b. The K/V loop uses the ring of compiler/Conversion/Common/
+//    AsyncCopy.h. wgmma reads shared memory through the async proxy, so
+//    each thread fences (fence.proxy.async.shared::cta) after its copies
+//    complete and before the barrier that publishes them. The dynamic
+//    shared memory is aligned up to 1024 bytes (the swizzle atom) at entry.
+// 2. Fragments. fa.tile_matmul becomes wgmma.mma_async m64nNk16 per k16
+//    step, issued by each warpgroup for its 64 rows: Q K^T with both
+//    operands as shared-memory descriptors (K-major), P V with P's A
+//    fragments in registers and V as an MN-major descriptor. The other tile
+//    ops run on the accumulator fragments with the mma strategy's patterns
+//    (a warpgroup's m64nN accumulator is its 4 warps' m16n8 fragments).
+//
+// The register-A form of wgmma has no NVVM op (nvvm.wgmma.mma_async and
+// nvgpu.warpgroup.mma take A only as a descriptor), so both forms are
+// emitted as inline PTX, with the register fences that keep the compiler
+// from moving accumulator reads and writes across the asynchronous MMA.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
+#include "compiler/Conversion/Common/AsyncCopy.h"
+#include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Conversion/Mma/MmaToGPU.h"
+#include "compiler/TileArithmetic.h"
+#include "dialect/FAOps.h"
+#include "lib/Strategy/MmaLayout.h"
+#include "lib/Strategy/WgmmaModel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::fa;
+namespace model = ::fa::wgmma;
+
+namespace {
+
+Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  if (c == 0)
+    return v;
+  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+Value i64Const(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+}
+
+//===----------------------------------------------------------------------===//
+// Shared memory in the 128-byte swizzle
+//===----------------------------------------------------------------------===//
+
+/// [C / 64, R, 64]: column block, row, element of a swizzled tile.
+MemRefType swizzledBufferType(RankedTensorType type) {
+  auto encoding = cast<SwizzledSharedEncodingAttr>(type.getEncoding());
+  int64_t block = encoding.getBlockColumns(type.getElementType());
+  return MemRefType::get(
+      {type.getDimSize(1) / block, type.getDimSize(0), block},
+      type.getElementType(), MemRefLayoutAttrInterface(),
+      workgroupSpace(type.getContext()));
+}
+
+/// Bytes from the dynamic shared memory's start to the first 1024-byte
+/// boundary (the model reserves kSwizzleAtomBytes for it). Computed once,
+/// at the kernel's entry.
+Value alignmentPad(gpu::GPUFuncOp kernel) {
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  Location loc = kernel.getLoc();
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(b.getContext()));
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, base);
+  Value atom = indexConst(b, loc, model::kSwizzleAtomBytes);
+  // (atom - address % atom) % atom
+  Value rem = arith::RemUIOp::create(b, loc, address, atom);
+  return arith::RemUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, atom, rem), atom);
+}
+
+SharedTileCopyLayout swizzledLayout(Value pad) {
+  SharedTileCopyLayout layout;
+  layout.slotBuffer = [pad](OpBuilder &b, Location loc, LoadTileOp load,
+                            Value slot) {
+    MemRefType type =
+        swizzledBufferType(cast<RankedTensorType>(load.getType()));
+    int64_t slotBytes =
+        type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    Value offset = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, slot, indexConst(b, loc, slotBytes)),
+        indexConst(b, loc, sharedOffset(load)));
+    offset = arith::AddIOp::create(b, loc, offset, pad);
+    return sharedBufferAt(b, loc, offset, type);
+  };
+  // (row, col) -> (col / 64, row, 8 ((col % 64 / 8) ^ (row % 8)))
+  layout.chunkIndices = [](OpBuilder &b, Location loc, Value row,
+                           Value col) -> SmallVector<Value> {
+    Value block = arith::DivUIOp::create(
+        b, loc, col, indexConst(b, loc, model::kColumnBlock));
+    Value chunk = arith::DivUIOp::create(
+        b, loc,
+        arith::RemUIOp::create(b, loc, col,
+                               indexConst(b, loc, model::kColumnBlock)),
+        indexConst(b, loc, 8));
+    Value swizzled = arith::XOrIOp::create(
+        b, loc, chunk, arith::RemUIOp::create(b, loc, row, indexConst(b, loc, 8)));
+    return {block, row,
+            arith::MulIOp::create(b, loc, swizzled, indexConst(b, loc, 8))};
+  };
+  layout.copiedColumns = [](int64_t headDim) { return headDim; };
+  layout.beforePublish = [](OpBuilder &b, Location loc) {
+    MLIRContext *ctx = b.getContext();
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  };
+  layout.placePass = "fa-place-wgmma";
+  return layout;
+}
+
+//===----------------------------------------------------------------------===//
+// wgmma
+//===----------------------------------------------------------------------===//
+
+/// The shared address of a buffer, as i64.
+Value sharedAddress(OpBuilder &b, Location loc, Value buffer) {
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
+}
+
+/// A wgmma shared-memory matrix descriptor: the start address and the two
+/// byte offsets in 16-byte units, the 128-byte swizzle in bits 62-63.
+///   K-major (Q, K): rows of 128 bytes, 8-row groups 1024 bytes apart
+///     (SBO); LBO unused (1).
+///   MN-major (V): 8-row (k) groups 1024 bytes apart (SBO), 64-element
+///     column blocks `blockBytes` apart (LBO).
+Value descriptor(OpBuilder &b, Location loc, Value address, int64_t lbo,
+                 int64_t sbo) {
+  uint64_t fields = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
+                    (uint64_t(1) << 62);
+  Value start = arith::AndIOp::create(
+      b, loc,
+      arith::ShRUIOp::create(b, loc, address, i64Const(b, loc, 4)),
+      i64Const(b, loc, 0x3FFF));
+  return arith::OrIOp::create(b, loc, start, i64Const(b, loc, int64_t(fields)));
+}
+
+/// An empty asm that takes and returns `values` ("+f" / "+r"): it has side
+/// effects, so the compiler keeps the reads and writes of these registers
+/// on its side of the wgmma fences and waits around it.
+SmallVector<Value> fenceRegisters(OpBuilder &b, Location loc,
+                                  ArrayRef<Value> values) {
+  if (values.empty())
+    return {};
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> types;
+  std::string constraints;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    types.push_back(v.getType());
+    constraints += (i ? ",=" : "=");
+    constraints += v.getType().isF32() ? "f" : "r";
+  }
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += "," + std::to_string(i);
+  auto result = LLVM::LLVMStructType::getLiteral(ctx, types);
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result, values, b.getStringAttr(""),
+      b.getStringAttr(constraints), /*has_side_effects=*/b.getUnitAttr(),
+      /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < values.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0),
+                                               ArrayRef<int64_t>{int64_t(i)}));
+  return out;
+}
+
+/// One wgmma.mma_async.m64nNk16 with f32 accumulators `acc` (N / 2 per
+/// thread, tied in and out). A is a descriptor (one i64) or the 4 A
+/// registers (i32); `accumulate` false ignores acc's input (D = A B).
+SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
+                              int64_t n, ArrayRef<Value> acc,
+                              ArrayRef<Value> a, Value bDescriptor,
+                              bool accumulate, bool transposeB) {
+  MLIRContext *ctx = b.getContext();
+  int64_t count = int64_t(acc.size());
+  std::string type = elementType.isBF16() ? "bf16" : "f16";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
+                     std::to_string(2 * count + a.size() + 1) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+                     std::to_string(n) + "k16.f32." + type + "." + type + " {";
+  std::string constraints;
+  for (int64_t i = 0; i < count; ++i) {
+    text += (i ? ", $" : "$") + std::to_string(i);
+    constraints += (i ? ",=f" : "=f");
+  }
+  text += "}, ";
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "," + std::to_string(i);
+  int64_t next = 2 * count;
+  if (a.size() == 1) {
+    text += "$" + std::to_string(next++);
+    constraints += ",l";
+  } else {
+    text += "{";
+    for (size_t i = 0; i < a.size(); ++i) {
+      text += (i ? ", $" : "$") + std::to_string(next++);
+      constraints += ",r";
+    }
+    text += "}";
+  }
+  text += ", $" + std::to_string(next++) + ", p, 1, 1";
+  constraints += ",l,r";
+  // The descriptor-A form takes imm-trans-a (0: K-major) before imm-trans-b.
+  if (a.size() == 1)
+    text += ", 0";
+  text += transposeB ? ", 1;\n}" : ", 0;\n}";
+
+  SmallVector<Value> operands(acc.begin(), acc.end());
+  operands.append(a.begin(), a.end());
+  operands.push_back(bDescriptor);
+  operands.push_back(arith::ConstantOp::create(
+      b, loc, b.getI32IntegerAttr(accumulate ? 1 : 0)));
+  SmallVector<Type> types(count, b.getF32Type());
+  auto result = LLVM::LLVMStructType::getLiteral(ctx, types);
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result, operands, b.getStringAttr(text),
+      b.getStringAttr(constraints), /*has_side_effects=*/b.getUnitAttr(),
+      /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  SmallVector<Value> d;
+  for (int64_t i = 0; i < count; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0),
+                                             ArrayRef<int64_t>{i}));
+  return d;
+}
+
+class WgmmaTypeConverter : public TypeConverter {
+public:
+  WgmmaTypeConverter() {
+    addConversion([](Type type) { return type; });
+    addConversion([](RankedTensorType type) -> std::optional<Type> {
+      Attribute encoding = type.getEncoding();
+      if (isa_and_nonnull<MmaEncodingAttr, MmaOperandEncodingAttr>(encoding))
+        return VectorType::get(
+            {cast<TileEncodingInterface>(encoding).getRegistersPerThread(
+                type.getShape())},
+            type.getElementType());
+      if (isa_and_nonnull<SwizzledSharedEncodingAttr>(encoding))
+        return swizzledBufferType(type);
+      return std::nullopt;
+    });
+  }
+};
+
+bool hasEncoding(Value value, function_ref<bool(Attribute)> is) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && type.getEncoding() && is(type.getEncoding());
+}
+bool isSwizzled(Value v) {
+  return hasEncoding(
+      v, [](Attribute a) { return isa<SwizzledSharedEncodingAttr>(a); });
+}
+bool isOperand(Value v) {
+  return hasEncoding(
+      v, [](Attribute a) { return isa<MmaOperandEncodingAttr>(a); });
+}
+bool isAccumulator(Value v) {
+  return hasEncoding(v, [](Attribute a) { return isa<MmaEncodingAttr>(a); });
+}
+
+/// acc (+)= lhs * rhs for one warpgroup's 64 rows: per k16 step one
+/// wgmma.mma_async, all committed as one group and waited for before the
+/// result is used.
+///   lhs shared (Q): a K-major descriptor at rows 64 wg, column 16 k;
+///   lhs A fragments (P): the 4 registers of k16 block k;
+///   rhs stored [n][k] (K, transpose_rhs): K-major descriptor, trans-b 0;
+///   rhs stored [k][n] (V): MN-major descriptor at row 16 k, trans-b 1.
+struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TileMatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool sharedLhs = isSwizzled(op.getLhs());
+    if (!(sharedLhs || isOperand(op.getLhs())) || !isSwizzled(op.getRhs()) ||
+        !isAccumulator(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "not a wgmma matmul");
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+    auto warps = cast<MmaEncodingAttr>(resultType.getEncoding()).getWarps();
+    Type elementType = rhsType.getElementType();
+    bool transposed = op.getTransposeRhs();
+    int64_t n = resultType.getDimSize(1);
+    int64_t contraction =
+        transposed ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
+    if (resultType.getDimSize(0) != 16 * warps || n % 8 != 0 ||
+        n > model::kMaxN || contraction % 16 != 0)
+      return op.emitOpError("wgmma lowering needs 64 rows per warpgroup (16 "
+                            "per warp), an N that is a multiple of 8 up to ")
+             << model::kMaxN << " and a contraction in k16 steps";
+    constexpr int64_t rowBytes = model::kSwizzleBytes;
+    constexpr int64_t groupBytes = 8 * rowBytes; // 8 rows: SBO
+
+    Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
+    Value warpgroup =
+        arith::DivUIOp::create(rewriter, loc, tid, indexConst(rewriter, loc, 128));
+    auto i64 = [&](Value index) -> Value {
+      return arith::IndexCastUIOp::create(rewriter, loc, rewriter.getI64Type(),
+                                          index);
+    };
+
+    // A operand per k16 step.
+    SmallVector<Value> lhsElements;
+    Value lhsBase;
+    int64_t lhsRows = 0;
+    if (sharedLhs) {
+      lhsRows = cast<RankedTensorType>(op.getLhs().getType()).getDimSize(0);
+      Value warpgroupRows = arith::MulIOp::create(
+          rewriter, loc, warpgroup,
+          indexConst(rewriter, loc, model::kWarpgroupRows * rowBytes));
+      lhsBase = arith::AddIOp::create(
+          rewriter, loc, sharedAddress(rewriter, loc, adaptor.getLhs()),
+          i64(warpgroupRows));
+    } else {
+      lhsElements = unpack(rewriter, loc, adaptor.getLhs());
+    }
+    auto aOperand = [&](int64_t k) -> SmallVector<Value> {
+      if (sharedLhs) {
+        int64_t offset = (k * 16 / model::kColumnBlock) * lhsRows * rowBytes +
+                         (k * 16 % model::kColumnBlock) * 2;
+        Value address = arith::AddIOp::create(rewriter, loc, lhsBase,
+                                              i64Const(rewriter, loc, offset));
+        return {descriptor(rewriter, loc, address, 16, groupBytes)};
+      }
+      SmallVector<Value> regs;
+      int64_t base = k * ::fa::mma::OperandAFragment::kElements;
+      auto pairType = VectorType::get({2}, elementType);
+      for (int64_t r = 0; r < 4; ++r) {
+        Value pair = vector::FromElementsOp::create(
+            rewriter, loc, pairType,
+            ValueRange{lhsElements[base + 2 * r], lhsElements[base + 2 * r + 1]});
+        regs.push_back(LLVM::BitcastOp::create(rewriter, loc,
+                                               rewriter.getI32Type(), pair));
+      }
+      return regs;
+    };
+    Value rhsBase = sharedAddress(rewriter, loc, adaptor.getRhs());
+    int64_t rhsRows = rhsType.getDimSize(0);
+    auto bDescriptor = [&](int64_t k) {
+      if (transposed) {
+        int64_t offset = (k * 16 / model::kColumnBlock) * rhsRows * rowBytes +
+                         (k * 16 % model::kColumnBlock) * 2;
+        return descriptor(
+            rewriter, loc,
+            arith::AddIOp::create(rewriter, loc, rhsBase,
+                                  i64Const(rewriter, loc, offset)),
+            16, groupBytes);
+      }
+      return descriptor(rewriter, loc,
+                        arith::AddIOp::create(
+                            rewriter, loc, rhsBase,
+                            i64Const(rewriter, loc, k * 16 * rowBytes)),
+                        rhsRows * rowBytes, groupBytes);
+    };
+
+    SmallVector<Value> acc;
+    bool accumulate = bool(adaptor.getAcc());
+    if (accumulate) {
+      acc = unpack(rewriter, loc, adaptor.getAcc());
+    } else {
+      Value undef = LLVM::UndefOp::create(rewriter, loc, rewriter.getF32Type());
+      acc.assign(n / 2, undef);
+    }
+    // The accumulator and A registers are final before the fence.
+    SmallVector<Value> fenced(acc);
+    int64_t aRegisters = 0;
+    SmallVector<SmallVector<Value>> aOperands;
+    for (int64_t k = 0; k < contraction / 16; ++k)
+      aOperands.push_back(aOperand(k));
+    if (!sharedLhs) {
+      for (auto &regs : aOperands)
+        fenced.append(regs.begin(), regs.end());
+      aRegisters = int64_t(fenced.size() - acc.size());
+    }
+    if (accumulate || aRegisters) {
+      SmallVector<Value> kept = fenceRegisters(
+          rewriter, loc,
+          accumulate ? ArrayRef<Value>(fenced)
+                     : ArrayRef<Value>(fenced).drop_front(acc.size()));
+      size_t next = 0;
+      if (accumulate)
+        for (Value &v : acc)
+          v = kept[next++];
+      if (!sharedLhs)
+        for (auto &regs : aOperands)
+          for (Value &r : regs)
+            r = kept[next++];
+    }
+    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    for (int64_t k = 0; k < contraction / 16; ++k)
+      acc = wgmmaAsync(rewriter, loc, elementType, n, acc, aOperands[k],
+                       bDescriptor(k), accumulate || k > 0,
+                       /*transposeB=*/!transposed);
+    NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+    acc = fenceRegisters(rewriter, loc, acc);
+    rewriter.replaceOp(
+        op, pack(rewriter, loc, getTypeConverter()->convertType(resultType),
+                 acc));
+    return success();
+  }
+};
+
+} // namespace
+
+LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
+  reverseQueryTileOrder(kernel);
+  if (failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
+    return failure();
+  MLIRContext *ctx = kernel.getContext();
+  WgmmaTypeConverter typeConverter;
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<FADialect>();
+  target.addLegalDialect<
+      arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
+      math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
+      nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect>();
+  target.addLegalOp<UnrealizedConversionCastOp>();
+  target
+      .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
+          [&](Operation *op) { return typeConverter.isLegal(op); });
+  RewritePatternSet patterns(ctx);
+  patterns.add<TileMatmulLowering>(typeConverter, ctx);
+  populateMmaFragmentPatterns(typeConverter, patterns);
+  populateRegisterTilePatterns(typeConverter, patterns);
+  populateKVTileRangeLowering(patterns);
+  scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
+                                                       target);
+  return applyPartialConversion(kernel, target, std::move(patterns));
+}

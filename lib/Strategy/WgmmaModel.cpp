@@ -1,0 +1,143 @@
+//===- WgmmaModel.cpp - Resource model of the wgmma strategy ----*- C++ -*-===//
+#include "lib/Strategy/WgmmaModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <optional>
+
+namespace fa::wgmma {
+
+/// Registers beyond the fragments (descriptors, addresses, loop state).
+static constexpr int64_t kRegisterOverhead = 40;
+
+SharedLayout sharedLayout(const Config &c) {
+  SharedLayout layout;
+  int64_t rowBytes = c.headDim * c.elementBytes;
+  layout.qOffset = 0;
+  layout.kOffset = c.blockM * rowBytes;
+  layout.kvSlotBytes = c.blockN * rowBytes;
+  layout.vOffset = layout.kOffset + c.stages * layout.kvSlotBytes;
+  layout.totalBytes =
+      layout.vOffset + c.stages * layout.kvSlotBytes + kSwizzleAtomBytes;
+  return layout;
+}
+
+int64_t estimateRegisters(const Config &c) {
+  int64_t o = c.headDim / 2, s = c.blockN / 2, p = c.blockN / 4;
+  return o + s + p + 2 * 3 + kRegisterOverhead;
+}
+
+std::string checkSpec(const KernelSpec &spec) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  if (spec.dtype == ElementType::f32)
+    return "the wgmma strategy computes on f16 or bf16 inputs, got f32 (use "
+           "the simt strategy)";
+  if (spec.headDim % kColumnBlock != 0 || spec.headDim > kMaxHeadDim)
+    return "the wgmma strategy needs a head dim that is a multiple of 64 and "
+           "at most " +
+           text(kMaxHeadDim) + ", got " + text(spec.headDim) +
+           " (use the mma strategy)";
+  if (spec.arch != "sm_90a")
+    return "the wgmma strategy needs arch sm_90a (wgmma exists only there), "
+           "got " +
+           spec.arch;
+  if (spec.stages < 0 || spec.stages > kMaxStages)
+    return "stages must be in [1, " + text(kMaxStages) +
+           "] for the wgmma strategy (0 = default), got " + text(spec.stages);
+  return "";
+}
+
+std::string checkFits(const Config &c, const GpuArch &arch) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  std::string config =
+      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
+      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
+      " stages=" + text(c.stages);
+  if (arch.name != "sm_90a")
+    return "the wgmma strategy needs arch sm_90a, got " +
+           std::string(arch.name);
+  if (c.numWarps < kWarpsPerWarpgroup || c.numWarps > 16 ||
+      c.numWarps % kWarpsPerWarpgroup != 0)
+    return "wgmma placement (" + config +
+           "): num-warps must be 4, 8, 12 or 16 (whole warpgroups)";
+  if (c.stages < 1 || c.stages > kMaxStages)
+    return "stages must be in [1, " + text(kMaxStages) + "], got " +
+           text(c.stages);
+  if (c.headDim % kColumnBlock != 0 || c.headDim < kColumnBlock ||
+      c.headDim > kMaxHeadDim)
+    return "wgmma placement (" + config +
+           "): the head dim must be a multiple of 64 up to " +
+           text(kMaxHeadDim);
+  if (c.blockM != kWarpgroupRows * (c.numWarps / kWarpsPerWarpgroup))
+    return "wgmma placement (" + config + "): block-m must be 64 x " +
+           "warpgroups = " +
+           text(kWarpgroupRows * (c.numWarps / kWarpsPerWarpgroup)) +
+           " (each warpgroup owns 64 query rows)";
+  if (c.blockN % 16 != 0 || c.blockN < 16 || c.blockN > kMaxN)
+    return "wgmma placement (" + config +
+           "): block-n must be a multiple of 16 up to " + text(kMaxN) +
+           " (the N of Q K^T, and whole k16 steps of P V)";
+  int64_t available = arch.maxSharedMemoryPerBlock - kStaticSharedMemoryReserve;
+  int64_t shared = sharedLayout(c).totalBytes;
+  if (shared > available)
+    return "wgmma placement (" + config + ") needs " + text(shared) +
+           " bytes of shared memory per block, over the " + text(available) +
+           " bytes available on " + std::string(arch.name);
+  return "";
+}
+
+std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
+                                          size_t limit) {
+  if (request.blockM && request.blockN && request.numWarps && request.stages)
+    return {request};
+  struct Ranked {
+    int64_t bm, bn, warps, stages;
+  };
+  // Two warpgroups of 64 query rows each; block-n as wide as the registers
+  // allow (S and P grow with it), two K/V stages.
+  static constexpr Ranked kRanked[] = {
+      {128, 128, 8, 2}, {128, 64, 8, 2}, {128, 128, 8, 1}, {128, 64, 8, 1},
+      {64, 64, 4, 2},   {64, 64, 4, 1}};
+  std::optional<GpuArch> arch = lookupGpuArch(request.arch);
+  std::vector<KernelSpec> candidates;
+  auto consider = [&](int64_t bm, int64_t bn, int64_t warps, int64_t stages) {
+    if (candidates.size() >= limit ||
+        (request.blockM && request.blockM != bm) ||
+        (request.blockN && request.blockN != bn) ||
+        (request.numWarps && request.numWarps != warps) ||
+        (request.stages && request.stages != stages))
+      return;
+    Config config{request.headDim, bm, bn, warps, stages, 2};
+    if (!arch || !checkFits(config, *arch).empty() ||
+        estimateRegisters(config) > maxRegistersPerThread(warps * 32))
+      return;
+    if (llvm::any_of(candidates, [&](const KernelSpec &c) {
+          return c.blockM == bm && c.blockN == bn && c.numWarps == warps &&
+                 c.stages == stages;
+        }))
+      return;
+    KernelSpec spec = request;
+    spec.blockM = bm;
+    spec.blockN = bn;
+    spec.numWarps = warps;
+    spec.stages = stages;
+    candidates.push_back(spec);
+  };
+  for (const Ranked &r : kRanked)
+    consider(r.bm, r.bn, r.warps, r.stages);
+  for (int64_t stages : {2, 1, 3})
+    for (int64_t warps : {8, 4, 12})
+      for (int64_t bn : {128, 64, 32, 16})
+        consider(16 * warps, bn, warps, stages);
+  if (!candidates.empty())
+    return candidates;
+  KernelSpec spec = request;
+  spec.numWarps = spec.numWarps ? spec.numWarps : 4;
+  spec.blockM = spec.blockM ? spec.blockM : 16 * spec.numWarps;
+  spec.blockN = spec.blockN ? spec.blockN : 64;
+  spec.stages = spec.stages ? spec.stages : 1;
+  return {spec};
+}
+
+} // namespace fa::wgmma

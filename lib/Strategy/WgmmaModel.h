@@ -1,0 +1,85 @@
+//===- WgmmaModel.h - Resource model of the wgmma strategy ------*- C++ -*-===//
+//
+// The Hopper strategy (sm_90a): warpgroup MMA (wgmma.mma_async) with
+// Q K^T read from shared memory on both sides and P V with P from
+// registers, K/V tiles streamed into a ring of shared slots. What a config
+// needs, whether it fits and why not, where its shared buffers lie, and the
+// ranked default configs. No MLIR: fa-place-wgmma, the runtime's defaults
+// and fa-compile ask these rules.
+//
+// A warpgroup is 4 consecutive warps; each warpgroup owns 64 rows of the Q
+// tile (one m64 wgmma), so block-m = 16 x num-warps. Its accumulators are
+// the m16n8 mma fragments of its 4 warps stacked (lib/Strategy/MmaLayout.h):
+// warp w of the block holds rows 16w .. 16w + 15 of S and O.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_LIB_STRATEGY_WGMMAMODEL_H
+#define FA_LIB_STRATEGY_WGMMAMODEL_H
+
+#include "lib/GpuTarget.h"
+#include "lib/KernelSpec.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fa::wgmma {
+
+/// Rows of one wgmma (and of one warpgroup's share of the Q tile).
+constexpr int64_t kWarpgroupRows = 64;
+constexpr int64_t kWarpsPerWarpgroup = 4;
+/// Largest N of one wgmma (the scores' block-n, the head dim of P V).
+constexpr int64_t kMaxN = 256;
+constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kMaxStages = 4;
+/// Shared tiles are stored in the 128-byte swizzle the wgmma descriptors
+/// name: columns in blocks of 64 16-bit elements (one 128-byte row each).
+constexpr int64_t kSwizzleBytes = 128;
+constexpr int64_t kColumnBlock = 64;
+/// The swizzle pattern repeats every 8 rows of 128 bytes: tiles start on
+/// 1024-byte boundaries, and the kernel aligns its dynamic shared memory
+/// to one (up to this many bytes of slack).
+constexpr int64_t kSwizzleAtomBytes = 1024;
+
+/// Global accesses, as in the mma strategy: 16-byte copies in, pairs out.
+constexpr int64_t kInputAccessElements = 8;
+constexpr int64_t kOutputAccessElements = 2;
+
+struct Config {
+  int64_t headDim = 0, blockM = 0, blockN = 0, numWarps = 0, stages = 0;
+  int64_t elementBytes = 2;
+};
+
+/// Shared-memory layout of one program, in bytes from the 1024-aligned
+/// base: the Q tile, then `stages` K slots, then `stages` V slots. A tile of
+/// R rows is stored as head-dim / 64 column blocks of R x 128 bytes.
+struct SharedLayout {
+  int64_t qOffset = 0, kOffset = 0, vOffset = 0;
+  int64_t kvSlotBytes = 0;
+  /// Dynamic shared memory of the block: the tiles plus the alignment slack.
+  int64_t totalBytes = 0;
+};
+
+SharedLayout sharedLayout(const Config &config);
+
+/// 32-bit registers per thread: O (head-dim / 2), S (block-n / 2), P
+/// (block-n / 4: 16-bit pairs), row state, and an allowance.
+int64_t estimateRegisters(const Config &config);
+
+/// "" when `config` can be compiled for `arch`, else why not, with the
+/// numbers.
+std::string checkFits(const Config &config, const GpuArch &arch);
+
+/// "" when the strategy can serve the spec's problem (dtype, head dim,
+/// stages, arch), else what is wrong, naming the value and the limit.
+std::string checkSpec(const KernelSpec &spec);
+
+/// The first `limit` default candidates of a request whose strategy is
+/// wgmma, best first.
+std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
+                                          size_t limit);
+
+} // namespace fa::wgmma
+
+#endif // FA_LIB_STRATEGY_WGMMAMODEL_H
