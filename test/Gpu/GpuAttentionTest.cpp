@@ -218,14 +218,27 @@ protected:
       outputTolerance += 2 * unit * maxV;
     }
     double maxOut = 0.0, maxLse = 0.0;
+    // On failure: how many elements are wrong and where the first one is
+    // ([b, h, s, d]), which tells a layout bug from a tail or mask bug.
+    size_t bad = 0, firstBad = 0;
     for (size_t i = 0; i < out.size(); ++i) {
       double err = std::fabs(double(out[i]) - want.output[i]);
       if (!(err <= outputTolerance)) {
-        ADD_FAILURE() << "O[" << i << "] = " << out[i] << ", expected "
-                      << want.output[i];
-        return;
+        if (bad++ == 0)
+          firstBad = i;
+        continue;
       }
       maxOut = std::max(maxOut, err);
+    }
+    if (bad) {
+      size_t d = firstBad % p.headDim, s = firstBad / p.headDim % p.qLen,
+             h = firstBad / (p.headDim * p.qLen) % p.qHeads,
+             b = firstBad / (p.headDim * p.qLen * p.qHeads);
+      ADD_FAILURE() << bad << " of " << out.size() << " O elements wrong; "
+                    << "first O[" << b << ", " << h << ", " << s << ", " << d
+                    << "] = " << out[firstBad] << ", expected "
+                    << want.output[firstBad];
+      return;
     }
     for (size_t i = 0; i < lse.size(); ++i) {
       if (std::isinf(want.lse[i])) {
