@@ -196,6 +196,20 @@ LogicalResult mlir::fa::readLaunchInfo(ModuleOp module,
     found = true;
     kernel.sharedMemoryBytes = launch.getSharedBytes();
     kernel.numThreads = launch.getThreads();
+    kernel.tensorMaps.clear();
+    if (auto maps =
+            op->getAttrOfType<ArrayAttr>(FADialect::getTensorMapsAttrName()))
+      for (Attribute map : maps) {
+        auto dict = cast<DictionaryAttr>(map); // checked by the dialect
+        StringRef tensor = dict.getAs<StringAttr>("tensor").getValue();
+        ::fa::LaunchPlan::TensorMap m;
+        m.operand = tensor == "q"   ? ::fa::LaunchPlan::Operand::query
+                    : tensor == "k" ? ::fa::LaunchPlan::Operand::key
+                                    : ::fa::LaunchPlan::Operand::value;
+        m.boxRows = dict.getAs<IntegerAttr>("box_rows").getInt();
+        m.boxCols = dict.getAs<IntegerAttr>("box_cols").getInt();
+        kernel.tensorMaps.push_back(m);
+      }
   });
   if (!found)
     return module.emitError("no kernel with launch attributes in the module");
@@ -225,6 +239,7 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
   // (x, y, z) and keeps the function's parameters (Q, K, V, O, LSE).
   kernel.plan = ::fa::LaunchPlan::forwardAttention(
       spec.blockM, kernel.numThreads, kernel.sharedMemoryBytes);
+  kernel.plan.tensorMaps = kernel.tensorMaps;
   FailureOr<std::string> ptx = emitPtx(*module);
   if (failed(ptx))
     return llvm::createStringError(diagnostics);

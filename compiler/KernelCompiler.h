@@ -57,11 +57,13 @@ struct CompiledKernel {
   std::vector<::fa::KernelResources> resources; // from ptxas -v
   int64_t numThreads = 0;                      // block size (x)
   int64_t sharedMemoryBytes = 0;               // dynamic shared memory
+  /// The TMA tensor maps the kernel takes first (fa.tensor_maps).
+  std::vector<::fa::LaunchPlan::TensorMap> tensorMaps;
   ::fa::LaunchPlan plan;                       // how the runtime launches it
 };
 
-/// Reads the launch attributes (threads, shared memory) of the kernels of a
-/// module at the gpu or llvm stage.
+/// Reads the launch attributes (threads, shared memory, tensor maps) of the
+/// kernels of a module at the gpu or llvm stage.
 LogicalResult readLaunchInfo(ModuleOp module, CompiledKernel &kernel);
 
 /// spec -> PTX, and -> cubin + resource report with `assemble`.

@@ -168,6 +168,43 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
 
+def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
+  let summary = "Split a wgmma program into a TMA producer and MMA consumers";
+  let description = [{
+    The schedule of the Hopper strategy, explicit in the IR: one producer
+    warpgroup (added after the placed warps) copies Q, K and V with the TMA
+    engine (`nvgpu.tma.async.load`, one box per 64-column block of the
+    128-byte swizzle) into the shared slots the placement chose; the placed
+    warpgroups consume them. Full barriers (one per slot and tensor) tell
+    the consumers a tile landed; empty barriers (one per slot) tell the
+    producer every consumer thread is done with it. The kernel gains one
+    tensor map parameter per tensor (`fa.tensor_maps`), the launch gains the
+    producer's warps, and `setmaxnreg` moves registers from the producer to
+    the consumers. Programs of other strategies are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FAMarkTensorMapParams : Pass<"fa-mark-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass TMA tensor maps by value as grid constants";
+  let description = [{
+    After convert-gpu-to-nvvm: the parameters that `fa.tensor_maps` names
+    become 128-byte, 64-byte-aligned by-value parameters marked
+    `nvvm.grid_constant`, so the kernel takes the runtime's CUtensorMap
+    structs directly (`.param .align 64 .b8 name[128]`) and the TMA reads
+    them from parameter space.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower placed fa.grid programs to gpu.func kernels";
   let description = [{

@@ -9,6 +9,7 @@
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -92,6 +93,7 @@ void mlir::fa::buildPlacePipeline(OpPassManager &pm,
     place.stages = options.stages;
     place.arch = options.arch;
     pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
+    pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
     return;
   }
   FAPlaceSimtOptions place;
@@ -126,6 +128,9 @@ void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
   // their operands are lowered.
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // NVVM ops built as inline PTX (mbarrier waits of the wgmma strategy).
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVVMToLLVMPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createFAMarkTensorMapParams());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 

@@ -248,7 +248,10 @@ SwizzledSharedEncodingAttr::getSharedElements(ArrayRef<int64_t> shape) const {
 LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StrategyKind strategy, int64_t threads,
                                  int64_t sharedBytes, int64_t stages,
-                                 int64_t registers) {
+                                 int64_t registers, int64_t producerWarps) {
+  if (producerWarps < 0 || 32 * producerWarps >= threads)
+    return emitError() << "producer_warps must be in [0, threads / 32), got "
+                       << producerWarps;
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     return emitError() << "threads must be a whole number of warps in [32, "
                           "1024], got "
@@ -283,6 +286,32 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
     if (!integer || integer.getInt() < lowest)
       return op->emitOpError() << "'" << name << "' must be an integer >= "
                                << lowest << ", got " << value;
+    return success();
+  }
+  if (name == getTensorMapsAttrName()) {
+    auto maps = dyn_cast<ArrayAttr>(value);
+    auto bad = [&]() {
+      return op->emitOpError()
+             << "'" << name
+             << "' must be an array of {arg, tensor = \"q\" | \"k\" | "
+                "\"v\", box_rows, box_cols} with positive sizes, got "
+             << value;
+    };
+    if (!maps)
+      return bad();
+    for (Attribute map : maps) {
+      auto dict = dyn_cast<DictionaryAttr>(map);
+      if (!dict)
+        return bad();
+      auto arg = dict.getAs<IntegerAttr>("arg");
+      auto tensor = dict.getAs<StringAttr>("tensor");
+      auto rows = dict.getAs<IntegerAttr>("box_rows");
+      auto cols = dict.getAs<IntegerAttr>("box_cols");
+      if (!arg || arg.getInt() < 0 || !tensor ||
+          !llvm::is_contained({"q", "k", "v"}, tensor.getValue()) || !rows ||
+          rows.getInt() < 1 || !cols || cols.getInt() < 1)
+        return bad();
+    }
     return success();
   }
   return op->emitOpError() << "unknown fa attribute '" << name << "'";

@@ -45,6 +45,11 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getPipelineStagesAttrName() {
       return "fa.pipeline_stages";
     }
+    /// The TMA tensor maps a kernel takes as its first parameters: an array
+    /// of {arg, tensor = "q" | "k" | "v", box_rows, box_cols} dictionaries.
+    static ::llvm::StringRef getTensorMapsAttrName() {
+      return "fa.tensor_maps";
+    }
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -119,11 +124,27 @@ def FA_LaunchAttr : AttrDef<FA_Dialect, "Launch"> {
   }];
   let parameters = (ins EnumParameter<FA_StrategyKind>:$strategy,
                         "int64_t":$threads, "int64_t":$sharedBytes,
-                        "int64_t":$stages, "int64_t":$registers);
+                        "int64_t":$stages, "int64_t":$registers,
+                        DefaultValuedParameter<"int64_t", "0">:$producerWarps);
   let assemblyFormat = [{
     `<` `strategy` `=` $strategy `,` `threads` `=` $threads `,`
     `shared_bytes` `=` $sharedBytes `,` `stages` `=` $stages `,`
-    `registers` `=` $registers `>`
+    `registers` `=` $registers (`,` `producer_warps` `=` $producerWarps^)? `>`
+  }];
+  let builders = [
+    AttrBuilder<(ins "StrategyKind":$strategy, "int64_t":$threads,
+                     "int64_t":$sharedBytes, "int64_t":$stages,
+                     "int64_t":$registers), [{
+      return $_get($_ctxt, strategy, threads, sharedBytes, stages, registers,
+                   /*producerWarps=*/0);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// Threads that compute on the program's register tiles: all of them,
+    /// except a warp-specialized kernel's producer warps.
+    int64_t getComputeThreads() const {
+      return getThreads() - 32 * getProducerWarps();
+    }
   }];
   let genVerifyDecl = 1;
 }

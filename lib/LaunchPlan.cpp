@@ -35,9 +35,15 @@ llvm::json::Value LaunchPlan::toJson() const {
         {"extent", kExtentNames[int(g.extent)]}, {"tile", g.tile}});
   for (Operand p : params)
     paramsJson.push_back(kOperandNames[int(p)]);
+  llvm::json::Array mapsJson;
+  for (const TensorMap &m : tensorMaps)
+    mapsJson.push_back(llvm::json::Object{{"operand", kOperandNames[int(m.operand)]},
+                                          {"box_rows", m.boxRows},
+                                          {"box_cols", m.boxCols}});
   return llvm::json::Object{{"grid", std::move(gridJson)},
                             {"threads", threads},
                             {"shared_bytes", sharedBytes},
+                            {"tensor_maps", std::move(mapsJson)},
                             {"params", std::move(paramsJson)}};
 }
 
@@ -79,6 +85,22 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
     if (!operand)
       return std::nullopt;
     plan.params.push_back(*operand);
+  }
+  // Plans stored before tensor maps existed have none.
+  if (const llvm::json::Array *mapsJson = object->getArray("tensor_maps")) {
+    for (const llvm::json::Value &m : *mapsJson) {
+      const llvm::json::Object *map = m.getAsObject();
+      if (!map)
+        return std::nullopt;
+      std::optional<Operand> operand =
+          parseName<Operand>(kOperandNames, map->getString("operand"));
+      std::optional<int64_t> rows = map->getInteger("box_rows");
+      std::optional<int64_t> cols = map->getInteger("box_cols");
+      if (!operand || *operand > Operand::value || !rows || *rows < 1 ||
+          *rows > 256 || !cols || *cols < 1 || *cols > 256)
+        return std::nullopt;
+      plan.tensorMaps.push_back({*operand, *rows, *cols});
+    }
   }
   plan.threads = *threads;
   plan.sharedBytes = *sharedBytes;

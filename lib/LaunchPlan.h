@@ -31,9 +31,20 @@ struct LaunchPlan {
   /// parameters, in order.
   enum class Operand { query, key, value, output, lse };
 
+  /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
+  /// input with 16-bit elements, read in boxes of `boxRows` x `boxCols`
+  /// elements with the 128-byte swizzle and zero fill past the tensor.
+  struct TensorMap {
+    Operand operand = Operand::query;
+    int64_t boxRows = 0, boxCols = 0;
+  };
+
   std::array<GridDim, 3> grid;
   int64_t threads = 0;     // block size (x)
   int64_t sharedBytes = 0; // dynamic shared memory of a block
+  /// The kernel's first parameters, in order (none for most kernels).
+  std::vector<TensorMap> tensorMaps;
+  /// Then these operands' memref descriptors, in order.
   std::vector<Operand> params;
 
   /// The plan of the forward kernels every strategy emits today: block

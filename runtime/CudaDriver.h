@@ -45,7 +45,8 @@ namespace fa {
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime_v2)                                                     \
-  X(cuEventDestroy_v2)
+  X(cuEventDestroy_v2)                                                         \
+  X(cuTensorMapEncodeTiled)
 
 class CudaDriver {
 public:

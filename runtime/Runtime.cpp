@@ -13,6 +13,7 @@
 #include "llvm/Support/LockFileManager.h"
 
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -745,8 +746,48 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
       break;
     }
   }
+  // TMA tensor maps (the wgmma strategy's warp-specialized kernels) come
+  // first, by value: [B, H, S, D] as dims (D, S, H, B) innermost first,
+  // boxes of the plan's size, the 128-byte swizzle, zeros past the end.
+  // (CUtensorMap is declared over-aligned; the vector honours it.)
+  std::vector<CUtensorMap> maps(plan.tensorMaps.size());
+  for (size_t i = 0; i < plan.tensorMaps.size(); ++i) {
+    const LaunchPlan::TensorMap &m = plan.tensorMaps[i];
+    const TensorArg &t = m.operand == LaunchPlan::Operand::query ? a.q
+                         : m.operand == LaunchPlan::Operand::key ? a.k
+                                                                 : a.v;
+    std::memset(&maps[i], 0, sizeof(maps[i]));
+    if (numElements(t, 4) == 0)
+      continue; // no tile of it is ever loaded
+    const int64_t elementBytes = 2;
+    cuuint64_t dims[4] = {cuuint64_t(t.sizes[3]), cuuint64_t(t.sizes[2]),
+                          cuuint64_t(t.sizes[1]), cuuint64_t(t.sizes[0])};
+    // Byte strides of S, H, B; a dimension of size 1 is never stepped, so
+    // its stride only has to be valid (a multiple of 16).
+    cuuint64_t strides[3];
+    for (int d = 0; d < 3; ++d) {
+      int dim = 2 - d; // S, H, B
+      int64_t stride = t.strides[dim] * elementBytes;
+      if (t.sizes[dim] == 1)
+        stride = 16;
+      strides[d] = cuuint64_t(stride);
+    }
+    cuuint32_t box[4] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1};
+    cuuint32_t elementStrides[4] = {1, 1, 1, 1};
+    CUresult status = driver.cuTensorMapEncodeTiled(
+        &maps[i],
+        spec.dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
+        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (Result r = impl->cudaCheck(status, "cuTensorMapEncodeTiled"); !r)
+      return r;
+  }
   // Pointers into `words` only once it stops growing.
   std::vector<void *> params;
+  for (CUtensorMap &map : maps)
+    params.push_back(&map);
   for (int64_t &word : words)
     params.push_back(&word);
 

@@ -55,10 +55,10 @@ LogicalResult checkRegisterTiles(GridOp grid, LaunchAttr launch) {
     for (Type type : op->getResultTypes()) {
       auto tensor = dyn_cast<RankedTensorType>(type);
       int64_t threads = tensor ? encodingThreads(tensor.getEncoding()) : 0;
-      if (threads && threads != launch.getThreads()) {
+      if (threads && threads != launch.getComputeThreads()) {
         op->emitOpError() << "places a tile on " << threads
-                          << " threads, but its program launches "
-                          << launch.getThreads();
+                          << " threads, but its program computes on "
+                          << launch.getComputeThreads();
         return WalkResult::interrupt();
       }
     }
@@ -91,6 +91,8 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   kernel.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({int32_t(launch.getThreads()), 1, 1}));
   kernel->setAttr(FADialect::getLaunchAttrName(), launch);
+  if (Attribute maps = grid->getAttr(FADialect::getTensorMapsAttrName()))
+    kernel->setAttr(FADialect::getTensorMapsAttrName(), maps);
 
 
   IRMapping mapping;

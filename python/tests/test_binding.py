@@ -66,7 +66,18 @@ class PrepareKernelTest(unittest.TestCase):
         self.assertEqual((mma["block_m"], mma["block_n"], mma["num_warps"],
                           mma["stages"]), (64, 32, 4, 3))
         with self.assertRaisesRegex(ValueError, "strategy must be one of"):
-            fa.prepare_kernel(64, strategy="wgmma")
+            fa.prepare_kernel(64, strategy="tcgen05")
+        # The Hopper strategy: 64 query rows per warpgroup of the placed
+        # warps, plus a producer warpgroup that only copies (TMA).
+        wgmma = fa.prepare_kernel(128, dtype="bfloat16", strategy="wgmma")
+        self.assertEqual(wgmma["strategy"], "wgmma")
+        self.assertTrue(wgmma["name"].endswith("_wgmma"))
+        self.assertEqual(wgmma["block_m"], 16 * wgmma["num_warps"])
+        self.assertEqual(wgmma["num_threads"], 32 * wgmma["num_warps"] + 128)
+        with self.assertRaisesRegex(fa.FaError, "the wgmma strategy needs a "
+                                                "head dim that is a multiple "
+                                                "of 64"):
+            fa.prepare_kernel(72, dtype="float16", strategy="wgmma")
         with self.assertRaisesRegex(fa.FaError, "the mma strategy computes on "
                                                 "f16 or bf16 inputs, got f32"):
             fa.prepare_kernel(64, strategy="mma")

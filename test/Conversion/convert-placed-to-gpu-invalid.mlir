@@ -24,7 +24,7 @@ func.func @two_programs(%n: index) {
 // missing warps would own elements nobody computes.
 func.func @threads_mismatch(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-    // expected-error @+1 {{'arith.constant' op places a tile on 128 threads, but its program launches 64}}
+    // expected-error @+1 {{'arith.constant' op places a tile on 128 threads, but its program computes on 64}}
     %a = arith.constant dense<0.0> : tensor<64x64xf32, #fa.mma<warps = 4>>
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 64, shared_bytes = 0, stages = 1, registers = 0>}
   return

@@ -1,6 +1,7 @@
 // REQUIRES: ptxas
-// The wgmma strategy from the problem down to PTX, f16 and bf16, and ptxas
-// assembles it for sm_90a (the only target with wgmma).
+// The wgmma strategy from the problem down to PTX (warp-specialized: TMA
+// producer, wgmma consumers), f16 and bf16, and ptxas assembles it for
+// sm_90a (the only target with wgmma and setmaxnreg).
 // RUN: fa-compile %s --dtype=f16 --strategy=wgmma --block-m=128 --block-n=128 --num-warps=8 --stages=2 --arch=sm_90a --emit=ptx -o %t.f16.ptx
 // RUN: FileCheck %s --check-prefixes=CHECK,F16 --input-file=%t.f16.ptx
 // RUN: %ptxas -arch=sm_90a %t.f16.ptx -o %t.f16.cubin
@@ -13,17 +14,31 @@
 // ARCH: the wgmma strategy needs arch sm_90a (wgmma exists only there), got sm_80
 
 // CHECK: .target sm_90a
+// The tensor maps of Q, K and V come first, by value (grid constants).
 // CHECK: .visible .entry attention(
-// CHECK: .maxntid 256, 1, 1
-// 16-byte copies into the swizzled tiles, then the async-proxy fence
-// before the barrier that publishes them.
-// CHECK: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
-// CHECK: cp.async.wait_group 0;
-// CHECK-NEXT: fence.proxy.async.shared::cta;
+// CHECK-NEXT: .param .align 64 .b8 attention_param_0[128],
+// CHECK-NEXT: .param .align 64 .b8 attention_param_1[128],
+// CHECK-NEXT: .param .align 64 .b8 attention_param_2[128],
+// Two consumer warpgroups and the producer warpgroup; one block per SM, so
+// the kernel has a register cap at entry that setmaxnreg can move.
+// CHECK: .maxntid 384, 1, 1
+// CHECK-NEXT: .minnctapersm 1
+// Prologue: thread 0 initializes the barriers (q_full, k_full[2],
+// v_full[2]: one arrival; empty[2]: the 256 consumer threads).
+// CHECK: mbarrier.init.shared.b64
+// CHECK: fence.mbarrier_init.release.cluster;
 // CHECK-NEXT: bar.sync 0;
-// The loop body's instructions (in whatever block order LLVM lays out):
-// Q K^T with both operands from shared memory (8 k16 steps at D = 128),
-// P V with A from registers and V transposed, the fences and waits.
+// The producer returns registers and issues TMA boxes (64 columns each)
+// after announcing the bytes; its K/V loop waits for the released slot.
+// CHECK: setmaxnreg.dec.sync.aligned.u32 24;
+// CHECK-DAG: mbarrier.arrive.expect_tx.shared.b64
+// CHECK-DAG: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// CHECK-DAG: mbarrier.try_wait.parity.shared.b64
+// The consumers take registers, wait for their tiles, run the MMAs and
+// release each slot. No block-wide barrier after the prologue.
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK-NOT: bar.sync
+// CHECK-DAG: mbarrier.try_wait.parity.shared.b64
 // CHECK-DAG: wgmma.fence.sync.aligned;
 // F16-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 0;
 // F16-DAG: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
@@ -33,6 +48,7 @@
 // CHECK-DAG: wgmma.wait_group.sync.aligned 0;
 // CHECK-DAG: shfl.sync.bfly.b32
 // CHECK-DAG: ex2.approx
+// CHECK-DAG: mbarrier.arrive.shared.b64
 // CHECK-DAG: st.global.b32
 func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                      %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,

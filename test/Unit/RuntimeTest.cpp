@@ -7,6 +7,7 @@
 
 #include "runtime/DiskCache.h"
 #include "runtime/Runtime.h"
+#include "compiler/KernelCompiler.h"
 #include "lib/LaunchPlan.h"
 #include "runtime/fa_runtime.h"
 
@@ -275,6 +276,55 @@ TEST(LaunchPlan, GridParamsAndJson) {
   EXPECT_FALSE(parse((std::string("{") + grid +
                       R"(, "shared_bytes": 0, "params": []})")
                          .c_str()));
+  // Tensor maps (the wgmma strategy's TMA loads) round-trip; a map of an
+  // output, or a box beyond TMA's 256 elements, is not a plan.
+  fa::LaunchPlan tma = plan;
+  tma.tensorMaps = {{fa::LaunchPlan::Operand::query, 128, 64},
+                    {fa::LaunchPlan::Operand::value, 64, 64}};
+  std::optional<fa::LaunchPlan> tmaBack = fa::LaunchPlan::fromJson(tma.toJson());
+  ASSERT_TRUE(tmaBack.has_value());
+  ASSERT_EQ(tmaBack->tensorMaps.size(), 2u);
+  EXPECT_EQ(tmaBack->tensorMaps[1].operand, fa::LaunchPlan::Operand::value);
+  EXPECT_EQ(tmaBack->tensorMaps[0].boxRows, 128);
+  EXPECT_EQ(tmaBack->tensorMaps[0].boxCols, 64);
+  EXPECT_TRUE(back->tensorMaps.empty());
+  EXPECT_FALSE(parse((std::string("{") + grid +
+                      R"(, "threads": 128, "shared_bytes": 0, "params": [],
+                      "tensor_maps": [{"operand": "o", "box_rows": 64,
+                                       "box_cols": 64}]})")
+                         .c_str()));
+  EXPECT_FALSE(parse((std::string("{") + grid +
+                      R"(, "threads": 128, "shared_bytes": 0, "params": [],
+                      "tensor_maps": [{"operand": "q", "box_rows": 512,
+                                       "box_cols": 64}]})")
+                         .c_str()));
+}
+
+/// A warp-specialized wgmma kernel hands the runtime its tensor maps (Q,
+/// K, V, boxes of block-m / block-n rows by 64 columns) and a block with
+/// the producer warpgroup.
+TEST(LaunchPlan, WgmmaKernelsTakeTensorMaps) {
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::f16;
+  spec.strategy = fa::Strategy::wgmma;
+  spec.blockM = 128;
+  spec.blockN = 64;
+  spec.numWarps = 8;
+  spec.stages = 2;
+  llvm::Expected<mlir::fa::CompiledKernel> kernel =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  const fa::LaunchPlan &plan = kernel->plan;
+  EXPECT_EQ(plan.threads, 8 * 32 + 128);
+  ASSERT_EQ(plan.tensorMaps.size(), 3u);
+  EXPECT_EQ(plan.tensorMaps[0].operand, fa::LaunchPlan::Operand::query);
+  EXPECT_EQ(plan.tensorMaps[0].boxRows, 128);
+  EXPECT_EQ(plan.tensorMaps[1].operand, fa::LaunchPlan::Operand::key);
+  EXPECT_EQ(plan.tensorMaps[2].operand, fa::LaunchPlan::Operand::value);
+  EXPECT_EQ(plan.tensorMaps[2].boxRows, 64);
+  EXPECT_EQ(plan.tensorMaps[2].boxCols, 64);
+  ASSERT_EQ(plan.params.size(), 5u);
 }
 
 /// Damages the entry in `path` with `damage`, then checks that a fresh

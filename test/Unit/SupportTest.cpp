@@ -74,7 +74,7 @@ TEST(KernelSpec, AutomaticStrategyByDtypeAndHeadDim) {
   fa::Strategy parsed;
   ASSERT_TRUE(fa::parseStrategy("mma", parsed));
   EXPECT_EQ(parsed, fa::Strategy::mma);
-  EXPECT_FALSE(fa::parseStrategy("wgmma", parsed));
+  EXPECT_FALSE(fa::parseStrategy("tcgen05", parsed));
 }
 
 TEST(KernelSpec, StrategyRulesNameValueAndLimit) {

@@ -18,6 +18,14 @@ Attribute mlir::fa::workgroupSpace(MLIRContext *ctx) {
 }
 
 MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
+  if (auto swizzled =
+          dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding())) {
+    int64_t block = swizzled.getBlockColumns(type.getElementType());
+    return MemRefType::get(
+        {type.getDimSize(1) / block, type.getDimSize(0), block},
+        type.getElementType(), MemRefLayoutAttrInterface(),
+        workgroupSpace(type.getContext()));
+  }
   auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
   SmallVector<int64_t> shape(type.getShape());
   if (shape.size() == 2)

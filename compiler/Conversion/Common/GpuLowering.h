@@ -26,7 +26,8 @@ namespace mlir::fa {
 /// The workgroup (shared-memory) address space.
 Attribute workgroupSpace(MLIRContext *ctx);
 
-/// The padded buffer of a shared tile: [R, C + pad] (or [R]).
+/// The buffer of a shared tile: [R, C + pad] (or [R]) for #fa.shared,
+/// [C / 64, R, 64] (column block, row, element) for #fa.swizzled_shared.
 MemRefType sharedBufferType(RankedTensorType type);
 
 /// A view of `type` into the block's dynamic shared memory at byte

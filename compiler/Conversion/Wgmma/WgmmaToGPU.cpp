@@ -66,16 +66,6 @@ Value i64Const(OpBuilder &b, Location loc, int64_t value) {
 // Shared memory in the 128-byte swizzle
 //===----------------------------------------------------------------------===//
 
-/// [C / 64, R, 64]: column block, row, element of a swizzled tile.
-MemRefType swizzledBufferType(RankedTensorType type) {
-  auto encoding = cast<SwizzledSharedEncodingAttr>(type.getEncoding());
-  int64_t block = encoding.getBlockColumns(type.getElementType());
-  return MemRefType::get(
-      {type.getDimSize(1) / block, type.getDimSize(0), block},
-      type.getElementType(), MemRefLayoutAttrInterface(),
-      workgroupSpace(type.getContext()));
-}
-
 /// Bytes from the dynamic shared memory's start to the first 1024-byte
 /// boundary (the model reserves kSwizzleAtomBytes for it). Computed once,
 /// at the kernel's entry.
@@ -100,7 +90,7 @@ SharedTileCopyLayout swizzledLayout(Value pad) {
   layout.slotBuffer = [pad](OpBuilder &b, Location loc, LoadTileOp load,
                             Value slot) {
     MemRefType type =
-        swizzledBufferType(cast<RankedTensorType>(load.getType()));
+        sharedBufferType(cast<RankedTensorType>(load.getType()));
     int64_t slotBytes =
         type.getNumElements() * type.getElementTypeBitWidth() / 8;
     Value offset = arith::AddIOp::create(
@@ -268,7 +258,7 @@ public:
                 type.getShape())},
             type.getElementType());
       if (isa_and_nonnull<SwizzledSharedEncodingAttr>(encoding))
-        return swizzledBufferType(type);
+        return sharedBufferType(type);
       return std::nullopt;
     });
   }
@@ -437,7 +427,18 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 
 LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
   reverseQueryTileOrder(kernel);
-  if (failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
+  // A warp-specialized kernel (fa-warp-specialize) has no loads left: its
+  // producer copies with TMA. It needs a register cap at entry for
+  // setmaxnreg to move registers between the roles: one block per SM.
+  auto launch =
+      kernel->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if (launch && launch.getProducerWarps() > 0)
+    kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                    Builder(kernel.getContext()).getI32IntegerAttr(1));
+  bool hasLoads = false;
+  kernel.walk([&](LoadTileOp) { hasLoads = true; });
+  if (hasLoads &&
+      failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
     return failure();
   MLIRContext *ctx = kernel.getContext();
   WgmmaTypeConverter typeConverter;
