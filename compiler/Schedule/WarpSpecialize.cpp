@@ -6,19 +6,20 @@
 // that were placed (the consumers) only compute. They meet at mbarriers in
 // shared memory, one per ring slot and direction:
 //
-//   q_full             Q has landed                   (producer -> consumers)
-//   k_full[s], v_full[s]  K / V of the slot's tile landed (producer -> consumers)
-//   empty[s]           every consumer thread is done with slot s
-//                                                     (consumers -> producer)
+//   q_full                 Q has landed            (producer -> consumers)
+//   k_full[s], v_full[s]   K / V of slot s landed  (producer -> consumers)
+//   k_empty[s], v_empty[s] every consumer thread is done with K / V of
+//                          slot s                  (consumers -> producer)
 //
 // The n-th tile of the K/V loop goes to slot s = n % stages. The producer
-// waits for empty[s] to finish its phase (n / stages - 1) (a fresh barrier
-// passes the wait for parity 1 at once), announces the bytes the copies
-// will bring (expect_tx) and issues one TMA box per 64-column block; the
-// copies complete the transaction on k_full[s] / v_full[s], which the
-// consumers wait for with parity (n / stages) % 2 before using the tile, and
-// they arrive on empty[s] at the end of the iteration. No block-wide barrier
-// remains in the loop, so the consumer warpgroups run on their own clocks.
+// waits for k_empty[s] (v_empty[s]) to finish its phase n / stages - 1 (a
+// fresh barrier passes the wait for parity 1 at once), announces the bytes
+// the copies will bring (expect_tx) and issues one TMA box per 64-column
+// block; the copies complete the transaction on k_full[s] (v_full[s]),
+// which the consumers wait for with parity (n / stages) % 2 just before the
+// tile's first use; they arrive on the empty barrier right after its last
+// use. No block-wide barrier remains in the loop, so the consumer
+// warpgroups run on their own clocks.
 //
 // The producer gives registers back (setmaxnreg.dec) and the consumers take
 // them (setmaxnreg.inc); the kernel's parameters gain one TMA tensor map per
@@ -97,7 +98,8 @@ int64_t consumerRegisters(int64_t computeThreads) {
 struct LoadedTile {
   mutable LoadTileOp load;
   const char *tensor;   // "q", "k", "v"
-  int64_t fullBarrier;  // the barrier of its slot 0
+  int64_t fullBarrier;  // the full barrier of its slot 0
+  int64_t emptyBarrier; // the empty barrier of its slot 0 (K, V)
   Value map;            // its tensor map argument
   RankedTensorType type;
   int64_t offset = 0, slotBytes = 0;
@@ -158,9 +160,13 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
 
   // One tensor map parameter per tensor, in front of the others.
-  SmallVector<LoadedTile> tiles = {{once[0], "q", 0, {}, {}},
-                                   {streamed[0], "k", 1, {}, {}},
-                                   {streamed[1], "v", 1 + stages, {}, {}}};
+  // Barriers: q_full, k_full[stages], v_full[stages], k_empty[stages],
+  // v_empty[stages]. K and V have their own empty barriers: a K slot is
+  // free as soon as Q K^T has read it, a V slot only after P V.
+  SmallVector<LoadedTile> tiles = {
+      {once[0], "q", 0, -1, {}, {}},
+      {streamed[0], "k", 1, 1 + 2 * stages, {}, {}},
+      {streamed[1], "v", 1 + stages, 1 + 3 * stages, {}, {}}};
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   for (unsigned i = 0; i < tiles.size(); ++i)
     if (failed(func.insertArgument(i, ptr, DictionaryAttr::get(ctx), loc)))
@@ -185,8 +191,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
          attrs.getNamedAttr("box_cols",
                             attrs.getI64IntegerAttr(model::kColumnBlock))}));
   }
-  int64_t emptyBarrier = 1 + 2 * stages;
-  int64_t numBarriers = 1 + 3 * stages;
+  int64_t firstEmptyBarrier = 1 + 2 * stages;
+  int64_t numBarriers = 1 + 4 * stages;
 
   // Prologue, all threads: the aligned shared base and the barriers.
   Block &body = grid.getBodyBlock();
@@ -220,7 +226,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     for (int64_t i = 0; i < numBarriers; ++i)
       nvgpu::MBarrierInitOp::create(
           in, loc, barriers,
-          indexConst(in, loc, i >= emptyBarrier ? computeThreads : 1),
+          indexConst(in, loc, i >= firstEmptyBarrier ? computeThreads : 1),
           indexConst(in, loc, i), Value());
   }
   NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -331,15 +337,15 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     mapping.map(loop.getInductionVar(), fill.getInductionVar());
     auto [slot, parity] =
         slotAndRound(at, fill.getInductionVar(), *lb, *step);
-    // Wait until the consumers released the slot's previous tile (a fresh
-    // barrier passes parity 1).
+    // Before each copy, wait until the consumers released the slot's
+    // previous tile (a fresh barrier passes parity 1).
     Value previous = arith::XOrIOp::create(
         at, loc, parity,
         arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
-    nvgpu::MBarrierTryWaitParityOp::create(
-        at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
-        indexAdd(at, loc, slot, emptyBarrier));
     for (const LoadedTile &tile : {tiles[1], tiles[2]}) {
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
+          indexAdd(at, loc, slot, tile.emptyBarrier));
       FailureOr<Value> row =
           cloneSlice(at, programRegion, tile.load.getRow(), mapping);
       if (failed(row) ||
@@ -350,15 +356,26 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
 
   // Consumers: the warpgroups take the registers; the program as it was,
-  // each load replaced by a wait on its full barrier and a view of its
-  // slot, and a release of the slot at the end of each K/V iteration.
+  // each load replaced by a wait on its full barrier and a view of its slot
+  // just before the tile's first use, and (K, V) a release of the slot
+  // right after its last use.
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
       c, loc, c.getI32IntegerAttr(int32_t(consumerRegisters(computeThreads))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
   auto replaceByWait = [&](const LoadedTile &tile, Value slot, Value parity) {
-    OpBuilder at(tile.load);
+    // The first and last ops of the load's block that use the tile.
+    Block *block = tile.load->getBlock();
+    Operation *first = nullptr, *last = nullptr;
+    for (Operation *user : tile.load.getResult().getUsers()) {
+      Operation *op = block->findAncestorOpInBlock(*user);
+      if (!first || op->isBeforeInBlock(first))
+        first = op;
+      if (!last || last->isBeforeInBlock(op))
+        last = op;
+    }
+    OpBuilder at(first ? first : tile.load.getOperation());
     nvgpu::MBarrierTryWaitParityOp::create(
         at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
         indexAdd(at, loc, slot, tile.fullBarrier));
@@ -367,6 +384,12 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     auto cast = UnrealizedConversionCastOp::create(at, loc, tile.type, view);
     tile.load.getResult().replaceAllUsesWith(cast.getResult(0));
     tile.load.erase();
+    if (tile.emptyBarrier < 0 || !last)
+      return;
+    OpBuilder after(block, std::next(Block::iterator(last)));
+    nvgpu::MBarrierArriveOp::create(
+        after, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
+        indexAdd(after, loc, slot, tile.emptyBarrier));
   };
   {
     OpBuilder at(tiles[0].load);
@@ -378,10 +401,6 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                                      loop.getLowerBound(), loop.getStep());
   replaceByWait(tiles[1], slot, parity);
   replaceByWait(tiles[2], slot, parity);
-  OpBuilder end(loop.getBody()->getTerminator());
-  nvgpu::MBarrierArriveOp::create(end, loc,
-                                  nvgpu::MBarrierTokenType::get(ctx), barriers,
-                                  indexAdd(end, loc, slot, emptyBarrier));
 
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(ctx, launch.getStrategy(), computeThreads + 128,
