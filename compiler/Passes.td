@@ -168,6 +168,21 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
 
+def FAWgmmaPipeline : Pass<"fa-wgmma-pipeline", "::mlir::func::FuncOp"> {
+  let summary = "Overlap the online softmax with the tensor cores (wgmma)";
+  let description = [{
+    Software-pipelines the K/V loop of programs placed by fa-place-wgmma by
+    one stage: iteration j starts S_j = Q K_j^T and O = acc + P_{j-1} V_{j-1}
+    (`async` fa.tile_matmul), waits for S_j alone (`fa.async_wait` with
+    pending = 1), runs the softmax of tile j while P V still runs, then waits
+    for O and rescales it. A prologue computes the softmax of the first
+    tile, an epilogue the last P V; both are skipped for an empty K/V range.
+    Programs of other strategies are left alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
   let summary = "Split a wgmma program into a TMA producer and MMA consumers";
   let description = [{

@@ -93,6 +93,7 @@ void mlir::fa::buildPlacePipeline(OpPassManager &pm,
     place.stages = options.stages;
     place.arch = options.arch;
     pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
+    pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
     pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
     return;
   }

@@ -201,6 +201,11 @@ LogicalResult StoreTileOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult TileMatmulOp::verify() {
+  if (getAsync())
+    for (Operation *user : getResult().getUsers())
+      if (!isa<AsyncWaitOp>(user))
+        return emitOpError("the result of an async matmul is read only "
+                           "through fa.async_wait");
   auto lhs = cast<RankedTensorType>(getLhs().getType());
   auto rhs = cast<RankedTensorType>(getRhs().getType());
   auto result = cast<RankedTensorType>(getResult().getType());
@@ -220,6 +225,16 @@ LogicalResult TileMatmulOp::verify() {
     return emitOpError() << "result must be " << m << "x" << n << ", got "
                          << result.getDimSize(0) << "x"
                          << result.getDimSize(1);
+  return success();
+}
+
+LogicalResult AsyncWaitOp::verify() {
+  if (int64_t pending = getPendingAttr().getInt(); pending < 0)
+    return emitOpError() << "pending must be non-negative, got " << pending;
+  auto matmul = getTile().getDefiningOp<TileMatmulOp>();
+  if (!matmul || !matmul.getAsync())
+    return emitOpError("waits for a tile produced by an async "
+                       "fa.tile_matmul");
   return success();
 }
 

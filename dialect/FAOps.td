@@ -197,9 +197,14 @@ def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
     %acc_next = fa.tile_matmul %p, %v_tile acc(%acc)
       : tensor<16x32xf32>, tensor<32x64xf32> -> tensor<16x64xf32>
     ```
+
+    With `async` (the wgmma strategy, fa-wgmma-pipeline) the product is
+    only started: its result may be read only through `fa.async_wait`, and
+    the operands stay in use until then.
   }];
   let arguments = (ins FA_AnyFloatTile:$lhs, FA_AnyFloatTile:$rhs,
-                       Optional<FA_F32Tile>:$acc, UnitAttr:$transpose_rhs);
+                       Optional<FA_F32Tile>:$acc, UnitAttr:$transpose_rhs,
+                       UnitAttr:$async);
   let results = (outs FA_F32Tile:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`acc` `(` $acc^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
@@ -338,6 +343,29 @@ def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
   let arguments = (ins FA_AnyFloatTile:$source);
   let results = (outs FA_AnyFloatTile:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FA_AsyncWaitOp : FA_Op<"async_wait",
+    [AllTypesMatch<["tile", "result"]>]> {
+  let summary = "the result of an asynchronous fa.tile_matmul, once it is done";
+  let description = [{
+    Waits until at most `pending` asynchronous matmuls started after the one
+    that produced `tile` are still running (matmuls finish in the order they
+    started), then yields its result. The overlap of the online softmax
+    with the tensor cores is written with it (fa-wgmma-pipeline):
+
+    ```mlir
+    %s = fa.tile_matmul %q, %k {transpose_rhs, async} : ...
+    %o = fa.tile_matmul %p_prev, %v_prev acc(%acc) {async} : ...
+    %s_done = fa.async_wait %s {pending = 1} : tensor<128x128xf32, ...>
+    // ... softmax of %s_done while P V still runs ...
+    %o_done = fa.async_wait %o {pending = 0} : tensor<128x128xf32, ...>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$tile, I64Attr:$pending);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = "$tile attr-dict `:` type($tile)";
   let hasVerifier = 1;
 }
 

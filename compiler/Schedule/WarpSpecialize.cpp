@@ -95,12 +95,16 @@ int64_t consumerRegisters(int64_t computeThreads) {
   return std::min<int64_t>(240, perThread / 8 * 8);
 }
 
-struct LoadedTile {
-  mutable LoadTileOp load;
-  const char *tensor;   // "q", "k", "v"
-  int64_t fullBarrier;  // the full barrier of its slot 0
-  int64_t emptyBarrier; // the empty barrier of its slot 0 (K, V)
-  Value map;            // its tensor map argument
+/// One tensor the producer copies: its loads in the program (Q: one; K, V:
+/// one per tile the program reads, inside the K/V loop or, after
+/// fa-wgmma-pipeline, also before or after it), its barriers and its
+/// placement in shared memory.
+struct LoadedTensor {
+  SmallVector<LoadTileOp> loads;
+  const char *name;     // "q", "k", "v"
+  int64_t fullBarrier;  // the full barrier of slot 0
+  int64_t emptyBarrier; // the empty barrier of slot 0 (K, V; -1 for Q)
+  Value map;            // its tensor map parameter
   RankedTensorType type;
   int64_t offset = 0, slotBytes = 0;
 };
@@ -137,60 +141,82 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     return grid.emitOpError("warp specialization needs whole warpgroups, got ")
            << computeThreads << " threads";
 
-  // The tiles: Q loaded once, K and V in the body of the K/V loop.
+  // The tensors: Q (loaded once), K (the right operand of Q K^T) and V
+  // (streamed through the ring: the loads placed with fa.pipeline_stages).
+  // K/V tile n of the program (n = row / block-n - kv_begin) uses slot
+  // n % stages.
   SmallVector<LoadTileOp> once, streamed;
   grid.walk([&](LoadTileOp op) {
-    (op->getParentOfType<scf::ForOp>() ? streamed : once).push_back(op);
+    (op->hasAttr(FADialect::getPipelineStagesAttrName()) ? streamed : once)
+        .push_back(op);
   });
-  if (once.size() != 1 || streamed.size() != 2 ||
-      once[0]->getBlock() != &grid.getBodyBlock() ||
-      streamed[0]->getBlock() != streamed[1]->getBlock())
+  Value keySource;
+  grid.walk([&](TileMatmulOp op) {
+    if (auto load = op.getRhs().getDefiningOp<LoadTileOp>();
+        load && op.getTransposeRhs())
+      keySource = load.getSource();
+  });
+  SmallVector<KVTileRangeOp> ranges;
+  grid.walk([&](KVTileRangeOp op) { ranges.push_back(op); });
+  if (once.size() != 1 || once[0]->getBlock() != &grid.getBodyBlock() ||
+      streamed.empty() || !keySource || ranges.size() != 1)
     return grid.emitOpError("warp specialization expects Q loaded once in the "
-                            "program and K, V loaded in one K/V loop");
-  auto loop = dyn_cast<scf::ForOp>(streamed[0]->getParentOp());
-  if (!loop || loop->getBlock() != &grid.getBodyBlock())
-    return grid.emitOpError("the K/V loop must be in the program's body");
-  for (LoadTileOp load : {once[0], streamed[0], streamed[1]}) {
-    auto arg = dyn_cast<BlockArgument>(load.getSource());
-    if (!arg || arg.getOwner() != &func.getBody().front())
-      return load.emitOpError("a TMA-loaded tile must come from a function "
-                              "argument (its tensor map is built for it)");
-    if (!load->hasAttr(FADialect::getSharedOffsetAttrName()))
-      return load.emitOpError("has no fa.shared_offset (run fa-place-wgmma)");
-  }
+                            "program, K and V tiles streamed over one "
+                            "fa.kv_tile_range");
+  LoadedTensor q{{once[0]}, "q", 0, -1, {}, {}};
+  LoadedTensor k{{}, "k", 1, 1 + 2 * stages, {}, {}};
+  LoadedTensor v{{}, "v", 1 + stages, 1 + 3 * stages, {}, {}};
+  for (LoadTileOp load : streamed)
+    (load.getSource() == keySource ? k : v).loads.push_back(load);
+  if (k.loads.empty() || v.loads.empty())
+    return grid.emitOpError("warp specialization expects K and V tiles");
+  SmallVector<LoadedTensor *> tensors = {&q, &k, &v};
+  for (LoadedTensor *tensor : tensors)
+    for (LoadTileOp load : tensor->loads) {
+      auto arg = dyn_cast<BlockArgument>(load.getSource());
+      if (!arg || arg.getOwner() != &func.getBody().front())
+        return load.emitOpError("a TMA-loaded tile must come from a function "
+                                "argument (its tensor map is built for it)");
+      if (!load->hasAttr(FADialect::getSharedOffsetAttrName()))
+        return load.emitOpError(
+            "has no fa.shared_offset (run fa-place-wgmma)");
+      if (load.getSource() != tensor->loads.front().getSource() ||
+          load.getType() != tensor->loads.front().getType() ||
+          load->getAttr(FADialect::getSharedOffsetAttrName()) !=
+              tensor->loads.front()->getAttr(
+                  FADialect::getSharedOffsetAttrName()))
+        return load.emitOpError("loads of one tensor must share its source, "
+                                "tile type and shared ring");
+    }
 
   // One tensor map parameter per tensor, in front of the others.
-  // Barriers: q_full, k_full[stages], v_full[stages], k_empty[stages],
-  // v_empty[stages]. K and V have their own empty barriers: a K slot is
-  // free as soon as Q K^T has read it, a V slot only after P V.
-  SmallVector<LoadedTile> tiles = {
-      {once[0], "q", 0, -1, {}, {}},
-      {streamed[0], "k", 1, 1 + 2 * stages, {}, {}},
-      {streamed[1], "v", 1 + stages, 1 + 3 * stages, {}, {}}};
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  for (unsigned i = 0; i < tiles.size(); ++i)
+  for (unsigned i = 0; i < tensors.size(); ++i)
     if (failed(func.insertArgument(i, ptr, DictionaryAttr::get(ctx), loc)))
       return failure();
   Builder attrs(ctx);
   SmallVector<Attribute> maps;
-  for (auto [i, tile] : llvm::enumerate(tiles)) {
-    tile.map = func.getArgument(i);
-    tile.type = cast<RankedTensorType>(tile.load.getType());
-    tile.offset = tile.load
-                      ->getAttrOfType<IntegerAttr>(
-                          FADialect::getSharedOffsetAttrName())
-                      .getInt();
-    MemRefType buffer = sharedBufferType(tile.type);
-    tile.slotBytes =
+  for (auto [i, tensor] : llvm::enumerate(tensors)) {
+    tensor->map = func.getArgument(i);
+    tensor->type = cast<RankedTensorType>(tensor->loads.front().getType());
+    tensor->offset = tensor->loads.front()
+                         ->getAttrOfType<IntegerAttr>(
+                             FADialect::getSharedOffsetAttrName())
+                         .getInt();
+    MemRefType buffer = sharedBufferType(tensor->type);
+    tensor->slotBytes =
         buffer.getNumElements() * buffer.getElementTypeBitWidth() / 8;
     maps.push_back(attrs.getDictionaryAttr(
         {attrs.getNamedAttr("arg", attrs.getI64IntegerAttr(i)),
-         attrs.getNamedAttr("tensor", attrs.getStringAttr(tile.tensor)),
+         attrs.getNamedAttr("tensor", attrs.getStringAttr(tensor->name)),
          attrs.getNamedAttr("box_rows",
-                            attrs.getI64IntegerAttr(tile.type.getDimSize(0))),
+                            attrs.getI64IntegerAttr(tensor->type.getDimSize(0))),
          attrs.getNamedAttr("box_cols",
                             attrs.getI64IntegerAttr(model::kColumnBlock))}));
   }
+  // Barriers: q_full, k_full[stages], v_full[stages], k_empty[stages],
+  // v_empty[stages]. K and V have their own empty barriers: a K slot is
+  // free as soon as Q K^T has read it, a V slot only after P V.
   int64_t firstEmptyBarrier = 1 + 2 * stages;
   int64_t numBarriers = 1 + 4 * stages;
 
@@ -240,18 +266,27 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     op->moveBefore(consumer.getTerminator());
   Region &programRegion = roles.getElseRegion();
 
-  auto slotBase = [&](OpBuilder &at, const LoadedTile &tile, Value slot) {
+  auto slotBase = [&](OpBuilder &at, const LoadedTensor &tensor, Value slot) {
     return arith::AddIOp::create(
-        at, loc, pad,
-        arith::AddIOp::create(
-            at, loc, indexConst(at, loc, tile.offset),
-            arith::MulIOp::create(at, loc, slot,
-                                  indexConst(at, loc, tile.slotBytes))))
+               at, loc, pad,
+               arith::AddIOp::create(
+                   at, loc, indexConst(at, loc, tensor.offset),
+                   arith::MulIOp::create(at, loc, slot,
+                                         indexConst(at, loc, tensor.slotBytes))))
         .getResult();
+  };
+  // The slot of the n-th K/V tile and the parity of its fill (n / stages).
+  auto slotAndParity = [&](OpBuilder &at, Value n) -> std::pair<Value, Value> {
+    Value stagesV = indexConst(at, loc, stages);
+    Value round = arith::DivUIOp::create(at, loc, n, stagesV);
+    Value parity = arith::TruncIOp::create(
+        at, loc, at.getI1Type(),
+        arith::IndexCastUIOp::create(at, loc, at.getI64Type(), round));
+    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
   };
 
   // Producer: the warpgroup gives registers back; one thread issues every
-  // copy, Q first, then the K/V tiles of the loop's iterations.
+  // copy, Q first, then K and V of each tile of the K/V range in order.
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
       p, loc, p.getI32IntegerAttr(int32_t(kProducerRegisters)),
@@ -262,18 +297,19 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   auto issue = scf::IfOp::create(p, loc, elected);
   p.setInsertionPointToStart(&issue.getThenRegion().front());
   IRMapping mapping;
-  // Copies `tile` (rows from `row` of `load`'s source) into `slot`,
-  // completing on barrier `barrier`: one TMA box per 64-column block.
-  auto copyTile = [&](OpBuilder &at, const LoadedTile &tile, Value row,
+  // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
+  // `barrier`: one TMA box per 64-column block.
+  auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
                       Value slot, Value barrier) -> LogicalResult {
+    LoadTileOp load = tensor.loads.front();
     FailureOr<Value> head =
-        cloneSlice(at, programRegion, tile.load.getHead(), mapping);
+        cloneSlice(at, programRegion, load.getHead(), mapping);
     FailureOr<Value> batch =
-        cloneSlice(at, programRegion, tile.load.getBatch(), mapping);
+        cloneSlice(at, programRegion, load.getBatch(), mapping);
     if (failed(head) || failed(batch))
       return failure();
-    int64_t rows = tile.type.getDimSize(0), cols = tile.type.getDimSize(1);
-    Type element = tile.type.getElementType();
+    int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
+    Type element = tensor.type.getElementType();
     auto box = MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
                                MemRefLayoutAttrInterface(),
                                workgroupSpace(ctx));
@@ -282,15 +318,16 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
         nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    Value map = UnrealizedConversionCastOp::create(at, loc, mapType, tile.map)
-                    .getResult(0);
+    Value map =
+        UnrealizedConversionCastOp::create(at, loc, mapType, tensor.map)
+            .getResult(0);
     // The whole box counts, rows past the tensor's end too (zero-filled).
     nvgpu::MBarrierArriveExpectTxOp::create(
         at, loc, barriers,
         indexConst(at, loc,
                    rows * cols * element.getIntOrFloatBitWidth() / 8),
         barrier, Value());
-    Value first = slotBase(at, tile, slot);
+    Value first = slotBase(at, tensor, slot);
     for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
       Value dst = sharedBufferAt(
           at, loc,
@@ -306,51 +343,38 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   };
   {
     FailureOr<Value> row =
-        cloneSlice(p, programRegion, tiles[0].load.getRow(), mapping);
-    if (failed(row) || failed(copyTile(p, tiles[0], *row, indexConst(p, loc, 0),
+        cloneSlice(p, programRegion, q.loads.front().getRow(), mapping);
+    if (failed(row) || failed(copyTile(p, q, *row, indexConst(p, loc, 0),
                                        indexConst(p, loc, 0))))
       return failure();
   }
-  // The K/V loop over the same tiles as the consumers' loop.
-  FailureOr<Value> lb =
-      cloneSlice(p, programRegion, loop.getLowerBound(), mapping);
-  FailureOr<Value> ub =
-      cloneSlice(p, programRegion, loop.getUpperBound(), mapping);
-  FailureOr<Value> step = cloneSlice(p, programRegion, loop.getStep(), mapping);
-  if (failed(lb) || failed(ub) || failed(step))
+  // K/V tiles kv_begin .. kv_end - 1.
+  FailureOr<Value> kvBegin =
+      cloneSlice(p, programRegion, ranges[0].getResult(0), mapping);
+  FailureOr<Value> kvEnd =
+      cloneSlice(p, programRegion, ranges[0].getResult(1), mapping);
+  if (failed(kvBegin) || failed(kvEnd))
     return failure();
-  // The slot of iteration `iv` and the parity of its fill (n / stages).
-  auto slotAndRound = [&](OpBuilder &at, Value iv, Value lower,
-                          Value stride) -> std::pair<Value, Value> {
-    Value n = arith::DivUIOp::create(
-        at, loc, arith::SubIOp::create(at, loc, iv, lower), stride);
-    Value stagesV = indexConst(at, loc, stages);
-    Value round = arith::DivUIOp::create(at, loc, n, stagesV);
-    Value parity = arith::TruncIOp::create(
-        at, loc, at.getI1Type(),
-        arith::IndexCastUIOp::create(at, loc, at.getI64Type(), round));
-    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
-  };
-  auto fill = scf::ForOp::create(p, loc, *lb, *ub, *step);
+  auto fill = scf::ForOp::create(p, loc, *kvBegin, *kvEnd,
+                                 indexConst(p, loc, 1));
   {
     OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
-    mapping.map(loop.getInductionVar(), fill.getInductionVar());
+    Value tile = fill.getInductionVar();
     auto [slot, parity] =
-        slotAndRound(at, fill.getInductionVar(), *lb, *step);
+        slotAndParity(at, arith::SubIOp::create(at, loc, tile, *kvBegin));
     // Before each copy, wait until the consumers released the slot's
     // previous tile (a fresh barrier passes parity 1).
     Value previous = arith::XOrIOp::create(
         at, loc, parity,
         arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
-    for (const LoadedTile &tile : {tiles[1], tiles[2]}) {
+    for (const LoadedTensor *tensor : {&k, &v}) {
       nvgpu::MBarrierTryWaitParityOp::create(
           at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
-          indexAdd(at, loc, slot, tile.emptyBarrier));
-      FailureOr<Value> row =
-          cloneSlice(at, programRegion, tile.load.getRow(), mapping);
-      if (failed(row) ||
-          failed(copyTile(at, tile, *row, slot,
-                          indexAdd(at, loc, slot, tile.fullBarrier))))
+          indexAdd(at, loc, slot, tensor->emptyBarrier));
+      Value row = arith::MulIOp::create(
+          at, loc, tile, indexConst(at, loc, tensor->type.getDimSize(0)));
+      if (failed(copyTile(at, *tensor, row, slot,
+                          indexAdd(at, loc, slot, tensor->fullBarrier))))
         return failure();
     }
   }
@@ -358,49 +382,62 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // Consumers: the warpgroups take the registers; the program as it was,
   // each load replaced by a wait on its full barrier and a view of its slot
   // just before the tile's first use, and (K, V) a release of the slot
-  // right after its last use.
+  // right after its last use (for an async matmul: after its fa.async_wait).
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
       c, loc, c.getI32IntegerAttr(int32_t(consumerRegisters(computeThreads))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
-  auto replaceByWait = [&](const LoadedTile &tile, Value slot, Value parity) {
-    // The first and last ops of the load's block that use the tile.
-    Block *block = tile.load->getBlock();
-    Operation *first = nullptr, *last = nullptr;
-    for (Operation *user : tile.load.getResult().getUsers()) {
-      Operation *op = block->findAncestorOpInBlock(*user);
-      if (!first || op->isBeforeInBlock(first))
-        first = op;
-      if (!last || last->isBeforeInBlock(op))
-        last = op;
+  Value kvBeginC = ranges[0].getResult(0);
+  for (const LoadedTensor *tensor : tensors)
+    for (LoadTileOp load : tensor->loads) {
+      Block *block = load->getBlock();
+      Operation *first = nullptr, *last = nullptr;
+      for (Operation *user : load.getResult().getUsers()) {
+        SmallVector<Operation *> uses = {user};
+        if (auto matmul = dyn_cast<TileMatmulOp>(user);
+            matmul && matmul.getAsync())
+          for (Operation *wait : matmul.getResult().getUsers())
+            uses.push_back(wait);
+        for (Operation *use : uses) {
+          Operation *op = block->findAncestorOpInBlock(*use);
+          if (!op)
+            return load.emitOpError("is used outside its block");
+          if (!first || op->isBeforeInBlock(first))
+            first = op;
+          if (!last || last->isBeforeInBlock(op))
+            last = op;
+        }
+      }
+      OpBuilder at(first ? first : load.getOperation());
+      Value slot = indexConst(at, loc, 0);
+      Value parity = arith::ConstantOp::create(at, loc, at.getBoolAttr(false));
+      if (tensor != &q) {
+        // n = row / block-n - kv_begin
+        Value n = arith::SubIOp::create(
+            at, loc,
+            arith::DivUIOp::create(
+                at, loc, load.getRow(),
+                indexConst(at, loc, tensor->type.getDimSize(0))),
+            kvBeginC);
+        std::tie(slot, parity) = slotAndParity(at, n);
+      }
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
+          indexAdd(at, loc, slot, tensor->fullBarrier));
+      Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
+                                  sharedBufferType(tensor->type));
+      auto cast =
+          UnrealizedConversionCastOp::create(at, loc, tensor->type, view);
+      load.getResult().replaceAllUsesWith(cast.getResult(0));
+      load.erase();
+      if (tensor->emptyBarrier < 0 || !last)
+        continue;
+      OpBuilder after(block, std::next(Block::iterator(last)));
+      nvgpu::MBarrierArriveOp::create(
+          after, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
+          indexAdd(after, loc, slot, tensor->emptyBarrier));
     }
-    OpBuilder at(first ? first : tile.load.getOperation());
-    nvgpu::MBarrierTryWaitParityOp::create(
-        at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
-        indexAdd(at, loc, slot, tile.fullBarrier));
-    Value view = sharedBufferAt(at, loc, slotBase(at, tile, slot),
-                                sharedBufferType(tile.type));
-    auto cast = UnrealizedConversionCastOp::create(at, loc, tile.type, view);
-    tile.load.getResult().replaceAllUsesWith(cast.getResult(0));
-    tile.load.erase();
-    if (tile.emptyBarrier < 0 || !last)
-      return;
-    OpBuilder after(block, std::next(Block::iterator(last)));
-    nvgpu::MBarrierArriveOp::create(
-        after, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
-        indexAdd(after, loc, slot, tile.emptyBarrier));
-  };
-  {
-    OpBuilder at(tiles[0].load);
-    replaceByWait(tiles[0], indexConst(at, loc, 0),
-                  arith::ConstantOp::create(at, loc, at.getBoolAttr(false)));
-  }
-  OpBuilder top = OpBuilder::atBlockBegin(loop.getBody());
-  auto [slot, parity] = slotAndRound(top, loop.getInductionVar(),
-                                     loop.getLowerBound(), loop.getStep());
-  replaceByWait(tiles[1], slot, parity);
-  replaceByWait(tiles[2], slot, parity);
 
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(ctx, launch.getStrategy(), computeThreads + 128,

@@ -237,3 +237,31 @@ func.func @zero_head_dim(%q: memref<?x?x?x0xf32>, %lse: memref<?x?x?xf32>) {
     : memref<?x?x?x0xf32>, memref<?x?x?x0xf32>, memref<?x?x?x0xf32> into memref<?x?x?x0xf32>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// fa.async_wait waits for an asynchronous matmul, nothing else.
+func.func @wait_for_sync_matmul(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> tensor<16x16xf32> {
+  %s = fa.tile_matmul %a, %b : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  // expected-error @+1 {{waits for a tile produced by an async fa.tile_matmul}}
+  %w = fa.async_wait %s {pending = 0} : tensor<16x16xf32>
+  return %w : tensor<16x16xf32>
+}
+
+// -----
+
+// An asynchronous product is not ready before its wait.
+func.func @read_async_result(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> tensor<16x16xf32> {
+  // expected-error @+1 {{the result of an async matmul is read only through fa.async_wait}}
+  %s = fa.tile_matmul %a, %b {async} : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  return %s : tensor<16x16xf32>
+}
+
+// -----
+
+func.func @negative_pending(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> tensor<16x16xf32> {
+  %s = fa.tile_matmul %a, %b {async} : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  // expected-error @+1 {{pending must be non-negative, got -1}}
+  %w = fa.async_wait %s {pending = -1} : tensor<16x16xf32>
+  return %w : tensor<16x16xf32>
+}

@@ -414,11 +414,31 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
                        bDescriptor(k), accumulate || k > 0,
                        /*transposeB=*/!transposed);
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
-    acc = fenceRegisters(rewriter, loc, acc);
+    // An async matmul's registers are read only after its fa.async_wait.
+    if (!op.getAsync()) {
+      NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+      acc = fenceRegisters(rewriter, loc, acc);
+    }
     rewriter.replaceOp(
         op, pack(rewriter, loc, getTypeConverter()->convertType(resultType),
                  acc));
+    return success();
+  }
+};
+
+/// Waits until at most `pending` later wgmma groups run, then pins the
+/// tile's registers after the wait.
+struct AsyncWaitLowering : OpConversionPattern<AsyncWaitOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AsyncWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, op.getPending());
+    SmallVector<Value> values = fenceRegisters(
+        rewriter, loc, unpack(rewriter, loc, adaptor.getTile()));
+    rewriter.replaceOp(
+        op, pack(rewriter, loc, adaptor.getTile().getType(), values));
     return success();
   }
 };
@@ -453,7 +473,7 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
       .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
           [&](Operation *op) { return typeConverter.isLegal(op); });
   RewritePatternSet patterns(ctx);
-  patterns.add<TileMatmulLowering>(typeConverter, ctx);
+  patterns.add<TileMatmulLowering, AsyncWaitLowering>(typeConverter, ctx);
   populateMmaFragmentPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);

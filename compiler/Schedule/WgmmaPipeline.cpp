@@ -1,0 +1,218 @@
+//===- WgmmaPipeline.cpp - Softmax overlapped with the tensor cores -*- C++ -*-=//
+//
+// fa-wgmma-pipeline: within a warpgroup, the online softmax of K/V tile j
+// runs while the tensor cores compute P_{j-1} V_{j-1} (FlashAttention-3's
+// intra-warpgroup overlap). The K/V loop of a program placed by
+// fa-place-wgmma is software-pipelined by one stage:
+//
+//   prologue (tile b = kv_begin):
+//     S_b = Q K_b^T; softmax_b -> m, l, alpha_b, P_b; acc = alpha_b acc_0
+//   for j in b+1 .. e-1 (carrying m, l, acc, P_{j-1}):
+//     S_j  = Q K_j^T                      (started)
+//     O    = acc + P_{j-1} V_{j-1}        (started)
+//     wait for S_j (P V may still run)
+//     softmax_j -> m, l, alpha_j, P_j     (overlaps P V)
+//     wait for O
+//     acc  = alpha_j O
+//   epilogue (tile e - 1):
+//     acc = acc + P_{e-1} V_{e-1}
+//
+// all under `kv_begin < kv_end` (else the state stays initial). The result
+// equals the unpipelined loop's: acc entering iteration j is alpha_{j-1}
+// O_{j-2} scaled like the original's, so O_{j-1} = acc + P_{j-1} V_{j-1}.
+// The matmuls of the loop are `async`; fa.async_wait{pending = 1} waits for
+// S_j only (wgmma groups retire in order, S_j was started first).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#define DEBUG_TYPE "fa-wgmma-pipeline"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FAWGMMAPIPELINE
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Clones into `b` the ops of `body` that compute `value`, with `mapping`
+/// (which also memoizes what it cloned).
+Value cloneSlice(OpBuilder &b, Block &body, Value value, IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != &body)
+    return value; // loop-invariant
+  for (Value operand : def->getOperands())
+    cloneSlice(b, body, operand, mapping);
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
+/// The attention loop's ops that the pipelining moves around.
+struct AttentionLoop {
+  scf::ForOp loop;
+  TileMatmulOp scores;  // S = Q K^T
+  OnlineSoftmaxOp softmax;
+  RescaleOp rescale;    // acc * alpha
+  TileMatmulOp output;  // acc + P V
+};
+
+FailureOr<AttentionLoop> matchAttentionLoop(scf::ForOp loop) {
+  AttentionLoop match{loop, {}, {}, {}, {}};
+  Block *body = loop.getBody();
+  for (Operation &op : *body) {
+    if (op.getNumRegions() != 0)
+      return loop.emitOpError("cannot pipeline a K/V loop with nested regions");
+    if (auto matmul = dyn_cast<TileMatmulOp>(op))
+      (matmul.getAcc() ? match.output : match.scores) = matmul;
+    else if (auto softmax = dyn_cast<OnlineSoftmaxOp>(op))
+      match.softmax = softmax;
+    else if (auto rescale = dyn_cast<RescaleOp>(op))
+      match.rescale = rescale;
+  }
+  if (!match.scores || !match.output || !match.softmax || !match.rescale ||
+      loop.getNumRegionIterArgs() != 3)
+    return loop.emitOpError("is not an attention K/V loop (S = Q K^T, "
+                            "online softmax, rescale, acc + P V; state m, l, "
+                            "acc)");
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  Value m = loop.getRegionIterArg(0), l = loop.getRegionIterArg(1),
+        acc = loop.getRegionIterArg(2);
+  if (match.softmax.getRunningMax() != m || match.softmax.getRunningSum() != l ||
+      match.rescale.getAcc() != acc ||
+      match.rescale.getFactor() != match.softmax.getCorrection() ||
+      match.output.getAcc() != match.rescale.getResult() ||
+      yield.getOperand(0) != match.softmax.getNewMax() ||
+      yield.getOperand(1) != match.softmax.getNewSum() ||
+      yield.getOperand(2) != match.output.getResult() ||
+      !match.output.getLhs().getDefiningOp() ||
+      match.output.getRhs().getParentBlock() != body)
+    return loop.emitOpError("is not an attention K/V loop in the expected "
+                            "form (m, l, acc carried; acc rescaled by the "
+                            "softmax's alpha before acc + P V)");
+  return match;
+}
+
+struct FAWgmmaPipelinePass
+    : public mlir::fa::impl::FAWgmmaPipelineBase<FAWgmmaPipelinePass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForOp> loops;
+    getOperation().walk([&](GridOp grid) {
+      auto launch =
+          grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+      if (!launch || launch.getStrategy() != StrategyKind::wgmma)
+        return;
+      grid.walk([&](scf::ForOp loop) {
+        bool streams = false;
+        loop.walk([&](TileMatmulOp) { streams = true; });
+        if (streams)
+          loops.push_back(loop);
+      });
+    });
+    for (scf::ForOp loop : loops) {
+      FailureOr<AttentionLoop> match = matchAttentionLoop(loop);
+      if (failed(match))
+        return signalPassFailure();
+      pipeline(*match);
+    }
+  }
+
+  void pipeline(AttentionLoop a);
+};
+
+void FAWgmmaPipelinePass::pipeline(AttentionLoop a) {
+  scf::ForOp loop = a.loop;
+  Location loc = loop.getLoc();
+  Block &body = *loop.getBody();
+  Value iv = loop.getInductionVar();
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+        step = loop.getStep();
+  Value m0 = loop.getInitArgs()[0], l0 = loop.getInitArgs()[1],
+        acc0 = loop.getInitArgs()[2];
+  Value pOperand = a.output.getLhs(); // P of the iteration, as P V reads it
+  auto setAsync = [](Value v) {
+    cast<TileMatmulOp>(v.getDefiningOp()).setAsync(true);
+  };
+
+  OpBuilder b(loop);
+  Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lb, ub);
+  auto guarded = scf::IfOp::create(b, loc, loop.getResultTypes(), any,
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder e = OpBuilder::atBlockBegin(&guarded.getElseRegion().front());
+    scf::YieldOp::create(e, loc, ValueRange{m0, l0, acc0});
+  }
+  OpBuilder t = OpBuilder::atBlockBegin(&guarded.getThenRegion().front());
+
+  // Prologue: the softmax of tile lb, acc_0 rescaled by its alpha.
+  IRMapping first;
+  first.map(iv, lb);
+  first.map(loop.getRegionIterArg(0), m0);
+  first.map(loop.getRegionIterArg(1), l0);
+  first.map(loop.getRegionIterArg(2), acc0);
+  Value m1 = cloneSlice(t, body, a.softmax.getNewMax(), first);
+  Value l1 = cloneSlice(t, body, a.softmax.getNewSum(), first);
+  Value acc1 = cloneSlice(t, body, a.rescale.getResult(), first);
+  Value p1 = cloneSlice(t, body, pOperand, first);
+
+  // The steady state, tiles lb + step .. ub - step.
+  Value next = arith::AddIOp::create(t, loc, lb, step);
+  auto steady = scf::ForOp::create(t, loc, next, ub, step,
+                                   ValueRange{m1, l1, acc1, p1});
+  {
+    OpBuilder s = OpBuilder::atBlockBegin(steady.getBody());
+    Value j = steady.getInductionVar();
+    Value mIn = steady.getRegionIterArg(0), lIn = steady.getRegionIterArg(1),
+          accIn = steady.getRegionIterArg(2), pIn = steady.getRegionIterArg(3);
+    IRMapping current;
+    current.map(iv, j);
+    current.map(loop.getRegionIterArg(0), mIn);
+    current.map(loop.getRegionIterArg(1), lIn);
+    // S_j = Q K_j^T, started.
+    Value scores = cloneSlice(s, body, a.scores.getResult(), current);
+    setAsync(scores);
+    // O = acc + P_{j-1} V_{j-1}, started.
+    IRMapping previous;
+    previous.map(iv, arith::SubIOp::create(s, loc, j, step));
+    previous.map(pOperand, pIn);
+    previous.map(a.rescale.getResult(), accIn);
+    Value output = cloneSlice(s, body, a.output.getResult(), previous);
+    setAsync(output);
+    // S_j done (P V may still run), its softmax; then O done, rescaled.
+    current.map(a.scores.getResult(),
+                AsyncWaitOp::create(s, loc, scores.getType(), scores,
+                                    s.getI64IntegerAttr(1)));
+    Value mOut = cloneSlice(s, body, a.softmax.getNewMax(), current);
+    Value lOut = cloneSlice(s, body, a.softmax.getNewSum(), current);
+    Value pOut = cloneSlice(s, body, pOperand, current);
+    current.map(loop.getRegionIterArg(2),
+                AsyncWaitOp::create(s, loc, output.getType(), output,
+                                    s.getI64IntegerAttr(0)));
+    Value accOut = cloneSlice(s, body, a.rescale.getResult(), current);
+    scf::YieldOp::create(s, loc, ValueRange{mOut, lOut, accOut, pOut});
+  }
+
+  // Epilogue: acc + P V of the last tile.
+  IRMapping last;
+  last.map(iv, arith::SubIOp::create(t, loc, ub, step));
+  last.map(pOperand, steady.getResult(3));
+  last.map(a.rescale.getResult(), steady.getResult(2));
+  Value accLast = cloneSlice(t, body, a.output.getResult(), last);
+  scf::YieldOp::create(
+      t, loc, ValueRange{steady.getResult(0), steady.getResult(1), accLast});
+
+  loop.replaceAllUsesWith(guarded.getResults());
+  loop.erase();
+}
+
+} // namespace
