@@ -208,6 +208,22 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FAPingPong : Pass<"fa-pingpong", "::mlir::func::FuncOp"> {
+  let summary = "Consumer warpgroups take turns at the tensor cores";
+  let description = [{
+    In a warp-specialized wgmma program with two or more consumer
+    warpgroups, each iteration of the pipelined K/V loop issues its matmuls
+    in warpgroup order, guarded by named barriers (1 + warpgroup, 256
+    threads: the waiting warpgroup and the one before it), so that one
+    warpgroup's softmax overlaps the next one's matmuls. Runs after
+    fa-warp-specialize and fa-wgmma-pipeline; other programs are left alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def FAMarkTensorMapParams : Pass<"fa-mark-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Pass TMA tensor maps by value as grid constants";
   let description = [{

@@ -95,6 +95,7 @@ void mlir::fa::buildPlacePipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
     pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
     pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
+    pm.addNestedPass<func::FuncOp>(createFAPingPong());
     return;
   }
   FAPlaceSimtOptions place;

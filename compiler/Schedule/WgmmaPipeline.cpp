@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
+#include "lib/Strategy/WgmmaModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -123,7 +124,11 @@ struct FAWgmmaPipelinePass
       FailureOr<AttentionLoop> match = matchAttentionLoop(loop);
       if (failed(match))
         return signalPassFailure();
-      pipeline(*match);
+      // The resource model decides where the overlap pays (head dim).
+      int64_t headDim = cast<RankedTensorType>(match->output.getType())
+                            .getDimSize(1);
+      if (::fa::wgmma::overlapsSoftmax(headDim))
+        pipeline(*match);
     }
   }
 

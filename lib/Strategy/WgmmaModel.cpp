@@ -28,6 +28,8 @@ int64_t estimateRegisters(const Config &c) {
   return o + s + p + 2 * 3 + kRegisterOverhead;
 }
 
+bool overlapsSoftmax(int64_t headDim) { return headDim <= 128; }
+
 std::string checkSpec(const KernelSpec &spec) {
   auto text = [](int64_t v) { return std::to_string(v); };
   if (spec.dtype == ElementType::f32)

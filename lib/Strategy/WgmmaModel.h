@@ -67,6 +67,12 @@ SharedLayout sharedLayout(const Config &config);
 /// (block-n / 4: 16-bit pairs), row state, and an allowance.
 int64_t estimateRegisters(const Config &config);
 
+/// Whether the K/V loop overlaps the softmax of tile j with P_{j-1} V_{j-1}
+/// (fa-wgmma-pipeline). Measured on the H200 (docs/benchmarks.md): faster
+/// up to head dim 128, slower at 256 (553 vs 609 TFLOP/s at S = 16k), where
+/// the second tile of P and the 128 O registers leave too few registers.
+bool overlapsSoftmax(int64_t headDim);
+
 /// "" when `config` can be compiled for `arch`, else why not, with the
 /// numbers.
 std::string checkFits(const Config &config, const GpuArch &arch);
