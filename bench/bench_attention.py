@@ -112,7 +112,8 @@ def main():
                     rate = lambda ms: ms and tflops(b, h, s, d, causal, ms)  # noqa: E731
                     row = {"dtype": dtype_name, "D": d, "S": s, "B": b, "H": h,
                            "causal": causal,
-                           "fa_mma": rate(fa_ms(q, k, v, causal, args)),
+                           "fa_mma": rate(fa_ms(q, k, v, causal, args,
+                                                "mma")),
                            "sdpa_flash": rate(sdpa(SDPBackend.FLASH_ATTENTION,
                                                    q, k, v, causal)),
                            "sdpa_cudnn": rate(sdpa(SDPBackend.CUDNN_ATTENTION,

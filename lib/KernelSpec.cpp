@@ -83,9 +83,13 @@ bool KernelSpec::needsDefaults() const {
 Strategy KernelSpec::resolvedStrategy() const {
   if (strategy != Strategy::automatic)
     return strategy;
-  // 16-bit inputs go to the tensor cores unless the mma strategy cannot
+  // 16-bit inputs go to the tensor cores: on sm_90a to warpgroup MMA where
+  // its 64-column blocks fit the head dim (faster than mma.sync on every
+  // measured shape, docs/benchmarks.md), else to mma.sync unless it cannot
   // serve the problem (a head dim that is not a multiple of 8, or over 256):
   // the simt strategy computes any head dim.
+  if (wgmma::takesProblem(dtype, headDim, arch))
+    return Strategy::wgmma;
   return mma::takesProblem(dtype, headDim) ? Strategy::mma : Strategy::simt;
 }
 

@@ -14,7 +14,8 @@ enum class ElementType { f32, f16, bf16 };
 /// lecture's kernel; f16/bf16 inputs are widened as read). `mma`: f16/bf16
 /// on tensor cores with mma.sync m16n8k16, ldmatrix and cp.async pipelines
 /// (sm_80+). `wgmma`: f16/bf16 on Hopper's warpgroup MMA (sm_90a only).
-/// `automatic` resolves to simt for f32 and mma for f16/bf16 (simt for
+/// `automatic` resolves to simt for f32; for f16/bf16 to wgmma on sm_90a
+/// when the head dim is a multiple of 64 up to 256, else to mma (simt for
 /// head dims mma does not take).
 enum class Strategy { automatic, simt, mma, wgmma };
 
@@ -39,7 +40,8 @@ struct KernelSpec {
   double effectiveScale() const;
 
   /// The strategy that serves this spec: the explicit one, else simt for
-  /// f32 and mma for f16/bf16 (simt where mma cannot serve the head dim).
+  /// f32 and wgmma (sm_90a) or mma for f16/bf16 (simt where neither can
+  /// serve the head dim).
   Strategy resolvedStrategy() const;
 
   /// "" when the spec is valid, else what is wrong, naming value and limit.

@@ -114,7 +114,7 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
-  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
+  int64_t registerLimit = ::fa::wgmma::consumerRegisters(numWarps);
   if (registers > registerLimit)
     grid.emitWarning() << "wgmma placement block-m=" << shape->blockM
                        << " block-n=" << shape->blockN

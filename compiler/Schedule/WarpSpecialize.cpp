@@ -82,19 +82,6 @@ FailureOr<Value> cloneSlice(OpBuilder &b, Region &region, Value value,
   return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
-/// Registers a producer thread keeps (setmaxnreg.dec): it only computes
-/// coordinates and issues copies.
-constexpr int64_t kProducerRegisters = 24;
-
-/// Registers each consumer thread takes (setmaxnreg.inc): what the
-/// producer warpgroup gave back, shared by `computeThreads`, in the
-/// instruction's steps of 8, at most 240.
-int64_t consumerRegisters(int64_t computeThreads) {
-  int64_t perThread =
-      (::fa::kRegistersPerBlock - 128 * kProducerRegisters) / computeThreads;
-  return std::min<int64_t>(240, perThread / 8 * 8);
-}
-
 /// One tensor the producer copies: its loads in the program (Q: one; K, V:
 /// one per tile the program reads, inside the K/V loop or, after
 /// fa-wgmma-pipeline, also before or after it), its barriers and its
@@ -289,7 +276,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // copy, Q first, then K and V of each tile of the K/V range in order.
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
-      p, loc, p.getI32IntegerAttr(int32_t(kProducerRegisters)),
+      p, loc, p.getI32IntegerAttr(int32_t(model::kProducerRegisters)),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::decrease));
   Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
@@ -385,7 +372,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // right after its last use (for an async matmul: after its fa.async_wait).
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
-      c, loc, c.getI32IntegerAttr(int32_t(consumerRegisters(computeThreads))),
+      c, loc, c.getI32IntegerAttr(
+               int32_t(model::consumerRegisters(computeThreads / 32))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
   Value kvBeginC = ranges[0].getResult(0);

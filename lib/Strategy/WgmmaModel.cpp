@@ -4,12 +4,13 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace fa::wgmma {
 
 /// Registers beyond the fragments (descriptors, addresses, loop state).
-static constexpr int64_t kRegisterOverhead = 40;
+static constexpr int64_t kRegisterOverhead = 24;
 
 SharedLayout sharedLayout(const Config &c) {
   SharedLayout layout;
@@ -23,12 +24,26 @@ SharedLayout sharedLayout(const Config &c) {
   return layout;
 }
 
+int64_t consumerRegisters(int64_t numWarps) {
+  int64_t perThread =
+      (kRegistersPerBlock - 128 * kProducerRegisters) / (32 * numWarps);
+  return std::min<int64_t>(240, perThread / 8 * 8);
+}
+
 int64_t estimateRegisters(const Config &c) {
-  int64_t o = c.headDim / 2, s = c.blockN / 2, p = c.blockN / 4;
-  return o + s + p + 2 * 3 + kRegisterOverhead;
+  int64_t o = c.headDim / 2, s = c.blockN / 2;
+  int64_t previousP = overlapsSoftmax(c.headDim) ? c.blockN / 4 : 0;
+  return o + s + previousP + 2 * 3 + kRegisterOverhead;
 }
 
 bool overlapsSoftmax(int64_t headDim) { return headDim <= 128; }
+
+bool takesProblem(ElementType dtype, int64_t headDim,
+                  const std::string &arch) {
+  return dtype != ElementType::f32 && headDim > 0 &&
+         headDim % kColumnBlock == 0 && headDim <= kMaxHeadDim &&
+         arch == "sm_90a";
+}
 
 std::string checkSpec(const KernelSpec &spec) {
   auto text = [](int64_t v) { return std::to_string(v); };
@@ -96,11 +111,21 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   struct Ranked {
     int64_t bm, bn, warps, stages;
   };
-  // Two warpgroups of 64 query rows each; block-n as wide as the registers
-  // allow (S and P grow with it), two K/V stages.
-  static constexpr Ranked kRanked[] = {
-      {128, 128, 8, 2}, {128, 64, 8, 2}, {128, 128, 8, 1}, {128, 64, 8, 1},
-      {64, 64, 4, 2},   {64, 64, 4, 1}};
+  // Best first, per head dim, as measured on the H200 at S = 4k
+  // (bench/sweep_mma.py --strategy wgmma, docs/benchmarks.md): three
+  // consumer warpgroups at D = 64 (their registers suffice), two with
+  // 128-wide K/V tiles at D = 128, and one K/V stage of 128 rows at D = 256
+  // (635 vs 547 TFLOP/s for two stages of 64).
+  static constexpr Ranked kSmallHeads[] = {
+      {192, 128, 12, 2}, {128, 128, 8, 2}, {128, 64, 8, 2}};
+  static constexpr Ranked kMediumHeads[] = {
+      {128, 128, 8, 2}, {128, 64, 8, 2}, {128, 128, 8, 1}};
+  static constexpr Ranked kLargeHeads[] = {
+      {128, 128, 8, 1}, {128, 64, 8, 2}, {128, 64, 8, 1}};
+  llvm::ArrayRef<Ranked> ranked =
+      request.headDim <= 64    ? llvm::ArrayRef<Ranked>(kSmallHeads)
+      : request.headDim <= 128 ? llvm::ArrayRef<Ranked>(kMediumHeads)
+                               : llvm::ArrayRef<Ranked>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   std::vector<KernelSpec> candidates;
   auto consider = [&](int64_t bm, int64_t bn, int64_t warps, int64_t stages) {
@@ -112,7 +137,7 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
       return;
     Config config{request.headDim, bm, bn, warps, stages, 2};
     if (!arch || !checkFits(config, *arch).empty() ||
-        estimateRegisters(config) > maxRegistersPerThread(warps * 32))
+        estimateRegisters(config) > consumerRegisters(warps))
       return;
     if (llvm::any_of(candidates, [&](const KernelSpec &c) {
           return c.blockM == bm && c.blockN == bn && c.numWarps == warps &&
@@ -126,7 +151,7 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
     spec.stages = stages;
     candidates.push_back(spec);
   };
-  for (const Ranked &r : kRanked)
+  for (const Ranked &r : ranked)
     consider(r.bm, r.bn, r.warps, r.stages);
   for (int64_t stages : {2, 1, 3})
     for (int64_t warps : {8, 4, 12})

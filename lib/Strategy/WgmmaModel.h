@@ -63,8 +63,18 @@ struct SharedLayout {
 
 SharedLayout sharedLayout(const Config &config);
 
-/// 32-bit registers per thread: O (head-dim / 2), S (block-n / 2), P
-/// (block-n / 4: 16-bit pairs), row state, and an allowance.
+/// Registers the producer warpgroup keeps (setmaxnreg.dec): it only
+/// computes coordinates and issues copies.
+constexpr int64_t kProducerRegisters = 24;
+
+/// Registers each consumer thread can take (setmaxnreg.inc) next to the
+/// producer warpgroup: the register file minus the producer's share, split
+/// over the `numWarps` consumer warps, in steps of 8, at most 240.
+int64_t consumerRegisters(int64_t numWarps);
+
+/// 32-bit registers per consumer thread: O (head-dim / 2), S (block-n / 2),
+/// with the softmax overlap also the previous tile's P (block-n / 4:
+/// 16-bit pairs), row state, and an allowance.
 int64_t estimateRegisters(const Config &config);
 
 /// Whether the K/V loop overlaps the softmax of tile j with P_{j-1} V_{j-1}
@@ -76,6 +86,11 @@ bool overlapsSoftmax(int64_t headDim);
 /// "" when `config` can be compiled for `arch`, else why not, with the
 /// numbers.
 std::string checkFits(const Config &config, const GpuArch &arch);
+
+/// Whether the strategy computes this problem on `arch` (16-bit inputs, a
+/// head dim in whole 64-column blocks up to kMaxHeadDim, sm_90a): what
+/// `auto` asks.
+bool takesProblem(ElementType dtype, int64_t headDim, const std::string &arch);
 
 /// "" when the strategy can serve the spec's problem (dtype, head dim,
 /// stages, arch), else what is wrong, naming the value and the limit.

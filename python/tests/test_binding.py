@@ -49,12 +49,16 @@ class PrepareKernelTest(unittest.TestCase):
         self.assertEqual(info["spill_store_bytes"], 0)
 
     def test_strategies(self):
-        # 16-bit inputs default to the tensor-core strategy, f32 to simt.
-        info = fa.prepare_kernel(128, dtype="bfloat16")
+        # 16-bit inputs default to tensor cores (sm_90a, the arch without a
+        # GPU: warpgroup MMA for head dims in 64-column blocks, else
+        # mma.sync), f32 to simt.
+        info = fa.prepare_kernel(72, dtype="bfloat16")
         self.assertEqual(info["strategy"], "mma")
         self.assertTrue(info["name"].endswith("_mma"), info["name"])
         self.assertGreaterEqual(info["stages"], 1)
         self.assertEqual(info["num_threads"], 32 * info["num_warps"])
+        self.assertEqual(fa.prepare_kernel(128, dtype="bfloat16")["strategy"],
+                         "wgmma")
         self.assertEqual(fa.prepare_kernel(64)["strategy"], "simt")
         simt = fa.prepare_kernel(128, dtype="bfloat16", strategy="simt")
         self.assertEqual(simt["strategy"], "simt")
@@ -108,6 +112,9 @@ class BadArgumentsTest(unittest.TestCase):
             fa.prepare_kernel(64, block_m=-5)
         with self.assertRaisesRegex(fa.FaError, r"stages must be in \[1, 4\] "
                                                 r"for the mma strategy"):
+            fa.prepare_kernel(72, dtype="float16", stages=2**40)
+        with self.assertRaisesRegex(fa.FaError, r"stages must be in \[1, 4\] "
+                                                r"for the wgmma strategy"):
             fa.prepare_kernel(64, dtype="float16", stages=2**40)
 
     def test_python_values_are_checked_before_ctypes(self):

@@ -320,7 +320,7 @@ TEST_F(GpuAttention, MatchesFloat64ReferenceIn16Bit) {
       }
 }
 
-/// The tensor-core strategy (the default for f16/bf16) with its default
+/// The mma.sync strategy (the default for f16/bf16 before Hopper) with its default
 /// configs: head dims 16..256 (odd multiples of 8 padded to k16 inside the
 /// kernel), lengths that are and are not multiples of the tiles, up to 16k
 /// keys or queries, Sq != Sk both ways, GQA/MQA, batch, causal and not.
@@ -331,18 +331,20 @@ TEST_F(GpuAttention, MmaMatchesFloat64Reference) {
     headDims = {64, 72, 128};
     lengths = {17, 128};
   }
+  fa::KernelSpec mma = defaults();
+  mma.strategy = fa::Strategy::mma;
   for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
     for (int64_t d : headDims)
       for (bool causal : {false, true}) {
         for (int64_t len : lengths)
-          runCase({d, 1, 2, 2, len, len, causal, type});
-        runCase({d, 2, 4, 4, 17, quick() ? 128 : 1000, causal, type});
-        runCase({d, 1, 2, 2, quick() ? 128 : 1000, 17, causal, type});
-        runCase({d, 2, 8, 2, 128, 128, causal, type});
-        runCase({d, 1, 8, 1, quick() ? 17 : 333, 200, causal, type});
+          runCase({d, 1, 2, 2, len, len, causal, type}, mma);
+        runCase({d, 2, 4, 4, 17, quick() ? 128 : 1000, causal, type}, mma);
+        runCase({d, 1, 2, 2, quick() ? 128 : 1000, 17, causal, type}, mma);
+        runCase({d, 2, 8, 2, 128, 128, causal, type}, mma);
+        runCase({d, 1, 8, 1, quick() ? 17 : 333, 200, causal, type}, mma);
         if (!quick()) {
-          runCase({d, 1, 1, 1, 16, 16384, causal, type});
-          runCase({d, 1, 1, 1, 16384, 48, causal, type});
+          runCase({d, 1, 1, 1, 16, 16384, causal, type}, mma);
+          runCase({d, 1, 1, 1, 16384, 48, causal, type}, mma);
         }
         if (HasFatalFailure() || HasNonfatalFailure())
           return;

@@ -63,7 +63,16 @@ TEST(KernelSpec, AutomaticStrategyByDtypeAndHeadDim) {
   fa::KernelSpec spec;
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
   spec.dtype = fa::ElementType::f16;
+  // sm_90a (the default arch): warpgroup MMA for whole 64-column blocks.
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma);
+  spec.headDim = 72;
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  spec.headDim = 128;
+  spec.arch = "sm_80";
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  spec.arch = "sm_90";
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  spec.arch = "sm_90a";
   spec.headDim = 36; // not a multiple of 8: the tensor-core tiles cannot
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
   spec.headDim = 512; // over mma's 256
@@ -148,6 +157,7 @@ TEST(MmaModel, DefaultsFitAndKeepWhatIsSet) {
       fa::KernelSpec spec;
       spec.headDim = d;
       spec.dtype = fa::ElementType::f16;
+      spec.strategy = fa::Strategy::mma;
       spec.arch = arch;
       spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
       std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
@@ -250,7 +260,7 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
                 "")
           << c.kernelName();
       EXPECT_LE(fa::wgmma::estimateRegisters(config),
-                fa::maxRegistersPerThread(32 * c.numWarps));
+                fa::wgmma::consumerRegisters(c.numWarps));
     }
     spec.blockN = 64;
     spec.stages = 1;
