@@ -58,30 +58,6 @@ namespace {
 /// Polls of one mbarrier try_wait before it suspends the thread again.
 constexpr int64_t kWaitTicks = 10000000;
 
-Value indexAdd(OpBuilder &b, Location loc, Value x, int64_t c) {
-  return c ? arith::AddIOp::create(b, loc, x, indexConst(b, loc, c)).getResult()
-           : x;
-}
-
-/// Clones into `b` the ops that compute `value` inside `region` (the
-/// program), reusing what `mapping` already holds and anything defined
-/// outside the region.
-FailureOr<Value> cloneSlice(OpBuilder &b, Region &region, Value value,
-                            IRMapping &mapping) {
-  if (Value mapped = mapping.lookupOrNull(value))
-    return mapped;
-  Operation *def = value.getDefiningOp();
-  if (!def || !region.isAncestor(def->getParentRegion()))
-    return value; // an argument or a value from outside the program
-  if (def->getNumRegions() != 0)
-    return def->emitOpError("cannot be recomputed by the producer");
-  for (Value operand : def->getOperands())
-    if (failed(cloneSlice(b, region, operand, mapping)))
-      return failure();
-  Operation *clone = b.clone(*def, mapping);
-  return clone->getResult(cast<OpResult>(value).getResultNumber());
-}
-
 /// One tensor the producer copies: its loads in the program (Q: one; K, V:
 /// one per tile the program reads, inside the K/V loop or, after
 /// fa-wgmma-pipeline, also before or after it), its barriers and its
@@ -290,9 +266,9 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                       Value slot, Value barrier) -> LogicalResult {
     LoadTileOp load = tensor.loads.front();
     FailureOr<Value> head =
-        cloneSlice(at, programRegion, load.getHead(), mapping);
+        cloneSliceInto(at, programRegion, load.getHead(), mapping);
     FailureOr<Value> batch =
-        cloneSlice(at, programRegion, load.getBatch(), mapping);
+        cloneSliceInto(at, programRegion, load.getBatch(), mapping);
     if (failed(head) || failed(batch))
       return failure();
     int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
@@ -318,7 +294,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
       Value dst = sharedBufferAt(
           at, loc,
-          indexAdd(at, loc, first, block * rows * model::kSwizzleBytes), box);
+          addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
       // Coordinates innermost first: (column, row, head, batch).
       nvgpu::TmaAsyncLoadOp::create(
           at, loc, dst, barriers, map,
@@ -330,16 +306,16 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   };
   {
     FailureOr<Value> row =
-        cloneSlice(p, programRegion, q.loads.front().getRow(), mapping);
+        cloneSliceInto(p, programRegion, q.loads.front().getRow(), mapping);
     if (failed(row) || failed(copyTile(p, q, *row, indexConst(p, loc, 0),
                                        indexConst(p, loc, 0))))
       return failure();
   }
   // K/V tiles kv_begin .. kv_end - 1.
   FailureOr<Value> kvBegin =
-      cloneSlice(p, programRegion, ranges[0].getResult(0), mapping);
+      cloneSliceInto(p, programRegion, ranges[0].getResult(0), mapping);
   FailureOr<Value> kvEnd =
-      cloneSlice(p, programRegion, ranges[0].getResult(1), mapping);
+      cloneSliceInto(p, programRegion, ranges[0].getResult(1), mapping);
   if (failed(kvBegin) || failed(kvEnd))
     return failure();
   auto fill = scf::ForOp::create(p, loc, *kvBegin, *kvEnd,
@@ -357,11 +333,11 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     for (const LoadedTensor *tensor : {&k, &v}) {
       nvgpu::MBarrierTryWaitParityOp::create(
           at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
-          indexAdd(at, loc, slot, tensor->emptyBarrier));
+          addConst(at, loc, slot, tensor->emptyBarrier));
       Value row = arith::MulIOp::create(
           at, loc, tile, indexConst(at, loc, tensor->type.getDimSize(0)));
       if (failed(copyTile(at, *tensor, row, slot,
-                          indexAdd(at, loc, slot, tensor->fullBarrier))))
+                          addConst(at, loc, slot, tensor->fullBarrier))))
         return failure();
     }
   }
@@ -412,7 +388,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       }
       nvgpu::MBarrierTryWaitParityOp::create(
           at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
-          indexAdd(at, loc, slot, tensor->fullBarrier));
+          addConst(at, loc, slot, tensor->fullBarrier));
       Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
                                   sharedBufferType(tensor->type));
       auto cast =
@@ -424,7 +400,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       OpBuilder after(block, std::next(Block::iterator(last)));
       nvgpu::MBarrierArriveOp::create(
           after, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
-          indexAdd(after, loc, slot, tensor->emptyBarrier));
+          addConst(after, loc, slot, tensor->emptyBarrier));
     }
 
   grid->setAttr(FADialect::getLaunchAttrName(),

@@ -25,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Passes.h"
 #include "lib/Strategy/WgmmaModel.h"
 
@@ -45,18 +46,10 @@ using namespace mlir::fa;
 
 namespace {
 
-/// Clones into `b` the ops of `body` that compute `value`, with `mapping`
-/// (which also memoizes what it cloned).
+/// The clone of `value`'s slice in the loop body (matchAttentionLoop made
+/// sure the body has no nested regions, so this cannot fail).
 Value cloneSlice(OpBuilder &b, Block &body, Value value, IRMapping &mapping) {
-  if (Value mapped = mapping.lookupOrNull(value))
-    return mapped;
-  Operation *def = value.getDefiningOp();
-  if (!def || def->getBlock() != &body)
-    return value; // loop-invariant
-  for (Value operand : def->getOperands())
-    cloneSlice(b, body, operand, mapping);
-  Operation *clone = b.clone(*def, mapping);
-  return clone->getResult(cast<OpResult>(value).getResultNumber());
+  return *cloneSliceInto(b, *body.getParent(), value, mapping);
 }
 
 /// The attention loop's ops that the pipelining moves around.

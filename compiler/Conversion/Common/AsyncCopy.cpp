@@ -14,16 +14,6 @@ using namespace mlir::fa;
 
 namespace {
 
-Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  if (c == 0)
-    return v;
-  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
-Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
 
 /// Copies rows [row, row + R) of source[batch, head] into `buffer` ([R,
 /// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
@@ -89,22 +79,11 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
 }
 
 /// `value` (computed in the loop body from the induction variable) at
-/// another iteration: the ops of its slice inside the loop are cloned with
-/// `mapping`, which maps the induction variable to that iteration.
+/// another iteration: its slice inside the loop cloned with `mapping`,
+/// which maps the induction variable to that iteration.
 FailureOr<Value> valueAtIteration(OpBuilder &b, scf::ForOp loop, Value value,
                                   IRMapping &mapping) {
-  if (Value mapped = mapping.lookupOrNull(value))
-    return mapped;
-  Operation *def = value.getDefiningOp();
-  if (!def || !loop->isProperAncestor(def))
-    return value; // loop-invariant
-  if (def->getNumRegions() != 0)
-    return def->emitOpError("cannot be recomputed for a later iteration");
-  for (Value operand : def->getOperands())
-    if (failed(valueAtIteration(b, loop, operand, mapping)))
-      return failure();
-  Operation *clone = b.clone(*def, mapping);
-  return clone->getResult(cast<OpResult>(value).getResultNumber());
+  return cloneSliceInto(b, loop.getRegion(), value, mapping);
 }
 
 /// Replaces the tile value of `load` by the shared buffer `buffer`; the

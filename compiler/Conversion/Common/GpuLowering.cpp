@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
@@ -56,6 +57,32 @@ Value mlir::fa::pack(OpBuilder &b, Location loc, Type type,
                      ValueRange elements) {
   return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
                                         elements);
+}
+
+Value mlir::fa::addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  if (c == 0)
+    return v;
+  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+Value mlir::fa::mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+FailureOr<Value> mlir::fa::cloneSliceInto(OpBuilder &b, Region &region,
+                                          Value value, IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  if (!def || !region.isAncestor(def->getParentRegion()))
+    return value; // an argument, or defined outside the region
+  if (def->getNumRegions() != 0)
+    return def->emitOpError("cannot be recomputed elsewhere (it has regions)");
+  for (Value operand : def->getOperands())
+    if (failed(cloneSliceInto(b, region, operand, mapping)))
+      return failure();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
 Value mlir::fa::f32Const(OpBuilder &b, Location loc, double value) {

@@ -18,6 +18,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir {
+class IRMapping;
 class TypeConverter;
 } // namespace mlir
 
@@ -69,6 +70,17 @@ OnlineSoftmaxRow buildOnlineSoftmaxRow(
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce);
 Value indexConst(OpBuilder &b, Location loc, int64_t value);
+/// v + c (v itself for c = 0) and v * c on indices.
+Value addConst(OpBuilder &b, Location loc, Value v, int64_t c);
+Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c);
+
+/// Clones into `b` the ops inside `region` that compute `value` (its
+/// backward slice), through `mapping`: mapped values and values defined
+/// outside `region` are used as they are, and every clone is recorded in
+/// `mapping` (so a slice is cloned once per mapping). Fails, with a
+/// diagnostic, on an op with regions.
+FailureOr<Value> cloneSliceInto(OpBuilder &b, Region &region, Value value,
+                                IRMapping &mapping);
 
 /// Runs the query tiles (block x) last to first: with the causal mask the
 /// last tiles see the most keys, and starting the longest programs first

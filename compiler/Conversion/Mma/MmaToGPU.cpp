@@ -76,16 +76,6 @@ struct Lane {
   Value matrixRow, secondMatrix, upperMatrices;
 };
 
-Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  if (c == 0)
-    return v;
-  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
-Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
 /// Where a warp's fragments of a [R, C] tile placed over `warps` warps lie.
 struct FragmentTile {
   FragmentTile(OpBuilder &b, Location loc, const Lane &lane,

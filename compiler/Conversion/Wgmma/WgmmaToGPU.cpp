@@ -52,12 +52,6 @@ namespace model = ::fa::wgmma;
 
 namespace {
 
-Value addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  if (c == 0)
-    return v;
-  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
 Value i64Const(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
 }
