@@ -106,3 +106,54 @@ func.func private @mma_cols(tensor<64x36xf32, #fa.mma<warps = 4>>)
 
 // expected-error @+1 {{#fa.mma_operand holds f16 or bf16, got 'f32'}}
 func.func private @operand_type(tensor<64x64xf32, #fa.mma_operand<warps = 4>>)
+
+// -----
+
+// A warp-specialized launch keeps at least one warp that computes.
+func.func @launch_producer_warps(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  // expected-error @+1 {{producer_warps must be in [0, threads / 32), got 4}}
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 0, stages = 2, registers = 0, producer_warps = 4>}
+  return
+}
+
+// -----
+
+// The 128-byte swizzle holds 16-bit elements ...
+// expected-error @+1 {{#fa.swizzled_shared holds f16 or bf16, got 'f32'}}
+func.func @swizzled_f32(%x: tensor<64x64xf32, #fa.swizzled_shared<bytes = 128>>) {
+  return
+}
+
+// -----
+
+// ... in whole 128-byte rows (64 elements) ...
+// expected-error @+1 {{#fa.swizzled_shared needs columns in multiples of 64 (128-byte rows), got 72}}
+func.func @swizzled_columns(%x: tensor<64x72xf16, #fa.swizzled_shared<bytes = 128>>) {
+  return
+}
+
+// -----
+
+// ... and whole 8-row swizzle atoms.
+// expected-error @+1 {{#fa.swizzled_shared needs rows in multiples of 8 (1024-byte swizzle atoms), got 12}}
+func.func @swizzled_rows(%x: tensor<12x64xbf16, #fa.swizzled_shared<bytes = 128>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the swizzle width must be 128 bytes, got 64}}
+func.func @swizzled_width(%x: tensor<64x64xf16, #fa.swizzled_shared<bytes = 64>>) {
+  return
+}
+
+// -----
+
+// The tensor maps a kernel takes name Q, K or V with a positive box.
+func.func @tensor_maps(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' must be an array of {arg, tensor = "q" | "k" | "v", box_rows, box_cols} with positive sizes}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "o", box_rows = 64 : i64, box_cols = 64 : i64}]}
+  return
+}
