@@ -473,10 +473,16 @@ std::string shapeString(const TensorArg &t, int rank) {
   return s + "]";
 }
 
+/// The tensor's element count, saturated at INT64_MAX (sizes that multiply
+/// past 64 bits are legal for broadcast inputs with zero strides).
 int64_t numElements(const TensorArg &t, int rank) {
   int64_t n = 1;
-  for (int d = 0; d < rank; ++d)
-    n *= t.sizes[d];
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] == 0)
+      return 0;
+    if (__builtin_mul_overflow(n, t.sizes[d], &n))
+      n = std::numeric_limits<int64_t>::max();
+  }
   return n;
 }
 
@@ -518,17 +524,38 @@ std::string checkLayout(const char *name, const TensorArg &t, int rank,
 /// multiples of the kernel's access width of `elements` elements.
 std::string checkAccessWidth(const char *name, const TensorArg &t,
                              int64_t elements, size_t elementBytes,
-                             const char *why) {
+                             const char *strategy, const char *why) {
   size_t bytes = size_t(elements) * elementBytes;
   if (t.data && reinterpret_cast<uintptr_t>(t.data) % bytes != 0)
     return std::string(name) + " must be " + std::to_string(bytes) +
-           "-byte aligned for the mma strategy (" + why + ")";
+           "-byte aligned for the " + strategy + " strategy (" + why + ")";
   for (int d = 0; d < 3; ++d)
     if (t.sizes[d] > 1 && t.strides[d] % elements != 0)
       return std::string(name) + " stride " + std::to_string(t.strides[d]) +
              " in dimension " + std::to_string(d) +
              " must be a multiple of " + std::to_string(elements) +
-             " elements for the mma strategy (" + why + ")";
+             " elements for the " + strategy + " strategy (" + why + ")";
+  return "";
+}
+
+/// The TMA engine (the wgmma strategy's loads) addresses dims below 2^32
+/// elements and byte strides below 2^40.
+std::string checkTensorMapLimits(const char *name, const TensorArg &t,
+                                 size_t elementBytes) {
+  constexpr int64_t kMaxDim = int64_t(1) << 32, kMaxStride = int64_t(1) << 40;
+  for (int d = 0; d < 4; ++d) {
+    if (t.sizes[d] > kMaxDim)
+      return std::string(name) + " size " + std::to_string(t.sizes[d]) +
+             " in dimension " + std::to_string(d) +
+             " exceeds the TMA limit of 2^32 elements (wgmma strategy)";
+    int64_t bytes;
+    if (t.sizes[d] > 1 &&
+        (__builtin_mul_overflow(t.strides[d], int64_t(elementBytes), &bytes) ||
+         bytes >= kMaxStride))
+      return std::string(name) + " stride " + std::to_string(t.strides[d]) +
+             " in dimension " + std::to_string(d) +
+             " exceeds the TMA limit of 2^40 bytes (wgmma strategy)";
+  }
   return "";
 }
 
@@ -636,22 +663,29 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " in memory (outputs must not alias the inputs)");
   if (overlap(outputs[0], outputs[1]))
     return invalid("o overlaps lse in memory");
-  // mma and wgmma copy Q/K/V rows in 16-byte chunks and store O in pairs.
-  if (spec.resolvedStrategy() == Strategy::mma ||
-      spec.resolvedStrategy() == Strategy::wgmma) {
+  // mma and wgmma copy Q/K/V rows in 16-byte chunks (cp.async, TMA) and
+  // store O in pairs; TMA has its own size and stride limits.
+  Strategy strategy = spec.resolvedStrategy();
+  if (strategy == Strategy::mma || strategy == Strategy::wgmma) {
     static_assert(wgmma::kInputAccessElements == mma::kInputAccessElements &&
                   wgmma::kOutputAccessElements == mma::kOutputAccessElements);
+    const char *strategyName = toString(strategy);
     for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                            {"k", &k},
-                           {"v", &v}})
-      if (std::string error =
-              checkAccessWidth(name, *t, mma::kInputAccessElements,
-                               elementBytes, "rows are copied in 16-byte chunks");
+                           {"v", &v}}) {
+      if (std::string error = checkAccessWidth(
+              name, *t, mma::kInputAccessElements, elementBytes, strategyName,
+              "rows are copied in 16-byte chunks");
           !error.empty())
         return invalid(error);
+      if (strategy == Strategy::wgmma)
+        if (std::string error = checkTensorMapLimits(name, *t, elementBytes);
+            !error.empty())
+          return invalid(error);
+    }
     if (std::string error =
             checkAccessWidth("o", o, mma::kOutputAccessElements, elementBytes,
-                             "O is stored in pairs of elements");
+                             strategyName, "O is stored in pairs of elements");
         !error.empty())
       return invalid(error);
   }

@@ -592,7 +592,7 @@ TEST(KernelCache, UnwritableCacheKeepsTheKernelInMemory) {
 
 /// Valid contiguous arguments for B=2, Hq=8, Hkv=2, Sq=100, Sk=70, D=32 on
 /// fake (never dereferenced), aligned, disjoint addresses.
-fa::AttentionArgs validArgs() {
+fa::AttentionArgs validArgs(int64_t headDim = 32) {
   fa::AttentionArgs a;
   int next = 0;
   auto tensor = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
@@ -604,10 +604,10 @@ fa::AttentionArgs validArgs() {
     std::copy(strides, strides + 4, t.strides);
     return t;
   };
-  a.q = tensor(2, 8, 100, 32);
-  a.k = tensor(2, 2, 70, 32);
-  a.v = tensor(2, 2, 70, 32);
-  a.o = tensor(2, 8, 100, 32);
+  a.q = tensor(2, 8, 100, headDim);
+  a.k = tensor(2, 2, 70, headDim);
+  a.v = tensor(2, 2, 70, headDim);
+  a.o = tensor(2, 8, 100, headDim);
   a.lse = tensor(2, 8, 100, 1);
   a.lse.strides[0] = 800;
   a.lse.strides[1] = 100;
@@ -704,6 +704,24 @@ TEST(ArgumentChecks, MmaNeedsItsAccessWidth) {
   EXPECT_EQ(message([](fa::AttentionArgs &a) { a.o.data = bytes + 2; }),
             "o must be 4-byte aligned for the mma strategy (O is stored in "
             "pairs of elements)");
+  // The wgmma strategy names itself, and TMA's limits apply to its inputs.
+  fa::KernelSpec wgmma = spec;
+  wgmma.strategy = fa::Strategy::wgmma;
+  wgmma.headDim = 64;
+  auto wgmmaMessage = [&](void (*mutate)(fa::AttentionArgs &)) {
+    fa::AttentionArgs args = validArgs(64);
+    mutate(args);
+    return fa::checkAttentionArgs(wgmma, args).message;
+  };
+  EXPECT_EQ(wgmmaMessage([](fa::AttentionArgs &) {}), "");
+  EXPECT_EQ(wgmmaMessage([](fa::AttentionArgs &a) { a.v.strides[2] = 68; }),
+            "v stride 68 in dimension 2 must be a multiple of 8 elements for "
+            "the wgmma strategy (rows are copied in 16-byte chunks)");
+  EXPECT_EQ(wgmmaMessage([](fa::AttentionArgs &a) {
+              a.q.strides[0] = int64_t(1) << 40; // 2^41 bytes
+            }),
+            "q stride 1099511627776 in dimension 0 exceeds the TMA limit of "
+            "2^40 bytes (wgmma strategy)");
   // The simt strategy reads element by element: the same offsets are fine.
   spec.strategy = fa::Strategy::simt;
   spec.stages = 1;
