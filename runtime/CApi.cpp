@@ -153,6 +153,7 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->block_n = kernel.spec.blockN;
     info->num_warps = kernel.spec.numWarps;
     info->stages = kernel.spec.stages;
+    copyName(info->assembler, sizeof(info->assembler), kernel.assembler);
   }
   return toStatus(r);
 }

@@ -46,7 +46,11 @@ namespace fa {
   X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime_v2)                                                     \
   X(cuEventDestroy_v2)                                                         \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled)                                                    \
+  X(cuLinkCreate_v2)                                                           \
+  X(cuLinkAddData_v2)                                                          \
+  X(cuLinkComplete)                                                            \
+  X(cuLinkDestroy)
 
 class CudaDriver {
 public:

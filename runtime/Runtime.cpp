@@ -6,6 +6,7 @@
 #include "runtime/DiskCache.h"
 
 #include "compiler/KernelCompiler.h"
+#include "lib/Assembler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
 
@@ -66,6 +67,7 @@ std::string toMetadata(const KernelInfo &info) {
       {"stack_frame_bytes", info.ptxas.stackFrameBytes},
       {"spill_store_bytes", info.ptxas.spillStoreBytes},
       {"spill_load_bytes", info.ptxas.spillLoadBytes},
+      {"assembler", info.assembler},
       {"launch_plan", info.plan.toJson()},
   };
   std::string text;
@@ -111,6 +113,8 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
   integer("stack_frame_bytes", info.ptxas.stackFrameBytes);
   integer("spill_store_bytes", info.ptxas.spillStoreBytes);
   integer("spill_load_bytes", info.ptxas.spillLoadBytes);
+  if (std::optional<llvm::StringRef> assembler = object->getString("assembler"))
+    info.assembler = assembler->str();
   return info.numThreads > 0;
 }
 
@@ -119,7 +123,10 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
 struct Runtime::Impl {
   RuntimeOptions options;
   DiskCache disk{""};
-  std::string ptxasVersion; // "" until first needed
+  /// The PTX assembler and its version ("ptxas 13.0.88", "driver 13000"),
+  /// part of every cache key; "" until first needed.
+  Assembler assembler = Assembler::ptxas;
+  std::string assemblerId;
   std::string arch = "sm_90a";
   const CudaDriver *driver = nullptr; // null without a usable driver/device
   std::string driverError;
@@ -135,6 +142,9 @@ struct Runtime::Impl {
   std::map<std::string, KernelSpec> defaultChoice;
 
   Result prepareLocked(const KernelSpec &spec, KernelEntry *&entry);
+  Result chooseAssemblerLocked();
+  Result assembleWithDriver(const std::string &ptx, std::vector<char> &cubin,
+                            std::string &log);
   Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry);
   Result loadLocked(KernelEntry &entry);
   Result cudaCheck(CUresult result, const char *what) const {
@@ -255,14 +265,10 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
                                     KernelEntry *&entry) {
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);
-  if (ptxasVersion.empty()) {
-    auto version = fa::ptxasVersion();
-    if (!version)
-      return Result::error(Status::compileError,
-                           llvm::toString(version.takeError()));
-    ptxasVersion = *version;
-  }
-  std::string key = cacheKey(spec, compilerVersion(), ptxasVersion);
+  if (assemblerId.empty())
+    if (Result r = chooseAssemblerLocked(); !r)
+      return r;
+  std::string key = cacheKey(spec, compilerVersion(), assemblerId);
   if (auto it = kernels.find(key); it != kernels.end()) {
     entry = &it->second;
     entry->info.source = KernelSource::memoryCache;
@@ -313,11 +319,21 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     }
   }
   if (!found) {
-    auto compiled = mlir::fa::compileKernel(spec, /*assemble=*/true);
+    auto compiled = mlir::fa::compileKernel(
+        spec, /*assemble=*/assembler == Assembler::ptxas);
     if (!compiled)
       return Result::error(Status::compileError,
                            spec.kernelName() + ": " +
                                llvm::toString(compiled.takeError()));
+    if (assembler == Assembler::driver) {
+      std::string log;
+      if (Result r = assembleWithDriver(compiled->ptx, compiled->cubin, log);
+          !r)
+        return Result::error(Status::compileError,
+                             spec.kernelName() + ": " + r.message);
+      compiled->resources = parsePtxasReport(log);
+    }
+    fresh.info.assembler = assemblerId;
     fresh.info.name = compiled->name;
     fresh.info.numThreads = compiled->numThreads;
     fresh.info.sharedMemoryBytes = compiled->sharedMemoryBytes;
@@ -334,6 +350,86 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
   }
   fresh.info.compileSeconds = secondsSince(start);
   entry = &kernels.emplace(key, std::move(fresh)).first->second;
+  return {};
+}
+
+Result Runtime::Impl::chooseAssemblerLocked() {
+  AssemblerAvailability have;
+  llvm::Expected<std::string> ptxas = findPtxas();
+  have.ptxas = bool(ptxas);
+  if (!ptxas)
+    have.ptxasWhyNot = llvm::toString(ptxas.takeError());
+  have.driver = driver != nullptr;
+  have.driverWhyNot = driverError;
+  llvm::Expected<Assembler> chosen =
+      chooseAssembler(std::getenv("FA_ASSEMBLER"), have);
+  if (!chosen)
+    return Result::error(Status::compileError,
+                         llvm::toString(chosen.takeError()));
+  assembler = *chosen;
+  if (assembler == Assembler::ptxas) {
+    llvm::Expected<std::string> version = fa::ptxasVersion();
+    if (!version)
+      return Result::error(Status::compileError,
+                           llvm::toString(version.takeError()));
+    assemblerId = "ptxas " + *version;
+  } else {
+    int version = 0;
+    if (Result r = cudaCheck(driver->cuDriverGetVersion(&version),
+                             "cuDriverGetVersion");
+        !r)
+      return r;
+    assemblerId = "driver " + std::to_string(version);
+  }
+  return {};
+}
+
+/// PTX -> cubin by the driver's JIT (the same optimizing assembler as
+/// ptxas, built into libcuda), for the context's device, with the verbose
+/// log that reports registers, spills and stack like `ptxas -v`.
+Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
+                                         std::vector<char> &cubin,
+                                         std::string &log) {
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  std::vector<char> info(1 << 16, 0), errors(1 << 16, 0);
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER,
+                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_LOG_VERBOSE, CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {info.data(),
+                    reinterpret_cast<void *>(uintptr_t(info.size())),
+                    errors.data(),
+                    reinterpret_cast<void *>(uintptr_t(errors.size())),
+                    reinterpret_cast<void *>(uintptr_t(1)),
+                    reinterpret_cast<void *>(uintptr_t(4))};
+  CUlinkState state = nullptr;
+  if (Result r = cudaCheck(driver->cuLinkCreate_v2(6, options, values, &state),
+                           "cuLinkCreate");
+      !r)
+    return r;
+  auto fail = [&](CUresult result, const char *what) {
+    Result r = cudaCheck(result, what);
+    r.message += std::string(": ") + errors.data();
+    driver->cuLinkDestroy(state);
+    return r;
+  };
+  CUresult added = driver->cuLinkAddData_v2(
+      state, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
+      ptx.size() + 1, "fa.ptx", 0, nullptr, nullptr);
+  if (added != CUDA_SUCCESS)
+    return fail(added, "cuLinkAddData (the driver's PTX JIT)");
+  void *image = nullptr;
+  size_t size = 0;
+  CUresult completed = driver->cuLinkComplete(state, &image, &size);
+  if (completed != CUDA_SUCCESS)
+    return fail(completed, "cuLinkComplete (the driver's PTX JIT)");
+  cubin.assign(static_cast<const char *>(image),
+               static_cast<const char *>(image) + size);
+  log = info.data();
+  driver->cuLinkDestroy(state);
   return {};
 }
 

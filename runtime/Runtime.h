@@ -72,7 +72,8 @@ struct KernelInfo {
   int64_t numThreads = 0;
   int64_t sharedMemoryBytes = 0; // dynamic, per block
   LaunchPlan plan;               // the compiler's: grid, block, parameters
-  KernelResources ptxas;         // ptxas -v at compile time
+  KernelResources ptxas;         // the assembler's report at compile time
+  std::string assembler; // what made the cubin: "ptxas 13.0.88", "driver 13000"
   int registers = -1;            // from the driver once loaded
   int localBytes = -1;           // local memory per thread (spills), loaded
   KernelSource source = KernelSource::compiled;

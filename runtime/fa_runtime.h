@@ -69,6 +69,7 @@ typedef struct fa_kernel_info {
   int64_t block_n;
   int64_t num_warps;
   int64_t stages;
+  char assembler[64];        /* what made the cubin: "ptxas 13.0.88", "driver 13000" */
 } fa_kernel_info;
 
 typedef struct fa_runtime fa_runtime;

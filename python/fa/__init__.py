@@ -55,7 +55,7 @@ class _Info(ctypes.Structure):
                 ("source", ctypes.c_int32), ("compile_seconds", ctypes.c_double),
                 ("strategy", ctypes.c_int32), ("block_m", ctypes.c_int64),
                 ("block_n", ctypes.c_int64), ("num_warps", ctypes.c_int64),
-                ("stages", ctypes.c_int64)]
+                ("stages", ctypes.c_int64), ("assembler", ctypes.c_char * 64)]
 
 # fa_strategy codes of the C ABI.
 _STRATEGIES = {"auto": 0, "simt": 1, "mma": 2, "wgmma": 3}
@@ -182,7 +182,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "compile_seconds": info.compile_seconds,
             "strategy": {1: "simt", 2: "mma", 3: "wgmma"}[info.strategy],
             "block_m": info.block_m, "block_n": info.block_n,
-            "num_warps": info.num_warps, "stages": info.stages}
+            "num_warps": info.num_warps, "stages": info.stages,
+            "assembler": info.assembler.decode()}
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,

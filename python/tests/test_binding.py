@@ -42,6 +42,12 @@ class PrepareKernelTest(unittest.TestCase):
         self.assertEqual(again["source"], "memory")
         self.assertEqual(again["key"], first["key"])
 
+    def test_assembler_is_reported(self):
+        # Without FA_ASSEMBLER, ptxas where the toolkit is (as on CI).
+        info = fa.prepare_kernel(64, dtype="float16", strategy="mma")
+        self.assertTrue(info["assembler"].startswith(("ptxas ", "driver ")),
+                        info["assembler"])
+
     def test_default_tiles(self):
         info = fa.prepare_kernel(128, dtype="float16")
         self.assertTrue(info["name"].startswith("fa_fwd_d128_f16_full_"),

@@ -470,12 +470,16 @@ TEST_F(GpuAttention, JitAndCacheTimes) {
   fa::KernelInfo disk;
   ASSERT_TRUE(bool(second->load(spec, &disk)));
   ASSERT_EQ(disk.source, fa::KernelSource::diskCache);
-  std::printf("  %s: cold JIT %.1f ms (compile + ptxas) + load %.2f ms; disk "
+  std::printf("  %s: cold JIT %.1f ms (compile + %s) + load %.2f ms; disk "
               "cache read %.2f ms + load %.2f ms; registers %d, local %d B\n",
               cold.name.c_str(), cold.compileSeconds * 1e3,
+              cold.assembler.c_str(),
               cold.loadSeconds * 1e3, disk.compileSeconds * 1e3,
               disk.loadSeconds * 1e3, disk.registers, disk.localBytes);
   EXPECT_EQ(disk.registers, cold.registers);
+  EXPECT_EQ(disk.assembler, cold.assembler);
+  // The assembler's report reached the kernel info on either path.
+  EXPECT_GT(cold.ptxas.registers, 0) << cold.assembler;
 }
 
 } // namespace

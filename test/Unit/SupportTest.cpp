@@ -2,6 +2,7 @@
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
 #include "lib/KernelSpec.h"
+#include "lib/Assembler.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/WgmmaModel.h"
 
@@ -269,6 +270,42 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
     EXPECT_EQ(withN.stages, 1);
     EXPECT_EQ(withN.blockM, 16 * withN.numWarps);
   }
+}
+
+/// ptxas where the toolkit is installed, else the driver's JIT; FA_ASSEMBLER
+/// forces one; what is missing is named.
+TEST(Assembler, SelectionOrderAndErrors) {
+  auto choose = [](const char *forced, bool ptxas, bool driver) {
+    fa::AssemblerAvailability have;
+    have.ptxas = ptxas;
+    have.ptxasWhyNot = ptxas ? "" : "ptxas not found in PATH, $CUDA_ROOT/bin";
+    have.driver = driver;
+    have.driverWhyNot = driver ? "" : "libcuda.so.1 not found";
+    llvm::Expected<fa::Assembler> chosen = fa::chooseAssembler(forced, have);
+    if (!chosen)
+      return "error: " + llvm::toString(chosen.takeError());
+    return std::string(fa::toString(*chosen));
+  };
+  EXPECT_EQ(choose(nullptr, true, true), "ptxas");
+  EXPECT_EQ(choose("", true, false), "ptxas");
+  EXPECT_EQ(choose(nullptr, false, true), "driver");
+  EXPECT_EQ(choose(nullptr, false, false),
+            "error: no PTX assembler: ptxas not found in PATH, $CUDA_ROOT/bin; "
+            "and the CUDA driver's JIT is not usable: libcuda.so.1 not found");
+  EXPECT_EQ(choose("driver", true, true), "driver");
+  EXPECT_EQ(choose("ptxas", false, true),
+            "error: FA_ASSEMBLER=ptxas, but ptxas not found in PATH, "
+            "$CUDA_ROOT/bin");
+  EXPECT_EQ(choose("driver", true, false),
+            "error: FA_ASSEMBLER=driver, but the CUDA driver is not usable: "
+            "libcuda.so.1 not found");
+  EXPECT_EQ(choose("nvcc", true, true),
+            "error: FA_ASSEMBLER must be ptxas or driver, got 'nvcc'");
+  // The assembler is part of the cache key: a cubin from one is never taken
+  // for the other's.
+  fa::KernelSpec spec;
+  EXPECT_NE(fa::cacheKey(spec, "v", "ptxas 13.0.88"),
+            fa::cacheKey(spec, "v", "driver 13000"));
 }
 
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {

@@ -1,0 +1,39 @@
+//===- Assembler.h - Which tool turns PTX into a cubin ----------*- C++ -*-===//
+//
+// The runtime assembles the compiler's PTX with ptxas where a CUDA toolkit
+// is installed, and otherwise with the CUDA driver's own JIT (cuLink*),
+// which every machine that runs kernels has: a PyTorch wheel brings the
+// driver but no ptxas. FA_ASSEMBLER=ptxas|driver forces one.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_LIB_ASSEMBLER_H
+#define FA_LIB_ASSEMBLER_H
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace fa {
+
+enum class Assembler { ptxas, driver };
+
+const char *toString(Assembler assembler);
+
+/// What the machine offers: whether ptxas was found (else why not) and
+/// whether the CUDA driver is usable (else why not).
+struct AssemblerAvailability {
+  bool ptxas = false;
+  std::string ptxasWhyNot;
+  bool driver = false;
+  std::string driverWhyNot;
+};
+
+/// The assembler to use: `forced` ("ptxas", "driver", or null/empty for
+/// the default: ptxas when found, else the driver's JIT). An error names
+/// what was asked for or looked for and why it is missing.
+llvm::Expected<Assembler> chooseAssembler(const char *forced,
+                                          const AssemblerAvailability &have);
+
+} // namespace fa
+
+#endif // FA_LIB_ASSEMBLER_H

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the GPU machine: the GPU suite (quick) and the Python tests as on a
+# machine with the NVIDIA driver and no CUDA toolkit: no CUDA in PATH,
+# CUDA_HOME/CUDA_PATH/CUDA_ROOT unset, and /usr/local/cuda hidden behind an
+# empty folder in a private mount namespace (when unshare is allowed; else
+# FA_ASSEMBLER=driver forces the driver's JIT). Run after gpu-run.sh has
+# unpacked the binaries to /tmp/fa-bin.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/fa-gpu-out}
+cat > /tmp/fa-driver-only.sh <<'INNER'
+set -uo pipefail
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+unset CUDA_HOME CUDA_PATH CUDA_ROOT
+export FA_RUNTIME_LIB=/tmp/fa-bin/libfa_runtime.so FA_CACHE_DIR=/tmp/fa-cache-driver
+rm -rf "$FA_CACHE_DIR"
+echo "ptxas visible: $(command -v ptxas || echo no) $(ls /usr/local/cuda/bin/ptxas 2>/dev/null || echo no)"
+FA_GPU_TEST_QUICK=1 /tmp/fa-bin/fa-gpu-tests > "$OUT/driver-only-gpu.log" 2>&1
+echo "gpu-tests rc=$?"; grep -E "cold JIT|PASSED|FAILED" "$OUT/driver-only-gpu.log"
+python3 python/tests/test_attention.py > "$OUT/driver-only-python.log" 2>&1
+echo "python rc=$?"; tail -3 "$OUT/driver-only-python.log"
+INNER
+mkdir -p /tmp/empty-cuda
+if unshare -m true 2>/dev/null; then
+  OUT=$OUT unshare -m bash -c "mount --bind /tmp/empty-cuda /usr/local/cuda && bash /tmp/fa-driver-only.sh"
+else
+  echo "no mount namespace: forcing FA_ASSEMBLER=driver"
+  OUT=$OUT FA_ASSEMBLER=driver bash /tmp/fa-driver-only.sh
+fi
