@@ -4,10 +4,14 @@
 # CUDA_HOME/CUDA_PATH/CUDA_ROOT unset, and /usr/local/cuda hidden behind an
 # empty folder in a private mount namespace (when unshare is allowed; else
 # FA_ASSEMBLER=driver forces the driver's JIT). Run after gpu-run.sh has
-# unpacked the binaries to /tmp/fa-bin.
+# unpacked the binaries to /tmp/fa-bin. Steps: gpu,python (default both).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa-gpu-out}
+# The interpreter that has torch, found before PATH loses the toolkit.
+export FA_PYTHON=${FA_PYTHON:-$(command -v python3)}
+STEPS=${1:-gpu,python}
+export STEPS
 cat > /tmp/fa-driver-only.sh <<'INNER'
 set -uo pipefail
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -15,10 +19,15 @@ unset CUDA_HOME CUDA_PATH CUDA_ROOT
 export FA_RUNTIME_LIB=/tmp/fa-bin/libfa_runtime.so FA_CACHE_DIR=/tmp/fa-cache-driver
 rm -rf "$FA_CACHE_DIR"
 echo "ptxas visible: $(command -v ptxas || echo no) $(ls /usr/local/cuda/bin/ptxas 2>/dev/null || echo no)"
-FA_GPU_TEST_QUICK=1 /tmp/fa-bin/fa-gpu-tests > "$OUT/driver-only-gpu.log" 2>&1
-echo "gpu-tests rc=$?"; grep -E "cold JIT|PASSED|FAILED" "$OUT/driver-only-gpu.log"
-python3 python/tests/test_attention.py > "$OUT/driver-only-python.log" 2>&1
-echo "python rc=$?"; tail -3 "$OUT/driver-only-python.log"
+if [[ $STEPS == *gpu* ]]; then
+  FA_GPU_TEST_QUICK=1 /tmp/fa-bin/fa-gpu-tests > "$OUT/driver-only-gpu.log" 2>&1
+  echo "gpu-tests rc=$?"; grep -E "cold JIT|PASSED|FAILED" "$OUT/driver-only-gpu.log"
+fi
+if [[ $STEPS == *python* ]]; then
+  PYTHONPATH=python "$FA_PYTHON" -c "import fa; print('python assembler:', fa.prepare_kernel(128, dtype='float16')['assembler'])"
+  "$FA_PYTHON" python/tests/test_attention.py > "$OUT/driver-only-python.log" 2>&1
+  echo "python rc=$?"; tail -3 "$OUT/driver-only-python.log"
+fi
 INNER
 mkdir -p /tmp/empty-cuda
 if unshare -m true 2>/dev/null; then

@@ -316,6 +316,12 @@ int main(int argc, char **argv) {
             << k.spillStoreBytes << " bytes stored, " << k.spillLoadBytes
             << " bytes loaded): reduce block-m or raise num-warps\n";
     }
+    // fa-compile assembles with ptxas (the runtime can also use the
+    // driver's JIT); the report names it.
+    if (llvm::Expected<std::string> version = ::fa::ptxasVersion())
+      os << "assembler: ptxas " << *version << "\n";
+    else
+      llvm::consumeError(version.takeError());
   }
   return 0;
 }
