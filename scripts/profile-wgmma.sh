@@ -20,4 +20,6 @@ ncu --clock-control none --kernel-name regex:fa_fwd --launch-skip 2 \
   --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
   --section WarpStateStats --section Occupancy \
   python3 /tmp/fa-profile-wgmma.py > "$OUT/ncu-wgmma.txt" 2>&1
+rc=$?
 grep -vE "^==PROF==|^\s*$|----" "$OUT/ncu-wgmma.txt" | head -90
+exit $rc
