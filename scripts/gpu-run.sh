@@ -3,7 +3,8 @@
 # stripped, xz-compressed binaries in .gpu/ (made by scripts/pack-gpu.sh):
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
-#   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|sweep|sweep-mma|profile|all]...
+#   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|sweep|sweep-mma|
+#                       sweep-wgmma|profile|profile-wgmma|driver-only|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
@@ -56,6 +57,13 @@ for step in $steps; do
     run sweep python3 bench/sweep_tiles.py ;;&
   sweep-mma | all)
     run sweep-mma python3 bench/sweep_mma.py ;;&
+  sweep-wgmma | all)
+    run sweep-wgmma python3 bench/sweep_mma.py --strategy wgmma ;;&
+  driver-only)
+    # The suites with ptxas hidden: kernels assembled by the driver's JIT.
+    run driver-only bash scripts/gpu-driver-only.sh ;;
+  profile-wgmma)
+    run profile-wgmma bash scripts/profile-wgmma.sh ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.
