@@ -21,7 +21,10 @@
 // equals the unpipelined loop's: acc entering iteration j is alpha_{j-1}
 // O_{j-2} scaled like the original's, so O_{j-1} = acc + P_{j-1} V_{j-1}.
 // The matmuls of the loop are `async`; fa.async_wait{pending = 1} waits for
-// S_j only (wgmma groups retire in order, S_j was started first).
+// S_j only (wgmma groups retire in order, S_j was started first). The
+// resource model decides where the overlap pays (WgmmaModel::
+// overlapsSoftmax: up to head dim 128, measured); other loops stay as they
+// are.
 //
 //===----------------------------------------------------------------------===//
 

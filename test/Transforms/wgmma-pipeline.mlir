@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-wgmma-pipeline --cse | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-wgmma-pipeline --cse | FileCheck %s
 
 // The online softmax of tile j overlaps P_{j-1} V_{j-1} on the tensor
 // cores: D = 128, B_r = B_c = 64, one warpgroup.
@@ -52,5 +52,23 @@ func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
   fa.attention %q, %k, %v into %o, %lse {scale = 0.0883883461 : f32}
     : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
     into memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// At head dim 256 the overlap does not pay (the model's overlapsSoftmax,
+// measured): the loop stays as it was, its matmuls synchronous.
+// CHECK-LABEL: func.func @attention_d256
+// CHECK-NOT: async
+// CHECK: scf.for
+// CHECK-NOT: async
+// CHECK: fa.finalize
+func.func @attention_d256(%q: memref<?x?x?x256xf16>, %k: memref<?x?x?x256xf16>,
+                          %v: memref<?x?x?x256xf16>, %o: memref<?x?x?x256xf16>,
+                          %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.0625 : f32}
+    : memref<?x?x?x256xf16>, memref<?x?x?x256xf16>, memref<?x?x?x256xf16>
+    into memref<?x?x?x256xf16>, memref<?x?x?xf32>
   return
 }
