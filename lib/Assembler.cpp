@@ -7,6 +7,8 @@ const char *toString(Assembler assembler) {
   switch (assembler) {
   case Assembler::ptxas:
     return "ptxas";
+  case Assembler::nvjitlink:
+    return "nvjitlink";
   case Assembler::driver:
     return "driver";
   }
@@ -22,6 +24,12 @@ llvm::Expected<Assembler> chooseAssembler(const char *forced,
     return llvm::createStringError("FA_ASSEMBLER=ptxas, but " +
                                    have.ptxasWhyNot);
   }
+  if (request == "nvjitlink") {
+    if (have.nvjitlink)
+      return Assembler::nvjitlink;
+    return llvm::createStringError("FA_ASSEMBLER=nvjitlink, but " +
+                                   have.nvjitlinkWhyNot);
+  }
   if (request == "driver") {
     if (have.driver)
       return Assembler::driver;
@@ -30,15 +38,17 @@ llvm::Expected<Assembler> chooseAssembler(const char *forced,
         have.driverWhyNot);
   }
   if (!request.empty())
-    return llvm::createStringError("FA_ASSEMBLER must be ptxas or driver, "
-                                   "got '" +
+    return llvm::createStringError("FA_ASSEMBLER must be ptxas, nvjitlink or "
+                                   "driver, got '" +
                                    request + "'");
   if (have.ptxas)
     return Assembler::ptxas;
+  if (have.nvjitlink)
+    return Assembler::nvjitlink;
   if (have.driver)
     return Assembler::driver;
   return llvm::createStringError(
-      "no PTX assembler: " + have.ptxasWhyNot +
+      "no PTX assembler: " + have.ptxasWhyNot + "; " + have.nvjitlinkWhyNot +
       "; and the CUDA driver's JIT is not usable: " + have.driverWhyNot);
 }
 

@@ -1,9 +1,10 @@
 //===- Assembler.h - Which tool turns PTX into a cubin ----------*- C++ -*-===//
 //
 // The runtime assembles the compiler's PTX with ptxas where a CUDA toolkit
-// is installed, and otherwise with the CUDA driver's own JIT (cuLink*),
-// which every machine that runs kernels has: a PyTorch wheel brings the
-// driver but no ptxas. FA_ASSEMBLER=ptxas|driver forces one.
+// is installed, else with libnvJitLink where it can be loaded (PyTorch's
+// wheels depend on the pip package that ships it), else with the CUDA
+// driver's own JIT (cuLink*), which every machine that runs kernels has.
+// FA_ASSEMBLER=ptxas|nvjitlink|driver forces one.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA_LIB_ASSEMBLER_H
@@ -15,7 +16,7 @@
 
 namespace fa {
 
-enum class Assembler { ptxas, driver };
+enum class Assembler { ptxas, nvjitlink, driver };
 
 const char *toString(Assembler assembler);
 
@@ -24,13 +25,16 @@ const char *toString(Assembler assembler);
 struct AssemblerAvailability {
   bool ptxas = false;
   std::string ptxasWhyNot;
+  bool nvjitlink = false;
+  std::string nvjitlinkWhyNot;
   bool driver = false;
   std::string driverWhyNot;
 };
 
-/// The assembler to use: `forced` ("ptxas", "driver", or null/empty for
-/// the default: ptxas when found, else the driver's JIT). An error names
-/// what was asked for or looked for and why it is missing.
+/// The assembler to use: `forced` ("ptxas", "nvjitlink", "driver", or
+/// null/empty for the default: ptxas when found, else nvJitLink, else the
+/// driver's JIT). An error names what was asked for or looked for and why
+/// it is missing.
 llvm::Expected<Assembler> chooseAssembler(const char *forced,
                                           const AssemblerAvailability &have);
 

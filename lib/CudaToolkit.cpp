@@ -8,6 +8,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
+#include "llvm/Support/DynamicLibrary.h"
+
+#include <nvJitLink.h>
 
 #include <cstdlib>
 #include <optional>
@@ -162,6 +165,129 @@ llvm::Expected<std::string> ptxasVersion() {
     return m[1].str();
   return llvm::createStringError("cannot read the ptxas version from: " +
                                  *text);
+}
+
+namespace {
+
+/// The entry points of libnvJitLink, loaded once.
+struct NvJitLink {
+  decltype(&::nvJitLinkCreate) create = nullptr;
+  decltype(&::nvJitLinkAddData) addData = nullptr;
+  decltype(&::nvJitLinkComplete) complete = nullptr;
+  decltype(&::nvJitLinkGetLinkedCubinSize) cubinSize = nullptr;
+  decltype(&::nvJitLinkGetLinkedCubin) cubin = nullptr;
+  decltype(&::nvJitLinkGetInfoLogSize) infoLogSize = nullptr;
+  decltype(&::nvJitLinkGetInfoLog) infoLog = nullptr;
+  decltype(&::nvJitLinkGetErrorLogSize) errorLogSize = nullptr;
+  decltype(&::nvJitLinkGetErrorLog) errorLog = nullptr;
+  decltype(&::nvJitLinkDestroy) destroy = nullptr;
+  decltype(&::nvJitLinkVersion) version = nullptr;
+  std::string error; // why it is not usable, or ""
+
+  static const NvJitLink &get() {
+    static const NvJitLink instance;
+    return instance;
+  }
+
+private:
+  NvJitLink() {
+    std::vector<std::string> candidates = {"libnvJitLink.so.13"};
+    if (const char *root = std::getenv("CUDA_ROOT"))
+      candidates.push_back(std::string(root) + "/lib64/libnvJitLink.so.13");
+    candidates.push_back("/usr/local/cuda/lib64/libnvJitLink.so.13");
+    llvm::sys::DynamicLibrary library;
+    for (const std::string &name : candidates) {
+      library = llvm::sys::DynamicLibrary::getPermanentLibrary(name.c_str());
+      if (library.isValid())
+        break;
+    }
+    if (!library.isValid()) {
+      error = "libnvJitLink.so.13 not found: looked on the library path, in "
+              "$CUDA_ROOT/lib64 and in /usr/local/cuda/lib64";
+      return;
+    }
+    auto load = [&](auto &pointer, const char *name) {
+      pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(
+          library.getAddressOfSymbol(name));
+      if (!pointer && error.empty())
+        error = std::string("libnvJitLink lacks ") + name;
+    };
+    load(create, "nvJitLinkCreate");
+    load(addData, "nvJitLinkAddData");
+    load(complete, "nvJitLinkComplete");
+    load(cubinSize, "nvJitLinkGetLinkedCubinSize");
+    load(cubin, "nvJitLinkGetLinkedCubin");
+    load(infoLogSize, "nvJitLinkGetInfoLogSize");
+    load(infoLog, "nvJitLinkGetInfoLog");
+    load(errorLogSize, "nvJitLinkGetErrorLogSize");
+    load(errorLog, "nvJitLinkGetErrorLog");
+    load(destroy, "nvJitLinkDestroy");
+    load(version, "nvJitLinkVersion");
+  }
+};
+
+} // namespace
+
+llvm::Expected<std::string> nvJitLinkVersion() {
+  const NvJitLink &lib = NvJitLink::get();
+  if (!lib.error.empty())
+    return llvm::createStringError(lib.error);
+  unsigned major = 0, minor = 0;
+  if (lib.version(&major, &minor) != NVJITLINK_SUCCESS)
+    return llvm::createStringError("nvJitLinkVersion failed");
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+llvm::Expected<PtxasResult> runNvJitLink(const std::string &ptx,
+                                         const std::string &arch) {
+  const NvJitLink &lib = NvJitLink::get();
+  if (!lib.error.empty())
+    return llvm::createStringError(lib.error);
+  std::string archOption = "-arch=" + arch;
+  const char *options[] = {archOption.c_str(), "-O3", "-verbose"};
+  nvJitLinkHandle handle = nullptr;
+  if (lib.create(&handle, 3, options) != NVJITLINK_SUCCESS)
+    return llvm::createStringError("nvJitLinkCreate failed for " + archOption);
+  auto log = [&](auto sizeOf, auto read) {
+    size_t size = 0;
+    std::string text;
+    if (sizeOf(handle, &size) == NVJITLINK_SUCCESS && size > 1) {
+      text.resize(size);
+      read(handle, text.data());
+      text.resize(size - 1);
+    }
+    return text;
+  };
+  PtxasResult result;
+  nvJitLinkResult status =
+      lib.addData(handle, NVJITLINK_INPUT_PTX, ptx.c_str(), ptx.size() + 1,
+                  "fa.ptx");
+  if (status == NVJITLINK_SUCCESS)
+    status = lib.complete(handle);
+  size_t size = 0;
+  if (status == NVJITLINK_SUCCESS)
+    status = lib.cubinSize(handle, &size);
+  if (status == NVJITLINK_SUCCESS) {
+    result.cubin.resize(size);
+    status = lib.cubin(handle, result.cubin.data());
+  }
+  if (status != NVJITLINK_SUCCESS) {
+    std::string errors = log(lib.errorLogSize, lib.errorLog);
+    lib.destroy(&handle);
+    return llvm::createStringError("nvJitLink failed (status " +
+                                   std::to_string(int(status)) + "): " + errors);
+  }
+  // The ptxas part of the log, which parsePtxasReport reads (nvJitLink adds
+  // its own summary lines in another format).
+  std::string info = log(lib.infoLogSize, lib.infoLog);
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(info).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    if (line.starts_with("ptxas"))
+      result.log += line.str() + "\n";
+  result.kernels = parsePtxasReport(result.log);
+  lib.destroy(&handle);
+  return result;
 }
 
 } // namespace fa

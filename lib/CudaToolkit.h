@@ -31,6 +31,18 @@ llvm::Expected<PtxasResult> runPtxas(const std::string &ptx,
 /// "ptxas: NVIDIA (R) Ptx optimizing assembler ... V13.0.88" -> "13.0.88".
 llvm::Expected<std::string> ptxasVersion();
 
+/// libnvJitLink (PTX -> cubin in-process; the pip package nvidia-nvjitlink
+/// that PyTorch depends on ships it): loaded once from the library path
+/// (libnvJitLink.so.13, so a copy a process already loaded is found), else
+/// $CUDA_ROOT/lib64, else /usr/local/cuda/lib64. Its version ("13.0"), or
+/// why it is not usable.
+llvm::Expected<std::string> nvJitLinkVersion();
+
+/// Assembles `ptx` for `arch` with libnvJitLink (-O3, verbose: the log has
+/// the same per-kernel report as ptxas -v).
+llvm::Expected<PtxasResult> runNvJitLink(const std::string &ptx,
+                                         const std::string &arch);
+
 } // namespace fa
 
 #endif // FA_LIB_CUDATOOLKIT_H

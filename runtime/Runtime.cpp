@@ -325,6 +325,15 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
       return Result::error(Status::compileError,
                            spec.kernelName() + ": " +
                                llvm::toString(compiled.takeError()));
+    if (assembler == Assembler::nvjitlink) {
+      auto assembled = runNvJitLink(compiled->ptx, spec.arch);
+      if (!assembled)
+        return Result::error(Status::compileError,
+                             spec.kernelName() + ": " +
+                                 llvm::toString(assembled.takeError()));
+      compiled->cubin = std::move(assembled->cubin);
+      compiled->resources = std::move(assembled->kernels);
+    }
     if (assembler == Assembler::driver) {
       std::string log;
       if (Result r = assembleWithDriver(compiled->ptx, compiled->cubin, log);
@@ -359,6 +368,10 @@ Result Runtime::Impl::chooseAssemblerLocked() {
   have.ptxas = bool(ptxas);
   if (!ptxas)
     have.ptxasWhyNot = llvm::toString(ptxas.takeError());
+  llvm::Expected<std::string> nvjitlink = nvJitLinkVersion();
+  have.nvjitlink = bool(nvjitlink);
+  if (!nvjitlink)
+    have.nvjitlinkWhyNot = llvm::toString(nvjitlink.takeError());
   have.driver = driver != nullptr;
   have.driverWhyNot = driverError;
   llvm::Expected<Assembler> chosen =
@@ -373,6 +386,8 @@ Result Runtime::Impl::chooseAssemblerLocked() {
       return Result::error(Status::compileError,
                            llvm::toString(version.takeError()));
     assemblerId = "ptxas " + *version;
+  } else if (assembler == Assembler::nvjitlink) {
+    assemblerId = "nvjitlink " + *nvjitlink;
   } else {
     int version = 0;
     if (Result r = cudaCheck(driver->cuDriverGetVersion(&version),

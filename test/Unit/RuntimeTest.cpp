@@ -8,6 +8,7 @@
 #include "runtime/DiskCache.h"
 #include "runtime/Runtime.h"
 #include "compiler/KernelCompiler.h"
+#include "lib/CudaToolkit.h"
 #include "lib/LaunchPlan.h"
 #include "runtime/fa_runtime.h"
 
@@ -235,6 +236,46 @@ TEST(KernelCache, CompilesOnceThenHitsMemoryThenDisk) {
   EXPECT_EQ(info.plan.threads, info.numThreads);
   EXPECT_EQ(info.plan.sharedBytes, info.sharedMemoryBytes);
   EXPECT_EQ(info.plan.grid[0].tile, 8); // B_r of smallSpec
+}
+
+/// With FA_ASSEMBLER=nvjitlink the runtime assembles in-process with
+/// libnvJitLink (no ptxas run, no GPU needed): the kernel info names it and
+/// carries the same report, and the cache key differs from ptxas's.
+TEST(Assemblers, NvJitLinkAssemblesAndKeysApart) {
+  if (llvm::Expected<std::string> version = fa::nvJitLinkVersion(); !version)
+    GTEST_SKIP() << llvm::toString(version.takeError());
+  TempDir dir;
+  struct Forced {
+    explicit Forced(const char *value) { setenv("FA_ASSEMBLER", value, 1); }
+    ~Forced() { unsetenv("FA_ASSEMBLER"); }
+  };
+  fa::KernelInfo viaNvJitLink, viaPtxas;
+  {
+    Forced forced("nvjitlink");
+    ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &viaNvJitLink)));
+  }
+  {
+    Forced forced("ptxas");
+    ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &viaPtxas)));
+  }
+  EXPECT_TRUE(llvm::StringRef(viaNvJitLink.assembler).starts_with("nvjitlink "))
+      << viaNvJitLink.assembler;
+  EXPECT_TRUE(llvm::StringRef(viaPtxas.assembler).starts_with("ptxas "))
+      << viaPtxas.assembler;
+  EXPECT_NE(viaNvJitLink.key, viaPtxas.key);
+  EXPECT_EQ(viaNvJitLink.ptxas.name, viaNvJitLink.name);
+  EXPECT_GT(viaNvJitLink.ptxas.registers, 0);
+  EXPECT_EQ(viaNvJitLink.ptxas.spillStoreBytes, 0);
+  {
+    Forced forced("tcgen");
+    fa::KernelInfo info;
+    fa::Result r = makeRuntime(dir.str())->prepare(smallSpec(), &info);
+    EXPECT_FALSE(bool(r));
+    EXPECT_NE(r.message.find("FA_ASSEMBLER must be ptxas, nvjitlink or driver, "
+                             "got 'tcgen'"),
+              std::string::npos)
+        << r.message;
+  }
 }
 
 /// The launch plan: blocks per grid dimension from the problem's shapes,

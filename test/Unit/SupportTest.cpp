@@ -275,10 +275,13 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
 /// ptxas where the toolkit is installed, else the driver's JIT; FA_ASSEMBLER
 /// forces one; what is missing is named.
 TEST(Assembler, SelectionOrderAndErrors) {
-  auto choose = [](const char *forced, bool ptxas, bool driver) {
+  auto choose = [](const char *forced, bool ptxas, bool driver,
+                   bool nvjitlink = false) {
     fa::AssemblerAvailability have;
     have.ptxas = ptxas;
     have.ptxasWhyNot = ptxas ? "" : "ptxas not found in PATH, $CUDA_ROOT/bin";
+    have.nvjitlink = nvjitlink;
+    have.nvjitlinkWhyNot = nvjitlink ? "" : "libnvJitLink.so.13 not found";
     have.driver = driver;
     have.driverWhyNot = driver ? "" : "libcuda.so.1 not found";
     llvm::Expected<fa::Assembler> chosen = fa::chooseAssembler(forced, have);
@@ -291,7 +294,14 @@ TEST(Assembler, SelectionOrderAndErrors) {
   EXPECT_EQ(choose(nullptr, false, true), "driver");
   EXPECT_EQ(choose(nullptr, false, false),
             "error: no PTX assembler: ptxas not found in PATH, $CUDA_ROOT/bin; "
-            "and the CUDA driver's JIT is not usable: libcuda.so.1 not found");
+            "libnvJitLink.so.13 not found; and the CUDA driver's JIT is not "
+            "usable: libcuda.so.1 not found");
+  // nvJitLink comes between ptxas and the driver.
+  EXPECT_EQ(choose(nullptr, true, true, true), "ptxas");
+  EXPECT_EQ(choose(nullptr, false, true, true), "nvjitlink");
+  EXPECT_EQ(choose("nvjitlink", true, true, true), "nvjitlink");
+  EXPECT_EQ(choose("nvjitlink", true, true, false),
+            "error: FA_ASSEMBLER=nvjitlink, but libnvJitLink.so.13 not found");
   EXPECT_EQ(choose("driver", true, true), "driver");
   EXPECT_EQ(choose("ptxas", false, true),
             "error: FA_ASSEMBLER=ptxas, but ptxas not found in PATH, "
@@ -300,7 +310,8 @@ TEST(Assembler, SelectionOrderAndErrors) {
             "error: FA_ASSEMBLER=driver, but the CUDA driver is not usable: "
             "libcuda.so.1 not found");
   EXPECT_EQ(choose("nvcc", true, true),
-            "error: FA_ASSEMBLER must be ptxas or driver, got 'nvcc'");
+            "error: FA_ASSEMBLER must be ptxas, nvjitlink or driver, got "
+            "'nvcc'");
   // The assembler is part of the cache key: a cubin from one is never taken
   // for the other's.
   fa::KernelSpec spec;
