@@ -1,5 +1,6 @@
 //===- MmaModel.cpp - Resource model of the mma strategy --------*- C++ -*-===//
 #include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/Candidates.h"
 #include "lib/Strategy/MmaLayout.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -125,46 +126,22 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                : llvm::ArrayRef<Ranked>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
-  std::vector<KernelSpec> candidates;
-  auto consider = [&](int64_t bm, int64_t bn, int64_t warps, int64_t stages) {
-    if (candidates.size() >= limit ||
-        (request.blockM && request.blockM != bm) ||
-        (request.blockN && request.blockN != bn) ||
-        (request.numWarps && request.numWarps != warps) ||
-        (request.stages && request.stages != stages))
-      return;
-    Config config{request.headDim, bm, bn, warps, stages, elementBytes};
-    if (!arch || !checkFits(config, *arch).empty() ||
-        estimateRegisters(config) > maxRegistersPerThread(warps * 32))
-      return;
-    if (llvm::any_of(candidates, [&](const KernelSpec &c) {
-          return c.blockM == bm && c.blockN == bn && c.numWarps == warps &&
-                 c.stages == stages;
-        }))
-      return;
-    KernelSpec spec = request;
-    spec.blockM = bm;
-    spec.blockN = bn;
-    spec.numWarps = warps;
-    spec.stages = stages;
-    candidates.push_back(spec);
-  };
+  CandidateCollector collector(request, limit, [&](const TileConfig &t) {
+    Config config{request.headDim, t.blockM,   t.blockN,
+                  t.numWarps,      t.stages, elementBytes};
+    return arch && checkFits(config, *arch).empty() &&
+           estimateRegisters(config) <= maxRegistersPerThread(t.numWarps * 32);
+  });
   for (const Ranked &r : ranked)
-    consider(r.bm, r.bn, r.warps, r.stages);
+    collector.consider({r.bm, r.bn, r.warps, r.stages});
   for (int64_t stages : {2, 1, 3})
     for (int64_t bm : {128, 64, 32, 16})
       for (int64_t bn : {64, 32, 16})
         for (int64_t warps : {8, 4, 2, 1})
-          consider(bm, bn, warps, stages);
-  if (!candidates.empty())
-    return candidates;
+          collector.consider({bm, bn, warps, stages});
   // Nothing fits (the compiler will say why): the smallest tiles.
-  KernelSpec spec = request;
-  spec.numWarps = spec.numWarps ? spec.numWarps : 4;
-  spec.blockM = spec.blockM ? spec.blockM : 16 * spec.numWarps;
-  spec.blockN = spec.blockN ? spec.blockN : 16;
-  spec.stages = spec.stages ? spec.stages : 1;
-  return {spec};
+  int64_t warps = request.numWarps ? request.numWarps : 4;
+  return std::move(collector).take({16 * warps, 16, warps, 1});
 }
 
 } // namespace fa::mma

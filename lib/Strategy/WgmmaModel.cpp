@@ -1,5 +1,6 @@
 //===- WgmmaModel.cpp - Resource model of the wgmma strategy ----*- C++ -*-===//
 #include "lib/Strategy/WgmmaModel.h"
+#include "lib/Strategy/Candidates.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -127,44 +128,20 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
       : request.headDim <= 128 ? llvm::ArrayRef<Ranked>(kMediumHeads)
                                : llvm::ArrayRef<Ranked>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
-  std::vector<KernelSpec> candidates;
-  auto consider = [&](int64_t bm, int64_t bn, int64_t warps, int64_t stages) {
-    if (candidates.size() >= limit ||
-        (request.blockM && request.blockM != bm) ||
-        (request.blockN && request.blockN != bn) ||
-        (request.numWarps && request.numWarps != warps) ||
-        (request.stages && request.stages != stages))
-      return;
-    Config config{request.headDim, bm, bn, warps, stages, 2};
-    if (!arch || !checkFits(config, *arch).empty() ||
-        estimateRegisters(config) > consumerRegisters(warps))
-      return;
-    if (llvm::any_of(candidates, [&](const KernelSpec &c) {
-          return c.blockM == bm && c.blockN == bn && c.numWarps == warps &&
-                 c.stages == stages;
-        }))
-      return;
-    KernelSpec spec = request;
-    spec.blockM = bm;
-    spec.blockN = bn;
-    spec.numWarps = warps;
-    spec.stages = stages;
-    candidates.push_back(spec);
-  };
+  CandidateCollector collector(request, limit, [&](const TileConfig &t) {
+    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
+    return arch && checkFits(config, *arch).empty() &&
+           estimateRegisters(config) <= consumerRegisters(t.numWarps);
+  });
   for (const Ranked &r : ranked)
-    consider(r.bm, r.bn, r.warps, r.stages);
+    collector.consider({r.bm, r.bn, r.warps, r.stages});
   for (int64_t stages : {2, 1, 3})
     for (int64_t warps : {8, 4, 12})
       for (int64_t bn : {128, 64, 32, 16})
-        consider(16 * warps, bn, warps, stages);
-  if (!candidates.empty())
-    return candidates;
-  KernelSpec spec = request;
-  spec.numWarps = spec.numWarps ? spec.numWarps : 4;
-  spec.blockM = spec.blockM ? spec.blockM : 16 * spec.numWarps;
-  spec.blockN = spec.blockN ? spec.blockN : 64;
-  spec.stages = spec.stages ? spec.stages : 1;
-  return {spec};
+        collector.consider({16 * warps, bn, warps, stages});
+  // Nothing fits (the compiler will say why): one warpgroup.
+  int64_t warps = request.numWarps ? request.numWarps : 4;
+  return std::move(collector).take({16 * warps, 64, warps, 1});
 }
 
 } // namespace fa::wgmma
