@@ -18,6 +18,20 @@ Attribute mlir::fa::workgroupSpace(MLIRContext *ctx) {
   return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 }
 
+PlacedTileTypeConverter::PlacedTileTypeConverter() {
+  addConversion([](Type type) { return type; });
+  addConversion([](RankedTensorType type) -> std::optional<Type> {
+    auto encoding =
+        dyn_cast_or_null<TileEncodingInterface>(type.getEncoding());
+    if (!encoding)
+      return std::nullopt; // an unplaced tile cannot be lowered
+    if (encoding.isShared())
+      return sharedBufferType(type);
+    return VectorType::get({encoding.getRegistersPerThread(type.getShape())},
+                           type.getElementType());
+  });
+}
+
 MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
   if (auto swizzled =
           dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding())) {

@@ -15,17 +15,26 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace mlir {
 class IRMapping;
-class TypeConverter;
 } // namespace mlir
 
 namespace mlir::fa {
 
 /// The workgroup (shared-memory) address space.
 Attribute workgroupSpace(MLIRContext *ctx);
+
+/// Placed tile types as the lowerings see them: a register tile (any
+/// register encoding) becomes a vector of the elements one thread holds,
+/// in register order; a shared tile becomes its buffer (sharedBufferType).
+/// Unplaced tiles have no conversion.
+class PlacedTileTypeConverter : public TypeConverter {
+public:
+  PlacedTileTypeConverter();
+};
 
 /// The buffer of a shared tile: [R, C + pad] (or [R]) for #fa.shared,
 /// [C / 64, R, 64] (column block, row, element) for #fa.swizzled_shared.

@@ -214,24 +214,6 @@ SharedTileCopyLayout paddedRowsLayout() {
 // Step 2: fragments
 //===----------------------------------------------------------------------===//
 
-class MmaTypeConverter : public TypeConverter {
-public:
-  MmaTypeConverter() {
-    addConversion([](Type type) { return type; });
-    addConversion([](RankedTensorType type) -> std::optional<Type> {
-      Attribute encoding = type.getEncoding();
-      if (isa_and_nonnull<MmaEncodingAttr, MmaOperandEncodingAttr>(encoding))
-        return VectorType::get(
-            {cast<TileEncodingInterface>(encoding).getRegistersPerThread(
-                type.getShape())},
-            type.getElementType());
-      if (isa_and_nonnull<SharedEncodingAttr>(encoding))
-        return sharedBufferType(type);
-      return std::nullopt;
-    });
-  }
-};
-
 template <typename Op> struct MmaPattern : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   using OpAdaptor = typename Op::Adaptor;
@@ -702,12 +684,12 @@ void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
                StoreTileLowering>(typeConverter, patterns.getContext());
 }
 
-LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
-  reverseQueryTileOrder(kernel);
-  if (failed(lowerTileLoads(kernel, paddedRowsLayout())))
-    return failure();
+LogicalResult mlir::fa::applyFragmentConversion(
+    gpu::GPUFuncOp kernel,
+    function_ref<void(const TypeConverter &, RewritePatternSet &)>
+        addStrategyPatterns) {
   MLIRContext *ctx = kernel.getContext();
-  MmaTypeConverter typeConverter;
+  PlacedTileTypeConverter typeConverter;
   ConversionTarget target(*ctx);
   target.addIllegalDialect<FADialect>();
   target.addLegalDialect<
@@ -719,12 +701,23 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
       .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
           [&](Operation *op) { return typeConverter.isLegal(op); });
   RewritePatternSet patterns(ctx);
-  patterns.add<SharedToOperandLowering, TileMatmulLowering>(typeConverter,
-                                                            ctx);
+  addStrategyPatterns(typeConverter, patterns);
   populateMmaFragmentPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
                                                        target);
   return applyPartialConversion(kernel, target, std::move(patterns));
+}
+
+LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
+  reverseQueryTileOrder(kernel);
+  if (failed(lowerTileLoads(kernel, paddedRowsLayout())))
+    return failure();
+  return applyFragmentConversion(
+      kernel, [](const TypeConverter &typeConverter,
+                 RewritePatternSet &patterns) {
+        patterns.add<SharedToOperandLowering, TileMatmulLowering>(
+            typeConverter, patterns.getContext());
+      });
 }

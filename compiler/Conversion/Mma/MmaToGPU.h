@@ -27,6 +27,15 @@ namespace mlir::fa {
 void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
                                  RewritePatternSet &patterns);
 
+/// The fragment-level dialect conversion of a kernel whose accumulators are
+/// m16n8 fragments (mma, wgmma): placed tile types (PlacedTileTypeConverter),
+/// the fragment, register-tile, K/V range and structural patterns, plus
+/// the strategy's own (its matmul, its operand loads).
+LogicalResult applyFragmentConversion(
+    gpu::GPUFuncOp kernel,
+    function_ref<void(const TypeConverter &, RewritePatternSet &)>
+        addStrategyPatterns);
+
 /// Lowers the fa ops of `kernel` (an outlined program of the mma strategy).
 /// Emits a diagnostic and fails on IR it cannot lower.
 LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel);

@@ -32,21 +32,6 @@ using namespace mlir::fa;
 
 namespace {
 
-class PlacedTypeConverter : public TypeConverter {
-public:
-  PlacedTypeConverter() {
-    addConversion([](Type type) { return type; });
-    addConversion([](RankedTensorType type) -> std::optional<Type> {
-      if (auto blocked = dyn_cast_or_null<BlockedEncodingAttr>(type.getEncoding()))
-        return VectorType::get({blocked.getRegistersPerThread(type.getShape())},
-                               type.getElementType());
-      if (isa_and_nonnull<SharedEncodingAttr>(type.getEncoding()))
-        return sharedBufferType(type);
-      return std::nullopt; // an unplaced tile cannot be lowered
-    });
-  }
-};
-
 //===----------------------------------------------------------------------===//
 // Per-thread view of a blocked tile
 //===----------------------------------------------------------------------===//
@@ -537,7 +522,7 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
   if (kernels.empty())
     return success();
   MLIRContext *ctx = kernels.front()->getContext();
-  PlacedTypeConverter typeConverter;
+  PlacedTileTypeConverter typeConverter;
   ConversionTarget target(*ctx);
   target.addIllegalDialect<FADialect>();
   target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,

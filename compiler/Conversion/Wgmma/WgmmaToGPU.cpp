@@ -240,24 +240,6 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
   return d;
 }
 
-class WgmmaTypeConverter : public TypeConverter {
-public:
-  WgmmaTypeConverter() {
-    addConversion([](Type type) { return type; });
-    addConversion([](RankedTensorType type) -> std::optional<Type> {
-      Attribute encoding = type.getEncoding();
-      if (isa_and_nonnull<MmaEncodingAttr, MmaOperandEncodingAttr>(encoding))
-        return VectorType::get(
-            {cast<TileEncodingInterface>(encoding).getRegistersPerThread(
-                type.getShape())},
-            type.getElementType());
-      if (isa_and_nonnull<SwizzledSharedEncodingAttr>(encoding))
-        return sharedBufferType(type);
-      return std::nullopt;
-    });
-  }
-};
-
 bool hasEncoding(Value value, function_ref<bool(Attribute)> is) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   return type && type.getEncoding() && is(type.getEncoding());
@@ -454,24 +436,10 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
   if (hasLoads &&
       failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
     return failure();
-  MLIRContext *ctx = kernel.getContext();
-  WgmmaTypeConverter typeConverter;
-  ConversionTarget target(*ctx);
-  target.addIllegalDialect<FADialect>();
-  target.addLegalDialect<
-      arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-      math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
-      nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect>();
-  target.addLegalOp<UnrealizedConversionCastOp>();
-  target
-      .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
-          [&](Operation *op) { return typeConverter.isLegal(op); });
-  RewritePatternSet patterns(ctx);
-  patterns.add<TileMatmulLowering, AsyncWaitLowering>(typeConverter, ctx);
-  populateMmaFragmentPatterns(typeConverter, patterns);
-  populateRegisterTilePatterns(typeConverter, patterns);
-  populateKVTileRangeLowering(patterns);
-  scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
-                                                       target);
-  return applyPartialConversion(kernel, target, std::move(patterns));
+  return applyFragmentConversion(
+      kernel, [](const TypeConverter &typeConverter,
+                 RewritePatternSet &patterns) {
+        patterns.add<TileMatmulLowering, AsyncWaitLowering>(
+            typeConverter, patterns.getContext());
+      });
 }
