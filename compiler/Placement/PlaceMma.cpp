@@ -11,7 +11,6 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/MmaModel.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -102,24 +101,9 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
 
   // Shared memory, as the model lays it out: the tile loaded once (Q), then
   // a ring of `stages` slots for each tile the K/V loop streams (K, V).
-  SmallVector<LoadTileOp> once, streamed;
-  grid.walk([&](LoadTileOp op) {
-    (op->getParentOfType<scf::ForOp>() ? streamed : once).push_back(op);
-  });
-  if (once.size() != 1 || streamed.size() != 2)
-    return grid.emitOpError("the mma strategy expects one tile loaded once "
-                            "(Q) and two streamed by the K/V loop (K, V), got ")
-           << once.size() << " and " << streamed.size();
-  Builder b(ctx);
-  once[0]->setAttr(FADialect::getSharedOffsetAttrName(),
-                   b.getI64IntegerAttr(layout.qOffset));
-  streamed[0]->setAttr(FADialect::getSharedOffsetAttrName(),
-                       b.getI64IntegerAttr(layout.kOffset));
-  streamed[1]->setAttr(FADialect::getSharedOffsetAttrName(),
-                       b.getI64IntegerAttr(layout.vOffset));
-  for (LoadTileOp op : streamed)
-    op->setAttr(FADialect::getPipelineStagesAttrName(),
-                b.getI64IntegerAttr(stages));
+  if (failed(placeAttentionTiles(grid, "mma", layout.qOffset,
+                                 layout.kOffset, layout.vOffset, stages)))
+    return failure();
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::mma::estimateRegisters(config);

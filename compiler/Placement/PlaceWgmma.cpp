@@ -13,7 +13,6 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #define DEBUG_TYPE "fa-place-wgmma"
@@ -93,24 +92,9 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
     return failure();
 
   // Shared memory, as the model lays it out: Q, then the K and V rings.
-  SmallVector<LoadTileOp> once, streamed;
-  grid.walk([&](LoadTileOp op) {
-    (op->getParentOfType<scf::ForOp>() ? streamed : once).push_back(op);
-  });
-  if (once.size() != 1 || streamed.size() != 2)
-    return grid.emitOpError("the wgmma strategy expects one tile loaded once "
-                            "(Q) and two streamed by the K/V loop (K, V), got ")
-           << once.size() << " and " << streamed.size();
-  Builder b(ctx);
-  once[0]->setAttr(FADialect::getSharedOffsetAttrName(),
-                   b.getI64IntegerAttr(layout.qOffset));
-  streamed[0]->setAttr(FADialect::getSharedOffsetAttrName(),
-                       b.getI64IntegerAttr(layout.kOffset));
-  streamed[1]->setAttr(FADialect::getSharedOffsetAttrName(),
-                       b.getI64IntegerAttr(layout.vOffset));
-  for (LoadTileOp op : streamed)
-    op->setAttr(FADialect::getPipelineStagesAttrName(),
-                b.getI64IntegerAttr(stages));
+  if (failed(placeAttentionTiles(grid, "wgmma", layout.qOffset,
+                                 layout.kOffset, layout.vOffset, stages)))
+    return failure();
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::wgmma::estimateRegisters(config);

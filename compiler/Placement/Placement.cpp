@@ -2,6 +2,7 @@
 #include "compiler/Placement/Placement.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 using namespace mlir;
@@ -37,6 +38,32 @@ FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
     return grid.emitOpError("is not a tiled attention program (expected "
                             "fa.online_softmax and fa.finalize)");
   return shape;
+}
+
+LogicalResult mlir::fa::placeAttentionTiles(GridOp grid, StringRef strategy,
+                                           int64_t qOffset, int64_t kOffset,
+                                           int64_t vOffset, int64_t stages) {
+  SmallVector<LoadTileOp> once, streamed;
+  grid.walk([&](LoadTileOp op) {
+    (op->getParentOfType<scf::ForOp>() ? streamed : once).push_back(op);
+  });
+  if (once.size() != 1 || streamed.size() != 2)
+    return grid.emitOpError("the ")
+           << strategy
+           << " strategy expects one tile loaded once (Q) and two streamed "
+              "by the K/V loop (K, V), got "
+           << once.size() << " and " << streamed.size();
+  Builder b(grid.getContext());
+  once[0]->setAttr(FADialect::getSharedOffsetAttrName(),
+                   b.getI64IntegerAttr(qOffset));
+  streamed[0]->setAttr(FADialect::getSharedOffsetAttrName(),
+                       b.getI64IntegerAttr(kOffset));
+  streamed[1]->setAttr(FADialect::getSharedOffsetAttrName(),
+                       b.getI64IntegerAttr(vOffset));
+  for (LoadTileOp op : streamed)
+    op->setAttr(FADialect::getPipelineStagesAttrName(),
+                b.getI64IntegerAttr(stages));
+  return success();
 }
 
 RankedTensorType mlir::fa::withEncoding(Type type, Attribute encoding) {

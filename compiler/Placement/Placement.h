@@ -43,6 +43,15 @@ bool isUnplacedTile(Type type);
 /// state) are cloned into it, so that each program places its own.
 void rematerializeHoistedConstants(GridOp grid);
 
+/// Records where the tensor-core strategies keep Q, K and V: the tile
+/// loaded once (Q) at `qOffset`, and the two tiles the K/V loop streams
+/// (K, V) in rings of `stages` slots at `kOffset` and `vOffset`
+/// (fa.shared_offset, fa.pipeline_stages). An error on `grid`, naming
+/// `strategy`, when the program loads other tiles.
+LogicalResult placeAttentionTiles(GridOp grid, StringRef strategy,
+                                  int64_t qOffset, int64_t kOffset,
+                                  int64_t vOffset, int64_t stages);
+
 /// Gives every unplaced tile value of the program `registers` (constants,
 /// op results and region arguments), except fa.load_tile results, which get
 /// `shared`.

@@ -105,25 +105,22 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit) {
   if (request.blockM && request.blockN && request.numWarps && request.stages)
     return {request};
-  struct Ranked {
-    int64_t bm, bn, warps, stages;
-  };
   // Best first, per head dim, as measured on the H200 at S = 4k
   // (bench/sweep_mma.py, docs/benchmarks.md); the runtime skips a candidate
   // that ptxas spills (128 x 128 at D = 64 and 128 x 64 at D = 128 do with
   // the causal mask). Two m16 row blocks per warp (block-m = 32 x warps)
   // feed each K/V fragment from shared memory to two mma; the generic
   // search below covers the rest.
-  static constexpr Ranked kSmallHeads[] = {
+  static constexpr TileConfig kSmallHeads[] = {
       {128, 128, 4, 2}, {128, 64, 4, 2}, {128, 64, 8, 2}, {64, 64, 4, 2}};
-  static constexpr Ranked kMediumHeads[] = {
+  static constexpr TileConfig kMediumHeads[] = {
       {128, 64, 4, 2}, {128, 32, 4, 2}, {128, 128, 8, 2}, {64, 32, 4, 2}};
-  static constexpr Ranked kLargeHeads[] = {
+  static constexpr TileConfig kLargeHeads[] = {
       {128, 64, 8, 2}, {128, 32, 8, 2}, {64, 32, 4, 2}};
-  llvm::ArrayRef<Ranked> ranked =
-      request.headDim <= 64    ? llvm::ArrayRef<Ranked>(kSmallHeads)
-      : request.headDim <= 128 ? llvm::ArrayRef<Ranked>(kMediumHeads)
-                               : llvm::ArrayRef<Ranked>(kLargeHeads);
+  llvm::ArrayRef<TileConfig> ranked =
+      request.headDim <= 64    ? llvm::ArrayRef<TileConfig>(kSmallHeads)
+      : request.headDim <= 128 ? llvm::ArrayRef<TileConfig>(kMediumHeads)
+                               : llvm::ArrayRef<TileConfig>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
@@ -132,8 +129,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
     return arch && checkFits(config, *arch).empty() &&
            estimateRegisters(config) <= maxRegistersPerThread(t.numWarps * 32);
   });
-  for (const Ranked &r : ranked)
-    collector.consider({r.bm, r.bn, r.warps, r.stages});
+  for (const TileConfig &config : ranked)
+    collector.consider(config);
   for (int64_t stages : {2, 1, 3})
     for (int64_t bm : {128, 64, 32, 16})
       for (int64_t bn : {64, 32, 16})

@@ -109,32 +109,29 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit) {
   if (request.blockM && request.blockN && request.numWarps && request.stages)
     return {request};
-  struct Ranked {
-    int64_t bm, bn, warps, stages;
-  };
   // Best first, per head dim, as measured on the H200 at S = 4k
   // (bench/sweep_mma.py --strategy wgmma, docs/benchmarks.md): three
   // consumer warpgroups at D = 64 (their registers suffice), two with
   // 128-wide K/V tiles at D = 128, and one K/V stage of 128 rows at D = 256
   // (635 vs 547 TFLOP/s for two stages of 64).
-  static constexpr Ranked kSmallHeads[] = {
+  static constexpr TileConfig kSmallHeads[] = {
       {192, 128, 12, 2}, {128, 128, 8, 2}, {128, 64, 8, 2}};
-  static constexpr Ranked kMediumHeads[] = {
+  static constexpr TileConfig kMediumHeads[] = {
       {128, 128, 8, 2}, {128, 64, 8, 2}, {128, 128, 8, 1}};
-  static constexpr Ranked kLargeHeads[] = {
+  static constexpr TileConfig kLargeHeads[] = {
       {128, 128, 8, 1}, {128, 64, 8, 2}, {128, 64, 8, 1}};
-  llvm::ArrayRef<Ranked> ranked =
-      request.headDim <= 64    ? llvm::ArrayRef<Ranked>(kSmallHeads)
-      : request.headDim <= 128 ? llvm::ArrayRef<Ranked>(kMediumHeads)
-                               : llvm::ArrayRef<Ranked>(kLargeHeads);
+  llvm::ArrayRef<TileConfig> ranked =
+      request.headDim <= 64    ? llvm::ArrayRef<TileConfig>(kSmallHeads)
+      : request.headDim <= 128 ? llvm::ArrayRef<TileConfig>(kMediumHeads)
+                               : llvm::ArrayRef<TileConfig>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
     return arch && checkFits(config, *arch).empty() &&
            estimateRegisters(config) <= consumerRegisters(t.numWarps);
   });
-  for (const Ranked &r : ranked)
-    collector.consider({r.bm, r.bn, r.warps, r.stages});
+  for (const TileConfig &config : ranked)
+    collector.consider(config);
   for (int64_t stages : {2, 1, 3})
     for (int64_t warps : {8, 4, 12})
       for (int64_t bn : {128, 64, 32, 16})

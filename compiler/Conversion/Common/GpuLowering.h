@@ -44,6 +44,12 @@ MemRefType sharedBufferType(RankedTensorType type);
 /// `offset`.
 Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);
 
+/// Whether `value` is a tile whose encoding is one of `Encodings`.
+template <typename... Encodings> bool hasEncoding(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa_and_nonnull<Encodings...>(type.getEncoding());
+}
+
 /// The elements of a register tile (a vector), in register order.
 SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector);
 /// A register tile of `type` (a vector) from its elements.

@@ -219,20 +219,9 @@ template <typename Op> struct MmaPattern : OpConversionPattern<Op> {
   using OpAdaptor = typename Op::Adaptor;
 };
 
-bool hasEncoding(Value value, function_ref<bool(Attribute)> is) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && type.getEncoding() && is(type.getEncoding());
-}
-bool isMma(Value v) {
-  return hasEncoding(v, [](Attribute a) { return isa<MmaEncodingAttr>(a); });
-}
-bool isOperand(Value v) {
-  return hasEncoding(
-      v, [](Attribute a) { return isa<MmaOperandEncodingAttr>(a); });
-}
-bool isShared(Value v) {
-  return hasEncoding(v, [](Attribute a) { return isa<SharedEncodingAttr>(a); });
-}
+bool isMma(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
+bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
+bool isShared(Value v) { return hasEncoding<SharedEncodingAttr>(v); }
 
 /// Shared -> A fragments (the resident Q tile): one ldmatrix.x4 per 16 x 16
 /// fragment; lane l points at row l % 8 + 8 (l / 8 % 2), column 8 (l / 16)

@@ -240,21 +240,9 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
   return d;
 }
 
-bool hasEncoding(Value value, function_ref<bool(Attribute)> is) {
-  auto type = dyn_cast<RankedTensorType>(value.getType());
-  return type && type.getEncoding() && is(type.getEncoding());
-}
-bool isSwizzled(Value v) {
-  return hasEncoding(
-      v, [](Attribute a) { return isa<SwizzledSharedEncodingAttr>(a); });
-}
-bool isOperand(Value v) {
-  return hasEncoding(
-      v, [](Attribute a) { return isa<MmaOperandEncodingAttr>(a); });
-}
-bool isAccumulator(Value v) {
-  return hasEncoding(v, [](Attribute a) { return isa<MmaEncodingAttr>(a); });
-}
+bool isSwizzled(Value v) { return hasEncoding<SwizzledSharedEncodingAttr>(v); }
+bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
+bool isAccumulator(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
 
 /// acc (+)= lhs * rhs for one warpgroup's 64 rows: per k16 step one
 /// wgmma.mma_async, all committed as one group and waited for before the
