@@ -15,7 +15,10 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <array>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -31,6 +34,7 @@ namespace {
   spec.blockM = config.tiles.blockM;
   spec.blockN = config.tiles.blockN;
   spec.scale = config.scale;
+  spec.backward = config.backward;
   return spec;
 }
 
@@ -104,9 +108,7 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
       new CpuAttentionKernel(config, spec.kernelName(), std::move(*engine)));
 }
 
-llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
-                                    const void *k, const void *v, void *o,
-                                    float *lse) const {
+llvm::Error CpuAttentionKernel::checkShape(const AttentionShape &s) {
   for (auto [name, value] : {std::pair<const char *, int64_t>{"batch", s.batch},
                              {"query heads", s.qHeads},
                              {"key/value heads", s.kvHeads},
@@ -122,6 +124,17 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
         "query heads (" + std::to_string(s.qHeads) +
         ") must be a multiple of key/value heads (" +
         std::to_string(s.kvHeads) + ")");
+  return llvm::Error::success();
+}
+
+llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
+                                    const void *k, const void *v, void *o,
+                                    float *lse) const {
+  if (config.backward)
+    return llvm::createStringError(
+        "this is a backward kernel: call runBackward");
+  if (llvm::Error error = checkShape(s))
+    return error;
   if (!q || !k || !v || !o || !lse)
     return llvm::createStringError("null buffer pointer");
 
@@ -132,4 +145,41 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   auto oDesc = contiguous<4>(o, {s.batch, s.qHeads, s.qLen, d});
   auto lseDesc = contiguous<3>(lse, {s.batch, s.qHeads, s.qLen});
   return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc);
+}
+
+llvm::Error CpuAttentionKernel::runBackward(
+    const AttentionShape &s, const void *q, const void *k, const void *v,
+    const void *o, const void *gradOutput, const float *lse, void *gradQuery,
+    void *gradKey, void *gradValue) const {
+  if (!config.backward)
+    return llvm::createStringError("this is a forward kernel: call run");
+  if (llvm::Error error = checkShape(s))
+    return error;
+  if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
+      !gradValue)
+    return llvm::createStringError("null buffer pointer");
+
+  int64_t d = config.headDim;
+  // The preprocessing grid writes every workspace element before the main
+  // grid reads it; NaN makes a read of an unwritten element show.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> delta(s.batch * s.qHeads * s.qLen, nan);
+  std::vector<float> gradQueryAccum(delta.size() * d, nan);
+  std::array<int64_t, 4> qShape{s.batch, s.qHeads, s.qLen, d};
+  std::array<int64_t, 4> kvShape{s.batch, s.kvHeads, s.kvLen, d};
+  std::array<int64_t, 3> rowShape{s.batch, s.qHeads, s.qLen};
+  auto qDesc = contiguous<4>(q, qShape);
+  auto kDesc = contiguous<4>(k, kvShape);
+  auto vDesc = contiguous<4>(v, kvShape);
+  auto oDesc = contiguous<4>(o, qShape);
+  auto gradOutputDesc = contiguous<4>(gradOutput, qShape);
+  auto lseDesc = contiguous<3>(lse, rowShape);
+  auto gradQueryDesc = contiguous<4>(gradQuery, qShape);
+  auto gradKeyDesc = contiguous<4>(gradKey, kvShape);
+  auto gradValueDesc = contiguous<4>(gradValue, kvShape);
+  auto deltaDesc = contiguous<3>(delta.data(), rowShape);
+  auto accumDesc = contiguous<4>(gradQueryAccum.data(), qShape);
+  return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
+                        &gradOutputDesc, &lseDesc, &gradQueryDesc,
+                        &gradKeyDesc, &gradValueDesc, &deltaDesc, &accumDesc);
 }

@@ -1,7 +1,7 @@
 //===- CpuRunner.h - Run fa.attention on the CPU --------------------*- C++ -*-===//
 //
-// Compiles one fa.attention (static head dim, dynamic batch/heads/lengths)
-// through fa-tile and the CPU lowering to machine code with the MLIR
+// Compiles one fa.attention or fa.attention_backward (static head dim,
+// dynamic batch/heads/lengths) through the tiling passes and the CPU lowering to machine code with the MLIR
 // ExecutionEngine, and runs it on host buffers. This is how CI executes the
 // tiled online-softmax algorithm without a GPU.
 //
@@ -31,6 +31,8 @@ struct CpuKernelConfig {
   TileOptions tiles;
   bool causal = false;
   float scale = 0.125f;
+  /// The backward kernel (fa.attention_backward) instead of the forward.
+  bool backward = false;
 };
 
 /// Sizes of one call. Buffers are contiguous: Q and O [B, Hq, Sq, D],
@@ -52,16 +54,28 @@ public:
 
   ~CpuAttentionKernel();
 
-  /// Runs on host buffers of the config's element type (f16/bf16 as their
-  /// 16-bit patterns); rejects inconsistent shapes.
+  /// Runs the forward on host buffers of the config's element type
+  /// (f16/bf16 as their 16-bit patterns); rejects inconsistent shapes.
   llvm::Error run(const AttentionShape &shape, const void *q, const void *k,
                   const void *v, void *o, float *lse) const;
+
+  /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
+  /// inputs, its O and LSE and the output gradient dO. The f32 workspaces
+  /// (D and the dQ accumulator) are allocated per call.
+  llvm::Error runBackward(const AttentionShape &shape, const void *q,
+                          const void *k, const void *v, const void *o,
+                          const void *gradOutput, const float *lse,
+                          void *gradQuery, void *gradKey,
+                          void *gradValue) const;
 
   const CpuKernelConfig &getConfig() const { return config; }
 
 private:
   CpuAttentionKernel(CpuKernelConfig config, std::string entryName,
                      std::unique_ptr<ExecutionEngine> engine);
+
+  /// The shape checks both directions share.
+  static llvm::Error checkShape(const AttentionShape &shape);
 
   CpuKernelConfig config;
   std::string entryName;

@@ -89,16 +89,35 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   auto tensor4 =
       MemRefType::get({dyn, dyn, dyn, spec.headDim}, element, rowsLayout);
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout);
-  auto func = func::FuncOp::create(
-      b, loc, spec.kernelName(),
-      b.getFunctionType({tensor4, tensor4, tensor4, tensor4, lseType}, {}));
-  Block *entry = func.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  AttentionOp::create(
-      b, loc, entry->getArgument(0), entry->getArgument(1),
-      entry->getArgument(2), entry->getArgument(3), entry->getArgument(4),
-      b.getF32FloatAttr(spec.effectiveScale()),
-      MaskKindAttr::get(&ctx, spec.causal ? MaskKind::causal : MaskKind::none));
+  auto scale = b.getF32FloatAttr(spec.effectiveScale());
+  auto mask =
+      MaskKindAttr::get(&ctx, spec.causal ? MaskKind::causal : MaskKind::none);
+  if (spec.backward) {
+    // (Q, K, V, O, dO, LSE, dQ, dK, dV, delta, dq_accum): the workspaces
+    // are f32, delta shaped like LSE and dq_accum like Q.
+    auto accum = MemRefType::get({dyn, dyn, dyn, spec.headDim}, b.getF32Type(),
+                                 rowsLayout);
+    auto func = func::FuncOp::create(
+        b, loc, spec.kernelName(),
+        b.getFunctionType({tensor4, tensor4, tensor4, tensor4, tensor4,
+                           lseType, tensor4, tensor4, tensor4, lseType, accum},
+                          {}));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    auto args = entry->getArguments();
+    AttentionBackwardOp::create(b, loc, args[0], args[1], args[2], args[3],
+                                args[4], args[5], args[6], args[7], args[8],
+                                args[9], args[10], scale, mask);
+  } else {
+    auto func = func::FuncOp::create(
+        b, loc, spec.kernelName(),
+        b.getFunctionType({tensor4, tensor4, tensor4, tensor4, lseType}, {}));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    auto args = entry->getArguments();
+    AttentionOp::create(b, loc, args[0], args[1], args[2], args[3], args[4],
+                        scale, mask);
+  }
   func::ReturnOp::create(b, loc);
   return module;
 }
@@ -107,7 +126,7 @@ FailureOr<Stage> mlir::fa::detectStage(ModuleOp module) {
   bool hasAttention = false, hasGrid = false, placed = false;
   bool hasGpuFunc = false, hasLLVMKernel = false, hasBinary = false;
   module.walk([&](Operation *op) {
-    if (isa<AttentionOp>(op))
+    if (isa<AttentionOp, AttentionBackwardOp>(op))
       hasAttention = true;
     if (auto grid = dyn_cast<GridOp>(op)) {
       hasGrid = true;
@@ -141,6 +160,11 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
                       llvm::function_ref<void(Stage, ModuleOp)> onStage) {
   GpuOptions gpu{spec.arch, spec.numWarps,
                  ::fa::toString(spec.resolvedStrategy()), spec.stages};
+  if (spec.backward && to > Stage::tiled)
+    return module.emitError()
+           << "the backward is lowered to the tile level (and to the CPU) "
+              "only: no GPU strategy compiles it yet (stage '"
+           << stageName(to) << "' requested)";
   for (Stage next : kStages) {
     if (next <= from || next > to || next > Stage::llvm)
       continue;

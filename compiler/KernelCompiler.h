@@ -32,7 +32,9 @@ std::optional<Stage> parseStage(llvm::StringRef name);
 std::string stageNames();
 
 /// The problem-level module of a spec: func @<kernel name>(Q, K, V, O, LSE)
-/// holding one fa.attention.
+/// holding one fa.attention, or for a backward spec func @<kernel name>(Q,
+/// K, V, O, dO, LSE, dQ, dK, dV, delta, dq_accum) holding one
+/// fa.attention_backward.
 OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
                                            const ::fa::KernelSpec &spec);
 

@@ -180,7 +180,8 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     MLIRContext *ctx = op.getContext();
     AffineExpr i = getAffineDimExpr(0, ctx), j = getAffineDimExpr(1, ctx),
                k = getAffineDimExpr(2, ctx);
-    auto lhsMap = AffineMap::get(3, 0, {i, k}, ctx);
+    auto lhsMap = op.getTransposeLhs() ? AffineMap::get(3, 0, {k, i}, ctx)
+                                       : AffineMap::get(3, 0, {i, k}, ctx);
     auto rhsMap = op.getTransposeRhs() ? AffineMap::get(3, 0, {j, k}, ctx)
                                        : AffineMap::get(3, 0, {k, j}, ctx);
     auto outMap = AffineMap::get(3, 0, {i, j}, ctx);
@@ -386,12 +387,138 @@ struct FinalizeLowering : OpConversionPattern<FinalizeOp> {
   }
 };
 
+/// fa.row_dot -> a linalg.generic reduction over the columns, in f32.
+struct RowDotLowering : OpConversionPattern<RowDotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RowDotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    Value empty = emptyLike(rewriter, loc, op.getType());
+    Value init = linalg::FillOp::create(rewriter, loc,
+                                        ValueRange{f32Const(rewriter, loc, 0.0f)},
+                                        ValueRange{empty})
+                     .getResult(0);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(), ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+        ValueRange{init}, ArrayRef<AffineMap>{maps.tile, maps.tile, maps.row},
+        ArrayRef<IteratorType>{kParallel, kReduction},
+        [](OpBuilder &b, Location loc, ValueRange args) {
+          Value product = arith::MulFOp::create(b, loc, extendToF32(b, loc, args[0]),
+                                                extendToF32(b, loc, args[1]));
+          linalg::YieldOp::create(
+              b, loc, arith::AddFOp::create(b, loc, args[2], product).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// fa.recompute_probs -> exp(scale * s - lse), lse = -inf read as 0.
+struct RecomputeProbsLowering : OpConversionPattern<RecomputeProbsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    float scale = op.getScale().convertToFloat();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(), ValueRange{adaptor.getScores(), adaptor.getLse()},
+        ValueRange{emptyLike(rewriter, loc, op.getType())},
+        ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
+        ArrayRef<IteratorType>{kParallel, kParallel},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value x = arith::MulFOp::create(b, loc, args[0], f32Const(b, loc, scale));
+          Value shifted = arith::SubFOp::create(b, loc, x, safeMax(b, loc, args[1]));
+          linalg::YieldOp::create(
+              b, loc, math::ExpOp::create(b, loc, shifted).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// fa.softmax_grad -> scale * P * (dP - D).
+struct SoftmaxGradLowering : OpConversionPattern<SoftmaxGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RowMaps maps(op.getContext());
+    float scale = op.getScale().convertToFloat();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(),
+        ValueRange{adaptor.getProbs(), adaptor.getGradProbs(), adaptor.getDelta()},
+        ValueRange{emptyLike(rewriter, loc, op.getType())},
+        ArrayRef<AffineMap>{maps.tile, maps.tile, maps.row, maps.tile},
+        ArrayRef<IteratorType>{kParallel, kParallel},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value centered = arith::SubFOp::create(b, loc, args[1], args[2]);
+          Value grad = arith::MulFOp::create(b, loc, args[0], centered);
+          linalg::YieldOp::create(
+              b, loc,
+              arith::MulFOp::create(b, loc, grad, f32Const(b, loc, scale))
+                  .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// fa.accumulate_tile -> a loop nest over the valid rows that adds each
+/// element (programs run one after another on the CPU: no atomics).
+struct AccumulateTileLowering : OpConversionPattern<AccumulateTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(AccumulateTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getTile().getType());
+    Value dest = adaptor.getDest();
+    Value buffer = bufferization::ToBufferOp::create(
+        rewriter, loc,
+        MemRefType::get(tileType.getShape(), tileType.getElementType()),
+        adaptor.getTile(), /*read_only=*/true);
+    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    Value rowsLeft =
+        arith::SubIOp::create(rewriter, loc, rowLimit, adaptor.getRow());
+    Value validRows = arith::MinSIOp::create(
+        rewriter, loc, rowsLeft,
+        indexConst(rewriter, loc, tileType.getDimSize(0)));
+    Value zero = indexConst(rewriter, loc, 0), one = indexConst(rewriter, loc, 1);
+    scf::buildLoopNest(
+        rewriter, loc, {zero, zero},
+        {validRows, indexConst(rewriter, loc, tileType.getDimSize(1))},
+        {one, one}, [&](OpBuilder &b, Location loc, ValueRange ivs) {
+          Value v = memref::LoadOp::create(b, loc, buffer, ivs);
+          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), ivs[0]);
+          SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                        row, ivs[1]};
+          Value old = memref::LoadOp::create(b, loc, dest, indices);
+          memref::StoreOp::create(b, loc,
+                                  arith::AddFOp::create(b, loc, old, v),
+                                  dest, indices);
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct FALowerTilesToLinalgPass
     : public mlir::fa::impl::FALowerTilesToLinalgBase<FALowerTilesToLinalgPass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    WalkResult untiled = getOperation().walk([](AttentionOp op) {
-      op.emitOpError("must be tiled before the CPU lowering (run fa-tile)");
+    WalkResult untiled = getOperation().walk([](Operation *op) {
+      if (isa<AttentionOp>(op))
+        op->emitOpError("must be tiled before the CPU lowering (run fa-tile)");
+      else if (isa<AttentionBackwardOp>(op))
+        op->emitOpError(
+            "must be tiled before the CPU lowering (run fa-tile-backward)");
+      else
+        return WalkResult::advance();
       return WalkResult::interrupt();
     });
     if (untiled.wasInterrupted())
@@ -405,8 +532,11 @@ struct FALowerTilesToLinalgPass
     RewritePatternSet patterns(ctx);
     patterns.add<GridLowering, LoadTileLowering, StoreTileLowering,
                  TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
-                 RescaleLowering, FinalizeLowering>(ctx);
+                 RescaleLowering, FinalizeLowering, RowDotLowering,
+                 RecomputeProbsLowering, SoftmaxGradLowering,
+                 AccumulateTileLowering>(ctx);
     populateKVTileRangeLowering(patterns);
+    populateQTileRangeLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

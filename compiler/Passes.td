@@ -32,6 +32,45 @@ def FATile : Pass<"fa-tile", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FATileBackward : Pass<"fa-tile-backward", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite fa.attention_backward into the tiled FlashAttention-2 backward";
+  let description = [{
+    Replaces each `fa.attention_backward` with three `fa.grid`s that run one
+    after another:
+
+    1. Preprocessing, one program per (batch, query head, query tile):
+       `D = fa.row_dot(dO, O)` is stored into the `delta` workspace and the
+       program's rows of `dq_accum` are zeroed.
+    2. The main grid, one program per (batch, K/V head, K/V tile of `block-n`
+       rows): K, V and the dK, dV accumulators stay on chip while an
+       `scf.for` over the group's query heads and an inner `scf.for` over the
+       query tiles that see this K/V tile (`fa.q_tile_range`, causal block
+       skipping) recompute `P = fa.recompute_probs(Q K^T, LSE)`, add
+       `P^T dO` to dV, form `dS = fa.softmax_grad(P, dO V^T, D)`, add
+       `dS^T Q` to dK and add `dS K` to the query tile's rows of `dq_accum`
+       (`fa.accumulate_tile`). One program owns all G query heads of its K/V
+       head, so dK and dV need no atomics.
+    3. Postprocessing, per query tile: dQ = `dq_accum` rounded to dQ's
+       element type.
+
+    P and dS are rounded to the input element type before their matmuls, as
+    tensor-core kernels do. Tails are handled as in `fa-tile`.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", /*default=*/"64",
+           "query rows per tile (streamed)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"64",
+           "key/value rows per tile (resident)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::fa::FADialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def FALowerTilesToLinalg : Pass<"fa-lower-tiles-to-linalg", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile level to linalg/tensor/scf for CPU execution";
   let description = [{

@@ -35,6 +35,10 @@ void mlir::fa::buildTilePipeline(OpPassManager &pm,
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
   pm.addNestedPass<func::FuncOp>(createFATile(tile));
+  FATileBackwardOptions tileBackward;
+  tileBackward.blockM = options.blockM;
+  tileBackward.blockN = options.blockN;
+  pm.addNestedPass<func::FuncOp>(createFATileBackward(tileBackward));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

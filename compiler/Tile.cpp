@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
+#include "compiler/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -24,21 +25,7 @@ namespace mlir::fa {
 using namespace mlir;
 using namespace mlir::fa;
 
-/// Rounds an f32 tile to `elementType` (f16/bf16 inputs): P before P V, as
-/// tensor-core kernels do, and O before it is stored.
-static Value castTo(OpBuilder &builder, Location loc, Value tile,
-                    Type elementType) {
-  auto type = cast<RankedTensorType>(tile.getType());
-  if (type.getElementType() == elementType)
-    return tile;
-  return arith::TruncFOp::create(builder, loc, type.clone(elementType), tile);
-}
-
 namespace {
-
-/// Largest tile edge the pass accepts. Tiles are meant to live on chip; a
-/// larger edge is almost certainly a typo and would only make the IR huge.
-constexpr int64_t kMaxBlockSize = 1024;
 
 struct TileConfig {
   int64_t blockM;
@@ -153,7 +140,7 @@ void AttentionTiler::build() {
         // acc = alpha * acc + P V
         Value rescaled = RescaleOp::create(nested, loc, acc,
                                            softmax.getCorrection());
-        Value probs = castTo(nested, loc, softmax.getProbs(), elementType);
+        Value probs = castTile(nested, loc, softmax.getProbs(), elementType);
         Value accNext = TileMatmulOp::create(nested, loc, accType, probs,
                                              vTile, rescaled,
                                              /*transpose_rhs=*/false);
@@ -165,7 +152,7 @@ void AttentionTiler::build() {
   auto finalize = FinalizeOp::create(builder, loc, loop.getResult(2),
                                      loop.getResult(0), loop.getResult(1));
   Value output =
-      castTo(builder, loc, finalize.getOutput(), outputType.getElementType());
+      castTile(builder, loc, finalize.getOutput(), outputType.getElementType());
   StoreTileOp::create(builder, loc, output, op.getOutput(), b, h, qStart);
   StoreTileOp::create(builder, loc, finalize.getLse(), op.getLse(), b, h,
                       qStart);
@@ -175,15 +162,8 @@ struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {
   using FATileBase::FATileBase;
 
   void runOnOperation() override {
-    for (auto [name, value] : {std::pair<StringRef, int64_t>{"block-m", blockM},
-                               {"block-n", blockN}}) {
-      if (value < 1 || value > kMaxBlockSize) {
-        getOperation().emitError()
-            << name << " must be in [1, " << kMaxBlockSize << "], got "
-            << value;
-        return signalPassFailure();
-      }
-    }
+    if (failed(checkBlockSizes(getOperation(), blockM, blockN)))
+      return signalPassFailure();
     SmallVector<AttentionOp> ops;
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
     for (AttentionOp op : ops) {

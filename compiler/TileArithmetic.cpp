@@ -62,6 +62,43 @@ static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
   return {zero, end};
 }
 
+/// [begin, end) of fa.q_tile_range.
+static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
+                                               QTileRangeOp op) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
+  Value numTiles = arith::CeilDivUIOp::create(b, loc, op.getQLen(), blockM);
+  if (op.getMask() != MaskKind::causal)
+    return {zero, numTiles};
+  // The first row that sees key kv_start is kv_start - (Sk - Sq) (signed:
+  // negative when every row sees it).
+  Value firstRow = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), op.getQLen()),
+      op.getKvLen());
+  Value firstTile = arith::FloorDivSIOp::create(b, loc, firstRow, blockM);
+  Value begin = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, zero, firstTile), numTiles);
+  return {begin, numTiles};
+}
+
+Value mlir::fa::castTile(OpBuilder &b, Location loc, Value tile,
+                         Type elementType) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  if (type.getElementType() == elementType)
+    return tile;
+  return arith::TruncFOp::create(b, loc, type.clone(elementType), tile);
+}
+
+LogicalResult mlir::fa::checkBlockSizes(Operation *op, int64_t blockM,
+                                        int64_t blockN) {
+  for (auto [name, value] : {std::pair<StringRef, int64_t>{"block-m", blockM},
+                             {"block-n", blockN}})
+    if (value < 1 || value > kMaxBlockSize)
+      return op->emitError() << name << " must be in [1, " << kMaxBlockSize
+                             << "], got " << value;
+  return success();
+}
+
 namespace {
 struct KVTileRangeLowering : OpRewritePattern<KVTileRangeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -74,7 +111,21 @@ struct KVTileRangeLowering : OpRewritePattern<KVTileRangeOp> {
     return success();
   }
 };
+
+struct QTileRangeLowering : OpRewritePattern<QTileRangeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(QTileRangeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [begin, end] = buildQTileRange(rewriter, op.getLoc(), op);
+    rewriter.replaceOp(op, {begin, end});
+    return success();
+  }
+};
 } // namespace
+
+void mlir::fa::populateQTileRangeLowering(RewritePatternSet &patterns) {
+  patterns.add<QTileRangeLowering>(patterns.getContext());
+}
 
 void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
   patterns.add<KVTileRangeLowering>(patterns.getContext());

@@ -1,7 +1,8 @@
 //===- TileArithmetic.h - Index arithmetic shared by lowerings ------*- C++ -*-===//
 //
-// The mask predicate and the K/V tile range are the same integer arithmetic
-// whether a tile is lowered for the CPU or for the GPU: one definition here.
+// The mask predicate and the K/V and query tile ranges are the same integer
+// arithmetic whether a tile is lowered for the CPU or for the GPU: one
+// definition here, with the small helpers the tiling passes share.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA_COMPILER_TILEARITHMETIC_H
@@ -25,9 +26,26 @@ Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
                           Value batch, Value head, Value row, Value rowLimit,
                           ValueRange trailing);
 
+/// Rounds an f32 tile to `elementType` (f16/bf16 inputs), or returns it as
+/// is: P before P V, as tensor-core kernels do, and outputs before a store.
+Value castTile(OpBuilder &b, Location loc, Value tile, Type elementType);
+
+/// Largest tile edge the tiling passes accept. Tiles are meant to live on
+/// chip; a larger edge is almost certainly a typo and would only make the
+/// IR huge.
+constexpr int64_t kMaxBlockSize = 1024;
+
+/// Fails, with an error on `op` naming the option, value and limit, unless
+/// both block sizes are in [1, kMaxBlockSize].
+LogicalResult checkBlockSizes(Operation *op, int64_t blockM, int64_t blockN);
+
 /// Adds the lowering of fa.kv_tile_range to index arithmetic (see the op's
 /// description); the same for every target.
 void populateKVTileRangeLowering(RewritePatternSet &patterns);
+
+/// Adds the lowering of fa.q_tile_range (the backward's mirror of
+/// fa.kv_tile_range) to index arithmetic.
+void populateQTileRangeLowering(RewritePatternSet &patterns);
 
 } // namespace mlir::fa
 

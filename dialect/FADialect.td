@@ -23,12 +23,18 @@ def FA_Dialect : Dialect {
     statement down to the tiled, online-softmax form that a GPU kernel runs.
 
     * Problem level: `fa.attention` reads Q, K, V buffers and writes O and the
-      per-row log-sum-exp (LSE) kept for the backward pass.
-    * Tile level: `fa.grid` runs one program per (batch, query head, query
-      tile). The program keeps its Q tile resident, streams K/V tiles through
+      per-row log-sum-exp (LSE) kept for the backward pass;
+      `fa.attention_backward` turns dO into dQ, dK and dV.
+    * Tile level: `fa.grid` runs one program per (batch, head, tile). A
+      forward program keeps its Q tile resident, streams K/V tiles through
       an `scf.for` that carries the online-softmax state (running max `m`,
       running sum `l`, unnormalized accumulator `acc`), and normalizes once
       at the end (FlashAttention-2's deferred normalization).
+    * The backward (`fa.attention_backward`) tiles into three grids: D =
+      rowsum(dO * O) per query tile; one program per K/V tile that keeps K,
+      V, dK and dV on chip, streams the query tiles that see it, recomputes
+      P from the LSE and adds its share of dQ with `fa.accumulate_tile`; and
+      dQ rounded from its f32 accumulator.
   }];
   let useDefaultAttributePrinterParser = 1;
   // Placement results on ops (`fa.launch`, `fa.shared_offset`,

@@ -38,31 +38,39 @@ static LogicalResult verifyScale(Operation *op, FloatAttr scale) {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::verify() {
-  auto qType = cast<MemRefType>(getQuery().getType());
-  auto kType = cast<MemRefType>(getKey().getType());
-  auto vType = cast<MemRefType>(getValue().getType());
-  auto oType = cast<MemRefType>(getOutput().getType());
-  auto lseType = cast<MemRefType>(getLse().getType());
+/// The shape rules fa.attention and fa.attention_backward share: Q and O
+/// [B, Hq, Sq, D], K and V [B, Hkv, Sk, D], LSE [B, Hq, Sq], one element type,
+/// a static positive head dim, query heads grouped over K/V heads.
+static LogicalResult verifyAttentionOperands(Operation *op, Value query,
+                                             Value key, Value value,
+                                             Value output, Value lse,
+                                             FloatAttr scale) {
+  auto qType = cast<MemRefType>(query.getType());
+  auto kType = cast<MemRefType>(key.getType());
+  auto vType = cast<MemRefType>(value.getType());
+  auto oType = cast<MemRefType>(output.getType());
+  auto lseType = cast<MemRefType>(lse.getType());
   ArrayRef<int64_t> q = qType.getShape(), k = kType.getShape(),
                     v = vType.getShape(), o = oType.getShape(),
-                    lse = lseType.getShape();
+                    l = lseType.getShape();
 
   if (ShapedType::isDynamic(q[3]))
-    return emitOpError("head dimension of the query must be static");
+    return op->emitOpError("head dimension of the query must be static");
   if (q[3] < 1)
-    return emitOpError() << "head dimension must be positive, got " << q[3];
+    return op->emitOpError() << "head dimension must be positive, got "
+                             << q[3];
   for (auto [name, type] : {std::pair<StringRef, MemRefType>{"key", kType},
                             {"value", vType},
                             {"output", oType}}) {
     if (type.getElementType() != qType.getElementType())
-      return emitOpError() << name << " element type " << type.getElementType()
-                           << " does not match query element type "
-                           << qType.getElementType();
+      return op->emitOpError()
+             << name << " element type " << type.getElementType()
+             << " does not match query element type "
+             << qType.getElementType();
     if (type.getShape()[3] != q[3])
-      return emitOpError() << name << " head dimension "
-                           << dimToString(type.getShape()[3])
-                           << " does not match query head dimension " << q[3];
+      return op->emitOpError()
+             << name << " head dimension " << dimToString(type.getShape()[3])
+             << " does not match query head dimension " << q[3];
   }
 
   // (name of the checked dim, its size, name of the reference, its size)
@@ -80,26 +88,80 @@ LogicalResult AttentionOp::verify() {
       {"output batch size", o[0], "query batch size", q[0]},
       {"output head count", o[1], "query head count", q[1]},
       {"output sequence length", o[2], "query sequence length", q[2]},
-      {"lse batch size", lse[0], "query batch size", q[0]},
-      {"lse head count", lse[1], "query head count", q[1]},
-      {"lse sequence length", lse[2], "query sequence length", q[2]},
+      {"lse batch size", l[0], "query batch size", q[0]},
+      {"lse head count", l[1], "query head count", q[1]},
+      {"lse sequence length", l[2], "query sequence length", q[2]},
   };
   for (const DimCheck &check : checks)
     if (dimsConflict(check.size, check.referenceSize))
-      return emitOpError() << check.what << " " << check.size
-                           << " does not match " << check.reference << " "
-                           << check.referenceSize;
+      return op->emitOpError() << check.what << " " << check.size
+                               << " does not match " << check.reference << " "
+                               << check.referenceSize;
 
   // Static head counts: K/V heads positive (Q heads are grouped over them).
   if (!ShapedType::isDynamic(k[1]) && k[1] < 1)
-    return emitOpError() << "key/value head count must be positive, got "
-                         << k[1];
+    return op->emitOpError() << "key/value head count must be positive, got "
+                             << k[1];
   if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
       q[1] % k[1] != 0)
-    return emitOpError() << "query head count " << q[1]
-                         << " must be a multiple of key/value head count "
-                         << k[1];
-  return verifyScale(*this, getScaleAttr());
+    return op->emitOpError() << "query head count " << q[1]
+                             << " must be a multiple of key/value head count "
+                             << k[1];
+  return verifyScale(op, scale);
+}
+
+/// `type` has the element type and shape of `like` (a gradient and its
+/// tensor, or a workspace and the tensor whose rows it holds).
+static LogicalResult verifySameAs(Operation *op, StringRef name,
+                                  MemRefType type, StringRef likeName,
+                                  MemRefType like, Type elementType) {
+  if (type.getElementType() != elementType)
+    return op->emitOpError() << name << " element type "
+                             << type.getElementType() << " must be "
+                             << elementType;
+  if (type.getRank() != like.getRank())
+    return op->emitOpError() << name << " must have the rank of " << likeName
+                             << " (" << like.getRank() << "), got "
+                             << type.getRank();
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (dimsConflict(type.getDimSize(d), like.getDimSize(d)) ||
+        (d == 3 && type.getDimSize(d) != like.getDimSize(d)))
+      return op->emitOpError()
+             << name << " dimension " << d << " ("
+             << dimToString(type.getDimSize(d)) << ") does not match "
+             << likeName << " (" << dimToString(like.getDimSize(d)) << ")";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                 getOutput(), getLse(), getScaleAttr());
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getOutput(), getLse(), getScaleAttr())))
+    return failure();
+  auto qType = cast<MemRefType>(getQuery().getType());
+  auto kType = cast<MemRefType>(getKey().getType());
+  auto lseType = cast<MemRefType>(getLse().getType());
+  Type element = qType.getElementType();
+  Type f32 = Float32Type::get(getContext());
+  auto typeOf = [](Value v) { return cast<MemRefType>(v.getType()); };
+  if (failed(verifySameAs(*this, "output gradient", typeOf(getGradOutput()),
+                          "query", qType, element)) ||
+      failed(verifySameAs(*this, "query gradient", typeOf(getGradQuery()),
+                          "query", qType, element)) ||
+      failed(verifySameAs(*this, "key gradient", typeOf(getGradKey()), "key",
+                          kType, element)) ||
+      failed(verifySameAs(*this, "value gradient", typeOf(getGradValue()),
+                          "key", kType, element)) ||
+      failed(verifySameAs(*this, "delta workspace", typeOf(getDelta()), "lse",
+                          lseType, f32)) ||
+      failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
+                          "query", qType, f32)))
+    return failure();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -153,7 +215,7 @@ LogicalResult GridOp::verifyRegions() {
       !llvm::all_of(block.getArgumentTypes(),
                     [](Type t) { return t.isIndex(); }))
     return emitOpError("body must take three index arguments (batch, head, "
-                       "query tile)");
+                       "tile)");
   return success();
 }
 
@@ -215,7 +277,8 @@ LogicalResult TileMatmulOp::verify() {
     return emitOpError() << "lhs element type " << lhs.getElementType()
                          << " does not match rhs element type "
                          << rhs.getElementType();
-  int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1);
+  int64_t m = getTransposeLhs() ? lhs.getDimSize(1) : lhs.getDimSize(0);
+  int64_t k = getTransposeLhs() ? lhs.getDimSize(0) : lhs.getDimSize(1);
   int64_t rhsK = getTransposeRhs() ? rhs.getDimSize(1) : rhs.getDimSize(0);
   int64_t n = getTransposeRhs() ? rhs.getDimSize(0) : rhs.getDimSize(1);
   if (k != rhsK)
@@ -296,6 +359,46 @@ LogicalResult FinalizeOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// The backward's tile ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowDotOp::verify() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  if (lhs.getRank() != 2)
+    return emitOpError("operands must be 2-d tiles");
+  return verifyRowVector(*this, lhs, getResult().getType(), "operand",
+                         "result");
+}
+
+LogicalResult RecomputeProbsOp::verify() {
+  if (failed(verifyRowVector(*this, getScores().getType(), getLse().getType(),
+                             "scores", "lse")))
+    return failure();
+  return verifyScale(*this, getScaleAttr());
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  if (failed(verifyRowVector(*this, getProbs().getType(), getDelta().getType(),
+                             "probabilities", "delta")))
+    return failure();
+  return verifyScale(*this, getScaleAttr());
+}
+
+LogicalResult AccumulateTileOp::verify() {
+  auto memref = cast<MemRefType>(getDest().getType());
+  if (!memref.getElementType().isF32())
+    return emitOpError() << "accumulates into an f32 memref, got "
+                         << memref.getElementType();
+  return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
+                            memref);
+}
+
+void QTileRangeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getBegin(), "q_begin");
+  setNameFn(getEnd(), "q_end");
+}
+
+//===----------------------------------------------------------------------===//
 // ConvertLayoutOp
 //===----------------------------------------------------------------------===//
 
@@ -320,7 +423,7 @@ void GridOp::getAsmBlockArgumentNames(Region &region,
                                       OpAsmSetValueNameFn setNameFn) {
   if (region.empty())
     return;
-  const char *names[] = {"b", "h", "q_tile"};
+  const char *names[] = {"b", "h", "tile"};
   for (auto [arg, name] : llvm::zip(region.front().getArguments(), names))
     setNameFn(arg, name);
 }

@@ -72,6 +72,74 @@ def FA_AttentionOp : FA_Op<"attention"> {
   }];
 }
 
+def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
+  let summary = "gradients of scaled dot-product attention from the saved log-sum-exp";
+  let description = [{
+    Given the forward's inputs, its output `O`, its log-sum-exp `LSE` and the
+    gradient `dO` of a loss with respect to `O`, computes the gradients with
+    respect to Q, K and V. With `s = scale * Q K^T` (masked scores excluded)
+    and `P = exp(s - LSE)` the forward's probabilities, for every batch `b`
+    and query head `h` (K/V head `h / G`):
+
+    ```
+    dV[j]   += sum_i P[i, j] dO[i]                  (summed over the G query heads)
+    dP[i, j] = dot(dO[i], V[j])
+    D[i]     = sum_j P[i, j] dP[i, j] = dot(dO[i], O[i])
+    dS[i, j] = P[i, j] (dP[i, j] - D[i])
+    dQ[i]    = scale * sum_j dS[i, j] K[j]
+    dK[j]   += scale * sum_i dS[i, j] Q[i]          (summed over the G query heads)
+    ```
+
+    P is recomputed from `LSE`, never stored: the N x N matrices of the
+    forward are not materialized here either. Shapes and element types are
+    those of `fa.attention`: dQ like Q, dK and dV like K, dO like O. Two f32
+    workspaces belong to the caller: `delta` `[B, Hq, Sq]` receives `D`, and
+    `dq_accum` `[B, Hq, Sq, D]` accumulates dQ in f32 before it is rounded
+    to dQ's element type. A row that saw no key (LSE = -inf) gets dQ = 0 and
+    adds nothing to dK and dV.
+
+    ```mlir
+    fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv
+        workspace %delta, %dq_accum {scale = 0.125 : f32, mask = #fa.mask<causal>}
+      : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>,
+        memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
+      into memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+      workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Arg<FA_FloatMemRef4D, "queries [B, Hq, Sq, D]", [MemRead]>:$query,
+    Arg<FA_FloatMemRef4D, "keys [B, Hkv, Sk, D]", [MemRead]>:$key,
+    Arg<FA_FloatMemRef4D, "values [B, Hkv, Sk, D]", [MemRead]>:$value,
+    Arg<FA_FloatMemRef4D, "forward output [B, Hq, Sq, D]", [MemRead]>:$output,
+    Arg<FA_FloatMemRef4D, "gradient of the output [B, Hq, Sq, D]", [MemRead]>:$grad_output,
+    Arg<FA_LseMemRef, "forward log-sum-exp [B, Hq, Sq]", [MemRead]>:$lse,
+    Arg<FA_FloatMemRef4D, "gradient of the queries [B, Hq, Sq, D]", [MemWrite]>:$grad_query,
+    Arg<FA_FloatMemRef4D, "gradient of the keys [B, Hkv, Sk, D]", [MemWrite]>:$grad_key,
+    Arg<FA_FloatMemRef4D, "gradient of the values [B, Hkv, Sk, D]", [MemWrite]>:$grad_value,
+    Arg<FA_LseMemRef, "workspace for D = rowsum(dO * O) [B, Hq, Sq]", [MemRead, MemWrite]>:$delta,
+    Arg<MemRefRankOf<[F32], [4]>, "workspace accumulating dQ [B, Hq, Sq, D]", [MemRead, MemWrite]>:$dq_accum,
+    F32Attr:$scale,
+    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
+  );
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
+    `into` $grad_query `,` $grad_key `,` $grad_value
+    `workspace` $delta `,` $dq_accum attr-dict `:`
+    type($query) `,` type($key) `,` type($value) `,` type($output) `,`
+    type($grad_output) `,` type($lse)
+    `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
+    `workspace` type($delta) `,` type($dq_accum)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The static head dimension D.
+    int64_t getHeadDim() {
+      return ::llvm::cast<::mlir::MemRefType>(getQuery().getType()).getShape()[3];
+    }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Tile level
 //===----------------------------------------------------------------------===//
@@ -79,14 +147,16 @@ def FA_AttentionOp : FA_Op<"attention"> {
 def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     RecursiveMemoryEffects,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
-  let summary = "one program per (batch, query head, query tile)";
+  let summary = "one program per (batch, head, tile)";
   let description = [{
     Runs its body once for every point of a three-dimensional grid: the block
-    arguments are the batch index, the query head and the query tile index,
-    and the operands are their (exclusive) upper bounds. Programs are
-    independent: each reads Q, K and V and writes its own rows of O and LSE,
-    so a GPU lowering maps the grid onto thread blocks and a CPU lowering onto
-    a loop nest.
+    arguments are the batch index, a head and a tile index, and the operands
+    are their (exclusive) upper bounds. In the forward a program owns a
+    query tile of a query head; in the backward's main grid it owns a K/V
+    tile of a K/V head. Programs run in any order and concurrently: they
+    write disjoint rows, or combine through `fa.accumulate_tile`. A GPU
+    lowering maps the grid onto thread blocks, a CPU lowering onto a loop
+    nest. Grids of one function run one after another.
 
     ```mlir
     fa.grid (%b, %h, %qt) in (%batch, %heads, %num_q_tiles) {
@@ -108,6 +178,8 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     ::mlir::BlockArgument getBatchIndex() { return getBodyBlock().getArgument(0); }
     ::mlir::BlockArgument getHeadIndex() { return getBodyBlock().getArgument(1); }
     ::mlir::BlockArgument getQTileIndex() { return getBodyBlock().getArgument(2); }
+    /// The third grid index, whatever tile it counts (query or K/V tile).
+    ::mlir::BlockArgument getTileIndex() { return getBodyBlock().getArgument(2); }
   }];
 }
 
@@ -185,8 +257,8 @@ def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
                            "result", "acc", "::llvm::cast<Type>($_self)">]> {
   let summary = "tile matrix product accumulated in f32";
   let description = [{
-    `result = lhs * rhs (+ acc)`, or `lhs * transpose(rhs)` with
-    `transpose_rhs`. Operands may be f16, bf16 or f32 (both the same type);
+    `result = lhs * rhs (+ acc)`; `transpose_lhs` / `transpose_rhs` use the
+    transpose of that operand (the backward's `P^T dO` and `dS^T Q`). Operands may be f16, bf16 or f32 (both the same type);
     products are accumulated in f32. The two matmuls of attention are
 
     ```mlir
@@ -204,7 +276,7 @@ def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
   }];
   let arguments = (ins FA_AnyFloatTile:$lhs, FA_AnyFloatTile:$rhs,
                        Optional<FA_F32Tile>:$acc, UnitAttr:$transpose_rhs,
-                       UnitAttr:$async);
+                       UnitAttr:$async, UnitAttr:$transpose_lhs);
   let results = (outs FA_F32Tile:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs (`acc` `(` $acc^ `)`)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
@@ -321,6 +393,120 @@ def FA_FinalizeOp : FA_Op<"finalize", [Pure,
     OpBuilder<(ins "::mlir::Value":$acc, "::mlir::Value":$runningMax,
                    "::mlir::Value":$runningSum)>
   ];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile level: the backward
+//===----------------------------------------------------------------------===//
+
+def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "the query tiles that see a K/V tile (backward)";
+  let description = [{
+    The mirror of `fa.kv_tile_range`: the half-open range `[begin, end)` of
+    query tile indices whose rows see at least one key of the K/V tile that
+    starts at row `kv_start`. Without a mask that is every tile,
+    `[0, ceildiv(Sq, block_m))`. With the (bottom-right aligned) causal mask
+    row `i` sees key `kv_start` first when `i >= kv_start - (Sk - Sq)`, so
+    `begin = clamp(floordiv(kv_start - (Sk - Sq), block_m), 0, end)`: query
+    tiles entirely above the diagonal are skipped.
+
+    ```mlir
+    %q_begin, %q_end = fa.q_tile_range %kv_start, %sq, %sk
+      {block_m = 64 : i64, block_n = 64 : i64, mask = #fa.mask<causal>}
+    ```
+  }];
+  let arguments = (ins Index:$kv_start, Index:$q_len, Index:$kv_len,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
+                       DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
+  let results = (outs Index:$begin, Index:$end);
+  let assemblyFormat = "$kv_start `,` $q_len `,` $kv_len attr-dict";
+}
+
+def FA_RowDotOp : FA_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "per-row dot product of two tiles, in f32";
+  let description = [{
+    `result[i] = sum_d lhs[i, d] * rhs[i, d]`, accumulated in f32. The
+    backward's preprocessing computes `D = rowsum(dO * O)` with it.
+
+    ```mlir
+    %d = fa.row_dot %do_tile, %o_tile : tensor<64x64xf16> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FA_AnyFloatTile:$lhs, FA_AnyFloatTile:$rhs);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FA_RecomputeProbsOp : FA_Op<"recompute_probs", [Pure,
+    AllTypesMatch<["scores", "probs"]>]> {
+  let summary = "the forward's probabilities from raw scores and the saved LSE";
+  let description = [{
+    `probs[i, j] = exp(scale * scores[i, j] - lse[i])`: the normalized
+    softmax of the forward, recomputed tile by tile from its log-sum-exp.
+    Masked scores (-inf) give 0. A row with `lse = -inf` saw no key, so all
+    its scores are masked; the subtraction then uses 0 instead of -inf and
+    never makes NaN.
+
+    ```mlir
+    %p = fa.recompute_probs %s, %lse_tile {scale = 0.125 : f32}
+      : tensor<64x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$scores, FA_F32Tile:$lse, F32Attr:$scale);
+  let results = (outs FA_F32Tile:$probs);
+  let assemblyFormat = [{
+    $scores `,` $lse attr-dict `:` type($scores) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_SoftmaxGradOp : FA_Op<"softmax_grad", [Pure,
+    AllTypesMatch<["probs", "grad_probs", "grad_scores"]>]> {
+  let summary = "gradient of the raw scores through the softmax";
+  let description = [{
+    `dS[i, j] = scale * P[i, j] * (dP[i, j] - D[i])` with `P` the
+    probabilities, `dP = dO V^T` their gradient and `D = rowsum(dO * O)`:
+    the softmax's Jacobian applied row by row, times the score scale, so
+    that `dQ = dS K` and `dK = dS^T Q` follow as plain matmuls.
+
+    ```mlir
+    %ds = fa.softmax_grad %p, %dp, %delta_tile {scale = 0.125 : f32}
+      : tensor<64x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$probs, FA_F32Tile:$grad_probs,
+                       FA_F32Tile:$delta, F32Attr:$scale);
+  let results = (outs FA_F32Tile:$grad_scores);
+  let assemblyFormat = [{
+    $probs `,` $grad_probs `,` $delta attr-dict `:` type($probs) `,` type($delta)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_AccumulateTileOp : FA_Op<"accumulate_tile"> {
+  let summary = "add the valid rows of an f32 tile into one (batch, head)";
+  let description = [{
+    `dest[batch, head, row + i, :] += tile[i, :]` for the rows before the end
+    of the sequence. Several programs of a grid may add to the same rows
+    (the backward's dQ: every K/V tile contributes to every query row it
+    sees), so a parallel lowering adds atomically; the sum's order, and so
+    its last bits, may then differ from run to run.
+
+    ```mlir
+    fa.accumulate_tile %dq_part, %dq_accum[%b, %h, %q_start]
+      : tensor<64x64xf32> -> memref<?x?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$tile,
+                       Arg<AnyMemRef, "", [MemRead, MemWrite]>:$dest,
+                       Index:$batch, Index:$head, Index:$row);
+  let assemblyFormat = [{
+    $tile `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($tile) `->` type($dest)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -94,7 +94,8 @@ Strategy KernelSpec::resolvedStrategy() const {
 }
 
 std::string KernelSpec::kernelName() const {
-  std::string name = "fa_fwd_d" + std::to_string(headDim) + "_" +
+  std::string name = std::string(backward ? "fa_bwd_d" : "fa_fwd_d") +
+                     std::to_string(headDim) + "_" +
                      toString(dtype) + (causal ? "_causal_" : "_full_") +
                      std::to_string(blockM) + "x" + std::to_string(blockN) +
                      "_w" + std::to_string(numWarps);
@@ -110,7 +111,8 @@ std::string KernelSpec::canonicalText() const {
   uint64_t scaleBits;
   double s = effectiveScale();
   std::memcpy(&scaleBits, &s, sizeof(s));
-  return std::string("fa-kernel-spec v2;op=attention_fwd;strategy=") +
+  return std::string("fa-kernel-spec v2;op=") +
+         (backward ? "attention_bwd" : "attention_fwd") + ";strategy=" +
          toString(resolvedStrategy()) + ";head_dim=" +
          std::to_string(headDim) + ";dtype=" + toString(dtype) +
          ";mask=" + (causal ? "causal" : "none") +

@@ -26,6 +26,10 @@ struct KernelSpec {
   int64_t headDim = 128;
   ElementType dtype = ElementType::f32;
   bool causal = false;
+  /// The backward (dQ, dK, dV from dO and the forward's LSE) instead of the
+  /// forward. It has a tile level and a CPU lowering; no GPU strategy
+  /// lowers it yet.
+  bool backward = false;
   /// Tiles, warps and stages; 0 = the default for (head dim, dtype, arch,
   /// strategy), see withDefaults().
   int64_t blockM = 8;   // query rows per tile (B_r)
@@ -48,7 +52,8 @@ struct KernelSpec {
   std::string validate() const;
 
   /// A C identifier naming the kernel, e.g. fa_fwd_d128_f32_causal_8x32_w8
-  /// (simt) or fa_fwd_d128_f16_full_128x64_w8_s2_mma.
+  /// (simt) or fa_fwd_d128_f16_full_128x64_w8_s2_mma; fa_bwd_... for the
+  /// backward.
   std::string kernelName() const;
 
   /// One line that determines the generated code; equal specs (after

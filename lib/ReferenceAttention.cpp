@@ -69,4 +69,80 @@ ReferenceResult referenceAttention(const AttentionProblem &p, const float *q,
   return result;
 }
 
+ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
+                                              const float *q, const float *k,
+                                              const float *v,
+                                              const float *gradOutput) {
+  const int64_t d = p.headDim;
+  const int64_t group = p.qHeads / p.kvHeads;
+  ReferenceGradients result;
+  result.gradQuery.assign(p.qElements(), 0.0);
+  result.gradKey.assign(p.kvElements(), 0.0);
+  result.gradValue.assign(p.kvElements(), 0.0);
+
+  // One (batch, K/V head) per task: its dK and dV rows belong to it alone.
+  auto work = [&](int64_t firstPair, int64_t lastPair) {
+    std::vector<double> probs(p.kvLen), gradProbs(p.kvLen);
+    for (int64_t pair = firstPair; pair < lastPair; ++pair) {
+      const int64_t b = pair / p.kvHeads, kvHead = pair % p.kvHeads;
+      const int64_t kvOffset = (b * p.kvHeads + kvHead) * p.kvLen * d;
+      const float *kHead = k + kvOffset, *vHead = v + kvOffset;
+      double *dk = result.gradKey.data() + kvOffset;
+      double *dv = result.gradValue.data() + kvOffset;
+      for (int64_t h = kvHead * group; h < (kvHead + 1) * group; ++h) {
+        for (int64_t i = 0; i < p.qLen; ++i) {
+          const int64_t row = (b * p.qHeads + h) * p.qLen + i;
+          const float *qRow = q + row * d, *doRow = gradOutput + row * d;
+          double *dq = result.gradQuery.data() + row * d;
+          int64_t visible = p.kvLen;
+          if (p.causal)
+            visible = std::clamp<int64_t>(i + p.kvLen - p.qLen + 1, 0, p.kvLen);
+          if (visible == 0)
+            continue; // no key: no gradient flows
+          double maxScore = -std::numeric_limits<double>::infinity();
+          for (int64_t j = 0; j < visible; ++j) {
+            double dot = 0.0;
+            for (int64_t c = 0; c < d; ++c)
+              dot += double(qRow[c]) * double(kHead[j * d + c]);
+            probs[j] = p.scale * dot;
+            maxScore = std::max(maxScore, probs[j]);
+          }
+          double sum = 0.0;
+          for (int64_t j = 0; j < visible; ++j)
+            sum += (probs[j] = std::exp(probs[j] - maxScore));
+          double delta = 0.0;
+          for (int64_t j = 0; j < visible; ++j) {
+            probs[j] /= sum;
+            double dot = 0.0;
+            for (int64_t c = 0; c < d; ++c)
+              dot += double(doRow[c]) * double(vHead[j * d + c]);
+            gradProbs[j] = dot;
+            delta += probs[j] * dot;
+          }
+          for (int64_t j = 0; j < visible; ++j) {
+            double gradScore = p.scale * probs[j] * (gradProbs[j] - delta);
+            for (int64_t c = 0; c < d; ++c) {
+              dv[j * d + c] += probs[j] * double(doRow[c]);
+              dq[c] += gradScore * double(kHead[j * d + c]);
+              dk[j * d + c] += gradScore * double(qRow[c]);
+            }
+          }
+        }
+      }
+    }
+  };
+  const int64_t pairs = p.batch * p.kvHeads;
+  int64_t numThreads = std::max<int64_t>(
+      1, std::min<int64_t>({int64_t(std::thread::hardware_concurrency()), pairs,
+                            p.qHeads * p.batch * p.qLen * p.kvLen * d /
+                                (1 << 20)}));
+  std::vector<std::thread> threads;
+  int64_t chunk = (pairs + numThreads - 1) / numThreads;
+  for (int64_t t = 0; t < numThreads; ++t)
+    threads.emplace_back(work, t * chunk, std::min(pairs, (t + 1) * chunk));
+  for (std::thread &thread : threads)
+    thread.join();
+  return result;
+}
+
 } // namespace fa

@@ -24,6 +24,15 @@ LogicalResult mlir::fa::placeEachProgram(
 }
 
 FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
+  bool backward = false;
+  grid.walk([&](Operation *op) {
+    backward |= isa<RowDotOp, RecomputeProbsOp, SoftmaxGradOp,
+                    AccumulateTileOp>(op);
+  });
+  if (backward)
+    return grid.emitOpError("is a program of the backward: no GPU strategy "
+                            "places the backward yet (it runs on the CPU "
+                            "lowering only)");
   ProgramShape shape;
   grid.walk([&](OnlineSoftmaxOp op) {
     shape.blockN =

@@ -8,6 +8,7 @@
 
 #include "compiler/CpuRunner.h"
 #include "lib/ReferenceAttention.h"
+#include "test/Common/CpuKernels.h"
 #include "test/Common/LowPrecision.h"
 
 
@@ -35,36 +36,10 @@ namespace {
 /// a dropped tile) moves results by 1e-2 or more on these sizes.
 constexpr double kTolerance = 2e-5;
 
-/// Fresh random inputs each run; the seed is printed when a check fails.
-std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> values(n);
-  for (float &v : values)
-    v = dist(rng);
-  return values;
-}
+using fa::test::randomNormal;
 
-using KernelKey =
-    std::tuple<int64_t, int, int64_t, int64_t, bool, float>;
-
-/// Kernels are compiled once per config and shared by the tests. The cache
-/// is never destroyed: JIT engines must not outlive LLVM's own statics, whose
-/// destruction order at exit is unspecified.
 CpuAttentionKernel &getKernel(const CpuKernelConfig &config) {
-  static auto &cache =
-      *new std::map<KernelKey, std::unique_ptr<CpuAttentionKernel>>();
-  KernelKey key{config.headDim, int(config.dtype), config.tiles.blockM,
-                config.tiles.blockN, config.causal, config.scale};
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    auto kernel = CpuAttentionKernel::compile(config);
-    if (!kernel) {
-      ADD_FAILURE() << "compile failed: " << llvm::toString(kernel.takeError());
-      std::abort();
-    }
-    it = cache.emplace(key, std::move(*kernel)).first;
-  }
-  return *it->second;
+  return fa::test::getCpuKernel(config);
 }
 
 fa::AttentionProblem problemFor(const CpuKernelConfig &config,

@@ -1,0 +1,248 @@
+//===- TileBackward.cpp - fa.attention_backward -> tiled backward --*- C++ -*-===//
+//
+// The problem-to-tile step of the backward (FlashAttention-2, Algorithm 2):
+// three grids. A preprocessing grid forms D = rowsum(dO * O) and zeroes the
+// dQ accumulator; the main grid keeps one K/V tile and its dK, dV on chip
+// and streams the query tiles that see it; a postprocessing grid rounds dQ.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "compiler/TileArithmetic.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#define DEBUG_TYPE "fa-tile-backward"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FATILEBACKWARD
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Builds the three grids of one fa.attention_backward in front of it.
+class BackwardTiler {
+public:
+  BackwardTiler(AttentionBackwardOp op, int64_t blockM, int64_t blockN)
+      : op(op), blockM(blockM), blockN(blockN), builder(op), loc(op.getLoc()) {
+    elementType =
+        cast<MemRefType>(op.getQuery().getType()).getElementType();
+    headDim = op.getHeadDim();
+  }
+
+  void build() {
+    buildPreprocess();
+    buildMain();
+    buildPostprocess();
+  }
+
+private:
+  Value indexConst(int64_t v) {
+    return arith::ConstantIndexOp::create(builder, loc, v);
+  }
+  Value dim(Value memref, int64_t d) {
+    return memref::DimOp::create(builder, loc, memref, d);
+  }
+  Value zeros(ArrayRef<int64_t> shape) {
+    auto type = RankedTensorType::get(shape, builder.getF32Type());
+    return arith::ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(type, builder.getF32FloatAttr(0)));
+  }
+  RankedTensorType tileType(int64_t rows, Type element) {
+    return RankedTensorType::get({rows, headDim}, element);
+  }
+  /// Opens a grid of one program per (batch, query head, query tile) and
+  /// moves the builder into it; returns the first query row of the tile.
+  Value openQueryTileGrid(GridOp &grid) {
+    Value numQTiles = arith::CeilDivUIOp::create(
+        builder, loc, dim(op.getQuery(), 2), indexConst(blockM));
+    grid = GridOp::create(builder, loc, dim(op.getQuery(), 0),
+                          dim(op.getQuery(), 1), numQTiles);
+    builder.setInsertionPointToStart(&grid.getBodyBlock());
+    return arith::MulIOp::create(builder, loc, grid.getTileIndex(),
+                                 indexConst(blockM));
+  }
+
+  void buildPreprocess();
+  void buildMain();
+  void buildPostprocess();
+
+  AttentionBackwardOp op;
+  int64_t blockM, blockN;
+  OpBuilder builder;
+  Location loc;
+  Type elementType;
+  int64_t headDim;
+};
+
+/// D = rowsum(dO * O) into `delta`; the program's rows of dq_accum = 0.
+void BackwardTiler::buildPreprocess() {
+  OpBuilder::InsertionGuard guard(builder);
+  GridOp grid;
+  Value qStart = openQueryTileGrid(grid);
+  Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  auto rowsType = tileType(blockM, elementType);
+  Value gradOutput = LoadTileOp::create(builder, loc, rowsType,
+                                        op.getGradOutput(), b, h, qStart);
+  Value output =
+      LoadTileOp::create(builder, loc, rowsType, op.getOutput(), b, h, qStart);
+  Value delta = RowDotOp::create(
+      builder, loc, RankedTensorType::get({blockM}, builder.getF32Type()),
+      gradOutput, output);
+  StoreTileOp::create(builder, loc, delta, op.getDelta(), b, h, qStart);
+  StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
+                      b, h, qStart);
+}
+
+void BackwardTiler::buildMain() {
+  OpBuilder::InsertionGuard guard(builder);
+  Type f32 = builder.getF32Type();
+  auto kvTileType = tileType(blockN, elementType);
+  auto kvAccType = tileType(blockN, f32);
+  auto qTileType = tileType(blockM, elementType);
+  auto qAccType = tileType(blockM, f32);
+  auto rowType = RankedTensorType::get({blockM}, f32);
+  auto scoreType = RankedTensorType::get({blockM, blockN}, f32);
+  MaskKind mask = op.getMask();
+  float scale = op.getScale().convertToFloat();
+
+  Value qHeads = dim(op.getQuery(), 1), qLen = dim(op.getQuery(), 2);
+  Value kvHeads = dim(op.getKey(), 1), kvLen = dim(op.getKey(), 2);
+  Value numKvTiles =
+      arith::CeilDivUIOp::create(builder, loc, kvLen, indexConst(blockN));
+  auto grid = GridOp::create(builder, loc, dim(op.getQuery(), 0), kvHeads,
+                             numKvTiles);
+  builder.setInsertionPointToStart(&grid.getBodyBlock());
+  Value b = grid.getBatchIndex(), kvHead = grid.getHeadIndex();
+  Value kvStart = arith::MulIOp::create(builder, loc, grid.getTileIndex(),
+                                        indexConst(blockN));
+
+  // K, V and their gradients stay on chip for the whole program.
+  Value kTile = LoadTileOp::create(builder, loc, kvTileType, op.getKey(), b,
+                                   kvHead, kvStart);
+  Value vTile = LoadTileOp::create(builder, loc, kvTileType, op.getValue(), b,
+                                   kvHead, kvStart);
+  // Tail columns need the mask unless Sk is a known multiple of block-n.
+  int64_t staticKvLen =
+      cast<MemRefType>(op.getKey().getType()).getShape()[2];
+  bool maskScores = mask != MaskKind::none ||
+                    ShapedType::isDynamic(staticKvLen) ||
+                    staticKvLen % blockN != 0;
+
+  // GQA/MQA: K/V head j serves query heads [j * G, (j + 1) * G).
+  Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
+  Value firstHead = arith::MulIOp::create(builder, loc, kvHead, group);
+  auto qRange = QTileRangeOp::create(builder, loc, kvStart, qLen, kvLen,
+                                     blockM, blockN, mask);
+  Value zero = indexConst(0), one = indexConst(1);
+  Value blockMValue = indexConst(blockM);
+
+  auto headLoop = scf::ForOp::create(
+      builder, loc, zero, group, one,
+      ValueRange{zeros({blockN, headDim}), zeros({blockN, headDim})},
+      [&](OpBuilder &nested, Location loc, Value g, ValueRange headAcc) {
+        Value h = arith::AddIOp::create(nested, loc, firstHead, g);
+        auto qLoop = scf::ForOp::create(
+            nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
+            [&](OpBuilder &inner, Location loc, Value qTileIndex,
+                ValueRange acc) {
+              Value gradKey = acc[0], gradValue = acc[1];
+              Value qStart =
+                  arith::MulIOp::create(inner, loc, qTileIndex, blockMValue);
+              Value qTile = LoadTileOp::create(inner, loc, qTileType,
+                                               op.getQuery(), b, h, qStart);
+              Value gradOutput = LoadTileOp::create(
+                  inner, loc, qTileType, op.getGradOutput(), b, h, qStart);
+              Value lse = LoadTileOp::create(inner, loc, rowType, op.getLse(),
+                                             b, h, qStart);
+              Value delta = LoadTileOp::create(inner, loc, rowType,
+                                               op.getDelta(), b, h, qStart);
+              // P = exp(scale * Q K^T - LSE), masked scores 0
+              Value scores = TileMatmulOp::create(inner, loc, scoreType,
+                                                  qTile, kTile, Value(),
+                                                  /*transpose_rhs=*/true);
+              if (maskScores)
+                scores = MaskOp::create(inner, loc, scores, qStart, kvStart,
+                                        qLen, kvLen, mask);
+              Value probs = RecomputeProbsOp::create(
+                  inner, loc, scores, lse, builder.getF32FloatAttr(scale));
+              // dV += P^T dO
+              Value gradValueNext = TileMatmulOp::create(
+                  inner, loc, kvAccType,
+                  castTile(inner, loc, probs, elementType), gradOutput,
+                  gradValue, /*transpose_rhs=*/false, /*async=*/false,
+                  /*transpose_lhs=*/true);
+              // dS = scale * P * (dO V^T - D)
+              Value gradProbs = TileMatmulOp::create(
+                  inner, loc, scoreType, gradOutput, vTile, Value(),
+                  /*transpose_rhs=*/true);
+              Value gradScores = castTile(
+                  inner, loc,
+                  SoftmaxGradOp::create(inner, loc, probs, gradProbs, delta,
+                                        builder.getF32FloatAttr(scale)),
+                  elementType);
+              // dK += dS^T Q
+              Value gradKeyNext = TileMatmulOp::create(
+                  inner, loc, kvAccType, gradScores, qTile, gradKey,
+                  /*transpose_rhs=*/false, /*async=*/false,
+                  /*transpose_lhs=*/true);
+              // dQ += dS K, shared with the other K/V tiles' programs
+              Value gradQueryPart = TileMatmulOp::create(
+                  inner, loc, qAccType, gradScores, kTile, Value(),
+                  /*transpose_rhs=*/false);
+              AccumulateTileOp::create(inner, loc, gradQueryPart,
+                                       op.getDqAccum(), b, h, qStart);
+              scf::YieldOp::create(inner, loc,
+                                   ValueRange{gradKeyNext, gradValueNext});
+            });
+        scf::YieldOp::create(nested, loc, qLoop.getResults());
+      });
+
+  Type gradType =
+      cast<MemRefType>(op.getGradKey().getType()).getElementType();
+  StoreTileOp::create(builder, loc,
+                      castTile(builder, loc, headLoop.getResult(0), gradType),
+                      op.getGradKey(), b, kvHead, kvStart);
+  StoreTileOp::create(builder, loc,
+                      castTile(builder, loc, headLoop.getResult(1), gradType),
+                      op.getGradValue(), b, kvHead, kvStart);
+}
+
+/// dQ = dq_accum rounded to dQ's element type.
+void BackwardTiler::buildPostprocess() {
+  OpBuilder::InsertionGuard guard(builder);
+  GridOp grid;
+  Value qStart = openQueryTileGrid(grid);
+  Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  Value accumulated = LoadTileOp::create(
+      builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(), b,
+      h, qStart);
+  Type gradType =
+      cast<MemRefType>(op.getGradQuery().getType()).getElementType();
+  StoreTileOp::create(builder, loc,
+                      castTile(builder, loc, accumulated, gradType),
+                      op.getGradQuery(), b, h, qStart);
+}
+
+struct FATileBackwardPass
+    : public mlir::fa::impl::FATileBackwardBase<FATileBackwardPass> {
+  using FATileBackwardBase::FATileBackwardBase;
+
+  void runOnOperation() override {
+    if (failed(checkBlockSizes(getOperation(), blockM, blockN)))
+      return signalPassFailure();
+    SmallVector<AttentionBackwardOp> ops;
+    getOperation().walk([&](AttentionBackwardOp op) { ops.push_back(op); });
+    for (AttentionBackwardOp op : ops) {
+      BackwardTiler(op, blockM, blockN).build();
+      op.erase();
+    }
+  }
+};
+
+} // namespace

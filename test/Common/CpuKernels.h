@@ -1,0 +1,58 @@
+//===- CpuKernels.h - JIT-compiled CPU kernels shared by tests ------*- C++ -*-===//
+//
+// The CPU execution tests compile each kernel config once and draw fresh
+// random inputs per case.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_TEST_COMMON_CPUKERNELS_H
+#define FA_TEST_COMMON_CPUKERNELS_H
+
+#include "compiler/CpuRunner.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <tuple>
+#include <vector>
+
+namespace fa::test {
+
+/// Standard normal values; the caller seeds `rng` and prints the seed when a
+/// check fails.
+inline std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> values(n);
+  for (float &v : values)
+    v = dist(rng);
+  return values;
+}
+
+/// The kernel of `config`, compiled on first use. The cache is never
+/// destroyed: JIT engines must not outlive LLVM's own statics, whose
+/// destruction order at exit is unspecified.
+inline mlir::fa::CpuAttentionKernel &
+getCpuKernel(const mlir::fa::CpuKernelConfig &config) {
+  using Key = std::tuple<int64_t, int, int64_t, int64_t, bool, float, bool>;
+  static auto &cache =
+      *new std::map<Key, std::unique_ptr<mlir::fa::CpuAttentionKernel>>();
+  Key key{config.headDim,      int(config.dtype), config.tiles.blockM,
+          config.tiles.blockN, config.causal,     config.scale,
+          config.backward};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    auto kernel = mlir::fa::CpuAttentionKernel::compile(config);
+    if (!kernel) {
+      ADD_FAILURE() << "compile failed: " << llvm::toString(kernel.takeError());
+      std::abort();
+    }
+    it = cache.emplace(key, std::move(*kernel)).first;
+  }
+  return *it->second;
+}
+
+} // namespace fa::test
+
+#endif // FA_TEST_COMMON_CPUKERNELS_H
