@@ -163,8 +163,8 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
   if (spec.backward && to > Stage::tiled)
     return module.emitError()
            << "the backward is lowered to the tile level (and to the CPU) "
-              "only: no GPU strategy compiles it yet (stage '"
-           << stageName(to) << "' requested)";
+              "only: no GPU strategy compiles it yet; emit stage 'fa' or "
+              "'tiled'";
   for (Stage next : kStages) {
     if (next <= from || next > to || next > Stage::llvm)
       continue;

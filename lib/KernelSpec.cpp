@@ -83,6 +83,9 @@ bool KernelSpec::needsDefaults() const {
 Strategy KernelSpec::resolvedStrategy() const {
   if (strategy != Strategy::automatic)
     return strategy;
+  // No GPU strategy lowers the backward yet; its tiles are the CPU's.
+  if (backward)
+    return Strategy::simt;
   // 16-bit inputs go to the tensor cores: on sm_90a to warpgroup MMA where
   // its 64-column blocks fit the head dim (faster than mma.sync on every
   // measured shape, docs/benchmarks.md), else to mma.sync unless it cannot
@@ -134,6 +137,13 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
   request.strategy = request.resolvedStrategy();
   if (request.strategy == Strategy::simt && request.stages == 0)
     request.stages = 1;
+  if (request.backward) {
+    // FlashAttention-2's backward tiles until a GPU strategy ranks its own.
+    request.blockM = request.blockM ? request.blockM : 64;
+    request.blockN = request.blockN ? request.blockN : 64;
+    request.numWarps = request.numWarps ? request.numWarps : 8;
+    return {request};
+  }
   if (request.strategy == Strategy::mma)
     return mma::defaultCandidates(request, limit);
   if (request.strategy == Strategy::wgmma)

@@ -265,3 +265,119 @@ func.func @negative_pending(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> ten
   %w = fa.async_wait %s {pending = -1} : tensor<16x16xf32>
   return %w : tensor<16x16xf32>
 }
+
+// -----
+
+// The backward shares the forward's shape rules...
+func.func @backward_heads(%q: memref<?x6x?x64xf32>, %k: memref<?x4x?x64xf32>,
+                          %lse: memref<?x6x?xf32>, %acc: memref<?x6x?x64xf32>) {
+  // expected-error @+1 {{query head count 6 must be a multiple of key/value head count 4}}
+  fa.attention_backward %q, %k, %k, %q, %q, %lse into %q, %k, %k workspace %lse, %acc {scale = 1.0 : f32}
+    : memref<?x6x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x6x?x64xf32>, memref<?x6x?x64xf32>, memref<?x6x?xf32>
+    into memref<?x6x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32> workspace memref<?x6x?xf32>, memref<?x6x?x64xf32>
+  return
+}
+
+// -----
+
+// ... and each gradient is shaped and typed like its tensor.
+func.func @backward_grad_type(%q: memref<?x4x?x64xf16>, %dk: memref<?x4x?x64xf32>,
+                              %lse: memref<?x4x?xf32>, %acc: memref<?x4x?x64xf32>) {
+  // expected-error @+1 {{key gradient element type 'f32' must be 'f16'}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %dk, %q workspace %lse, %acc {scale = 1.0 : f32}
+    : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf16>, memref<?x4x?x64xf32>, memref<?x4x?x64xf16> workspace memref<?x4x?xf32>, memref<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @backward_grad_shape(%q: memref<?x4x?x64xf32>, %dq: memref<?x4x?x32xf32>,
+                               %lse: memref<?x4x?xf32>, %acc: memref<?x4x?x64xf32>) {
+  // expected-error @+1 {{query gradient dimension 3 (32) does not match query (64)}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %dq, %q, %q workspace %lse, %acc {scale = 1.0 : f32}
+    : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32> workspace memref<?x4x?xf32>, memref<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @backward_grad_output(%q: memref<?x4x?x64xf32>, %do: memref<?x2x?x64xf32>,
+                                %lse: memref<?x4x?xf32>, %acc: memref<?x4x?x64xf32>) {
+  // expected-error @+1 {{output gradient dimension 1 (2) does not match query (4)}}
+  fa.attention_backward %q, %q, %q, %q, %do, %lse into %q, %q, %q workspace %lse, %acc {scale = 1.0 : f32}
+    : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x2x?x64xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32> workspace memref<?x4x?xf32>, memref<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+// The dQ accumulator holds f32 whatever the input type.
+func.func @backward_accum_type(%q: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf32>) {
+  // expected-error @+1 {{operand #10 must be 4D memref of 32-bit float values}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %q {scale = 1.0 : f32}
+    : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16> workspace memref<?x4x?xf32>, memref<?x4x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @backward_scale(%q: memref<?x4x?x64xf32>, %lse: memref<?x4x?xf32>) {
+  // expected-error @+1 {{softmax scale must be positive and finite, got -1}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %q {scale = -1.0 : f32}
+    : memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf32>, memref<?x4x?x64xf32>, memref<?x4x?x64xf32> workspace memref<?x4x?xf32>, memref<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_transposed_lhs(%a: tensor<16x8xf32>, %b: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  // expected-error @+1 {{contraction sizes differ: lhs has 16, rhs has 8}}
+  %r = fa.tile_matmul %a, %b {transpose_lhs} : tensor<16x8xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// -----
+
+func.func @row_dot_rows(%a: tensor<16x32xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{result must hold one value per row of operand (16), got 'tensor<8xf32>'}}
+  %r = fa.row_dot %a, %a : tensor<16x32xf32> -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @recompute_probs_lse(%s: tensor<16x8xf32>, %lse: tensor<8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{lse must hold one value per row of scores (16), got 'tensor<8xf32>'}}
+  %p = fa.recompute_probs %s, %lse {scale = 1.0 : f32} : tensor<16x8xf32>, tensor<8xf32>
+  return %p : tensor<16x8xf32>
+}
+
+// -----
+
+func.func @softmax_grad_scale(%p: tensor<16x8xf32>, %d: tensor<16xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{softmax scale must be positive and finite, got 0}}
+  %ds = fa.softmax_grad %p, %p, %d {scale = 0.0 : f32} : tensor<16x8xf32>, tensor<16xf32>
+  return %ds : tensor<16x8xf32>
+}
+
+// -----
+
+// dQ is accumulated in f32.
+func.func @accumulate_f16(%t: tensor<16x32xf32>, %m: memref<?x?x?x32xf16>, %i: index) {
+  // expected-error @+1 {{accumulates into an f32 memref, got 'f16'}}
+  fa.accumulate_tile %t, %m[%i, %i, %i] : tensor<16x32xf32> -> memref<?x?x?x32xf16>
+  return
+}
+
+// -----
+
+func.func @accumulate_width(%t: tensor<16x32xf32>, %m: memref<?x?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{tile dimension 1 (32) must cover memref dimension 3 (64) whole}}
+  fa.accumulate_tile %t, %m[%i, %i, %i] : tensor<16x32xf32> -> memref<?x?x?x64xf32>
+  return
+}

@@ -74,3 +74,41 @@ func.func @mma_placement(%p: tensor<128x64xf16, #fa.mma<warps = 4>>, %n: index) 
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 104448, stages = 2, registers = 244>}
   return
 }
+
+// The backward at the problem level.
+// CHECK-LABEL: func @backward
+// CHECK: fa.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} workspace %{{.*}}, %{{.*}} {mask = #fa.mask<causal>, scale = 1.250000e-01 : f32}
+// CHECK-SAME: into memref<?x8x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16> workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>
+func.func @backward(%q: memref<?x8x?x64xbf16>, %k: memref<?x2x?x64xbf16>, %v: memref<?x2x?x64xbf16>,
+                    %o: memref<?x8x?x64xbf16>, %do: memref<?x8x?x64xbf16>, %lse: memref<?x8x?xf32>,
+                    %dq: memref<?x8x?x64xbf16>, %dk: memref<?x2x?x64xbf16>, %dv: memref<?x2x?x64xbf16>,
+                    %delta: memref<?x8x?xf32>, %accum: memref<?x8x?x64xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.125 : f32, mask = #fa.mask<causal>}
+    : memref<?x8x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16>,
+      memref<?x8x?x64xbf16>, memref<?x8x?x64xbf16>, memref<?x8x?xf32>
+    into memref<?x8x?x64xbf16>, memref<?x2x?x64xbf16>, memref<?x2x?x64xbf16>
+    workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>
+  return
+}
+
+// The backward's tile ops.
+// CHECK-LABEL: func @backward_tile_ops
+// CHECK: %[[QB:.*]], %[[QE:.*]] = fa.q_tile_range %{{.*}}, %{{.*}}, %{{.*}} {block_m = 16 : i64, block_n = 8 : i64, mask = #fa.mask<causal>}
+// CHECK: fa.row_dot %{{.*}}, %{{.*}} : tensor<16x32xf16> -> tensor<16xf32>
+// CHECK: %[[P:.*]] = fa.recompute_probs %{{.*}}, %{{.*}} {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<16xf32>
+// CHECK: fa.tile_matmul %[[P]], %{{.*}} {transpose_lhs} : tensor<16x8xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+// CHECK: %[[DS:.*]] = fa.softmax_grad %[[P]], %{{.*}}, %{{.*}} {scale = 5.000000e-01 : f32} : tensor<16x8xf32>, tensor<16xf32>
+// CHECK: fa.accumulate_tile %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : tensor<16x32xf32> -> memref<?x?x?x32xf32>
+func.func @backward_tile_ops(%do: tensor<16x32xf16>, %o: tensor<16x32xf16>, %s: tensor<16x8xf32>,
+                             %lse: tensor<16xf32>, %q: tensor<16x32xf32>, %k: tensor<8x32xf32>,
+                             %accum: memref<?x?x?x32xf32>, %i: index, %sq: index, %sk: index) {
+  %q_begin, %q_end = fa.q_tile_range %i, %sq, %sk {block_m = 16 : i64, block_n = 8 : i64, mask = #fa.mask<causal>}
+  %d = fa.row_dot %do, %o : tensor<16x32xf16> -> tensor<16xf32>
+  %p = fa.recompute_probs %s, %lse {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16xf32>
+  %dv = fa.tile_matmul %p, %q {transpose_lhs} : tensor<16x8xf32>, tensor<16x32xf32> -> tensor<8x32xf32>
+  %ds = fa.softmax_grad %p, %s, %d {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16xf32>
+  %dq = fa.tile_matmul %ds, %k : tensor<16x8xf32>, tensor<8x32xf32> -> tensor<16x32xf32>
+  fa.accumulate_tile %dq, %accum[%i, %i, %q_begin] : tensor<16x32xf32> -> memref<?x?x?x32xf32>
+  return
+}

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/KernelCompiler.h"
+#include "dialect/FAOps.h"
 #include "lib/CudaToolkit.h"
 #include "lib/KernelSpec.h"
 
@@ -41,6 +42,11 @@ static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
                                   cl::init("f32"), cl::cat(category));
 static cl::opt<bool> causal("causal", cl::desc("causal mask (bottom-right)"),
                             cl::init(false), cl::cat(category));
+static cl::opt<bool> backward(
+    "backward",
+    cl::desc("the backward: dQ, dK, dV from dO and the forward's LSE "
+             "(lowered to the tile level so far: --emit=fa|tiled)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> strategy(
     "strategy",
     cl::desc("simt | mma | wgmma | auto (default: simt for f32, mma for "
@@ -162,6 +168,7 @@ int main(int argc, char **argv) {
   if (!::fa::parseElementType(dtype, spec.dtype))
     return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
   spec.causal = causal;
+  spec.backward = backward;
   if (!::fa::parseStrategy(strategy, spec.strategy))
     return fail("unknown --strategy '" + strategy +
                 "'; expected simt, mma or auto");
@@ -197,6 +204,10 @@ int main(int argc, char **argv) {
     if (scale.getNumOccurrences())
       return fail("--scale describes a problem built from the options; " +
                   inputFile + " fixes its own scale");
+    if (backward.getNumOccurrences())
+      return fail("--backward describes a problem built from the options; " +
+                  inputFile + " is a forward or a backward by itself");
+    module->walk([&](AttentionBackwardOp) { spec.backward = true; });
     if (std::optional<ProblemType> problem = readProblemType(*module)) {
       if (headDim.getNumOccurrences() && headDim != problem->headDim)
         return fail("--head-dim=" + std::to_string(headDim) +

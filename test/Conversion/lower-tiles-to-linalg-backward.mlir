@@ -1,0 +1,102 @@
+// RUN: fa-opt %s --split-input-file --fa-lower-tiles-to-linalg | FileCheck %s
+
+// The causal query-tile range: every tile for the mask `none`; with the
+// causal mask begin = clamp(floordiv(kv_start + Sq - Sk, block_m), 0, end).
+// CHECK-LABEL: func @q_tile_range
+// CHECK-SAME: (%[[KV:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index)
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: %[[END:.*]] = arith.ceildivui %[[SQ]], %[[C16]]
+// CHECK: %[[SUM:.*]] = arith.addi %[[KV]], %[[SQ]]
+// CHECK: %[[FIRST_ROW:.*]] = arith.subi %[[SUM]], %[[SK]]
+// CHECK: %[[FIRST:.*]] = arith.floordivsi %[[FIRST_ROW]], %[[C16]]
+// CHECK: %[[LOW:.*]] = arith.maxsi %[[C0]], %[[FIRST]]
+// CHECK: %[[BEGIN:.*]] = arith.minsi %[[LOW]], %[[END]]
+// CHECK: return %[[BEGIN]], %[[END]]
+func.func @q_tile_range(%kv_start: index, %sq: index, %sk: index) -> (index, index) {
+  %begin, %end = fa.q_tile_range %kv_start, %sq, %sk {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+  return %begin, %end : index, index
+}
+
+// -----
+
+// D = rowsum(dO * O), widened to f32 and reduced over the columns.
+// CHECK-LABEL: func @row_dot
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: ^bb0(%[[A:.*]]: f16, %[[B:.*]]: f16, %[[ACC:.*]]: f32):
+// CHECK: %[[AW:.*]] = arith.extf %[[A]] : f16 to f32
+// CHECK: %[[BW:.*]] = arith.extf %[[B]] : f16 to f32
+// CHECK: %[[PROD:.*]] = arith.mulf %[[AW]], %[[BW]]
+// CHECK: arith.addf %[[ACC]], %[[PROD]]
+func.func @row_dot(%do: tensor<16x32xf16>, %o: tensor<16x32xf16>) -> tensor<16xf32> {
+  %d = fa.row_dot %do, %o : tensor<16x32xf16> -> tensor<16xf32>
+  return %d : tensor<16xf32>
+}
+
+// -----
+
+// P = exp(scale * s - lse), with lse = -inf (a row that saw no key) read as
+// 0 so that its masked scores give exp(-inf) = 0, not NaN.
+// CHECK-LABEL: func @recompute_probs
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[S:.*]]: f32, %[[LSE:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[X:.*]] = arith.mulf %[[S]], %{{.*}} : f32
+// CHECK: %[[EMPTY:.*]] = arith.cmpf oeq, %[[LSE]], %{{.*}} : f32
+// CHECK: %[[BASE:.*]] = arith.select %[[EMPTY]], %{{.*}}, %[[LSE]] : f32
+// CHECK: %[[SHIFTED:.*]] = arith.subf %[[X]], %[[BASE]]
+// CHECK: math.exp %[[SHIFTED]]
+func.func @recompute_probs(%s: tensor<16x8xf32>, %lse: tensor<16xf32>) -> tensor<16x8xf32> {
+  %p = fa.recompute_probs %s, %lse {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16xf32>
+  return %p : tensor<16x8xf32>
+}
+
+// -----
+
+// dS = scale * P * (dP - D)
+// CHECK-LABEL: func @softmax_grad
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[P:.*]]: f32, %[[DP:.*]]: f32, %[[D:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[C:.*]] = arith.subf %[[DP]], %[[D]]
+// CHECK: %[[G:.*]] = arith.mulf %[[P]], %[[C]]
+// CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: arith.mulf %[[G]], %[[SCALE]]
+func.func @softmax_grad(%p: tensor<16x8xf32>, %dp: tensor<16x8xf32>, %d: tensor<16xf32>) -> tensor<16x8xf32> {
+  %ds = fa.softmax_grad %p, %dp, %d {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16xf32>
+  return %ds : tensor<16x8xf32>
+}
+
+// -----
+
+// P^T dO: the lhs is read transposed, (i, j, k) -> lhs[k, i].
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func @matmul_transpose_lhs
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "reduction"]}
+func.func @matmul_transpose_lhs(%p: tensor<16x8xf16>, %do: tensor<16x32xf16>, %acc: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %dv = fa.tile_matmul %p, %do acc(%acc) {transpose_lhs} : tensor<16x8xf16>, tensor<16x32xf16> -> tensor<8x32xf32>
+  return %dv : tensor<8x32xf32>
+}
+
+// -----
+
+// dQ rows are added into the accumulator, only the rows before the end of
+// the sequence.
+// CHECK-LABEL: func @accumulate_tile
+// CHECK-SAME: (%[[T:.*]]: tensor<16x32xf32>, %[[DEST:.*]]: memref<?x?x?x32xf32>, %[[B:.*]]: index, %[[H:.*]]: index, %[[ROW:.*]]: index)
+// CHECK: %[[BUF:.*]] = bufferization.to_buffer %[[T]] read_only
+// CHECK: %[[LEN:.*]] = memref.dim %[[DEST]], %{{.*}}
+// CHECK: %[[LEFT:.*]] = arith.subi %[[LEN]], %[[ROW]]
+// CHECK: %[[ROWS:.*]] = arith.minsi %[[LEFT]], %{{.*}}
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[ROWS]]
+// CHECK: scf.for %[[J:.*]] =
+// CHECK: %[[X:.*]] = memref.load %[[BUF]][%[[I]], %[[J]]]
+// CHECK: %[[R:.*]] = arith.addi %[[ROW]], %[[I]]
+// CHECK: %[[OLD:.*]] = memref.load %[[DEST]][%[[B]], %[[H]], %[[R]], %[[J]]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[X]]
+// CHECK: memref.store %[[NEW]], %[[DEST]][%[[B]], %[[H]], %[[R]], %[[J]]]
+func.func @accumulate_tile(%t: tensor<16x32xf32>, %dest: memref<?x?x?x32xf32>, %b: index, %h: index, %row: index) {
+  fa.accumulate_tile %t, %dest[%b, %h, %row] : tensor<16x32xf32> -> memref<?x?x?x32xf32>
+  return
+}

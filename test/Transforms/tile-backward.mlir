@@ -1,0 +1,101 @@
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=16 block-n=32" --cse | FileCheck %s
+
+// The FlashAttention-2 backward as three grids that run in order.
+// CHECK-LABEL: func @causal_gqa
+// CHECK-SAME: (%[[Q:[^:]*]]: {{[^,]*}}, %[[K:[^:]*]]: {{[^,]*}}, %[[V:[^:]*]]: {{[^,]*}}, %[[O:[^:]*]]: {{[^,]*}}, %[[DO:[^:]*]]: {{[^,]*}}, %[[LSE:[^:]*]]: {{[^,]*}}, %[[DQ:[^:]*]]: {{[^,]*}}, %[[DK:[^:]*]]: {{[^,]*}}, %[[DV:[^:]*]]: {{[^,]*}}, %[[DELTA:[^:]*]]: {{[^,]*}}, %[[ACCUM:[^:]*]]: {{[^)]*}})
+//
+// 1. Preprocessing, one program per (batch, query head, query tile):
+//    D_i = rowsum(dO_i * O_i), and the program's rows of the dQ accumulator = 0.
+// CHECK: fa.grid (%[[B1:.*]], %[[H1:.*]], %[[T1:.*]]) in
+// CHECK: %[[ROW1:.*]] = arith.muli %[[T1]], %[[C16:.*]] : index
+// CHECK: %[[DOT1:.*]] = fa.load_tile %[[DO]][%[[B1]], %[[H1]], %[[ROW1]]] {{.*}} -> tensor<16x64xf16>
+// CHECK: %[[OT1:.*]] = fa.load_tile %[[O]][%[[B1]], %[[H1]], %[[ROW1]]] {{.*}} -> tensor<16x64xf16>
+// CHECK: %[[D1:.*]] = fa.row_dot %[[DOT1]], %[[OT1]] : tensor<16x64xf16> -> tensor<16xf32>
+// CHECK: fa.store_tile %[[D1]], %[[DELTA]][%[[B1]], %[[H1]], %[[ROW1]]]
+// CHECK: fa.store_tile %{{.*}}, %[[ACCUM]][%[[B1]], %[[H1]], %[[ROW1]]] : tensor<16x64xf32>
+//
+// 2. One program per (batch, K/V head, K/V tile): K_j, V_j, dK_j, dV_j on chip.
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: %[[KVSTART:.*]] = arith.muli %[[J]], %{{.*}} : index
+// CHECK: %[[KT:.*]] = fa.load_tile %[[K]][%[[B]], %[[KVH]], %[[KVSTART]]] {{.*}} -> tensor<32x64xf16>
+// CHECK: %[[VT:.*]] = fa.load_tile %[[V]][%[[B]], %[[KVH]], %[[KVSTART]]] {{.*}} -> tensor<32x64xf16>
+// GQA: this K/V head serves query heads [KVH * G, (KVH + 1) * G).
+// CHECK: %[[GROUP:.*]] = arith.divui
+// CHECK: %[[FIRST:.*]] = arith.muli %[[KVH]], %[[GROUP]] : index
+// Causal block skipping: only the query tiles that see key KVSTART.
+// CHECK: %[[QB:.*]], %[[QE:.*]] = fa.q_tile_range %[[KVSTART]], %{{.*}}, %{{.*}} {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+// CHECK: %[[HEADS:.*]]:2 = scf.for %[[G:.*]] = %{{.*}} to %[[GROUP]] step %{{.*}} iter_args(%[[DKH:.*]] = %[[ZERO:.*]], %[[DVH:.*]] = %[[ZERO]])
+// CHECK: %[[H:.*]] = arith.addi %[[FIRST]], %[[G]] : index
+// CHECK: %[[TILES:.*]]:2 = scf.for %[[I:.*]] = %[[QB]] to %[[QE]] step %{{.*}} iter_args(%[[DKA:.*]] = %[[DKH]], %[[DVA:.*]] = %[[DVH]])
+// Stream Q_i, dO_i, LSE_i, D_i.
+// CHECK: %[[QSTART:.*]] = arith.muli %[[I]], %{{.*}} : index
+// CHECK: %[[QT:.*]] = fa.load_tile %[[Q]][%[[B]], %[[H]], %[[QSTART]]]
+// CHECK: %[[DOT:.*]] = fa.load_tile %[[DO]][%[[B]], %[[H]], %[[QSTART]]]
+// CHECK: %[[LSET:.*]] = fa.load_tile %[[LSE]][%[[B]], %[[H]], %[[QSTART]]] {{.*}} -> tensor<16xf32>
+// CHECK: %[[DT:.*]] = fa.load_tile %[[DELTA]][%[[B]], %[[H]], %[[QSTART]]] {{.*}} -> tensor<16xf32>
+// P = exp(scale Q_i K_j^T - LSE_i), masked scores 0.
+// CHECK: %[[S:.*]] = fa.tile_matmul %[[QT]], %[[KT]] {transpose_rhs} : tensor<16x64xf16>, tensor<32x64xf16> -> tensor<16x32xf32>
+// CHECK: %[[SM:.*]] = fa.mask %[[S]], %[[QSTART]], %[[KVSTART]], {{.*}} {mask = #fa.mask<causal>}
+// CHECK: %[[P:.*]] = fa.recompute_probs %[[SM]], %[[LSET]] {scale = 1.250000e-01 : f32}
+// dV_j += P^T dO_i (P rounded to f16, as tensor cores need).
+// CHECK: %[[P16:.*]] = arith.truncf %[[P]] : tensor<16x32xf32> to tensor<16x32xf16>
+// CHECK: %[[DVN:.*]] = fa.tile_matmul %[[P16]], %[[DOT]] acc(%[[DVA]]) {transpose_lhs} : tensor<16x32xf16>, tensor<16x64xf16> -> tensor<32x64xf32>
+// dS = scale P (dO_i V_j^T - D_i)
+// CHECK: %[[DP:.*]] = fa.tile_matmul %[[DOT]], %[[VT]] {transpose_rhs} : tensor<16x64xf16>, tensor<32x64xf16> -> tensor<16x32xf32>
+// CHECK: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DP]], %[[DT]] {scale = 1.250000e-01 : f32}
+// CHECK: %[[DS16:.*]] = arith.truncf %[[DS]]
+// dK_j += dS^T Q_i
+// CHECK: %[[DKN:.*]] = fa.tile_matmul %[[DS16]], %[[QT]] acc(%[[DKA]]) {transpose_lhs} : tensor<16x32xf16>, tensor<16x64xf16> -> tensor<32x64xf32>
+// dQ_i += dS K_j, added into the shared f32 accumulator.
+// CHECK: %[[DQP:.*]] = fa.tile_matmul %[[DS16]], %[[KT]] : tensor<16x32xf16>, tensor<32x64xf16> -> tensor<16x64xf32>
+// CHECK: fa.accumulate_tile %[[DQP]], %[[ACCUM]][%[[B]], %[[H]], %[[QSTART]]]
+// CHECK: scf.yield %[[DKN]], %[[DVN]]
+// CHECK: scf.yield %[[TILES]]#0, %[[TILES]]#1
+// dK_j and dV_j are stored once, after every query head of the group.
+// CHECK: %[[DK16:.*]] = arith.truncf %[[HEADS]]#0
+// CHECK: fa.store_tile %[[DK16]], %[[DK]][%[[B]], %[[KVH]], %[[KVSTART]]]
+// CHECK: %[[DV16:.*]] = arith.truncf %[[HEADS]]#1
+// CHECK: fa.store_tile %[[DV16]], %[[DV]][%[[B]], %[[KVH]], %[[KVSTART]]]
+//
+// 3. dQ = the accumulator rounded to f16.
+// CHECK: fa.grid (%[[B3:.*]], %[[H3:.*]], %[[T3:.*]]) in
+// CHECK: %[[ROW3:.*]] = arith.muli %[[T3]]
+// CHECK: %[[ACC3:.*]] = fa.load_tile %[[ACCUM]][%[[B3]], %[[H3]], %[[ROW3]]] {{.*}} -> tensor<16x64xf32>
+// CHECK: %[[DQ16:.*]] = arith.truncf %[[ACC3]]
+// CHECK: fa.store_tile %[[DQ16]], %[[DQ]][%[[B3]], %[[H3]], %[[ROW3]]]
+// CHECK-NOT: fa.attention_backward
+func.func @causal_gqa(%q: memref<?x8x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                      %o: memref<?x8x?x64xf16>, %do: memref<?x8x?x64xf16>, %lse: memref<?x8x?xf32>,
+                      %dq: memref<?x8x?x64xf16>, %dk: memref<?x2x?x64xf16>, %dv: memref<?x2x?x64xf16>,
+                      %delta: memref<?x8x?xf32>, %accum: memref<?x8x?x64xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.125 : f32, mask = #fa.mask<causal>}
+    : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>,
+      memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    into memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+// No mask and a key length that is a multiple of block-n: no fa.mask, and
+// every query tile visits every K/V tile. f32 needs no rounding.
+// CHECK-LABEL: func @full_f32
+// CHECK: fa.q_tile_range
+// CHECK-NOT: mask = #fa.mask<causal>
+// CHECK-NOT: fa.mask
+// CHECK-NOT: arith.truncf
+// CHECK: return
+func.func @full_f32(%q: memref<?x4x?x32xf32>, %k: memref<?x4x64x32xf32>, %v: memref<?x4x64x32xf32>,
+                    %o: memref<?x4x?x32xf32>, %do: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>,
+                    %dq: memref<?x4x?x32xf32>, %dk: memref<?x4x64x32xf32>, %dv: memref<?x4x64x32xf32>,
+                    %delta: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.2 : f32}
+    : memref<?x4x?x32xf32>, memref<?x4x64x32xf32>, memref<?x4x64x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x64x32xf32>, memref<?x4x64x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>
+  return
+}
