@@ -160,11 +160,11 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
                       llvm::function_ref<void(Stage, ModuleOp)> onStage) {
   GpuOptions gpu{spec.arch, spec.numWarps,
                  ::fa::toString(spec.resolvedStrategy()), spec.stages};
-  if (spec.backward && to > Stage::tiled)
+  if (spec.backward && to > Stage::tiled &&
+      spec.resolvedStrategy() != ::fa::Strategy::simt)
     return module.emitError()
-           << "the backward is lowered to the tile level (and to the CPU) "
-              "only: no GPU strategy compiles it yet; emit stage 'fa' or "
-              "'tiled'";
+           << "the backward runs on the simt strategy only so far, not on "
+           << ::fa::toString(spec.resolvedStrategy());
   for (Stage next : kStages) {
     if (next <= from || next > to || next > Stage::llvm)
       continue;
@@ -210,17 +210,17 @@ FailureOr<std::string> mlir::fa::emitPtx(ModuleOp module) {
   return ptx;
 }
 
-LogicalResult mlir::fa::readLaunchInfo(ModuleOp module,
-                                       CompiledKernel &kernel) {
-  bool found = false;
+FailureOr<std::vector<::fa::LaunchPlan>>
+mlir::fa::readKernelLaunches(ModuleOp module) {
+  std::vector<::fa::LaunchPlan> launches;
   module.walk([&](Operation *op) {
     auto launch = op->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
     if (!launch || !isa<gpu::GPUFuncOp, LLVM::LLVMFuncOp>(op))
       return;
-    found = true;
-    kernel.sharedMemoryBytes = launch.getSharedBytes();
-    kernel.numThreads = launch.getThreads();
-    kernel.tensorMaps.clear();
+    ::fa::LaunchPlan plan;
+    plan.function = cast<SymbolOpInterface>(op).getName().str();
+    plan.sharedBytes = launch.getSharedBytes();
+    plan.threads = launch.getThreads();
     if (auto maps =
             op->getAttrOfType<ArrayAttr>(FADialect::getTensorMapsAttrName()))
       for (Attribute map : maps) {
@@ -232,11 +232,57 @@ LogicalResult mlir::fa::readLaunchInfo(ModuleOp module,
                                     : ::fa::LaunchPlan::Operand::value;
         m.boxRows = dict.getAs<IntegerAttr>("box_rows").getInt();
         m.boxCols = dict.getAs<IntegerAttr>("box_cols").getInt();
-        kernel.tensorMaps.push_back(m);
+        plan.tensorMaps.push_back(m);
       }
+    launches.push_back(std::move(plan));
   });
-  if (!found)
+  if (launches.empty())
     return module.emitError("no kernel with launch attributes in the module");
+  return launches;
+}
+
+/// Completes the launches read from the module with their grids and
+/// parameters. fa-convert-placed-to-gpu maps a program's (tile, head,
+/// batch) to block (x, y, z) and keeps the function's parameters.
+static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
+                                  std::vector<::fa::LaunchPlan> &launches) {
+  using Plan = ::fa::LaunchPlan;
+  if (!spec.backward) {
+    if (launches.size() != 1)
+      return module.emitError() << "expected one forward kernel, got "
+                                << launches.size();
+    Plan &plan = launches.front();
+    std::vector<Plan::TensorMap> maps = std::move(plan.tensorMaps);
+    plan = Plan::forwardAttention(plan.function, spec.blockM, plan.threads,
+                                  plan.sharedBytes);
+    plan.tensorMaps = std::move(maps);
+    return success();
+  }
+  // fa-tile-backward's programs: D per query tile, dK/dV per K/V tile of
+  // a K/V head, dQ per query tile; in this order.
+  const std::pair<const char *, Plan::GridDim> programs[] = {
+      {"_delta", {Plan::Extent::queryLength, spec.blockM}},
+      {"_dkdv", {Plan::Extent::keyLength, spec.blockN}},
+      {"_dq", {Plan::Extent::queryLength, spec.blockM}}};
+  std::vector<Plan> ordered;
+  for (auto [suffix, tiles] : programs) {
+    std::string function = spec.kernelName() + suffix;
+    auto it = llvm::find_if(launches, [&](const Plan &plan) {
+      return plan.function == function;
+    });
+    if (it == launches.end())
+      return module.emitError() << "the backward has no kernel " << function;
+    Plan plan = *it;
+    bool perKeyHead = tiles.extent == Plan::Extent::keyLength;
+    plan.grid = {tiles,
+                 Plan::GridDim{perKeyHead ? Plan::Extent::keyHeads
+                                          : Plan::Extent::queryHeads,
+                               1},
+                 Plan::GridDim{Plan::Extent::batch, 1}};
+    plan.params = Plan::backwardParams();
+    ordered.push_back(std::move(plan));
+  }
+  launches = std::move(ordered);
   return success();
 }
 
@@ -256,14 +302,13 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
   OwningOpRef<ModuleOp> module = buildAttentionModule(*ctx, spec);
   CompiledKernel kernel;
   kernel.name = spec.kernelName();
-  if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})) ||
-      failed(readLaunchInfo(*module, kernel)))
+  if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})))
     return llvm::createStringError(diagnostics);
-  // fa-convert-placed-to-gpu maps program (query tile, head, batch) to block
-  // (x, y, z) and keeps the function's parameters (Q, K, V, O, LSE).
-  kernel.plan = ::fa::LaunchPlan::forwardAttention(
-      spec.blockM, kernel.numThreads, kernel.sharedMemoryBytes);
-  kernel.plan.tensorMaps = kernel.tensorMaps;
+  FailureOr<std::vector<::fa::LaunchPlan>> launches =
+      readKernelLaunches(*module);
+  if (failed(launches) || failed(planLaunches(*module, spec, *launches)))
+    return llvm::createStringError(diagnostics);
+  kernel.launches = std::move(*launches);
   FailureOr<std::string> ptx = emitPtx(*module);
   if (failed(ptx))
     return llvm::createStringError(diagnostics);

@@ -57,16 +57,16 @@ struct CompiledKernel {
   std::string ptx;
   std::vector<char> cubin;                     // empty unless assembled
   std::vector<::fa::KernelResources> resources; // from ptxas -v
-  int64_t numThreads = 0;                      // block size (x)
-  int64_t sharedMemoryBytes = 0;               // dynamic shared memory
-  /// The TMA tensor maps the kernel takes first (fa.tensor_maps).
-  std::vector<::fa::LaunchPlan::TensorMap> tensorMaps;
-  ::fa::LaunchPlan plan;                       // how the runtime launches it
+  /// How the runtime launches it: one launch per kernel of the module, in
+  /// the order they run (the forward has one, the backward three).
+  std::vector<::fa::LaunchPlan> launches;
 };
 
-/// Reads the launch attributes (threads, shared memory, tensor maps) of the
-/// kernels of a module at the gpu or llvm stage.
-LogicalResult readLaunchInfo(ModuleOp module, CompiledKernel &kernel);
+/// The launches of the kernels of a module at the gpu or llvm stage, in
+/// module order, with what their launch attributes say: entry point,
+/// threads, dynamic shared memory, tensor maps (grid and parameters are
+/// the caller's to fill).
+FailureOr<std::vector<::fa::LaunchPlan>> readKernelLaunches(ModuleOp module);
 
 /// spec -> PTX, and -> cubin + resource report with `assemble`.
 llvm::Expected<CompiledKernel> compileKernel(const ::fa::KernelSpec &spec,

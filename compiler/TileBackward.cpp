@@ -58,11 +58,12 @@ private:
   }
   /// Opens a grid of one program per (batch, query head, query tile) and
   /// moves the builder into it; returns the first query row of the tile.
-  Value openQueryTileGrid(GridOp &grid) {
+  Value openQueryTileGrid(GridOp &grid, StringRef program) {
     Value numQTiles = arith::CeilDivUIOp::create(
         builder, loc, dim(op.getQuery(), 2), indexConst(blockM));
     grid = GridOp::create(builder, loc, dim(op.getQuery(), 0),
                           dim(op.getQuery(), 1), numQTiles);
+    grid.setProgram(program);
     builder.setInsertionPointToStart(&grid.getBodyBlock());
     return arith::MulIOp::create(builder, loc, grid.getTileIndex(),
                                  indexConst(blockM));
@@ -84,7 +85,7 @@ private:
 void BackwardTiler::buildPreprocess() {
   OpBuilder::InsertionGuard guard(builder);
   GridOp grid;
-  Value qStart = openQueryTileGrid(grid);
+  Value qStart = openQueryTileGrid(grid, "delta");
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
   auto rowsType = tileType(blockM, elementType);
   Value gradOutput = LoadTileOp::create(builder, loc, rowsType,
@@ -117,6 +118,7 @@ void BackwardTiler::buildMain() {
       arith::CeilDivUIOp::create(builder, loc, kvLen, indexConst(blockN));
   auto grid = GridOp::create(builder, loc, dim(op.getQuery(), 0), kvHeads,
                              numKvTiles);
+  grid.setProgram("dkdv");
   builder.setInsertionPointToStart(&grid.getBodyBlock());
   Value b = grid.getBatchIndex(), kvHead = grid.getHeadIndex();
   Value kvStart = arith::MulIOp::create(builder, loc, grid.getTileIndex(),
@@ -217,7 +219,7 @@ void BackwardTiler::buildMain() {
 void BackwardTiler::buildPostprocess() {
   OpBuilder::InsertionGuard guard(builder);
   GridOp grid;
-  Value qStart = openQueryTileGrid(grid);
+  Value qStart = openQueryTileGrid(grid, "dq");
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
   Value accumulated = LoadTileOp::create(
       builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(), b,

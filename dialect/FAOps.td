@@ -156,7 +156,9 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     tile of a K/V head. Programs run in any order and concurrently: they
     write disjoint rows, or combine through `fa.accumulate_tile`. A GPU
     lowering maps the grid onto thread blocks, a CPU lowering onto a loop
-    nest. Grids of one function run one after another.
+    nest. Grids of one function run one after another; each then has a
+    `program` name, and on the GPU grid `p` of function `f` becomes kernel
+    `f_p` (the backward's `delta`, `dkdv` and `dq`).
 
     ```mlir
     fa.grid (%b, %h, %qt) in (%batch, %heads, %num_q_tiles) {
@@ -164,7 +166,8 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     }
     ```
   }];
-  let arguments = (ins Index:$batch_size, Index:$num_heads, Index:$num_q_tiles);
+  let arguments = (ins Index:$batch_size, Index:$num_heads, Index:$num_q_tiles,
+                       OptionalAttr<StrAttr>:$program);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;

@@ -3,13 +3,16 @@
 
 namespace fa {
 
-static constexpr const char *kExtentNames[] = {"query_length", "query_heads",
-                                               "batch"};
-static constexpr const char *kOperandNames[] = {"q", "k", "v", "o", "lse"};
+static constexpr const char *kExtentNames[] = {
+    "query_length", "query_heads", "batch", "key_length", "key_heads"};
+static constexpr const char *kOperandNames[] = {
+    "q",  "k",  "v",  "o",     "lse",     "do",
+    "dq", "dk", "dv", "delta", "dq_accum"};
 
-LaunchPlan LaunchPlan::forwardAttention(int64_t blockM, int64_t threads,
-                                        int64_t sharedBytes) {
+LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
+                                        int64_t threads, int64_t sharedBytes) {
   LaunchPlan plan;
+  plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
                GridDim{Extent::queryHeads, 1}, GridDim{Extent::batch, 1}};
   plan.threads = threads;
@@ -19,12 +22,33 @@ LaunchPlan LaunchPlan::forwardAttention(int64_t blockM, int64_t threads,
   return plan;
 }
 
-int64_t LaunchPlan::blocks(int dim, int64_t batch, int64_t queryHeads,
-                           int64_t queryLength) const {
+std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams() {
+  return {Operand::query,     Operand::key,     Operand::value,
+          Operand::output,    Operand::gradOutput, Operand::lse,
+          Operand::gradQuery, Operand::gradKey, Operand::gradValue,
+          Operand::delta,     Operand::dqAccum};
+}
+
+int64_t LaunchPlan::blocks(int dim, const ProblemExtents &problem) const {
   const GridDim &g = grid[dim];
-  int64_t extent = g.extent == Extent::queryLength  ? queryLength
-                   : g.extent == Extent::queryHeads ? queryHeads
-                                                    : batch;
+  int64_t extent = 0;
+  switch (g.extent) {
+  case Extent::queryLength:
+    extent = problem.queryLength;
+    break;
+  case Extent::queryHeads:
+    extent = problem.queryHeads;
+    break;
+  case Extent::batch:
+    extent = problem.batch;
+    break;
+  case Extent::keyLength:
+    extent = problem.keyLength;
+    break;
+  case Extent::keyHeads:
+    extent = problem.keyHeads;
+    break;
+  }
   return (extent + g.tile - 1) / g.tile;
 }
 
@@ -40,7 +64,8 @@ llvm::json::Value LaunchPlan::toJson() const {
     mapsJson.push_back(llvm::json::Object{{"operand", kOperandNames[int(m.operand)]},
                                           {"box_rows", m.boxRows},
                                           {"box_cols", m.boxCols}});
-  return llvm::json::Object{{"grid", std::move(gridJson)},
+  return llvm::json::Object{{"function", function},
+                            {"grid", std::move(gridJson)},
                             {"threads", threads},
                             {"shared_bytes", sharedBytes},
                             {"tensor_maps", std::move(mapsJson)},
@@ -104,6 +129,10 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
   }
   plan.threads = *threads;
   plan.sharedBytes = *sharedBytes;
+  if (std::optional<llvm::StringRef> function = object->getString("function"))
+    plan.function = function->str();
+  if (plan.function.empty())
+    return std::nullopt;
   return plan;
 }
 

@@ -15,13 +15,25 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace fa {
 
+/// The sizes of one attention problem that launch grids are made of.
+struct ProblemExtents {
+  int64_t batch = 0;
+  int64_t queryHeads = 0;
+  int64_t queryLength = 0;
+  int64_t keyHeads = 0;
+  int64_t keyLength = 0;
+};
+
+/// The launch of one kernel (a cubin entry point). A forward is one launch;
+/// the backward is several, run in order on one stream.
 struct LaunchPlan {
   /// A problem extent that a grid dimension counts.
-  enum class Extent { queryLength, queryHeads, batch };
+  enum class Extent { queryLength, queryHeads, batch, keyLength, keyHeads };
   /// ceil(extent / tile) blocks along one grid dimension.
   struct GridDim {
     Extent extent = Extent::batch;
@@ -29,7 +41,19 @@ struct LaunchPlan {
   };
   /// The tensors whose MLIR memref descriptors are the kernel's
   /// parameters, in order.
-  enum class Operand { query, key, value, output, lse };
+  enum class Operand {
+    query,
+    key,
+    value,
+    output,
+    lse,
+    gradOutput, // dO
+    gradQuery,  // dQ
+    gradKey,    // dK
+    gradValue,  // dV
+    delta,      // f32 workspace [B, Hq, Sq]: rowsum(dO * O)
+    dqAccum,    // f32 workspace [B, Hq, Sq, D]: dQ before rounding
+  };
 
   /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
   /// input with 16-bit elements, read in boxes of `boxRows` x `boxCols`
@@ -39,6 +63,8 @@ struct LaunchPlan {
     int64_t boxRows = 0, boxCols = 0;
   };
 
+  /// The kernel's entry point in the cubin.
+  std::string function;
   std::array<GridDim, 3> grid;
   int64_t threads = 0;     // block size (x)
   int64_t sharedBytes = 0; // dynamic shared memory of a block
@@ -50,13 +76,15 @@ struct LaunchPlan {
   /// The plan of the forward kernels every strategy emits today: block
   /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the
   /// parameters are Q, K, V, O and LSE.
-  static LaunchPlan forwardAttention(int64_t blockM, int64_t threads,
-                                     int64_t sharedBytes);
+  static LaunchPlan forwardAttention(std::string function, int64_t blockM,
+                                     int64_t threads, int64_t sharedBytes);
 
-  /// Blocks along grid dimension `dim` (0 = x) for a problem of `batch`,
-  /// `queryHeads` heads and `queryLength` rows.
-  int64_t blocks(int dim, int64_t batch, int64_t queryHeads,
-                 int64_t queryLength) const;
+  /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
+  /// dV, delta, dq_accum.
+  static std::vector<Operand> backwardParams();
+
+  /// Blocks along grid dimension `dim` (0 = x) for `problem`.
+  int64_t blocks(int dim, const ProblemExtents &problem) const;
 
   llvm::json::Value toJson() const;
   /// The plan in `json`, or nullopt when it is not a valid plan.

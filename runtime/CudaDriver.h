@@ -36,6 +36,8 @@ namespace fa {
   X(cuGetErrorString)                                                          \
   X(cuMemAlloc_v2)                                                             \
   X(cuMemFree_v2)                                                              \
+  X(cuMemAllocAsync)                                                           \
+  X(cuMemFreeAsync)                                                            \
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemsetD16_v2)                                                            \

@@ -13,6 +13,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/LockFileManager.h"
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -53,8 +54,30 @@ struct KernelEntry {
   KernelInfo info;
   std::vector<char> cubin;
   CUmodule module = nullptr;
-  CUfunction function = nullptr;
+  /// One per launch of info.launches, once loaded.
+  std::vector<CUfunction> functions;
 };
+
+/// One report for a kernel made of several: the largest registers, stack
+/// and static shared memory, the summed spills.
+KernelResources combineResources(const std::string &name,
+                                 const std::vector<KernelResources> &all) {
+  if (all.size() == 1)
+    return all.front();
+  KernelResources combined;
+  combined.name = name;
+  for (const KernelResources &k : all) {
+    combined.registers = std::max(combined.registers, k.registers);
+    combined.staticSharedBytes =
+        std::max(combined.staticSharedBytes, k.staticSharedBytes);
+    combined.stackFrameBytes =
+        std::max(combined.stackFrameBytes, k.stackFrameBytes);
+    combined.spillStoreBytes += k.spillStoreBytes;
+    combined.spillLoadBytes += k.spillLoadBytes;
+    combined.barriers = std::max(combined.barriers, k.barriers);
+  }
+  return combined;
+}
 
 std::string toMetadata(const KernelInfo &info) {
   llvm::json::Object object{
@@ -68,7 +91,9 @@ std::string toMetadata(const KernelInfo &info) {
       {"spill_store_bytes", info.ptxas.spillStoreBytes},
       {"spill_load_bytes", info.ptxas.spillLoadBytes},
       {"assembler", info.assembler},
-      {"launch_plan", info.plan.toJson()},
+      {"launches", llvm::json::Array(llvm::map_range(
+                       info.launches,
+                       [](const LaunchPlan &plan) { return plan.toJson(); }))},
   };
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -101,12 +126,16 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
   if (!name || !integer("num_threads", info.numThreads) ||
       !integer("shared_memory_bytes", info.sharedMemoryBytes))
     return false;
-  const llvm::json::Value *planJson = object->get("launch_plan");
-  std::optional<LaunchPlan> plan =
-      planJson ? LaunchPlan::fromJson(*planJson) : std::nullopt;
-  if (!plan)
+  const llvm::json::Array *launches = object->getArray("launches");
+  if (!launches || launches->empty())
     return false;
-  info.plan = std::move(*plan);
+  info.launches.clear();
+  for (const llvm::json::Value &launch : *launches) {
+    std::optional<LaunchPlan> plan = LaunchPlan::fromJson(launch);
+    if (!plan)
+      return false;
+    info.launches.push_back(std::move(*plan));
+  }
   info.name = name->str();
   info.ptxas.name = info.name;
   integer("registers", info.ptxas.registers);
@@ -119,6 +148,9 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
 }
 
 } // namespace
+
+/// Operands a launch plan can name (LaunchPlan::Operand).
+constexpr size_t kNumOperands = size_t(LaunchPlan::Operand::dqAccum) + 1;
 
 struct Runtime::Impl {
   RuntimeOptions options;
@@ -147,6 +179,15 @@ struct Runtime::Impl {
                             std::string &log);
   Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry);
   Result loadLocked(KernelEntry &entry);
+  /// Finds, compiles and loads the kernel of `requested` (defaults filled),
+  /// under the lock.
+  Result prepareAndLoad(const KernelSpec &requested, KernelEntry *&entry);
+  /// Runs the launches of a loaded kernel in order on `stream`; `operands`
+  /// holds the tensor of each LaunchPlan::Operand.
+  Result launchAll(const KernelEntry &entry,
+                   const std::array<const TensorArg *, kNumOperands> &operands,
+                   const ProblemExtents &problem, ElementType dtype,
+                   CUstream stream);
   Result cudaCheck(CUresult result, const char *what) const {
     if (result == CUDA_SUCCESS)
       return {};
@@ -344,11 +385,15 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     }
     fresh.info.assembler = assemblerId;
     fresh.info.name = compiled->name;
-    fresh.info.numThreads = compiled->numThreads;
-    fresh.info.sharedMemoryBytes = compiled->sharedMemoryBytes;
-    fresh.info.plan = compiled->plan;
+    fresh.info.launches = compiled->launches;
+    for (const LaunchPlan &plan : compiled->launches) {
+      fresh.info.numThreads = std::max(fresh.info.numThreads, plan.threads);
+      fresh.info.sharedMemoryBytes =
+          std::max(fresh.info.sharedMemoryBytes, plan.sharedBytes);
+    }
     if (!compiled->resources.empty())
-      fresh.info.ptxas = compiled->resources.front();
+      fresh.info.ptxas =
+          combineResources(compiled->name, compiled->resources);
     fresh.cubin = std::move(compiled->cubin);
     fresh.info.source = KernelSource::compiled;
     // A cache that cannot be written (read-only, full) costs the next
@@ -487,7 +532,7 @@ Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
 Result Runtime::Impl::loadLocked(KernelEntry &entry) {
   if (!driver)
     return Result::error(Status::noDriver, driverError);
-  if (entry.function)
+  if (!entry.functions.empty())
     return {};
   if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
       !r)
@@ -507,36 +552,43 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
     return r;
   // Once the module is loaded, any later failure unloads it again: the
   // entry is either fully loaded or not at all.
+  // Registers and local memory: the largest of the launches' functions.
   auto configure = [&]() -> Result {
-    if (Result r = cudaCheck(driver->cuModuleGetFunction(
-                                 &entry.function, entry.module,
-                                 entry.info.name.c_str()),
-                             "cuModuleGetFunction");
-        !r)
-      return r;
-    if (Result r = cudaCheck(
-            driver->cuFuncSetAttribute(
-                entry.function,
-                CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                int(entry.info.sharedMemoryBytes)),
-            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-        !r)
-      return r;
-    for (auto [value, attribute] :
-         {std::pair<int *, CUfunction_attribute>{&entry.info.registers,
-                                                 CU_FUNC_ATTRIBUTE_NUM_REGS},
-          {&entry.info.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}})
-      if (Result r = cudaCheck(
-              driver->cuFuncGetAttribute(value, attribute, entry.function),
-              "cuFuncGetAttribute");
+    for (const LaunchPlan &plan : entry.info.launches) {
+      CUfunction function = nullptr;
+      if (Result r = cudaCheck(driver->cuModuleGetFunction(
+                                   &function, entry.module,
+                                   plan.function.c_str()),
+                               "cuModuleGetFunction");
           !r)
         return r;
+      if (Result r = cudaCheck(
+              driver->cuFuncSetAttribute(
+                  function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                  int(plan.sharedBytes)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+          !r)
+        return r;
+      for (auto [value, attribute] :
+           {std::pair<int *, CUfunction_attribute>{&entry.info.registers,
+                                                   CU_FUNC_ATTRIBUTE_NUM_REGS},
+            {&entry.info.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}}) {
+        int used = 0;
+        if (Result r = cudaCheck(
+                driver->cuFuncGetAttribute(&used, attribute, function),
+                "cuFuncGetAttribute");
+            !r)
+          return r;
+        *value = std::max(*value, used);
+      }
+      entry.functions.push_back(function);
+    }
     return {};
   };
   if (Result r = configure(); !r) {
     driver->cuModuleUnload(entry.module);
     entry.module = nullptr;
-    entry.function = nullptr;
+    entry.functions.clear();
     return r;
   }
   entry.info.loadSeconds = secondsSince(start);
@@ -823,9 +875,186 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   return {};
 }
 
+Result checkAttentionBackwardArgs(const KernelSpec &spec,
+                                  const AttentionBackwardArgs &a) {
+  auto invalid = [](std::string message) {
+    return Result::error(Status::invalidArgument, std::move(message));
+  };
+  // The forward's operands obey the forward's rules.
+  AttentionArgs forward{a.q, a.k, a.v, a.o, a.lse, a.stream};
+  if (Result r = checkAttentionArgs(spec, forward); !r)
+    return r;
+  size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  struct Like {
+    const char *name;
+    const TensorArg *tensor;
+    const char *likeName;
+    const TensorArg *like;
+  };
+  const Like shaped[] = {{"do", &a.gradOutput, "o", &a.o},
+                         {"dq", &a.gradQuery, "q", &a.q},
+                         {"dk", &a.gradKey, "k", &a.k},
+                         {"dv", &a.gradValue, "k", &a.k}};
+  for (const Like &t : shaped) {
+    for (int d = 0; d < 4; ++d)
+      if (t.tensor->sizes[d] != t.like->sizes[d])
+        return invalid(std::string(t.name) + " shape " +
+                       shapeString(*t.tensor, 4) + " does not match " +
+                       t.likeName + " shape " + shapeString(*t.like, 4));
+    if (std::string error = checkLayout(t.name, *t.tensor, 4, elementBytes);
+        !error.empty())
+      return invalid(error);
+  }
+  for (const Like &t : llvm::ArrayRef(shaped).drop_front())
+    if (std::string error = checkNoOverlap(t.name, *t.tensor, 4);
+        !error.empty())
+      return invalid(error);
+  // The gradients share no byte with the inputs or with each other: other
+  // blocks still read every input while one writes.
+  struct Span {
+    const char *name;
+    std::optional<std::pair<uintptr_t, uintptr_t>> bytes;
+  };
+  Span inputs[] = {{"q", byteSpan(a.q, 4, elementBytes)},
+                   {"k", byteSpan(a.k, 4, elementBytes)},
+                   {"v", byteSpan(a.v, 4, elementBytes)},
+                   {"o", byteSpan(a.o, 4, elementBytes)},
+                   {"do", byteSpan(a.gradOutput, 4, elementBytes)},
+                   {"lse", byteSpan(a.lse, 3, 4)}};
+  Span outputs[] = {{"dq", byteSpan(a.gradQuery, 4, elementBytes)},
+                    {"dk", byteSpan(a.gradKey, 4, elementBytes)},
+                    {"dv", byteSpan(a.gradValue, 4, elementBytes)}};
+  auto overlap = [](const Span &x, const Span &y) {
+    return x.bytes && y.bytes && x.bytes->first <= y.bytes->second &&
+           y.bytes->first <= x.bytes->second;
+  };
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    for (const Span &in : inputs)
+      if (overlap(outputs[i], in))
+        return invalid(std::string(outputs[i].name) + " overlaps " + in.name +
+                       " in memory (gradients must not alias the inputs)");
+    for (size_t j = 0; j < i; ++j)
+      if (overlap(outputs[i], outputs[j]))
+        return invalid(std::string(outputs[i].name) + " overlaps " +
+                       outputs[j].name + " in memory");
+  }
+  // The main grid runs one block per K/V tile of a K/V head.
+  KernelSpec resolved = spec.withDefaults();
+  int64_t kvTiles = (a.k.sizes[2] + resolved.blockN - 1) / resolved.blockN;
+  if (kvTiles > kMaxGridX)
+    return invalid("key length " + std::to_string(a.k.sizes[2]) +
+                   " needs more than the grid's " + std::to_string(kMaxGridX) +
+                   " key/value tiles");
+  return {};
+}
+
+Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
+                                     KernelEntry *&entry) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (Result r = prepareDefaultedLocked(requested, entry); !r)
+    return r;
+  return loadLocked(*entry);
+}
+
+Result Runtime::Impl::launchAll(
+    const KernelEntry &entry,
+    const std::array<const TensorArg *, kNumOperands> &operands,
+    const ProblemExtents &problem, ElementType dtype, CUstream stream) {
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  for (size_t launch = 0; launch < entry.info.launches.size(); ++launch) {
+    const LaunchPlan &plan = entry.info.launches[launch];
+    // The kernel parameters are the MLIR memref descriptors (allocated and
+    // aligned pointer, offset, sizes, strides) of the operands the plan
+    // lists; the grid counts the extents it names.
+    std::vector<int64_t> words;
+    words.reserve(16 * plan.params.size());
+    for (LaunchPlan::Operand operand : plan.params) {
+      const TensorArg &t = *operands[size_t(operand)];
+      int rank = operand == LaunchPlan::Operand::lse ||
+                         operand == LaunchPlan::Operand::delta
+                     ? 3
+                     : 4;
+      words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
+      words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
+      words.push_back(0);
+      for (int d = 0; d < rank; ++d)
+        words.push_back(t.sizes[d]);
+      for (int d = 0; d < rank; ++d)
+        words.push_back(t.strides[d]);
+    }
+    // TMA tensor maps (the wgmma strategy's warp-specialized kernels) come
+    // first, by value: [B, H, S, D] as dims (D, S, H, B) innermost first,
+    // boxes of the plan's size, the 128-byte swizzle, zeros past the end.
+    // (CUtensorMap is declared over-aligned; the vector honours it.)
+    std::vector<CUtensorMap> maps(plan.tensorMaps.size());
+    for (size_t i = 0; i < plan.tensorMaps.size(); ++i) {
+      const LaunchPlan::TensorMap &m = plan.tensorMaps[i];
+      const TensorArg &t = *operands[size_t(m.operand)];
+      std::memset(&maps[i], 0, sizeof(maps[i]));
+      if (numElements(t, 4) == 0)
+        continue; // no tile of it is ever loaded
+      const int64_t elementBytes = 2;
+      cuuint64_t dims[4] = {cuuint64_t(t.sizes[3]), cuuint64_t(t.sizes[2]),
+                            cuuint64_t(t.sizes[1]), cuuint64_t(t.sizes[0])};
+      // Byte strides of S, H, B; a dimension of size 1 is never stepped, so
+      // its stride only has to be valid (a multiple of 16).
+      cuuint64_t strides[3];
+      for (int d = 0; d < 3; ++d) {
+        int dim = 2 - d; // S, H, B
+        int64_t stride = t.strides[dim] * elementBytes;
+        if (t.sizes[dim] == 1)
+          stride = 16;
+        strides[d] = cuuint64_t(stride);
+      }
+      cuuint32_t box[4] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1};
+      cuuint32_t elementStrides[4] = {1, 1, 1, 1};
+      CUresult status = driver->cuTensorMapEncodeTiled(
+          &maps[i],
+          dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+          4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (Result r = cudaCheck(status, "cuTensorMapEncodeTiled"); !r)
+        return r;
+    }
+    // Pointers into `words` only once it stops growing.
+    std::vector<void *> params;
+    for (CUtensorMap &map : maps)
+      params.push_back(&map);
+    for (int64_t &word : words)
+      params.push_back(&word);
+
+    unsigned grid[3];
+    bool empty = false;
+    for (int d = 0; d < 3; ++d) {
+      grid[d] = unsigned(plan.blocks(d, problem));
+      empty |= grid[d] == 0;
+    }
+    if (empty)
+      continue; // nothing to compute (e.g. no keys: no dK/dV tiles)
+    if (Result r = cudaCheck(
+            driver->cuLaunchKernel(entry.functions[launch], grid[0], grid[1],
+                                   grid[2], unsigned(plan.threads), 1, 1,
+                                   unsigned(plan.sharedBytes), stream,
+                                   params.data(), nullptr),
+            "cuLaunchKernel");
+        !r)
+      return r;
+  }
+  return {};
+}
+
 Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   // resolve() leaves an invalid spec as it is; validate() names the field.
   KernelSpec spec = resolve(requested);
+  if (spec.backward)
+    return Result::error(Status::invalidArgument,
+                         "forward() runs a forward spec; this one is a "
+                         "backward (call backward())");
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);
   if (Result r = checkAttentionArgs(spec, a); !r)
@@ -834,13 +1063,8 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
     return Result::error(Status::noDriver, impl->driverError);
 
   KernelEntry *entry = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(impl->mutex);
-    if (Result r = impl->prepareDefaultedLocked(requested, entry); !r)
-      return r;
-    if (Result r = impl->loadLocked(*entry); !r)
-      return r;
-  }
+  if (Result r = impl->prepareAndLoad(requested, entry); !r)
+    return r;
   // The defaults may have settled on a later candidate (the first spilled):
   // its tiles decide the grid.
   if (entry->info.spec.blockM != spec.blockM) {
@@ -848,104 +1072,115 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
     if (Result r = checkAttentionArgs(spec, a); !r)
       return r;
   }
-  int64_t batch = a.q.sizes[0], heads = a.q.sizes[1], qLen = a.q.sizes[2];
-  if (batch == 0 || heads == 0 || qLen == 0)
+  ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
+                         a.k.sizes[1], a.k.sizes[2]};
+  if (problem.batch == 0 || problem.queryHeads == 0 ||
+      problem.queryLength == 0)
+    return {}; // nothing to compute
+  std::array<const TensorArg *, kNumOperands> operands{};
+  operands[size_t(LaunchPlan::Operand::query)] = &a.q;
+  operands[size_t(LaunchPlan::Operand::key)] = &a.k;
+  operands[size_t(LaunchPlan::Operand::value)] = &a.v;
+  operands[size_t(LaunchPlan::Operand::output)] = &a.o;
+  operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
+  for (const LaunchPlan &plan : entry->info.launches)
+    for (LaunchPlan::Operand operand : plan.params)
+      if (!operands[size_t(operand)])
+        return Result::error(Status::compileError,
+                             entry->info.name +
+                                 ": the launch plan names an operand the "
+                                 "forward does not have");
+  return impl->launchAll(*entry, operands, problem, spec.dtype,
+                         static_cast<CUstream>(a.stream));
+}
+
+Result Runtime::backward(const KernelSpec &requestedForward,
+                         const AttentionBackwardArgs &a) {
+  KernelSpec requested = requestedForward;
+  requested.backward = true;
+  KernelSpec spec = resolve(requested);
+  if (std::string error = spec.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (spec.resolvedStrategy() != Strategy::simt)
+    return Result::error(Status::invalidArgument,
+                         std::string("the backward runs on the simt strategy "
+                                     "only so far, not on ") +
+                             toString(spec.resolvedStrategy()));
+  if (Result r = checkAttentionBackwardArgs(spec, a); !r)
+    return r;
+  if (!impl->driver)
+    return Result::error(Status::noDriver, impl->driverError);
+
+  KernelEntry *entry = nullptr;
+  if (Result r = impl->prepareAndLoad(requested, entry); !r)
+    return r;
+  if (entry->info.spec.blockN != spec.blockN) {
+    spec = entry->info.spec;
+    if (Result r = checkAttentionBackwardArgs(spec, a); !r)
+      return r;
+  }
+  ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
+                         a.k.sizes[1], a.k.sizes[2]};
+  if (problem.batch == 0 || problem.queryHeads == 0)
     return {}; // nothing to compute
   const CudaDriver &driver = *impl->driver;
+  CUstream stream = static_cast<CUstream>(a.stream);
   if (Result r = impl->cudaCheck(driver.cuCtxSetCurrent(impl->context),
                                  "cuCtxSetCurrent");
       !r)
     return r;
 
-  // The compiler's launch plan: the kernel parameters are the MLIR memref
-  // descriptors (allocated and aligned pointer, offset, sizes, strides) of
-  // the operands it lists; the grid counts the extents it names.
-  const LaunchPlan &plan = entry->info.plan;
-  std::vector<int64_t> words;
-  words.reserve(64);
-  auto pushMemRef = [&](const TensorArg &t, int rank) {
-    words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
-    words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
-    words.push_back(0);
-    for (int d = 0; d < rank; ++d)
-      words.push_back(t.sizes[d]);
-    for (int d = 0; d < rank; ++d)
-      words.push_back(t.strides[d]);
-  };
-  for (LaunchPlan::Operand operand : plan.params) {
-    switch (operand) {
-    case LaunchPlan::Operand::query:
-      pushMemRef(a.q, 4);
-      break;
-    case LaunchPlan::Operand::key:
-      pushMemRef(a.k, 4);
-      break;
-    case LaunchPlan::Operand::value:
-      pushMemRef(a.v, 4);
-      break;
-    case LaunchPlan::Operand::output:
-      pushMemRef(a.o, 4);
-      break;
-    case LaunchPlan::Operand::lse:
-      pushMemRef(a.lse, 3);
-      break;
-    }
-  }
-  // TMA tensor maps (the wgmma strategy's warp-specialized kernels) come
-  // first, by value: [B, H, S, D] as dims (D, S, H, B) innermost first,
-  // boxes of the plan's size, the 128-byte swizzle, zeros past the end.
-  // (CUtensorMap is declared over-aligned; the vector honours it.)
-  std::vector<CUtensorMap> maps(plan.tensorMaps.size());
-  for (size_t i = 0; i < plan.tensorMaps.size(); ++i) {
-    const LaunchPlan::TensorMap &m = plan.tensorMaps[i];
-    const TensorArg &t = m.operand == LaunchPlan::Operand::query ? a.q
-                         : m.operand == LaunchPlan::Operand::key ? a.k
-                                                                 : a.v;
-    std::memset(&maps[i], 0, sizeof(maps[i]));
-    if (numElements(t, 4) == 0)
-      continue; // no tile of it is ever loaded
-    const int64_t elementBytes = 2;
-    cuuint64_t dims[4] = {cuuint64_t(t.sizes[3]), cuuint64_t(t.sizes[2]),
-                          cuuint64_t(t.sizes[1]), cuuint64_t(t.sizes[0])};
-    // Byte strides of S, H, B; a dimension of size 1 is never stepped, so
-    // its stride only has to be valid (a multiple of 16).
-    cuuint64_t strides[3];
-    for (int d = 0; d < 3; ++d) {
-      int dim = 2 - d; // S, H, B
-      int64_t stride = t.strides[dim] * elementBytes;
-      if (t.sizes[dim] == 1)
-        stride = 16;
-      strides[d] = cuuint64_t(stride);
-    }
-    cuuint32_t box[4] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1};
-    cuuint32_t elementStrides[4] = {1, 1, 1, 1};
-    CUresult status = driver.cuTensorMapEncodeTiled(
-        &maps[i],
-        spec.dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-        4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
-        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (Result r = impl->cudaCheck(status, "cuTensorMapEncodeTiled"); !r)
-      return r;
-  }
-  // Pointers into `words` only once it stops growing.
-  std::vector<void *> params;
-  for (CUtensorMap &map : maps)
-    params.push_back(&map);
-  for (int64_t &word : words)
-    params.push_back(&word);
-
-  unsigned grid[3];
+  // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], f32
+  // and contiguous, allocated and freed in stream order (one allocation;
+  // the driver's pool reuses it across calls).
+  int64_t rows = problem.batch * problem.queryHeads * problem.queryLength;
+  int64_t headDim = spec.headDim;
+  TensorArg delta, dqAccum;
   for (int d = 0; d < 3; ++d)
-    grid[d] = unsigned(plan.blocks(d, batch, heads, qLen));
-  return impl->cudaCheck(
-      driver.cuLaunchKernel(entry->function, grid[0], grid[1], grid[2],
-                            unsigned(plan.threads), 1, 1,
-                            unsigned(plan.sharedBytes),
-                            static_cast<CUstream>(a.stream), params.data(),
-                            nullptr),
-      "cuLaunchKernel");
+    delta.sizes[d] = dqAccum.sizes[d] = a.q.sizes[d];
+  dqAccum.sizes[3] = headDim;
+  dqAccum.strides[3] = 1;
+  dqAccum.strides[2] = headDim;
+  dqAccum.strides[1] = problem.queryLength * headDim;
+  dqAccum.strides[0] = problem.queryHeads * problem.queryLength * headDim;
+  delta.strides[2] = 1;
+  delta.strides[1] = problem.queryLength;
+  delta.strides[0] = problem.queryHeads * problem.queryLength;
+  // Offsets in the allocation: D first, the accumulator 256-byte aligned.
+  size_t deltaBytes = size_t(rows) * 4;
+  size_t accumOffset = (deltaBytes + 255) / 256 * 256;
+  size_t bytes = accumOffset + size_t(rows) * size_t(headDim) * 4;
+  CUdeviceptr workspace = 0;
+  if (rows > 0) {
+    if (Result r = impl->cudaCheck(
+            driver.cuMemAllocAsync(&workspace, bytes, stream),
+            "cuMemAllocAsync (the backward's workspace)");
+        !r)
+      return r;
+    delta.data = reinterpret_cast<const void *>(workspace);
+    dqAccum.data = reinterpret_cast<const void *>(workspace + accumOffset);
+  }
+  std::array<const TensorArg *, kNumOperands> operands{};
+  operands[size_t(LaunchPlan::Operand::query)] = &a.q;
+  operands[size_t(LaunchPlan::Operand::key)] = &a.k;
+  operands[size_t(LaunchPlan::Operand::value)] = &a.v;
+  operands[size_t(LaunchPlan::Operand::output)] = &a.o;
+  operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
+  operands[size_t(LaunchPlan::Operand::gradOutput)] = &a.gradOutput;
+  operands[size_t(LaunchPlan::Operand::gradQuery)] = &a.gradQuery;
+  operands[size_t(LaunchPlan::Operand::gradKey)] = &a.gradKey;
+  operands[size_t(LaunchPlan::Operand::gradValue)] = &a.gradValue;
+  operands[size_t(LaunchPlan::Operand::delta)] = &delta;
+  operands[size_t(LaunchPlan::Operand::dqAccum)] = &dqAccum;
+  Result launched =
+      impl->launchAll(*entry, operands, problem, spec.dtype, stream);
+  if (workspace) {
+    Result freed = impl->cudaCheck(driver.cuMemFreeAsync(workspace, stream),
+                                   "cuMemFreeAsync (the backward's workspace)");
+    if (launched && !freed)
+      return freed;
+  }
+  return launched;
 }
 
 } // namespace fa

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fa {
 
@@ -62,16 +63,31 @@ struct AttentionArgs {
   void *stream = nullptr; // CUstream; nullptr = the default stream
 };
 
+/// The backward's tensors: the forward's inputs, its O and LSE, the output
+/// gradient dO (like O), and the gradients it writes (dQ like Q, dK and dV
+/// like K). The f32 workspaces (D: [B, Hq, Sq], the dQ accumulator:
+/// [B, Hq, Sq, D]) are the runtime's, allocated on the stream for the call
+/// (cuMemAllocAsync: the driver's pool reuses them from call to call).
+struct AttentionBackwardArgs {
+  TensorArg q, k, v, o, gradOutput, lse, gradQuery, gradKey, gradValue;
+  void *stream = nullptr; // CUstream; nullptr = the default stream
+};
+
 /// Where a kernel came from this time.
 enum class KernelSource { compiled, diskCache, memoryCache };
 
+/// What a compiled kernel is. The backward is several kernels launched in
+/// order; where one figure stands for all of them it is the largest
+/// (threads, shared memory, registers) or the sum (spills).
 struct KernelInfo {
   KernelSpec spec; // resolved: defaults filled in
   std::string name;
   std::string key; // cache key (hex SHA-256)
   int64_t numThreads = 0;
   int64_t sharedMemoryBytes = 0; // dynamic, per block
-  LaunchPlan plan;               // the compiler's: grid, block, parameters
+  /// The compiler's launches (entry point, grid, block, parameters), in the
+  /// order they run.
+  std::vector<LaunchPlan> launches;
   KernelResources ptxas;         // the assembler's report at compile time
   std::string assembler; // what made the cubin: "ptxas 13.0.88", "driver 13000"
   int registers = -1;            // from the driver once loaded
@@ -124,6 +140,11 @@ public:
   /// before anything is launched.
   Result forward(const KernelSpec &spec, const AttentionArgs &args);
 
+  /// dQ, dK, dV = the gradients of attention for dO, from the forward's O
+  /// and LSE, with the backward kernels for `spec` (its `backward` flag is
+  /// set here). All arguments are checked before anything is launched.
+  Result backward(const KernelSpec &spec, const AttentionBackwardArgs &args);
+
   /// Forgets the loaded and in-memory kernels (the disk cache stays).
   void clearMemoryCache();
 
@@ -138,6 +159,12 @@ private:
 /// against each other and the spec, strides, null and misaligned pointers,
 /// grid limits. Exposed for tests and for bindings.
 Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
+
+/// The checks backward() makes: the forward's checks on (Q, K, V, O, LSE),
+/// dO shaped like O, dQ like Q, dK and dV like K, the gradients neither
+/// overlapping each other nor any input.
+Result checkAttentionBackwardArgs(const KernelSpec &spec,
+                                  const AttentionBackwardArgs &args);
 
 } // namespace fa
 

@@ -1,7 +1,8 @@
 //===- ConvertPlacedToGPU.cpp - placed fa.grid -> gpu.func ------*- C++ -*-===//
 //
-// Strategy-neutral half of the GPU lowering: each function holding a placed
-// fa.grid becomes a gpu.func kernel in gpu.module @fa_kernels, and each
+// Strategy-neutral half of the GPU lowering: each placed fa.grid becomes a
+// gpu.func kernel in gpu.module @fa_kernels (a function's programs become
+// kernels that take the function's parameters), and each
 // kernel is then lowered by the patterns of the strategy that placed it
 // (compiler/Conversion/Simt, compiler/Conversion/Mma,
 // compiler/Conversion/Wgmma).
@@ -21,6 +22,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "fa-convert-placed-to-gpu"
 
@@ -71,9 +74,12 @@ LogicalResult checkRegisterTiles(GridOp grid, LaunchAttr launch) {
 // Outlining: func { fa.grid } -> gpu.func kernel
 //===----------------------------------------------------------------------===//
 
-/// Moves the program of `func` into a kernel of `kernels`; the grid's
-/// indices become block ids (x: query tile, y: head, z: batch).
+/// Moves the program `grid` of `func` into a kernel of `kernels` named
+/// `name`; the grid's indices become block ids (x: tile, y: head, z:
+/// batch). The kernel takes the function's parameters; the function's
+/// other programs are left out.
 FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
+                                        StringRef name,
                                         gpu::GPUModuleOp kernels) {
   auto launch = grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
   if (!launch)
@@ -84,7 +90,7 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
     return func.emitOpError("a kernel function cannot return values");
 
   OpBuilder builder = OpBuilder::atBlockEnd(kernels.getBody());
-  auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), func.getName(),
+  auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), name,
                                        func.getFunctionType());
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   builder.getUnitAttr());
@@ -106,13 +112,15 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
       gpu::ReturnOp::create(builder, op.getLoc());
       continue;
     }
+    if (isa<GridOp>(op) && &op != grid.getOperation())
+      continue;
     if (&op != grid.getOperation()) {
       builder.clone(op, mapping);
       continue;
     }
     // The program body, with the grid indices as block ids.
     Location loc = grid.getLoc();
-    mapping.map(grid.getQTileIndex(),
+    mapping.map(grid.getTileIndex(),
                 gpu::BlockIdOp::create(builder, loc, gpu::Dimension::x));
     mapping.map(grid.getHeadIndex(),
                 gpu::BlockIdOp::create(builder, loc, gpu::Dimension::y));
@@ -129,21 +137,34 @@ struct FAConvertPlacedToGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    SmallVector<std::pair<func::FuncOp, GridOp>> programs;
+    // (function, program, kernel name): a function with one program makes
+    // the kernel of its name; with several, program p makes <function>_p.
+    struct Program {
+      func::FuncOp func;
+      GridOp grid;
+      std::string name;
+    };
+    SmallVector<Program> programs;
     for (auto func : module.getOps<func::FuncOp>()) {
       SmallVector<GridOp> grids;
       func.walk([&](GridOp grid) { grids.push_back(grid); });
-      if (grids.size() > 1) {
-        func.emitOpError("holds ") << grids.size()
-                                   << " fa.grid programs; a kernel holds one";
-        return signalPassFailure();
-      }
-      if (grids.size() == 1) {
-        if (grids[0]->getParentOp() != func) {
-          grids[0].emitOpError("must be at the top level of its function");
+      llvm::StringSet<> names;
+      for (GridOp grid : grids) {
+        if (grid->getParentOp() != func) {
+          grid.emitOpError("must be at the top level of its function");
           return signalPassFailure();
         }
-        programs.push_back({func, grids[0]});
+        std::string name = func.getName().str();
+        if (grids.size() > 1) {
+          if (!grid.getProgram() || !names.insert(*grid.getProgram()).second) {
+            grid.emitOpError("needs a program name of its own: its function "
+                             "holds ")
+                << grids.size() << " programs";
+            return signalPassFailure();
+          }
+          name += "_" + grid.getProgram()->str();
+        }
+        programs.push_back({func, grid, name});
       }
     }
     if (programs.empty())
@@ -158,11 +179,11 @@ struct FAConvertPlacedToGPUPass
     // (the strategy of its fa.launch).
     SmallVector<Operation *> simtKernels;
     SmallVector<gpu::GPUFuncOp> mmaKernels, wgmmaKernels;
-    for (auto [func, grid] : programs) {
-      FailureOr<gpu::GPUFuncOp> kernel = outlineKernel(func, grid, kernels);
+    for (const Program &program : programs) {
+      FailureOr<gpu::GPUFuncOp> kernel =
+          outlineKernel(program.func, program.grid, program.name, kernels);
       if (failed(kernel))
         return signalPassFailure();
-      func.erase();
       auto launch = (*kernel)->getAttrOfType<LaunchAttr>(
           FADialect::getLaunchAttrName());
       switch (launch.getStrategy()) {
@@ -177,6 +198,11 @@ struct FAConvertPlacedToGPUPass
         break;
       }
     }
+    llvm::SetVector<Operation *> outlined;
+    for (const Program &program : programs)
+      outlined.insert(program.func);
+    for (Operation *func : outlined)
+      func->erase();
     for (gpu::GPUFuncOp kernel : mmaKernels)
       if (failed(lowerMmaKernel(kernel)))
         return signalPassFailure();

@@ -12,6 +12,7 @@
 #include "lib/Strategy/SimtModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -50,9 +51,164 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
   }
 
   LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
+  LogicalResult placeForwardProgram(GridOp grid, const ::fa::GpuArch &target);
+  LogicalResult placeBackwardProgram(GridOp grid,
+                                     const ::fa::GpuArch &target);
 };
 
+/// Gives each shared tile (fa.load_tile and fa.convert_layout results) its
+/// own buffer, in program order; returns the bytes they take.
+static int64_t layOutSharedTiles(GridOp grid) {
+  MLIRContext *ctx = grid.getContext();
+  int64_t sharedBytes = 0;
+  grid.walk([&](Operation *op) {
+    if (!isa<LoadTileOp, ConvertLayoutOp>(op))
+      return;
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    auto encoding = dyn_cast<SharedEncodingAttr>(type.getEncoding());
+    if (!encoding)
+      return;
+    op->setAttr(FADialect::getSharedOffsetAttrName(),
+                IntegerAttr::get(IntegerType::get(ctx, 64), sharedBytes));
+    int64_t bytes = encoding.getSharedElements(type.getShape()) *
+                    type.getElementTypeBitWidth() / 8;
+    sharedBytes += llvm::alignTo(bytes, kSharedAlignment);
+  });
+  return sharedBytes;
+}
+
+/// Moves the register operands of every matmul to shared memory, where each
+/// thread can read whole rows and columns; a value read by several matmuls
+/// is moved once.
+static void stageMatmulOperands(GridOp grid, Attribute shared) {
+  llvm::DenseMap<Value, Value> staged;
+  grid.walk([&](TileMatmulOp op) {
+    for (OpOperand *operand : {&op.getLhsMutable(), &op.getRhsMutable()}) {
+      Value value = operand->get();
+      auto type = cast<RankedTensorType>(value.getType());
+      if (isa<SharedEncodingAttr>(type.getEncoding()))
+        continue;
+      Value &moved = staged[value];
+      if (!moved) {
+        OpBuilder builder(op);
+        if (Operation *def = value.getDefiningOp();
+            def && def->getBlock() == op->getBlock())
+          builder.setInsertionPointAfter(def);
+        moved = ConvertLayoutOp::create(builder, op.getLoc(),
+                                        withEncoding(type, shared), value);
+      }
+      operand->set(moved);
+    }
+  });
+}
+
 LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
+                                            const ::fa::GpuArch &target) {
+  bool forward = false;
+  grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+  return forward ? placeForwardProgram(grid, target)
+                 : placeBackwardProgram(grid, target);
+}
+
+/// The backward's programs (fa-tile-backward): one thread grid for every
+/// register tile ([rows, D] gradients and query rows, [B_r, B_c] scores,
+/// per-row vectors), the matmul operands and the row_dot inputs in shared
+/// memory, everything else in registers.
+LogicalResult
+FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
+                                      const ::fa::GpuArch &target) {
+  // The tile extents the thread grid must divide.
+  SmallVector<int64_t> rowExtents, colExtents;
+  grid.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType())) {
+        rowExtents.push_back(type.getDimSize(0));
+        if (type.getRank() == 2)
+          colExtents.push_back(type.getDimSize(1));
+      }
+  });
+  if (rowExtents.empty())
+    return grid.emitOpError("has no tiles to place");
+  int64_t numThreads = numWarps * 32;
+  int64_t threadCols = 32;
+  while (threadCols > 1 && llvm::any_of(colExtents, [&](int64_t c) {
+           return c % threadCols != 0;
+         }))
+    threadCols /= 2;
+  int64_t threadRows = numThreads / threadCols;
+  for (int64_t rows : rowExtents)
+    if (rows % threadRows != 0)
+      return grid.emitOpError()
+             << "thread grid " << threadRows << "x" << threadCols
+             << " (num-warps=" << int64_t(numWarps)
+             << ") does not divide a tile of " << rows
+             << " rows: use tiles that are multiples of " << threadRows
+             << " rows or fewer warps";
+  auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
+  int64_t rowPad = pad;
+  if (rowPad == 0)
+    rowPad = llvm::all_of(colExtents, [](int64_t c) { return c % 4 == 0; })
+                 ? 4
+                 : 1;
+  auto shared = SharedEncodingAttr::get(&getContext(), rowPad);
+
+  rematerializeHoistedConstants(grid);
+  placeTiles(grid, blocked, shared);
+  // Loads that only feed element-wise ops (per-row vectors, the dQ
+  // accumulator) go straight to registers.
+  grid.walk([&](LoadTileOp op) {
+    bool readWhole = llvm::any_of(op->getUsers(), [](Operation *user) {
+      return isa<TileMatmulOp, RowDotOp>(user);
+    });
+    if (!readWhole)
+      op.getResult().setType(withEncoding(op.getType(), blocked));
+  });
+  stageMatmulOperands(grid, shared);
+
+  int64_t sharedBytes = layOutSharedTiles(grid);
+  int64_t available =
+      target.maxSharedMemoryPerBlock - ::fa::kStaticSharedMemoryReserve;
+  if (sharedBytes > available)
+    return grid.emitOpError()
+           << "needs " << sharedBytes
+           << " bytes of shared memory per block (num-warps="
+           << int64_t(numWarps) << "), over the " << available
+           << " bytes available on " << target.name;
+
+  // Registers, roughly: a thread's elements of the loop-carried tiles (the
+  // dK, dV accumulators), four of the largest other register tile (scores,
+  // probabilities and their gradients live together), and 32 for the rest.
+  int64_t carried = 0, largest = 0;
+  auto perThread = [&](Value value) -> int64_t {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !isa<BlockedEncodingAttr>(type.getEncoding()))
+      return 0;
+    return type.getNumElements() / numThreads;
+  };
+  grid.walk([&](Operation *op) {
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      if (!loop->getParentOfType<scf::ForOp>())
+        for (Value arg : loop.getRegionIterArgs())
+          carried += perThread(arg);
+      return;
+    }
+    for (Value result : op->getResults())
+      largest = std::max(largest, perThread(result));
+  });
+  int64_t registers = carried + 4 * largest + 32;
+  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
+  if (registers > registerLimit)
+    grid.emitWarning() << "placement (num-warps=" << int64_t(numWarps)
+                       << ") needs about " << registers
+                       << " registers per thread, over the " << registerLimit
+                       << " available: the kernel will spill";
+  grid->setAttr(FADialect::getLaunchAttrName(),
+                LaunchAttr::get(&getContext(), StrategyKind::simt, numThreads,
+                                sharedBytes, /*stages=*/1, registers));
+  return success();
+}
+
+LogicalResult FAPlaceSimtPass::placeForwardProgram(GridOp grid,
                                             const ::fa::GpuArch &target) {
   // Read the config from the program.
   FailureOr<ProgramShape> programShape = readProgramShape(grid);
@@ -103,19 +259,7 @@ LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
   });
 
   // Shared memory: one buffer per shared tile, laid out in program order.
-  int64_t sharedBytes = 0;
-  grid.walk([&](Operation *op) {
-    if (!isa<LoadTileOp, ConvertLayoutOp>(op))
-      return;
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    auto encoding = cast<TileEncodingInterface>(type.getEncoding());
-    op->setAttr(FADialect::getSharedOffsetAttrName(),
-                IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                 sharedBytes));
-    int64_t bytes = encoding.getSharedElements(type.getShape()) *
-                    type.getElementTypeBitWidth() / 8;
-    sharedBytes += llvm::alignTo(bytes, kSharedAlignment);
-  });
+  int64_t sharedBytes = layOutSharedTiles(grid);
   // The block's limit also covers static shared memory: the NVPTX back end
   // declares the dynamic shared memory symbol as one aligned static byte.
   int64_t available =

@@ -30,9 +30,8 @@ FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
                     AccumulateTileOp>(op);
   });
   if (backward)
-    return grid.emitOpError("is a program of the backward: no GPU strategy "
-                            "places the backward yet (it runs on the CPU "
-                            "lowering only)");
+    return grid.emitOpError("is a program of the backward, which only the "
+                            "simt strategy places so far");
   ProgramShape shape;
   grid.walk([&](OnlineSoftmaxOp op) {
     shape.blockN =

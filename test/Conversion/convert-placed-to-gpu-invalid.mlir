@@ -9,12 +9,14 @@ func.func @unplaced(%n: index) {
 
 // -----
 
-// expected-error @+1 {{'func.func' op holds 2 fa.grid programs; a kernel holds one}}
+// Programs of one function become kernels <function>_<program>: each needs
+// a name of its own.
 func.func @two_programs(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 0>}
+  } attributes {program = "a", fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 0>}
+  // expected-error @+1 {{'fa.grid' op needs a program name of its own: its function holds 2 programs}}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 0>}
+  } attributes {program = "a", fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 0>}
   return
 }
 

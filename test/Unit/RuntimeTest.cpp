@@ -232,10 +232,63 @@ TEST(KernelCache, CompilesOnceThenHitsMemoryThenDisk) {
   EXPECT_EQ(fromDisk.sharedMemoryBytes, info.sharedMemoryBytes);
   EXPECT_EQ(fromDisk.ptxas.registers, info.ptxas.registers);
   // The compiler's launch plan travels with the cubin.
-  EXPECT_EQ(fromDisk.plan.toJson(), info.plan.toJson());
-  EXPECT_EQ(info.plan.threads, info.numThreads);
-  EXPECT_EQ(info.plan.sharedBytes, info.sharedMemoryBytes);
-  EXPECT_EQ(info.plan.grid[0].tile, 8); // B_r of smallSpec
+  ASSERT_EQ(info.launches.size(), 1u);
+  ASSERT_EQ(fromDisk.launches.size(), 1u);
+  EXPECT_EQ(fromDisk.launches[0].toJson(), info.launches[0].toJson());
+  EXPECT_EQ(info.launches[0].function, info.name);
+  EXPECT_EQ(info.launches[0].threads, info.numThreads);
+  EXPECT_EQ(info.launches[0].sharedBytes, info.sharedMemoryBytes);
+  EXPECT_EQ(info.launches[0].grid[0].tile, 8); // B_r of smallSpec
+}
+
+/// The backward is three kernels in one cubin, launched in order: D per
+/// query tile, dK/dV per K/V tile of a K/V head, dQ per query tile; each
+/// takes the eleven operands. Their plans travel with the cubin too.
+TEST(KernelCache, BackwardIsThreeLaunches) {
+  TempDir dir;
+  fa::KernelSpec spec = smallSpec();
+  spec.backward = true;
+  spec.blockM = 16;
+  spec.blockN = 32;
+  spec.numWarps = 4;
+  auto rt = makeRuntime(dir.str());
+  fa::KernelInfo info;
+  fa::Result r = rt->prepare(spec, &info);
+  ASSERT_TRUE(bool(r)) << r.message;
+  EXPECT_EQ(info.name.rfind("fa_bwd_", 0), 0u) << info.name;
+  ASSERT_EQ(info.launches.size(), 3u);
+  using Extent = fa::LaunchPlan::Extent;
+  const char *suffixes[] = {"_delta", "_dkdv", "_dq"};
+  for (int i = 0; i < 3; ++i) {
+    const fa::LaunchPlan &launch = info.launches[i];
+    EXPECT_EQ(launch.function, info.name + suffixes[i]);
+    EXPECT_EQ(launch.params, fa::LaunchPlan::backwardParams());
+    EXPECT_EQ(launch.threads, 128);
+  }
+  EXPECT_EQ(info.launches[0].grid[0].extent, Extent::queryLength);
+  EXPECT_EQ(info.launches[0].grid[0].tile, 16);
+  EXPECT_EQ(info.launches[1].grid[0].extent, Extent::keyLength);
+  EXPECT_EQ(info.launches[1].grid[0].tile, 32);
+  EXPECT_EQ(info.launches[1].grid[1].extent, Extent::keyHeads);
+  EXPECT_EQ(info.launches[2].grid[1].extent, Extent::queryHeads);
+  // 100 keys, 2 K/V heads: 4 tiles x 2 heads x batch 3 blocks.
+  fa::ProblemExtents problem{3, 8, 50, 2, 100};
+  EXPECT_EQ(info.launches[1].blocks(0, problem), 4);
+  EXPECT_EQ(info.launches[1].blocks(1, problem), 2);
+  EXPECT_EQ(info.launches[0].blocks(0, problem), 4);
+  EXPECT_EQ(info.launches[0].blocks(1, problem), 8);
+
+  auto other = makeRuntime(dir.str());
+  fa::KernelInfo fromDisk;
+  ASSERT_TRUE(bool(other->prepare(spec, &fromDisk)));
+  EXPECT_EQ(fromDisk.source, fa::KernelSource::diskCache);
+  ASSERT_EQ(fromDisk.launches.size(), 3u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(fromDisk.launches[i].toJson(), info.launches[i].toJson());
+  // The forward of the same spec is another kernel.
+  fa::KernelInfo forward;
+  ASSERT_TRUE(bool(rt->prepare(smallSpec(), &forward)));
+  EXPECT_NE(forward.key, info.key);
 }
 
 /// With FA_ASSEMBLER=nvjitlink the runtime assembles in-process with
@@ -281,11 +334,13 @@ TEST(Assemblers, NvJitLinkAssemblesAndKeysApart) {
 /// The launch plan: blocks per grid dimension from the problem's shapes,
 /// the parameter order, and a JSON form that rejects what is not a plan.
 TEST(LaunchPlan, GridParamsAndJson) {
-  fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention(128, 256, 104448);
+  fa::LaunchPlan plan =
+      fa::LaunchPlan::forwardAttention("kernel", 128, 256, 104448);
   // 1000 query rows in tiles of 128, 16 heads, batch 3.
-  EXPECT_EQ(plan.blocks(0, 3, 16, 1000), 8);
-  EXPECT_EQ(plan.blocks(1, 3, 16, 1000), 16);
-  EXPECT_EQ(plan.blocks(2, 3, 16, 1000), 3);
+  fa::ProblemExtents problem{3, 16, 1000, 4, 77};
+  EXPECT_EQ(plan.blocks(0, problem), 8);
+  EXPECT_EQ(plan.blocks(1, problem), 16);
+  EXPECT_EQ(plan.blocks(2, problem), 3);
   ASSERT_EQ(plan.params.size(), 5u);
   EXPECT_EQ(plan.params.front(), fa::LaunchPlan::Operand::query);
   EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::lse);
@@ -299,7 +354,8 @@ TEST(LaunchPlan, GridParamsAndJson) {
     EXPECT_TRUE(bool(json));
     return json ? fa::LaunchPlan::fromJson(*json) : std::nullopt;
   };
-  const char *grid = R"("grid": [{"extent": "query_length", "tile": 64},
+  const char *grid = R"("function": "f",
+      "grid": [{"extent": "query_length", "tile": 64},
       {"extent": "query_heads", "tile": 1}, {"extent": "batch", "tile": 1}])";
   EXPECT_TRUE(parse((std::string("{") + grid +
                      R"(, "threads": 128, "shared_bytes": 0, "params": ["q"]})")
@@ -317,6 +373,10 @@ TEST(LaunchPlan, GridParamsAndJson) {
   EXPECT_FALSE(parse((std::string("{") + grid +
                       R"(, "shared_bytes": 0, "params": []})")
                          .c_str()));
+  // No entry point: not a plan.
+  EXPECT_FALSE(parse(R"({"grid": [{"extent": "query_length", "tile": 64},
+      {"extent": "query_heads", "tile": 1}, {"extent": "batch", "tile": 1}],
+      "threads": 128, "shared_bytes": 0, "params": ["q"]})"));
   // Tensor maps (the wgmma strategy's TMA loads) round-trip; a map of an
   // output, or a box beyond TMA's 256 elements, is not a plan.
   fa::LaunchPlan tma = plan;
@@ -356,7 +416,8 @@ TEST(LaunchPlan, WgmmaKernelsTakeTensorMaps) {
   llvm::Expected<mlir::fa::CompiledKernel> kernel =
       mlir::fa::compileKernel(spec, /*assemble=*/false);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-  const fa::LaunchPlan &plan = kernel->plan;
+  ASSERT_EQ(kernel->launches.size(), 1u);
+  const fa::LaunchPlan &plan = kernel->launches.front();
   EXPECT_EQ(plan.threads, 8 * 32 + 128);
   ASSERT_EQ(plan.tensorMaps.size(), 3u);
   EXPECT_EQ(plan.tensorMaps[0].operand, fa::LaunchPlan::Operand::query);

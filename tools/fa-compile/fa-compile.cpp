@@ -307,16 +307,23 @@ int main(int argc, char **argv) {
   }
 
   if (report) {
-    CompiledKernel launch;
-    if (failed(readLaunchInfo(*module, launch)))
+    FailureOr<std::vector<::fa::LaunchPlan>> launches =
+        readKernelLaunches(*module);
+    if (failed(launches))
       return 1;
     // Keep stdout for the IR when it goes there.
     llvm::raw_ostream &os = toStdout && *target != Stage::cubin ? llvm::errs()
                                                                 : llvm::outs();
     for (const ::fa::KernelResources &k : assembled.kernels) {
+      auto launch = llvm::find_if(*launches, [&](const ::fa::LaunchPlan &l) {
+        return l.function == k.name;
+      });
+      if (launch == launches->end())
+        return fail("ptxas reports a kernel " + k.name +
+                    " that the module does not launch");
       os << k.name << ": registers=" << k.registers
-         << " threads=" << launch.numThreads
-         << " shared-dynamic=" << launch.sharedMemoryBytes << "B"
+         << " threads=" << launch->threads
+         << " shared-dynamic=" << launch->sharedBytes << "B"
          << " shared-static=" << k.staticSharedBytes << "B"
          << " stack=" << k.stackFrameBytes << "B"
          << " spill-stores=" << k.spillStoreBytes << "B"

@@ -136,8 +136,9 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto tileType = cast<RankedTensorType>(op.getType());
-    if (tileType.getRank() != 2)
-      return rewriter.notifyMatchFailure(op, "expected a 2-d tile");
+    if (tileType.getRank() != 2 ||
+        !isa<SharedEncodingAttr>(tileType.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "expected a 2-d shared tile");
     auto bufferType = cast<MemRefType>(getTypeConverter()->convertType(tileType));
     auto kernel = op->getParentOfType<gpu::GPUFuncOp>();
     int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
@@ -199,6 +200,41 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
     // Everyone sees the whole tile (RAW).
     gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+/// global -> registers: each thread loads the elements it owns (rows past
+/// the end as zero). Per-row vectors (LSE, D) and tiles that only feed
+/// element-wise ops take this path.
+struct LoadTileToRegistersLowering : PlacedPattern<LoadTileOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getType());
+    if (!isa<BlockedEncodingAttr>(tileType.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "expected a register tile");
+    ThreadTile tile(rewriter, loc, tileType);
+    Value source = adaptor.getSource();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
+    SmallVector<Value> values(tile.size());
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                        tile.row(rewriter, loc, i));
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        SmallVector<Value> trailing;
+        if (tileType.getRank() == 2)
+          trailing.push_back(tile.col(rewriter, loc, j));
+        values[tile.slot(i, j)] = buildZeroPaddedLoad(
+            rewriter, loc, source, adaptor.getBatch(), adaptor.getHead(), row,
+            rowLimit, trailing);
+      }
+    }
+    rewriter.replaceOp(
+        op, pack(rewriter, loc, getTypeConverter()->convertType(tileType),
+                 values));
     return success();
   }
 };
@@ -319,11 +355,14 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
     for (int64_t j = 0; j < tile.colsPerThread; ++j)
       cols.push_back(tile.col(rewriter, loc, j));
     bool transposed = op.getTransposeRhs();
+    // The backward's P^T dO and dS^T Q read the lhs down its columns.
+    bool transposedLhs = op.getTransposeLhs();
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     auto lhsBuffer = cast<MemRefType>(lhs.getType());
     auto rhsBuffer = cast<MemRefType>(rhs.getType());
-    int64_t contraction = lhsType.getDimSize(1);
-    int64_t step = transposed && contraction % kVectorWidth == 0 &&
+    int64_t contraction = lhsType.getDimSize(transposedLhs ? 0 : 1);
+    int64_t step = !transposedLhs && transposed &&
+                           contraction % kVectorWidth == 0 &&
                            hasVectorRows(lhsBuffer)
                        ? kVectorWidth
                        : 1;
@@ -355,7 +394,8 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
           // a[i][u] = lhs[row_i][k + u]; bv[j][u] = rhs at (k + u, col_j)
           SmallVector<SmallVector<Value>> a, bv;
           for (Value r : rows)
-            a.push_back(loadRow(b, loc, lhs, r, k));
+            a.push_back(transposedLhs ? loadRow(b, loc, lhs, k, r)
+                                      : loadRow(b, loc, lhs, r, k));
           for (Value c : cols) {
             if (vectorRhs) {
               bv.push_back(loadRow(b, loc, rhs, c, k));
@@ -516,6 +556,140 @@ struct FinalizeLowering : PlacedPattern<FinalizeOp> {
   }
 };
 
+/// D = rowsum(dO * O) from two shared tiles: each thread sums the columns
+/// it owns of its rows, then a butterfly over the lanes of the row.
+struct RowDotLowering : PlacedPattern<RowDotOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(RowDotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto operandType = cast<RankedTensorType>(op.getLhs().getType());
+    if (!isa<SharedEncodingAttr>(operandType.getEncoding()) ||
+        !isa<BlockedEncodingAttr>(resultType.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "expected shared operands");
+    // The thread grid of the result, spread over the operands' columns.
+    ThreadTile tile(rewriter, loc,
+                    RankedTensorType::get(operandType.getShape(),
+                                          rewriter.getF32Type(),
+                                          resultType.getEncoding()));
+    SmallVector<Value> sums;
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value row = tile.row(rewriter, loc, i);
+      Value partial = f32Const(rewriter, loc, 0.0);
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        Value col = tile.col(rewriter, loc, j);
+        auto load = [&](Value buffer) {
+          return widenToF32(rewriter, loc,
+                            memref::LoadOp::create(rewriter, loc, buffer,
+                                                   ValueRange{row, col}));
+        };
+        partial = math::FmaOp::create(rewriter, loc, load(adaptor.getLhs()),
+                                      load(adaptor.getRhs()), partial);
+      }
+      sums.push_back(rowAllReduce(
+          rewriter, loc, partial, tile.encoding.getThreadCols(),
+          [&](Value a, Value b) {
+            return arith::AddFOp::create(rewriter, loc, a, b).getResult();
+          }));
+    }
+    rewriter.replaceOp(
+        op, pack(rewriter, loc, getTypeConverter()->convertType(resultType),
+                 sums));
+    return success();
+  }
+};
+
+/// P = exp(scale * s - lse) in base 2: exp2(s * scale * log2 e - lse *
+/// log2 e), with lse = -inf read as 0 (its row's scores are all -inf).
+struct RecomputeProbsLowering : PlacedPattern<RecomputeProbsOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
+    SoftmaxConstants c(rewriter, loc, op.getScale().convertToDouble());
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value empty = arith::CmpFOp::create(
+          rewriter, loc, arith::CmpFPredicate::OEQ, lse[i], c.negInf);
+      Value base = arith::SelectOp::create(rewriter, loc, empty, c.zero, lse[i]);
+      Value baseLog2 = arith::MulFOp::create(rewriter, loc, base, c.log2e);
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        Value &v = s[tile.slot(i, j)];
+        Value x = arith::MulFOp::create(rewriter, loc, v, c.scaleLog2e);
+        v = math::Exp2Op::create(
+            rewriter, loc, arith::SubFOp::create(rewriter, loc, x, baseLog2));
+      }
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), s));
+    return success();
+  }
+};
+
+/// dS = scale * P * (dP - D), element by element.
+struct SoftmaxGradLowering : PlacedPattern<SoftmaxGradOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
+    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getProbs());
+    SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getGradProbs());
+    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
+    Value scale = f32Const(rewriter, loc, op.getScale().convertToDouble());
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i)
+      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+        int64_t k = tile.slot(i, j);
+        Value centered = arith::SubFOp::create(rewriter, loc, dp[k], delta[i]);
+        Value grad = arith::MulFOp::create(rewriter, loc, p[k], centered);
+        p[k] = arith::MulFOp::create(rewriter, loc, grad, scale);
+      }
+    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getProbs().getType(), p));
+    return success();
+  }
+};
+
+/// registers -> global, added: each thread adds the elements it owns of the
+/// valid rows with atomic adds (other K/V tiles' programs add to the same
+/// rows concurrently).
+struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(AccumulateTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto tileType = cast<RankedTensorType>(op.getTile().getType());
+    if (!isa<BlockedEncodingAttr>(tileType.getEncoding()))
+      return rewriter.notifyMatchFailure(op, "expected a register tile");
+    ThreadTile tile(rewriter, loc, tileType);
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
+    Value dest = adaptor.getDest();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                        tile.row(rewriter, loc, i));
+      Value valid = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
+      auto ifValid = scf::IfOp::create(rewriter, loc, valid);
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
+      for (int64_t j = 0; j < tile.colsPerThread; ++j)
+        memref::AtomicRMWOp::create(
+            rewriter, loc, arith::AtomicRMWKind::addf, values[tile.slot(i, j)],
+            dest,
+            ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
+                       tile.col(rewriter, loc, j)});
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
@@ -532,11 +706,14 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
                                arith::ExtFOp>(
       [&](Operation *op) { return typeConverter.isLegal(op); });
   RewritePatternSet patterns(ctx);
-  patterns.add<LoadTileLowering, ConvertLayoutLowering, StoreTileLowering,
-               TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
-               RescaleLowering, FinalizeLowering>(typeConverter, ctx);
+  patterns.add<LoadTileLowering, LoadTileToRegistersLowering,
+               ConvertLayoutLowering, StoreTileLowering, TileMatmulLowering,
+               MaskLowering, OnlineSoftmaxLowering, RescaleLowering,
+               FinalizeLowering, RowDotLowering, RecomputeProbsLowering,
+               SoftmaxGradLowering, AccumulateTileLowering>(typeConverter, ctx);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
+  populateQTileRangeLowering(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
                                                        target);
   return applyPartialConversion(kernels, target, std::move(patterns));
