@@ -137,13 +137,8 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
   request.strategy = request.resolvedStrategy();
   if (request.strategy == Strategy::simt && request.stages == 0)
     request.stages = 1;
-  if (request.backward) {
-    // FlashAttention-2's backward tiles until a GPU strategy ranks its own.
-    request.blockM = request.blockM ? request.blockM : 64;
-    request.blockN = request.blockN ? request.blockN : 64;
-    request.numWarps = request.numWarps ? request.numWarps : 8;
-    return {request};
-  }
+  if (request.backward)
+    return simt::backwardCandidates(request, limit);
   if (request.strategy == Strategy::mma)
     return mma::defaultCandidates(request, limit);
   if (request.strategy == Strategy::wgmma)

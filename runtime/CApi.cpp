@@ -59,6 +59,7 @@ bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
   spec.numWarps = config ? config->num_warps : 0;
   spec.stages = config ? config->stages : 0;
   spec.arch = config && config->arch ? config->arch : "";
+  spec.backward = config && config->backward != 0;
   switch (config ? config->strategy : FA_STRATEGY_AUTO) {
   case FA_STRATEGY_AUTO:
     spec.strategy = fa::Strategy::automatic;
@@ -178,6 +179,34 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
   args.lse = toArg(*lse);
   args.stream = stream;
   return toStatus(runtime->runtime->forward(spec, args));
+}
+
+fa_status fa_attention_backward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,
+    const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
+    const fa_tensor *gradValue, fa_dtype dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream) {
+  if (!runtime)
+    return invalid("runtime is a null pointer");
+  if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
+      !gradValue)
+    return invalid("a tensor descriptor is a null pointer");
+  fa::KernelSpec spec;
+  if (!makeSpec(q->sizes[3], dtype, causal, scale, config, spec))
+    return invalid("unknown dtype or strategy code");
+  fa::AttentionBackwardArgs args;
+  args.q = toArg(*q);
+  args.k = toArg(*k);
+  args.v = toArg(*v);
+  args.o = toArg(*o);
+  args.gradOutput = toArg(*gradOutput);
+  args.lse = toArg(*lse);
+  args.gradQuery = toArg(*gradQuery);
+  args.gradKey = toArg(*gradKey);
+  args.gradValue = toArg(*gradValue);
+  args.stream = stream;
+  return toStatus(runtime->runtime->backward(spec, args));
 }
 
 } // extern "C"

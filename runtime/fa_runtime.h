@@ -51,6 +51,7 @@ typedef struct fa_kernel_config {
   const char *arch;
   int64_t stages;   /* K/V tiles in flight (mma: 1..4) */
   int32_t strategy; /* an fa_strategy */
+  int32_t backward; /* 1: the backward's kernels (fa_prepare_kernel) */
 } fa_kernel_config;
 
 /* What a kernel is and where it came from. */
@@ -97,6 +98,18 @@ FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                const fa_tensor *o, const fa_tensor *lse,
                                fa_dtype dtype, int causal, double scale,
                                const fa_kernel_config *config, void *stream);
+
+/* dQ, dK, dV = the gradients of attention for dO, from the forward's O and
+   LSE (the tensors fa_attention_forward wrote). dO is shaped like O, dQ like
+   Q, dK and dV like K; the gradients must not overlap any input. Runs on
+   `stream` (NULL = default); the f32 workspace is allocated and freed in
+   stream order. The backward runs on the simt strategy so far. */
+FA_API fa_status fa_attention_backward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,
+    const fa_tensor *lse, const fa_tensor *grad_query,
+    const fa_tensor *grad_key, const fa_tensor *grad_value, fa_dtype dtype,
+    int causal, double scale, const fa_kernel_config *config, void *stream);
 
 #ifdef __cplusplus
 }

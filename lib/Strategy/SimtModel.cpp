@@ -118,4 +118,61 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   return {spec};
 }
 
+int64_t backwardSharedBytes(int64_t bm, int64_t bn, int64_t d,
+                            int64_t elementBytes, int64_t pad) {
+  auto aligned = [&](int64_t elements) {
+    return (elements * elementBytes + 15) / 16 * 16;
+  };
+  return 2 * aligned(bn * (d + pad)) + 2 * aligned(bm * (d + pad)) +
+         2 * aligned(bm * (bn + pad));
+}
+
+std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
+                                           size_t limit) {
+  struct Config {
+    int64_t bm, bn, warps;
+  };
+  // Larger K/V tiles keep more of dK and dV per program (fewer passes over
+  // Q and dO); the small ones fit every head dim.
+  static constexpr Config kConfigs[] = {{64, 64, 8}, {32, 64, 8},
+                                        {32, 32, 4}, {16, 32, 4},
+                                        {16, 16, 4}, {8, 8, 2}};
+  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  int64_t maxShared = 48 * 1024;
+  if (std::optional<GpuArch> target = lookupGpuArch(request.arch))
+    maxShared = target->maxSharedMemoryPerBlock;
+  std::vector<KernelSpec> candidates;
+  for (const Config &c : kConfigs) {
+    if (candidates.size() >= limit)
+      break;
+    if ((request.blockM && request.blockM != c.bm) ||
+        (request.blockN && request.blockN != c.bn) ||
+        (request.numWarps && request.numWarps != c.warps))
+      continue;
+    int64_t cols = threadColumns(c.bn, request.headDim);
+    int64_t rows = c.warps * 32 / cols;
+    if (rows == 0 || c.bm % rows != 0 || c.bn % rows != 0)
+      continue;
+    if (backwardSharedBytes(c.bm, c.bn, request.headDim, elementBytes,
+                            rowPad(c.bn, request.headDim)) +
+            kStaticSharedMemoryReserve >
+        maxShared)
+      continue;
+    KernelSpec spec = request;
+    spec.blockM = c.bm;
+    spec.blockN = c.bn;
+    spec.numWarps = c.warps;
+    candidates.push_back(spec);
+  }
+  if (candidates.empty()) {
+    // Nothing fits (the compiler will say why).
+    KernelSpec spec = request;
+    spec.blockM = spec.blockM ? spec.blockM : 16;
+    spec.blockN = spec.blockN ? spec.blockN : 16;
+    spec.numWarps = spec.numWarps ? spec.numWarps : 4;
+    candidates.push_back(spec);
+  }
+  return candidates;
+}
+
 } // namespace fa::simt

@@ -41,6 +41,17 @@ int64_t estimateRegisters(int64_t blockM, int64_t blockN, int64_t headDim,
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit);
 
+/// Shared memory of the backward's main kernel (fa-place-simt's layout):
+/// K, V (block-n rows), Q, dO (block-m rows) and the staged P and dS
+/// ([block-m, block-n]) in the input precision, rows padded by `pad`.
+int64_t backwardSharedBytes(int64_t blockM, int64_t blockN, int64_t headDim,
+                            int64_t elementBytes, int64_t pad);
+
+/// The backward's default candidates (tiles the thread grid divides and
+/// whose shared memory fits the arch), best first.
+std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
+                                           size_t limit);
+
 } // namespace fa::simt
 
 #endif // FA_LIB_STRATEGY_SIMTMODEL_H

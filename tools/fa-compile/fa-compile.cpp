@@ -224,9 +224,10 @@ int main(int argc, char **argv) {
   spec.blockN = blockN;
   spec.numWarps = numWarps;
   spec.stages = stages;
-  // The simt default is the lecture's kernel (B_r = 8, B_c = 32, 8 warps);
-  // other strategies take their resource model's first default.
-  if (spec.resolvedStrategy() == ::fa::Strategy::simt) {
+  // The simt forward's default is the lecture's kernel (B_r = 8, B_c = 32,
+  // 8 warps); the backward and other strategies take their resource
+  // model's first default.
+  if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward) {
     spec.blockM = blockM ? blockM : 8;
     spec.blockN = blockN ? blockN : 32;
     spec.numWarps = numWarps ? numWarps : 8;
