@@ -4,7 +4,8 @@
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|sweep|sweep-mma|
-#                       sweep-wgmma|profile|profile-wgmma|driver-only|all]...
+#                       sweep-wgmma|profile|profile-wgmma|driver-only|
+#                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
@@ -49,7 +50,8 @@ for step in $steps; do
         --gtest_filter="${FA_SANITIZE_FILTER:-*MatchesFloat64Reference*}"
     done ;;&
   python | all)
-    run python-tests python3 python/tests/test_attention.py ;;&
+    run python-tests python3 python/tests/test_attention.py
+    run python-training python3 python/tests/test_training.py ;;&
   bench | all)
     run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
       ${FA_BENCH_ARGS:-} ;;&
@@ -59,6 +61,10 @@ for step in $steps; do
     run sweep-mma python3 bench/sweep_mma.py ;;&
   sweep-wgmma | all)
     run sweep-wgmma python3 bench/sweep_mma.py --strategy wgmma ;;&
+  nvjitlink)
+    # The GPU suite (quick) with kernels assembled by libnvJitLink.
+    FA_ASSEMBLER=nvjitlink FA_CACHE_DIR=/tmp/fa-cache-nvjitlink \
+      FA_GPU_TEST_QUICK=1 run nvjitlink /tmp/fa-bin/fa-gpu-tests ;;
   driver-only)
     # The suites with ptxas hidden: kernels assembled by the driver's JIT.
     run driver-only bash scripts/gpu-driver-only.sh ;;

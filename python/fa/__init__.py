@@ -7,6 +7,9 @@
     o = fa.attention(q, k, v, causal=True)            # [B, H, S, D]
     o, lse = fa.attention(q, k, v, return_lse=True)   # lse: [B, H, S], float32
     o = fa.attention(q.half(), k.half(), v.half())    # float16/bfloat16 in, same out
+    q.requires_grad_(); fa.attention(q, k, v).sum().backward()   # trains (autograd)
+    o = fa.flash_attn_func(q_bshd, k_bshd, v_bshd, causal=True)  # [B, S, H, D]
+    fa.register_transformers()   # attn_implementation="fa" in transformers
 
 Kernels are compiled on first use for the head dim, dtype, mask and tiles,
 cached in memory and on disk ($FA_CACHE_DIR, default ~/.cache/fa), and
@@ -19,7 +22,13 @@ import math
 import os
 import threading
 
-__all__ = ["attention", "prepare_kernel", "FaError"]
+try:  # the ops and autograd need torch; prepare_kernel works without it
+    import torch as _torch
+except ImportError:  # pragma: no cover
+    _torch = None
+
+__all__ = ["attention", "attention_backward", "flash_attn_func",
+           "prepare_kernel", "register_transformers", "FaError"]
 
 _F32, _F16, _BF16 = 0, 1, 2
 _STATUS = {1: "invalid argument", 2: "no CUDA driver", 3: "CUDA error",
@@ -42,7 +51,8 @@ class _Tensor(ctypes.Structure):
 class _Config(ctypes.Structure):
     _fields_ = [("block_m", ctypes.c_int64), ("block_n", ctypes.c_int64),
                 ("num_warps", ctypes.c_int64), ("arch", ctypes.c_char_p),
-                ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32)]
+                ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32),
+                ("backward", ctypes.c_int32)]
 
 
 class _Info(ctypes.Structure):
@@ -88,6 +98,10 @@ def _library():
     lib.fa_attention_forward.argtypes = [
         ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, ctypes.c_int,
         ctypes.c_int, ctypes.c_double, ctypes.POINTER(_Config), ctypes.c_void_p]
+    lib.fa_attention_backward.argtypes = [
+        ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
+        tensor, tensor, tensor, ctypes.c_int, ctypes.c_int, ctypes.c_double,
+        ctypes.POINTER(_Config), ctypes.c_void_p]
     lib.fa_prepare_kernel.argtypes = [
         ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
         ctypes.c_double, ctypes.POINTER(_Config), ctypes.POINTER(_Info)]
@@ -129,7 +143,8 @@ def _flag(name, value):
     raise TypeError(f"fa: {name} must be a bool, got {value!r}")
 
 
-def _config(block_m, block_n, num_warps, stages=0, strategy="auto"):
+def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
+            backward=False):
     block_m = _integer("block_m", block_m)
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
@@ -137,10 +152,11 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto"):
     if strategy not in _STRATEGIES:
         raise ValueError(f"fa: strategy must be one of "
                          f"{', '.join(_STRATEGIES)}, got {strategy!r}")
-    if not (block_m or block_n or num_warps or stages or strategy != "auto"):
+    if not (block_m or block_n or num_warps or stages or strategy != "auto"
+            or backward):
         return None
     return ctypes.byref(_Config(block_m, block_n, num_warps, None, stages,
-                                _STRATEGIES[strategy]))
+                                _STRATEGIES[strategy], int(backward)))
 
 
 def _describe(t):
@@ -154,13 +170,14 @@ def _describe(t):
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
-                   stages=0):
+                   stages=0, backward=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
     strategy "auto" (simt for float32, mma for 16-bit), "simt", "mma" or
     "wgmma" (Hopper, arch sm_90a);
-    tiles, warps and stages 0 take the strategy's defaults."""
+    tiles, warps and stages 0 take the strategy's defaults. backward=True
+    prepares the backward's kernels (simt strategy so far)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     if dtype not in codes:
         raise ValueError(f"fa.prepare_kernel: dtype must be one of "
@@ -170,7 +187,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
         _runtime(_integer("device", device)), _integer("head_dim", head_dim),
         codes[dtype], _flag("causal", causal),
         float(scale or 0.0),
-        _config(block_m, block_n, num_warps, stages, strategy),
+        _config(block_m, block_n, num_warps, stages, strategy,
+                _flag("backward", backward)),
         ctypes.byref(info)))
     return {"name": info.name.decode(), "key": info.key.decode(),
             "num_threads": info.num_threads,
@@ -186,6 +204,98 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "assembler": info.assembler.decode()}
 
 
+def _check_inputs(where, tensors):
+    """Every tensor a 4-d CUDA torch.Tensor of the first one's device and
+    dtype (float32, float16 or bfloat16)."""
+    torch = _torch
+    if torch is None:
+        raise ImportError(f"{where} needs torch")
+    first = tensors[0][1]
+    for name, t in tensors:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {name} must be a torch.Tensor")
+        if not t.is_cuda:
+            raise ValueError(f"{where}: {name} must be a CUDA tensor")
+        if t.dim() != 4:
+            raise ValueError(f"{where}: {name} must be [B, H, S, D], got "
+                             f"{tuple(t.shape)}")
+        if t.device != first.device:
+            raise ValueError(f"{where}: {name} is on {t.device}, "
+                             f"{tensors[0][0]} on {first.device}")
+        if t.dtype != first.dtype:
+            raise TypeError(f"{where}: {name} is {t.dtype}, {tensors[0][0]} "
+                            f"is {first.dtype}")
+    if first.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise TypeError(f"{where}: got {first.dtype}; expected float32, "
+                        "float16 or bfloat16")
+
+
+def _check_scale(where, scale):
+    if scale is not None and not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"{where}: scale must be positive and finite, "
+                         f"got {scale}")
+
+
+def _dtype_code(t):
+    import torch
+
+    return {torch.float32: _F32, torch.float16: _F16,
+            torch.bfloat16: _BF16}[t.dtype]
+
+
+def _stream_of(t):
+    import torch
+
+    return ctypes.c_void_p(torch.cuda.current_stream(t.device).cuda_stream)
+
+
+def _device_index(t):
+    return t.device.index if t.device.index is not None else 0
+
+
+def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
+             stages):
+    """O and LSE, launched on the current stream (no autograd)."""
+    import torch
+
+    batch, heads, length, _ = q.shape
+    # O takes q's layout: a [B, S, H, D] q (viewed as [B, H, S, D]) gives a
+    # [B, S, H, D] O, as FlashAttention users expect.
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, heads, length), dtype=torch.float32,
+                      device=q.device)
+    _check(_library().fa_attention_forward(
+        _runtime(_device_index(q)), ctypes.byref(_describe(q)),
+        ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
+        ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
+        _dtype_code(q), _flag("causal", causal), float(scale),
+        _config(block_m, block_n, num_warps, stages, strategy),
+        _stream_of(q)))
+    return o, lse
+
+
+def _backward(grad_output, q, k, v, o, lse, causal, scale):
+    """dQ, dK, dV, launched on the current stream (no autograd)."""
+    import torch
+
+    # Gradients arrive in any layout (expanded, transposed); the kernels
+    # read rows with a contiguous last dimension.
+    if grad_output.stride(-1) != 1 or grad_output.dtype != q.dtype:
+        grad_output = grad_output.to(q.dtype).contiguous()
+    dq = torch.empty_like(q)
+    dk = torch.empty_like(k)
+    dv = torch.empty_like(v)
+    _check(_library().fa_attention_backward(
+        _runtime(_device_index(q)), ctypes.byref(_describe(q)),
+        ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
+        ctypes.byref(_describe(o)), ctypes.byref(_describe(grad_output)),
+        ctypes.byref(_describe(lse)), ctypes.byref(_describe(dq)),
+        ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
+        _dtype_code(q), _flag("causal", causal), float(scale),
+        _config(0, 0, 0, 0, "auto", backward=True), _stream_of(q)))
+    return dq, dk, dv
+
+
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               block_n=0, num_warps=0, strategy="auto", stages=0):
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
@@ -197,43 +307,61 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     float32) with return_lse=True. Rows that see no key give O = 0 and
     LSE = -inf. strategy: "auto" (float32 on CUDA cores, float16/bfloat16
     on tensor cores), "simt", "mma" or "wgmma" (Hopper); tiles, warps and
-    stages 0 take the
-    strategy's defaults.
-    """
-    import torch
+    stages 0 take the strategy's defaults.
 
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"fa.attention: {name} must be a torch.Tensor")
-        if not t.is_cuda:
-            raise ValueError(f"fa.attention: {name} must be a CUDA tensor")
-        if t.dim() != 4:
-            raise ValueError(f"fa.attention: {name} must be [B, H, S, D], got "
-                             f"{tuple(t.shape)}")
-        if t.device != q.device:
-            raise ValueError(f"fa.attention: {name} is on {t.device}, q on "
-                             f"{q.device}")
-        if t.dtype != q.dtype:
-            raise TypeError(f"fa.attention: {name} is {t.dtype}, q is {q.dtype}")
-    if scale is not None and not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"fa.attention: scale must be positive and finite, "
-                         f"got {scale}")
-    dtypes = {torch.float32: _F32, torch.float16: _F16, torch.bfloat16: _BF16}
-    if q.dtype not in dtypes:
-        raise TypeError(f"fa.attention: got {q.dtype}; expected float32, "
-                        "float16 or bfloat16")
-    batch, heads, length, _ = q.shape
-    o = torch.empty_like(q, memory_format=torch.contiguous_format)
-    lse = torch.empty((batch, heads, length), dtype=torch.float32,
-                      device=q.device)
-    device = q.device.index if q.device.index is not None else 0
-    stream = torch.cuda.current_stream(q.device).cuda_stream
-    _check(_library().fa_attention_forward(
-        _runtime(device), ctypes.byref(_describe(q)),
-        ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
-        ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
-        dtypes[q.dtype],
-        _flag("causal", causal), float(scale) if scale is not None else 0.0,
-        _config(block_m, block_n, num_warps, stages, strategy),
-        ctypes.c_void_p(stream)))
+    Differentiable: with torch, fa.attention is the custom op
+    torch.ops.fa.attention_forward, whose backward (torch.ops.fa.
+    attention_backward) recomputes the probabilities from the LSE; it
+    traces under torch.compile. The LSE itself carries no gradient.
+    """
+    _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
+    _check_scale("fa.attention", scale)
+    config = (_integer("block_m", block_m), _integer("block_n", block_n),
+              _integer("num_warps", num_warps), str(strategy),
+              _integer("stages", stages))
+    if config[3] not in _STRATEGIES:
+        raise ValueError(f"fa.attention: strategy must be one of "
+                         f"{', '.join(_STRATEGIES)}, got {strategy!r}")
+    o, lse = _torch.ops.fa.attention_forward(
+        q, k, v, bool(_flag("causal", causal)),
+        float(scale) if scale is not None else 0.0, *config)
     return (o, lse) if return_lse else o
+
+
+def attention_backward(grad_output, q, k, v, o, lse, causal=False,
+                       scale=None):
+    """dQ, dK, dV of attention for the output gradient dO ([B, H, S, D],
+    like o), from the forward's inputs, its O and its LSE (as
+    fa.attention(..., return_lse=True) returns them). Same shapes, layouts
+    and mask as fa.attention; the gradients have q's, k's and v's layout.
+    The backward runs on the simt strategy so far."""
+    _check_inputs("fa.attention_backward",
+                  (("q", q), ("k", k), ("v", v), ("o", o),
+                   ("grad_output", grad_output)))
+    _check_scale("fa.attention_backward", scale)
+    return _torch.ops.fa.attention_backward(
+        grad_output, q, k, v, o, lse, bool(_flag("causal", causal)),
+        float(scale) if scale is not None else 0.0)
+
+
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False):
+    """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
+    [B, Sk, Hkv, D]; returns O [B, Sq, Hq, D]. No copies: the [B, S, H, D]
+    tensors are read (and O written) through strides; differentiable."""
+    return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                     causal=causal, scale=softmax_scale).transpose(1, 2)
+
+
+def register_transformers(name="fa"):
+    """Registers fa.attention as a transformers attention backend: a model
+    built with attn_implementation=name (e.g. from_pretrained(...,
+    attn_implementation="fa")) runs its attention here. Causal or not as
+    the model's attention says; padding masks and attention dropout are not
+    supported (a clear error)."""
+    from . import _transformers
+
+    _transformers.register(name)
+
+
+if _torch is not None:  # registers torch.ops.fa.*
+    from . import _torch_ops  # noqa: E402,F401

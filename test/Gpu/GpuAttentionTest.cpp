@@ -1,7 +1,7 @@
 //===- GpuAttentionTest.cpp - Generated kernels on the GPU ---------*- C++ -*-===//
 //
 // Runs the generated kernels through the runtime on a real GPU and compares O
-// and LSE with the float64 reference, over head dims, lengths (with Sq != Sk),
+// and LSE (and the backward's dQ, dK, dV) with the float64 reference, over head dims, lengths (with Sq != Sk),
 // causal and not, MHA/GQA/MQA, f32 and f16/bf16 inputs. Outputs are poisoned
 // with NaN before each run, inputs are fresh random normals. Skips (with a
 // message) without a GPU.
@@ -265,6 +265,170 @@ protected:
                 outputTolerance, maxLse);
   }
 
+  /// Runs the backward of one case: dQ, dK, dV from random dO and the
+  /// forward's O and LSE (the float64 reference's, rounded to the kernel's
+  /// types), against the exact float64 gradients; prints the max |error|
+  /// of each relative to its largest entry.
+  void runBackwardCase(const Case &c, const fa::KernelSpec &tiles = defaults()) {
+    fa::KernelSpec spec = tiles;
+    spec.headDim = c.headDim;
+    spec.causal = c.causal;
+    spec.dtype = c.dtype;
+    spec.arch = "";
+    bool wide = c.dtype == fa::ElementType::f32;
+    size_t elementBytes = wide ? 4 : 2;
+    uint64_t seed = std::random_device{}();
+    SCOPED_TRACE(testing::Message()
+                 << "backward seed=" << seed << " D=" << c.headDim
+                 << " B=" << c.batch << " Hq=" << c.qHeads
+                 << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
+                 << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
+                 << fa::toString(c.dtype));
+    fa::AttentionProblem p;
+    p.batch = c.batch;
+    p.qHeads = c.qHeads;
+    p.kvHeads = c.kvHeads;
+    p.qLen = c.qLen;
+    p.kvLen = c.kvLen;
+    p.headDim = c.headDim;
+    p.causal = c.causal;
+    p.scale = 1.0 / std::sqrt(double(c.headDim));
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto random = [&](int64_t n) {
+      std::vector<float> values(n);
+      for (float &x : values)
+        x = normal(rng);
+      return values;
+    };
+    // Inputs rounded to the kernel's type first, so that the reference
+    // sees what the kernel sees.
+    auto round = [&](std::vector<float> &values) {
+      if (!wide)
+        for (float &x : values)
+          x = fromBits(toBits(x, c.dtype), c.dtype);
+    };
+    std::vector<float> q = random(p.qElements()), k = random(p.kvElements()),
+                       v = random(p.kvElements()),
+                       gradOutput = random(p.qElements());
+    round(q);
+    round(k);
+    round(v);
+    round(gradOutput);
+    fa::ReferenceResult forward =
+        fa::referenceAttention(p, q.data(), k.data(), v.data());
+    std::vector<float> o(forward.output.begin(), forward.output.end());
+    std::vector<float> lse(forward.lse.begin(), forward.lse.end());
+    round(o);
+
+    DeviceBuffer qBuf(q.size(), elementBytes), kBuf(k.size(), elementBytes),
+        vBuf(v.size(), elementBytes), oBuf(o.size(), elementBytes),
+        doBuf(q.size(), elementBytes), lseBuf(lse.size()),
+        dqBuf(q.size(), elementBytes), dkBuf(k.size(), elementBytes),
+        dvBuf(v.size(), elementBytes);
+    auto upload = [&](const DeviceBuffer &to, const std::vector<float> &values,
+                      bool f32) {
+      if (f32)
+        return driver().cuMemcpyHtoD_v2(to.ptr, values.data(),
+                                        values.size() * 4);
+      std::vector<uint16_t> bits(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        bits[i] = toBits(values[i], c.dtype);
+      return driver().cuMemcpyHtoD_v2(to.ptr, bits.data(), bits.size() * 2);
+    };
+    CU_ASSERT(upload(qBuf, q, wide));
+    CU_ASSERT(upload(kBuf, k, wide));
+    CU_ASSERT(upload(vBuf, v, wide));
+    CU_ASSERT(upload(oBuf, o, wide));
+    CU_ASSERT(upload(doBuf, gradOutput, wide));
+    CU_ASSERT(upload(lseBuf, lse, true));
+    for (const DeviceBuffer *out : {&dqBuf, &dkBuf, &dvBuf}) {
+      if (wide)
+        CU_ASSERT(driver().cuMemsetD32_v2(out->ptr, 0x7fc00000, out->count));
+      else
+        CU_ASSERT(
+            driver().cuMemsetD16_v2(out->ptr, nanBits(c.dtype), out->count));
+    }
+
+    fa::AttentionBackwardArgs args;
+    args.q = tensorArg(qBuf, p.batch, p.qHeads, p.qLen, p.headDim);
+    args.k = tensorArg(kBuf, p.batch, p.kvHeads, p.kvLen, p.headDim);
+    args.v = tensorArg(vBuf, p.batch, p.kvHeads, p.kvLen, p.headDim);
+    args.o = tensorArg(oBuf, p.batch, p.qHeads, p.qLen, p.headDim);
+    args.gradOutput = tensorArg(doBuf, p.batch, p.qHeads, p.qLen, p.headDim);
+    args.lse = tensorArg(lseBuf, p.batch, p.qHeads, p.qLen, 1);
+    args.lse.strides[0] = p.qHeads * p.qLen;
+    args.lse.strides[1] = p.qLen;
+    args.lse.strides[2] = 1;
+    args.gradQuery = tensorArg(dqBuf, p.batch, p.qHeads, p.qLen, p.headDim);
+    args.gradKey = tensorArg(dkBuf, p.batch, p.kvHeads, p.kvLen, p.headDim);
+    args.gradValue = tensorArg(dvBuf, p.batch, p.kvHeads, p.kvLen, p.headDim);
+    fa::Result r = runtime->backward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    CU_ASSERT(driver().cuCtxSynchronize());
+
+    auto download = [&](const DeviceBuffer &from, size_t n) {
+      std::vector<float> values(n);
+      if (wide) {
+        EXPECT_EQ(driver().cuMemcpyDtoH_v2(values.data(), from.ptr, n * 4),
+                  CUDA_SUCCESS);
+        return values;
+      }
+      std::vector<uint16_t> bits(n);
+      EXPECT_EQ(driver().cuMemcpyDtoH_v2(bits.data(), from.ptr, n * 2),
+                CUDA_SUCCESS);
+      for (size_t i = 0; i < n; ++i)
+        values[i] = fromBits(bits[i], c.dtype);
+      return values;
+    };
+    fa::ReferenceGradients want = fa::referenceAttentionBackward(
+        p, q.data(), k.data(), v.data(), gradOutput.data());
+    // f32: the exp2 approximation and the atomic dQ sums (any order) keep
+    // errors near 1e-6 of the gradient's size; 16-bit: P, dS and the
+    // gradients are rounded, a few u (the CPU suite's bound, 8 u).
+    double relative =
+        wide ? 1e-4 : 8 * fa::test::unitRoundoff(c.dtype);
+    struct Grad {
+      const char *name;
+      std::vector<float> got;
+      const std::vector<double> &want;
+    };
+    Grad grads[] = {{"dQ", download(dqBuf, q.size()), want.gradQuery},
+                    {"dK", download(dkBuf, k.size()), want.gradKey},
+                    {"dV", download(dvBuf, v.size()), want.gradValue}};
+    double errors[3] = {0, 0, 0};
+    for (int g = 0; g < 3; ++g) {
+      double scaleOf = 0.0;
+      for (double x : grads[g].want)
+        scaleOf = std::max(scaleOf, std::fabs(x));
+      double tolerance = relative * scaleOf + 1e-5;
+      size_t bad = 0, firstBad = 0;
+      for (size_t i = 0; i < grads[g].want.size(); ++i) {
+        double err = std::fabs(double(grads[g].got[i]) - grads[g].want[i]);
+        if (!(err <= tolerance)) {
+          if (bad++ == 0)
+            firstBad = i;
+          continue;
+        }
+        errors[g] = std::max(errors[g], err / std::max(scaleOf, 1e-30));
+      }
+      if (bad) {
+        ADD_FAILURE() << bad << " of " << grads[g].want.size() << " "
+                      << grads[g].name << " elements wrong; first ["
+                      << firstBad << "] = " << grads[g].got[firstBad]
+                      << ", expected " << grads[g].want[firstBad]
+                      << " (tolerance " << tolerance << ")";
+        return;
+      }
+    }
+    std::printf("  ok bwd D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
+                "%-4s max rel err dQ %.1e dK %.1e dV %.1e (bound %.1e)\n",
+                long(c.headDim), long(c.batch), long(c.qHeads),
+                long(c.kvHeads), long(c.qLen), long(c.kvLen),
+                c.causal ? "causal" : "full", fa::toString(c.dtype), errors[0],
+                errors[1], errors[2], relative);
+  }
+
   llvm::SmallString<128> cacheDir;
   std::unique_ptr<fa::Runtime> runtime;
   CUcontext context = nullptr;
@@ -450,6 +614,54 @@ TEST_F(GpuAttention, ExplicitTileConfigs) {
     tiles.numWarps = warps;
     runCase({128, 1, 2, 2, 1000, 1000, true}, tiles);
     runCase({128, 1, 2, 2, 333, 777, false}, tiles);
+  }
+}
+
+/// The backward (simt strategy, its default tiles) against the exact
+/// float64 gradients: head dims, lengths that are and are not multiples of
+/// the tiles, Sq != Sk both ways (causal rows that see no key), GQA/MQA,
+/// batch, causal and not, f32 and 16-bit inputs.
+TEST_F(GpuAttention, BackwardMatchesFloat64Gradients) {
+  std::vector<int64_t> headDims = {32, 64, 128, 256};
+  std::vector<int64_t> lengths = {1, 17, 128, 1000};
+  if (quick()) {
+    headDims = {64, 128};
+    lengths = {17, 128};
+  }
+  for (fa::ElementType type :
+       {fa::ElementType::f32, fa::ElementType::f16, fa::ElementType::bf16})
+    for (int64_t d : headDims)
+      for (bool causal : {false, true}) {
+        if (quick() && type != fa::ElementType::f32 && d != 64)
+          continue;
+        for (int64_t len : lengths)
+          runBackwardCase({d, 1, 1, 1, len, len, causal, type});
+        runBackwardCase({d, 2, 4, 4, 17, quick() ? 128 : 300, causal, type});
+        runBackwardCase({d, 1, 2, 2, quick() ? 128 : 300, 17, causal, type});
+        runBackwardCase({d, 2, 8, 2, 128, 128, causal, type});
+        runBackwardCase({d, 1, 8, 1, quick() ? 17 : 200, 77, causal, type});
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+}
+
+/// Explicit backward tiles: the thread grid over K/V tiles of 8 to 64 rows.
+TEST_F(GpuAttention, BackwardExplicitTiles) {
+  struct Config {
+    int64_t bm, bn, warps;
+  };
+  for (Config c : {Config{64, 64, 8}, {32, 64, 8}, {32, 32, 4}, {16, 16, 4},
+                   {8, 8, 2}}) {
+    fa::KernelSpec tiles;
+    tiles.strategy = fa::Strategy::simt;
+    tiles.blockM = c.bm;
+    tiles.blockN = c.bn;
+    tiles.numWarps = c.warps;
+    runBackwardCase({64, 1, 4, 2, 333, 200, true}, tiles);
+    runBackwardCase({64, 2, 2, 2, 100, 257, false, fa::ElementType::bf16},
+                    tiles);
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
   }
 }
 

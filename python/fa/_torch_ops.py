@@ -1,0 +1,68 @@
+"""fa's attention as PyTorch custom operators, with autograd.
+
+torch.ops.fa.attention_forward(q, k, v, causal, scale, block_m, block_n,
+num_warps, strategy, stages) -> (O, LSE) and torch.ops.fa.attention_backward(
+dO, q, k, v, O, LSE, causal, scale) -> (dQ, dK, dV). Each has a fake
+(meta) implementation, so both trace under torch.compile without graph
+breaks; the forward's autograd formula calls the backward op. The LSE is
+returned without gradient (mark_non_differentiable).
+"""
+
+from typing import Tuple
+
+import torch
+
+from . import _backward, _forward
+
+
+@torch.library.custom_op("fa::attention_forward", mutates_args=(),
+                         device_types="cuda")
+def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      causal: bool, scale: float, block_m: int, block_n: int,
+                      num_warps: int, strategy: str,
+                      stages: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _forward(q, k, v, causal, scale, block_m, block_n, num_warps,
+                    strategy, stages)
+
+
+@attention_forward.register_fake
+def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages):
+    batch, heads, length, _ = q.shape
+    return (torch.empty_like(q),
+            q.new_empty((batch, heads, length), dtype=torch.float32))
+
+
+@torch.library.custom_op("fa::attention_backward", mutates_args=(),
+                         device_types="cuda")
+def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
+                       k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                       lse: torch.Tensor, causal: bool,
+                       scale: float) -> Tuple[torch.Tensor, torch.Tensor,
+                                              torch.Tensor]:
+    return _backward(grad_output, q, k, v, o, lse, causal, scale)
+
+
+@attention_backward.register_fake
+def _(grad_output, q, k, v, o, lse, causal, scale):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, causal, scale = inputs[:5]
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal = causal
+    ctx.scale = scale
+    ctx.mark_non_differentiable(lse)
+
+
+def _attention_grad(ctx, grad_output, grad_lse):
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.fa.attention_backward(
+        grad_output, q, k, v, o, lse, ctx.causal, ctx.scale)
+    # No gradient for the flags, the scale and the tiles.
+    return dq, dk, dv, None, None, None, None, None, None, None
+
+
+attention_forward.register_autograd(_attention_grad,
+                                    setup_context=_setup_context)

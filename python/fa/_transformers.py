@@ -1,0 +1,48 @@
+"""fa.attention as a transformers attention backend.
+
+register(name) adds an attention function and a mask function under `name`
+to transformers' registries (AttentionInterface, AttentionMaskInterface);
+a model built with attn_implementation=name then runs its attention here.
+"""
+
+import fa
+
+
+def _mask(*args, attention_mask=None, **kwargs):
+    """The mask transformers builds for this backend: none. The kernels
+    apply the causal mask themselves (bottom-right aligned, which is what a
+    KV cache needs); a padding mask with any padded position is an error."""
+    if attention_mask is not None and not bool(attention_mask.all()):
+        raise NotImplementedError(
+            "fa: padding masks are not supported by the fa attention backend "
+            "(every position of attention_mask must be 1)")
+    return None
+
+
+def _attention(module, query, key, value, attention_mask, scaling=None,
+               dropout=0.0, **kwargs):
+    """query [B, Hq, Sq, D], key and value [B, Hkv, Sk, D] (GQA as they
+    come); returns ([B, Sq, Hq, D], None) as transformers expects."""
+    if attention_mask is not None:
+        raise NotImplementedError(
+            "fa: the fa attention backend takes no attention mask (padding "
+            "or custom masks); it applies the causal mask itself")
+    if dropout:
+        raise NotImplementedError(
+            f"fa: attention dropout ({dropout}) is not supported")
+    causal = kwargs.get("is_causal")
+    if causal is None:
+        causal = getattr(module, "is_causal", True)
+    out = fa.attention(query, key, value, causal=bool(causal), scale=scaling)
+    return out.transpose(1, 2), None
+
+
+def register(name):
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(name, _attention)
+    try:
+        from transformers import AttentionMaskInterface
+    except ImportError:  # versions without per-backend masks
+        return
+    AttentionMaskInterface.register(name, _mask)
