@@ -1,0 +1,121 @@
+"""Backward attention throughput: fa's backward kernels against PyTorch
+SDPA's FlashAttention-2 and cuDNN backward in the same run. FlashAttention's
+convention: B*S = 16384 tokens, H*D = 2048, backward FLOPs = 2.5x the
+forward's 4*B*H*S*S*D (halved for causal); median time with
+triton.testing.do_bench of the backward alone (the forward's outputs are
+computed once outside the timing).
+
+    python3 bench/bench_backward.py [--dtypes float16,bfloat16]
+        [--dims 64,128] [--seqs 1024,4096,16384] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import fa  # noqa: E402
+
+try:
+    from triton.testing import do_bench
+except ImportError:  # pragma: no cover
+    def do_bench(fn, warmup=25, rep=100):
+        for _ in range(3):
+            fn()
+        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
+        times = []
+        for _ in range(10):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return sorted(times)[len(times) // 2]
+
+
+def tflops(b, h, s, d, causal, ms):
+    flops = 2.5 * 4 * b * h * s * s * d / (2 if causal else 1)
+    return flops / (ms * 1e-3) / 1e12
+
+
+def fa_backward_ms(q, k, v, grad_output, causal):
+    o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+
+    def run():
+        return fa.attention_backward(grad_output, q, k, v, o, lse,
+                                     causal=causal)
+    run()  # compile outside the timing
+    return do_bench(run)
+
+
+def sdpa_backward_ms(backend, q, k, v, grad_output, causal):
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    try:
+        with sdpa_kernel(backend):
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def run():
+            return torch.autograd.grad(o, (q, k, v), grad_output,
+                                       retain_graph=True)
+        run()
+        return do_bench(run)
+    except RuntimeError:
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    parser.add_argument("--dtypes", default="float16,bfloat16")
+    parser.add_argument("--dims", default="64,128")
+    parser.add_argument("--seqs", default="1024,4096,16384")
+    args = parser.parse_args()
+    rows = []
+    fmt = lambda x: f"{x:7.1f}" if x else "    n/a"  # noqa: E731
+    print(f"{'dtype':>8} {'D':>4} {'S':>6} {'causal':>6} | {'fa':>7} "
+          f"{'flash':>7} {'cudnn':>7} | {'/flash':>6} {'/cudnn':>6}  "
+          f"(backward TFLOP/s; fa strategy: "
+          f"{fa.prepare_kernel(64, backward=True)['strategy']})")
+    for dtype_name in args.dtypes.split(","):
+        dtype = getattr(torch, dtype_name)
+        for d in (int(x) for x in args.dims.split(",")):
+            h = 2048 // d
+            for s in (int(x) for x in args.seqs.split(",")):
+                b = max(1, 16384 // s)
+                for causal in (False, True):
+                    q, k, v, grad_output = (
+                        torch.randn(b, h, s, d, device="cuda", dtype=dtype)
+                        for _ in range(4))
+                    rate = lambda ms: ms and tflops(b, h, s, d, causal, ms)  # noqa: E731
+                    row = {"dtype": dtype_name, "D": d, "S": s, "B": b,
+                           "H": h, "causal": causal,
+                           "fa": rate(fa_backward_ms(q, k, v, grad_output,
+                                                     causal)),
+                           "sdpa_flash": rate(sdpa_backward_ms(
+                               SDPBackend.FLASH_ATTENTION, q, k, v,
+                               grad_output, causal)),
+                           "sdpa_cudnn": rate(sdpa_backward_ms(
+                               SDPBackend.CUDNN_ATTENTION, q, k, v,
+                               grad_output, causal))}
+                    rows.append(row)
+
+                    def ratio(x):
+                        return f"{row['fa'] / x:6.3f}" if x else "   n/a"
+                    print(f"{dtype_name:>8} {d:>4} {s:>6} {str(causal):>6} | "
+                          f"{fmt(row['fa'])} {fmt(row['sdpa_flash'])} "
+                          f"{fmt(row['sdpa_cudnn'])} | "
+                          f"{ratio(row['sdpa_flash'])} "
+                          f"{ratio(row['sdpa_cudnn'])}", flush=True)
+                    del q, k, v, grad_output
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
