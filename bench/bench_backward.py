@@ -18,24 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
-import fa  # noqa: E402
-
-try:
-    from triton.testing import do_bench
-except ImportError:  # pragma: no cover
-    def do_bench(fn, warmup=25, rep=100):
-        for _ in range(3):
-            fn()
-        start, end = torch.cuda.Event(True), torch.cuda.Event(True)
-        times = []
-        for _ in range(10):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        return sorted(times)[len(times) // 2]
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_attention import do_bench, fa  # noqa: E402
 
 
 def tflops(b, h, s, d, causal, ms):

@@ -128,41 +128,52 @@ struct LoadTileLowering : OpConversionPattern<LoadTileOp> {
   }
 };
 
+/// A loop nest over the elements of `tile` whose rows lie before the end of
+/// `dest`'s sequence (rows `row`, `row` + 1, ... of dest[batch, head]);
+/// `body` gets each element and its indices in `dest`.
+static void forEachValidElement(
+    OpBuilder &rewriter, Location loc, Value tile, RankedTensorType tileType,
+    Value dest, Value batch, Value head, Value row,
+    function_ref<void(OpBuilder &, Location, Value, ValueRange)> body) {
+  Value buffer = bufferization::ToBufferOp::create(
+      rewriter, loc,
+      MemRefType::get(tileType.getShape(), tileType.getElementType()), tile,
+      /*read_only=*/true);
+  // valid rows = min(R, rows left in the sequence)
+  Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+  Value rowsLeft = arith::SubIOp::create(rewriter, loc, rowLimit, row);
+  Value validRows = arith::MinSIOp::create(
+      rewriter, loc, rowsLeft,
+      indexConst(rewriter, loc, tileType.getDimSize(0)));
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < tileType.getRank(); ++d) {
+    lbs.push_back(indexConst(rewriter, loc, 0));
+    ubs.push_back(d == 0 ? validRows
+                         : indexConst(rewriter, loc, tileType.getDimSize(d)));
+    steps.push_back(indexConst(rewriter, loc, 1));
+  }
+  scf::buildLoopNest(rewriter, loc, lbs, ubs, steps,
+                     [&](OpBuilder &b, Location loc, ValueRange ivs) {
+                       Value v = memref::LoadOp::create(b, loc, buffer, ivs);
+                       Value destRow = arith::AddIOp::create(b, loc, row, ivs[0]);
+                       SmallVector<Value> indices = {batch, head, destRow};
+                       llvm::append_range(indices, ivs.drop_front());
+                       body(b, loc, v, indices);
+                     });
+}
+
 /// fa.store_tile -> a loop nest over the valid rows of the tile.
 struct StoreTileLowering : OpConversionPattern<StoreTileOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(StoreTileOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto tileType = cast<RankedTensorType>(op.getTile().getType());
     Value dest = adaptor.getDest();
-    Value buffer = bufferization::ToBufferOp::create(
-        rewriter, loc,
-        MemRefType::get(tileType.getShape(), tileType.getElementType()),
-        adaptor.getTile(), /*read_only=*/true);
-    // valid rows = min(R, rows left in the sequence)
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
-    Value rowsLeft =
-        arith::SubIOp::create(rewriter, loc, rowLimit, adaptor.getRow());
-    Value validRows = arith::MinSIOp::create(
-        rewriter, loc, rowsLeft,
-        indexConst(rewriter, loc, tileType.getDimSize(0)));
-    SmallVector<Value> lbs, ubs, steps;
-    for (int64_t d = 0; d < tileType.getRank(); ++d) {
-      lbs.push_back(indexConst(rewriter, loc, 0));
-      ubs.push_back(d == 0 ? validRows
-                           : indexConst(rewriter, loc, tileType.getDimSize(d)));
-      steps.push_back(indexConst(rewriter, loc, 1));
-    }
-    scf::buildLoopNest(
-        rewriter, loc, lbs, ubs, steps,
-        [&](OpBuilder &b, Location loc, ValueRange ivs) {
-          Value v = memref::LoadOp::create(b, loc, buffer, ivs);
-          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), ivs[0]);
-          SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
-                                        row};
-          llvm::append_range(indices, ivs.drop_front());
+    forEachValidElement(
+        rewriter, op.getLoc(), adaptor.getTile(),
+        cast<RankedTensorType>(op.getTile().getType()), dest,
+        adaptor.getBatch(), adaptor.getHead(), adaptor.getRow(),
+        [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
           memref::StoreOp::create(b, loc, v, dest, indices);
         });
     rewriter.eraseOp(op);
@@ -475,31 +486,14 @@ struct AccumulateTileLowering : OpConversionPattern<AccumulateTileOp> {
   LogicalResult
   matchAndRewrite(AccumulateTileOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto tileType = cast<RankedTensorType>(op.getTile().getType());
     Value dest = adaptor.getDest();
-    Value buffer = bufferization::ToBufferOp::create(
-        rewriter, loc,
-        MemRefType::get(tileType.getShape(), tileType.getElementType()),
-        adaptor.getTile(), /*read_only=*/true);
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
-    Value rowsLeft =
-        arith::SubIOp::create(rewriter, loc, rowLimit, adaptor.getRow());
-    Value validRows = arith::MinSIOp::create(
-        rewriter, loc, rowsLeft,
-        indexConst(rewriter, loc, tileType.getDimSize(0)));
-    Value zero = indexConst(rewriter, loc, 0), one = indexConst(rewriter, loc, 1);
-    scf::buildLoopNest(
-        rewriter, loc, {zero, zero},
-        {validRows, indexConst(rewriter, loc, tileType.getDimSize(1))},
-        {one, one}, [&](OpBuilder &b, Location loc, ValueRange ivs) {
-          Value v = memref::LoadOp::create(b, loc, buffer, ivs);
-          Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), ivs[0]);
-          SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
-                                        row, ivs[1]};
+    forEachValidElement(
+        rewriter, op.getLoc(), adaptor.getTile(),
+        cast<RankedTensorType>(op.getTile().getType()), dest,
+        adaptor.getBatch(), adaptor.getHead(), adaptor.getRow(),
+        [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
           Value old = memref::LoadOp::create(b, loc, dest, indices);
-          memref::StoreOp::create(b, loc,
-                                  arith::AddFOp::create(b, loc, old, v),
+          memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, old, v),
                                   dest, indices);
         });
     rewriter.eraseOp(op);

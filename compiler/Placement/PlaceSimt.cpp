@@ -78,8 +78,9 @@ static int64_t layOutSharedTiles(GridOp grid) {
 }
 
 /// Moves the register operands of every matmul to shared memory, where each
-/// thread can read whole rows and columns; a value read by several matmuls
-/// is moved once.
+/// thread can read whole rows and columns: just before the first matmul
+/// that reads the value (its other readers, the backward's dS, follow in
+/// the same block), once per value.
 static void stageMatmulOperands(GridOp grid, Attribute shared) {
   llvm::DenseMap<Value, Value> staged;
   grid.walk([&](TileMatmulOp op) {
@@ -91,9 +92,6 @@ static void stageMatmulOperands(GridOp grid, Attribute shared) {
       Value &moved = staged[value];
       if (!moved) {
         OpBuilder builder(op);
-        if (Operation *def = value.getDefiningOp();
-            def && def->getBlock() == op->getBlock())
-          builder.setInsertionPointAfter(def);
         moved = ConvertLayoutOp::create(builder, op.getLoc(),
                                         withEncoding(type, shared), value);
       }
@@ -245,18 +243,7 @@ LogicalResult FAPlaceSimtPass::placeForwardProgram(GridOp grid,
   // Registers by default: every tile value in the program...
   placeTiles(grid, blocked, shared);
   // ... except what a matmul reads whole, which goes to shared memory.
-  grid.walk([&](TileMatmulOp op) {
-    for (OpOperand *operand : {&op.getLhsMutable(), &op.getRhsMutable()}) {
-      Value value = operand->get();
-      auto type = cast<RankedTensorType>(value.getType());
-      if (isa<SharedEncodingAttr>(type.getEncoding()))
-        continue;
-      OpBuilder builder(op);
-      auto moved = ConvertLayoutOp::create(builder, op.getLoc(),
-                                           withEncoding(type, shared), value);
-      operand->set(moved);
-    }
-  });
+  stageMatmulOperands(grid, shared);
 
   // Shared memory: one buffer per shared tile, laid out in program order.
   int64_t sharedBytes = layOutSharedTiles(grid);

@@ -8,6 +8,7 @@
 #define FA_TEST_COMMON_CPUKERNELS_H
 
 #include "compiler/CpuRunner.h"
+#include "lib/ReferenceAttention.h"
 
 #include "gtest/gtest.h"
 
@@ -28,6 +29,21 @@ inline std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
   for (float &v : values)
     v = dist(rng);
   return values;
+}
+
+/// The reference's description of one run of a kernel.
+inline fa::AttentionProblem problemFor(const mlir::fa::CpuKernelConfig &config,
+                                       const mlir::fa::AttentionShape &shape) {
+  fa::AttentionProblem p;
+  p.batch = shape.batch;
+  p.qHeads = shape.qHeads;
+  p.kvHeads = shape.kvHeads;
+  p.qLen = shape.qLen;
+  p.kvLen = shape.kvLen;
+  p.headDim = config.headDim;
+  p.causal = config.causal;
+  p.scale = config.scale;
+  return p;
 }
 
 /// The kernel of `config`, compiled on first use. The cache is never

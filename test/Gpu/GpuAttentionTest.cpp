@@ -107,6 +107,27 @@ protected:
     fa::ElementType dtype = fa::ElementType::f32;
   };
 
+  static fa::AttentionProblem problemOf(const Case &c) {
+    fa::AttentionProblem p;
+    p.batch = c.batch;
+    p.qHeads = c.qHeads;
+    p.kvHeads = c.kvHeads;
+    p.qLen = c.qLen;
+    p.kvLen = c.kvLen;
+    p.headDim = c.headDim;
+    p.causal = c.causal;
+    p.scale = 1.0 / std::sqrt(double(c.headDim));
+    return p;
+  }
+
+  static std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(n);
+    for (float &x : values)
+      x = normal(rng);
+    return values;
+  }
+
   /// A spec whose strategy, tiles, warps and stages are the defaults.
   static fa::KernelSpec defaults() {
     fa::KernelSpec spec;
@@ -136,23 +157,9 @@ protected:
                  << " Sq=" << c.qLen << " Sk=" << c.kvLen
                  << (c.causal ? " causal" : "") << " "
                  << fa::toString(c.dtype));
-    fa::AttentionProblem p;
-    p.batch = c.batch;
-    p.qHeads = c.qHeads;
-    p.kvHeads = c.kvHeads;
-    p.qLen = c.qLen;
-    p.kvLen = c.kvLen;
-    p.headDim = c.headDim;
-    p.causal = c.causal;
-    p.scale = 1.0 / std::sqrt(double(c.headDim));
+    fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    auto random = [&](int64_t n) {
-      std::vector<float> values(n);
-      for (float &x : values)
-        x = normal(rng);
-      return values;
-    };
+    auto random = [&](int64_t n) { return randomNormal(n, rng); };
     std::vector<float> q = random(p.qElements()), k = random(p.kvElements()),
                        v = random(p.kvElements());
     DeviceBuffer dq(q.size(), elementBytes), dk(k.size(), elementBytes),
@@ -284,23 +291,9 @@ protected:
                  << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
                  << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
                  << fa::toString(c.dtype));
-    fa::AttentionProblem p;
-    p.batch = c.batch;
-    p.qHeads = c.qHeads;
-    p.kvHeads = c.kvHeads;
-    p.qLen = c.qLen;
-    p.kvLen = c.kvLen;
-    p.headDim = c.headDim;
-    p.causal = c.causal;
-    p.scale = 1.0 / std::sqrt(double(c.headDim));
+    fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    auto random = [&](int64_t n) {
-      std::vector<float> values(n);
-      for (float &x : values)
-        x = normal(rng);
-      return values;
-    };
+    auto random = [&](int64_t n) { return randomNormal(n, rng); };
     // Inputs rounded to the kernel's type first, so that the reference
     // sees what the kernel sees.
     auto round = [&](std::vector<float> &values) {

@@ -27,19 +27,7 @@ using fa::test::randomNormal;
 
 namespace {
 
-fa::AttentionProblem problemFor(const CpuKernelConfig &config,
-                                const AttentionShape &shape) {
-  fa::AttentionProblem p;
-  p.batch = shape.batch;
-  p.qHeads = shape.qHeads;
-  p.kvHeads = shape.kvHeads;
-  p.qLen = shape.qLen;
-  p.kvLen = shape.kvLen;
-  p.headDim = config.headDim;
-  p.causal = config.causal;
-  p.scale = config.scale;
-  return p;
-}
+using fa::test::problemFor;
 
 /// One random problem: inputs, the forward's O and LSE, and dO.
 struct BackwardCase {

@@ -42,19 +42,7 @@ CpuAttentionKernel &getKernel(const CpuKernelConfig &config) {
   return fa::test::getCpuKernel(config);
 }
 
-fa::AttentionProblem problemFor(const CpuKernelConfig &config,
-                                const AttentionShape &shape) {
-  fa::AttentionProblem p;
-  p.batch = shape.batch;
-  p.qHeads = shape.qHeads;
-  p.kvHeads = shape.kvHeads;
-  p.qLen = shape.qLen;
-  p.kvLen = shape.kvLen;
-  p.headDim = config.headDim;
-  p.causal = config.causal;
-  p.scale = config.scale;
-  return p;
-}
+using fa::test::problemFor;
 
 struct RunResult {
   std::vector<float> output;

@@ -267,6 +267,36 @@ struct ConvertLayoutLowering : PlacedPattern<ConvertLayoutOp> {
   }
 };
 
+/// For each element a thread owns of a register tile (`values`, in register
+/// order) whose row `row` + r lies before the end of `dest`'s sequence (and
+/// where `guard`, if given, holds): `body` with the element and its indices
+/// in dest[batch, head] (per-row vectors: no column index).
+void forEachOwnedValidElement(
+    ConversionPatternRewriter &rewriter, Location loc, const ThreadTile &tile,
+    RankedTensorType tileType, ArrayRef<Value> values, Value dest, Value batch,
+    Value head, Value rowStart, Value guard,
+    function_ref<void(OpBuilder &, Location, Value, ValueRange)> body) {
+  Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+  for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
+    Value row = arith::AddIOp::create(rewriter, loc, rowStart,
+                                      tile.row(rewriter, loc, i));
+    Value valid = arith::CmpIOp::create(rewriter, loc,
+                                        arith::CmpIPredicate::ult, row,
+                                        rowLimit);
+    if (guard)
+      valid = arith::AndIOp::create(rewriter, loc, valid, guard);
+    auto ifValid = scf::IfOp::create(rewriter, loc, valid);
+    OpBuilder::InsertionGuard insertion(rewriter);
+    rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
+    for (int64_t j = 0; j < tile.colsPerThread; ++j) {
+      SmallVector<Value> indices = {batch, head, row};
+      if (tileType.getRank() == 2)
+        indices.push_back(tile.col(rewriter, loc, j));
+      body(rewriter, loc, values[tile.slot(i, j)], indices);
+    }
+  }
+}
+
 /// registers -> global: each thread stores its elements of the valid rows;
 /// a per-row value is stored by the first thread of its row.
 struct StoreTileLowering : PlacedPattern<StoreTileOp> {
@@ -281,32 +311,18 @@ struct StoreTileLowering : PlacedPattern<StoreTileOp> {
     ThreadTile tile(rewriter, loc, tileType);
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
     Value dest = adaptor.getDest();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
     Value firstInRow;
     if (tileType.getRank() == 1)
       firstInRow = arith::CmpIOp::create(rewriter, loc,
                                          arith::CmpIPredicate::eq,
                                          tile.threadCol,
                                          indexConst(rewriter, loc, 0));
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                        tile.row(rewriter, loc, i));
-      Value valid = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
-      if (firstInRow)
-        valid = arith::AndIOp::create(rewriter, loc, valid, firstInRow);
-      auto ifValid = scf::IfOp::create(rewriter, loc, valid);
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
-                                      row};
-        if (tileType.getRank() == 2)
-          indices.push_back(tile.col(rewriter, loc, j));
-        memref::StoreOp::create(rewriter, loc, values[tile.slot(i, j)], dest,
-                                indices);
-      }
-    }
+    forEachOwnedValidElement(
+        rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
+        adaptor.getHead(), adaptor.getRow(), firstInRow,
+        [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
+          memref::StoreOp::create(b, loc, v, dest, indices);
+        });
     rewriter.eraseOp(op);
     return success();
   }
@@ -669,22 +685,13 @@ struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
     ThreadTile tile(rewriter, loc, tileType);
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
     Value dest = adaptor.getDest();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                        tile.row(rewriter, loc, i));
-      Value valid = arith::CmpIOp::create(
-          rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
-      auto ifValid = scf::IfOp::create(rewriter, loc, valid);
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
-      for (int64_t j = 0; j < tile.colsPerThread; ++j)
-        memref::AtomicRMWOp::create(
-            rewriter, loc, arith::AtomicRMWKind::addf, values[tile.slot(i, j)],
-            dest,
-            ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
-                       tile.col(rewriter, loc, j)});
-    }
+    forEachOwnedValidElement(
+        rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
+        adaptor.getHead(), adaptor.getRow(), /*guard=*/Value(),
+        [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
+          memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, v,
+                                      dest, indices);
+        });
     rewriter.eraseOp(op);
     return success();
   }
