@@ -1,5 +1,6 @@
-"""Backward attention throughput: fa's backward kernels against PyTorch
-SDPA's FlashAttention-2 and cuDNN backward in the same run. FlashAttention's
+"""Backward attention throughput: fa's backward kernels (default and
+deterministic mode) against PyTorch SDPA's FlashAttention-2 and cuDNN
+backward in the same run. FlashAttention's
 convention: B*S = 16384 tokens, H*D = 2048, backward FLOPs = 2.5x the
 forward's 4*B*H*S*S*D (halved for causal); median time with
 triton.testing.do_bench of the backward alone (the forward's outputs are
@@ -27,12 +28,13 @@ def tflops(b, h, s, d, causal, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
-def fa_backward_ms(q, k, v, grad_output, causal):
+def fa_backward_ms(q, k, v, grad_output, causal, deterministic=False):
     o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
 
     def run():
         return fa.attention_backward(grad_output, q, k, v, o, lse,
-                                     causal=causal)
+                                     causal=causal,
+                                     deterministic=deterministic)
     run()  # compile outside the timing
     return do_bench(run)
 
@@ -62,7 +64,8 @@ def main():
     rows = []
     fmt = lambda x: f"{x:7.1f}" if x else "    n/a"  # noqa: E731
     print(f"{'dtype':>8} {'D':>4} {'S':>6} {'causal':>6} | {'fa':>7} "
-          f"{'flash':>7} {'cudnn':>7} | {'/flash':>6} {'/cudnn':>6}  "
+          f"{'flash':>7} {'cudnn':>7} | {'/flash':>6} {'/cudnn':>6} | "
+          f"{'fa det':>7} {'det/fa':>6}  "
           f"(backward TFLOP/s; fa strategy: "
           f"{fa.prepare_kernel(64, backward=True)['strategy']})")
     for dtype_name in args.dtypes.split(","):
@@ -85,7 +88,10 @@ def main():
                                grad_output, causal)),
                            "sdpa_cudnn": rate(sdpa_backward_ms(
                                SDPBackend.CUDNN_ATTENTION, q, k, v,
-                               grad_output, causal))}
+                               grad_output, causal)),
+                           "fa_deterministic": rate(fa_backward_ms(
+                               q, k, v, grad_output, causal,
+                               deterministic=True))}
                     rows.append(row)
 
                     def ratio(x):
@@ -94,7 +100,10 @@ def main():
                           f"{fmt(row['fa'])} {fmt(row['sdpa_flash'])} "
                           f"{fmt(row['sdpa_cudnn'])} | "
                           f"{ratio(row['sdpa_flash'])} "
-                          f"{ratio(row['sdpa_cudnn'])}", flush=True)
+                          f"{ratio(row['sdpa_cudnn'])} | "
+                          f"{fmt(row['fa_deterministic'])} "
+                          f"{row['fa_deterministic'] / row['fa']:6.3f}",
+                          flush=True)
                     del q, k, v, grad_output
     if args.json:
         with open(args.json, "w") as f:

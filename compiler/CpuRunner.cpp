@@ -35,6 +35,7 @@ namespace {
   spec.blockN = config.tiles.blockN;
   spec.scale = config.scale;
   spec.backward = config.backward;
+  spec.deterministic = config.deterministic;
   return spec;
 }
 
@@ -179,7 +180,18 @@ llvm::Error CpuAttentionKernel::runBackward(
   auto gradValueDesc = contiguous<4>(gradValue, kvShape);
   auto deltaDesc = contiguous<3>(delta.data(), rowShape);
   auto accumDesc = contiguous<4>(gradQueryAccum.data(), qShape);
+  if (!config.deterministic)
+    return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
+                          &gradOutputDesc, &lseDesc, &gradQueryDesc,
+                          &gradKeyDesc, &gradValueDesc, &deltaDesc,
+                          &accumDesc);
+  // The turn counters, one per query tile (garbage until the delta program
+  // zeroes them).
+  int64_t qTiles = (s.qLen + config.tiles.blockM - 1) / config.tiles.blockM;
+  std::vector<int32_t> order(s.batch * s.qHeads * qTiles, -1);
+  auto orderDesc = contiguous<3>(order.data(), {s.batch, s.qHeads, qTiles});
   return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
                         &gradOutputDesc, &lseDesc, &gradQueryDesc,
-                        &gradKeyDesc, &gradValueDesc, &deltaDesc, &accumDesc);
+                        &gradKeyDesc, &gradValueDesc, &deltaDesc, &accumDesc,
+                        &orderDesc);
 }

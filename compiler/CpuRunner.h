@@ -33,6 +33,8 @@ struct CpuKernelConfig {
   float scale = 0.125f;
   /// The backward kernel (fa.attention_backward) instead of the forward.
   bool backward = false;
+  /// The backward adds dQ in K/V tile order (fa.wait_turn / fa.pass_turn).
+  bool deterministic = false;
 };
 
 /// Sizes of one call. Buffers are contiguous: Q and O [B, Hq, Sq, D],

@@ -95,19 +95,25 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   if (spec.backward) {
     // (Q, K, V, O, dO, LSE, dQ, dK, dV, delta, dq_accum): the workspaces
     // are f32, delta shaped like LSE and dq_accum like Q.
+    // Deterministic: a 12th parameter, the i32 turn counters
+    // [B, Hq, query tiles].
     auto accum = MemRefType::get({dyn, dyn, dyn, spec.headDim}, b.getF32Type(),
                                  rowsLayout);
-    auto func = func::FuncOp::create(
-        b, loc, spec.kernelName(),
-        b.getFunctionType({tensor4, tensor4, tensor4, tensor4, tensor4,
-                           lseType, tensor4, tensor4, tensor4, lseType, accum},
-                          {}));
+    SmallVector<Type> params = {tensor4, tensor4, tensor4,  tensor4,
+                                tensor4, lseType, tensor4,  tensor4,
+                                tensor4, lseType, accum};
+    if (spec.deterministic)
+      params.push_back(
+          MemRefType::get({dyn, dyn, dyn}, b.getI32Type(), lseLayout));
+    auto func = func::FuncOp::create(b, loc, spec.kernelName(),
+                                     b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    AttentionBackwardOp::create(b, loc, args[0], args[1], args[2], args[3],
-                                args[4], args[5], args[6], args[7], args[8],
-                                args[9], args[10], scale, mask);
+    AttentionBackwardOp::create(
+        b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
+        args[7], args[8], args[9], args[10],
+        spec.deterministic ? args[11] : Value(), scale, mask);
   } else {
     auto func = func::FuncOp::create(
         b, loc, spec.kernelName(),
@@ -279,7 +285,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                           : Plan::Extent::queryHeads,
                                1},
                  Plan::GridDim{Plan::Extent::batch, 1}};
-    plan.params = Plan::backwardParams();
+    plan.params = Plan::backwardParams(spec.deterministic);
     ordered.push_back(std::move(plan));
   }
   launches = std::move(ordered);

@@ -501,6 +501,37 @@ struct AccumulateTileLowering : OpConversionPattern<AccumulateTileOp> {
   }
 };
 
+/// fa.wait_turn: programs run one after another in grid order on the CPU,
+/// so every turn has come when it is waited for.
+struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WaitTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// fa.pass_turn -> order[batch, head, tile] = turn + 1.
+struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value next = arith::AddIOp::create(rewriter, loc, adaptor.getTurn(),
+                                       indexConst(rewriter, loc, 1));
+    Value value = arith::IndexCastOp::create(rewriter, loc,
+                                             rewriter.getI32Type(), next);
+    memref::StoreOp::create(
+        rewriter, loc, value, adaptor.getOrder(),
+        ValueRange{adaptor.getBatch(), adaptor.getHead(), adaptor.getTile()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct FALowerTilesToLinalgPass
     : public mlir::fa::impl::FALowerTilesToLinalgBase<FALowerTilesToLinalgPass> {
   void runOnOperation() override {
@@ -528,7 +559,8 @@ struct FALowerTilesToLinalgPass
                  TileMatmulLowering, MaskLowering, OnlineSoftmaxLowering,
                  RescaleLowering, FinalizeLowering, RowDotLowering,
                  RecomputeProbsLowering, SoftmaxGradLowering,
-                 AccumulateTileLowering>(ctx);
+                 AccumulateTileLowering, WaitTurnLowering,
+                 PassTurnLowering>(ctx);
     populateKVTileRangeLowering(patterns);
     populateQTileRangeLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

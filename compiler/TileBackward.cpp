@@ -98,6 +98,12 @@ void BackwardTiler::buildPreprocess() {
   StoreTileOp::create(builder, loc, delta, op.getDelta(), b, h, qStart);
   StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
                       b, h, qStart);
+  // Deterministic: the query tile's turn counter starts at K/V tile 0.
+  if (Value order = op.getDqOrder())
+    memref::StoreOp::create(
+        builder, loc,
+        arith::ConstantOp::create(builder, loc, builder.getI32IntegerAttr(0)),
+        order, ValueRange{b, h, grid.getTileIndex()});
 }
 
 void BackwardTiler::buildMain() {
@@ -194,11 +200,20 @@ void BackwardTiler::buildMain() {
                   /*transpose_rhs=*/false, /*async=*/false,
                   /*transpose_lhs=*/true);
               // dQ += dS K, shared with the other K/V tiles' programs
+              // (deterministic: in K/V tile order).
               Value gradQueryPart = TileMatmulOp::create(
                   inner, loc, qAccType, gradScores, kTile, Value(),
                   /*transpose_rhs=*/false);
+              Value order = op.getDqOrder();
+              Value kvTileIndex = grid.getTileIndex();
+              if (order)
+                WaitTurnOp::create(inner, loc, order, b, h, qTileIndex,
+                                   kvTileIndex);
               AccumulateTileOp::create(inner, loc, gradQueryPart,
                                        op.getDqAccum(), b, h, qStart);
+              if (order)
+                PassTurnOp::create(inner, loc, order, b, h, qTileIndex,
+                                   kvTileIndex);
               scf::YieldOp::create(inner, loc,
                                    ValueRange{gradKeyNext, gradValueNext});
             });

@@ -161,6 +161,14 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
                           "query", qType, f32)))
     return failure();
+  if (Value order = getDqOrder()) {
+    ArrayRef<int64_t> o = typeOf(order).getShape(), q = qType.getShape();
+    for (int d = 0; d < 2; ++d)
+      if (dimsConflict(o[d], q[d]))
+        return emitOpError() << "dq_order dimension " << d << " ("
+                             << dimToString(o[d]) << ") does not match query ("
+                             << dimToString(q[d]) << ")";
+  }
   return success();
 }
 

@@ -98,6 +98,12 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
     to dQ's element type. A row that saw no key (LSE = -inf) gets dQ = 0 and
     adds nothing to dK and dV.
 
+    The K/V tiles' shares of dQ are added in any order, so dQ's last bits
+    may differ from run to run. With a third workspace `dq_order` (i32, one
+    counter per query tile) the backward is deterministic: the shares are
+    added in K/V tile order (`fa.wait_turn`, `fa.pass_turn`), which gives
+    bitwise identical dQ run to run.
+
     ```mlir
     fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv
         workspace %delta, %dq_accum {scale = 0.125 : f32, mask = #fa.mask<causal>}
@@ -119,17 +125,18 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
     Arg<FA_FloatMemRef4D, "gradient of the values [B, Hkv, Sk, D]", [MemWrite]>:$grad_value,
     Arg<FA_LseMemRef, "workspace for D = rowsum(dO * O) [B, Hq, Sq]", [MemRead, MemWrite]>:$delta,
     Arg<MemRefRankOf<[F32], [4]>, "workspace accumulating dQ [B, Hq, Sq, D]", [MemRead, MemWrite]>:$dq_accum,
+    Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)]", [MemRead, MemWrite]>:$dq_order,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
     `into` $grad_query `,` $grad_key `,` $grad_value
-    `workspace` $delta `,` $dq_accum attr-dict `:`
+    `workspace` $delta `,` $dq_accum (`,` $dq_order^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($output) `,`
     type($grad_output) `,` type($lse)
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
-    `workspace` type($delta) `,` type($dq_accum)
+    `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -510,6 +517,47 @@ def FA_AccumulateTileOp : FA_Op<"accumulate_tile"> {
     $tile `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($tile) `->` type($dest)
   }];
   let hasVerifier = 1;
+}
+
+def FA_WaitTurnOp : FA_Op<"wait_turn"> {
+  let summary = "wait until the previous programs have added to a query tile";
+  let description = [{
+    Deterministic accumulation: blocks the program until
+    `order[batch, head, tile]` equals `turn` (the counter starts at 0; the
+    program with turn `t` sets it to `t + 1` with `fa.pass_turn`). The
+    programs that add to one query tile are K/V tiles `0, 1, 2, ...` (the
+    query tiles a K/V tile visits only grow with it), so they add in that
+    order and the sum is the same every run. On the GPU the waiting is a
+    spin on the counter; lower turns belong to blocks launched earlier, so
+    the wait ends.
+
+    ```mlir
+    fa.wait_turn %dq_order[%b, %h, %q_tile], %kv_tile : memref<?x?x?xi32>
+    fa.accumulate_tile %dq_part, %dq_accum[%b, %h, %q_start] : ...
+    fa.pass_turn %dq_order[%b, %h, %q_tile], %kv_tile : memref<?x?x?xi32>
+    ```
+  }];
+  // A synchronization point, never dead: it orders the program's later
+  // memory accesses after the other programs' (hence the write effect).
+  let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "", [MemRead, MemWrite]>:$order,
+                       Index:$batch, Index:$head, Index:$tile, Index:$turn);
+  let assemblyFormat = [{
+    $order `[` $batch `,` $head `,` $tile `]` `,` $turn attr-dict `:` type($order)
+  }];
+}
+
+def FA_PassTurnOp : FA_Op<"pass_turn"> {
+  let summary = "let the next program add to a query tile";
+  let description = [{
+    Ends the turn `turn` that `fa.wait_turn` waited for: once this
+    program's writes are visible to the other programs,
+    `order[batch, head, tile] = turn + 1`.
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "", [MemWrite]>:$order,
+                       Index:$batch, Index:$head, Index:$tile, Index:$turn);
+  let assemblyFormat = [{
+    $order `[` $batch `,` $head `,` $tile `]` `,` $turn attr-dict `:` type($order)
+  }];
 }
 
 //===----------------------------------------------------------------------===//

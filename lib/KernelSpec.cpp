@@ -102,6 +102,8 @@ std::string KernelSpec::kernelName() const {
                      toString(dtype) + (causal ? "_causal_" : "_full_") +
                      std::to_string(blockM) + "x" + std::to_string(blockN) +
                      "_w" + std::to_string(numWarps);
+  if (backward && deterministic)
+    name += "_det";
   if (resolvedStrategy() == Strategy::mma)
     name += "_s" + std::to_string(stages) + "_mma";
   if (resolvedStrategy() == Strategy::wgmma)
@@ -115,7 +117,10 @@ std::string KernelSpec::canonicalText() const {
   double s = effectiveScale();
   std::memcpy(&scaleBits, &s, sizeof(s));
   return std::string("fa-kernel-spec v2;op=") +
-         (backward ? "attention_bwd" : "attention_fwd") + ";strategy=" +
+         (backward ? (deterministic ? "attention_bwd_deterministic"
+                                    : "attention_bwd")
+                   : "attention_fwd") +
+         ";strategy=" +
          toString(resolvedStrategy()) + ";head_dim=" +
          std::to_string(headDim) + ";dtype=" + toString(dtype) +
          ";mask=" + (causal ? "causal" : "none") +

@@ -30,6 +30,9 @@ struct KernelSpec {
   /// forward. It has a tile level and a CPU lowering; no GPU strategy
   /// lowers it yet.
   bool backward = false;
+  /// The backward adds the K/V tiles' shares of dQ in a fixed order
+  /// (bitwise identical dQ run to run) instead of in any order.
+  bool deterministic = false;
   /// Tiles, warps and stages; 0 = the default for (head dim, dtype, arch,
   /// strategy), see withDefaults().
   int64_t blockM = 8;   // query rows per tile (B_r)

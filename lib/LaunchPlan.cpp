@@ -6,8 +6,8 @@ namespace fa {
 static constexpr const char *kExtentNames[] = {
     "query_length", "query_heads", "batch", "key_length", "key_heads"};
 static constexpr const char *kOperandNames[] = {
-    "q",  "k",  "v",  "o",     "lse",     "do",
-    "dq", "dk", "dv", "delta", "dq_accum"};
+    "q",  "k",  "v",  "o",     "lse",      "do",
+    "dq", "dk", "dv", "delta", "dq_accum", "dq_order"};
 
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes) {
@@ -22,11 +22,15 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
   return plan;
 }
 
-std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams() {
-  return {Operand::query,     Operand::key,     Operand::value,
-          Operand::output,    Operand::gradOutput, Operand::lse,
-          Operand::gradQuery, Operand::gradKey, Operand::gradValue,
-          Operand::delta,     Operand::dqAccum};
+std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic) {
+  std::vector<Operand> params = {
+      Operand::query,     Operand::key,     Operand::value,
+      Operand::output,    Operand::gradOutput, Operand::lse,
+      Operand::gradQuery, Operand::gradKey, Operand::gradValue,
+      Operand::delta,     Operand::dqAccum};
+  if (deterministic)
+    params.push_back(Operand::dqOrder);
+  return params;
 }
 
 int64_t LaunchPlan::blocks(int dim, const ProblemExtents &problem) const {

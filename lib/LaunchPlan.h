@@ -53,6 +53,7 @@ struct LaunchPlan {
     gradValue,  // dV
     delta,      // f32 workspace [B, Hq, Sq]: rowsum(dO * O)
     dqAccum,    // f32 workspace [B, Hq, Sq, D]: dQ before rounding
+    dqOrder,    // i32 workspace [B, Hq, query tiles]: deterministic turns
   };
 
   /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
@@ -80,8 +81,8 @@ struct LaunchPlan {
                                      int64_t threads, int64_t sharedBytes);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
-  /// dV, delta, dq_accum.
-  static std::vector<Operand> backwardParams();
+  /// dV, delta, dq_accum (and dq_order when deterministic).
+  static std::vector<Operand> backwardParams(bool deterministic = false);
 
   /// Blocks along grid dimension `dim` (0 = x) for `problem`.
   int64_t blocks(int dim, const ProblemExtents &problem) const;

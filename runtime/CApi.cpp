@@ -60,6 +60,7 @@ bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
   spec.stages = config ? config->stages : 0;
   spec.arch = config && config->arch ? config->arch : "";
   spec.backward = config && config->backward != 0;
+  spec.deterministic = config && config->deterministic != 0;
   switch (config ? config->strategy : FA_STRATEGY_AUTO) {
   case FA_STRATEGY_AUTO:
     spec.strategy = fa::Strategy::automatic;

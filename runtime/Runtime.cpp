@@ -150,7 +150,7 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
 } // namespace
 
 /// Operands a launch plan can name (LaunchPlan::Operand).
-constexpr size_t kNumOperands = size_t(LaunchPlan::Operand::dqAccum) + 1;
+constexpr size_t kNumOperands = size_t(LaunchPlan::Operand::dqOrder) + 1;
 
 struct Runtime::Impl {
   RuntimeOptions options;
@@ -973,7 +973,8 @@ Result Runtime::Impl::launchAll(
     for (LaunchPlan::Operand operand : plan.params) {
       const TensorArg &t = *operands[size_t(operand)];
       int rank = operand == LaunchPlan::Operand::lse ||
-                         operand == LaunchPlan::Operand::delta
+                         operand == LaunchPlan::Operand::delta ||
+                         operand == LaunchPlan::Operand::dqOrder
                      ? 3
                      : 4;
       words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
@@ -1146,10 +1147,26 @@ Result Runtime::backward(const KernelSpec &requestedForward,
   delta.strides[2] = 1;
   delta.strides[1] = problem.queryLength;
   delta.strides[0] = problem.queryHeads * problem.queryLength;
-  // Offsets in the allocation: D first, the accumulator 256-byte aligned.
-  size_t deltaBytes = size_t(rows) * 4;
-  size_t accumOffset = (deltaBytes + 255) / 256 * 256;
-  size_t bytes = accumOffset + size_t(rows) * size_t(headDim) * 4;
+  // Deterministic: the turn counters [B, Hq, query tiles], i32.
+  TensorArg dqOrder;
+  int64_t qTiles = (problem.queryLength + spec.blockM - 1) / spec.blockM;
+  dqOrder.sizes[0] = problem.batch;
+  dqOrder.sizes[1] = problem.queryHeads;
+  dqOrder.sizes[2] = qTiles;
+  dqOrder.strides[2] = 1;
+  dqOrder.strides[1] = qTiles;
+  dqOrder.strides[0] = problem.queryHeads * qTiles;
+  // Offsets in the allocation: D first, then the accumulator and the
+  // counters, each 256-byte aligned.
+  auto align = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  size_t accumOffset = align(size_t(rows) * 4);
+  size_t orderOffset =
+      align(accumOffset + size_t(rows) * size_t(headDim) * 4);
+  size_t bytes = spec.deterministic
+                     ? orderOffset + size_t(problem.batch) *
+                                         size_t(problem.queryHeads) *
+                                         size_t(qTiles) * 4
+                     : orderOffset;
   CUdeviceptr workspace = 0;
   if (rows > 0) {
     if (Result r = impl->cudaCheck(
@@ -1159,6 +1176,7 @@ Result Runtime::backward(const KernelSpec &requestedForward,
       return r;
     delta.data = reinterpret_cast<const void *>(workspace);
     dqAccum.data = reinterpret_cast<const void *>(workspace + accumOffset);
+    dqOrder.data = reinterpret_cast<const void *>(workspace + orderOffset);
   }
   std::array<const TensorArg *, kNumOperands> operands{};
   operands[size_t(LaunchPlan::Operand::query)] = &a.q;
@@ -1172,6 +1190,7 @@ Result Runtime::backward(const KernelSpec &requestedForward,
   operands[size_t(LaunchPlan::Operand::gradValue)] = &a.gradValue;
   operands[size_t(LaunchPlan::Operand::delta)] = &delta;
   operands[size_t(LaunchPlan::Operand::dqAccum)] = &dqAccum;
+  operands[size_t(LaunchPlan::Operand::dqOrder)] = &dqOrder;
   Result launched =
       impl->launchAll(*entry, operands, problem, spec.dtype, stream);
   if (workspace) {

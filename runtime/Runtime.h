@@ -65,8 +65,9 @@ struct AttentionArgs {
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output
 /// gradient dO (like O), and the gradients it writes (dQ like Q, dK and dV
-/// like K). The f32 workspaces (D: [B, Hq, Sq], the dQ accumulator:
-/// [B, Hq, Sq, D]) are the runtime's, allocated on the stream for the call
+/// like K). The workspaces (D: [B, Hq, Sq] and the dQ accumulator [B, Hq,
+/// Sq, D] in f32; with spec.deterministic the i32 turn counters [B, Hq,
+/// query tiles]) are the runtime's, allocated on the stream for the call
 /// (cuMemAllocAsync: the driver's pool reuses them from call to call).
 struct AttentionBackwardArgs {
   TensorArg q, k, v, o, gradOutput, lse, gradQuery, gradKey, gradValue;

@@ -52,6 +52,7 @@ typedef struct fa_kernel_config {
   int64_t stages;   /* K/V tiles in flight (mma: 1..4) */
   int32_t strategy; /* an fa_strategy */
   int32_t backward; /* 1: the backward's kernels (fa_prepare_kernel) */
+  int32_t deterministic; /* 1: the backward adds dQ in a fixed order */
 } fa_kernel_config;
 
 /* What a kernel is and where it came from. */
@@ -102,8 +103,10 @@ FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
 /* dQ, dK, dV = the gradients of attention for dO, from the forward's O and
    LSE (the tensors fa_attention_forward wrote). dO is shaped like O, dQ like
    Q, dK and dV like K; the gradients must not overlap any input. Runs on
-   `stream` (NULL = default); the f32 workspace is allocated and freed in
-   stream order. The backward runs on the simt strategy so far. */
+   `stream` (NULL = default); the workspace is allocated and freed in
+   stream order. config->deterministic = 1 gives bitwise identical dQ run
+   to run (default: dQ's shares are added in any order). The backward runs
+   on the simt strategy so far. */
 FA_API fa_status fa_attention_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,

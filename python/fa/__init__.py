@@ -52,7 +52,8 @@ class _Config(ctypes.Structure):
     _fields_ = [("block_m", ctypes.c_int64), ("block_n", ctypes.c_int64),
                 ("num_warps", ctypes.c_int64), ("arch", ctypes.c_char_p),
                 ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32),
-                ("backward", ctypes.c_int32)]
+                ("backward", ctypes.c_int32),
+                ("deterministic", ctypes.c_int32)]
 
 
 class _Info(ctypes.Structure):
@@ -144,7 +145,7 @@ def _flag(name, value):
 
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
-            backward=False):
+            backward=False, deterministic=False):
     block_m = _integer("block_m", block_m)
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
@@ -153,10 +154,11 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
         raise ValueError(f"fa: strategy must be one of "
                          f"{', '.join(_STRATEGIES)}, got {strategy!r}")
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
-            or backward):
+            or backward or deterministic):
         return None
     return ctypes.byref(_Config(block_m, block_n, num_warps, None, stages,
-                                _STRATEGIES[strategy], int(backward)))
+                                _STRATEGIES[strategy], int(backward),
+                                int(deterministic)))
 
 
 def _describe(t):
@@ -170,14 +172,15 @@ def _describe(t):
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
-                   stages=0, backward=False):
+                   stages=0, backward=False, deterministic=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
     strategy "auto" (simt for float32, mma for 16-bit), "simt", "mma" or
     "wgmma" (Hopper, arch sm_90a);
     tiles, warps and stages 0 take the strategy's defaults. backward=True
-    prepares the backward's kernels (simt strategy so far)."""
+    prepares the backward's kernels (simt strategy so far; deterministic=
+    True: the mode that adds dQ in a fixed order)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     if dtype not in codes:
         raise ValueError(f"fa.prepare_kernel: dtype must be one of "
@@ -188,7 +191,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
         codes[dtype], _flag("causal", causal),
         float(scale or 0.0),
         _config(block_m, block_n, num_warps, stages, strategy,
-                _flag("backward", backward)),
+                _flag("backward", backward),
+                _flag("deterministic", deterministic)),
         ctypes.byref(info)))
     return {"name": info.name.decode(), "key": info.key.decode(),
             "num_threads": info.num_threads,
@@ -274,7 +278,7 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
     return o, lse
 
 
-def _backward(grad_output, q, k, v, o, lse, causal, scale):
+def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic):
     """dQ, dK, dV, launched on the current stream (no autograd)."""
     import torch
 
@@ -292,12 +296,14 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale):
         ctypes.byref(_describe(lse)), ctypes.byref(_describe(dq)),
         ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
         _dtype_code(q), _flag("causal", causal), float(scale),
-        _config(0, 0, 0, 0, "auto", backward=True), _stream_of(q)))
+        _config(0, 0, 0, 0, "auto", backward=True,
+                deterministic=deterministic), _stream_of(q)))
     return dq, dk, dv
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
-              block_n=0, num_warps=0, strategy="auto", stages=0):
+              block_n=0, num_warps=0, strategy="auto", stages=0,
+              deterministic=False):
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
 
     k and v may have fewer heads than q (GQA/MQA: Hq a multiple of Hkv) and a
@@ -312,7 +318,11 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     Differentiable: with torch, fa.attention is the custom op
     torch.ops.fa.attention_forward, whose backward (torch.ops.fa.
     attention_backward) recomputes the probabilities from the LSE; it
-    traces under torch.compile. The LSE itself carries no gradient.
+    traces under torch.compile. The LSE itself carries no gradient. The
+    backward adds each K/V tile's share of dQ with atomic adds in any order
+    (dQ's last bits may vary run to run); deterministic=True adds them in a
+    fixed order: bitwise identical gradients, at a cost measured in
+    docs/benchmarks.md.
     """
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
     _check_scale("fa.attention", scale)
@@ -324,12 +334,13 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
                          f"{', '.join(_STRATEGIES)}, got {strategy!r}")
     o, lse = _torch.ops.fa.attention_forward(
         q, k, v, bool(_flag("causal", causal)),
-        float(scale) if scale is not None else 0.0, *config)
+        float(scale) if scale is not None else 0.0, *config,
+        bool(_flag("deterministic", deterministic)))
     return (o, lse) if return_lse else o
 
 
 def attention_backward(grad_output, q, k, v, o, lse, causal=False,
-                       scale=None):
+                       scale=None, deterministic=False):
     """dQ, dK, dV of attention for the output gradient dO ([B, H, S, D],
     like o), from the forward's inputs, its O and its LSE (as
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
@@ -341,7 +352,8 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     _check_scale("fa.attention_backward", scale)
     return _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, bool(_flag("causal", causal)),
-        float(scale) if scale is not None else 0.0)
+        float(scale) if scale is not None else 0.0,
+        bool(_flag("deterministic", deterministic)))
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False):

@@ -1,8 +1,9 @@
 """fa's attention as PyTorch custom operators, with autograd.
 
 torch.ops.fa.attention_forward(q, k, v, causal, scale, block_m, block_n,
-num_warps, strategy, stages) -> (O, LSE) and torch.ops.fa.attention_backward(
-dO, q, k, v, O, LSE, causal, scale) -> (dQ, dK, dV). Each has a fake
+num_warps, strategy, stages, deterministic) -> (O, LSE) and
+torch.ops.fa.attention_backward(dO, q, k, v, O, LSE, causal, scale,
+deterministic) -> (dQ, dK, dV). Each has a fake
 (meta) implementation, so both trace under torch.compile without graph
 breaks; the forward's autograd formula calls the backward op. The LSE is
 returned without gradient (mark_non_differentiable).
@@ -19,14 +20,17 @@ from . import _backward, _forward
                          device_types="cuda")
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       causal: bool, scale: float, block_m: int, block_n: int,
-                      num_warps: int, strategy: str,
-                      stages: int) -> Tuple[torch.Tensor, torch.Tensor]:
+                      num_warps: int, strategy: str, stages: int,
+                      deterministic: bool) -> Tuple[torch.Tensor,
+                                                    torch.Tensor]:
+    # `deterministic` is the backward's mode, kept for the autograd formula.
     return _forward(q, k, v, causal, scale, block_m, block_n, num_warps,
                     strategy, stages)
 
 
 @attention_forward.register_fake
-def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages):
+def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages,
+      deterministic):
     batch, heads, length, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, length), dtype=torch.float32))
@@ -36,14 +40,16 @@ def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages):
                          device_types="cuda")
 def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                        k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                       lse: torch.Tensor, causal: bool,
-                       scale: float) -> Tuple[torch.Tensor, torch.Tensor,
-                                              torch.Tensor]:
-    return _backward(grad_output, q, k, v, o, lse, causal, scale)
+                       lse: torch.Tensor, causal: bool, scale: float,
+                       deterministic: bool) -> Tuple[torch.Tensor,
+                                                     torch.Tensor,
+                                                     torch.Tensor]:
+    return _backward(grad_output, q, k, v, o, lse, causal, scale,
+                     deterministic)
 
 
 @attention_backward.register_fake
-def _(grad_output, q, k, v, o, lse, causal, scale):
+def _(grad_output, q, k, v, o, lse, causal, scale, deterministic):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -53,15 +59,17 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(q, k, v, o, lse)
     ctx.causal = causal
     ctx.scale = scale
+    ctx.deterministic = inputs[10]
     ctx.mark_non_differentiable(lse)
 
 
 def _attention_grad(ctx, grad_output, grad_lse):
     q, k, v, o, lse = ctx.saved_tensors
     dq, dk, dv = torch.ops.fa.attention_backward(
-        grad_output, q, k, v, o, lse, ctx.causal, ctx.scale)
+        grad_output, q, k, v, o, lse, ctx.causal, ctx.scale,
+        ctx.deterministic)
     # No gradient for the flags, the scale and the tiles.
-    return dq, dk, dv, None, None, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None, None, None, None
 
 
 attention_forward.register_autograd(_attention_grad,

@@ -157,6 +157,33 @@ class BackwardTest(unittest.TestCase):
         for got, ref in zip((dq, dk, dv), want[1:]):
             self.assertLess(max_error(got, ref), 1e-4)
 
+    def test_deterministic_is_bitwise_reproducible(self):
+        for dtype in (torch.float32, torch.bfloat16):
+            q = torch.randn(2, 8, 700, 64, device="cuda", dtype=dtype)
+            k, v = (torch.randn(2, 2, 700, 64, device="cuda", dtype=dtype)
+                    for _ in range(2))
+            grad_output = torch.randn_like(q)
+            o, lse = fa.attention(q, k, v, causal=True, return_lse=True)
+            first = fa.attention_backward(grad_output, q, k, v, o, lse,
+                                          causal=True, deterministic=True)
+            for _ in range(3):
+                again = fa.attention_backward(grad_output, q, k, v, o, lse,
+                                              causal=True, deterministic=True)
+                for a, b in zip(first, again):
+                    self.assertTrue(torch.equal(a, b), str(dtype))
+            # The same gradients as the default mode, up to rounding order.
+            default = fa.attention_backward(grad_output, q, k, v, o, lse,
+                                            causal=True)
+            for a, b in zip(first, default):
+                scale = b.abs().max().item()
+                self.assertLess((a.float() - b.float()).abs().max().item(),
+                                1e-5 * scale if dtype == torch.float32
+                                else 1e-2 * scale)
+        # Through autograd too.
+        q.requires_grad_()
+        fa.attention(q, k, v, causal=True, deterministic=True).sum().backward()
+        self.assertFalse(torch.isnan(q.grad).any().item())
+
     def test_lse_has_no_gradient(self):
         q = torch.randn(1, 2, 16, 32, device="cuda", requires_grad=True)
         _, lse = fa.attention(q, q, q, return_lse=True)
@@ -170,13 +197,15 @@ class CustomOpTest(unittest.TestCase):
         k = torch.randn(1, 2, 33, 64, device="cuda", requires_grad=True)
         v = torch.randn(1, 2, 33, 64, device="cuda", requires_grad=True)
         torch.library.opcheck(torch.ops.fa.attention_forward,
-                              (q, k, v, True, 0.0, 0, 0, 0, "auto", 0))
+                              (q, k, v, True, 0.0, 0, 0, 0, "auto", 0,
+                               False))
         o, lse = torch.ops.fa.attention_forward(q, k, v, True, 0.0, 0, 0, 0,
-                                                "auto", 0)
-        torch.library.opcheck(
-            torch.ops.fa.attention_backward,
-            (torch.randn_like(o), q.detach(), k.detach(), v.detach(),
-             o.detach(), lse, True, 0.0))
+                                                "auto", 0, False)
+        for deterministic in (False, True):
+            torch.library.opcheck(
+                torch.ops.fa.attention_backward,
+                (torch.randn_like(o), q.detach(), k.detach(), v.detach(),
+                 o.detach(), lse, True, 0.0, deterministic))
 
     def test_compile(self):
         torch._dynamo.reset()

@@ -51,12 +51,13 @@ inline fa::AttentionProblem problemFor(const mlir::fa::CpuKernelConfig &config,
 /// destruction order at exit is unspecified.
 inline mlir::fa::CpuAttentionKernel &
 getCpuKernel(const mlir::fa::CpuKernelConfig &config) {
-  using Key = std::tuple<int64_t, int, int64_t, int64_t, bool, float, bool>;
+  using Key =
+      std::tuple<int64_t, int, int64_t, int64_t, bool, float, bool, bool>;
   static auto &cache =
       *new std::map<Key, std::unique_ptr<mlir::fa::CpuAttentionKernel>>();
   Key key{config.headDim,      int(config.dtype), config.tiles.blockM,
           config.tiles.blockN, config.causal,     config.scale,
-          config.backward};
+          config.backward,     config.deterministic};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto kernel = mlir::fa::CpuAttentionKernel::compile(config);

@@ -100,3 +100,19 @@ func.func @accumulate_tile(%t: tensor<16x32xf32>, %dest: memref<?x?x?x32xf32>, %
   fa.accumulate_tile %t, %dest[%b, %h, %row] : tensor<16x32xf32> -> memref<?x?x?x32xf32>
   return
 }
+
+// -----
+
+// Programs run in grid order on the CPU: every turn has come when it is
+// waited for; passing it stores turn + 1.
+// CHECK-LABEL: func @turns
+// CHECK-SAME: (%[[ORDER:.*]]: memref<?x?x?xi32>, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: index, %[[J:.*]]: index)
+// CHECK-NOT: fa.wait_turn
+// CHECK: %[[NEXT:.*]] = arith.addi %[[J]], %{{.*}} : index
+// CHECK: %[[V:.*]] = arith.index_cast %[[NEXT]] : index to i32
+// CHECK: memref.store %[[V]], %[[ORDER]][%[[B]], %[[H]], %[[T]]]
+func.func @turns(%order: memref<?x?x?xi32>, %b: index, %h: index, %t: index, %j: index) {
+  fa.wait_turn %order[%b, %h, %t], %j : memref<?x?x?xi32>
+  fa.pass_turn %order[%b, %h, %t], %j : memref<?x?x?xi32>
+  return
+}

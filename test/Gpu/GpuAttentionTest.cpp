@@ -359,6 +359,26 @@ protected:
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
+    // Deterministic: runs again on the same inputs give the same bits.
+    if (spec.deterministic) {
+      auto bytesOf = [&](const DeviceBuffer &buffer) {
+        std::vector<char> bytes(buffer.count * elementBytes);
+        EXPECT_EQ(driver().cuMemcpyDtoH_v2(bytes.data(), buffer.ptr,
+                                           bytes.size()),
+                  CUDA_SUCCESS);
+        return bytes;
+      };
+      std::vector<char> first[3] = {bytesOf(dqBuf), bytesOf(dkBuf),
+                                    bytesOf(dvBuf)};
+      for (int run = 0; run < 3; ++run) {
+        r = runtime->backward(spec, args);
+        ASSERT_TRUE(bool(r)) << r.message;
+        CU_ASSERT(driver().cuCtxSynchronize());
+        EXPECT_EQ(bytesOf(dqBuf), first[0]) << "dQ differs in run " << run + 2;
+        EXPECT_EQ(bytesOf(dkBuf), first[1]) << "dK differs in run " << run + 2;
+        EXPECT_EQ(bytesOf(dvBuf), first[2]) << "dV differs in run " << run + 2;
+      }
+    }
 
     auto download = [&](const DeviceBuffer &from, size_t n) {
       std::vector<float> values(n);
@@ -414,9 +434,10 @@ protected:
         return;
       }
     }
-    std::printf("  ok bwd D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
+    std::printf("  ok bwd%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
                 "%-4s max |error| / tolerance: dQ %.3f dK %.3f dV %.3f "
                 "(tolerance %.1e x max|grad| + 1e-5)\n",
+                spec.deterministic ? " det" : "",
                 long(c.headDim), long(c.batch), long(c.qHeads),
                 long(c.kvHeads), long(c.qLen), long(c.kvLen),
                 c.causal ? "causal" : "full", fa::toString(c.dtype), errors[0],
@@ -637,6 +658,24 @@ TEST_F(GpuAttention, BackwardMatchesFloat64Gradients) {
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
       }
+}
+
+/// The deterministic backward: dQ's shares added in K/V tile order give
+/// bitwise identical gradients run to run (many K/V tiles per query tile,
+/// GQA, causal and not), and the same accuracy.
+TEST_F(GpuAttention, BackwardDeterministic) {
+  fa::KernelSpec spec = defaults();
+  spec.deterministic = true;
+  for (fa::ElementType type : {fa::ElementType::f32, fa::ElementType::bf16})
+    for (bool causal : {false, true}) {
+      runBackwardCase({64, 2, 8, 2, quick() ? 300 : 1000,
+                       quick() ? 300 : 1000, causal, type},
+                      spec);
+      runBackwardCase({128, 1, 4, 1, 77, quick() ? 200 : 700, causal, type},
+                      spec);
+      if (HasFatalFailure() || HasNonfatalFailure())
+        return;
+    }
 }
 
 /// Explicit backward tiles: the thread grid over K/V tiles of 8 to 64 rows.

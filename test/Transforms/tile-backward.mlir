@@ -99,3 +99,30 @@ func.func @full_f32(%q: memref<?x4x?x32xf32>, %k: memref<?x4x64x32xf32>, %v: mem
     workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>
   return
 }
+
+// -----
+
+// Deterministic: the delta program starts each query tile's turn counter
+// at 0, and each K/V tile adds its share of dQ on its turn (K/V tile order).
+// CHECK-LABEL: func @deterministic
+// CHECK-SAME: %[[ORDER:[^:]*]]: memref<?x4x?xi32>)
+// CHECK: fa.grid (%[[B1:.*]], %[[H1:.*]], %[[T1:.*]]) in
+// CHECK: memref.store %{{.*}}, %[[ORDER]][%[[B1]], %[[H1]], %[[T1]]] : memref<?x4x?xi32>
+// CHECK: } attributes {program = "delta"}
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: scf.for
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: fa.wait_turn %[[ORDER]][%[[B]], %[[H:.*]], %[[I]]], %[[J]]
+// CHECK-NEXT: fa.accumulate_tile
+// CHECK-NEXT: fa.pass_turn %[[ORDER]][%[[B]], %[[H]], %[[I]]], %[[J]]
+// CHECK: } attributes {program = "dkdv"}
+func.func @deterministic(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
+                         %order: memref<?x4x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32, mask = #fa.mask<causal>}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
+  return
+}

@@ -263,6 +263,37 @@ TEST(CpuBackward, RunsAreBitwiseIdentical) {
   EXPECT_TRUE(same(first.gradValue, second.gradValue));
 }
 
+/// The deterministic mode (dQ added in K/V tile order, fa.wait_turn /
+/// fa.pass_turn) computes the same gradients; on the CPU, where programs
+/// run in grid order anyway, bit for bit those of the default mode.
+TEST(CpuBackward, DeterministicModeMatches) {
+  for (bool causal : {false, true}) {
+    CpuKernelConfig config;
+    config.headDim = 32;
+    config.tiles = {16, 16};
+    config.causal = causal;
+    config.scale = 0.2f;
+    config.backward = true;
+    AttentionShape shape{2, 4, 2, 77, 93};
+    fa::AttentionProblem p = problemFor(config, shape);
+    std::mt19937_64 rng(5);
+    BackwardCase c = randomCase(p, rng);
+    Gradients any = runBackward(getCpuKernel(config), shape, c);
+    config.deterministic = true;
+    Gradients ordered = runBackward(getCpuKernel(config), shape, c);
+    fa::ReferenceGradients want = fa::referenceAttentionBackward(
+        p, c.q.data(), c.k.data(), c.v.data(), c.gradOutput.data());
+    expectClose("dQ", ordered.gradQuery, want.gradQuery, kRelativeTolerance,
+                1e-6);
+    EXPECT_EQ(std::memcmp(any.gradQuery.data(), ordered.gradQuery.data(),
+                          any.gradQuery.size() * sizeof(float)),
+              0);
+    EXPECT_EQ(std::memcmp(any.gradKey.data(), ordered.gradKey.data(),
+                          any.gradKey.size() * sizeof(float)),
+              0);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // f16 and bf16 inputs.
 //===----------------------------------------------------------------------===//

@@ -900,7 +900,7 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
                               nullptr),
             FA_ERROR_INVALID_ARGUMENT);
 
-  fa_kernel_config config = {8, 32, 8, "sm_90a", 0, FA_STRATEGY_AUTO};
+  fa_kernel_config config = {8, 32, 8, "sm_90a", 0, FA_STRATEGY_AUTO, 0, 0};
   fa_kernel_info info;
   ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
             FA_OK)

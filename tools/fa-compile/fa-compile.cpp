@@ -47,6 +47,11 @@ static cl::opt<bool> backward(
     cl::desc("the backward: dQ, dK, dV from dO and the forward's LSE "
              "(lowered to the tile level so far: --emit=fa|tiled)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> deterministic(
+    "deterministic",
+    cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
+             "results run to run)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> strategy(
     "strategy",
     cl::desc("simt | mma | wgmma | auto (default: simt for f32, mma for "
@@ -169,6 +174,9 @@ int main(int argc, char **argv) {
     return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
   spec.causal = causal;
   spec.backward = backward;
+  spec.deterministic = deterministic;
+  if (deterministic && !backward && inputFile.empty())
+    return fail("--deterministic applies to the backward (--backward)");
   if (!::fa::parseStrategy(strategy, spec.strategy))
     return fail("unknown --strategy '" + strategy +
                 "'; expected simt, mma or auto");
@@ -207,7 +215,14 @@ int main(int argc, char **argv) {
     if (backward.getNumOccurrences())
       return fail("--backward describes a problem built from the options; " +
                   inputFile + " is a forward or a backward by itself");
-    module->walk([&](AttentionBackwardOp) { spec.backward = true; });
+    if (deterministic.getNumOccurrences())
+      return fail("--deterministic describes a problem built from the "
+                  "options; " +
+                  inputFile + " fixes its own");
+    module->walk([&](AttentionBackwardOp op) {
+      spec.backward = true;
+      spec.deterministic = op.getDqOrder() != nullptr;
+    });
     if (std::optional<ProblemType> problem = readProblemType(*module)) {
       if (headDim.getNumOccurrences() && headDim != problem->headDim)
         return fail("--head-dim=" + std::to_string(headDim) +

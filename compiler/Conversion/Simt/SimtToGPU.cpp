@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
@@ -697,6 +698,79 @@ struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
   }
 };
 
+/// The block's thread 0, where one thread speaks for the block.
+Value isFirstThread(OpBuilder &b, Location loc) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                               indexConst(b, loc, 0));
+}
+
+/// fa.wait_turn: thread 0 spins on the counter (an atomic read: `or 0`)
+/// until it holds the turn, then fences so that the block's later reads see
+/// what the previous programs added; the block waits for thread 0.
+struct WaitTurnLowering : PlacedPattern<WaitTurnOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(WaitTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                  adaptor.getTile()};
+    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      Value turn = arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI32Type(), adaptor.getTurn());
+      Value zero = arith::ConstantOp::create(rewriter, loc,
+                                             rewriter.getI32IntegerAttr(0));
+      scf::WhileOp::create(
+          rewriter, loc, TypeRange{}, ValueRange{},
+          [&](OpBuilder &b, Location loc, ValueRange) {
+            Value current = memref::AtomicRMWOp::create(
+                b, loc, arith::AtomicRMWKind::ori, zero, adaptor.getOrder(),
+                indices);
+            Value notYet = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ne, current, turn);
+            scf::ConditionOp::create(b, loc, notYet, ValueRange{});
+          },
+          [&](OpBuilder &b, Location loc, ValueRange) {
+            scf::YieldOp::create(b, loc);
+          });
+      NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
+    }
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// fa.pass_turn: once every thread of the block has issued its adds
+/// (barrier), thread 0 fences at GPU scope (cumulative: the block's writes
+/// become visible first) and hands the turn on.
+struct PassTurnLowering : PlacedPattern<PassTurnOp> {
+  using PlacedPattern::PlacedPattern;
+  LogicalResult
+  matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    gpu::BarrierOp::create(rewriter, loc);
+    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
+    Value next = arith::AddIOp::create(rewriter, loc, adaptor.getTurn(),
+                                       indexConst(rewriter, loc, 1));
+    Value value = arith::IndexCastOp::create(rewriter, loc,
+                                             rewriter.getI32Type(), next);
+    memref::AtomicRMWOp::create(
+        rewriter, loc, arith::AtomicRMWKind::assign, value, adaptor.getOrder(),
+        ValueRange{adaptor.getBatch(), adaptor.getHead(), adaptor.getTile()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
@@ -708,7 +782,8 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
   target.addIllegalDialect<FADialect>();
   target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
                          math::MathDialect, memref::MemRefDialect,
-                         scf::SCFDialect, vector::VectorDialect>();
+                         NVVM::NVVMDialect, scf::SCFDialect,
+                         vector::VectorDialect>();
   target.addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp,
                                arith::ExtFOp>(
       [&](Operation *op) { return typeConverter.isLegal(op); });
@@ -717,7 +792,8 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
                ConvertLayoutLowering, StoreTileLowering, TileMatmulLowering,
                MaskLowering, OnlineSoftmaxLowering, RescaleLowering,
                FinalizeLowering, RowDotLowering, RecomputeProbsLowering,
-               SoftmaxGradLowering, AccumulateTileLowering>(typeConverter, ctx);
+               SoftmaxGradLowering, AccumulateTileLowering, WaitTurnLowering,
+               PassTurnLowering>(typeConverter, ctx);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   populateQTileRangeLowering(patterns);
