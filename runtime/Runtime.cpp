@@ -1115,7 +1115,10 @@ Result Runtime::backward(const KernelSpec &requestedForward,
   KernelEntry *entry = nullptr;
   if (Result r = impl->prepareAndLoad(requested, entry); !r)
     return r;
-  if (entry->info.spec.blockN != spec.blockN) {
+  // The defaults may have settled on a later candidate: its tiles decide
+  // the grids and the size of the turn counters.
+  if (entry->info.spec.blockM != spec.blockM ||
+      entry->info.spec.blockN != spec.blockN) {
     spec = entry->info.spec;
     if (Result r = checkAttentionBackwardArgs(spec, a); !r)
       return r;
