@@ -12,6 +12,7 @@
 #include "compiler/KernelCompiler.h"
 #include "dialect/FAOps.h"
 #include "lib/CudaToolkit.h"
+#include "lib/IOModel.h"
 #include "lib/KernelSpec.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -21,6 +22,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -90,6 +92,12 @@ static cl::opt<bool> report("report",
                             cl::desc("print registers, shared memory and "
                                      "spills per kernel (runs ptxas)"),
                             cl::init(false), cl::cat(category));
+
+static cl::opt<std::string> ioShape(
+    "io-shape",
+    cl::desc("B,Hq,Hkv,Sq,Sk of the problem --report models the HBM traffic "
+             "of (default: 16k tokens, Hq*D = 2048: B=4, S=4096)"),
+    cl::value_desc("B,Hq,Hkv,Sq,Sk"), cl::init(""), cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "fa-compile") << message << "\n";
@@ -180,6 +188,28 @@ int main(int argc, char **argv) {
   if (!::fa::parseStrategy(strategy, spec.strategy))
     return fail("unknown --strategy '" + strategy +
                 "'; expected simt, mma or auto");
+  // The problem of the IO model: FlashAttention's benchmark shape unless
+  // given.
+  ::fa::IOProblem io;
+  io.batch = 4;
+  io.qHeads = io.kvHeads = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, headDim));
+  io.qLen = io.kvLen = 4096;
+  if (!ioShape.empty()) {
+    llvm::SmallVector<llvm::StringRef> fields;
+    llvm::StringRef(ioShape).split(fields, ',');
+    int64_t values[5];
+    bool ok = fields.size() == 5;
+    for (size_t i = 0; ok && i < 5; ++i)
+      ok = !fields[i].trim().getAsInteger(10, values[i]) && values[i] >= 0;
+    if (!ok || values[2] < 1 || values[1] % std::max<int64_t>(values[2], 1))
+      return fail("--io-shape must be B,Hq,Hkv,Sq,Sk (non-negative integers, "
+                  "Hq a multiple of Hkv >= 1), got '" + ioShape + "'");
+    io.batch = values[0];
+    io.qHeads = values[1];
+    io.kvHeads = values[2];
+    io.qLen = values[3];
+    io.kvLen = values[4];
+  }
   std::optional<Stage> target = parseStage(emit);
   if (!target)
     return fail("unknown --emit '" + emit + "'; expected " + stageNames());
@@ -350,6 +380,23 @@ int main(int argc, char **argv) {
             << k.spillStoreBytes << " bytes stored, " << k.spillLoadBytes
             << " bytes loaded): reduce block-m or raise num-warps\n";
     }
+    // The IO model of this schedule on the --io-shape problem.
+    io.headDim = spec.headDim;
+    io.causal = spec.causal;
+    io.elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
+    ::fa::IOEstimate tiled =
+        spec.backward ? ::fa::tiledBackwardIO(io, spec.blockM, spec.blockN)
+                      : ::fa::tiledForwardIO(io, spec.blockM, spec.blockN);
+    ::fa::IOEstimate standard = ::fa::standardAttentionIO(io);
+    os << "io model (B=" << io.batch << " Hq=" << io.qHeads
+       << " Hkv=" << io.kvHeads << " Sq=" << io.qLen << " Sk=" << io.kvLen
+       << "): " << (spec.backward ? "tiled backward " : "tiled forward ")
+       << ::fa::formatBytes(tiled.bytes()) << " HBM ("
+       << ::fa::formatBytes(tiled.bytesRead) << " read, "
+       << ::fa::formatBytes(tiled.bytesWritten) << " written), "
+       << llvm::format("%.4g", tiled.flops * 1e-9)
+       << " GFLOP; standard attention forward "
+       << ::fa::formatBytes(standard.bytes()) << " HBM\n";
     // fa-compile assembles with ptxas (the runtime can also use the
     // driver's JIT); the report names it.
     if (llvm::Expected<std::string> version = ::fa::ptxasVersion())
