@@ -1,18 +1,40 @@
 //===- GpuTarget.cpp - Facts about the NVIDIA targets ---------------*- C++ -*-===//
 #include "lib/GpuTarget.h"
 
+#include <algorithm>
+
 namespace fa {
 
 // Shared memory per block with cudaFuncAttributeMaxDynamicSharedMemorySize
 // (CUDA C Programming Guide, compute capability table). PTX 8.0 is the first
 // ISA with sm_90a; it also covers the older targets.
+// Per SM: shared memory, resident threads and blocks (the same table).
 static constexpr GpuArch kArchs[] = {
-    {"sm_80", 166912, "+ptx80"}, // 163 KB
-    {"sm_86", 101376, "+ptx80"}, // 99 KB
-    {"sm_89", 101376, "+ptx80"}, // 99 KB
-    {"sm_90", 232448, "+ptx80"}, // 227 KB
-    {"sm_90a", 232448, "+ptx80"},
+    {"sm_80", 166912, "+ptx80", 167936, 2048, 32}, // 163 KB, 164 KB/SM
+    {"sm_86", 101376, "+ptx80", 102400, 1536, 16}, // 99 KB, 100 KB/SM
+    {"sm_89", 101376, "+ptx80", 102400, 1536, 24}, // 99 KB, 100 KB/SM
+    {"sm_90", 232448, "+ptx80", 233472, 2048, 32}, // 227 KB, 228 KB/SM
+    {"sm_90a", 232448, "+ptx80", 233472, 2048, 32},
 };
+
+Occupancy occupancy(const GpuArch &arch, int64_t threads, int64_t registers,
+                    int64_t sharedBytes) {
+  Occupancy result{arch.maxBlocksPerSM, "blocks"};
+  auto limit = [&](int64_t blocks, const char *what) {
+    if (blocks < result.blocksPerSM)
+      result = {blocks, what};
+  };
+  if (threads <= 0)
+    return {0, "threads"};
+  int64_t warps = (threads + 31) / 32;
+  int64_t registersPerWarp = (std::max<int64_t>(registers, 1) * 32 + 255) /
+                             256 * 256;
+  limit(kRegistersPerBlock / (registersPerWarp * warps), "registers");
+  limit(arch.maxThreadsPerSM / threads, "threads");
+  if (sharedBytes > 0)
+    limit(arch.maxSharedMemoryPerSM / (sharedBytes + 1024), "shared memory");
+  return result;
+}
 
 std::optional<GpuArch> lookupGpuArch(std::string_view name) {
   for (const GpuArch &arch : kArchs)

@@ -14,6 +14,9 @@ struct GpuArch {
   std::string_view name;            // sm_80, sm_90a, ...
   int64_t maxSharedMemoryPerBlock;  // bytes, with the dynamic opt-in
   std::string_view ptxFeatures;     // LLVM NVPTX feature string (PTX ISA)
+  int64_t maxSharedMemoryPerSM;     // bytes of one SM's shared memory
+  int64_t maxThreadsPerSM;          // resident threads of one SM
+  int64_t maxBlocksPerSM;           // resident blocks of one SM
 };
 
 /// The architecture called `name`, or nullopt if we do not generate for it.
@@ -40,6 +43,20 @@ constexpr int64_t maxRegistersPerThread(int64_t numThreads) {
              ? kRegistersPerBlock / numThreads
              : kMaxRegistersPerThread;
 }
+
+/// Blocks of a kernel one SM holds at once (occupancy), and what limits it.
+struct Occupancy {
+  int64_t blocksPerSM = 0;
+  /// "registers", "shared memory", "threads" or "blocks".
+  const char *limitedBy = "";
+};
+
+/// The occupancy of a kernel of `threads` threads, `registers` registers
+/// per thread and `sharedBytes` of shared memory per block on `arch`:
+/// registers allocated per warp in units of 256, 1 KB of shared memory
+/// reserved per block by the system (CUDA's occupancy rules for sm_80+).
+Occupancy occupancy(const GpuArch &arch, int64_t threads, int64_t registers,
+                    int64_t sharedBytes);
 
 } // namespace fa
 

@@ -15,7 +15,7 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "G
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["fa-opt", "fa-compile"], [config.fa_tools_dir])
+    ["fa-opt", "fa-compile", "fa-sweep"], [config.fa_tools_dir])
 
 # ptxas assembles every generated PTX in the tests; it ships with the CUDA
 # toolkit (on every machine of this project). Tests that need it say

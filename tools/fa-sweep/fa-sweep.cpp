@@ -1,0 +1,288 @@
+//===- fa-sweep.cpp - Schedules and their resource limits -----------*- C++ -*-===//
+//
+// Compiles every schedule of a grid (block-m x block-n x warps x stages) for
+// one head dim, dtype, mask and strategy, and reports what each needs:
+// registers and spills (ptxas), shared memory and threads (the placement),
+// blocks per SM (occupancy on the arch) — or why the resource model or the
+// compiler rejects it. A table on the terminal, JSON and CSV on request.
+//
+//   fa-sweep --head-dim=128                       # the lecture's SIMT grid
+//   fa-sweep --dtype=f16 --strategy=mma --head-dim=128 --json sweep.json
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/KernelCompiler.h"
+#include "lib/CudaToolkit.h"
+#include "lib/GpuTarget.h"
+#include "lib/IOModel.h"
+#include "lib/KernelSpec.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include <string>
+#include <vector>
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("fa-sweep options");
+static cl::opt<int64_t> headDim("head-dim", cl::desc("head dimension D"),
+                                cl::init(128), cl::cat(category));
+static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
+                                  cl::init("f32"), cl::cat(category));
+static cl::opt<bool> causal("causal", cl::desc("causal mask"), cl::init(false),
+                            cl::cat(category));
+static cl::opt<std::string> strategy("strategy",
+                                     cl::desc("simt | mma | wgmma"),
+                                     cl::init("simt"), cl::cat(category));
+static cl::opt<std::string> arch("arch", cl::desc("target arch"),
+                                 cl::init("sm_90a"), cl::cat(category));
+static cl::list<int64_t> blockMs(
+    "block-m", cl::desc("query rows per tile (default simt: 4,8,16; "
+                        "mma/wgmma: 64,128)"),
+    cl::CommaSeparated, cl::cat(category));
+static cl::list<int64_t> blockNs(
+    "block-n", cl::desc("key/value rows per tile (default simt: 16,32,64; "
+                        "mma/wgmma: 32,64,128)"),
+    cl::CommaSeparated, cl::cat(category));
+static cl::list<int64_t> warpCounts(
+    "num-warps", cl::desc("warps per block (default simt: 4; mma: 4,8; "
+                          "wgmma: 4,8)"),
+    cl::CommaSeparated, cl::cat(category));
+static cl::list<int64_t> stageCounts(
+    "stages", cl::desc("K/V tiles in flight (default simt: 1; mma/wgmma: "
+                       "1,2)"),
+    cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string> jsonFile("json", cl::desc("write the rows as JSON"),
+                                     cl::value_desc("FILE"), cl::init(""),
+                                     cl::cat(category));
+static cl::opt<std::string> csvFile("csv", cl::desc("write the rows as CSV"),
+                                    cl::value_desc("FILE"), cl::init(""),
+                                    cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("no progress line"),
+                           cl::init(false), cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "fa-sweep") << message << "\n";
+  return 1;
+}
+
+/// One schedule and what it needs, or why it was rejected.
+struct Row {
+  int64_t blockM, blockN, warps, stages;
+  std::string status; // "ok", "spills" or "rejected"
+  std::string reason; // why rejected
+  int64_t registers = 0, spillStores = 0, spillLoads = 0;
+  int64_t sharedBytes = 0, threads = 0, blocksPerSM = 0;
+  std::string occupancyLimit;
+  double hbmBytes = 0; // the IO model's tiled forward, FA benchmark shape
+
+  llvm::json::Object toJson() const {
+    llvm::json::Object o{{"block_m", blockM}, {"block_n", blockN},
+                         {"num_warps", warps}, {"stages", stages},
+                         {"status", status}};
+    if (status == "rejected") {
+      o["reason"] = reason;
+      return o;
+    }
+    o["registers"] = registers;
+    o["spill_store_bytes"] = spillStores;
+    o["spill_load_bytes"] = spillLoads;
+    o["shared_bytes"] = sharedBytes;
+    o["threads"] = threads;
+    o["blocks_per_sm"] = blocksPerSM;
+    o["occupancy_limited_by"] = occupancyLimit;
+    o["model_hbm_bytes"] = hbmBytes;
+    return o;
+  }
+};
+
+static std::string csvField(std::string text) {
+  if (text.find_first_of(",\"\n") == std::string::npos)
+    return text;
+  std::string quoted = "\"";
+  for (char c : text)
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+static bool writeFile(llvm::StringRef path, llvm::StringRef contents,
+                      std::string &error) {
+  auto file = mlir::openOutputFile(path, &error);
+  if (!file)
+    return false;
+  file->os() << contents;
+  file->keep();
+  return true;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "fa-sweep: schedules of an attention kernel and their "
+                  "resource limits\n");
+
+  fa::KernelSpec base;
+  base.headDim = headDim;
+  base.causal = causal;
+  base.arch = arch;
+  if (!fa::parseElementType(dtype, base.dtype))
+    return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
+  if (!fa::parseStrategy(strategy, base.strategy) ||
+      base.strategy == fa::Strategy::automatic)
+    return fail("unknown --strategy '" + strategy +
+                "'; expected simt, mma or wgmma");
+  std::optional<fa::GpuArch> target = fa::lookupGpuArch(arch);
+  if (!target)
+    return fail("unsupported --arch '" + arch + "'; expected one of " +
+                fa::supportedGpuArchs());
+  bool simt = base.strategy == fa::Strategy::simt;
+  auto orDefault = [](const cl::list<int64_t> &given,
+                      std::vector<int64_t> defaults) {
+    return given.empty() ? defaults
+                         : std::vector<int64_t>(given.begin(), given.end());
+  };
+  std::vector<int64_t> ms = orDefault(blockMs, simt ? std::vector<int64_t>{4, 8, 16}
+                                                    : std::vector<int64_t>{64, 128});
+  std::vector<int64_t> ns = orDefault(blockNs, simt ? std::vector<int64_t>{16, 32, 64}
+                                                    : std::vector<int64_t>{32, 64, 128});
+  std::vector<int64_t> ws = orDefault(warpCounts, simt ? std::vector<int64_t>{4}
+                                                       : std::vector<int64_t>{4, 8});
+  std::vector<int64_t> ss = orDefault(stageCounts, simt ? std::vector<int64_t>{1}
+                                                        : std::vector<int64_t>{1, 2});
+  if (llvm::Expected<std::string> ptxas = fa::ptxasVersion(); !ptxas)
+    return fail("fa-sweep needs ptxas for registers and spills: " +
+                llvm::toString(ptxas.takeError()));
+
+  // The IO model's problem: FlashAttention's benchmark shape.
+  fa::IOProblem io;
+  io.batch = 4;
+  io.qHeads = io.kvHeads = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, headDim));
+  io.qLen = io.kvLen = 4096;
+  io.headDim = headDim;
+  io.causal = causal;
+  io.elementBytes = base.dtype == fa::ElementType::f32 ? 4 : 2;
+
+  std::vector<Row> rows;
+  size_t total = ms.size() * ns.size() * ws.size() * ss.size(), done = 0;
+  for (int64_t m : ms)
+    for (int64_t n : ns)
+      for (int64_t w : ws)
+        for (int64_t st : ss) {
+          Row row{m, n, w, st};
+          if (!quiet)
+            llvm::errs() << llvm::format("\r[%zu/%zu] block-m=%lld block-n=%lld "
+                                         "warps=%lld stages=%lld   ",
+                                         ++done, total, (long long)m,
+                                         (long long)n, (long long)w,
+                                         (long long)st);
+          fa::KernelSpec spec = base;
+          spec.blockM = m;
+          spec.blockN = n;
+          spec.numWarps = w;
+          spec.stages = st;
+          std::string error = spec.validate();
+          llvm::Expected<mlir::fa::CompiledKernel> kernel =
+              error.empty() ? mlir::fa::compileKernel(spec, /*assemble=*/true)
+                            : llvm::Expected<mlir::fa::CompiledKernel>(
+                                  llvm::createStringError(error));
+          if (!kernel) {
+            row.status = "rejected";
+            row.reason = llvm::toString(kernel.takeError());
+            // One line: the first diagnostic without the kernel's name.
+            row.reason = row.reason.substr(0, row.reason.find('\n'));
+            rows.push_back(row);
+            continue;
+          }
+          const mlir::fa::CompiledKernel &k = *kernel;
+          const fa::KernelResources &r = k.resources.front();
+          row.registers = r.registers;
+          row.spillStores = r.spillStoreBytes;
+          row.spillLoads = r.spillLoadBytes;
+          row.sharedBytes = k.launches.front().sharedBytes;
+          row.threads = k.launches.front().threads;
+          fa::Occupancy occ =
+              fa::occupancy(*target, row.threads, row.registers,
+                            row.sharedBytes + r.staticSharedBytes);
+          row.blocksPerSM = occ.blocksPerSM;
+          row.occupancyLimit = occ.limitedBy;
+          row.status = r.spills() ? "spills" : "ok";
+          row.hbmBytes = fa::tiledForwardIO(io, m, n).bytes();
+          rows.push_back(row);
+        }
+  if (!quiet)
+    llvm::errs() << "\n";
+
+  llvm::raw_ostream &os = llvm::outs();
+  os << "fa-sweep: D=" << headDim << " " << dtype << (causal ? " causal" : "")
+     << " " << strategy << " on " << arch << "; model HBM bytes on B="
+     << io.batch << " H=" << io.qHeads << " S=" << io.qLen << "\n";
+  os << llvm::format("%7s %7s %5s %6s | %-8s %4s %8s %8s %9s %7s %6s %-13s %9s\n",
+                     "block_m", "block_n", "warps", "stages", "status", "regs",
+                     "spill_st", "spill_ld", "shared", "threads", "blk/SM",
+                     "limited by", "model HBM");
+  for (const Row &row : rows) {
+    os << llvm::format("%7lld %7lld %5lld %6lld | ", (long long)row.blockM,
+                       (long long)row.blockN, (long long)row.warps,
+                       (long long)row.stages);
+    if (row.status == "rejected") {
+      os << "rejected: " << row.reason << "\n";
+      continue;
+    }
+    os << llvm::format("%-8s %4lld %8lld %8lld %9lld %7lld %6lld %-13s %9s\n",
+                       row.status.c_str(), (long long)row.registers,
+                       (long long)row.spillStores, (long long)row.spillLoads,
+                       (long long)row.sharedBytes, (long long)row.threads,
+                       (long long)row.blocksPerSM, row.occupancyLimit.c_str(),
+                       fa::formatBytes(row.hbmBytes).c_str());
+  }
+
+  std::string error;
+  if (!jsonFile.empty()) {
+    llvm::json::Array array;
+    for (const Row &row : rows)
+      array.push_back(row.toJson());
+    llvm::json::Object doc{{"head_dim", int64_t(headDim)},
+                           {"dtype", std::string(dtype)},
+                           {"causal", bool(causal)},
+                           {"strategy", std::string(strategy)},
+                           {"arch", std::string(arch)},
+                           {"rows", std::move(array)}};
+    std::string text;
+    llvm::raw_string_ostream json(text);
+    json << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
+    if (!writeFile(jsonFile, text, error))
+      return fail(error);
+  }
+  if (!csvFile.empty()) {
+    std::string text = "block_m,block_n,num_warps,stages,status,reason,"
+                       "registers,spill_store_bytes,spill_load_bytes,"
+                       "shared_bytes,threads,blocks_per_sm,"
+                       "occupancy_limited_by,model_hbm_bytes\n";
+    for (const Row &row : rows) {
+      text += llvm::formatv("{0},{1},{2},{3},{4},{5},", row.blockM,
+                            row.blockN, row.warps, row.stages, row.status,
+                            csvField(row.reason))
+                  .str();
+      if (row.status == "rejected") {
+        text += ",,,,,,,\n";
+        continue;
+      }
+      text += llvm::formatv("{0},{1},{2},{3},{4},{5},{6},{7}\n",
+                            row.registers, row.spillStores, row.spillLoads,
+                            row.sharedBytes, row.threads, row.blocksPerSM,
+                            row.occupancyLimit, int64_t(row.hbmBytes))
+                  .str();
+    }
+    if (!writeFile(csvFile, text, error))
+      return fail(error);
+  }
+  return 0;
+}
