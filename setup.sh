@@ -8,7 +8,7 @@ cd "$(dirname "$0")"
 
 PACKAGES=(cmake ninja-build g++ libgtest-dev libgmock-dev python3
           libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22
-          zlib1g-dev libzstd-dev xz-utils)
+          zlib1g-dev libzstd-dev xz-utils python3-matplotlib)
 BUILD_DIR=${FA_BUILD_DIR:-build}
 
 missing=()

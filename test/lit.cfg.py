@@ -10,7 +10,7 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fa_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "Gpu"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "Gpu", "Inputs"]
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
@@ -29,3 +29,12 @@ if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
     config.environment["CUDA_ROOT"] = os.path.dirname(os.path.dirname(ptxas))
+
+# The plotting scripts run under lit's own interpreter; matplotlib (Debian's
+# python3-matplotlib) is a feature.
+import importlib.util
+import sys
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%fa_src", config.fa_src_root))
+if importlib.util.find_spec("matplotlib"):
+    config.available_features.add("matplotlib")

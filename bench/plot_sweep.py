@@ -1,0 +1,115 @@
+"""Heatmap of an fa-sweep: one cell per (block_m, block_n), for the configs
+of one warp count and stage count.
+
+    python3 bench/plot_sweep.py sweep.json -o heatmap.png
+        [--metric registers|blocks_per_sm|tflops] [--warps N] [--stages N]
+
+The metric defaults to tflops when the sweep was timed (a "tflops" field),
+else registers. Spilling configs are hatched and marked "spills"; configs
+the resource model or the compiler rejected are gray, labeled with the
+limit that rejected them. Prints one line per cell (the picture's data).
+"""
+
+import argparse
+import json
+import re
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def rejection_label(reason):
+    """A short name for the limit in a rejection reason."""
+    for pattern, label in ((r"shared memory", "shared mem"),
+                           (r"thread grid|thread rows|divide", "thread grid"),
+                           (r"register", "registers"),
+                           (r"stages", "stages"),
+                           (r"warps", "warps")):
+        if re.search(pattern, reason):
+            return label
+    return "rejected"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sweep")
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--metric")
+    parser.add_argument("--warps", type=int)
+    parser.add_argument("--stages", type=int)
+    args = parser.parse_args()
+    with open(args.sweep) as f:
+        sweep = json.load(f)
+    rows = sweep["rows"]
+    if not rows:
+        sys.exit("plot_sweep: the sweep has no rows")
+    warps = args.warps or rows[0]["num_warps"]
+    stages = args.stages or rows[0]["stages"]
+    rows = [r for r in rows if r["num_warps"] == warps
+            and r["stages"] == stages]
+    if not rows:
+        sys.exit(f"plot_sweep: no rows with num_warps={warps} "
+                 f"stages={stages}")
+    metric = args.metric or ("tflops" if any("tflops" in r for r in rows)
+                             else "registers")
+    ms = sorted({r["block_m"] for r in rows})
+    ns = sorted({r["block_n"] for r in rows})
+    cell = {(r["block_m"], r["block_n"]): r for r in rows}
+
+    fig, ax = plt.subplots(figsize=(1.6 * len(ns) + 2, 1.1 * len(ms) + 1.8))
+    values = [[float("nan")] * len(ns) for _ in ms]
+    for i, m in enumerate(ms):
+        for j, n in enumerate(ns):
+            r = cell.get((m, n))
+            if r and r["status"] != "rejected" and metric in r:
+                values[i][j] = r[metric]
+    image = ax.imshow(values, cmap="viridis", aspect="auto")
+    fig.colorbar(image, ax=ax, label=metric)
+    finite = [x for row in values for x in row if x == x]
+    low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
+
+    def text_color(value):
+        # Dark text on the bright end of viridis.
+        share = (value - low) / (high - low) if high > low else 0.0
+        return "black" if share > 0.6 else "white"
+    for i, m in enumerate(ms):
+        for j, n in enumerate(ns):
+            r = cell.get((m, n))
+            if r is None:
+                continue
+            if r["status"] == "rejected":
+                label = rejection_label(r.get("reason", ""))
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1,
+                                           color="0.8"))
+                ax.text(j, i, label, ha="center", va="center", fontsize=8)
+            else:
+                text = f"{r[metric]:.0f}" if metric in r else "?"
+                if r["status"] == "spills":
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1,
+                                               fill=False, hatch="//",
+                                               edgecolor="red"))
+                    text += "\nspills"
+                ax.text(j, i, text, ha="center", va="center", fontsize=9,
+                        color=text_color(values[i][j]))
+            print(f"block_m={m} block_n={n}: {r['status']}"
+                  + (f" ({rejection_label(r.get('reason', ''))})"
+                     if r["status"] == "rejected"
+                     else f" {metric}={r.get(metric)}"))
+    ax.set_xticks(range(len(ns)), [str(n) for n in ns])
+    ax.set_yticks(range(len(ms)), [str(m) for m in ms])
+    ax.set_xlabel("block_n (B_c)")
+    ax.set_ylabel("block_m (B_r)")
+    ax.set_title(f"D={sweep['head_dim']} {sweep['dtype']} "
+                 f"{sweep['strategy']} {sweep['arch']}"
+                 f"{' causal' if sweep.get('causal') else ''}, "
+                 f"{warps} warps, {stages} stage(s): {metric}")
+    fig.tight_layout()
+    fig.savefig(args.output, dpi=110)
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
