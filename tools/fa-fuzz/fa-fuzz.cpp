@@ -1,0 +1,102 @@
+//===- fa-fuzz.cpp - libFuzzer target: arbitrary IR through the pipelines -===//
+//
+// Parses the input as MLIR; when it verifies, lowers it from the stage it is
+// at down to PTX with every strategy that takes its problem (as fa-compile
+// would). The invariant under test, MLIR's: no input makes a pass crash, hang
+// or trip a sanitizer; invalid input gets diagnostics. Seeds: the lit tests.
+//
+//   fa-fuzz corpus/ test/Dialect test/Transforms test/Conversion ...
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/KernelCompiler.h"
+#include "dialect/FAOps.h"
+#include "lib/KernelSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Head dim and element type of the first 4-d memref argument with a static
+/// head dim (Q), as fa-compile reads them.
+void readProblem(ModuleOp module, ::fa::KernelSpec &spec) {
+  module.walk([&](FunctionOpInterface function) {
+    for (Type type : function.getArgumentTypes()) {
+      auto memref = dyn_cast<MemRefType>(type);
+      if (!memref || memref.getRank() != 4 || memref.isDynamicDim(3))
+        continue;
+      Type element = memref.getElementType();
+      spec.headDim = memref.getDimSize(3);
+      spec.dtype = element.isF16()    ? ::fa::ElementType::f16
+                   : element.isBF16() ? ::fa::ElementType::bf16
+                                      : ::fa::ElementType::f32;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  module.walk([&](AttentionBackwardOp op) {
+    spec.backward = true;
+    spec.deterministic = op.getDqOrder() != nullptr;
+  });
+}
+
+} // namespace
+
+/// LLVM's headers poison allocator slabs in code built with ASan while
+/// libMLIR.so, uninstrumented, allocates from the same slabs without
+/// unpoisoning: ignore manual poisoning (no false use-after-poison).
+extern "C" const char *__asan_default_options() {
+  return "allow_user_poisoning=0";
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // One context for many inputs (creating one costs more than most runs);
+  // a fresh one now and then bounds the uniqued types and attributes.
+  static std::unique_ptr<MLIRContext> context;
+  static int uses = 0;
+  if (!context || ++uses % 256 == 0)
+    context = createCompilerContext();
+  ScopedDiagnosticHandler quiet(context.get(),
+                                [](Diagnostic &) { return success(); });
+  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(text, ParserConfig(context.get()));
+  if (!module || failed(verify(*module)))
+    return 0;
+  FailureOr<Stage> stage = detectStage(*module);
+  if (failed(stage) || *stage > Stage::llvm)
+    return 0;
+  ::fa::KernelSpec problem;
+  readProblem(*module, problem);
+  for (::fa::Strategy strategy :
+       {::fa::Strategy::simt, ::fa::Strategy::mma, ::fa::Strategy::wgmma}) {
+    ::fa::KernelSpec spec = problem;
+    spec.strategy = strategy;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    if (strategy == ::fa::Strategy::simt && !spec.backward) {
+      spec.blockM = 8;
+      spec.blockN = 32;
+      spec.numWarps = 8;
+      spec.stages = 1;
+    }
+    if (!spec.validate().empty())
+      continue;
+    spec = spec.withDefaults();
+    OwningOpRef<ModuleOp> copy = module->clone();
+    if (succeeded(lowerModule(*copy, *stage, Stage::llvm, spec, {})))
+      (void)emitPtx(*copy);
+  }
+  return 0;
+}
