@@ -9,6 +9,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -158,6 +159,25 @@ FailureOr<Stage> mlir::fa::detectStage(ModuleOp module) {
   return module.emitError("no attention kernel in the module (expected "
                           "fa.attention, fa.grid, gpu.func or a lowered "
                           "gpu.module)");
+}
+
+std::optional<ProblemType> mlir::fa::readProblemType(ModuleOp module) {
+  std::optional<ProblemType> problem;
+  module.walk([&](FunctionOpInterface function) {
+    for (Type type : function.getArgumentTypes()) {
+      auto memref = dyn_cast<MemRefType>(type);
+      if (!memref || memref.getRank() != 4 || memref.isDynamicDim(3))
+        continue;
+      Type element = memref.getElementType();
+      ::fa::ElementType dtype = element.isF16()    ? ::fa::ElementType::f16
+                                : element.isBF16() ? ::fa::ElementType::bf16
+                                                   : ::fa::ElementType::f32;
+      problem = ProblemType{memref.getDimSize(3), dtype};
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return problem;
 }
 
 LogicalResult

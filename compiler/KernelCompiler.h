@@ -41,6 +41,15 @@ OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
 /// Which stage an IR module is at (to resume compilation from a file).
 FailureOr<Stage> detectStage(ModuleOp module);
 
+/// The problem of an input module: head dim and element type of its
+/// kernel's first 4-d memref argument with a static head dim (Q), at any
+/// stage that has one.
+struct ProblemType {
+  int64_t headDim;
+  ::fa::ElementType dtype;
+};
+std::optional<ProblemType> readProblemType(ModuleOp module);
+
 /// Lowers `module` from stage `from` to stage `to` (at most Stage::llvm);
 /// `onStage` sees the module after each stage. Errors are emitted as MLIR
 /// diagnostics.

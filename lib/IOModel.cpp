@@ -8,8 +8,9 @@ namespace fa {
 
 static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-IOEstimate standardAttentionIO(const IOProblem &p) {
-  double e = double(p.elementBytes), heads = double(p.batch * p.qHeads);
+IOEstimate standardAttentionIO(const AttentionProblem &p,
+                               int64_t elementBytes) {
+  double e = double(elementBytes), heads = double(p.batch * p.qHeads);
   double q = double(p.qLen) * p.headDim, kv = double(p.kvLen) * p.headDim;
   double scores = double(p.qLen) * p.kvLen;
   IOEstimate io;
@@ -33,8 +34,8 @@ IOEstimate standardAttentionIO(const IOProblem &p) {
   return io;
 }
 
-int64_t visitedKVTiles(const IOProblem &p, int64_t blockM, int64_t blockN,
-                       int64_t qTile) {
+int64_t visitedKVTiles(const AttentionProblem &p, int64_t blockM,
+                       int64_t blockN, int64_t qTile) {
   int64_t tiles = ceilDiv(p.kvLen, blockN);
   if (!p.causal)
     return tiles;
@@ -49,7 +50,7 @@ int64_t visitedKVTiles(const IOProblem &p, int64_t blockM, int64_t blockN,
 
 /// Rows of the K/V tiles a query tile visits (the last tile clipped to Sk)
 /// summed over the query tiles.
-static double visitedKVRows(const IOProblem &p, int64_t blockM,
+static double visitedKVRows(const AttentionProblem &p, int64_t blockM,
                             int64_t blockN) {
   double rows = 0;
   for (int64_t t = 0; t < ceilDiv(p.qLen, blockM); ++t)
@@ -58,8 +59,9 @@ static double visitedKVRows(const IOProblem &p, int64_t blockM,
   return rows;
 }
 
-IOEstimate tiledForwardIO(const IOProblem &p, int64_t blockM, int64_t blockN) {
-  double e = double(p.elementBytes), heads = double(p.batch * p.qHeads);
+IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
+                          int64_t blockM, int64_t blockN) {
+  double e = double(elementBytes), heads = double(p.batch * p.qHeads);
   double d = double(p.headDim);
   double kvRows = visitedKVRows(p, blockM, blockN);
   IOEstimate io;
@@ -76,9 +78,9 @@ IOEstimate tiledForwardIO(const IOProblem &p, int64_t blockM, int64_t blockN) {
   return io;
 }
 
-IOEstimate tiledBackwardIO(const IOProblem &p, int64_t blockM,
-                           int64_t blockN) {
-  double e = double(p.elementBytes), d = double(p.headDim);
+IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
+                           int64_t blockM, int64_t blockN) {
+  double e = double(elementBytes), d = double(p.headDim);
   double qHeads = double(p.batch * p.qHeads);
   double kvHeads = double(p.batch * p.kvHeads);
   double rows = double(p.qLen);

@@ -1,6 +1,7 @@
 //===- IOModel.h - HBM traffic and FLOPs of attention schedules ----*- C++ -*-===//
 //
-// The analytic IO model of the seeds' IO-complexity argument: how many bytes
+// The analytic IO model of the seeds' IO-complexity argument (elements of
+// Q, K, V, O of `elementBytes` bytes; LSE and workspaces f32): how many bytes
 // standard attention (S and P materialized in HBM) and the tiled kernels
 // (Q once, K/V once per query tile) move between HBM and the chip, and how
 // many FLOPs they execute, for a problem and a schedule. It counts what the
@@ -12,24 +13,12 @@
 #ifndef FA_LIB_IOMODEL_H
 #define FA_LIB_IOMODEL_H
 
+#include "lib/AttentionProblem.h"
+
 #include <cstdint>
 #include <string>
 
 namespace fa {
-
-/// One attention problem: Q [B, Hq, Sq, D], K and V [B, Hkv, Sk, D] with
-/// elements of `elementBytes` bytes; LSE and the backward's workspaces are
-/// f32.
-struct IOProblem {
-  int64_t batch = 1;
-  int64_t qHeads = 1;
-  int64_t kvHeads = 1;
-  int64_t qLen = 1;
-  int64_t kvLen = 1;
-  int64_t headDim = 64;
-  bool causal = false;
-  int64_t elementBytes = 4;
-};
 
 /// Bytes read from and written to HBM, and FLOPs (a multiply-add counts 2).
 struct IOEstimate {
@@ -43,24 +32,27 @@ struct IOEstimate {
 /// S = Q K^T; P = softmax(S); O = P V), S and P in the input precision
 /// written to and read back from HBM; with the causal mask one more pass
 /// over S applies it. K/V are read per query head (GQA expanded).
-IOEstimate standardAttentionIO(const IOProblem &p);
+IOEstimate standardAttentionIO(const AttentionProblem &p,
+                               int64_t elementBytes);
 
 /// The tiled forward (fa-tile) with query tiles of `blockM` rows and K/V
 /// tiles of `blockN` rows: Q read once, the K/V tiles each query tile
 /// visits (causal block skipping included) read once per query tile, O and
 /// LSE written once. FLOPs of the visited tiles, masked parts included.
-IOEstimate tiledForwardIO(const IOProblem &p, int64_t blockM, int64_t blockN);
+IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
+                          int64_t blockM, int64_t blockN);
 
 /// The tiled backward (fa-tile-backward): D = rowsum(dO * O) and the zeroed
 /// dQ accumulator; per K/V tile K, V read once and, per query tile it
 /// visits, Q, dO, LSE, D read and dQ's share added (an f32 read-modify-write
 /// of the accumulator); dK, dV written once; dQ rounded from the
 /// accumulator. FLOPs: five matmuls per visited tile pair.
-IOEstimate tiledBackwardIO(const IOProblem &p, int64_t blockM, int64_t blockN);
+IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
+                           int64_t blockM, int64_t blockN);
 
 /// The K/V tiles query tile `qTile` visits (fa.kv_tile_range's count).
-int64_t visitedKVTiles(const IOProblem &p, int64_t blockM, int64_t blockN,
-                       int64_t qTile);
+int64_t visitedKVTiles(const AttentionProblem &p, int64_t blockM,
+                       int64_t blockN, int64_t qTile);
 
 /// "12.3 GB" / "456 MB" / "7.8 kB" / "12 B".
 std::string formatBytes(double bytes);

@@ -7,29 +7,12 @@
 #ifndef FA_LIB_REFERENCEATTENTION_H
 #define FA_LIB_REFERENCEATTENTION_H
 
+#include "lib/AttentionProblem.h"
+
 #include <cstdint>
 #include <vector>
 
 namespace fa {
-
-/// One attention problem. Buffers are contiguous: Q and O [B, Hq, Sq, D],
-/// K and V [B, Hkv, Sk, D], LSE [B, Hq, Sq]. Query head h uses K/V head
-/// h / (Hq / Hkv). The causal mask is aligned bottom-right: row i sees key
-/// j iff j <= i + Sk - Sq.
-struct AttentionProblem {
-  int64_t batch = 1;
-  int64_t qHeads = 1;
-  int64_t kvHeads = 1;
-  int64_t qLen = 1;
-  int64_t kvLen = 1;
-  int64_t headDim = 64;
-  bool causal = false;
-  double scale = 0.125;
-
-  int64_t qElements() const { return batch * qHeads * qLen * headDim; }
-  int64_t kvElements() const { return batch * kvHeads * kvLen * headDim; }
-  int64_t lseElements() const { return batch * qHeads * qLen; }
-};
 
 /// O and LSE in float64. Rows that see no key get O = 0 and LSE = -inf.
 struct ReferenceResult {

@@ -375,31 +375,29 @@ TEST(GpuTarget, KnowsSharedMemoryLimits) {
 
 TEST(IOModel, StandardAttentionMaterializesSAndP) {
   // Sq = Sk = 4, D = 2, 16-bit: Q, K, V, O 8 elements each, S and P 16.
-  fa::IOProblem p;
+  fa::AttentionProblem p;
   p.qLen = p.kvLen = 4;
   p.headDim = 2;
-  p.elementBytes = 2;
-  fa::IOEstimate io = fa::standardAttentionIO(p);
+  fa::IOEstimate io = fa::standardAttentionIO(p, 2);
   // read Q, K (32) + S (32) + P, V (48); write S (32) + P (32) + O (16)
   EXPECT_EQ(io.bytesRead, 112);
   EXPECT_EQ(io.bytesWritten, 80);
   EXPECT_EQ(io.flops, 4 * 16 * 2);
   // The causal mask is one more pass over S.
   p.causal = true;
-  io = fa::standardAttentionIO(p);
+  io = fa::standardAttentionIO(p, 2);
   EXPECT_EQ(io.bytesRead, 144);
   EXPECT_EQ(io.bytesWritten, 112);
 }
 
 TEST(IOModel, TiledForwardReadsKVOncePerQueryTile) {
   // 2 query heads on 1 K/V head, Sq = Sk = 8, D = 4, f32, 4 x 4 tiles.
-  fa::IOProblem p;
+  fa::AttentionProblem p;
   p.qHeads = 2;
   p.qLen = p.kvLen = 8;
   p.headDim = 4;
-  p.elementBytes = 4;
   // Full: each of 2 query tiles reads all 8 K and V rows.
-  fa::IOEstimate io = fa::tiledForwardIO(p, 4, 4);
+  fa::IOEstimate io = fa::tiledForwardIO(p, 4, 4, 4);
   EXPECT_EQ(io.bytesRead, 2 * 4 * (8 * 4 + 2 * 16 * 4));
   EXPECT_EQ(io.bytesWritten, 2 * (4 * 8 * 4 + 4 * 8));
   EXPECT_EQ(io.flops, 2 * 4 * 8 * 8 * 4);
@@ -407,7 +405,7 @@ TEST(IOModel, TiledForwardReadsKVOncePerQueryTile) {
   p.causal = true;
   EXPECT_EQ(fa::visitedKVTiles(p, 4, 4, 0), 1);
   EXPECT_EQ(fa::visitedKVTiles(p, 4, 4, 1), 2);
-  io = fa::tiledForwardIO(p, 4, 4);
+  io = fa::tiledForwardIO(p, 4, 4, 4);
   EXPECT_EQ(io.bytesRead, 2 * 4 * (8 * 4 + 2 * 12 * 4));
   EXPECT_EQ(io.flops, 2 * 4 * (4 * 4 + 4 * 8) * 4);
   // Sq > Sk: the first query tile's rows see no key.
@@ -418,24 +416,22 @@ TEST(IOModel, TiledForwardReadsKVOncePerQueryTile) {
   // times (4 x 4096^2 x 2 B = 134 MB); the tiled kernel reads K and V once
   // per 128-row query tile (32 x 2 x 4096 x 128 x 2 B = 67 MB): half, by
   // the algorithm alone (caches shrink the tiled kernel's share further).
-  fa::IOProblem big;
+  fa::AttentionProblem big;
   big.qLen = big.kvLen = 4096;
   big.headDim = 128;
-  big.elementBytes = 2;
-  double tiled = fa::tiledForwardIO(big, 128, 128).bytes();
-  double standard = fa::standardAttentionIO(big).bytes();
+  double tiled = fa::tiledForwardIO(big, 2, 128, 128).bytes();
+  double standard = fa::standardAttentionIO(big, 2).bytes();
   EXPECT_NEAR(tiled / standard, 0.5, 0.02);
   // Larger query tiles read K/V fewer times.
-  EXPECT_LT(fa::tiledForwardIO(big, 256, 128).bytes(), tiled);
+  EXPECT_LT(fa::tiledForwardIO(big, 2, 256, 128).bytes(), tiled);
 }
 
 TEST(IOModel, TiledBackward) {
   // Sq = Sk = 4, D = 2, 16-bit, one 4 x 4 tile pair.
-  fa::IOProblem p;
+  fa::AttentionProblem p;
   p.qLen = p.kvLen = 4;
   p.headDim = 2;
-  p.elementBytes = 2;
-  fa::IOEstimate io = fa::tiledBackwardIO(p, 4, 4);
+  fa::IOEstimate io = fa::tiledBackwardIO(p, 2, 4, 4);
   // delta: O, dO (32) | D, accumulator zeroed (48)
   // dkdv: K, V (32) + Q, dO, LSE, D, accumulator (96) | accumulator (32),
   //       dK, dV (32)

@@ -139,31 +139,6 @@ static LogicalResult printDiagnostic(Diagnostic &diag) {
   return success();
 }
 
-/// The problem of an input module: head dim and element type of its
-/// kernel's first 4-d memref argument (Q), at any stage that has one.
-struct ProblemType {
-  int64_t headDim;
-  ::fa::ElementType dtype;
-};
-static std::optional<ProblemType> readProblemType(ModuleOp module) {
-  std::optional<ProblemType> problem;
-  module.walk([&](FunctionOpInterface function) {
-    for (Type type : function.getArgumentTypes()) {
-      auto memref = dyn_cast<MemRefType>(type);
-      if (!memref || memref.getRank() != 4 || memref.isDynamicDim(3))
-        continue;
-      Type element = memref.getElementType();
-      ::fa::ElementType dtype = element.isF16()    ? ::fa::ElementType::f16
-                                : element.isBF16() ? ::fa::ElementType::bf16
-                                                   : ::fa::ElementType::f32;
-      problem = ProblemType{memref.getDimSize(3), dtype};
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return problem;
-}
-
 static std::string printModule(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -190,7 +165,7 @@ int main(int argc, char **argv) {
                 "'; expected simt, mma or auto");
   // The problem of the IO model: FlashAttention's benchmark shape unless
   // given.
-  ::fa::IOProblem io;
+  ::fa::AttentionProblem io;
   io.batch = 4;
   io.qHeads = io.kvHeads = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, headDim));
   io.qLen = io.kvLen = 4096;
@@ -383,11 +358,12 @@ int main(int argc, char **argv) {
     // The IO model of this schedule on the --io-shape problem.
     io.headDim = spec.headDim;
     io.causal = spec.causal;
-    io.elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
+    int64_t elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
     ::fa::IOEstimate tiled =
-        spec.backward ? ::fa::tiledBackwardIO(io, spec.blockM, spec.blockN)
-                      : ::fa::tiledForwardIO(io, spec.blockM, spec.blockN);
-    ::fa::IOEstimate standard = ::fa::standardAttentionIO(io);
+        spec.backward
+            ? ::fa::tiledBackwardIO(io, elementBytes, spec.blockM, spec.blockN)
+            : ::fa::tiledForwardIO(io, elementBytes, spec.blockM, spec.blockN);
+    ::fa::IOEstimate standard = ::fa::standardAttentionIO(io, elementBytes);
     os << "io model (B=" << io.batch << " Hq=" << io.qHeads
        << " Hkv=" << io.kvHeads << " Sq=" << io.qLen << " Sk=" << io.kvLen
        << "): " << (spec.backward ? "tiled backward " : "tiled forward ")

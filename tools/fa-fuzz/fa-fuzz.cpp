@@ -17,7 +17,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Parser/Parser.h"
 
 #include <cstddef>
@@ -29,23 +28,12 @@ using namespace mlir::fa;
 
 namespace {
 
-/// Head dim and element type of the first 4-d memref argument with a static
-/// head dim (Q), as fa-compile reads them.
+/// The problem fa-compile reads from an input module.
 void readProblem(ModuleOp module, ::fa::KernelSpec &spec) {
-  module.walk([&](FunctionOpInterface function) {
-    for (Type type : function.getArgumentTypes()) {
-      auto memref = dyn_cast<MemRefType>(type);
-      if (!memref || memref.getRank() != 4 || memref.isDynamicDim(3))
-        continue;
-      Type element = memref.getElementType();
-      spec.headDim = memref.getDimSize(3);
-      spec.dtype = element.isF16()    ? ::fa::ElementType::f16
-                   : element.isBF16() ? ::fa::ElementType::bf16
-                                      : ::fa::ElementType::f32;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
+  if (std::optional<ProblemType> problem = readProblemType(module)) {
+    spec.headDim = problem->headDim;
+    spec.dtype = problem->dtype;
+  }
   module.walk([&](AttentionBackwardOp op) {
     spec.backward = true;
     spec.deterministic = op.getDqOrder() != nullptr;

@@ -162,13 +162,13 @@ int main(int argc, char **argv) {
                 llvm::toString(ptxas.takeError()));
 
   // The IO model's problem: FlashAttention's benchmark shape.
-  fa::IOProblem io;
+  fa::AttentionProblem io;
   io.batch = 4;
   io.qHeads = io.kvHeads = std::max<int64_t>(1, 2048 / std::max<int64_t>(1, headDim));
   io.qLen = io.kvLen = 4096;
   io.headDim = headDim;
   io.causal = causal;
-  io.elementBytes = base.dtype == fa::ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = base.dtype == fa::ElementType::f32 ? 4 : 2;
 
   std::vector<Row> rows;
   size_t total = ms.size() * ns.size() * ws.size() * ss.size(), done = 0;
@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
           row.blocksPerSM = occ.blocksPerSM;
           row.occupancyLimit = occ.limitedBy;
           row.status = r.spills() ? "spills" : "ok";
-          row.hbmBytes = fa::tiledForwardIO(io, m, n).bytes();
+          row.hbmBytes = fa::tiledForwardIO(io, elementBytes, m, n).bytes();
           rows.push_back(row);
         }
   if (!quiet)
