@@ -92,6 +92,29 @@ class PrepareKernelTest(unittest.TestCase):
                                                 "f16 or bf16 inputs, got f32"):
             fa.prepare_kernel(64, strategy="mma")
 
+    def test_backward(self):
+        # The backward's three kernels (simt), its default tiles, and the
+        # deterministic mode as another kernel.
+        info = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
+                                 backward=True)
+        self.assertTrue(info["name"].startswith("fa_bwd_d64_bf16_causal_"),
+                        info["name"])
+        self.assertEqual(info["strategy"], "simt")
+        ordered = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
+                                    backward=True, deterministic=True)
+        self.assertTrue(ordered["name"].endswith("_det"), ordered["name"])
+        self.assertNotEqual(ordered["key"], info["key"])
+        forward = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
+                                    strategy="simt")
+        self.assertNotEqual(forward["key"], info["key"])
+        with self.assertRaisesRegex(fa.FaError, "the backward runs on the simt "
+                                                "strategy only so far, not on "
+                                                "mma"):
+            fa.prepare_kernel(64, dtype="float16", backward=True,
+                              strategy="mma")
+        with self.assertRaisesRegex(TypeError, "deterministic must be a bool"):
+            fa.prepare_kernel(64, backward=True, deterministic="yes")
+
     def test_errors(self):
         with self.assertRaisesRegex(ValueError, "dtype must be one of"):
             fa.prepare_kernel(64, dtype="float64")
