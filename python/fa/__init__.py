@@ -112,7 +112,10 @@ def _library():
 
 def _check(status):
     if status != 0:
-        raise FaError(status, _library().fa_last_error().decode())
+        # A message with bytes that are not UTF-8 (a path, say) must not
+        # turn into a second exception.
+        message = _library().fa_last_error().decode(errors="replace")
+        raise FaError(status, message)
 
 
 def _runtime(device):
@@ -194,7 +197,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                 _flag("backward", backward),
                 _flag("deterministic", deterministic)),
         ctypes.byref(info)))
-    return {"name": info.name.decode(), "key": info.key.decode(),
+    return {"name": info.name.decode(errors="replace"),
+            "key": info.key.decode(errors="replace"),
             "num_threads": info.num_threads,
             "shared_memory_bytes": info.shared_memory_bytes,
             "registers": info.registers,
@@ -205,7 +209,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "strategy": {1: "simt", 2: "mma", 3: "wgmma"}[info.strategy],
             "block_m": info.block_m, "block_n": info.block_n,
             "num_warps": info.num_warps, "stages": info.stages,
-            "assembler": info.assembler.decode()}
+            "assembler": info.assembler.decode(errors="replace")}
 
 
 def _check_inputs(where, tensors):
