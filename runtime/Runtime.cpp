@@ -18,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 
 namespace fa {
@@ -56,6 +57,23 @@ struct KernelEntry {
   CUmodule module = nullptr;
   /// One per launch of info.launches, once loaded.
   std::vector<CUfunction> functions;
+  /// Who loaded the module, for unloading it.
+  const CudaDriver *driver = nullptr;
+  CUcontext context = nullptr;
+
+  KernelEntry() = default;
+  KernelEntry(const KernelEntry &) = delete;
+  KernelEntry &operator=(const KernelEntry &) = delete;
+  /// Entries are shared (std::shared_ptr) by the cache and the launches in
+  /// flight: the last owner unloads the module, once the work queued on
+  /// the context, which may still run its kernels, is done.
+  ~KernelEntry() {
+    if (!module)
+      return;
+    driver->cuCtxSetCurrent(context);
+    driver->cuCtxSynchronize();
+    driver->cuModuleUnload(module);
+  }
 };
 
 /// One report for a kernel made of several: the largest registers, stack
@@ -168,7 +186,7 @@ struct Runtime::Impl {
   int64_t maxSharedMemory = 0;
 
   std::mutex mutex; // guards kernels and the compile path
-  std::map<std::string, KernelEntry> kernels;
+  std::map<std::string, std::shared_ptr<KernelEntry>> kernels;
   /// Requested spec with tiles left to the defaults (canonical text) -> the
   /// candidate chosen for it.
   std::map<std::string, KernelSpec> defaultChoice;
@@ -180,8 +198,10 @@ struct Runtime::Impl {
   Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry);
   Result loadLocked(KernelEntry &entry);
   /// Finds, compiles and loads the kernel of `requested` (defaults filled),
-  /// under the lock.
-  Result prepareAndLoad(const KernelSpec &requested, KernelEntry *&entry);
+  /// under the lock; the caller shares the entry for as long as it
+  /// launches from it (clearMemoryCache may drop the cache's share).
+  Result prepareAndLoad(const KernelSpec &requested,
+                        std::shared_ptr<KernelEntry> &entry);
   /// Runs the launches of a loaded kernel in order on `stream`; `operands`
   /// holds the tensor of each LaunchPlan::Operand.
   Result launchAll(const KernelEntry &entry,
@@ -200,13 +220,9 @@ struct Runtime::Impl {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 
 Runtime::~Runtime() {
-  if (!impl->driver)
-    return;
-  impl->driver->cuCtxSetCurrent(impl->context);
-  for (auto &[key, entry] : impl->kernels)
-    if (entry.module)
-      impl->driver->cuModuleUnload(entry.module);
-  impl->driver->cuDevicePrimaryCtxRelease_v2(impl->device);
+  impl->kernels.clear(); // unloads the modules (KernelEntry)
+  if (impl->driver)
+    impl->driver->cuDevicePrimaryCtxRelease_v2(impl->device);
 }
 
 Result Runtime::create(const RuntimeOptions &options,
@@ -292,13 +308,8 @@ KernelSpec Runtime::resolve(KernelSpec spec) const {
 }
 
 void Runtime::clearMemoryCache() {
+  // Entries still launching elsewhere stay alive until those launches end.
   std::lock_guard<std::mutex> lock(impl->mutex);
-  if (impl->driver) {
-    impl->driver->cuCtxSetCurrent(impl->context);
-    for (auto &[key, entry] : impl->kernels)
-      if (entry.module)
-        impl->driver->cuModuleUnload(entry.module);
-  }
   impl->kernels.clear();
 }
 
@@ -311,12 +322,13 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
       return r;
   std::string key = cacheKey(spec, compilerVersion(), assemblerId);
   if (auto it = kernels.find(key); it != kernels.end()) {
-    entry = &it->second;
+    entry = it->second.get();
     entry->info.source = KernelSource::memoryCache;
     return {};
   }
 
-  KernelEntry fresh;
+  auto freshEntry = std::make_shared<KernelEntry>();
+  KernelEntry &fresh = *freshEntry;
   fresh.info.spec = spec;
   fresh.info.key = key;
   auto start = std::chrono::steady_clock::now();
@@ -403,7 +415,7 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
           disk.write(key, {toMetadata(fresh.info), fresh.cubin});
   }
   fresh.info.compileSeconds = secondsSince(start);
-  entry = &kernels.emplace(key, std::move(fresh)).first->second;
+  entry = kernels.emplace(key, std::move(freshEntry)).first->second.get();
   return {};
 }
 
@@ -550,6 +562,8 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
           "cuModuleLoadData");
       !r)
     return r;
+  entry.driver = driver;
+  entry.context = context;
   // Once the module is loaded, any later failure unloads it again: the
   // entry is either fully loaded or not at all.
   // Registers and local memory: the largest of the launches' functions.
@@ -949,11 +963,15 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
 }
 
 Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
-                                     KernelEntry *&entry) {
+                                     std::shared_ptr<KernelEntry> &entry) {
   std::lock_guard<std::mutex> lock(mutex);
-  if (Result r = prepareDefaultedLocked(requested, entry); !r)
+  KernelEntry *found = nullptr;
+  if (Result r = prepareDefaultedLocked(requested, found); !r)
     return r;
-  return loadLocked(*entry);
+  if (Result r = loadLocked(*found); !r)
+    return r;
+  entry = kernels.at(found->info.key);
+  return {};
 }
 
 Result Runtime::Impl::launchAll(
@@ -1063,7 +1081,7 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   if (!impl->driver)
     return Result::error(Status::noDriver, impl->driverError);
 
-  KernelEntry *entry = nullptr;
+  std::shared_ptr<KernelEntry> entry;
   if (Result r = impl->prepareAndLoad(requested, entry); !r)
     return r;
   // The defaults may have settled on a later candidate (the first spilled):
@@ -1112,7 +1130,7 @@ Result Runtime::backward(const KernelSpec &requestedForward,
   if (!impl->driver)
     return Result::error(Status::noDriver, impl->driverError);
 
-  KernelEntry *entry = nullptr;
+  std::shared_ptr<KernelEntry> entry;
   if (Result r = impl->prepareAndLoad(requested, entry); !r)
     return r;
   // The defaults may have settled on a later candidate: its tiles decide

@@ -20,12 +20,14 @@
 
 #include "gtest/gtest.h"
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 namespace {
 
@@ -696,6 +698,28 @@ TEST_F(GpuAttention, BackwardExplicitTiles) {
     if (HasFatalFailure() || HasNonfatalFailure())
       return;
   }
+}
+
+/// Another thread clearing the memory cache while this one launches: a
+/// launch keeps its kernel loaded until it is done (no use after unload),
+/// later launches load it again, and every result is right.
+TEST_F(GpuAttention, ClearMemoryCacheWhileLaunching) {
+  std::atomic<bool> stop{false};
+  std::thread clearer([&] {
+    while (!stop) {
+      runtime->clearMemoryCache();
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  for (int i = 0; i < (quick() ? 8 : 40); ++i) {
+    runCase({64, 1, 2, 2, 128, 128, i % 2 == 0});
+    if (i % 4 == 3)
+      runBackwardCase({32, 1, 2, 1, 100, 77, true});
+    if (HasFatalFailure() || HasNonfatalFailure())
+      break;
+  }
+  stop = true;
+  clearer.join();
 }
 
 TEST_F(GpuAttention, JitAndCacheTimes) {
