@@ -35,7 +35,7 @@ fa_status invalid(const char *message) {
   return toStatus({fa::Status::invalidArgument, message});
 }
 
-bool makeSpec(int64_t headDim, fa_dtype dtype, int causal, double scale,
+bool makeSpec(int64_t headDim, int dtype, int causal, double scale,
               const fa_kernel_config *config, fa::KernelSpec &spec) {
   spec.headDim = headDim;
   // A C caller can pass any integer: switch on the value, not the enum.
@@ -121,7 +121,7 @@ int fa_runtime_has_driver(const fa_runtime *runtime) {
 const char *fa_last_error(void) { return lastError.c_str(); }
 
 fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
-                            fa_dtype dtype, int causal, double scale,
+                            int dtype, int causal, double scale,
                             const fa_kernel_config *config,
                             fa_kernel_info *info) {
   if (!runtime)
@@ -163,7 +163,7 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
 fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                const fa_tensor *k, const fa_tensor *v,
                                const fa_tensor *o, const fa_tensor *lse,
-                               fa_dtype dtype, int causal, double scale,
+                               int dtype, int causal, double scale,
                                const fa_kernel_config *config, void *stream) {
   if (!runtime)
     return invalid("runtime is a null pointer");
@@ -186,7 +186,7 @@ fa_status fa_attention_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,
     const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
-    const fa_tensor *gradValue, fa_dtype dtype, int causal, double scale,
+    const fa_tensor *gradValue, int dtype, int causal, double scale,
     const fa_kernel_config *config, void *stream) {
   if (!runtime)
     return invalid("runtime is a null pointer");

@@ -26,6 +26,8 @@ typedef enum fa_status {
   FA_ERROR_CACHE = 5,
 } fa_status;
 
+/* Element types. Functions take them as int (a C caller may pass any
+   value; an unknown one is an error, not undefined behaviour). */
 typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
 
 /* How the kernel computes: auto = simt for f32, mma for f16/bf16. */
@@ -88,7 +90,7 @@ FA_API const char *fa_last_error(void);
 
 /* Finds or compiles the kernel (no GPU needed); info may be NULL. */
 FA_API fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t head_dim,
-                            fa_dtype dtype, int causal, double scale,
+                            int dtype, int causal, double scale,
                             const fa_kernel_config *config,
                             fa_kernel_info *info);
 
@@ -97,7 +99,7 @@ FA_API fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t head_dim,
 FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                const fa_tensor *k, const fa_tensor *v,
                                const fa_tensor *o, const fa_tensor *lse,
-                               fa_dtype dtype, int causal, double scale,
+                               int dtype, int causal, double scale,
                                const fa_kernel_config *config, void *stream);
 
 /* dQ, dK, dV = the gradients of attention for dO, from the forward's O and
@@ -111,7 +113,7 @@ FA_API fa_status fa_attention_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,
     const fa_tensor *lse, const fa_tensor *grad_query,
-    const fa_tensor *grad_key, const fa_tensor *grad_value, fa_dtype dtype,
+    const fa_tensor *grad_key, const fa_tensor *grad_value, int dtype,
     int causal, double scale, const fa_kernel_config *config, void *stream);
 
 #ifdef __cplusplus

@@ -896,7 +896,7 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
                                  nullptr, FA_F32, 0, 0.0, nullptr, nullptr),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "a tensor descriptor is a null pointer");
-  EXPECT_EQ(fa_prepare_kernel(runtime, 32, (fa_dtype)7, 0, 0.0, nullptr,
+  EXPECT_EQ(fa_prepare_kernel(runtime, 32, 7, 0, 0.0, nullptr,
                               nullptr),
             FA_ERROR_INVALID_ARGUMENT);
 
