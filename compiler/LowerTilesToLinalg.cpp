@@ -81,6 +81,28 @@ struct RowMaps {
 constexpr IteratorType kParallel = IteratorType::parallel;
 constexpr IteratorType kReduction = IteratorType::reduction;
 
+/// exp(scale * s[i, j] - base[i]) over a [R, C] score tile, with a base of
+/// -inf read as 0 (a row that saw no key): the online softmax's P (base =
+/// the running max) and the backward's recomputed P (base = the LSE).
+static Value buildShiftedExp(OpBuilder &rewriter, Location loc, Value scores,
+                             Value base, float scale, Type tileType) {
+  RowMaps maps(rewriter.getContext());
+  return linalg::GenericOp::create(
+             rewriter, loc, tileType, ValueRange{scores, base},
+             ValueRange{emptyLike(rewriter, loc, tileType)},
+             ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
+             ArrayRef<IteratorType>{kParallel, kParallel},
+             [&](OpBuilder &b, Location loc, ValueRange args) {
+               Value x = arith::MulFOp::create(b, loc, args[0],
+                                               f32Const(b, loc, scale));
+               Value shifted =
+                   arith::SubFOp::create(b, loc, x, safeMax(b, loc, args[1]));
+               linalg::YieldOp::create(
+                   b, loc, math::ExpOp::create(b, loc, shifted).getResult());
+             })
+      .getResult(0);
+}
+
 /// fa.grid -> a sequential loop nest over (batch, head, query tile).
 struct GridLowering : OpConversionPattern<GridOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -278,20 +300,7 @@ struct OnlineSoftmaxLowering : OpConversionPattern<OnlineSoftmaxOp> {
 
     // p = exp(scale * s - m_new)
     Value probs =
-        linalg::GenericOp::create(
-            rewriter, loc, tileType, ValueRange{scores, newMax},
-            ValueRange{emptyLike(rewriter, loc, tileType)},
-            ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
-            ArrayRef<IteratorType>{kParallel, kParallel},
-            [&](OpBuilder &b, Location loc, ValueRange args) {
-              Value x = arith::MulFOp::create(b, loc, args[0],
-                                              f32Const(b, loc, scale));
-              Value shifted =
-                  arith::SubFOp::create(b, loc, x, safeMax(b, loc, args[1]));
-              linalg::YieldOp::create(
-                  b, loc, math::ExpOp::create(b, loc, shifted).getResult());
-            })
-            .getResult(0);
+        buildShiftedExp(rewriter, loc, scores, newMax, scale, tileType);
 
     // alpha = exp(m - m_new); l_scaled = alpha * l
     auto correction = linalg::GenericOp::create(
@@ -433,20 +442,10 @@ struct RecomputeProbsLowering : OpConversionPattern<RecomputeProbsOp> {
   matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    RowMaps maps(op.getContext());
-    float scale = op.getScale().convertToFloat();
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, op.getType(), ValueRange{adaptor.getScores(), adaptor.getLse()},
-        ValueRange{emptyLike(rewriter, loc, op.getType())},
-        ArrayRef<AffineMap>{maps.tile, maps.row, maps.tile},
-        ArrayRef<IteratorType>{kParallel, kParallel},
-        [&](OpBuilder &b, Location loc, ValueRange args) {
-          Value x = arith::MulFOp::create(b, loc, args[0], f32Const(b, loc, scale));
-          Value shifted = arith::SubFOp::create(b, loc, x, safeMax(b, loc, args[1]));
-          linalg::YieldOp::create(
-              b, loc, math::ExpOp::create(b, loc, shifted).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(op, buildShiftedExp(rewriter, loc, adaptor.getScores(),
+                                           adaptor.getLse(),
+                                           op.getScale().convertToFloat(),
+                                           op.getType()));
     return success();
   }
 };

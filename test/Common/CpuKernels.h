@@ -9,6 +9,7 @@
 
 #include "compiler/CpuRunner.h"
 #include "lib/ReferenceAttention.h"
+#include "test/Common/Random.h"
 
 #include "gtest/gtest.h"
 
@@ -20,16 +21,6 @@
 #include <vector>
 
 namespace fa::test {
-
-/// Standard normal values; the caller seeds `rng` and prints the seed when a
-/// check fails.
-inline std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> values(n);
-  for (float &v : values)
-    v = dist(rng);
-  return values;
-}
 
 /// The reference's description of one run of a kernel.
 inline fa::AttentionProblem problemFor(const mlir::fa::CpuKernelConfig &config,

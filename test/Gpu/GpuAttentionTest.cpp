@@ -14,6 +14,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
 #include "test/Common/LowPrecision.h"
+#include "test/Common/Random.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -122,14 +123,6 @@ protected:
     return p;
   }
 
-  static std::vector<float> randomNormal(int64_t n, std::mt19937_64 &rng) {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> values(n);
-    for (float &x : values)
-      x = normal(rng);
-    return values;
-  }
-
   /// A spec whose strategy, tiles, warps and stages are the defaults.
   static fa::KernelSpec defaults() {
     fa::KernelSpec spec;
@@ -161,7 +154,7 @@ protected:
                  << fa::toString(c.dtype));
     fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
-    auto random = [&](int64_t n) { return randomNormal(n, rng); };
+    auto random = [&](int64_t n) { return fa::test::randomNormal(n, rng); };
     std::vector<float> q = random(p.qElements()), k = random(p.kvElements()),
                        v = random(p.kvElements());
     DeviceBuffer dq(q.size(), elementBytes), dk(k.size(), elementBytes),
@@ -295,7 +288,7 @@ protected:
                  << fa::toString(c.dtype));
     fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
-    auto random = [&](int64_t n) { return randomNormal(n, rng); };
+    auto random = [&](int64_t n) { return fa::test::randomNormal(n, rng); };
     // Inputs rounded to the kernel's type first, so that the reference
     // sees what the kernel sees.
     auto round = [&](std::vector<float> &values) {
