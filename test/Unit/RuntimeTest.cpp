@@ -724,6 +724,81 @@ std::string checkMessage(const fa::AttentionArgs &args) {
   return r.message;
 }
 
+/// The backward's arguments: the forward's validArgs() plus dO like O and
+/// gradients like Q, K, V, each at its own fake address.
+fa::AttentionBackwardArgs validBackwardArgs() {
+  fa::AttentionArgs f = validArgs();
+  fa::AttentionBackwardArgs a;
+  a.q = f.q;
+  a.k = f.k;
+  a.v = f.v;
+  a.o = f.o;
+  a.lse = f.lse;
+  auto moved = [](fa::TensorArg t, int slot) {
+    t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * (10 + slot));
+    return t;
+  };
+  a.gradOutput = moved(f.o, 0);
+  a.gradQuery = moved(f.q, 1);
+  a.gradKey = moved(f.k, 2);
+  a.gradValue = moved(f.v, 3);
+  return a;
+}
+
+TEST(ArgumentChecks, Backward) {
+  fa::KernelSpec spec = smallSpec();
+  spec.backward = true;
+  auto check = [&](const fa::AttentionBackwardArgs &a) {
+    return fa::checkAttentionBackwardArgs(spec, a).message;
+  };
+  EXPECT_EQ(check(validBackwardArgs()), "");
+  fa::AttentionBackwardArgs a = validBackwardArgs();
+  a.gradOutput.sizes[2] = 99;
+  EXPECT_EQ(check(a), "do shape [2, 8, 99, 32] does not match o shape "
+                      "[2, 8, 100, 32]");
+  a = validBackwardArgs();
+  a.gradKey.sizes[1] = 8;
+  EXPECT_EQ(check(a), "dk shape [2, 8, 70, 32] does not match k shape "
+                      "[2, 2, 70, 32]");
+  a = validBackwardArgs();
+  a.gradValue.data = a.v.data;
+  EXPECT_EQ(check(a), "dv overlaps v in memory (gradients must not alias "
+                      "the inputs)");
+  a = validBackwardArgs();
+  a.gradKey.data = a.gradQuery.data;
+  EXPECT_EQ(check(a), "dk overlaps dq in memory");
+  a = validBackwardArgs();
+  a.gradQuery.strides[3] = 2;
+  EXPECT_EQ(check(a), "dq must be contiguous in its last dimension (stride "
+                      "1), got stride 2");
+  // The forward's rules hold for the forward's operands.
+  a = validBackwardArgs();
+  a.o.sizes[2] = 7;
+  EXPECT_NE(check(a).find("o shape"), std::string::npos) << check(a);
+}
+
+/// The direction of a spec is checked before anything needs a device.
+TEST(ArgumentChecks, DirectionAndStrategyOfTheBackward) {
+  auto rt = makeRuntime("", /*diskCache=*/false);
+  fa::KernelSpec spec = smallSpec();
+  spec.backward = true;
+  fa::Result r = rt->forward(spec, validArgs());
+  EXPECT_EQ(r.status, fa::Status::invalidArgument);
+  EXPECT_EQ(r.message, "forward() runs a forward spec; this one is a backward "
+                       "(call backward())");
+  fa::KernelSpec mma = smallSpec();
+  mma.dtype = fa::ElementType::f16;
+  mma.strategy = fa::Strategy::mma;
+  mma.blockM = 64;
+  mma.blockN = 64;
+  mma.numWarps = 4;
+  mma.stages = 2;
+  r = rt->backward(mma, validBackwardArgs());
+  EXPECT_EQ(r.status, fa::Status::invalidArgument);
+  EXPECT_EQ(r.message,
+            "the backward runs on the simt strategy only so far, not on mma");
+}
+
 TEST(ArgumentChecks, AcceptsValidArguments) {
   EXPECT_EQ(checkMessage(validArgs()), "");
   // [B, S, H, D] storage viewed as [B, H, S, D] is fine too.
