@@ -8,6 +8,11 @@ computed once outside the timing).
 
     python3 bench/bench_backward.py [--dtypes float16,bfloat16]
         [--dims 64,128] [--seqs 1024,4096,16384] [--json out.json]
+        [--configs 64x64w4s2,128x128w8s2]
+
+With --configs, each row also times fa's backward with those explicit
+tiles (block_m x block_n, warps, Q/dO ring stages) of the mma strategy:
+the measurements that rank the defaults.
 """
 
 import argparse
@@ -28,15 +33,31 @@ def tflops(b, h, s, d, causal, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
-def fa_backward_ms(q, k, v, grad_output, causal, deterministic=False):
+def fa_backward_ms(q, k, v, grad_output, causal, deterministic=False,
+                   tiles=None):
     o, lse = fa.attention(q, k, v, causal=causal, return_lse=True)
+    tiles = tiles or {}
 
     def run():
         return fa.attention_backward(grad_output, q, k, v, o, lse,
                                      causal=causal,
-                                     deterministic=deterministic)
-    run()  # compile outside the timing
+                                     deterministic=deterministic, **tiles)
+    try:
+        run()  # compile outside the timing
+    except RuntimeError as error:  # a config that does not fit
+        print(f"  {tiles}: {error}", file=sys.stderr)
+        return None
     return do_bench(run)
+
+
+def parse_config(text):
+    """'64x64w4s2' -> mma tiles for fa.attention_backward."""
+    tiles, rest = text.split("w")
+    warps, stages = rest.split("s")
+    block_m, block_n = tiles.split("x")
+    return {"block_m": int(block_m), "block_n": int(block_n),
+            "num_warps": int(warps), "stages": int(stages),
+            "strategy": "mma"}
 
 
 def sdpa_backward_ms(backend, q, k, v, grad_output, causal):
@@ -60,14 +81,16 @@ def main():
     parser.add_argument("--dtypes", default="float16,bfloat16")
     parser.add_argument("--dims", default="64,128")
     parser.add_argument("--seqs", default="1024,4096,16384")
+    parser.add_argument("--configs", default="")
     args = parser.parse_args()
+    configs = [c for c in args.configs.split(",") if c]
     rows = []
     fmt = lambda x: f"{x:7.1f}" if x else "    n/a"  # noqa: E731
     print(f"{'dtype':>8} {'D':>4} {'S':>6} {'causal':>6} | {'fa':>7} "
           f"{'flash':>7} {'cudnn':>7} | {'/flash':>6} {'/cudnn':>6} | "
-          f"{'fa det':>7} {'det/fa':>6}  "
-          f"(backward TFLOP/s; fa strategy: "
-          f"{fa.prepare_kernel(64, backward=True)['strategy']})")
+          f"{'fa det':>7} {'det/fa':>6} | fa kernel  "
+          + "".join(f"{c:>12}" for c in configs)
+          + "  (backward TFLOP/s)")
     for dtype_name in args.dtypes.split(","):
         dtype = getattr(torch, dtype_name)
         for d in (int(x) for x in args.dims.split(",")):
@@ -92,6 +115,16 @@ def main():
                            "fa_deterministic": rate(fa_backward_ms(
                                q, k, v, grad_output, causal,
                                deterministic=True))}
+                    info = fa.prepare_kernel(d, causal=causal,
+                                             dtype=dtype_name, backward=True)
+                    row["fa_kernel"] = (
+                        f"{info['strategy']} {info['block_m']}x"
+                        f"{info['block_n']}w{info['num_warps']}"
+                        f"s{info['stages']}")
+                    for c in configs:
+                        row[c] = rate(fa_backward_ms(
+                            q, k, v, grad_output, causal,
+                            tiles=parse_config(c)))
                     rows.append(row)
 
                     def ratio(x):
@@ -102,7 +135,9 @@ def main():
                           f"{ratio(row['sdpa_flash'])} "
                           f"{ratio(row['sdpa_cudnn'])} | "
                           f"{fmt(row['fa_deterministic'])} "
-                          f"{row['fa_deterministic'] / row['fa']:6.3f}",
+                          f"{row['fa_deterministic'] / row['fa']:6.3f} | "
+                          f"{row['fa_kernel']}  "
+                          + "".join(f"     {fmt(row[c])}" for c in configs),
                           flush=True)
                     del q, k, v, grad_output
     if args.json:

@@ -187,10 +187,9 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
   GpuOptions gpu{spec.arch, spec.numWarps,
                  ::fa::toString(spec.resolvedStrategy()), spec.stages};
   if (spec.backward && to > Stage::tiled &&
-      spec.resolvedStrategy() != ::fa::Strategy::simt)
+      spec.resolvedStrategy() == ::fa::Strategy::wgmma)
     return module.emitError()
-           << "the backward runs on the simt strategy only so far, not on "
-           << ::fa::toString(spec.resolvedStrategy());
+           << "the backward runs on the simt and mma strategies, not on wgmma";
   for (Stage next : kStages) {
     if (next <= from || next > to || next > Stage::llvm)
       continue;

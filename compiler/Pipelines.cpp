@@ -89,6 +89,12 @@ void mlir::fa::buildPlacePipeline(OpPassManager &pm,
     place.stages = options.stages;
     place.arch = options.arch;
     pm.addNestedPass<func::FuncOp>(createFAPlaceMma(place));
+    // The programs mma leaves unplaced (the backward's memory-bound delta
+    // and dq programs) run on the simt strategy.
+    FAPlaceSimtOptions simt;
+    simt.numWarps = options.numWarps;
+    simt.arch = options.arch;
+    pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(simt));
     return;
   }
   if (options.strategy == "wgmma") {

@@ -62,6 +62,8 @@ std::string KernelSpec::validate() const {
       return error;
     break;
   case Strategy::wgmma:
+    if (backward)
+      return "the backward runs on the simt and mma strategies, not on wgmma";
     if (std::string error = wgmma::checkSpec(*this); !error.empty())
       return error;
     break;
@@ -83,9 +85,11 @@ bool KernelSpec::needsDefaults() const {
 Strategy KernelSpec::resolvedStrategy() const {
   if (strategy != Strategy::automatic)
     return strategy;
-  // No GPU strategy lowers the backward yet; its tiles are the CPU's.
+  // The backward runs on mma.sync for 16-bit inputs (there are no wgmma
+  // backward kernels), else on the simt strategy.
   if (backward)
-    return Strategy::simt;
+    return mma::takesBackwardProblem(dtype, headDim) ? Strategy::mma
+                                                     : Strategy::simt;
   // 16-bit inputs go to the tensor cores: on sm_90a to warpgroup MMA where
   // its 64-column blocks fit the head dim (faster than mma.sync on every
   // measured shape, docs/benchmarks.md), else to mma.sync unless it cannot
@@ -143,7 +147,9 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
   if (request.strategy == Strategy::simt && request.stages == 0)
     request.stages = 1;
   if (request.backward)
-    return simt::backwardCandidates(request, limit);
+    return request.strategy == Strategy::mma
+               ? mma::backwardCandidates(request, limit)
+               : simt::backwardCandidates(request, limit);
   if (request.strategy == Strategy::mma)
     return mma::defaultCandidates(request, limit);
   if (request.strategy == Strategy::wgmma)

@@ -923,6 +923,24 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     if (std::string error = checkNoOverlap(t.name, *t.tensor, 4);
         !error.empty())
       return invalid(error);
+  // mma's dkdv kernel copies dO rows in 16-byte chunks and stores dK, dV in
+  // pairs (the forward's rules for Q and O).
+  if (spec.resolvedStrategy() == Strategy::mma) {
+    if (std::string error = checkAccessWidth(
+            "do", a.gradOutput, mma::kInputAccessElements, elementBytes, "mma",
+            "rows are copied in 16-byte chunks");
+        !error.empty())
+      return invalid(error);
+    for (auto [name, t] :
+         {std::pair<const char *, const TensorArg *>{"dk", &a.gradKey},
+          {"dv", &a.gradValue}})
+      if (std::string error =
+              checkAccessWidth(name, *t, mma::kOutputAccessElements,
+                               elementBytes, "mma",
+                               "dK and dV are stored in pairs of elements");
+          !error.empty())
+        return invalid(error);
+  }
   // The gradients share no byte with the inputs or with each other: other
   // blocks still read every input while one writes.
   struct Span {
@@ -1120,11 +1138,6 @@ Result Runtime::backward(const KernelSpec &requestedForward,
   KernelSpec spec = resolve(requested);
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);
-  if (spec.resolvedStrategy() != Strategy::simt)
-    return Result::error(Status::invalidArgument,
-                         std::string("the backward runs on the simt strategy "
-                                     "only so far, not on ") +
-                             toString(spec.resolvedStrategy()));
   if (Result r = checkAttentionBackwardArgs(spec, a); !r)
     return r;
   if (!impl->driver)

@@ -3,12 +3,14 @@
 # stripped, xz-compressed binaries in .gpu/ (made by scripts/pack-gpu.sh):
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
-#   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|sweep|sweep-mma|
+#   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
+#                       sweep|sweep-mma|
 #                       sweep-wgmma|profile|profile-wgmma|driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
+#   FA_BENCH_BACKWARD_ARGS  extra arguments of bench/bench_backward.py
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa-gpu-out}
@@ -55,6 +57,9 @@ for step in $steps; do
   bench | all)
     run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
       ${FA_BENCH_ARGS:-} ;;&
+  bench-backward | all)
+    run bench-backward python3 bench/bench_backward.py \
+      --json "$OUT/bench-backward.json" ${FA_BENCH_BACKWARD_ARGS:-} ;;&
   sweep | all)
     run sweep python3 bench/sweep_tiles.py ;;&
   sweep-mma | all)

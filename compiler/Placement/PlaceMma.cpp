@@ -11,6 +11,7 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/MmaModel.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -38,10 +39,16 @@ struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
   }
 
   LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
+  LogicalResult placeBackwardProgram(GridOp grid,
+                                     const ::fa::GpuArch &target);
 };
 
 LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                                            const ::fa::GpuArch &target) {
+  bool forward = false;
+  grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+  if (!forward)
+    return placeBackwardProgram(grid, target);
   FailureOr<ProgramShape> shape = readProgramShape(grid);
   if (failed(shape))
     return failure();
@@ -116,6 +123,140 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                        << registers << " registers per thread, over the "
                        << registerLimit << " available: the kernel will spill";
 
+  grid->setAttr(FADialect::getLaunchAttrName(),
+                LaunchAttr::get(ctx, StrategyKind::mma, numThreads,
+                                layout.totalBytes, stages, registers));
+  return success();
+}
+
+/// The element type of the tiles a program loads from its 2-d inputs.
+static Type loadedElementType(GridOp grid) {
+  Type elementType;
+  grid.walk([&](LoadTileOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (type.getRank() == 2)
+      elementType = type.getElementType();
+  });
+  return elementType;
+}
+
+/// The backward's dkdv program (lib/Strategy/MmaModel.h describes the
+/// split): K, V once and Q, dO in rings in shared memory, LSE and D straight
+/// into the row slots of the accumulator layout; P and dS staged in shared
+/// memory for the products that read them transposed. The delta and dq
+/// programs (no matmul) are left to fa-place-simt.
+LogicalResult
+FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
+                                     const ::fa::GpuArch &target) {
+  bool hasMatmul = false;
+  grid.walk([&](TileMatmulOp) { hasMatmul = true; });
+  if (!hasMatmul)
+    return success();
+  Type elementType = loadedElementType(grid);
+  if (!elementType || !(elementType.isF16() || elementType.isBF16()))
+    return grid.emitOpError("the mma strategy needs f16 or bf16 tiles, got ")
+           << elementType;
+
+  // K and V: loaded once, before the loops; Q and dO: streamed by the query
+  // tile loop; LSE and D: per-row vectors of the query tile.
+  SmallVector<LoadTileOp> resident, streamed, rowVectors;
+  grid.walk([&](LoadTileOp op) {
+    if (cast<RankedTensorType>(op.getType()).getRank() == 1)
+      rowVectors.push_back(op);
+    else
+      (op->getParentOfType<scf::ForOp>() ? streamed : resident).push_back(op);
+  });
+  if (resident.size() != 2 || streamed.size() != 2)
+    return grid.emitOpError("the mma strategy places a backward program that "
+                            "loads K and V once and streams Q and dO, got ")
+           << resident.size() << " resident and " << streamed.size()
+           << " streamed tiles";
+  auto keyTile = cast<RankedTensorType>(resident[0].getType());
+  auto queryTile = cast<RankedTensorType>(streamed[0].getType());
+  ::fa::mma::Config config{keyTile.getDimSize(1), queryTile.getDimSize(0),
+                           keyTile.getDimSize(0), numWarps, stages, 2};
+  if (std::string error = ::fa::mma::checkBackwardFits(config, target);
+      !error.empty())
+    return grid.emitOpError(error);
+  ::fa::mma::BackwardSharedLayout layout =
+      ::fa::mma::backwardSharedLayout(config);
+
+  MLIRContext *ctx = &getContext();
+  auto accumulator = MmaEncodingAttr::get(ctx, numWarps);
+  auto operand = MmaOperandEncodingAttr::get(ctx, numWarps);
+  auto shared = SharedEncodingAttr::get(ctx, layout.rowPad);
+  auto staged = SharedEncodingAttr::get(ctx, layout.stagedRowPad);
+  rematerializeHoistedConstants(grid);
+  placeTiles(grid, accumulator, shared);
+  for (LoadTileOp op : rowVectors)
+    op.getResult().setType(withEncoding(op.getType(), accumulator));
+
+  auto setOffset = [&](Operation *op, int64_t offset) {
+    op->setAttr(FADialect::getSharedOffsetAttrName(),
+                IntegerAttr::get(IntegerType::get(ctx, 64), offset));
+  };
+  setOffset(resident[0], layout.kOffset);
+  setOffset(resident[1], layout.vOffset);
+  setOffset(streamed[0], layout.qOffset);
+  setOffset(streamed[1], layout.gradOutputOffset);
+  for (LoadTileOp op : streamed)
+    op->setAttr(FADialect::getPipelineStagesAttrName(),
+                IntegerAttr::get(IntegerType::get(ctx, 64), stages));
+
+  // Left operands: a register tile read transposed (P, dS) is staged in
+  // shared memory right after it is computed; a shared tile read as it is
+  // (Q, dO) becomes A fragments before its matmul; a register tile read as
+  // it is (dS of dQ = dS K) is renamed into A fragments. Right operands are
+  // loaded shared tiles.
+  llvm::DenseMap<Value, Value> stagedOf, operandOf;
+  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+    Value lhs = op.getLhs();
+    bool lhsInShared = isa<SharedEncodingAttr>(
+        cast<RankedTensorType>(lhs.getType()).getEncoding());
+    if (op.getTransposeLhs()) {
+      if (!lhsInShared) {
+        Value &moved = stagedOf[lhs];
+        if (!moved) {
+          // P, then dS, in one buffer: each staging write waits until the
+          // previous tile's readers are done.
+          OpBuilder builder(ctx);
+          builder.setInsertionPointAfterValue(lhs);
+          auto convert = ConvertLayoutOp::create(
+              builder, op.getLoc(), withEncoding(lhs.getType(), staged), lhs);
+          setOffset(convert, layout.stagedOffset);
+          moved = convert;
+        }
+        op.getLhsMutable().assign(moved);
+      }
+    } else {
+      Value &converted = operandOf[lhs];
+      if (!converted) {
+        OpBuilder builder(op);
+        converted = ConvertLayoutOp::create(
+            builder, op.getLoc(), withEncoding(lhs.getType(), operand), lhs);
+      }
+      op.getLhsMutable().assign(converted);
+    }
+    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
+      op.emitOpError("the mma strategy reads the right operand from a loaded "
+                     "shared tile");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  int64_t numThreads = numWarps * 32;
+  int64_t registers = ::fa::mma::estimateBackwardRegisters(config);
+  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
+  if (registers > registerLimit)
+    grid.emitWarning() << "mma backward placement block-m=" << config.blockM
+                       << " block-n=" << config.blockN
+                       << " head-dim=" << config.headDim
+                       << " num-warps=" << int64_t(numWarps) << " needs about "
+                       << registers << " registers per thread, over the "
+                       << registerLimit << " available: the kernel will spill";
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(ctx, StrategyKind::mma, numThreads,
                                 layout.totalBytes, stages, registers));

@@ -193,7 +193,10 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
     for (Value result : op->getResults())
       largest = std::max(largest, perThread(result));
   });
-  int64_t registers = carried + 4 * largest + 32;
+  // (A program without matmuls, the delta and dq programs, holds one.)
+  bool hasMatmul = false;
+  grid.walk([&](TileMatmulOp) { hasMatmul = true; });
+  int64_t registers = carried + (hasMatmul ? 4 : 1) * largest + 32;
   int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
   if (registers > registerLimit)
     grid.emitWarning() << "placement (num-warps=" << int64_t(numWarps)

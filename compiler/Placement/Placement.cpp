@@ -17,21 +17,29 @@ LogicalResult mlir::fa::placeEachProgram(
                              << "'; expected one of "
                              << ::fa::supportedGpuArchs();
   WalkResult result = root->walk([&](GridOp grid) {
+    // Placed already by an earlier placement pass (the mma strategy places
+    // the backward's dkdv program and leaves the others to fa-place-simt).
+    if (grid->hasAttr(FADialect::getLaunchAttrName()))
+      return WalkResult::advance();
     return succeeded(place(grid, *target)) ? WalkResult::advance()
                                            : WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());
 }
 
-FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
+bool mlir::fa::isBackwardProgram(GridOp grid) {
   bool backward = false;
   grid.walk([&](Operation *op) {
     backward |= isa<RowDotOp, RecomputeProbsOp, SoftmaxGradOp,
                     AccumulateTileOp>(op);
   });
-  if (backward)
+  return backward;
+}
+
+FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
+  if (isBackwardProgram(grid))
     return grid.emitOpError("is a program of the backward, which only the "
-                            "simt strategy places so far");
+                            "simt and mma strategies place so far");
   ProgramShape shape;
   grid.walk([&](OnlineSoftmaxOp op) {
     shape.blockN =

@@ -18,11 +18,14 @@
 namespace mlir::fa {
 
 /// Looks up `arch` (an error on `root` naming the supported ones if it is
-/// unknown) and places every fa.grid under `root` with `place`, stopping at
-/// the first failure.
+/// unknown) and places every fa.grid under `root` that is not placed yet
+/// with `place`, stopping at the first failure.
 LogicalResult placeEachProgram(
     Operation *root, StringRef arch,
     llvm::function_ref<LogicalResult(GridOp, const ::fa::GpuArch &)> place);
+
+/// Whether `grid` is one of fa-tile-backward's programs.
+bool isBackwardProgram(GridOp grid);
 
 /// The tile sizes of one program, read from its ops.
 struct ProgramShape {

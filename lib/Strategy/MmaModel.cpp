@@ -6,6 +6,8 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 #include <optional>
 
 namespace fa::mma {
@@ -139,6 +141,95 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   // Nothing fits (the compiler will say why): the smallest tiles.
   int64_t warps = request.numWarps ? request.numWarps : 4;
   return std::move(collector).take({16 * warps, 16, warps, 1});
+}
+
+BackwardSharedLayout backwardSharedLayout(const Config &c) {
+  BackwardSharedLayout layout;
+  layout.rowPad = contractionWidth(c.headDim) - c.headDim + 8;
+  int64_t rowBytes = (c.headDim + layout.rowPad) * c.elementBytes;
+  layout.stagedRowPad = 8;
+  int64_t stagedBytes = c.blockM * (c.blockN + layout.stagedRowPad) *
+                        c.elementBytes; // a multiple of 16
+  layout.kOffset = 0;
+  layout.vOffset = c.blockN * rowBytes;
+  layout.qOffset = 2 * c.blockN * rowBytes;
+  layout.gradOutputOffset = layout.qOffset + c.stages * c.blockM * rowBytes;
+  layout.stagedOffset =
+      layout.gradOutputOffset + c.stages * c.blockM * rowBytes;
+  layout.totalBytes = layout.stagedOffset + stagedBytes;
+  return layout;
+}
+
+int64_t estimateBackwardRegisters(const Config &c) {
+  int64_t keyBlocks = c.blockN / (kM * c.numWarps);   // m16 blocks of dK/dV
+  int64_t queryBlocks = c.blockM / (kM * c.numWarps); // of S, dP, dQ
+  int64_t gradients = 2 * keyBlocks * (c.headDim / kN) * 4;
+  int64_t scores = queryBlocks * (c.blockN / kN) * 4;
+  int64_t gradQuery = queryBlocks * (c.headDim / kN) * 4;
+  // S and dP live together; then dS (16-bit pairs) with the dQ product.
+  int64_t peak = std::max(2 * scores, scores / 2 + gradQuery);
+  return gradients + peak + queryBlocks * 2 * 2 + kRegisterOverhead;
+}
+
+std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  std::string config =
+      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
+      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
+      " stages=" + text(c.stages);
+  if (c.numWarps < 1 || c.numWarps > 32)
+    return "num-warps must be in [1, 32], got " + text(c.numWarps);
+  if (c.stages < 1 || c.stages > kMaxStages)
+    return "stages must be in [1, " + text(kMaxStages) + "], got " +
+           text(c.stages);
+  if (c.headDim % kN != 0 || c.headDim < kN)
+    return "mma backward placement (" + config +
+           "): the head dim must be a positive multiple of 8";
+  if (c.blockM % (kM * c.numWarps) != 0)
+    return "mma backward placement (" + config + "): block-m " +
+           text(c.blockM) + " is not a multiple of 16 x num-warps = " +
+           text(kM * c.numWarps) +
+           " (each warp owns whole m16 fragments of S, dP and dQ)";
+  if (c.blockN % (kM * c.numWarps) != 0)
+    return "mma backward placement (" + config + "): block-n " +
+           text(c.blockN) + " is not a multiple of 16 x num-warps = " +
+           text(kM * c.numWarps) +
+           " (each warp owns whole m16 fragments of dK and dV)";
+  int64_t available = arch.maxSharedMemoryPerBlock - kStaticSharedMemoryReserve;
+  int64_t shared = backwardSharedLayout(c).totalBytes;
+  if (shared > available)
+    return "mma backward placement (" + config + ") needs " + text(shared) +
+           " bytes of shared memory per block, over the " + text(available) +
+           " bytes available on " + std::string(arch.name);
+  return "";
+}
+
+bool takesBackwardProblem(ElementType dtype, int64_t headDim) {
+  return takesProblem(dtype, headDim) && headDim <= 128;
+}
+
+std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
+                                           size_t limit) {
+  if (request.blockM && request.blockN && request.numWarps && request.stages)
+    return {request};
+  std::optional<GpuArch> arch = lookupGpuArch(request.arch);
+  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  CandidateCollector collector(request, limit, [&](const TileConfig &t) {
+    Config config{request.headDim, t.blockM,   t.blockN,
+                  t.numWarps,      t.stages, elementBytes};
+    return arch && checkBackwardFits(config, *arch).empty() &&
+           estimateBackwardRegisters(config) <=
+               maxRegistersPerThread(t.numWarps * 32);
+  });
+  // Larger K/V tiles keep more of dK and dV per program (fewer passes over
+  // Q and dO); the register budget bounds them.
+  for (int64_t stages : {2, 1})
+    for (int64_t bn : {128, 64, 32, 16})
+      for (int64_t bm : {64, 128, 32, 16})
+        for (int64_t warps : {4, 8, 2, 1})
+          collector.consider({bm, bn, warps, stages});
+  int64_t warps = request.numWarps ? request.numWarps : 4;
+  return std::move(collector).take({16 * warps, 16 * warps, warps, 1});
 }
 
 } // namespace fa::mma

@@ -99,6 +99,54 @@ std::string checkSpec(const KernelSpec &spec);
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit);
 
+//===----------------------------------------------------------------------===//
+// The backward's dK/dV program (fa-tile-backward's "dkdv")
+//===----------------------------------------------------------------------===//
+//
+// One program per K/V tile of block_n keys: K and V stay in shared memory,
+// dK and dV in accumulator fragments (each warp owns block_n / num_warps
+// key rows); per query tile of block_m rows, Q and dO stream through rings
+// of `stages` slots and each warp computes block_m / num_warps query rows
+// of S, dP and dQ. P and dS (rounded to 16 bits) go through shared memory,
+// where the products with the transposed operand (dV += P^T dO, dK += dS^T
+// Q) read them with ldmatrix.trans. The delta and dq programs are
+// memory-bound element-wise work; the simt strategy places them.
+
+/// Shared-memory layout of the dkdv program: K, V (once), the Q ring, the
+/// dO ring, then one staging tile that holds P and then dS: the product
+/// that reads P (dV += P^T dO) is done before dS is written (a barrier
+/// precedes each staging write). Q/K/V/dO rows are padded as in the
+/// forward; staged rows hold block_n + 8 elements (an odd number of 16-byte
+/// chunks when block_n is a multiple of 16).
+struct BackwardSharedLayout {
+  int64_t rowPad = 0; // elements after the head dim in Q/K/V/dO rows
+  int64_t kOffset = 0, vOffset = 0;          // bytes
+  int64_t qOffset = 0, gradOutputOffset = 0; // bytes, slot 0 of a ring
+  int64_t stagedOffset = 0;                  // bytes (P, then dS)
+  int64_t stagedRowPad = 0; // elements after block_n in staged rows
+  int64_t totalBytes = 0;
+};
+BackwardSharedLayout backwardSharedLayout(const Config &config);
+
+/// 32-bit registers per thread of the dkdv program: the dK and dV
+/// accumulators, S and dP (P and dS reuse their registers), the dQ
+/// product, and the allowance for addresses and indices.
+int64_t estimateBackwardRegisters(const Config &config);
+
+/// "" when the dkdv program of `config` can be compiled for `arch`, else
+/// why not, with the numbers.
+std::string checkBackwardFits(const Config &config, const GpuArch &arch);
+
+/// Whether `auto` runs the backward of this problem on mma: 16-bit inputs
+/// and a head dim up to 128 (past it a warp's dK and dV fragments alone
+/// take the thread's 255 registers; an explicit mma request still compiles,
+/// spilling).
+bool takesBackwardProblem(ElementType dtype, int64_t headDim);
+
+/// The backward's default candidates (the request's strategy is mma).
+std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
+                                           size_t limit);
+
 } // namespace fa::mma
 
 #endif // FA_LIB_STRATEGY_MMAMODEL_H

@@ -182,8 +182,9 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     strategy "auto" (simt for float32, mma for 16-bit), "simt", "mma" or
     "wgmma" (Hopper, arch sm_90a);
     tiles, warps and stages 0 take the strategy's defaults. backward=True
-    prepares the backward's kernels (simt strategy so far; deterministic=
-    True: the mode that adds dQ in a fixed order)."""
+    prepares the backward's kernels ("auto": mma for 16-bit inputs with head
+    dims up to 128, else simt; deterministic=True: the mode that adds dQ in
+    a fixed order)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     if dtype not in codes:
         raise ValueError(f"fa.prepare_kernel: dtype must be one of "
@@ -282,7 +283,8 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
     return o, lse
 
 
-def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic):
+def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
+              block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0):
     """dQ, dK, dV, launched on the current stream (no autograd)."""
     import torch
 
@@ -300,7 +302,7 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic):
         ctypes.byref(_describe(lse)), ctypes.byref(_describe(dq)),
         ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
         _dtype_code(q), _flag("causal", causal), float(scale),
-        _config(0, 0, 0, 0, "auto", backward=True,
+        _config(block_m, block_n, num_warps, stages, strategy, backward=True,
                 deterministic=deterministic), _stream_of(q)))
     return dq, dk, dv
 
@@ -344,20 +346,30 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
 
 
 def attention_backward(grad_output, q, k, v, o, lse, causal=False,
-                       scale=None, deterministic=False):
+                       scale=None, deterministic=False, block_m=0, block_n=0,
+                       num_warps=0, strategy="auto", stages=0):
     """dQ, dK, dV of attention for the output gradient dO ([B, H, S, D],
     like o), from the forward's inputs, its O and its LSE (as
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
     and mask as fa.attention; the gradients have q's, k's and v's layout.
-    The backward runs on the simt strategy so far."""
+    strategy: "auto" (float16/bfloat16 with head dims up to 128 on tensor
+    cores, "mma"; else "simt"), "simt" or "mma"; block_m (query tile),
+    block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
+    strategy's defaults."""
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
     _check_scale("fa.attention_backward", scale)
+    config = (_integer("block_m", block_m), _integer("block_n", block_n),
+              _integer("num_warps", num_warps), str(strategy),
+              _integer("stages", stages))
+    if config[3] not in _STRATEGIES:
+        raise ValueError(f"fa.attention_backward: strategy must be one of "
+                         f"{', '.join(_STRATEGIES)}, got {strategy!r}")
     return _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, bool(_flag("causal", causal)),
         float(scale) if scale is not None else 0.0,
-        bool(_flag("deterministic", deterministic)))
+        bool(_flag("deterministic", deterministic)), *config)
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False):

@@ -41,15 +41,18 @@ def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages,
 def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                        k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                        lse: torch.Tensor, causal: bool, scale: float,
-                       deterministic: bool) -> Tuple[torch.Tensor,
-                                                     torch.Tensor,
-                                                     torch.Tensor]:
+                       deterministic: bool, block_m: int, block_n: int,
+                       num_warps: int, strategy: str,
+                       stages: int) -> Tuple[torch.Tensor, torch.Tensor,
+                                             torch.Tensor]:
     return _backward(grad_output, q, k, v, o, lse, causal, scale,
-                     deterministic)
+                     deterministic, block_m, block_n, num_warps, strategy,
+                     stages)
 
 
 @attention_backward.register_fake
-def _(grad_output, q, k, v, o, lse, causal, scale, deterministic):
+def _(grad_output, q, k, v, o, lse, causal, scale, deterministic, block_m,
+      block_n, num_warps, strategy, stages):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -65,9 +68,11 @@ def _setup_context(ctx, inputs, output):
 
 def _attention_grad(ctx, grad_output, grad_lse):
     q, k, v, o, lse = ctx.saved_tensors
+    # The backward's own default tiles and strategy (the forward's tiles do
+    # not apply to its kernels).
     dq, dk, dv = torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, ctx.causal, ctx.scale,
-        ctx.deterministic)
+        ctx.deterministic, 0, 0, 0, "auto", 0)
     # No gradient for the flags, the scale and the tiles.
     return dq, dk, dv, None, None, None, None, None, None, None, None
 

@@ -93,25 +93,34 @@ class PrepareKernelTest(unittest.TestCase):
             fa.prepare_kernel(64, strategy="mma")
 
     def test_backward(self):
-        # The backward's three kernels (simt), its default tiles, and the
-        # deterministic mode as another kernel.
+        # The backward's three kernels (mma for 16-bit inputs, simt for
+        # float32), its default tiles, and the deterministic mode as another
+        # kernel.
         info = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
                                  backward=True)
         self.assertTrue(info["name"].startswith("fa_bwd_d64_bf16_causal_"),
                         info["name"])
-        self.assertEqual(info["strategy"], "simt")
+        self.assertEqual(info["strategy"], "mma")
+        self.assertEqual(fa.prepare_kernel(64, backward=True)["strategy"],
+                         "simt")
         ordered = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
                                     backward=True, deterministic=True)
-        self.assertTrue(ordered["name"].endswith("_det"), ordered["name"])
+        self.assertIn("_det", ordered["name"])
         self.assertNotEqual(ordered["key"], info["key"])
         forward = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
                                     strategy="simt")
         self.assertNotEqual(forward["key"], info["key"])
         with self.assertRaisesRegex(fa.FaError, "the backward runs on the simt "
-                                                "strategy only so far, not on "
-                                                "mma"):
+                                                "and mma strategies, not on "
+                                                "wgmma"):
             fa.prepare_kernel(64, dtype="float16", backward=True,
-                              strategy="mma")
+                              strategy="wgmma")
+        explicit = fa.prepare_kernel(64, dtype="float16", backward=True,
+                                     strategy="mma", block_m=64, block_n=64,
+                                     num_warps=4, stages=1)
+        self.assertEqual((explicit["block_m"], explicit["block_n"],
+                          explicit["num_warps"], explicit["stages"]),
+                         (64, 64, 4, 1))
         with self.assertRaisesRegex(TypeError, "deterministic must be a bool"):
             fa.prepare_kernel(64, backward=True, deterministic="yes")
 

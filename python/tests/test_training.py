@@ -193,19 +193,26 @@ class BackwardTest(unittest.TestCase):
 @unittest.skipUnless(HAVE_CUDA, "needs a CUDA GPU and torch")
 class CustomOpTest(unittest.TestCase):
     def test_opcheck(self):
-        q = torch.randn(1, 4, 40, 64, device="cuda", requires_grad=True)
-        k = torch.randn(1, 2, 33, 64, device="cuda", requires_grad=True)
-        v = torch.randn(1, 2, 33, 64, device="cuda", requires_grad=True)
-        torch.library.opcheck(torch.ops.fa.attention_forward,
-                              (q, k, v, True, 0.0, 0, 0, 0, "auto", 0,
-                               False))
-        o, lse = torch.ops.fa.attention_forward(q, k, v, True, 0.0, 0, 0, 0,
-                                                "auto", 0, False)
-        for deterministic in (False, True):
-            torch.library.opcheck(
-                torch.ops.fa.attention_backward,
-                (torch.randn_like(o), q.detach(), k.detach(), v.detach(),
-                 o.detach(), lse, True, 0.0, deterministic))
+        # float32 (simt) and float16 (mma backward, explicit tiles too).
+        for dtype, tiles in ((torch.float32, (0, 0, 0, "auto", 0)),
+                             (torch.float16, (0, 0, 0, "auto", 0)),
+                             (torch.float16, (64, 64, 4, "mma", 1))):
+            q = torch.randn(1, 4, 40, 64, device="cuda", dtype=dtype,
+                            requires_grad=True)
+            k = torch.randn(1, 2, 33, 64, device="cuda", dtype=dtype,
+                            requires_grad=True)
+            v = torch.randn(1, 2, 33, 64, device="cuda", dtype=dtype,
+                            requires_grad=True)
+            torch.library.opcheck(torch.ops.fa.attention_forward,
+                                  (q, k, v, True, 0.0, 0, 0, 0, "auto", 0,
+                                   False))
+            o, lse = torch.ops.fa.attention_forward(q, k, v, True, 0.0, 0, 0,
+                                                    0, "auto", 0, False)
+            for deterministic in (False, True):
+                torch.library.opcheck(
+                    torch.ops.fa.attention_backward,
+                    (torch.randn_like(o), q.detach(), k.detach(), v.detach(),
+                     o.detach(), lse, True, 0.0, deterministic) + tiles)
 
     def test_compile(self):
         torch._dynamo.reset()

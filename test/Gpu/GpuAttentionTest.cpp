@@ -627,32 +627,42 @@ TEST_F(GpuAttention, ExplicitTileConfigs) {
   }
 }
 
-/// The backward (simt strategy, its default tiles) against the exact
-/// float64 gradients: head dims, lengths that are and are not multiples of
-/// the tiles, Sq != Sk both ways (causal rows that see no key), GQA/MQA,
-/// batch, causal and not, f32 and 16-bit inputs.
+/// The backward (each strategy with its default tiles: simt for every
+/// dtype, mma for 16-bit inputs) against the exact float64 gradients: head
+/// dims, lengths that are and are not multiples of the tiles, Sq != Sk both
+/// ways (causal rows that see no key), GQA/MQA, batch, causal and not.
 TEST_F(GpuAttention, BackwardMatchesFloat64Gradients) {
-  std::vector<int64_t> headDims = {32, 64, 128, 256};
+  std::vector<int64_t> headDims = {32, 64, 72, 128, 256};
   std::vector<int64_t> lengths = {1, 17, 128, 1000};
   if (quick()) {
     headDims = {64, 128};
     lengths = {17, 128};
   }
-  for (fa::ElementType type :
-       {fa::ElementType::f32, fa::ElementType::f16, fa::ElementType::bf16})
-    for (int64_t d : headDims)
-      for (bool causal : {false, true}) {
-        if (quick() && type != fa::ElementType::f32 && d != 64)
-          continue;
-        for (int64_t len : lengths)
-          runBackwardCase({d, 1, 1, 1, len, len, causal, type});
-        runBackwardCase({d, 2, 4, 4, 17, quick() ? 128 : 300, causal, type});
-        runBackwardCase({d, 1, 2, 2, quick() ? 128 : 300, 17, causal, type});
-        runBackwardCase({d, 2, 8, 2, 128, 128, causal, type});
-        runBackwardCase({d, 1, 8, 1, quick() ? 17 : 200, 77, causal, type});
-        if (HasFatalFailure() || HasNonfatalFailure())
-          return;
-      }
+  for (fa::Strategy strategy : {fa::Strategy::simt, fa::Strategy::mma})
+    for (fa::ElementType type :
+         {fa::ElementType::f32, fa::ElementType::f16, fa::ElementType::bf16})
+      for (int64_t d : headDims)
+        for (bool causal : {false, true}) {
+          if (strategy == fa::Strategy::mma && type == fa::ElementType::f32)
+            continue;
+          if (quick() && type != fa::ElementType::f32 && d != 64 &&
+              strategy == fa::Strategy::simt)
+            continue;
+          fa::KernelSpec spec = defaults();
+          spec.strategy = strategy;
+          SCOPED_TRACE(fa::toString(strategy));
+          for (int64_t len : lengths)
+            runBackwardCase({d, 1, 1, 1, len, len, causal, type}, spec);
+          runBackwardCase({d, 2, 4, 4, 17, quick() ? 128 : 300, causal, type},
+                          spec);
+          runBackwardCase({d, 1, 2, 2, quick() ? 128 : 300, 17, causal, type},
+                          spec);
+          runBackwardCase({d, 2, 8, 2, 128, 128, causal, type}, spec);
+          runBackwardCase({d, 1, 8, 1, quick() ? 17 : 200, 77, causal, type},
+                          spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
 }
 
 /// The deterministic backward: dQ's shares added in K/V tile order give
@@ -687,6 +697,35 @@ TEST_F(GpuAttention, BackwardExplicitTiles) {
     tiles.numWarps = c.warps;
     runBackwardCase({64, 1, 4, 2, 333, 200, true}, tiles);
     runBackwardCase({64, 2, 2, 2, 100, 257, false, fa::ElementType::bf16},
+                    tiles);
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
+  }
+}
+
+/// Explicit mma backward configs: one to two m16 row blocks of S and dK/dV
+/// per warp, 1 to 8 warps, Q/dO rings of 1 to 3 stages, head dims that are
+/// odd multiples of 8 (the contraction padded to 16).
+TEST_F(GpuAttention, BackwardMmaExplicitTiles) {
+  struct Config {
+    int64_t bm, bn, warps, stages, headDim;
+  };
+  for (Config c : {Config{64, 64, 4, 2, 64}, {128, 128, 8, 2, 64},
+                   {64, 128, 4, 1, 64}, {32, 32, 2, 3, 40}, {16, 16, 1, 2, 24},
+                   {128, 64, 4, 2, 128}, {64, 64, 4, 1, 128}}) {
+    fa::KernelSpec tiles;
+    tiles.strategy = fa::Strategy::mma;
+    tiles.blockM = c.bm;
+    tiles.blockN = c.bn;
+    tiles.numWarps = c.warps;
+    tiles.stages = c.stages;
+    SCOPED_TRACE(testing::Message() << "mma " << c.bm << "x" << c.bn << " w"
+                                    << c.warps << " s" << c.stages);
+    runBackwardCase({c.headDim, 1, 4, 2, 333, 200, true, fa::ElementType::f16},
+                    tiles);
+    runBackwardCase(
+        {c.headDim, 2, 2, 2, 100, 257, false, fa::ElementType::bf16}, tiles);
+    runBackwardCase({c.headDim, 1, 2, 1, 300, 300, true, fa::ElementType::f16},
                     tiles);
     if (HasFatalFailure() || HasNonfatalFailure())
       return;

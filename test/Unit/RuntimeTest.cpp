@@ -786,17 +786,41 @@ TEST(ArgumentChecks, DirectionAndStrategyOfTheBackward) {
   EXPECT_EQ(r.status, fa::Status::invalidArgument);
   EXPECT_EQ(r.message, "forward() runs a forward spec; this one is a backward "
                        "(call backward())");
-  fa::KernelSpec mma = smallSpec();
-  mma.dtype = fa::ElementType::f16;
-  mma.strategy = fa::Strategy::mma;
-  mma.blockM = 64;
-  mma.blockN = 64;
-  mma.numWarps = 4;
-  mma.stages = 2;
-  r = rt->backward(mma, validBackwardArgs());
+  fa::KernelSpec wgmma = smallSpec();
+  wgmma.dtype = fa::ElementType::f16;
+  wgmma.strategy = fa::Strategy::wgmma;
+  wgmma.headDim = 64;
+  wgmma.blockM = 128;
+  wgmma.blockN = 128;
+  wgmma.numWarps = 8;
+  wgmma.stages = 2;
+  r = rt->backward(wgmma, validBackwardArgs());
   EXPECT_EQ(r.status, fa::Status::invalidArgument);
   EXPECT_EQ(r.message,
-            "the backward runs on the simt strategy only so far, not on mma");
+            "the backward runs on the simt and mma strategies, not on wgmma");
+}
+
+/// The mma backward copies dO in 16-byte chunks and stores dK, dV in pairs.
+TEST(ArgumentChecks, AccessWidthOfTheMmaBackward) {
+  fa::KernelSpec spec = smallSpec();
+  spec.backward = true;
+  spec.dtype = fa::ElementType::f16;
+  spec.strategy = fa::Strategy::mma;
+  auto check = [&](const fa::AttentionBackwardArgs &a) {
+    return fa::checkAttentionBackwardArgs(spec, a).message;
+  };
+  EXPECT_EQ(check(validBackwardArgs()), "");
+  fa::AttentionBackwardArgs a = validBackwardArgs();
+  a.gradOutput.data = static_cast<const char *>(a.gradOutput.data) + 8;
+  EXPECT_EQ(check(a), "do must be 16-byte aligned for the mma strategy (rows "
+                      "are copied in 16-byte chunks)");
+  a = validBackwardArgs();
+  a.gradKey.data = static_cast<const char *>(a.gradKey.data) + 2;
+  EXPECT_EQ(check(a), "dk must be 4-byte aligned for the mma strategy (dK and "
+                      "dV are stored in pairs of elements)");
+  // The simt strategy reads and writes single elements.
+  spec.strategy = fa::Strategy::simt;
+  EXPECT_EQ(check(a), "");
 }
 
 TEST(ArgumentChecks, AcceptsValidArguments) {

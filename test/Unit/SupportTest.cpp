@@ -181,6 +181,86 @@ TEST(MmaModel, DefaultsFitAndKeepWhatIsSet) {
     }
 }
 
+/// The mma backward's dkdv model: fragments of both S (query rows) and dK/dV
+/// (key rows) per warp, its shared layout, and the defaults.
+TEST(MmaModel, BackwardFitsAndWhyNot) {
+  const fa::GpuArch sm90 = *fa::lookupGpuArch("sm_90a");
+  const fa::GpuArch sm80 = *fa::lookupGpuArch("sm_80");
+  fa::mma::Config c{128, 64, 64, 4, 2, 2};
+  EXPECT_EQ(fa::mma::checkBackwardFits(c, sm90), "");
+  // K, V, two Q and two dO slots of 64 x 136 elements; one staging tile
+  // (P, then dS) of 64 x (64 + 8): 113664 bytes, two blocks per H200 SM.
+  fa::mma::BackwardSharedLayout layout = fa::mma::backwardSharedLayout(c);
+  EXPECT_EQ(layout.vOffset, 64 * 136 * 2);
+  EXPECT_EQ(layout.qOffset, 2 * 64 * 136 * 2);
+  EXPECT_EQ(layout.gradOutputOffset, 4 * 64 * 136 * 2);
+  EXPECT_EQ(layout.stagedOffset, 6 * 64 * 136 * 2);
+  EXPECT_EQ(layout.totalBytes, 6 * 64 * 136 * 2 + 64 * 72 * 2);
+  EXPECT_LE(2 * (layout.totalBytes + fa::kStaticSharedMemoryReserve),
+            sm90.maxSharedMemoryPerSM);
+  EXPECT_LE(fa::mma::estimateBackwardRegisters(c), 255);
+  fa::mma::Config keys = c;
+  keys.blockN = 32;
+  EXPECT_NE(fa::mma::checkBackwardFits(keys, sm90)
+                .find("block-n 32 is not a multiple of 16 x num-warps = 64 "
+                      "(each warp owns whole m16 fragments of dK and dV)"),
+            std::string::npos);
+  fa::mma::Config queries = c;
+  queries.blockM = 96;
+  EXPECT_NE(fa::mma::checkBackwardFits(queries, sm90)
+                .find("block-m 96 is not a multiple of 16 x num-warps = 64"),
+            std::string::npos);
+  fa::mma::Config big{64, 128, 128, 8, 3, 2}; // 182272 bytes
+  EXPECT_EQ(fa::mma::checkBackwardFits(big, sm90), "");
+  EXPECT_NE(fa::mma::checkBackwardFits(big, sm80).find(
+                "needs 182272 bytes of shared memory per block, over the "
+                "166896 bytes available on sm_80"),
+            std::string::npos);
+  // D = 256: a warp's 16 rows of dK and dV alone take 256 registers.
+  EXPECT_GT(fa::mma::estimateBackwardRegisters({256, 64, 64, 4, 1, 2}), 255);
+}
+
+TEST(MmaModel, BackwardStrategyAndDefaults) {
+  fa::KernelSpec spec;
+  spec.backward = true;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
+  spec.dtype = fa::ElementType::bf16;
+  for (int64_t d : {8, 64, 72, 128}) {
+    spec.headDim = d;
+    EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma) << d;
+  }
+  spec.headDim = 256; // would spill on mma: simt unless asked for
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  spec.strategy = fa::Strategy::wgmma;
+  EXPECT_EQ(spec.validate(),
+            "the backward runs on the simt and mma strategies, not on wgmma");
+  spec.strategy = fa::Strategy::automatic;
+  for (const char *arch : {"sm_80", "sm_86", "sm_90a"})
+    for (int64_t d = 8; d <= 128; d += 8) {
+      spec.headDim = d;
+      spec.arch = arch;
+      std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+      ASSERT_FALSE(candidates.empty());
+      for (const fa::KernelSpec &c : candidates) {
+        EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::mma);
+        EXPECT_EQ(c.validate(), "");
+        fa::mma::Config config{d, c.blockM, c.blockN, c.numWarps, c.stages, 2};
+        EXPECT_EQ(fa::mma::checkBackwardFits(config, *fa::lookupGpuArch(arch)),
+                  "")
+            << c.kernelName();
+        EXPECT_LE(fa::mma::estimateBackwardRegisters(config),
+                  fa::maxRegistersPerThread(32 * c.numWarps));
+      }
+    }
+  // The fields a caller sets are kept.
+  spec.headDim = 64;
+  spec.numWarps = 4;
+  fa::KernelSpec chosen = spec.withDefaults();
+  EXPECT_EQ(chosen.numWarps, 4);
+  EXPECT_EQ(chosen.blockN % 64, 0);
+}
+
 TEST(WgmmaModel, FitsAndWhyNot) {
   const fa::GpuArch sm90a = *fa::lookupGpuArch("sm_90a");
   const fa::GpuArch sm90 = *fa::lookupGpuArch("sm_90");

@@ -175,6 +175,10 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
   }
 
   // Prologue: the tiles of iterations 0 .. stages - 2 into slots 0 ..
+  // In a loop that runs again (the backward's loop over query heads), the
+  // previous run's last iterations may still read those slots (WAR).
+  if (loop->getParentOfType<scf::ForOp>())
+    gpu::BarrierOp::create(b, loc);
   Value token;
   for (int64_t s = 0; s + 1 < stages; ++s) {
     Value iteration = arith::AddIOp::create(
@@ -223,6 +227,13 @@ LogicalResult mlir::fa::lowerTileLoads(gpu::GPUFuncOp kernel,
   SmallVector<LoadTileOp> single;
   llvm::MapVector<scf::ForOp, SmallVector<LoadTileOp>> pipelined;
   kernel.walk([&](LoadTileOp load) {
+    // Register tiles (the backward's per-row vectors) are loaded by the
+    // strategy's fragment lowering.
+    auto type = cast<RankedTensorType>(load.getType());
+    if (auto encoding =
+            dyn_cast_or_null<TileEncodingInterface>(type.getEncoding());
+        encoding && !encoding.isShared())
+      return;
     auto loop = load->getParentOfType<scf::ForOp>();
     if (loop && load->hasAttr(FADialect::getPipelineStagesAttrName()))
       pipelined[loop].push_back(load);

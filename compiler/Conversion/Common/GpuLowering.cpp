@@ -3,8 +3,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -148,6 +150,29 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
   return row;
 }
 
+Value mlir::fa::probsBaseLog2(OpBuilder &b, Location loc,
+                              const SoftmaxConstants &c, Value lse) {
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, c.negInf);
+  Value base = arith::SelectOp::create(b, loc, empty, c.zero, lse);
+  return arith::MulFOp::create(b, loc, base, c.log2e);
+}
+
+Value mlir::fa::recomputedProb(OpBuilder &b, Location loc,
+                               const SoftmaxConstants &c, Value score,
+                               Value baseLog2) {
+  Value x = math::FmaOp::create(b, loc, score, c.scaleLog2e,
+                                arith::NegFOp::create(b, loc, baseLog2));
+  return math::Exp2Op::create(b, loc, x);
+}
+
+Value mlir::fa::scoreGradient(OpBuilder &b, Location loc, Value prob,
+                              Value gradProb, Value delta, Value scale) {
+  Value centered = arith::SubFOp::create(b, loc, gradProb, delta);
+  Value grad = arith::MulFOp::create(b, loc, prob, centered);
+  return arith::MulFOp::create(b, loc, grad, scale);
+}
+
 Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
@@ -214,4 +239,90 @@ void mlir::fa::reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
     Value reversed = arith::SubIOp::create(b, loc, last, id);
     id.getResult().replaceAllUsesExcept(reversed, reversed.getDefiningOp());
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The deterministic backward's turns (any strategy: one thread per block
+// waits and hands on)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The block's thread 0, where one thread speaks for the block.
+Value isFirstThread(OpBuilder &b, Location loc) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                               indexConst(b, loc, 0));
+}
+
+/// fa.wait_turn: thread 0 spins on the counter (an atomic read: `or 0`)
+/// until it holds the turn, then fences so that the block's later reads see
+/// what the previous programs added; the block waits for thread 0.
+struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(WaitTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                  adaptor.getTile()};
+    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+      Value turn = arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI32Type(), adaptor.getTurn());
+      Value zero = arith::ConstantOp::create(rewriter, loc,
+                                             rewriter.getI32IntegerAttr(0));
+      scf::WhileOp::create(
+          rewriter, loc, TypeRange{}, ValueRange{},
+          [&](OpBuilder &b, Location loc, ValueRange) {
+            Value current = memref::AtomicRMWOp::create(
+                b, loc, arith::AtomicRMWKind::ori, zero, adaptor.getOrder(),
+                indices);
+            Value notYet = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ne, current, turn);
+            scf::ConditionOp::create(b, loc, notYet, ValueRange{});
+          },
+          [&](OpBuilder &b, Location loc, ValueRange) {
+            scf::YieldOp::create(b, loc);
+          });
+      NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
+    }
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// fa.pass_turn: once every thread of the block has issued its adds
+/// (barrier), thread 0 fences at GPU scope (cumulative: the block's writes
+/// become visible first) and hands the turn on.
+struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    gpu::BarrierOp::create(rewriter, loc);
+    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
+    Value next = arith::AddIOp::create(rewriter, loc, adaptor.getTurn(),
+                                       indexConst(rewriter, loc, 1));
+    Value value = arith::IndexCastOp::create(rewriter, loc,
+                                             rewriter.getI32Type(), next);
+    memref::AtomicRMWOp::create(
+        rewriter, loc, arith::AtomicRMWKind::assign, value, adaptor.getOrder(),
+        ValueRange{adaptor.getBatch(), adaptor.getHead(), adaptor.getTile()});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fa::populateTurnPatterns(RewritePatternSet &patterns) {
+  patterns.add<WaitTurnLowering, PassTurnLowering>(patterns.getContext());
 }

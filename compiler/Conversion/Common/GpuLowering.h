@@ -84,6 +84,23 @@ OnlineSoftmaxRow buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce);
+/// The backward's recomputed P of one row, in base 2: with base = LSE (0
+/// when LSE is -inf: the row's scores are all masked),
+///   baseLog2 = base * log2 e,  p = exp2(s * scale * log2 e - baseLog2).
+Value probsBaseLog2(OpBuilder &b, Location loc, const SoftmaxConstants &c,
+                    Value lse);
+Value recomputedProb(OpBuilder &b, Location loc, const SoftmaxConstants &c,
+                     Value score, Value baseLog2);
+
+/// One element of the backward's dS = scale * P * (dP - D).
+Value scoreGradient(OpBuilder &b, Location loc, Value prob, Value gradProb,
+                    Value delta, Value scale);
+
+/// Lowerings of fa.wait_turn / fa.pass_turn (the deterministic backward's
+/// fixed order of dQ additions): thread 0 of the block spins and hands on,
+/// the block waits at barriers. The same for every strategy.
+void populateTurnPatterns(RewritePatternSet &patterns);
+
 Value indexConst(OpBuilder &b, Location loc, int64_t value);
 /// v + c (v itself for c = 0) and v * c on indices.
 Value addConst(OpBuilder &b, Location loc, Value v, int64_t c);

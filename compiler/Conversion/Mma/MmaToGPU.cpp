@@ -308,9 +308,14 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
   LogicalResult
   matchAndRewrite(TileMatmulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isOperand(op.getLhs()) || !isShared(op.getRhs()) ||
+    bool lhsInShared = isShared(op.getLhs());
+    if (!(isOperand(op.getLhs()) || lhsInShared) || !isShared(op.getRhs()) ||
         !isMma(op.getResult()))
       return rewriter.notifyMatchFailure(op, "not mma_operand x shared");
+    if (op.getTransposeLhs() != lhsInShared)
+      return op.emitOpError("the mma lowering reads a transposed left operand "
+                            "from shared memory and any other from A "
+                            "fragments");
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
     auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
@@ -334,10 +339,34 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
       acc = unpack(rewriter, loc, adaptor.getAcc());
     else
       acc.assign(tile.rowBlocks * nBlocks * 4, f32Const(rewriter, loc, 0.0));
-    // A registers: (mi, ki) -> 4 x i32.
-    SmallVector<Value> lhs = unpack(rewriter, loc, adaptor.getLhs());
+    // A registers: (mi, ki) -> 4 x i32, from the A fragments, or (lhs^T
+    // stored [k][m], P and dS of the backward) one ldmatrix.x4.trans per
+    // 16 x 16 block: matrix i holds (m half aMatrixRowHalf[i], k half
+    // aMatrixColHalf[i]), i.e. stored rows k0 + 8 aMatrixColHalf[i] and
+    // columns m0 + 8 aMatrixRowHalf[i]; lane l points at stored row
+    // k0 + l % 8 + 8 (l / 16), column m0 + 8 (l / 8 % 2).
+    SmallVector<Value> lhs;
+    if (!lhsInShared)
+      lhs = unpack(rewriter, loc, adaptor.getLhs());
     auto aRegisters = [&](int64_t mi, int64_t ki) {
       SmallVector<Value> regs;
+      if (lhsInShared) {
+        Value row = addConst(rewriter, loc,
+                             arith::AddIOp::create(rewriter, loc,
+                                                   lane.matrixRow,
+                                                   lane.upperMatrices),
+                             ki * layout::kK);
+        Value col = addConst(
+            rewriter, loc,
+            arith::AddIOp::create(rewriter, loc, tile.warpRow0,
+                                  lane.secondMatrix),
+            mi * layout::kM);
+        Value loaded = ldmatrix(rewriter, loc, adaptor.getLhs(), row, col, 4,
+                                /*transpose=*/true);
+        for (int64_t r = 0; r < 4; ++r)
+          regs.push_back(ldmatrixRegister(rewriter, loc, loaded, r));
+        return regs;
+      }
       int64_t base = (mi * kSteps + ki) * layout::OperandAFragment::kElements;
       for (int64_t r = 0; r < 4; ++r)
         regs.push_back(
@@ -345,7 +374,10 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
       return regs;
     };
 
-    for (int64_t ki = 0; ki < kSteps; ++ki)
+    for (int64_t ki = 0; ki < kSteps; ++ki) {
+      SmallVector<SmallVector<Value>> a;
+      for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+        a.push_back(aRegisters(mi, ki));
       for (int64_t nb = 0; nb < nBlocks; nb += 2) {
         int64_t blocks = std::min<int64_t>(2, nBlocks - nb);
         Value row, col;
@@ -376,11 +408,12 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
             int64_t base = tile.accSlot(mi, nb + n, 0);
             SmallVector<Value> c(acc.begin() + base, acc.begin() + base + 4);
             SmallVector<Value> d =
-                mmaSync(rewriter, loc, elementType, aRegisters(mi, ki), b, c);
+                mmaSync(rewriter, loc, elementType, a[mi], b, c);
             std::copy(d.begin(), d.end(), acc.begin() + base);
           }
         }
       }
+    }
     rewriter.replaceOp(
         op,
         pack(rewriter, loc, getTypeConverter()->convertType(resultType), acc));
@@ -664,13 +697,198 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The backward's dkdv program
+//===----------------------------------------------------------------------===//
+
+/// global -> the row slots of the accumulator layout (LSE and D of the
+/// backward): each lane loads the two rows per row block it holds, zero
+/// past the end of the rows.
+struct RowVectorLoadLowering : MmaPattern<LoadTileOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!isMma(op.getResult()) || type.getRank() != 1)
+      return rewriter.notifyMatchFailure(op, "not a per-row mma tile");
+    Location loc = op.getLoc();
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    Value source = adaptor.getSource();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
+    SmallVector<Value> values(tile.rowBlocks * 2);
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                          tile.row(rewriter, loc, mi, h));
+        values[FragmentTile::rowSlot(mi, h)] = buildZeroPaddedLoad(
+            rewriter, loc, source, adaptor.getBatch(), adaptor.getHead(), row,
+            rowLimit, ValueRange{});
+      }
+    rewriter.replaceOp(
+        op, pack(rewriter, loc, getTypeConverter()->convertType(type), values));
+    return success();
+  }
+};
+
+/// Accumulator fragments -> a shared tile (P and dS of the backward, read
+/// transposed by the next products): each lane stores its element pairs
+/// (32 bits) at their (row, column). A barrier before (the previous
+/// iteration's readers are done) and after (the whole tile is written).
+struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getSource()) || !isShared(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "not mma -> shared");
+    auto offset =
+        op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
+    if (!offset)
+      return op.emitOpError("has no fa.shared_offset (run fa-place-mma)");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getSource().getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value buffer =
+        sharedBufferAt(rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
+                       sharedBufferType(resultType));
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
+    auto pairType = VectorType::get({2}, type.getElementType());
+    gpu::BarrierOp::create(rewriter, loc);
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = tile.row(rewriter, loc, mi, h);
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
+          int64_t slot = tile.accSlot(mi, ni, 2 * h);
+          Value pair = vector::FromElementsOp::create(
+              rewriter, loc, pairType,
+              ValueRange{values[slot], values[slot + 1]});
+          vector::StoreOp::create(rewriter, loc, pair, buffer,
+                                  ValueRange{row, tile.accCol(rewriter, loc,
+                                                              ni, 2 * h)});
+        }
+      }
+    gpu::BarrierOp::create(rewriter, loc);
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+/// P = exp(scale * s - lse) per accumulator element, with its row's LSE
+/// (recomputedProb).
+struct RecomputeProbsLowering : MmaPattern<RecomputeProbsOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getScores()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
+    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
+    SoftmaxConstants c(rewriter, loc, op.getScale().convertToDouble());
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value baseLog2 =
+            probsBaseLog2(rewriter, loc, c, lse[FragmentTile::rowSlot(mi, h)]);
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+          for (int64_t p = 0; p < 2; ++p) {
+            Value &v = s[tile.accSlot(mi, ni, 2 * h + p)];
+            v = recomputedProb(rewriter, loc, c, v, baseLog2);
+          }
+      }
+    rewriter.replaceOp(op,
+                       pack(rewriter, loc, adaptor.getScores().getType(), s));
+    return success();
+  }
+};
+
+/// dS = scale * P * (dP - D) per accumulator element, with its row's D.
+struct SoftmaxGradLowering : MmaPattern<SoftmaxGradOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getProbs()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getProbs());
+    SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getGradProbs());
+    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
+    Value scale = f32Const(rewriter, loc, op.getScale().convertToDouble());
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+        for (int64_t e = 0; e < 4; ++e) {
+          int64_t k = tile.accSlot(mi, ni, e);
+          Value rowDelta = delta[FragmentTile::rowSlot(
+              mi, layout::AccumulatorFragment::rowHalf[e])];
+          p[k] = scoreGradient(rewriter, loc, p[k], dp[k], rowDelta, scale);
+        }
+    rewriter.replaceOp(op,
+                       pack(rewriter, loc, adaptor.getProbs().getType(), p));
+    return success();
+  }
+};
+
+/// Accumulator fragments added into global memory (dQ of the backward):
+/// each lane adds its elements of the valid rows with atomic f32 adds.
+struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(AccumulateTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getTile()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getTile().getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
+    Value dest = adaptor.getDest();
+    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+                                          tile.row(rewriter, loc, mi, h));
+        Value valid = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
+        auto ifValid = scf::IfOp::create(rewriter, loc, valid);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
+          for (int64_t p = 0; p < 2; ++p) {
+            int64_t e = 2 * h + p;
+            memref::AtomicRMWOp::create(
+                rewriter, loc, arith::AtomicRMWKind::addf,
+                values[tile.accSlot(mi, ni, e)], dest,
+                ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
+                           tile.accCol(rewriter, loc, ni, e)});
+          }
+      }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
                                            RewritePatternSet &patterns) {
   patterns.add<AccumulatorToOperandLowering, MaskLowering,
                OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
-               StoreTileLowering>(typeConverter, patterns.getContext());
+               StoreTileLowering, RowVectorLoadLowering,
+               AccumulatorToSharedLowering, RecomputeProbsLowering,
+               SoftmaxGradLowering, AccumulateTileLowering>(
+      typeConverter, patterns.getContext());
 }
 
 LogicalResult mlir::fa::applyFragmentConversion(
@@ -694,13 +912,20 @@ LogicalResult mlir::fa::applyFragmentConversion(
   populateMmaFragmentPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
+  populateQTileRangeLowering(patterns);
+  populateTurnPatterns(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
                                                        target);
   return applyPartialConversion(kernel, target, std::move(patterns));
 }
 
 LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
-  reverseQueryTileOrder(kernel);
+  // The backward's dkdv program runs its K/V tiles in order: with the causal
+  // mask the first ones visit the most query tiles.
+  bool forward = false;
+  kernel.walk([&](OnlineSoftmaxOp) { forward = true; });
+  if (forward)
+    reverseQueryTileOrder(kernel);
   if (failed(lowerTileLoads(kernel, paddedRowsLayout())))
     return failure();
   return applyFragmentConversion(

@@ -618,8 +618,7 @@ struct RowDotLowering : PlacedPattern<RowDotOp> {
   }
 };
 
-/// P = exp(scale * s - lse) in base 2: exp2(s * scale * log2 e - lse *
-/// log2 e), with lse = -inf read as 0 (its row's scores are all -inf).
+/// P = exp(scale * s - lse), in base 2 (recomputedProb).
 struct RecomputeProbsLowering : PlacedPattern<RecomputeProbsOp> {
   using PlacedPattern::PlacedPattern;
   LogicalResult
@@ -631,15 +630,10 @@ struct RecomputeProbsLowering : PlacedPattern<RecomputeProbsOp> {
     SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
     SoftmaxConstants c(rewriter, loc, op.getScale().convertToDouble());
     for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value empty = arith::CmpFOp::create(
-          rewriter, loc, arith::CmpFPredicate::OEQ, lse[i], c.negInf);
-      Value base = arith::SelectOp::create(rewriter, loc, empty, c.zero, lse[i]);
-      Value baseLog2 = arith::MulFOp::create(rewriter, loc, base, c.log2e);
+      Value baseLog2 = probsBaseLog2(rewriter, loc, c, lse[i]);
       for (int64_t j = 0; j < tile.colsPerThread; ++j) {
         Value &v = s[tile.slot(i, j)];
-        Value x = arith::MulFOp::create(rewriter, loc, v, c.scaleLog2e);
-        v = math::Exp2Op::create(
-            rewriter, loc, arith::SubFOp::create(rewriter, loc, x, baseLog2));
+        v = recomputedProb(rewriter, loc, c, v, baseLog2);
       }
     }
     rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), s));
@@ -662,9 +656,7 @@ struct SoftmaxGradLowering : PlacedPattern<SoftmaxGradOp> {
     for (int64_t i = 0; i < tile.rowsPerThread; ++i)
       for (int64_t j = 0; j < tile.colsPerThread; ++j) {
         int64_t k = tile.slot(i, j);
-        Value centered = arith::SubFOp::create(rewriter, loc, dp[k], delta[i]);
-        Value grad = arith::MulFOp::create(rewriter, loc, p[k], centered);
-        p[k] = arith::MulFOp::create(rewriter, loc, grad, scale);
+        p[k] = scoreGradient(rewriter, loc, p[k], dp[k], delta[i], scale);
       }
     rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getProbs().getType(), p));
     return success();
@@ -698,79 +690,6 @@ struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
   }
 };
 
-/// The block's thread 0, where one thread speaks for the block.
-Value isFirstThread(OpBuilder &b, Location loc) {
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                               indexConst(b, loc, 0));
-}
-
-/// fa.wait_turn: thread 0 spins on the counter (an atomic read: `or 0`)
-/// until it holds the turn, then fences so that the block's later reads see
-/// what the previous programs added; the block waits for thread 0.
-struct WaitTurnLowering : PlacedPattern<WaitTurnOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(WaitTurnOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
-                                  adaptor.getTile()};
-    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-      Value turn = arith::IndexCastOp::create(
-          rewriter, loc, rewriter.getI32Type(), adaptor.getTurn());
-      Value zero = arith::ConstantOp::create(rewriter, loc,
-                                             rewriter.getI32IntegerAttr(0));
-      scf::WhileOp::create(
-          rewriter, loc, TypeRange{}, ValueRange{},
-          [&](OpBuilder &b, Location loc, ValueRange) {
-            Value current = memref::AtomicRMWOp::create(
-                b, loc, arith::AtomicRMWKind::ori, zero, adaptor.getOrder(),
-                indices);
-            Value notYet = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::ne, current, turn);
-            scf::ConditionOp::create(b, loc, notYet, ValueRange{});
-          },
-          [&](OpBuilder &b, Location loc, ValueRange) {
-            scf::YieldOp::create(b, loc);
-          });
-      NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
-    }
-    gpu::BarrierOp::create(rewriter, loc);
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
-/// fa.pass_turn: once every thread of the block has issued its adds
-/// (barrier), thread 0 fences at GPU scope (cumulative: the block's writes
-/// become visible first) and hands the turn on.
-struct PassTurnLowering : PlacedPattern<PassTurnOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    gpu::BarrierOp::create(rewriter, loc);
-    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
-    Value next = arith::AddIOp::create(rewriter, loc, adaptor.getTurn(),
-                                       indexConst(rewriter, loc, 1));
-    Value value = arith::IndexCastOp::create(rewriter, loc,
-                                             rewriter.getI32Type(), next);
-    memref::AtomicRMWOp::create(
-        rewriter, loc, arith::AtomicRMWKind::assign, value, adaptor.getOrder(),
-        ValueRange{adaptor.getBatch(), adaptor.getHead(), adaptor.getTile()});
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 } // namespace
 
 LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
@@ -792,11 +711,12 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
                ConvertLayoutLowering, StoreTileLowering, TileMatmulLowering,
                MaskLowering, OnlineSoftmaxLowering, RescaleLowering,
                FinalizeLowering, RowDotLowering, RecomputeProbsLowering,
-               SoftmaxGradLowering, AccumulateTileLowering, WaitTurnLowering,
-               PassTurnLowering>(typeConverter, ctx);
+               SoftmaxGradLowering, AccumulateTileLowering>(typeConverter,
+                                                            ctx);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   populateQTileRangeLowering(patterns);
+  populateTurnPatterns(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
                                                        target);
   return applyPartialConversion(kernels, target, std::move(patterns));

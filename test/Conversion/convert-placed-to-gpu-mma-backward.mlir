@@ -1,0 +1,72 @@
+// RUN: fa-opt %s --fa-tile-backward="block-m=32 block-n=32" --fa-place-pipeline="strategy=mma num-warps=2 stages=2" --fa-gpu-kernel | FileCheck %s
+
+// The backward's dkdv kernel on tensor cores: D = 32, B_r = B_c = 32, two
+// warps (16 query rows of S each, 16 key rows of dK/dV each).
+// The delta and dq programs are simt kernels.
+// CHECK-LABEL: gpu.func @backward_delta
+// CHECK-LABEL: gpu.func @backward_dkdv
+// CHECK-SAME: known_block_size = array<i32: 64, 1, 1>
+// K_j and V_j: copied once (16-byte cp.async), waited for, published.
+// CHECK: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_wait
+// CHECK: gpu.barrier
+// The loop over the group's query heads ...
+// CHECK: scf.for
+// ... starts each run of the Q/dO ring after the previous run's readers
+// are done (barrier), then copies the first query tile.
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: scf.for
+// LSE_i and D_i: two rows per lane (g and g + 8), from global memory.
+// CHECK: memref.load %arg5
+// CHECK: memref.load %arg5
+// CHECK: memref.load %arg9
+// CHECK: memref.load %arg9
+// S = Q K^T: Q's A fragments (ldmatrix), K's B fragments (ldmatrix), mma.
+// CHECK: nvgpu.ldmatrix %[[QBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix %[[KBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// CHECK: nvvm.mma.sync
+// P = exp2(s * scale * log2 e - LSE * log2 e) (masked where the tile
+// crosses the diagonal or the key end).
+// CHECK: math.exp2
+// P staged in shared memory ([32, 32 + 8]): a barrier, 32-bit pairs, a barrier.
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-NEXT: gpu.barrier
+// dV += P^T dO: A fragments of P^T by ldmatrix.trans of P, B fragments of
+// dO ([k][n]) by ldmatrix.trans.
+// CHECK: nvgpu.ldmatrix %[[PBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK: nvgpu.ldmatrix %[[DOBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// dP = dO V^T: dO's A fragments, V's B fragments.
+// CHECK: nvgpu.ldmatrix %[[DOBUF]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix %[[VBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
+// dS staged in its own buffer.
+// CHECK: gpu.barrier
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[DSBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-NEXT: gpu.barrier
+// dK += dS^T Q: ldmatrix.trans of dS and of Q.
+// CHECK: nvgpu.ldmatrix %[[DSBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK: nvgpu.ldmatrix %[[QBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// dQ_i = dS K_j (dS renamed into A fragments; K's B fragments by
+// ldmatrix.trans), added to the f32 accumulator atomically, valid rows only.
+// CHECK: nvgpu.ldmatrix %[[KBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK: scf.if
+// CHECK: memref.atomic_rmw addf {{.*}}, %arg10
+// dK and dV leave in pairs once the loops are done.
+// CHECK: vector.store {{.*}}, %arg7
+// CHECK: vector.store {{.*}}, %arg8
+// CHECK-LABEL: gpu.func @backward_dq
+func.func @backward(%q: memref<?x?x?x32xf16>, %k: memref<?x?x?x32xf16>, %v: memref<?x?x?x32xf16>,
+                    %o: memref<?x?x?x32xf16>, %do: memref<?x?x?x32xf16>, %lse: memref<?x?x?xf32>,
+                    %dq: memref<?x?x?x32xf16>, %dk: memref<?x?x?x32xf16>, %dv: memref<?x?x?x32xf16>,
+                    %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x32xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.125 : f32, mask = #fa.mask<causal>}
+    : memref<?x?x?x32xf16>, memref<?x?x?x32xf16>, memref<?x?x?x32xf16>,
+      memref<?x?x?x32xf16>, memref<?x?x?x32xf16>, memref<?x?x?xf32>
+    into memref<?x?x?x32xf16>, memref<?x?x?x32xf16>, memref<?x?x?x32xf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x32xf32>
+  return
+}

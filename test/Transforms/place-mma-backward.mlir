@@ -1,0 +1,80 @@
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=64" --fa-place-mma="num-warps=4 stages=2" | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=64" --fa-place-pipeline="strategy=mma num-warps=4 stages=2" | FileCheck %s --check-prefix=PIPE
+// RUN: not fa-opt %s --fa-tile-backward="block-m=64 block-n=48" --fa-place-mma="num-warps=4 stages=2" 2>&1 | FileCheck %s --check-prefix=BLOCKN
+
+// The backward on tensor cores, D = 128, B_r = B_c = 64, 4 warps.
+// CHECK-LABEL: func @backward_f16
+// 1. The delta program has no matmul: fa-place-mma leaves it unplaced ...
+// CHECK: fa.row_dot {{.*}} : tensor<64x128xf16> -> tensor<64xf32>
+// CHECK: program = "delta"
+// CHECK-NOT: fa.launch
+// 2. The dkdv program: K_j and V_j in shared memory once, rows padded to
+// 136 elements (17 chunks of 16 bytes: ldmatrix reads without bank
+// conflicts) ...
+// CHECK: fa.grid
+// CHECK: fa.load_tile {{.*}} {fa.shared_offset = 0 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
+// CHECK: fa.load_tile {{.*}} {fa.shared_offset = 17408 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
+// ... dK and dV accumulate in fragments (each warp owns 16 of the 64 key
+// rows).
+// CHECK: arith.constant dense<0.000000e+00> : tensor<64x128xf32, #fa.mma<warps = 4>>
+// CHECK: scf.for
+// CHECK: scf.for
+// Q_i and dO_i stream through rings of 2 slots (after K and V) ...
+// CHECK: %[[Q:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 34816 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
+// CHECK: %[[DO:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 69632 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
+// ... LSE_i and D_i straight into the row slots of the accumulator layout.
+// CHECK: %[[LSE:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 4>>
+// CHECK: %[[D:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 4>>
+// S = Q K^T: A fragments of Q (ldmatrix), K read from shared memory.
+// CHECK: %[[QA:.*]] = fa.convert_layout %[[Q]] : {{.*}} -> tensor<64x128xf16, #fa.mma_operand<warps = 4>>
+// CHECK: fa.tile_matmul %[[QA]], %{{.*}} {transpose_rhs} : {{.*}} -> tensor<64x64xf32, #fa.mma<warps = 4>>
+// CHECK: %[[P:.*]] = fa.recompute_probs %{{.*}}, %[[LSE]]
+// P rounded and staged in shared memory (rows of 64 + 8 elements) right
+// away: dV += P^T dO reads it transposed. dS goes to the same buffer later
+// (its write waits for P's readers).
+// CHECK: %[[P16:.*]] = arith.truncf %[[P]]
+// CHECK-NEXT: %[[PS:.*]] = fa.convert_layout %[[P16]] {fa.shared_offset = 104448 : i64} : tensor<64x64xf16, #fa.mma<warps = 4>> -> tensor<64x64xf16, #fa.shared<pad = 8>>
+// CHECK: fa.tile_matmul %[[PS]], %[[DO]] acc(%{{.*}}) {transpose_lhs} : tensor<64x64xf16, #fa.shared<pad = 8>>, tensor<64x128xf16, #fa.shared<pad = 8>> -> tensor<64x128xf32, #fa.mma<warps = 4>>
+// dP = dO V^T: A fragments of dO.
+// CHECK: %[[DOA:.*]] = fa.convert_layout %[[DO]] : {{.*}} -> tensor<64x128xf16, #fa.mma_operand<warps = 4>>
+// CHECK: %[[DP:.*]] = fa.tile_matmul %[[DOA]], %{{.*}} {transpose_rhs}
+// CHECK: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DP]], %[[D]]
+// dS staged for dK += dS^T Q ...
+// CHECK: %[[DS16:.*]] = arith.truncf %[[DS]]
+// CHECK-NEXT: %[[DSS:.*]] = fa.convert_layout %[[DS16]] {fa.shared_offset = 104448 : i64}
+// CHECK: fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {transpose_lhs}
+// ... and renamed into A fragments for dQ_i = dS K_j, added atomically.
+// CHECK: %[[DSA:.*]] = fa.convert_layout %[[DS16]] : tensor<64x64xf16, #fa.mma<warps = 4>> -> tensor<64x64xf16, #fa.mma_operand<warps = 4>>
+// CHECK: %[[DQ:.*]] = fa.tile_matmul %[[DSA]], %{{.*}} : {{.*}} -> tensor<64x128xf32, #fa.mma<warps = 4>>
+// CHECK: fa.accumulate_tile %[[DQ]]
+// CHECK: fa.store_tile {{.*}} : tensor<64x128xf16, #fa.mma<warps = 4>>
+// CHECK: fa.store_tile {{.*}} : tensor<64x128xf16, #fa.mma<warps = 4>>
+// Launch: 128 threads; 2 x 17408 (K, V) + 4 x 17408 (rings) + 9216
+// (P, then dS) = 113664 bytes.
+// CHECK: fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 113664, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
+// 3. dq: unplaced as well.
+// CHECK: program = "dq"
+// CHECK-NOT: fa.launch
+//
+// The place pipeline of the mma strategy gives the delta and dq programs to
+// fa-place-simt.
+// PIPE-LABEL: func @backward_f16
+// PIPE: fa.launch = #fa.launch<strategy = simt, {{.*}}>, program = "delta"
+// PIPE: fa.launch = #fa.launch<strategy = mma, {{.*}}>, program = "dkdv"
+// PIPE: fa.launch = #fa.launch<strategy = simt, {{.*}}>, program = "dq"
+//
+// Each warp owns whole m16 fragments of dK and dV: 48 key rows cannot be
+// split over 4 warps.
+// BLOCKN: error: 'fa.grid' op mma backward placement (block-m=64 block-n=48 head-dim=128 num-warps=4 stages=2): block-n 48 is not a multiple of 16 x num-warps = 64 (each warp owns whole m16 fragments of dK and dV)
+func.func @backward_f16(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+                        %o: memref<?x?x?x128xf16>, %do: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>,
+                        %dq: memref<?x?x?x128xf16>, %dk: memref<?x?x?x128xf16>, %dv: memref<?x?x?x128xf16>,
+                        %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>,
+      memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+  return
+}
