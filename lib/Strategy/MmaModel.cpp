@@ -222,11 +222,13 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
                maxRegistersPerThread(t.numWarps * 32);
   });
   // Larger K/V tiles keep more of dK and dV per program (fewer passes over
-  // Q and dO); the register budget bounds them.
-  for (int64_t stages : {2, 1})
-    for (int64_t bn : {128, 64, 32, 16})
-      for (int64_t bm : {64, 128, 32, 16})
-        for (int64_t warps : {4, 8, 2, 1})
+  // Q and dO); the register budget bounds them. The one-stage ring of a
+  // config comes right after its two-stage one: where ptxas spills the
+  // latter (D = 128), the runtime takes the former.
+  for (int64_t bn : {128, 64, 32, 16})
+    for (int64_t bm : {64, 128, 32, 16})
+      for (int64_t warps : {4, 8, 2, 1})
+        for (int64_t stages : {2, 1})
           collector.consider({bm, bn, warps, stages});
   int64_t warps = request.numWarps ? request.numWarps : 4;
   return std::move(collector).take({16 * warps, 16 * warps, warps, 1});

@@ -299,6 +299,61 @@ struct AccumulatorToOperandLowering : MmaPattern<ConvertLayoutOp> {
   }
 };
 
+/// The fa.accumulate_tile that is the only reader of `matmul`'s product,
+/// with nothing between them that orders memory (the deterministic
+/// backward's fa.wait_turn must come first), or null.
+AccumulateTileOp fusedAccumulation(TileMatmulOp matmul) {
+  if (!matmul->hasOneUse() || matmul.getAcc())
+    return nullptr;
+  auto sink = dyn_cast<AccumulateTileOp>(*matmul->getUsers().begin());
+  if (!sink || sink->getBlock() != matmul->getBlock())
+    return nullptr;
+  for (Operation *op = matmul->getNextNode(); op != sink;
+       op = op->getNextNode())
+    if (!isMemoryEffectFree(op))
+      return nullptr;
+  return sink;
+}
+
+/// Where a warp's accumulator fragments are added in global memory (the
+/// fa.accumulate_tile lowering): each lane adds its elements of the valid
+/// rows with atomic f32 adds.
+struct AccumulateTarget {
+  AccumulateTarget(ConversionPatternRewriter &rewriter, Location loc,
+                   AccumulateTileOp op, const FragmentTile &tile)
+      : tile(tile), dest(rewriter.getRemappedValue(op.getDest())),
+        batch(rewriter.getRemappedValue(op.getBatch())),
+        head(rewriter.getRemappedValue(op.getHead())),
+        row(rewriter.getRemappedValue(op.getRow())) {
+    rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+  }
+
+  /// Adds n-blocks [nbBegin, nbEnd) of every row block of `values`.
+  void add(OpBuilder &b, Location loc, ArrayRef<Value> values,
+           int64_t nbBegin, int64_t nbEnd) const {
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value r = arith::AddIOp::create(b, loc, row, tile.row(b, loc, mi, h));
+        Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                            r, rowLimit);
+        auto ifValid = scf::IfOp::create(b, loc, valid);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifValid.getThenRegion().front());
+        for (int64_t ni = nbBegin; ni < nbEnd; ++ni)
+          for (int64_t p = 0; p < 2; ++p) {
+            int64_t e = 2 * h + p;
+            memref::AtomicRMWOp::create(
+                b, loc, arith::AtomicRMWKind::addf,
+                values[tile.accSlot(mi, ni, e)], dest,
+                ValueRange{batch, head, r, tile.accCol(b, loc, ni, e)});
+          }
+      }
+  }
+
+  const FragmentTile &tile;
+  Value dest, batch, head, row, rowLimit;
+};
+
 /// acc (+)= lhs * rhs with lhs in A fragments and rhs in shared memory:
 /// per k16 step, B fragments of two n8 blocks come from one ldmatrix.x4
 /// (.trans when rhs is stored [k][n], as V is; plain when it is stored
@@ -374,45 +429,73 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
       return regs;
     };
 
+    // B fragments of n-blocks nb, nb + 1 at k-step ki (one ldmatrix), and
+    // their products with every row block.
+    auto multiplyBlockPair = [&](int64_t ki, int64_t nb,
+                                 ArrayRef<SmallVector<Value>> a) {
+      int64_t blocks = std::min<int64_t>(2, nBlocks - nb);
+      Value row, col;
+      if (transposed) {
+        // rhs[n][k]: matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), ...
+        row = addConst(rewriter, loc,
+                       arith::AddIOp::create(rewriter, loc, lane.matrixRow,
+                                             lane.upperMatrices),
+                       nb * layout::kN);
+        col = addConst(rewriter, loc, lane.secondMatrix, ki * layout::kK);
+      } else {
+        // rhs[k][n]: matrices (k lo, n lo), (k hi, n lo), (k lo, n hi), ...
+        row = addConst(rewriter, loc,
+                       arith::AddIOp::create(rewriter, loc, lane.matrixRow,
+                                             lane.secondMatrix),
+                       ki * layout::kK);
+        col = addConst(rewriter, loc, lane.upperMatrices, nb * layout::kN);
+      }
+      if (transposed && blocks == 1)
+        row = addConst(rewriter, loc, lane.matrixRow, nb * layout::kN);
+      Value loaded = ldmatrix(rewriter, loc, adaptor.getRhs(), row, col,
+                              2 * blocks, /*transpose=*/!transposed);
+      for (int64_t n = 0; n < blocks; ++n) {
+        SmallVector<Value> b = {ldmatrixRegister(rewriter, loc, loaded, 2 * n),
+                                ldmatrixRegister(rewriter, loc, loaded,
+                                                 2 * n + 1)};
+        for (int64_t mi = 0; mi < tile.rowBlocks; ++mi) {
+          int64_t base = tile.accSlot(mi, nb + n, 0);
+          SmallVector<Value> c(acc.begin() + base, acc.begin() + base + 4);
+          SmallVector<Value> d =
+              mmaSync(rewriter, loc, elementType, a[mi], b, c);
+          std::copy(d.begin(), d.end(), acc.begin() + base);
+        }
+      }
+    };
+
+    // A product that is only added to global memory (dQ of the backward)
+    // is computed two n-blocks at a time and added as soon as their
+    // k-steps are done: a warp holds 8 accumulators of it instead of all.
+    if (AccumulateTileOp sink = fusedAccumulation(op)) {
+      SmallVector<SmallVector<Value>> a;
+      for (int64_t ki = 0; ki < kSteps; ++ki)
+        for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+          a.push_back(aRegisters(mi, ki));
+      AccumulateTarget target(rewriter, loc, sink, tile);
+      for (int64_t nb = 0; nb < nBlocks; nb += 2) {
+        for (int64_t ki = 0; ki < kSteps; ++ki)
+          multiplyBlockPair(
+              ki, nb,
+              ArrayRef<SmallVector<Value>>(a).slice(ki * tile.rowBlocks,
+                                                    tile.rowBlocks));
+        target.add(rewriter, loc, acc, nb, std::min<int64_t>(nb + 2, nBlocks));
+      }
+      rewriter.eraseOp(sink);
+      rewriter.eraseOp(op);
+      return success();
+    }
+
     for (int64_t ki = 0; ki < kSteps; ++ki) {
       SmallVector<SmallVector<Value>> a;
       for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
         a.push_back(aRegisters(mi, ki));
-      for (int64_t nb = 0; nb < nBlocks; nb += 2) {
-        int64_t blocks = std::min<int64_t>(2, nBlocks - nb);
-        Value row, col;
-        if (transposed) {
-          // rhs[n][k]: matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), ...
-          row = addConst(rewriter, loc,
-                         arith::AddIOp::create(rewriter, loc, lane.matrixRow,
-                                               lane.upperMatrices),
-                         nb * layout::kN);
-          col = addConst(rewriter, loc, lane.secondMatrix, ki * layout::kK);
-        } else {
-          // rhs[k][n]: matrices (k lo, n lo), (k hi, n lo), (k lo, n hi), ...
-          row = addConst(rewriter, loc,
-                         arith::AddIOp::create(rewriter, loc, lane.matrixRow,
-                                               lane.secondMatrix),
-                         ki * layout::kK);
-          col = addConst(rewriter, loc, lane.upperMatrices, nb * layout::kN);
-        }
-        if (transposed && blocks == 1)
-          row = addConst(rewriter, loc, lane.matrixRow, nb * layout::kN);
-        Value loaded = ldmatrix(rewriter, loc, adaptor.getRhs(), row, col,
-                                2 * blocks, /*transpose=*/!transposed);
-        for (int64_t n = 0; n < blocks; ++n) {
-          SmallVector<Value> b = {
-              ldmatrixRegister(rewriter, loc, loaded, 2 * n),
-              ldmatrixRegister(rewriter, loc, loaded, 2 * n + 1)};
-          for (int64_t mi = 0; mi < tile.rowBlocks; ++mi) {
-            int64_t base = tile.accSlot(mi, nb + n, 0);
-            SmallVector<Value> c(acc.begin() + base, acc.begin() + base + 4);
-            SmallVector<Value> d =
-                mmaSync(rewriter, loc, elementType, a[mi], b, c);
-            std::copy(d.begin(), d.end(), acc.begin() + base);
-          }
-        }
-      }
+      for (int64_t nb = 0; nb < nBlocks; nb += 2)
+        multiplyBlockPair(ki, nb, a);
     }
     rewriter.replaceOp(
         op,
@@ -852,28 +935,9 @@ struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
     auto type = cast<RankedTensorType>(op.getTile().getType());
     Lane lane(rewriter, loc);
     FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
-    Value dest = adaptor.getDest();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                          tile.row(rewriter, loc, mi, h));
-        Value valid = arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
-        auto ifValid = scf::IfOp::create(rewriter, loc, valid);
-        OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-          for (int64_t p = 0; p < 2; ++p) {
-            int64_t e = 2 * h + p;
-            memref::AtomicRMWOp::create(
-                rewriter, loc, arith::AtomicRMWKind::addf,
-                values[tile.accSlot(mi, ni, e)], dest,
-                ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
-                           tile.accCol(rewriter, loc, ni, e)});
-          }
-      }
+    AccumulateTarget target(rewriter, loc, op, tile);
+    target.add(rewriter, loc, unpack(rewriter, loc, adaptor.getTile()), 0,
+               tile.accColBlocks);
     rewriter.eraseOp(op);
     return success();
   }
@@ -919,6 +983,50 @@ LogicalResult mlir::fa::applyFragmentConversion(
   return applyPartialConversion(kernel, target, std::move(patterns));
 }
 
+/// The dkdv program's loop reads K and V, which stay in place, at a few
+/// dozen fixed addresses per lane: LLVM hoists each of them out of the loop
+/// into a 64-bit register of its own, and ptxas spills (D = 128). Inside
+/// each innermost loop that reads fragments, the thread id comes from an
+/// asm statement LLVM cannot move: the addresses stay in the loop, where
+/// they fold into one base register plus immediate offsets.
+static void keepLaneAddressesInLoops(gpu::GPUFuncOp kernel) {
+  SmallVector<scf::ForOp> loops;
+  kernel.walk([&](scf::ForOp loop) {
+    bool readsFragments = false, hasInnerLoop = false;
+    loop.getBody()->walk([&](Operation *op) {
+      readsFragments |= isa<nvgpu::LdMatrixOp>(op);
+      hasInnerLoop |= isa<scf::ForOp>(op);
+    });
+    if (readsFragments && !hasInnerLoop)
+      loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops) {
+    SmallVector<gpu::ThreadIdOp> ids;
+    loop.getBody()->walk([&](gpu::ThreadIdOp op) {
+      if (op.getDimension() == gpu::Dimension::x)
+        ids.push_back(op);
+    });
+    if (ids.empty())
+      continue;
+    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+    Location loc = loop.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto asmOp = LLVM::InlineAsmOp::create(
+        b, loc, b.getI32Type(), ValueRange{},
+        b.getStringAttr("mov.u32 $0, %tid.x;"), b.getStringAttr("=r"),
+        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/UnitAttr(),
+        LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    Value tid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                             asmOp.getResult(0));
+    for (gpu::ThreadIdOp id : ids) {
+      id.replaceAllUsesWith(tid);
+      id.erase();
+    }
+  }
+}
+
 LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
   // The backward's dkdv program runs its K/V tiles in order: with the causal
   // mask the first ones visit the most query tiles.
@@ -928,10 +1036,14 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel) {
     reverseQueryTileOrder(kernel);
   if (failed(lowerTileLoads(kernel, paddedRowsLayout())))
     return failure();
-  return applyFragmentConversion(
+  if (failed(applyFragmentConversion(
       kernel, [](const TypeConverter &typeConverter,
                  RewritePatternSet &patterns) {
         patterns.add<SharedToOperandLowering, TileMatmulLowering>(
             typeConverter, patterns.getContext());
-      });
+      })))
+    return failure();
+  if (!forward)
+    keepLaneAddressesInLoops(kernel);
+  return success();
 }
