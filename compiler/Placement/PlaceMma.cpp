@@ -11,6 +11,7 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/MmaModel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
@@ -204,10 +205,10 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
                 IntegerAttr::get(IntegerType::get(ctx, 64), stages));
 
   // Left operands: a register tile read transposed (P, dS) is staged in
-  // shared memory right after it is computed; a shared tile read as it is
-  // (Q, dO) becomes A fragments before its matmul; a register tile read as
-  // it is (dS of dQ = dS K) is renamed into A fragments. Right operands are
-  // loaded shared tiles.
+  // shared memory right after it is computed; a shared tile (Q, dO) is
+  // read by the matmul itself, a k-step at a time (a warp never holds a
+  // whole operand); a register tile read as it is (dS of dQ = dS K) is
+  // renamed into A fragments. Right operands are loaded shared tiles.
   llvm::DenseMap<Value, Value> stagedOf, operandOf;
   WalkResult walk = grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
@@ -228,7 +229,7 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
         }
         op.getLhsMutable().assign(moved);
       }
-    } else {
+    } else if (!lhsInShared) {
       Value &converted = operandOf[lhs];
       if (!converted) {
         OpBuilder builder(op);
@@ -246,6 +247,44 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
   });
   if (walk.wasInterrupted())
     return failure();
+
+  // Registers (the 128 x 128 tiles at D = 128 need all 255):
+  // - dS = P (dP - D) reads P back from the 16-bit tile staged for
+  //   dV += P^T dO, so no form of P stays live while dP accumulates (dS is
+  //   rounded to 16 bits for its products anyway);
+  // - dQ = dS K comes before dK += dS^T Q, so dS's fragments die before
+  //   dK's product runs.
+  grid.walk([&](SoftmaxGradOp op) {
+    for (Operation *user : op.getProbs().getUsers()) {
+      auto rounded = dyn_cast<arith::TruncFOp>(user);
+      Value staged = rounded ? stagedOf.lookup(rounded.getResult()) : Value();
+      if (!staged)
+        continue;
+      OpBuilder builder(op);
+      Value reloaded = ConvertLayoutOp::create(
+          builder, op.getLoc(),
+          withEncoding(rounded.getResult().getType(), accumulator), staged);
+      Value widened = arith::ExtFOp::create(builder, op.getLoc(),
+                                            op.getProbs().getType(), reloaded);
+      op.getProbsMutable().assign(widened);
+      break;
+    }
+  });
+  grid.walk([&](TileMatmulOp gradQuery) {
+    // The product that reads a staged tile's registers as they are.
+    Value lhs = gradQuery.getLhs();
+    auto renamed = lhs.getDefiningOp<ConvertLayoutOp>();
+    if (!renamed || !stagedOf.count(renamed.getSource()))
+      return;
+    Value staged = stagedOf.lookup(renamed.getSource());
+    for (Operation *user : staged.getUsers())
+      if (auto gradKey = dyn_cast<TileMatmulOp>(user);
+          gradKey && gradKey->getBlock() == gradQuery->getBlock() &&
+          gradKey->isBeforeInBlock(gradQuery)) {
+        renamed->moveBefore(gradKey);
+        gradQuery->moveBefore(gradKey);
+      }
+  });
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::mma::estimateBackwardRegisters(config);

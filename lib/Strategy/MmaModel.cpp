@@ -15,6 +15,9 @@ namespace fa::mma {
 /// Registers a thread needs beyond its fragments (addresses, indices, loop
 /// state, softmax temporaries); a rough allowance for the estimate.
 static constexpr int64_t kRegisterOverhead = 32;
+/// The same for the backward's dkdv program (its fragment addresses are
+/// base + immediate, keepLaneAddressesInLoops).
+static constexpr int64_t kBackwardRegisterOverhead = 24;
 
 int64_t contractionWidth(int64_t headDim) {
   return (headDim + kK - 1) / kK * kK;
@@ -165,10 +168,10 @@ int64_t estimateBackwardRegisters(const Config &c) {
   int64_t queryBlocks = c.blockM / (kM * c.numWarps); // of S, dP, dQ
   int64_t gradients = 2 * keyBlocks * (c.headDim / kN) * 4;
   int64_t scores = queryBlocks * (c.blockN / kN) * 4;
-  int64_t gradQuery = queryBlocks * (c.headDim / kN) * 4;
-  // S and dP live together; then dS (16-bit pairs) with the dQ product.
-  int64_t peak = std::max(2 * scores, scores / 2 + gradQuery);
-  return gradients + peak + queryBlocks * 2 * 2 + kRegisterOverhead;
+  // P lives on as 16-bit pairs while dP accumulates; dQ is added two
+  // n-blocks at a time (8 registers a row block).
+  int64_t peak = std::max(scores + scores / 2, scores / 2 + 8 * queryBlocks);
+  return gradients + peak + queryBlocks * 2 * 2 + kBackwardRegisterOverhead;
 }
 
 std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
@@ -214,17 +217,38 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     return {request};
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  // Configs ranked by measurement are checked against the arch's limits
+  // only (the register estimate is rough; the runtime skips a candidate
+  // that ptxas spills); the generic search also against the estimate.
+  bool measured = true;
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM,   t.blockN,
                   t.numWarps,      t.stages, elementBytes};
-    return arch && checkBackwardFits(config, *arch).empty() &&
-           estimateBackwardRegisters(config) <=
-               maxRegistersPerThread(t.numWarps * 32);
+    if (!arch || !checkBackwardFits(config, *arch).empty())
+      return false;
+    return measured || estimateBackwardRegisters(config) <=
+                           maxRegistersPerThread(t.numWarps * 32);
   });
+  // Best first, per head dim, as measured on the H200 (bench/
+  // bench_backward.py --configs, docs/benchmarks.md): 64 x 128 on 4 warps
+  // (two m16 blocks of dK/dV per warp) at D <= 64, 128 x 128 on 8 warps at
+  // D <= 128; one-stage Q/dO rings (with two, ptxas spills the former and
+  // the latter does not fit).
+  static constexpr TileConfig kSmallHeads[] = {
+      {64, 128, 4, 1}, {128, 128, 8, 2}, {128, 128, 8, 1}, {64, 64, 4, 1}};
+  static constexpr TileConfig kMediumHeads[] = {
+      {128, 128, 8, 1}, {64, 64, 4, 1}, {64, 64, 4, 2}};
+  if (request.headDim <= 64)
+    for (const TileConfig &config : kSmallHeads)
+      collector.consider(config);
+  else if (request.headDim <= 128)
+    for (const TileConfig &config : kMediumHeads)
+      collector.consider(config);
+  measured = false;
   // Larger K/V tiles keep more of dK and dV per program (fewer passes over
   // Q and dO); the register budget bounds them. The one-stage ring of a
   // config comes right after its two-stage one: where ptxas spills the
-  // latter (D = 128), the runtime takes the former.
+  // latter, the runtime takes the former.
   for (int64_t bn : {128, 64, 32, 16})
     for (int64_t bm : {64, 128, 32, 16})
       for (int64_t warps : {4, 8, 2, 1})

@@ -18,12 +18,16 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK: nvgpu.device_async_copy
 // CHECK: scf.for
+// Each iteration reads the thread id from an asm statement LLVM cannot
+// hoist: the fragment addresses of K and V (which stay put) remain
+// base + immediate inside the loop instead of registers of their own.
+// CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}} "mov.u32 $0, %tid.x;", "=r"
 // LSE_i and D_i: two rows per lane (g and g + 8), from global memory.
 // CHECK: memref.load %arg5
 // CHECK: memref.load %arg5
 // CHECK: memref.load %arg9
 // CHECK: memref.load %arg9
-// S = Q K^T: Q's A fragments (ldmatrix), K's B fragments (ldmatrix), mma.
+// S = Q K^T: Q's A fragments and K's B fragments read per k-step (ldmatrix).
 // CHECK: nvgpu.ldmatrix %[[QBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
 // CHECK: nvgpu.ldmatrix %[[KBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
 // CHECK: nvvm.mma.sync
@@ -42,18 +46,21 @@
 // dP = dO V^T: dO's A fragments, V's B fragments.
 // CHECK: nvgpu.ldmatrix %[[DOBUF]][{{.*}}] {numTiles = 4 : i32, transpose = false}
 // CHECK: nvgpu.ldmatrix %[[VBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
-// dS staged in its own buffer.
+// dS: each lane reads its P pairs back from the staged tile, then dS is
+// staged in the same buffer.
+// CHECK-COUNT-8: vector.load %[[PBUF]]
 // CHECK: gpu.barrier
-// CHECK-COUNT-8: vector.store %{{.*}}, %[[DSBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // CHECK-NEXT: gpu.barrier
-// dK += dS^T Q: ldmatrix.trans of dS and of Q.
-// CHECK: nvgpu.ldmatrix %[[DSBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
-// CHECK: nvgpu.ldmatrix %[[QBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
-// dQ_i = dS K_j (dS renamed into A fragments; K's B fragments by
-// ldmatrix.trans), added to the f32 accumulator atomically, valid rows only.
+// dQ_i = dS K_j first (dS renamed into A fragments; K's B fragments by
+// ldmatrix.trans), added to the f32 accumulator atomically as each pair of
+// n-blocks is done, valid rows only ...
 // CHECK: nvgpu.ldmatrix %[[KBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
 // CHECK: scf.if
 // CHECK: memref.atomic_rmw addf {{.*}}, %arg10
+// ... then dK += dS^T Q: ldmatrix.trans of dS and of Q.
+// CHECK: nvgpu.ldmatrix %[[PBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK: nvgpu.ldmatrix %[[QBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
 // dK and dV leave in pairs once the loops are done.
 // CHECK: vector.store {{.*}}, %arg7
 // CHECK: vector.store {{.*}}, %arg8

@@ -25,9 +25,9 @@
 // ... LSE_i and D_i straight into the row slots of the accumulator layout.
 // CHECK: %[[LSE:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 4>>
 // CHECK: %[[D:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 4>>
-// S = Q K^T: A fragments of Q (ldmatrix), K read from shared memory.
-// CHECK: %[[QA:.*]] = fa.convert_layout %[[Q]] : {{.*}} -> tensor<64x128xf16, #fa.mma_operand<warps = 4>>
-// CHECK: fa.tile_matmul %[[QA]], %{{.*}} {transpose_rhs} : {{.*}} -> tensor<64x64xf32, #fa.mma<warps = 4>>
+// S = Q K^T: both operands read from shared memory by the matmul (Q's A
+// fragments a k-step at a time: a warp never holds all of Q).
+// CHECK: fa.tile_matmul %[[Q]], %{{.*}} {transpose_rhs} : tensor<64x128xf16, #fa.shared<pad = 8>>, tensor<64x128xf16, #fa.shared<pad = 8>> -> tensor<64x64xf32, #fa.mma<warps = 4>>
 // CHECK: %[[P:.*]] = fa.recompute_probs %{{.*}}, %[[LSE]]
 // P rounded and staged in shared memory (rows of 64 + 8 elements) right
 // away: dV += P^T dO reads it transposed. dS goes to the same buffer later
@@ -35,17 +35,21 @@
 // CHECK: %[[P16:.*]] = arith.truncf %[[P]]
 // CHECK-NEXT: %[[PS:.*]] = fa.convert_layout %[[P16]] {fa.shared_offset = 104448 : i64} : tensor<64x64xf16, #fa.mma<warps = 4>> -> tensor<64x64xf16, #fa.shared<pad = 8>>
 // CHECK: fa.tile_matmul %[[PS]], %[[DO]] acc(%{{.*}}) {transpose_lhs} : tensor<64x64xf16, #fa.shared<pad = 8>>, tensor<64x128xf16, #fa.shared<pad = 8>> -> tensor<64x128xf32, #fa.mma<warps = 4>>
-// dP = dO V^T: A fragments of dO.
-// CHECK: %[[DOA:.*]] = fa.convert_layout %[[DO]] : {{.*}} -> tensor<64x128xf16, #fa.mma_operand<warps = 4>>
-// CHECK: %[[DP:.*]] = fa.tile_matmul %[[DOA]], %{{.*}} {transpose_rhs}
-// CHECK: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DP]], %[[D]]
+// dP = dO V^T.
+// CHECK: %[[DP:.*]] = fa.tile_matmul %[[DO]], %{{.*}} {transpose_rhs}
+// dS = P (dP - D) with P read back from the staged 16-bit tile: no form of
+// P stays in registers while dP accumulates.
+// CHECK: %[[PR:.*]] = fa.convert_layout %[[PS]] : tensor<64x64xf16, #fa.shared<pad = 8>> -> tensor<64x64xf16, #fa.mma<warps = 4>>
+// CHECK: %[[PW:.*]] = arith.extf %[[PR]] : tensor<64x64xf16, #fa.mma<warps = 4>> to tensor<64x64xf32, #fa.mma<warps = 4>>
+// CHECK: %[[DS:.*]] = fa.softmax_grad %[[PW]], %[[DP]], %[[D]]
 // dS staged for dK += dS^T Q ...
 // CHECK: %[[DS16:.*]] = arith.truncf %[[DS]]
 // CHECK-NEXT: %[[DSS:.*]] = fa.convert_layout %[[DS16]] {fa.shared_offset = 104448 : i64}
-// CHECK: fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {transpose_lhs}
-// ... and renamed into A fragments for dQ_i = dS K_j, added atomically.
+// ... and first renamed into A fragments for dQ_i = dS K_j (so that its
+// registers die before dK's product runs), added atomically.
 // CHECK: %[[DSA:.*]] = fa.convert_layout %[[DS16]] : tensor<64x64xf16, #fa.mma<warps = 4>> -> tensor<64x64xf16, #fa.mma_operand<warps = 4>>
 // CHECK: %[[DQ:.*]] = fa.tile_matmul %[[DSA]], %{{.*}} : {{.*}} -> tensor<64x128xf32, #fa.mma<warps = 4>>
+// CHECK: fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {transpose_lhs}
 // CHECK: fa.accumulate_tile %[[DQ]]
 // CHECK: fa.store_tile {{.*}} : tensor<64x128xf16, #fa.mma<warps = 4>>
 // CHECK: fa.store_tile {{.*}} : tensor<64x128xf16, #fa.mma<warps = 4>>

@@ -367,10 +367,9 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
     if (!(isOperand(op.getLhs()) || lhsInShared) || !isShared(op.getRhs()) ||
         !isMma(op.getResult()))
       return rewriter.notifyMatchFailure(op, "not mma_operand x shared");
-    if (op.getTransposeLhs() != lhsInShared)
+    if (op.getTransposeLhs() && !lhsInShared)
       return op.emitOpError("the mma lowering reads a transposed left operand "
-                            "from shared memory and any other from A "
-                            "fragments");
+                            "from shared memory");
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
     auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
@@ -394,17 +393,34 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
       acc = unpack(rewriter, loc, adaptor.getAcc());
     else
       acc.assign(tile.rowBlocks * nBlocks * 4, f32Const(rewriter, loc, 0.0));
-    // A registers: (mi, ki) -> 4 x i32, from the A fragments, or (lhs^T
-    // stored [k][m], P and dS of the backward) one ldmatrix.x4.trans per
-    // 16 x 16 block: matrix i holds (m half aMatrixRowHalf[i], k half
-    // aMatrixColHalf[i]), i.e. stored rows k0 + 8 aMatrixColHalf[i] and
-    // columns m0 + 8 aMatrixRowHalf[i]; lane l points at stored row
-    // k0 + l % 8 + 8 (l / 16), column m0 + 8 (l / 8 % 2).
+    // A registers: (mi, ki) -> 4 x i32, from the A fragments, or read from
+    // shared memory at each k-step (the backward's Q and dO: a warp never
+    // holds a whole operand) with one ldmatrix.x4 per 16 x 16 block, as
+    // SharedToOperandLowering does; or (lhs^T stored [k][m], P and dS of
+    // the backward) one ldmatrix.x4.trans per block: matrix i holds (m half
+    // aMatrixRowHalf[i], k half aMatrixColHalf[i]), i.e. stored rows
+    // k0 + 8 aMatrixColHalf[i] and columns m0 + 8 aMatrixRowHalf[i]; lane l
+    // points at stored row k0 + l % 8 + 8 (l / 16), column m0 + 8 (l / 8 % 2).
     SmallVector<Value> lhs;
     if (!lhsInShared)
       lhs = unpack(rewriter, loc, adaptor.getLhs());
     auto aRegisters = [&](int64_t mi, int64_t ki) {
       SmallVector<Value> regs;
+      if (lhsInShared && !op.getTransposeLhs()) {
+        Value row = addConst(
+            rewriter, loc,
+            arith::AddIOp::create(
+                rewriter, loc, tile.warpRow0,
+                arith::AddIOp::create(rewriter, loc, lane.matrixRow,
+                                      lane.secondMatrix)),
+            mi * layout::kM);
+        Value col = addConst(rewriter, loc, lane.upperMatrices, ki * layout::kK);
+        Value loaded = ldmatrix(rewriter, loc, adaptor.getLhs(), row, col, 4,
+                                /*transpose=*/false);
+        for (int64_t r = 0; r < 4; ++r)
+          regs.push_back(ldmatrixRegister(rewriter, loc, loaded, r));
+        return regs;
+      }
       if (lhsInShared) {
         Value row = addConst(rewriter, loc,
                              arith::AddIOp::create(rewriter, loc,
@@ -860,6 +876,41 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
   }
 };
 
+/// A staged shared tile -> accumulator fragments (P read back for dS): each
+/// lane loads the element pairs it stored (no barrier: the same lane wrote
+/// them).
+struct SharedToAccumulatorLowering : MmaPattern<ConvertLayoutOp> {
+  using MmaPattern::MmaPattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isShared(op.getSource()) || !isMma(op.getResult()))
+      return rewriter.notifyMatchFailure(op, "not shared -> mma");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    auto pairType = VectorType::get({2}, type.getElementType());
+    SmallVector<Value> values(tile.rowBlocks * tile.accColBlocks * 4);
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = tile.row(rewriter, loc, mi, h);
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
+          int64_t slot = tile.accSlot(mi, ni, 2 * h);
+          Value pair = vector::LoadOp::create(
+              rewriter, loc, pairType, adaptor.getSource(),
+              ValueRange{row, tile.accCol(rewriter, loc, ni, 2 * h)});
+          for (int64_t p = 0; p < 2; ++p)
+            values[slot + p] = vector::ExtractOp::create(rewriter, loc, pair,
+                                                         ArrayRef<int64_t>{p});
+        }
+      }
+    rewriter.replaceOp(
+        op, pack(rewriter, loc, getTypeConverter()->convertType(type), values));
+    return success();
+  }
+};
+
 /// P = exp(scale * s - lse) per accumulator element, with its row's LSE
 /// (recomputedProb).
 struct RecomputeProbsLowering : MmaPattern<RecomputeProbsOp> {
@@ -950,7 +1001,8 @@ void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
   patterns.add<AccumulatorToOperandLowering, MaskLowering,
                OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
                StoreTileLowering, RowVectorLoadLowering,
-               AccumulatorToSharedLowering, RecomputeProbsLowering,
+               AccumulatorToSharedLowering, SharedToAccumulatorLowering,
+               RecomputeProbsLowering,
                SoftmaxGradLowering, AccumulateTileLowering>(
       typeConverter, patterns.getContext());
 }
