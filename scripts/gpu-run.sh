@@ -5,7 +5,8 @@
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
 #                       sweep|sweep-mma|
-#                       sweep-wgmma|profile|profile-wgmma|driver-only|
+#                       sweep-wgmma|profile|profile-wgmma|profile-backward|
+#                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -75,6 +76,8 @@ for step in $steps; do
     run driver-only bash scripts/gpu-driver-only.sh ;;
   profile-wgmma)
     run profile-wgmma bash scripts/profile-wgmma.sh ;;
+  profile-backward)
+    run profile-backward bash scripts/profile-backward.sh ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.
