@@ -189,8 +189,14 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
   auto staged = SharedEncodingAttr::get(ctx, layout.stagedRowPad);
   rematerializeHoistedConstants(grid);
   placeTiles(grid, accumulator, shared);
-  for (LoadTileOp op : rowVectors)
+  // The per-row loads go first: their global latency then overlaps the
+  // wait for the Q/dO copies.
+  for (LoadTileOp op : rowVectors) {
     op.getResult().setType(withEncoding(op.getType(), accumulator));
+    if (op->getBlock() == streamed[0]->getBlock() &&
+        streamed[0]->isBeforeInBlock(op))
+      op->moveBefore(streamed[0]);
+  }
 
   auto setOffset = [&](Operation *op, int64_t offset) {
     op->setAttr(FADialect::getSharedOffsetAttrName(),

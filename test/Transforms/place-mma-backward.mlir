@@ -19,12 +19,13 @@
 // CHECK: arith.constant dense<0.000000e+00> : tensor<64x128xf32, #fa.mma<warps = 4>>
 // CHECK: scf.for
 // CHECK: scf.for
-// Q_i and dO_i stream through rings of 2 slots (after K and V) ...
-// CHECK: %[[Q:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 34816 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
-// CHECK: %[[DO:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 69632 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
-// ... LSE_i and D_i straight into the row slots of the accumulator layout.
+// LSE_i and D_i straight into the row slots of the accumulator layout,
+// first (their global loads overlap the wait for the copies) ...
 // CHECK: %[[LSE:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 4>>
 // CHECK: %[[D:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 4>>
+// ... Q_i and dO_i stream through rings of 2 slots (after K and V).
+// CHECK: %[[Q:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 34816 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
+// CHECK: %[[DO:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 69632 : i64} {{.*}} -> tensor<64x128xf16, #fa.shared<pad = 8>>
 // S = Q K^T: both operands read from shared memory by the matmul (Q's A
 // fragments a k-step at a time: a warp never holds all of Q).
 // CHECK: fa.tile_matmul %[[Q]], %{{.*}} {transpose_rhs} : tensor<64x128xf16, #fa.shared<pad = 8>>, tensor<64x128xf16, #fa.shared<pad = 8>> -> tensor<64x64xf32, #fa.mma<warps = 4>>
