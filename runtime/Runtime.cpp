@@ -1,5 +1,6 @@
 //===- Runtime.cpp - JIT-compile, cache, load and launch attention --*- C++ -*-===//
 #include "runtime/Runtime.h"
+#include "runtime/Autotune.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/WgmmaModel.h"
 #include "runtime/CudaDriver.h"
@@ -15,6 +16,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -190,6 +192,11 @@ struct Runtime::Impl {
   /// Requested spec with tiles left to the defaults (canonical text) -> the
   /// candidate chosen for it.
   std::map<std::string, KernelSpec> defaultChoice;
+  /// Autotuning: on or off, the choices made or read back (by
+  /// autotuneKey), and how many were timed.
+  bool autotune = false;
+  std::map<std::string, KernelSpec> tunedChoice;
+  int64_t tuningsTimed = 0;
 
   Result prepareLocked(const KernelSpec &spec, KernelEntry *&entry);
   Result chooseAssemblerLocked();
@@ -208,6 +215,22 @@ struct Runtime::Impl {
                    const std::array<const TensorArg *, kNumOperands> &operands,
                    const ProblemExtents &problem, ElementType dtype,
                    CUstream stream);
+  /// Like prepareAndLoad, for a request with default tiles and autotuning
+  /// on: the choice for (request, bucket) from memory or the disk cache,
+  /// else the fastest of the first candidates, each timed with `run`
+  /// (which launches a loaded candidate on `stream`).
+  Result autotuneAndLoad(const KernelSpec &requested, int64_t bucket,
+                         CUstream stream,
+                         const std::function<Result(const KernelEntry &)> &run,
+                         std::shared_ptr<KernelEntry> &entry);
+  /// Median milliseconds of kAutotuneRuns runs of `run` on `stream` after a
+  /// warm-up run.
+  Result timeRuns(CUstream stream, const std::function<Result()> &run,
+                  double &milliseconds);
+  /// The launches of forward() and backward() for a loaded kernel, with
+  /// the arguments checked against the kernel's own tiles.
+  Result runForward(const KernelEntry &entry, const AttentionArgs &a);
+  Result runBackward(const KernelEntry &entry, const AttentionBackwardArgs &a);
   Result cudaCheck(CUresult result, const char *what) const {
     if (result == CUDA_SUCCESS)
       return {};
@@ -229,6 +252,10 @@ Result Runtime::create(const RuntimeOptions &options,
                        std::unique_ptr<Runtime> &runtime) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (const char *env = std::getenv("FA_AUTOTUNE"))
+    impl->autotune = options.autotune || std::string(env) == "1";
+  else
+    impl->autotune = options.autotune;
   impl->disk = DiskCache(options.cacheDir.empty() ? defaultCacheDir()
                                                   : options.cacheDir);
   if (impl->options.diskCache && impl->disk.directory().empty()) {
@@ -305,6 +332,13 @@ KernelSpec Runtime::resolve(KernelSpec spec) const {
   if (spec.arch.empty())
     spec.arch = impl->arch;
   return spec.withDefaults();
+}
+
+bool Runtime::autotunes() const { return impl->autotune; }
+
+int64_t Runtime::tuningsTimed() const {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->tuningsTimed;
 }
 
 void Runtime::clearMemoryCache() {
@@ -992,6 +1026,134 @@ Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
   return {};
 }
 
+Result Runtime::Impl::timeRuns(CUstream stream,
+                               const std::function<Result()> &run,
+                               double &milliseconds) {
+  if (Result r = run(); !r) // warm-up (caches, clocks)
+    return r;
+  CUevent start = nullptr, stop = nullptr;
+  if (Result r = cudaCheck(driver->cuEventCreate(&start, 0), "cuEventCreate");
+      !r)
+    return r;
+  if (Result r = cudaCheck(driver->cuEventCreate(&stop, 0), "cuEventCreate");
+      !r) {
+    driver->cuEventDestroy_v2(start);
+    return r;
+  }
+  std::vector<float> times;
+  Result result;
+  for (int i = 0; i < kAutotuneRuns && result; ++i) {
+    float elapsed = 0.0f;
+    if (!(result = cudaCheck(driver->cuEventRecord(start, stream),
+                             "cuEventRecord")))
+      break;
+    if (!(result = run()))
+      break;
+    if (!(result = cudaCheck(driver->cuEventRecord(stop, stream),
+                             "cuEventRecord")) ||
+        !(result = cudaCheck(driver->cuEventSynchronize(stop),
+                             "cuEventSynchronize")) ||
+        !(result = cudaCheck(driver->cuEventElapsedTime_v2(&elapsed, start,
+                                                           stop),
+                             "cuEventElapsedTime")))
+      break;
+    times.push_back(elapsed);
+  }
+  driver->cuEventDestroy_v2(start);
+  driver->cuEventDestroy_v2(stop);
+  if (!result)
+    return result;
+  std::sort(times.begin(), times.end());
+  milliseconds = times[times.size() / 2];
+  return {};
+}
+
+Result Runtime::Impl::autotuneAndLoad(
+    const KernelSpec &requested, int64_t bucket, CUstream stream,
+    const std::function<Result(const KernelEntry &)> &run,
+    std::shared_ptr<KernelEntry> &entry) {
+  std::lock_guard<std::mutex> lock(mutex);
+  KernelSpec request = requested;
+  if (request.arch.empty())
+    request.arch = arch;
+  if (assemblerId.empty())
+    if (Result r = chooseAssemblerLocked(); !r)
+      return r;
+  std::string key =
+      autotuneKey(request, bucket, compilerVersion(), assemblerId);
+  auto loadChoice = [&](const KernelSpec &chosen) -> Result {
+    KernelEntry *found = nullptr;
+    if (Result r = prepareLocked(chosen, found); !r)
+      return r;
+    if (Result r = loadLocked(*found); !r)
+      return r;
+    entry = kernels.at(found->info.key);
+    return {};
+  };
+  // A choice made before, by this runtime or (disk cache) another process;
+  // a stored choice that does not read back for this request is ignored.
+  if (auto it = tunedChoice.find(key); it != tunedChoice.end())
+    return loadChoice(it->second);
+  if (options.diskCache) {
+    CachedKernel stored;
+    std::string why;
+    KernelSpec chosen;
+    if (disk.read(key, stored, why) == DiskCache::Lookup::hit &&
+        parseTunedChoice(stored.metadata, request, bucket, chosen).empty() &&
+        loadChoice(chosen)) {
+      tunedChoice[key] = chosen;
+      return {};
+    }
+  }
+
+  // Time the first candidates (a few; and stop once the budget is spent).
+  std::vector<KernelSpec> candidates = request.defaultCandidates();
+  if (candidates.size() > kAutotuneCandidates)
+    candidates.resize(kAutotuneCandidates);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<TimedCandidate> timings;
+  std::shared_ptr<KernelEntry> best;
+  double bestMilliseconds = 0.0;
+  Result firstError;
+  for (const KernelSpec &candidate : candidates) {
+    if (!timings.empty() && secondsSince(start) > kAutotuneBudgetSeconds)
+      break;
+    KernelEntry *compiled = nullptr;
+    Result r = prepareLocked(candidate, compiled);
+    if (r)
+      r = loadLocked(*compiled);
+    double milliseconds = 0.0;
+    std::shared_ptr<KernelEntry> shared =
+        r ? kernels.at(compiled->info.key) : nullptr;
+    if (r)
+      r = timeRuns(stream, [&] { return run(*shared); }, milliseconds);
+    if (!r) {
+      if (firstError)
+        firstError = r;
+      continue;
+    }
+    timings.push_back({shared->info.spec, milliseconds});
+    if (!best || milliseconds < bestMilliseconds) {
+      best = shared;
+      bestMilliseconds = milliseconds;
+    }
+  }
+  if (!best)
+    return firstError ? Result::error(Status::cudaError,
+                                      "autotuning found no candidate that "
+                                      "runs")
+                      : firstError;
+  ++tuningsTimed;
+  tunedChoice[key] = best->info.spec;
+  // A cache that cannot be written costs the next process a tuning.
+  if (options.diskCache)
+    disk.write(key, {tunedChoiceJson(request, bucket, best->info.spec,
+                                     timings),
+                     {}});
+  entry = best;
+  return {};
+}
+
 Result Runtime::Impl::launchAll(
     const KernelEntry &entry,
     const std::array<const TensorArg *, kNumOperands> &operands,
@@ -1100,15 +1262,27 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
     return Result::error(Status::noDriver, impl->driverError);
 
   std::shared_ptr<KernelEntry> entry;
-  if (Result r = impl->prepareAndLoad(requested, entry); !r)
-    return r;
-  // The defaults may have settled on a later candidate (the first spilled):
-  // its tiles decide the grid.
-  if (entry->info.spec.blockM != spec.blockM) {
-    spec = entry->info.spec;
-    if (Result r = checkAttentionArgs(spec, a); !r)
+  if (impl->autotune && requested.needsDefaults()) {
+    if (Result r = impl->autotuneAndLoad(
+            requested, lengthBucket(a.q.sizes[2], a.k.sizes[2]),
+            static_cast<CUstream>(a.stream),
+            [&](const KernelEntry &e) { return impl->runForward(e, a); },
+            entry);
+        !r)
       return r;
+  } else if (Result r = impl->prepareAndLoad(requested, entry); !r) {
+    return r;
   }
+  return impl->runForward(*entry, a);
+}
+
+Result Runtime::Impl::runForward(const KernelEntry &entry,
+                                 const AttentionArgs &a) {
+  // The defaults may have settled on a later candidate (the first spilled,
+  // the fastest): its tiles decide the grid.
+  const KernelSpec &spec = entry.info.spec;
+  if (Result r = checkAttentionArgs(spec, a); !r)
+    return r;
   ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
                          a.k.sizes[1], a.k.sizes[2]};
   if (problem.batch == 0 || problem.queryHeads == 0 ||
@@ -1120,15 +1294,15 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   operands[size_t(LaunchPlan::Operand::value)] = &a.v;
   operands[size_t(LaunchPlan::Operand::output)] = &a.o;
   operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
-  for (const LaunchPlan &plan : entry->info.launches)
+  for (const LaunchPlan &plan : entry.info.launches)
     for (LaunchPlan::Operand operand : plan.params)
       if (!operands[size_t(operand)])
         return Result::error(Status::compileError,
-                             entry->info.name +
+                             entry.info.name +
                                  ": the launch plan names an operand the "
                                  "forward does not have");
-  return impl->launchAll(*entry, operands, problem, spec.dtype,
-                         static_cast<CUstream>(a.stream));
+  return launchAll(entry, operands, problem, spec.dtype,
+                   static_cast<CUstream>(a.stream));
 }
 
 Result Runtime::backward(const KernelSpec &requestedForward,
@@ -1144,23 +1318,34 @@ Result Runtime::backward(const KernelSpec &requestedForward,
     return Result::error(Status::noDriver, impl->driverError);
 
   std::shared_ptr<KernelEntry> entry;
-  if (Result r = impl->prepareAndLoad(requested, entry); !r)
+  if (impl->autotune && requested.needsDefaults()) {
+    if (Result r = impl->autotuneAndLoad(
+            requested, lengthBucket(a.q.sizes[2], a.k.sizes[2]),
+            static_cast<CUstream>(a.stream),
+            [&](const KernelEntry &e) { return impl->runBackward(e, a); },
+            entry);
+        !r)
+      return r;
+  } else if (Result r = impl->prepareAndLoad(requested, entry); !r) {
     return r;
+  }
+  return impl->runBackward(*entry, a);
+}
+
+Result Runtime::Impl::runBackward(const KernelEntry &entry,
+                                  const AttentionBackwardArgs &a) {
   // The defaults may have settled on a later candidate: its tiles decide
   // the grids and the size of the turn counters.
-  if (entry->info.spec.blockM != spec.blockM ||
-      entry->info.spec.blockN != spec.blockN) {
-    spec = entry->info.spec;
-    if (Result r = checkAttentionBackwardArgs(spec, a); !r)
-      return r;
-  }
+  const KernelSpec &spec = entry.info.spec;
+  if (Result r = checkAttentionBackwardArgs(spec, a); !r)
+    return r;
   ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
                          a.k.sizes[1], a.k.sizes[2]};
   if (problem.batch == 0 || problem.queryHeads == 0)
     return {}; // nothing to compute
-  const CudaDriver &driver = *impl->driver;
+  const CudaDriver &driver = *this->driver;
   CUstream stream = static_cast<CUstream>(a.stream);
-  if (Result r = impl->cudaCheck(driver.cuCtxSetCurrent(impl->context),
+  if (Result r = cudaCheck(driver.cuCtxSetCurrent(context),
                                  "cuCtxSetCurrent");
       !r)
     return r;
@@ -1203,7 +1388,7 @@ Result Runtime::backward(const KernelSpec &requestedForward,
                      : orderOffset;
   CUdeviceptr workspace = 0;
   if (rows > 0) {
-    if (Result r = impl->cudaCheck(
+    if (Result r = cudaCheck(
             driver.cuMemAllocAsync(&workspace, bytes, stream),
             "cuMemAllocAsync (the backward's workspace)");
         !r)
@@ -1226,9 +1411,9 @@ Result Runtime::backward(const KernelSpec &requestedForward,
   operands[size_t(LaunchPlan::Operand::dqAccum)] = &dqAccum;
   operands[size_t(LaunchPlan::Operand::dqOrder)] = &dqOrder;
   Result launched =
-      impl->launchAll(*entry, operands, problem, spec.dtype, stream);
+      launchAll(entry, operands, problem, spec.dtype, stream);
   if (workspace) {
-    Result freed = impl->cudaCheck(driver.cuMemFreeAsync(workspace, stream),
+    Result freed = cudaCheck(driver.cuMemFreeAsync(workspace, stream),
                                    "cuMemFreeAsync (the backward's workspace)");
     if (launched && !freed)
       return freed;

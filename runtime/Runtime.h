@@ -105,6 +105,11 @@ struct RuntimeOptions {
   std::string cacheDir;
   bool diskCache = true;
   int device = 0;
+  /// Time the first default candidates of a request whose tiles are left
+  /// to the defaults, once per (spec, length bucket), on the caller's
+  /// tensors, and keep the fastest (in memory and in the disk cache); also
+  /// on with FA_AUTOTUNE=1 (runtime/Autotune.h).
+  bool autotune = false;
 };
 
 class Runtime {
@@ -148,6 +153,12 @@ public:
 
   /// Forgets the loaded and in-memory kernels (the disk cache stays).
   void clearMemoryCache();
+
+  /// Whether autotuning is on (RuntimeOptions::autotune or FA_AUTOTUNE=1).
+  bool autotunes() const;
+  /// How many tunings this runtime timed (choices read back from memory or
+  /// the disk cache do not count).
+  int64_t tuningsTimed() const;
 
   struct Impl;
 

@@ -754,6 +754,43 @@ TEST_F(GpuAttention, ClearMemoryCacheWhileLaunching) {
   clearer.join();
 }
 
+/// Autotuning: with it on, a request with default tiles times the first
+/// candidates once per (spec, length bucket) on its own tensors and runs the
+/// fastest (results still right); the choice lands in the disk cache, where
+/// a second runtime (as a second process would) reads it instead of timing;
+/// another length bucket is tuned again. Forward and backward.
+TEST_F(GpuAttention, AutotuneChoosesPersistsAndReuses) {
+  fa::RuntimeOptions options;
+  options.cacheDir = std::string(cacheDir);
+  options.autotune = true;
+  std::unique_ptr<fa::Runtime> first;
+  ASSERT_TRUE(bool(fa::Runtime::create(options, first)));
+  std::swap(runtime, first); // runCase and runBackwardCase use `runtime`
+  ASSERT_TRUE(runtime->autotunes());
+  runCase({128, 2, 4, 4, 1000, 1000, true, fa::ElementType::f16});
+  EXPECT_EQ(runtime->tuningsTimed(), 1);
+  runCase({128, 2, 4, 4, 1000, 1000, true, fa::ElementType::f16});
+  EXPECT_EQ(runtime->tuningsTimed(), 1) << "the same bucket is tuned once";
+  runBackwardCase({64, 1, 4, 2, 300, 300, true, fa::ElementType::bf16});
+  EXPECT_EQ(runtime->tuningsTimed(), 2);
+  int stored = 0;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(cacheDir, ec), end;
+       it != end && !ec; it.increment(ec))
+    stored += llvm::StringRef(it->path()).contains("autotune-");
+  EXPECT_EQ(stored, 2) << "one stored choice per tuning";
+
+  std::unique_ptr<fa::Runtime> second;
+  ASSERT_TRUE(bool(fa::Runtime::create(options, second)));
+  std::swap(runtime, second);
+  runCase({128, 2, 4, 4, 1000, 1000, true, fa::ElementType::f16});
+  runBackwardCase({64, 1, 4, 2, 300, 300, true, fa::ElementType::bf16});
+  EXPECT_EQ(runtime->tuningsTimed(), 0) << "choices read back from disk";
+  runCase({128, 1, 4, 4, 3000, 3000, true, fa::ElementType::f16});
+  EXPECT_EQ(runtime->tuningsTimed(), 1) << "a new length bucket";
+  std::swap(runtime, first);
+}
+
 TEST_F(GpuAttention, JitAndCacheTimes) {
   fa::KernelSpec spec;
   spec.headDim = 96;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Autotune.h"
 #include "runtime/DiskCache.h"
 #include "runtime/Runtime.h"
 #include "compiler/KernelCompiler.h"
@@ -1024,3 +1025,72 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
 }
 
 } // namespace
+
+/// Autotuning's pieces that need no device: the length buckets, keys that
+/// change with everything a choice depends on, and stored choices that
+/// read back only for their own request and bucket.
+TEST(Autotune, BucketsKeysAndStoredChoices) {
+  EXPECT_EQ(fa::lengthBucket(1, 1), 64);
+  EXPECT_EQ(fa::lengthBucket(100, 17), 128);
+  EXPECT_EQ(fa::lengthBucket(4096, 4096), 4096);
+  EXPECT_EQ(fa::lengthBucket(1, 4097), 8192);
+
+  fa::KernelSpec request;
+  request.headDim = 128;
+  request.dtype = fa::ElementType::f16;
+  request.blockM = request.blockN = request.numWarps = request.stages = 0;
+  request.arch = "sm_80";
+  std::string key = fa::autotuneKey(request, 4096, "v1", "ptxas 13.0");
+  EXPECT_EQ(key.rfind("autotune-", 0), 0u);
+  EXPECT_NE(key, fa::autotuneKey(request, 8192, "v1", "ptxas 13.0"));
+  EXPECT_NE(key, fa::autotuneKey(request, 4096, "v2", "ptxas 13.0"));
+  EXPECT_NE(key, fa::autotuneKey(request, 4096, "v1", "driver 13000"));
+  fa::KernelSpec causal = request;
+  causal.causal = true;
+  EXPECT_NE(key, fa::autotuneKey(causal, 4096, "v1", "ptxas 13.0"));
+
+  std::vector<fa::KernelSpec> candidates = request.defaultCandidates();
+  ASSERT_GE(candidates.size(), 2u);
+  const fa::KernelSpec &second = candidates[1];
+  std::string json = fa::tunedChoiceJson(
+      request, 4096, second, {{candidates[0], 2.5}, {second, 1.5}});
+  fa::KernelSpec chosen;
+  EXPECT_EQ(fa::parseTunedChoice(json, request, 4096, chosen), "");
+  EXPECT_EQ(chosen.canonicalText(), second.canonicalText());
+  EXPECT_EQ(fa::parseTunedChoice(json, request, 8192, chosen),
+            "it was made for another length bucket");
+  EXPECT_EQ(fa::parseTunedChoice(json, causal, 4096, chosen),
+            "it was made for another request");
+  EXPECT_EQ(fa::parseTunedChoice("{", request, 4096, chosen).rfind(
+                "not JSON", 0),
+            0u);
+  fa::KernelSpec bad = second;
+  bad.numWarps = 99;
+  EXPECT_EQ(fa::parseTunedChoice(fa::tunedChoiceJson(request, 4096, bad, {}),
+                                 request, 4096, chosen)
+                .rfind("its tiles are invalid: num-warps must be in [1, 32]",
+                       0),
+            0u);
+}
+
+/// Autotuning is opt-in: RuntimeOptions::autotune or FA_AUTOTUNE=1.
+TEST(Autotune, OnByOptionOrEnvironment) {
+  TempDir dir;
+  fa::RuntimeOptions options;
+  options.cacheDir = dir.str();
+  std::unique_ptr<fa::Runtime> rt;
+  ::unsetenv("FA_AUTOTUNE");
+  ASSERT_TRUE(bool(fa::Runtime::create(options, rt)));
+  EXPECT_FALSE(rt->autotunes());
+  EXPECT_EQ(rt->tuningsTimed(), 0);
+  ::setenv("FA_AUTOTUNE", "1", 1);
+  ASSERT_TRUE(bool(fa::Runtime::create(options, rt)));
+  EXPECT_TRUE(rt->autotunes());
+  ::setenv("FA_AUTOTUNE", "0", 1);
+  ASSERT_TRUE(bool(fa::Runtime::create(options, rt)));
+  EXPECT_FALSE(rt->autotunes());
+  ::unsetenv("FA_AUTOTUNE");
+  options.autotune = true;
+  ASSERT_TRUE(bool(fa::Runtime::create(options, rt)));
+  EXPECT_TRUE(rt->autotunes());
+}
