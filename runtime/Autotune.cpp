@@ -38,7 +38,8 @@ static llvm::json::Object tilesOf(const KernelSpec &spec) {
                             {"stages", spec.stages}};
 }
 
-std::string tunedChoiceJson(const KernelSpec &request, int64_t bucket,
+std::string tunedChoiceJson(const std::string &key, const KernelSpec &request,
+                            int64_t bucket,
                             const KernelSpec &chosen,
                             const std::vector<TimedCandidate> &timings) {
   llvm::json::Array timed;
@@ -47,7 +48,8 @@ std::string tunedChoiceJson(const KernelSpec &request, int64_t bucket,
     entry["milliseconds"] = t.milliseconds;
     timed.push_back(std::move(entry));
   }
-  llvm::json::Object root{{"request", request.canonicalText()},
+  llvm::json::Object root{{"key", key},
+                          {"request", request.canonicalText()},
                           {"bucket", bucket},
                           {"chosen", tilesOf(chosen)},
                           {"timings", std::move(timed)}};

@@ -19,10 +19,11 @@
 
 namespace fa {
 
-/// Candidates timed at most, and the time budget of one tuning: candidates
-/// after the budget is spent are not timed.
+/// Candidates timed at most, and the time budget of one tuning (compiles
+/// included): once it is spent and two candidates are timed, the others
+/// are not.
 constexpr size_t kAutotuneCandidates = 4;
-constexpr double kAutotuneBudgetSeconds = 2.0;
+constexpr double kAutotuneBudgetSeconds = 10.0;
 /// Timed runs per candidate (after one warm-up run); the median counts.
 constexpr int kAutotuneRuns = 5;
 
@@ -43,9 +44,10 @@ struct TimedCandidate {
   double milliseconds = 0.0;
 };
 
-/// The stored form of a choice (JSON): the request's canonical text, the
-/// bucket, the chosen tiles and every timing.
-std::string tunedChoiceJson(const KernelSpec &request, int64_t bucket,
+/// The stored form of a choice (JSON): its key (DiskCache checks it), the
+/// request's canonical text, the bucket, the chosen tiles and every timing.
+std::string tunedChoiceJson(const std::string &key, const KernelSpec &request,
+                            int64_t bucket,
                             const KernelSpec &chosen,
                             const std::vector<TimedCandidate> &timings);
 

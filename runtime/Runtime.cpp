@@ -1116,7 +1116,7 @@ Result Runtime::Impl::autotuneAndLoad(
   double bestMilliseconds = 0.0;
   Result firstError;
   for (const KernelSpec &candidate : candidates) {
-    if (!timings.empty() && secondsSince(start) > kAutotuneBudgetSeconds)
+    if (timings.size() >= 2 && secondsSince(start) > kAutotuneBudgetSeconds)
       break;
     KernelEntry *compiled = nullptr;
     Result r = prepareLocked(candidate, compiled);
@@ -1147,7 +1147,7 @@ Result Runtime::Impl::autotuneAndLoad(
   tunedChoice[key] = best->info.spec;
   // A cache that cannot be written costs the next process a tuning.
   if (options.diskCache)
-    disk.write(key, {tunedChoiceJson(request, bucket, best->info.spec,
+    disk.write(key, {tunedChoiceJson(key, request, bucket, best->info.spec,
                                      timings),
                      {}});
   entry = best;

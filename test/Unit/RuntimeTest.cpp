@@ -1053,9 +1053,20 @@ TEST(Autotune, BucketsKeysAndStoredChoices) {
   ASSERT_GE(candidates.size(), 2u);
   const fa::KernelSpec &second = candidates[1];
   std::string json = fa::tunedChoiceJson(
-      request, 4096, second, {{candidates[0], 2.5}, {second, 1.5}});
+      key, request, 4096, second, {{candidates[0], 2.5}, {second, 1.5}});
   fa::KernelSpec chosen;
   EXPECT_EQ(fa::parseTunedChoice(json, request, 4096, chosen), "");
+  EXPECT_EQ(chosen.canonicalText(), second.canonicalText());
+  // Stored in and read back from the disk cache, whose entries name their
+  // key.
+  TempDir dir;
+  fa::DiskCache disk(dir.str());
+  ASSERT_EQ(disk.open(), "");
+  ASSERT_EQ(disk.write(key, {json, {}}), "");
+  fa::CachedKernel stored;
+  std::string why;
+  ASSERT_EQ(disk.read(key, stored, why), fa::DiskCache::Lookup::hit) << why;
+  EXPECT_EQ(fa::parseTunedChoice(stored.metadata, request, 4096, chosen), "");
   EXPECT_EQ(chosen.canonicalText(), second.canonicalText());
   EXPECT_EQ(fa::parseTunedChoice(json, request, 8192, chosen),
             "it was made for another length bucket");
@@ -1066,7 +1077,8 @@ TEST(Autotune, BucketsKeysAndStoredChoices) {
             0u);
   fa::KernelSpec bad = second;
   bad.numWarps = 99;
-  EXPECT_EQ(fa::parseTunedChoice(fa::tunedChoiceJson(request, 4096, bad, {}),
+  EXPECT_EQ(fa::parseTunedChoice(fa::tunedChoiceJson(key, request, 4096, bad,
+                                                     {}),
                                  request, 4096, chosen)
                 .rfind("its tiles are invalid: num-warps must be in [1, 32]",
                        0),
