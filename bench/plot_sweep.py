@@ -5,7 +5,8 @@ of one warp count and stage count.
         [--metric registers|blocks_per_sm|tflops] [--warps N] [--stages N]
 
 The metric defaults to tflops when the sweep was timed (a "tflops" field),
-else registers. Spilling configs are hatched and marked "spills"; configs
+else registers. Spilling configs are hatched and marked "spills", timed
+configs whose output failed the float64 check "WRONG"; configs
 the resource model or the compiler rejected are gray, labeled with the
 limit that rejected them. Prints one line per cell (the picture's data).
 """
@@ -92,12 +93,15 @@ def main():
                                                fill=False, hatch="//",
                                                edgecolor="red"))
                     text += "\nspills"
+                if r.get("check", "ok") != "ok":  # timed, failed its check
+                    text += "\nWRONG"
                 ax.text(j, i, text, ha="center", va="center", fontsize=9,
                         color=text_color(values[i][j]))
             print(f"block_m={m} block_n={n}: {r['status']}"
                   + (f" ({rejection_label(r.get('reason', ''))})"
                      if r["status"] == "rejected"
-                     else f" {metric}={r.get(metric)}"))
+                     else f" {metric}={r.get(metric)}")
+                  + (f" check={r['check']}" if "check" in r else ""))
     ax.set_xticks(range(len(ns)), [str(n) for n in ns])
     ax.set_yticks(range(len(ms)), [str(m) for m in ms])
     ax.set_xlabel("block_n (B_c)")

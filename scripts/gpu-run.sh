@@ -4,7 +4,7 @@
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
-#                       sweep|sweep-mma|
+#                       sweep|sweep-timed|sweep-mma|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       driver-only|
 #                       nvjitlink|all]...
@@ -63,6 +63,13 @@ for step in $steps; do
       --json "$OUT/bench-backward.json" ${FA_BENCH_BACKWARD_ARGS:-} ;;&
   sweep | all)
     run sweep python3 bench/sweep_tiles.py ;;&
+  sweep-timed)
+    # fa-sweep's timed mode: the lecture's SIMT grid at D=128 and the mma
+    # grid at D=128 fp16, checked and timed, JSON for bench/plot_sweep.py.
+    run sweep-timed-simt /tmp/fa-bin/fa-sweep --head-dim=128 --time --quiet \
+      --json "$OUT/sweep-timed-simt-d128.json"
+    run sweep-timed-mma /tmp/fa-bin/fa-sweep --head-dim=128 --dtype=f16 \
+      --strategy=mma --time --quiet --json "$OUT/sweep-timed-mma-d128.json" ;;
   sweep-mma | all)
     run sweep-mma python3 bench/sweep_mma.py ;;&
   sweep-wgmma | all)

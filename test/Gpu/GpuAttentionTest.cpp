@@ -14,6 +14,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
 #include "test/Common/LowPrecision.h"
+#include "tools/fa-sweep/DeviceTiming.h"
 #include "test/Common/Random.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -789,6 +790,45 @@ TEST_F(GpuAttention, AutotuneChoosesPersistsAndReuses) {
   runCase({128, 1, 4, 4, 3000, 3000, true, fa::ElementType::f16});
   EXPECT_EQ(runtime->tuningsTimed(), 1) << "a new length bucket";
   std::swap(runtime, first);
+}
+
+/// fa-sweep's timed mode on a small problem: every schedule is checked
+/// against float64 and timed (simt and mma, causal, GQA).
+TEST_F(GpuAttention, SweepTimingChecksAndTimes) {
+  fa::AttentionProblem problem;
+  problem.batch = 1;
+  problem.qHeads = 4;
+  problem.kvHeads = 2;
+  problem.qLen = problem.kvLen = 512;
+  problem.headDim = 64;
+  problem.causal = true;
+  std::unique_ptr<fa::DeviceTiming> timing;
+  ASSERT_EQ(fa::DeviceTiming::create(problem, 3, timing), "");
+  fa::KernelSpec simt;
+  simt.headDim = 64;
+  simt.causal = true;
+  simt.strategy = fa::Strategy::simt;
+  simt.blockM = 8;
+  simt.blockN = 32;
+  simt.numWarps = 4;
+  simt.stages = 1;
+  fa::KernelSpec mma = simt;
+  mma.dtype = fa::ElementType::f16;
+  mma.strategy = fa::Strategy::mma;
+  mma.blockM = 64;
+  mma.blockN = 64;
+  mma.stages = 2;
+  for (const fa::KernelSpec &spec : {simt, mma}) {
+    fa::TimedSchedule t = timing->measure(spec);
+    std::printf("  sweep timing %s: check %s (max error %.2e, bound %.2e), "
+                "%.4f ms, %.2f TFLOP/s\n",
+                spec.kernelName().c_str(), t.check.c_str(), t.maxError,
+                t.bound, t.milliseconds, t.tflops);
+    EXPECT_EQ(t.check, "ok") << spec.kernelName();
+    EXPECT_LE(t.maxError, t.bound);
+    EXPECT_GT(t.milliseconds, 0.0);
+    EXPECT_GT(t.tflops, 0.0);
+  }
 }
 
 TEST_F(GpuAttention, JitAndCacheTimes) {

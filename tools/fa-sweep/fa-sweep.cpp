@@ -5,12 +5,17 @@
 // registers and spills (ptxas), shared memory and threads (the placement),
 // blocks per SM (occupancy on the arch) — or why the resource model or the
 // compiler rejects it. A table on the terminal, JSON and CSV on request.
+// With --time (a GPU), each schedule that compiled is also checked once
+// against the float64 reference and timed on a stated problem
+// (DeviceTiming.h).
 //
 //   fa-sweep --head-dim=128                       # the lecture's SIMT grid
 //   fa-sweep --dtype=f16 --strategy=mma --head-dim=128 --json sweep.json
+//   fa-sweep --head-dim=128 --time --time-shape=4,16,16,4096,4096
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/fa-sweep/DeviceTiming.h"
 #include "compiler/KernelCompiler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
@@ -26,6 +31,8 @@
 #include "llvm/Support/WithColor.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +72,18 @@ static cl::opt<std::string> jsonFile("json", cl::desc("write the rows as JSON"),
 static cl::opt<std::string> csvFile("csv", cl::desc("write the rows as CSV"),
                                     cl::value_desc("FILE"), cl::init(""),
                                     cl::cat(category));
+static cl::opt<bool> timeOnDevice(
+    "time", cl::desc("also check each schedule against the float64 reference "
+                     "and time it on the GPU (needs a CUDA driver)"),
+    cl::init(false), cl::cat(category));
+static cl::opt<std::string> timeShape(
+    "time-shape",
+    cl::desc("B,Hq,Hkv,Sq,Sk of the timed problem (default: "
+             "FlashAttention's benchmark shape, B=4, H=2048/D, S=4096)"),
+    cl::init(""), cl::cat(category));
+static cl::opt<int> timeRuns("time-runs",
+                             cl::desc("timed runs per schedule (median)"),
+                             cl::init(10), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("no progress line"),
                            cl::init(false), cl::cat(category));
 
@@ -82,6 +101,8 @@ struct Row {
   int64_t sharedBytes = 0, threads = 0, blocksPerSM = 0;
   std::string occupancyLimit;
   double hbmBytes = 0; // the IO model's tiled forward, FA benchmark shape
+  bool timed = false;   // --time measured it
+  fa::TimedSchedule measured;
 
   llvm::json::Object toJson() const {
     llvm::json::Object o{{"block_m", blockM}, {"block_n", blockN},
@@ -99,6 +120,13 @@ struct Row {
     o["blocks_per_sm"] = blocksPerSM;
     o["occupancy_limited_by"] = occupancyLimit;
     o["model_hbm_bytes"] = hbmBytes;
+    if (timed) {
+      o["check"] = measured.check;
+      o["check_max_error"] = measured.maxError;
+      o["check_bound"] = measured.bound;
+      o["milliseconds"] = measured.milliseconds;
+      o["tflops"] = measured.tflops;
+    }
     return o;
   }
 };
@@ -170,13 +198,49 @@ int main(int argc, char **argv) {
   io.causal = causal;
   int64_t elementBytes = base.dtype == fa::ElementType::f32 ? 4 : 2;
 
+  // The timed problem: FlashAttention's benchmark shape unless stated.
+  fa::AttentionProblem timedProblem = io;
+  timedProblem.scale = 1.0 / std::sqrt(double(headDim));
+  std::unique_ptr<fa::DeviceTiming> device;
+  if (timeOnDevice) {
+    if (!timeShape.empty()) {
+      llvm::SmallVector<llvm::StringRef> parts;
+      llvm::StringRef(timeShape).split(parts, ',');
+      int64_t values[5];
+      bool good = parts.size() == 5;
+      for (size_t i = 0; good && i < 5; ++i)
+        good = !parts[i].trim().getAsInteger(10, values[i]) && values[i] > 0 &&
+               values[i] <= (int64_t(1) << 24);
+      if (!good || values[1] % values[2] != 0)
+        return fail("--time-shape must be B,Hq,Hkv,Sq,Sk: five positive "
+                    "integers up to 2^24 with Hq a multiple of Hkv, got '" +
+                    timeShape + "'");
+      timedProblem.batch = values[0];
+      timedProblem.qHeads = values[1];
+      timedProblem.kvHeads = values[2];
+      timedProblem.qLen = values[3];
+      timedProblem.kvLen = values[4];
+    }
+    if (timeRuns < 1 || timeRuns > 1000)
+      return fail("--time-runs must be in [1, 1000], got " +
+                  llvm::Twine(int(timeRuns)));
+    if (std::string why =
+            fa::DeviceTiming::create(timedProblem, timeRuns, device);
+        !why.empty())
+      return fail("--time needs a CUDA driver and device: " + why);
+  }
+
   std::vector<Row> rows;
   size_t total = ms.size() * ns.size() * ws.size() * ss.size(), done = 0;
   for (int64_t m : ms)
     for (int64_t n : ns)
       for (int64_t w : ws)
         for (int64_t st : ss) {
-          Row row{m, n, w, st};
+          Row row;
+          row.blockM = m;
+          row.blockN = n;
+          row.warps = w;
+          row.stages = st;
           if (!quiet)
             llvm::errs() << llvm::format("\r[%zu/%zu] block-m=%lld block-n=%lld "
                                          "warps=%lld stages=%lld   ",
@@ -215,6 +279,10 @@ int main(int argc, char **argv) {
           row.occupancyLimit = occ.limitedBy;
           row.status = r.spills() ? "spills" : "ok";
           row.hbmBytes = fa::tiledForwardIO(io, elementBytes, m, n).bytes();
+          if (device) {
+            row.timed = true;
+            row.measured = device->measure(spec);
+          }
           rows.push_back(row);
         }
   if (!quiet)
@@ -224,10 +292,19 @@ int main(int argc, char **argv) {
   os << "fa-sweep: D=" << headDim << " " << dtype << (causal ? " causal" : "")
      << " " << strategy << " on " << arch << "; model HBM bytes on B="
      << io.batch << " H=" << io.qHeads << " S=" << io.qLen << "\n";
-  os << llvm::format("%7s %7s %5s %6s | %-8s %4s %8s %8s %9s %7s %6s %-13s %9s\n",
+  if (device)
+    os << "timed on B=" << timedProblem.batch << " Hq=" << timedProblem.qHeads
+       << " Hkv=" << timedProblem.kvHeads << " Sq=" << timedProblem.qLen
+       << " Sk=" << timedProblem.kvLen << " (median of " << int(timeRuns)
+       << " runs after 2 warm-up runs); checked on B=1 Hq=4 Hkv=2 Sq=300 "
+          "Sk=333 against float64\n";
+  os << llvm::format("%7s %7s %5s %6s | %-8s %4s %8s %8s %9s %7s %6s %-13s %9s",
                      "block_m", "block_n", "warps", "stages", "status", "regs",
                      "spill_st", "spill_ld", "shared", "threads", "blk/SM",
                      "limited by", "model HBM");
+  if (device)
+    os << llvm::format(" | %-6s %9s %8s", "check", "ms", "TFLOP/s");
+  os << "\n";
   for (const Row &row : rows) {
     os << llvm::format("%7lld %7lld %5lld %6lld | ", (long long)row.blockM,
                        (long long)row.blockN, (long long)row.warps,
@@ -236,12 +313,24 @@ int main(int argc, char **argv) {
       os << "rejected: " << row.reason << "\n";
       continue;
     }
-    os << llvm::format("%-8s %4lld %8lld %8lld %9lld %7lld %6lld %-13s %9s\n",
+    os << llvm::format("%-8s %4lld %8lld %8lld %9lld %7lld %6lld %-13s %9s",
                        row.status.c_str(), (long long)row.registers,
                        (long long)row.spillStores, (long long)row.spillLoads,
                        (long long)row.sharedBytes, (long long)row.threads,
                        (long long)row.blocksPerSM, row.occupancyLimit.c_str(),
                        fa::formatBytes(row.hbmBytes).c_str());
+    if (row.timed) {
+      bool checked = row.measured.check == "ok" || row.measured.check == "wrong";
+      os << llvm::format(" | %-6s %9.3f %8.1f",
+                         checked ? row.measured.check.c_str() : "error",
+                         row.measured.milliseconds, row.measured.tflops);
+      if (row.measured.check == "wrong")
+        os << llvm::format(" (max error %.3g > %.3g)", row.measured.maxError,
+                           row.measured.bound);
+      else if (!checked)
+        os << " (" << row.measured.check << ")";
+    }
+    os << "\n";
   }
 
   std::string error;
@@ -265,21 +354,28 @@ int main(int argc, char **argv) {
     std::string text = "block_m,block_n,num_warps,stages,status,reason,"
                        "registers,spill_store_bytes,spill_load_bytes,"
                        "shared_bytes,threads,blocks_per_sm,"
-                       "occupancy_limited_by,model_hbm_bytes\n";
+                       "occupancy_limited_by,model_hbm_bytes,check,"
+                       "milliseconds,tflops\n";
     for (const Row &row : rows) {
       text += llvm::formatv("{0},{1},{2},{3},{4},{5},", row.blockM,
                             row.blockN, row.warps, row.stages, row.status,
                             csvField(row.reason))
                   .str();
       if (row.status == "rejected") {
-        text += ",,,,,,,\n";
+        text += ",,,,,,,,,,\n";
         continue;
       }
-      text += llvm::formatv("{0},{1},{2},{3},{4},{5},{6},{7}\n",
-                            row.registers, row.spillStores, row.spillLoads,
-                            row.sharedBytes, row.threads, row.blocksPerSM,
-                            row.occupancyLimit, int64_t(row.hbmBytes))
+      text += llvm::formatv("{0},{1},{2},{3},{4},{5},{6},{7},", row.registers,
+                            row.spillStores, row.spillLoads, row.sharedBytes,
+                            row.threads, row.blocksPerSM, row.occupancyLimit,
+                            int64_t(row.hbmBytes))
                   .str();
+      if (row.timed)
+        text += llvm::formatv("{0},{1},{2}\n", csvField(row.measured.check),
+                              row.measured.milliseconds, row.measured.tflops)
+                    .str();
+      else
+        text += ",,\n";
     }
     if (!writeFile(csvFile, text, error))
       return fail(error);
