@@ -76,20 +76,36 @@ std::string checkSpec(const KernelSpec &spec) {
   return "";
 }
 
-std::string checkFits(const Config &c, const GpuArch &arch) {
+/// How messages name a config.
+static std::string describe(const Config &c) {
   auto text = [](int64_t v) { return std::to_string(v); };
-  std::string config =
-      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
-      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
-      " stages=" + text(c.stages);
+  return "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
+         " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
+         " stages=" + text(c.stages);
+}
+
+/// The rules the forward and the backward program share ("" when they
+/// hold); `what` names the placement in the message.
+static std::string checkWarpsStagesHeadDim(const Config &c,
+                                           const std::string &what) {
+  auto text = [](int64_t v) { return std::to_string(v); };
   if (c.numWarps < 1 || c.numWarps > 32)
     return "num-warps must be in [1, 32], got " + text(c.numWarps);
   if (c.stages < 1 || c.stages > kMaxStages)
     return "stages must be in [1, " + text(kMaxStages) + "], got " +
            text(c.stages);
   if (c.headDim % kN != 0 || c.headDim < kN)
-    return "mma placement (" + config +
+    return what + " (" + describe(c) +
            "): the head dim must be a positive multiple of 8";
+  return "";
+}
+
+std::string checkFits(const Config &c, const GpuArch &arch) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  if (std::string error = checkWarpsStagesHeadDim(c, "mma placement");
+      !error.empty())
+    return error;
+  std::string config = describe(c);
   if (c.blockM % (kM * c.numWarps) != 0)
     return "mma placement (" + config + "): block-m " + text(c.blockM) +
            " is not a multiple of 16 x num-warps = " + text(kM * c.numWarps) +
@@ -176,18 +192,11 @@ int64_t estimateBackwardRegisters(const Config &c) {
 
 std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
   auto text = [](int64_t v) { return std::to_string(v); };
-  std::string config =
-      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
-      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
-      " stages=" + text(c.stages);
-  if (c.numWarps < 1 || c.numWarps > 32)
-    return "num-warps must be in [1, 32], got " + text(c.numWarps);
-  if (c.stages < 1 || c.stages > kMaxStages)
-    return "stages must be in [1, " + text(kMaxStages) + "], got " +
-           text(c.stages);
-  if (c.headDim % kN != 0 || c.headDim < kN)
-    return "mma backward placement (" + config +
-           "): the head dim must be a positive multiple of 8";
+  if (std::string error =
+          checkWarpsStagesHeadDim(c, "mma backward placement");
+      !error.empty())
+    return error;
+  std::string config = describe(c);
   if (c.blockM % (kM * c.numWarps) != 0)
     return "mma backward placement (" + config + "): block-m " +
            text(c.blockM) + " is not a multiple of 16 x num-warps = " +
