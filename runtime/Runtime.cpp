@@ -209,6 +209,8 @@ struct Runtime::Impl {
   /// launches from it (clearMemoryCache may drop the cache's share).
   Result prepareAndLoad(const KernelSpec &requested,
                         std::shared_ptr<KernelEntry> &entry);
+  Result prepareAndLoadLocked(const KernelSpec &requested,
+                              std::shared_ptr<KernelEntry> &entry);
   /// Runs the launches of a loaded kernel in order on `stream`; `operands`
   /// holds the tensor of each LaunchPlan::Operand.
   Result launchAll(const KernelEntry &entry,
@@ -1017,6 +1019,11 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
 Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
                                      std::shared_ptr<KernelEntry> &entry) {
   std::lock_guard<std::mutex> lock(mutex);
+  return prepareAndLoadLocked(requested, entry);
+}
+
+Result Runtime::Impl::prepareAndLoadLocked(const KernelSpec &requested,
+                                           std::shared_ptr<KernelEntry> &entry) {
   KernelEntry *found = nullptr;
   if (Result r = prepareDefaultedLocked(requested, found); !r)
     return r;
@@ -1081,26 +1088,17 @@ Result Runtime::Impl::autotuneAndLoad(
       return r;
   std::string key =
       autotuneKey(request, bucket, compilerVersion(), assemblerId);
-  auto loadChoice = [&](const KernelSpec &chosen) -> Result {
-    KernelEntry *found = nullptr;
-    if (Result r = prepareLocked(chosen, found); !r)
-      return r;
-    if (Result r = loadLocked(*found); !r)
-      return r;
-    entry = kernels.at(found->info.key);
-    return {};
-  };
   // A choice made before, by this runtime or (disk cache) another process;
   // a stored choice that does not read back for this request is ignored.
   if (auto it = tunedChoice.find(key); it != tunedChoice.end())
-    return loadChoice(it->second);
+    return prepareAndLoadLocked(it->second, entry);
   if (options.diskCache) {
     CachedKernel stored;
     std::string why;
     KernelSpec chosen;
     if (disk.read(key, stored, why) == DiskCache::Lookup::hit &&
         parseTunedChoice(stored.metadata, request, bucket, chosen).empty() &&
-        loadChoice(chosen)) {
+        prepareAndLoadLocked(chosen, entry)) {
       tunedChoice[key] = chosen;
       return {};
     }
@@ -1118,13 +1116,9 @@ Result Runtime::Impl::autotuneAndLoad(
   for (const KernelSpec &candidate : candidates) {
     if (timings.size() >= 2 && secondsSince(start) > kAutotuneBudgetSeconds)
       break;
-    KernelEntry *compiled = nullptr;
-    Result r = prepareLocked(candidate, compiled);
-    if (r)
-      r = loadLocked(*compiled);
+    std::shared_ptr<KernelEntry> shared;
+    Result r = prepareAndLoadLocked(candidate, shared);
     double milliseconds = 0.0;
-    std::shared_ptr<KernelEntry> shared =
-        r ? kernels.at(compiled->info.key) : nullptr;
     if (r)
       r = timeRuns(stream, [&] { return run(*shared); }, milliseconds);
     if (!r) {

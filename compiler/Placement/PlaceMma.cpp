@@ -42,6 +42,26 @@ struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
   LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
   LogicalResult placeBackwardProgram(GridOp grid,
                                      const ::fa::GpuArch &target);
+
+  /// The program's fa.launch, and a warning when the model's register
+  /// estimate is over the thread's budget (the kernel will spill).
+  void setLaunch(GridOp grid, StringRef what,
+                 const ::fa::mma::Config &config, int64_t registers,
+                 int64_t sharedBytes) {
+    int64_t numThreads = config.numWarps * 32;
+    int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
+    if (registers > registerLimit)
+      grid.emitWarning() << what << " block-m=" << config.blockM
+                         << " block-n=" << config.blockN
+                         << " head-dim=" << config.headDim
+                         << " num-warps=" << config.numWarps << " needs about "
+                         << registers << " registers per thread, over the "
+                         << registerLimit
+                         << " available: the kernel will spill";
+    grid->setAttr(FADialect::getLaunchAttrName(),
+                  LaunchAttr::get(&getContext(), StrategyKind::mma, numThreads,
+                                  sharedBytes, config.stages, registers));
+  }
 };
 
 LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
@@ -113,20 +133,8 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                                  layout.kOffset, layout.vOffset, stages)))
     return failure();
 
-  int64_t numThreads = numWarps * 32;
-  int64_t registers = ::fa::mma::estimateRegisters(config);
-  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
-  if (registers > registerLimit)
-    grid.emitWarning() << "mma placement block-m=" << shape->blockM
-                       << " block-n=" << shape->blockN
-                       << " head-dim=" << shape->headDim
-                       << " num-warps=" << int64_t(numWarps) << " needs about "
-                       << registers << " registers per thread, over the "
-                       << registerLimit << " available: the kernel will spill";
-
-  grid->setAttr(FADialect::getLaunchAttrName(),
-                LaunchAttr::get(ctx, StrategyKind::mma, numThreads,
-                                layout.totalBytes, stages, registers));
+  setLaunch(grid, "mma placement", config,
+            ::fa::mma::estimateRegisters(config), layout.totalBytes);
   return success();
 }
 
@@ -292,19 +300,8 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
       }
   });
 
-  int64_t numThreads = numWarps * 32;
-  int64_t registers = ::fa::mma::estimateBackwardRegisters(config);
-  int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
-  if (registers > registerLimit)
-    grid.emitWarning() << "mma backward placement block-m=" << config.blockM
-                       << " block-n=" << config.blockN
-                       << " head-dim=" << config.headDim
-                       << " num-warps=" << int64_t(numWarps) << " needs about "
-                       << registers << " registers per thread, over the "
-                       << registerLimit << " available: the kernel will spill";
-  grid->setAttr(FADialect::getLaunchAttrName(),
-                LaunchAttr::get(ctx, StrategyKind::mma, numThreads,
-                                layout.totalBytes, stages, registers));
+  setLaunch(grid, "mma backward placement", config,
+            ::fa::mma::estimateBackwardRegisters(config), layout.totalBytes);
   return success();
 }
 

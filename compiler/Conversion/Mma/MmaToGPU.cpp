@@ -115,6 +115,19 @@ struct FragmentTile {
                     ni * layout::kN + layout::AccumulatorFragment::colPair[e]);
   }
 
+  /// Calls `fn(row, col, slot)` for each 32-bit element pair a lane holds
+  /// of an accumulator tile: tile (row, col) of elements slot and slot + 1.
+  void forEachElementPair(
+      OpBuilder &b, Location loc,
+      function_ref<void(Value row, Value col, int64_t slot)> fn) const {
+    for (int64_t mi = 0; mi < rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value r = row(b, loc, mi, h);
+        for (int64_t ni = 0; ni < accColBlocks; ++ni)
+          fn(r, accCol(b, loc, ni, 2 * h), accSlot(mi, ni, 2 * h));
+      }
+  }
+
   int64_t rows, cols, rowBlocks, accColBlocks;
   const Lane &lane;
   Value warpRow0;
@@ -148,6 +161,36 @@ Value ldmatrix(OpBuilder &b, Location loc, Value buffer, Value row, Value col,
   return nvgpu::LdMatrixOp::create(b, loc, type, buffer, ValueRange{row, col},
                                    b.getBoolAttr(transpose),
                                    b.getI32IntegerAttr(matrices));
+}
+
+/// The A fragment (a0a1, a2a3, a4a5, a6a7) of the 16 x 16 block (mi, ki)
+/// of a warp's rows of `tile`, by one ldmatrix.x4 from `buffer`. Stored
+/// [m][k] (Q, dO): lane l points at row m0 + l % 8 + 8 (l / 8 % 2), column
+/// k0 + 8 (l / 16). Stored [k][m] (`transposed`: P and dS of the backward,
+/// read as P^T and dS^T) with .trans: matrix i holds (m half
+/// aMatrixRowHalf[i], k half aMatrixColHalf[i]), i.e. stored rows
+/// k0 + 8 aMatrixColHalf[i] and columns m0 + 8 aMatrixRowHalf[i]; lane l
+/// points at stored row k0 + l % 8 + 8 (l / 16), column m0 + 8 (l / 8 % 2).
+Value ldmatrixA(OpBuilder &b, Location loc, const FragmentTile &tile,
+                Value buffer,
+                int64_t mi, int64_t ki, bool transposed) {
+  const Lane &lane = tile.lane;
+  if (!transposed) {
+    Value laneRow =
+        arith::AddIOp::create(b, loc, lane.matrixRow, lane.secondMatrix);
+    Value row = addConst(
+        b, loc, arith::AddIOp::create(b, loc, tile.warpRow0, laneRow),
+        mi * layout::kM);
+    Value col = addConst(b, loc, lane.upperMatrices, ki * layout::kK);
+    return ldmatrix(b, loc, buffer, row, col, 4, /*transpose=*/false);
+  }
+  Value row = addConst(
+      b, loc, arith::AddIOp::create(b, loc, lane.matrixRow, lane.upperMatrices),
+      ki * layout::kK);
+  Value col = addConst(
+      b, loc, arith::AddIOp::create(b, loc, tile.warpRow0, lane.secondMatrix),
+      mi * layout::kM);
+  return ldmatrix(b, loc, buffer, row, col, 4, /*transpose=*/true);
 }
 
 /// d = a * b + c for one m16n8k16 fragment.
@@ -238,20 +281,11 @@ struct SharedToOperandLowering : MmaPattern<ConvertLayoutOp> {
     Lane lane(rewriter, loc);
     FragmentTile tile(rewriter, loc, lane, type);
     int64_t kBlocks = llvm::divideCeil(tile.cols, layout::kK);
-    // Matrices (rows lo, k lo), (rows hi, k lo), (rows lo, k hi), ...
-    Value laneRow =
-        arith::AddIOp::create(rewriter, loc, lane.matrixRow, lane.secondMatrix);
-    Value laneCol = lane.upperMatrices;
     SmallVector<Value> elements;
     for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
       for (int64_t ki = 0; ki < kBlocks; ++ki) {
-        Value row = addConst(
-            rewriter, loc,
-            arith::AddIOp::create(rewriter, loc, tile.warpRow0, laneRow),
-            mi * layout::kM);
-        Value col = addConst(rewriter, loc, laneCol, ki * layout::kK);
-        Value loaded = ldmatrix(rewriter, loc, adaptor.getSource(), row, col, 4,
-                                /*transpose=*/false);
+        Value loaded = ldmatrixA(rewriter, loc, tile, adaptor.getSource(), mi,
+                                 ki, /*transposed=*/false);
         for (int64_t r = 0; r < 4; ++r)
           for (int64_t i = 0; i < 2; ++i)
             elements.push_back(vector::ExtractOp::create(
@@ -394,46 +428,16 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
     else
       acc.assign(tile.rowBlocks * nBlocks * 4, f32Const(rewriter, loc, 0.0));
     // A registers: (mi, ki) -> 4 x i32, from the A fragments, or read from
-    // shared memory at each k-step (the backward's Q and dO: a warp never
-    // holds a whole operand) with one ldmatrix.x4 per 16 x 16 block, as
-    // SharedToOperandLowering does; or (lhs^T stored [k][m], P and dS of
-    // the backward) one ldmatrix.x4.trans per block: matrix i holds (m half
-    // aMatrixRowHalf[i], k half aMatrixColHalf[i]), i.e. stored rows
-    // k0 + 8 aMatrixColHalf[i] and columns m0 + 8 aMatrixRowHalf[i]; lane l
-    // points at stored row k0 + l % 8 + 8 (l / 16), column m0 + 8 (l / 8 % 2).
+    // shared memory at each k-step (the backward's Q and dO, and P^T, dS^T:
+    // a warp never holds a whole operand), one ldmatrixA per block.
     SmallVector<Value> lhs;
     if (!lhsInShared)
       lhs = unpack(rewriter, loc, adaptor.getLhs());
     auto aRegisters = [&](int64_t mi, int64_t ki) {
       SmallVector<Value> regs;
-      if (lhsInShared && !op.getTransposeLhs()) {
-        Value row = addConst(
-            rewriter, loc,
-            arith::AddIOp::create(
-                rewriter, loc, tile.warpRow0,
-                arith::AddIOp::create(rewriter, loc, lane.matrixRow,
-                                      lane.secondMatrix)),
-            mi * layout::kM);
-        Value col = addConst(rewriter, loc, lane.upperMatrices, ki * layout::kK);
-        Value loaded = ldmatrix(rewriter, loc, adaptor.getLhs(), row, col, 4,
-                                /*transpose=*/false);
-        for (int64_t r = 0; r < 4; ++r)
-          regs.push_back(ldmatrixRegister(rewriter, loc, loaded, r));
-        return regs;
-      }
       if (lhsInShared) {
-        Value row = addConst(rewriter, loc,
-                             arith::AddIOp::create(rewriter, loc,
-                                                   lane.matrixRow,
-                                                   lane.upperMatrices),
-                             ki * layout::kK);
-        Value col = addConst(
-            rewriter, loc,
-            arith::AddIOp::create(rewriter, loc, tile.warpRow0,
-                                  lane.secondMatrix),
-            mi * layout::kM);
-        Value loaded = ldmatrix(rewriter, loc, adaptor.getLhs(), row, col, 4,
-                                /*transpose=*/true);
+        Value loaded = ldmatrixA(rewriter, loc, tile, adaptor.getLhs(), mi, ki,
+                                 op.getTransposeLhs());
         for (int64_t r = 0; r < 4; ++r)
           regs.push_back(ldmatrixRegister(rewriter, loc, loaded, r));
         return regs;
@@ -857,19 +861,15 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
     auto pairType = VectorType::get({2}, type.getElementType());
     gpu::BarrierOp::create(rewriter, loc);
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value row = tile.row(rewriter, loc, mi, h);
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
-          int64_t slot = tile.accSlot(mi, ni, 2 * h);
-          Value pair = vector::FromElementsOp::create(
-              rewriter, loc, pairType,
-              ValueRange{values[slot], values[slot + 1]});
-          vector::StoreOp::create(rewriter, loc, pair, buffer,
-                                  ValueRange{row, tile.accCol(rewriter, loc,
-                                                              ni, 2 * h)});
-        }
-      }
+    tile.forEachElementPair(rewriter, loc,
+                            [&](Value row, Value col, int64_t slot) {
+                              Value pair = vector::FromElementsOp::create(
+                                  rewriter, loc, pairType,
+                                  ValueRange{values[slot], values[slot + 1]});
+                              vector::StoreOp::create(rewriter, loc, pair,
+                                                      buffer,
+                                                      ValueRange{row, col});
+                            });
     gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, buffer);
     return success();
@@ -892,19 +892,15 @@ struct SharedToAccumulatorLowering : MmaPattern<ConvertLayoutOp> {
     FragmentTile tile(rewriter, loc, lane, type);
     auto pairType = VectorType::get({2}, type.getElementType());
     SmallVector<Value> values(tile.rowBlocks * tile.accColBlocks * 4);
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value row = tile.row(rewriter, loc, mi, h);
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
-          int64_t slot = tile.accSlot(mi, ni, 2 * h);
-          Value pair = vector::LoadOp::create(
-              rewriter, loc, pairType, adaptor.getSource(),
-              ValueRange{row, tile.accCol(rewriter, loc, ni, 2 * h)});
+    tile.forEachElementPair(
+        rewriter, loc, [&](Value row, Value col, int64_t slot) {
+          Value pair = vector::LoadOp::create(rewriter, loc, pairType,
+                                              adaptor.getSource(),
+                                              ValueRange{row, col});
           for (int64_t p = 0; p < 2; ++p)
             values[slot + p] = vector::ExtractOp::create(rewriter, loc, pair,
                                                          ArrayRef<int64_t>{p});
-        }
-      }
+        });
     rewriter.replaceOp(
         op, pack(rewriter, loc, getTypeConverter()->convertType(type), values));
     return success();
