@@ -1,6 +1,7 @@
 //===- Runtime.cpp - JIT-compile, cache, load and launch attention --*- C++ -*-===//
 #include "runtime/Runtime.h"
 #include "runtime/Autotune.h"
+#include "runtime/EventTiming.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/WgmmaModel.h"
 #include "runtime/CudaDriver.h"
@@ -225,10 +226,6 @@ struct Runtime::Impl {
                          CUstream stream,
                          const std::function<Result(const KernelEntry &)> &run,
                          std::shared_ptr<KernelEntry> &entry);
-  /// Median milliseconds of kAutotuneRuns runs of `run` on `stream` after a
-  /// warm-up run.
-  Result timeRuns(CUstream stream, const std::function<Result()> &run,
-                  double &milliseconds);
   /// The launches of forward() and backward() for a loaded kernel, with
   /// the arguments checked against the kernel's own tiles.
   Result runForward(const KernelEntry &entry, const AttentionArgs &a);
@@ -1033,48 +1030,6 @@ Result Runtime::Impl::prepareAndLoadLocked(const KernelSpec &requested,
   return {};
 }
 
-Result Runtime::Impl::timeRuns(CUstream stream,
-                               const std::function<Result()> &run,
-                               double &milliseconds) {
-  if (Result r = run(); !r) // warm-up (caches, clocks)
-    return r;
-  CUevent start = nullptr, stop = nullptr;
-  if (Result r = cudaCheck(driver->cuEventCreate(&start, 0), "cuEventCreate");
-      !r)
-    return r;
-  if (Result r = cudaCheck(driver->cuEventCreate(&stop, 0), "cuEventCreate");
-      !r) {
-    driver->cuEventDestroy_v2(start);
-    return r;
-  }
-  std::vector<float> times;
-  Result result;
-  for (int i = 0; i < kAutotuneRuns && result; ++i) {
-    float elapsed = 0.0f;
-    if (!(result = cudaCheck(driver->cuEventRecord(start, stream),
-                             "cuEventRecord")))
-      break;
-    if (!(result = run()))
-      break;
-    if (!(result = cudaCheck(driver->cuEventRecord(stop, stream),
-                             "cuEventRecord")) ||
-        !(result = cudaCheck(driver->cuEventSynchronize(stop),
-                             "cuEventSynchronize")) ||
-        !(result = cudaCheck(driver->cuEventElapsedTime_v2(&elapsed, start,
-                                                           stop),
-                             "cuEventElapsedTime")))
-      break;
-    times.push_back(elapsed);
-  }
-  driver->cuEventDestroy_v2(start);
-  driver->cuEventDestroy_v2(stop);
-  if (!result)
-    return result;
-  std::sort(times.begin(), times.end());
-  milliseconds = times[times.size() / 2];
-  return {};
-}
-
 Result Runtime::Impl::autotuneAndLoad(
     const KernelSpec &requested, int64_t bucket, CUstream stream,
     const std::function<Result(const KernelEntry &)> &run,
@@ -1120,7 +1075,8 @@ Result Runtime::Impl::autotuneAndLoad(
     Result r = prepareAndLoadLocked(candidate, shared);
     double milliseconds = 0.0;
     if (r)
-      r = timeRuns(stream, [&] { return run(*shared); }, milliseconds);
+      r = medianMilliseconds(*driver, stream, /*warmups=*/1, kAutotuneRuns,
+                             [&] { return run(*shared); }, milliseconds);
     if (!r) {
       if (firstError)
         firstError = r;

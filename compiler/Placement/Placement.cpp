@@ -27,7 +27,8 @@ LogicalResult mlir::fa::placeEachProgram(
   return failure(result.wasInterrupted());
 }
 
-bool mlir::fa::isBackwardProgram(GridOp grid) {
+/// Whether `grid` is one of fa-tile-backward's programs with backward ops.
+static bool isBackwardProgram(GridOp grid) {
   bool backward = false;
   grid.walk([&](Operation *op) {
     backward |= isa<RowDotOp, RecomputeProbsOp, SoftmaxGradOp,

@@ -24,9 +24,6 @@ LogicalResult placeEachProgram(
     Operation *root, StringRef arch,
     llvm::function_ref<LogicalResult(GridOp, const ::fa::GpuArch &)> place);
 
-/// Whether `grid` is one of fa-tile-backward's programs.
-bool isBackwardProgram(GridOp grid);
-
 /// The tile sizes of one program, read from its ops.
 struct ProgramShape {
   int64_t blockM = 0, blockN = 0, headDim = 0;

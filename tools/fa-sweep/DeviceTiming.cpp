@@ -4,6 +4,7 @@
 #include "lib/LowPrecision.h"
 #include "lib/ReferenceAttention.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/EventTiming.h"
 #include "runtime/Runtime.h"
 
 #include <algorithm>
@@ -221,29 +222,14 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested) {
     return out;
   }
   AttentionArgs args = impl->argsOf(p, t);
-  CUevent start = nullptr, stop = nullptr;
-  driver.cuEventCreate(&start, 0);
-  driver.cuEventCreate(&stop, 0);
-  std::vector<float> times;
-  for (int i = 0; i < 2 + impl->runs; ++i) {
-    driver.cuEventRecord(start, nullptr);
-    if (Result r = impl->runtime->forward(spec, args); !r) {
-      out.check = r.message;
-      break;
-    }
-    driver.cuEventRecord(stop, nullptr);
-    driver.cuEventSynchronize(stop);
-    float ms = 0.0f;
-    driver.cuEventElapsedTime_v2(&ms, start, stop);
-    if (i >= 2) // after the warm-up runs
-      times.push_back(ms);
-  }
-  driver.cuEventDestroy_v2(start);
-  driver.cuEventDestroy_v2(stop);
-  if (times.empty())
+  if (Result r = medianMilliseconds(
+          driver, /*stream=*/nullptr, /*warmups=*/2, impl->runs,
+          [&] { return impl->runtime->forward(spec, args); },
+          out.milliseconds);
+      !r) {
+    out.check = r.message;
     return out;
-  std::sort(times.begin(), times.end());
-  out.milliseconds = times[times.size() / 2];
+  }
   double flops = 4.0 * p.batch * p.qHeads * double(p.qLen) * double(p.kvLen) *
                  p.headDim / (p.causal ? 2.0 : 1.0);
   out.tflops = flops / (out.milliseconds * 1e-3) / 1e12;
