@@ -23,4 +23,7 @@ ncu --clock-control none --kernel-name regex:fa_bwd --launch-skip 0 \
   --launch-count 12 \
   --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,dram__bytes.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__average_warp_latency_issue_stalled_barrier,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_short_scoreboard,smsp__average_warp_latency_issue_stalled_math_pipe_throttle,smsp__average_warp_latency_issue_stalled_mio_throttle,smsp__average_warp_latency_issue_stalled_lg_throttle,smsp__average_warp_latency_issue_stalled_wait,smsp__average_warp_latency_issue_stalled_not_selected,smsp__average_warp_latency_issue_stalled_selected \
   python3 /tmp/fa-profile-backward.py > "$OUT/ncu-backward.txt" 2>&1
+rc=$?
 grep -E "fa_bwd|duration|hmma|throughput|bank|dram__bytes|warps_active|stalled|inst_executed" "$OUT/ncu-backward.txt" | head -250
+# The step fails when ncu (or the profiled script) did.
+exit $rc

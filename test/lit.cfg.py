@@ -38,3 +38,12 @@ config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%fa_src", config.fa_src_root))
 if importlib.util.find_spec("matplotlib"):
     config.available_features.add("matplotlib")
+
+# A loadable CUDA driver (libcuda) is a feature: the tools' messages for a
+# machine without one are tested where there is none.
+import ctypes
+try:
+    ctypes.CDLL("libcuda.so.1")
+    config.available_features.add("cuda-driver")
+except OSError:
+    pass

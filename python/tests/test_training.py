@@ -156,6 +156,10 @@ class BackwardTest(unittest.TestCase):
                          1.0 / math.sqrt(64))
         for got, ref in zip((dq, dk, dv), want[1:]):
             self.assertLess(max_error(got, ref), 1e-4)
+        with self.assertRaisesRegex(ValueError, "fa.attention_backward: "
+                                                "strategy must be one of"):
+            fa.attention_backward(grad_output, q, k, v, o, lse,
+                                  strategy="tcgen05")
 
     def test_deterministic_is_bitwise_reproducible(self):
         for dtype in (torch.float32, torch.bfloat16):
