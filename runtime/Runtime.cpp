@@ -193,8 +193,8 @@ struct Runtime::Impl {
   /// Requested spec with tiles left to the defaults (canonical text) -> the
   /// candidate chosen for it.
   std::map<std::string, KernelSpec> defaultChoice;
-  /// Autotuning: on or off, the choices made or read back (by
-  /// autotuneKey), and how many were timed.
+  /// Autotuning: on or off, the choices made or read back (by canonical
+  /// request text and length bucket), and how many were timed.
   bool autotune = false;
   std::map<std::string, KernelSpec> tunedChoice;
   int64_t tuningsTimed = 0;
@@ -1041,12 +1041,15 @@ Result Runtime::Impl::autotuneAndLoad(
   if (assemblerId.empty())
     if (Result r = chooseAssemblerLocked(); !r)
       return r;
+  // A choice made before by this runtime (looked up without hashing: this
+  // is every launch's path), or (disk cache) by another process; a stored
+  // choice that does not read back for this request is ignored.
+  std::string memoryKey =
+      request.canonicalText() + ";bucket=" + std::to_string(bucket);
+  if (auto it = tunedChoice.find(memoryKey); it != tunedChoice.end())
+    return prepareAndLoadLocked(it->second, entry);
   std::string key =
       autotuneKey(request, bucket, compilerVersion(), assemblerId);
-  // A choice made before, by this runtime or (disk cache) another process;
-  // a stored choice that does not read back for this request is ignored.
-  if (auto it = tunedChoice.find(key); it != tunedChoice.end())
-    return prepareAndLoadLocked(it->second, entry);
   if (options.diskCache) {
     CachedKernel stored;
     std::string why;
@@ -1054,7 +1057,7 @@ Result Runtime::Impl::autotuneAndLoad(
     if (disk.read(key, stored, why) == DiskCache::Lookup::hit &&
         parseTunedChoice(stored.metadata, request, bucket, chosen).empty() &&
         prepareAndLoadLocked(chosen, entry)) {
-      tunedChoice[key] = chosen;
+      tunedChoice[memoryKey] = chosen;
       return {};
     }
   }
@@ -1094,7 +1097,7 @@ Result Runtime::Impl::autotuneAndLoad(
                                       "runs")
                       : firstError;
   ++tuningsTimed;
-  tunedChoice[key] = best->info.spec;
+  tunedChoice[memoryKey] = best->info.spec;
   // A cache that cannot be written costs the next process a tuning.
   if (options.diskCache)
     disk.write(key, {tunedChoiceJson(key, request, bucket, best->info.spec,
