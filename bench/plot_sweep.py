@@ -3,7 +3,9 @@ of one warp count and stage count.
 
     python3 bench/plot_sweep.py sweep.json -o heatmap.png
         [--metric registers|blocks_per_sm|tflops] [--warps N] [--stages N]
+        [--all]
 
+--all draws one panel per (warps, stages) of the sweep (the mma grid).
 The metric defaults to tflops when the sweep was timed (a "tflops" field),
 else registers. Spilling configs are hatched and marked "spills", timed
 configs whose output failed the float64 check "WRONG"; configs
@@ -24,43 +26,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def rejection_label(reason):
     """A short name for the limit in a rejection reason."""
+    # The reason proper follows the config's description
+    # ("... placement (block-m=64 ... stages=1): block-m 64 is not ...").
+    reason = reason.split("): ", 1)[-1]
     for pattern, label in ((r"shared memory", "shared mem"),
                            (r"thread grid|thread rows|divide", "thread grid"),
                            (r"register", "registers"),
                            (r"stages", "stages"),
-                           (r"warps", "warps")):
+                           (r"warps|fragments", "warps")):
         if re.search(pattern, reason):
             return label
     return "rejected"
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("sweep")
-    parser.add_argument("-o", "--output", required=True)
-    parser.add_argument("--metric")
-    parser.add_argument("--warps", type=int)
-    parser.add_argument("--stages", type=int)
-    args = parser.parse_args()
-    with open(args.sweep) as f:
-        sweep = json.load(f)
-    rows = sweep["rows"]
-    if not rows:
-        sys.exit("plot_sweep: the sweep has no rows")
-    warps = args.warps or rows[0]["num_warps"]
-    stages = args.stages or rows[0]["stages"]
-    rows = [r for r in rows if r["num_warps"] == warps
-            and r["stages"] == stages]
-    if not rows:
-        sys.exit(f"plot_sweep: no rows with num_warps={warps} "
-                 f"stages={stages}")
-    metric = args.metric or ("tflops" if any("tflops" in r for r in rows)
-                             else "registers")
+def draw(fig, ax, sweep, rows, metric, warps, stages):
+    """One heatmap panel: the rows of one warp count and stage count."""
     ms = sorted({r["block_m"] for r in rows})
     ns = sorted({r["block_n"] for r in rows})
     cell = {(r["block_m"], r["block_n"]): r for r in rows}
-
-    fig, ax = plt.subplots(figsize=(1.6 * len(ns) + 2, 1.1 * len(ms) + 1.8))
     values = [[float("nan")] * len(ns) for _ in ms]
     for i, m in enumerate(ms):
         for j, n in enumerate(ns):
@@ -97,7 +80,8 @@ def main():
                     text += "\nWRONG"
                 ax.text(j, i, text, ha="center", va="center", fontsize=9,
                         color=text_color(values[i][j]))
-            print(f"block_m={m} block_n={n}: {r['status']}"
+            print(f"warps={warps} stages={stages} block_m={m} block_n={n}: "
+                  f"{r['status']}"
                   + (f" ({rejection_label(r.get('reason', ''))})"
                      if r["status"] == "rejected"
                      else f" {metric}={r.get(metric)}")
@@ -109,7 +93,50 @@ def main():
     ax.set_title(f"D={sweep['head_dim']} {sweep['dtype']} "
                  f"{sweep['strategy']} {sweep['arch']}"
                  f"{' causal' if sweep.get('causal') else ''}, "
-                 f"{warps} warps, {stages} stage(s): {metric}")
+                 f"{warps} warps, {stages} stage(s): {metric}", fontsize=10)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("sweep")
+    parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--metric")
+    parser.add_argument("--warps", type=int)
+    parser.add_argument("--stages", type=int)
+    parser.add_argument("--all", action="store_true",
+                        help="one panel per (warps, stages) of the sweep")
+    args = parser.parse_args()
+    with open(args.sweep) as f:
+        sweep = json.load(f)
+    rows = sweep["rows"]
+    if not rows:
+        sys.exit("plot_sweep: the sweep has no rows")
+    if args.all:
+        panels = sorted({(r["num_warps"], r["stages"]) for r in rows})
+    else:
+        panels = [(args.warps or rows[0]["num_warps"],
+                   args.stages or rows[0]["stages"])]
+    selected = []
+    for warps, stages in panels:
+        panel = [r for r in rows if r["num_warps"] == warps
+                 and r["stages"] == stages]
+        if not panel:
+            sys.exit(f"plot_sweep: no rows with num_warps={warps} "
+                     f"stages={stages}")
+        selected.append((warps, stages, panel))
+    metric = args.metric or ("tflops" if any("tflops" in r for r in rows)
+                             else "registers")
+    ms = {r["block_m"] for r in rows}
+    ns = {r["block_n"] for r in rows}
+    columns = min(2, len(selected))
+    lines = (len(selected) + columns - 1) // columns
+    fig, axes = plt.subplots(lines, columns, squeeze=False,
+                             figsize=(columns * (1.6 * len(ns) + 2),
+                                      lines * (1.1 * len(ms) + 1.8)))
+    for ax, (warps, stages, panel) in zip(axes.flat, selected):
+        draw(fig, ax, sweep, panel, metric, warps, stages)
+    for ax in list(axes.flat)[len(selected):]:
+        ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(args.output, dpi=110)
     print(f"wrote {args.output}")

@@ -50,6 +50,13 @@ IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
 IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
                            int64_t blockM, int64_t blockN);
 
+/// What any forward must move, the traffic the tiled kernel reaches when
+/// the cache keeps a head's K/V while its query tiles run: Q, K, V read
+/// once (K/V per K/V head), O and LSE written once. FLOPs of the visible
+/// (unmasked) scores only.
+IOEstimate compulsoryForwardIO(const AttentionProblem &p,
+                               int64_t elementBytes);
+
 /// The K/V tiles query tile `qTile` visits (fa.kv_tile_range's count).
 int64_t visitedKVTiles(const AttentionProblem &p, int64_t blockM,
                        int64_t blockN, int64_t qTile);

@@ -4,7 +4,7 @@
 # the GPU test suite, compute-sanitizer on the kernels, the Python binding's
 # tests against torch, and the benchmarks against SDPA. Logs go to $OUT.
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
-#                       sweep|sweep-timed|sweep-mma|
+#                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       driver-only|
 #                       nvjitlink|all]...
@@ -67,13 +67,18 @@ for step in $steps; do
     # fa-sweep's timed mode: the lecture's SIMT grid at D=128 and the mma
     # grid at D=128 fp16, checked and timed, JSON for bench/plot_sweep.py.
     run sweep-timed-simt /tmp/fa-bin/fa-sweep --head-dim=128 --time --quiet \
-      --json "$OUT/sweep-timed-simt-d128.json"
+      --json "$OUT/sweep-timed-simt-d128.json" ;;&
+  sweep-timed | sweep-timed-mma)
     run sweep-timed-mma /tmp/fa-bin/fa-sweep --head-dim=128 --dtype=f16 \
       --strategy=mma --time --quiet --json "$OUT/sweep-timed-mma-d128.json" ;;
   sweep-mma | all)
     run sweep-mma python3 bench/sweep_mma.py ;;&
   sweep-wgmma | all)
     run sweep-wgmma python3 bench/sweep_mma.py --strategy wgmma ;;&
+  io)
+    # DRAM bytes of fa's forward and of standard attention under ncu, over
+    # sequence lengths (bench/plot_io.py adds the IO model).
+    run io python3 bench/measure_io.py --json "$OUT/io-measured.json" ;;
   nvjitlink)
     # The GPU suite (quick) with kernels assembled by libnvJitLink.
     FA_ASSEMBLER=nvjitlink FA_CACHE_DIR=/tmp/fa-cache-nvjitlink \

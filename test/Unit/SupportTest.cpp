@@ -506,6 +506,31 @@ TEST(IOModel, TiledForwardReadsKVOncePerQueryTile) {
   EXPECT_LT(fa::tiledForwardIO(big, 2, 256, 128).bytes(), tiled);
 }
 
+TEST(IOModel, CompulsoryForwardMovesEachTensorOnce) {
+  // 2 query heads on 1 K/V head, Sq = 8, Sk = 4, D = 4, 16-bit.
+  fa::AttentionProblem p;
+  p.qHeads = 2;
+  p.qLen = 8;
+  p.kvLen = 4;
+  p.headDim = 4;
+  fa::IOEstimate io = fa::compulsoryForwardIO(p, 2);
+  // Q (2 x 8 x 4) and K, V (1 x 4 x 4 each), 2 bytes each.
+  EXPECT_EQ(io.bytesRead, 2 * (64 + 2 * 16));
+  // O (64 elements, 2 bytes) and LSE (16 rows, f32).
+  EXPECT_EQ(io.bytesWritten, 2 * 64 + 4 * 16);
+  EXPECT_EQ(io.flops, 2 * 4 * 8 * 4 * 4);
+  // Causal, bottom-right: rows 0..3 see no key, rows 4..7 see 1..4 keys.
+  p.causal = true;
+  EXPECT_EQ(fa::compulsoryForwardIO(p, 2).flops, 2 * 4 * (1 + 2 + 3 + 4) * 4);
+  // The tiled kernel's model never goes below it, and reaches it with one
+  // query tile.
+  p.causal = false;
+  EXPECT_GT(fa::tiledForwardIO(p, 2, 4, 4).bytesRead, io.bytesRead);
+  p.qHeads = 1;
+  EXPECT_EQ(fa::tiledForwardIO(p, 2, 8, 4).bytes(),
+            fa::compulsoryForwardIO(p, 2).bytes());
+}
+
 TEST(IOModel, TiledBackward) {
   // Sq = Sk = 4, D = 2, 16-bit, one 4 x 4 tile pair.
   fa::AttentionProblem p;

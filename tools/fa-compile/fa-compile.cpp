@@ -23,7 +23,9 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -98,6 +100,11 @@ static cl::opt<std::string> ioShape(
     cl::desc("B,Hq,Hkv,Sq,Sk of the problem --report models the HBM traffic "
              "of (default: 16k tokens, Hq*D = 2048: B=4, S=4096)"),
     cl::value_desc("B,Hq,Hkv,Sq,Sk"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> ioJson(
+    "io-json",
+    cl::desc("write the IO model of the schedule on the --io-shape problem "
+             "as JSON (exact bytes and FLOPs; bench/plot_io.py reads it)"),
+    cl::value_desc("FILE"), cl::init(""), cl::cat(category));
 
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "fa-compile") << message << "\n";
@@ -327,6 +334,38 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
+  // The IO model of this schedule on the --io-shape problem.
+  io.headDim = spec.headDim;
+  io.causal = spec.causal;
+  int64_t elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
+  ::fa::IOEstimate tiled =
+      spec.backward
+          ? ::fa::tiledBackwardIO(io, elementBytes, spec.blockM, spec.blockN)
+          : ::fa::tiledForwardIO(io, elementBytes, spec.blockM, spec.blockN);
+  ::fa::IOEstimate standard = ::fa::standardAttentionIO(io, elementBytes);
+  if (!ioJson.empty()) {
+    auto estimate = [](const ::fa::IOEstimate &e) {
+      return llvm::json::Object{{"bytes_read", e.bytesRead},
+                                {"bytes_written", e.bytesWritten},
+                                {"flops", e.flops}};
+    };
+    llvm::json::Object doc{
+        {"batch", io.batch},       {"q_heads", io.qHeads},
+        {"kv_heads", io.kvHeads},  {"q_len", io.qLen},
+        {"kv_len", io.kvLen},      {"head_dim", io.headDim},
+        {"causal", io.causal},     {"dtype", ::fa::toString(spec.dtype)},
+        {"backward", spec.backward},
+        {"strategy", ::fa::toString(spec.resolvedStrategy())},
+        {"block_m", spec.blockM},  {"block_n", spec.blockN},
+        {"tiled", estimate(tiled)}, {"standard", estimate(standard)},
+        {"compulsory", estimate(::fa::compulsoryForwardIO(io, elementBytes))}};
+    std::string text;
+    llvm::raw_string_ostream json(text);
+    json << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
+    if (!writeFile(ioJson, text, error))
+      return fail(error);
+  }
+
   if (report) {
     FailureOr<std::vector<::fa::LaunchPlan>> launches =
         readKernelLaunches(*module);
@@ -355,15 +394,6 @@ int main(int argc, char **argv) {
             << k.spillStoreBytes << " bytes stored, " << k.spillLoadBytes
             << " bytes loaded): reduce block-m or raise num-warps\n";
     }
-    // The IO model of this schedule on the --io-shape problem.
-    io.headDim = spec.headDim;
-    io.causal = spec.causal;
-    int64_t elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
-    ::fa::IOEstimate tiled =
-        spec.backward
-            ? ::fa::tiledBackwardIO(io, elementBytes, spec.blockM, spec.blockN)
-            : ::fa::tiledForwardIO(io, elementBytes, spec.blockM, spec.blockN);
-    ::fa::IOEstimate standard = ::fa::standardAttentionIO(io, elementBytes);
     os << "io model (B=" << io.batch << " Hq=" << io.qHeads
        << " Hkv=" << io.kvHeads << " Sq=" << io.qLen << " Sk=" << io.kvLen
        << "): " << (spec.backward ? "tiled backward " : "tiled forward ")

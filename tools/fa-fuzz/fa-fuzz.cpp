@@ -4,6 +4,9 @@
 // lowers it from the stage it is at down to PTX with every strategy that
 // takes its problem (as fa-compile would). The invariant under test, MLIR's: no input makes a pass crash, hang
 // or trip a sanitizer; invalid input gets diagnostics. Seeds: the lit tests.
+// Half of the mutations edit the input as IR (IRMutator.h: a dimension
+// changed everywhere, element types and encodings swapped, boundary
+// values, line edits), half are libFuzzer's byte edits.
 //
 //   fa-fuzz corpus/ test/Dialect test/Transforms test/Conversion ...
 //
@@ -12,6 +15,7 @@
 #include "compiler/KernelCompiler.h"
 #include "dialect/FAOps.h"
 #include "lib/KernelSpec.h"
+#include "tools/fa-fuzz/IRMutator.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -21,7 +25,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <random>
+#include <string>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -47,6 +54,22 @@ void readProblem(ModuleOp module, ::fa::KernelSpec &spec) {
 /// unpoisoning: ignore manual poisoning (no false use-after-poison).
 extern "C" const char *__asan_default_options() {
   return "allow_user_poisoning=0";
+}
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size,
+                                   size_t maxSize);
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
+                                          size_t maxSize, unsigned seed) {
+  std::mt19937 rng(seed);
+  if (rng() % 2)
+    return LLVMFuzzerMutate(data, size, maxSize);
+  std::string text(reinterpret_cast<const char *>(data), size);
+  auto mutation = ::fa::fuzz::IRMutation(rng() % ::fa::fuzz::numIRMutations);
+  if (!::fa::fuzz::mutateIR(text, mutation, rng) || text.size() > maxSize)
+    return LLVMFuzzerMutate(data, size, maxSize);
+  std::memcpy(data, text.data(), text.size());
+  return text.size();
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
