@@ -255,9 +255,11 @@ int main(int argc, char **argv) {
   // 8 warps); the backward and other strategies take their resource
   // model's first default.
   if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward) {
-    spec.blockM = blockM ? blockM : 8;
-    spec.blockN = blockN ? blockN : 32;
-    spec.numWarps = numWarps ? numWarps : 8;
+    // int64_t(...): `opt ? opt : 8` would convert the option to int (the
+    // other operand's type) and truncate values beyond 32 bits.
+    spec.blockM = blockM ? int64_t(blockM) : 8;
+    spec.blockN = blockN ? int64_t(blockN) : 32;
+    spec.numWarps = numWarps ? int64_t(numWarps) : 8;
   }
   spec.arch = arch;
   spec.scale = scale;
