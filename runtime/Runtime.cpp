@@ -14,6 +14,7 @@
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/LockFileManager.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <array>
 #include <chrono>
@@ -690,8 +691,8 @@ int64_t numElements(const TensorArg &t, int rank) {
   for (int d = 0; d < rank; ++d) {
     if (t.sizes[d] == 0)
       return 0;
-    if (__builtin_mul_overflow(n, t.sizes[d], &n))
-      n = std::numeric_limits<int64_t>::max();
+    std::optional<int64_t> product = llvm::checkedMul(n, t.sizes[d]);
+    n = product ? *product : std::numeric_limits<int64_t>::max();
   }
   return n;
 }
@@ -716,17 +717,28 @@ std::string checkLayout(const char *name, const TensorArg &t, int rank,
   for (int d = 0; d < rank; ++d) {
     if (t.sizes[d] == 0)
       return "";
-    int64_t term;
-    if (__builtin_mul_overflow(t.sizes[d] - 1, t.strides[d], &term) ||
-        __builtin_add_overflow(maxOffset, term, &maxOffset))
+    std::optional<int64_t> offset =
+        llvm::checkedMulAdd(t.sizes[d] - 1, t.strides[d], maxOffset);
+    if (!offset)
       return std::string(name) + " spans more elements than 64-bit indexing "
              "can address";
+    maxOffset = *offset;
   }
   if (!t.data)
     return std::string(name) + " is a null pointer";
   if (reinterpret_cast<uintptr_t>(t.data) % elementBytes != 0)
     return std::string(name) + " is not aligned to its " +
            std::to_string(elementBytes) + "-byte elements";
+  // The bytes from the pointer to the last element are addresses (the
+  // overlap checks and the kernel's 64-bit address arithmetic rely on it).
+  std::optional<uint64_t> extent =
+      llvm::checkedMulUnsigned(uint64_t(maxOffset) + 1, uint64_t(elementBytes));
+  if (!extent ||
+      reinterpret_cast<uintptr_t>(t.data) > UINTPTR_MAX - *extent)
+    return std::string(name) + " spans past the end of the address space (" +
+           std::to_string(maxOffset + 1) + " elements of " +
+           std::to_string(elementBytes) + " bytes from " +
+           std::to_string(reinterpret_cast<uintptr_t>(t.data)) + ")";
   return "";
 }
 
@@ -758,10 +770,9 @@ std::string checkTensorMapLimits(const char *name, const TensorArg &t,
       return std::string(name) + " size " + std::to_string(t.sizes[d]) +
              " in dimension " + std::to_string(d) +
              " exceeds the TMA limit of 2^32 elements (wgmma strategy)";
-    int64_t bytes;
-    if (t.sizes[d] > 1 &&
-        (__builtin_mul_overflow(t.strides[d], int64_t(elementBytes), &bytes) ||
-         bytes >= kMaxStride))
+    std::optional<int64_t> bytes =
+        llvm::checkedMul(t.strides[d], int64_t(elementBytes));
+    if (t.sizes[d] > 1 && (!bytes || *bytes >= kMaxStride))
       return std::string(name) + " stride " + std::to_string(t.strides[d]) +
              " in dimension " + std::to_string(d) +
              " exceeds the TMA limit of 2^40 bytes (wgmma strategy)";
@@ -797,7 +808,9 @@ std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
       return std::string(name) + " has overlapping elements (stride " +
              std::to_string(stride) + " is smaller than the " +
              std::to_string(span) + " elements of the inner dimensions)";
-    span = stride * size;
+    // Saturated: a product past 64 bits exceeds every stride that follows.
+    std::optional<int64_t> covered = llvm::checkedMul(stride, size);
+    span = covered ? *covered : std::numeric_limits<int64_t>::max();
   }
   return "";
 }

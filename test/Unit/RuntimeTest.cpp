@@ -866,6 +866,16 @@ TEST(ArgumentChecks, RejectsBadArgumentsWithSpecificMessages) {
        [](fa::AttentionArgs &a) { a.o.strides[2] = 16; }},
       {"q spans more elements than 64-bit indexing can address",
        [](fa::AttentionArgs &a) { a.q.strides[1] = int64_t(1) << 62; }},
+      // Elements that 64-bit indexing reaches but bytes that it does not,
+      // and a span that wraps past the top of the address space.
+      {"q spans past the end of the address space (4611686018427413504 "
+       "elements of 4 bytes from 1099511627776)",
+       [](fa::AttentionArgs &a) { a.q.strides[0] = int64_t(1) << 62; }},
+      {"o spans past the end of the address space (51200 elements of 4 "
+       "bytes from 18446744073709551552)",
+       [](fa::AttentionArgs &a) {
+         a.o.data = reinterpret_cast<const void *>(UINTPTR_MAX - 63);
+       }},
       {"batch 70000 exceeds the grid limit 65535",
        [](fa::AttentionArgs &a) {
          for (fa::TensorArg *t : {&a.q, &a.k, &a.v, &a.o, &a.lse}) {
