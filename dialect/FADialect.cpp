@@ -120,25 +120,39 @@ static int64_t rowBlocksPerWarp(int64_t rows, int64_t warps) {
 
 LogicalResult
 MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        int64_t warps) {
-  return verifyWarps(emitError, warps);
+                        int64_t warps, int64_t warpsN) {
+  if (failed(verifyWarps(emitError, warps)))
+    return failure();
+  if (warpsN < 1 || warps % warpsN != 0)
+    return emitError() << "warps_n must divide warps = " << warps << ", got "
+                       << warpsN;
+  return success();
 }
 
-/// Each warp owns whole m16 row blocks; columns come in n8 (accumulator)
-/// or k8 halves of k16 (operand, padded to 16 in the kernel) steps.
+/// Each warp owns whole m16 row blocks (`warps` warps along the rows) and,
+/// for rank 2, a column slice in n8 (accumulator) or k8 halves of k16
+/// (operand, padded to 16 in the kernel) steps (`warpsN` along the columns).
 static LogicalResult
 verifyFragmentTile(StringRef name, int64_t warps, ArrayRef<int64_t> shape,
                    int64_t maxRank,
-                   function_ref<InFlightDiagnostic()> emitError) {
+                   function_ref<InFlightDiagnostic()> emitError,
+                   int64_t warpsN = 1) {
   if (shape.empty() || int64_t(shape.size()) > maxRank)
     return emitError() << name << " tiles have rank 1 to " << maxRank
                        << ", got " << shape.size();
   if (shape[0] % (16 * warps) != 0)
-    return emitError() << name << " over " << warps << " warps needs rows in "
-                       << "multiples of 16 x " << warps << " = " << 16 * warps
-                       << ", got " << shape[0];
-  if (shape.size() == 2 && shape[1] % 8 != 0)
+    return emitError() << name << " over " << warps
+                       << (warpsN > 1 ? " warps along the rows" : " warps")
+                       << " needs rows in multiples of 16 x " << warps
+                       << " = " << 16 * warps << ", got " << shape[0];
+  if (shape.size() == 2 && warpsN == 1 && shape[1] % 8 != 0)
     return emitError() << name << " needs columns in multiples of 8, got "
+                       << shape[1];
+  if (shape.size() == 2 && shape[1] % (8 * warpsN) != 0)
+    return emitError() << name << " over " << warpsN
+                       << " warps along the columns needs columns in "
+                          "multiples of 8 x "
+                       << warpsN << " = " << 8 * warpsN << ", got "
                        << shape[1];
   return success();
 }
@@ -146,16 +160,17 @@ verifyFragmentTile(StringRef name, int64_t warps, ArrayRef<int64_t> shape,
 LogicalResult MmaEncodingAttr::verifyEncoding(
     ArrayRef<int64_t> shape, Type,
     function_ref<InFlightDiagnostic()> emitError) const {
-  return verifyFragmentTile("#fa.mma", getWarps(), shape, 2, emitError);
+  return verifyFragmentTile("#fa.mma", getWarpsM(), shape, 2, emitError,
+                            getWarpsN());
 }
 
 bool MmaEncodingAttr::isShared() const { return false; }
 
 int64_t MmaEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
-  int64_t rowBlocks = rowBlocksPerWarp(shape[0], getWarps());
+  int64_t rowBlocks = rowBlocksPerWarp(shape[0], getWarpsM());
   if (shape.size() == 1)
     return rowBlocks * 2;
-  return rowBlocks * llvm::divideCeil(shape[1], 8) * 4;
+  return rowBlocks * llvm::divideCeil(shape[1], 8 * getWarpsN()) * 4;
 }
 
 int64_t MmaEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {

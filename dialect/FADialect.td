@@ -264,10 +264,36 @@ def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
     ```mlir
     tensor<128x64xf32, #fa.mma<warps = 8>>  // 8 warps x 16 rows; 32 f32 a thread
     ```
+
+    With `warps_n` > 1 the warps form a 2-d grid, `warps / warps_n` along
+    the rows and `warps_n` along the columns: warp `w` owns rows
+    `[(w / warps_n) * R', (w / warps_n + 1) * R')` with
+    `R' = R / (warps / warps_n)`, and columns
+    `[(w % warps_n) * C', ...)` with `C' = C / warps_n`. Products whose
+    operands both come from shared memory then read each operand row once
+    per warp row or column instead of once per warp (the backward's
+    matmuls); per-row values of a 1-d tile are held by every warp of the
+    row slice. Row reductions and A fragments taken from the accumulator
+    need `warps_n` = 1 (a row would span warps).
+
+    ```mlir
+    tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>  // 32 x 64 a warp
+    ```
   }];
-  let parameters = (ins "int64_t":$warps);
-  let assemblyFormat = "`<` `warps` `=` $warps `>`";
+  let parameters = (ins "int64_t":$warps,
+                        DefaultValuedParameter<"int64_t", "1">:$warpsN);
+  let builders = [
+    AttrBuilder<(ins "int64_t":$warps), [{
+      return $_get($_ctxt, warps, 1);
+    }]>
+  ];
+  let assemblyFormat =
+      "`<` `warps` `=` $warps (`,` `warps_n` `=` $warpsN^)? `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Warps along the rows.
+    int64_t getWarpsM() const { return getWarps() / getWarpsN(); }
+  }];
 }
 
 def FA_MmaOperandEncodingAttr : AttrDef<FA_Dialect, "MmaOperandEncoding",

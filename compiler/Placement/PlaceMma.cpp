@@ -191,7 +191,8 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
       ::fa::mma::backwardSharedLayout(config);
 
   MLIRContext *ctx = &getContext();
-  auto accumulator = MmaEncodingAttr::get(ctx, numWarps);
+  int64_t warpsN = ::fa::mma::backwardWarpsN(config);
+  auto accumulator = MmaEncodingAttr::get(ctx, numWarps, warpsN);
   auto operand = MmaOperandEncodingAttr::get(ctx, numWarps);
   auto shared = SharedEncodingAttr::get(ctx, layout.rowPad);
   auto staged = SharedEncodingAttr::get(ctx, layout.stagedRowPad);
@@ -222,27 +223,31 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
   // shared memory right after it is computed; a shared tile (Q, dO) is
   // read by the matmul itself, a k-step at a time (a warp never holds a
   // whole operand); a register tile read as it is (dS of dQ = dS K) is
-  // renamed into A fragments. Right operands are loaded shared tiles.
+  // renamed into A fragments when each warp holds whole rows of it, else
+  // (a 2-d warp grid) read from its staged copy. Right operands are loaded
+  // shared tiles.
   llvm::DenseMap<Value, Value> stagedOf, operandOf;
+  auto stage = [&](TileMatmulOp op, Value lhs) {
+    Value &moved = stagedOf[lhs];
+    if (!moved) {
+      // P, then dS, in one buffer: each staging write waits until the
+      // previous tile's readers are done.
+      OpBuilder builder(ctx);
+      builder.setInsertionPointAfterValue(lhs);
+      auto convert = ConvertLayoutOp::create(
+          builder, op.getLoc(), withEncoding(lhs.getType(), staged), lhs);
+      setOffset(convert, layout.stagedOffset);
+      moved = convert;
+    }
+    op.getLhsMutable().assign(moved);
+  };
   WalkResult walk = grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
     bool lhsInShared = isa<SharedEncodingAttr>(
         cast<RankedTensorType>(lhs.getType()).getEncoding());
-    if (op.getTransposeLhs()) {
-      if (!lhsInShared) {
-        Value &moved = stagedOf[lhs];
-        if (!moved) {
-          // P, then dS, in one buffer: each staging write waits until the
-          // previous tile's readers are done.
-          OpBuilder builder(ctx);
-          builder.setInsertionPointAfterValue(lhs);
-          auto convert = ConvertLayoutOp::create(
-              builder, op.getLoc(), withEncoding(lhs.getType(), staged), lhs);
-          setOffset(convert, layout.stagedOffset);
-          moved = convert;
-        }
-        op.getLhsMutable().assign(moved);
-      }
+    if (op.getTransposeLhs() || (!lhsInShared && warpsN > 1)) {
+      if (!lhsInShared)
+        stage(op, lhs);
     } else if (!lhsInShared) {
       Value &converted = operandOf[lhs];
       if (!converted) {

@@ -179,11 +179,17 @@ BackwardSharedLayout backwardSharedLayout(const Config &c) {
   return layout;
 }
 
+int64_t backwardWarpsN(const Config &c) {
+  bool halves = c.blockN % (2 * kN) == 0 && c.headDim % (2 * kN) == 0;
+  return c.numWarps >= 8 && c.numWarps % 2 == 0 && halves ? 2 : 1;
+}
+
 int64_t estimateBackwardRegisters(const Config &c) {
-  int64_t keyBlocks = c.blockN / (kM * c.numWarps);   // m16 blocks of dK/dV
-  int64_t queryBlocks = c.blockM / (kM * c.numWarps); // of S, dP, dQ
-  int64_t gradients = 2 * keyBlocks * (c.headDim / kN) * 4;
-  int64_t scores = queryBlocks * (c.blockN / kN) * 4;
+  int64_t warpsN = backwardWarpsN(c), warpsM = c.numWarps / warpsN;
+  int64_t keyBlocks = c.blockN / (kM * warpsM);   // m16 blocks of dK/dV
+  int64_t queryBlocks = c.blockM / (kM * warpsM); // of S, dP, dQ
+  int64_t gradients = 2 * keyBlocks * (c.headDim / (kN * warpsN)) * 4;
+  int64_t scores = queryBlocks * (c.blockN / (kN * warpsN)) * 4;
   // P lives on as 16-bit pairs while dP accumulates; dQ is added two
   // n-blocks at a time (8 registers a row block).
   int64_t peak = std::max(scores + scores / 2, scores / 2 + 8 * queryBlocks);
@@ -197,15 +203,20 @@ std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
       !error.empty())
     return error;
   std::string config = describe(c);
-  if (c.blockM % (kM * c.numWarps) != 0)
+  // Warps along the rows: all of them, or num-warps / 2 in a 2-d grid.
+  int64_t warpsM = c.numWarps / backwardWarpsN(c);
+  std::string rowWarps = warpsM == c.numWarps
+                             ? "num-warps"
+                             : "the " + text(warpsM) + " warps along the rows";
+  if (c.blockM % (kM * warpsM) != 0)
     return "mma backward placement (" + config + "): block-m " +
-           text(c.blockM) + " is not a multiple of 16 x num-warps = " +
-           text(kM * c.numWarps) +
+           text(c.blockM) + " is not a multiple of 16 x " + rowWarps + " = " +
+           text(kM * warpsM) +
            " (each warp owns whole m16 fragments of S, dP and dQ)";
-  if (c.blockN % (kM * c.numWarps) != 0)
+  if (c.blockN % (kM * warpsM) != 0)
     return "mma backward placement (" + config + "): block-n " +
-           text(c.blockN) + " is not a multiple of 16 x num-warps = " +
-           text(kM * c.numWarps) +
+           text(c.blockN) + " is not a multiple of 16 x " + rowWarps + " = " +
+           text(kM * warpsM) +
            " (each warp owns whole m16 fragments of dK and dV)";
   int64_t available = arch.maxSharedMemoryPerBlock - kStaticSharedMemoryReserve;
   int64_t shared = backwardSharedLayout(c).totalBytes;

@@ -104,10 +104,10 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 //===----------------------------------------------------------------------===//
 //
 // One program per K/V tile of block_n keys: K and V stay in shared memory,
-// dK and dV in accumulator fragments (each warp owns block_n / num_warps
-// key rows); per query tile of block_m rows, Q and dO stream through rings
-// of `stages` slots and each warp computes block_m / num_warps query rows
-// of S, dP and dQ. P and dS (rounded to 16 bits) go through shared memory,
+// dK and dV in accumulator fragments; per query tile of block_m rows, Q
+// and dO stream through rings of `stages` slots. The warps form a grid
+// (backwardWarpsN): each owns a slice of rows and columns of dK, dV, S,
+// dP and dQ. P and dS (rounded to 16 bits) go through shared memory,
 // where the products with the transposed operand (dV += P^T dO, dK += dS^T
 // Q) read them with ldmatrix.trans. The delta and dq programs are
 // memory-bound element-wise work; the simt strategy places them.
@@ -127,6 +127,20 @@ struct BackwardSharedLayout {
   int64_t totalBytes = 0;
 };
 BackwardSharedLayout backwardSharedLayout(const Config &config);
+
+/// The dkdv program's warp grid: num-warps / warps-n warps along the rows
+/// of its accumulator tiles (query rows of S, dP, dQ; key rows of dK, dV)
+/// and warps-n along their columns (keys; the head dim). Every product of
+/// the program reads both operands from shared memory, a k16 step of A per
+/// m16 block and of B per n8 block of the warp's slice: 2 columns of warps
+/// (slices of 32 x 64 instead of 16 x 128 at 128 x 128 on 8 warps) read
+/// 6 instead of 9 ldmatrix.x4 per 16 mma. 2 on 8 or more warps where the
+/// key tile and the head dim split in 16-column halves, else 1: measured
+/// on the H200 (docs/benchmarks.md), 128 x 128 on 8 warps at D = 128 gains
+/// 7-8% with it; 64 x 128 on 4 warps at D = 64 (2 x 2) loses up to 4% (its
+/// dK, dV and dQ products read no less, and dQ reads dS from shared memory
+/// instead of registers).
+int64_t backwardWarpsN(const Config &config);
 
 /// 32-bit registers per thread of the dkdv program: the dK and dV
 /// accumulators, S and dP (P and dS reuse their registers), the dQ

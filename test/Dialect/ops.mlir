@@ -75,6 +75,15 @@ func.func @mma_placement(%p: tensor<128x64xf16, #fa.mma<warps = 4>>, %n: index) 
   return
 }
 
+// A 2-d warp grid round-trips; warps_n = 1 is the default and not printed.
+// CHECK-LABEL: func private @mma_grid
+// CHECK-SAME: tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>
+// CHECK-SAME: tensor<128xf32, #fa.mma<warps = 8, warps_n = 2>>
+// CHECK-SAME: tensor<128x64xf32, #fa.mma<warps = 8>>
+func.func private @mma_grid(tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>,
+                            tensor<128xf32, #fa.mma<warps = 8, warps_n = 2>>,
+                            tensor<128x64xf32, #fa.mma<warps = 8, warps_n = 1>>)
+
 // The backward at the problem level.
 // CHECK-LABEL: func @backward
 // CHECK: fa.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} workspace %{{.*}}, %{{.*}} {mask = #fa.mask<causal>, scale = 1.250000e-01 : f32}

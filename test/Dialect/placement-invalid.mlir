@@ -104,6 +104,29 @@ func.func private @mma_cols(tensor<64x36xf32, #fa.mma<warps = 4>>)
 
 // -----
 
+// A 2-d warp grid: warps_n warps along the columns, warps / warps_n along
+// the rows; warps_n divides warps.
+// expected-error @+1 {{warps_n must divide warps = 8, got 3}}
+func.func private @mma_warps_n(tensor<128x64xf32, #fa.mma<warps = 8, warps_n = 3>>)
+
+// -----
+
+// expected-error @+1 {{warps_n must divide warps = 4, got 0}}
+func.func private @mma_warps_n_zero(tensor<64x64xf32, #fa.mma<warps = 4, warps_n = 0>>)
+
+// -----
+
+// 8 warps as 4 x 2: rows in multiples of 64, columns of 16.
+// expected-error @+1 {{#fa.mma over 4 warps along the rows needs rows in multiples of 16 x 4 = 64, got 32}}
+func.func private @mma_grid_rows(tensor<32x64xf32, #fa.mma<warps = 8, warps_n = 2>>)
+
+// -----
+
+// expected-error @+1 {{#fa.mma over 2 warps along the columns needs columns in multiples of 8 x 2 = 16, got 40}}
+func.func private @mma_grid_cols(tensor<64x40xf32, #fa.mma<warps = 8, warps_n = 2>>)
+
+// -----
+
 // expected-error @+1 {{#fa.mma_operand holds f16 or bf16, got 'f32'}}
 func.func private @operand_type(tensor<64x64xf32, #fa.mma_operand<warps = 4>>)
 

@@ -706,14 +706,17 @@ TEST_F(GpuAttention, BackwardExplicitTiles) {
 
 /// Explicit mma backward configs: one to two m16 row blocks of S and dK/dV
 /// per warp, 1 to 8 warps, Q/dO rings of 1 to 3 stages, head dims that are
-/// odd multiples of 8 (the contraction padded to 16).
+/// odd multiples of 8 (the contraction padded to 16); on 8 warps the 4 x 2
+/// warp grid (64 x 128 and 128 x 128 tiles) and, where the head dim does
+/// not split in 16-column halves (D = 40), whole rows.
 TEST_F(GpuAttention, BackwardMmaExplicitTiles) {
   struct Config {
     int64_t bm, bn, warps, stages, headDim;
   };
   for (Config c : {Config{64, 64, 4, 2, 64}, {128, 128, 8, 2, 64},
                    {64, 128, 4, 1, 64}, {32, 32, 2, 3, 40}, {16, 16, 1, 2, 24},
-                   {128, 64, 4, 2, 128}, {64, 64, 4, 1, 128}}) {
+                   {128, 64, 4, 2, 128}, {64, 64, 4, 1, 128},
+                   {64, 128, 8, 1, 128}, {128, 128, 8, 1, 40}}) {
     fa::KernelSpec tiles;
     tiles.strategy = fa::Strategy::mma;
     tiles.blockM = c.bm;

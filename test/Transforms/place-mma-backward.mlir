@@ -1,6 +1,8 @@
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=64" --fa-place-mma="num-warps=4 stages=2" | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=64" --fa-place-pipeline="strategy=mma num-warps=4 stages=2" | FileCheck %s --check-prefix=PIPE
 // RUN: not fa-opt %s --fa-tile-backward="block-m=64 block-n=48" --fa-place-mma="num-warps=4 stages=2" 2>&1 | FileCheck %s --check-prefix=BLOCKN
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=128 block-n=128" --fa-place-mma="num-warps=8 stages=1" | FileCheck %s --check-prefix=GRID
+// RUN: not fa-opt %s --fa-tile-backward="block-m=128 block-n=96" --fa-place-mma="num-warps=8 stages=1" 2>&1 | FileCheck %s --check-prefix=GRIDROWS
 
 // The backward on tensor cores, D = 128, B_r = B_c = 64, 4 warps.
 // CHECK-LABEL: func @backward_f16
@@ -67,6 +69,28 @@
 // PIPE: fa.launch = #fa.launch<strategy = simt, {{.*}}>, program = "delta"
 // PIPE: fa.launch = #fa.launch<strategy = mma, {{.*}}>, program = "dkdv"
 // PIPE: fa.launch = #fa.launch<strategy = simt, {{.*}}>, program = "dq"
+//
+// On 8 warps the warps form a 4 x 2 grid (#fa.mma warps_n = 2): each owns
+// 32 rows and half the columns of every product (32 key rows x 64 head-dim
+// columns of dK and dV; 32 query rows x 64 keys of S and dP), so each
+// shared operand row is read by half as many warps as with 16-row slices
+// of whole rows. dQ_i = dS K_j contracts over keys that two warps share:
+// it reads dS from the staged tile instead of renaming registers.
+// GRID-LABEL: func @backward_f16
+// GRID: arith.constant dense<0.000000e+00> : tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>
+// GRID: fa.load_tile {{.*}} -> tensor<128xf32, #fa.mma<warps = 8, warps_n = 2>>
+// GRID: fa.tile_matmul {{.*}} {transpose_rhs} : {{.*}} -> tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>
+// GRID: fa.softmax_grad
+// GRID: %[[DS16:.*]] = arith.truncf
+// GRID-NEXT: %[[DSS:.*]] = fa.convert_layout %[[DS16]] {fa.shared_offset = {{[0-9]+}} : i64} : tensor<128x128xf16, #fa.mma<warps = 8, warps_n = 2>> -> tensor<128x128xf16, #fa.shared<pad = 8>>
+// GRID-NOT: fa.mma_operand
+// GRID: %[[DQ:.*]] = fa.tile_matmul %[[DSS]], %{{.*}} : tensor<128x128xf16, #fa.shared<pad = 8>>, {{.*}} -> tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>
+// GRID: fa.tile_matmul %[[DSS]], %{{.*}} acc(%{{.*}}) {transpose_lhs}
+// GRID: fa.accumulate_tile %[[DQ]]
+// GRID: fa.launch = #fa.launch<strategy = mma, threads = 256, {{.*}}>, program = "dkdv"
+//
+// The grid's 4 warps along the rows need key tiles in multiples of 64.
+// GRIDROWS: error: 'fa.grid' op mma backward placement (block-m=128 block-n=96 head-dim=128 num-warps=8 stages=1): block-n 96 is not a multiple of 16 x the 4 warps along the rows = 64 (each warp owns whole m16 fragments of dK and dV)
 //
 // Each warp owns whole m16 fragments of dK and dV: 48 key rows cannot be
 // split over 4 warps.

@@ -76,24 +76,41 @@ struct Lane {
   Value matrixRow, secondMatrix, upperMatrices;
 };
 
-/// Where a warp's fragments of a [R, C] tile placed over `warps` warps lie.
+/// Where a warp's fragments of a [R, C] tile placed over `warps` warps lie:
+/// `warps / warpsN` warps along the rows and, for a 2-d tile, `warpsN`
+/// along the columns (#fa.mma's warps_n).
 struct FragmentTile {
   FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
-               RankedTensorType type, int64_t warps)
+               RankedTensorType type, int64_t warps, int64_t warpsN)
       : rows(type.getDimSize(0)),
         cols(type.getRank() == 2 ? type.getDimSize(1) : 1),
-        rowBlocks(rows / warps / layout::kM), accColBlocks(cols / layout::kN),
+        rowBlocks(rows / (warps / warpsN) / layout::kM),
+        accColBlocks(cols / (type.getRank() == 2 ? warpsN : 1) / layout::kN),
         lane(lane) {
-    warpRow0 = mulConst(b, loc, lane.warp, rows / warps);
+    Value warpRow = lane.warp, warpColumn;
+    if (warpsN > 1) {
+      Value n = indexConst(b, loc, warpsN);
+      warpRow = arith::DivUIOp::create(b, loc, lane.warp, n);
+      warpColumn = arith::RemUIOp::create(b, loc, lane.warp, n);
+    }
+    warpRow0 = mulConst(b, loc, warpRow, rows / (warps / warpsN));
+    warpCol0 = warpColumn && type.getRank() == 2
+                   ? mulConst(b, loc, warpColumn, cols / warpsN)
+                   : indexConst(b, loc, 0);
   }
   FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
                RankedTensorType type)
-      : FragmentTile(b, loc, lane, type, warpsOf(type)) {}
+      : FragmentTile(b, loc, lane, type, warpsOf(type), warpsNOf(type)) {}
 
   static int64_t warpsOf(RankedTensorType type) {
     if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
       return mma.getWarps();
     return cast<MmaOperandEncodingAttr>(type.getEncoding()).getWarps();
+  }
+  static int64_t warpsNOf(RankedTensorType type) {
+    if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
+      return mma.getWarpsN();
+    return 1;
   }
 
   /// Register of accumulator element e of fragment (mi, ni).
@@ -111,8 +128,10 @@ struct FragmentTile {
   }
   /// Tile column of accumulator element e of column block ni.
   Value accCol(OpBuilder &b, Location loc, int64_t ni, int64_t e) const {
-    return addConst(b, loc, mulConst(b, loc, lane.t, 2),
-                    ni * layout::kN + layout::AccumulatorFragment::colPair[e]);
+    return addConst(
+        b, loc,
+        arith::AddIOp::create(b, loc, warpCol0, mulConst(b, loc, lane.t, 2)),
+        ni * layout::kN + layout::AccumulatorFragment::colPair[e]);
   }
 
   /// Calls `fn(row, col, slot)` for each 32-bit element pair a lane holds
@@ -130,7 +149,8 @@ struct FragmentTile {
 
   int64_t rows, cols, rowBlocks, accColBlocks;
   const Lane &lane;
-  Value warpRow0;
+  /// The first row and column of the warp's slice.
+  Value warpRow0, warpCol0;
 };
 
 /// A 32-bit mma operand register from its two 16-bit halves (a
@@ -307,6 +327,10 @@ struct AccumulatorToOperandLowering : MmaPattern<ConvertLayoutOp> {
                   ConversionPatternRewriter &rewriter) const override {
     if (!isMma(op.getSource()) || !isOperand(op.getResult()))
       return rewriter.notifyMatchFailure(op, "not mma -> mma_operand");
+    if (FragmentTile::warpsNOf(
+            cast<RankedTensorType>(op.getSource().getType())) != 1)
+      return op.emitOpError("A fragments hold whole rows: the accumulator "
+                            "needs #fa.mma with warps_n = 1");
     auto type = cast<RankedTensorType>(op.getType());
     if (type.getDimSize(1) % layout::kK != 0)
       return rewriter.notifyMatchFailure(op, "columns not a multiple of 16");
@@ -404,6 +428,10 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
     if (op.getTransposeLhs() && !lhsInShared)
       return op.emitOpError("the mma lowering reads a transposed left operand "
                             "from shared memory");
+    if (!lhsInShared &&
+        FragmentTile::warpsNOf(cast<RankedTensorType>(op.getType())) != 1)
+      return op.emitOpError("a left operand in registers holds whole rows: "
+                            "its product needs #fa.mma with warps_n = 1");
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
     auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
@@ -455,12 +483,17 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
                                  ArrayRef<SmallVector<Value>> a) {
       int64_t blocks = std::min<int64_t>(2, nBlocks - nb);
       Value row, col;
+      // The warp's column slice starts at warpCol0 (2-d warp grids).
+      auto nOffset = [&](Value laneOffset) {
+        return addConst(rewriter, loc,
+                        arith::AddIOp::create(rewriter, loc, tile.warpCol0,
+                                              laneOffset),
+                        nb * layout::kN);
+      };
       if (transposed) {
         // rhs[n][k]: matrices (n lo, k lo), (n lo, k hi), (n hi, k lo), ...
-        row = addConst(rewriter, loc,
-                       arith::AddIOp::create(rewriter, loc, lane.matrixRow,
-                                             lane.upperMatrices),
-                       nb * layout::kN);
+        row = nOffset(arith::AddIOp::create(rewriter, loc, lane.matrixRow,
+                                            lane.upperMatrices));
         col = addConst(rewriter, loc, lane.secondMatrix, ki * layout::kK);
       } else {
         // rhs[k][n]: matrices (k lo, n lo), (k hi, n lo), (k lo, n hi), ...
@@ -468,10 +501,10 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
                        arith::AddIOp::create(rewriter, loc, lane.matrixRow,
                                              lane.secondMatrix),
                        ki * layout::kK);
-        col = addConst(rewriter, loc, lane.upperMatrices, nb * layout::kN);
+        col = nOffset(lane.upperMatrices);
       }
       if (transposed && blocks == 1)
-        row = addConst(rewriter, loc, lane.matrixRow, nb * layout::kN);
+        row = nOffset(lane.matrixRow);
       Value loaded = ldmatrix(rewriter, loc, adaptor.getRhs(), row, col,
                               2 * blocks, /*transpose=*/!transposed);
       for (int64_t n = 0; n < blocks; ++n) {
@@ -565,9 +598,12 @@ struct MaskLowering : MmaPattern<MaskOp> {
       // last_r = Sk - 1, and with the causal mask min(Sk - 1, row + Sk - Sq)
       // (signed: rows above the first visible key have last_r < 0).
       Value kvLast = addConst(rewriter, loc, adaptor.getKvLen(), -1);
-      Value laneFirstCol =
-          arith::AddIOp::create(rewriter, loc, adaptor.getKvStart(),
-                                mulConst(rewriter, loc, lane.t, 2));
+      // (The lane's first column in the tile: the warp's column slice,
+      // then 2t.)
+      Value laneFirstCol = arith::AddIOp::create(
+          rewriter, loc, adaptor.getKvStart(),
+          arith::AddIOp::create(rewriter, loc, tile.warpCol0,
+                                mulConst(rewriter, loc, lane.t, 2)));
       for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
         for (int64_t h = 0; h < 2; ++h) {
           Value last = kvLast;
@@ -626,6 +662,10 @@ struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
       return rewriter.notifyMatchFailure(op, "not an mma tile");
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getScores().getType());
+    if (FragmentTile::warpsNOf(type) != 1)
+      return op.emitOpError("the row reductions of the online softmax stay "
+                            "within a warp: the scores need #fa.mma with "
+                            "warps_n = 1");
     Lane lane(rewriter, loc);
     FragmentTile tile(rewriter, loc, lane, type);
     SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());

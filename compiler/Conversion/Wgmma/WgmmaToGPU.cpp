@@ -263,7 +263,11 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
     auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
-    auto warps = cast<MmaEncodingAttr>(resultType.getEncoding()).getWarps();
+    auto encoding = cast<MmaEncodingAttr>(resultType.getEncoding());
+    if (encoding.getWarpsN() != 1)
+      return op.emitOpError("wgmma accumulators span whole rows: #fa.mma "
+                            "needs warps_n = 1");
+    int64_t warps = encoding.getWarps();
     Type elementType = rhsType.getElementType();
     bool transposed = op.getTransposeRhs();
     int64_t n = resultType.getDimSize(1);
