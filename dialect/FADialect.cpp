@@ -28,6 +28,56 @@ void FADialect::initialize() {
 }
 
 //===----------------------------------------------------------------------===//
+// Tiles
+//===----------------------------------------------------------------------===//
+
+bool mlir::fa::isTileType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() < 1 || tensor.getRank() > 2)
+    return false;
+  for (int64_t size : tensor.getShape())
+    if (ShapedType::isDynamic(size) || size < 1 || size > kMaxTileDim)
+      return false;
+  return !tensor.getEncoding() ||
+         isa<TileEncodingInterface>(tensor.getEncoding());
+}
+
+/// What every encoding asks of its tiles before its own rules: static dims
+/// in [1, kMaxTileDim] (the lowerings unroll over a thread's elements), at
+/// most kMaxTileRegistersPerThread elements a thread and kMaxSharedBytes of
+/// shared memory.
+static LogicalResult
+verifyTileBudget(StringRef name, TileEncodingInterface encoding,
+                 ArrayRef<int64_t> shape, Type elementType,
+                 function_ref<InFlightDiagnostic()> emitError) {
+  if (shape.empty() || shape.size() > 2)
+    return emitError() << name << " tiles are 1-d or 2-d, got rank "
+                       << shape.size();
+  for (int64_t size : shape)
+    if (ShapedType::isDynamic(size) || size < 1 || size > kMaxTileDim)
+      return emitError() << name << " tiles need static dims in [1, "
+                         << kMaxTileDim << "], got "
+                         << (ShapedType::isDynamic(size) ? std::string("?")
+                                                         : std::to_string(size));
+  if (int64_t registers = encoding.getRegistersPerThread(shape);
+      registers > kMaxTileRegistersPerThread)
+    return emitError() << name << " tile of " << shape[0]
+                       << (shape.size() == 2 ? "x" + std::to_string(shape[1])
+                                             : std::string())
+                       << " puts " << registers
+                       << " elements in each thread, over the limit of "
+                       << kMaxTileRegistersPerThread;
+  int64_t bytes = encoding.getSharedElements(shape) *
+                  int64_t(llvm::divideCeil(
+                      elementType.getIntOrFloatBitWidth(), 8));
+  if (bytes > kMaxSharedBytes)
+    return emitError() << name << " tile needs " << bytes
+                       << " bytes of shared memory, over the "
+                       << kMaxSharedBytes << " of a block";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // BlockedEncodingAttr
 //===----------------------------------------------------------------------===//
 
@@ -47,11 +97,14 @@ BlockedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 /// A tile of `shape` fits a thread grid of rows x cols when every thread
 /// owns the same number of elements (the lowerings unroll over them).
 LogicalResult
-BlockedEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+BlockedEncodingAttr::verifyEncoding(ArrayRef<int64_t> shape, Type elementType,
                                     function_ref<InFlightDiagnostic()> emitError) const {
   if (shape.empty() || shape.size() > 2)
     return emitError() << "#fa.blocked tiles are 1-d or 2-d, got rank "
                        << shape.size();
+  if (failed(verifyTileBudget("#fa.blocked", *this, shape, elementType,
+                              emitError)))
+    return failure();
   if (shape[0] % getThreadRows() != 0)
     return emitError() << "#fa.blocked thread grid " << getThreadRows() << "x"
                        << getThreadCols() << " does not divide the tile's "
@@ -84,9 +137,16 @@ int64_t BlockedEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
 LogicalResult
 SharedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            int64_t pad) {
-  if (pad < 0)
-    return emitError() << "row padding must be non-negative, got " << pad;
+  if (pad < 0 || pad > kMaxTileDim)
+    return emitError() << "row padding must be in [0, " << kMaxTileDim
+                       << "], got " << pad;
   return success();
+}
+
+LogicalResult SharedEncodingAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type elementType,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyTileBudget("#fa.shared", *this, shape, elementType, emitError);
 }
 
 bool SharedEncodingAttr::isShared() const { return true; }
@@ -158,10 +218,12 @@ verifyFragmentTile(StringRef name, int64_t warps, ArrayRef<int64_t> shape,
 }
 
 LogicalResult MmaEncodingAttr::verifyEncoding(
-    ArrayRef<int64_t> shape, Type,
+    ArrayRef<int64_t> shape, Type elementType,
     function_ref<InFlightDiagnostic()> emitError) const {
-  return verifyFragmentTile("#fa.mma", getWarpsM(), shape, 2, emitError,
-                            getWarpsN());
+  if (failed(verifyFragmentTile("#fa.mma", getWarpsM(), shape, 2, emitError,
+                                getWarpsN())))
+    return failure();
+  return verifyTileBudget("#fa.mma", *this, shape, elementType, emitError);
 }
 
 bool MmaEncodingAttr::isShared() const { return false; }
@@ -192,8 +254,11 @@ LogicalResult MmaOperandEncodingAttr::verifyEncoding(
   if (shape.size() != 2)
     return emitError() << "#fa.mma_operand tiles are 2-d, got rank "
                        << shape.size();
-  return verifyFragmentTile("#fa.mma_operand", getWarps(), shape, 2,
-                            emitError);
+  if (failed(verifyFragmentTile("#fa.mma_operand", getWarps(), shape, 2,
+                                emitError)))
+    return failure();
+  return verifyTileBudget("#fa.mma_operand", *this, shape, elementType,
+                          emitError);
 }
 
 bool MmaOperandEncodingAttr::isShared() const { return false; }
@@ -238,7 +303,8 @@ LogicalResult SwizzledSharedEncodingAttr::verifyEncoding(
     return emitError() << "#fa.swizzled_shared needs rows in multiples of 8 "
                           "(1024-byte swizzle atoms), got "
                        << shape[0];
-  return success();
+  return verifyTileBudget("#fa.swizzled_shared", *this, shape, elementType,
+                          emitError);
 }
 
 bool SwizzledSharedEncodingAttr::isShared() const { return true; }
@@ -264,18 +330,23 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StrategyKind strategy, int64_t threads,
                                  int64_t sharedBytes, int64_t stages,
                                  int64_t registers, int64_t producerWarps) {
-  if (producerWarps < 0 || 32 * producerWarps >= threads)
-    return emitError() << "producer_warps must be in [0, threads / 32), got "
-                       << producerWarps;
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     return emitError() << "threads must be a whole number of warps in [32, "
                           "1024], got "
                        << threads;
-  if (sharedBytes < 0)
-    return emitError() << "shared_bytes must be non-negative, got "
-                       << sharedBytes;
-  if (stages < 1)
-    return emitError() << "stages must be at least 1, got " << stages;
+  if (producerWarps < 0 || producerWarps >= threads / 32)
+    return emitError() << "producer_warps must be in [0, threads / 32 = "
+                       << threads / 32 << "), got " << producerWarps;
+  if (producerWarps > 0 && strategy != StrategyKind::wgmma)
+    return emitError() << "producer_warps belong to the wgmma strategy's "
+                          "warp specialization, got "
+                       << producerWarps << " on " << stringifyEnum(strategy);
+  if (sharedBytes < 0 || sharedBytes > kMaxSharedBytes)
+    return emitError() << "shared_bytes must be in [0, " << kMaxSharedBytes
+                       << "], got " << sharedBytes;
+  if (stages < 1 || stages > kMaxPipelineStages)
+    return emitError() << "stages must be in [1, " << kMaxPipelineStages
+                       << "], got " << stages;
   if (registers < 0)
     return emitError() << "registers must be non-negative, got " << registers;
   return success();
@@ -297,10 +368,18 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                << "' belongs on fa.load_tile or "
                                   "fa.convert_layout";
     auto integer = dyn_cast<IntegerAttr>(value);
-    int64_t lowest = name == getSharedOffsetAttrName() ? 0 : 1;
-    if (!integer || integer.getInt() < lowest)
-      return op->emitOpError() << "'" << name << "' must be an integer >= "
-                               << lowest << ", got " << value;
+    bool offset = name == getSharedOffsetAttrName();
+    int64_t lowest = offset ? 0 : 1;
+    int64_t highest = offset ? kMaxSharedBytes - 16 : kMaxPipelineStages;
+    if (!integer || integer.getInt() < lowest || integer.getInt() > highest)
+      return op->emitOpError() << "'" << name << "' must be an integer in ["
+                               << lowest << ", " << highest << "], got "
+                               << value;
+    // cp.async, ldmatrix and vector accesses move 16-byte chunks.
+    if (offset && integer.getInt() % 16 != 0)
+      return op->emitOpError() << "'" << name
+                               << "' must be a multiple of 16 bytes, got "
+                               << integer.getInt();
     return success();
   }
   if (name == getTensorMapsAttrName()) {

@@ -17,4 +17,28 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialect/FAAttrs.h.inc"
 
+namespace mlir::fa {
+
+/// Limits of the tile level, far above any schedule the strategies make
+/// (block sizes up to 1024, head dims up to 512) and low enough that the
+/// lowerings, which unroll over a thread's elements, stay bounded.
+constexpr int64_t kMaxTileDim = 65536;
+/// Elements of one register tile a thread may hold.
+constexpr int64_t kMaxTileRegistersPerThread = 2048;
+/// Shared memory of one block: the largest of the supported archs (sm_90,
+/// 227 KiB).
+constexpr int64_t kMaxSharedBytes = 232448;
+/// Head dims of fa.attention and fa.attention_backward (KernelSpec's
+/// limit, lib/KernelSpec.h).
+constexpr int64_t kMaxHeadDim = 512;
+/// K/V (or Q/dO) tiles in flight in a ring.
+constexpr int64_t kMaxPipelineStages = 4;
+
+/// A tile of the tile and placement levels: a ranked tensor of rank 1 or 2
+/// with static dims in [1, kMaxTileDim], unplaced or with an fa encoding
+/// (TileEncodingInterface). The tile ops' operand and result constraint.
+bool isTileType(Type type);
+
+} // namespace mlir::fa
+
 #endif // FA_DIALECT_FADIALECT_H

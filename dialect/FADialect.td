@@ -213,7 +213,8 @@ def FA_BlockedEncodingAttr : AttrDef<FA_Dialect, "BlockedEncoding",
 }
 
 def FA_SharedEncodingAttr : AttrDef<FA_Dialect, "SharedEncoding",
-    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>]> {
+    [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
+     DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "shared";
   let summary = "a tile in shared memory, row-major with padded rows";
   let description = [{

@@ -11,6 +11,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cctype>
 #include <cmath>
 
 using namespace mlir;
@@ -56,9 +57,29 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
 
   if (ShapedType::isDynamic(q[3]))
     return op->emitOpError("head dimension of the query must be static");
-  if (q[3] < 1)
-    return op->emitOpError() << "head dimension must be positive, got "
-                             << q[3];
+  if (q[3] < 1 || q[3] > kMaxHeadDim)
+    return op->emitOpError() << "head dimension must be in [1, "
+                             << kMaxHeadDim << "], got " << q[3];
+  // Device tensors in global memory with contiguous rows: the kernels index
+  // the head dim with unit stride.
+  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"query", qType},
+                            {"key", kType},
+                            {"value", vType},
+                            {"output", oType},
+                            {"lse", lseType}}) {
+    if (type.getMemorySpace())
+      return op->emitOpError() << name << " must be in the default (global) "
+                                          "memory space, got "
+                               << type.getMemorySpace();
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      return op->emitOpError()
+             << name << " must be contiguous in its last dimension (stride 1), "
+                        "got "
+             << type;
+  }
   for (auto [name, type] : {std::pair<StringRef, MemRefType>{"key", kType},
                             {"value", vType},
                             {"output", oType}}) {
@@ -217,6 +238,12 @@ void GridOp::print(OpAsmPrinter &p) {
   p.printOptionalAttrDictWithKeyword((*this)->getAttrs());
 }
 
+/// Whether `name` can be part of a kernel's name in PTX: [A-Za-z_][A-Za-z0-9_]*.
+static bool isKernelNamePart(StringRef name) {
+  return !name.empty() && (std::isalpha(name[0]) || name[0] == '_') &&
+         llvm::all_of(name, [](char c) { return std::isalnum(c) || c == '_'; });
+}
+
 LogicalResult GridOp::verifyRegions() {
   Block &block = getBodyBlock();
   if (block.getNumArguments() != 3 ||
@@ -224,7 +251,62 @@ LogicalResult GridOp::verifyRegions() {
                     [](Type t) { return t.isIndex(); }))
     return emitOpError("body must take three index arguments (batch, head, "
                        "tile)");
-  return success();
+  if (std::optional<StringRef> program = getProgram();
+      program && !isKernelNamePart(*program))
+    return emitOpError() << "program name '" << *program
+                         << "' must be an identifier ([A-Za-z_][A-Za-z0-9_]*): "
+                            "it becomes part of a kernel's name";
+  // A placed program (fa.launch) has every tile placed, its register tiles
+  // in the encodings of its strategy.
+  auto launch = (*this)->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if ((*this)->hasAttr(FADialect::getTensorMapsAttrName()) &&
+      (!launch || launch.getStrategy() != StrategyKind::wgmma))
+    return emitOpError() << FADialect::getTensorMapsAttrName()
+                         << " describe the TMA loads of a wgmma program; this "
+                            "program is not placed for wgmma";
+  if (!launch)
+    return success();
+  WalkResult result = getBody().walk([&](Operation *op) {
+    if (isa<LoadTileOp, ConvertLayoutOp>(op) &&
+        !op->hasAttr(FADialect::getSharedOffsetAttrName()))
+      if (auto placement = dyn_cast_or_null<TileEncodingInterface>(
+              cast<RankedTensorType>(op->getResult(0).getType()).getEncoding());
+          placement && placement.isShared()) {
+        op->emitOpError() << "puts a tile in shared memory in a placed "
+                             "program (fa.launch) without an "
+                          << FADialect::getSharedOffsetAttrName();
+        return WalkResult::interrupt();
+      }
+    for (Type type : op->getResultTypes()) {
+      auto tile = dyn_cast<RankedTensorType>(type);
+      if (!tile)
+        continue;
+      Attribute encoding = tile.getEncoding();
+      if (!encoding) {
+        op->emitOpError() << "is in a placed program (fa.launch) but its "
+                             "result is not placed: "
+                          << type;
+        return WalkResult::interrupt();
+      }
+      auto placement = dyn_cast<TileEncodingInterface>(encoding);
+      if (!placement || placement.isShared())
+        continue;
+      bool blocked = isa<BlockedEncodingAttr>(encoding);
+      bool ofStrategy = launch.getStrategy() == StrategyKind::simt ? blocked
+                                                                   : !blocked;
+      if (!ofStrategy) {
+        op->emitOpError() << "register tile " << type << " is not placed for "
+                          << "the program's " << stringifyEnum(launch.getStrategy())
+                          << " strategy ("
+                          << (blocked ? "#fa.blocked belongs to simt"
+                                      : "fragments belong to mma and wgmma")
+                          << ")";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//
@@ -266,6 +348,18 @@ LogicalResult StoreTileOp::verify() {
                             cast<MemRefType>(getDest().getType()));
 }
 
+/// Tiles that ops compute on live in registers: unplaced, or with a
+/// register encoding (#fa.blocked, #fa.mma, #fa.mma_operand).
+static LogicalResult verifyRegisterTile(Operation *op, Type type,
+                                        StringRef name) {
+  auto encoding = dyn_cast_or_null<TileEncodingInterface>(
+      cast<RankedTensorType>(type).getEncoding());
+  if (encoding && encoding.isShared())
+    return op->emitOpError() << name << " must be a register tile, got "
+                             << type;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // TileMatmulOp
 //===----------------------------------------------------------------------===//
@@ -296,12 +390,13 @@ LogicalResult TileMatmulOp::verify() {
     return emitOpError() << "result must be " << m << "x" << n << ", got "
                          << result.getDimSize(0) << "x"
                          << result.getDimSize(1);
-  return success();
+  return verifyRegisterTile(*this, result, "result");
 }
 
 LogicalResult AsyncWaitOp::verify() {
-  if (int64_t pending = getPendingAttr().getInt(); pending < 0)
-    return emitOpError() << "pending must be non-negative, got " << pending;
+  // wgmma.wait_group takes 0..7 groups in flight.
+  if (int64_t pending = getPendingAttr().getInt(); pending < 0 || pending > 7)
+    return emitOpError() << "pending must be in [0, 7], got " << pending;
   auto matmul = getTile().getDefiningOp<TileMatmulOp>();
   if (!matmul || !matmul.getAsync())
     return emitOpError("waits for a tile produced by an async "
@@ -313,10 +408,12 @@ LogicalResult AsyncWaitOp::verify() {
 // Row-wise ops: MaskOp, OnlineSoftmaxOp, RescaleOp, FinalizeOp
 //===----------------------------------------------------------------------===//
 
-/// Checks a [R, C] tile against a per-row [R] vector.
+/// Checks a [R, C] tile against a per-row [R] vector: both in registers,
+/// placed alike (a thread holds the values of the rows it holds).
 static LogicalResult verifyRowVector(Operation *op, Type tileType,
                                      Type rowType, StringRef tileName,
-                                     StringRef rowName) {
+                                     StringRef rowName,
+                                     bool placedAlike = true) {
   auto tile = cast<RankedTensorType>(tileType);
   auto row = cast<RankedTensorType>(rowType);
   if (tile.getRank() != 2)
@@ -325,13 +422,21 @@ static LogicalResult verifyRowVector(Operation *op, Type tileType,
     return op->emitOpError() << rowName << " must hold one value per row of "
                              << tileName << " (" << tile.getDimSize(0)
                              << "), got " << row;
+  if (!placedAlike)
+    return success();
+  if (failed(verifyRegisterTile(op, tile, tileName)) ||
+      failed(verifyRegisterTile(op, row, rowName)))
+    return failure();
+  if (tile.getEncoding() != row.getEncoding())
+    return op->emitOpError() << rowName << " must be placed like " << tileName
+                             << " (" << tile << "), got " << row;
   return success();
 }
 
 LogicalResult MaskOp::verify() {
   if (cast<RankedTensorType>(getScores().getType()).getRank() != 2)
     return emitOpError("scores must be a 2-d tile");
-  return success();
+  return verifyRegisterTile(*this, getScores().getType(), "scores");
 }
 
 void OnlineSoftmaxOp::build(OpBuilder &builder, OperationState &state,
@@ -374,8 +479,11 @@ LogicalResult RowDotOp::verify() {
   auto lhs = cast<RankedTensorType>(getLhs().getType());
   if (lhs.getRank() != 2)
     return emitOpError("operands must be 2-d tiles");
-  return verifyRowVector(*this, lhs, getResult().getType(), "operand",
-                         "result");
+  // The operands may be read from shared memory (the simt delta program).
+  if (failed(verifyRowVector(*this, lhs, getResult().getType(), "operand",
+                             "result", /*placedAlike=*/false)))
+    return failure();
+  return verifyRegisterTile(*this, getResult().getType(), "result");
 }
 
 LogicalResult RecomputeProbsOp::verify() {

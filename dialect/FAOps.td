@@ -16,8 +16,16 @@ include "mlir/IR/OpAsmInterface.td"
 
 def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32], [4]>;
 def FA_LseMemRef : MemRefRankOf<[F32], [3]>;
-def FA_F32Tile : RankedTensorOf<[F32]>;
-def FA_AnyFloatTile : RankedTensorOf<[F16, BF16, F32]>;
+// Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
+// with an fa placement encoding.
+def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
+def FA_F32Tile : Type<And<[RankedTensorOf<[F32]>.predicate, FA_TilePred]>,
+    "f32 tile (rank 1 or 2, static dims in [1, 65536], no encoding or an fa "
+    "placement)", "::mlir::RankedTensorType">;
+def FA_AnyFloatTile : Type<And<[RankedTensorOf<[F16, BF16, F32]>.predicate,
+                                FA_TilePred]>,
+    "f16, bf16 or f32 tile (rank 1 or 2, static dims in [1, 65536], no "
+    "encoding or an fa placement)", "::mlir::RankedTensorType">;
 
 //===----------------------------------------------------------------------===//
 // Problem level

@@ -30,6 +30,8 @@
 namespace mlir::fa {
 #define GEN_PASS_DEF_FACONVERTPLACEDTOGPU
 #include "compiler/Passes.h.inc"
+
+#include <cctype>
 } // namespace mlir::fa
 
 using namespace mlir;
@@ -163,6 +165,17 @@ struct FAConvertPlacedToGPUPass
             return signalPassFailure();
           }
           name += "_" + grid.getProgram()->str();
+        }
+        // PTX names: LLVM's NVPTX backend aborts on others.
+        if (name.empty() || !(std::isalpha(name[0]) || name[0] == '_') ||
+            !llvm::all_of(name, [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+            })) {
+          grid.emitOpError() << "makes a kernel named '" << name
+                             << "': kernel names (the function's, with the "
+                                "program's) must be identifiers "
+                                "([A-Za-z_][A-Za-z0-9_]*)";
+          return signalPassFailure();
         }
         programs.push_back({func, grid, name});
       }

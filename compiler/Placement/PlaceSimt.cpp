@@ -32,6 +32,9 @@ using namespace mlir::fa;
 /// Shared-memory buffers are 16-byte aligned (vector accesses).
 static constexpr int64_t kSharedAlignment = 16;
 
+/// The largest row padding fa-place-simt's option takes (elements).
+constexpr int64_t kMaxRowPad = 64;
+
 namespace {
 
 struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass> {
@@ -143,6 +146,9 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
              << " rows: use tiles that are multiples of " << threadRows
              << " rows or fewer warps";
   auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
+  if (pad < 0 || pad > kMaxRowPad)
+    return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
+                              << "] (0: the default), got " << int64_t(pad);
   int64_t rowPad = pad;
   if (rowPad == 0)
     rowPad = llvm::all_of(colExtents, [](int64_t c) { return c % 4 == 0; })
@@ -235,6 +241,9 @@ LogicalResult FAPlaceSimtPass::placeForwardProgram(GridOp grid,
   // A padding of 4 keeps 16-byte rows for vector loads along the rows and
   // still spreads a column over the banks for 16-byte accesses; a padding
   // of 1 suits scalar column reads.
+  if (pad < 0 || pad > kMaxRowPad)
+    return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
+                              << "] (0: the default), got " << int64_t(pad);
   int64_t rowPad = pad;
   if (rowPad == 0)
     rowPad = ::fa::simt::rowPad(shape.blockN, shape.headDim);

@@ -16,8 +16,10 @@ namespace fa::mma {
 /// state, softmax temporaries); a rough allowance for the estimate.
 static constexpr int64_t kRegisterOverhead = 32;
 /// The same for the backward's dkdv program (its fragment addresses are
-/// base + immediate, keepLaneAddressesInLoops).
-static constexpr int64_t kBackwardRegisterOverhead = 24;
+/// base + immediate, keepLaneAddressesInLoops). Calibrated on ptxas's
+/// counts of the defaults: 254 registers at D = 128 (128 x 128, 4 x 2 warp
+/// grid; estimated 254), 255 at D = 64 (64 x 128 on 4 warps; estimated 250).
+static constexpr int64_t kBackwardRegisterOverhead = 22;
 
 int64_t contractionWidth(int64_t headDim) {
   return (headDim + kK - 1) / kK * kK;

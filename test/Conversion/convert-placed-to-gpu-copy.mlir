@@ -65,7 +65,7 @@ func.func @copies(%src: memref<?x?x?x32xf32>, %wide_src: memref<?x?x?x40xf32>) {
     %small = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #smem>
     %large = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 1056 : i64} : memref<?x?x?x32xf32> -> tensor<32x32xf32, #smem>
     %odd = fa.load_tile %src[%b, %h, %c0] {fa.shared_offset = 5280 : i64} : memref<?x?x?x32xf32> -> tensor<3x32xf32, #smem>
-    %wide = fa.load_tile %wide_src[%b, %h, %c0] {fa.shared_offset = 5676 : i64} : memref<?x?x?x40xf32> -> tensor<8x40xf32, #smem>
+    %wide = fa.load_tile %wide_src[%b, %h, %c0] {fa.shared_offset = 5680 : i64} : memref<?x?x?x40xf32> -> tensor<8x40xf32, #smem>
   } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = 8300, stages = 1, registers = 32>}
   return
 }

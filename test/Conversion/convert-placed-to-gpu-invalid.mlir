@@ -31,3 +31,14 @@ func.func @threads_mismatch(%n: index) {
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 64, shared_bytes = 0, stages = 1, registers = 0>}
   return
 }
+
+// -----
+
+// The kernel takes the function's name: PTX (and LLVM's NVPTX backend)
+// accept identifiers only.
+func.func @"a b/c"(%n: index) {
+  // expected-error @+1 {{makes a kernel named 'a b/c': kernel names (the function's, with the program's) must be identifiers ([A-Za-z_][A-Za-z0-9_]*)}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}

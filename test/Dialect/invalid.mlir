@@ -232,9 +232,128 @@ func.func @zero_kv_heads(%q: memref<?x8x?x64xf32>, %k: memref<?x0x?x64xf32>, %ls
 // -----
 
 func.func @zero_head_dim(%q: memref<?x?x?x0xf32>, %lse: memref<?x?x?xf32>) {
-  // expected-error @+1 {{head dimension must be positive, got 0}}
+  // expected-error @+1 {{head dimension must be in [1, 512], got 0}}
   fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
     : memref<?x?x?x0xf32>, memref<?x?x?x0xf32>, memref<?x?x?x0xf32> into memref<?x?x?x0xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Head dims beyond what any strategy compiles (2^62 overflowed placement's
+// shared-memory arithmetic).
+func.func @huge_head_dim(%q: memref<?x?x?x4611686018427387904xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{head dimension must be in [1, 512], got 4611686018427387904}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x4611686018427387904xf32>, memref<?x?x?x4611686018427387904xf32>, memref<?x?x?x4611686018427387904xf32> into memref<?x?x?x4611686018427387904xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Device tensors in global memory, rows contiguous.
+func.func @shared_space(%q: memref<?x?x?x64xf32, 3>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{query must be in the default (global) memory space, got 3}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf32, 3>, memref<?x?x?x64xf32, 3>, memref<?x?x?x64xf32, 3> into memref<?x?x?x64xf32, 3>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @strided_rows(%q: memref<?x?x?x64xf16, strided<[?, ?, 1, ?]>>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{query must be contiguous in its last dimension (stride 1)}}
+  fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf16, strided<[?, ?, 1, ?]>>, memref<?x?x?x64xf16, strided<[?, ?, 1, ?]>>, memref<?x?x?x64xf16, strided<[?, ?, 1, ?]>> into memref<?x?x?x64xf16, strided<[?, ?, 1, ?]>>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+// Tiles are ranked 1 or 2, with fa placements as encodings.
+func.func @rank0(%src: memref<?x?xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{result #0 must be f16, bf16 or f32 tile (rank 1 or 2, static dims in [1, 65536], no encoding or an fa placement)}}
+    %a = fa.load_tile %src[%b, %h, %n] : memref<?x?xf32> -> tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @foreign_encoding(%s: tensor<8x32xf32, #fa.mask<causal>>, %n: index) {
+  // expected-error @+1 {{operand #0 must be f32 tile}}
+  %m = fa.mask %s, %n, %n, %n, %n {mask = #fa.mask<causal>} : tensor<8x32xf32, #fa.mask<causal>>
+  return
+}
+
+// -----
+
+// Ops compute on register tiles; a row vector is placed like its tile.
+#blocked = #fa.blocked<threads = [8, 32]>
+#rows = #fa.blocked<threads = [16, 16]>
+func.func @row_vector_placement(%s: tensor<16x32xf32, #blocked>, %m: tensor<16xf32, #rows>) {
+  // expected-error @+1 {{running max must be placed like scores}}
+  %mn, %p, %l, %a = fa.online_softmax %s, %m, %m {scale = 1.0 : f32} : tensor<16x32xf32, #blocked>, tensor<16xf32, #rows>
+  return
+}
+
+// -----
+
+func.func @shared_scores(%s: tensor<16x32xf32, #fa.shared<pad = 0>>, %n: index) {
+  // expected-error @+1 {{scores must be a register tile}}
+  %m = fa.mask %s, %n, %n, %n, %n {mask = #fa.mask<causal>} : tensor<16x32xf32, #fa.shared<pad = 0>>
+  return
+}
+
+// -----
+
+// A placed program (fa.launch) places every tile, for its strategy.
+func.func @unplaced(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{is in a placed program (fa.launch) but its result is not placed: 'tensor<8x64xf32>'}}
+    %x = arith.constant dense<0.0> : tensor<8x64xf32>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+func.func @wrong_strategy(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{register tile 'tensor<128x64xf32, #fa.mma<warps = 8>>' is not placed for the program's simt strategy (fragments belong to mma and wgmma)}}
+    %x = arith.constant dense<0.0> : tensor<128x64xf32, #fa.mma<warps = 8>>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+func.func @no_offset(%src: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{puts a tile in shared memory in a placed program (fa.launch) without an fa.shared_offset}}
+    %a = fa.load_tile %src[%b, %h, %n] : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 1024, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+// Program names become part of kernel names.
+func.func @bad_program(%n: index) {
+  // expected-error @+1 {{program name 'a b/c' must be an identifier ([A-Za-z_][A-Za-z0-9_]*): it becomes part of a kernel's name}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {program = "a b/c"}
+  return
+}
+
+// -----
+
+// fa.tensor_maps describe a wgmma program's TMA loads.
+func.func @maps_on_simt(%n: index) {
+  // expected-error @+1 {{fa.tensor_maps describe the TMA loads of a wgmma program; this program is not placed for wgmma}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 0, stages = 1, registers = 32>, fa.tensor_maps = [{arg = 0 : i64, tensor = "q", box_rows = 64 : i64, box_cols = 64 : i64}]}
   return
 }
 
@@ -261,7 +380,7 @@ func.func @read_async_result(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> te
 
 func.func @negative_pending(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> tensor<16x16xf32> {
   %s = fa.tile_matmul %a, %b {async} : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
-  // expected-error @+1 {{pending must be non-negative, got -1}}
+  // expected-error @+1 {{pending must be in [0, 7], got -1}}
   %w = fa.async_wait %s {pending = -1} : tensor<16x16xf32>
   return %w : tensor<16x16xf32>
 }

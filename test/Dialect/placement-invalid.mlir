@@ -14,7 +14,7 @@ func.func @launch_threads(%n: index) {
 
 func.func @launch_stages(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  // expected-error @+1 {{stages must be at least 1, got 0}}
+  // expected-error @+1 {{stages must be in [1, 4], got 0}}
   } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = 0, stages = 0, registers = 0>}
   return
 }
@@ -23,7 +23,7 @@ func.func @launch_stages(%n: index) {
 
 func.func @launch_bytes(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  // expected-error @+1 {{shared_bytes must be non-negative, got -16}}
+  // expected-error @+1 {{shared_bytes must be in [0, 232448], got -16}}
   } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = -16, stages = 1, registers = 0>}
   return
 }
@@ -49,7 +49,7 @@ func.func @unknown_attribute(%n: index) {
 // -----
 
 func.func @negative_offset(%k: memref<?x?x?x64xf16>, %i: index) {
-  // expected-error @+1 {{'fa.shared_offset' must be an integer >= 0, got -128 : i64}}
+  // expected-error @+1 {{'fa.shared_offset' must be an integer in [0, 232432], got -128 : i64}}
   %t = fa.load_tile %k[%i, %i, %i] {fa.shared_offset = -128 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 8>>
   return
 }
@@ -57,7 +57,7 @@ func.func @negative_offset(%k: memref<?x?x?x64xf16>, %i: index) {
 // -----
 
 func.func @zero_stages(%k: memref<?x?x?x64xf16>, %i: index) {
-  // expected-error @+1 {{'fa.pipeline_stages' must be an integer >= 1, got 0 : i64}}
+  // expected-error @+1 {{'fa.pipeline_stages' must be an integer in [1, 4], got 0 : i64}}
   %t = fa.load_tile %k[%i, %i, %i] {fa.shared_offset = 0 : i64, fa.pipeline_stages = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 8>>
   return
 }
@@ -135,7 +135,7 @@ func.func private @operand_type(tensor<64x64xf32, #fa.mma_operand<warps = 4>>)
 // A warp-specialized launch keeps at least one warp that computes.
 func.func @launch_producer_warps(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-  // expected-error @+1 {{producer_warps must be in [0, threads / 32), got 4}}
+  // expected-error @+1 {{producer_warps must be in [0, threads / 32 = 4), got 4}}
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 0, stages = 2, registers = 0, producer_warps = 4>}
   return
 }
@@ -178,5 +178,78 @@ func.func @tensor_maps(%n: index) {
   // expected-error @below {{'fa.tensor_maps' must be an array of {arg, tensor = "q" | "k" | "v", box_rows, box_cols} with positive sizes}}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
   } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "o", box_rows = 64 : i64, box_cols = 64 : i64}]}
+  return
+}
+
+// -----
+
+// Placement attributes stay within what one block can have: shared memory
+// up to the largest arch's 232448 bytes, rings of up to 4 stages, producer
+// warps only with the wgmma strategy (whose warp specialization they are).
+// expected-error @+1 {{shared_bytes must be in [0, 232448], got 1099511627776}}
+func.func private @huge_shared() attributes {x = #fa.launch<strategy = simt, threads = 128, shared_bytes = 1099511627776, stages = 1, registers = 32>}
+
+// -----
+
+// expected-error @+1 {{stages must be in [1, 4], got 100000}}
+func.func private @many_stages() attributes {x = #fa.launch<strategy = mma, threads = 128, shared_bytes = 0, stages = 100000, registers = 32>}
+
+// -----
+
+// expected-error @+1 {{producer_warps belong to the wgmma strategy's warp specialization, got 8 on simt}}
+func.func private @simt_producers() attributes {x = #fa.launch<strategy = simt, threads = 512, shared_bytes = 0, stages = 1, registers = 32, producer_warps = 8>}
+
+// -----
+
+// threads is checked first, and producer_warps without overflowing.
+// expected-error @+1 {{producer_warps must be in [0, threads / 32 = 12), got 288230376151711744}}
+func.func private @huge_producers() attributes {x = #fa.launch<strategy = wgmma, threads = 384, shared_bytes = 0, stages = 1, registers = 32, producer_warps = 288230376151711744>}
+
+// -----
+
+// Tiles: static dims in [1, 65536] (the lowerings unroll over a thread's
+// elements), whatever the encoding.
+// expected-error @+1 {{#fa.shared tiles need static dims in [1, 65536], got 0}}
+func.func private @zero_rows(tensor<0x64xf32, #fa.shared<pad = 0>>)
+
+// -----
+
+// expected-error @+1 {{#fa.blocked tiles need static dims in [1, 65536], got ?}}
+func.func private @dynamic_rows(tensor<?x32xf32, #fa.blocked<threads = [8, 32]>>)
+
+// -----
+
+// expected-error @+1 {{#fa.blocked tile of 65536x64 puts 16384 elements in each thread, over the limit of 2048}}
+func.func private @huge_register_tile(tensor<65536x64xf32, #fa.blocked<threads = [8, 32]>>)
+
+// -----
+
+// expected-error @+1 {{#fa.shared tile needs 264192 bytes of shared memory, over the 232448 of a block}}
+func.func private @huge_shared_tile(tensor<512x129xf32, #fa.shared<pad = 0>>)
+
+// -----
+
+// expected-error @+1 {{row padding must be in [0, 65536], got 4611686018427387904}}
+func.func private @huge_pad(tensor<8x32xf32, #fa.shared<pad = 4611686018427387904>>)
+
+// -----
+
+// Shared offsets are 16-byte aligned (cp.async, ldmatrix and vector
+// accesses move 16-byte chunks) and inside a block's shared memory.
+func.func @offsets(%src: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{'fa.shared_offset' must be a multiple of 16 bytes, got 18434}}
+    %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 18434 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  }
+  return
+}
+
+// -----
+
+func.func @offsets(%src: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{'fa.shared_offset' must be an integer in [0, 232432], got 4611686018427387904 : i64}}
+    %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 4611686018427387904 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  }
   return
 }

@@ -1,12 +1,15 @@
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-simt="arch=sm_80" --verify-diagnostics
 // RUN: not fa-opt %s --split-input-file --fa-tile-pipeline --fa-place-simt="arch=sm_70" 2>&1 | FileCheck %s --check-prefix=ARCH
 // RUN: not fa-opt %s --split-input-file --fa-tile-pipeline --fa-place-simt="num-warps=0" 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not fa-opt %s --split-input-file --fa-tile-pipeline --fa-place-simt="pad=-64" 2>&1 | FileCheck %s --check-prefix=PAD
 // The spill is a warning: the kernel still compiles, fa-opt succeeds (both
 // programs below fit at these tiles).
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=32" --fa-place-simt="num-warps=1" 2>&1 | FileCheck %s --check-prefix=SPILL
 
 // ARCH: error: unsupported arch 'sm_70'; expected one of sm_80, sm_86, sm_89, sm_90, sm_90a
 // WARPS: error: num-warps must be in [1, 32], got 0
+// A negative pad overlapped rows (and made a negative shared total).
+// PAD: error: 'fa.grid' op pad must be in [0, 64] (0: the default), got -64
 // SPILL: warning: placement block-m=64 block-n=32 head-dim=256 num-warps=1 needs about {{[0-9]+}} registers per thread, over the 255 available: the kernel will spill
 
 // 512 threads share the 64K-register file: 128 each (ptxas spills 60 bytes
