@@ -238,6 +238,44 @@ void GridOp::print(OpAsmPrinter &p) {
   p.printOptionalAttrDictWithKeyword((*this)->getAttrs());
 }
 
+/// A shared tile of a placed program: at its fa.shared_offset, its ring of
+/// fa.pipeline_stages slots lies inside the launch's shared_bytes; on the
+/// mma strategy its padded rows are whole 16-byte chunks (cp.async and
+/// ldmatrix move 16-byte rows).
+static LogicalResult verifySharedPlacement(Operation *op,
+                                           RankedTensorType tile,
+                                           TileEncodingInterface placement,
+                                           LaunchAttr launch) {
+  auto offset =
+      op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
+  if (!offset)
+    return op->emitOpError() << "puts a tile in shared memory in a placed "
+                                "program (fa.launch) without an "
+                             << FADialect::getSharedOffsetAttrName();
+  int64_t elementBytes = llvm::divideCeil(tile.getElementTypeBitWidth(), 8);
+  int64_t slots = 1;
+  if (auto stages = op->getAttrOfType<IntegerAttr>(
+          FADialect::getPipelineStagesAttrName()))
+    slots = stages.getInt();
+  // Bounded by the encodings' and attributes' verifiers: no overflow.
+  int64_t bytes =
+      placement.getSharedElements(tile.getShape()) * elementBytes * slots;
+  if (offset.getInt() + bytes > launch.getSharedBytes())
+    return op->emitOpError()
+           << "places " << bytes << " bytes of shared memory at offset "
+           << offset.getInt() << ", past the program's shared_bytes = "
+           << launch.getSharedBytes();
+  auto shared = dyn_cast<SharedEncodingAttr>(placement);
+  if (shared && launch.getStrategy() == StrategyKind::mma &&
+      tile.getRank() == 2 &&
+      (tile.getDimSize(1) + shared.getPad()) * elementBytes % 16 != 0)
+    return op->emitOpError()
+           << "rows of " << tile.getDimSize(1) << " + pad " << shared.getPad()
+           << " elements are not whole 16-byte chunks, which the mma "
+              "strategy's copies and ldmatrix need";
+  return success();
+}
+
 /// Whether `name` can be part of a kernel's name in PTX: [A-Za-z_][A-Za-z0-9_]*.
 static bool isKernelNamePart(StringRef name) {
   return !name.empty() && (std::isalpha(name[0]) || name[0] == '_') &&
@@ -267,16 +305,14 @@ LogicalResult GridOp::verifyRegions() {
   if (!launch)
     return success();
   WalkResult result = getBody().walk([&](Operation *op) {
-    if (isa<LoadTileOp, ConvertLayoutOp>(op) &&
-        !op->hasAttr(FADialect::getSharedOffsetAttrName()))
-      if (auto placement = dyn_cast_or_null<TileEncodingInterface>(
-              cast<RankedTensorType>(op->getResult(0).getType()).getEncoding());
-          placement && placement.isShared()) {
-        op->emitOpError() << "puts a tile in shared memory in a placed "
-                             "program (fa.launch) without an "
-                          << FADialect::getSharedOffsetAttrName();
+    if (isa<LoadTileOp, ConvertLayoutOp>(op)) {
+      auto tile = cast<RankedTensorType>(op->getResult(0).getType());
+      auto placement =
+          dyn_cast_or_null<TileEncodingInterface>(tile.getEncoding());
+      if (placement && placement.isShared() &&
+          failed(verifySharedPlacement(op, tile, placement, launch)))
         return WalkResult::interrupt();
-      }
+    }
     for (Type type : op->getResultTypes()) {
       auto tile = dyn_cast<RankedTensorType>(type);
       if (!tile)

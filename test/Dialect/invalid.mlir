@@ -500,3 +500,26 @@ func.func @accumulate_width(%t: tensor<16x32xf32>, %m: memref<?x?x?x64xf32>, %i:
   fa.accumulate_tile %t, %m[%i, %i, %i] : tensor<16x32xf32> -> memref<?x?x?x64xf32>
   return
 }
+
+// -----
+
+// A placed program's shared tiles (with their ring slots) lie inside its
+// shared memory.
+func.func @past_shared_bytes(%src: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{places 2048 bytes of shared memory at offset 1024, past the program's shared_bytes = 2048}}
+    %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 1024 : i64, fa.pipeline_stages = 2 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 2048, stages = 2, registers = 32>}
+  return
+}
+
+// -----
+
+// The mma strategy moves shared rows in 16-byte chunks.
+func.func @mma_row_chunks(%src: memref<?x?x?x64xf16>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{rows of 64 + pad 1 elements are not whole 16-byte chunks, which the mma strategy's copies and ldmatrix need}}
+    %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 1>>
+  } attributes {fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 16384, stages = 1, registers = 32>}
+  return
+}
