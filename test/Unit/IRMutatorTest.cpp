@@ -47,6 +47,19 @@ TEST(IRMutator, RenameDimensionChangesEveryOccurrenceAndNoName) {
   }
 }
 
+TEST(IRMutator, NeighboursOfTheLargestNumbersDoNotOverflow) {
+  // Run under UndefinedBehaviorSanitizer in CI's sanitizer build: the +1
+  // neighbour of INT64_MAX once overflowed.
+  for (unsigned seed = 0; seed < 400; ++seed) {
+    std::mt19937 rng(seed);
+    std::string text = "%0 = x 9223372036854775807 : i64";
+    mutateIR(text, seed % 2 ? IRMutation::changeNumber
+                            : IRMutation::renameDimension,
+             rng);
+    EXPECT_NE(text.find("%0 = x "), std::string::npos) << text;
+  }
+}
+
 TEST(IRMutator, ChangeNumberEditsOneToken) {
   int changed = 0;
   for (unsigned seed = 0; seed < 100; ++seed) {

@@ -9,6 +9,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cctype>
+#include <limits>
 #include <string>
 
 namespace fa::fuzz {
@@ -75,8 +76,9 @@ std::string boundaryValue(llvm::StringRef old, std::mt19937 &rng) {
     if (old.getAsInteger(10, value))
       return values[rng() % std::size(values)];
     switch (rng() % 4) {
-    case 0:
-      return std::to_string(value + 1);
+    case 0: // (saturated: the token may be INT64_MAX already)
+      return std::to_string(
+          value < std::numeric_limits<int64_t>::max() ? value + 1 : value);
     case 1:
       return std::to_string(value > 0 ? value - 1 : 0);
     case 2:
