@@ -242,6 +242,23 @@ void GridOp::print(OpAsmPrinter &p) {
 /// fa.pipeline_stages slots lies inside the launch's shared_bytes; on the
 /// mma strategy its padded rows are whole 16-byte chunks (cp.async and
 /// ldmatrix move 16-byte rows).
+/// The bytes a shared tile and its ring slots (fa.pipeline_stages) take.
+/// Bounded by the encodings' and attributes' verifiers: no overflow.
+static int64_t sharedFootprint(Operation *op, RankedTensorType tile,
+                               TileEncodingInterface placement) {
+  int64_t elementBytes = llvm::divideCeil(tile.getElementTypeBitWidth(), 8);
+  int64_t slots = 1;
+  if (auto stages = op->getAttrOfType<IntegerAttr>(
+          FADialect::getPipelineStagesAttrName()))
+    slots = stages.getInt();
+  return placement.getSharedElements(tile.getShape()) * elementBytes * slots;
+}
+
+static int64_t sharedOffset(Operation *op) {
+  return op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName())
+      .getInt();
+}
+
 static LogicalResult verifySharedPlacement(Operation *op,
                                            RankedTensorType tile,
                                            TileEncodingInterface placement,
@@ -253,18 +270,19 @@ static LogicalResult verifySharedPlacement(Operation *op,
                                 "program (fa.launch) without an "
                              << FADialect::getSharedOffsetAttrName();
   int64_t elementBytes = llvm::divideCeil(tile.getElementTypeBitWidth(), 8);
-  int64_t slots = 1;
-  if (auto stages = op->getAttrOfType<IntegerAttr>(
-          FADialect::getPipelineStagesAttrName()))
-    slots = stages.getInt();
-  // Bounded by the encodings' and attributes' verifiers: no overflow.
-  int64_t bytes =
-      placement.getSharedElements(tile.getShape()) * elementBytes * slots;
+  int64_t bytes = sharedFootprint(op, tile, placement);
   if (offset.getInt() + bytes > launch.getSharedBytes())
     return op->emitOpError()
            << "places " << bytes << " bytes of shared memory at offset "
            << offset.getInt() << ", past the program's shared_bytes = "
            << launch.getSharedBytes();
+  // wgmma descriptors and TMA address the 128-byte swizzle in 1024-byte
+  // atoms.
+  if (isa<SwizzledSharedEncodingAttr>(placement) && offset.getInt() % 1024)
+    return op->emitOpError() << "places a swizzled tile at offset "
+                             << offset.getInt()
+                             << ", not a multiple of the 1024-byte swizzle "
+                                "atom";
   auto shared = dyn_cast<SharedEncodingAttr>(placement);
   if (shared && launch.getStrategy() == StrategyKind::mma &&
       tile.getRank() == 2 &&
@@ -304,14 +322,37 @@ LogicalResult GridOp::verifyRegions() {
                             "program is not placed for wgmma";
   if (!launch)
     return success();
+  // Shared buffers [offset, end) seen so far: two tiles share bytes only as
+  // the same buffer (the mma backward stages P, then dS, in one).
+  struct Buffer {
+    int64_t offset, end;
+    Operation *op;
+  };
+  SmallVector<Buffer> buffers;
   WalkResult result = getBody().walk([&](Operation *op) {
     if (isa<LoadTileOp, ConvertLayoutOp>(op)) {
       auto tile = cast<RankedTensorType>(op->getResult(0).getType());
       auto placement =
           dyn_cast_or_null<TileEncodingInterface>(tile.getEncoding());
-      if (placement && placement.isShared() &&
-          failed(verifySharedPlacement(op, tile, placement, launch)))
-        return WalkResult::interrupt();
+      if (placement && placement.isShared()) {
+        if (failed(verifySharedPlacement(op, tile, placement, launch)))
+          return WalkResult::interrupt();
+        Buffer buffer{sharedOffset(op), 0, op};
+        buffer.end = buffer.offset + sharedFootprint(op, tile, placement);
+        for (const Buffer &other : buffers)
+          if (buffer.offset < other.end && other.offset < buffer.end &&
+              (buffer.offset != other.offset || buffer.end != other.end)) {
+            InFlightDiagnostic diag = op->emitOpError()
+                                      << "places shared bytes ["
+                                      << buffer.offset << ", " << buffer.end
+                                      << ") over another tile's ["
+                                      << other.offset << ", " << other.end
+                                      << ")";
+            diag.attachNote(other.op->getLoc()) << "that tile";
+            return WalkResult::interrupt();
+          }
+        buffers.push_back(buffer);
+      }
     }
     for (Type type : op->getResultTypes()) {
       auto tile = dyn_cast<RankedTensorType>(type);

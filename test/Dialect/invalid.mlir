@@ -523,3 +523,28 @@ func.func @mma_row_chunks(%src: memref<?x?x?x64xf16>, %n: index) {
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 16384, stages = 1, registers = 32>}
   return
 }
+
+// -----
+
+// Two shared tiles share bytes only as one buffer (same offset and size:
+// the mma backward stages P, then dS, in one).
+func.func @overlapping_tiles(%src: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-note @+1 {{that tile}}
+    %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+    // expected-error @+1 {{places shared bytes [512, 1536) over another tile's [0, 1024)}}
+    %c = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 512 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 2048, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+// wgmma's swizzled tiles start on 1024-byte swizzle atoms.
+func.func @swizzle_atom(%src: memref<?x?x?x64xf16>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{places a swizzled tile at offset 512, not a multiple of the 1024-byte swizzle atom}}
+    %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 512 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.swizzled_shared<bytes = 128>>
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 16384, stages = 1, registers = 32>}
+  return
+}
