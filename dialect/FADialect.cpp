@@ -67,6 +67,10 @@ verifyTileBudget(StringRef name, TileEncodingInterface encoding,
                        << " puts " << registers
                        << " elements in each thread, over the limit of "
                        << kMaxTileRegistersPerThread;
+  // (Element types without a bit width, such as index or complex, are not
+  // tiles of any op: their shared size is not checked here.)
+  if (!elementType || !elementType.isIntOrFloat())
+    return success();
   int64_t bytes = encoding.getSharedElements(shape) *
                   int64_t(llvm::divideCeil(
                       elementType.getIntOrFloatBitWidth(), 8));

@@ -84,6 +84,14 @@ func.func private @mma_grid(tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>
                             tensor<128xf32, #fa.mma<warps = 8, warps_n = 2>>,
                             tensor<128x64xf32, #fa.mma<warps = 8, warps_n = 1>>)
 
+// Encodings on element types without a bit width parse (the fuzzer found
+// the shared-size check reading one: a crash); ops reject such tiles.
+// CHECK-LABEL: func private @widthless
+// CHECK-SAME: tensor<8x32xindex, #fa.shared<pad = 0>>
+// CHECK-SAME: tensor<8x32xcomplex<f32>, #fa.blocked<threads = [8, 32]>>
+func.func private @widthless(tensor<8x32xindex, #fa.shared<pad = 0>>,
+                             tensor<8x32xcomplex<f32>, #fa.blocked<threads = [8, 32]>>)
+
 // The backward at the problem level.
 // CHECK-LABEL: func @backward
 // CHECK: fa.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}}, %{{.*}} workspace %{{.*}}, %{{.*}} {mask = #fa.mask<causal>, scale = 1.250000e-01 : f32}
