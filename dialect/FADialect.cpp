@@ -4,6 +4,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -40,6 +41,11 @@ bool mlir::fa::isTileType(Type type) {
       return false;
   return !tensor.getEncoding() ||
          isa<TileEncodingInterface>(tensor.getEncoding());
+}
+
+bool mlir::fa::isKernelName(StringRef name) {
+  return !name.empty() && (llvm::isAlpha(name[0]) || name[0] == '_') &&
+         llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
 }
 
 /// What every encoding asks of its tiles before its own rules: static dims

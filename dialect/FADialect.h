@@ -28,9 +28,6 @@ constexpr int64_t kMaxTileRegistersPerThread = 2048;
 /// Shared memory of one block: the largest of the supported archs (sm_90,
 /// 227 KiB).
 constexpr int64_t kMaxSharedBytes = 232448;
-/// Head dims of fa.attention and fa.attention_backward (KernelSpec's
-/// limit, lib/KernelSpec.h).
-constexpr int64_t kMaxHeadDim = 512;
 /// K/V (or Q/dO) tiles in flight in a ring.
 constexpr int64_t kMaxPipelineStages = 4;
 
@@ -38,6 +35,10 @@ constexpr int64_t kMaxPipelineStages = 4;
 /// with static dims in [1, kMaxTileDim], unplaced or with an fa encoding
 /// (TileEncodingInterface). The tile ops' operand and result constraint.
 bool isTileType(Type type);
+
+/// Whether `name` can name a kernel in PTX, or be the program part of one:
+/// [A-Za-z_][A-Za-z0-9_]* (LLVM's NVPTX backend aborts on other names).
+bool isKernelName(StringRef name);
 
 } // namespace mlir::fa
 

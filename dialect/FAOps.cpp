@@ -6,12 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialect/FAOps.h"
+#include "lib/KernelSpec.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
-#include <cctype>
 #include <cmath>
 
 using namespace mlir;
@@ -57,9 +57,9 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
 
   if (ShapedType::isDynamic(q[3]))
     return op->emitOpError("head dimension of the query must be static");
-  if (q[3] < 1 || q[3] > kMaxHeadDim)
+  if (q[3] < 1 || q[3] > ::fa::kMaxHeadDim)
     return op->emitOpError() << "head dimension must be in [1, "
-                             << kMaxHeadDim << "], got " << q[3];
+                             << ::fa::kMaxHeadDim << "], got " << q[3];
   // Device tensors in global memory with contiguous rows: the kernels index
   // the head dim with unit stride.
   for (auto [name, type] : {std::pair<StringRef, MemRefType>{"query", qType},
@@ -294,12 +294,6 @@ static LogicalResult verifySharedPlacement(Operation *op,
   return success();
 }
 
-/// Whether `name` can be part of a kernel's name in PTX: [A-Za-z_][A-Za-z0-9_]*.
-static bool isKernelNamePart(StringRef name) {
-  return !name.empty() && (std::isalpha(name[0]) || name[0] == '_') &&
-         llvm::all_of(name, [](char c) { return std::isalnum(c) || c == '_'; });
-}
-
 LogicalResult GridOp::verifyRegions() {
   Block &block = getBodyBlock();
   if (block.getNumArguments() != 3 ||
@@ -308,7 +302,7 @@ LogicalResult GridOp::verifyRegions() {
     return emitOpError("body must take three index arguments (batch, head, "
                        "tile)");
   if (std::optional<StringRef> program = getProgram();
-      program && !isKernelNamePart(*program))
+      program && !isKernelName(*program))
     return emitOpError() << "program name '" << *program
                          << "' must be an identifier ([A-Za-z_][A-Za-z0-9_]*): "
                             "it becomes part of a kernel's name";

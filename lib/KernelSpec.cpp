@@ -21,10 +21,6 @@
 
 namespace fa {
 
-/// Head dims beyond this are not attention as anyone runs it, and would only
-/// make register and shared-memory tiles absurd.
-// The dialect verifies the same bound (dialect/FADialect.h, kMaxHeadDim).
-static constexpr int64_t kMaxHeadDim = 512;
 static constexpr int64_t kMaxBlockSize = 1024;
 
 double KernelSpec::effectiveScale() const {

@@ -10,6 +10,11 @@ namespace fa {
 
 enum class ElementType { f32, f16, bf16 };
 
+/// Head dims beyond this are not attention as anyone runs it, and would only
+/// make register and shared-memory tiles absurd. KernelSpec::validate and
+/// the fa dialect's verifiers (fa.attention, fa.attention_backward) share it.
+constexpr int64_t kMaxHeadDim = 512;
+
 /// How the kernel computes. `simt`: f32 arithmetic on CUDA cores (the
 /// lecture's kernel; f16/bf16 inputs are widened as read). `mma`: f16/bf16
 /// on tensor cores with mma.sync m16n8k16, ldmatrix and cp.async pipelines

@@ -31,7 +31,6 @@ namespace mlir::fa {
 #define GEN_PASS_DEF_FACONVERTPLACEDTOGPU
 #include "compiler/Passes.h.inc"
 
-#include <cctype>
 } // namespace mlir::fa
 
 using namespace mlir;
@@ -166,11 +165,7 @@ struct FAConvertPlacedToGPUPass
           }
           name += "_" + grid.getProgram()->str();
         }
-        // PTX names: LLVM's NVPTX backend aborts on others.
-        if (name.empty() || !(std::isalpha(name[0]) || name[0] == '_') ||
-            !llvm::all_of(name, [](char c) {
-              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-            })) {
+        if (!isKernelName(name)) {
           grid.emitOpError() << "makes a kernel named '" << name
                              << "': kernel names (the function's, with the "
                                 "program's) must be identifiers "

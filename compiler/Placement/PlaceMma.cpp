@@ -290,7 +290,9 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
     }
   });
   grid.walk([&](TileMatmulOp gradQuery) {
-    // The product that reads a staged tile's registers as they are.
+    // The product that reads dS as it is (dQ = dS K: dS's fragments renamed,
+    // or on a warp grid its staged tile itself, whose staging then already
+    // precedes dK) moves before the one that reads it transposed (dK).
     Value lhs = gradQuery.getLhs();
     auto renamed = lhs.getDefiningOp<ConvertLayoutOp>();
     if (!renamed || !stagedOf.count(renamed.getSource()))

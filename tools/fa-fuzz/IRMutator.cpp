@@ -8,7 +8,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include <cctype>
 #include <limits>
 #include <string>
 
@@ -20,12 +19,10 @@ struct Span {
   size_t begin, end;
 };
 
-bool isDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)); }
-
 /// Characters that make a digit part of a name (`%arg0`, `f16`, `^bb1`,
 /// `@fa_fwd_d128`).
 bool continuesName(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '%' ||
+  return llvm::isAlpha(c) || c == '_' || c == '%' ||
          c == '#' || c == '^' || c == '$' || c == '@';
 }
 
@@ -34,16 +31,16 @@ bool continuesName(char c) {
 llvm::SmallVector<Span> integerTokens(llvm::StringRef text) {
   llvm::SmallVector<Span> spans;
   for (size_t i = 0; i < text.size();) {
-    if (!isDigit(text[i])) {
+    if (!llvm::isDigit(text[i])) {
       ++i;
       continue;
     }
     size_t end = i;
-    while (end < text.size() && isDigit(text[end]))
+    while (end < text.size() && llvm::isDigit(text[end]))
       ++end;
     // A shape's `x` separates dimensions; any other letter makes a name.
     bool shapeBefore = i >= 2 && text[i - 1] == 'x' &&
-                       (isDigit(text[i - 2]) || text[i - 2] == '?');
+                       (llvm::isDigit(text[i - 2]) || text[i - 2] == '?');
     bool freeBefore = i == 0 || !continuesName(text[i - 1]) || shapeBefore;
     bool freeAfter = end == text.size() || !continuesName(text[end]) ||
                      text[end] == 'x';
@@ -89,33 +86,19 @@ std::string boundaryValue(llvm::StringRef old, std::mt19937 &rng) {
   }
 }
 
-/// Replaces every whole-token occurrence of `from` in `text` by `to`.
-bool replaceTokens(std::string &text, llvm::StringRef from, llvm::StringRef to) {
-  std::string result;
-  bool changed = false;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t at = text.find(from.str(), i);
-    if (at == std::string::npos)
-      break;
-    size_t end = at + from.size();
-    bool wholeToken =
-        (at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]))) &&
-        (end == text.size() ||
-         !std::isalnum(static_cast<unsigned char>(text[end])));
-    result.append(text, i, at - i);
-    if (wholeToken) {
-      result.append(to.str());
-      changed = true;
-    } else {
-      result.append(from.str());
-    }
-    i = end;
+/// Offsets of `token` in `text` where it stands as a whole token (no letter
+/// or digit right before or after it).
+llvm::SmallVector<size_t> wholeTokenPositions(llvm::StringRef text,
+                                              llvm::StringRef token) {
+  llvm::SmallVector<size_t> positions;
+  for (size_t at = text.find(token); at != llvm::StringRef::npos;
+       at = text.find(token, at + 1)) {
+    size_t end = at + token.size();
+    if ((at == 0 || !llvm::isAlnum(text[at - 1])) &&
+        (end == text.size() || !llvm::isAlnum(text[end])))
+      positions.push_back(at);
   }
-  result.append(text, i, std::string::npos);
-  if (changed)
-    text = std::move(result);
-  return changed;
+  return positions;
 }
 
 /// Sibling groups: a token of a group may become any other of it.
@@ -136,18 +119,22 @@ const llvm::SmallVector<llvm::ArrayRef<const char *>> &keywordGroups() {
   return groups;
 }
 
+/// Text of the span.
+llvm::StringRef spelling(llvm::StringRef text, Span span) {
+  return text.slice(span.begin, span.end);
+}
+
 bool renameDimension(std::string &text, std::mt19937 &rng) {
   llvm::SmallVector<Span> tokens = integerTokens(text);
   if (tokens.empty())
     return false;
-  Span pick = tokens[rng() % tokens.size()];
-  std::string old = text.substr(pick.begin, pick.end - pick.begin);
+  std::string old = spelling(text, tokens[rng() % tokens.size()]).str();
   std::string replacement = boundaryValue(old, rng);
   if (replacement == old)
     return false;
   // Every standalone occurrence, back to front so offsets stay valid.
   for (const Span &span : llvm::reverse(tokens))
-    if (llvm::StringRef(text).substr(span.begin, span.end - span.begin) == old)
+    if (spelling(text, span) == old)
       text.replace(span.begin, span.end - span.begin, replacement);
   return true;
 }
@@ -157,7 +144,7 @@ bool changeNumber(std::string &text, std::mt19937 &rng) {
   if (tokens.empty())
     return false;
   Span pick = tokens[rng() % tokens.size()];
-  std::string old = text.substr(pick.begin, pick.end - pick.begin);
+  std::string old = spelling(text, pick).str();
   std::string replacement = boundaryValue(old, rng);
   if (rng() % 8 == 0)
     replacement = "-" + replacement;
@@ -177,21 +164,16 @@ bool swapFromGroup(std::string &text, llvm::ArrayRef<const char *> group,
   llvm::StringRef to = group[rng() % group.size()];
   if (from == to)
     return false;
-  if (everywhere)
-    return replaceTokens(text, from, to);
-  // One occurrence: the n-th whole-token match.
-  llvm::SmallVector<size_t> positions;
-  for (size_t at = text.find(from.str()); at != std::string::npos;
-       at = text.find(from.str(), at + 1)) {
-    size_t end = at + from.size();
-    if ((at == 0 || !std::isalnum(static_cast<unsigned char>(text[at - 1]))) &&
-        (end == text.size() ||
-         !std::isalnum(static_cast<unsigned char>(text[end]))))
-      positions.push_back(at);
-  }
+  llvm::SmallVector<size_t> positions = wholeTokenPositions(text, from);
   if (positions.empty())
     return false;
-  text.replace(positions[rng() % positions.size()], from.size(), to.str());
+  if (!everywhere) {
+    text.replace(positions[rng() % positions.size()], from.size(), to.str());
+    return true;
+  }
+  // Back to front, so that the offsets before stay valid.
+  for (size_t at : llvm::reverse(positions))
+    text.replace(at, from.size(), to.str());
   return true;
 }
 
