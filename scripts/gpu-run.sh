@@ -6,7 +6,7 @@
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
 #                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
-#                       driver-only|
+#                       grad-seeds|driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -55,6 +55,11 @@ for step in $steps; do
   python | all)
     run python-tests python3 python/tests/test_attention.py
     run python-training python3 python/tests/test_training.py ;;&
+  grad-seeds | all)
+    # FlashAttention's gradient criterion over 40 seeds per shape (median,
+    # max of fa's error / torch's; seeds over the bound).
+    run grad-seeds python3 bench/gradient_error_seeds.py \
+      --json "$OUT/grad-seeds.json" ;;&
   bench | all)
     run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
       ${FA_BENCH_ARGS:-} ;;&

@@ -177,7 +177,8 @@ BackwardSharedLayout backwardSharedLayout(const Config &c) {
   layout.gradOutputOffset = layout.qOffset + c.stages * c.blockM * rowBytes;
   layout.stagedOffset =
       layout.gradOutputOffset + c.stages * c.blockM * rowBytes;
-  layout.totalBytes = layout.stagedOffset + stagedBytes;
+  layout.residualOffset = layout.stagedOffset + stagedBytes;
+  layout.totalBytes = layout.residualOffset + stagedBytes;
   return layout;
 }
 

@@ -109,20 +109,25 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 // (backwardWarpsN): each owns a slice of rows and columns of dK, dV, S,
 // dP and dQ. P and dS (rounded to 16 bits) go through shared memory,
 // where the products with the transposed operand (dV += P^T dO, dK += dS^T
-// Q) read them with ldmatrix.trans. The delta and dq programs are
-// memory-bound element-wise work; the simt strategy places them.
+// Q) read them with ldmatrix.trans; P's rounding residual waits there too,
+// for dS to add it back. The delta and dq programs are memory-bound
+// element-wise work; the simt strategy places them.
 
 /// Shared-memory layout of the dkdv program: K, V (once), the Q ring, the
-/// dO ring, then one staging tile that holds P and then dS: the product
-/// that reads P (dV += P^T dO) is done before dS is written (a barrier
-/// precedes each staging write). Q/K/V/dO rows are padded as in the
-/// forward; staged rows hold block_n + 8 elements (an odd number of 16-byte
+/// dO ring, one staging tile that holds P and then dS (the product that
+/// reads P, dV += P^T dO, is done before dS is written: a barrier precedes
+/// each staging write), then the tile of P's rounding residual, P - hi(P)
+/// rounded to 16 bits, which only its own lane reads back: dS = P (dP - D)
+/// takes P as hi + residual, f32-accurate, without keeping P in registers
+/// while dP accumulates. Q/K/V/dO rows are padded as in the forward; staged
+/// and residual rows hold block_n + 8 elements (an odd number of 16-byte
 /// chunks when block_n is a multiple of 16).
 struct BackwardSharedLayout {
   int64_t rowPad = 0; // elements after the head dim in Q/K/V/dO rows
   int64_t kOffset = 0, vOffset = 0;          // bytes
   int64_t qOffset = 0, gradOutputOffset = 0; // bytes, slot 0 of a ring
   int64_t stagedOffset = 0;                  // bytes (P, then dS)
+  int64_t residualOffset = 0;                // bytes (P - hi(P))
   int64_t stagedRowPad = 0; // elements after block_n in staged rows
   int64_t totalBytes = 0;
 };

@@ -34,7 +34,14 @@
 // P = exp2(s * scale * log2 e - LSE * log2 e) (masked where the tile
 // crosses the diagonal or the key end).
 // CHECK: math.exp2
-// P staged in shared memory ([32, 32 + 8]): a barrier, 32-bit pairs, a barrier.
+// P's rounding residual, lo = round(P - hi), into its own tile: each lane
+// stores its 32-bit pairs with no barrier (only the same lane reads them) ...
+// CHECK: arith.subf {{.*}} : vector<16xf32>
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[LOBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// ... then hi = round(P) staged ([32, 32 + 8]) for the other warps: a
+// barrier, 32-bit pairs, a barrier.
+// CHECK-NOT: vector.store
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // CHECK-NEXT: gpu.barrier
@@ -46,9 +53,11 @@
 // dP = dO V^T: dO's A fragments, V's B fragments.
 // CHECK: nvgpu.ldmatrix %[[DOBUF]][{{.*}}] {numTiles = 4 : i32, transpose = false}
 // CHECK: nvgpu.ldmatrix %[[VBUF:[a-z0-9_]+]][{{.*}}] {numTiles = 4 : i32, transpose = false}
-// dS: each lane reads its P pairs back from the staged tile, then dS is
-// staged in the same buffer.
+// dS: each lane reads its hi and lo pairs back (P = hi + lo), then dS is
+// staged in hi's buffer.
 // CHECK-COUNT-8: vector.load %[[PBUF]]
+// CHECK-COUNT-8: vector.load %[[LOBUF]]
+// CHECK: arith.addf {{.*}} : vector<16xf32>
 // CHECK: gpu.barrier
 // CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // CHECK-NEXT: gpu.barrier

@@ -32,19 +32,29 @@
 // fragments a k-step at a time: a warp never holds all of Q).
 // CHECK: fa.tile_matmul %[[Q]], %{{.*}} {transpose_rhs} : tensor<64x128xf16, #fa.shared<pad = 8>>, tensor<64x128xf16, #fa.shared<pad = 8>> -> tensor<64x64xf32, #fa.mma<warps = 4>>
 // CHECK: %[[P:.*]] = fa.recompute_probs %{{.*}}, %[[LSE]]
-// P rounded and staged in shared memory (rows of 64 + 8 elements) right
-// away: dV += P^T dO reads it transposed. dS goes to the same buffer later
-// (its write waits for P's readers).
+// P rounded: hi = round(P). Its rounding residual, lo = round(P - hi), is
+// staged first, in a tile of its own after the P/dS tile (with hi it gives
+// dS an f32-accurate P) ...
 // CHECK: %[[P16:.*]] = arith.truncf %[[P]]
+// CHECK-NEXT: %[[HI:.*]] = arith.extf %[[P16]] : tensor<64x64xf16, #fa.mma<warps = 4>> to tensor<64x64xf32, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[REST:.*]] = arith.subf %[[P]], %[[HI]] : tensor<64x64xf32, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[LO:.*]] = arith.truncf %[[REST]] : tensor<64x64xf32, #fa.mma<warps = 4>> to tensor<64x64xf16, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[LOS:.*]] = fa.convert_layout %[[LO]] {fa.shared_offset = 113664 : i64} : tensor<64x64xf16, #fa.mma<warps = 4>> -> tensor<64x64xf16, #fa.shared<pad = 8>>
+// ... then hi is staged (rows of 64 + 8 elements): dV += P^T dO reads it
+// transposed. dS goes to the same buffer later (its write waits for P's
+// readers).
 // CHECK-NEXT: %[[PS:.*]] = fa.convert_layout %[[P16]] {fa.shared_offset = 104448 : i64} : tensor<64x64xf16, #fa.mma<warps = 4>> -> tensor<64x64xf16, #fa.shared<pad = 8>>
 // CHECK: fa.tile_matmul %[[PS]], %[[DO]] acc(%{{.*}}) {transpose_lhs} : tensor<64x64xf16, #fa.shared<pad = 8>>, tensor<64x128xf16, #fa.shared<pad = 8>> -> tensor<64x128xf32, #fa.mma<warps = 4>>
 // dP = dO V^T.
 // CHECK: %[[DP:.*]] = fa.tile_matmul %[[DO]], %{{.*}} {transpose_rhs}
-// dS = P (dP - D) with P read back from the staged 16-bit tile: no form of
-// P stays in registers while dP accumulates.
-// CHECK: %[[PR:.*]] = fa.convert_layout %[[PS]] : tensor<64x64xf16, #fa.shared<pad = 8>> -> tensor<64x64xf16, #fa.mma<warps = 4>>
-// CHECK: %[[PW:.*]] = arith.extf %[[PR]] : tensor<64x64xf16, #fa.mma<warps = 4>> to tensor<64x64xf32, #fa.mma<warps = 4>>
-// CHECK: %[[DS:.*]] = fa.softmax_grad %[[PW]], %[[DP]], %[[D]]
+// dS = P (dP - D) with P = hi + lo read back from the two staged tiles: no
+// form of P stays in registers while dP accumulates.
+// CHECK: %[[HR:.*]] = fa.convert_layout %[[PS]] : tensor<64x64xf16, #fa.shared<pad = 8>> -> tensor<64x64xf16, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[HW:.*]] = arith.extf %[[HR]] : tensor<64x64xf16, #fa.mma<warps = 4>> to tensor<64x64xf32, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[LR:.*]] = fa.convert_layout %[[LOS]] : tensor<64x64xf16, #fa.shared<pad = 8>> -> tensor<64x64xf16, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[LW:.*]] = arith.extf %[[LR]]
+// CHECK-NEXT: %[[PW:.*]] = arith.addf %[[HW]], %[[LW]] : tensor<64x64xf32, #fa.mma<warps = 4>>
+// CHECK-NEXT: %[[DS:.*]] = fa.softmax_grad %[[PW]], %[[DP]], %[[D]]
 // dS staged for dK += dS^T Q ...
 // CHECK: %[[DS16:.*]] = arith.truncf %[[DS]]
 // CHECK-NEXT: %[[DSS:.*]] = fa.convert_layout %[[DS16]] {fa.shared_offset = 104448 : i64}
@@ -57,8 +67,8 @@
 // CHECK: fa.store_tile {{.*}} : tensor<64x128xf16, #fa.mma<warps = 4>>
 // CHECK: fa.store_tile {{.*}} : tensor<64x128xf16, #fa.mma<warps = 4>>
 // Launch: 128 threads; 2 x 17408 (K, V) + 4 x 17408 (rings) + 9216
-// (P, then dS) = 113664 bytes.
-// CHECK: fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 113664, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
+// (P, then dS) + 9216 (P's residual) = 122880 bytes.
+// CHECK: fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 122880, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
 // 3. dq: unplaced as well.
 // CHECK: program = "dq"
 // CHECK-NOT: fa.launch

@@ -189,14 +189,21 @@ TEST(MmaModel, BackwardFitsAndWhyNot) {
   fa::mma::Config c{128, 64, 64, 4, 2, 2};
   EXPECT_EQ(fa::mma::checkBackwardFits(c, sm90), "");
   // K, V, two Q and two dO slots of 64 x 136 elements; one staging tile
-  // (P, then dS) of 64 x (64 + 8): 113664 bytes, two blocks per H200 SM.
+  // (P, then dS) and one for P's rounding residual, each 64 x (64 + 8):
+  // 122880 bytes, one block per H200 SM (two with one-slot rings).
   fa::mma::BackwardSharedLayout layout = fa::mma::backwardSharedLayout(c);
   EXPECT_EQ(layout.vOffset, 64 * 136 * 2);
   EXPECT_EQ(layout.qOffset, 2 * 64 * 136 * 2);
   EXPECT_EQ(layout.gradOutputOffset, 4 * 64 * 136 * 2);
   EXPECT_EQ(layout.stagedOffset, 6 * 64 * 136 * 2);
-  EXPECT_EQ(layout.totalBytes, 6 * 64 * 136 * 2 + 64 * 72 * 2);
-  EXPECT_LE(2 * (layout.totalBytes + fa::kStaticSharedMemoryReserve),
+  EXPECT_EQ(layout.residualOffset, 6 * 64 * 136 * 2 + 64 * 72 * 2);
+  EXPECT_EQ(layout.totalBytes, 6 * 64 * 136 * 2 + 2 * 64 * 72 * 2);
+  EXPECT_GT(2 * (layout.totalBytes + fa::kStaticSharedMemoryReserve),
+            sm90.maxSharedMemoryPerSM);
+  fa::mma::Config oneSlot = c;
+  oneSlot.stages = 1;
+  EXPECT_LE(2 * (fa::mma::backwardSharedLayout(oneSlot).totalBytes +
+                 fa::kStaticSharedMemoryReserve),
             sm90.maxSharedMemoryPerSM);
   EXPECT_LE(fa::mma::estimateBackwardRegisters(c), 255);
   fa::mma::Config keys = c;
@@ -210,10 +217,10 @@ TEST(MmaModel, BackwardFitsAndWhyNot) {
   EXPECT_NE(fa::mma::checkBackwardFits(queries, sm90)
                 .find("block-m 96 is not a multiple of 16 x num-warps = 64"),
             std::string::npos);
-  fa::mma::Config big{64, 128, 128, 8, 3, 2}; // 182272 bytes
+  fa::mma::Config big{64, 128, 128, 8, 3, 2}; // 217088 bytes
   EXPECT_EQ(fa::mma::checkBackwardFits(big, sm90), "");
   EXPECT_NE(fa::mma::checkBackwardFits(big, sm80).find(
-                "needs 182272 bytes of shared memory per block, over the "
+                "needs 217088 bytes of shared memory per block, over the "
                 "166896 bytes available on sm_80"),
             std::string::npos);
   // D = 256: a warp's 16 rows of dK and dV alone take 256 registers.

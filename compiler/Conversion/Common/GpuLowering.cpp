@@ -213,13 +213,40 @@ struct RegisterCastLowering : OpConversionPattern<CastOp> {
   }
 };
 
+/// An add or subtract of two register tiles of one type (one encoding: the
+/// threads own the same elements of both) is the same op on each owned
+/// element.
+template <typename BinaryOp>
+struct RegisterElementwiseLowering : OpConversionPattern<BinaryOp> {
+  using OpConversionPattern<BinaryOp>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BinaryOp op, typename BinaryOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = this->getTypeConverter()->convertType(op.getType());
+    if (!type || type == op.getType() || !isa<VectorType>(type))
+      return rewriter.notifyMatchFailure(op, "not a register tile");
+    rewriter.replaceOpWithNewOp<BinaryOp>(op, type, adaptor.getLhs(),
+                                          adaptor.getRhs());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::populateRegisterTilePatterns(const TypeConverter &typeConverter,
                                             RewritePatternSet &patterns) {
   patterns.add<ConstantLowering, RegisterCastLowering<arith::TruncFOp>,
-               RegisterCastLowering<arith::ExtFOp>>(typeConverter,
-                                                    patterns.getContext());
+               RegisterCastLowering<arith::ExtFOp>,
+               RegisterElementwiseLowering<arith::AddFOp>,
+               RegisterElementwiseLowering<arith::SubFOp>>(
+      typeConverter, patterns.getContext());
+}
+
+void mlir::fa::addRegisterTileLegality(ConversionTarget &target,
+                                       const TypeConverter &typeConverter) {
+  target.addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp,
+                               arith::ExtFOp, arith::AddFOp, arith::SubFOp>(
+      [&typeConverter](Operation *op) { return typeConverter.isLegal(op); });
 }
 
 /// Runs the query tiles last to first: with the causal mask the last tiles

@@ -57,10 +57,15 @@ Value pack(OpBuilder &b, Location loc, Type type, ValueRange elements);
 
 /// Lowerings of register tiles that hold for any strategy whose register
 /// tiles become vectors of the thread's elements: splat tile constants (the
-/// initial softmax state) and precision casts (P and O rounded to the input
-/// type), element by element.
+/// initial softmax state), precision casts (P and O rounded to the input
+/// type) and element-wise adds and subtracts of tiles of one type (P split
+/// in two 16-bit halves by the mma backward), element by element.
 void populateRegisterTilePatterns(const TypeConverter &typeConverter,
                                   RewritePatternSet &patterns);
+/// Marks the arith ops those patterns lower legal only once their types
+/// are converted (the rest of arith stays legal).
+void addRegisterTileLegality(ConversionTarget &target,
+                             const TypeConverter &typeConverter);
 
 Value f32Const(OpBuilder &b, Location loc, double value);
 

@@ -875,10 +875,23 @@ struct RowVectorLoadLowering : MmaPattern<LoadTileOp> {
   }
 };
 
+/// Whether every reader of a staged tile reads it back into the
+/// accumulator layout it was written from: each lane then reads only the
+/// elements it wrote itself (P's rounding residual in the backward).
+static bool onlyReadByWritingLanes(ConvertLayoutOp staging) {
+  Attribute written =
+      cast<RankedTensorType>(staging.getSource().getType()).getEncoding();
+  return llvm::all_of(staging->getUsers(), [&](Operation *user) {
+    auto reload = dyn_cast<ConvertLayoutOp>(user);
+    return reload && reload.getType().getEncoding() == written;
+  });
+}
+
 /// Accumulator fragments -> a shared tile (P and dS of the backward, read
 /// transposed by the next products): each lane stores its element pairs
 /// (32 bits) at their (row, column). A barrier before (the previous
-/// iteration's readers are done) and after (the whole tile is written).
+/// iteration's readers are done) and after (the whole tile is written),
+/// unless only the writing lanes read the tile back.
 struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
   using MmaPattern::MmaPattern;
   LogicalResult
@@ -900,7 +913,9 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
                        sharedBufferType(resultType));
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
     auto pairType = VectorType::get({2}, type.getElementType());
-    gpu::BarrierOp::create(rewriter, loc);
+    bool readAcrossLanes = !onlyReadByWritingLanes(op);
+    if (readAcrossLanes)
+      gpu::BarrierOp::create(rewriter, loc);
     tile.forEachElementPair(rewriter, loc,
                             [&](Value row, Value col, int64_t slot) {
                               Value pair = vector::FromElementsOp::create(
@@ -910,7 +925,8 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
                                                       buffer,
                                                       ValueRange{row, col});
                             });
-    gpu::BarrierOp::create(rewriter, loc);
+    if (readAcrossLanes)
+      gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, buffer);
     return success();
   }
@@ -1056,9 +1072,7 @@ LogicalResult mlir::fa::applyFragmentConversion(
       math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
       nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect>();
   target.addLegalOp<UnrealizedConversionCastOp>();
-  target
-      .addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp, arith::ExtFOp>(
-          [&](Operation *op) { return typeConverter.isLegal(op); });
+  addRegisterTileLegality(target, typeConverter);
   RewritePatternSet patterns(ctx);
   addStrategyPatterns(typeConverter, patterns);
   populateMmaFragmentPatterns(typeConverter, patterns);

@@ -703,9 +703,7 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
                          math::MathDialect, memref::MemRefDialect,
                          NVVM::NVVMDialect, scf::SCFDialect,
                          vector::VectorDialect>();
-  target.addDynamicallyLegalOp<arith::ConstantOp, arith::TruncFOp,
-                               arith::ExtFOp>(
-      [&](Operation *op) { return typeConverter.isLegal(op); });
+  addRegisterTileLegality(target, typeConverter);
   RewritePatternSet patterns(ctx);
   patterns.add<LoadTileLowering, LoadTileToRegistersLowering,
                ConvertLayoutLowering, StoreTileLowering, TileMatmulLowering,
