@@ -127,8 +127,23 @@ void BackwardTiler::buildMain() {
   grid.setProgram("dkdv");
   builder.setInsertionPointToStart(&grid.getBodyBlock());
   Value b = grid.getBatchIndex(), kvHead = grid.getHeadIndex();
-  Value kvStart = arith::MulIOp::create(builder, loc, grid.getTileIndex(),
-                                        indexConst(blockN));
+  // Deterministic and causal: dQ tile i takes its K/V tiles' parts last to
+  // first. K/V tile j visits query tiles j, j + 1, ... (from the diagonal
+  // on), so in that order it adds to each right after tile j + 1 did, one
+  // step ahead: the programs move in lockstep. In first-to-last order
+  // tile j would wait j steps for tiles 0 .. j - 1 to reach its diagonal
+  // while holding its SM. Tiles wait only for tiles launched before them,
+  // so the grid runs the K/V tiles last to first too.
+  Value order = op.getDqOrder();
+  bool lastToFirst = order && mask == MaskKind::causal;
+  Value kvTileIndex = grid.getTileIndex();
+  if (lastToFirst)
+    kvTileIndex = arith::SubIOp::create(
+        builder, loc,
+        arith::SubIOp::create(builder, loc, numKvTiles, indexConst(1)),
+        kvTileIndex);
+  Value kvStart =
+      arith::MulIOp::create(builder, loc, kvTileIndex, indexConst(blockN));
 
   // K, V and their gradients stay on chip for the whole program.
   Value kTile = LoadTileOp::create(builder, loc, kvTileType, op.getKey(), b,
@@ -200,20 +215,26 @@ void BackwardTiler::buildMain() {
                   /*transpose_rhs=*/false, /*async=*/false,
                   /*transpose_lhs=*/true);
               // dQ += dS K, shared with the other K/V tiles' programs
-              // (deterministic: in K/V tile order).
+              // (deterministic: in K/V tile order, causal last to first:
+              // turn = the query tile's last K/V tile - this one).
               Value gradQueryPart = TileMatmulOp::create(
                   inner, loc, qAccType, gradScores, kTile, Value(),
                   /*transpose_rhs=*/false);
-              Value order = op.getDqOrder();
-              Value kvTileIndex = grid.getTileIndex();
+              Value turn = kvTileIndex;
+              if (lastToFirst) {
+                auto kvRange = KVTileRangeOp::create(
+                    inner, loc, qStart, qLen, kvLen, blockM, blockN, mask);
+                Value lastKvTile =
+                    arith::SubIOp::create(inner, loc, kvRange.getEnd(), one);
+                turn = arith::SubIOp::create(inner, loc, lastKvTile,
+                                             kvTileIndex);
+              }
               if (order)
-                WaitTurnOp::create(inner, loc, order, b, h, qTileIndex,
-                                   kvTileIndex);
+                WaitTurnOp::create(inner, loc, order, b, h, qTileIndex, turn);
               AccumulateTileOp::create(inner, loc, gradQueryPart,
                                        op.getDqAccum(), b, h, qStart);
               if (order)
-                PassTurnOp::create(inner, loc, order, b, h, qTileIndex,
-                                   kvTileIndex);
+                PassTurnOp::create(inner, loc, order, b, h, qTileIndex, turn);
               scf::YieldOp::create(inner, loc,
                                    ValueRange{gradKeyNext, gradValueNext});
             });

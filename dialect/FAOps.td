@@ -534,10 +534,13 @@ def FA_WaitTurnOp : FA_Op<"wait_turn"> {
     `order[batch, head, tile]` equals `turn` (the counter starts at 0; the
     program with turn `t` sets it to `t + 1` with `fa.pass_turn`). The
     programs that add to one query tile are K/V tiles `0, 1, 2, ...` (the
-    query tiles a K/V tile visits only grow with it), so they add in that
-    order and the sum is the same every run. On the GPU the waiting is a
-    spin on the counter; lower turns belong to blocks launched earlier, so
-    the wait ends.
+    query tiles a K/V tile visits only grow with it); fa-tile-backward gives
+    them turns in that order, or with the causal mask last to first (turn =
+    the query tile's last K/V tile - this one, so that the programs move in
+    lockstep from their diagonals), so the sum is the same every run. On
+    the GPU the waiting is a spin on the counter; lower turns belong to
+    blocks launched earlier (the causal grid runs its K/V tiles last to
+    first), so the wait ends.
 
     ```mlir
     fa.wait_turn %dq_order[%b, %h, %q_tile], %kv_tile : memref<?x?x?xi32>

@@ -103,23 +103,61 @@ func.func @full_f32(%q: memref<?x4x?x32xf32>, %k: memref<?x4x64x32xf32>, %v: mem
 // -----
 
 // Deterministic: the delta program starts each query tile's turn counter
-// at 0, and each K/V tile adds its share of dQ on its turn (K/V tile order).
+// at 0, and each K/V tile adds its share of dQ on its turn. With the causal
+// mask the turns go last K/V tile to first: the grid's tile index J is a
+// launch slot for K/V tile (tiles - 1 - J), and its turn at query tile I is
+// (I's last K/V tile - its own), so K/V tile j adds right after j + 1 did.
 // CHECK-LABEL: func @deterministic
 // CHECK-SAME: %[[ORDER:[^:]*]]: memref<?x4x?xi32>)
 // CHECK: fa.grid (%[[B1:.*]], %[[H1:.*]], %[[T1:.*]]) in
 // CHECK: memref.store %{{.*}}, %[[ORDER]][%[[B1]], %[[H1]], %[[T1]]] : memref<?x4x?xi32>
 // CHECK: } attributes {program = "delta"}
+// CHECK: %[[TILES:.*]] = arith.ceildivui %{{.*}}, %[[C32:.*]] : index
 // CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: %[[LAST:.*]] = arith.subi %[[TILES]], %[[ONE:.*]] : index
+// CHECK-NEXT: %[[KV:.*]] = arith.subi %[[LAST]], %[[J]] : index
+// CHECK-NEXT: %[[KVSTART:.*]] = arith.muli %[[KV]], %[[C32]] : index
+// CHECK: fa.q_tile_range %[[KVSTART]]
 // CHECK: scf.for
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
-// CHECK: fa.wait_turn %[[ORDER]][%[[B]], %[[H:.*]], %[[I]]], %[[J]]
+// CHECK: %[[QSTART:.*]] = arith.muli %[[I]]
+// CHECK: %{{.*}}, %[[END:.*]] = fa.kv_tile_range %[[QSTART]], {{.*}} {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+// CHECK-NEXT: %[[QLAST:.*]] = arith.subi %[[END]], %[[ONE]] : index
+// CHECK-NEXT: %[[TURN:.*]] = arith.subi %[[QLAST]], %[[KV]] : index
+// CHECK-NEXT: fa.wait_turn %[[ORDER]][%[[B]], %[[H:.*]], %[[I]]], %[[TURN]]
 // CHECK-NEXT: fa.accumulate_tile
-// CHECK-NEXT: fa.pass_turn %[[ORDER]][%[[B]], %[[H]], %[[I]]], %[[J]]
+// CHECK-NEXT: fa.pass_turn %[[ORDER]][%[[B]], %[[H]], %[[I]]], %[[TURN]]
 // CHECK: } attributes {program = "dkdv"}
 func.func @deterministic(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
                          %order: memref<?x4x?xi32>) {
   fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
       {scale = 0.2 : f32, mask = #fa.mask<causal>}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
+  return
+}
+
+// -----
+
+// Deterministic without a mask: every K/V tile visits every query tile from
+// the first, in grid order; the turn is the K/V tile itself.
+// CHECK-LABEL: func @deterministic_full
+// CHECK: } attributes {program = "delta"}
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK-NEXT: %[[KVSTART:.*]] = arith.muli %[[J]], %c32
+// CHECK: scf.for
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NOT: fa.kv_tile_range
+// CHECK: fa.wait_turn %{{.*}}[%[[B]], %[[H:.*]], %[[I]]], %[[J]]
+// CHECK-NEXT: fa.accumulate_tile
+// CHECK-NEXT: fa.pass_turn %{{.*}}[%[[B]], %[[H]], %[[I]]], %[[J]]
+// CHECK: } attributes {program = "dkdv"}
+func.func @deterministic_full(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
+                              %order: memref<?x4x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32}
     : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
       memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
     into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>

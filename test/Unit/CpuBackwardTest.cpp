@@ -263,9 +263,12 @@ TEST(CpuBackward, RunsAreBitwiseIdentical) {
   EXPECT_TRUE(same(first.gradValue, second.gradValue));
 }
 
-/// The deterministic mode (dQ added in K/V tile order, fa.wait_turn /
-/// fa.pass_turn) computes the same gradients; on the CPU, where programs
-/// run in grid order anyway, bit for bit those of the default mode.
+/// The deterministic mode (dQ added in a fixed K/V tile order, fa.wait_turn
+/// / fa.pass_turn) computes the same gradients. On the CPU programs run in
+/// grid order: without a mask that is the default mode's order, so dQ is
+/// bit for bit the same; with the causal mask the turns (and the grid) go
+/// last K/V tile to first, so dQ differs in rounding only. dK and dV never
+/// depend on the order.
 TEST(CpuBackward, DeterministicModeMatches) {
   for (bool causal : {false, true}) {
     CpuKernelConfig config;
@@ -285,9 +288,10 @@ TEST(CpuBackward, DeterministicModeMatches) {
         p, c.q.data(), c.k.data(), c.v.data(), c.gradOutput.data());
     expectClose("dQ", ordered.gradQuery, want.gradQuery, kRelativeTolerance,
                 1e-6);
-    EXPECT_EQ(std::memcmp(any.gradQuery.data(), ordered.gradQuery.data(),
-                          any.gradQuery.size() * sizeof(float)),
-              0);
+    if (!causal)
+      EXPECT_EQ(std::memcmp(any.gradQuery.data(), ordered.gradQuery.data(),
+                            any.gradQuery.size() * sizeof(float)),
+                0);
     EXPECT_EQ(std::memcmp(any.gradKey.data(), ordered.gradKey.data(),
                           any.gradKey.size() * sizeof(float)),
               0);
