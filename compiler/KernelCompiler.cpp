@@ -202,7 +202,7 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
       buildPlacePipeline(pm, gpu);
       break;
     case Stage::gpu:
-      buildGpuKernelPipeline(pm);
+      buildGpuKernelPipeline(pm, gpu);
       break;
     case Stage::llvm:
       buildGpuToNVVMPipeline(pm, gpu);

@@ -302,6 +302,11 @@ def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> 
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];
+  let options = [
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
+           "target GPU architecture (from sm_90 on, the mma backward adds "
+           "dQ with 2-wide vector reductions)">,
+  ];
 }
 
 def FAElideRedundantBarriers : Pass<"fa-elide-redundant-barriers", "::mlir::gpu::GPUFuncOp"> {

@@ -114,8 +114,11 @@ void mlir::fa::buildPlacePipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(place));
 }
 
-void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm) {
-  pm.addPass(createFAConvertPlacedToGPU());
+void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm,
+                                      const GpuOptions &options) {
+  FAConvertPlacedToGPUOptions lowering;
+  lowering.arch = options.arch;
+  pm.addPass(createFAConvertPlacedToGPU(lowering));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
@@ -200,8 +203,11 @@ void mlir::fa::registerPipelines() {
       [](OpPassManager &pm, const GpuPipelineOptions &options) {
         buildPlacePipeline(pm, options.get());
       });
-  PassPipelineRegistration<>("fa-gpu-kernel", "placed -> gpu.module kernels",
-                             buildGpuKernelPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "fa-gpu-kernel", "placed -> gpu.module kernels",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        buildGpuKernelPipeline(pm, options.get());
+      });
   PassPipelineRegistration<GpuPipelineOptions>(
       "fa-gpu-to-nvvm", "gpu -> NVVM/LLVM dialect with the target attached",
       [](OpPassManager &pm, const GpuPipelineOptions &options) {

@@ -48,8 +48,9 @@ struct GpuOptions {
 /// fa-place-wgmma).
 void buildPlacePipeline(OpPassManager &pm, const GpuOptions &options);
 
-/// placed -> gpu: gpu.module with one gpu.func kernel per program.
-void buildGpuKernelPipeline(OpPassManager &pm);
+/// placed -> gpu: gpu.module with one gpu.func kernel per program, lowered
+/// for `options.arch`.
+void buildGpuKernelPipeline(OpPassManager &pm, const GpuOptions &options);
 
 /// gpu -> llvm: NVVM/LLVM dialect inside the gpu.module, target attached.
 void buildGpuToNVVMPipeline(OpPassManager &pm, const GpuOptions &options);

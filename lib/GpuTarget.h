@@ -17,6 +17,7 @@ struct GpuArch {
   int64_t maxSharedMemoryPerSM;     // bytes of one SM's shared memory
   int64_t maxThreadsPerSM;          // resident threads of one SM
   int64_t maxBlocksPerSM;           // resident blocks of one SM
+  bool vectorReductions;            // red.global.add.v2.f32 (sm_90, PTX 8.1)
 };
 
 /// The architecture called `name`, or nullopt if we do not generate for it.

@@ -13,6 +13,7 @@
 #include "compiler/Conversion/Simt/SimtToGPU.h"
 #include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
 #include "compiler/Passes.h"
+#include "lib/GpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -135,9 +136,18 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
 
 struct FAConvertPlacedToGPUPass
     : public mlir::fa::impl::FAConvertPlacedToGPUBase<FAConvertPlacedToGPUPass> {
+  using FAConvertPlacedToGPUBase::FAConvertPlacedToGPUBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
+    if (!target) {
+      module.emitError() << "fa-convert-placed-to-gpu: unknown arch '" << arch
+                         << "' (supported: " << ::fa::supportedGpuArchs()
+                         << ")";
+      return signalPassFailure();
+    }
     // (function, program, kernel name): a function with one program makes
     // the kernel of its name; with several, program p makes <function>_p.
     struct Program {
@@ -211,8 +221,9 @@ struct FAConvertPlacedToGPUPass
       outlined.insert(program.func);
     for (Operation *func : outlined)
       func->erase();
+    MmaTarget mmaTarget{target->vectorReductions};
     for (gpu::GPUFuncOp kernel : mmaKernels)
-      if (failed(lowerMmaKernel(kernel)))
+      if (failed(lowerMmaKernel(kernel, mmaTarget)))
         return signalPassFailure();
     for (gpu::GPUFuncOp kernel : wgmmaKernels)
       if (failed(lowerWgmmaKernel(kernel)))

@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --fa-tile-backward="block-m=32 block-n=32" --fa-place-pipeline="strategy=mma num-warps=2 stages=2" --fa-gpu-kernel | FileCheck %s
+// RUN: fa-opt %s --fa-tile-backward="block-m=32 block-n=32" --fa-place-pipeline="strategy=mma num-warps=2 stages=2 arch=sm_80" --fa-gpu-kernel="arch=sm_80" | FileCheck %s --check-prefix=SM80
 
 // The backward's dkdv kernel on tensor cores: D = 32, B_r = B_c = 32, two
 // warps (16 query rows of S each, 16 key rows of dK/dV each).
@@ -63,10 +64,28 @@
 // CHECK-NEXT: gpu.barrier
 // dQ_i = dS K_j first (dS renamed into A fragments; K's B fragments by
 // ldmatrix.trans), added to the f32 accumulator atomically as each pair of
-// n-blocks is done, valid rows only ...
+// n-blocks is done, valid rows only. On sm_90 a lane adds its two adjacent
+// columns with one vector reduction when the accumulator's base, offset
+// and strides keep every pair 8-byte aligned (checked once), else element
+// by element ...
+// CHECK: %{{.*}}, %[[OFFSET:.*]], %{{.*}}:4, %[[STRIDES:.*]]:4 = memref.extract_strided_metadata %arg10
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %arg10
+// CHECK: arith.andi %{{.*}}, %c7{{(_[0-9]+)?}} : index
+// CHECK: %[[GLOBAL:.*]] = llvm.addrspacecast %{{.*}} : !llvm.ptr to !llvm.ptr<1>
 // CHECK: nvgpu.ldmatrix %[[KBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
+// CHECK: scf.if %[[ALIGNED:.*]] {
+// CHECK: scf.if
+// CHECK: %[[PAIR:.*]] = llvm.getelementptr %[[GLOBAL]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+// CHECK-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f" %[[PAIR]], %{{.*}}, %{{.*}} : (!llvm.ptr<1>, f32, f32) -> ()
+// CHECK: } else {
 // CHECK: scf.if
 // CHECK: memref.atomic_rmw addf {{.*}}, %arg10
+// Before sm_90 (no vector reductions): element by element only.
+// SM80-LABEL: gpu.func @backward_dkdv
+// SM80-NOT: red.global.add.v2.f32
+// SM80: memref.atomic_rmw addf {{.*}}, %arg10
+// SM80-NOT: red.global.add.v2.f32
+// SM80-LABEL: gpu.func @backward_dq
 // ... then dK += dS^T Q: ldmatrix.trans of dS and of Q.
 // CHECK: nvgpu.ldmatrix %[[PBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}
 // CHECK: nvgpu.ldmatrix %[[QBUF]][{{.*}}] {numTiles = 4 : i32, transpose = true}

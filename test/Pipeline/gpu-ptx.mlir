@@ -12,8 +12,10 @@
 // RUN: FileCheck %s --check-prefix=SM80 --input-file=%t.sm80.ptx
 // RUN: %ptxas -arch=sm_80 %t.sm80.ptx -o %t.sm80.cubin
 
-// CHECK: .version 8.0
+// PTX 8.1 on Hopper (vector reductions), 8.0 before.
+// CHECK: .version 8.1
 // CHECK: .target sm_90a
+// SM80: .version 8.0
 // SM80: .target sm_80
 // The kernel entry with the memref descriptors of Q, K, V, O and LSE.
 // CHECK: .visible .entry attention(

@@ -36,9 +36,16 @@ LogicalResult applyFragmentConversion(
     function_ref<void(const TypeConverter &, RewritePatternSet &)>
         addStrategyPatterns);
 
+/// What the mma lowering may use of its target.
+struct MmaTarget {
+  /// red.global.add.v2.f32: fa.accumulate_tile adds a lane's two adjacent
+  /// accumulator columns with one instruction (sm_90 and newer).
+  bool vectorReductions = false;
+};
+
 /// Lowers the fa ops of `kernel` (an outlined program of the mma strategy).
 /// Emits a diagnostic and fails on IR it cannot lower.
-LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel);
+LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel, const MmaTarget &target);
 
 } // namespace mlir::fa
 
