@@ -4,7 +4,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -362,6 +364,12 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// A TMA box (fa.tensor_maps): at most 256 rows (the hardware's box limit)
+/// of 64 16-bit columns (the 128-byte swizzle span the runtime encodes; its
+/// launch plans hold the same limits, lib/LaunchPlan.cpp).
+static constexpr int64_t kMaxTensorMapBoxRows = 256;
+static constexpr int64_t kMaxTensorMapBoxCols = 64;
+
 LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
@@ -403,6 +411,8 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
     };
     if (!maps)
       return bad();
+    llvm::SmallDenseSet<int64_t> args;
+    llvm::StringSet<> tensors;
     for (Attribute map : maps) {
       auto dict = dyn_cast<DictionaryAttr>(map);
       if (!dict)
@@ -415,6 +425,22 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
           !llvm::is_contained({"q", "k", "v"}, tensor.getValue()) || !rows ||
           rows.getInt() < 1 || !cols || cols.getInt() < 1)
         return bad();
+      // The runtime encodes each map once, with the 128-byte swizzle of
+      // 16-bit elements: a TMA box is at most 256 rows of 64 columns.
+      if (rows.getInt() > kMaxTensorMapBoxRows ||
+          cols.getInt() > kMaxTensorMapBoxCols)
+        return op->emitOpError()
+               << "'" << name << "' box of " << tensor << " is "
+               << rows.getInt() << " x " << cols.getInt()
+               << ": a TMA box has at most " << kMaxTensorMapBoxRows
+               << " rows of " << kMaxTensorMapBoxCols
+               << " columns (128 bytes of 16-bit elements, the swizzle span)";
+      if (!args.insert(arg.getInt()).second ||
+          !tensors.insert(tensor.getValue()).second)
+        return op->emitOpError()
+               << "'" << name << "' names kernel parameter " << arg.getInt()
+               << " or tensor " << tensor
+               << " twice: each tensor has one map, in a parameter of its own";
     }
     return success();
   }

@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <vector>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 #include "CompilerSourceHash.h"
@@ -25,6 +27,13 @@ static constexpr int64_t kMaxBlockSize = 1024;
 
 double KernelSpec::effectiveScale() const {
   return scale > 0.0 ? scale : 1.0 / std::sqrt(double(headDim));
+}
+
+/// A scale as a person writes it (%g: "nan", "-1", "1e+39").
+static std::string formatScale(double scale) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", scale);
+  return text;
 }
 
 std::string KernelSpec::validate() const {
@@ -68,9 +77,18 @@ std::string KernelSpec::validate() const {
   if (!lookupGpuArch(arch))
     return "unsupported arch '" + arch + "'; expected one of " +
            supportedGpuArchs();
-  if (scale < 0.0 || !std::isfinite(scale))
-    return "softmax scale must be positive and finite, got " +
-           std::to_string(scale);
+  // 0 is the default 1/sqrt(head-dim); the kernels compute in float32.
+  if (scale != 0.0) {
+    float asFloat = static_cast<float>(scale);
+    if (!(scale > 0.0) || !std::isfinite(scale) || !std::isfinite(asFloat) ||
+        asFloat < std::numeric_limits<float>::min())
+      return "softmax scale must be positive and finite in float32 (0 for "
+             "the default 1/sqrt(head-dim)), got " +
+             formatScale(scale);
+  }
+  if (deterministic && !backward)
+    return "deterministic applies to the backward (the forward has no "
+           "accumulation across programs)";
   return "";
 }
 

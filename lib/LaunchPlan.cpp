@@ -125,8 +125,10 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
           parseName<Operand>(kOperandNames, map->getString("operand"));
       std::optional<int64_t> rows = map->getInteger("box_rows");
       std::optional<int64_t> cols = map->getInteger("box_cols");
+      // TMA boxes: at most 256 rows of 64 16-bit columns (the runtime's
+      // 128-byte swizzle).
       if (!operand || *operand > Operand::value || !rows || *rows < 1 ||
-          *rows > 256 || !cols || *cols < 1 || *cols > 256)
+          *rows > 256 || !cols || *cols < 1 || *cols > 64)
         return std::nullopt;
       plan.tensorMaps.push_back({*operand, *rows, *cols});
     }

@@ -35,11 +35,14 @@ fa_status invalid(const char *message) {
   return toStatus({fa::Status::invalidArgument, message});
 }
 
-bool makeSpec(int64_t headDim, int dtype, int causal, double scale,
-              const fa_kernel_config *config, fa::KernelSpec &spec) {
+/// The spec of a C call, or "" and the reason in `error`: C callers can
+/// pass any integer, so codes and flags are checked by value (a flag is 0
+/// or 1, never "nonzero"); the rest is KernelSpec::validate's, shared with
+/// Python and fa-compile.
+std::string makeSpec(int64_t headDim, int dtype, int causal, double scale,
+                     const fa_kernel_config *config, fa::KernelSpec &spec) {
   spec.headDim = headDim;
-  // A C caller can pass any integer: switch on the value, not the enum.
-  switch (static_cast<int>(dtype)) {
+  switch (dtype) {
   case FA_F32:
     spec.dtype = fa::ElementType::f32;
     break;
@@ -50,18 +53,36 @@ bool makeSpec(int64_t headDim, int dtype, int causal, double scale,
     spec.dtype = fa::ElementType::bf16;
     break;
   default:
-    return false;
+    return "dtype must be FA_F32 (0), FA_F16 (1) or FA_BF16 (2), got " +
+           std::to_string(dtype);
   }
-  spec.causal = causal != 0;
-  spec.scale = scale > 0 ? scale : 0.0;
+  auto flag = [](const char *name, int value, bool &out) -> std::string {
+    if (value != 0 && value != 1)
+      return std::string(name) + " must be 0 or 1, got " +
+             std::to_string(value);
+    out = value == 1;
+    return "";
+  };
+  if (std::string error = flag("causal", causal, spec.causal); !error.empty())
+    return error;
+  // 0 selects the default 1/sqrt(head-dim); anything else is validated.
+  spec.scale = scale;
   spec.blockM = config ? config->block_m : 0;
   spec.blockN = config ? config->block_n : 0;
   spec.numWarps = config ? config->num_warps : 0;
   spec.stages = config ? config->stages : 0;
   spec.arch = config && config->arch ? config->arch : "";
-  spec.backward = config && config->backward != 0;
-  spec.deterministic = config && config->deterministic != 0;
-  switch (config ? config->strategy : FA_STRATEGY_AUTO) {
+  if (config) {
+    if (std::string error = flag("backward", config->backward, spec.backward);
+        !error.empty())
+      return error;
+    if (std::string error =
+            flag("deterministic", config->deterministic, spec.deterministic);
+        !error.empty())
+      return error;
+  }
+  int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
+  switch (strategy) {
   case FA_STRATEGY_AUTO:
     spec.strategy = fa::Strategy::automatic;
     break;
@@ -75,9 +96,11 @@ bool makeSpec(int64_t headDim, int dtype, int causal, double scale,
     spec.strategy = fa::Strategy::wgmma;
     break;
   default:
-    return false;
+    return "strategy must be FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT (1), "
+           "FA_STRATEGY_MMA (2) or FA_STRATEGY_WGMMA (3), got " +
+           std::to_string(strategy);
   }
-  return true;
+  return "";
 }
 
 fa::TensorArg toArg(const fa_tensor &t) {
@@ -127,8 +150,9 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
   if (!runtime)
     return invalid("runtime is a null pointer");
   fa::KernelSpec spec;
-  if (!makeSpec(headDim, dtype, causal, scale, config, spec))
-    return invalid("unknown dtype or strategy code");
+  if (std::string error = makeSpec(headDim, dtype, causal, scale, config, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::KernelInfo kernel;
   fa::Result r = runtime->runtime->prepare(spec, &kernel);
   if (r && info) {
@@ -170,8 +194,10 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
   if (!q || !k || !v || !o || !lse)
     return invalid("a tensor descriptor is a null pointer");
   fa::KernelSpec spec;
-  if (!makeSpec(q->sizes[3], dtype, causal, scale, config, spec))
-    return invalid("unknown dtype or strategy code");
+  if (std::string error =
+          makeSpec(q->sizes[3], dtype, causal, scale, config, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::AttentionArgs args;
   args.q = toArg(*q);
   args.k = toArg(*k);
@@ -194,8 +220,10 @@ fa_status fa_attention_backward(
       !gradValue)
     return invalid("a tensor descriptor is a null pointer");
   fa::KernelSpec spec;
-  if (!makeSpec(q->sizes[3], dtype, causal, scale, config, spec))
-    return invalid("unknown dtype or strategy code");
+  if (std::string error =
+          makeSpec(q->sizes[3], dtype, causal, scale, config, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::AttentionBackwardArgs args;
   args.q = toArg(*q);
   args.k = toArg(*k);

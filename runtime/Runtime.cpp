@@ -250,6 +250,11 @@ Runtime::~Runtime() {
 
 Result Runtime::create(const RuntimeOptions &options,
                        std::unique_ptr<Runtime> &runtime) {
+  // A device index is never negative, driver or not.
+  if (options.device < 0)
+    return Result::error(Status::invalidArgument,
+                         "device " + std::to_string(options.device) +
+                             " does not exist: device indices start at 0");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (const char *env = std::getenv("FA_AUTOTUNE"))

@@ -53,8 +53,8 @@ typedef struct fa_kernel_config {
   const char *arch;
   int64_t stages;   /* K/V tiles in flight (mma: 1..4) */
   int32_t strategy; /* an fa_strategy */
-  int32_t backward; /* 1: the backward's kernels (fa_prepare_kernel) */
-  int32_t deterministic; /* 1: the backward adds dQ in a fixed order */
+  int32_t backward; /* 0 or 1: the backward's kernels (fa_prepare_kernel) */
+  int32_t deterministic; /* 0 or 1: the backward adds dQ in a fixed order */
 } fa_kernel_config;
 
 /* What a kernel is and where it came from. */
@@ -95,7 +95,8 @@ FA_API fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t head_dim,
                             fa_kernel_info *info);
 
 /* O, LSE = attention(Q, K, V) on `stream` (a CUstream, NULL = default).
-   scale <= 0 means 1/sqrt(D); config may be NULL. */
+   causal is 0 or 1; scale 0 means 1/sqrt(D), else it must be positive and
+   finite in float32; config may be NULL. */
 FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                const fa_tensor *k, const fa_tensor *v,
                                const fa_tensor *o, const fa_tensor *lse,
@@ -107,8 +108,8 @@ FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
    Q, dK and dV like K; the gradients must not overlap any input. Runs on
    `stream` (NULL = default); the workspace is allocated and freed in
    stream order. config->deterministic = 1 gives bitwise identical dQ run
-   to run (default: dQ's shares are added in any order). The backward runs
-   on the simt strategy so far. */
+   to run (default: dQ's shares are added in any order). 16-bit inputs with
+   head dims up to 128 run on the mma strategy, the rest on simt. */
 FA_API fa_status fa_attention_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,

@@ -83,7 +83,10 @@ def _library():
         return _lib
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
-    candidates = [os.environ.get("FA_RUNTIME_LIB")] + [
+    chosen = os.environ.get("FA_RUNTIME_LIB")
+    if chosen and not os.path.isfile(chosen):
+        raise FaError(0, f"FA_RUNTIME_LIB={chosen!r} is not a file")
+    candidates = [chosen] + [
         os.path.join(root, build, "lib", "libfa_runtime.so")
         for build in ("build-static", "build")]
     path = next((p for p in candidates if p and os.path.exists(p)), None)
@@ -131,20 +134,29 @@ def _runtime(device):
 _INT64_MAX = 2**63 - 1
 
 
-def _integer(name, value):
-    """value as a C int64; a clear error instead of ctypes' silent wrap."""
+def _integer(name, value, bits=64):
+    """value as a C integer of `bits` bits; a clear error instead of
+    ctypes' silent wrap."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"fa: {name} must be an int, got {value!r}")
-    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
-        raise ValueError(f"fa: {name} must fit in 64 bits, got {value}")
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ValueError(f"fa: {name} must fit in {bits} bits, got {value}")
     return value
 
 
 def _flag(name, value):
     """A flag: a bool (or the ints 0 and 1), never a truncated int."""
-    if isinstance(value, bool) or value in (0, 1):
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
         return int(value)
     raise TypeError(f"fa: {name} must be a bool, got {value!r}")
+
+
+def _choice(where, name, value, choices):
+    """value, one of the string keys of `choices`."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{where}: {name} must be one of "
+                         f"{', '.join(choices)}, got {value!r}")
+    return value
 
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
@@ -153,9 +165,7 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
     stages = _integer("stages", stages)
-    if strategy not in _STRATEGIES:
-        raise ValueError(f"fa: strategy must be one of "
-                         f"{', '.join(_STRATEGIES)}, got {strategy!r}")
+    strategy = _choice("fa", "strategy", strategy, _STRATEGIES)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
             or backward or deterministic):
         return None
@@ -184,16 +194,15 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     tiles, warps and stages 0 take the strategy's defaults. backward=True
     prepares the backward's kernels ("auto": mma for 16-bit inputs with head
     dims up to 128, else simt; deterministic=True: the mode that adds dQ in
-    a fixed order)."""
+    a fixed order). scale: None for 1/sqrt(head_dim), as in attention."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
-    if dtype not in codes:
-        raise ValueError(f"fa.prepare_kernel: dtype must be one of "
-                         f"{', '.join(codes)}, got {dtype!r}")
+    dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
+    scale = _check_scale("fa.prepare_kernel", scale)
     info = _Info()
     _check(_library().fa_prepare_kernel(
-        _runtime(_integer("device", device)), _integer("head_dim", head_dim),
-        codes[dtype], _flag("causal", causal),
-        float(scale or 0.0),
+        _runtime(_integer("device", device, bits=32)),
+        _integer("head_dim", head_dim), codes[dtype], _flag("causal", causal),
+        scale,
         _config(block_m, block_n, num_warps, stages, strategy,
                 _flag("backward", backward),
                 _flag("deterministic", deterministic)),
@@ -239,10 +248,25 @@ def _check_inputs(where, tensors):
                         "float16 or bfloat16")
 
 
+_FLOAT32_MIN = 1.1754943508222875e-38  # smallest normal float32
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
 def _check_scale(where, scale):
-    if scale is not None and not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"{where}: scale must be positive and finite, "
-                         f"got {scale}")
+    """The softmax scale as the C ABI takes it (0.0: the default
+    1/sqrt(head_dim), from None); the rule of KernelSpec::validate: positive
+    and finite in float32, the kernels' precision."""
+    if scale is None:
+        return 0.0
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"{where}: scale must be a number or None, "
+                        f"got {scale!r}")
+    value = float(scale) if -_FLOAT32_MAX <= scale <= _FLOAT32_MAX else None
+    if value is None or not _FLOAT32_MIN <= value <= _FLOAT32_MAX:
+        raise ValueError(f"{where}: softmax scale must be positive and finite "
+                         f"in float32 (None for the default "
+                         f"1/sqrt(head_dim)), got {scale!r}")
+    return value
 
 
 def _dtype_code(t):
@@ -331,13 +355,11 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     docs/benchmarks.md.
     """
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
-    _check_scale("fa.attention", scale)
+    scale = _check_scale("fa.attention", scale) or None
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
-              _integer("num_warps", num_warps), str(strategy),
+              _integer("num_warps", num_warps),
+              _choice("fa.attention", "strategy", strategy, _STRATEGIES),
               _integer("stages", stages))
-    if config[3] not in _STRATEGIES:
-        raise ValueError(f"fa.attention: strategy must be one of "
-                         f"{', '.join(_STRATEGIES)}, got {strategy!r}")
     o, lse = _torch.ops.fa.attention_forward(
         q, k, v, bool(_flag("causal", causal)),
         float(scale) if scale is not None else 0.0, *config,
@@ -359,13 +381,12 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
-    _check_scale("fa.attention_backward", scale)
+    scale = _check_scale("fa.attention_backward", scale) or None
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
-              _integer("num_warps", num_warps), str(strategy),
+              _integer("num_warps", num_warps),
+              _choice("fa.attention_backward", "strategy", strategy,
+                      _STRATEGIES),
               _integer("stages", stages))
-    if config[3] not in _STRATEGIES:
-        raise ValueError(f"fa.attention_backward: strategy must be one of "
-                         f"{', '.join(_STRATEGIES)}, got {strategy!r}")
     return _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, bool(_flag("causal", causal)),
         float(scale) if scale is not None else 0.0,
@@ -376,6 +397,7 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
     [B, Sk, Hkv, D]; returns O [B, Sq, Hq, D]. No copies: the [B, S, H, D]
     tensors are read (and O written) through strides; differentiable."""
+    _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)))
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale).transpose(1, 2)
 

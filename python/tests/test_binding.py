@@ -165,8 +165,43 @@ class BadArgumentsTest(unittest.TestCase):
             fa.prepare_kernel(64, block_m=1.5)
         with self.assertRaisesRegex(TypeError, "head_dim must be an int"):
             fa.prepare_kernel(64.0)
-        # 0 and 1 are fine as flags.
+        # 0 and 1 are fine as flags; 1.0 and 1+0j are not ints.
         self.assertIn("causal", fa.prepare_kernel(32, causal=1)["name"])
+        for flag in (1.0, 1 + 0j):
+            with self.assertRaisesRegex(TypeError, "causal must be a bool"):
+                fa.prepare_kernel(64, causal=flag)
+        # The device is a C int: no silent wrap to device 0.
+        with self.assertRaisesRegex(ValueError, "device must fit in 32 bits, "
+                                                "got 4294967296"):
+            fa.prepare_kernel(64, device=2**32)
+        # Unhashable choices get the choice's message, not a TypeError.
+        with self.assertRaisesRegex(ValueError, r"dtype must be one of "
+                                                r"float32, float16, bfloat16, "
+                                                r"got \[1\]"):
+            fa.prepare_kernel(64, dtype=[1])
+        with self.assertRaisesRegex(ValueError, "strategy must be one of"):
+            fa.prepare_kernel(64, strategy={})
+
+    def test_scale_follows_the_attention_rule(self):
+        """None is the default; NaN, negatives, 0 and values beyond float32
+        are refused with KernelSpec::validate's text (which the C ABI and
+        fa-compile give too), non-numbers with a TypeError."""
+        rule = (r"fa.prepare_kernel: softmax scale must be positive and "
+                r"finite in float32 \(None for the default "
+                r"1/sqrt\(head_dim\)\), got ")
+        for scale in (float("nan"), -1.0, 0, 1e39, 1e-46, 10**400,
+                      float("inf")):
+            with self.assertRaisesRegex(ValueError, rule):
+                fa.prepare_kernel(64, scale=scale)
+        for scale in ("0.5", [], True):
+            with self.assertRaisesRegex(TypeError, "scale must be a number"):
+                fa.prepare_kernel(64, scale=scale)
+        self.assertIn("name", fa.prepare_kernel(64, scale=0.125))
+
+    def test_deterministic_is_the_backwards(self):
+        with self.assertRaisesRegex(fa.FaError, "deterministic applies to the "
+                                                "backward"):
+            fa.prepare_kernel(64, deterministic=True)
 
 
 if __name__ == "__main__":

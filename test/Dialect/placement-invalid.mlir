@@ -183,6 +183,35 @@ func.func @tensor_maps(%n: index) {
 
 // -----
 
+// A TMA box is at most 256 rows of 64 16-bit columns (the 128-byte swizzle).
+func.func @tensor_map_box(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' box of "k" is 64 x 128: a TMA box has at most 256 rows of 64 columns (128 bytes of 16-bit elements, the swizzle span)}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "k", box_rows = 64 : i64, box_cols = 128 : i64}]}
+  return
+}
+
+// -----
+
+func.func @tensor_map_rows(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' box of "q" is 512 x 64: a TMA box has at most 256 rows}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "q", box_rows = 512 : i64, box_cols = 64 : i64}]}
+  return
+}
+
+// -----
+
+// One map per tensor, each in a kernel parameter of its own.
+func.func @tensor_map_twice(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' names kernel parameter 0 or tensor "v" twice: each tensor has one map, in a parameter of its own}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "q", box_rows = 64 : i64, box_cols = 64 : i64}, {arg = 0 : i64, tensor = "v", box_rows = 64 : i64, box_cols = 64 : i64}]}
+  return
+}
+
+// -----
+
 // Placement attributes stay within what one block can have: shared memory
 // up to the largest arch's 232448 bytes, rings of up to 4 stages, producer
 // warps only with the wgmma strategy (whose warp specialization they are).

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sys/stat.h>
@@ -1031,6 +1032,62 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
     EXPECT_NE(std::string(fa_last_error()).find("no CUDA driver"),
               std::string::npos);
   }
+  fa_runtime_destroy(runtime);
+}
+
+/// The C ABI checks codes and flags by value and passes the scale on for
+/// KernelSpec::validate, whose texts Python and fa-compile share: NaN, a
+/// negative scale or one beyond float32 is an error, never the default; a
+/// flag is 0 or 1; deterministic is the backward's.
+TEST(CApi, RejectsBadCodesFlagsAndScales) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  EXPECT_EQ(fa_runtime_create(dir.str().c_str(), -7, &runtime),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(),
+               "device -7 does not exist: device indices start at 0");
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  auto prepare = [&](int dtype, int causal, double scale,
+                     const fa_kernel_config *config) {
+    fa_status status =
+        fa_prepare_kernel(runtime, 64, dtype, causal, scale, config, nullptr);
+    return std::make_pair(status, std::string(fa_last_error()));
+  };
+  using Outcome = std::pair<fa_status, std::string>;
+  EXPECT_EQ(prepare(7, 0, 0.0, nullptr),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "dtype must be FA_F32 (0), FA_F16 (1) or FA_BF16 (2), "
+                    "got 7"));
+  EXPECT_EQ(prepare(FA_F32, 2, 0.0, nullptr),
+            Outcome(FA_ERROR_INVALID_ARGUMENT, "causal must be 0 or 1, got 2"));
+  const std::string scaleRule = "softmax scale must be positive and finite in "
+                                "float32 (0 for the default "
+                                "1/sqrt(head-dim)), got ";
+  for (auto [scale, text] :
+       {std::pair<double, const char *>{std::nan(""), "nan"},
+        {-1.0, "-1"},
+        {-INFINITY, "-inf"},
+        {1e39, "1e+39"},
+        {1e-46, "1e-46"}}) {
+    Outcome got = prepare(FA_F32, 0, scale, nullptr);
+    EXPECT_EQ(got.first, FA_ERROR_INVALID_ARGUMENT) << text;
+    EXPECT_EQ(got.second.rfind(scaleRule, 0), 0u) << got.second;
+  }
+  fa_kernel_config config = {0, 0, 0, nullptr, 0, 9, 0, 0};
+  EXPECT_EQ(prepare(FA_F16, 0, 0.0, &config),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "strategy must be FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT "
+                    "(1), FA_STRATEGY_MMA (2) or FA_STRATEGY_WGMMA (3), got 9"));
+  config = {0, 0, 0, nullptr, 0, FA_STRATEGY_AUTO, -1, 0};
+  EXPECT_EQ(prepare(FA_F32, 0, 0.0, &config),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "backward must be 0 or 1, got -1"));
+  config = {0, 0, 0, nullptr, 0, FA_STRATEGY_AUTO, 0, 1};
+  EXPECT_EQ(prepare(FA_F32, 0, 0.0, &config),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "deterministic applies to the backward (the forward has "
+                    "no accumulation across programs)"));
   fa_runtime_destroy(runtime);
 }
 

@@ -13,6 +13,7 @@
 #include "dialect/FAOps.h"
 #include "lib/CudaToolkit.h"
 #include "lib/IOModel.h"
+#include "lib/Strategy/SimtModel.h"
 #include "lib/KernelSpec.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -165,8 +166,6 @@ int main(int argc, char **argv) {
   spec.causal = causal;
   spec.backward = backward;
   spec.deterministic = deterministic;
-  if (deterministic && !backward && inputFile.empty())
-    return fail("--deterministic applies to the backward (--backward)");
   if (!::fa::parseStrategy(strategy, spec.strategy))
     return fail("unknown --strategy '" + strategy +
                 "'; expected simt, mma or auto");
@@ -179,13 +178,21 @@ int main(int argc, char **argv) {
   if (!ioShape.empty()) {
     llvm::SmallVector<llvm::StringRef> fields;
     llvm::StringRef(ioShape).split(fields, ',');
+    // The model's range: batch and heads within a grid dimension (65535),
+    // lengths up to 2^24 tokens (its per-tile loops stay short and its
+    // products far from overflow).
+    constexpr int64_t kMaxCount = 65535, kMaxLength = int64_t(1) << 24;
+    const int64_t highest[5] = {kMaxCount, kMaxCount, kMaxCount, kMaxLength,
+                                kMaxLength};
     int64_t values[5];
     bool ok = fields.size() == 5;
     for (size_t i = 0; ok && i < 5; ++i)
-      ok = !fields[i].trim().getAsInteger(10, values[i]) && values[i] >= 0;
+      ok = !fields[i].trim().getAsInteger(10, values[i]) && values[i] >= 0 &&
+           values[i] <= highest[i];
     if (!ok || values[2] < 1 || values[1] % std::max<int64_t>(values[2], 1))
-      return fail("--io-shape must be B,Hq,Hkv,Sq,Sk (non-negative integers, "
-                  "Hq a multiple of Hkv >= 1), got '" + ioShape + "'");
+      return fail("--io-shape must be B,Hq,Hkv,Sq,Sk (B, Hq in [0, 65535], "
+                  "Hkv in [1, 65535], Hq a multiple of Hkv, Sq, Sk in [0, " +
+                  std::to_string(kMaxLength) + "]), got '" + ioShape + "'");
     io.batch = values[0];
     io.qHeads = values[1];
     io.kvHeads = values[2];
@@ -252,14 +259,29 @@ int main(int argc, char **argv) {
   spec.numWarps = numWarps;
   spec.stages = stages;
   // The simt forward's default is the lecture's kernel (B_r = 8, B_c = 32,
-  // 8 warps); the backward and other strategies take their resource
-  // model's first default.
+  // 8 warps), its fields filling those not given; with none given, only
+  // where its thread grid divides the tiles (head dims with 8 threads of
+  // columns or more). The backward, other strategies and other head dims
+  // take their resource model's first default, as the runtime does.
   if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward) {
     // int64_t(...): `opt ? opt : 8` would convert the option to int (the
     // other operand's type) and truncate values beyond 32 bits.
-    spec.blockM = blockM ? int64_t(blockM) : 8;
-    spec.blockN = blockN ? int64_t(blockN) : 32;
-    spec.numWarps = numWarps ? int64_t(numWarps) : 8;
+    int64_t lectureM = blockM ? int64_t(blockM) : 8;
+    int64_t lectureN = blockN ? int64_t(blockN) : 32;
+    int64_t lectureWarps = numWarps ? int64_t(numWarps) : 8;
+    int64_t threadRows =
+        lectureN > 0 && lectureWarps > 0 && lectureWarps <= 32
+            ? lectureWarps * 32 /
+                  ::fa::simt::threadColumns(lectureN, spec.headDim)
+            : 0;
+    bool lectureFits = threadRows > 0 && lectureM > 0 &&
+                       lectureM % threadRows == 0 &&
+                       lectureN % threadRows == 0;
+    if (blockM || blockN || numWarps || lectureFits) {
+      spec.blockM = lectureM;
+      spec.blockN = lectureN;
+      spec.numWarps = lectureWarps;
+    }
   }
   spec.arch = arch;
   spec.scale = scale;
@@ -336,15 +358,19 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  // The IO model of this schedule on the --io-shape problem.
+  // The IO model of this schedule on the --io-shape problem (only when
+  // asked for: its per-tile sums grow with the lengths).
   io.headDim = spec.headDim;
   io.causal = spec.causal;
   int64_t elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
-  ::fa::IOEstimate tiled =
-      spec.backward
-          ? ::fa::tiledBackwardIO(io, elementBytes, spec.blockM, spec.blockN)
-          : ::fa::tiledForwardIO(io, elementBytes, spec.blockM, spec.blockN);
-  ::fa::IOEstimate standard = ::fa::standardAttentionIO(io, elementBytes);
+  ::fa::IOEstimate tiled, standard;
+  if (!ioJson.empty() || report) {
+    tiled = spec.backward ? ::fa::tiledBackwardIO(io, elementBytes,
+                                                  spec.blockM, spec.blockN)
+                          : ::fa::tiledForwardIO(io, elementBytes, spec.blockM,
+                                                 spec.blockN);
+    standard = ::fa::standardAttentionIO(io, elementBytes);
+  }
   if (!ioJson.empty()) {
     auto estimate = [](const ::fa::IOEstimate &e) {
       return llvm::json::Object{{"bytes_read", e.bytesRead},
