@@ -324,6 +324,20 @@ def FAElideRedundantBarriers : Pass<"fa-elide-redundant-barriers", "::mlir::gpu:
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def FACheckSharedBounds : Pass<"fa-check-shared-bounds", "::mlir::gpu::GPUFuncOp"> {
+  let summary = "Check that a kernel's shared-memory views lie within its launch";
+  let description = [{
+    Each `memref.view` of the dynamic shared memory at a constant byte
+    offset must end within the kernel's `#fa.launch` shared bytes; one that
+    does not is an error naming both. The placement verifier checks the
+    placed tiles; this pass checks the lowered kernel (what the strategies'
+    lowerings and schedules built from them). Views at run-time offsets
+    (ring slots) are not checked.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def FAMathToNVVMApprox : Pass<"fa-math-to-nvvm-approx"> {
   let summary = "Use the hardware exp2/log2 approximations for f32";
   let description = [{

@@ -123,6 +123,8 @@ void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
       createFAElideRedundantBarriers());
+  pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
+      createFACheckSharedBounds());
 }
 
 void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
