@@ -6,7 +6,7 @@
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
 #                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
-#                       grad-seeds|driver-only|
+#                       profile-backward-source|grad-seeds|driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -95,6 +95,9 @@ for step in $steps; do
     run profile-wgmma bash scripts/profile-wgmma.sh ;;
   profile-backward)
     run profile-backward bash scripts/profile-backward.sh ;;
+  profile-backward-source)
+    # Stall samples per SASS instruction of the D=128 dkdv kernel.
+    run profile-backward-source bash scripts/profile-backward-source.sh ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.
