@@ -18,7 +18,6 @@ through $FA_RUNTIME_LIB or in the project's build folders.
 """
 
 import ctypes
-import math
 import os
 import threading
 
