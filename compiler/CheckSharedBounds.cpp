@@ -2,10 +2,11 @@
 //
 // A lowered kernel's views of dynamic shared memory at constant offsets lie
 // within its launch's shared bytes. The verifier checks the placed tiles;
-// this checks what the strategies' lowerings and schedules made of them
-// (staging buffers, the wgmma pipeline's slots and barriers). A view past
-// the end would read or corrupt memory the launch never asked for: an
-// error, not a kernel.
+// this checks what the strategies' lowerings made of them (tiles and
+// staging buffers at fixed offsets). Views at run-time offsets (ring
+// slots, the wgmma pipeline's buffers) are not checked. A view past the end
+// would read or corrupt memory the launch never asked for: an error, not a
+// kernel.
 //
 //===----------------------------------------------------------------------===//
 

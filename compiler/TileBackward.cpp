@@ -98,7 +98,8 @@ void BackwardTiler::buildPreprocess() {
   StoreTileOp::create(builder, loc, delta, op.getDelta(), b, h, qStart);
   StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
                       b, h, qStart);
-  // Deterministic: the query tile's turn counter starts at K/V tile 0.
+  // Deterministic: the query tile's turn counter starts at turn 0 (K/V
+  // tile 0, or with the causal mask the tile's last K/V tile).
   if (Value order = op.getDqOrder())
     memref::StoreOp::create(
         builder, loc,

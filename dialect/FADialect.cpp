@@ -435,12 +435,13 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                << ": a TMA box has at most " << kMaxTensorMapBoxRows
                << " rows of " << kMaxTensorMapBoxCols
                << " columns (128 bytes of 16-bit elements, the swizzle span)";
-      if (!args.insert(arg.getInt()).second ||
-          !tensors.insert(tensor.getValue()).second)
+      if (!args.insert(arg.getInt()).second)
         return op->emitOpError()
                << "'" << name << "' names kernel parameter " << arg.getInt()
-               << " or tensor " << tensor
-               << " twice: each tensor has one map, in a parameter of its own";
+               << " twice: each map is a parameter of its own";
+      if (!tensors.insert(tensor.getValue()).second)
+        return op->emitOpError() << "'" << name << "' maps tensor " << tensor
+                                 << " twice: each tensor has one map";
     }
     return success();
   }

@@ -29,10 +29,11 @@ double KernelSpec::effectiveScale() const {
   return scale > 0.0 ? scale : 1.0 / std::sqrt(double(headDim));
 }
 
-/// A scale as a person writes it (%g: "nan", "-1", "1e+39").
+/// A scale as a person writes it ("nan", "-1", "1e+39"), with the digits
+/// that tell a value just past float32's range from one inside it.
 static std::string formatScale(double scale) {
   char text[32];
-  std::snprintf(text, sizeof(text), "%g", scale);
+  std::snprintf(text, sizeof(text), "%.9g", scale);
   return text;
 }
 

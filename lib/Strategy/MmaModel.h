@@ -118,7 +118,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 /// reads P, dV += P^T dO, is done before dS is written: a barrier precedes
 /// each staging write), then the tile of P's rounding residual, P - hi(P)
 /// rounded to 16 bits, which only its own lane reads back: dS = P (dP - D)
-/// takes P as hi + residual, f32-accurate, without keeping P in registers
+/// takes P as hi + residual (22 significant bits for f16, 16 for bf16:
+/// far below dS's own rounding), without keeping P in registers
 /// while dP accumulates. Q/K/V/dO rows are padded as in the forward; staged
 /// and residual rows hold block_n + 8 elements (an odd number of 16-byte
 /// chunks when block_n is a multiple of 16).

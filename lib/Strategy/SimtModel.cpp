@@ -133,9 +133,10 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     int64_t bm, bn, warps;
   };
   // Larger K/V tiles keep more of dK and dV per program (fewer passes over
-  // Q and dO); the small ones fit every even head dim. An odd head dim
-  // gives each thread one column, so a block's warps x 32 thread rows must
-  // divide the tiles: the last three, fewest registers per thread first.
+  // Q and dO); the small ones fit head dims with 4 or more thread columns
+  // (multiples of 4). Others give each thread one or two columns, so a
+  // block's warps x 32 (or 16) thread rows must divide the tiles: the last
+  // three, fewest registers per thread first.
   static constexpr Config kConfigs[] = {
       {64, 64, 8}, {32, 64, 8}, {32, 32, 4}, {16, 32, 4},  {16, 16, 4},
       {8, 8, 2},   {32, 32, 1}, {64, 64, 2}, {128, 128, 4}};

@@ -18,6 +18,8 @@ through $FA_RUNTIME_LIB or in the project's build folders.
 """
 
 import ctypes
+import math
+import numbers
 import os
 import threading
 
@@ -145,7 +147,7 @@ def _integer(name, value, bits=64):
 
 def _flag(name, value):
     """A flag: a bool (or the ints 0 and 1), never a truncated int."""
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+    if isinstance(value, (bool, numbers.Integral)) and value in (0, 1):
         return int(value)
     raise TypeError(f"fa: {name} must be a bool, got {value!r}")
 
@@ -248,20 +250,27 @@ def _check_inputs(where, tensors):
 
 
 _FLOAT32_MIN = 1.1754943508222875e-38  # smallest normal float32
-_FLOAT32_MAX = 3.4028234663852886e38
 
 
 def _check_scale(where, scale):
     """The softmax scale as the C ABI takes it (0.0: the default
-    1/sqrt(head_dim), from None); the rule of KernelSpec::validate: positive
-    and finite in float32, the kernels' precision."""
+    1/sqrt(head_dim), from None); KernelSpec::validate's rule: positive and
+    finite once rounded to float32, the kernels' precision. Any real number
+    (numpy scalars, 0-d tensors) is taken; strings and bools are not."""
     if scale is None:
         return 0.0
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+    if isinstance(scale, (bool, str, bytes)):
         raise TypeError(f"{where}: scale must be a number or None, "
                         f"got {scale!r}")
-    value = float(scale) if -_FLOAT32_MAX <= scale <= _FLOAT32_MAX else None
-    if value is None or not _FLOAT32_MIN <= value <= _FLOAT32_MAX:
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: scale must be a number or None, "
+                        f"got {scale!r}") from None
+    except OverflowError:
+        value = math.inf
+    rounded = ctypes.c_float(value).value if math.isfinite(value) else value
+    if not (math.isfinite(rounded) and rounded >= _FLOAT32_MIN):
         raise ValueError(f"{where}: softmax scale must be positive and finite "
                          f"in float32 (None for the default "
                          f"1/sqrt(head_dim)), got {scale!r}")

@@ -203,10 +203,19 @@ func.func @tensor_map_rows(%n: index) {
 // -----
 
 // One map per tensor, each in a kernel parameter of its own.
-func.func @tensor_map_twice(%n: index) {
-  // expected-error @below {{'fa.tensor_maps' names kernel parameter 0 or tensor "v" twice: each tensor has one map, in a parameter of its own}}
+func.func @tensor_map_parameter_twice(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' names kernel parameter 0 twice: each map is a parameter of its own}}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
   } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "q", box_rows = 64 : i64, box_cols = 64 : i64}, {arg = 0 : i64, tensor = "v", box_rows = 64 : i64, box_cols = 64 : i64}]}
+  return
+}
+
+// -----
+
+func.func @tensor_map_tensor_twice(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' maps tensor "k" twice: each tensor has one map}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "k", box_rows = 64 : i64, box_cols = 64 : i64}, {arg = 1 : i64, tensor = "k", box_rows = 64 : i64, box_cols = 64 : i64}]}
   return
 }
 

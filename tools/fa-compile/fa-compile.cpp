@@ -260,8 +260,8 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   // The simt forward's default is the lecture's kernel (B_r = 8, B_c = 32,
   // 8 warps), its fields filling those not given; with none given, only
-  // where its thread grid divides the tiles (head dims with 8 threads of
-  // columns or more). The backward, other strategies and other head dims
+  // where its thread grid divides the tiles (head dims that are multiples
+  // of 32: 32 thread columns, 8 thread rows). The backward, other strategies and other head dims
   // take their resource model's first default, as the runtime does.
   if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward) {
     // int64_t(...): `opt ? opt : 8` would convert the option to int (the

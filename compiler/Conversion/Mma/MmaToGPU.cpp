@@ -966,15 +966,28 @@ struct RowVectorLoadLowering : MmaPattern<LoadTileOp> {
 };
 
 /// Whether every reader of a staged tile reads it back into the
-/// accumulator layout it was written from: each lane then reads only the
-/// elements it wrote itself (P's rounding residual in the backward).
+/// accumulator layout it was written from, so that each lane reads only
+/// the elements it wrote itself (P's rounding residual in the backward),
+/// and no other tile of the kernel uses its bytes (whose readers a barrier
+/// before the write would have to wait for).
 static bool onlyReadByWritingLanes(ConvertLayoutOp staging) {
   Attribute written =
       cast<RankedTensorType>(staging.getSource().getType()).getEncoding();
-  return llvm::all_of(staging->getUsers(), [&](Operation *user) {
-    auto reload = dyn_cast<ConvertLayoutOp>(user);
-    return reload && reload.getType().getEncoding() == written;
-  });
+  if (!llvm::all_of(staging->getUsers(), [&](Operation *user) {
+        auto reload = dyn_cast<ConvertLayoutOp>(user);
+        return reload && reload.getType().getEncoding() == written;
+      }))
+    return false;
+  Attribute offset = staging->getAttr(FADialect::getSharedOffsetAttrName());
+  WalkResult sharing =
+      staging->getParentOfType<gpu::GPUFuncOp>().walk([&](Operation *op) {
+        return op != staging &&
+                       op->getAttr(FADialect::getSharedOffsetAttrName()) ==
+                           offset
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      });
+  return !sharing.wasInterrupted();
 }
 
 /// Accumulator fragments -> a shared tile (P and dS of the backward, read
@@ -1223,8 +1236,9 @@ static void keepLaneAddressesInLoops(gpu::GPUFuncOp kernel) {
 
 LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel,
                                        const MmaTarget &target) {
-  // The backward's dkdv program runs its K/V tiles in order: with the causal
-  // mask the first ones visit the most query tiles.
+  // The backward's dkdv program keeps the grid order fa-tile-backward gave
+  // its K/V tiles (first to last: with the causal mask the first ones visit
+  // the most query tiles; the deterministic causal grid last to first).
   bool forward = false;
   kernel.walk([&](OnlineSoftmaxOp) { forward = true; });
   if (forward)
