@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -501,12 +502,26 @@ struct AccumulateTileLowering : OpConversionPattern<AccumulateTileOp> {
 };
 
 /// fa.wait_turn: programs run one after another in grid order on the CPU,
-/// so every turn has come when it is waited for.
+/// so the turn must have come when it is waited for: the counter holds it
+/// exactly (asserted: a grid order and turns that disagree would hang the
+/// GPU kernel, so the CPU run fails instead).
 struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(WaitTurnOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value current = memref::LoadOp::create(
+        rewriter, loc, adaptor.getOrder(),
+        ValueRange{adaptor.getBatch(), adaptor.getHead(), adaptor.getTile()});
+    Value turn = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getI32Type(), adaptor.getTurn());
+    Value onTurn = arith::CmpIOp::create(rewriter, loc,
+                                         arith::CmpIPredicate::eq, current,
+                                         turn);
+    cf::AssertOp::create(rewriter, loc, onTurn,
+                         "fa.wait_turn: a program came out of its turn (the "
+                         "grid order and the turns disagree)");
     rewriter.eraseOp(op);
     return success();
   }
@@ -550,6 +565,7 @@ struct FALowerTilesToLinalgPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<FADialect>();
     target.addLegalDialect<arith::ArithDialect, bufferization::BufferizationDialect,
+                           cf::ControlFlowDialect,
                            linalg::LinalgDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect,
                            tensor::TensorDialect>();

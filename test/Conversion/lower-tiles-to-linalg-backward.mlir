@@ -103,11 +103,16 @@ func.func @accumulate_tile(%t: tensor<16x32xf32>, %dest: memref<?x?x?x32xf32>, %
 
 // -----
 
-// Programs run in grid order on the CPU: every turn has come when it is
-// waited for; passing it stores turn + 1.
+// Programs run in grid order on the CPU: every turn must have come when it
+// is waited for (asserted: on the GPU a turn out of grid order would hang);
+// passing it stores turn + 1.
 // CHECK-LABEL: func @turns
 // CHECK-SAME: (%[[ORDER:.*]]: memref<?x?x?xi32>, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: index, %[[J:.*]]: index)
 // CHECK-NOT: fa.wait_turn
+// CHECK: %[[NOW:.*]] = memref.load %[[ORDER]][%[[B]], %[[H]], %[[T]]]
+// CHECK: %[[TURN:.*]] = arith.index_cast %[[J]] : index to i32
+// CHECK: %[[ON:.*]] = arith.cmpi eq, %[[NOW]], %[[TURN]] : i32
+// CHECK: cf.assert %[[ON]], "fa.wait_turn: a program came out of its turn (the grid order and the turns disagree)"
 // CHECK: %[[NEXT:.*]] = arith.addi %[[J]], %{{.*}} : index
 // CHECK: %[[V:.*]] = arith.index_cast %[[NEXT]] : index to i32
 // CHECK: memref.store %[[V]], %[[ORDER]][%[[B]], %[[H]], %[[T]]]
