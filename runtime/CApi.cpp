@@ -35,10 +35,10 @@ fa_status invalid(const char *message) {
   return toStatus({fa::Status::invalidArgument, message});
 }
 
-/// The spec of a C call, or "" and the reason in `error`: C callers can
-/// pass any integer, so codes and flags are checked by value (a flag is 0
-/// or 1, never "nonzero"); the rest is KernelSpec::validate's, shared with
-/// Python and fa-compile.
+/// Fills `spec` from a C call's arguments; returns "" or why they are not
+/// a spec. C callers can pass any integer, so codes and flags are checked
+/// by value (a flag is 0 or 1, never "nonzero"); the rest is
+/// KernelSpec::validate's, shared with Python and fa-compile.
 std::string makeSpec(int64_t headDim, int dtype, int causal, double scale,
                      const fa_kernel_config *config, fa::KernelSpec &spec) {
   spec.headDim = headDim;

@@ -143,9 +143,9 @@ struct FAConvertPlacedToGPUPass
     MLIRContext *ctx = &getContext();
     std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
     if (!target) {
-      module.emitError() << "fa-convert-placed-to-gpu: unknown arch '" << arch
-                         << "' (supported: " << ::fa::supportedGpuArchs()
-                         << ")";
+      module.emitError() << "unsupported arch '" << arch
+                         << "'; expected one of "
+                         << ::fa::supportedGpuArchs();
       return signalPassFailure();
     }
     // (function, program, kernel name): a function with one program makes

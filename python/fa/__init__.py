@@ -132,9 +132,6 @@ def _runtime(device):
         return _runtimes[device]
 
 
-_INT64_MAX = 2**63 - 1
-
-
 def _integer(name, value, bits=64):
     """value as a C integer of `bits` bits; a clear error instead of
     ctypes' silent wrap."""
@@ -363,14 +360,14 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     docs/benchmarks.md.
     """
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
-    scale = _check_scale("fa.attention", scale) or None
+    scale = _check_scale("fa.attention", scale)
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
               _integer("num_warps", num_warps),
               _choice("fa.attention", "strategy", strategy, _STRATEGIES),
               _integer("stages", stages))
     o, lse = _torch.ops.fa.attention_forward(
         q, k, v, bool(_flag("causal", causal)),
-        float(scale) if scale is not None else 0.0, *config,
+        scale, *config,
         bool(_flag("deterministic", deterministic)))
     return (o, lse) if return_lse else o
 
@@ -389,7 +386,7 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
-    scale = _check_scale("fa.attention_backward", scale) or None
+    scale = _check_scale("fa.attention_backward", scale)
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
               _integer("num_warps", num_warps),
               _choice("fa.attention_backward", "strategy", strategy,
@@ -397,7 +394,7 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
               _integer("stages", stages))
     return _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, bool(_flag("causal", causal)),
-        float(scale) if scale is not None else 0.0,
+        scale,
         bool(_flag("deterministic", deterministic)), *config)
 
 

@@ -5,6 +5,7 @@ libfa_runtime.so; ctest runs it with FA_RUNTIME_LIB set).
 """
 
 import os
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -197,6 +198,26 @@ class BadArgumentsTest(unittest.TestCase):
             with self.assertRaisesRegex(TypeError, "scale must be a number"):
                 fa.prepare_kernel(64, scale=scale)
         self.assertIn("name", fa.prepare_kernel(64, scale=0.125))
+
+    def test_runtime_library_must_exist(self):
+        """FA_RUNTIME_LIB naming a missing file is an error, not a silent
+        fall back to another build (a fresh interpreter: the library is
+        loaded once per process)."""
+        env = dict(os.environ, FA_RUNTIME_LIB="/nonexistent/libfa_runtime.so")
+        run = subprocess.run(
+            [sys.executable, "-c", "import fa; fa.prepare_kernel(64)"],
+            env=env, capture_output=True, text=True, timeout=120,
+            cwd=os.path.join(os.path.dirname(__file__), ".."))
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("FA_RUNTIME_LIB='/nonexistent/libfa_runtime.so' is not "
+                      "a file", run.stderr)
+
+    def test_flash_attn_func_checks_its_inputs(self):
+        # Without torch: "needs torch"; with it: "must be a torch.Tensor".
+        with self.assertRaisesRegex((ImportError, TypeError),
+                                    r"fa.flash_attn_func(: q must be a "
+                                    r"torch.Tensor| needs torch)"):
+            fa.flash_attn_func(None, None, None)
 
     def test_deterministic_is_the_backwards(self):
         with self.assertRaisesRegex(fa.FaError, "deterministic applies to the "

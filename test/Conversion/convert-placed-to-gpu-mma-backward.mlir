@@ -1,5 +1,7 @@
 // RUN: fa-opt %s --fa-tile-backward="block-m=32 block-n=32" --fa-place-pipeline="strategy=mma num-warps=2 stages=2" --fa-gpu-kernel | FileCheck %s
 // RUN: fa-opt %s --fa-tile-backward="block-m=32 block-n=32" --fa-place-pipeline="strategy=mma num-warps=2 stages=2 arch=sm_80" --fa-gpu-kernel="arch=sm_80" | FileCheck %s --check-prefix=SM80
+// RUN: not fa-opt %s --fa-tile-backward="block-m=32 block-n=32" --fa-place-pipeline="strategy=mma num-warps=2 stages=2" --fa-gpu-kernel="arch=sm_70" 2>&1 | FileCheck %s --check-prefix=ARCH
+// ARCH: error: unsupported arch 'sm_70'; expected one of sm_80, sm_86, sm_89, sm_90, sm_90a
 
 // The backward's dkdv kernel on tensor cores: D = 32, B_r = B_c = 32, two
 // warps (16 query rows of S each, 16 key rows of dK/dV each).

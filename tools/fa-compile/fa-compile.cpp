@@ -260,28 +260,18 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   // The simt forward's default is the lecture's kernel (B_r = 8, B_c = 32,
   // 8 warps), its fields filling those not given; with none given, only
-  // where its thread grid divides the tiles (head dims that are multiples
-  // of 32: 32 thread columns, 8 thread rows). The backward, other strategies and other head dims
-  // take their resource model's first default, as the runtime does.
-  if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward) {
+  // where its 8 x 32 thread grid divides the tiles (32 thread columns: head
+  // dims that are multiples of 32). The backward, other strategies and
+  // other head dims take their resource model's first default, as the
+  // runtime does.
+  bool lectureFits = ::fa::simt::threadColumns(32, spec.headDim) == 32;
+  if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward &&
+      (blockM || blockN || numWarps || lectureFits)) {
     // int64_t(...): `opt ? opt : 8` would convert the option to int (the
     // other operand's type) and truncate values beyond 32 bits.
-    int64_t lectureM = blockM ? int64_t(blockM) : 8;
-    int64_t lectureN = blockN ? int64_t(blockN) : 32;
-    int64_t lectureWarps = numWarps ? int64_t(numWarps) : 8;
-    int64_t threadRows =
-        lectureN > 0 && lectureWarps > 0 && lectureWarps <= 32
-            ? lectureWarps * 32 /
-                  ::fa::simt::threadColumns(lectureN, spec.headDim)
-            : 0;
-    bool lectureFits = threadRows > 0 && lectureM > 0 &&
-                       lectureM % threadRows == 0 &&
-                       lectureN % threadRows == 0;
-    if (blockM || blockN || numWarps || lectureFits) {
-      spec.blockM = lectureM;
-      spec.blockN = lectureN;
-      spec.numWarps = lectureWarps;
-    }
+    spec.blockM = blockM ? int64_t(blockM) : 8;
+    spec.blockN = blockN ? int64_t(blockN) : 32;
+    spec.numWarps = numWarps ? int64_t(numWarps) : 8;
   }
   spec.arch = arch;
   spec.scale = scale;

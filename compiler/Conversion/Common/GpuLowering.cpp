@@ -197,36 +197,21 @@ struct ConstantLowering : OpConversionPattern<arith::ConstantOp> {
   }
 };
 
-/// A precision cast of a register tile (P and O rounded to the input type
-/// before P V and the store) is the same cast of each owned element.
-template <typename CastOp>
-struct RegisterCastLowering : OpConversionPattern<CastOp> {
-  using OpConversionPattern<CastOp>::OpConversionPattern;
+/// An element-wise op on register tiles of one encoding (the threads own
+/// the same elements of each): precision casts (P and O rounded to the
+/// input type before P V and the store) and adds and subtracts (P's two
+/// 16-bit halves in the mma backward) are the same op on each owned element.
+template <typename ElementwiseOp>
+struct RegisterElementwiseLowering : OpConversionPattern<ElementwiseOp> {
+  using OpConversionPattern<ElementwiseOp>::OpConversionPattern;
   LogicalResult
-  matchAndRewrite(CastOp op, typename CastOp::Adaptor adaptor,
+  matchAndRewrite(ElementwiseOp op, typename ElementwiseOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Type type = this->getTypeConverter()->convertType(op.getType());
     if (!type || type == op.getType() || !isa<VectorType>(type))
       return rewriter.notifyMatchFailure(op, "not a register tile");
-    rewriter.replaceOpWithNewOp<CastOp>(op, type, adaptor.getIn());
-    return success();
-  }
-};
-
-/// An add or subtract of two register tiles of one type (one encoding: the
-/// threads own the same elements of both) is the same op on each owned
-/// element.
-template <typename BinaryOp>
-struct RegisterElementwiseLowering : OpConversionPattern<BinaryOp> {
-  using OpConversionPattern<BinaryOp>::OpConversionPattern;
-  LogicalResult
-  matchAndRewrite(BinaryOp op, typename BinaryOp::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Type type = this->getTypeConverter()->convertType(op.getType());
-    if (!type || type == op.getType() || !isa<VectorType>(type))
-      return rewriter.notifyMatchFailure(op, "not a register tile");
-    rewriter.replaceOpWithNewOp<BinaryOp>(op, type, adaptor.getLhs(),
-                                          adaptor.getRhs());
+    rewriter.replaceOpWithNewOp<ElementwiseOp>(op, type,
+                                               adaptor.getOperands());
     return success();
   }
 };
@@ -235,8 +220,8 @@ struct RegisterElementwiseLowering : OpConversionPattern<BinaryOp> {
 
 void mlir::fa::populateRegisterTilePatterns(const TypeConverter &typeConverter,
                                             RewritePatternSet &patterns) {
-  patterns.add<ConstantLowering, RegisterCastLowering<arith::TruncFOp>,
-               RegisterCastLowering<arith::ExtFOp>,
+  patterns.add<ConstantLowering, RegisterElementwiseLowering<arith::TruncFOp>,
+               RegisterElementwiseLowering<arith::ExtFOp>,
                RegisterElementwiseLowering<arith::AddFOp>,
                RegisterElementwiseLowering<arith::SubFOp>>(
       typeConverter, patterns.getContext());
