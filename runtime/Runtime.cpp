@@ -892,7 +892,7 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   if (overlap(outputs[0], outputs[1]))
     return invalid("o overlaps lse in memory");
   // mma and wgmma copy Q/K/V rows in 16-byte chunks (cp.async, TMA) and
-  // store O in pairs; TMA has its own size and stride limits.
+  // store O rows in 16-byte chunks; TMA has its own size and stride limits.
   Strategy strategy = spec.resolvedStrategy();
   if (strategy == Strategy::mma || strategy == Strategy::wgmma) {
     static_assert(wgmma::kInputAccessElements == mma::kInputAccessElements &&
@@ -913,7 +913,7 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     }
     if (std::string error =
             checkAccessWidth("o", o, mma::kOutputAccessElements, elementBytes,
-                             strategyName, "O is stored in pairs of elements");
+                             strategyName, "O rows are stored in 16-byte chunks");
         !error.empty())
       return invalid(error);
   }
@@ -974,8 +974,8 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     if (std::string error = checkNoOverlap(t.name, *t.tensor, 4);
         !error.empty())
       return invalid(error);
-  // mma's dkdv kernel copies dO rows in 16-byte chunks and stores dK, dV in
-  // pairs (the forward's rules for Q and O).
+  // mma's dkdv kernel copies dO rows and stores dK, dV rows in 16-byte
+  // chunks (the forward's rules for Q and O).
   if (spec.resolvedStrategy() == Strategy::mma) {
     if (std::string error = checkAccessWidth(
             "do", a.gradOutput, mma::kInputAccessElements, elementBytes, "mma",
@@ -988,7 +988,7 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
       if (std::string error =
               checkAccessWidth(name, *t, mma::kOutputAccessElements,
                                elementBytes, "mma",
-                               "dK and dV are stored in pairs of elements");
+                               "dK and dV rows are stored in 16-byte chunks");
           !error.empty())
         return invalid(error);
   }

@@ -31,10 +31,11 @@ constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kMaxStages = 4;
 
 /// Elements of one global access: Q, K and V rows are copied in 16-byte
-/// chunks (cp.async), O is stored in pairs. The runtime requires pointers
+/// chunks (cp.async), 16-bit O (and dK, dV) rows stored in 16-byte chunks
+/// (a quad transposes its fragments first). The runtime requires pointers
 /// and strides to be multiples of these.
 constexpr int64_t kInputAccessElements = 8;
-constexpr int64_t kOutputAccessElements = 2;
+constexpr int64_t kOutputAccessElements = 8;
 
 /// The head dim padded to whole k16 steps of Q K^T (columns past the head
 /// dim are zero in shared memory).

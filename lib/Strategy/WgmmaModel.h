@@ -42,9 +42,9 @@ constexpr int64_t kColumnBlock = 64;
 /// to one (up to this many bytes of slack).
 constexpr int64_t kSwizzleAtomBytes = 1024;
 
-/// Global accesses, as in the mma strategy: 16-byte copies in, pairs out.
+/// Global accesses, as in the mma strategy: 16-byte chunks in and out.
 constexpr int64_t kInputAccessElements = 8;
-constexpr int64_t kOutputAccessElements = 2;
+constexpr int64_t kOutputAccessElements = 8;
 
 struct Config {
   int64_t headDim = 0, blockM = 0, blockN = 0, numWarps = 0, stages = 0;

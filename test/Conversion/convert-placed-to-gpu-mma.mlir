@@ -39,8 +39,21 @@
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-16: nvvm.mma.sync
 // CHECK: scf.yield
-// O: pairs of f16 per lane, rows past the sequence skipped.
-// CHECK: vector.store {{.*}} : memref<?x?x?x64xf16>, vector<2xf16>
+// O: a lane holds element pair t (its quad index) of each n8 block of a
+// row. Each run of 4 blocks (32 columns) is transposed across the quad:
+// lane masks 2 then 1, two 32-bit shuffles each, so that lane t ends with
+// the 8 elements of block t. Then every lane stores 16 bytes (a quad 64
+// adjacent bytes), rows past the sequence skipped: D = 64 is 2 runs.
+// CHECK: llvm.bitcast {{.*}} : vector<2xf16> to i32
+// CHECK-COUNT-2: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}} : i32
+// CHECK-COUNT-2: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}} : i32
+// CHECK: vector.bitcast {{.*}} : vector<4xi32> to vector<8xf16>
+// CHECK-COUNT-4: gpu.shuffle  xor
+// CHECK: vector.bitcast {{.*}} : vector<4xi32> to vector<8xf16>
+// CHECK: scf.if
+// CHECK-COUNT-2: vector.store {{.*}} {alignment = 16 : i64} : memref<?x?x?x64xf16>, vector<8xf16>
+// CHECK-NOT: vector.store {{.*}} vector<2xf16>
+// CHECK: gpu.return
 // ONESTAGE-LABEL: gpu.func @attention
 // ONESTAGE: scf.for
 // One stage: copy, wait for everything, then compute.

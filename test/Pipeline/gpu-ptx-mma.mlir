@@ -17,15 +17,19 @@
 // CHECK: cp.async.wait_group 0;
 // The loop body's instructions (in whatever block order LLVM lays out):
 // A fragments of Q and B fragments of K (ldmatrix), of V (ldmatrix.trans),
-// the tensor-core products, quad shuffles for the row max and sum, exp2,
-// and O leaving in pairs of 16-bit values.
+// the tensor-core products, quad shuffles for the row max and sum, exp2;
+// then O leaving in 16-byte stores (8 16-bit values, after the quad
+// transpose) and LSE as single 32-bit stores.
 // CHECK-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // F16-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // BF16-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // CHECK-DAG: shfl.sync.bfly.b32
 // CHECK-DAG: ex2.approx
+// CHECK-DAG: st.global.v4.b32
 // CHECK-DAG: st.global.b32
+// CHECK-NOT: st.global.v2
+// CHECK-NOT: st.global.b16
 func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                      %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
                      %lse: memref<?x?x?xf32>) {

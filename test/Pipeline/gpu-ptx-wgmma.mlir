@@ -49,6 +49,8 @@
 // CHECK-DAG: shfl.sync.bfly.b32
 // CHECK-DAG: ex2.approx
 // CHECK-DAG: mbarrier.arrive.shared.b64
+// O in 16-byte stores, LSE in 32-bit ones.
+// CHECK-DAG: st.global.v4.b32
 // CHECK-DAG: st.global.b32
 func.func @attention(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
                      %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,

@@ -802,7 +802,7 @@ TEST(ArgumentChecks, DirectionAndStrategyOfTheBackward) {
             "the backward runs on the simt and mma strategies, not on wgmma");
 }
 
-/// The mma backward copies dO in 16-byte chunks and stores dK, dV in pairs.
+/// The mma backward copies dO and stores dK, dV rows in 16-byte chunks.
 TEST(ArgumentChecks, AccessWidthOfTheMmaBackward) {
   fa::KernelSpec spec = smallSpec();
   spec.backward = true;
@@ -817,9 +817,14 @@ TEST(ArgumentChecks, AccessWidthOfTheMmaBackward) {
   EXPECT_EQ(check(a), "do must be 16-byte aligned for the mma strategy (rows "
                       "are copied in 16-byte chunks)");
   a = validBackwardArgs();
-  a.gradKey.data = static_cast<const char *>(a.gradKey.data) + 2;
-  EXPECT_EQ(check(a), "dk must be 4-byte aligned for the mma strategy (dK and "
-                      "dV are stored in pairs of elements)");
+  a.gradKey.data = static_cast<const char *>(a.gradKey.data) + 8;
+  EXPECT_EQ(check(a), "dk must be 16-byte aligned for the mma strategy (dK "
+                      "and dV rows are stored in 16-byte chunks)");
+  a = validBackwardArgs();
+  a.gradValue.strides[0] += 4; // 4484: a gap between batches
+  EXPECT_EQ(check(a), "dv stride 4484 in dimension 0 must be a multiple of 8 "
+                      "elements for the mma strategy (dK and dV rows are "
+                      "stored in 16-byte chunks)");
   // The simt strategy reads and writes single elements.
   spec.strategy = fa::Strategy::simt;
   EXPECT_EQ(check(a), "");
@@ -914,9 +919,12 @@ TEST(ArgumentChecks, MmaNeedsItsAccessWidth) {
   EXPECT_EQ(message([](fa::AttentionArgs &a) { a.v.strides[2] = 36; }),
             "v stride 36 in dimension 2 must be a multiple of 8 elements for "
             "the mma strategy (rows are copied in 16-byte chunks)");
-  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.o.data = bytes + 2; }),
-            "o must be 4-byte aligned for the mma strategy (O is stored in "
-            "pairs of elements)");
+  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.o.data = bytes + 8; }),
+            "o must be 16-byte aligned for the mma strategy (O rows are "
+            "stored in 16-byte chunks)");
+  EXPECT_EQ(message([](fa::AttentionArgs &a) { a.o.strides[0] += 4; }),
+            "o stride 25604 in dimension 0 must be a multiple of 8 elements for "
+            "the mma strategy (O rows are stored in 16-byte chunks)");
   // The wgmma strategy names itself, and TMA's limits apply to its inputs.
   fa::KernelSpec wgmma = spec;
   wgmma.strategy = fa::Strategy::wgmma;

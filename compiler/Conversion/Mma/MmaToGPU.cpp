@@ -870,8 +870,40 @@ struct FinalizeLowering : MmaPattern<FinalizeOp> {
   }
 };
 
-/// registers -> global. O: each lane stores its element pairs (2 x 16 bit)
-/// of the valid rows; LSE: lane t = 0 of each quad stores its two rows.
+/// The 4 x 4 transpose of 32-bit element pairs across a quad: lane t holds
+/// pair t of each of 4 adjacent n8 column blocks of a row and ends with the
+/// 4 pairs of block t (8 adjacent elements: one 16-byte store). Two
+/// butterfly steps (lane masks 2, then 1): in each, a lane keeps the pairs
+/// whose index agrees with its lane bit and swaps the others with lane ^ m.
+void transposeQuadPairs(OpBuilder &b, Location loc, const Lane &lane,
+                        MutableArrayRef<Value> pairs) {
+  for (int64_t mask : {2, 1}) {
+    Value laneBit = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, lane.t, indexConst(b, loc, mask)),
+        indexConst(b, loc, 0));
+    for (int64_t low = 0; low < 4; ++low) {
+      if (low & mask)
+        continue;
+      Value &keepIfClear = pairs[low], &keepIfSet = pairs[low | mask];
+      Value send =
+          arith::SelectOp::create(b, loc, laneBit, keepIfClear, keepIfSet);
+      Value received = gpu::ShuffleOp::create(b, loc, send, mask,
+                                              /*width=*/32,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult();
+      keepIfClear =
+          arith::SelectOp::create(b, loc, laneBit, received, keepIfClear);
+      keepIfSet = arith::SelectOp::create(b, loc, laneBit, keepIfSet, received);
+    }
+  }
+}
+
+/// registers -> global. 2-d 16-bit tiles (O, dK, dV): each run of 4 column
+/// blocks is transposed across the quad (transposeQuadPairs) and every lane
+/// stores 16 bytes, a quad 64 adjacent bytes of its row; blocks past the
+/// last run of 4 are stored as element pairs. LSE: lane t = 0 of each quad
+/// stores its two rows.
 struct StoreTileLowering : MmaPattern<StoreTileOp> {
   using MmaPattern::MmaPattern;
   LogicalResult
@@ -892,8 +924,37 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
                                        lane.t, indexConst(rewriter, loc, 0))
                : Value();
     Type elementType = type.getElementType();
+    int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+    constexpr int64_t kRun = 4;
+    int64_t runs =
+        !perRow && elementBytes == 2 ? tile.accColBlocks / kRun : 0;
+    auto pairType = VectorType::get({2}, elementType);
+    auto chunkType = VectorType::get({2 * kRun}, elementType);
+    Type i32 = rewriter.getI32Type();
+    // The runtime guarantees 16-byte alignment of rows and base
+    // (kOutputAccessElements).
+    auto chunkAlign = llvm::MaybeAlign(::fa::mma::kOutputAccessElements *
+                                       elementBytes);
     for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
       for (int64_t h = 0; h < 2; ++h) {
+        // Every lane of the quad takes part in the shuffles, outside the
+        // row guard.
+        SmallVector<Value> chunks;
+        for (int64_t run = 0; run < runs; ++run) {
+          SmallVector<Value, kRun> pairs;
+          for (int64_t j = 0; j < kRun; ++j) {
+            int64_t slot = tile.accSlot(mi, run * kRun + j, 2 * h);
+            Value pair = vector::FromElementsOp::create(
+                rewriter, loc, pairType,
+                ValueRange{values[slot], values[slot + 1]});
+            pairs.push_back(LLVM::BitcastOp::create(rewriter, loc, i32, pair));
+          }
+          transposeQuadPairs(rewriter, loc, lane, pairs);
+          Value words = vector::FromElementsOp::create(
+              rewriter, loc, VectorType::get({kRun}, i32), pairs);
+          chunks.push_back(
+              vector::BitCastOp::create(rewriter, loc, chunkType, words));
+        }
         Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
                                           tile.row(rewriter, loc, mi, h));
         Value valid = arith::CmpIOp::create(
@@ -909,20 +970,28 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
               ValueRange{adaptor.getBatch(), adaptor.getHead(), row});
           continue;
         }
-        auto pairType = VectorType::get({2}, elementType);
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
+        for (int64_t run = 0; run < runs; ++run) {
+          // Lane t stores column block kRun * run + t.
+          Value col = arith::AddIOp::create(
+              rewriter, loc, tile.warpCol0,
+              mulConst(rewriter, loc,
+                       addConst(rewriter, loc, lane.t, run * kRun),
+                       layout::kN));
+          vector::StoreOp::create(
+              rewriter, loc, chunks[run], dest,
+              ValueRange{adaptor.getBatch(), adaptor.getHead(), row, col},
+              /*nontemporal=*/false, chunkAlign);
+        }
+        for (int64_t ni = runs * kRun; ni < tile.accColBlocks; ++ni) {
           int64_t slot = tile.accSlot(mi, ni, 2 * h);
           Value pair = vector::FromElementsOp::create(
               rewriter, loc, pairType,
               ValueRange{values[slot], values[slot + 1]});
-          // The runtime guarantees pair alignment (kOutputAccessElements).
           vector::StoreOp::create(
               rewriter, loc, pair, dest,
               ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
                          tile.accCol(rewriter, loc, ni, 2 * h)},
-              /*nontemporal=*/false,
-              llvm::MaybeAlign(::fa::mma::kOutputAccessElements *
-                               elementType.getIntOrFloatBitWidth() / 8));
+              /*nontemporal=*/false, llvm::MaybeAlign(2 * elementBytes));
         }
       }
     rewriter.eraseOp(op);
