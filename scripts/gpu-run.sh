@@ -6,7 +6,8 @@
 #   scripts/gpu-run.sh [tests|quick-tests|sanitize|python|bench|bench-backward|
 #                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
-#                       profile-backward-source|grad-seeds|driver-only|
+#                       profile-backward-source|profile-source|grad-seeds|
+#                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -97,7 +98,11 @@ for step in $steps; do
     run profile-backward bash scripts/profile-backward.sh ;;
   profile-backward-source)
     # Stall samples per SASS instruction of the D=128 dkdv kernel.
-    run profile-backward-source bash scripts/profile-backward-source.sh ;;
+    run profile-backward-source bash scripts/profile-source.sh dkdv-d128 ;;
+  profile-source)
+    # The same for the kernels named in FA_PROFILE_TARGETS.
+    run profile-source bash scripts/profile-source.sh \
+      ${FA_PROFILE_TARGETS:-wgmma-d128 wgmma-d256} ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.
