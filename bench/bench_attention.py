@@ -1,11 +1,19 @@
 """Forward attention throughput: fa's generated kernels against PyTorch SDPA
 (FlashAttention-2 and cuDNN backends) in the same run, FlashAttention's
 benchmark convention: B*S = 16384 tokens, H*D = 2048, FLOPs = 4*B*H*S*S*D
-(halved for causal), median time with triton.testing.do_bench.
+(halved for causal).
 
     python3 bench/bench_attention.py [--quick] [--json out.json]
         [--dtypes float16,bfloat16] [--dims 64,128,256] [--seqs 1024,4096]
-        [--simt] [--f32]
+        [--simt] [--f32] [--timing call|kernel] [--host-overhead]
+
+--timing call (default): median time of one call with
+triton.testing.do_bench (CUDA events around each call after an L2 flush;
+host work of a call that outlasts the flush counts). --timing kernel: the
+device time of the kernels one call launches (torch.profiler/CUPTI, mean
+over 20 calls, L2 warm from the previous call), the same measure for every
+implementation. --host-overhead prints the CPU time per call (no sync) of
+each implementation on the D=128, S=4k problem and exits.
 
 Per row: fa on the tensor-core strategy (mma, the default for 16-bit
 inputs), SDPA FLASH_ATTENTION and CUDNN_ATTENTION on the same inputs, and
@@ -44,6 +52,57 @@ except ImportError:  # pragma: no cover
         return sorted(times)[len(times) // 2]
 
 
+TIMING = "call"
+
+
+def kernel_ms(fn, iters=20):
+    """The summed device time of the kernels launched by `iters` calls
+    (CUPTI through torch.profiler), per call."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+    us = sum(e.device_time for e in prof.events()
+             if e.device_type == torch.autograd.DeviceType.CUDA)
+    return us / 1e3 / iters or None
+
+
+def bench(fn):
+    return kernel_ms(fn) if TIMING == "kernel" else do_bench(fn)
+
+
+def host_overhead(calls=200):
+    """CPU microseconds per call, no synchronization in between (the GPU
+    queue absorbs the kernels), D=128, S=4k, B=4, fp16."""
+    import time
+    q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda",
+                           dtype=torch.float16) for _ in range(3))
+    impls = {
+        "fa wgmma": lambda: fa.attention(q, k, v, strategy="wgmma"),
+        "fa mma": lambda: fa.attention(q, k, v, strategy="mma"),
+        "fa forward op": lambda: fa._forward(q, k, v, False, 0.0, 0, 0, 0,
+                                             "wgmma", 0),
+    }
+    for name, backend in (("sdpa flash", SDPBackend.FLASH_ATTENTION),
+                          ("sdpa cudnn", SDPBackend.CUDNN_ATTENTION)):
+        def run(backend=backend):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v)
+        impls[name] = run
+    for name, fn in impls.items():
+        fn()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        host = (time.perf_counter() - start) / calls * 1e6
+        torch.cuda.synchronize()
+        print(f"{name:>14}: {host:7.1f} us of CPU per call")
+
+
 def tflops(b, h, s, d, causal, ms):
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     return flops / (ms * 1e-3) / 1e12
@@ -56,7 +115,7 @@ def fa_ms(q, k, v, causal, args, strategy="auto"):
                             block_n=args.block_n, num_warps=args.num_warps,
                             stages=args.stages, strategy=strategy)
     run()  # compile outside the timing
-    return do_bench(run)
+    return bench(run)
 
 
 def sdpa(backend, q, k, v, causal):
@@ -65,7 +124,7 @@ def sdpa(backend, q, k, v, causal):
             return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     try:
         run()
-        return do_bench(run)
+        return bench(run)
     except RuntimeError:
         return None
 
@@ -86,7 +145,15 @@ def main():
     parser.add_argument("--block-n", type=int, default=0)
     parser.add_argument("--num-warps", type=int, default=0)
     parser.add_argument("--stages", type=int, default=0)
+    parser.add_argument("--timing", choices=("call", "kernel"),
+                        default="call")
+    parser.add_argument("--host-overhead", action="store_true")
     args = parser.parse_args()
+    global TIMING
+    TIMING = args.timing
+    if args.host_overhead:
+        host_overhead()
+        return
     if args.seqs:
         seqs = [int(s) for s in args.seqs.split(",")]
     else:
@@ -111,7 +178,7 @@ def main():
                                            dtype=dtype) for _ in range(3))
                     rate = lambda ms: ms and tflops(b, h, s, d, causal, ms)  # noqa: E731
                     row = {"dtype": dtype_name, "D": d, "S": s, "B": b, "H": h,
-                           "causal": causal,
+                           "causal": causal, "timing": TIMING,
                            "fa_mma": rate(fa_ms(q, k, v, causal, args,
                                                 "mma")),
                            "sdpa_flash": rate(sdpa(SDPBackend.FLASH_ATTENTION,

@@ -7,6 +7,7 @@
 #                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       profile-backward-source|profile-source|grad-seeds|
+#                       host-overhead|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -64,6 +65,9 @@ for step in $steps; do
   bench | all)
     run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
       ${FA_BENCH_ARGS:-} ;;&
+  host-overhead)
+    # CPU time per call of fa.attention and of SDPA (D=128, S=4k).
+    run host-overhead python3 bench/bench_attention.py --host-overhead ;;
   bench-backward | all)
     run bench-backward python3 bench/bench_backward.py \
       --json "$OUT/bench-backward.json" ${FA_BENCH_BACKWARD_ARGS:-} ;;&
