@@ -83,8 +83,10 @@ def host_overhead(calls=200):
     impls = {
         "fa wgmma": lambda: fa.attention(q, k, v, strategy="wgmma"),
         "fa mma": lambda: fa.attention(q, k, v, strategy="mma"),
-        "fa forward op": lambda: fa._forward(q, k, v, False, 0.0, 0, 0, 0,
-                                             "wgmma", 0),
+        "fa _forward wgmma": lambda: fa._forward(q, k, v, False, 0.0, 0, 0,
+                                                 0, "wgmma", 0),
+        "fa _forward mma": lambda: fa._forward(q, k, v, False, 0.0, 0, 0, 0,
+                                               "mma", 0),
     }
     for name, backend in (("sdpa flash", SDPBackend.FLASH_ATTENTION),
                           ("sdpa cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -92,6 +94,9 @@ def host_overhead(calls=200):
             with sdpa_kernel(backend):
                 return F.scaled_dot_product_attention(q, k, v)
         impls[name] = run
+    encode = tensor_map_encoder(q)
+    if encode:
+        impls["1 tensor map"] = encode
     for name, fn in impls.items():
         fn()
         torch.cuda.synchronize()
@@ -101,6 +106,33 @@ def host_overhead(calls=200):
         host = (time.perf_counter() - start) / calls * 1e6
         torch.cuda.synchronize()
         print(f"{name:>14}: {host:7.1f} us of CPU per call")
+
+
+def tensor_map_encoder(t):
+    """A call of the driver's cuTensorMapEncodeTiled for a [B, H, S, D]
+    fp16 tensor as the wgmma launches encode it (128 x 64 boxes, 128-byte
+    swizzle), through ctypes; None where libcuda has no such entry."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        fn = cuda.cuTensorMapEncodeTiled
+    except (OSError, AttributeError):
+        return None
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    dims = (u64 * 4)(*reversed(t.shape))
+    strides = (u64 * 3)(*(t.stride(i) * 2 for i in (2, 1, 0)))
+    box, ones = (u32 * 4)(64, 128, 1, 1), (u32 * 4)(1, 1, 1, 1)
+    out = ctypes.create_string_buffer(128 + 64)
+    # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, INTERLEAVE_NONE = 0,
+    # SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3, FLOAT_OOB_FILL_NONE = 0.
+    address = ctypes.addressof(out) + (-ctypes.addressof(out)) % 64
+
+    def run():
+        status = fn(ctypes.c_void_p(address), 6, 4,
+                    ctypes.c_void_p(t.data_ptr()), dims, strides, box, ones,
+                    0, 3, 3, 0)
+        assert status == 0, status
+    return run
 
 
 def tflops(b, h, s, d, causal, ms):
