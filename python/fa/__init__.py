@@ -172,13 +172,12 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
                                 int(deterministic)))
 
 
+_Int64x4 = ctypes.c_int64 * 4
+
+
 def _describe(t):
-    d = _Tensor()
-    d.data = t.data_ptr()
-    for i in range(t.dim()):
-        d.sizes[i] = t.shape[i]
-        d.strides[i] = t.stride(i)
-    return d
+    # One constructor call per tensor: this runs on every launch.
+    return _Tensor(t.data_ptr(), _Int64x4(*t.shape), _Int64x4(*t.stride()))
 
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
@@ -284,7 +283,28 @@ def _dtype_code(t):
 def _stream_of(t):
     import torch
 
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:  # the handle without a Stream object (cheaper)
+        return ctypes.c_void_p(raw(_device_index(t)))
     return ctypes.c_void_p(torch.cuda.current_stream(t.device).cuda_stream)
+
+
+def _launch_directly(tensors):
+    """True when fa.attention may launch without the custom op: nothing
+    to differentiate, no tracing (torch.compile, jit, export), no tensor
+    subclass (fake, functional) and no dispatch or function mode that
+    expects to see the op. The op then adds only its dispatch cost (tens
+    of microseconds per call)."""
+    torch = _torch
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return False
+    if any(type(t) is not torch.Tensor for t in tensors):
+        return False
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return False
+    modes = (getattr(torch._C, "_len_torch_dispatch_stack", None),
+             getattr(torch._C, "_len_torch_function_stack", None))
+    return all(m is not None and m() == 0 for m in modes)
 
 
 def _device_index(t):
@@ -365,10 +385,14 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               _integer("num_warps", num_warps),
               _choice("fa.attention", "strategy", strategy, _STRATEGIES),
               _integer("stages", stages))
-    o, lse = _torch.ops.fa.attention_forward(
-        q, k, v, bool(_flag("causal", causal)),
-        scale, *config,
-        bool(_flag("deterministic", deterministic)))
+    causal = bool(_flag("causal", causal))
+    deterministic = bool(_flag("deterministic", deterministic))
+    if _launch_directly((q, k, v)):
+        # What the op's implementation runs (_torch_ops.attention_forward).
+        o, lse = _forward(q, k, v, causal, scale, *config)
+    else:
+        o, lse = _torch.ops.fa.attention_forward(q, k, v, causal, scale,
+                                                 *config, deterministic)
     return (o, lse) if return_lse else o
 
 
@@ -392,10 +416,13 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
               _choice("fa.attention_backward", "strategy", strategy,
                       _STRATEGIES),
               _integer("stages", stages))
+    causal = bool(_flag("causal", causal))
+    deterministic = bool(_flag("deterministic", deterministic))
+    if _launch_directly((grad_output, q, k, v, o, lse)):
+        return _backward(grad_output, q, k, v, o, lse, causal, scale,
+                         deterministic, *config)
     return _torch.ops.fa.attention_backward(
-        grad_output, q, k, v, o, lse, bool(_flag("causal", causal)),
-        scale,
-        bool(_flag("deterministic", deterministic)), *config)
+        grad_output, q, k, v, o, lse, causal, scale, deterministic, *config)
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False):

@@ -150,6 +150,37 @@ class AttentionTest(unittest.TestCase):
             wide = torch.randn(1, 2, 16, 128, device="cuda")[..., ::2]
             fa.attention(wide, wide, wide)
 
+    def test_direct_launch_matches_the_op(self):
+        """Without autograd, tracing or modes fa.attention launches without
+        the custom op; results are bitwise the op's, and a dispatch mode
+        still sees the op."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        q, k, v = (torch.randn(2, 4, 300, 64, device="cuda",
+                               dtype=torch.float16) for _ in range(3))
+        for causal in (False, True):
+            direct = fa.attention(q, k, v, causal=causal, return_lse=True)
+            op = torch.ops.fa.attention_forward(q, k, v, causal, 0.0, 0, 0,
+                                                0, "auto", 0, False)
+            self.assertTrue(torch.equal(direct[0], op[0]))
+            self.assertTrue(torch.equal(direct[1], op[1]))
+
+        class Seen(TorchDispatchMode):
+            ops = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                Seen.ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        with Seen():
+            fa.attention(q, k, v)
+        self.assertTrue(any("fa.attention_forward" in o for o in Seen.ops),
+                        Seen.ops)
+        # With gradients wanted the op (and its autograd formula) runs.
+        qg = q.clone().requires_grad_()
+        fa.attention(qg, k, v).sum().backward()
+        self.assertIsNotNone(qg.grad)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
