@@ -146,7 +146,11 @@ def fa_ms(q, k, v, causal, args, strategy="auto"):
         return fa.attention(q, k, v, causal=causal, block_m=args.block_m,
                             block_n=args.block_n, num_warps=args.num_warps,
                             stages=args.stages, strategy=strategy)
-    run()  # compile outside the timing
+    try:
+        run()  # compile outside the timing
+    except fa.FaError as error:  # e.g. explicit tiles this strategy rejects
+        print(f"  fa {strategy}: {error}")
+        return None
     return bench(run)
 
 
