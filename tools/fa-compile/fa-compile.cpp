@@ -277,7 +277,42 @@ int main(int argc, char **argv) {
   spec.scale = scale;
   if (std::string error = spec.validate(); !error.empty())
     return fail(error);
+  const ::fa::KernelSpec requested = spec;
   spec = spec.withDefaults();
+  // Defaulted tiles, where ptxas is at hand: the runtime's rule
+  // (Runtime::prepare), the first candidate that assembles without spills,
+  // else the first that compiles; every stage with tiles shows that kernel.
+  // The resource models' register estimates cannot see every spill ptxas
+  // makes. Without ptxas: the model's first candidate.
+  if (requested.needsDefaults() && inputFile.empty() &&
+      (report || *target != Stage::fa)) {
+    if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
+      std::optional<::fa::KernelSpec> chosen;
+      for (const ::fa::KernelSpec &candidate :
+           requested.defaultCandidates()) {
+        llvm::Expected<CompiledKernel> compiled =
+            compileKernel(candidate, /*assemble=*/true);
+        if (!compiled) {
+          llvm::consumeError(compiled.takeError());
+          continue;
+        }
+        bool spills = llvm::any_of(compiled->resources,
+                                   [](const ::fa::KernelResources &k) {
+                                     return k.spills();
+                                   });
+        if (!chosen)
+          chosen = candidate;
+        if (!spills) {
+          chosen = candidate;
+          break;
+        }
+      }
+      if (chosen)
+        spec = *chosen;
+    } else {
+      llvm::consumeError(ptxas.takeError());
+    }
+  }
   if (inputFile.empty())
     module = buildAttentionModule(*ctx, spec);
 
