@@ -744,7 +744,10 @@ struct MaskLowering : MmaPattern<MaskOp> {
 /// one FMA): row max and row sum over the thread's 2 x (C / 8) values of the
 /// row, then over the quad.
 struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
-  using MmaPattern::MmaPattern;
+  OnlineSoftmaxLowering(const TypeConverter &converter, MLIRContext *ctx,
+                        int64_t reductionChains)
+      : MmaPattern(converter, ctx), reductionChains(reductionChains) {}
+  int64_t reductionChains;
   LogicalResult
   matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -778,8 +781,9 @@ struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
             rowScores.push_back(s[slots.back()]);
           }
         int64_t r = FragmentTile::rowSlot(mi, h);
-        OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
-            rewriter, loc, constants, rowScores, m[r], l[r], acrossQuad);
+        OnlineSoftmaxRow row =
+            buildOnlineSoftmaxRow(rewriter, loc, constants, rowScores, m[r],
+                                  l[r], acrossQuad, reductionChains);
         for (auto [slot, p] : llvm::zip(slots, row.probs))
           probs[slot] = p;
         newMax[r] = row.newMax;
@@ -1224,9 +1228,12 @@ struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
 } // namespace
 
 void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
-                                           RewritePatternSet &patterns) {
+                                           RewritePatternSet &patterns,
+                                           int64_t softmaxReductionChains) {
+  patterns.add<OnlineSoftmaxLowering>(typeConverter, patterns.getContext(),
+                                      softmaxReductionChains);
   patterns.add<AccumulatorToOperandLowering, MaskLowering,
-               OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
+               RescaleLowering, FinalizeLowering,
                StoreTileLowering, RowVectorLoadLowering,
                AccumulatorToSharedLowering, SharedToAccumulatorLowering,
                RecomputeProbsLowering, SoftmaxGradLowering>(
@@ -1236,7 +1243,8 @@ void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
 LogicalResult mlir::fa::applyFragmentConversion(
     gpu::GPUFuncOp kernel,
     function_ref<void(const TypeConverter &, RewritePatternSet &)>
-        addStrategyPatterns) {
+        addStrategyPatterns,
+    int64_t softmaxReductionChains) {
   MLIRContext *ctx = kernel.getContext();
   PlacedTileTypeConverter typeConverter;
   ConversionTarget target(*ctx);
@@ -1249,7 +1257,7 @@ LogicalResult mlir::fa::applyFragmentConversion(
   addRegisterTileLegality(target, typeConverter);
   RewritePatternSet patterns(ctx);
   addStrategyPatterns(typeConverter, patterns);
-  populateMmaFragmentPatterns(typeConverter, patterns);
+  populateMmaFragmentPatterns(typeConverter, patterns, softmaxReductionChains);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   populateQTileRangeLowering(patterns);

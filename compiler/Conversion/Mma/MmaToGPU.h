@@ -23,9 +23,12 @@ namespace mlir::fa {
 /// finalize and the stores of O and LSE. Any strategy whose accumulators
 /// are m16n8 fragments stacked over warps uses them (wgmma: a warpgroup's
 /// m64 accumulator is its 4 warps' fragments). Register tiles convert to
-/// vectors of the thread's elements.
+/// vectors of the thread's elements. `softmaxReductionChains`: the
+/// interleaved folds of a thread's row max and row sum
+/// (buildOnlineSoftmaxRow).
 void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
-                                 RewritePatternSet &patterns);
+                                 RewritePatternSet &patterns,
+                                 int64_t softmaxReductionChains = 1);
 
 /// The fragment-level dialect conversion of a kernel whose accumulators are
 /// m16n8 fragments (mma, wgmma): placed tile types (PlacedTileTypeConverter),
@@ -34,7 +37,8 @@ void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
 LogicalResult applyFragmentConversion(
     gpu::GPUFuncOp kernel,
     function_ref<void(const TypeConverter &, RewritePatternSet &)>
-        addStrategyPatterns);
+        addStrategyPatterns,
+    int64_t softmaxReductionChains = 1);
 
 /// What the mma lowering may use of its target.
 struct MmaTarget {
