@@ -36,17 +36,7 @@
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // The results pass an empty asm after the wait (pinned there).
 // CHECK-NEXT: llvm.inline_asm has_side_effects {{.*}} ""
-// Softmax on the accumulator fragments. A thread's 16 scores of a row fold
-// in 4 interleaved chains (s_i into chain i % 4: 4 independent maxima
-// first, each next one extends its own chain), then quad shuffles, exp2.
-// CHECK: %[[M0:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT: %[[M1:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT: %[[M2:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT: %[[M3:.*]] = arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT: arith.maximumf %[[M0]], %{{.*}} : f32
-// CHECK-NEXT: arith.maximumf %[[M1]], %{{.*}} : f32
-// CHECK-NEXT: arith.maximumf %[[M2]], %{{.*}} : f32
-// CHECK-NEXT: arith.maximumf %[[M3]], %{{.*}} : f32
+// Softmax on the accumulator fragments: quad shuffles, exp2.
 // CHECK: gpu.shuffle  xor
 // CHECK: math.exp2
 // O += P V: P's A fragments from registers (4 x b32), V as an MN-major

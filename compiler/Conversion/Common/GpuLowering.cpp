@@ -110,38 +110,11 @@ SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale)
       scale(f32Const(b, loc, scale)), log2e(f32Const(b, loc, M_LOG2E)),
       negInf(f32Const(b, loc, -INFINITY)), zero(f32Const(b, loc, 0.0)) {}
 
-namespace {
-/// Values folded as they come in `chains` interleaved running folds, the
-/// folds combined at the end: about n / chains dependent steps instead of
-/// n - 1, with only `chains` partial results live.
-struct InterleavedFold {
-  InterleavedFold(int64_t chains, function_ref<Value(Value, Value)> combine)
-      : chains(chains), combine(combine) {}
-  void add(Value value) {
-    if (int64_t(partial.size()) < chains)
-      partial.push_back(value);
-    else
-      partial[count % chains] = combine(partial[count % chains], value);
-    ++count;
-  }
-  Value result() const {
-    Value folded = partial.front();
-    for (Value v : ArrayRef<Value>(partial).drop_front())
-      folded = combine(folded, v);
-    return folded;
-  }
-  int64_t chains, count = 0;
-  function_ref<Value(Value, Value)> combine;
-  SmallVector<Value> partial;
-};
-} // namespace
-
 OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)>
-        rowAllReduce,
-    int64_t reductionChains) {
+        rowAllReduce) {
   auto max = [&](Value x, Value y) -> Value {
     return arith::MaximumFOp::create(b, loc, x, y);
   };
@@ -150,10 +123,10 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
   };
   OnlineSoftmaxRow row;
   // m_new = max(m, scale * rowmax(s))
-  InterleavedFold maxFold(reductionChains, max);
-  for (Value s : scores)
-    maxFold.add(s);
-  Value rowMax = rowAllReduce(maxFold.result(), max);
+  Value rowMax = scores.front();
+  for (Value s : scores.drop_front())
+    rowMax = max(rowMax, s);
+  rowMax = rowAllReduce(rowMax, max);
   row.newMax = max(runningMax, arith::MulFOp::create(b, loc, rowMax, c.scale));
   // A row that has seen only -inf uses 0 as the base: p = alpha = 0.
   Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
@@ -162,13 +135,14 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
   Value baseLog2 = arith::MulFOp::create(b, loc, base, c.log2e);
   Value negBaseLog2 = arith::NegFOp::create(b, loc, baseLog2);
   // p = exp2(s * c - m_new * log2 e)
-  InterleavedFold sumFold(reductionChains, add);
+  Value rowSum;
   for (Value s : scores) {
     Value x = math::FmaOp::create(b, loc, s, c.scaleLog2e, negBaseLog2);
-    row.probs.push_back(math::Exp2Op::create(b, loc, x));
-    sumFold.add(row.probs.back());
+    Value p = math::Exp2Op::create(b, loc, x);
+    row.probs.push_back(p);
+    rowSum = rowSum ? add(rowSum, p) : p;
   }
-  Value rowSum = rowAllReduce(sumFold.result(), add);
+  rowSum = rowAllReduce(rowSum, add);
   // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
   row.alpha = math::Exp2Op::create(
       b, loc, math::FmaOp::create(b, loc, runningMax, c.log2e, negBaseLog2));

@@ -81,8 +81,6 @@ struct SoftmaxConstants {
 ///   m_new = max(m, scale * rowmax(s)); base = m_new, or 0 if it is -inf
 ///   p = exp2(s * c - base * log2 e);  l_new = exp2((m - base) log2 e) l +
 ///   rowsum(p)
-/// A thread's rowmax and rowsum fold its values in `reductionChains`
-/// interleaved running folds (1: one fold, value after value).
 struct OnlineSoftmaxRow {
   Value newMax, newSum, alpha;
   SmallVector<Value> probs;
@@ -90,8 +88,7 @@ struct OnlineSoftmaxRow {
 OnlineSoftmaxRow buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
-    function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
-    int64_t reductionChains = 1);
+    function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce);
 /// The backward's recomputed P of one row, in base 2: with base = LSE (0
 /// when LSE is -inf: the row's scores are all masked),
 ///   baseLog2 = base * log2 e,  p = exp2(s * scale * log2 e - baseLog2).

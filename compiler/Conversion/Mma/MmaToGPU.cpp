@@ -744,10 +744,7 @@ struct MaskLowering : MmaPattern<MaskOp> {
 /// one FMA): row max and row sum over the thread's 2 x (C / 8) values of the
 /// row, then over the quad.
 struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
-  OnlineSoftmaxLowering(const TypeConverter &converter, MLIRContext *ctx,
-                        int64_t reductionChains)
-      : MmaPattern(converter, ctx), reductionChains(reductionChains) {}
-  int64_t reductionChains;
+  using MmaPattern::MmaPattern;
   LogicalResult
   matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -781,9 +778,8 @@ struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
             rowScores.push_back(s[slots.back()]);
           }
         int64_t r = FragmentTile::rowSlot(mi, h);
-        OnlineSoftmaxRow row =
-            buildOnlineSoftmaxRow(rewriter, loc, constants, rowScores, m[r],
-                                  l[r], acrossQuad, reductionChains);
+        OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
+            rewriter, loc, constants, rowScores, m[r], l[r], acrossQuad);
         for (auto [slot, p] : llvm::zip(slots, row.probs))
           probs[slot] = p;
         newMax[r] = row.newMax;
@@ -1228,12 +1224,9 @@ struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
 } // namespace
 
 void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
-                                           RewritePatternSet &patterns,
-                                           int64_t softmaxReductionChains) {
-  patterns.add<OnlineSoftmaxLowering>(typeConverter, patterns.getContext(),
-                                      softmaxReductionChains);
+                                           RewritePatternSet &patterns) {
   patterns.add<AccumulatorToOperandLowering, MaskLowering,
-               RescaleLowering, FinalizeLowering,
+               OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
                StoreTileLowering, RowVectorLoadLowering,
                AccumulatorToSharedLowering, SharedToAccumulatorLowering,
                RecomputeProbsLowering, SoftmaxGradLowering>(
@@ -1243,8 +1236,7 @@ void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
 LogicalResult mlir::fa::applyFragmentConversion(
     gpu::GPUFuncOp kernel,
     function_ref<void(const TypeConverter &, RewritePatternSet &)>
-        addStrategyPatterns,
-    int64_t softmaxReductionChains) {
+        addStrategyPatterns) {
   MLIRContext *ctx = kernel.getContext();
   PlacedTileTypeConverter typeConverter;
   ConversionTarget target(*ctx);
@@ -1257,7 +1249,7 @@ LogicalResult mlir::fa::applyFragmentConversion(
   addRegisterTileLegality(target, typeConverter);
   RewritePatternSet patterns(ctx);
   addStrategyPatterns(typeConverter, patterns);
-  populateMmaFragmentPatterns(typeConverter, patterns, softmaxReductionChains);
+  populateMmaFragmentPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   populateQTileRangeLowering(patterns);

@@ -23,12 +23,9 @@ namespace mlir::fa {
 /// finalize and the stores of O and LSE. Any strategy whose accumulators
 /// are m16n8 fragments stacked over warps uses them (wgmma: a warpgroup's
 /// m64 accumulator is its 4 warps' fragments). Register tiles convert to
-/// vectors of the thread's elements. `softmaxReductionChains`: the
-/// interleaved folds of a thread's row max and row sum
-/// (buildOnlineSoftmaxRow).
+/// vectors of the thread's elements.
 void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
-                                 RewritePatternSet &patterns,
-                                 int64_t softmaxReductionChains = 1);
+                                 RewritePatternSet &patterns);
 
 /// The fragment-level dialect conversion of a kernel whose accumulators are
 /// m16n8 fragments (mma, wgmma): placed tile types (PlacedTileTypeConverter),
@@ -37,8 +34,7 @@ void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
 LogicalResult applyFragmentConversion(
     gpu::GPUFuncOp kernel,
     function_ref<void(const TypeConverter &, RewritePatternSet &)>
-        addStrategyPatterns,
-    int64_t softmaxReductionChains = 1);
+        addStrategyPatterns);
 
 /// What the mma lowering may use of its target.
 struct MmaTarget {

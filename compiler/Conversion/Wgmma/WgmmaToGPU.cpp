@@ -428,16 +428,10 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
   if (hasLoads &&
       failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
     return failure();
-  // The softmax runs between the warpgroup's matmuls (and, ping-ponged,
-  // against the other warpgroup's): its row reductions fold in 4
-  // interleaved chains, a quarter of the dependent steps. (mma keeps one
-  // fold: its 255-register tiles spill with the extra live partials.)
-  constexpr int64_t kSoftmaxReductionChains = 4;
   return applyFragmentConversion(
-      kernel,
-      [](const TypeConverter &typeConverter, RewritePatternSet &patterns) {
+      kernel, [](const TypeConverter &typeConverter,
+                 RewritePatternSet &patterns) {
         patterns.add<TileMatmulLowering, AsyncWaitLowering>(
             typeConverter, patterns.getContext());
-      },
-      kSoftmaxReductionChains);
+      });
 }
