@@ -181,6 +181,23 @@ KernelSpec KernelSpec::withDefaults() const {
   return collectDefaultCandidates(*this, 1).front();
 }
 
+std::optional<size_t> chooseDefaultCandidate(
+    const std::vector<KernelSpec> &candidates,
+    const std::function<std::optional<bool>(const KernelSpec &)>
+        &compileAndSpills) {
+  std::optional<size_t> chosen;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    std::optional<bool> spills = compileAndSpills(candidates[i]);
+    if (!spills)
+      continue;
+    if (!chosen || !*spills)
+      chosen = i;
+    if (!*spills)
+      break;
+  }
+  return chosen;
+}
+
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
                      const std::string &ptxasVersion) {
   llvm::SHA256 hash;

@@ -3,6 +3,8 @@
 #define FA_LIB_KERNELSPEC_H
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +84,16 @@ struct KernelSpec {
   /// runtime takes the first candidate that compiles without spills.
   std::vector<KernelSpec> defaultCandidates() const;
 };
+
+/// The rule for defaulted tiles (the runtime's and fa-compile's): of the
+/// ranked candidates, the first that compiles without spills, else the
+/// first that compiles. `compileAndSpills` compiles one: nullopt when it
+/// does not compile, else whether ptxas spilled. The index of the choice,
+/// nullopt when none compiles.
+std::optional<size_t> chooseDefaultCandidate(
+    const std::vector<KernelSpec> &candidates,
+    const std::function<std::optional<bool>(const KernelSpec &)>
+        &compileAndSpills);
 
 /// Hex SHA-256 of everything that determines a compiled kernel: the compiler
 /// version, the canonical spec, the target arch and the ptxas version.

@@ -557,26 +557,24 @@ Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
   std::string request = requested.canonicalText();
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
-  KernelEntry *chosen = nullptr; // the first without spills, else the first
+  std::vector<KernelSpec> candidates = requested.defaultCandidates();
+  std::vector<KernelEntry *> compiled(candidates.size(), nullptr);
   Result firstError;
-  for (const KernelSpec &candidate : requested.defaultCandidates()) {
-    KernelEntry *compiled = nullptr;
-    if (Result r = prepareLocked(candidate, compiled); !r) {
-      if (firstError)
-        firstError = r;
-      continue;
-    }
-    if (!compiled->info.ptxas.spills()) {
-      chosen = compiled;
-      break;
-    }
-    if (!chosen)
-      chosen = compiled;
-  }
+  size_t next = 0;
+  std::optional<size_t> chosen = chooseDefaultCandidate(
+      candidates, [&](const KernelSpec &candidate) -> std::optional<bool> {
+        KernelEntry *&prepared = compiled[next++];
+        if (Result r = prepareLocked(candidate, prepared); !r) {
+          if (firstError)
+            firstError = r;
+          return std::nullopt;
+        }
+        return prepared->info.ptxas.spills();
+      });
   if (!chosen)
     return firstError;
-  defaultChoice[request] = chosen->info.spec;
-  entry = chosen;
+  entry = compiled[*chosen];
+  defaultChoice[request] = entry->info.spec;
   return {};
 }
 

@@ -407,6 +407,37 @@ TEST(Assembler, SelectionOrderAndErrors) {
             fa::cacheKey(spec, "v", "driver 13000"));
 }
 
+/// The defaults' rule: the first candidate that compiles without spills,
+/// else the first that compiles; candidates past the choice stay unbuilt.
+TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
+  std::vector<fa::KernelSpec> candidates(4);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    candidates[i].blockM = int64_t(i + 1);
+  auto choose = [&](std::vector<std::optional<bool>> outcome,
+                    size_t *built = nullptr) {
+    size_t calls = 0;
+    std::optional<size_t> chosen = fa::chooseDefaultCandidate(
+        candidates, [&](const fa::KernelSpec &c) {
+          ++calls;
+          return outcome[size_t(c.blockM - 1)];
+        });
+    if (built)
+      *built = calls;
+    return chosen;
+  };
+  size_t built = 0;
+  // Compile error, spills, clean, clean: the first clean one, and stop.
+  EXPECT_EQ(choose({std::nullopt, true, false, false}, &built),
+            std::optional<size_t>(2));
+  EXPECT_EQ(built, 3u);
+  // Everything that compiles spills: the first that compiles.
+  EXPECT_EQ(choose({std::nullopt, true, true, std::nullopt}),
+            std::optional<size_t>(1));
+  // Nothing compiles.
+  EXPECT_EQ(choose({std::nullopt, std::nullopt, std::nullopt, std::nullopt}),
+            std::nullopt);
+}
+
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
   fa::KernelSpec spec;
   spec.headDim = 1000;

@@ -287,28 +287,23 @@ int main(int argc, char **argv) {
   if (requested.needsDefaults() && inputFile.empty() &&
       (report || *target != Stage::fa)) {
     if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
-      std::optional<::fa::KernelSpec> chosen;
-      for (const ::fa::KernelSpec &candidate :
-           requested.defaultCandidates()) {
-        llvm::Expected<CompiledKernel> compiled =
-            compileKernel(candidate, /*assemble=*/true);
-        if (!compiled) {
-          llvm::consumeError(compiled.takeError());
-          continue;
-        }
-        bool spills = llvm::any_of(compiled->resources,
-                                   [](const ::fa::KernelResources &k) {
-                                     return k.spills();
-                                   });
-        if (!chosen)
-          chosen = candidate;
-        if (!spills) {
-          chosen = candidate;
-          break;
-        }
-      }
+      std::vector<::fa::KernelSpec> candidates = requested.defaultCandidates();
+      std::optional<size_t> chosen = ::fa::chooseDefaultCandidate(
+          candidates,
+          [](const ::fa::KernelSpec &candidate) -> std::optional<bool> {
+            llvm::Expected<CompiledKernel> compiled =
+                compileKernel(candidate, /*assemble=*/true);
+            if (!compiled) {
+              llvm::consumeError(compiled.takeError());
+              return std::nullopt;
+            }
+            return llvm::any_of(compiled->resources,
+                                [](const ::fa::KernelResources &k) {
+                                  return k.spills();
+                                });
+          });
       if (chosen)
-        spec = *chosen;
+        spec = candidates[*chosen];
     } else {
       llvm::consumeError(ptxas.takeError());
     }

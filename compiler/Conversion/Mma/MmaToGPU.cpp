@@ -928,7 +928,12 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
     constexpr int64_t kRun = 4;
     int64_t runs =
         !perRow && elementBytes == 2 ? tile.accColBlocks / kRun : 0;
-    auto pairType = VectorType::get({2}, elementType);
+    // Elements slot and slot + 1 of a row: adjacent columns.
+    auto pairAt = [&](int64_t slot) -> Value {
+      return vector::FromElementsOp::create(
+          rewriter, loc, VectorType::get({2}, elementType),
+          ValueRange{values[slot], values[slot + 1]});
+    };
     auto chunkType = VectorType::get({2 * kRun}, elementType);
     Type i32 = rewriter.getI32Type();
     // The runtime guarantees 16-byte alignment of rows and base
@@ -942,13 +947,10 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
         SmallVector<Value> chunks;
         for (int64_t run = 0; run < runs; ++run) {
           SmallVector<Value, kRun> pairs;
-          for (int64_t j = 0; j < kRun; ++j) {
-            int64_t slot = tile.accSlot(mi, run * kRun + j, 2 * h);
-            Value pair = vector::FromElementsOp::create(
-                rewriter, loc, pairType,
-                ValueRange{values[slot], values[slot + 1]});
-            pairs.push_back(LLVM::BitcastOp::create(rewriter, loc, i32, pair));
-          }
+          for (int64_t j = 0; j < kRun; ++j)
+            pairs.push_back(LLVM::BitcastOp::create(
+                rewriter, loc, i32,
+                pairAt(tile.accSlot(mi, run * kRun + j, 2 * h))));
           transposeQuadPairs(rewriter, loc, lane, pairs);
           Value words = vector::FromElementsOp::create(
               rewriter, loc, VectorType::get({kRun}, i32), pairs);
@@ -982,17 +984,12 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
               ValueRange{adaptor.getBatch(), adaptor.getHead(), row, col},
               /*nontemporal=*/false, chunkAlign);
         }
-        for (int64_t ni = runs * kRun; ni < tile.accColBlocks; ++ni) {
-          int64_t slot = tile.accSlot(mi, ni, 2 * h);
-          Value pair = vector::FromElementsOp::create(
-              rewriter, loc, pairType,
-              ValueRange{values[slot], values[slot + 1]});
+        for (int64_t ni = runs * kRun; ni < tile.accColBlocks; ++ni)
           vector::StoreOp::create(
-              rewriter, loc, pair, dest,
+              rewriter, loc, pairAt(tile.accSlot(mi, ni, 2 * h)), dest,
               ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
                          tile.accCol(rewriter, loc, ni, 2 * h)},
               /*nontemporal=*/false, llvm::MaybeAlign(2 * elementBytes));
-        }
       }
     rewriter.eraseOp(op);
     return success();
@@ -1198,7 +1195,8 @@ struct SoftmaxGradLowering : MmaPattern<SoftmaxGradOp> {
 };
 
 /// Accumulator fragments added into global memory (dQ of the backward):
-/// each lane adds its elements of the valid rows with atomic f32 adds.
+/// each lane adds its elements of the valid rows (AccumulateTarget: vector
+/// reductions of column pairs where the target allows, else atomic adds).
 struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
   AccumulateTileLowering(const TypeConverter &converter, MLIRContext *ctx,
                          MmaTarget target)
