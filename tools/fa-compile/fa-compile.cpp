@@ -284,10 +284,13 @@ int main(int argc, char **argv) {
   // else the first that compiles; every stage with tiles shows that kernel.
   // The resource models' register estimates cannot see every spill ptxas
   // makes. Without ptxas: the model's first candidate.
+  std::vector<::fa::KernelSpec> candidates;
   if (requested.needsDefaults() && inputFile.empty() &&
-      (report || *target != Stage::fa)) {
+      (report || *target != Stage::fa))
+    candidates = requested.defaultCandidates();
+  // One candidate leaves nothing to choose: no trial compile.
+  if (candidates.size() > 1) {
     if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
-      std::vector<::fa::KernelSpec> candidates = requested.defaultCandidates();
       std::optional<size_t> chosen = ::fa::chooseDefaultCandidate(
           candidates,
           [](const ::fa::KernelSpec &candidate) -> std::optional<bool> {
