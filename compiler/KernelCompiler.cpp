@@ -246,6 +246,7 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
     plan.function = cast<SymbolOpInterface>(op).getName().str();
     plan.sharedBytes = launch.getSharedBytes();
     plan.threads = launch.getThreads();
+    plan.persistent = op->hasAttr(FADialect::getPersistentAttrName());
     if (auto maps =
             op->getAttrOfType<ArrayAttr>(FADialect::getTensorMapsAttrName()))
       for (Attribute map : maps) {
@@ -278,9 +279,11 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                 << launches.size();
     Plan &plan = launches.front();
     std::vector<Plan::TensorMap> maps = std::move(plan.tensorMaps);
+    bool persistent = plan.persistent;
     plan = Plan::forwardAttention(plan.function, spec.blockM, plan.threads,
                                   plan.sharedBytes);
     plan.tensorMaps = std::move(maps);
+    plan.persistent = persistent;
     return success();
   }
   // fa-tile-backward's programs: D per query tile, dK/dV per K/V tile of

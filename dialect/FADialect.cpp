@@ -400,6 +400,12 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                << integer.getInt();
     return success();
   }
+  if (name == getPersistentAttrName()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitOpError() << "'" << name << "' must be a unit attribute, got "
+                               << value;
+    return success();
+  }
   if (name == getTensorMapsAttrName()) {
     auto maps = dyn_cast<ArrayAttr>(value);
     auto bad = [&]() {

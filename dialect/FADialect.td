@@ -56,6 +56,11 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getTensorMapsAttrName() {
       return "fa.tensor_maps";
     }
+    /// A grid (and its kernel) whose blocks each walk many tiles: the
+    /// runtime launches min(tiles, SMs) blocks along x (a unit attribute).
+    static ::llvm::StringRef getPersistentAttrName() {
+      return "fa.persistent";
+    }
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

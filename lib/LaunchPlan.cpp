@@ -1,6 +1,8 @@
 //===- LaunchPlan.cpp - How the runtime launches a kernel -------*- C++ -*-===//
 #include "lib/LaunchPlan.h"
 
+#include <algorithm>
+
 namespace fa {
 
 static constexpr const char *kExtentNames[] = {
@@ -56,6 +58,18 @@ int64_t LaunchPlan::blocks(int dim, const ProblemExtents &problem) const {
   return (extent + g.tile - 1) / g.tile;
 }
 
+std::array<int64_t, 3>
+LaunchPlan::launchGrid(const ProblemExtents &problem,
+                       int64_t multiprocessors) const {
+  std::array<int64_t, 3> launch = {blocks(0, problem), blocks(1, problem),
+                                   blocks(2, problem)};
+  if (!persistent)
+    return launch;
+  int64_t tiles = launch[0] * launch[1] * launch[2];
+  return {std::min(tiles, std::max<int64_t>(multiprocessors, 1)),
+          tiles == 0 ? 0 : 1, tiles == 0 ? 0 : 1};
+}
+
 llvm::json::Value LaunchPlan::toJson() const {
   llvm::json::Array gridJson, paramsJson;
   for (const GridDim &g : grid)
@@ -72,6 +86,7 @@ llvm::json::Value LaunchPlan::toJson() const {
                             {"grid", std::move(gridJson)},
                             {"threads", threads},
                             {"shared_bytes", sharedBytes},
+                            {"persistent", persistent},
                             {"tensor_maps", std::move(mapsJson)},
                             {"params", std::move(paramsJson)}};
 }
@@ -135,6 +150,8 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
   }
   plan.threads = *threads;
   plan.sharedBytes = *sharedBytes;
+  // Plans stored before persistent kernels existed are not persistent.
+  plan.persistent = object->getBoolean("persistent").value_or(false);
   if (std::optional<llvm::StringRef> function = object->getString("function"))
     plan.function = function->str();
   if (plan.function.empty())

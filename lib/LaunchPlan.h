@@ -66,7 +66,11 @@ struct LaunchPlan {
 
   /// The kernel's entry point in the cubin.
   std::string function;
+  /// The tiles: one block per point of this grid, unless persistent.
   std::array<GridDim, 3> grid;
+  /// The kernel walks the grid's tiles itself (a tile scheduler in each
+  /// block): it is launched with min(tiles, SMs) blocks along x.
+  bool persistent = false;
   int64_t threads = 0;     // block size (x)
   int64_t sharedBytes = 0; // dynamic shared memory of a block
   /// The kernel's first parameters, in order (none for most kernels).
@@ -84,8 +88,14 @@ struct LaunchPlan {
   /// dV, delta, dq_accum (and dq_order when deterministic).
   static std::vector<Operand> backwardParams(bool deterministic = false);
 
-  /// Blocks along grid dimension `dim` (0 = x) for `problem`.
+  /// Tiles along grid dimension `dim` (0 = x) for `problem`.
   int64_t blocks(int dim, const ProblemExtents &problem) const;
+
+  /// The launch's blocks (x, y, z) for `problem` on a device with
+  /// `multiprocessors` SMs: the grid, or for a persistent kernel
+  /// min(tiles, SMs) along x (0 when there are no tiles).
+  std::array<int64_t, 3> launchGrid(const ProblemExtents &problem,
+                                    int64_t multiprocessors) const;
 
   llvm::json::Value toJson() const;
   /// The plan in `json`, or nullopt when it is not a valid plan.

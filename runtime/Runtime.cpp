@@ -188,6 +188,8 @@ struct Runtime::Impl {
   CUdevice device = 0;
   CUcontext context = nullptr;
   int64_t maxSharedMemory = 0;
+  /// SMs of the device: the blocks of a persistent kernel.
+  int64_t multiprocessors = 0;
 
   std::mutex mutex; // guards kernels and the compile path
   std::map<std::string, std::shared_ptr<KernelEntry>> kernels;
@@ -298,18 +300,20 @@ Result Runtime::create(const RuntimeOptions &options,
             "cuDevicePrimaryCtxRetain");
         !r)
       return r;
-    int major = 0, minor = 0, smem = 0;
+    int major = 0, minor = 0, smem = 0, multiprocessors = 0;
     for (auto [value, attribute] :
          {std::pair<int *, CUdevice_attribute>{
               &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
           {&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
-          {&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN}})
+          {&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+          {&multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT}})
       if (Result r = impl->cudaCheck(
               driver.cuDeviceGetAttribute(value, attribute, impl->device),
               "cuDeviceGetAttribute");
           !r)
         return r;
     impl->maxSharedMemory = smem;
+    impl->multiprocessors = multiprocessors;
     // sm_90 parts run the sm_90a (architecture-specific) features.
     impl->arch = "sm_" + std::to_string(major * 10 + minor) +
                  (major == 9 ? "a" : "");
@@ -1198,8 +1202,21 @@ Result Runtime::Impl::launchAll(
 
     unsigned grid[3];
     bool empty = false;
+    std::array<int64_t, 3> blocks = plan.launchGrid(problem, multiprocessors);
+    // A persistent kernel counts its tiles in 32 bits.
+    if (plan.persistent) {
+      int64_t tiles = plan.blocks(0, problem) * plan.blocks(1, problem) *
+                      plan.blocks(2, problem);
+      if (tiles > std::numeric_limits<int32_t>::max())
+        return Result::error(
+            Status::invalidArgument,
+            "the problem has " + std::to_string(tiles) + " tiles of " +
+                std::to_string(plan.grid[0].tile) + " query rows; " +
+                plan.function + " walks at most " +
+                std::to_string(std::numeric_limits<int32_t>::max()));
+    }
     for (int d = 0; d < 3; ++d) {
-      grid[d] = unsigned(plan.blocks(d, problem));
+      grid[d] = unsigned(blocks[d]);
       empty |= grid[d] == 0;
     }
     if (empty)

@@ -101,6 +101,8 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   kernel->setAttr(FADialect::getLaunchAttrName(), launch);
   if (Attribute maps = grid->getAttr(FADialect::getTensorMapsAttrName()))
     kernel->setAttr(FADialect::getTensorMapsAttrName(), maps);
+  if (Attribute persistent = grid->getAttr(FADialect::getPersistentAttrName()))
+    kernel->setAttr(FADialect::getPersistentAttrName(), persistent);
 
 
   IRMapping mapping;

@@ -98,7 +98,8 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 
   int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
-  int64_t registerLimit = ::fa::wgmma::consumerRegisters(numWarps);
+  int64_t registerLimit = ::fa::wgmma::consumerRegisters(
+      numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps));
   if (registers > registerLimit)
     grid.emitWarning() << "wgmma placement block-m=" << shape->blockM
                        << " block-n=" << shape->blockN

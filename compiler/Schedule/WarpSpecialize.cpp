@@ -25,6 +25,23 @@
 // them (setmaxnreg.inc); the kernel's parameters gain one TMA tensor map per
 // loaded tensor (recorded in fa.tensor_maps for the runtime).
 //
+// Persistent (the default where WgmmaModel::runsPersistent allows it):
+// the runtime launches one block per SM, and each role walks the block's
+// work items in the same order. Item w is a (batch, head, query tile): the
+// (batch, head) pairs in sections whose K and V fit in L2 together, in a
+// section the query tiles last to first (with the causal mask the longest
+// rows first) and the pairs innermost. Round r gives the blocks items
+// r x blocks .. (r + 1) x blocks - 1, in block order in even rounds and in
+// reverse in odd ones, so that the blocks' totals stay close without a
+// work queue. The rings' positions run on from item to item (n counts the
+// block's K/V tiles so far), and Q gets an empty barrier too:
+//
+//   q_empty                every consumer thread is done with Q
+//                          (consumers -> producer)
+//
+// so the producer loads the next item's Q and first K/V tiles while the
+// consumers finish this one (its normalization and stores).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Common/GpuLowering.h"
@@ -58,6 +75,34 @@ namespace {
 /// Polls of one mbarrier try_wait before it suspends the thread again.
 constexpr int64_t kWaitTicks = 10000000;
 
+/// The persistent schedule counts in 32 bits: index arithmetic is 64-bit,
+/// twice the registers, and the producer has few.
+Value toI32(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
+}
+Value toIndex(OpBuilder &b, Location loc, Value i32) {
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i32);
+}
+Value i32Const(OpBuilder &b, Location loc, int32_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}
+
+/// The phase parity of a barrier's `round`-th completion (index or i32):
+/// round % 2.
+Value parityOf(OpBuilder &b, Location loc, Value round) {
+  if (round.getType().isIndex())
+    round = toI32(b, loc, round);
+  return arith::TruncIOp::create(b, loc, b.getI1Type(), round);
+}
+
+/// i32 `base` plus the K/V tiles of [begin, end) (none when end <= begin).
+Value addTiles(OpBuilder &b, Location loc, Value base, Value begin,
+               Value end) {
+  Value tiles = arith::SubIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, begin, end), begin);
+  return arith::AddIOp::create(b, loc, base, toI32(b, loc, tiles));
+}
+
 /// One tensor the producer copies: its loads in the program (Q: one; K, V:
 /// one per tile the program reads, inside the K/V loop or, after
 /// fa-wgmma-pipeline, also before or after it), its barriers and its
@@ -74,6 +119,8 @@ struct LoadedTensor {
 
 struct FAWarpSpecializePass
     : public mlir::fa::impl::FAWarpSpecializeBase<FAWarpSpecializePass> {
+  using FAWarpSpecializeBase::FAWarpSpecializeBase;
+
   void runOnOperation() override {
     SmallVector<GridOp> grids;
     getOperation().walk([&](GridOp grid) {
@@ -90,6 +137,159 @@ struct FAWarpSpecializePass
 
   LogicalResult specialize(GridOp grid);
 };
+
+/// A persistent block's share of the work items (all i32): `rounds` rounds
+/// of `blocks` items each (the last one partial); in round r the block runs
+/// item r x blocks + (r even ? block : mirror), mirror = blocks - 1 - block.
+/// The items run longest first, so this snake order gives a block that had
+/// one of a round's longer items one of the next round's shorter ones: with
+/// a fixed assignment (no queue) the blocks' totals stay close.
+struct WorkRounds {
+  Value block, mirror, blocks, items, rounds;
+};
+
+Value roundItem(OpBuilder &b, Location loc, const WorkRounds &work,
+                Value round) {
+  Value odd = arith::TruncIOp::create(b, loc, b.getI1Type(), round);
+  Value position =
+      arith::SelectOp::create(b, loc, odd, work.mirror, work.block);
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, round, work.blocks), position);
+}
+
+WorkRounds planRounds(OpBuilder &b, Location loc, Value items) {
+  WorkRounds work;
+  work.items = items;
+  work.block = toI32(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  work.blocks =
+      toI32(b, loc, gpu::GridDimOp::create(b, loc, gpu::Dimension::x));
+  work.mirror = arith::SubIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, work.blocks, work.block),
+      i32Const(b, loc, 1));
+  // Whole rounds, plus the last one where the block's item exists.
+  Value full = arith::DivUIOp::create(b, loc, items, work.blocks);
+  Value inLast = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       roundItem(b, loc, work, full), items);
+  work.rounds = arith::AddIOp::create(
+      b, loc, full, arith::ExtUIOp::create(b, loc, b.getI32Type(), inLast));
+  return work;
+}
+
+/// A persistent block's work item: a (batch, head) pair and the item's
+/// index in the pair, `rank`; the item covers `visits` query tiles (i32).
+struct ScheduledItem {
+  Value batch, head, rank, visits;
+};
+
+/// The items of one (batch, head) pair (i32): one per query tile, or with
+/// the causal mask one per tile and its mirror (tiles T - 1 - k and k, and
+/// the middle tile alone when T is odd), so that every item holds about the
+/// same work: T + 1 tiles' rows of keys.
+Value itemsPerPair(OpBuilder &b, Location loc, Value tiles, bool mirrored) {
+  if (!mirrored)
+    return tiles;
+  return arith::DivUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, tiles, i32Const(b, loc, 1)),
+      i32Const(b, loc, 2));
+}
+
+/// Work item `w` of `grid`'s tiles (see the file comment): sections of
+/// `sectionPairs` (batch, head) pairs; in a section the items in rank
+/// order, the pairs innermost. `w` and `sectionPairs` are i32.
+ScheduledItem scheduleItem(OpBuilder &b, Location loc, GridOp grid, Value w,
+                           Value sectionPairs, bool mirrored) {
+  auto div = [&](Value x, Value y) -> Value {
+    return arith::DivUIOp::create(b, loc, x, y);
+  };
+  auto rem = [&](Value x, Value y) -> Value {
+    return arith::RemUIOp::create(b, loc, x, y);
+  };
+  auto mul = [&](Value x, Value y) -> Value {
+    return arith::MulIOp::create(b, loc, x, y);
+  };
+  auto sub = [&](Value x, Value y) -> Value {
+    return arith::SubIOp::create(b, loc, x, y);
+  };
+  Value tiles = toI32(b, loc, grid.getNumQTiles());
+  Value heads = toI32(b, loc, grid.getNumHeads());
+  Value pairs = mul(toI32(b, loc, grid.getBatchSize()), heads);
+  Value sectionItems = mul(sectionPairs, itemsPerPair(b, loc, tiles, mirrored));
+  Value firstPair = mul(div(w, sectionItems), sectionPairs);
+  Value inSection = rem(w, sectionItems);
+  // The last section may hold fewer pairs.
+  Value size = arith::MinUIOp::create(b, loc, sectionPairs,
+                                      sub(pairs, firstPair));
+  Value pair = arith::AddIOp::create(b, loc, firstPair, rem(inSection, size));
+  ScheduledItem item{toIndex(b, loc, div(pair, heads)),
+                     toIndex(b, loc, rem(pair, heads)), div(inSection, size),
+                     i32Const(b, loc, 1)};
+  if (mirrored) {
+    // Tile k has no mirror when it is the middle one: 2k + 1 = T.
+    Value middle = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::AddIOp::create(b, loc, mul(item.rank, i32Const(b, loc, 2)),
+                              i32Const(b, loc, 1)),
+        tiles);
+    item.visits = arith::SelectOp::create(b, loc, middle, i32Const(b, loc, 1),
+                                          i32Const(b, loc, 2));
+  }
+  return item;
+}
+
+/// The query tile of visit `visit` of item rank k: T - 1 - k (the longest
+/// first), then k (its mirror).
+Value visitTile(OpBuilder &b, Location loc, GridOp grid, Value rank,
+                Value visit) {
+  Value tiles = toI32(b, loc, grid.getNumQTiles());
+  Value longer = arith::SubIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, tiles, i32Const(b, loc, 1)), rank);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, visit,
+                                      i32Const(b, loc, 0));
+  return toIndex(b, loc, arith::SelectOp::create(b, loc, first, longer, rank));
+}
+
+/// A persistent role's loops: the block's rounds, and in each the visits of
+/// its item, both carrying (the ring position of the next K/V tile, the
+/// tiles visited so far). The caller fills the inner body and yields.
+struct WorkLoops {
+  scf::ForOp rounds, visits;
+  ScheduledItem item;
+  Value tile; // the visit's query tile (index)
+  Value ringBase() { return visits.getRegionIterArg(0); }
+  Value visited() { return visits.getRegionIterArg(1); }
+};
+
+WorkLoops buildWorkLoops(OpBuilder &b, Location loc, GridOp grid,
+                         const WorkRounds &work, Value sectionPairs,
+                         bool mirrored) {
+  WorkLoops loops;
+  Value zero = i32Const(b, loc, 0), one = i32Const(b, loc, 1);
+  loops.rounds = scf::ForOp::create(b, loc, zero, work.rounds, one,
+                                    ValueRange{zero, zero});
+  OpBuilder at = OpBuilder::atBlockBegin(loops.rounds.getBody());
+  loops.item =
+      scheduleItem(at, loc, grid,
+                   roundItem(at, loc, work, loops.rounds.getInductionVar()),
+                   sectionPairs, mirrored);
+  loops.visits = scf::ForOp::create(at, loc, zero, loops.item.visits, one,
+                                    loops.rounds.getRegionIterArgs());
+  scf::YieldOp::create(at, loc, loops.visits.getResults());
+  at.setInsertionPointToStart(loops.visits.getBody());
+  loops.tile = visitTile(at, loc, grid, loops.item.rank,
+                         loops.visits.getInductionVar());
+  return loops;
+}
+
+/// The inner yield of a persistent role: the ring position after the
+/// visit's K/V range, one more tile visited.
+void yieldVisit(OpBuilder &b, Location loc, WorkLoops &loops, Value kvBegin,
+                Value kvEnd) {
+  scf::YieldOp::create(
+      b, loc,
+      ValueRange{addTiles(b, loc, loops.ringBase(), kvBegin, kvEnd),
+                 arith::AddIOp::create(b, loc, loops.visited(),
+                                       i32Const(b, loc, 1))});
+}
 
 LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   MLIRContext *ctx = &getContext();
@@ -126,7 +326,14 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     return grid.emitOpError("warp specialization expects Q loaded once in the "
                             "program, K and V tiles streamed over one "
                             "fa.kv_tile_range");
-  LoadedTensor q{{once[0]}, "q", 0, -1, {}, {}};
+  // Persistent where the model leaves the registers for it; then Q has an
+  // empty barrier too, after the K/V ones.
+  bool isPersistent =
+      persistent &&
+      model::runsPersistent(
+          cast<RankedTensorType>(once[0].getType()).getDimSize(1),
+          computeThreads / 32);
+  LoadedTensor q{{once[0]}, "q", 0, isPersistent ? 1 + 4 * stages : -1, {}, {}};
   LoadedTensor k{{}, "k", 1, 1 + 2 * stages, {}, {}};
   LoadedTensor v{{}, "v", 1 + stages, 1 + 3 * stages, {}, {}};
   for (LoadTileOp load : streamed)
@@ -178,10 +385,11 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                             attrs.getI64IntegerAttr(model::kColumnBlock))}));
   }
   // Barriers: q_full, k_full[stages], v_full[stages], k_empty[stages],
-  // v_empty[stages]. K and V have their own empty barriers: a K slot is
-  // free as soon as Q K^T has read it, a V slot only after P V.
+  // v_empty[stages] (and q_empty, persistent). K and V have their own empty
+  // barriers: a K slot is free as soon as Q K^T has read it, a V slot only
+  // after P V.
   int64_t firstEmptyBarrier = 1 + 2 * stages;
-  int64_t numBarriers = 1 + 4 * stages;
+  int64_t numBarriers = 1 + 4 * stages + (isPersistent ? 1 : 0);
 
   // Prologue, all threads: the aligned shared base and the barriers.
   Block &body = grid.getBodyBlock();
@@ -220,13 +428,58 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
   NVVM::FenceMbarrierInitOp::create(b, loc);
   gpu::BarrierOp::create(b, loc);
+  // Persistent: the block's rounds of the tiles x heads x batch work items,
+  // and the (batch, head) pairs whose K and V fill the L2 budget: budget /
+  // (Sk x 2 rows x row bytes), at least one (all i32; the runtime checks
+  // that the tiles fit).
+  // With the causal mask an item is a tile and its mirror.
+  bool mirrored = ranges[0].getMask() == MaskKind::causal;
+  WorkRounds work;
+  Value sectionPairs;
+  if (isPersistent) {
+    Value pairs = toI32(b, loc,
+                        arith::MulIOp::create(b, loc, grid.getNumHeads(),
+                                              grid.getBatchSize()));
+    work = planRounds(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc, pairs,
+            itemsPerPair(b, loc, toI32(b, loc, grid.getNumQTiles()),
+                         mirrored)));
+    auto keyType = cast<MemRefType>(keySource.getType());
+    int64_t kvRowBytes = 2 * keyType.getDimSize(3) *
+                         keyType.getElementTypeBitWidth() / 8;
+    Value keyLength = arith::MaxUIOp::create(
+        b, loc, memref::DimOp::create(b, loc, keySource, 2),
+        indexConst(b, loc, 1));
+    sectionPairs = toI32(
+        b, loc,
+        arith::MaxUIOp::create(
+            b, loc,
+            arith::DivUIOp::create(
+                b, loc,
+                indexConst(b, loc, model::kL2SectionBytes / kvRowBytes),
+                keyLength),
+            indexConst(b, loc, 1)));
+  }
   Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                            tid, computeThreadsV);
   auto roles = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
   Block &producer = roles.getThenRegion().front();
   Block &consumer = roles.getElseRegion().front();
-  for (Operation *op : program)
-    op->moveBefore(consumer.getTerminator());
+  // The consumers run the program; persistent, once per visit.
+  WorkLoops consumerWork;
+  if (isPersistent) {
+    OpBuilder at(consumer.getTerminator());
+    consumerWork =
+        buildWorkLoops(at, loc, grid, work, sectionPairs, mirrored);
+    Block *workBody = consumerWork.visits.getBody();
+    for (Operation *op : program)
+      op->moveBefore(workBody, workBody->end());
+  } else {
+    for (Operation *op : program)
+      op->moveBefore(consumer.getTerminator());
+  }
   Region &programRegion = roles.getElseRegion();
 
   auto slotBase = [&](OpBuilder &at, const LoadedTensor &tensor, Value slot) {
@@ -241,10 +494,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // The slot of the n-th K/V tile and the parity of its fill (n / stages).
   auto slotAndParity = [&](OpBuilder &at, Value n) -> std::pair<Value, Value> {
     Value stagesV = indexConst(at, loc, stages);
-    Value round = arith::DivUIOp::create(at, loc, n, stagesV);
-    Value parity = arith::TruncIOp::create(
-        at, loc, at.getI1Type(),
-        arith::IndexCastUIOp::create(at, loc, at.getI64Type(), round));
+    Value parity =
+        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, stagesV));
     return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
   };
 
@@ -252,7 +503,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // copy, Q first, then K and V of each tile of the K/V range in order.
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
-      p, loc, p.getI32IntegerAttr(int32_t(model::kProducerRegisters)),
+      p, loc, p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::decrease));
   Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
@@ -260,6 +511,25 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   auto issue = scf::IfOp::create(p, loc, elected);
   p.setInsertionPointToStart(&issue.getThenRegion().front());
   IRMapping mapping;
+  // Persistent: the same visits as the consumers; the visit's K/V ring
+  // positions start at `ringBase`, and Q's slot is free again once the
+  // consumers released the previous visit's Q.
+  Value ringBase;
+  WorkLoops producerWork;
+  if (isPersistent) {
+    producerWork = buildWorkLoops(p, loc, grid, work, sectionPairs, mirrored);
+    p.setInsertionPointToEnd(producerWork.visits.getBody());
+    ringBase = producerWork.ringBase();
+    mapping.map(grid.getBatchIndex(), producerWork.item.batch);
+    mapping.map(grid.getHeadIndex(), producerWork.item.head);
+    mapping.map(grid.getTileIndex(), producerWork.tile);
+    Value freed = arith::XOrIOp::create(
+        p, loc, parityOf(p, loc, producerWork.visited()),
+        arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
+    nvgpu::MBarrierTryWaitParityOp::create(
+        p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
+        indexConst(p, loc, q.emptyBarrier));
+  }
   // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
   // `barrier`: one TMA box per 64-column block.
   auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
@@ -323,8 +593,10 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   {
     OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
     Value tile = fill.getInductionVar();
-    auto [slot, parity] =
-        slotAndParity(at, arith::SubIOp::create(at, loc, tile, *kvBegin));
+    Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
+    if (isPersistent)
+      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
+    auto [slot, parity] = slotAndParity(at, n);
     // Before each copy, wait until the consumers released the slot's
     // previous tile (a fresh barrier passes parity 1).
     Value previous = arith::XOrIOp::create(
@@ -341,6 +613,10 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
         return failure();
     }
   }
+  if (isPersistent) {
+    p.setInsertionPointAfter(fill);
+    yieldVisit(p, loc, producerWork, *kvBegin, *kvEnd);
+  }
 
   // Consumers: the warpgroups take the registers; the program as it was,
   // each load replaced by a wait on its full barrier and a view of its slot
@@ -349,10 +625,24 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
       c, loc, c.getI32IntegerAttr(
-               int32_t(model::consumerRegisters(computeThreads / 32))),
+               int32_t(model::consumerRegisters(computeThreads / 32, isPersistent))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
   Value kvBeginC = ranges[0].getResult(0);
+  Value consumerRingBase, consumerCount;
+  if (isPersistent) {
+    Block *workBody = consumerWork.visits.getBody();
+    if (ranges[0]->getBlock() != workBody)
+      return ranges[0].emitOpError(
+          "a persistent program needs its K/V range at the top level");
+    grid.getBatchIndex().replaceAllUsesWith(consumerWork.item.batch);
+    grid.getHeadIndex().replaceAllUsesWith(consumerWork.item.head);
+    grid.getTileIndex().replaceAllUsesWith(consumerWork.tile);
+    consumerRingBase = consumerWork.ringBase();
+    consumerCount = consumerWork.visited();
+    OpBuilder at = OpBuilder::atBlockEnd(workBody);
+    yieldVisit(at, loc, consumerWork, kvBeginC, ranges[0].getResult(1));
+  }
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
       Block *block = load->getBlock();
@@ -374,16 +664,23 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
         }
       }
       OpBuilder at(first ? first : load.getOperation());
+      // Q: fill `count` of the block (0 unless persistent).
       Value slot = indexConst(at, loc, 0);
-      Value parity = arith::ConstantOp::create(at, loc, at.getBoolAttr(false));
+      Value parity =
+          isPersistent ? parityOf(at, loc, consumerCount)
+                     : arith::ConstantOp::create(at, loc, at.getBoolAttr(false))
+                           .getResult();
       if (tensor != &q) {
-        // n = row / block-n - kv_begin
+        // n = row / block-n - kv_begin (+ the ring base, persistent)
         Value n = arith::SubIOp::create(
             at, loc,
             arith::DivUIOp::create(
                 at, loc, load.getRow(),
                 indexConst(at, loc, tensor->type.getDimSize(0))),
             kvBeginC);
+        if (isPersistent)
+          n = arith::AddIOp::create(at, loc, toIndex(at, loc, consumerRingBase),
+                                    n);
         std::tie(slot, parity) = slotAndParity(at, n);
       }
       nvgpu::MBarrierTryWaitParityOp::create(
@@ -408,6 +705,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                                 launch.getSharedBytes(), stages,
                                 launch.getRegisters(), /*producerWarps=*/4));
   grid->setAttr(FADialect::getTensorMapsAttrName(), attrs.getArrayAttr(maps));
+  if (isPersistent)
+    grid->setAttr(FADialect::getPersistentAttrName(), UnitAttr::get(ctx));
   return success();
 }
 

@@ -25,9 +25,21 @@ SharedLayout sharedLayout(const Config &c) {
   return layout;
 }
 
-int64_t consumerRegisters(int64_t numWarps) {
-  int64_t perThread =
-      (kRegistersPerBlock - 128 * kProducerRegisters) / (32 * numWarps);
+bool runsPersistent(int64_t headDim, int64_t numWarps) {
+  return headDim <= 128 && numWarps <= 8;
+}
+
+int64_t entryRegisters(int64_t threads) {
+  return std::min<int64_t>(255, kRegistersPerBlock / threads) / 8 * 8;
+}
+
+int64_t producerRegisters(bool persistent) { return persistent ? 40 : 24; }
+
+int64_t consumerRegisters(int64_t numWarps, bool persistent) {
+  int64_t consumerThreads = 32 * numWarps;
+  int64_t entry = entryRegisters(consumerThreads + kWarpgroupThreads);
+  int64_t released = (entry - producerRegisters(persistent)) * kWarpgroupThreads;
+  int64_t perThread = entry + released / consumerThreads;
   return std::min<int64_t>(240, perThread / 8 * 8);
 }
 
@@ -128,7 +140,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
     return arch && checkFits(config, *arch).empty() &&
-           estimateRegisters(config) <= consumerRegisters(t.numWarps);
+           estimateRegisters(config) <=
+               consumerRegisters(t.numWarps, runsPersistent(request.headDim, t.numWarps));
   });
   for (const TileConfig &config : ranked)
     collector.consider(config);

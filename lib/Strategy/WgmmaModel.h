@@ -29,6 +29,7 @@ namespace fa::wgmma {
 /// Rows of one wgmma (and of one warpgroup's share of the Q tile).
 constexpr int64_t kWarpgroupRows = 64;
 constexpr int64_t kWarpsPerWarpgroup = 4;
+constexpr int64_t kWarpgroupThreads = 128;
 /// Largest N of one wgmma (the scores' block-n, the head dim of P V).
 constexpr int64_t kMaxN = 256;
 constexpr int64_t kMaxHeadDim = 256;
@@ -63,14 +64,35 @@ struct SharedLayout {
 
 SharedLayout sharedLayout(const Config &config);
 
-/// Registers the producer warpgroup keeps (setmaxnreg.dec): it only
-/// computes coordinates and issues copies.
-constexpr int64_t kProducerRegisters = 24;
+/// A persistent kernel walks the (batch, head) pairs in sections whose K and
+/// V take at most this many bytes: a section's tiles run side by side on all
+/// SMs and read each K/V tile from L2 after its first load. A quarter of
+/// the H100/H200's 50 MB of L2, so that two sections (at a section's end,
+/// the next one starts) and the outputs stay resident.
+constexpr int64_t kL2SectionBytes = int64_t(12) << 20;
+
+/// Whether a kernel runs a persistent grid (fa-warp-specialize): head dims
+/// up to 128 with at most two consumer warpgroups. Its producer keeps the
+/// schedule's state (40 registers), so the consumers get fewer: 232
+/// instead of 240 with two warpgroups, where D = 256's 128-row O and K/V
+/// tiles spill; 152 instead of 160 with three, where D = 64's 192-row
+/// tiles spill.
+bool runsPersistent(int64_t headDim, int64_t numWarps);
+
+/// Registers a thread has at the kernel's entry: ptxas caps a block of
+/// `threads` at the register file's share of one block per SM, in steps of
+/// 8. setmaxnreg moves registers only within the block's allocation.
+int64_t entryRegisters(int64_t threads);
+
+/// Registers the producer warpgroup keeps (setmaxnreg.dec): it computes
+/// coordinates and issues copies; persistent, it also walks the schedule
+/// (24 spill then).
+int64_t producerRegisters(bool persistent);
 
 /// Registers each consumer thread can take (setmaxnreg.inc) next to the
-/// producer warpgroup: the register file minus the producer's share, split
-/// over the `numWarps` consumer warps, in steps of 8, at most 240.
-int64_t consumerRegisters(int64_t numWarps);
+/// producer warpgroup: its entry registers plus its share of those the
+/// producer gave back, in steps of 8, at most 240.
+int64_t consumerRegisters(int64_t numWarps, bool persistent);
 
 /// 32-bit registers per consumer thread: O (head-dim / 2), S (block-n / 2),
 /// with the softmax overlap also the previous tile's P (block-n / 4:

@@ -291,3 +291,13 @@ func.func @offsets(%src: memref<?x?x?x32xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// fa.persistent marks a grid whose blocks walk many tiles: a unit attribute.
+func.func @persistent_unit(%n: index) {
+  // expected-error @below {{'fa.persistent' must be a unit attribute, got 1 : i64}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.persistent = 1 : i64}
+  return
+}

@@ -584,6 +584,40 @@ TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
       }
 }
 
+/// The persistent wgmma grid (two consumer warpgroups, D <= 128) walks
+/// more tiles than the H200 has SMs (132): each block runs several items,
+/// its K/V rings' phases and Q's barriers running on from item to item;
+/// with the causal mask an item is a query tile and its mirror (T - 1 - k
+/// and k; the middle one alone: 7 and 3 tiles). With long keys the (batch,
+/// head) pairs come in several L2 sections (12 MiB of K and V each: 6
+/// pairs at D = 64 and Sk = 8192, 12 at D = 128 and Sk = 2048), the last
+/// one partial. D = 256 keeps one block per tile (the control).
+TEST_F(GpuAttention, WgmmaPersistentWalksManyTiles) {
+  if (runtime->deviceArch() != "sm_90a")
+    GTEST_SKIP() << "wgmma needs sm_90a, the device is "
+                 << runtime->deviceArch();
+  fa::KernelSpec wgmma = defaults();
+  wgmma.strategy = fa::Strategy::wgmma;
+  fa::KernelSpec twoWarpgroups = wgmma;
+  twoWarpgroups.blockM = 128;
+  twoWarpgroups.blockN = 128;
+  twoWarpgroups.numWarps = 8;
+  twoWarpgroups.stages = 2;
+  std::vector<fa::ElementType> types = {fa::ElementType::f16};
+  if (!quick())
+    types.push_back(fa::ElementType::bf16);
+  for (fa::ElementType type : types)
+    for (bool causal : {false, true}) {
+      runCase({64, 4, 66, 33, 17, 8192, causal, type}, twoWarpgroups);
+      runCase({64, 2, 40, 8, 900, 1000, causal, type}, twoWarpgroups);
+      runCase({128, 2, 40, 8, 129, 2048, causal, type}, wgmma);
+      runCase({128, 1, 70, 7, 333, 200, causal, type}, wgmma);
+      runCase({256, 3, 32, 32, 200, 300, causal, type}, wgmma);
+      if (HasFatalFailure() || HasNonfatalFailure())
+        return;
+    }
+}
+
 /// Explicit wgmma configs: one to three warpgroups, one to four stages,
 /// block_n 16 to 256.
 TEST_F(GpuAttention, WgmmaExplicitConfigs) {

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-warp-specialize --cse | FileCheck %s
+// RUN: fa-opt %s --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-warp-specialize="persistent=false" --cse | FileCheck %s
 
 // The Hopper schedule: D = 128, one consumer warpgroup (64 query rows),
 // B_c = 64, a ring of 2 K/V slots, one producer warpgroup.
@@ -37,7 +37,7 @@
 // (v_empty[s]) with the parity of round n / 2 flipped (a fresh barrier
 // passes parity 1); then K into k_full[s], V into v_full[s].
 // CHECK: scf.for %[[J:.*]] = %[[BEGIN:.*]] to %{{.*}} step %c1 {
-// CHECK: %[[ROUND:.*]] = arith.trunci %{{.*}} : i64 to i1
+// CHECK: %[[ROUND:.*]] = arith.trunci %{{.*}} : i32 to i1
 // CHECK: %[[SLOT:.*]] = arith.remui %{{.*}}, %c2
 // CHECK: %[[FREED:.*]] = arith.xori %[[ROUND]], %true
 // CHECK: %[[KEMPTY:.*]] = arith.addi %[[SLOT]], %c5
@@ -59,7 +59,7 @@
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%c0], %false
 // CHECK: %[[Q:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<2x64x64xf16, #gpu.address_space<workgroup>> to tensor<64x128xf16, #fa.swizzled_shared<bytes = 128>>
 // CHECK: scf.for
-// CHECK: %[[CROUND:.*]] = arith.trunci %{{.*}} : i64 to i1
+// CHECK: %[[CROUND:.*]] = arith.trunci %{{.*}} : i32 to i1
 // CHECK: %[[CSLOT:.*]] = arith.remui %{{.*}}, %c2
 // CHECK: %[[CKFULL:.*]] = arith.addi %[[CSLOT]], %c1
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CKFULL]]], %[[CROUND]]

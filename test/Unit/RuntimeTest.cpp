@@ -343,6 +343,8 @@ TEST(LaunchPlan, GridParamsAndJson) {
   EXPECT_EQ(plan.blocks(0, problem), 8);
   EXPECT_EQ(plan.blocks(1, problem), 16);
   EXPECT_EQ(plan.blocks(2, problem), 3);
+  EXPECT_FALSE(plan.persistent);
+  EXPECT_EQ(plan.launchGrid(problem, 132), (std::array<int64_t, 3>{8, 16, 3}));
   ASSERT_EQ(plan.params.size(), 5u);
   EXPECT_EQ(plan.params.front(), fa::LaunchPlan::Operand::query);
   EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::lse);
@@ -391,6 +393,13 @@ TEST(LaunchPlan, GridParamsAndJson) {
   EXPECT_EQ(tmaBack->tensorMaps[0].boxRows, 128);
   EXPECT_EQ(tmaBack->tensorMaps[0].boxCols, 64);
   EXPECT_TRUE(back->tensorMaps.empty());
+  fa::LaunchPlan persistent = plan;
+  persistent.persistent = true;
+  std::optional<fa::LaunchPlan> persistentBack =
+      fa::LaunchPlan::fromJson(persistent.toJson());
+  ASSERT_TRUE(persistentBack.has_value());
+  EXPECT_TRUE(persistentBack->persistent);
+  EXPECT_FALSE(back->persistent);
   EXPECT_FALSE(parse((std::string("{") + grid +
                       R"(, "threads": 128, "shared_bytes": 0, "params": [],
                       "tensor_maps": [{"operand": "o", "box_rows": 64,
@@ -429,6 +438,16 @@ TEST(LaunchPlan, WgmmaKernelsTakeTensorMaps) {
   EXPECT_EQ(plan.tensorMaps[2].boxRows, 64);
   EXPECT_EQ(plan.tensorMaps[2].boxCols, 64);
   ASSERT_EQ(plan.params.size(), 5u);
+  // Persistent: one block per SM (132 on an H200) walks the 8 x 16 x 3
+  // tiles of 1000 query rows, 16 heads, batch 3; fewer tiles than SMs, one
+  // block each.
+  EXPECT_TRUE(plan.persistent);
+  fa::ProblemExtents problem{3, 16, 1000, 4, 1000};
+  EXPECT_EQ(plan.launchGrid(problem, 132), (std::array<int64_t, 3>{132, 1, 1}));
+  fa::ProblemExtents small{1, 2, 300, 2, 300};
+  EXPECT_EQ(plan.launchGrid(small, 132), (std::array<int64_t, 3>{6, 1, 1}));
+  fa::ProblemExtents none{1, 2, 0, 2, 300};
+  EXPECT_EQ(plan.launchGrid(none, 132), (std::array<int64_t, 3>{0, 0, 0}));
 }
 
 /// Damages the entry in `path` with `damage`, then checks that a fresh

@@ -332,6 +332,31 @@ TEST(WgmmaModel, FitsAndWhyNot) {
   EXPECT_EQ(parsed, fa::Strategy::wgmma);
 }
 
+/// setmaxnreg moves registers only within a block's allocation: what the
+/// consumers take (above their entry registers) must not exceed what the
+/// producer gives back, or their setmaxnreg.inc waits forever. Checked for
+/// every block shape, per-tile and persistent.
+TEST(WgmmaModel, ConsumersTakeOnlyWhatTheProducerGivesBack) {
+  for (bool persistent : {false, true})
+    for (int64_t warps : {4, 8, 12, 16}) {
+      int64_t consumerThreads = 32 * warps;
+      int64_t entry = fa::wgmma::entryRegisters(consumerThreads + 128);
+      int64_t producer = fa::wgmma::producerRegisters(persistent);
+      int64_t consumer = fa::wgmma::consumerRegisters(warps, persistent);
+      EXPECT_LE((consumer - entry) * consumerThreads, (entry - producer) * 128)
+          << warps << " warps, persistent " << persistent;
+      EXPECT_EQ(consumer % 8, 0);
+      EXPECT_LE(consumer, 240);
+    }
+  // Two consumer warpgroups: 168 at entry; all 240 per tile (the producer
+  // keeps 24), 232 persistent (it keeps 40). Three: 160 per tile.
+  EXPECT_EQ(fa::wgmma::entryRegisters(384), 168);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, false), 240);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, true), 232);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(12, false), 160);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(16, false), 112);
+}
+
 TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
   for (int64_t d : {64, 128, 192, 256}) {
     fa::KernelSpec spec;
@@ -349,7 +374,8 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
                 "")
           << c.kernelName();
       EXPECT_LE(fa::wgmma::estimateRegisters(config),
-                fa::wgmma::consumerRegisters(c.numWarps));
+                fa::wgmma::consumerRegisters(c.numWarps,
+                                             fa::wgmma::runsPersistent(d, c.numWarps)));
     }
     spec.blockN = 64;
     spec.stages = 1;

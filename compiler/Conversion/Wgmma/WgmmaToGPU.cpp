@@ -414,7 +414,9 @@ struct AsyncWaitLowering : OpConversionPattern<AsyncWaitOp> {
 } // namespace
 
 LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
-  reverseQueryTileOrder(kernel);
+  // A persistent kernel orders its tiles itself (fa-warp-specialize).
+  if (!kernel->hasAttr(FADialect::getPersistentAttrName()))
+    reverseQueryTileOrder(kernel);
   // A warp-specialized kernel (fa-warp-specialize) has no loads left: its
   // producer copies with TMA. It needs a register cap at entry for
   // setmaxnreg to move registers between the roles: one block per SM.
