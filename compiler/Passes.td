@@ -235,17 +235,20 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
     producer every consumer thread is done with it. The kernel gains one
     tensor map parameter per tensor (`fa.tensor_maps`), the launch gains the
     producer's warps, and `setmaxnreg` moves registers from the producer to
-    the consumers. Persistent (the default): the grid becomes one block per
-    SM, and each role walks the block's tiles in the same order (longest
-    causal rows first, heads in L2-sized sections), the rings' phases
-    carried from tile to tile and Q released by a q_empty barrier so that
-    the next tile's loads overlap this tile's epilogue (the runtime
-    launches min(tiles, SMs) blocks: `fa.persistent`). Programs of other
-    strategies are left alone.
+    the consumers. Persistent (where the register model allows it,
+    WgmmaModel::runsPersistent): the grid becomes one block per SM, and
+    each role walks the block's work items in the same order ((batch,
+    head) pairs in L2-sized sections; with the causal mask an item is a
+    query tile and its mirror, so that items are equally long), the rings'
+    phases carried from item to item and Q released by a q_empty barrier so
+    that the next Q loads during this item's stores (the runtime launches
+    min(tiles, SMs) blocks: `fa.persistent`). Programs of other strategies
+    are left alone.
   }];
   let options = [
     Option<"persistent", "persistent", "bool", /*default=*/"true",
-           "one block per SM walks the tiles (else one block per tile)">,
+           "one block per SM walks the tiles where the register model "
+           "allows it (else always one block per tile)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -27,19 +27,21 @@
 //
 // Persistent (the default where WgmmaModel::runsPersistent allows it):
 // the runtime launches one block per SM, and each role walks the block's
-// work items in the same order. Item w is a (batch, head, query tile): the
-// (batch, head) pairs in sections whose K and V fit in L2 together, in a
-// section the query tiles last to first (with the causal mask the longest
-// rows first) and the pairs innermost. Round r gives the blocks items
-// r x blocks .. (r + 1) x blocks - 1, in block order in even rounds and in
-// reverse in odd ones, so that the blocks' totals stay close without a
-// work queue. The rings' positions run on from item to item (n counts the
-// block's K/V tiles so far), and Q gets an empty barrier too:
+// work items in the same order. Item w is a (batch, head) pair and a rank
+// k: the pairs in sections whose K and V fit in L2 together, in a section
+// the ranks in order and the pairs innermost. An item visits query tile
+// T - 1 - k, and with the causal mask also its mirror k (the middle tile
+// of an odd T alone), so that causal items hold about T + 1 tiles of keys
+// each: a fixed assignment needs items of equal length. Round r gives the
+// blocks items r x blocks .. (r + 1) x blocks - 1, in block order in even
+// rounds and in reverse in odd ones. The rings' positions run on from
+// visit to visit (n counts the block's K/V tiles so far), Q's phase is the
+// count of visits, and Q gets an empty barrier too:
 //
 //   q_empty                every consumer thread is done with Q
 //                          (consumers -> producer)
 //
-// so the producer loads the next item's Q and first K/V tiles while the
+// so the producer loads the next visit's Q and first K/V tiles while the
 // consumers finish this one (its normalization and stores).
 //
 //===----------------------------------------------------------------------===//
@@ -141,9 +143,10 @@ struct FAWarpSpecializePass
 /// A persistent block's share of the work items (all i32): `rounds` rounds
 /// of `blocks` items each (the last one partial); in round r the block runs
 /// item r x blocks + (r even ? block : mirror), mirror = blocks - 1 - block.
-/// The items run longest first, so this snake order gives a block that had
-/// one of a round's longer items one of the next round's shorter ones: with
-/// a fixed assignment (no queue) the blocks' totals stay close.
+/// Items are about equally long (causal ones pair a tile with its mirror);
+/// the snake order evens out the rest (a middle tile alone, ranks that
+/// differ across a section's end): a block that had one of a round's later
+/// items gets one of the next round's earlier ones.
 struct WorkRounds {
   Value block, mirror, blocks, items, rounds;
 };
