@@ -151,7 +151,12 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
   plan.threads = *threads;
   plan.sharedBytes = *sharedBytes;
   // Plans stored before persistent kernels existed are not persistent.
-  plan.persistent = object->getBoolean("persistent").value_or(false);
+  if (const llvm::json::Value *persistent = object->get("persistent")) {
+    std::optional<bool> value = persistent->getAsBoolean();
+    if (!value)
+      return std::nullopt;
+    plan.persistent = *value;
+  }
   if (std::optional<llvm::StringRef> function = object->getString("function"))
     plan.function = function->str();
   if (plan.function.empty())

@@ -455,15 +455,19 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     Value keyLength = arith::MaxUIOp::create(
         b, loc, memref::DimOp::create(b, loc, keySource, 2),
         indexConst(b, loc, 1));
-    sectionPairs = toI32(
+    // At most all pairs: a section's items then stay within the items'
+    // count (32 bits) even for a few keys.
+    sectionPairs = arith::MinUIOp::create(
         b, loc,
-        arith::MaxUIOp::create(
-            b, loc,
-            arith::DivUIOp::create(
-                b, loc,
-                indexConst(b, loc, model::kL2SectionBytes / kvRowBytes),
-                keyLength),
-            indexConst(b, loc, 1)));
+        toI32(b, loc,
+              arith::MaxUIOp::create(
+                  b, loc,
+                  arith::DivUIOp::create(
+                      b, loc,
+                      indexConst(b, loc, model::kL2SectionBytes / kvRowBytes),
+                      keyLength),
+                  indexConst(b, loc, 1))),
+        pairs);
   }
   Value isProducer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                            tid, computeThreadsV);

@@ -50,11 +50,12 @@
 // CHECK: %[[EXTRA:.*]] = arith.extui %[[INLAST]] : i1 to i32
 // CHECK: %[[ROUNDS:.*]] = arith.addi %[[FULL]], %[[EXTRA]] : i32
 // The (batch, head) pairs of an L2 section: 12 MiB / (Sk x 512 bytes of a
-// K row and a V row), at least one.
+// K row and a V row), at least one, at most all.
 // CHECK: %[[SKPOS:.*]] = arith.maxui %[[SK]], %c1
 // CHECK: %[[PER:.*]] = arith.divui %c24576, %[[SKPOS]]
 // CHECK: %[[SECTION:.*]] = arith.maxui %[[PER]], %c1
-// CHECK: %[[SECTION32:.*]] = arith.index_castui %[[SECTION]] : index to i32
+// CHECK: %[[SECTIONFIT:.*]] = arith.index_castui %[[SECTION]] : index to i32
+// CHECK: %[[SECTION32:.*]] = arith.minui %[[SECTIONFIT]], %[[PAIRS]] : i32
 // CHECK: scf.if
 // Producer: the rounds and each item's visits, carrying the ring position
 // of the next K/V tile and the tiles visited so far.

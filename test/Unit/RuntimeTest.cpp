@@ -402,6 +402,10 @@ TEST(LaunchPlan, GridParamsAndJson) {
   EXPECT_FALSE(back->persistent);
   EXPECT_FALSE(parse((std::string("{") + grid +
                       R"(, "threads": 128, "shared_bytes": 0, "params": [],
+                      "persistent": 1})")
+                         .c_str()));
+  EXPECT_FALSE(parse((std::string("{") + grid +
+                      R"(, "threads": 128, "shared_bytes": 0, "params": [],
                       "tensor_maps": [{"operand": "o", "box_rows": 64,
                                        "box_cols": 64}]})")
                          .c_str()));
