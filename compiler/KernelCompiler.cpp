@@ -277,13 +277,12 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
     if (launches.size() != 1)
       return module.emitError() << "expected one forward kernel, got "
                                 << launches.size();
+    // The kernel's grid and parameters; the rest as read from it.
     Plan &plan = launches.front();
-    std::vector<Plan::TensorMap> maps = std::move(plan.tensorMaps);
-    bool persistent = plan.persistent;
-    plan = Plan::forwardAttention(plan.function, spec.blockM, plan.threads,
-                                  plan.sharedBytes);
-    plan.tensorMaps = std::move(maps);
-    plan.persistent = persistent;
+    Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
+                                          plan.threads, plan.sharedBytes);
+    plan.grid = forward.grid;
+    plan.params = std::move(forward.params);
     return success();
   }
   // fa-tile-backward's programs: D per query tile, dK/dV per K/V tile of

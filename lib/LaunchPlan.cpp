@@ -2,6 +2,7 @@
 #include "lib/LaunchPlan.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace fa {
 
@@ -58,16 +59,27 @@ int64_t LaunchPlan::blocks(int dim, const ProblemExtents &problem) const {
   return (extent + g.tile - 1) / g.tile;
 }
 
+int64_t LaunchPlan::tiles(const ProblemExtents &problem) const {
+  return blocks(0, problem) * blocks(1, problem) * blocks(2, problem);
+}
+
+std::string LaunchPlan::checkLaunch(const ProblemExtents &problem) const {
+  constexpr int64_t kMaxPersistentTiles = std::numeric_limits<int32_t>::max();
+  if (!persistent || tiles(problem) <= kMaxPersistentTiles)
+    return "";
+  return "the problem has " + std::to_string(tiles(problem)) + " tiles of " +
+         std::to_string(grid[0].tile) + " query rows; " + function +
+         " walks at most " + std::to_string(kMaxPersistentTiles);
+}
+
 std::array<int64_t, 3>
 LaunchPlan::launchGrid(const ProblemExtents &problem,
                        int64_t multiprocessors) const {
-  std::array<int64_t, 3> launch = {blocks(0, problem), blocks(1, problem),
-                                   blocks(2, problem)};
   if (!persistent)
-    return launch;
-  int64_t tiles = launch[0] * launch[1] * launch[2];
-  return {std::min(tiles, std::max<int64_t>(multiprocessors, 1)),
-          tiles == 0 ? 0 : 1, tiles == 0 ? 0 : 1};
+    return {blocks(0, problem), blocks(1, problem), blocks(2, problem)};
+  int64_t all = tiles(problem);
+  return {std::min(all, std::max<int64_t>(multiprocessors, 1)),
+          all == 0 ? 0 : 1, all == 0 ? 0 : 1};
 }
 
 llvm::json::Value LaunchPlan::toJson() const {

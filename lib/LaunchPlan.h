@@ -90,6 +90,12 @@ struct LaunchPlan {
 
   /// Tiles along grid dimension `dim` (0 = x) for `problem`.
   int64_t blocks(int dim, const ProblemExtents &problem) const;
+  /// All tiles of the grid for `problem`.
+  int64_t tiles(const ProblemExtents &problem) const;
+
+  /// "" when the kernel can run `problem`, else why not: a persistent
+  /// kernel counts its tiles in 32 bits.
+  std::string checkLaunch(const ProblemExtents &problem) const;
 
   /// The launch's blocks (x, y, z) for `problem` on a device with
   /// `multiprocessors` SMs: the grid, or for a persistent kernel

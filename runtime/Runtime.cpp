@@ -1203,18 +1203,8 @@ Result Runtime::Impl::launchAll(
     unsigned grid[3];
     bool empty = false;
     std::array<int64_t, 3> blocks = plan.launchGrid(problem, multiprocessors);
-    // A persistent kernel counts its tiles in 32 bits.
-    if (plan.persistent) {
-      int64_t tiles = plan.blocks(0, problem) * plan.blocks(1, problem) *
-                      plan.blocks(2, problem);
-      if (tiles > std::numeric_limits<int32_t>::max())
-        return Result::error(
-            Status::invalidArgument,
-            "the problem has " + std::to_string(tiles) + " tiles of " +
-                std::to_string(plan.grid[0].tile) + " query rows; " +
-                plan.function + " walks at most " +
-                std::to_string(std::numeric_limits<int32_t>::max()));
-    }
+    if (std::string error = plan.checkLaunch(problem); !error.empty())
+      return Result::error(Status::invalidArgument, error);
     for (int d = 0; d < 3; ++d) {
       grid[d] = unsigned(blocks[d]);
       empty |= grid[d] == 0;

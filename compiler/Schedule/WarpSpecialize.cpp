@@ -431,11 +431,10 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
   NVVM::FenceMbarrierInitOp::create(b, loc);
   gpu::BarrierOp::create(b, loc);
-  // Persistent: the block's rounds of the tiles x heads x batch work items,
-  // and the (batch, head) pairs whose K and V fill the L2 budget: budget /
-  // (Sk x 2 rows x row bytes), at least one (all i32; the runtime checks
-  // that the tiles fit).
-  // With the causal mask an item is a tile and its mirror.
+  // Persistent: the block's rounds of the work items (with the causal mask
+  // an item is a tile and its mirror), and the (batch, head) pairs whose K
+  // and V fill the L2 budget: budget / (Sk x 2 rows x row bytes), at least
+  // one (all i32; the runtime checks that the tiles fit).
   bool mirrored = ranges[0].getMask() == MaskKind::causal;
   WorkRounds work;
   Value sectionPairs;

@@ -452,6 +452,18 @@ TEST(LaunchPlan, WgmmaKernelsTakeTensorMaps) {
   EXPECT_EQ(plan.launchGrid(small, 132), (std::array<int64_t, 3>{6, 1, 1}));
   fa::ProblemExtents none{1, 2, 0, 2, 300};
   EXPECT_EQ(plan.launchGrid(none, 132), (std::array<int64_t, 3>{0, 0, 0}));
+  // It counts its tiles in 32 bits: 2^20 x 2^12 x 2^13 tiles are refused,
+  // with the count and the limit.
+  EXPECT_EQ(plan.checkLaunch(problem), "");
+  fa::ProblemExtents huge{int64_t(1) << 20, int64_t(1) << 12,
+                          int64_t(1) << 20, 1, 1};
+  std::string error = plan.checkLaunch(huge);
+  EXPECT_NE(error.find("the problem has 35184372088832 tiles of 128 query "
+                       "rows;"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("walks at most 2147483647"), std::string::npos)
+      << error;
 }
 
 /// Damages the entry in `path` with `damage`, then checks that a fresh
