@@ -41,8 +41,9 @@
 //   q_empty                every consumer thread is done with Q
 //                          (consumers -> producer)
 //
-// so the producer loads the next visit's Q and first K/V tiles while the
-// consumers finish this one (its normalization and stores).
+// released right after the last Q K^T (pipelined: after the K/V loop,
+// before the last P V), so the producer loads the next visit's Q and first
+// K/V tiles while the consumers finish this one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -653,12 +654,14 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     for (LoadTileOp load : tensor->loads) {
       Block *block = load->getBlock();
       Operation *first = nullptr, *last = nullptr;
+      SmallVector<Operation *> allUses;
       for (Operation *user : load.getResult().getUsers()) {
         SmallVector<Operation *> uses = {user};
         if (auto matmul = dyn_cast<TileMatmulOp>(user);
             matmul && matmul.getAsync())
           for (Operation *wait : matmul.getResult().getUsers())
             uses.push_back(wait);
+        allUses.append(uses);
         for (Operation *use : uses) {
           Operation *op = block->findAncestorOpInBlock(*use);
           if (!op)
@@ -700,10 +703,34 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       load.erase();
       if (tensor->emptyBarrier < 0 || !last)
         continue;
-      OpBuilder after(block, std::next(Block::iterator(last)));
-      nvgpu::MBarrierArriveOp::create(
-          after, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
-          addConst(after, loc, slot, tensor->emptyBarrier));
+      auto release = [&](OpBuilder &at) {
+        nvgpu::MBarrierArriveOp::create(
+            at, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
+            addConst(at, loc, slot, tensor->emptyBarrier));
+      };
+      // A tile last used inside both branches of an scf.if (Q in the
+      // pipelined program: its K/V loop, under kv_begin < kv_end) is
+      // released in each branch right after its last use there, not after
+      // the whole if: the producer can load the next Q during the last P V.
+      auto branches = dyn_cast<scf::IfOp>(last);
+      if (!branches || branches.getElseRegion().empty()) {
+        OpBuilder after(block, std::next(Block::iterator(last)));
+        release(after);
+        continue;
+      }
+      for (Region *region :
+           {&branches.getThenRegion(), &branches.getElseRegion()}) {
+        Block &branch = region->front();
+        Operation *lastHere = nullptr;
+        for (Operation *use : allUses)
+          if (Operation *op = branch.findAncestorOpInBlock(*use);
+              op && (!lastHere || lastHere->isBeforeInBlock(op)))
+            lastHere = op;
+        OpBuilder at = lastHere ? OpBuilder(&branch, std::next(Block::iterator(
+                                                         lastHere)))
+                                : OpBuilder::atBlockBegin(&branch);
+        release(at);
+      }
     }
 
   grid->setAttr(FADialect::getLaunchAttrName(),

@@ -1,5 +1,28 @@
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-warp-specialize --cse | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=192 block-n=64" --fa-place-wgmma="num-warps=12 stages=2" --fa-warp-specialize --cse | FileCheck %s --check-prefix=THREE
+// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-wgmma-pipeline --fa-warp-specialize --cse | FileCheck %s --check-prefix=PIPE
+
+// Pipelined (fa-wgmma-pipeline), Q's last use is the last Q K^T in the K/V
+// loop under kv_begin < kv_end: Q is released right after that loop, before
+// the last P V, and at once when the range is empty, so that the producer
+// loads the next visit's Q during the last P V and the stores.
+// PIPE-LABEL: func.func @attention
+// PIPE: nvvm.setmaxregister increase
+// PIPE: scf.if %{{.*}} -> (
+// PIPE: scf.for
+// PIPE: fa.tile_matmul %{{.*}}, %{{.*}} {async, transpose_rhs}
+// PIPE: scf.yield
+// PIPE-NEXT: }
+// PIPE-NEXT: %c9 = arith.constant 9 : index
+// PIPE-NEXT: %[[QEMPTY:.*]] = arith.addi %c0, %c9
+// PIPE-NEXT: nvgpu.mbarrier.arrive %{{.*}}[%[[QEMPTY]]]
+// PIPE: fa.tile_matmul %{{.*}}, %{{.*}} acc(%{{.*}}) :
+// PIPE: } else {
+// PIPE-NEXT: %c9{{.*}} = arith.constant 9 : index
+// PIPE-NEXT: %[[QEMPTYNONE:.*]] = arith.addi %c0, %c9
+// PIPE-NEXT: nvgpu.mbarrier.arrive %{{.*}}[%[[QEMPTYNONE]]]
+// PIPE-NEXT: scf.yield
+// PIPE: fa.finalize
 
 // Three consumer warpgroups keep one block per tile (the persistent
 // producer's registers would leave them too few): no rounds, no q_empty.
