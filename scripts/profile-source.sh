@@ -1,28 +1,45 @@
 #!/usr/bin/env bash
 # On the GPU machine (gpu-run.sh profile-source): where one default kernel
 # stalls, per SASS instruction. ncu samples warp states (SourceCounters,
-# WarpStateStats, SchedulerStats) on one launch, S=4k, B=4, H*D=2048,
-# f16, no mask; the report is exported, its source page printed as CSV and
-# the 60 instructions with the most stall samples listed with their three
-# largest stall reasons. Writes to $OUT/<target>-*.
-#   scripts/profile-source.sh [dkdv-d128|wgmma-d128|wgmma-d256|mma-d128]...
+# WarpStateStats, SchedulerStats) on one launch, B x S = 16k, H*D=2048,
+# f16; the report is exported, its source page printed as CSV and the 60
+# instructions with the most stall samples listed with their three largest
+# stall reasons; the SMs' active cycles (min / mean / max: the grid's
+# balance) and the L2 hit rate beside. Writes to $OUT/<target>-*.
+#   scripts/profile-source.sh TARGET...
+# TARGET: dkdv-d128, or <strategy>-d<D>[-s<S>][-causal][-<M>x<N>w<W>s<ST>]
+#   e.g. wgmma-d128, wgmma-d64-s1024-causal, wgmma-d64-s1024-128x128w8s2
+#   (S = 4096 and the default tiles unless named).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa-gpu-out}
 status=0
 for target in "${@:-dkdv-d128}"; do
+  s=4096 causal=False tiles=""
   case $target in
   dkdv-d128) d=128 kernel=dkdv call='o, lse = fa.attention(q, k, v, return_lse=True)
 fa.attention_backward(torch.randn_like(q), q, k, v, o, lse)' ;;
-  wgmma-d*) d=${target#wgmma-d} kernel=fa_fwd call='fa.attention(q, k, v, strategy="wgmma")' ;;
-  mma-d*) d=${target#mma-d} kernel=fa_fwd call='fa.attention(q, k, v, strategy="mma")' ;;
+  wgmma-d* | mma-d*)
+    strategy=${target%%-*} kernel=fa_fwd
+    for part in $(echo "${target#*-}" | tr '-' ' '); do
+      case $part in
+      d[0-9]*) d=${part#d} ;;
+      s[0-9]*) s=${part#s} ;;
+      causal) causal=True ;;
+      *x*w*s*)
+        tiles=$(echo "$part" | sed -E 's/([0-9]+)x([0-9]+)w([0-9]+)s([0-9]+)/, block_m=\1, block_n=\2, num_warps=\3, stages=\4/') ;;
+      *) echo "unknown part $part of $target"; status=2; continue 2 ;;
+      esac
+    done
+    call="fa.attention(q, k, v, causal=$causal, strategy=\"$strategy\"$tiles)" ;;
   *) echo "unknown target $target"; status=2; continue ;;
   esac
   cat > /tmp/fa-profile-source.py <<PY
 import sys, torch
 sys.path.insert(0, "python")
 import fa
-d, s, b = $d, 4096, 4
+d, s = $d, $s
+b = max(1, 16384 // s)
 q, k, v = (torch.randn(b, 2048 // d, s, d, device="cuda", dtype=torch.float16)
            for _ in range(3))
 $call
@@ -32,12 +49,14 @@ PY
   ncu --clock-control none --kernel-name regex:$kernel --launch-count 1 \
     --section SourceCounters --section WarpStateStats --section SchedulerStats \
     --section SpeedOfLight --section ComputeWorkloadAnalysis \
+    --section Occupancy --section LaunchStats \
+    --metrics sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,lts__t_sector_hit_rate.pct,dram__bytes.sum \
     --export "$OUT/$target" --force-overwrite \
     python3 /tmp/fa-profile-source.py > "$OUT/$target-run.txt" 2>&1 || status=1
   tail -3 "$OUT/$target-run.txt"
   ncu --import "$OUT/$target.ncu-rep" --print-details all \
     > "$OUT/$target-details.txt" 2>&1
-  grep -iE "stall|warp cycles|issued|eligible|duration|pipe|throughput" \
+  grep -iE "stall|warp cycles|issued|eligible|duration|pipe|throughput|occupancy|grid size|registers|sm__cycles_active|hit_rate|dram__bytes" \
     "$OUT/$target-details.txt" | head -50
   ncu --import "$OUT/$target.ncu-rep" --page source --print-source sass --csv \
     > "$OUT/$target-sass.csv" 2>&1
