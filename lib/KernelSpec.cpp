@@ -154,7 +154,8 @@ std::string KernelSpec::canonicalText() const {
 /// The first `limit` default candidates of `request`, from its strategy's
 /// resource model.
 static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
-                                                        size_t limit) {
+                                                        size_t limit,
+                                                        int64_t length) {
   // Nothing derives from an invalid spec (the models' arithmetic assumes
   // the validated ranges): it comes back as it is, for validate() to name.
   if (!request.validate().empty())
@@ -169,16 +170,16 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
   if (request.strategy == Strategy::mma)
     return mma::defaultCandidates(request, limit);
   if (request.strategy == Strategy::wgmma)
-    return wgmma::defaultCandidates(request, limit);
+    return wgmma::defaultCandidates(request, limit, length);
   return simt::defaultCandidates(request, limit);
 }
 
-std::vector<KernelSpec> KernelSpec::defaultCandidates() const {
-  return collectDefaultCandidates(*this, SIZE_MAX);
+std::vector<KernelSpec> KernelSpec::defaultCandidates(int64_t length) const {
+  return collectDefaultCandidates(*this, SIZE_MAX, length);
 }
 
-KernelSpec KernelSpec::withDefaults() const {
-  return collectDefaultCandidates(*this, 1).front();
+KernelSpec KernelSpec::withDefaults(int64_t length) const {
+  return collectDefaultCandidates(*this, 1, length).front();
 }
 
 std::optional<size_t> chooseDefaultCandidate(

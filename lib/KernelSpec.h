@@ -76,13 +76,16 @@ struct KernelSpec {
 
   /// This spec with the strategy resolved and zero tile sizes / warps /
   /// stages replaced by the defaults: the first of defaultCandidates().
-  KernelSpec withDefaults() const;
+  KernelSpec withDefaults(int64_t length = 0) const;
 
   /// The configs the defaults choose from, best first: the measured ranking
   /// filtered by the fields already set, the arch's shared memory and a
   /// register estimate. The estimate cannot see ptxas's allocation, so the
   /// runtime takes the first candidate that compiles without spills.
-  std::vector<KernelSpec> defaultCandidates() const;
+  /// `length`: the longer of the query and key lengths the kernel is for
+  /// (the runtime passes it rounded up to a power of two), where a strategy
+  /// ranks by length; 0 = not known, the ranking measured at S = 4k.
+  std::vector<KernelSpec> defaultCandidates(int64_t length = 0) const;
 };
 
 /// The rule for defaulted tiles (the runtime's and fa-compile's): of the

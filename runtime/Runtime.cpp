@@ -193,7 +193,8 @@ struct Runtime::Impl {
 
   std::mutex mutex; // guards kernels and the compile path
   std::map<std::string, std::shared_ptr<KernelEntry>> kernels;
-  /// Requested spec with tiles left to the defaults (canonical text) -> the
+  /// Requested spec with tiles left to the defaults (canonical text, and
+  /// the length bucket where the forward's defaults depend on it) -> the
   /// candidate chosen for it.
   std::map<std::string, KernelSpec> defaultChoice;
   /// Autotuning: on or off, the choices made or read back (by canonical
@@ -206,15 +207,19 @@ struct Runtime::Impl {
   Result chooseAssemblerLocked();
   Result assembleWithDriver(const std::string &ptx, std::vector<char> &cubin,
                             std::string &log);
-  Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry);
+  /// `length`: the length bucket the defaults are chosen for (0 = none).
+  Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry,
+                                int64_t length = 0);
   Result loadLocked(KernelEntry &entry);
   /// Finds, compiles and loads the kernel of `requested` (defaults filled),
   /// under the lock; the caller shares the entry for as long as it
   /// launches from it (clearMemoryCache may drop the cache's share).
   Result prepareAndLoad(const KernelSpec &requested,
-                        std::shared_ptr<KernelEntry> &entry);
+                        std::shared_ptr<KernelEntry> &entry,
+                        int64_t length = 0);
   Result prepareAndLoadLocked(const KernelSpec &requested,
-                              std::shared_ptr<KernelEntry> &entry);
+                              std::shared_ptr<KernelEntry> &entry,
+                              int64_t length = 0);
   /// Runs the launches of a loaded kernel in order on `stream`; `operands`
   /// holds the tensor of each LaunchPlan::Operand.
   Result launchAll(const KernelEntry &entry,
@@ -553,15 +558,18 @@ Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
 /// only known after compiling), or the first that compiles if all spill.
 /// The choice is remembered, so later calls cost one lookup.
 Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
-                                             KernelEntry *&entry) {
+                                             KernelEntry *&entry,
+                                             int64_t length) {
   if (requested.arch.empty())
     requested.arch = arch;
   if (!requested.needsDefaults())
     return prepareLocked(requested, entry);
   std::string request = requested.canonicalText();
+  if (length > 0)
+    request += ";length=" + std::to_string(length);
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
-  std::vector<KernelSpec> candidates = requested.defaultCandidates();
+  std::vector<KernelSpec> candidates = requested.defaultCandidates(length);
   std::vector<KernelEntry *> compiled(candidates.size(), nullptr);
   Result firstError;
   size_t next = 0;
@@ -1034,15 +1042,17 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
 }
 
 Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
-                                     std::shared_ptr<KernelEntry> &entry) {
+                                     std::shared_ptr<KernelEntry> &entry,
+                                     int64_t length) {
   std::lock_guard<std::mutex> lock(mutex);
-  return prepareAndLoadLocked(requested, entry);
+  return prepareAndLoadLocked(requested, entry, length);
 }
 
 Result Runtime::Impl::prepareAndLoadLocked(const KernelSpec &requested,
-                                           std::shared_ptr<KernelEntry> &entry) {
+                                           std::shared_ptr<KernelEntry> &entry,
+                                           int64_t length) {
   KernelEntry *found = nullptr;
-  if (Result r = prepareDefaultedLocked(requested, found); !r)
+  if (Result r = prepareDefaultedLocked(requested, found, length); !r)
     return r;
   if (Result r = loadLocked(*found); !r)
     return r;
@@ -1083,7 +1093,7 @@ Result Runtime::Impl::autotuneAndLoad(
   }
 
   // Time the first candidates (a few; and stop once the budget is spent).
-  std::vector<KernelSpec> candidates = request.defaultCandidates();
+  std::vector<KernelSpec> candidates = request.defaultCandidates(bucket);
   if (candidates.size() > kAutotuneCandidates)
     candidates.resize(kAutotuneCandidates);
   auto start = std::chrono::steady_clock::now();
@@ -1246,7 +1256,9 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
             entry);
         !r)
       return r;
-  } else if (Result r = impl->prepareAndLoad(requested, entry); !r) {
+  } else if (Result r = impl->prepareAndLoad(
+                 requested, entry, lengthBucket(a.q.sizes[2], a.k.sizes[2]));
+             !r) {
     return r;
   }
   return impl->runForward(*entry, a);

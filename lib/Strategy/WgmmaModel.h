@@ -118,10 +118,14 @@ bool takesProblem(ElementType dtype, int64_t headDim, const std::string &arch);
 /// stages, arch), else what is wrong, naming the value and the limit.
 std::string checkSpec(const KernelSpec &spec);
 
+/// Lengths up to this (the longer of query and key) rank small head dims'
+/// candidates for short sequences (see defaultCandidates).
+constexpr int64_t kShortLength = 1024;
+
 /// The first `limit` default candidates of a request whose strategy is
-/// wgmma, best first.
+/// wgmma, best first, for sequences of `length` (0 = not known).
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
-                                          size_t limit);
+                                          size_t limit, int64_t length = 0);
 
 } // namespace fa::wgmma
 

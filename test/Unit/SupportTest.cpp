@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace {
@@ -384,6 +385,46 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
     EXPECT_EQ(withN.stages, 1);
     EXPECT_EQ(withN.blockM, 16 * withN.numWarps);
   }
+}
+
+/// At D = 64 sequences up to 1k rank the two-warpgroup (persistent) tiles
+/// first, longer or unknown lengths the three-warpgroup ones; other head
+/// dims and other strategies do not rank by length.
+TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {
+  fa::KernelSpec spec;
+  spec.headDim = 64;
+  spec.dtype = fa::ElementType::f16;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  auto first = [&](int64_t length) {
+    fa::KernelSpec c = spec.withDefaults(length);
+    return std::to_string(c.blockM) + "x" + std::to_string(c.blockN) + " w" +
+           std::to_string(c.numWarps);
+  };
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma);
+  EXPECT_EQ(first(0), "192x128 w12");
+  EXPECT_EQ(first(512), "128x128 w8");
+  EXPECT_EQ(first(fa::wgmma::kShortLength), "128x128 w8");
+  EXPECT_EQ(first(2 * fa::wgmma::kShortLength), "192x128 w12");
+  // The same candidates, in another order.
+  std::vector<std::string> shortNames, longNames;
+  for (const fa::KernelSpec &c : spec.defaultCandidates(1024))
+    shortNames.push_back(c.kernelName());
+  for (const fa::KernelSpec &c : spec.defaultCandidates(0))
+    longNames.push_back(c.kernelName());
+  std::sort(shortNames.begin(), shortNames.end());
+  std::sort(longNames.begin(), longNames.end());
+  EXPECT_EQ(shortNames, longNames);
+  // An explicit warp count still wins over the length's ranking.
+  spec.numWarps = 12;
+  EXPECT_EQ(first(512), "192x128 w12");
+  spec.numWarps = 0;
+  spec.headDim = 128;
+  EXPECT_EQ(spec.withDefaults(512).kernelName(),
+            spec.withDefaults(0).kernelName());
+  spec.headDim = 64;
+  spec.strategy = fa::Strategy::mma;
+  EXPECT_EQ(spec.withDefaults(512).kernelName(),
+            spec.withDefaults(0).kernelName());
 }
 
 /// ptxas where the toolkit is installed, else the driver's JIT; FA_ASSEMBLER

@@ -76,6 +76,12 @@ static cl::opt<int64_t> numWarps(
 static cl::opt<int64_t> stages(
     "stages", cl::desc("K/V tiles in flight (mma: 1..4; 0 = default)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> sequenceLength(
+    "length",
+    cl::desc("sequence length the default tiles are chosen for (the longer "
+             "of query and key, as the runtime does; 0 = not known, the "
+             "ranking measured at 4k)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<double> scale("scale",
                              cl::desc("softmax scale (default 1/sqrt(D))"),
                              cl::init(0.0), cl::cat(category));
@@ -277,8 +283,11 @@ int main(int argc, char **argv) {
   spec.scale = scale;
   if (std::string error = spec.validate(); !error.empty())
     return fail(error);
+  if (sequenceLength < 0)
+    return fail("--length must be >= 0 (0 = not known), got " +
+                std::to_string(sequenceLength));
   const ::fa::KernelSpec requested = spec;
-  spec = spec.withDefaults();
+  spec = spec.withDefaults(sequenceLength);
   // Defaulted tiles, where ptxas is at hand: the runtime's rule
   // (Runtime::prepare), the first candidate that assembles without spills,
   // else the first that compiles; every stage with tiles shows that kernel.
@@ -287,7 +296,7 @@ int main(int argc, char **argv) {
   std::vector<::fa::KernelSpec> candidates;
   if (requested.needsDefaults() && inputFile.empty() &&
       (report || *target != Stage::fa))
-    candidates = requested.defaultCandidates();
+    candidates = requested.defaultCandidates(sequenceLength);
   // One candidate leaves nothing to choose: no trial compile.
   if (candidates.size() > 1) {
     if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
