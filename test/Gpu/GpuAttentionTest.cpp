@@ -629,7 +629,7 @@ TEST_F(GpuAttention, WgmmaExplicitConfigs) {
   };
   for (Config c : {Config{64, 64, 4, 1}, {128, 128, 8, 2}, {128, 64, 8, 3},
                    {192, 64, 12, 2}, {128, 32, 8, 4}, {64, 16, 4, 2},
-                   {64, 256, 4, 1}}) {
+                   {64, 256, 4, 1}, {128, 176, 8, 2}, {128, 144, 8, 2}}) {
     fa::KernelSpec tiles;
     tiles.strategy = fa::Strategy::wgmma;
     tiles.blockM = c.bm;
