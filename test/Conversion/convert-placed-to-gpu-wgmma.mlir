@@ -24,13 +24,19 @@
 // CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK-NEXT: nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
-// S = Q K^T: 4 k16 steps of wgmma m64n64k16, both operands as descriptors
-// (start address / 16 in bits 0-13, LBO 1, SBO 1024 / 16 = 64, 128-byte
-// swizzle in bits 62-63: 0x4000004000010000); the first step ignores the
+// S = Q K^T: 4 k16 steps of wgmma m64n64k16, both operands as descriptors.
+// Per operand the low word is built once (start address / 16 in bits
+// 0-13, LBO 1 in bits 16-29: 0x10000), each step adds its offset / 16 (32
+// bytes: 2) and takes the constant high word (SBO 1024 / 16 = 64, 128-byte
+// swizzle in bits 62-63: 0x4000004000000000); the first step ignores the
 // accumulator (scale-d = 0).
+// CHECK: %[[QLOW:.*]] = arith.ori %{{.*}}, %c65536_i32 : i32
+// CHECK: %[[QWIDE:.*]] = arith.extui %[[QLOW]] : i32 to i64
+// CHECK: %[[QDESC:.*]] = arith.ori %[[QWIDE]], %c4611686293305294848_i64 : i64
+// CHECK: %[[QSTEP:.*]] = arith.addi %[[QLOW]], %c2_i32{{.*}} : i32
+// CHECK: arith.extui %[[QSTEP]] : i32 to i64
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: %[[DESC:.*]] = arith.ori %{{.*}}, %c4611686293305360384_i64{{.*}} : i64
-// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 0;{{.*}}"=f,{{.*}},0,1,2,{{.*}},l,l,r" {{.*}}%[[DESC]]
+// CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 0;{{.*}}"=f,{{.*}},0,1,2,{{.*}},l,l,r" {{.*}}%[[QDESC]]
 // CHECK-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, p, 1, 1, 0, 0;
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
@@ -40,10 +46,12 @@
 // CHECK: gpu.shuffle  xor
 // CHECK: math.exp2
 // O += P V: P's A fragments from registers (4 x b32), V as an MN-major
-// descriptor (LBO = one 64-column block of 64 rows x 128 bytes = 8192,
-// SBO 1024: 0x4000004002000000), transposed B.
+// descriptor (LBO = one 64-column block of 64 rows x 128 bytes = 8192:
+// 512 << 16 in the low word; SBO 1024 in the high word), transposed B.
+// CHECK: %[[VLOW:.*]] = arith.ori %{{.*}}, %c33554432_i32 : i32
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: arith.ori %{{.*}}, %c4611686293338849280_i64 : i64
+// CHECK: %[[VWIDE:.*]] = arith.extui %[[VLOW]] : i32 to i64
+// CHECK: arith.ori %[[VWIDE]], %c4611686293305294848_i64{{.*}} : i64
 // CHECK: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, {${{[0-9]+}}, ${{[0-9]+}}, ${{[0-9]+}}, ${{[0-9]+}}}, ${{[0-9]+}}, p, 1, 1, 1;{{.*}}"=f,{{.*}},r,r,r,r,l,r"
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0

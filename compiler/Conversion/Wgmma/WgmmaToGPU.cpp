@@ -44,6 +44,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -131,22 +132,48 @@ Value sharedAddress(OpBuilder &b, Location loc, Value buffer) {
   return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
 }
 
-/// A wgmma shared-memory matrix descriptor: the start address and the two
+/// wgmma shared-memory matrix descriptors: the start address and the two
 /// byte offsets in 16-byte units, the 128-byte swizzle in bits 62-63.
 ///   K-major (Q, K): rows of 128 bytes, 8-row groups 1024 bytes apart
 ///     (SBO); LBO unused (1).
 ///   MN-major (V): 8-row (k) groups 1024 bytes apart (SBO), 64-element
 ///     column blocks `blockBytes` apart (LBO).
-Value descriptor(OpBuilder &b, Location loc, Value address, int64_t lbo,
-                 int64_t sbo) {
-  uint64_t fields = (uint64_t(lbo >> 4) << 16) | (uint64_t(sbo >> 4) << 32) |
-                    (uint64_t(1) << 62);
-  Value start = arith::AndIOp::create(
-      b, loc,
-      arith::ShRUIOp::create(b, loc, address, i64Const(b, loc, 4)),
-      i64Const(b, loc, 0x3FFF));
-  return arith::OrIOp::create(b, loc, start, i64Const(b, loc, int64_t(fields)));
-}
+/// An operand's k16 steps differ only in the start address, so its low
+/// word (start, bits 0-13; LBO, bits 16-29) is built once and each step
+/// adds its offset / 16 to it: one 32-bit add per wgmma instead of a 64-bit
+/// shift, mask and or. Shared addresses stay below 256 KiB, so the sum never
+/// leaves bits 0-13.
+struct OperandDescriptor {
+  Value lowWord; // i32
+  int64_t sbo;
+
+  OperandDescriptor(OpBuilder &b, Location loc, Value address, int64_t lbo,
+                    int64_t sbo)
+      : sbo(sbo) {
+    Value start = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, address, i64Const(b, loc, 4)),
+        i64Const(b, loc, 0x3FFF));
+    lowWord = arith::OrIOp::create(
+        b, loc, arith::TruncIOp::create(b, loc, b.getI32Type(), start),
+        arith::ConstantOp::create(b, loc,
+                                  b.getI32IntegerAttr(int32_t((lbo >> 4) << 16))));
+  }
+
+  /// The descriptor of the matrix `offset` bytes (a multiple of 16) past
+  /// the operand's start.
+  Value at(OpBuilder &b, Location loc, int64_t offset) const {
+    Value low = lowWord;
+    if (offset)
+      low = arith::AddIOp::create(
+          b, loc, low,
+          arith::ConstantOp::create(b, loc,
+                                    b.getI32IntegerAttr(int32_t(offset >> 4))));
+    uint64_t high = (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62);
+    return arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), low),
+        i64Const(b, loc, int64_t(high)));
+  }
+};
 
 /// An empty asm that takes and returns `values` ("+f" / "+r"): it has side
 /// effects, so the compiler keeps the reads and writes of these registers
@@ -291,16 +318,17 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 
     // A operand per k16 step.
     SmallVector<Value> lhsElements;
-    Value lhsBase;
+    std::optional<OperandDescriptor> lhsDescriptor;
     int64_t lhsRows = 0;
     if (sharedLhs) {
       lhsRows = cast<RankedTensorType>(op.getLhs().getType()).getDimSize(0);
       Value warpgroupRows = arith::MulIOp::create(
           rewriter, loc, warpgroup,
           indexConst(rewriter, loc, model::kWarpgroupRows * rowBytes));
-      lhsBase = arith::AddIOp::create(
+      Value lhsBase = arith::AddIOp::create(
           rewriter, loc, sharedAddress(rewriter, loc, adaptor.getLhs()),
           i64(warpgroupRows));
+      lhsDescriptor.emplace(rewriter, loc, lhsBase, 16, groupBytes);
     } else {
       lhsElements = unpack(rewriter, loc, adaptor.getLhs());
     }
@@ -308,9 +336,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       if (sharedLhs) {
         int64_t offset = (k * 16 / model::kColumnBlock) * lhsRows * rowBytes +
                          (k * 16 % model::kColumnBlock) * 2;
-        Value address = arith::AddIOp::create(rewriter, loc, lhsBase,
-                                              i64Const(rewriter, loc, offset));
-        return {descriptor(rewriter, loc, address, 16, groupBytes)};
+        return {lhsDescriptor->at(rewriter, loc, offset)};
       }
       SmallVector<Value> regs;
       int64_t base = k * ::fa::mma::OperandAFragment::kElements;
@@ -326,21 +352,16 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     };
     Value rhsBase = sharedAddress(rewriter, loc, adaptor.getRhs());
     int64_t rhsRows = rhsType.getDimSize(0);
+    OperandDescriptor rhsDescriptor(rewriter, loc, rhsBase,
+                                    transposed ? 16 : rhsRows * rowBytes,
+                                    groupBytes);
     auto bDescriptor = [&](int64_t k) {
-      if (transposed) {
-        int64_t offset = (k * 16 / model::kColumnBlock) * rhsRows * rowBytes +
-                         (k * 16 % model::kColumnBlock) * 2;
-        return descriptor(
+      if (transposed)
+        return rhsDescriptor.at(
             rewriter, loc,
-            arith::AddIOp::create(rewriter, loc, rhsBase,
-                                  i64Const(rewriter, loc, offset)),
-            16, groupBytes);
-      }
-      return descriptor(rewriter, loc,
-                        arith::AddIOp::create(
-                            rewriter, loc, rhsBase,
-                            i64Const(rewriter, loc, k * 16 * rowBytes)),
-                        rhsRows * rowBytes, groupBytes);
+            (k * 16 / model::kColumnBlock) * rhsRows * rowBytes +
+                (k * 16 % model::kColumnBlock) * 2);
+      return rhsDescriptor.at(rewriter, loc, k * 16 * rowBytes);
     };
 
     SmallVector<Value> acc;
