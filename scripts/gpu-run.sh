@@ -7,7 +7,7 @@
 #                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       profile-backward-source|profile-source|grad-seeds|
-#                       host-overhead|
+#                       host-overhead|clock-probe|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -65,6 +65,10 @@ for step in $steps; do
   bench | all)
     run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
       ${FA_BENCH_ARGS:-} ;;&
+  clock-probe)
+    # SM clock and power while fa wgmma, cuDNN and FLASH_ATTENTION each run
+    # back to back (D=128, S=4k and 16k; FA_CLOCK_ARGS adds arguments).
+    run clock-probe python3 bench/clock_probe.py ${FA_CLOCK_ARGS:-} ;;
   host-overhead)
     # CPU time per call of fa.attention and of SDPA (D=128, S=4k).
     run host-overhead python3 bench/bench_attention.py --host-overhead ;;
