@@ -27,13 +27,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import fa  # noqa: E402
 
 
+# The GPU torch runs on (device 0 of CUDA_VISIBLE_DEVICES: an index or a
+# UUID, both of which nvidia-smi -i takes); other GPUs of the host are not
+# sampled.
+DEVICE = (os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+          or "0")
+
+
 def sampled(fn, seconds):
     """Runs fn back to back for `seconds`; returns (calls per second, SM
     clocks in MHz, power in W) sampled by nvidia-smi meanwhile."""
     fn()
     torch.cuda.synchronize()
     smi = subprocess.Popen(
-        ["nvidia-smi", "--query-gpu=clocks.sm,power.draw",
+        ["nvidia-smi", "-i", DEVICE, "--query-gpu=clocks.sm,power.draw",
          "--format=csv,noheader,nounits", "-lms", "50"],
         stdout=subprocess.PIPE, text=True)
     start = time.perf_counter()

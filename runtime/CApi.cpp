@@ -153,8 +153,13 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
   if (std::string error = makeSpec(headDim, dtype, causal, scale, config, spec);
       !error.empty())
     return invalid(error.c_str());
+  int64_t length = config ? config->sequence_length : 0;
+  if (length < 0)
+    return invalid(("sequence_length must be >= 0 (0 = not known), got " +
+                    std::to_string(length))
+                       .c_str());
   fa::KernelInfo kernel;
-  fa::Result r = runtime->runtime->prepare(spec, &kernel);
+  fa::Result r = runtime->runtime->prepare(spec, &kernel, length);
   if (r && info) {
     copyName(info->name, sizeof(info->name), kernel.name);
     copyName(info->key, sizeof(info->key), kernel.key);

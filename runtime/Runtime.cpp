@@ -342,10 +342,15 @@ const std::string &Runtime::cacheDir() const {
   return impl->disk.directory();
 }
 
-KernelSpec Runtime::resolve(KernelSpec spec) const {
+/// The length bucket the defaults are chosen for (0 = not known).
+static int64_t defaultsBucket(int64_t length) {
+  return length > 0 ? lengthBucket(length, length) : 0;
+}
+
+KernelSpec Runtime::resolve(KernelSpec spec, int64_t length) const {
   if (spec.arch.empty())
     spec.arch = impl->arch;
-  return spec.withDefaults();
+  return spec.withDefaults(defaultsBucket(length));
 }
 
 bool Runtime::autotunes() const { return impl->autotune; }
@@ -658,22 +663,28 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
   return {};
 }
 
-Result Runtime::prepare(const KernelSpec &spec, KernelInfo *info) {
+Result Runtime::prepare(const KernelSpec &spec, KernelInfo *info,
+                        int64_t length) {
   std::lock_guard<std::mutex> lock(impl->mutex);
   KernelEntry *entry = nullptr;
-  if (Result r = impl->prepareDefaultedLocked(spec, entry); !r)
+  if (Result r = impl->prepareDefaultedLocked(spec, entry,
+                                              defaultsBucket(length));
+      !r)
     return r;
   if (info)
     *info = entry->info;
   return {};
 }
 
-Result Runtime::load(const KernelSpec &spec, KernelInfo *info) {
+Result Runtime::load(const KernelSpec &spec, KernelInfo *info,
+                     int64_t length) {
   std::lock_guard<std::mutex> lock(impl->mutex);
   if (!impl->driver)
     return Result::error(Status::noDriver, impl->driverError);
   KernelEntry *entry = nullptr;
-  if (Result r = impl->prepareDefaultedLocked(spec, entry); !r)
+  if (Result r = impl->prepareDefaultedLocked(spec, entry,
+                                              defaultsBucket(length));
+      !r)
     return r;
   if (Result r = impl->loadLocked(*entry); !r)
     return r;
@@ -1235,7 +1246,8 @@ Result Runtime::Impl::launchAll(
 
 Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   // resolve() leaves an invalid spec as it is; validate() names the field.
-  KernelSpec spec = resolve(requested);
+  KernelSpec spec =
+      resolve(requested, std::max(a.q.sizes[2], a.k.sizes[2]));
   if (spec.backward)
     return Result::error(Status::invalidArgument,
                          "forward() runs a forward spec; this one is a "

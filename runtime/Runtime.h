@@ -133,13 +133,19 @@ public:
   /// Fills the defaults: tiles and warps left at 0 (the first default
   /// candidate), and an empty arch (the device's). prepare(), load() and
   /// forward() may settle on a later candidate when this one spills; the
-  /// KernelInfo they return holds the spec actually used.
-  KernelSpec resolve(KernelSpec spec) const;
+  /// KernelInfo they return holds the spec actually used. `length`: the
+  /// sequence length (the longer of query and key) the defaults are chosen
+  /// for, as forward() chooses them for its tensors; 0 = not known.
+  KernelSpec resolve(KernelSpec spec, int64_t length = 0) const;
 
   /// Finds or compiles the kernel (memory, disk, compiler). Needs no GPU.
-  Result prepare(const KernelSpec &spec, KernelInfo *info = nullptr);
+  /// With defaulted tiles and the `length` a later forward() runs, this is
+  /// the kernel that forward() launches.
+  Result prepare(const KernelSpec &spec, KernelInfo *info = nullptr,
+                 int64_t length = 0);
   /// prepare() and load the kernel on the device.
-  Result load(const KernelSpec &spec, KernelInfo *info = nullptr);
+  Result load(const KernelSpec &spec, KernelInfo *info = nullptr,
+              int64_t length = 0);
 
   /// O, LSE = attention(Q, K, V) with the kernel for `spec` (head dim,
   /// dtype, mask, scale; tiles 0 = default). All arguments are checked

@@ -55,6 +55,10 @@ typedef struct fa_kernel_config {
   int32_t strategy; /* an fa_strategy */
   int32_t backward; /* 0 or 1: the backward's kernels (fa_prepare_kernel) */
   int32_t deterministic; /* 0 or 1: the backward adds dQ in a fixed order */
+  /* fa_prepare_kernel: the sequence length (the longer of query and key)
+     the default tiles are chosen for, as a forward on such tensors chooses
+     them; 0 = not known. The launches use their tensors' lengths. */
+  int64_t sequence_length;
 } fa_kernel_config;
 
 /* What a kernel is and where it came from. */

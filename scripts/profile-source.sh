@@ -26,7 +26,9 @@ fa.attention_backward(torch.randn_like(q), q, k, v, o, lse)' ;;
       d[0-9]*) d=${part#d} ;;
       s[0-9]*) s=${part#s} ;;
       causal) causal=True ;;
-      *x*w*s*)
+      [0-9]*x[0-9]*w[0-9]*s[0-9]*)
+        [[ $part =~ ^[0-9]+x[0-9]+w[0-9]+s[0-9]+$ ]] ||
+          { echo "bad tiles $part in $target (MxNwWsST)"; status=2; continue 2; }
         tiles=$(echo "$part" | sed -E 's/([0-9]+)x([0-9]+)w([0-9]+)s([0-9]+)/, block_m=\1, block_n=\2, num_warps=\3, stages=\4/') ;;
       *) echo "unknown part $part of $target"; status=2; continue 2 ;;
       esac

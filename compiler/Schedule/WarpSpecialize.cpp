@@ -657,10 +657,20 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       SmallVector<Operation *> allUses;
       for (Operation *user : load.getResult().getUsers()) {
         SmallVector<Operation *> uses = {user};
+        // An async matmul reads the tile until its wait: the release goes
+        // after the waits, which must be direct users (a result carried out
+        // of a loop and waited for later would release too early).
         if (auto matmul = dyn_cast<TileMatmulOp>(user);
             matmul && matmul.getAsync())
-          for (Operation *wait : matmul.getResult().getUsers())
+          for (Operation *wait : matmul.getResult().getUsers()) {
+            if (!isa<AsyncWaitOp>(wait))
+              return matmul.emitOpError(
+                  "async result used by '")
+                     << wait->getName()
+                     << "' before its fa.async_wait: the loaded tile it "
+                        "reads could be released too early";
             uses.push_back(wait);
+          }
         allUses.append(uses);
         for (Operation *use : uses) {
           Operation *op = block->findAncestorOpInBlock(*use);

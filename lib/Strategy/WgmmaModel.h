@@ -119,7 +119,9 @@ bool takesProblem(ElementType dtype, int64_t headDim, const std::string &arch);
 std::string checkSpec(const KernelSpec &spec);
 
 /// Lengths up to this (the longer of query and key) rank small head dims'
-/// candidates for short sequences (see defaultCandidates).
+/// candidates for short sequences (see defaultCandidates). A power of two,
+/// so a length and the runtime's bucket of it (rounded up to a power of
+/// two) fall on the same side.
 constexpr int64_t kShortLength = 1024;
 
 /// The first `limit` default candidates of a request whose strategy is

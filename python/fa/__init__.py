@@ -54,7 +54,8 @@ class _Config(ctypes.Structure):
                 ("num_warps", ctypes.c_int64), ("arch", ctypes.c_char_p),
                 ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32),
                 ("backward", ctypes.c_int32),
-                ("deterministic", ctypes.c_int32)]
+                ("deterministic", ctypes.c_int32),
+                ("sequence_length", ctypes.c_int64)]
 
 
 class _Info(ctypes.Structure):
@@ -158,18 +159,19 @@ def _choice(where, name, value, choices):
 
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
-            backward=False, deterministic=False):
+            backward=False, deterministic=False, sequence_length=0):
     block_m = _integer("block_m", block_m)
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
     stages = _integer("stages", stages)
+    sequence_length = _integer("sequence_length", sequence_length)
     strategy = _choice("fa", "strategy", strategy, _STRATEGIES)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
-            or backward or deterministic):
+            or backward or deterministic or sequence_length):
         return None
     return ctypes.byref(_Config(block_m, block_n, num_warps, None, stages,
                                 _STRATEGIES[strategy], int(backward),
-                                int(deterministic)))
+                                int(deterministic), sequence_length))
 
 
 _Int64x4 = ctypes.c_int64 * 4
@@ -182,7 +184,8 @@ def _describe(t):
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
-                   stages=0, backward=False, deterministic=False):
+                   stages=0, backward=False, deterministic=False,
+                   sequence_length=0):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
@@ -191,7 +194,10 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     tiles, warps and stages 0 take the strategy's defaults. backward=True
     prepares the backward's kernels ("auto": mma for 16-bit inputs with head
     dims up to 128, else simt; deterministic=True: the mode that adds dQ in
-    a fixed order). scale: None for 1/sqrt(head_dim), as in attention."""
+    a fixed order). scale: None for 1/sqrt(head_dim), as in attention.
+    sequence_length: the longer of the query and key lengths the default
+    tiles are chosen for, as attention chooses them for its tensors (0 = not
+    known)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -202,7 +208,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
         scale,
         _config(block_m, block_n, num_warps, stages, strategy,
                 _flag("backward", backward),
-                _flag("deterministic", deterministic)),
+                _flag("deterministic", deterministic), sequence_length),
         ctypes.byref(info)))
     return {"name": info.name.decode(errors="replace"),
             "key": info.key.decode(errors="replace"),

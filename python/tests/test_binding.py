@@ -55,6 +55,18 @@ class PrepareKernelTest(unittest.TestCase):
                         info["name"])
         self.assertEqual(info["spill_store_bytes"], 0)
 
+    def test_default_tiles_follow_the_sequence_length(self):
+        # sm_90a (the arch without a GPU): wgmma at D = 64 takes two
+        # consumer warpgroups up to 1k, three beyond.
+        short = fa.prepare_kernel(64, dtype="float16", sequence_length=1000)
+        long = fa.prepare_kernel(64, dtype="float16", sequence_length=4096)
+        if not short["name"].endswith("_wgmma"):
+            self.skipTest("the device's arch has no wgmma: " + short["name"])
+        self.assertIn("_128x128_w8_", short["name"])
+        self.assertIn("_192x128_w12_", long["name"])
+        with self.assertRaisesRegex(fa.FaError, "sequence_length must be >= 0"):
+            fa.prepare_kernel(64, dtype="float16", sequence_length=-1)
+
     def test_strategies(self):
         # 16-bit inputs default to tensor cores (sm_90a, the arch without a
         # GPU: warpgroup MMA for head dims in 64-column blocks, else

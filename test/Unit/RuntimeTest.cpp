@@ -204,6 +204,36 @@ TEST(KernelKey, DefaultsSkipCandidatesThatSpill) {
   }
 }
 
+/// prepare() with a sequence length gives the kernel forward() launches for
+/// such tensors: at D = 64 (wgmma) up to 1k two consumer warpgroups, longer
+/// or unknown lengths three; each length's choice is remembered apart.
+TEST(KernelKey, DefaultsFollowTheSequenceLength) {
+  TempDir dir;
+  std::unique_ptr<fa::Runtime> runtime =
+      makeRuntime(dir.str(), /*diskCache=*/false);
+  ASSERT_TRUE(runtime);
+  fa::KernelSpec spec;
+  spec.headDim = 64;
+  spec.dtype = fa::ElementType::f16;
+  spec.causal = true;
+  spec.arch = "sm_90a";
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  auto prepared = [&](int64_t length) {
+    fa::KernelInfo info;
+    fa::Result r = runtime->prepare(spec, &info, length);
+    EXPECT_TRUE(bool(r)) << r.message;
+    return info.name;
+  };
+  EXPECT_EQ(prepared(1000), "fa_fwd_d64_f16_causal_128x128_w8_s2_wgmma");
+  EXPECT_EQ(prepared(4096), "fa_fwd_d64_f16_causal_192x128_w12_s2_wgmma");
+  EXPECT_EQ(prepared(0), "fa_fwd_d64_f16_causal_192x128_w12_s2_wgmma");
+  EXPECT_EQ(prepared(512), "fa_fwd_d64_f16_causal_128x128_w8_s2_wgmma");
+  EXPECT_EQ(runtime->resolve(spec, 1000).kernelName(),
+            "fa_fwd_d64_f16_causal_128x128_w8_s2_wgmma");
+  EXPECT_EQ(runtime->resolve(spec).kernelName(),
+            "fa_fwd_d64_f16_causal_192x128_w12_s2_wgmma");
+}
+
 //===----------------------------------------------------------------------===//
 // Caches (compile only: no GPU needed)
 //===----------------------------------------------------------------------===//
@@ -1066,6 +1096,19 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
   ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
             FA_OK);
   EXPECT_EQ(info.source, 2);
+
+  // The sequence length the defaults are chosen for.
+  fa_kernel_config byLength = {0, 0, 0, "sm_90a", 0, FA_STRATEGY_AUTO, 0, 0,
+                               1000};
+  ASSERT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 0, 0.0, &byLength, &info),
+            FA_OK)
+      << fa_last_error();
+  EXPECT_STREQ(info.name, "fa_fwd_d64_f16_full_128x128_w8_s2_wgmma");
+  byLength.sequence_length = -1;
+  EXPECT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 0, 0.0, &byLength, &info),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(),
+               "sequence_length must be >= 0 (0 = not known), got -1");
 
   if (!fa_runtime_has_driver(runtime)) {
     fa_tensor t = {nullptr, {0, 0, 0, 32}, {0, 0, 0, 1}};
