@@ -88,10 +88,12 @@ def _library():
     chosen = os.environ.get("FA_RUNTIME_LIB")
     if chosen and not os.path.isfile(chosen):
         raise FaError(0, f"FA_RUNTIME_LIB={chosen!r} is not a file")
-    candidates = [chosen] + [
-        os.path.join(root, build, "lib", "libfa_runtime.so")
-        for build in ("build-static", "build")]
-    path = next((p for p in candidates if p and os.path.exists(p)), None)
+    # Without FA_RUNTIME_LIB: the most recently built of the checkout's
+    # builds (an older one would run old code).
+    built = [p for p in (os.path.join(root, build, "lib", "libfa_runtime.so")
+                         for build in ("build", "build-static"))
+             if os.path.exists(p)]
+    path = chosen or max(built, key=os.path.getmtime, default=None)
     if path is None:
         raise FaError(0, "libfa_runtime.so not found; build the project or "
                          "set FA_RUNTIME_LIB")
