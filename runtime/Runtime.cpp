@@ -1223,9 +1223,9 @@ Result Runtime::Impl::launchAll(
 
     unsigned grid[3];
     bool empty = false;
-    std::array<int64_t, 3> blocks = plan.launchGrid(problem, multiprocessors);
     if (std::string error = plan.checkLaunch(problem); !error.empty())
       return Result::error(Status::invalidArgument, error);
+    std::array<int64_t, 3> blocks = plan.launchGrid(problem, multiprocessors);
     for (int d = 0; d < 3; ++d) {
       grid[d] = unsigned(blocks[d]);
       empty |= grid[d] == 0;
@@ -1245,9 +1245,10 @@ Result Runtime::Impl::launchAll(
 }
 
 Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
-  // resolve() leaves an invalid spec as it is; validate() names the field.
-  KernelSpec spec =
-      resolve(requested, std::max(a.q.sizes[2], a.k.sizes[2]));
+  // The defaults are chosen for the call's length bucket. resolve() leaves
+  // an invalid spec as it is; validate() names the field.
+  int64_t bucket = lengthBucket(a.q.sizes[2], a.k.sizes[2]);
+  KernelSpec spec = resolve(requested, bucket);
   if (spec.backward)
     return Result::error(Status::invalidArgument,
                          "forward() runs a forward spec; this one is a "
@@ -1262,15 +1263,12 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   std::shared_ptr<KernelEntry> entry;
   if (impl->autotune && requested.needsDefaults()) {
     if (Result r = impl->autotuneAndLoad(
-            requested, lengthBucket(a.q.sizes[2], a.k.sizes[2]),
-            static_cast<CUstream>(a.stream),
+            requested, bucket, static_cast<CUstream>(a.stream),
             [&](const KernelEntry &e) { return impl->runForward(e, a); },
             entry);
         !r)
       return r;
-  } else if (Result r = impl->prepareAndLoad(
-                 requested, entry, lengthBucket(a.q.sizes[2], a.k.sizes[2]));
-             !r) {
+  } else if (Result r = impl->prepareAndLoad(requested, entry, bucket); !r) {
     return r;
   }
   return impl->runForward(*entry, a);

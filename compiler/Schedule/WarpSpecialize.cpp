@@ -652,36 +652,42 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
-      Block *block = load->getBlock();
-      Operation *first = nullptr, *last = nullptr;
-      SmallVector<Operation *> allUses;
+      // The tile's uses: its users and, for an async matmul, the waits that
+      // retire it (it reads the tile until then). They must be direct
+      // users: a result carried out of a loop and waited for later would
+      // release the tile too early.
+      SmallVector<Operation *> uses;
       for (Operation *user : load.getResult().getUsers()) {
-        SmallVector<Operation *> uses = {user};
-        // An async matmul reads the tile until its wait: the release goes
-        // after the waits, which must be direct users (a result carried out
-        // of a loop and waited for later would release too early).
+        uses.push_back(user);
         if (auto matmul = dyn_cast<TileMatmulOp>(user);
             matmul && matmul.getAsync())
           for (Operation *wait : matmul.getResult().getUsers()) {
             if (!isa<AsyncWaitOp>(wait))
-              return matmul.emitOpError(
-                  "async result used by '")
+              return matmul.emitOpError("async result used by '")
                      << wait->getName()
                      << "' before its fa.async_wait: the loaded tile it "
                         "reads could be released too early";
             uses.push_back(wait);
           }
-        allUses.append(uses);
-        for (Operation *use : uses) {
-          Operation *op = block->findAncestorOpInBlock(*use);
-          if (!op)
-            return load.emitOpError("is used outside its block");
-          if (!first || op->isBeforeInBlock(first))
-            first = op;
-          if (!last || last->isBeforeInBlock(op))
-            last = op;
-        }
       }
+      // The ops of `in` that hold the first and the last use (null if none).
+      auto useSpan = [&](Block &in) -> std::pair<Operation *, Operation *> {
+        Operation *first = nullptr, *last = nullptr;
+        for (Operation *use : uses)
+          if (Operation *op = in.findAncestorOpInBlock(*use)) {
+            if (!first || op->isBeforeInBlock(first))
+              first = op;
+            if (!last || last->isBeforeInBlock(op))
+              last = op;
+          }
+        return {first, last};
+      };
+      Block *block = load->getBlock();
+      if (llvm::any_of(uses, [&](Operation *use) {
+            return !block->findAncestorOpInBlock(*use);
+          }))
+        return load.emitOpError("is used outside its block");
+      auto [first, last] = useSpan(*block);
       OpBuilder at(first ? first : load.getOperation());
       // Q: fill `count` of the block (0 unless persistent).
       Value slot = indexConst(at, loc, 0);
@@ -731,11 +737,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       for (Region *region :
            {&branches.getThenRegion(), &branches.getElseRegion()}) {
         Block &branch = region->front();
-        Operation *lastHere = nullptr;
-        for (Operation *use : allUses)
-          if (Operation *op = branch.findAncestorOpInBlock(*use);
-              op && (!lastHere || lastHere->isBeforeInBlock(op)))
-            lastHere = op;
+        Operation *lastHere = useSpan(branch).second;
         OpBuilder at = lastHere ? OpBuilder(&branch, std::next(Block::iterator(
                                                          lastHere)))
                                 : OpBuilder::atBlockBegin(&branch);

@@ -140,12 +140,11 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   static constexpr TileConfig kLargeHeads[] = {
       {128, 128, 8, 1}, {128, 64, 8, 2}, {128, 64, 8, 1}};
   bool shortSequences = length > 0 && length <= kShortLength;
-  llvm::ArrayRef<TileConfig> ranked =
-      request.headDim <= 64
-          ? llvm::ArrayRef<TileConfig>(shortSequences ? kSmallHeadsShort
-                                                      : kSmallHeads)
-      : request.headDim <= 128 ? llvm::ArrayRef<TileConfig>(kMediumHeads)
-                               : llvm::ArrayRef<TileConfig>(kLargeHeads);
+  llvm::ArrayRef<TileConfig> ranked = kLargeHeads;
+  if (request.headDim <= 64)
+    ranked = shortSequences ? kSmallHeadsShort : kSmallHeads;
+  else if (request.headDim <= 128)
+    ranked = kMediumHeads;
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
