@@ -653,22 +653,14 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
       // The tile's uses: its users and, for an async matmul, the waits that
-      // retire it (it reads the tile until then). They must be direct
-      // users: a result carried out of a loop and waited for later would
-      // release the tile too early.
+      // retire it (it reads the tile until then; the verifier of
+      // fa.tile_matmul lets only fa.async_wait read an async result).
       SmallVector<Operation *> uses;
       for (Operation *user : load.getResult().getUsers()) {
         uses.push_back(user);
         if (auto matmul = dyn_cast<TileMatmulOp>(user);
             matmul && matmul.getAsync())
-          for (Operation *wait : matmul.getResult().getUsers()) {
-            if (!isa<AsyncWaitOp>(wait))
-              return matmul.emitOpError("async result used by '")
-                     << wait->getName()
-                     << "' before its fa.async_wait: the loaded tile it "
-                        "reads could be released too early";
-            uses.push_back(wait);
-          }
+          llvm::append_range(uses, matmul.getResult().getUsers());
       }
       // The ops of `in` that hold the first and the last use (null if none).
       auto useSpan = [&](Block &in) -> std::pair<Operation *, Operation *> {
