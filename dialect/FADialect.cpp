@@ -1,6 +1,7 @@
 //===- FADialect.cpp - The fa dialect -----------------------------*- C++ -*-===//
 #include "dialect/FADialect.h"
 #include "dialect/FAOps.h"
+#include "lib/Strategy/MmaLayout.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -142,6 +143,32 @@ int64_t BlockedEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
   return 0;
 }
 
+/// Thread t sits at (t / cols, t % cols) of the thread grid; register slot
+/// (i, j) holds element (threadRow + i rows, threadCol + j cols). The
+/// `cols` threads of a row are consecutive lanes: a butterfly over them.
+FailureOr<RegisterLayout>
+BlockedEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
+  int64_t rows = getThreadRows(), cols = getThreadCols();
+  int64_t rowsPerThread = shape[0] / rows;
+  int64_t colsPerThread = shape.size() == 2 ? shape[1] / cols : 1;
+  RegisterLayout layout;
+  layout.rowBase = {ThreadIdTerm{/*modulus=*/0, /*divisor=*/cols}};
+  layout.colBase = {ThreadIdTerm{/*modulus=*/cols}};
+  for (int64_t i = 0; i < rowsPerThread; ++i) {
+    layout.rowSlotOffset.push_back(i * rows);
+    for (int64_t j = 0; j < colsPerThread; ++j) {
+      layout.rowOffset.push_back(i * rows);
+      layout.rowSlotOf.push_back(i);
+      if (shape.size() == 2)
+        layout.colOffset.push_back(j * cols);
+    }
+  }
+  for (int64_t mask = cols / 2; mask >= 1; mask /= 2)
+    layout.rowReduceMasks.push_back(mask);
+  layout.vectorWidth = shape.size() == 2 && cols == 1 ? colsPerThread : 1;
+  return layout;
+}
+
 //===----------------------------------------------------------------------===//
 // SharedEncodingAttr
 //===----------------------------------------------------------------------===//
@@ -165,6 +192,11 @@ bool SharedEncodingAttr::isShared() const { return true; }
 
 int64_t SharedEncodingAttr::getRegistersPerThread(ArrayRef<int64_t>) const {
   return 0;
+}
+
+FailureOr<RegisterLayout>
+SharedEncodingAttr::getRegisterLayout(ArrayRef<int64_t>) const {
+  return failure();
 }
 
 int64_t
@@ -251,6 +283,48 @@ int64_t MmaEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
   return 0;
 }
 
+/// The fragment tables of lib/Strategy/MmaLayout.h over the warp grid: warp
+/// w owns the row slice w / warps_n and the column slice w % warps_n; lane
+/// (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of each m16 row
+/// block and columns 2t, 2t + 1 of each n8 block. The 4 lanes of a quad
+/// share a row.
+FailureOr<RegisterLayout>
+MmaEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
+  namespace frag = ::fa::mma;
+  using Acc = frag::AccumulatorFragment;
+  int64_t warpsN = getWarpsN();
+  int64_t sliceRows = shape[0] / getWarpsM();
+  int64_t rowBlocks = sliceRows / frag::kM;
+  RegisterLayout layout;
+  layout.rowBase = {ThreadIdTerm{0, 32 * warpsN, sliceRows},
+                    ThreadIdTerm{32, 4, 1}};
+  for (int64_t mi = 0; mi < rowBlocks; ++mi)
+    for (int64_t h = 0; h < 2; ++h)
+      layout.rowSlotOffset.push_back(mi * frag::kM + 8 * h);
+  layout.rowReduceMasks = {1, 2};
+  layout.rowsInOneWarp = warpsN == 1;
+  if (shape.size() == 1) {
+    layout.rowOffset = layout.rowSlotOffset;
+    for (int64_t r = 0; r < layout.numRowSlots(); ++r)
+      layout.rowSlotOf.push_back(r);
+    return layout;
+  }
+  int64_t sliceCols = shape[1] / warpsN;
+  if (warpsN > 1)
+    layout.colBase.push_back(ThreadIdTerm{32 * warpsN, 32, sliceCols});
+  layout.colBase.push_back(ThreadIdTerm{4, 1, 2});
+  int64_t colBlocks = sliceCols / frag::kN;
+  for (int64_t mi = 0; mi < rowBlocks; ++mi)
+    for (int64_t ni = 0; ni < colBlocks; ++ni)
+      for (int64_t e = 0; e < Acc::kElements; ++e) {
+        layout.rowOffset.push_back(mi * frag::kM + 8 * Acc::rowHalf[e]);
+        layout.colOffset.push_back(ni * frag::kN + Acc::colPair[e]);
+        layout.rowSlotOf.push_back(2 * mi + Acc::rowHalf[e]);
+      }
+  layout.vectorWidth = 2;
+  return layout;
+}
+
 LogicalResult
 MmaOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t warps) {
@@ -284,6 +358,38 @@ MmaOperandEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
 
 int64_t MmaOperandEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
   return 0;
+}
+
+/// The A-operand fragment table of lib/Strategy/MmaLayout.h: warp w owns
+/// row slice w; lane (g, t) holds 8 elements of each 16 x 16 block (rows
+/// g, g + 8; columns 2t, 2t + 1, 2t + 8, 2t + 9). The columns are padded
+/// to a multiple of 16: slots past the tile's columns hold zeros.
+FailureOr<RegisterLayout>
+MmaOperandEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
+  namespace frag = ::fa::mma;
+  using A = frag::OperandAFragment;
+  if (shape.size() != 2)
+    return failure();
+  int64_t sliceRows = shape[0] / getWarps();
+  int64_t rowBlocks = sliceRows / frag::kM;
+  int64_t kBlocks = llvm::divideCeil(shape[1], frag::kK);
+  RegisterLayout layout;
+  layout.rowBase = {ThreadIdTerm{0, 32, sliceRows}, ThreadIdTerm{32, 4, 1}};
+  layout.colBase = {ThreadIdTerm{4, 1, 2}};
+  for (int64_t mi = 0; mi < rowBlocks; ++mi) {
+    for (int64_t h = 0; h < 2; ++h)
+      layout.rowSlotOffset.push_back(mi * frag::kM + 8 * h);
+    for (int64_t ki = 0; ki < kBlocks; ++ki)
+      for (int64_t e = 0; e < A::kElements; ++e) {
+        layout.rowOffset.push_back(mi * frag::kM + 8 * A::rowHalf[e]);
+        layout.colOffset.push_back(ki * frag::kK + 8 * A::colHalf[e] +
+                                   A::colPair[e]);
+        layout.rowSlotOf.push_back(2 * mi + A::rowHalf[e]);
+      }
+  }
+  layout.rowReduceMasks = {1, 2};
+  layout.vectorWidth = 2;
+  return layout;
 }
 
 //===----------------------------------------------------------------------===//
@@ -324,6 +430,11 @@ bool SwizzledSharedEncodingAttr::isShared() const { return true; }
 int64_t
 SwizzledSharedEncodingAttr::getRegistersPerThread(ArrayRef<int64_t>) const {
   return 0;
+}
+
+FailureOr<RegisterLayout>
+SwizzledSharedEncodingAttr::getRegisterLayout(ArrayRef<int64_t>) const {
+  return failure();
 }
 
 int64_t

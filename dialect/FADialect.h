@@ -8,6 +8,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/TensorEncoding.h"
+#include "mlir/Support/LLVM.h"
+
+#include "dialect/RegisterLayout.h"
 
 #include "dialect/FADialect.h.inc"
 #include "dialect/FAEnums.h.inc"

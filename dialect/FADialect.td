@@ -169,7 +169,8 @@ def FA_TileEncodingInterface : AttrInterface<"TileEncodingInterface"> {
   let description = [{
     Where a tile lives on the GPU. Passes ask the encoding how many elements a
     thread holds in registers and how many bytes of shared memory the tile
-    takes, without knowing which encoding it is.
+    takes, and lowerings ask a register encoding which element each register
+    slot of each thread holds, without knowing which encoding it is.
   }];
   let methods = [
     InterfaceMethod<"Whether the tile lives in shared memory.",
@@ -178,6 +179,12 @@ def FA_TileEncodingInterface : AttrInterface<"TileEncodingInterface"> {
       "int64_t", "getRegistersPerThread", (ins "::llvm::ArrayRef<int64_t>":$shape)>,
     InterfaceMethod<"Shared-memory elements a tile of `shape` occupies.",
       "int64_t", "getSharedElements", (ins "::llvm::ArrayRef<int64_t>":$shape)>,
+    InterfaceMethod<[{
+      Where each thread's register slots of a tile of `shape` lie in the
+      tile, which slots share a row and which lanes a row reduction combines
+      (dialect/RegisterLayout.h); failure for a tile in shared memory.
+    }], "::mlir::FailureOr<::mlir::fa::RegisterLayout>", "getRegisterLayout",
+      (ins "::llvm::ArrayRef<int64_t>":$shape)>,
   ];
 }
 

@@ -8,7 +8,7 @@ func.func @softmax_on_grid(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
     %s = arith.constant dense<0.0> : tensor<64x64xf32, #acc>
     %m = arith.constant dense<0.0> : tensor<64xf32, #acc>
-    // expected-error @+2 {{the row reductions of the online softmax stay within a warp: the scores need #fa.mma with warps_n = 1}}
+    // expected-error @+2 {{the row reductions of the online softmax stay within a warp: the scores' layout #fa.mma<warps = 4, warps_n = 2> spreads a row over warps}}
     // expected-error @+1 {{failed to legalize operation 'fa.online_softmax'}}
     %mn, %p, %l, %a = fa.online_softmax %s, %m, %m {scale = 1.0 : f32} : tensor<64x64xf32, #acc>, tensor<64xf32, #acc>
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 128, shared_bytes = 0, stages = 1, registers = 32>}

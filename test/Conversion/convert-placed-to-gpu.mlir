@@ -40,9 +40,17 @@
 // CHECK:   memref.load %[[KS]][%{{.*}}, %[[KK]]]
 // CHECK:   math.fma
 // CHECK:   math.fma
-// Causal/tail mask on the owned scores.
+// Causal/tail mask (the same lowering for every layout): only a tile past
+// the end of the keys or across the diagonal is masked; there each owned
+// score costs one 32-bit compare of its column offset (0 here: one column
+// a thread) with its row's last visible column.
+// CHECK: arith.cmpi uge
 // CHECK: arith.cmpi ugt
-// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// CHECK: scf.if %{{.*}} -> (vector<2xf32>)
+// CHECK:   arith.minsi
+// CHECK:   %[[C0:.*]] = arith.constant 0 : i32
+// CHECK:   %[[HIDDEN:.*]] = arith.cmpi sgt, %[[C0]], %{{.*}} : i32
+// CHECK:   arith.select %[[HIDDEN]], %{{.*}}, %{{.*}} : f32
 // Row max over the 32 lanes of the row: butterfly shuffles.
 // CHECK: gpu.shuffle xor %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: arith.maximumf

@@ -19,6 +19,7 @@
 #include "compiler/Conversion/Mma/MmaToGPU.h"
 #include "compiler/Conversion/Common/AsyncCopy.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/TileArithmetic.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"
@@ -233,17 +234,6 @@ SmallVector<Value> mmaSync(OpBuilder &b, Location loc, Type elementType,
     d.push_back(
         LLVM::ExtractValueOp::create(b, loc, mma, ArrayRef<int64_t>{i}));
   return d;
-}
-
-/// All-reduce over the 4 lanes of a quad (the lanes that share a row).
-Value quadAllReduce(OpBuilder &b, Location loc, Value value,
-                    function_ref<Value(Value, Value)> combine) {
-  for (int64_t offset : {1, 2}) {
-    auto shuffle = gpu::ShuffleOp::create(b, loc, value, offset, /*width=*/32,
-                                          gpu::ShuffleMode::XOR);
-    value = combine(value, shuffle.getShuffleResult());
-  }
-  return value;
 }
 
 //===----------------------------------------------------------------------===//
@@ -647,229 +637,6 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
   }
 };
 
-/// Masked scores become -inf. Only tiles that cross the causal diagonal or
-/// the end of the keys need it; the others skip the per-element test.
-struct MaskLowering : MmaPattern<MaskOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getScores()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    int64_t cols = type.getDimSize(1);
-    // The tile's last key column: past the keys, or (causal) past what the
-    // tile's first query row may see (col + Sq > row + Sk)?
-    Value lastCol = addConst(rewriter, loc, adaptor.getKvStart(), cols - 1);
-    Value needsMask = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::uge, lastCol, adaptor.getKvLen());
-    if (op.getMask() == MaskKind::causal)
-      needsMask = arith::OrIOp::create(
-          rewriter, loc, needsMask,
-          arith::CmpIOp::create(
-              rewriter, loc, arith::CmpIPredicate::ugt,
-              arith::AddIOp::create(rewriter, loc, lastCol, adaptor.getQLen()),
-              arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                    adaptor.getKvLen())));
-    Value scores = adaptor.getScores();
-    auto branch = scf::IfOp::create(rewriter, loc, scores.getType(), needsMask,
-                                    /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
-      Lane lane(rewriter, loc);
-      FragmentTile tile(rewriter, loc, lane, type);
-      SmallVector<Value> values = unpack(rewriter, loc, scores);
-      Value negInf = f32Const(rewriter, loc, -INFINITY);
-      // buildIsMasked's predicate, rearranged per row so that each element
-      // costs one 32-bit compare with a constant: key column kvStart + 2t +
-      // c (c = 8 ni + p) is visible iff c <= last_r - kvStart - 2t, where
-      // last_r = Sk - 1, and with the causal mask min(Sk - 1, row + Sk - Sq)
-      // (signed: rows above the first visible key have last_r < 0).
-      Value kvLast = addConst(rewriter, loc, adaptor.getKvLen(), -1);
-      // (The lane's first column in the tile: the warp's column slice,
-      // then 2t.)
-      Value laneFirstCol = arith::AddIOp::create(
-          rewriter, loc, adaptor.getKvStart(),
-          arith::AddIOp::create(rewriter, loc, tile.warpCol0,
-                                mulConst(rewriter, loc, lane.t, 2)));
-      for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-        for (int64_t h = 0; h < 2; ++h) {
-          Value last = kvLast;
-          if (op.getMask() == MaskKind::causal) {
-            Value row =
-                arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                      tile.row(rewriter, loc, mi, h));
-            Value diagonal = arith::SubIOp::create(
-                rewriter, loc,
-                arith::AddIOp::create(rewriter, loc, row, adaptor.getKvLen()),
-                adaptor.getQLen());
-            last = arith::MinSIOp::create(rewriter, loc, kvLast, diagonal);
-          }
-          // Clamped to [-1, C] so that it fits 32 bits.
-          Value visible =
-              arith::SubIOp::create(rewriter, loc, last, laneFirstCol);
-          visible = arith::MaxSIOp::create(rewriter, loc, visible,
-                                           indexConst(rewriter, loc, -1));
-          visible = arith::MinSIOp::create(
-              rewriter, loc, visible, indexConst(rewriter, loc, tile.cols));
-          visible = arith::IndexCastOp::create(rewriter, loc,
-                                               rewriter.getI32Type(), visible);
-          for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-            for (int64_t p = 0; p < 2; ++p) {
-              int64_t e = 2 * h + p;
-              Value c = arith::ConstantOp::create(
-                  rewriter, loc,
-                  rewriter.getI32IntegerAttr(
-                      int32_t(ni * layout::kN +
-                              layout::AccumulatorFragment::colPair[e])));
-              Value hidden = arith::CmpIOp::create(
-                  rewriter, loc, arith::CmpIPredicate::sgt, c, visible);
-              Value &v = values[tile.accSlot(mi, ni, e)];
-              v = arith::SelectOp::create(rewriter, loc, hidden, negInf, v);
-            }
-        }
-      scf::YieldOp::create(rewriter, loc,
-                           pack(rewriter, loc, scores.getType(), values));
-      rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
-      scf::YieldOp::create(rewriter, loc, scores);
-    }
-    rewriter.replaceOp(op, branch.getResult(0));
-    return success();
-  }
-};
-
-/// The online-softmax step per accumulator row (base 2, scale folded into
-/// one FMA): row max and row sum over the thread's 2 x (C / 8) values of the
-/// row, then over the quad.
-struct OnlineSoftmaxLowering : MmaPattern<OnlineSoftmaxOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getScores()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getScores().getType());
-    if (FragmentTile::warpsNOf(type) != 1)
-      return op.emitOpError("the row reductions of the online softmax stay "
-                            "within a warp: the scores need #fa.mma with "
-                            "warps_n = 1");
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
-    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    SoftmaxConstants constants(rewriter, loc, op.getScale().convertToDouble());
-    auto acrossQuad = [&](Value value,
-                          function_ref<Value(Value, Value)> combine) {
-      return quadAllReduce(rewriter, loc, value, combine);
-    };
-    SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
-    SmallVector<Value> probs(s.size());
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        SmallVector<int64_t> slots;
-        SmallVector<Value> rowScores;
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-          for (int64_t p = 0; p < 2; ++p) {
-            slots.push_back(tile.accSlot(mi, ni, 2 * h + p));
-            rowScores.push_back(s[slots.back()]);
-          }
-        int64_t r = FragmentTile::rowSlot(mi, h);
-        OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
-            rewriter, loc, constants, rowScores, m[r], l[r], acrossQuad);
-        for (auto [slot, p] : llvm::zip(slots, row.probs))
-          probs[slot] = p;
-        newMax[r] = row.newMax;
-        newSum[r] = row.newSum;
-        alpha[r] = row.alpha;
-      }
-    Type rowType = adaptor.getRunningMax().getType();
-    rewriter.replaceOp(
-        op, {pack(rewriter, loc, rowType, newMax),
-             pack(rewriter, loc, adaptor.getScores().getType(), probs),
-             pack(rewriter, loc, rowType, newSum),
-             pack(rewriter, loc, rowType, alpha)});
-    return success();
-  }
-};
-
-/// Each accumulator element times the factor of its row.
-struct RescaleLowering : MmaPattern<RescaleOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(RescaleOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getAcc()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
-    SmallVector<Value> factor = unpack(rewriter, loc, adaptor.getFactor());
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-        for (int64_t e = 0; e < 4; ++e) {
-          Value &v = acc[tile.accSlot(mi, ni, e)];
-          v = arith::MulFOp::create(
-              rewriter, loc, v,
-              factor[FragmentTile::rowSlot(
-                  mi, layout::AccumulatorFragment::rowHalf[e])]);
-        }
-    rewriter.replaceOp(op,
-                       pack(rewriter, loc, adaptor.getAcc().getType(), acc));
-    return success();
-  }
-};
-
-/// O = acc * (1 / l), LSE = m + log2(l) ln 2; rows with l = 0 give 0, -inf.
-struct FinalizeLowering : MmaPattern<FinalizeOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(FinalizeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getAcc()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getAcc().getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
-    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
-    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    Value zero = f32Const(rewriter, loc, 0.0);
-    Value one = f32Const(rewriter, loc, 1.0);
-    Value ln2 = f32Const(rewriter, loc, M_LN2);
-    Value negInf = f32Const(rewriter, loc, -INFINITY);
-    SmallVector<Value> lse(m.size());
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        int64_t r = FragmentTile::rowSlot(mi, h);
-        Value empty = arith::CmpFOp::create(
-            rewriter, loc, arith::CmpFPredicate::OEQ, l[r], zero);
-        Value inv = arith::SelectOp::create(
-            rewriter, loc, empty, zero,
-            arith::DivFOp::create(rewriter, loc, one, l[r]));
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-          for (int64_t p = 0; p < 2; ++p) {
-            Value &v = acc[tile.accSlot(mi, ni, 2 * h + p)];
-            v = arith::MulFOp::create(rewriter, loc, v, inv);
-          }
-        Value logSum = arith::MulFOp::create(
-            rewriter, loc, math::Log2Op::create(rewriter, loc, l[r]), ln2);
-        Value value = arith::AddFOp::create(rewriter, loc, m[r], logSum);
-        lse[r] = arith::SelectOp::create(rewriter, loc, empty, negInf, value);
-      }
-    rewriter.replaceOp(
-        op, {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
-             pack(rewriter, loc, adaptor.getRunningMax().getType(), lse)});
-    return success();
-  }
-};
-
 /// The 4 x 4 transpose of 32-bit element pairs across a quad: lane t holds
 /// pair t of each of 4 adjacent n8 column blocks of a row and ends with the
 /// 4 pairs of block t (8 adjacent elements: one 16-byte store). Two
@@ -1000,37 +767,6 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
 // The backward's dkdv program
 //===----------------------------------------------------------------------===//
 
-/// global -> the row slots of the accumulator layout (LSE and D of the
-/// backward): each lane loads the two rows per row block it holds, zero
-/// past the end of the rows.
-struct RowVectorLoadLowering : MmaPattern<LoadTileOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    auto type = cast<RankedTensorType>(op.getType());
-    if (!isMma(op.getResult()) || type.getRank() != 1)
-      return rewriter.notifyMatchFailure(op, "not a per-row mma tile");
-    Location loc = op.getLoc();
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    Value source = adaptor.getSource();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
-    SmallVector<Value> values(tile.rowBlocks * 2);
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                          tile.row(rewriter, loc, mi, h));
-        values[FragmentTile::rowSlot(mi, h)] = buildZeroPaddedLoad(
-            rewriter, loc, source, adaptor.getBatch(), adaptor.getHead(), row,
-            rowLimit, ValueRange{});
-      }
-    rewriter.replaceOp(
-        op, pack(rewriter, loc, getTypeConverter()->convertType(type), values));
-    return success();
-  }
-};
-
 /// Whether every reader of a staged tile reads it back into the
 /// accumulator layout it was written from, so that each lane reads only
 /// the elements it wrote itself (P's rounding residual in the backward),
@@ -1132,68 +868,6 @@ struct SharedToAccumulatorLowering : MmaPattern<ConvertLayoutOp> {
   }
 };
 
-/// P = exp(scale * s - lse) per accumulator element, with its row's LSE
-/// (recomputedProb).
-struct RecomputeProbsLowering : MmaPattern<RecomputeProbsOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getScores()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
-    SoftmaxConstants c(rewriter, loc, op.getScale().convertToDouble());
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value baseLog2 =
-            probsBaseLog2(rewriter, loc, c, lse[FragmentTile::rowSlot(mi, h)]);
-        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-          for (int64_t p = 0; p < 2; ++p) {
-            Value &v = s[tile.accSlot(mi, ni, 2 * h + p)];
-            v = recomputedProb(rewriter, loc, c, v, baseLog2);
-          }
-      }
-    rewriter.replaceOp(op,
-                       pack(rewriter, loc, adaptor.getScores().getType(), s));
-    return success();
-  }
-};
-
-/// dS = scale * P * (dP - D) per accumulator element, with its row's D.
-struct SoftmaxGradLowering : MmaPattern<SoftmaxGradOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getProbs()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getProbs());
-    SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getGradProbs());
-    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
-    Value scale = f32Const(rewriter, loc, op.getScale().convertToDouble());
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t ni = 0; ni < tile.accColBlocks; ++ni)
-        for (int64_t e = 0; e < 4; ++e) {
-          int64_t k = tile.accSlot(mi, ni, e);
-          Value rowDelta = delta[FragmentTile::rowSlot(
-              mi, layout::AccumulatorFragment::rowHalf[e])];
-          p[k] = scoreGradient(rewriter, loc, p[k], dp[k], rowDelta, scale);
-        }
-    rewriter.replaceOp(op,
-                       pack(rewriter, loc, adaptor.getProbs().getType(), p));
-    return success();
-  }
-};
-
 /// Accumulator fragments added into global memory (dQ of the backward):
 /// each lane adds its elements of the valid rows (AccumulateTarget: vector
 /// reductions of column pairs where the target allows, else atomic adds).
@@ -1223,11 +897,8 @@ struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
 
 void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
                                            RewritePatternSet &patterns) {
-  patterns.add<AccumulatorToOperandLowering, MaskLowering,
-               OnlineSoftmaxLowering, RescaleLowering, FinalizeLowering,
-               StoreTileLowering, RowVectorLoadLowering,
-               AccumulatorToSharedLowering, SharedToAccumulatorLowering,
-               RecomputeProbsLowering, SoftmaxGradLowering>(
+  patterns.add<AccumulatorToOperandLowering, StoreTileLowering,
+               AccumulatorToSharedLowering, SharedToAccumulatorLowering>(
       typeConverter, patterns.getContext());
 }
 
@@ -1248,6 +919,7 @@ LogicalResult mlir::fa::applyFragmentConversion(
   RewritePatternSet patterns(ctx);
   addStrategyPatterns(typeConverter, patterns);
   populateMmaFragmentPatterns(typeConverter, patterns);
+  populateTileOpPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   populateQTileRangeLowering(patterns);

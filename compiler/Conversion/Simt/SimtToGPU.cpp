@@ -10,6 +10,7 @@
 
 #include "compiler/Conversion/Simt/SimtToGPU.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -90,17 +91,6 @@ Value sharedBuffer(OpBuilder &b, Location loc, Operation *producer,
   auto offset = producer->getAttrOfType<IntegerAttr>(
       FADialect::getSharedOffsetAttrName());
   return sharedBufferAt(b, loc, indexConst(b, loc, offset.getInt()), type);
-}
-
-/// Butterfly all-reduce over the `lanes` consecutive lanes of a row.
-Value rowAllReduce(OpBuilder &b, Location loc, Value value, int64_t lanes,
-                   function_ref<Value(Value, Value)> combine) {
-  for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
-    auto shuffle = gpu::ShuffleOp::create(b, loc, value, offset, /*width=*/32,
-                                          gpu::ShuffleMode::XOR);
-    value = combine(value, shuffle.getShuffleResult());
-  }
-  return value;
 }
 
 //===----------------------------------------------------------------------===//
@@ -201,41 +191,6 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
     // Everyone sees the whole tile (RAW).
     gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, buffer);
-    return success();
-  }
-};
-
-/// global -> registers: each thread loads the elements it owns (rows past
-/// the end as zero). Per-row vectors (LSE, D) and tiles that only feed
-/// element-wise ops take this path.
-struct LoadTileToRegistersLowering : PlacedPattern<LoadTileOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto tileType = cast<RankedTensorType>(op.getType());
-    if (!isa<BlockedEncodingAttr>(tileType.getEncoding()))
-      return rewriter.notifyMatchFailure(op, "expected a register tile");
-    ThreadTile tile(rewriter, loc, tileType);
-    Value source = adaptor.getSource();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
-    SmallVector<Value> values(tile.size());
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                        tile.row(rewriter, loc, i));
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        SmallVector<Value> trailing;
-        if (tileType.getRank() == 2)
-          trailing.push_back(tile.col(rewriter, loc, j));
-        values[tile.slot(i, j)] = buildZeroPaddedLoad(
-            rewriter, loc, source, adaptor.getBatch(), adaptor.getHead(), row,
-            rowLimit, trailing);
-      }
-    }
-    rewriter.replaceOp(
-        op, pack(rewriter, loc, getTypeConverter()->convertType(tileType),
-                 values));
     return success();
   }
 };
@@ -446,133 +401,6 @@ struct TileMatmulLowering : PlacedPattern<TileMatmulOp> {
   }
 };
 
-struct MaskLowering : PlacedPattern<MaskOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
-    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getScores());
-    Value negInf = f32Const(rewriter, loc, -INFINITY);
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                        tile.row(rewriter, loc, i));
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        Value col = arith::AddIOp::create(rewriter, loc, adaptor.getKvStart(),
-                                          tile.col(rewriter, loc, j));
-        Value hidden = buildIsMasked(rewriter, loc, op.getMask(), row, col,
-                                     adaptor.getQLen(), adaptor.getKvLen());
-        Value &v = values[tile.slot(i, j)];
-        v = arith::SelectOp::create(rewriter, loc, hidden, negInf, v);
-      }
-    }
-    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(),
-                                values));
-    return success();
-  }
-};
-
-/// The online-softmax step in base 2: with c = scale * log2(e),
-/// exp(scale * s - m) = exp2(s * c - m * log2(e)), one FMA per score.
-/// Row max and row sum: over the thread's own columns, then a butterfly over
-/// the lanes of the row.
-struct OnlineSoftmaxLowering : PlacedPattern<OnlineSoftmaxOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto scoreType = cast<RankedTensorType>(op.getScores().getType());
-    ThreadTile tile(rewriter, loc, scoreType);
-    int64_t lanes = tile.encoding.getThreadCols();
-    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
-    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    SoftmaxConstants constants(rewriter, loc, op.getScale().convertToDouble());
-    auto acrossRow = [&](Value value, function_ref<Value(Value, Value)> combine) {
-      return rowAllReduce(rewriter, loc, value, lanes, combine);
-    };
-    SmallVector<Value> newMax, probs(s.size()), newSum, alpha;
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      SmallVector<Value> rowScores;
-      for (int64_t j = 0; j < tile.colsPerThread; ++j)
-        rowScores.push_back(s[tile.slot(i, j)]);
-      OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
-          rewriter, loc, constants, rowScores, m[i], l[i], acrossRow);
-      for (int64_t j = 0; j < tile.colsPerThread; ++j)
-        probs[tile.slot(i, j)] = row.probs[j];
-      newMax.push_back(row.newMax);
-      alpha.push_back(row.alpha);
-      newSum.push_back(row.newSum);
-    }
-    Type rowType = adaptor.getRunningMax().getType();
-    rewriter.replaceOp(
-        op, {pack(rewriter, loc, rowType, newMax),
-             pack(rewriter, loc, adaptor.getScores().getType(), probs),
-             pack(rewriter, loc, rowType, newSum),
-             pack(rewriter, loc, rowType, alpha)});
-    return success();
-  }
-};
-
-struct RescaleLowering : PlacedPattern<RescaleOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(RescaleOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
-    SmallVector<Value> factor = unpack(rewriter, loc, adaptor.getFactor());
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i)
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        Value &v = acc[tile.slot(i, j)];
-        v = arith::MulFOp::create(rewriter, loc, v, factor[i]);
-      }
-    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getAcc().getType(), acc));
-    return success();
-  }
-};
-
-/// O = acc * (1 / l), LSE = m + log2(l) * ln 2; rows with l = 0 give 0, -inf.
-struct FinalizeLowering : PlacedPattern<FinalizeOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(FinalizeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getAcc().getType()));
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
-    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
-    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    Value zero = f32Const(rewriter, loc, 0.0);
-    Value one = f32Const(rewriter, loc, 1.0);
-    Value ln2 = f32Const(rewriter, loc, M_LN2);
-    Value negInf = f32Const(rewriter, loc, -INFINITY);
-    SmallVector<Value> lse;
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value empty = arith::CmpFOp::create(rewriter, loc,
-                                          arith::CmpFPredicate::OEQ, l[i], zero);
-      Value inv = arith::SelectOp::create(
-          rewriter, loc, empty, zero,
-          arith::DivFOp::create(rewriter, loc, one, l[i]));
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        Value &v = acc[tile.slot(i, j)];
-        v = arith::MulFOp::create(rewriter, loc, v, inv);
-      }
-      Value logSum = arith::MulFOp::create(
-          rewriter, loc, math::Log2Op::create(rewriter, loc, l[i]), ln2);
-      Value value = arith::AddFOp::create(rewriter, loc, m[i], logSum);
-      lse.push_back(arith::SelectOp::create(rewriter, loc, empty, negInf, value));
-    }
-    rewriter.replaceOp(op, {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
-                            pack(rewriter, loc, adaptor.getRunningMax().getType(),
-                                 lse)});
-    return success();
-  }
-};
-
 /// D = rowsum(dO * O) from two shared tiles: each thread sums the columns
 /// it owns of its rows, then a butterfly over the lanes of the row.
 struct RowDotLowering : PlacedPattern<RowDotOp> {
@@ -587,10 +415,10 @@ struct RowDotLowering : PlacedPattern<RowDotOp> {
         !isa<BlockedEncodingAttr>(resultType.getEncoding()))
       return rewriter.notifyMatchFailure(op, "expected shared operands");
     // The thread grid of the result, spread over the operands' columns.
-    ThreadTile tile(rewriter, loc,
-                    RankedTensorType::get(operandType.getShape(),
-                                          rewriter.getF32Type(),
-                                          resultType.getEncoding()));
+    auto threadGrid = RankedTensorType::get(
+        operandType.getShape(), rewriter.getF32Type(), resultType.getEncoding());
+    ThreadTile tile(rewriter, loc, threadGrid);
+    RegisterLayout layout = *registerLayoutOf(threadGrid);
     SmallVector<Value> sums;
     for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
       Value row = tile.row(rewriter, loc, i);
@@ -606,59 +434,13 @@ struct RowDotLowering : PlacedPattern<RowDotOp> {
                                       load(adaptor.getRhs()), partial);
       }
       sums.push_back(rowAllReduce(
-          rewriter, loc, partial, tile.encoding.getThreadCols(),
-          [&](Value a, Value b) {
+          rewriter, loc, layout, partial, [&](Value a, Value b) {
             return arith::AddFOp::create(rewriter, loc, a, b).getResult();
           }));
     }
     rewriter.replaceOp(
         op, pack(rewriter, loc, getTypeConverter()->convertType(resultType),
                  sums));
-    return success();
-  }
-};
-
-/// P = exp(scale * s - lse), in base 2 (recomputedProb).
-struct RecomputeProbsLowering : PlacedPattern<RecomputeProbsOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
-    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
-    SoftmaxConstants c(rewriter, loc, op.getScale().convertToDouble());
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
-      Value baseLog2 = probsBaseLog2(rewriter, loc, c, lse[i]);
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        Value &v = s[tile.slot(i, j)];
-        v = recomputedProb(rewriter, loc, c, v, baseLog2);
-      }
-    }
-    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getScores().getType(), s));
-    return success();
-  }
-};
-
-/// dS = scale * P * (dP - D), element by element.
-struct SoftmaxGradLowering : PlacedPattern<SoftmaxGradOp> {
-  using PlacedPattern::PlacedPattern;
-  LogicalResult
-  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    ThreadTile tile(rewriter, loc, cast<RankedTensorType>(op.getType()));
-    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getProbs());
-    SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getGradProbs());
-    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
-    Value scale = f32Const(rewriter, loc, op.getScale().convertToDouble());
-    for (int64_t i = 0; i < tile.rowsPerThread; ++i)
-      for (int64_t j = 0; j < tile.colsPerThread; ++j) {
-        int64_t k = tile.slot(i, j);
-        p[k] = scoreGradient(rewriter, loc, p[k], dp[k], delta[i], scale);
-      }
-    rewriter.replaceOp(op, pack(rewriter, loc, adaptor.getProbs().getType(), p));
     return success();
   }
 };
@@ -705,12 +487,10 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
                          vector::VectorDialect>();
   addRegisterTileLegality(target, typeConverter);
   RewritePatternSet patterns(ctx);
-  patterns.add<LoadTileLowering, LoadTileToRegistersLowering,
-               ConvertLayoutLowering, StoreTileLowering, TileMatmulLowering,
-               MaskLowering, OnlineSoftmaxLowering, RescaleLowering,
-               FinalizeLowering, RowDotLowering, RecomputeProbsLowering,
-               SoftmaxGradLowering, AccumulateTileLowering>(typeConverter,
-                                                            ctx);
+  patterns.add<LoadTileLowering, ConvertLayoutLowering, StoreTileLowering,
+               TileMatmulLowering, RowDotLowering, AccumulateTileLowering>(
+      typeConverter, ctx);
+  populateTileOpPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);
   populateQTileRangeLowering(patterns);

@@ -1,0 +1,81 @@
+// RUN: fa-opt %s --split-input-file --fa-convert-placed-to-gpu | FileCheck %s
+
+// The element-wise tile ops are lowered once, against the register layout
+// the tile's encoding describes (TileEncodingInterface::getRegisterLayout):
+// the same pattern serves #fa.blocked (simt) and #fa.mma (mma, wgmma); only
+// the layout's data differs: which row slot each register slot belongs to,
+// the column offset of each slot, and the lanes that share a row.
+
+// #fa.blocked<threads = [8, 4]> on 16 x 8: thread t holds rows t / 4 and
+// t / 4 + 8 (row slots 0, 1), columns t % 4 and t % 4 + 4: slots 0, 1 in
+// row slot 0, slots 2, 3 in row slot 1; the 4 threads of a row are lanes
+// t ^ 2 and t ^ 1.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @blocked
+func.func @blocked(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %acc = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    %f = arith.constant dense<2.0> : tensor<16xf32, #blocked>
+    // acc *= factor of the slot's row.
+    // CHECK: %[[F0:.*]] = vector.extract %{{.*}}[0] : f32 from vector<2xf32>
+    // CHECK: %[[F1:.*]] = vector.extract %{{.*}}[1] : f32 from vector<2xf32>
+    // CHECK: arith.mulf %{{.*}}, %[[F0]]
+    // CHECK: arith.mulf %{{.*}}, %[[F0]]
+    // CHECK: arith.mulf %{{.*}}, %[[F1]]
+    // CHECK: arith.mulf %{{.*}}, %[[F1]]
+    %r = fa.rescale %acc, %f : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+    // Row max: the thread's two scores of the row, then lanes ^2, ^1.
+    // CHECK: arith.maximumf
+    // CHECK: %[[M2:.*]] = arith.constant 2 : i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %[[M2]]
+    // CHECK: %[[M1:.*]] = arith.constant 1 : i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %[[M1]]
+    %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+// #fa.mma<warps = 1> on 16 x 16: lane (g, t) holds elements e = 0..3 of
+// two n8 blocks; e = 0, 1 sit in row g (row slot 0), e = 2, 3 in row g + 8
+// (row slot 1), at columns 2t + 8 ni + (e % 2); a quad (lanes ^1, ^2)
+// shares a row.
+#acc = #fa.mma<warps = 1>
+// CHECK-LABEL: gpu.func @mma
+func.func @mma(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x16xf32, #acc>
+    %f = arith.constant dense<2.0> : tensor<16xf32, #acc>
+    // acc *= factor of the slot's row: slots 0, 1 row slot 0; 2, 3 row
+    // slot 1; 4, 5 row slot 0 ...
+    // CHECK: %[[F0:.*]] = vector.extract %{{.*}}[0] : f32 from vector<2xf32>
+    // CHECK: %[[F1:.*]] = vector.extract %{{.*}}[1] : f32 from vector<2xf32>
+    // CHECK: arith.mulf %{{.*}}, %[[F0]]
+    // CHECK: arith.mulf %{{.*}}, %[[F0]]
+    // CHECK: arith.mulf %{{.*}}, %[[F1]]
+    // CHECK: arith.mulf %{{.*}}, %[[F1]]
+    // CHECK: arith.mulf %{{.*}}, %[[F0]]
+    %r = fa.rescale %s, %f : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
+    // Row max: the thread's 4 scores of the row, then lanes ^1, ^2.
+    // CHECK-COUNT-3: arith.maximumf
+    // CHECK: %[[M1:.*]] = arith.constant 1 : i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %[[M1]]
+    // CHECK: %[[M2:.*]] = arith.constant 2 : i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %[[M2]]
+    %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
+    // The tail mask: column offsets 0, 1 (n8 block 0), 8, 9 (block 1) of
+    // row slot 0 compared with the row's last visible column.
+    // CHECK: scf.if
+    // CHECK: arith.constant 0 : i32
+    // CHECK: arith.cmpi sgt
+    // CHECK: arith.constant 1 : i32
+    // CHECK: arith.cmpi sgt
+    // CHECK: arith.constant 8 : i32
+    // CHECK: arith.cmpi sgt
+    // CHECK: arith.constant 9 : i32
+    // CHECK: arith.cmpi sgt
+    %masked = fa.mask %s, %n, %n, %n, %n {mask = #fa.mask<none>} : tensor<16x16xf32, #acc>
+  } attributes {fa.launch = #fa.launch<strategy = mma, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
