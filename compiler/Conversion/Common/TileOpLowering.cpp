@@ -118,308 +118,285 @@ Value mlir::fa::rowAllReduce(OpBuilder &b, Location loc,
 
 namespace {
 
-/// A pattern for `Op` whose operand `Operand` (the tile that decides the
-/// layout) has a register layout.
+/// What a lowering below works with: the rewriter, the op's location and
+/// the register layout of the tile that decides it.
+struct TileRewrite {
+  ConversionPatternRewriter &b;
+  Location loc;
+  const RegisterLayout &layout;
+  const TypeConverter &converter;
+
+  SmallVector<Value> unpack(Value tile) const { return fa::unpack(b, loc, tile); }
+  Value pack(Type type, ArrayRef<Value> elements) const {
+    return fa::pack(b, loc, type, elements);
+  }
+};
+
+template <typename Op>
+using TileLowering = LogicalResult (*)(Op, typename Op::Adaptor,
+                                       const TileRewrite &);
+
+/// The pattern of one tile op on register tiles: `layoutTile` names the
+/// operand (or result) whose layout decides the lowering; an op on tiles
+/// without a register layout (shared tiles) is left to the strategy's
+/// patterns.
 template <typename Op>
 struct LayoutPattern : OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
-  using OpAdaptor = typename Op::Adaptor;
+  LayoutPattern(const TypeConverter &converter, MLIRContext *ctx,
+                Value (*layoutTile)(Op), TileLowering<Op> lower)
+      : OpConversionPattern<Op>(converter, ctx), layoutTile(layoutTile),
+        lower(lower) {}
 
-  /// The register layout of `tile`, or a match failure.
-  static FailureOr<RegisterLayout> layoutOf(Value tile,
-                                            ConversionPatternRewriter &rewriter,
-                                            Op op) {
-    FailureOr<RegisterLayout> layout = registerLayoutOf(tile.getType());
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<RegisterLayout> layout =
+        registerLayoutOf(layoutTile(op).getType());
     if (failed(layout))
       return rewriter.notifyMatchFailure(op, "not a register tile");
-    return layout;
+    return lower(op, adaptor,
+                 TileRewrite{rewriter, op.getLoc(), *layout,
+                             *this->getTypeConverter()});
   }
+
+  Value (*layoutTile)(Op);
+  TileLowering<Op> lower;
 };
 
 /// Masked scores become -inf. Only tiles that cross the causal diagonal or
 /// the end of the keys need it; the others skip the per-element test.
-struct MaskLowering : LayoutPattern<MaskOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(MaskOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (failed(layoutOf(op.getScores(), rewriter, op)))
-      return failure();
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    int64_t cols = type.getDimSize(1);
-    // The tile's last key column: past the keys, or (causal) past what the
-    // tile's first query row may see (col + Sq > row + Sk)?
-    Value lastCol = addConst(rewriter, loc, adaptor.getKvStart(), cols - 1);
-    Value needsMask = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::uge, lastCol, adaptor.getKvLen());
-    if (op.getMask() == MaskKind::causal)
-      needsMask = arith::OrIOp::create(
-          rewriter, loc, needsMask,
-          arith::CmpIOp::create(
-              rewriter, loc, arith::CmpIPredicate::ugt,
-              arith::AddIOp::create(rewriter, loc, lastCol, adaptor.getQLen()),
-              arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                    adaptor.getKvLen())));
-    Value scores = adaptor.getScores();
-    auto branch = scf::IfOp::create(rewriter, loc, scores.getType(), needsMask,
-                                    /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(&branch.getThenRegion().front());
-      ThreadElements thread(rewriter, loc, type);
-      const RegisterLayout &layout = thread.layout;
-      SmallVector<Value> values = unpack(rewriter, loc, scores);
-      Value negInf = f32Const(rewriter, loc, -INFINITY);
-      // buildIsMasked's predicate, rearranged per row so that each element
-      // costs one 32-bit compare with a constant: key column kvStart +
-      // colBase + c (c = the slot's column offset) is visible iff
-      // c <= last_r - kvStart - colBase, where last_r = Sk - 1, and with
-      // the causal mask min(Sk - 1, row + Sk - Sq) (signed: rows above the
-      // first visible key have last_r < 0).
-      Value kvLast = addConst(rewriter, loc, adaptor.getKvLen(), -1);
-      Value threadFirstCol =
-          arith::AddIOp::create(rewriter, loc, adaptor.getKvStart(),
-                                thread.colBase(rewriter, loc));
-      for (int64_t r = 0; r < layout.numRowSlots(); ++r) {
-        Value last = kvLast;
-        if (op.getMask() == MaskKind::causal) {
-          Value row = arith::AddIOp::create(rewriter, loc, adaptor.getQStart(),
-                                            thread.rowOfRowSlot(rewriter, loc, r));
-          Value diagonal = arith::SubIOp::create(
-              rewriter, loc,
-              arith::AddIOp::create(rewriter, loc, row, adaptor.getKvLen()),
-              adaptor.getQLen());
-          last = arith::MinSIOp::create(rewriter, loc, kvLast, diagonal);
-        }
-        // Clamped to [-1, C] so that it fits 32 bits.
-        Value visible =
-            arith::SubIOp::create(rewriter, loc, last, threadFirstCol);
-        visible = arith::MaxSIOp::create(rewriter, loc, visible,
-                                         indexConst(rewriter, loc, -1));
-        visible = arith::MinSIOp::create(rewriter, loc, visible,
-                                         indexConst(rewriter, loc, cols));
-        visible = arith::IndexCastOp::create(rewriter, loc,
-                                             rewriter.getI32Type(), visible);
-        for (int64_t slot : layout.slotsOfRow(r)) {
-          Value c = arith::ConstantOp::create(
-              rewriter, loc,
-              rewriter.getI32IntegerAttr(int32_t(layout.colOffset[slot])));
-          Value hidden = arith::CmpIOp::create(
-              rewriter, loc, arith::CmpIPredicate::sgt, c, visible);
-          Value &v = values[slot];
-          v = arith::SelectOp::create(rewriter, loc, hidden, negInf, v);
-        }
-      }
-      scf::YieldOp::create(rewriter, loc,
-                           pack(rewriter, loc, scores.getType(), values));
-      rewriter.setInsertionPointToStart(&branch.getElseRegion().front());
-      scf::YieldOp::create(rewriter, loc, scores);
+LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
+                        const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t cols = type.getDimSize(1);
+  // The tile's last key column: past the keys, or (causal) past what the
+  // tile's first query row may see (col + Sq > row + Sk)?
+  Value lastCol = addConst(b, loc, adaptor.getKvStart(), cols - 1);
+  Value needsMask = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                          lastCol, adaptor.getKvLen());
+  if (op.getMask() == MaskKind::causal)
+    needsMask = arith::OrIOp::create(
+        b, loc, needsMask,
+        arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ugt,
+            arith::AddIOp::create(b, loc, lastCol, adaptor.getQLen()),
+            arith::AddIOp::create(b, loc, adaptor.getQStart(),
+                                  adaptor.getKvLen())));
+  Value scores = adaptor.getScores();
+  auto branch = scf::IfOp::create(b, loc, scores.getType(), needsMask,
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&branch.getThenRegion().front());
+  ThreadElements thread(b, loc, type);
+  SmallVector<Value> values = r.unpack(scores);
+  Value negInf = f32Const(b, loc, -INFINITY);
+  // buildIsMasked's predicate, rearranged per row so that each element
+  // costs one 32-bit compare with a constant: key column kvStart + colBase
+  // + c (c = the slot's column offset) is visible iff
+  // c <= last_r - kvStart - colBase, where last_r = Sk - 1, and with the
+  // causal mask min(Sk - 1, row + Sk - Sq) (signed: rows above the first
+  // visible key have last_r < 0).
+  Value kvLast = addConst(b, loc, adaptor.getKvLen(), -1);
+  Value threadFirstCol =
+      arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value last = kvLast;
+    if (op.getMask() == MaskKind::causal) {
+      Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
+                                          thread.rowOfRowSlot(b, loc, row));
+      Value diagonal = arith::SubIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, query, adaptor.getKvLen()),
+          adaptor.getQLen());
+      last = arith::MinSIOp::create(b, loc, kvLast, diagonal);
     }
-    rewriter.replaceOp(op, branch.getResult(0));
-    return success();
+    // Clamped to [-1, C] so that it fits 32 bits.
+    Value visible = arith::SubIOp::create(b, loc, last, threadFirstCol);
+    visible = arith::MaxSIOp::create(b, loc, visible, indexConst(b, loc, -1));
+    visible = arith::MinSIOp::create(b, loc, visible, indexConst(b, loc, cols));
+    visible = arith::IndexCastOp::create(b, loc, b.getI32Type(), visible);
+    for (int64_t slot : r.layout.slotsOfRow(row)) {
+      Value c = arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(int32_t(r.layout.colOffset[slot])));
+      Value hidden = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                           c, visible);
+      values[slot] = arith::SelectOp::create(b, loc, hidden, negInf,
+                                             values[slot]);
+    }
   }
-};
+  scf::YieldOp::create(b, loc, r.pack(scores.getType(), values));
+  b.setInsertionPointToStart(&branch.getElseRegion().front());
+  scf::YieldOp::create(b, loc, scores);
+  b.replaceOp(op, branch.getResult(0));
+  return success();
+}
 
 /// The online-softmax step per row (buildOnlineSoftmaxRow: base 2, the
 /// scale folded into one FMA): row max and row sum over the thread's
 /// elements of the row, then over the lanes that share it.
-struct OnlineSoftmaxLowering : LayoutPattern<OnlineSoftmaxOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(OnlineSoftmaxOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<RegisterLayout> layout = layoutOf(op.getScores(), rewriter, op);
-    if (failed(layout))
-      return failure();
-    if (!layout->rowsInOneWarp)
-      return op.emitOpError("the row reductions of the online softmax stay "
-                            "within a warp: the scores' layout ")
-             << cast<RankedTensorType>(op.getScores().getType()).getEncoding()
-             << " spreads a row over warps";
-    Location loc = op.getLoc();
-    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
-    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    SoftmaxConstants constants(rewriter, loc, op.getScale().convertToDouble());
-    auto acrossRow = [&](Value value,
-                         function_ref<Value(Value, Value)> combine) {
-      return rowAllReduce(rewriter, loc, *layout, value, combine);
-    };
-    SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
-    SmallVector<Value> probs(s.size());
-    for (int64_t r = 0; r < layout->numRowSlots(); ++r) {
-      SmallVector<int64_t> slots = layout->slotsOfRow(r);
-      SmallVector<Value> rowScores;
-      for (int64_t slot : slots)
-        rowScores.push_back(s[slot]);
-      OnlineSoftmaxRow row = buildOnlineSoftmaxRow(
-          rewriter, loc, constants, rowScores, m[r], l[r], acrossRow);
-      for (auto [slot, p] : llvm::zip(slots, row.probs))
-        probs[slot] = p;
-      newMax[r] = row.newMax;
-      newSum[r] = row.newSum;
-      alpha[r] = row.alpha;
-    }
-    Type rowType = adaptor.getRunningMax().getType();
-    rewriter.replaceOp(
-        op, {pack(rewriter, loc, rowType, newMax),
-             pack(rewriter, loc, adaptor.getScores().getType(), probs),
-             pack(rewriter, loc, rowType, newSum),
-             pack(rewriter, loc, rowType, alpha)});
-    return success();
+LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
+                                 OnlineSoftmaxOp::Adaptor adaptor,
+                                 const TileRewrite &r) {
+  if (!r.layout.rowsInOneWarp)
+    return op.emitOpError("the row reductions of the online softmax stay "
+                          "within a warp: the scores' layout ")
+           << cast<RankedTensorType>(op.getScores().getType()).getEncoding()
+           << " spreads a row over warps";
+  SmallVector<Value> s = r.unpack(adaptor.getScores());
+  SmallVector<Value> m = r.unpack(adaptor.getRunningMax());
+  SmallVector<Value> l = r.unpack(adaptor.getRunningSum());
+  SoftmaxConstants constants(r.b, r.loc, op.getScale().convertToDouble());
+  auto acrossRow = [&](Value value, function_ref<Value(Value, Value)> combine) {
+    return rowAllReduce(r.b, r.loc, r.layout, value, combine);
+  };
+  SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
+  SmallVector<Value> probs(s.size());
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    SmallVector<int64_t> slots = r.layout.slotsOfRow(row);
+    SmallVector<Value> rowScores;
+    for (int64_t slot : slots)
+      rowScores.push_back(s[slot]);
+    OnlineSoftmaxRow step = buildOnlineSoftmaxRow(
+        r.b, r.loc, constants, rowScores, m[row], l[row], acrossRow);
+    for (auto [slot, p] : llvm::zip(slots, step.probs))
+      probs[slot] = p;
+    newMax[row] = step.newMax;
+    newSum[row] = step.newSum;
+    alpha[row] = step.alpha;
   }
-};
+  Type rowType = adaptor.getRunningMax().getType();
+  r.b.replaceOp(op, {r.pack(rowType, newMax),
+                     r.pack(adaptor.getScores().getType(), probs),
+                     r.pack(rowType, newSum), r.pack(rowType, alpha)});
+  return success();
+}
 
 /// Each accumulator element times the factor of its row.
-struct RescaleLowering : LayoutPattern<RescaleOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(RescaleOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<RegisterLayout> layout = layoutOf(op.getAcc(), rewriter, op);
-    if (failed(layout))
-      return failure();
-    Location loc = op.getLoc();
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
-    SmallVector<Value> factor = unpack(rewriter, loc, adaptor.getFactor());
-    for (int64_t slot = 0; slot < layout->numSlots(); ++slot)
-      acc[slot] = arith::MulFOp::create(rewriter, loc, acc[slot],
-                                        factor[layout->rowSlotOf[slot]]);
-    rewriter.replaceOp(op,
-                       pack(rewriter, loc, adaptor.getAcc().getType(), acc));
-    return success();
-  }
-};
+LogicalResult lowerRescale(RescaleOp op, RescaleOp::Adaptor adaptor,
+                           const TileRewrite &r) {
+  SmallVector<Value> acc = r.unpack(adaptor.getAcc());
+  SmallVector<Value> factor = r.unpack(adaptor.getFactor());
+  for (int64_t slot = 0; slot < r.layout.numSlots(); ++slot)
+    acc[slot] = arith::MulFOp::create(r.b, r.loc, acc[slot],
+                                      factor[r.layout.rowSlotOf[slot]]);
+  r.b.replaceOp(op, r.pack(adaptor.getAcc().getType(), acc));
+  return success();
+}
 
 /// O = acc * (1 / l), LSE = m + log2(l) ln 2; rows with l = 0 give 0, -inf.
-struct FinalizeLowering : LayoutPattern<FinalizeOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(FinalizeOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<RegisterLayout> layout = layoutOf(op.getAcc(), rewriter, op);
-    if (failed(layout))
-      return failure();
-    Location loc = op.getLoc();
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
-    SmallVector<Value> m = unpack(rewriter, loc, adaptor.getRunningMax());
-    SmallVector<Value> l = unpack(rewriter, loc, adaptor.getRunningSum());
-    Value zero = f32Const(rewriter, loc, 0.0);
-    Value one = f32Const(rewriter, loc, 1.0);
-    Value ln2 = f32Const(rewriter, loc, M_LN2);
-    Value negInf = f32Const(rewriter, loc, -INFINITY);
-    SmallVector<Value> lse(m.size());
-    for (int64_t r = 0; r < layout->numRowSlots(); ++r) {
-      Value empty = arith::CmpFOp::create(
-          rewriter, loc, arith::CmpFPredicate::OEQ, l[r], zero);
-      Value inv = arith::SelectOp::create(
-          rewriter, loc, empty, zero,
-          arith::DivFOp::create(rewriter, loc, one, l[r]));
-      for (int64_t slot : layout->slotsOfRow(r))
-        acc[slot] = arith::MulFOp::create(rewriter, loc, acc[slot], inv);
-      Value logSum = arith::MulFOp::create(
-          rewriter, loc, math::Log2Op::create(rewriter, loc, l[r]), ln2);
-      Value value = arith::AddFOp::create(rewriter, loc, m[r], logSum);
-      lse[r] = arith::SelectOp::create(rewriter, loc, empty, negInf, value);
-    }
-    rewriter.replaceOp(
-        op, {pack(rewriter, loc, adaptor.getAcc().getType(), acc),
-             pack(rewriter, loc, adaptor.getRunningMax().getType(), lse)});
-    return success();
+LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
+                            const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  SmallVector<Value> acc = r.unpack(adaptor.getAcc());
+  SmallVector<Value> m = r.unpack(adaptor.getRunningMax());
+  SmallVector<Value> l = r.unpack(adaptor.getRunningSum());
+  Value zero = f32Const(b, loc, 0.0);
+  Value one = f32Const(b, loc, 1.0);
+  Value ln2 = f32Const(b, loc, M_LN2);
+  Value negInf = f32Const(b, loc, -INFINITY);
+  SmallVector<Value> lse(m.size());
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                        l[row], zero);
+    Value inv = arith::SelectOp::create(
+        b, loc, empty, zero, arith::DivFOp::create(b, loc, one, l[row]));
+    for (int64_t slot : r.layout.slotsOfRow(row))
+      acc[slot] = arith::MulFOp::create(b, loc, acc[slot], inv);
+    Value logSum = arith::MulFOp::create(
+        b, loc, math::Log2Op::create(b, loc, l[row]), ln2);
+    Value value = arith::AddFOp::create(b, loc, m[row], logSum);
+    lse[row] = arith::SelectOp::create(b, loc, empty, negInf, value);
   }
-};
+  b.replaceOp(op, {r.pack(adaptor.getAcc().getType(), acc),
+                   r.pack(adaptor.getRunningMax().getType(), lse)});
+  return success();
+}
 
 /// P = exp(scale * s - lse) per element, with its row's LSE
 /// (recomputedProb).
-struct RecomputeProbsLowering : LayoutPattern<RecomputeProbsOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(RecomputeProbsOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<RegisterLayout> layout = layoutOf(op.getScores(), rewriter, op);
-    if (failed(layout))
-      return failure();
-    Location loc = op.getLoc();
-    SmallVector<Value> s = unpack(rewriter, loc, adaptor.getScores());
-    SmallVector<Value> lse = unpack(rewriter, loc, adaptor.getLse());
-    SoftmaxConstants c(rewriter, loc, op.getScale().convertToDouble());
-    for (int64_t r = 0; r < layout->numRowSlots(); ++r) {
-      Value baseLog2 = probsBaseLog2(rewriter, loc, c, lse[r]);
-      for (int64_t slot : layout->slotsOfRow(r))
-        s[slot] = recomputedProb(rewriter, loc, c, s[slot], baseLog2);
-    }
-    rewriter.replaceOp(op,
-                       pack(rewriter, loc, adaptor.getScores().getType(), s));
-    return success();
+LogicalResult lowerRecomputeProbs(RecomputeProbsOp op,
+                                  RecomputeProbsOp::Adaptor adaptor,
+                                  const TileRewrite &r) {
+  SmallVector<Value> s = r.unpack(adaptor.getScores());
+  SmallVector<Value> lse = r.unpack(adaptor.getLse());
+  SoftmaxConstants c(r.b, r.loc, op.getScale().convertToDouble());
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value baseLog2 = probsBaseLog2(r.b, r.loc, c, lse[row]);
+    for (int64_t slot : r.layout.slotsOfRow(row))
+      s[slot] = recomputedProb(r.b, r.loc, c, s[slot], baseLog2);
   }
-};
+  r.b.replaceOp(op, r.pack(adaptor.getScores().getType(), s));
+  return success();
+}
 
 /// dS = scale * P * (dP - D) per element, with its row's D.
-struct SoftmaxGradLowering : LayoutPattern<SoftmaxGradOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(SoftmaxGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    FailureOr<RegisterLayout> layout = layoutOf(op.getProbs(), rewriter, op);
-    if (failed(layout))
-      return failure();
-    Location loc = op.getLoc();
-    SmallVector<Value> p = unpack(rewriter, loc, adaptor.getProbs());
-    SmallVector<Value> dp = unpack(rewriter, loc, adaptor.getGradProbs());
-    SmallVector<Value> delta = unpack(rewriter, loc, adaptor.getDelta());
-    Value scale = f32Const(rewriter, loc, op.getScale().convertToDouble());
-    for (int64_t slot = 0; slot < layout->numSlots(); ++slot)
-      p[slot] = scoreGradient(rewriter, loc, p[slot], dp[slot],
-                              delta[layout->rowSlotOf[slot]], scale);
-    rewriter.replaceOp(op,
-                       pack(rewriter, loc, adaptor.getProbs().getType(), p));
-    return success();
-  }
-};
+LogicalResult lowerSoftmaxGrad(SoftmaxGradOp op,
+                               SoftmaxGradOp::Adaptor adaptor,
+                               const TileRewrite &r) {
+  SmallVector<Value> p = r.unpack(adaptor.getProbs());
+  SmallVector<Value> dp = r.unpack(adaptor.getGradProbs());
+  SmallVector<Value> delta = r.unpack(adaptor.getDelta());
+  Value scale = f32Const(r.b, r.loc, op.getScale().convertToDouble());
+  for (int64_t slot = 0; slot < r.layout.numSlots(); ++slot)
+    p[slot] = scoreGradient(r.b, r.loc, p[slot], dp[slot],
+                            delta[r.layout.rowSlotOf[slot]], scale);
+  r.b.replaceOp(op, r.pack(adaptor.getProbs().getType(), p));
+  return success();
+}
 
 /// global -> registers: each thread loads the elements it holds, zero past
 /// the end of the rows (LSE and D of the backward; tiles that only feed
 /// element-wise ops).
-struct LoadTileToRegistersLowering : LayoutPattern<LoadTileOp> {
-  using LayoutPattern::LayoutPattern;
-  LogicalResult
-  matchAndRewrite(LoadTileOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (failed(layoutOf(op.getResult(), rewriter, op)))
-      return failure();
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    ThreadElements thread(rewriter, loc, type);
-    const RegisterLayout &layout = thread.layout;
-    Value source = adaptor.getSource();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
-    SmallVector<Value> values(layout.numSlots());
-    for (int64_t r = 0; r < layout.numRowSlots(); ++r) {
-      Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                        thread.rowOfRowSlot(rewriter, loc, r));
-      for (int64_t slot : layout.slotsOfRow(r)) {
-        SmallVector<Value> trailing;
-        if (layout.is2d())
-          trailing.push_back(thread.col(rewriter, loc, slot));
-        values[slot] = buildZeroPaddedLoad(rewriter, loc, source,
-                                           adaptor.getBatch(),
-                                           adaptor.getHead(), row, rowLimit,
-                                           trailing);
-      }
+LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
+                                   const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  auto type = cast<RankedTensorType>(op.getType());
+  ThreadElements thread(b, loc, type);
+  Value source = adaptor.getSource();
+  Value rowLimit = memref::DimOp::create(b, loc, source, 2);
+  SmallVector<Value> values(r.layout.numSlots());
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value index = arith::AddIOp::create(b, loc, adaptor.getRow(),
+                                        thread.rowOfRowSlot(b, loc, row));
+    for (int64_t slot : r.layout.slotsOfRow(row)) {
+      SmallVector<Value> trailing;
+      if (r.layout.is2d())
+        trailing.push_back(thread.col(b, loc, slot));
+      values[slot] =
+          buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
+                              adaptor.getHead(), index, rowLimit, trailing);
     }
-    rewriter.replaceOp(
-        op, pack(rewriter, loc, getTypeConverter()->convertType(type), values));
-    return success();
   }
-};
+  b.replaceOp(op, r.pack(r.converter.convertType(type), values));
+  return success();
+}
 
 } // namespace
 
 void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
                                       RewritePatternSet &patterns) {
-  patterns.add<MaskLowering, OnlineSoftmaxLowering, RescaleLowering,
-               FinalizeLowering, RecomputeProbsLowering, SoftmaxGradLowering,
-               LoadTileToRegistersLowering>(typeConverter,
-                                            patterns.getContext());
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<LayoutPattern<MaskOp>>(
+      typeConverter, ctx, [](MaskOp op) -> Value { return op.getScores(); }, lowerMask);
+  patterns.add<LayoutPattern<OnlineSoftmaxOp>>(
+      typeConverter, ctx, [](OnlineSoftmaxOp op) -> Value { return op.getScores(); },
+      lowerOnlineSoftmax);
+  patterns.add<LayoutPattern<RescaleOp>>(
+      typeConverter, ctx, [](RescaleOp op) -> Value { return op.getAcc(); },
+      lowerRescale);
+  patterns.add<LayoutPattern<FinalizeOp>>(
+      typeConverter, ctx, [](FinalizeOp op) -> Value { return op.getAcc(); },
+      lowerFinalize);
+  patterns.add<LayoutPattern<RecomputeProbsOp>>(
+      typeConverter, ctx, [](RecomputeProbsOp op) -> Value { return op.getScores(); },
+      lowerRecomputeProbs);
+  patterns.add<LayoutPattern<SoftmaxGradOp>>(
+      typeConverter, ctx, [](SoftmaxGradOp op) -> Value { return op.getProbs(); },
+      lowerSoftmaxGrad);
+  patterns.add<LayoutPattern<LoadTileOp>>(
+      typeConverter, ctx, [](LoadTileOp op) -> Value { return op.getResult(); },
+      lowerLoadToRegisters);
 }
