@@ -3,6 +3,7 @@
 #include "compiler/Pipelines.h"
 #include "compiler/Registration.h"
 #include "dialect/FAOps.h"
+#include "lib/Strategy/Registry.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -186,10 +187,11 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
                       llvm::function_ref<void(Stage, ModuleOp)> onStage) {
   GpuOptions gpu{spec.arch, spec.numWarps,
                  ::fa::toString(spec.resolvedStrategy()), spec.stages};
-  if (spec.backward && to > Stage::tiled &&
-      spec.resolvedStrategy() == ::fa::Strategy::wgmma)
-    return module.emitError()
-           << "the backward runs on the simt and mma strategies, not on wgmma";
+  if (spec.backward && to > Stage::tiled)
+    if (std::string error = ::fa::checkLowersBackward(
+            ::fa::strategyModel(spec.resolvedStrategy()));
+        !error.empty())
+      return module.emitError() << error;
   for (Stage next : kStages) {
     if (next <= from || next > to || next > Stage::llvm)
       continue;

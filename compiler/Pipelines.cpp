@@ -1,5 +1,7 @@
 //===- Pipelines.cpp - Named stages of the fa compiler -------------*- C++ -*-===//
 #include "compiler/Pipelines.h"
+#include "compiler/StrategyPasses.h"
+#include "lib/Strategy/Registry.h"
 #include "compiler/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -83,35 +85,10 @@ void mlir::fa::buildCpuPipeline(OpPassManager &pm,
 
 void mlir::fa::buildPlacePipeline(OpPassManager &pm,
                                   const GpuOptions &options) {
-  if (options.strategy == "mma") {
-    FAPlaceMmaOptions place;
-    place.numWarps = options.numWarps;
-    place.stages = options.stages;
-    place.arch = options.arch;
-    pm.addNestedPass<func::FuncOp>(createFAPlaceMma(place));
-    // The programs mma leaves unplaced (the backward's memory-bound delta
-    // and dq programs) run on the simt strategy.
-    FAPlaceSimtOptions simt;
-    simt.numWarps = options.numWarps;
-    simt.arch = options.arch;
-    pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(simt));
-    return;
-  }
-  if (options.strategy == "wgmma") {
-    FAPlaceWgmmaOptions place;
-    place.numWarps = options.numWarps;
-    place.stages = options.stages;
-    place.arch = options.arch;
-    pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
-    pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
-    pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
-    pm.addNestedPass<func::FuncOp>(createFAPingPong());
-    return;
-  }
-  FAPlaceSimtOptions place;
-  place.numWarps = options.numWarps;
-  place.arch = options.arch;
-  pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(place));
+  // Callers name a registered strategy (registerPipelines checks the
+  // option; the kernel compiler passes a resolved spec's).
+  if (const StrategyPasses *strategy = lookupStrategyPasses(options.strategy))
+    strategy->buildPlacement(pm, options);
 }
 
 void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm,
@@ -164,7 +141,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                            llvm::cl::desc("warps per block"),
                            llvm::cl::init(8)};
   Option<std::string> strategy{*this, "strategy",
-                               llvm::cl::desc("simt | mma"),
+                               llvm::cl::desc("simt | mma | wgmma"),
                                llvm::cl::init("simt")};
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("K/V tiles in flight (mma)"),
@@ -181,6 +158,30 @@ struct TilePipelineOptions : public PassPipelineOptions<TilePipelineOptions> {
                          llvm::cl::init(64)};
   TileOptions get() const { return {blockM, blockN}; }
 };
+/// Registers a pipeline over GpuPipelineOptions whose strategy option must
+/// name a registered strategy: an unknown name is an error that lists them
+/// (never a silent default).
+void registerGpuPipeline(StringRef name, StringRef description,
+                         void (*build)(OpPassManager &, const GpuOptions &)) {
+  registerPassPipeline(
+      name, description,
+      [build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> errorHandler) {
+        GpuPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (!lookupStrategyPasses(options.strategy))
+          return errorHandler("unknown strategy '" + options.strategy +
+                              "'; expected one of " +
+                              ::fa::strategyNames(/*withAuto=*/false));
+        build(pm, options.get());
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(GpuPipelineOptions());
+      });
+}
+
 } // namespace
 
 void mlir::fa::registerPipelines() {
@@ -200,21 +201,14 @@ void mlir::fa::registerPipelines() {
       [](OpPassManager &pm, const TilePipelineOptions &options) {
         buildCpuPipeline(pm, options.get());
       });
-  PassPipelineRegistration<GpuPipelineOptions>(
-      "fa-place-pipeline", "tiled -> placed (strategy=simt|mma)",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        buildPlacePipeline(pm, options.get());
-      });
-  PassPipelineRegistration<GpuPipelineOptions>(
-      "fa-gpu-kernel", "placed -> gpu.module kernels",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        buildGpuKernelPipeline(pm, options.get());
-      });
-  PassPipelineRegistration<GpuPipelineOptions>(
-      "fa-gpu-to-nvvm", "gpu -> NVVM/LLVM dialect with the target attached",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        buildGpuToNVVMPipeline(pm, options.get());
-      });
+  registerGpuPipeline("fa-place-pipeline",
+                      "tiled -> placed (strategy=simt|mma|wgmma)",
+                      buildPlacePipeline);
+  registerGpuPipeline("fa-gpu-kernel", "placed -> gpu.module kernels",
+                      buildGpuKernelPipeline);
+  registerGpuPipeline("fa-gpu-to-nvvm",
+                      "gpu -> NVVM/LLVM dialect with the target attached",
+                      buildGpuToNVVMPipeline);
   PassPipelineRegistration<>("fa-nvvm-to-ptx",
                              "NVVM/LLVM dialect -> PTX in a gpu.binary",
                              buildNVVMToPtxPipeline);

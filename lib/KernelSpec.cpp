@@ -1,9 +1,7 @@
 //===- KernelSpec.cpp - Everything that changes a generated kernel --*- C++ -*-===//
 #include "lib/KernelSpec.h"
 #include "lib/GpuTarget.h"
-#include "lib/Strategy/MmaModel.h"
-#include "lib/Strategy/SimtModel.h"
-#include "lib/Strategy/WgmmaModel.h"
+#include "lib/Strategy/Registry.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringExtras.h"
@@ -57,24 +55,9 @@ std::string KernelSpec::validate() const {
         rangeOrDefault("num-warps", numWarps, 32)})
     if (!error.empty())
       return error;
-  switch (resolvedStrategy()) {
-  case Strategy::simt:
-    if (std::string error = rangeOrDefault("stages", stages, 1);
-        !error.empty())
-      return error + " (the simt strategy has no K/V pipeline)";
-    break;
-  case Strategy::mma:
-  case Strategy::automatic:
-    if (std::string error = mma::checkSpec(*this); !error.empty())
-      return error;
-    break;
-  case Strategy::wgmma:
-    if (backward)
-      return "the backward runs on the simt and mma strategies, not on wgmma";
-    if (std::string error = wgmma::checkSpec(*this); !error.empty())
-      return error;
-    break;
-  }
+  if (std::string error = strategyModel(resolvedStrategy()).checkSpec(*this);
+      !error.empty())
+    return error;
   if (!lookupGpuArch(arch))
     return "unsupported arch '" + arch + "'; expected one of " +
            supportedGpuArchs();
@@ -101,19 +84,12 @@ bool KernelSpec::needsDefaults() const {
 Strategy KernelSpec::resolvedStrategy() const {
   if (strategy != Strategy::automatic)
     return strategy;
-  // The backward runs on mma.sync for 16-bit inputs (there are no wgmma
-  // backward kernels), else on the simt strategy.
-  if (backward)
-    return mma::takesBackwardProblem(dtype, headDim) ? Strategy::mma
-                                                     : Strategy::simt;
-  // 16-bit inputs go to the tensor cores: on sm_90a to warpgroup MMA where
-  // its 64-column blocks fit the head dim (faster than mma.sync on every
-  // measured shape, docs/benchmarks.md), else to mma.sync unless it cannot
-  // serve the problem (a head dim that is not a multiple of 8, or over 256):
-  // the simt strategy computes any head dim.
-  if (wgmma::takesProblem(dtype, headDim, arch))
-    return Strategy::wgmma;
-  return mma::takesProblem(dtype, headDim) ? Strategy::mma : Strategy::simt;
+  // The first registered strategy that takes the problem (the last takes
+  // every one): see registeredStrategies() for the order.
+  for (const StrategyModel *model : registeredStrategies())
+    if (model->takesProblem(*this))
+      return model->kind;
+  return registeredStrategies().back()->kind;
 }
 
 std::string KernelSpec::kernelName() const {
@@ -124,10 +100,9 @@ std::string KernelSpec::kernelName() const {
                      "_w" + std::to_string(numWarps);
   if (backward && deterministic)
     name += "_det";
-  if (resolvedStrategy() == Strategy::mma)
-    name += "_s" + std::to_string(stages) + "_mma";
-  if (resolvedStrategy() == Strategy::wgmma)
-    name += "_s" + std::to_string(stages) + "_wgmma";
+  const StrategyModel &model = strategyModel(resolvedStrategy());
+  if (model.pipelined)
+    name += "_s" + std::to_string(stages) + "_" + model.name;
   return name;
 }
 
@@ -161,17 +136,8 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
   if (!request.validate().empty())
     return {request};
   request.strategy = request.resolvedStrategy();
-  if (request.strategy == Strategy::simt && request.stages == 0)
-    request.stages = 1;
-  if (request.backward)
-    return request.strategy == Strategy::mma
-               ? mma::backwardCandidates(request, limit)
-               : simt::backwardCandidates(request, limit);
-  if (request.strategy == Strategy::mma)
-    return mma::defaultCandidates(request, limit);
-  if (request.strategy == Strategy::wgmma)
-    return wgmma::defaultCandidates(request, limit, length);
-  return simt::defaultCandidates(request, limit);
+  return strategyModel(request.strategy)
+      .defaultCandidates(request, limit, length);
 }
 
 std::vector<KernelSpec> KernelSpec::defaultCandidates(int64_t length) const {
@@ -226,27 +192,20 @@ const char *toString(ElementType type) {
 }
 
 const char *toString(Strategy strategy) {
-  switch (strategy) {
-  case Strategy::automatic:
+  if (strategy == Strategy::automatic)
     return "auto";
-  case Strategy::simt:
-    return "simt";
-  case Strategy::mma:
-    return "mma";
-  case Strategy::wgmma:
-    return "wgmma";
-  }
-  return "?";
+  return strategyModel(strategy).name;
 }
 
 bool parseStrategy(const std::string &text, Strategy &strategy) {
-  for (Strategy s : {Strategy::automatic, Strategy::simt, Strategy::mma,
-                     Strategy::wgmma})
-    if (text == toString(s)) {
-      strategy = s;
-      return true;
-    }
-  return false;
+  if (text == "auto") {
+    strategy = Strategy::automatic;
+    return true;
+  }
+  const StrategyModel *model = lookupStrategy(text);
+  if (model)
+    strategy = model->kind;
+  return model != nullptr;
 }
 
 bool parseElementType(const std::string &text, ElementType &type) {

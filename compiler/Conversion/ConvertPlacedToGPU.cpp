@@ -9,10 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/Mma/MmaToGPU.h"
-#include "compiler/Conversion/Simt/SimtToGPU.h"
-#include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
 #include "compiler/Passes.h"
+#include "compiler/StrategyPasses.h"
 #include "lib/GpuTarget.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,6 +22,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
 #define DEBUG_TYPE "fa-convert-placed-to-gpu"
@@ -197,8 +196,7 @@ struct FAConvertPlacedToGPUPass
                                             kKernelModuleName);
     // Each kernel is lowered by the patterns of the strategy that placed it
     // (the strategy of its fa.launch).
-    SmallVector<Operation *> simtKernels;
-    SmallVector<gpu::GPUFuncOp> mmaKernels, wgmmaKernels;
+    llvm::StringMap<SmallVector<gpu::GPUFuncOp>> kernelsByStrategy;
     for (const Program &program : programs) {
       FailureOr<gpu::GPUFuncOp> kernel =
           outlineKernel(program.func, program.grid, program.name, kernels);
@@ -206,32 +204,27 @@ struct FAConvertPlacedToGPUPass
         return signalPassFailure();
       auto launch = (*kernel)->getAttrOfType<LaunchAttr>(
           FADialect::getLaunchAttrName());
-      switch (launch.getStrategy()) {
-      case StrategyKind::simt:
-        simtKernels.push_back(*kernel);
-        break;
-      case StrategyKind::mma:
-        mmaKernels.push_back(*kernel);
-        break;
-      case StrategyKind::wgmma:
-        wgmmaKernels.push_back(*kernel);
-        break;
-      }
+      kernelsByStrategy[stringifyStrategyKind(launch.getStrategy())]
+          .push_back(*kernel);
     }
     llvm::SetVector<Operation *> outlined;
     for (const Program &program : programs)
       outlined.insert(program.func);
     for (Operation *func : outlined)
       func->erase();
-    MmaTarget mmaTarget{target->vectorReductions};
-    for (gpu::GPUFuncOp kernel : mmaKernels)
-      if (failed(lowerMmaKernel(kernel, mmaTarget)))
+    for (auto &[name, placed] : kernelsByStrategy)
+      if (!lookupStrategyPasses(name)) {
+        placed.front().emitOpError()
+            << "was placed by strategy '" << name
+            << "', which has no lowering";
         return signalPassFailure();
-    for (gpu::GPUFuncOp kernel : wgmmaKernels)
-      if (failed(lowerWgmmaKernel(kernel)))
+      }
+    for (const StrategyPasses &strategy : registeredStrategyPasses()) {
+      auto placed = kernelsByStrategy.find(strategy.name);
+      if (placed != kernelsByStrategy.end() &&
+          failed(strategy.lowerKernels(placed->second, *target)))
         return signalPassFailure();
-    if (failed(lowerSimtKernels(simtKernels)))
-      signalPassFailure();
+    }
   }
 };
 

@@ -1,5 +1,6 @@
 //===- MmaModel.cpp - Resource model of the mma strategy --------*- C++ -*-===//
 #include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/Registry.h"
 #include "lib/Strategy/Candidates.h"
 #include "lib/Strategy/MmaLayout.h"
 
@@ -279,6 +280,23 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
           collector.consider({bm, bn, warps, stages});
   int64_t warps = request.numWarps ? request.numWarps : 4;
   return std::move(collector).take({16 * warps, 16 * warps, warps, 1});
+}
+
+/// mma.sync on tensor cores: 16-bit inputs, forward and backward.
+const StrategyModel &model() {
+  static const StrategyModel entry{
+      Strategy::mma, "mma", checkSpec,
+      [](const KernelSpec &spec) {
+        return spec.backward ? takesBackwardProblem(spec.dtype, spec.headDim)
+                             : takesProblem(spec.dtype, spec.headDim);
+      },
+      [](const KernelSpec &request, size_t limit, int64_t) {
+        return request.backward ? backwardCandidates(request, limit)
+                                : defaultCandidates(request, limit);
+      },
+      /*pipelined=*/true,
+      /*lowersBackward=*/true};
+  return entry;
 }
 
 } // namespace fa::mma

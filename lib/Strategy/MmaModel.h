@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+namespace fa {
+struct StrategyModel;
+} // namespace fa
+
 namespace fa::mma {
 
 /// Largest head dim of the strategy (registers: the O accumulator and the
@@ -167,6 +171,9 @@ bool takesBackwardProblem(ElementType dtype, int64_t headDim);
 /// The backward's default candidates (the request's strategy is mma).
 std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
                                            size_t limit);
+
+/// The strategy's entry of the registry (lib/Strategy/Registry.h).
+const StrategyModel &model();
 
 } // namespace fa::mma
 

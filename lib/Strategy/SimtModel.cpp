@@ -1,5 +1,6 @@
 //===- SimtModel.cpp - Resource model of the SIMT strategy ------*- C++ -*-===//
 #include "lib/Strategy/SimtModel.h"
+#include "lib/Strategy/Registry.h"
 #include "lib/GpuTarget.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -176,6 +177,29 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     candidates.push_back(spec);
   }
   return candidates;
+}
+
+/// f32 arithmetic on CUDA cores: any problem; no K/V pipeline (stages 1).
+const StrategyModel &model() {
+  static const StrategyModel entry{
+      Strategy::simt, "simt",
+      [](const KernelSpec &spec) -> std::string {
+        if (spec.stages == 0 || spec.stages == 1)
+          return "";
+        return "stages must be in [1, 1], got " + std::to_string(spec.stages) +
+               " (the simt strategy has no K/V pipeline)";
+      },
+      [](const KernelSpec &) { return true; },
+      [](const KernelSpec &spec, size_t limit, int64_t) {
+        KernelSpec request = spec;
+        if (request.stages == 0)
+          request.stages = 1;
+        return request.backward ? backwardCandidates(request, limit)
+                                : defaultCandidates(request, limit);
+      },
+      /*pipelined=*/false,
+      /*lowersBackward=*/true};
+  return entry;
 }
 
 } // namespace fa::simt

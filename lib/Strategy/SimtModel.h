@@ -14,6 +14,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace fa {
+struct StrategyModel;
+} // namespace fa
+
 namespace fa::simt {
 
 /// Threads per tile row in the SIMT thread layout: the largest power of two
@@ -51,6 +55,9 @@ int64_t backwardSharedBytes(int64_t blockM, int64_t blockN, int64_t headDim,
 /// whose shared memory fits the arch), best first.
 std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
                                            size_t limit);
+
+/// The strategy's entry of the registry (lib/Strategy/Registry.h).
+const StrategyModel &model();
 
 } // namespace fa::simt
 

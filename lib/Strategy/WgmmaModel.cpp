@@ -1,5 +1,6 @@
 //===- WgmmaModel.cpp - Resource model of the wgmma strategy ----*- C++ -*-===//
 #include "lib/Strategy/WgmmaModel.h"
+#include "lib/Strategy/Registry.h"
 #include "lib/Strategy/Candidates.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -161,6 +162,24 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   // Nothing fits (the compiler will say why): one warpgroup.
   int64_t warps = request.numWarps ? request.numWarps : 4;
   return std::move(collector).take({16 * warps, 64, warps, 1});
+}
+
+/// Warpgroup MMA on sm_90a: 16-bit inputs, the forward.
+const StrategyModel &model() {
+  static const StrategyModel entry{
+      Strategy::wgmma, "wgmma",
+      [](const KernelSpec &spec) -> std::string {
+        if (spec.backward)
+          return checkLowersBackward(model());
+        return checkSpec(spec);
+      },
+      [](const KernelSpec &spec) {
+        return !spec.backward &&
+               takesProblem(spec.dtype, spec.headDim, spec.arch);
+      },
+      defaultCandidates, /*pipelined=*/true,
+      /*lowersBackward=*/false};
+  return entry;
 }
 
 } // namespace fa::wgmma

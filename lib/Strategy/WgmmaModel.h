@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace fa {
+struct StrategyModel;
+} // namespace fa
+
 namespace fa::wgmma {
 
 /// Rows of one wgmma (and of one warpgroup's share of the Q tile).
@@ -128,6 +132,9 @@ constexpr int64_t kShortLength = 1024;
 /// wgmma, best first, for sequences of `length` (0 = not known).
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit, int64_t length = 0);
+
+/// The strategy's entry of the registry (lib/Strategy/Registry.h).
+const StrategyModel &model();
 
 } // namespace fa::wgmma
 

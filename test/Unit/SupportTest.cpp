@@ -5,6 +5,7 @@
 #include "lib/KernelSpec.h"
 #include "lib/Assembler.h"
 #include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/Registry.h"
 #include "lib/Strategy/WgmmaModel.h"
 
 #include "gtest/gtest.h"
@@ -112,6 +113,59 @@ TEST(KernelSpec, StrategyRulesNameValueAndLimit) {
 
 /// The mma resource model: fragment divisibility, shared memory per arch,
 /// the shared layout and the register estimate, with reasons.
+// Strategies are found by name through one registry; names parse and
+// print through it, and an unknown name is refused.
+TEST(StrategyRegistry, NamesAndLookup) {
+  std::vector<std::string> names;
+  for (const fa::StrategyModel *model : fa::registeredStrategies()) {
+    names.push_back(model->name);
+    EXPECT_EQ(fa::lookupStrategy(model->name), model);
+    EXPECT_EQ(&fa::strategyModel(model->kind), model);
+    EXPECT_STREQ(fa::toString(model->kind), model->name);
+    fa::Strategy parsed = fa::Strategy::automatic;
+    ASSERT_TRUE(fa::parseStrategy(model->name, parsed));
+    EXPECT_EQ(parsed, model->kind);
+  }
+  // The order auto prefers: warpgroup MMA, mma.sync, then simt (any problem).
+  EXPECT_EQ(names, (std::vector<std::string>{"wgmma", "mma", "simt"}));
+  EXPECT_EQ(fa::strategyNames(), "auto, wgmma, mma, simt");
+  EXPECT_EQ(fa::strategyNames(/*withAuto=*/false), "wgmma, mma, simt");
+  fa::Strategy unchanged = fa::Strategy::mma;
+  for (const char *bad : {"", "Mma", "wmma", "simt ", "automatic"}) {
+    EXPECT_FALSE(fa::parseStrategy(bad, unchanged)) << bad;
+    EXPECT_EQ(fa::lookupStrategy(bad), nullptr) << bad;
+  }
+  EXPECT_EQ(unchanged, fa::Strategy::mma);
+  fa::Strategy automatic = fa::Strategy::mma;
+  ASSERT_TRUE(fa::parseStrategy("auto", automatic));
+  EXPECT_EQ(automatic, fa::Strategy::automatic);
+}
+
+TEST(StrategyRegistry, BackwardAndKernelNames) {
+  EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::simt)), "");
+  EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::mma)), "");
+  EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::wgmma)),
+            "the backward runs on the simt and mma strategies, not on wgmma");
+  // Pipelined strategies name their stages and themselves; simt neither.
+  fa::KernelSpec spec;
+  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f32_full_8x32_w8");
+  spec.dtype = fa::ElementType::f16;
+  spec.strategy = fa::Strategy::mma;
+  spec.blockM = 128;
+  spec.blockN = 64;
+  spec.numWarps = 4;
+  spec.stages = 2;
+  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f16_full_128x64_w4_s2_mma");
+  spec.strategy = fa::Strategy::wgmma;
+  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f16_full_128x64_w4_s2_wgmma");
+  // The simt strategy has no K/V pipeline: stages other than 0 and 1 are
+  // refused with the value and the limit.
+  fa::KernelSpec simt;
+  simt.stages = 2;
+  EXPECT_EQ(simt.validate(), "stages must be in [1, 1], got 2 (the simt "
+                             "strategy has no K/V pipeline)");
+}
+
 TEST(MmaModel, FitsAndWhyNot) {
   const fa::GpuArch sm90 = *fa::lookupGpuArch("sm_90a");
   const fa::GpuArch sm86 = *fa::lookupGpuArch("sm_86");

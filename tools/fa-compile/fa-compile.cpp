@@ -15,6 +15,7 @@
 #include "lib/IOModel.h"
 #include "lib/Strategy/SimtModel.h"
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/Registry.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -173,8 +174,8 @@ int main(int argc, char **argv) {
   spec.backward = backward;
   spec.deterministic = deterministic;
   if (!::fa::parseStrategy(strategy, spec.strategy))
-    return fail("unknown --strategy '" + strategy +
-                "'; expected simt, mma or auto");
+    return fail("unknown --strategy '" + strategy + "'; expected one of " +
+                ::fa::strategyNames());
   // The problem of the IO model: FlashAttention's benchmark shape unless
   // given.
   ::fa::AttentionProblem io;

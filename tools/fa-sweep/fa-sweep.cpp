@@ -21,6 +21,7 @@
 #include "lib/GpuTarget.h"
 #include "lib/IOModel.h"
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/Registry.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -165,8 +166,8 @@ int main(int argc, char **argv) {
     return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
   if (!fa::parseStrategy(strategy, base.strategy) ||
       base.strategy == fa::Strategy::automatic)
-    return fail("unknown --strategy '" + strategy +
-                "'; expected simt, mma or wgmma");
+    return fail("unknown --strategy '" + strategy + "'; expected one of " +
+                fa::strategyNames(/*withAuto=*/false));
   std::optional<fa::GpuArch> target = fa::lookupGpuArch(arch);
   if (!target)
     return fail("unsupported --arch '" + arch + "'; expected one of " +

@@ -1,0 +1,85 @@
+//===- StrategyPasses.cpp - The compiler's half of each strategy ----------===//
+//
+// One entry a strategy: its placement pipeline and its kernel lowering
+// (compiler/Placement/Place<Name>.cpp, compiler/Conversion/<Name>/).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/StrategyPasses.h"
+#include "compiler/Conversion/Mma/MmaToGPU.h"
+#include "compiler/Conversion/Simt/SimtToGPU.h"
+#include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
+#include "compiler/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+static void placeSimt(OpPassManager &pm, const GpuOptions &options) {
+  FAPlaceSimtOptions place;
+  place.numWarps = options.numWarps;
+  place.arch = options.arch;
+  pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(place));
+}
+
+static LogicalResult lowerSimt(ArrayRef<gpu::GPUFuncOp> kernels,
+                               const ::fa::GpuArch &) {
+  SmallVector<Operation *> ops(kernels.begin(), kernels.end());
+  return lowerSimtKernels(ops);
+}
+
+static void placeMma(OpPassManager &pm, const GpuOptions &options) {
+  FAPlaceMmaOptions place;
+  place.numWarps = options.numWarps;
+  place.stages = options.stages;
+  place.arch = options.arch;
+  pm.addNestedPass<func::FuncOp>(createFAPlaceMma(place));
+  // The programs mma leaves unplaced (the backward's memory-bound delta
+  // and dq programs) run on the simt strategy.
+  placeSimt(pm, options);
+}
+
+static LogicalResult lowerMma(ArrayRef<gpu::GPUFuncOp> kernels,
+                              const ::fa::GpuArch &arch) {
+  MmaTarget target{arch.vectorReductions};
+  for (gpu::GPUFuncOp kernel : kernels)
+    if (failed(lowerMmaKernel(kernel, target)))
+      return failure();
+  return success();
+}
+
+static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
+  FAPlaceWgmmaOptions place;
+  place.numWarps = options.numWarps;
+  place.stages = options.stages;
+  place.arch = options.arch;
+  pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
+  pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
+  pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
+  pm.addNestedPass<func::FuncOp>(createFAPingPong());
+}
+
+static LogicalResult lowerWgmma(ArrayRef<gpu::GPUFuncOp> kernels,
+                                const ::fa::GpuArch &) {
+  for (gpu::GPUFuncOp kernel : kernels)
+    if (failed(lowerWgmmaKernel(kernel)))
+      return failure();
+  return success();
+}
+
+ArrayRef<StrategyPasses> mlir::fa::registeredStrategyPasses() {
+  static const StrategyPasses strategies[] = {
+      {"wgmma", placeWgmma, lowerWgmma},
+      {"mma", placeMma, lowerMma},
+      {"simt", placeSimt, lowerSimt},
+  };
+  return strategies;
+}
+
+const StrategyPasses *mlir::fa::lookupStrategyPasses(StringRef name) {
+  for (const StrategyPasses &strategy : registeredStrategyPasses())
+    if (name == strategy.name)
+      return &strategy;
+  return nullptr;
+}

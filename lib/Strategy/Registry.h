@@ -1,0 +1,63 @@
+//===- Registry.h - The code-generation strategies, found by name -*- C++ -*-===//
+//
+// Every strategy registers one StrategyModel: its name, the problems it
+// serves, the specs it accepts and why not, its ranked default configs and
+// how its kernels are named. KernelSpec, the tools and the runtime find a
+// strategy here (by name or kind) and never switch on it; the compiler's
+// half of a strategy (placement passes, lowering) is found through
+// compiler/StrategyPasses.h by the same name.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_LIB_STRATEGY_REGISTRY_H
+#define FA_LIB_STRATEGY_REGISTRY_H
+
+#include "lib/KernelSpec.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fa {
+
+/// What the layers without MLIR know of one strategy (its resource model).
+struct StrategyModel {
+  Strategy kind;
+  /// The name used everywhere: options, kernel names, cache keys, the
+  /// fa.launch attribute, Python.
+  const char *name;
+  /// "" when the strategy compiles `spec` (whose strategy resolved to it),
+  /// else what is wrong, naming the value and the limit.
+  std::string (*checkSpec)(const KernelSpec &spec);
+  /// Whether `strategy = auto` may choose it for `spec`'s problem (dtype,
+  /// head dim, arch, forward or backward). The registry asks the strategies
+  /// in order of preference; the last one takes every problem.
+  bool (*takesProblem)(const KernelSpec &spec);
+  /// The first `limit` default candidates of a request resolved to this
+  /// strategy, best first (KernelSpec::defaultCandidates); `length` as
+  /// there.
+  std::vector<KernelSpec> (*defaultCandidates)(const KernelSpec &request,
+                                               size_t limit, int64_t length);
+  /// Whether kernel names carry the stages and the strategy
+  /// (`..._s2_mma`): strategies with a K/V pipeline.
+  bool pipelined;
+  /// Whether it lowers the backward's programs to GPU kernels.
+  bool lowersBackward;
+};
+
+/// The registered strategies, in the order `auto` prefers them.
+const std::vector<const StrategyModel *> &registeredStrategies();
+/// The strategy of that kind (not `automatic`).
+const StrategyModel &strategyModel(Strategy kind);
+/// The strategy named `name`, or null.
+const StrategyModel *lookupStrategy(const std::string &name);
+/// "" when `model` lowers the backward, else an error naming the
+/// strategies that do.
+std::string checkLowersBackward(const StrategyModel &model);
+/// "auto, wgmma, mma, simt": the names a strategy option accepts, for
+/// messages.
+std::string strategyNames(bool withAuto = true);
+
+} // namespace fa
+
+#endif // FA_LIB_STRATEGY_REGISTRY_H
