@@ -303,16 +303,17 @@ MmaEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
       layout.rowSlotOffset.push_back(mi * frag::kM + 8 * h);
   layout.rowReduceMasks = {1, 2};
   layout.rowsInOneWarp = warpsN == 1;
+  // (A 1-d tile has no columns: its column terms only tell copies apart.)
+  int64_t sliceCols = shape.size() == 2 ? shape[1] / warpsN : 1;
+  if (warpsN > 1)
+    layout.colBase.push_back(ThreadIdTerm{32 * warpsN, 32, sliceCols});
+  layout.colBase.push_back(ThreadIdTerm{4, 1, 2});
   if (shape.size() == 1) {
     layout.rowOffset = layout.rowSlotOffset;
     for (int64_t r = 0; r < layout.numRowSlots(); ++r)
       layout.rowSlotOf.push_back(r);
     return layout;
   }
-  int64_t sliceCols = shape[1] / warpsN;
-  if (warpsN > 1)
-    layout.colBase.push_back(ThreadIdTerm{32 * warpsN, 32, sliceCols});
-  layout.colBase.push_back(ThreadIdTerm{4, 1, 2});
   int64_t colBlocks = sliceCols / frag::kN;
   for (int64_t mi = 0; mi < rowBlocks; ++mi)
     for (int64_t ni = 0; ni < colBlocks; ++ni)

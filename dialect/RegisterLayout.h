@@ -47,7 +47,10 @@ struct ThreadIdTerm {
 /// running max and sum, LSE, D) sit in `rowSlotOffset.size()` row slots;
 /// slot `s` of a 2-d tile belongs to row slot `rowSlotOf[s]`, whose row is
 /// sum(rowBase terms) + rowSlotOffset[rowSlotOf[s]]. For a 1-d tile the
-/// slots are the row slots.
+/// slots are the row slots, and the column terms place the thread among
+/// the threads that hold copies of the same rows (its column in the 2-d
+/// tile of the same encoding): the thread whose column terms sum to 0
+/// holds the first copy.
 struct RegisterLayout {
   llvm::SmallVector<ThreadIdTerm, 2> rowBase, colBase;
   llvm::SmallVector<int64_t> rowOffset, colOffset;

@@ -82,10 +82,8 @@ ThreadElements::ThreadElements(OpBuilder &b, Location loc,
                                RankedTensorType type)
     : layout(*registerLayoutOf(type)) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  ArrayRef<ThreadIdTerm> colBase;
-  if (layout.is2d())
-    colBase = layout.colBase;
-  buildTerms(b, loc, tid, {layout.rowBase, colBase}, {&rowTerms, &colTerms});
+  buildTerms(b, loc, tid, {layout.rowBase, layout.colBase},
+             {&rowTerms, &colTerms});
 }
 
 Value ThreadElements::rowBase(OpBuilder &b, Location loc) const {

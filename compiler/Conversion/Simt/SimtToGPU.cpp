@@ -38,43 +38,33 @@ namespace {
 // Per-thread view of a blocked tile
 //===----------------------------------------------------------------------===//
 
-/// Which elements of a blocked tile the current thread owns.
+/// A blocked tile's register slots as rows x columns: slot
+/// i * colsPerThread + j holds row slot i, column j of the thread's grid
+/// cell. Where they lie comes from the tile's register layout
+/// (#fa.blocked's getRegisterLayout), as for every strategy.
 struct ThreadTile {
   ThreadTile(OpBuilder &b, Location loc, RankedTensorType type)
-      : encoding(cast<BlockedEncodingAttr>(type.getEncoding())),
-        rowsPerThread(type.getDimSize(0) / encoding.getThreadRows()),
-        colsPerThread(type.getRank() == 2
-                          ? type.getDimSize(1) / encoding.getThreadCols()
-                          : 1) {
-    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value cols = arith::ConstantIndexOp::create(b, loc, encoding.getThreadCols());
-    threadRow = arith::DivUIOp::create(b, loc, tid, cols);
-    threadCol = arith::RemUIOp::create(b, loc, tid, cols);
-  }
+      : thread(b, loc, type), rowsPerThread(thread.layout.numRowSlots()),
+        colsPerThread(thread.layout.numSlots() / rowsPerThread) {}
 
   int64_t size() const { return rowsPerThread * colsPerThread; }
   int64_t slot(int64_t i, int64_t j) const { return i * colsPerThread + j; }
 
-  /// Tile row of register row i: threadRow + i * threadRows.
+  /// Tile row of register row i.
   Value row(OpBuilder &b, Location loc, int64_t i) const {
-    return offset(b, loc, threadRow, i * encoding.getThreadRows());
+    return thread.rowOfRowSlot(b, loc, i);
   }
-  /// Tile column of register column j: threadCol + j * threadCols.
+  /// Tile column of register column j.
   Value col(OpBuilder &b, Location loc, int64_t j) const {
-    return offset(b, loc, threadCol, j * encoding.getThreadCols());
+    return thread.col(b, loc, j);
+  }
+  /// The thread's column in the thread grid (0: the first of its row).
+  Value threadCol(OpBuilder &b, Location loc) const {
+    return thread.colBase(b, loc);
   }
 
-  BlockedEncodingAttr encoding;
+  ThreadElements thread;
   int64_t rowsPerThread, colsPerThread;
-  Value threadRow, threadCol;
-
-private:
-  static Value offset(OpBuilder &b, Location loc, Value base, int64_t delta) {
-    if (delta == 0)
-      return base;
-    return arith::AddIOp::create(b, loc, base,
-                                 arith::ConstantIndexOp::create(b, loc, delta));
-  }
 };
 
 /// An f16/bf16 value as f32 (tiles are stored in the input precision and
@@ -271,7 +261,7 @@ struct StoreTileLowering : PlacedPattern<StoreTileOp> {
     if (tileType.getRank() == 1)
       firstInRow = arith::CmpIOp::create(rewriter, loc,
                                          arith::CmpIPredicate::eq,
-                                         tile.threadCol,
+                                         tile.threadCol(rewriter, loc),
                                          indexConst(rewriter, loc, 0));
     forEachOwnedValidElement(
         rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
