@@ -1,0 +1,380 @@
+//===- ArgumentChecks.cpp - Checks before a launch --------------*- C++ -*-===//
+//
+// Pure functions of a KernelSpec and the caller's tensors: shapes, layouts,
+// pointers, aliasing, each strategy's access widths and the grid limits.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/ArgumentChecks.h"
+#include "runtime/Runtime.h"
+
+#include "lib/Strategy/MmaModel.h"
+#include "lib/Strategy/WgmmaModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace fa {
+
+int64_t numElements(const TensorArg &t, int rank) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] == 0)
+      return 0;
+    std::optional<int64_t> product = llvm::checkedMul(n, t.sizes[d]);
+    n = product ? *product : std::numeric_limits<int64_t>::max();
+  }
+  return n;
+}
+
+namespace {
+
+/// Grid limits of the launch: x = query tiles, y = heads, z = batch.
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxGridYZ = 65535;
+
+std::string shapeString(const TensorArg &t, int rank) {
+  std::string s = "[";
+  for (int d = 0; d < rank; ++d)
+    s += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  return s + "]";
+}
+
+/// Strides are non-negative, the last dimension contiguous, and the
+/// largest offset representable.
+std::string checkLayout(const char *name, const TensorArg &t, int rank,
+                        size_t elementBytes) {
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] < 0)
+      return std::string(name) + " has a negative size " +
+             std::to_string(t.sizes[d]) + " in dimension " + std::to_string(d);
+    if (t.strides[d] < 0)
+      return std::string(name) + " has a negative stride " +
+             std::to_string(t.strides[d]) + " in dimension " +
+             std::to_string(d) + " (not supported)";
+  }
+  if (t.sizes[rank - 1] > 1 && t.strides[rank - 1] != 1)
+    return std::string(name) + " must be contiguous in its last dimension "
+           "(stride 1), got stride " + std::to_string(t.strides[rank - 1]);
+  int64_t maxOffset = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] == 0)
+      return "";
+    std::optional<int64_t> offset =
+        llvm::checkedMulAdd(t.sizes[d] - 1, t.strides[d], maxOffset);
+    if (!offset)
+      return std::string(name) + " spans more elements than 64-bit indexing "
+             "can address";
+    maxOffset = *offset;
+  }
+  if (!t.data)
+    return std::string(name) + " is a null pointer";
+  if (reinterpret_cast<uintptr_t>(t.data) % elementBytes != 0)
+    return std::string(name) + " is not aligned to its " +
+           std::to_string(elementBytes) + "-byte elements";
+  // The bytes from the pointer to the last element are addresses (the
+  // overlap checks and the kernel's 64-bit address arithmetic rely on it).
+  std::optional<uint64_t> extent =
+      llvm::checkedMulUnsigned(uint64_t(maxOffset) + 1, uint64_t(elementBytes));
+  if (!extent ||
+      reinterpret_cast<uintptr_t>(t.data) > UINTPTR_MAX - *extent)
+    return std::string(name) + " spans past the end of the address space (" +
+           std::to_string(maxOffset + 1) + " elements of " +
+           std::to_string(elementBytes) + " bytes from " +
+           std::to_string(reinterpret_cast<uintptr_t>(t.data)) + ")";
+  return "";
+}
+
+/// Pointer and strides (of dimensions with more than one element) are
+/// multiples of the kernel's access width of `elements` elements.
+std::string checkAccessWidth(const char *name, const TensorArg &t,
+                             int64_t elements, size_t elementBytes,
+                             const char *strategy, const char *why) {
+  size_t bytes = size_t(elements) * elementBytes;
+  if (t.data && reinterpret_cast<uintptr_t>(t.data) % bytes != 0)
+    return std::string(name) + " must be " + std::to_string(bytes) +
+           "-byte aligned for the " + strategy + " strategy (" + why + ")";
+  for (int d = 0; d < 3; ++d)
+    if (t.sizes[d] > 1 && t.strides[d] % elements != 0)
+      return std::string(name) + " stride " + std::to_string(t.strides[d]) +
+             " in dimension " + std::to_string(d) +
+             " must be a multiple of " + std::to_string(elements) +
+             " elements for the " + strategy + " strategy (" + why + ")";
+  return "";
+}
+
+/// The TMA engine (the wgmma strategy's loads) addresses dims below 2^32
+/// elements and byte strides below 2^40.
+std::string checkTensorMapLimits(const char *name, const TensorArg &t,
+                                 size_t elementBytes) {
+  constexpr int64_t kMaxDim = int64_t(1) << 32, kMaxStride = int64_t(1) << 40;
+  for (int d = 0; d < 4; ++d) {
+    if (t.sizes[d] > kMaxDim)
+      return std::string(name) + " size " + std::to_string(t.sizes[d]) +
+             " in dimension " + std::to_string(d) +
+             " exceeds the TMA limit of 2^32 elements (wgmma strategy)";
+    std::optional<int64_t> bytes =
+        llvm::checkedMul(t.strides[d], int64_t(elementBytes));
+    if (t.sizes[d] > 1 && (!bytes || *bytes >= kMaxStride))
+      return std::string(name) + " stride " + std::to_string(t.strides[d]) +
+             " in dimension " + std::to_string(d) +
+             " exceeds the TMA limit of 2^40 bytes (wgmma strategy)";
+  }
+  return "";
+}
+
+/// The bytes [first, last] a tensor's elements span; nullopt when it has no
+/// element (an empty tensor overlaps nothing). Called after checkLayout, so
+/// the span is representable.
+std::optional<std::pair<uintptr_t, uintptr_t>>
+byteSpan(const TensorArg &t, int rank, size_t elementBytes) {
+  int64_t last = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (t.sizes[d] == 0)
+      return std::nullopt;
+    last += (t.sizes[d] - 1) * t.strides[d];
+  }
+  uintptr_t first = reinterpret_cast<uintptr_t>(t.data);
+  return std::make_pair(first, first + uintptr_t(last + 1) * elementBytes - 1);
+}
+
+/// Two elements of an output never share an address (else programs race).
+std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
+  std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size)
+  for (int d = 0; d < rank; ++d)
+    if (t.sizes[d] > 1)
+      dims.push_back({t.strides[d], t.sizes[d]});
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1; // elements covered by the inner dimensions
+  for (auto [stride, size] : dims) {
+    if (stride < span)
+      return std::string(name) + " has overlapping elements (stride " +
+             std::to_string(stride) + " is smaller than the " +
+             std::to_string(span) + " elements of the inner dimensions)";
+    // Saturated: a product past 64 bits exceeds every stride that follows.
+    std::optional<int64_t> covered = llvm::checkedMul(stride, size);
+    span = covered ? *covered : std::numeric_limits<int64_t>::max();
+  }
+  return "";
+}
+
+} // namespace
+
+Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
+  auto invalid = [](std::string message) {
+    return Result::error(Status::invalidArgument, std::move(message));
+  };
+  size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  const TensorArg &q = a.q, &k = a.k, &v = a.v, &o = a.o, &lse = a.lse;
+  // Shapes.
+  for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"o", &o}})
+    if (t->sizes[3] != spec.headDim)
+      return invalid(std::string(name) + " head dim " +
+                     std::to_string(t->sizes[3]) +
+                     " does not match the kernel's head dim " +
+                     std::to_string(spec.headDim));
+  for (int d = 0; d < 4; ++d)
+    if (v.sizes[d] != k.sizes[d])
+      return invalid("v shape " + shapeString(v, 4) +
+                     " does not match k shape " + shapeString(k, 4));
+  for (int d = 0; d < 4; ++d)
+    if (o.sizes[d] != q.sizes[d])
+      return invalid("o shape " + shapeString(o, 4) +
+                     " does not match q shape " + shapeString(q, 4));
+  for (int d = 0; d < 3; ++d)
+    if (lse.sizes[d] != q.sizes[d])
+      return invalid("lse shape " + shapeString(lse, 3) +
+                     " must be q's [B, H, S] = " + shapeString(q, 3));
+  if (k.sizes[0] != q.sizes[0])
+    return invalid("k batch " + std::to_string(k.sizes[0]) +
+                   " does not match q batch " + std::to_string(q.sizes[0]));
+  // Layouts, pointers (empty tensors may be null).
+  for (auto [name, t, rank] :
+       {std::tuple<const char *, const TensorArg *, int>{"q", &q, 4},
+        {"k", &k, 4},
+        {"v", &v, 4},
+        {"o", &o, 4},
+        {"lse", &lse, 3}}) {
+    size_t bytes = std::string(name) == "lse" ? 4 : elementBytes;
+    if (std::string error = checkLayout(name, *t, rank, bytes); !error.empty())
+      return invalid(error);
+  }
+  for (auto [name, t, rank] :
+       {std::tuple<const char *, const TensorArg *, int>{"o", &o, 4},
+        {"lse", &lse, 3}})
+    if (std::string error = checkNoOverlap(name, *t, rank); !error.empty())
+      return invalid(error);
+  // Outputs share no byte with the inputs or with each other: the kernel
+  // reads Q, K and V while other blocks already write O and LSE.
+  struct Span {
+    const char *name;
+    std::optional<std::pair<uintptr_t, uintptr_t>> bytes;
+  };
+  Span inputs[] = {{"q", byteSpan(q, 4, elementBytes)},
+                   {"k", byteSpan(k, 4, elementBytes)},
+                   {"v", byteSpan(v, 4, elementBytes)}};
+  Span outputs[] = {{"o", byteSpan(o, 4, elementBytes)},
+                    {"lse", byteSpan(lse, 3, 4)}};
+  auto overlap = [](const Span &a, const Span &b) {
+    return a.bytes && b.bytes && a.bytes->first <= b.bytes->second &&
+           b.bytes->first <= a.bytes->second;
+  };
+  for (const Span &out : outputs)
+    for (const Span &in : inputs)
+      if (overlap(out, in))
+        return invalid(std::string(out.name) + " overlaps " + in.name +
+                       " in memory (outputs must not alias the inputs)");
+  if (overlap(outputs[0], outputs[1]))
+    return invalid("o overlaps lse in memory");
+  // mma and wgmma copy Q/K/V rows in 16-byte chunks (cp.async, TMA) and
+  // store O rows in 16-byte chunks; TMA has its own size and stride limits.
+  Strategy strategy = spec.resolvedStrategy();
+  if (strategy == Strategy::mma || strategy == Strategy::wgmma) {
+    static_assert(wgmma::kInputAccessElements == mma::kInputAccessElements &&
+                  wgmma::kOutputAccessElements == mma::kOutputAccessElements);
+    const char *strategyName = toString(strategy);
+    for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
+                           {"k", &k},
+                           {"v", &v}}) {
+      if (std::string error = checkAccessWidth(
+              name, *t, mma::kInputAccessElements, elementBytes, strategyName,
+              "rows are copied in 16-byte chunks");
+          !error.empty())
+        return invalid(error);
+      if (strategy == Strategy::wgmma)
+        if (std::string error = checkTensorMapLimits(name, *t, elementBytes);
+            !error.empty())
+          return invalid(error);
+    }
+    if (std::string error =
+            checkAccessWidth("o", o, mma::kOutputAccessElements, elementBytes,
+                             strategyName, "O rows are stored in 16-byte chunks");
+        !error.empty())
+      return invalid(error);
+  }
+  int64_t batch = q.sizes[0], qHeads = q.sizes[1], kvHeads = k.sizes[1];
+  if (numElements(q, 4) > 0) {
+    if (kvHeads == 0 || qHeads % kvHeads != 0)
+      return invalid("q heads (" + std::to_string(qHeads) +
+                     ") must be a multiple of k/v heads (" +
+                     std::to_string(kvHeads) + ")");
+  }
+  // Grid limits.
+  KernelSpec resolved = spec.withDefaults();
+  int64_t qTiles = (q.sizes[2] + resolved.blockM - 1) / resolved.blockM;
+  if (qTiles > kMaxGridX)
+    return invalid("query length " + std::to_string(q.sizes[2]) +
+                   " needs more than the grid's " + std::to_string(kMaxGridX) +
+                   " query tiles");
+  if (qHeads > kMaxGridYZ)
+    return invalid("q heads " + std::to_string(qHeads) +
+                   " exceed the grid limit " + std::to_string(kMaxGridYZ));
+  if (batch > kMaxGridYZ)
+    return invalid("batch " + std::to_string(batch) +
+                   " exceeds the grid limit " + std::to_string(kMaxGridYZ));
+  return {};
+}
+
+Result checkAttentionBackwardArgs(const KernelSpec &spec,
+                                  const AttentionBackwardArgs &a) {
+  auto invalid = [](std::string message) {
+    return Result::error(Status::invalidArgument, std::move(message));
+  };
+  // The forward's operands obey the forward's rules.
+  AttentionArgs forward{a.q, a.k, a.v, a.o, a.lse, a.stream};
+  if (Result r = checkAttentionArgs(spec, forward); !r)
+    return r;
+  size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  struct Like {
+    const char *name;
+    const TensorArg *tensor;
+    const char *likeName;
+    const TensorArg *like;
+  };
+  const Like shaped[] = {{"do", &a.gradOutput, "o", &a.o},
+                         {"dq", &a.gradQuery, "q", &a.q},
+                         {"dk", &a.gradKey, "k", &a.k},
+                         {"dv", &a.gradValue, "k", &a.k}};
+  for (const Like &t : shaped) {
+    for (int d = 0; d < 4; ++d)
+      if (t.tensor->sizes[d] != t.like->sizes[d])
+        return invalid(std::string(t.name) + " shape " +
+                       shapeString(*t.tensor, 4) + " does not match " +
+                       t.likeName + " shape " + shapeString(*t.like, 4));
+    if (std::string error = checkLayout(t.name, *t.tensor, 4, elementBytes);
+        !error.empty())
+      return invalid(error);
+  }
+  for (const Like &t : llvm::ArrayRef(shaped).drop_front())
+    if (std::string error = checkNoOverlap(t.name, *t.tensor, 4);
+        !error.empty())
+      return invalid(error);
+  // mma's dkdv kernel copies dO rows and stores dK, dV rows in 16-byte
+  // chunks (the forward's rules for Q and O).
+  if (spec.resolvedStrategy() == Strategy::mma) {
+    if (std::string error = checkAccessWidth(
+            "do", a.gradOutput, mma::kInputAccessElements, elementBytes, "mma",
+            "rows are copied in 16-byte chunks");
+        !error.empty())
+      return invalid(error);
+    for (auto [name, t] :
+         {std::pair<const char *, const TensorArg *>{"dk", &a.gradKey},
+          {"dv", &a.gradValue}})
+      if (std::string error =
+              checkAccessWidth(name, *t, mma::kOutputAccessElements,
+                               elementBytes, "mma",
+                               "dK and dV rows are stored in 16-byte chunks");
+          !error.empty())
+        return invalid(error);
+  }
+  // The gradients share no byte with the inputs or with each other: other
+  // blocks still read every input while one writes.
+  struct Span {
+    const char *name;
+    std::optional<std::pair<uintptr_t, uintptr_t>> bytes;
+  };
+  Span inputs[] = {{"q", byteSpan(a.q, 4, elementBytes)},
+                   {"k", byteSpan(a.k, 4, elementBytes)},
+                   {"v", byteSpan(a.v, 4, elementBytes)},
+                   {"o", byteSpan(a.o, 4, elementBytes)},
+                   {"do", byteSpan(a.gradOutput, 4, elementBytes)},
+                   {"lse", byteSpan(a.lse, 3, 4)}};
+  Span outputs[] = {{"dq", byteSpan(a.gradQuery, 4, elementBytes)},
+                    {"dk", byteSpan(a.gradKey, 4, elementBytes)},
+                    {"dv", byteSpan(a.gradValue, 4, elementBytes)}};
+  auto overlap = [](const Span &x, const Span &y) {
+    return x.bytes && y.bytes && x.bytes->first <= y.bytes->second &&
+           y.bytes->first <= x.bytes->second;
+  };
+  for (size_t i = 0; i < std::size(outputs); ++i) {
+    for (const Span &in : inputs)
+      if (overlap(outputs[i], in))
+        return invalid(std::string(outputs[i].name) + " overlaps " + in.name +
+                       " in memory (gradients must not alias the inputs)");
+    for (size_t j = 0; j < i; ++j)
+      if (overlap(outputs[i], outputs[j]))
+        return invalid(std::string(outputs[i].name) + " overlaps " +
+                       outputs[j].name + " in memory");
+  }
+  // The main grid runs one block per K/V tile of a K/V head.
+  KernelSpec resolved = spec.withDefaults();
+  int64_t kvTiles = (a.k.sizes[2] + resolved.blockN - 1) / resolved.blockN;
+  if (kvTiles > kMaxGridX)
+    return invalid("key length " + std::to_string(a.k.sizes[2]) +
+                   " needs more than the grid's " + std::to_string(kMaxGridX) +
+                   " key/value tiles");
+  return {};
+}
+
+} // namespace fa

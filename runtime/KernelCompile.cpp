@@ -1,0 +1,342 @@
+//===- KernelCompile.cpp - Compile, assemble, load --------------*- C++ -*-===//
+//
+// The path from a spec to a loaded kernel: the memory cache, the disk cache
+// (one process compiles an entry others are waiting for), the in-process
+// compiler, the assembler (ptxas, libnvJitLink or the driver's JIT), the
+// choice among default candidates, and cuModuleLoadData.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/KernelMetadata.h"
+#include "runtime/RuntimeImpl.h"
+
+#include "compiler/KernelCompiler.h"
+#include "lib/Assembler.h"
+#include "lib/CudaToolkit.h"
+
+#include "llvm/Support/LockFileManager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+namespace fa {
+
+Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
+                                    KernelEntry *&entry) {
+  if (std::string error = spec.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (assemblerId.empty())
+    if (Result r = chooseAssemblerLocked(); !r)
+      return r;
+  std::string key = cacheKey(spec, compilerVersion(), assemblerId);
+  if (auto it = kernels.find(key); it != kernels.end()) {
+    entry = it->second.get();
+    entry->info.source = KernelSource::memoryCache;
+    return {};
+  }
+
+  auto freshEntry = std::make_shared<KernelEntry>();
+  KernelEntry &fresh = *freshEntry;
+  fresh.info.spec = spec;
+  fresh.info.key = key;
+  auto start = std::chrono::steady_clock::now();
+  // The entry on disk, if there is a good one for this spec.
+  auto readDisk = [&] {
+    CachedKernel cached;
+    std::string why;
+    switch (disk.read(key, cached, why)) {
+    case DiskCache::Lookup::hit:
+      if (fromMetadata(cached.metadata, spec, fresh.info)) {
+        fresh.cubin = std::move(cached.cubin);
+        fresh.info.source = KernelSource::diskCache;
+        return true;
+      }
+      fresh.info.replacedCorruptEntry = true;
+      return false;
+    case DiskCache::Lookup::corrupt:
+      fresh.info.replacedCorruptEntry = true;
+      return false;
+    case DiskCache::Lookup::miss:
+      return false;
+    }
+    return false;
+  };
+  bool found = options.diskCache && readDisk();
+  // Processes that miss the same entry compile it once: the first takes a
+  // lock file next to the entry, the others wait for it (bounded) and read
+  // its entry. Without a lock (an error, a timeout) each compiles; the
+  // atomic rename keeps the entry whole either way.
+  std::optional<llvm::LockFileManager> fillLock;
+  if (!found && options.diskCache) {
+    fillLock.emplace(disk.pathFor(key));
+    llvm::Expected<bool> owned = fillLock->tryLock();
+    if (!owned) {
+      llvm::consumeError(owned.takeError());
+    } else if (!*owned &&
+               fillLock->waitForUnlockFor(std::chrono::seconds(120)) ==
+                   llvm::WaitForUnlockResult::Success) {
+      fresh.info.replacedCorruptEntry = false;
+      found = readDisk();
+    }
+  }
+  if (!found) {
+    auto compiled = mlir::fa::compileKernel(
+        spec, /*assemble=*/assembler == Assembler::ptxas);
+    if (!compiled)
+      return Result::error(Status::compileError,
+                           spec.kernelName() + ": " +
+                               llvm::toString(compiled.takeError()));
+    if (assembler == Assembler::nvjitlink) {
+      auto assembled = runNvJitLink(compiled->ptx, spec.arch);
+      if (!assembled)
+        return Result::error(Status::compileError,
+                             spec.kernelName() + ": " +
+                                 llvm::toString(assembled.takeError()));
+      compiled->cubin = std::move(assembled->cubin);
+      compiled->resources = std::move(assembled->kernels);
+    }
+    if (assembler == Assembler::driver) {
+      std::string log;
+      if (Result r = assembleWithDriver(compiled->ptx, compiled->cubin, log);
+          !r)
+        return Result::error(Status::compileError,
+                             spec.kernelName() + ": " + r.message);
+      compiled->resources = parsePtxasReport(log);
+    }
+    fresh.info.assembler = assemblerId;
+    fresh.info.name = compiled->name;
+    fresh.info.launches = compiled->launches;
+    for (const LaunchPlan &plan : compiled->launches) {
+      fresh.info.numThreads = std::max(fresh.info.numThreads, plan.threads);
+      fresh.info.sharedMemoryBytes =
+          std::max(fresh.info.sharedMemoryBytes, plan.sharedBytes);
+    }
+    if (!compiled->resources.empty())
+      fresh.info.ptxas =
+          combineResources(compiled->name, compiled->resources);
+    fresh.cubin = std::move(compiled->cubin);
+    fresh.info.source = KernelSource::compiled;
+    // A cache that cannot be written (read-only, full) costs the next
+    // process a compile, nothing more: the kernel stays in memory.
+    if (options.diskCache)
+      fresh.info.cacheWarning =
+          disk.write(key, {toMetadata(fresh.info), fresh.cubin});
+  }
+  fresh.info.compileSeconds = secondsSince(start);
+  entry = kernels.emplace(key, std::move(freshEntry)).first->second.get();
+  return {};
+}
+
+Result Runtime::Impl::chooseAssemblerLocked() {
+  AssemblerAvailability have;
+  llvm::Expected<std::string> ptxas = findPtxas();
+  have.ptxas = bool(ptxas);
+  if (!ptxas)
+    have.ptxasWhyNot = llvm::toString(ptxas.takeError());
+  llvm::Expected<std::string> nvjitlink = nvJitLinkVersion();
+  have.nvjitlink = bool(nvjitlink);
+  if (!nvjitlink)
+    have.nvjitlinkWhyNot = llvm::toString(nvjitlink.takeError());
+  have.driver = driver != nullptr;
+  have.driverWhyNot = driverError;
+  llvm::Expected<Assembler> chosen =
+      chooseAssembler(std::getenv("FA_ASSEMBLER"), have);
+  if (!chosen)
+    return Result::error(Status::compileError,
+                         llvm::toString(chosen.takeError()));
+  assembler = *chosen;
+  if (assembler == Assembler::ptxas) {
+    llvm::Expected<std::string> version = fa::ptxasVersion();
+    if (!version)
+      return Result::error(Status::compileError,
+                           llvm::toString(version.takeError()));
+    assemblerId = "ptxas " + *version;
+  } else if (assembler == Assembler::nvjitlink) {
+    assemblerId = "nvjitlink " + *nvjitlink;
+  } else {
+    int version = 0;
+    if (Result r = cudaCheck(driver->cuDriverGetVersion(&version),
+                             "cuDriverGetVersion");
+        !r)
+      return r;
+    assemblerId = "driver " + std::to_string(version);
+  }
+  return {};
+}
+
+/// PTX -> cubin by the driver's JIT (the same optimizing assembler as
+/// ptxas, built into libcuda), for the context's device, with the verbose
+/// log that reports registers, spills and stack like `ptxas -v`.
+Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
+                                         std::vector<char> &cubin,
+                                         std::string &log) {
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  std::vector<char> info(1 << 16, 0), errors(1 << 16, 0);
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER,
+                            CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_LOG_VERBOSE, CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {info.data(),
+                    reinterpret_cast<void *>(uintptr_t(info.size())),
+                    errors.data(),
+                    reinterpret_cast<void *>(uintptr_t(errors.size())),
+                    reinterpret_cast<void *>(uintptr_t(1)),
+                    reinterpret_cast<void *>(uintptr_t(4))};
+  CUlinkState state = nullptr;
+  if (Result r = cudaCheck(driver->cuLinkCreate_v2(6, options, values, &state),
+                           "cuLinkCreate");
+      !r)
+    return r;
+  auto fail = [&](CUresult result, const char *what) {
+    Result r = cudaCheck(result, what);
+    r.message += std::string(": ") + errors.data();
+    driver->cuLinkDestroy(state);
+    return r;
+  };
+  CUresult added = driver->cuLinkAddData_v2(
+      state, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
+      ptx.size() + 1, "fa.ptx", 0, nullptr, nullptr);
+  if (added != CUDA_SUCCESS)
+    return fail(added, "cuLinkAddData (the driver's PTX JIT)");
+  void *image = nullptr;
+  size_t size = 0;
+  CUresult completed = driver->cuLinkComplete(state, &image, &size);
+  if (completed != CUDA_SUCCESS)
+    return fail(completed, "cuLinkComplete (the driver's PTX JIT)");
+  cubin.assign(static_cast<const char *>(image),
+               static_cast<const char *>(image) + size);
+  log = info.data();
+  driver->cuLinkDestroy(state);
+  return {};
+}
+
+/// The kernel for `requested` with its defaults filled in: the first default
+/// candidate that compiles without spilling (ptxas's register allocation is
+/// only known after compiling), or the first that compiles if all spill.
+/// The choice is remembered, so later calls cost one lookup.
+Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
+                                             KernelEntry *&entry,
+                                             int64_t length) {
+  if (requested.arch.empty())
+    requested.arch = arch;
+  if (!requested.needsDefaults())
+    return prepareLocked(requested, entry);
+  std::string request = requested.canonicalText();
+  if (length > 0)
+    request += ";length=" + std::to_string(length);
+  if (auto it = defaultChoice.find(request); it != defaultChoice.end())
+    return prepareLocked(it->second, entry);
+  std::vector<KernelSpec> candidates = requested.defaultCandidates(length);
+  std::vector<KernelEntry *> compiled(candidates.size(), nullptr);
+  Result firstError;
+  size_t next = 0;
+  std::optional<size_t> chosen = chooseDefaultCandidate(
+      candidates, [&](const KernelSpec &candidate) -> std::optional<bool> {
+        KernelEntry *&prepared = compiled[next++];
+        if (Result r = prepareLocked(candidate, prepared); !r) {
+          if (firstError)
+            firstError = r;
+          return std::nullopt;
+        }
+        return prepared->info.ptxas.spills();
+      });
+  if (!chosen)
+    return firstError;
+  entry = compiled[*chosen];
+  defaultChoice[request] = entry->info.spec;
+  return {};
+}
+
+Result Runtime::Impl::loadLocked(KernelEntry &entry) {
+  if (!driver)
+    return Result::error(Status::noDriver, driverError);
+  if (!entry.functions.empty())
+    return {};
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  if (entry.info.sharedMemoryBytes > maxSharedMemory)
+    return Result::error(Status::invalidArgument,
+                         entry.info.name + " needs " +
+                             std::to_string(entry.info.sharedMemoryBytes) +
+                             " bytes of shared memory per block; the device "
+                             "allows " +
+                             std::to_string(maxSharedMemory));
+  auto start = std::chrono::steady_clock::now();
+  if (Result r = cudaCheck(
+          driver->cuModuleLoadData(&entry.module, entry.cubin.data()),
+          "cuModuleLoadData");
+      !r)
+    return r;
+  entry.driver = driver;
+  entry.context = context;
+  // Once the module is loaded, any later failure unloads it again: the
+  // entry is either fully loaded or not at all.
+  // Registers and local memory: the largest of the launches' functions.
+  auto configure = [&]() -> Result {
+    for (const LaunchPlan &plan : entry.info.launches) {
+      CUfunction function = nullptr;
+      if (Result r = cudaCheck(driver->cuModuleGetFunction(
+                                   &function, entry.module,
+                                   plan.function.c_str()),
+                               "cuModuleGetFunction");
+          !r)
+        return r;
+      if (Result r = cudaCheck(
+              driver->cuFuncSetAttribute(
+                  function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                  int(plan.sharedBytes)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+          !r)
+        return r;
+      for (auto [value, attribute] :
+           {std::pair<int *, CUfunction_attribute>{&entry.info.registers,
+                                                   CU_FUNC_ATTRIBUTE_NUM_REGS},
+            {&entry.info.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES}}) {
+        int used = 0;
+        if (Result r = cudaCheck(
+                driver->cuFuncGetAttribute(&used, attribute, function),
+                "cuFuncGetAttribute");
+            !r)
+          return r;
+        *value = std::max(*value, used);
+      }
+      entry.functions.push_back(function);
+    }
+    return {};
+  };
+  if (Result r = configure(); !r) {
+    driver->cuModuleUnload(entry.module);
+    entry.module = nullptr;
+    entry.functions.clear();
+    return r;
+  }
+  entry.info.loadSeconds = secondsSince(start);
+  return {};
+}
+
+Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
+                                     std::shared_ptr<KernelEntry> &entry,
+                                     int64_t length) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return prepareAndLoadLocked(requested, entry, length);
+}
+
+Result Runtime::Impl::prepareAndLoadLocked(const KernelSpec &requested,
+                                           std::shared_ptr<KernelEntry> &entry,
+                                           int64_t length) {
+  KernelEntry *found = nullptr;
+  if (Result r = prepareDefaultedLocked(requested, found, length); !r)
+    return r;
+  if (Result r = loadLocked(*found); !r)
+    return r;
+  entry = kernels.at(found->info.key);
+  return {};
+}
+
+} // namespace fa

@@ -1,0 +1,372 @@
+//===- Launch.cpp - Autotune, check and launch attention --------*- C++ -*-===//
+//
+// forward() and backward(): check the arguments, find the kernel (or time
+// the default candidates when autotuning), then launch each of its launch
+// plans with the operands' memref descriptors and TMA tensor maps.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/ArgumentChecks.h"
+#include "runtime/Autotune.h"
+#include "runtime/CudaDriver.h"
+#include "runtime/EventTiming.h"
+#include "runtime/RuntimeImpl.h"
+
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fa {
+
+Result Runtime::Impl::autotuneAndLoad(
+    const KernelSpec &requested, int64_t bucket, CUstream stream,
+    const std::function<Result(const KernelEntry &)> &run,
+    std::shared_ptr<KernelEntry> &entry) {
+  std::lock_guard<std::mutex> lock(mutex);
+  KernelSpec request = requested;
+  if (request.arch.empty())
+    request.arch = arch;
+  if (assemblerId.empty())
+    if (Result r = chooseAssemblerLocked(); !r)
+      return r;
+  // A choice made before by this runtime (looked up without hashing: this
+  // is every launch's path), or (disk cache) by another process; a stored
+  // choice that does not read back for this request is ignored.
+  std::string memoryKey =
+      request.canonicalText() + ";bucket=" + std::to_string(bucket);
+  if (auto it = tunedChoice.find(memoryKey); it != tunedChoice.end())
+    return prepareAndLoadLocked(it->second, entry);
+  std::string key =
+      autotuneKey(request, bucket, compilerVersion(), assemblerId);
+  if (options.diskCache) {
+    CachedKernel stored;
+    std::string why;
+    KernelSpec chosen;
+    if (disk.read(key, stored, why) == DiskCache::Lookup::hit &&
+        parseTunedChoice(stored.metadata, request, bucket, chosen).empty() &&
+        prepareAndLoadLocked(chosen, entry)) {
+      tunedChoice[memoryKey] = chosen;
+      return {};
+    }
+  }
+
+  // Time the first candidates (a few; and stop once the budget is spent).
+  std::vector<KernelSpec> candidates = request.defaultCandidates(bucket);
+  if (candidates.size() > kAutotuneCandidates)
+    candidates.resize(kAutotuneCandidates);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<TimedCandidate> timings;
+  std::shared_ptr<KernelEntry> best;
+  double bestMilliseconds = 0.0;
+  Result firstError;
+  for (const KernelSpec &candidate : candidates) {
+    if (timings.size() >= 2 && secondsSince(start) > kAutotuneBudgetSeconds)
+      break;
+    std::shared_ptr<KernelEntry> shared;
+    Result r = prepareAndLoadLocked(candidate, shared);
+    double milliseconds = 0.0;
+    if (r)
+      r = medianMilliseconds(*driver, stream, /*warmups=*/1, kAutotuneRuns,
+                             [&] { return run(*shared); }, milliseconds);
+    if (!r) {
+      if (firstError)
+        firstError = r;
+      continue;
+    }
+    timings.push_back({shared->info.spec, milliseconds});
+    if (!best || milliseconds < bestMilliseconds) {
+      best = shared;
+      bestMilliseconds = milliseconds;
+    }
+  }
+  if (!best)
+    return firstError ? Result::error(Status::cudaError,
+                                      "autotuning found no candidate that "
+                                      "runs")
+                      : firstError;
+  ++tuningsTimed;
+  tunedChoice[memoryKey] = best->info.spec;
+  // A cache that cannot be written costs the next process a tuning.
+  if (options.diskCache)
+    disk.write(key, {tunedChoiceJson(key, request, bucket, best->info.spec,
+                                     timings),
+                     {}});
+  entry = best;
+  return {};
+}
+
+Result Runtime::Impl::launchAll(
+    const KernelEntry &entry,
+    const std::array<const TensorArg *, kNumOperands> &operands,
+    const ProblemExtents &problem, ElementType dtype, CUstream stream) {
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  for (size_t launch = 0; launch < entry.info.launches.size(); ++launch) {
+    const LaunchPlan &plan = entry.info.launches[launch];
+    // The kernel parameters are the MLIR memref descriptors (allocated and
+    // aligned pointer, offset, sizes, strides) of the operands the plan
+    // lists; the grid counts the extents it names.
+    std::vector<int64_t> words;
+    words.reserve(16 * plan.params.size());
+    for (LaunchPlan::Operand operand : plan.params) {
+      const TensorArg &t = *operands[size_t(operand)];
+      int rank = operand == LaunchPlan::Operand::lse ||
+                         operand == LaunchPlan::Operand::delta ||
+                         operand == LaunchPlan::Operand::dqOrder
+                     ? 3
+                     : 4;
+      words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
+      words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
+      words.push_back(0);
+      for (int d = 0; d < rank; ++d)
+        words.push_back(t.sizes[d]);
+      for (int d = 0; d < rank; ++d)
+        words.push_back(t.strides[d]);
+    }
+    // TMA tensor maps (the wgmma strategy's warp-specialized kernels) come
+    // first, by value: [B, H, S, D] as dims (D, S, H, B) innermost first,
+    // boxes of the plan's size, the 128-byte swizzle, zeros past the end.
+    // (CUtensorMap is declared over-aligned; the vector honours it.)
+    std::vector<CUtensorMap> maps(plan.tensorMaps.size());
+    for (size_t i = 0; i < plan.tensorMaps.size(); ++i) {
+      const LaunchPlan::TensorMap &m = plan.tensorMaps[i];
+      const TensorArg &t = *operands[size_t(m.operand)];
+      std::memset(&maps[i], 0, sizeof(maps[i]));
+      if (numElements(t, 4) == 0)
+        continue; // no tile of it is ever loaded
+      const int64_t elementBytes = 2;
+      cuuint64_t dims[4] = {cuuint64_t(t.sizes[3]), cuuint64_t(t.sizes[2]),
+                            cuuint64_t(t.sizes[1]), cuuint64_t(t.sizes[0])};
+      // Byte strides of S, H, B; a dimension of size 1 is never stepped, so
+      // its stride only has to be valid (a multiple of 16).
+      cuuint64_t strides[3];
+      for (int d = 0; d < 3; ++d) {
+        int dim = 2 - d; // S, H, B
+        int64_t stride = t.strides[dim] * elementBytes;
+        if (t.sizes[dim] == 1)
+          stride = 16;
+        strides[d] = cuuint64_t(stride);
+      }
+      cuuint32_t box[4] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1};
+      cuuint32_t elementStrides[4] = {1, 1, 1, 1};
+      CUresult status = driver->cuTensorMapEncodeTiled(
+          &maps[i],
+          dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+          4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (Result r = cudaCheck(status, "cuTensorMapEncodeTiled"); !r)
+        return r;
+    }
+    // Pointers into `words` only once it stops growing.
+    std::vector<void *> params;
+    for (CUtensorMap &map : maps)
+      params.push_back(&map);
+    for (int64_t &word : words)
+      params.push_back(&word);
+
+    unsigned grid[3];
+    bool empty = false;
+    if (std::string error = plan.checkLaunch(problem); !error.empty())
+      return Result::error(Status::invalidArgument, error);
+    std::array<int64_t, 3> blocks = plan.launchGrid(problem, multiprocessors);
+    for (int d = 0; d < 3; ++d) {
+      grid[d] = unsigned(blocks[d]);
+      empty |= grid[d] == 0;
+    }
+    if (empty)
+      continue; // nothing to compute (e.g. no keys: no dK/dV tiles)
+    if (Result r = cudaCheck(
+            driver->cuLaunchKernel(entry.functions[launch], grid[0], grid[1],
+                                   grid[2], unsigned(plan.threads), 1, 1,
+                                   unsigned(plan.sharedBytes), stream,
+                                   params.data(), nullptr),
+            "cuLaunchKernel");
+        !r)
+      return r;
+  }
+  return {};
+}
+
+Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
+  // The defaults are chosen for the call's length bucket. resolve() leaves
+  // an invalid spec as it is; validate() names the field.
+  int64_t bucket = lengthBucket(a.q.sizes[2], a.k.sizes[2]);
+  KernelSpec spec = resolve(requested, bucket);
+  if (spec.backward)
+    return Result::error(Status::invalidArgument,
+                         "forward() runs a forward spec; this one is a "
+                         "backward (call backward())");
+  if (std::string error = spec.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (Result r = checkAttentionArgs(spec, a); !r)
+    return r;
+  if (!impl->driver)
+    return Result::error(Status::noDriver, impl->driverError);
+
+  std::shared_ptr<KernelEntry> entry;
+  if (impl->autotune && requested.needsDefaults()) {
+    if (Result r = impl->autotuneAndLoad(
+            requested, bucket, static_cast<CUstream>(a.stream),
+            [&](const KernelEntry &e) { return impl->runForward(e, a); },
+            entry);
+        !r)
+      return r;
+  } else if (Result r = impl->prepareAndLoad(requested, entry, bucket); !r) {
+    return r;
+  }
+  return impl->runForward(*entry, a);
+}
+
+Result Runtime::Impl::runForward(const KernelEntry &entry,
+                                 const AttentionArgs &a) {
+  // The defaults may have settled on a later candidate (the first spilled,
+  // the fastest): its tiles decide the grid.
+  const KernelSpec &spec = entry.info.spec;
+  if (Result r = checkAttentionArgs(spec, a); !r)
+    return r;
+  ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
+                         a.k.sizes[1], a.k.sizes[2]};
+  if (problem.batch == 0 || problem.queryHeads == 0 ||
+      problem.queryLength == 0)
+    return {}; // nothing to compute
+  std::array<const TensorArg *, kNumOperands> operands{};
+  operands[size_t(LaunchPlan::Operand::query)] = &a.q;
+  operands[size_t(LaunchPlan::Operand::key)] = &a.k;
+  operands[size_t(LaunchPlan::Operand::value)] = &a.v;
+  operands[size_t(LaunchPlan::Operand::output)] = &a.o;
+  operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
+  for (const LaunchPlan &plan : entry.info.launches)
+    for (LaunchPlan::Operand operand : plan.params)
+      if (!operands[size_t(operand)])
+        return Result::error(Status::compileError,
+                             entry.info.name +
+                                 ": the launch plan names an operand the "
+                                 "forward does not have");
+  return launchAll(entry, operands, problem, spec.dtype,
+                   static_cast<CUstream>(a.stream));
+}
+
+Result Runtime::backward(const KernelSpec &requestedForward,
+                         const AttentionBackwardArgs &a) {
+  KernelSpec requested = requestedForward;
+  requested.backward = true;
+  KernelSpec spec = resolve(requested);
+  if (std::string error = spec.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (Result r = checkAttentionBackwardArgs(spec, a); !r)
+    return r;
+  if (!impl->driver)
+    return Result::error(Status::noDriver, impl->driverError);
+
+  std::shared_ptr<KernelEntry> entry;
+  if (impl->autotune && requested.needsDefaults()) {
+    if (Result r = impl->autotuneAndLoad(
+            requested, lengthBucket(a.q.sizes[2], a.k.sizes[2]),
+            static_cast<CUstream>(a.stream),
+            [&](const KernelEntry &e) { return impl->runBackward(e, a); },
+            entry);
+        !r)
+      return r;
+  } else if (Result r = impl->prepareAndLoad(requested, entry); !r) {
+    return r;
+  }
+  return impl->runBackward(*entry, a);
+}
+
+Result Runtime::Impl::runBackward(const KernelEntry &entry,
+                                  const AttentionBackwardArgs &a) {
+  // The defaults may have settled on a later candidate: its tiles decide
+  // the grids and the size of the turn counters.
+  const KernelSpec &spec = entry.info.spec;
+  if (Result r = checkAttentionBackwardArgs(spec, a); !r)
+    return r;
+  ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
+                         a.k.sizes[1], a.k.sizes[2]};
+  if (problem.batch == 0 || problem.queryHeads == 0)
+    return {}; // nothing to compute
+  const CudaDriver &driver = *this->driver;
+  CUstream stream = static_cast<CUstream>(a.stream);
+  if (Result r = cudaCheck(driver.cuCtxSetCurrent(context),
+                                 "cuCtxSetCurrent");
+      !r)
+    return r;
+
+  // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], f32
+  // and contiguous, allocated and freed in stream order (one allocation;
+  // the driver's pool reuses it across calls).
+  int64_t rows = problem.batch * problem.queryHeads * problem.queryLength;
+  int64_t headDim = spec.headDim;
+  TensorArg delta, dqAccum;
+  for (int d = 0; d < 3; ++d)
+    delta.sizes[d] = dqAccum.sizes[d] = a.q.sizes[d];
+  dqAccum.sizes[3] = headDim;
+  dqAccum.strides[3] = 1;
+  dqAccum.strides[2] = headDim;
+  dqAccum.strides[1] = problem.queryLength * headDim;
+  dqAccum.strides[0] = problem.queryHeads * problem.queryLength * headDim;
+  delta.strides[2] = 1;
+  delta.strides[1] = problem.queryLength;
+  delta.strides[0] = problem.queryHeads * problem.queryLength;
+  // Deterministic: the turn counters [B, Hq, query tiles], i32.
+  TensorArg dqOrder;
+  int64_t qTiles = (problem.queryLength + spec.blockM - 1) / spec.blockM;
+  dqOrder.sizes[0] = problem.batch;
+  dqOrder.sizes[1] = problem.queryHeads;
+  dqOrder.sizes[2] = qTiles;
+  dqOrder.strides[2] = 1;
+  dqOrder.strides[1] = qTiles;
+  dqOrder.strides[0] = problem.queryHeads * qTiles;
+  // Offsets in the allocation: D first, then the accumulator and the
+  // counters, each 256-byte aligned.
+  auto align = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  size_t accumOffset = align(size_t(rows) * 4);
+  size_t orderOffset =
+      align(accumOffset + size_t(rows) * size_t(headDim) * 4);
+  size_t bytes = spec.deterministic
+                     ? orderOffset + size_t(problem.batch) *
+                                         size_t(problem.queryHeads) *
+                                         size_t(qTiles) * 4
+                     : orderOffset;
+  CUdeviceptr workspace = 0;
+  if (rows > 0) {
+    if (Result r = cudaCheck(
+            driver.cuMemAllocAsync(&workspace, bytes, stream),
+            "cuMemAllocAsync (the backward's workspace)");
+        !r)
+      return r;
+    delta.data = reinterpret_cast<const void *>(workspace);
+    dqAccum.data = reinterpret_cast<const void *>(workspace + accumOffset);
+    dqOrder.data = reinterpret_cast<const void *>(workspace + orderOffset);
+  }
+  std::array<const TensorArg *, kNumOperands> operands{};
+  operands[size_t(LaunchPlan::Operand::query)] = &a.q;
+  operands[size_t(LaunchPlan::Operand::key)] = &a.k;
+  operands[size_t(LaunchPlan::Operand::value)] = &a.v;
+  operands[size_t(LaunchPlan::Operand::output)] = &a.o;
+  operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
+  operands[size_t(LaunchPlan::Operand::gradOutput)] = &a.gradOutput;
+  operands[size_t(LaunchPlan::Operand::gradQuery)] = &a.gradQuery;
+  operands[size_t(LaunchPlan::Operand::gradKey)] = &a.gradKey;
+  operands[size_t(LaunchPlan::Operand::gradValue)] = &a.gradValue;
+  operands[size_t(LaunchPlan::Operand::delta)] = &delta;
+  operands[size_t(LaunchPlan::Operand::dqAccum)] = &dqAccum;
+  operands[size_t(LaunchPlan::Operand::dqOrder)] = &dqOrder;
+  Result launched =
+      launchAll(entry, operands, problem, spec.dtype, stream);
+  if (workspace) {
+    Result freed = cudaCheck(driver.cuMemFreeAsync(workspace, stream),
+                                   "cuMemFreeAsync (the backward's workspace)");
+    if (launched && !freed)
+      return freed;
+  }
+  return launched;
+}
+
+} // namespace fa
