@@ -478,7 +478,7 @@ static LogicalResult lowerRecomputeProbs(RecomputeProbsOp op,
   return success();
 }
 
-/// fa.softmax_grad -> scale * P * (dP - D).
+/// fa.softmax_grad -> scale * P * (dP - D), the GPU lowerings' formula.
 static LogicalResult lowerSoftmaxGrad(SoftmaxGradOp op,
                                       SoftmaxGradOp::Adaptor adaptor,
                                       ConversionPatternRewriter &rewriter) {
@@ -488,10 +488,8 @@ static LogicalResult lowerSoftmaxGrad(SoftmaxGradOp op,
       mapTile(rewriter, op.getLoc(), op.getType(),
               {adaptor.getProbs(), adaptor.getGradProbs(), adaptor.getDelta()},
               [&](OpBuilder &b, Location loc, ValueRange args) {
-                Value centered =
-                    arith::SubFOp::create(b, loc, args[1], args[2]);
-                Value grad = arith::MulFOp::create(b, loc, args[0], centered);
-                return scaled(b, loc, grad, scale);
+                return scoreGradient(b, loc, args[0], args[1], args[2],
+                                     f32Const(b, loc, scale));
               }));
   return success();
 }
