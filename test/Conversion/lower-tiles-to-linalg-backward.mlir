@@ -57,9 +57,9 @@ func.func @recompute_probs(%s: tensor<16x8xf32>, %lse: tensor<16xf32>) -> tensor
 // CHECK-LABEL: func @softmax_grad
 // CHECK: linalg.generic
 // CHECK: ^bb0(%[[P:.*]]: f32, %[[DP:.*]]: f32, %[[D:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK: %[[C:.*]] = arith.subf %[[DP]], %[[D]]
 // CHECK: %[[G:.*]] = arith.mulf %[[P]], %[[C]]
-// CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK: arith.mulf %[[G]], %[[SCALE]]
 func.func @softmax_grad(%p: tensor<16x8xf32>, %dp: tensor<16x8xf32>, %d: tensor<16xf32>) -> tensor<16x8xf32> {
   %ds = fa.softmax_grad %p, %dp, %d {scale = 0.5 : f32} : tensor<16x8xf32>, tensor<16xf32>
