@@ -7,8 +7,7 @@
 #include "runtime/ArgumentChecks.h"
 #include "runtime/Runtime.h"
 
-#include "lib/Strategy/MmaModel.h"
-#include "lib/Strategy/WgmmaModel.h"
+#include "lib/Strategy/Registry.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/CheckedArithmetic.h"
@@ -237,29 +236,26 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " in memory (outputs must not alias the inputs)");
   if (overlap(outputs[0], outputs[1]))
     return invalid("o overlaps lse in memory");
-  // mma and wgmma copy Q/K/V rows in 16-byte chunks (cp.async, TMA) and
-  // store O rows in 16-byte chunks; TMA has its own size and stride limits.
-  Strategy strategy = spec.resolvedStrategy();
-  if (strategy == Strategy::mma || strategy == Strategy::wgmma) {
-    static_assert(wgmma::kInputAccessElements == mma::kInputAccessElements &&
-                  wgmma::kOutputAccessElements == mma::kOutputAccessElements);
-    const char *strategyName = toString(strategy);
+  // Strategies that copy Q/K/V rows in 16-byte chunks (cp.async, TMA) store
+  // O rows in 16-byte chunks; TMA has its own size and stride limits.
+  const StrategyModel &model = strategyModel(spec.resolvedStrategy());
+  if (model.inputAccessElements) {
     for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                            {"k", &k},
                            {"v", &v}}) {
       if (std::string error = checkAccessWidth(
-              name, *t, mma::kInputAccessElements, elementBytes, strategyName,
+              name, *t, model.inputAccessElements, elementBytes, model.name,
               "rows are copied in 16-byte chunks");
           !error.empty())
         return invalid(error);
-      if (strategy == Strategy::wgmma)
+      if (model.tensorMapInputs)
         if (std::string error = checkTensorMapLimits(name, *t, elementBytes);
             !error.empty())
           return invalid(error);
     }
-    if (std::string error =
-            checkAccessWidth("o", o, mma::kOutputAccessElements, elementBytes,
-                             strategyName, "O rows are stored in 16-byte chunks");
+    if (std::string error = checkAccessWidth(
+            "o", o, model.outputAccessElements, elementBytes, model.name,
+            "O rows are stored in 16-byte chunks");
         !error.empty())
       return invalid(error);
   }
@@ -320,21 +316,21 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     if (std::string error = checkNoOverlap(t.name, *t.tensor, 4);
         !error.empty())
       return invalid(error);
-  // mma's dkdv kernel copies dO rows and stores dK, dV rows in 16-byte
-  // chunks (the forward's rules for Q and O).
-  if (spec.resolvedStrategy() == Strategy::mma) {
+  // A backward that copies dO rows and stores dK, dV rows in 16-byte chunks
+  // (mma's dkdv kernel) has the forward's rules for Q and O.
+  const StrategyModel &model = strategyModel(spec.resolvedStrategy());
+  if (model.inputAccessElements) {
     if (std::string error = checkAccessWidth(
-            "do", a.gradOutput, mma::kInputAccessElements, elementBytes, "mma",
-            "rows are copied in 16-byte chunks");
+            "do", a.gradOutput, model.inputAccessElements, elementBytes,
+            model.name, "rows are copied in 16-byte chunks");
         !error.empty())
       return invalid(error);
     for (auto [name, t] :
          {std::pair<const char *, const TensorArg *>{"dk", &a.gradKey},
           {"dv", &a.gradValue}})
-      if (std::string error =
-              checkAccessWidth(name, *t, mma::kOutputAccessElements,
-                               elementBytes, "mma",
-                               "dK and dV rows are stored in 16-byte chunks");
+      if (std::string error = checkAccessWidth(
+              name, *t, model.outputAccessElements, elementBytes, model.name,
+              "dK and dV rows are stored in 16-byte chunks");
           !error.empty())
         return invalid(error);
   }

@@ -1,6 +1,10 @@
 //===- CApi.cpp - C ABI of the fa attention runtime -----------------*- C++ -*-===//
 #include "runtime/fa_runtime.h"
 #include "runtime/Runtime.h"
+#include "lib/Strategy/Registry.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstring>
 
@@ -82,23 +86,24 @@ std::string makeSpec(int64_t headDim, int dtype, int causal, double scale,
       return error;
   }
   int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
-  switch (strategy) {
-  case FA_STRATEGY_AUTO:
+  if (strategy == FA_STRATEGY_AUTO) {
     spec.strategy = fa::Strategy::automatic;
-    break;
-  case FA_STRATEGY_SIMT:
-    spec.strategy = fa::Strategy::simt;
-    break;
-  case FA_STRATEGY_MMA:
-    spec.strategy = fa::Strategy::mma;
-    break;
-  case FA_STRATEGY_WGMMA:
-    spec.strategy = fa::Strategy::wgmma;
-    break;
-  default:
-    return "strategy must be FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT (1), "
-           "FA_STRATEGY_MMA (2) or FA_STRATEGY_WGMMA (3), got " +
-           std::to_string(strategy);
+  } else if (const fa::StrategyModel *model =
+                 fa::lookupStrategyCode(strategy)) {
+    spec.strategy = model->kind;
+  } else {
+    // Every code, in order: FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT (1), ...
+    std::vector<std::pair<int, std::string>> codes = {{FA_STRATEGY_AUTO,
+                                                       "AUTO"}};
+    for (const fa::StrategyModel *model : fa::registeredStrategies())
+      codes.push_back({model->abiCode, llvm::StringRef(model->name).upper()});
+    llvm::sort(codes);
+    std::string list;
+    for (size_t i = 0; i < codes.size(); ++i)
+      list += std::string(i == 0 ? "" : i + 1 == codes.size() ? " or " : ", ") +
+              "FA_STRATEGY_" + codes[i].second + " (" +
+              std::to_string(codes[i].first) + ")";
+    return "strategy must be " + list + ", got " + std::to_string(strategy);
   }
   return "";
 }
@@ -170,16 +175,8 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
     info->source = int32_t(kernel.source);
     info->compile_seconds = kernel.compileSeconds;
-    switch (kernel.spec.resolvedStrategy()) {
-    case fa::Strategy::mma:
-      info->strategy = FA_STRATEGY_MMA;
-      break;
-    case fa::Strategy::wgmma:
-      info->strategy = FA_STRATEGY_WGMMA;
-      break;
-    default:
-      info->strategy = FA_STRATEGY_SIMT;
-    }
+    info->strategy =
+        fa::strategyModel(kernel.spec.resolvedStrategy()).abiCode;
     info->block_m = kernel.spec.blockM;
     info->block_n = kernel.spec.blockN;
     info->num_warps = kernel.spec.numWarps;

@@ -295,7 +295,9 @@ const StrategyModel &model() {
                                 : defaultCandidates(request, limit);
       },
       /*pipelined=*/true,
-      /*lowersBackward=*/true};
+      /*lowersBackward=*/true,
+      kInputAccessElements, kOutputAccessElements,
+      /*tensorMapInputs=*/false, /*abiCode=*/2};
   return entry;
 }
 

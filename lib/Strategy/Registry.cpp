@@ -29,6 +29,13 @@ const StrategyModel &strategyModel(Strategy kind) {
   return simt::model();
 }
 
+const StrategyModel *lookupStrategyCode(int code) {
+  for (const StrategyModel *model : registeredStrategies())
+    if (model->abiCode == code)
+      return model;
+  return nullptr;
+}
+
 const StrategyModel *lookupStrategy(const std::string &name) {
   for (const StrategyModel *model : registeredStrategies())
     if (name == model->name)

@@ -43,12 +43,25 @@ struct StrategyModel {
   bool pipelined;
   /// Whether it lowers the backward's programs to GPU kernels.
   bool lowersBackward;
+  /// Elements of the 16-byte chunks its kernels copy input rows in (Q, K,
+  /// V; the backward's dO) and store output rows in (O; dK, dV); 0 where
+  /// rows are read and written element by element. The runtime requires
+  /// pointers and strides in multiples of them.
+  int64_t inputAccessElements, outputAccessElements;
+  /// Whether Q, K and V reach its kernels as TMA tensor maps (TMA's size
+  /// and stride limits apply).
+  bool tensorMapInputs;
+  /// Its code in the C ABI (`fa_strategy`, runtime/fa_runtime.h) and the
+  /// Python binding; 0 is `auto`.
+  int abiCode;
 };
 
 /// The registered strategies, in the order `auto` prefers them.
 const std::vector<const StrategyModel *> &registeredStrategies();
 /// The strategy of that kind (not `automatic`).
 const StrategyModel &strategyModel(Strategy kind);
+/// The strategy whose C ABI code is `code`, or null (0, auto, is none).
+const StrategyModel *lookupStrategyCode(int code);
 /// The strategy named `name`, or null.
 const StrategyModel *lookupStrategy(const std::string &name);
 /// "" when `model` lowers the backward, else an error naming the

@@ -198,7 +198,8 @@ const StrategyModel &model() {
                                 : defaultCandidates(request, limit);
       },
       /*pipelined=*/false,
-      /*lowersBackward=*/true};
+      /*lowersBackward=*/true,
+      0, 0, /*tensorMapInputs=*/false, /*abiCode=*/1};
   return entry;
 }
 

@@ -178,7 +178,9 @@ const StrategyModel &model() {
                takesProblem(spec.dtype, spec.headDim, spec.arch);
       },
       defaultCandidates, /*pipelined=*/true,
-      /*lowersBackward=*/false};
+      /*lowersBackward=*/false,
+      kInputAccessElements, kOutputAccessElements,
+      /*tensorMapInputs=*/true, /*abiCode=*/3};
   return entry;
 }
 

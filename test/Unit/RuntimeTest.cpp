@@ -11,6 +11,7 @@
 #include "compiler/KernelCompiler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/LaunchPlan.h"
+#include "lib/Strategy/Registry.h"
 #include "runtime/fa_runtime.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -1125,6 +1126,20 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
 /// KernelSpec::validate, whose texts Python and fa-compile share: NaN, a
 /// negative scale or one beyond float32 is an error, never the default; a
 /// flag is 0 or 1; deterministic is the backward's.
+// The C ABI's strategy codes are the registry's: each registered strategy
+// has the code its FA_STRATEGY_ constant names, and the codes are distinct.
+TEST(CApi, StrategyCodesAreTheRegistrys) {
+  EXPECT_EQ(fa::lookupStrategy("simt")->abiCode, FA_STRATEGY_SIMT);
+  EXPECT_EQ(fa::lookupStrategy("mma")->abiCode, FA_STRATEGY_MMA);
+  EXPECT_EQ(fa::lookupStrategy("wgmma")->abiCode, FA_STRATEGY_WGMMA);
+  for (const fa::StrategyModel *model : fa::registeredStrategies()) {
+    EXPECT_NE(model->abiCode, FA_STRATEGY_AUTO) << model->name;
+    EXPECT_EQ(fa::lookupStrategyCode(model->abiCode), model) << model->name;
+  }
+  EXPECT_EQ(fa::lookupStrategyCode(FA_STRATEGY_AUTO), nullptr);
+  EXPECT_EQ(fa::lookupStrategyCode(4), nullptr);
+}
+
 TEST(CApi, RejectsBadCodesFlagsAndScales) {
   TempDir dir;
   fa_runtime *runtime = nullptr;
