@@ -148,6 +148,13 @@ int fa_runtime_has_driver(const fa_runtime *runtime) {
 
 const char *fa_last_error(void) { return lastError.c_str(); }
 
+const char *fa_strategy_name(int32_t code) {
+  if (code == FA_STRATEGY_AUTO)
+    return "auto";
+  const fa::StrategyModel *model = fa::lookupStrategyCode(code);
+  return model ? model->name : nullptr;
+}
+
 fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
                             int dtype, int causal, double scale,
                             const fa_kernel_config *config,

@@ -89,6 +89,11 @@ FA_API void fa_runtime_destroy(fa_runtime *runtime);
 /* 1 when a CUDA driver and device are usable. */
 FA_API int fa_runtime_has_driver(const fa_runtime *runtime);
 
+/* The name of fa_strategy code `code` ("auto" for FA_STRATEGY_AUTO, then
+   the registered strategies' names), or NULL when no strategy has the
+   code. The codes run from 0 without gaps. */
+FA_API const char *fa_strategy_name(int32_t code);
+
 /* The last error of this thread ("" if none). */
 FA_API const char *fa_last_error(void);
 

@@ -70,8 +70,19 @@ class _Info(ctypes.Structure):
                 ("block_n", ctypes.c_int64), ("num_warps", ctypes.c_int64),
                 ("stages", ctypes.c_int64), ("assembler", ctypes.c_char * 64)]
 
-# fa_strategy codes of the C ABI.
-_STRATEGIES = {"auto": 0, "simt": 1, "mma": 2, "wgmma": 3}
+_strategy_codes = None
+
+
+def _strategies():
+    """The fa_strategy codes of the C ABI by name ("auto" first), as the
+    runtime's strategy registry lists them."""
+    global _strategy_codes
+    if _strategy_codes is None:
+        lib, codes = _library(), {}
+        while (name := lib.fa_strategy_name(len(codes))) is not None:
+            codes[name.decode()] = len(codes)
+        _strategy_codes = codes
+    return _strategy_codes
 
 
 _lock = threading.Lock()
@@ -99,6 +110,8 @@ def _library():
                          "set FA_RUNTIME_LIB")
     lib = ctypes.CDLL(path)
     lib.fa_last_error.restype = ctypes.c_char_p
+    lib.fa_strategy_name.restype = ctypes.c_char_p
+    lib.fa_strategy_name.argtypes = [ctypes.c_int32]
     lib.fa_runtime_create.argtypes = [ctypes.c_char_p, ctypes.c_int,
                                       ctypes.POINTER(ctypes.c_void_p)]
     lib.fa_runtime_has_driver.argtypes = [ctypes.c_void_p]
@@ -167,12 +180,12 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
     num_warps = _integer("num_warps", num_warps)
     stages = _integer("stages", stages)
     sequence_length = _integer("sequence_length", sequence_length)
-    strategy = _choice("fa", "strategy", strategy, _STRATEGIES)
+    strategy = _choice("fa", "strategy", strategy, _strategies())
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
             or backward or deterministic or sequence_length):
         return None
     return ctypes.byref(_Config(block_m, block_n, num_warps, None, stages,
-                                _STRATEGIES[strategy], int(backward),
+                                _strategies()[strategy], int(backward),
                                 int(deterministic), sequence_length))
 
 
@@ -221,7 +234,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "spill_load_bytes": info.spill_load_bytes,
             "source": ("compiled", "disk", "memory")[info.source],
             "compile_seconds": info.compile_seconds,
-            "strategy": {1: "simt", 2: "mma", 3: "wgmma"}[info.strategy],
+            "strategy": _library().fa_strategy_name(info.strategy).decode(),
             "block_m": info.block_m, "block_n": info.block_n,
             "num_warps": info.num_warps, "stages": info.stages,
             "assembler": info.assembler.decode(errors="replace")}
@@ -391,7 +404,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     scale = _check_scale("fa.attention", scale)
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
               _integer("num_warps", num_warps),
-              _choice("fa.attention", "strategy", strategy, _STRATEGIES),
+              _choice("fa.attention", "strategy", strategy, _strategies()),
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
@@ -422,7 +435,7 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
               _integer("num_warps", num_warps),
               _choice("fa.attention_backward", "strategy", strategy,
-                      _STRATEGIES),
+                      _strategies()),
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))

@@ -90,6 +90,11 @@ class PrepareKernelTest(unittest.TestCase):
                           mma["stages"]), (64, 32, 4, 3))
         with self.assertRaisesRegex(ValueError, "strategy must be one of"):
             fa.prepare_kernel(64, strategy="tcgen05")
+        # The names and codes come from the runtime's strategy registry.
+        self.assertEqual(sorted(fa._strategies().items(), key=lambda x: x[1]),
+                         [("auto", 0), ("simt", 1), ("mma", 2), ("wgmma", 3)])
+        self.assertIsNone(fa._library().fa_strategy_name(4))
+        self.assertIsNone(fa._library().fa_strategy_name(-1))
         # The Hopper strategy: 64 query rows per warpgroup of the placed
         # warps, plus a producer warpgroup that only copies (TMA).
         wgmma = fa.prepare_kernel(128, dtype="bfloat16", strategy="wgmma")
