@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Utils/IRUtils.h"
 #include "compiler/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

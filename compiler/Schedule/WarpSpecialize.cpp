@@ -47,7 +47,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Utils/IRUtils.h"
 #include "compiler/Passes.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"

@@ -28,7 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Utils/IRUtils.h"
 #include "compiler/Passes.h"
 #include "lib/Strategy/WgmmaModel.h"
 

@@ -7,7 +7,7 @@
 #ifndef FA_TEST_COMMON_CPUKERNELS_H
 #define FA_TEST_COMMON_CPUKERNELS_H
 
-#include "compiler/CpuRunner.h"
+#include "compiler/Cpu/CpuRunner.h"
 #include "lib/ReferenceAttention.h"
 #include "test/Common/Random.h"
 

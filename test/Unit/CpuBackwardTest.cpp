@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/CpuRunner.h"
+#include "compiler/Cpu/CpuRunner.h"
 #include "lib/ReferenceAttention.h"
 #include "test/Common/CpuKernels.h"
 #include "test/Common/LowPrecision.h"

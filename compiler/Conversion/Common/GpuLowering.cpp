@@ -16,10 +16,6 @@
 using namespace mlir;
 using namespace mlir::fa;
 
-Attribute mlir::fa::workgroupSpace(MLIRContext *ctx) {
-  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-}
-
 PlacedTileTypeConverter::PlacedTileTypeConverter() {
   addConversion([](Type type) { return type; });
   addConversion([](RankedTensorType type) -> std::optional<Type> {
@@ -34,33 +30,6 @@ PlacedTileTypeConverter::PlacedTileTypeConverter() {
   });
 }
 
-MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
-  if (auto swizzled =
-          dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding())) {
-    int64_t block = swizzled.getBlockColumns(type.getElementType());
-    return MemRefType::get(
-        {type.getDimSize(1) / block, type.getDimSize(0), block},
-        type.getElementType(), MemRefLayoutAttrInterface(),
-        workgroupSpace(type.getContext()));
-  }
-  auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
-  SmallVector<int64_t> shape(type.getShape());
-  if (shape.size() == 2)
-    shape[1] += encoding.getPad();
-  return MemRefType::get(shape, type.getElementType(),
-                         MemRefLayoutAttrInterface(),
-                         workgroupSpace(type.getContext()));
-}
-
-Value mlir::fa::sharedBufferAt(OpBuilder &b, Location loc, Value offset,
-                               MemRefType type) {
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface(),
-                               workgroupSpace(b.getContext()));
-  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
-  return memref::ViewOp::create(b, loc, type, base, offset, ValueRange{});
-}
-
 SmallVector<Value> mlir::fa::unpack(OpBuilder &b, Location loc, Value vector) {
   int64_t n = cast<VectorType>(vector.getType()).getNumElements();
   SmallVector<Value> elements;
@@ -73,36 +42,6 @@ Value mlir::fa::pack(OpBuilder &b, Location loc, Type type,
                      ValueRange elements) {
   return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
                                         elements);
-}
-
-Value mlir::fa::addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  if (c == 0)
-    return v;
-  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
-Value mlir::fa::mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
-  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
-}
-
-FailureOr<Value> mlir::fa::cloneSliceInto(OpBuilder &b, Region &region,
-                                          Value value, IRMapping &mapping) {
-  if (Value mapped = mapping.lookupOrNull(value))
-    return mapped;
-  Operation *def = value.getDefiningOp();
-  if (!def || !region.isAncestor(def->getParentRegion()))
-    return value; // an argument, or defined outside the region
-  if (def->getNumRegions() != 0)
-    return def->emitOpError("cannot be recomputed elsewhere (it has regions)");
-  for (Value operand : def->getOperands())
-    if (failed(cloneSliceInto(b, region, operand, mapping)))
-      return failure();
-  Operation *clone = b.clone(*def, mapping);
-  return clone->getResult(cast<OpResult>(value).getResultNumber());
-}
-
-Value mlir::fa::f32Const(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
 }
 
 SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale)
@@ -164,17 +103,6 @@ Value mlir::fa::recomputedProb(OpBuilder &b, Location loc,
   Value x = math::FmaOp::create(b, loc, score, c.scaleLog2e,
                                 arith::NegFOp::create(b, loc, baseLog2));
   return math::Exp2Op::create(b, loc, x);
-}
-
-Value mlir::fa::scoreGradient(OpBuilder &b, Location loc, Value prob,
-                              Value gradProb, Value delta, Value scale) {
-  Value centered = arith::SubFOp::create(b, loc, gradProb, delta);
-  Value grad = arith::MulFOp::create(b, loc, prob, centered);
-  return arith::MulFOp::create(b, loc, grad, scale);
-}
-
-Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #ifndef FA_COMPILER_CONVERSION_COMMON_GPULOWERING_H
 #define FA_COMPILER_CONVERSION_COMMON_GPULOWERING_H
 
+#include "compiler/Utils/IRUtils.h"
 #include "dialect/FAOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -18,14 +19,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
-namespace mlir {
-class IRMapping;
-} // namespace mlir
-
 namespace mlir::fa {
-
-/// The workgroup (shared-memory) address space.
-Attribute workgroupSpace(MLIRContext *ctx);
 
 /// Placed tile types as the lowerings see them: a register tile (any
 /// register encoding) becomes a vector of the elements one thread holds,
@@ -35,14 +29,6 @@ class PlacedTileTypeConverter : public TypeConverter {
 public:
   PlacedTileTypeConverter();
 };
-
-/// The buffer of a shared tile: [R, C + pad] (or [R]) for #fa.shared,
-/// [C / 64, R, 64] (column block, row, element) for #fa.swizzled_shared.
-MemRefType sharedBufferType(RankedTensorType type);
-
-/// A view of `type` into the block's dynamic shared memory at byte
-/// `offset`.
-Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);
 
 /// Whether `value` is a tile whose encoding is one of `Encodings`.
 template <typename... Encodings> bool hasEncoding(Value value) {
@@ -66,8 +52,6 @@ void populateRegisterTilePatterns(const TypeConverter &typeConverter,
 /// are converted (the rest of arith stays legal).
 void addRegisterTileLegality(ConversionTarget &target,
                              const TypeConverter &typeConverter);
-
-Value f32Const(OpBuilder &b, Location loc, double value);
 
 /// The f32 constants of one fa.online_softmax lowering.
 struct SoftmaxConstants {
@@ -97,27 +81,10 @@ Value probsBaseLog2(OpBuilder &b, Location loc, const SoftmaxConstants &c,
 Value recomputedProb(OpBuilder &b, Location loc, const SoftmaxConstants &c,
                      Value score, Value baseLog2);
 
-/// One element of the backward's dS = scale * P * (dP - D).
-Value scoreGradient(OpBuilder &b, Location loc, Value prob, Value gradProb,
-                    Value delta, Value scale);
-
 /// Lowerings of fa.wait_turn / fa.pass_turn (the deterministic backward's
 /// fixed order of dQ additions): thread 0 of the block spins and hands on,
 /// the block waits at barriers. The same for every strategy.
 void populateTurnPatterns(RewritePatternSet &patterns);
-
-Value indexConst(OpBuilder &b, Location loc, int64_t value);
-/// v + c (v itself for c = 0) and v * c on indices.
-Value addConst(OpBuilder &b, Location loc, Value v, int64_t c);
-Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c);
-
-/// Clones into `b` the ops inside `region` that compute `value` (its
-/// backward slice), through `mapping`: mapped values and values defined
-/// outside `region` are used as they are, and every clone is recorded in
-/// `mapping` (so a slice is cloned once per mapping). Fails, with a
-/// diagnostic, on an op with regions.
-FailureOr<Value> cloneSliceInto(OpBuilder &b, Region &region, Value value,
-                                IRMapping &mapping);
 
 /// Runs the query tiles (block x) last to first: with the causal mask the
 /// last tiles see the most keys, and starting the longest programs first

@@ -9,7 +9,7 @@
 
 #include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 #include "dialect/FAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

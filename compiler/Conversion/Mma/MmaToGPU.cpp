@@ -20,7 +20,7 @@
 #include "compiler/Conversion/Common/AsyncCopy.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Conversion/Common/TileOpLowering.h"
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"
 #include "lib/Strategy/MmaModel.h"

@@ -11,7 +11,7 @@
 #include "compiler/Conversion/Simt/SimtToGPU.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Conversion/Common/TileOpLowering.h"
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -28,7 +28,7 @@
 #include "compiler/Conversion/Common/AsyncCopy.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Conversion/Mma/MmaToGPU.h"
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"
 #include "lib/Strategy/WgmmaModel.h"

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"

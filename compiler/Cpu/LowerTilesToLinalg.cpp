@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Conversion/Common/GpuLowering.h"
+#include "compiler/Utils/IRUtils.h"
 #include "compiler/Passes.h"
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

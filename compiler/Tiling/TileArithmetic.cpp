@@ -1,5 +1,5 @@
 //===- TileArithmetic.cpp - Index arithmetic shared by lowerings ----*- C++ -*-===//
-#include "compiler/TileArithmetic.h"
+#include "compiler/Tiling/TileArithmetic.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -129,4 +129,11 @@ void mlir::fa::populateQTileRangeLowering(RewritePatternSet &patterns) {
 
 void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
   patterns.add<KVTileRangeLowering>(patterns.getContext());
+}
+
+Value mlir::fa::scoreGradient(OpBuilder &b, Location loc, Value prob,
+                              Value gradProb, Value delta, Value scale) {
+  Value centered = arith::SubFOp::create(b, loc, gradProb, delta);
+  Value grad = arith::MulFOp::create(b, loc, prob, centered);
+  return arith::MulFOp::create(b, loc, grad, scale);
 }

@@ -1,5 +1,5 @@
 //===- CpuRunner.cpp - Run fa.attention on the CPU ------------------*- C++ -*-===//
-#include "compiler/CpuRunner.h"
+#include "compiler/Cpu/CpuRunner.h"
 #include "compiler/Passes.h"
 #include "compiler/KernelCompiler.h"
 #include "dialect/FAOps.h"

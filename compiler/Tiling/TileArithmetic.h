@@ -5,8 +5,8 @@
 // definition here, with the small helpers the tiling passes share.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA_COMPILER_TILEARITHMETIC_H
-#define FA_COMPILER_TILEARITHMETIC_H
+#ifndef FA_COMPILER_TILING_TILEARITHMETIC_H
+#define FA_COMPILER_TILING_TILEARITHMETIC_H
 
 #include "dialect/FAOps.h"
 #include "mlir/IR/Builders.h"
@@ -47,6 +47,10 @@ void populateKVTileRangeLowering(RewritePatternSet &patterns);
 /// fa.kv_tile_range) to index arithmetic.
 void populateQTileRangeLowering(RewritePatternSet &patterns);
 
+/// One element of the backward's dS = scale * P * (dP - D).
+Value scoreGradient(OpBuilder &b, Location loc, Value prob, Value gradProb,
+                    Value delta, Value scale);
+
 } // namespace mlir::fa
 
-#endif // FA_COMPILER_TILEARITHMETIC_H
+#endif // FA_COMPILER_TILING_TILEARITHMETIC_H

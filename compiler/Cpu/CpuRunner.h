@@ -6,8 +6,8 @@
 // tiled online-softmax algorithm without a GPU.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FA_COMPILER_CPURUNNER_H
-#define FA_COMPILER_CPURUNNER_H
+#ifndef FA_COMPILER_CPU_CPURUNNER_H
+#define FA_COMPILER_CPU_CPURUNNER_H
 
 #include "compiler/Pipelines.h"
 #include "lib/KernelSpec.h"
@@ -86,4 +86,4 @@ private:
 
 } // namespace mlir::fa
 
-#endif // FA_COMPILER_CPURUNNER_H
+#endif // FA_COMPILER_CPU_CPURUNNER_H

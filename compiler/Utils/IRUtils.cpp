@@ -1,0 +1,76 @@
+//===- IRUtils.cpp - Small IR builders every stage uses -------------------===//
+#include "compiler/Utils/IRUtils.h"
+#include "dialect/FADialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+Attribute mlir::fa::workgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
+  if (auto swizzled =
+          dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding())) {
+    int64_t block = swizzled.getBlockColumns(type.getElementType());
+    return MemRefType::get(
+        {type.getDimSize(1) / block, type.getDimSize(0), block},
+        type.getElementType(), MemRefLayoutAttrInterface(),
+        workgroupSpace(type.getContext()));
+  }
+  auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
+  SmallVector<int64_t> shape(type.getShape());
+  if (shape.size() == 2)
+    shape[1] += encoding.getPad();
+  return MemRefType::get(shape, type.getElementType(),
+                         MemRefLayoutAttrInterface(),
+                         workgroupSpace(type.getContext()));
+}
+
+Value mlir::fa::sharedBufferAt(OpBuilder &b, Location loc, Value offset,
+                               MemRefType type) {
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(b.getContext()));
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+  return memref::ViewOp::create(b, loc, type, base, offset, ValueRange{});
+}
+
+Value mlir::fa::addConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  if (c == 0)
+    return v;
+  return arith::AddIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+Value mlir::fa::mulConst(OpBuilder &b, Location loc, Value v, int64_t c) {
+  return arith::MulIOp::create(b, loc, v, indexConst(b, loc, c));
+}
+
+FailureOr<Value> mlir::fa::cloneSliceInto(OpBuilder &b, Region &region,
+                                          Value value, IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(value))
+    return mapped;
+  Operation *def = value.getDefiningOp();
+  if (!def || !region.isAncestor(def->getParentRegion()))
+    return value; // an argument, or defined outside the region
+  if (def->getNumRegions() != 0)
+    return def->emitOpError("cannot be recomputed elsewhere (it has regions)");
+  for (Value operand : def->getOperands())
+    if (failed(cloneSliceInto(b, region, operand, mapping)))
+      return failure();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
+}
+
+Value mlir::fa::f32Const(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
