@@ -106,6 +106,28 @@ Value addTiles(OpBuilder &b, Location loc, Value base, Value begin,
   return arith::AddIOp::create(b, loc, base, toI32(b, loc, tiles));
 }
 
+/// The block's mbarriers, in this order in shared memory: q_full,
+/// k_full[stages], v_full[stages], k_empty[stages], v_empty[stages] and,
+/// persistent, q_empty. A ring's barrier of slot s is its slot-0 index + s.
+/// K and V have their own empty barriers: a K slot is free as soon as Q K^T
+/// has read it, a V slot only after P V.
+struct BarrierLayout {
+  int64_t stages;
+  bool persistent;
+
+  int64_t qFull() const { return 0; }
+  int64_t kFull() const { return 1; }
+  int64_t vFull() const { return 1 + stages; }
+  int64_t kEmpty() const { return 1 + 2 * stages; }
+  int64_t vEmpty() const { return 1 + 3 * stages; }
+  /// -1 without one (Q is loaded once per block).
+  int64_t qEmpty() const { return persistent ? 1 + 4 * stages : -1; }
+  int64_t count() const { return 1 + 4 * stages + (persistent ? 1 : 0); }
+  /// Empty barriers complete on every consumer thread's arrival; full ones
+  /// on the producer's one arrival (expect_tx) and the copies' bytes.
+  bool isEmpty(int64_t barrier) const { return barrier >= kEmpty(); }
+};
+
 /// One tensor the producer copies: its loads in the program (Q: one; K, V:
 /// one per tile the program reads, inside the K/V loop or, after
 /// fa-wgmma-pipeline, also before or after it), its barriers and its
@@ -337,9 +359,13 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       model::runsPersistent(
           cast<RankedTensorType>(once[0].getType()).getDimSize(1),
           computeThreads / 32);
-  LoadedTensor q{{once[0]}, "q", 0, isPersistent ? 1 + 4 * stages : -1, {}, {}};
-  LoadedTensor k{{}, "k", 1, 1 + 2 * stages, {}, {}};
-  LoadedTensor v{{}, "v", 1 + stages, 1 + 3 * stages, {}, {}};
+  BarrierLayout barrierLayout{stages, isPersistent};
+  LoadedTensor q{{once[0]}, "q", barrierLayout.qFull(),
+                 barrierLayout.qEmpty(), {}, {}};
+  LoadedTensor k{{}, "k", barrierLayout.kFull(), barrierLayout.kEmpty(), {},
+                 {}};
+  LoadedTensor v{{}, "v", barrierLayout.vFull(), barrierLayout.vEmpty(), {},
+                 {}};
   for (LoadTileOp load : streamed)
     (load.getSource() == keySource ? k : v).loads.push_back(load);
   if (k.loads.empty() || v.loads.empty())
@@ -388,12 +414,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
          attrs.getNamedAttr("box_cols",
                             attrs.getI64IntegerAttr(model::kColumnBlock))}));
   }
-  // Barriers: q_full, k_full[stages], v_full[stages], k_empty[stages],
-  // v_empty[stages] (and q_empty, persistent). K and V have their own empty
-  // barriers: a K slot is free as soon as Q K^T has read it, a V slot only
-  // after P V.
-  int64_t firstEmptyBarrier = 1 + 2 * stages;
-  int64_t numBarriers = 1 + 4 * stages + (isPersistent ? 1 : 0);
+  int64_t numBarriers = barrierLayout.count();
 
   // Prologue, all threads: the aligned shared base and the barriers.
   Block &body = grid.getBodyBlock();
@@ -422,12 +443,10 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                                         indexConst(b, loc, 0));
     auto init = scf::IfOp::create(b, loc, first);
     OpBuilder in = OpBuilder::atBlockBegin(&init.getThenRegion().front());
-    // Full barriers complete on one arrival (the producer's expect_tx) and
-    // the copies' bytes; empty barriers on every consumer thread.
     for (int64_t i = 0; i < numBarriers; ++i)
       nvgpu::MBarrierInitOp::create(
           in, loc, barriers,
-          indexConst(in, loc, i >= firstEmptyBarrier ? computeThreads : 1),
+          indexConst(in, loc, barrierLayout.isEmpty(i) ? computeThreads : 1),
           indexConst(in, loc, i), Value());
   }
   NVVM::FenceMbarrierInitOp::create(b, loc);
