@@ -5,10 +5,10 @@
 // 1. Copies. Every fa.load_tile becomes 16-byte cp.async copies into its
 //    shared buffer with padded rows; the K/V loop's loads use a ring of
 //    `stages` slots (compiler/Conversion/Common/AsyncCopy.h).
-// 2. Fragments. A dialect conversion turns the tile ops on #fa.mma and
-//    #fa.mma_operand tiles into per-thread code over fragment registers
-//    (lib/Strategy/MmaLayout.h): ldmatrix for operands in shared memory,
-//    nvvm.mma.sync m16n8k16, quad shuffles for row reductions.
+// 2. Fragments. The fragment-level conversion (Common/Fragments.h) with
+//    this strategy's patterns: ldmatrix for operands in shared memory,
+//    nvvm.mma.sync m16n8k16, and dQ added to global memory with vector
+//    reductions (fa.accumulate_tile).
 //
 // mma.sync is emitted as nvvm.mma.sync rather than nvgpu.mma.sync: the
 // upstream nvgpu lowering cannot type bf16 operands (it fails with "failed
@@ -18,6 +18,7 @@
 
 #include "compiler/Conversion/Mma/MmaToGPU.h"
 #include "compiler/Conversion/Common/AsyncCopy.h"
+#include "compiler/Conversion/Common/Fragments.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/Tiling/TileArithmetic.h"
@@ -44,115 +45,6 @@ using namespace mlir::fa;
 namespace layout = ::fa::mma;
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Lanes and fragments
-//===----------------------------------------------------------------------===//
-
-/// The calling thread's warp and its lane split as (g, t) = (lane / 4,
-/// lane % 4), the coordinates of the fragment tables; and the offsets of
-/// the row address a lane gives ldmatrix.x4 inside a 16 x 16 block:
-/// matrix row l % 8 (`matrixRow`), and 8 ((l / 8) % 2) and 8 (l / 16)
-/// (`secondMatrix`, `upperMatrices`), which pick the block's half for the
-/// second and the upper two of the four matrices.
-struct Lane {
-  Lane(OpBuilder &b, Location loc) {
-    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-    Value c32 = indexConst(b, loc, 32), c4 = indexConst(b, loc, 4);
-    Value c8 = indexConst(b, loc, 8);
-    warp = arith::DivUIOp::create(b, loc, tid, c32);
-    lane = arith::RemUIOp::create(b, loc, tid, c32);
-    g = arith::DivUIOp::create(b, loc, lane, c4);
-    t = arith::RemUIOp::create(b, loc, lane, c4);
-    matrixRow = arith::RemUIOp::create(b, loc, lane, c8);
-    Value matrix = arith::DivUIOp::create(b, loc, lane, c8);
-    secondMatrix = arith::MulIOp::create(
-        b, loc, arith::RemUIOp::create(b, loc, matrix, indexConst(b, loc, 2)),
-        c8);
-    upperMatrices = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, lane, indexConst(b, loc, 16)),
-        c8);
-  }
-  Value warp, lane, g, t;
-  Value matrixRow, secondMatrix, upperMatrices;
-};
-
-/// Where a warp's fragments of a [R, C] tile placed over `warps` warps lie:
-/// `warps / warpsN` warps along the rows and, for a 2-d tile, `warpsN`
-/// along the columns (#fa.mma's warps_n).
-struct FragmentTile {
-  FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
-               RankedTensorType type, int64_t warps, int64_t warpsN)
-      : rows(type.getDimSize(0)),
-        cols(type.getRank() == 2 ? type.getDimSize(1) : 1),
-        rowBlocks(rows / (warps / warpsN) / layout::kM),
-        accColBlocks(cols / (type.getRank() == 2 ? warpsN : 1) / layout::kN),
-        lane(lane) {
-    Value warpRow = lane.warp, warpColumn;
-    if (warpsN > 1) {
-      Value n = indexConst(b, loc, warpsN);
-      warpRow = arith::DivUIOp::create(b, loc, lane.warp, n);
-      warpColumn = arith::RemUIOp::create(b, loc, lane.warp, n);
-    }
-    warpRow0 = mulConst(b, loc, warpRow, rows / (warps / warpsN));
-    warpCol0 = warpColumn && type.getRank() == 2
-                   ? mulConst(b, loc, warpColumn, cols / warpsN)
-                   : indexConst(b, loc, 0);
-  }
-  FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
-               RankedTensorType type)
-      : FragmentTile(b, loc, lane, type, warpsOf(type), warpsNOf(type)) {}
-
-  static int64_t warpsOf(RankedTensorType type) {
-    if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
-      return mma.getWarps();
-    return cast<MmaOperandEncodingAttr>(type.getEncoding()).getWarps();
-  }
-  static int64_t warpsNOf(RankedTensorType type) {
-    if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
-      return mma.getWarpsN();
-    return 1;
-  }
-
-  /// Register of accumulator element e of fragment (mi, ni).
-  int64_t accSlot(int64_t mi, int64_t ni, int64_t e) const {
-    return (mi * accColBlocks + ni) * layout::AccumulatorFragment::kElements +
-           e;
-  }
-  /// Register of the per-row value of row half h of row block mi.
-  static int64_t rowSlot(int64_t mi, int64_t h) { return mi * 2 + h; }
-
-  /// Tile row of row half h of row block mi: warpRow0 + 16 mi + g + 8 h.
-  Value row(OpBuilder &b, Location loc, int64_t mi, int64_t h) const {
-    return addConst(b, loc, arith::AddIOp::create(b, loc, warpRow0, lane.g),
-                    mi * layout::kM + 8 * h);
-  }
-  /// Tile column of accumulator element e of column block ni.
-  Value accCol(OpBuilder &b, Location loc, int64_t ni, int64_t e) const {
-    return addConst(
-        b, loc,
-        arith::AddIOp::create(b, loc, warpCol0, mulConst(b, loc, lane.t, 2)),
-        ni * layout::kN + layout::AccumulatorFragment::colPair[e]);
-  }
-
-  /// Calls `fn(row, col, slot)` for each 32-bit element pair a lane holds
-  /// of an accumulator tile: tile (row, col) of elements slot and slot + 1.
-  void forEachElementPair(
-      OpBuilder &b, Location loc,
-      function_ref<void(Value row, Value col, int64_t slot)> fn) const {
-    for (int64_t mi = 0; mi < rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value r = row(b, loc, mi, h);
-        for (int64_t ni = 0; ni < accColBlocks; ++ni)
-          fn(r, accCol(b, loc, ni, 2 * h), accSlot(mi, ni, 2 * h));
-      }
-  }
-
-  int64_t rows, cols, rowBlocks, accColBlocks;
-  const Lane &lane;
-  /// The first row and column of the warp's slice.
-  Value warpRow0, warpCol0;
-};
 
 /// A 32-bit mma operand register from its two 16-bit halves (a
 /// vector<2xT>): nvvm.mma.sync takes f16 pairs as vector<2xf16> and bf16
@@ -267,15 +159,6 @@ SharedTileCopyLayout paddedRowsLayout() {
 // Step 2: fragments
 //===----------------------------------------------------------------------===//
 
-template <typename Op> struct MmaPattern : OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
-  using OpAdaptor = typename Op::Adaptor;
-};
-
-bool isMma(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
-bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
-bool isShared(Value v) { return hasEncoding<SharedEncodingAttr>(v); }
-
 /// Shared -> A fragments (the resident Q tile): one ldmatrix.x4 per 16 x 16
 /// fragment; lane l points at row l % 8 + 8 (l / 8 % 2), column 8 (l / 16)
 /// of it, so the four matrices arrive as a0a1, a2a3, a4a5, a6a7.
@@ -301,45 +184,6 @@ struct SharedToOperandLowering : MmaPattern<ConvertLayoutOp> {
             elements.push_back(vector::ExtractOp::create(
                 rewriter, loc, loaded, ArrayRef<int64_t>{r, i}));
       }
-    rewriter.replaceOp(
-        op,
-        pack(rewriter, loc, getTypeConverter()->convertType(type), elements));
-    return success();
-  }
-};
-
-/// Accumulator -> A fragments (P for P V): the same elements in the same
-/// lanes, renamed (layout::accumulatorSlotOfOperandA).
-struct AccumulatorToOperandLowering : MmaPattern<ConvertLayoutOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getSource()) || !isOperand(op.getResult()))
-      return rewriter.notifyMatchFailure(op, "not mma -> mma_operand");
-    if (FragmentTile::warpsNOf(
-            cast<RankedTensorType>(op.getSource().getType())) != 1)
-      return op.emitOpError("A fragments hold whole rows: the accumulator "
-                            "needs #fa.mma with warps_n = 1");
-    auto type = cast<RankedTensorType>(op.getType());
-    if (type.getDimSize(1) % layout::kK != 0)
-      return rewriter.notifyMatchFailure(op, "columns not a multiple of 16");
-    Location loc = op.getLoc();
-    int64_t warps = FragmentTile::warpsOf(type);
-    int64_t rowBlocks = type.getDimSize(0) / warps / layout::kM;
-    int64_t nBlocks = type.getDimSize(1) / layout::kN;
-    int64_t kBlocks = type.getDimSize(1) / layout::kK;
-    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getSource());
-    SmallVector<Value> elements;
-    for (int64_t mi = 0; mi < rowBlocks; ++mi)
-      for (int64_t kb = 0; kb < kBlocks; ++kb)
-        for (int64_t e = 0; e < layout::OperandAFragment::kElements; ++e) {
-          layout::AccumulatorSlot slot =
-              layout::accumulatorSlotOfOperandA(kb, e);
-          elements.push_back(acc[(mi * nBlocks + slot.nBlock) *
-                                     layout::AccumulatorFragment::kElements +
-                                 slot.element]);
-        }
     rewriter.replaceOp(
         op,
         pack(rewriter, loc, getTypeConverter()->convertType(type), elements));
@@ -637,236 +481,9 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
   }
 };
 
-/// The 4 x 4 transpose of 32-bit element pairs across a quad: lane t holds
-/// pair t of each of 4 adjacent n8 column blocks of a row and ends with the
-/// 4 pairs of block t (8 adjacent elements: one 16-byte store). Two
-/// butterfly steps (lane masks 2, then 1): in each, a lane keeps the pairs
-/// whose index agrees with its lane bit and swaps the others with lane ^ m.
-void transposeQuadPairs(OpBuilder &b, Location loc, const Lane &lane,
-                        MutableArrayRef<Value> pairs) {
-  for (int64_t mask : {2, 1}) {
-    Value laneBit = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne,
-        arith::AndIOp::create(b, loc, lane.t, indexConst(b, loc, mask)),
-        indexConst(b, loc, 0));
-    for (int64_t low = 0; low < 4; ++low) {
-      if (low & mask)
-        continue;
-      Value &keepIfClear = pairs[low], &keepIfSet = pairs[low | mask];
-      Value send =
-          arith::SelectOp::create(b, loc, laneBit, keepIfClear, keepIfSet);
-      Value received = gpu::ShuffleOp::create(b, loc, send, mask,
-                                              /*width=*/32,
-                                              gpu::ShuffleMode::XOR)
-                           .getShuffleResult();
-      keepIfClear =
-          arith::SelectOp::create(b, loc, laneBit, received, keepIfClear);
-      keepIfSet = arith::SelectOp::create(b, loc, laneBit, keepIfSet, received);
-    }
-  }
-}
-
-/// registers -> global. 2-d 16-bit tiles (O, dK, dV): each run of 4 column
-/// blocks is transposed across the quad (transposeQuadPairs) and every lane
-/// stores 16 bytes, a quad 64 adjacent bytes of its row; blocks past the
-/// last run of 4 are stored as element pairs. LSE: lane t = 0 of each quad
-/// stores its two rows.
-struct StoreTileLowering : MmaPattern<StoreTileOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(StoreTileOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getTile()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getTile().getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
-    Value dest = adaptor.getDest();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
-    bool perRow = type.getRank() == 1;
-    Value firstOfQuad =
-        perRow ? arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
-                                       lane.t, indexConst(rewriter, loc, 0))
-               : Value();
-    Type elementType = type.getElementType();
-    int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
-    constexpr int64_t kRun = 4;
-    int64_t runs =
-        !perRow && elementBytes == 2 ? tile.accColBlocks / kRun : 0;
-    // Elements slot and slot + 1 of a row: adjacent columns.
-    auto pairAt = [&](int64_t slot) -> Value {
-      return vector::FromElementsOp::create(
-          rewriter, loc, VectorType::get({2}, elementType),
-          ValueRange{values[slot], values[slot + 1]});
-    };
-    auto chunkType = VectorType::get({2 * kRun}, elementType);
-    Type i32 = rewriter.getI32Type();
-    // The runtime guarantees 16-byte alignment of rows and base
-    // (kOutputAccessElements).
-    auto chunkAlign = llvm::MaybeAlign(::fa::mma::kOutputAccessElements *
-                                       elementBytes);
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        // Every lane of the quad takes part in the shuffles, outside the
-        // row guard.
-        SmallVector<Value> chunks;
-        for (int64_t run = 0; run < runs; ++run) {
-          SmallVector<Value, kRun> pairs;
-          for (int64_t j = 0; j < kRun; ++j)
-            pairs.push_back(LLVM::BitcastOp::create(
-                rewriter, loc, i32,
-                pairAt(tile.accSlot(mi, run * kRun + j, 2 * h))));
-          transposeQuadPairs(rewriter, loc, lane, pairs);
-          Value words = vector::FromElementsOp::create(
-              rewriter, loc, VectorType::get({kRun}, i32), pairs);
-          chunks.push_back(
-              vector::BitCastOp::create(rewriter, loc, chunkType, words));
-        }
-        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
-                                          tile.row(rewriter, loc, mi, h));
-        Value valid = arith::CmpIOp::create(
-            rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);
-        if (perRow)
-          valid = arith::AndIOp::create(rewriter, loc, valid, firstOfQuad);
-        auto ifValid = scf::IfOp::create(rewriter, loc, valid);
-        OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPointToStart(&ifValid.getThenRegion().front());
-        if (perRow) {
-          memref::StoreOp::create(
-              rewriter, loc, values[FragmentTile::rowSlot(mi, h)], dest,
-              ValueRange{adaptor.getBatch(), adaptor.getHead(), row});
-          continue;
-        }
-        for (int64_t run = 0; run < runs; ++run) {
-          // Lane t stores column block kRun * run + t.
-          Value col = arith::AddIOp::create(
-              rewriter, loc, tile.warpCol0,
-              mulConst(rewriter, loc,
-                       addConst(rewriter, loc, lane.t, run * kRun),
-                       layout::kN));
-          vector::StoreOp::create(
-              rewriter, loc, chunks[run], dest,
-              ValueRange{adaptor.getBatch(), adaptor.getHead(), row, col},
-              /*nontemporal=*/false, chunkAlign);
-        }
-        for (int64_t ni = runs * kRun; ni < tile.accColBlocks; ++ni)
-          vector::StoreOp::create(
-              rewriter, loc, pairAt(tile.accSlot(mi, ni, 2 * h)), dest,
-              ValueRange{adaptor.getBatch(), adaptor.getHead(), row,
-                         tile.accCol(rewriter, loc, ni, 2 * h)},
-              /*nontemporal=*/false, llvm::MaybeAlign(2 * elementBytes));
-      }
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 //===----------------------------------------------------------------------===//
 // The backward's dkdv program
 //===----------------------------------------------------------------------===//
-
-/// Whether every reader of a staged tile reads it back into the
-/// accumulator layout it was written from, so that each lane reads only
-/// the elements it wrote itself (P's rounding residual in the backward),
-/// and no other tile of the kernel uses its bytes (whose readers a barrier
-/// before the write would have to wait for).
-static bool onlyReadByWritingLanes(ConvertLayoutOp staging) {
-  Attribute written =
-      cast<RankedTensorType>(staging.getSource().getType()).getEncoding();
-  if (!llvm::all_of(staging->getUsers(), [&](Operation *user) {
-        auto reload = dyn_cast<ConvertLayoutOp>(user);
-        return reload && reload.getType().getEncoding() == written;
-      }))
-    return false;
-  Attribute offset = staging->getAttr(FADialect::getSharedOffsetAttrName());
-  WalkResult sharing =
-      staging->getParentOfType<gpu::GPUFuncOp>().walk([&](Operation *op) {
-        return op != staging &&
-                       op->getAttr(FADialect::getSharedOffsetAttrName()) ==
-                           offset
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      });
-  return !sharing.wasInterrupted();
-}
-
-/// Accumulator fragments -> a shared tile (P and dS of the backward, read
-/// transposed by the next products): each lane stores its element pairs
-/// (32 bits) at their (row, column). A barrier before (the previous
-/// iteration's readers are done) and after (the whole tile is written),
-/// unless only the writing lanes read the tile back.
-struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getSource()) || !isShared(op.getResult()))
-      return rewriter.notifyMatchFailure(op, "not mma -> shared");
-    auto offset =
-        op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
-    if (!offset)
-      return op.emitOpError("has no fa.shared_offset (run fa-place-mma)");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getSource().getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    auto resultType = cast<RankedTensorType>(op.getType());
-    Value buffer =
-        sharedBufferAt(rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
-                       sharedBufferType(resultType));
-    SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
-    auto pairType = VectorType::get({2}, type.getElementType());
-    bool readAcrossLanes = !onlyReadByWritingLanes(op);
-    if (readAcrossLanes)
-      gpu::BarrierOp::create(rewriter, loc);
-    tile.forEachElementPair(rewriter, loc,
-                            [&](Value row, Value col, int64_t slot) {
-                              Value pair = vector::FromElementsOp::create(
-                                  rewriter, loc, pairType,
-                                  ValueRange{values[slot], values[slot + 1]});
-                              vector::StoreOp::create(rewriter, loc, pair,
-                                                      buffer,
-                                                      ValueRange{row, col});
-                            });
-    if (readAcrossLanes)
-      gpu::BarrierOp::create(rewriter, loc);
-    rewriter.replaceOp(op, buffer);
-    return success();
-  }
-};
-
-/// A staged shared tile -> accumulator fragments (P read back for dS): each
-/// lane loads the element pairs it stored (no barrier: the same lane wrote
-/// them).
-struct SharedToAccumulatorLowering : MmaPattern<ConvertLayoutOp> {
-  using MmaPattern::MmaPattern;
-  LogicalResult
-  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isShared(op.getSource()) || !isMma(op.getResult()))
-      return rewriter.notifyMatchFailure(op, "not shared -> mma");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    auto pairType = VectorType::get({2}, type.getElementType());
-    SmallVector<Value> values(tile.rowBlocks * tile.accColBlocks * 4);
-    tile.forEachElementPair(
-        rewriter, loc, [&](Value row, Value col, int64_t slot) {
-          Value pair = vector::LoadOp::create(rewriter, loc, pairType,
-                                              adaptor.getSource(),
-                                              ValueRange{row, col});
-          for (int64_t p = 0; p < 2; ++p)
-            values[slot + p] = vector::ExtractOp::create(rewriter, loc, pair,
-                                                         ArrayRef<int64_t>{p});
-        });
-    rewriter.replaceOp(
-        op, pack(rewriter, loc, getTypeConverter()->convertType(type), values));
-    return success();
-  }
-};
 
 /// Accumulator fragments added into global memory (dQ of the backward):
 /// each lane adds its elements of the valid rows (AccumulateTarget: vector
@@ -894,40 +511,6 @@ struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
 };
 
 } // namespace
-
-void mlir::fa::populateMmaFragmentPatterns(const TypeConverter &typeConverter,
-                                           RewritePatternSet &patterns) {
-  patterns.add<AccumulatorToOperandLowering, StoreTileLowering,
-               AccumulatorToSharedLowering, SharedToAccumulatorLowering>(
-      typeConverter, patterns.getContext());
-}
-
-LogicalResult mlir::fa::applyFragmentConversion(
-    gpu::GPUFuncOp kernel,
-    function_ref<void(const TypeConverter &, RewritePatternSet &)>
-        addStrategyPatterns) {
-  MLIRContext *ctx = kernel.getContext();
-  PlacedTileTypeConverter typeConverter;
-  ConversionTarget target(*ctx);
-  target.addIllegalDialect<FADialect>();
-  target.addLegalDialect<
-      arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-      math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
-      nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect>();
-  target.addLegalOp<UnrealizedConversionCastOp>();
-  addRegisterTileLegality(target, typeConverter);
-  RewritePatternSet patterns(ctx);
-  addStrategyPatterns(typeConverter, patterns);
-  populateMmaFragmentPatterns(typeConverter, patterns);
-  populateTileOpPatterns(typeConverter, patterns);
-  populateRegisterTilePatterns(typeConverter, patterns);
-  populateKVTileRangeLowering(patterns);
-  populateQTileRangeLowering(patterns);
-  populateTurnPatterns(patterns);
-  scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
-                                                       target);
-  return applyPartialConversion(kernel, target, std::move(patterns));
-}
 
 /// The dkdv program's loop reads K and V, which stay in place, at a few
 /// dozen fixed addresses per lane: LLVM hoists each of them out of the loop

@@ -18,25 +18,6 @@ class TypeConverter;
 
 namespace mlir::fa {
 
-/// The lowerings of the tile ops that move m16n8 accumulator fragments
-/// (#fa.mma): the accumulator -> A-operand renaming (P), the stores of O
-/// and LSE, and the staging of P and dS through shared memory. Any
-/// strategy whose accumulators are m16n8 fragments stacked over warps uses
-/// them (wgmma: a warpgroup's m64 accumulator is its 4 warps' fragments).
-/// The element-wise tile ops are lowered against the register layout
-/// (compiler/Conversion/Common/TileOpLowering.h).
-void populateMmaFragmentPatterns(const TypeConverter &typeConverter,
-                                 RewritePatternSet &patterns);
-
-/// The fragment-level dialect conversion of a kernel whose accumulators are
-/// m16n8 fragments (mma, wgmma): placed tile types (PlacedTileTypeConverter),
-/// the fragment, tile-op, register-tile, K/V range and structural patterns, plus
-/// the strategy's own (its matmul, its operand loads).
-LogicalResult applyFragmentConversion(
-    gpu::GPUFuncOp kernel,
-    function_ref<void(const TypeConverter &, RewritePatternSet &)>
-        addStrategyPatterns);
-
 /// What the mma lowering may use of its target.
 struct MmaTarget {
   /// red.global.add.v2.f32: fa.accumulate_tile adds a lane's two adjacent

@@ -14,8 +14,9 @@
 //    step, issued by each warpgroup for its 64 rows: Q K^T with both
 //    operands as shared-memory descriptors (K-major), P V with P's A
 //    fragments in registers and V as an MN-major descriptor. The other tile
-//    ops run on the accumulator fragments with the mma strategy's patterns
-//    (a warpgroup's m64nN accumulator is its 4 warps' m16n8 fragments).
+//    ops run on the accumulator fragments with the patterns of #fa.mma
+//    (Common/Fragments.h; a warpgroup's m64nN accumulator is its 4 warps'
+//    m16n8 fragments) and the layout-generic ones (Common/TileOpLowering.h).
 //
 // The register-A form of wgmma has no NVVM op (nvvm.wgmma.mma_async and
 // nvgpu.warpgroup.mma take A only as a descriptor), so both forms are
@@ -26,8 +27,8 @@
 
 #include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
 #include "compiler/Conversion/Common/AsyncCopy.h"
+#include "compiler/Conversion/Common/Fragments.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
-#include "compiler/Conversion/Mma/MmaToGPU.h"
 #include "compiler/Tiling/TileArithmetic.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"
