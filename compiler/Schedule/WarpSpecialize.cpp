@@ -115,6 +115,51 @@ struct LoadedTensor {
   int64_t offset = 0, slotBytes = 0;
 };
 
+/// What the producer's and the consumers' builders of one program share:
+/// the tensors and their rings, the barriers, the aligned shared base and
+/// the persistent schedule.
+struct Specialization {
+  MLIRContext *ctx;
+  Location loc;
+  GridOp grid;
+  KVTileRangeOp range;
+  int64_t stages, computeThreads;
+  bool isPersistent, mirrored;
+  LoadedTensor &q, &k, &v;
+  SmallVector<LoadedTensor *> tensors;
+  Value tid, computeThreadsV, pad, barriers;
+  WorkRounds work;
+  Value sectionPairs;
+  Region &programRegion;
+
+  /// The first byte of `slot` of `tensor`'s ring.
+  Value slotBase(OpBuilder &at, const LoadedTensor &tensor, Value slot) const {
+    return arith::AddIOp::create(
+               at, loc, pad,
+               arith::AddIOp::create(
+                   at, loc, indexConst(at, loc, tensor.offset),
+                   arith::MulIOp::create(at, loc, slot,
+                                         indexConst(at, loc, tensor.slotBytes))))
+        .getResult();
+  }
+  /// The slot of the n-th K/V tile and the parity of its fill (n / stages).
+  std::pair<Value, Value> slotAndParity(OpBuilder &at, Value n) const {
+    Value stagesV = indexConst(at, loc, stages);
+    Value parity =
+        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, stagesV));
+    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
+  }
+
+  /// The producer warpgroup (`producer`): gives registers back; one thread
+  /// issues every copy, Q first, then K and V of each tile of the K/V range
+  /// in order, each after the consumers released its slot.
+  LogicalResult buildProducer(Block &producer);
+  /// The consumers (`consumer`, holding the program): take the registers;
+  /// each load becomes a wait on its full barrier and a view of its slot,
+  /// and (K, V; Q persistent) a release right after its last use.
+  LogicalResult rewriteConsumers(Block &consumer, WorkLoops &consumerWork);
+};
+
 struct FAWarpSpecializePass
     : public mlir::fa::impl::FAWarpSpecializeBase<FAWarpSpecializePass> {
   using FAWarpSpecializeBase::FAWarpSpecializeBase;
@@ -135,6 +180,244 @@ struct FAWarpSpecializePass
 
   LogicalResult specialize(GridOp grid);
 };
+
+LogicalResult Specialization::buildProducer(Block &producer) {
+  // Producer: the warpgroup gives registers back; one thread issues every
+  // copy, Q first, then K and V of each tile of the K/V range in order.
+  OpBuilder p = OpBuilder::atBlockBegin(&producer);
+  NVVM::SetMaxRegisterOp::create(
+      p, loc, p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
+      NVVM::SetMaxRegisterActionAttr::get(
+          ctx, NVVM::SetMaxRegisterAction::decrease));
+  Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
+                                        computeThreadsV);
+  auto issue = scf::IfOp::create(p, loc, elected);
+  p.setInsertionPointToStart(&issue.getThenRegion().front());
+  IRMapping mapping;
+  // Persistent: the same visits as the consumers; the visit's K/V ring
+  // positions start at `ringBase`, and Q's slot is free again once the
+  // consumers released the previous visit's Q.
+  Value ringBase;
+  WorkLoops producerWork;
+  if (isPersistent) {
+    producerWork = buildWorkLoops(p, loc, grid, work, sectionPairs, mirrored);
+    p.setInsertionPointToEnd(producerWork.visits.getBody());
+    ringBase = producerWork.ringBase();
+    mapping.map(grid.getBatchIndex(), producerWork.item.batch);
+    mapping.map(grid.getHeadIndex(), producerWork.item.head);
+    mapping.map(grid.getTileIndex(), producerWork.tile);
+    Value freed = arith::XOrIOp::create(
+        p, loc, parityOf(p, loc, producerWork.visited()),
+        arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
+    nvgpu::MBarrierTryWaitParityOp::create(
+        p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
+        indexConst(p, loc, q.emptyBarrier));
+  }
+  // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
+  // `barrier`: one TMA box per 64-column block.
+  auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
+                      Value slot, Value barrier) -> LogicalResult {
+    LoadTileOp load = tensor.loads.front();
+    FailureOr<Value> head =
+        cloneSliceInto(at, programRegion, load.getHead(), mapping);
+    FailureOr<Value> batch =
+        cloneSliceInto(at, programRegion, load.getBatch(), mapping);
+    if (failed(head) || failed(batch))
+      return failure();
+    int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
+    Type element = tensor.type.getElementType();
+    auto box = MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(ctx));
+    auto mapType = nvgpu::TensorMapDescriptorType::get(
+        ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    Value map =
+        UnrealizedConversionCastOp::create(at, loc, mapType, tensor.map)
+            .getResult(0);
+    // The whole box counts, rows past the tensor's end too (zero-filled).
+    nvgpu::MBarrierArriveExpectTxOp::create(
+        at, loc, barriers,
+        indexConst(at, loc,
+                   rows * cols * element.getIntOrFloatBitWidth() / 8),
+        barrier, Value());
+    Value first = slotBase(at, tensor, slot);
+    for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
+      Value dst = sharedBufferAt(
+          at, loc,
+          addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
+      // Coordinates innermost first: (column, row, head, batch).
+      nvgpu::TmaAsyncLoadOp::create(
+          at, loc, dst, barriers, map,
+          ValueRange{indexConst(at, loc, block * model::kColumnBlock), row,
+                     *head, *batch},
+          barrier, Value(), Value());
+    }
+    return success();
+  };
+  {
+    FailureOr<Value> row =
+        cloneSliceInto(p, programRegion, q.loads.front().getRow(), mapping);
+    if (failed(row) || failed(copyTile(p, q, *row, indexConst(p, loc, 0),
+                                       indexConst(p, loc, 0))))
+      return failure();
+  }
+  // K/V tiles kv_begin .. kv_end - 1.
+  FailureOr<Value> kvBegin =
+      cloneSliceInto(p, programRegion, range.getResult(0), mapping);
+  FailureOr<Value> kvEnd =
+      cloneSliceInto(p, programRegion, range.getResult(1), mapping);
+  if (failed(kvBegin) || failed(kvEnd))
+    return failure();
+  auto fill = scf::ForOp::create(p, loc, *kvBegin, *kvEnd,
+                                 indexConst(p, loc, 1));
+  {
+    OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
+    Value tile = fill.getInductionVar();
+    Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
+    if (isPersistent)
+      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
+    auto [slot, parity] = slotAndParity(at, n);
+    // Before each copy, wait until the consumers released the slot's
+    // previous tile (a fresh barrier passes parity 1).
+    Value previous = arith::XOrIOp::create(
+        at, loc, parity,
+        arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
+    for (const LoadedTensor *tensor : {&k, &v}) {
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
+          addConst(at, loc, slot, tensor->emptyBarrier));
+      Value row = arith::MulIOp::create(
+          at, loc, tile, indexConst(at, loc, tensor->type.getDimSize(0)));
+      if (failed(copyTile(at, *tensor, row, slot,
+                          addConst(at, loc, slot, tensor->fullBarrier))))
+        return failure();
+    }
+  }
+  if (isPersistent) {
+    p.setInsertionPointAfter(fill);
+    yieldVisit(p, loc, producerWork, *kvBegin, *kvEnd);
+  }
+  return success();
+}
+
+LogicalResult Specialization::rewriteConsumers(Block &consumer,
+                                               WorkLoops &consumerWork) {
+  // Consumers: the warpgroups take the registers; the program as it was,
+  // each load replaced by a wait on its full barrier and a view of its slot
+  // just before the tile's first use, and (K, V) a release of the slot
+  // right after its last use (for an async matmul: after its fa.async_wait).
+  OpBuilder c = OpBuilder::atBlockBegin(&consumer);
+  NVVM::SetMaxRegisterOp::create(
+      c, loc, c.getI32IntegerAttr(
+               int32_t(model::consumerRegisters(computeThreads / 32, isPersistent))),
+      NVVM::SetMaxRegisterActionAttr::get(
+          ctx, NVVM::SetMaxRegisterAction::increase));
+  Value kvBeginC = range.getResult(0);
+  Value consumerRingBase, consumerCount;
+  if (isPersistent) {
+    Block *workBody = consumerWork.visits.getBody();
+    if (range->getBlock() != workBody)
+      return range.emitOpError(
+          "a persistent program needs its K/V range at the top level");
+    grid.getBatchIndex().replaceAllUsesWith(consumerWork.item.batch);
+    grid.getHeadIndex().replaceAllUsesWith(consumerWork.item.head);
+    grid.getTileIndex().replaceAllUsesWith(consumerWork.tile);
+    consumerRingBase = consumerWork.ringBase();
+    consumerCount = consumerWork.visited();
+    OpBuilder at = OpBuilder::atBlockEnd(workBody);
+    yieldVisit(at, loc, consumerWork, kvBeginC, range.getResult(1));
+  }
+  for (const LoadedTensor *tensor : tensors)
+    for (LoadTileOp load : tensor->loads) {
+      // The tile's uses: its users and, for an async matmul, the waits that
+      // retire it (it reads the tile until then; the verifier of
+      // fa.tile_matmul lets only fa.async_wait read an async result).
+      SmallVector<Operation *> uses;
+      for (Operation *user : load.getResult().getUsers()) {
+        uses.push_back(user);
+        if (auto matmul = dyn_cast<TileMatmulOp>(user);
+            matmul && matmul.getAsync())
+          llvm::append_range(uses, matmul.getResult().getUsers());
+      }
+      // The ops of `in` that hold the first and the last use (null if none).
+      auto useSpan = [&](Block &in) -> std::pair<Operation *, Operation *> {
+        Operation *first = nullptr, *last = nullptr;
+        for (Operation *use : uses)
+          if (Operation *op = in.findAncestorOpInBlock(*use)) {
+            if (!first || op->isBeforeInBlock(first))
+              first = op;
+            if (!last || last->isBeforeInBlock(op))
+              last = op;
+          }
+        return {first, last};
+      };
+      Block *block = load->getBlock();
+      if (llvm::any_of(uses, [&](Operation *use) {
+            return !block->findAncestorOpInBlock(*use);
+          }))
+        return load.emitOpError("is used outside its block");
+      auto [first, last] = useSpan(*block);
+      OpBuilder at(first ? first : load.getOperation());
+      // Q: fill `count` of the block (0 unless persistent).
+      Value slot = indexConst(at, loc, 0);
+      Value parity =
+          isPersistent ? parityOf(at, loc, consumerCount)
+                     : arith::ConstantOp::create(at, loc, at.getBoolAttr(false))
+                           .getResult();
+      if (tensor != &q) {
+        // n = row / block-n - kv_begin (+ the ring base, persistent)
+        Value n = arith::SubIOp::create(
+            at, loc,
+            arith::DivUIOp::create(
+                at, loc, load.getRow(),
+                indexConst(at, loc, tensor->type.getDimSize(0))),
+            kvBeginC);
+        if (isPersistent)
+          n = arith::AddIOp::create(at, loc, toIndex(at, loc, consumerRingBase),
+                                    n);
+        std::tie(slot, parity) = slotAndParity(at, n);
+      }
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
+          addConst(at, loc, slot, tensor->fullBarrier));
+      Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
+                                  sharedBufferType(tensor->type));
+      auto cast =
+          UnrealizedConversionCastOp::create(at, loc, tensor->type, view);
+      load.getResult().replaceAllUsesWith(cast.getResult(0));
+      load.erase();
+      if (tensor->emptyBarrier < 0 || !last)
+        continue;
+      auto release = [&](OpBuilder &at) {
+        nvgpu::MBarrierArriveOp::create(
+            at, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
+            addConst(at, loc, slot, tensor->emptyBarrier));
+      };
+      // A tile last used inside both branches of an scf.if (Q in the
+      // pipelined program: its K/V loop, under kv_begin < kv_end) is
+      // released in each branch right after its last use there, not after
+      // the whole if: the producer can load the next Q during the last P V.
+      auto branches = dyn_cast<scf::IfOp>(last);
+      if (!branches || branches.getElseRegion().empty()) {
+        OpBuilder after(block, std::next(Block::iterator(last)));
+        release(after);
+        continue;
+      }
+      for (Region *region :
+           {&branches.getThenRegion(), &branches.getElseRegion()}) {
+        Block &branch = region->front();
+        Operation *lastHere = useSpan(branch).second;
+        OpBuilder at = lastHere ? OpBuilder(&branch, std::next(Block::iterator(
+                                                         lastHere)))
+                                : OpBuilder::atBlockBegin(&branch);
+        release(at);
+      }
+    }
+  return success();
+}
 
 LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   MLIRContext *ctx = &getContext();
@@ -327,253 +610,14 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
   Region &programRegion = roles.getElseRegion();
 
-  auto slotBase = [&](OpBuilder &at, const LoadedTensor &tensor, Value slot) {
-    return arith::AddIOp::create(
-               at, loc, pad,
-               arith::AddIOp::create(
-                   at, loc, indexConst(at, loc, tensor.offset),
-                   arith::MulIOp::create(at, loc, slot,
-                                         indexConst(at, loc, tensor.slotBytes))))
-        .getResult();
-  };
-  // The slot of the n-th K/V tile and the parity of its fill (n / stages).
-  auto slotAndParity = [&](OpBuilder &at, Value n) -> std::pair<Value, Value> {
-    Value stagesV = indexConst(at, loc, stages);
-    Value parity =
-        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, stagesV));
-    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
-  };
-
-  // Producer: the warpgroup gives registers back; one thread issues every
-  // copy, Q first, then K and V of each tile of the K/V range in order.
-  OpBuilder p = OpBuilder::atBlockBegin(&producer);
-  NVVM::SetMaxRegisterOp::create(
-      p, loc, p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
-      NVVM::SetMaxRegisterActionAttr::get(
-          ctx, NVVM::SetMaxRegisterAction::decrease));
-  Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
-                                        computeThreadsV);
-  auto issue = scf::IfOp::create(p, loc, elected);
-  p.setInsertionPointToStart(&issue.getThenRegion().front());
-  IRMapping mapping;
-  // Persistent: the same visits as the consumers; the visit's K/V ring
-  // positions start at `ringBase`, and Q's slot is free again once the
-  // consumers released the previous visit's Q.
-  Value ringBase;
-  WorkLoops producerWork;
-  if (isPersistent) {
-    producerWork = buildWorkLoops(p, loc, grid, work, sectionPairs, mirrored);
-    p.setInsertionPointToEnd(producerWork.visits.getBody());
-    ringBase = producerWork.ringBase();
-    mapping.map(grid.getBatchIndex(), producerWork.item.batch);
-    mapping.map(grid.getHeadIndex(), producerWork.item.head);
-    mapping.map(grid.getTileIndex(), producerWork.tile);
-    Value freed = arith::XOrIOp::create(
-        p, loc, parityOf(p, loc, producerWork.visited()),
-        arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
-    nvgpu::MBarrierTryWaitParityOp::create(
-        p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
-        indexConst(p, loc, q.emptyBarrier));
-  }
-  // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
-  // `barrier`: one TMA box per 64-column block.
-  auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
-                      Value slot, Value barrier) -> LogicalResult {
-    LoadTileOp load = tensor.loads.front();
-    FailureOr<Value> head =
-        cloneSliceInto(at, programRegion, load.getHead(), mapping);
-    FailureOr<Value> batch =
-        cloneSliceInto(at, programRegion, load.getBatch(), mapping);
-    if (failed(head) || failed(batch))
-      return failure();
-    int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
-    Type element = tensor.type.getElementType();
-    auto box = MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
-                               MemRefLayoutAttrInterface(),
-                               workgroupSpace(ctx));
-    auto mapType = nvgpu::TensorMapDescriptorType::get(
-        ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
-        nvgpu::TensorMapOOBKind::OOB_ZERO,
-        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    Value map =
-        UnrealizedConversionCastOp::create(at, loc, mapType, tensor.map)
-            .getResult(0);
-    // The whole box counts, rows past the tensor's end too (zero-filled).
-    nvgpu::MBarrierArriveExpectTxOp::create(
-        at, loc, barriers,
-        indexConst(at, loc,
-                   rows * cols * element.getIntOrFloatBitWidth() / 8),
-        barrier, Value());
-    Value first = slotBase(at, tensor, slot);
-    for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
-      Value dst = sharedBufferAt(
-          at, loc,
-          addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
-      // Coordinates innermost first: (column, row, head, batch).
-      nvgpu::TmaAsyncLoadOp::create(
-          at, loc, dst, barriers, map,
-          ValueRange{indexConst(at, loc, block * model::kColumnBlock), row,
-                     *head, *batch},
-          barrier, Value(), Value());
-    }
-    return success();
-  };
-  {
-    FailureOr<Value> row =
-        cloneSliceInto(p, programRegion, q.loads.front().getRow(), mapping);
-    if (failed(row) || failed(copyTile(p, q, *row, indexConst(p, loc, 0),
-                                       indexConst(p, loc, 0))))
-      return failure();
-  }
-  // K/V tiles kv_begin .. kv_end - 1.
-  FailureOr<Value> kvBegin =
-      cloneSliceInto(p, programRegion, ranges[0].getResult(0), mapping);
-  FailureOr<Value> kvEnd =
-      cloneSliceInto(p, programRegion, ranges[0].getResult(1), mapping);
-  if (failed(kvBegin) || failed(kvEnd))
+  Specialization specialization{
+      ctx,      loc,      grid,           ranges[0],     stages,
+      computeThreads,     isPersistent,   mirrored,      q,
+      k,        v,        tensors,        tid,           computeThreadsV,
+      pad,      barriers, work,           sectionPairs,  programRegion};
+  if (failed(specialization.buildProducer(producer)) ||
+      failed(specialization.rewriteConsumers(consumer, consumerWork)))
     return failure();
-  auto fill = scf::ForOp::create(p, loc, *kvBegin, *kvEnd,
-                                 indexConst(p, loc, 1));
-  {
-    OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
-    Value tile = fill.getInductionVar();
-    Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
-    if (isPersistent)
-      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
-    auto [slot, parity] = slotAndParity(at, n);
-    // Before each copy, wait until the consumers released the slot's
-    // previous tile (a fresh barrier passes parity 1).
-    Value previous = arith::XOrIOp::create(
-        at, loc, parity,
-        arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
-    for (const LoadedTensor *tensor : {&k, &v}) {
-      nvgpu::MBarrierTryWaitParityOp::create(
-          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
-          addConst(at, loc, slot, tensor->emptyBarrier));
-      Value row = arith::MulIOp::create(
-          at, loc, tile, indexConst(at, loc, tensor->type.getDimSize(0)));
-      if (failed(copyTile(at, *tensor, row, slot,
-                          addConst(at, loc, slot, tensor->fullBarrier))))
-        return failure();
-    }
-  }
-  if (isPersistent) {
-    p.setInsertionPointAfter(fill);
-    yieldVisit(p, loc, producerWork, *kvBegin, *kvEnd);
-  }
-
-  // Consumers: the warpgroups take the registers; the program as it was,
-  // each load replaced by a wait on its full barrier and a view of its slot
-  // just before the tile's first use, and (K, V) a release of the slot
-  // right after its last use (for an async matmul: after its fa.async_wait).
-  OpBuilder c = OpBuilder::atBlockBegin(&consumer);
-  NVVM::SetMaxRegisterOp::create(
-      c, loc, c.getI32IntegerAttr(
-               int32_t(model::consumerRegisters(computeThreads / 32, isPersistent))),
-      NVVM::SetMaxRegisterActionAttr::get(
-          ctx, NVVM::SetMaxRegisterAction::increase));
-  Value kvBeginC = ranges[0].getResult(0);
-  Value consumerRingBase, consumerCount;
-  if (isPersistent) {
-    Block *workBody = consumerWork.visits.getBody();
-    if (ranges[0]->getBlock() != workBody)
-      return ranges[0].emitOpError(
-          "a persistent program needs its K/V range at the top level");
-    grid.getBatchIndex().replaceAllUsesWith(consumerWork.item.batch);
-    grid.getHeadIndex().replaceAllUsesWith(consumerWork.item.head);
-    grid.getTileIndex().replaceAllUsesWith(consumerWork.tile);
-    consumerRingBase = consumerWork.ringBase();
-    consumerCount = consumerWork.visited();
-    OpBuilder at = OpBuilder::atBlockEnd(workBody);
-    yieldVisit(at, loc, consumerWork, kvBeginC, ranges[0].getResult(1));
-  }
-  for (const LoadedTensor *tensor : tensors)
-    for (LoadTileOp load : tensor->loads) {
-      // The tile's uses: its users and, for an async matmul, the waits that
-      // retire it (it reads the tile until then; the verifier of
-      // fa.tile_matmul lets only fa.async_wait read an async result).
-      SmallVector<Operation *> uses;
-      for (Operation *user : load.getResult().getUsers()) {
-        uses.push_back(user);
-        if (auto matmul = dyn_cast<TileMatmulOp>(user);
-            matmul && matmul.getAsync())
-          llvm::append_range(uses, matmul.getResult().getUsers());
-      }
-      // The ops of `in` that hold the first and the last use (null if none).
-      auto useSpan = [&](Block &in) -> std::pair<Operation *, Operation *> {
-        Operation *first = nullptr, *last = nullptr;
-        for (Operation *use : uses)
-          if (Operation *op = in.findAncestorOpInBlock(*use)) {
-            if (!first || op->isBeforeInBlock(first))
-              first = op;
-            if (!last || last->isBeforeInBlock(op))
-              last = op;
-          }
-        return {first, last};
-      };
-      Block *block = load->getBlock();
-      if (llvm::any_of(uses, [&](Operation *use) {
-            return !block->findAncestorOpInBlock(*use);
-          }))
-        return load.emitOpError("is used outside its block");
-      auto [first, last] = useSpan(*block);
-      OpBuilder at(first ? first : load.getOperation());
-      // Q: fill `count` of the block (0 unless persistent).
-      Value slot = indexConst(at, loc, 0);
-      Value parity =
-          isPersistent ? parityOf(at, loc, consumerCount)
-                     : arith::ConstantOp::create(at, loc, at.getBoolAttr(false))
-                           .getResult();
-      if (tensor != &q) {
-        // n = row / block-n - kv_begin (+ the ring base, persistent)
-        Value n = arith::SubIOp::create(
-            at, loc,
-            arith::DivUIOp::create(
-                at, loc, load.getRow(),
-                indexConst(at, loc, tensor->type.getDimSize(0))),
-            kvBeginC);
-        if (isPersistent)
-          n = arith::AddIOp::create(at, loc, toIndex(at, loc, consumerRingBase),
-                                    n);
-        std::tie(slot, parity) = slotAndParity(at, n);
-      }
-      nvgpu::MBarrierTryWaitParityOp::create(
-          at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
-          addConst(at, loc, slot, tensor->fullBarrier));
-      Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
-                                  sharedBufferType(tensor->type));
-      auto cast =
-          UnrealizedConversionCastOp::create(at, loc, tensor->type, view);
-      load.getResult().replaceAllUsesWith(cast.getResult(0));
-      load.erase();
-      if (tensor->emptyBarrier < 0 || !last)
-        continue;
-      auto release = [&](OpBuilder &at) {
-        nvgpu::MBarrierArriveOp::create(
-            at, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
-            addConst(at, loc, slot, tensor->emptyBarrier));
-      };
-      // A tile last used inside both branches of an scf.if (Q in the
-      // pipelined program: its K/V loop, under kv_begin < kv_end) is
-      // released in each branch right after its last use there, not after
-      // the whole if: the producer can load the next Q during the last P V.
-      auto branches = dyn_cast<scf::IfOp>(last);
-      if (!branches || branches.getElseRegion().empty()) {
-        OpBuilder after(block, std::next(Block::iterator(last)));
-        release(after);
-        continue;
-      }
-      for (Region *region :
-           {&branches.getThenRegion(), &branches.getElseRegion()}) {
-        Block &branch = region->front();
-        Operation *lastHere = useSpan(branch).second;
-        OpBuilder at = lastHere ? OpBuilder(&branch, std::next(Block::iterator(
-                                                         lastHere)))
-                                : OpBuilder::atBlockBegin(&branch);
-        release(at);
-      }
-    }
 
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(ctx, launch.getStrategy(), computeThreads + 128,
