@@ -61,15 +61,8 @@ static void buildTerms(OpBuilder &b, Location loc, Value threadId,
         value = mulConst(b, loc, value, term.multiplier);
 }
 
-SmallVector<Value, 2>
-mlir::fa::buildThreadIdTerms(OpBuilder &b, Location loc, Value threadId,
-                             ArrayRef<ThreadIdTerm> terms) {
-  SmallVector<Value, 2> values;
-  buildTerms(b, loc, threadId, {terms}, {&values});
-  return values;
-}
-
-Value mlir::fa::sumIndices(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+/// The sum of index values (0 for none).
+static Value sumIndices(OpBuilder &b, Location loc, ArrayRef<Value> values) {
   if (values.empty())
     return indexConst(b, loc, 0);
   Value sum = values.front();

@@ -38,7 +38,8 @@ struct ThreadElements {
   /// must have a register layout.
   ThreadElements(OpBuilder &b, Location loc, RankedTensorType type);
 
-  /// The thread's first row and (2-d tiles) column.
+  /// The thread's first row, and its first column (a 1-d tile: which copy
+  /// of its rows it holds, 0 for the first).
   Value rowBase(OpBuilder &b, Location loc) const;
   Value colBase(OpBuilder &b, Location loc) const;
   /// The tile row of row slot `rowSlot`.
@@ -49,13 +50,6 @@ struct ThreadElements {
   RegisterLayout layout;
   SmallVector<Value, 2> rowTerms, colTerms;
 };
-
-/// The value of each of `terms` at thread id `threadId`
-/// (RegisterLayout's closed form), and their sum.
-SmallVector<Value, 2> buildThreadIdTerms(OpBuilder &b, Location loc,
-                                         Value threadId,
-                                         ArrayRef<ThreadIdTerm> terms);
-Value sumIndices(OpBuilder &b, Location loc, ArrayRef<Value> values);
 
 /// A butterfly all-reduce of `value` over the lanes that share a row
 /// (`layout.rowReduceMasks`).
