@@ -11,6 +11,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
@@ -62,6 +63,33 @@ std::unique_ptr<MLIRContext> mlir::fa::createCompilerContext() {
   // Diagnostics name the config; the whole op would bury the message.
   ctx->printOpOnDiagnostic(false);
   return ctx;
+}
+
+/// Moves the body of the one func.func of `text` (a variant of the spec)
+/// into `region`, its func.return becoming fa.yield; the op's verifier then
+/// checks the signature and the ops.
+static LogicalResult parseVariantInto(MLIRContext &ctx, StringRef text,
+                                      StringRef name, Region &region,
+                                      Location loc) {
+  ParserConfig config(&ctx);
+  OwningOpRef<ModuleOp> parsed =
+      parseSourceString<ModuleOp>(text, config, name);
+  if (!parsed)
+    return emitError(loc) << "the " << name
+                          << " text does not parse as MLIR (see above)";
+  auto funcs = llvm::to_vector(parsed->getOps<func::FuncOp>());
+  if (funcs.size() != 1 || funcs[0].isExternal() ||
+      !funcs[0].getBody().hasOneBlock() ||
+      std::distance(parsed->getBody()->begin(), parsed->getBody()->end()) != 1)
+    return emitError(loc) << "the " << name
+                          << " text must be exactly one func.func with a "
+                             "body of one block";
+  region.takeBody(funcs[0].getBody());
+  Operation *terminator = region.front().getTerminator();
+  OpBuilder b(terminator);
+  YieldOp::create(b, terminator->getLoc(), terminator->getOperands());
+  terminator->erase();
+  return success();
 }
 
 OwningOpRef<ModuleOp>
@@ -123,8 +151,17 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    AttentionOp::create(b, loc, args[0], args[1], args[2], args[3], args[4],
-                        scale, mask);
+    auto attention = AttentionOp::create(b, loc, args[0], args[1], args[2],
+                                         args[3], args[4], scale, mask);
+    for (auto [text, name, region] :
+         {std::tuple<const std::string &, StringRef, Region &>{
+              spec.scoreMod, "score_mod", attention.getScoreMod()},
+          {spec.maskMod, "mask_mod", attention.getMaskMod()}})
+      if (!text.empty() &&
+          failed(parseVariantInto(ctx, text, name, region, loc)))
+        return nullptr;
+    if (spec.hasVariant() && failed(verify(attention)))
+      return nullptr;
   }
   func::ReturnOp::create(b, loc);
   return module;
@@ -329,6 +366,8 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
     return success();
   });
   OwningOpRef<ModuleOp> module = buildAttentionModule(*ctx, spec);
+  if (!module)
+    return llvm::createStringError(diagnostics);
   CompiledKernel kernel;
   kernel.name = spec.kernelName();
   if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})))

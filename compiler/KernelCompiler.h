@@ -34,7 +34,9 @@ std::string stageNames();
 /// The problem-level module of a spec: func @<kernel name>(Q, K, V, O, LSE)
 /// holding one fa.attention, or for a backward spec func @<kernel name>(Q,
 /// K, V, O, dO, LSE, dQ, dK, dV, delta, dq_accum) holding one
-/// fa.attention_backward.
+/// fa.attention_backward. A variant's regions are parsed from the spec's
+/// texts; null, with the diagnostics emitted, when they do not parse or
+/// verify.
 OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
                                            const ::fa::KernelSpec &spec);
 

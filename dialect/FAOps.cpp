@@ -36,6 +36,55 @@ static LogicalResult verifyScale(Operation *op, FloatAttr scale) {
 }
 
 //===----------------------------------------------------------------------===//
+// score_mod and mask_mod regions
+//===----------------------------------------------------------------------===//
+
+/// Checks a variant region: one block whose arguments are (score: f32,)
+/// b, h, q_idx, kv_idx, q_len, kv_len: index, holding arith and math ops
+/// only, ending in fa.yield of one f32 (score_mod) or one i1 (mask_mod).
+static LogicalResult verifyVariantRegion(Operation *op, Region &region,
+                                         VariantRegion kind) {
+  if (region.empty())
+    return success();
+  bool scoreMod = kind == VariantRegion::scoreMod;
+  StringRef name = scoreMod ? "score_mod" : "mask_mod";
+  Builder b(op->getContext());
+  SmallVector<Type> expected;
+  if (scoreMod)
+    expected.push_back(b.getF32Type());
+  expected.append(6, b.getIndexType());
+  Block &block = region.front();
+  if (block.getArgumentTypes() != TypeRange(expected)) {
+    std::string types;
+    llvm::raw_string_ostream os(types);
+    llvm::interleaveComma(expected, os);
+    return op->emitOpError() << name << " region must take (" << types
+                             << ") (" << (scoreMod ? "score, " : "")
+                             << "b, h, q_idx, kv_idx, q_len, kv_len), got "
+                             << block.getNumArguments() << " arguments";
+  }
+  for (Operation &inner : block) {
+    StringRef dialect = inner.getDialect()
+                            ? inner.getDialect()->getNamespace()
+                            : StringRef();
+    if (isa<YieldOp>(inner))
+      continue;
+    if ((dialect != "arith" && dialect != "math") ||
+        inner.getNumRegions() != 0)
+      return op->emitOpError()
+             << name << " region may hold arith and math ops only, got '"
+             << inner.getName() << "'";
+  }
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  Type result = scoreMod ? b.getF32Type() : Type(b.getI1Type());
+  if (!yield || yield.getValues().size() != 1 ||
+      yield.getValues()[0].getType() != result)
+    return op->emitOpError()
+           << name << " region must end in fa.yield of one " << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
@@ -155,8 +204,13 @@ static LogicalResult verifySameAs(Operation *op, StringRef name,
 }
 
 LogicalResult AttentionOp::verify() {
-  return verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                 getOutput(), getLse(), getScaleAttr());
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getOutput(), getLse(), getScaleAttr())))
+    return failure();
+  if (failed(verifyVariantRegion(*this, getScoreMod(),
+                                 VariantRegion::scoreMod)))
+    return failure();
+  return verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod);
 }
 
 LogicalResult AttentionBackwardOp::verify() {
@@ -504,9 +558,51 @@ static LogicalResult verifyRowVector(Operation *op, Type tileType,
   return success();
 }
 
+/// The tile ops that carry a mask_mod take the program's batch and head
+/// with it (the region's b and h), and only then.
+static LogicalResult verifyMaskModOperands(Operation *op, Region &maskMod,
+                                           Value batch, Value head) {
+  if (maskMod.empty() != !batch || !batch != !head)
+    return op->emitOpError("takes the batch and head (at(%b, %h)) exactly "
+                           "when it has a mask_mod region");
+  return verifyVariantRegion(op, maskMod, VariantRegion::maskMod);
+}
+
+void MaskOp::build(OpBuilder &builder, OperationState &state, Value scores,
+                   Value qStart, Value kvStart, Value qLen, Value kvLen,
+                   MaskKind mask) {
+  build(builder, state, scores.getType(), scores, qStart, kvStart, qLen,
+        kvLen, /*batch=*/Value(), /*head=*/Value(), mask);
+}
+
 LogicalResult MaskOp::verify() {
   if (cast<RankedTensorType>(getScores().getType()).getRank() != 2)
     return emitOpError("scores must be a 2-d tile");
+  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(),
+                                   getHead())))
+    return failure();
+  return verifyRegisterTile(*this, getScores().getType(), "scores");
+}
+
+void KVTileRangeOp::build(OpBuilder &builder, OperationState &state,
+                          Value qStart, Value qLen, Value kvLen, int64_t blockM,
+                          int64_t blockN, MaskKind mask) {
+  Type index = builder.getIndexType();
+  build(builder, state, index, index, qStart, qLen, kvLen, /*batch=*/Value(),
+        /*head=*/Value(), blockM, blockN, mask);
+}
+
+LogicalResult KVTileRangeOp::verify() {
+  return verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead());
+}
+
+LogicalResult ScoreModOp::verify() {
+  if (cast<RankedTensorType>(getScores().getType()).getRank() != 2)
+    return emitOpError("scores must be a 2-d tile");
+  if (failed(verifyScale(*this, getScaleAttr())) ||
+      failed(verifyVariantRegion(*this, getScoreMod(),
+                                 VariantRegion::scoreMod)))
+    return failure();
   return verifyRegisterTile(*this, getScores().getType(), "scores");
 }
 

@@ -7,10 +7,32 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define GET_OP_CLASSES
 #include "dialect/FAOps.h.inc"
+
+namespace mlir::fa {
+
+/// The two kinds of variant region (see fa.attention): a score_mod
+/// (score, b, h, q_idx, kv_idx, q_len, kv_len) -> f32 and a mask_mod
+/// (b, h, q_idx, kv_idx, q_len, kv_len) -> i1.
+enum class VariantRegion { scoreMod, maskMod };
+
+/// The block arguments' positions of a variant region, past the score of a
+/// score_mod.
+enum VariantIndexArg : unsigned {
+  kBatchArg = 0,
+  kHeadArg,
+  kQueryIndexArg,
+  kKeyIndexArg,
+  kQueryLenArg,
+  kKeyLenArg,
+  kNumVariantIndexArgs
+};
+
+} // namespace mlir::fa
 
 #endif // FA_DIALECT_FAOPS_H

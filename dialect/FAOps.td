@@ -13,6 +13,7 @@ include "dialect/FADialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32], [4]>;
 def FA_LseMemRef : MemRefRankOf<[F32], [3]>;
@@ -31,7 +32,7 @@ def FA_AnyFloatTile : Type<And<[RankedTensorOf<[F16, BF16, F32]>.predicate,
 // Problem level
 //===----------------------------------------------------------------------===//
 
-def FA_AttentionOp : FA_Op<"attention"> {
+def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
   let summary = "scaled dot-product attention with log-sum-exp (forward)";
   let description = [{
     Computes, for every batch `b`, query head `h` and query row `i`:
@@ -57,6 +58,37 @@ def FA_AttentionOp : FA_Op<"attention"> {
       : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
       into memref<?x8x?x64xf16>, memref<?x8x?xf32>
     ```
+
+    Variants are regions, each a scalar function of one score:
+
+    * `score_mod(score: f32, b, h, q_idx, kv_idx, q_len, kv_len: index)`
+      yields the score that enters the softmax in place of `s[j]` (which it
+      receives already scaled); e.g. a softcap `cap * tanh(score / cap)`.
+    * `mask_mod(b, h, q_idx, kv_idx, q_len, kv_len: index)` yields an `i1`,
+      true where the score is kept; e.g. a sliding window. It narrows the
+      `mask` attribute (both must keep a score).
+
+    `q_idx`, `kv_idx` are the absolute query and key rows, `q_len`, `kv_len`
+    the lengths Sq and Sk (for masks aligned to the bottom right, as the
+    causal mask is). The regions hold arith and math ops only and end in
+    `fa.yield`. The compiler reads affine masks (signed comparisons of sums
+    of `q_idx`, `kv_idx`, the lengths and constants, combined with
+    and/or/not) to skip the K/V tiles a query tile cannot see and the
+    per-element test on tiles it sees whole; other masks are tested on every
+    element of every tile.
+
+    ```mlir
+    fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+      : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+      into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+      mask_mod {
+      ^bb0(%b: index, %h: index, %q: index, %kv: index, %sq: index, %sk: index):
+        %c1024 = arith.constant 1024 : index
+        %lo = arith.subi %q, %c1024 : index
+        %keep = arith.cmpi sge, %kv, %lo : index
+        fa.yield %keep : i1
+      }
+    ```
   }];
   let arguments = (ins
     Arg<FA_FloatMemRef4D, "queries [B, Hq, Sq, D]", [MemRead]>:$query,
@@ -67,9 +99,12 @@ def FA_AttentionOp : FA_Op<"attention"> {
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value `into` $output `,` $lse attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -245,7 +280,8 @@ def FA_StoreTileOp : FA_Op<"store_tile"> {
   let hasVerifier = 1;
 }
 
-def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure,
+def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "the K/V tiles a query tile must visit";
   let description = [{
@@ -257,17 +293,33 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure,
     ceildiv(Sk, block_n))`. Causal block skipping is thus a property of the
     loop bounds, not of the loop body.
 
+    With a `mask_mod` region (the problem's, with the program's batch and
+    head `at(%b, %h)`), the range is narrowed further to the tiles that
+    region can keep a score of, when the region is affine (see
+    `fa.attention`); otherwise it is not narrowed.
+
     ```mlir
     %begin, %end = fa.kv_tile_range %q_start, %sq, %sk
       {block_m = 64 : i64, block_n = 64 : i64, mask = #fa.mask<causal>}
     ```
   }];
   let arguments = (ins Index:$q_start, Index:$q_len, Index:$kv_len,
+                       Optional<Index>:$batch, Optional<Index>:$head,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs Index:$begin, Index:$end);
-  let assemblyFormat = "$q_start `,` $q_len `,` $kv_len attr-dict";
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $q_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)? attr-dict
+    (`mask_mod` $mask_mod^)?
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$qStart, "::mlir::Value":$qLen,
+                   "::mlir::Value":$kvLen, "int64_t":$blockM,
+                   "int64_t":$blockN, "::mlir::fa::MaskKind":$mask)>
+  ];
+  let hasVerifier = 1;
 }
 
 def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
@@ -302,7 +354,8 @@ def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
   let hasVerifier = 1;
 }
 
-def FA_MaskOp : FA_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
+def FA_MaskOp : FA_Op<"mask", [Pure, IsolatedFromAbove,
+    AttrSizedOperandSegments, AllTypesMatch<["scores", "result"]>]> {
   let summary = "set the masked-out scores of a tile to -inf";
   let description = [{
     `scores` is the `[R, C]` tile of raw scores for query rows
@@ -310,7 +363,9 @@ def FA_MaskOp : FA_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
     past `kv_len` (the padding of the last K tile) become -inf; with the
     causal mask so do those with `kv_start + j > q_start + i + kv_len -
     q_len` (see `#fa.mask`). Rows past `q_len` are padding and are left
-    alone; `fa.store_tile` drops them.
+    alone; `fa.store_tile` drops them. With a `mask_mod` region (the
+    problem's, with the program's batch and head `at(%b, %h)`) the scores
+    it does not keep become -inf too.
 
     ```mlir
     %s_masked = fa.mask %s, %q_start, %kv_start, %sq, %sk {mask = #fa.mask<causal>}
@@ -319,12 +374,66 @@ def FA_MaskOp : FA_Op<"mask", [Pure, AllTypesMatch<["scores", "result"]>]> {
   }];
   let arguments = (ins FA_F32Tile:$scores, Index:$q_start, Index:$kv_start,
                        Index:$q_len, Index:$kv_len,
+                       Optional<Index>:$batch, Optional<Index>:$head,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs FA_F32Tile:$result);
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len attr-dict `:` type($scores)
+    $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
+    (`at` `(` $batch^ `,` $head `)`)? attr-dict `:` type($scores)
+    (`mask_mod` $mask_mod^)?
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$qStart,
+                   "::mlir::Value":$kvStart, "::mlir::Value":$qLen,
+                   "::mlir::Value":$kvLen, "::mlir::fa::MaskKind":$mask)>
+  ];
+  let hasVerifier = 1;
+}
+
+def FA_ScoreModOp : FA_Op<"score_mod", [Pure, IsolatedFromAbove,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "apply a score_mod to every score of a tile";
+  let description = [{
+    `result[i, j] = score_mod(scale * scores[i, j], b, h, q_start + i,
+    kv_start + j, q_len, kv_len)`, the region being the problem's
+    `score_mod` (see `fa.attention`). The scale is applied here, so the
+    online softmax that follows runs with scale 1. Padding rows and columns
+    are modified too; `fa.mask` and `fa.store_tile` drop them.
+
+    ```mlir
+    %s_mod = fa.score_mod %s, %q_start, %kv_start, %sq, %sk at(%b, %h)
+      {scale = 0.125 : f32} : tensor<16x32xf32> {
+    ^bb0(%score: f32, %b: index, %h: index, %q: index, %kv: index, %sq: index, %sk: index):
+      %cap = arith.constant 30.0 : f32
+      %x = arith.divf %score, %cap : f32
+      %t = math.tanh %x : f32
+      %capped = arith.mulf %t, %cap : f32
+      fa.yield %capped : f32
+    }
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$scores, Index:$q_start, Index:$kv_start,
+                       Index:$q_len, Index:$kv_len, Index:$batch, Index:$head,
+                       F32Attr:$scale);
+  let results = (outs FA_F32Tile:$result);
+  let regions = (region SizedRegion<1>:$score_mod);
+  let assemblyFormat = [{
+    $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
+    `at` `(` $batch `,` $head `)` attr-dict `:` type($scores) $score_mod
   }];
   let hasVerifier = 1;
+}
+
+def FA_YieldOp : FA_Op<"yield", [Pure, ReturnLike, Terminator,
+    ParentOneOf<["AttentionOp", "MaskOp", "KVTileRangeOp", "ScoreModOp"]>]> {
+  let summary = "the value of a score_mod or mask_mod region";
+  let description = [{
+    Ends a `score_mod` region (one f32, the new score) or a `mask_mod`
+    region (one i1, true = keep the score).
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 def FA_OnlineSoftmaxOp : FA_Op<"online_softmax", [Pure,

@@ -3,6 +3,7 @@
 #define FA_LIB_ATTENTIONPROBLEM_H
 
 #include <cstdint>
+#include <functional>
 
 namespace fa {
 
@@ -19,6 +20,13 @@ struct AttentionProblem {
   int64_t headDim = 64;
   bool causal = false;
   double scale = 0.125;
+  /// A variant, written as plain C++ (independently of the compiler's
+  /// regions): the score that replaces the scaled score s of query row i
+  /// and key j of (batch b, query head h), and whether that score is kept
+  /// (both with the causal mask). Empty: none.
+  std::function<double(double s, int64_t b, int64_t h, int64_t i, int64_t j)>
+      scoreMod;
+  std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)> maskMod;
 
   int64_t qElements() const { return batch * qHeads * qLen * headDim; }
   int64_t kvElements() const { return batch * kvHeads * kvLen * headDim; }

@@ -6,6 +6,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
 
 #include <algorithm>
 #include <vector>
@@ -73,7 +74,31 @@ std::string KernelSpec::validate() const {
   if (deterministic && !backward)
     return "deterministic applies to the backward (the forward has no "
            "accumulation across programs)";
+  for (auto [name, text] : {std::pair<const char *, const std::string *>{
+                                "score_mod", &scoreMod},
+                            {"mask_mod", &maskMod}})
+    if (text->size() > kMaxVariantTextBytes)
+      return std::string(name) + " text must be at most " +
+             std::to_string(kMaxVariantTextBytes) + " bytes, got " +
+             std::to_string(text->size());
+  if (backward && hasVariant())
+    return "the backward of a score_mod/mask_mod variant is not supported "
+           "yet (the forward is)";
   return "";
+}
+
+/// The variant texts as one line: backslashes and newlines escaped.
+static std::string escapedVariantText(const std::string &text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '\\')
+      escaped += "\\\\";
+    else if (c == '\n')
+      escaped += "\\n";
+    else
+      escaped += c;
+  }
+  return escaped;
 }
 
 bool KernelSpec::needsDefaults() const {
@@ -100,6 +125,13 @@ std::string KernelSpec::kernelName() const {
                      "_w" + std::to_string(numWarps);
   if (backward && deterministic)
     name += "_det";
+  if (hasVariant()) {
+    // Which variant: a stable hash of both texts (the cache key has them
+    // whole).
+    uint64_t hash = llvm::xxh3_64bits(scoreMod + '\0' + maskMod);
+    name += "_mod" + llvm::utohexstr(hash >> 32, /*LowerCase=*/true,
+                                     /*Width=*/8);
+  }
   const StrategyModel &model = strategyModel(resolvedStrategy());
   if (model.pipelined)
     name += "_s" + std::to_string(stages) + "_" + model.name;
@@ -123,7 +155,9 @@ std::string KernelSpec::canonicalText() const {
          ";block_n=" + std::to_string(blockN) +
          ";num_warps=" + std::to_string(numWarps) +
          ";stages=" + std::to_string(stages) + ";arch=" + arch +
-         ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true);
+         ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
+         (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
+         (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }
 
 /// The first `limit` default candidates of `request`, from its strategy's

@@ -12,6 +12,10 @@ namespace fa {
 
 enum class ElementType { f32, f16, bf16 };
 
+/// The longest variant text (KernelSpec::scoreMod, maskMod) accepted: a
+/// variant is a scalar function of a few dozen ops, not a program.
+constexpr size_t kMaxVariantTextBytes = 65536;
+
 /// Head dims beyond this are not attention as anyone runs it, and would only
 /// make register and shared-memory tiles absurd. KernelSpec::validate and
 /// the fa dialect's verifiers (fa.attention, fa.attention_backward) share it.
@@ -50,6 +54,18 @@ struct KernelSpec {
   std::string arch = "sm_90a";
   /// Softmax scale; 0 means the default 1/sqrt(headDim).
   double scale = 0.0;
+  /// An attention variant (see fa.attention in the dialect): the text of
+  /// one MLIR `func.func` each, "" for none. `scoreMod`: (score: f32, b, h,
+  /// q_idx, kv_idx, q_len, kv_len: index) -> f32, the new score from the
+  /// scaled one; `maskMod`: (b, h, q_idx, kv_idx, q_len, kv_len: index) ->
+  /// i1, true where the score is kept. Their bodies hold arith and math ops
+  /// and end in func.return. Part of the canonical text (and so of the
+  /// cache key); the kernel name carries a hash of them. Forward only so
+  /// far.
+  std::string scoreMod;
+  std::string maskMod;
+
+  bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 
   double effectiveScale() const;
 

@@ -37,21 +37,30 @@ ReferenceResult referenceAttention(const AttentionProblem &p, const float *q,
       int64_t visible = p.kvLen;
       if (p.causal)
         visible = std::clamp<int64_t>(i + p.kvLen - p.qLen + 1, 0, p.kvLen);
-      if (visible == 0)
-        continue; // O = 0, LSE = -inf
+      // A variant's mask drops keys (-inf), its score_mod rewrites scores.
       double maxScore = negInf;
       for (int64_t j = 0; j < visible; ++j) {
+        if (p.maskMod && !p.maskMod(b, h, i, j)) {
+          scores[j] = negInf;
+          continue;
+        }
         double dot = 0.0;
         for (int64_t c = 0; c < d; ++c)
           dot += double(qRow[c]) * double(kHead[j * d + c]);
         scores[j] = p.scale * dot;
+        if (p.scoreMod)
+          scores[j] = p.scoreMod(scores[j], b, h, i, j);
         maxScore = std::max(maxScore, scores[j]);
       }
+      if (maxScore == negInf)
+        continue; // no key: O = 0, LSE = -inf
       double sum = 0.0;
       for (int64_t j = 0; j < visible; ++j)
         sum += std::exp(scores[j] - maxScore);
       double *out = result.output.data() + row * d;
       for (int64_t j = 0; j < visible; ++j) {
+        if (scores[j] == negInf)
+          continue;
         double prob = std::exp(scores[j] - maxScore) / sum;
         for (int64_t c = 0; c < d; ++c)
           out[c] += prob * double(vHead[j * d + c]);

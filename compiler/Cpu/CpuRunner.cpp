@@ -36,6 +36,8 @@ namespace {
   spec.scale = config.scale;
   spec.backward = config.backward;
   spec.deterministic = config.deterministic;
+  spec.scoreMod = config.scoreMod;
+  spec.maskMod = config.maskMod;
   return spec;
 }
 
@@ -87,6 +89,9 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
   // for the ExecutionEngine.
   ::fa::KernelSpec spec = toSpec(config);
   OwningOpRef<ModuleOp> module = buildAttentionModule(*ctx, spec);
+  if (!module)
+    return llvm::createStringError("invalid attention variant: " +
+                                   diagnostics);
   module->walk([&](func::FuncOp func) {
     func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                   UnitAttr::get(ctx.get()));

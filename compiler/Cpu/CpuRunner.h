@@ -35,6 +35,9 @@ struct CpuKernelConfig {
   bool backward = false;
   /// The backward adds dQ in K/V tile order (fa.wait_turn / fa.pass_turn).
   bool deterministic = false;
+  /// A variant's score_mod and mask_mod (KernelSpec::scoreMod, maskMod).
+  std::string scoreMod;
+  std::string maskMod;
 };
 
 /// Sizes of one call. Buffers are contiguous: Q and O [B, Hq, Sq, D],

@@ -15,6 +15,7 @@
 #include "compiler/Utils/IRUtils.h"
 #include "compiler/Passes.h"
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Tiling/Variants.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -371,8 +372,40 @@ static LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                     Value hidden =
                         buildIsMasked(b, loc, op.getMask(), row, col,
                                       adaptor.getQLen(), adaptor.getKvLen());
+                    if (!op.getMaskMod().empty()) {
+                      Value keep = inlineVariantRegion(
+                          b, op.getMaskMod(),
+                          {adaptor.getBatch(), adaptor.getHead(), row, col,
+                           adaptor.getQLen(), adaptor.getKvLen()});
+                      Value dropped = arith::XOrIOp::create(
+                          b, loc, keep,
+                          arith::ConstantIntOp::create(b, loc, 1, 1));
+                      hidden = arith::OrIOp::create(b, loc, hidden, dropped);
+                    }
                     return arith::SelectOp::create(b, loc, hidden,
                                                    negInf(b, loc), s[0]);
+                  }));
+  return success();
+}
+
+/// fa.score_mod -> the region at (scale * s, b, h, row, column, Sq, Sk).
+static LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
+                                   ConversionPatternRewriter &rewriter) {
+  float scale = op.getScale().convertToFloat();
+  rewriter.replaceOp(
+      op, mapTile(rewriter, op.getLoc(), op.getType(), adaptor.getScores(),
+                  [&](OpBuilder &b, Location loc, ValueRange s) -> Value {
+                    Value i = linalg::IndexOp::create(b, loc, 0);
+                    Value j = linalg::IndexOp::create(b, loc, 1);
+                    Value row =
+                        arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
+                    Value col =
+                        arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
+                    return inlineVariantRegion(
+                        b, op.getScoreMod(),
+                        {scaled(b, loc, s[0], scale), adaptor.getBatch(),
+                         adaptor.getHead(), row, col, adaptor.getQLen(),
+                         adaptor.getKvLen()});
                   }));
   return success();
 }
@@ -557,7 +590,8 @@ struct FALowerTilesToLinalgPass
         memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
     addLowerings(patterns, lowerGrid, lowerLoadTile, lowerStoreTile,
-                 lowerTileMatmul, lowerMask, lowerOnlineSoftmax, lowerRescale,
+                 lowerTileMatmul, lowerMask, lowerScoreMod, lowerOnlineSoftmax,
+                 lowerRescale,
                  lowerFinalize, lowerRowDot, lowerRecomputeProbs,
                  lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,
                  lowerPassTurn);

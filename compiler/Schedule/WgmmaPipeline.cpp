@@ -50,7 +50,7 @@ using namespace mlir::fa;
 namespace {
 
 /// The clone of `value`'s slice in the loop body (matchAttentionLoop made
-/// sure the body has no nested regions, so this cannot fail).
+/// sure the body has no regions but isolated ones, so this cannot fail).
 Value cloneSlice(OpBuilder &b, Block &body, Value value, IRMapping &mapping) {
   return *cloneSliceInto(b, *body.getParent(), value, mapping);
 }
@@ -68,7 +68,10 @@ FailureOr<AttentionLoop> matchAttentionLoop(scf::ForOp loop) {
   AttentionLoop match{loop, {}, {}, {}, {}};
   Block *body = loop.getBody();
   for (Operation &op : *body) {
-    if (op.getNumRegions() != 0)
+    // Ops with isolated regions (a variant's fa.mask, fa.score_mod) are
+    // element-wise steps like any other; control flow is not pipelined.
+    if (op.getNumRegions() != 0 &&
+        !op.hasTrait<OpTrait::IsIsolatedFromAbove>())
       return loop.emitOpError("cannot pipeline a K/V loop with nested regions");
     if (auto matmul = dyn_cast<TileMatmulOp>(op))
       (matmul.getAcc() ? match.output : match.scores) = matmul;

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -55,9 +56,15 @@ private:
   /// Tail columns of the last K/V tile need masking unless Sk is a known
   /// multiple of block-n.
   bool needsMask(int64_t staticKvLen) {
-    return op.getMask() != MaskKind::none ||
+    return op.getMask() != MaskKind::none || !op.getMaskMod().empty() ||
            ShapedType::isDynamic(staticKvLen) ||
            staticKvLen % config.blockN != 0;
+  }
+
+  /// A copy of the problem's variant region (empty for none) on a tile op.
+  static void cloneVariantRegion(Region &from, Region &to) {
+    IRMapping mapping;
+    from.cloneInto(&to, mapping);
   }
 
   AttentionOp op;
@@ -108,13 +115,20 @@ void AttentionTiler::build() {
   Value sumInit = splat(rowVecType, 0.0f);
   Value accInit = splat(accType, 0.0f);
 
-  auto range = KVTileRangeOp::create(builder, loc, qStart, qLen, kvLen,
-                                     config.blockM, config.blockN,
-                                     op.getMask());
+  // A mask_mod travels with the ops that use it: the K/V range (which
+  // tiles to visit) and the mask (which scores of a tile to keep).
+  bool maskMod = !op.getMaskMod().empty();
+  Value modBatch = maskMod ? b : Value(), modHead = maskMod ? h : Value();
+  auto range = KVTileRangeOp::create(
+      builder, loc, builder.getIndexType(), builder.getIndexType(), qStart,
+      qLen, kvLen, modBatch, modHead, config.blockM, config.blockN,
+      op.getMask());
+  cloneVariantRegion(op.getMaskMod(), range.getMaskMod());
   Value one = indexConst(1);
   Value blockN = indexConst(config.blockN);
   bool maskScores = needsMask(keyType.getShape()[2]);
   float scale = op.getScale().convertToFloat();
+  bool scoreMod = !op.getScoreMod().empty();
   MaskKind mask = op.getMask();
   Value key = op.getKey(), value = op.getValue();
 
@@ -132,11 +146,25 @@ void AttentionTiler::build() {
         Value scores = TileMatmulOp::create(nested, loc, scoreType, qTile,
                                             kTile, /*acc=*/Value(),
                                             /*transpose_rhs=*/true);
-        if (maskScores)
-          scores = MaskOp::create(nested, loc, scores, qStart, kvStart, qLen,
-                                  kvLen, mask);
+        // A score_mod takes the scaled score, so the softmax's scale is
+        // then 1.
+        if (scoreMod) {
+          auto modified = ScoreModOp::create(
+              nested, loc, scores, qStart, kvStart, qLen, kvLen, b, h,
+              nested.getF32FloatAttr(scale));
+          cloneVariantRegion(op.getScoreMod(), modified.getScoreMod());
+          scores = modified;
+        }
+        if (maskScores) {
+          auto masked = MaskOp::create(nested, loc, scores.getType(), scores,
+                                       qStart, kvStart, qLen, kvLen, modBatch,
+                                       modHead, mask);
+          cloneVariantRegion(op.getMaskMod(), masked.getMaskMod());
+          scores = masked;
+        }
         auto softmax = OnlineSoftmaxOp::create(nested, loc, scores,
-                                               runningMax, runningSum, scale);
+                                               runningMax, runningSum,
+                                               scoreMod ? 1.0f : scale);
         // acc = alpha * acc + P V
         Value rescaled = RescaleOp::create(nested, loc, acc,
                                            softmax.getCorrection());

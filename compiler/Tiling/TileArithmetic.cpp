@@ -1,5 +1,6 @@
 //===- TileArithmetic.cpp - Index arithmetic shared by lowerings ----*- C++ -*-===//
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Tiling/Variants.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -47,19 +48,54 @@ static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
   Value numTiles = arith::CeilDivUIOp::create(b, loc, kvLen, blockN);
-  if (op.getMask() != MaskKind::causal)
-    return {zero, numTiles};
-  // The last query row of this tile sees keys up to
-  // min(q_start + block_m, Sq) - 1 + Sk - Sq (signed: may be negative).
-  Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
-  Value tileEnd = arith::AddIOp::create(b, loc, qStart, blockM);
-  Value rowsEnd = arith::MinSIOp::create(b, loc, tileEnd, qLen);
-  Value visibleKeys = arith::SubIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, rowsEnd, kvLen), qLen);
-  Value visibleTiles = arith::CeilDivSIOp::create(b, loc, visibleKeys, blockN);
-  Value end = arith::MaxSIOp::create(
-      b, loc, zero, arith::MinSIOp::create(b, loc, visibleTiles, numTiles));
-  return {zero, end};
+  // One past the tile's last query row: min(q_start + block_m, Sq).
+  auto buildRowsEnd = [&]() -> Value {
+    Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
+    Value tileEnd = arith::AddIOp::create(b, loc, qStart, blockM);
+    return arith::MinSIOp::create(b, loc, tileEnd, qLen);
+  };
+  Value begin = zero, end = numTiles;
+  if (op.getMask() == MaskKind::causal) {
+    Value rowsEnd = buildRowsEnd();
+    // The last query row of this tile sees keys up to
+    // min(q_start + block_m, Sq) - 1 + Sk - Sq (signed: may be negative).
+    Value visibleKeys = arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, rowsEnd, kvLen), qLen);
+    Value visibleTiles =
+        arith::CeilDivSIOp::create(b, loc, visibleKeys, blockN);
+    end = arith::MaxSIOp::create(
+        b, loc, zero, arith::MinSIOp::create(b, loc, visibleTiles, numTiles));
+  }
+  if (op.getMaskMod().empty())
+    return {begin, end};
+  std::optional<MaskFormula> formula = analyzeAffineMask(op.getMaskMod());
+  if (!formula)
+    return {begin, end}; // not affine: every tile is visited
+  // The keys the mask_mod keeps for some row of this tile, [lo, hi]: the
+  // tiles from floor(lo / block_n) to floor(hi / block_n).
+  IndexBox box;
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  box.lo[kBatchArg] = box.hi[kBatchArg] = op.getBatch();
+  box.lo[kHeadArg] = box.hi[kHeadArg] = op.getHead();
+  box.lo[kQueryIndexArg] = qStart;
+  box.hi[kQueryIndexArg] = arith::SubIOp::create(b, loc, buildRowsEnd(), one);
+  box.lo[kKeyIndexArg] = zero;
+  box.hi[kKeyIndexArg] = arith::SubIOp::create(b, loc, kvLen, one);
+  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = qLen;
+  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = kvLen;
+  KeyBounds keys = buildKeyBounds(b, loc, *formula, box);
+  if (keys.lo)
+    begin = arith::MaxSIOp::create(
+        b, loc, begin, arith::FloorDivSIOp::create(b, loc, keys.lo, blockN));
+  if (keys.hi)
+    end = arith::MinSIOp::create(
+        b, loc, end,
+        arith::AddIOp::create(
+            b, loc, arith::FloorDivSIOp::create(b, loc, keys.hi, blockN),
+            one));
+  // An empty range is [begin, begin): no tile, and no negative count.
+  end = arith::MaxSIOp::create(b, loc, end, begin);
+  return {begin, end};
 }
 
 /// [begin, end) of fa.q_tile_range.

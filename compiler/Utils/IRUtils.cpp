@@ -58,7 +58,10 @@ FailureOr<Value> mlir::fa::cloneSliceInto(OpBuilder &b, Region &region,
   Operation *def = value.getDefiningOp();
   if (!def || !region.isAncestor(def->getParentRegion()))
     return value; // an argument, or defined outside the region
-  if (def->getNumRegions() != 0)
+  // An op whose regions are isolated (a mask_mod, a score_mod) reads only
+  // its operands: it is cloned whole like any other.
+  if (def->getNumRegions() != 0 &&
+      !def->hasTrait<OpTrait::IsIsolatedFromAbove>())
     return def->emitOpError("cannot be recomputed elsewhere (it has regions)");
   for (Value operand : def->getOperands())
     if (failed(cloneSliceInto(b, region, operand, mapping)))

@@ -40,7 +40,7 @@ Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);
 /// backward slice), through `mapping`: mapped values and values defined
 /// outside `region` are used as they are, and every clone is recorded in
 /// `mapping` (so a slice is cloned once per mapping). Fails, with a
-/// diagnostic, on an op with regions.
+/// diagnostic, on an op with regions that are not isolated from above.
 FailureOr<Value> cloneSliceInto(OpBuilder &b, Region &region, Value value,
                                 IRMapping &mapping);
 

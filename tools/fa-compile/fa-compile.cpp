@@ -321,8 +321,11 @@ int main(int argc, char **argv) {
       llvm::consumeError(ptxas.takeError());
     }
   }
-  if (inputFile.empty())
+  if (inputFile.empty()) {
     module = buildAttentionModule(*ctx, spec);
+    if (!module)
+      return 1;
+  }
 
   if (!dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))

@@ -10,6 +10,7 @@
 #include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Tiling/Variants.h"
 #include "dialect/FAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -175,6 +176,23 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
             arith::AddIOp::create(b, loc, lastCol, adaptor.getQLen()),
             arith::AddIOp::create(b, loc, adaptor.getQStart(),
                                   adaptor.getKvLen())));
+  // A mask_mod: tiles it keeps whole (when the analysis can tell) skip the
+  // per-element test too.
+  bool maskMod = !op.getMaskMod().empty();
+  if (maskMod) {
+    Value partial = arith::ConstantIntOp::create(b, loc, 1, 1);
+    if (std::optional<MaskFormula> formula =
+            analyzeAffineMask(op.getMaskMod())) {
+      IndexBox box = variantTileBox(b, loc, adaptor.getBatch(),
+                                    adaptor.getHead(), adaptor.getQStart(),
+                                    adaptor.getKvStart(), type,
+                                    adaptor.getQLen(), adaptor.getKvLen());
+      Value whole = buildKeepsWholeBox(b, loc, *formula, box);
+      partial = arith::XOrIOp::create(
+          b, loc, whole, arith::ConstantIntOp::create(b, loc, 1, 1));
+    }
+    needsMask = arith::OrIOp::create(b, loc, needsMask, partial);
+  }
   Value scores = adaptor.getScores();
   auto branch = scf::IfOp::create(b, loc, scores.getType(), needsMask,
                                   /*withElseRegion=*/true);
@@ -194,9 +212,11 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
       arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value last = kvLast;
+    Value query;
+    if (op.getMask() == MaskKind::causal || maskMod)
+      query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
+                                    thread.rowOfRowSlot(b, loc, row));
     if (op.getMask() == MaskKind::causal) {
-      Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
-                                          thread.rowOfRowSlot(b, loc, row));
       Value diagonal = arith::SubIOp::create(
           b, loc, arith::AddIOp::create(b, loc, query, adaptor.getKvLen()),
           adaptor.getQLen());
@@ -214,12 +234,48 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                                            c, visible);
       values[slot] = arith::SelectOp::create(b, loc, hidden, negInf,
                                              values[slot]);
+      if (maskMod) {
+        Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
+        Value keep = inlineVariantRegion(
+            b, op.getMaskMod(),
+            {adaptor.getBatch(), adaptor.getHead(), query, key,
+             adaptor.getQLen(), adaptor.getKvLen()});
+        values[slot] = arith::SelectOp::create(b, loc, keep, values[slot],
+                                               negInf);
+      }
     }
   }
   scf::YieldOp::create(b, loc, r.pack(scores.getType(), values));
   b.setInsertionPointToStart(&branch.getElseRegion().front());
   scf::YieldOp::create(b, loc, scores);
   b.replaceOp(op, branch.getResult(0));
+  return success();
+}
+
+/// Each score through the score_mod region, with its row and column.
+LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
+                            const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  auto type = cast<RankedTensorType>(op.getType());
+  ThreadElements thread(b, loc, type);
+  SmallVector<Value> values = r.unpack(adaptor.getScores());
+  Value scale = f32Const(b, loc, op.getScale().convertToDouble());
+  Value threadFirstCol =
+      arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
+                                        thread.rowOfRowSlot(b, loc, row));
+    for (int64_t slot : r.layout.slotsOfRow(row)) {
+      Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
+      Value score = arith::MulFOp::create(b, loc, values[slot], scale);
+      values[slot] = inlineVariantRegion(
+          b, op.getScoreMod(),
+          {score, adaptor.getBatch(), adaptor.getHead(), query, key,
+           adaptor.getQLen(), adaptor.getKvLen()});
+    }
+  }
+  b.replaceOp(op, r.pack(adaptor.getScores().getType(), values));
   return success();
 }
 
@@ -372,6 +428,9 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   MLIRContext *ctx = patterns.getContext();
   patterns.add<LayoutPattern<MaskOp>>(
       typeConverter, ctx, [](MaskOp op) -> Value { return op.getScores(); }, lowerMask);
+  patterns.add<LayoutPattern<ScoreModOp>>(
+      typeConverter, ctx, [](ScoreModOp op) -> Value { return op.getScores(); },
+      lowerScoreMod);
   patterns.add<LayoutPattern<OnlineSoftmaxOp>>(
       typeConverter, ctx, [](OnlineSoftmaxOp op) -> Value { return op.getScores(); },
       lowerOnlineSoftmax);

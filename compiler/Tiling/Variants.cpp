@@ -1,0 +1,356 @@
+//===- Variants.cpp - score_mod / mask_mod regions at the tile level -*- C++ -*-=//
+#include "compiler/Tiling/Variants.h"
+#include "compiler/Utils/IRUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::fa;
+
+Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
+                                    ValueRange args) {
+  Block &block = region.front();
+  IRMapping mapping;
+  mapping.map(block.getArguments(), args);
+  for (Operation &op : block.without_terminator())
+    b.clone(op, mapping);
+  return mapping.lookupOrDefault(
+      cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+//===----------------------------------------------------------------------===//
+// Reading the region
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// a + sign * b, nullopt on overflow.
+std::optional<AffineIndexForm> combine(const AffineIndexForm &a,
+                                       const AffineIndexForm &b, int64_t sign) {
+  AffineIndexForm sum;
+  auto add = [&](int64_t x, int64_t y, int64_t &out) {
+    int64_t scaled;
+    return !llvm::MulOverflow(y, sign, scaled) &&
+           !llvm::AddOverflow(x, scaled, out);
+  };
+  if (!add(a.constant, b.constant, sum.constant))
+    return std::nullopt;
+  for (unsigned i = 0; i < kNumVariantIndexArgs; ++i)
+    if (!add(a.coefficients[i], b.coefficients[i], sum.coefficients[i]))
+      return std::nullopt;
+  return sum;
+}
+
+std::optional<AffineIndexForm> scaleForm(const AffineIndexForm &a,
+                                         int64_t factor) {
+  return combine(AffineIndexForm{}, a, factor);
+}
+
+bool isConstantForm(const AffineIndexForm &form) {
+  return llvm::all_of(form.coefficients, [](int64_t c) { return c == 0; });
+}
+
+/// The affine form of an integer value of the mask region.
+std::optional<AffineIndexForm> formOf(Value value, Block &block) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (arg.getOwner() != &block)
+      return std::nullopt;
+    AffineIndexForm form;
+    form.coefficients[arg.getArgNumber()] = 1;
+    return form;
+  }
+  Operation *op = value.getDefiningOp();
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant))) {
+    if (constant.getSignificantBits() > 64)
+      return std::nullopt;
+    AffineIndexForm form;
+    form.constant = constant.getSExtValue();
+    return form;
+  }
+  // index <-> integer casts keep the value (masks compare rows, far from
+  // any width's limit).
+  if (isa<arith::IndexCastOp>(op))
+    return formOf(op->getOperand(0), block);
+  auto binary = [&]() -> std::optional<std::pair<AffineIndexForm,
+                                                 AffineIndexForm>> {
+    std::optional<AffineIndexForm> lhs = formOf(op->getOperand(0), block);
+    std::optional<AffineIndexForm> rhs = formOf(op->getOperand(1), block);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return std::make_pair(*lhs, *rhs);
+  };
+  if (isa<arith::AddIOp, arith::SubIOp>(op)) {
+    auto operands = binary();
+    if (!operands)
+      return std::nullopt;
+    return combine(operands->first, operands->second,
+                   isa<arith::AddIOp>(op) ? 1 : -1);
+  }
+  if (isa<arith::MulIOp>(op)) {
+    auto operands = binary();
+    if (!operands)
+      return std::nullopt;
+    auto [lhs, rhs] = *operands;
+    if (isConstantForm(rhs))
+      return scaleForm(lhs, rhs.constant);
+    if (isConstantForm(lhs))
+      return scaleForm(rhs, lhs.constant);
+  }
+  return std::nullopt;
+}
+
+MaskFormula constraint(const AffineIndexForm &form) {
+  MaskFormula f;
+  f.kind = MaskFormula::Kind::constraint;
+  f.form = form;
+  return f;
+}
+
+MaskFormula group(MaskFormula::Kind kind, std::vector<MaskFormula> parts) {
+  MaskFormula f;
+  f.kind = kind;
+  f.children = std::move(parts);
+  return f;
+}
+
+/// form + c <= 0 (nullopt on overflow).
+std::optional<MaskFormula> shifted(const AffineIndexForm &form, int64_t c) {
+  AffineIndexForm shift;
+  shift.constant = c;
+  std::optional<AffineIndexForm> sum = combine(form, shift, 1);
+  if (!sum)
+    return std::nullopt;
+  return constraint(*sum);
+}
+
+/// not f: a constraint F <= 0 becomes -F + 1 <= 0 (integers), and
+/// De Morgan for the groups.
+std::optional<MaskFormula> negate(const MaskFormula &f) {
+  using Kind = MaskFormula::Kind;
+  switch (f.kind) {
+  case Kind::keepAll:
+    return group(Kind::keepNone, {});
+  case Kind::keepNone:
+    return group(Kind::keepAll, {});
+  case Kind::constraint: {
+    std::optional<AffineIndexForm> negated = scaleForm(f.form, -1);
+    if (!negated)
+      return std::nullopt;
+    return shifted(*negated, 1);
+  }
+  case Kind::allOf:
+  case Kind::anyOf: {
+    std::vector<MaskFormula> parts;
+    for (const MaskFormula &child : f.children) {
+      std::optional<MaskFormula> n = negate(child);
+      if (!n)
+        return std::nullopt;
+      parts.push_back(*n);
+    }
+    return group(f.kind == Kind::allOf ? Kind::anyOf : Kind::allOf,
+                 std::move(parts));
+  }
+  }
+  return std::nullopt;
+}
+
+std::optional<MaskFormula> formulaOf(Value value, Block &block) {
+  using Kind = MaskFormula::Kind;
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant)))
+    return group(constant.isZero() ? Kind::keepNone : Kind::keepAll, {});
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    std::optional<AffineIndexForm> lhs = formOf(cmp.getLhs(), block);
+    std::optional<AffineIndexForm> rhs = formOf(cmp.getRhs(), block);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    std::optional<AffineIndexForm> d = combine(*lhs, *rhs, -1); // lhs - rhs
+    std::optional<AffineIndexForm> negD = combine(*rhs, *lhs, -1);
+    if (!d || !negD)
+      return std::nullopt;
+    switch (cmp.getPredicate()) {
+    case arith::CmpIPredicate::sle:
+      return constraint(*d);
+    case arith::CmpIPredicate::slt:
+      return shifted(*d, 1);
+    case arith::CmpIPredicate::sge:
+      return constraint(*negD);
+    case arith::CmpIPredicate::sgt:
+      return shifted(*negD, 1);
+    case arith::CmpIPredicate::eq:
+      return group(Kind::allOf, {constraint(*d), constraint(*negD)});
+    case arith::CmpIPredicate::ne: {
+      std::optional<MaskFormula> below = shifted(*d, 1);
+      std::optional<MaskFormula> above = shifted(*negD, 1);
+      if (!below || !above)
+        return std::nullopt;
+      return group(Kind::anyOf, {*below, *above});
+    }
+    default:
+      // Unsigned comparisons wrap around below zero: not read.
+      return std::nullopt;
+    }
+  }
+  if (isa<arith::AndIOp, arith::OrIOp>(op)) {
+    std::optional<MaskFormula> lhs = formulaOf(op->getOperand(0), block);
+    std::optional<MaskFormula> rhs = formulaOf(op->getOperand(1), block);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return group(isa<arith::AndIOp>(op) ? Kind::allOf : Kind::anyOf,
+                 {*lhs, *rhs});
+  }
+  if (isa<arith::XOrIOp>(op)) {
+    // x xor true = not x
+    for (int side = 0; side < 2; ++side) {
+      APInt other;
+      if (matchPattern(op->getOperand(1 - side), m_ConstantInt(&other))) {
+        std::optional<MaskFormula> inner =
+            formulaOf(op->getOperand(side), block);
+        if (!inner)
+          return std::nullopt;
+        return other.isZero() ? inner : negate(*inner);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<MaskFormula> mlir::fa::analyzeAffineMask(Region &maskMod) {
+  Block &block = maskMod.front();
+  return formulaOf(cast<YieldOp>(block.getTerminator()).getValues()[0], block);
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluating a formula on a box
+//===----------------------------------------------------------------------===//
+
+IndexBox mlir::fa::variantTileBox(OpBuilder &b, Location loc, Value batch,
+                                  Value head, Value qStart, Value kvStart,
+                                  RankedTensorType tile, Value qLen,
+                                  Value kvLen) {
+  IndexBox box;
+  box.lo[kBatchArg] = box.hi[kBatchArg] = batch;
+  box.lo[kHeadArg] = box.hi[kHeadArg] = head;
+  box.lo[kQueryIndexArg] = qStart;
+  box.hi[kQueryIndexArg] = addConst(b, loc, qStart, tile.getDimSize(0) - 1);
+  box.lo[kKeyIndexArg] = kvStart;
+  box.hi[kKeyIndexArg] = addConst(b, loc, kvStart, tile.getDimSize(1) - 1);
+  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = qLen;
+  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = kvLen;
+  return box;
+}
+
+/// The largest (or smallest) value of `form` over `box`: each argument at
+/// the end its coefficient's sign picks.
+static Value formExtreme(OpBuilder &b, Location loc,
+                         const AffineIndexForm &form, const IndexBox &box,
+                         bool largest) {
+  Value sum = indexConst(b, loc, form.constant);
+  for (unsigned i = 0; i < kNumVariantIndexArgs; ++i) {
+    int64_t c = form.coefficients[i];
+    if (c == 0)
+      continue;
+    Value x = (c > 0) == largest ? box.hi[i] : box.lo[i];
+    Value term = c == 1 ? x : mulConst(b, loc, x, c);
+    sum = arith::AddIOp::create(b, loc, sum, term);
+  }
+  return sum;
+}
+
+static Value boolConst(OpBuilder &b, Location loc, bool value) {
+  return arith::ConstantIntOp::create(b, loc, value, 1);
+}
+
+Value mlir::fa::buildKeepsWholeBox(OpBuilder &b, Location loc,
+                                   const MaskFormula &formula,
+                                   const IndexBox &box) {
+  using Kind = MaskFormula::Kind;
+  switch (formula.kind) {
+  case Kind::keepAll:
+    return boolConst(b, loc, true);
+  case Kind::keepNone:
+    return boolConst(b, loc, false);
+  case Kind::constraint:
+    return arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sle,
+        formExtreme(b, loc, formula.form, box, /*largest=*/true),
+        indexConst(b, loc, 0));
+  case Kind::allOf:
+  case Kind::anyOf: {
+    Value result;
+    for (const MaskFormula &child : formula.children) {
+      Value part = buildKeepsWholeBox(b, loc, child, box);
+      if (!result)
+        result = part;
+      else if (formula.kind == Kind::allOf)
+        result = arith::AndIOp::create(b, loc, result, part);
+      else
+        result = arith::OrIOp::create(b, loc, result, part);
+    }
+    return result ? result : boolConst(b, loc, formula.kind == Kind::allOf);
+  }
+  }
+  return boolConst(b, loc, false);
+}
+
+KeyBounds mlir::fa::buildKeyBounds(OpBuilder &b, Location loc,
+                                   const MaskFormula &formula,
+                                   const IndexBox &box) {
+  using Kind = MaskFormula::Kind;
+  switch (formula.kind) {
+  case Kind::keepAll:
+    return {};
+  case Kind::keepNone:
+    return {indexConst(b, loc, 1), indexConst(b, loc, 0)};
+  case Kind::constraint: {
+    // c * kv + rest <= 0 with c = +1: kv <= -rest, at most -min(rest);
+    // with c = -1: kv >= rest, at least min(rest).
+    AffineIndexForm rest = formula.form;
+    int64_t c = rest.coefficients[kKeyIndexArg];
+    rest.coefficients[kKeyIndexArg] = 0;
+    if (c != 1 && c != -1)
+      return {};
+    Value least = formExtreme(b, loc, rest, box, /*largest=*/false);
+    if (c == -1)
+      return {least, Value()};
+    return {Value(), arith::SubIOp::create(b, loc, indexConst(b, loc, 0),
+                                           least)};
+  }
+  case Kind::allOf:
+  case Kind::anyOf: {
+    bool all = formula.kind == Kind::allOf;
+    KeyBounds result;
+    bool first = true;
+    for (const MaskFormula &child : formula.children) {
+      KeyBounds part = buildKeyBounds(b, loc, child, box);
+      if (first) {
+        result = part;
+        first = false;
+        continue;
+      }
+      // allOf: the tighter of each side (an unbounded side gives way);
+      // anyOf: the looser (an unbounded side wins).
+      auto merge = [&](Value x, Value y, bool lower) -> Value {
+        if (!x || !y)
+          return all ? (x ? x : y) : Value();
+        bool takeMax = lower == all;
+        return takeMax ? Value(arith::MaxSIOp::create(b, loc, x, y))
+                       : Value(arith::MinSIOp::create(b, loc, x, y));
+      };
+      result.lo = merge(result.lo, part.lo, /*lower=*/true);
+      result.hi = merge(result.hi, part.hi, /*lower=*/false);
+    }
+    return result;
+  }
+  }
+  return {};
+}

@@ -1,0 +1,78 @@
+//===- Variants.h - score_mod / mask_mod regions at the tile level -*- C++ -*-===//
+//
+// What every lowering of a variant needs: the region inlined at one score,
+// and what the compiler knows of an affine mask_mod (which K/V rows a query
+// tile can see, and whether a tile is kept whole). The interval analysis
+// reads the region as a formula of "affine form <= 0" constraints combined
+// with and/or/not; its results are IR (built from the tile's bounds at run
+// time), so one analysis serves every tile and every shape.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_COMPILER_TILING_VARIANTS_H
+#define FA_COMPILER_TILING_VARIANTS_H
+
+#include "dialect/FAOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <array>
+#include <optional>
+#include <vector>
+
+namespace mlir::fa {
+
+/// The value a variant region yields for `args` (its block arguments in
+/// order), its ops cloned at `b`'s insertion point.
+Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
+
+/// constant + sum_i coefficients[i] * (index argument i of a mask_mod, in
+/// VariantIndexArg order).
+struct AffineIndexForm {
+  int64_t constant = 0;
+  std::array<int64_t, kNumVariantIndexArgs> coefficients{};
+};
+
+/// A mask_mod as a formula: a leaf keeps a score iff its form is <= 0.
+struct MaskFormula {
+  enum class Kind { constraint, allOf, anyOf, keepAll, keepNone };
+  Kind kind = Kind::keepAll;
+  AffineIndexForm form; // constraint
+  std::vector<MaskFormula> children; // allOf, anyOf (std::vector: the type is incomplete here)
+};
+
+/// The formula of an affine mask_mod: its result built from signed integer
+/// comparisons (and eq/ne) of index sums, differences and constant
+/// multiples of its arguments, with andi, ori, xori with true, and i1
+/// constants. nullopt for any other mask (a data-dependent one, or one the
+/// analysis does not read): such a mask is tested per element everywhere.
+std::optional<MaskFormula> analyzeAffineMask(Region &maskMod);
+
+/// A box of index values: each argument of a mask_mod between lo and hi
+/// (inclusive); lo == hi for the batch, head and lengths.
+struct IndexBox {
+  std::array<Value, kNumVariantIndexArgs> lo, hi;
+};
+
+/// The box of the [R, C] score tile `tile` whose first element is (qStart,
+/// kvStart), in the program of (batch, head).
+IndexBox variantTileBox(OpBuilder &b, Location loc, Value batch, Value head,
+                        Value qStart, Value kvStart, RankedTensorType tile,
+                        Value qLen, Value kvLen);
+
+/// i1: the mask keeps every point of `box`. Exact for a conjunction of
+/// constraints; for or it asks whether one alternative keeps the box
+/// (false may then be conservative, which only costs the per-element test).
+Value buildKeepsWholeBox(OpBuilder &b, Location loc,
+                         const MaskFormula &formula, const IndexBox &box);
+
+/// The key rows [lo, hi] the mask can keep for some query row of `box`
+/// (the box's key range is ignored); a null side is unbounded. Constraints
+/// in which kv_idx has a coefficient other than +1 or -1 do not bound it.
+struct KeyBounds {
+  Value lo, hi;
+};
+KeyBounds buildKeyBounds(OpBuilder &b, Location loc,
+                         const MaskFormula &formula, const IndexBox &box);
+
+} // namespace mlir::fa
+
+#endif // FA_COMPILER_TILING_VARIANTS_H

@@ -1,0 +1,268 @@
+//===- CpuVariantTest.cpp - score_mod / mask_mod variants on the CPU -*- C++ -*-===//
+//
+// Each built-in variant (lib/Variants.h: MLIR text the compiler turns into
+// regions) compiled through the tiling passes and the CPU lowering, against
+// the float64 reference with the same variant written as plain C++. Shapes
+// cover Sq = Sk, Sq < Sk, Sq > Sk (rows that see no key), GQA and tails, so
+// the K/V ranges derived from the masks and the whole-tile shortcuts are
+// exercised on every side.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Cpu/CpuRunner.h"
+#include "lib/ReferenceAttention.h"
+#include "lib/Variants.h"
+#include "test/Common/CpuKernels.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mlir::fa;
+
+namespace {
+
+/// As CpuExecutionTest's bound: f32 kernels against float64, O(1) scores.
+constexpr double kTolerance = 2e-5;
+
+/// One variant: its spec texts and the same function in plain C++.
+struct Variant {
+  std::string name;
+  std::string scoreMod, maskMod;
+  bool causal = false;
+  /// Query row i sits at key position i + Sk - Sq (the masks' alignment).
+  std::function<double(double, int64_t, int64_t, int64_t, int64_t, int64_t,
+                       int64_t)>
+      score; // (s, b, h, i, j, Sq, Sk)
+  std::function<bool(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t)>
+      keep; // (b, h, i, j, Sq, Sk)
+};
+
+Variant softcapVariant(double cap) {
+  Variant v{"softcap", fa::variants::softcap(cap), "", false, {}, {}};
+  v.score = [cap](double s, int64_t, int64_t, int64_t, int64_t, int64_t,
+                  int64_t) { return cap * std::tanh(s / cap); };
+  return v;
+}
+
+Variant windowVariant(int64_t left, int64_t right, bool causal = false) {
+  Variant v{"window", "", fa::variants::slidingWindow(left, right), causal,
+            {}, {}};
+  v.keep = [left, right](int64_t, int64_t, int64_t i, int64_t j, int64_t sq,
+                         int64_t sk) {
+    int64_t diag = i + sk - sq;
+    return (left < 0 || j >= diag - left) && (right < 0 || j <= diag + right);
+  };
+  return v;
+}
+
+Variant prefixVariant(int64_t prefix) {
+  Variant v{"prefix_lm", "", fa::variants::prefixLm(prefix), false, {}, {}};
+  v.keep = [prefix](int64_t, int64_t, int64_t i, int64_t j, int64_t sq,
+                    int64_t sk) { return j < prefix || j <= i + sk - sq; };
+  return v;
+}
+
+Variant chunkVariant(int64_t chunk) {
+  Variant v{"same_chunk", "", fa::variants::sameChunk(chunk), false, {}, {}};
+  auto floorDiv = [](int64_t a, int64_t b) {
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+  };
+  v.keep = [chunk, floorDiv](int64_t, int64_t, int64_t i, int64_t j,
+                             int64_t sq, int64_t sk) {
+    return floorDiv(i + sk - sq, chunk) == floorDiv(j, chunk);
+  };
+  return v;
+}
+
+Variant alibiVariant(int64_t heads, bool causal) {
+  Variant v{"alibi", fa::variants::alibi(heads), "", causal, {}, {}};
+  v.score = [heads](double s, int64_t, int64_t h, int64_t i, int64_t j,
+                    int64_t sq, int64_t sk) {
+    double slope = std::exp2(-8.0 * double(h + 1) / double(heads));
+    return s - slope * std::fabs(double(i + sk - sq - j));
+  };
+  return v;
+}
+
+/// Softcap and a window together.
+Variant softcapWindowVariant() {
+  Variant cap = softcapVariant(2.0), window = windowVariant(9, 2);
+  Variant v{"softcap_window", cap.scoreMod, window.maskMod, false, cap.score,
+            window.keep};
+  return v;
+}
+
+/// Runs `variant` on `config`'s tiles over a few shapes and compares with
+/// the reference; returns the largest |error| seen (O and LSE).
+double runVariant(const Variant &variant, const Variant &reference,
+                  int64_t blockM, int64_t blockN, bool expectMatch = true) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.tiles = {blockM, blockN};
+  config.scale = 1.0f / std::sqrt(32.0f);
+  config.causal = variant.causal;
+  config.scoreMod = variant.scoreMod;
+  config.maskMod = variant.maskMod;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  double worst = 0.0;
+  struct Shape {
+    int64_t b, hq, hkv, sq, sk;
+  };
+  for (Shape s : {Shape{1, 2, 2, 37, 37}, Shape{2, 4, 2, 20, 45},
+                  Shape{1, 2, 1, 45, 20}, Shape{1, 1, 1, 64, 64},
+                  Shape{1, 1, 1, 1, 70}}) {
+    SCOPED_TRACE(testing::Message()
+                 << variant.name << " tiles " << blockM << "x" << blockN
+                 << " B=" << s.b << " Hq=" << s.hq << " Hkv=" << s.hkv
+                 << " Sq=" << s.sq << " Sk=" << s.sk);
+    AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+    fa::AttentionProblem p = fa::test::problemFor(config, shape);
+    if (reference.score)
+      p.scoreMod = [&](double x, int64_t b, int64_t h, int64_t i, int64_t j) {
+        return reference.score(x, b, h, i, j, s.sq, s.sk);
+      };
+    if (reference.keep)
+      p.maskMod = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+        return reference.keep(b, h, i, j, s.sq, s.sk);
+      };
+    std::mt19937_64 rng(1234 + s.sq * 131 + s.sk);
+    auto q = fa::test::randomNormal(p.qElements(), rng);
+    auto k = fa::test::randomNormal(p.kvElements(), rng);
+    auto v = fa::test::randomNormal(p.kvElements(), rng);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> o(p.qElements(), nan), lse(p.lseElements(), nan);
+    llvm::Error error =
+        kernel.run(shape, q.data(), k.data(), v.data(), o.data(), lse.data());
+    EXPECT_FALSE(error) << llvm::toString(std::move(error));
+    fa::ReferenceResult want =
+        fa::referenceAttention(p, q.data(), k.data(), v.data());
+    for (size_t i = 0; i < want.output.size(); ++i) {
+      double err = std::fabs(double(o[i]) - want.output[i]);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+    for (size_t i = 0; i < want.lse.size(); ++i) {
+      if (std::isinf(want.lse[i])) {
+        bool same = std::isinf(lse[i]) && lse[i] < 0;
+        worst = std::max(worst, same ? 0.0 : INFINITY);
+        continue;
+      }
+      double err = std::fabs(double(lse[i]) - want.lse[i]);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+    if (expectMatch)
+      EXPECT_LE(worst, kTolerance);
+  }
+  return worst;
+}
+
+using VariantParam = std::tuple<int, std::pair<int64_t, int64_t>>;
+
+Variant variantAt(int index) {
+  switch (index) {
+  case 0:
+    return softcapVariant(1.5);
+  case 1:
+    return windowVariant(7, 0);
+  case 2:
+    return windowVariant(5, 3);
+  case 3:
+    return windowVariant(-1, 4); // only a right edge
+  case 4:
+    return windowVariant(11, -1, /*causal=*/true);
+  case 5:
+    return prefixVariant(5);
+  case 6:
+    return chunkVariant(6);
+  case 7:
+    return alibiVariant(4, /*causal=*/true);
+  default:
+    return softcapWindowVariant();
+  }
+}
+
+class CpuVariants : public testing::TestWithParam<VariantParam> {};
+
+TEST_P(CpuVariants, MatchesFloat64Reference) {
+  auto [index, tiles] = GetParam();
+  Variant variant = variantAt(index);
+  runVariant(variant, variant, tiles.first, tiles.second);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BuiltIns, CpuVariants,
+    testing::Combine(testing::Range(0, 9),
+                     testing::Values(std::pair<int64_t, int64_t>{8, 32},
+                                     std::pair<int64_t, int64_t>{16, 16})));
+
+// The comparison can fail: a window one key wider than the kernel's is a
+// different function, and the reference must tell them apart.
+TEST(CpuVariantMutation, OffByOneWindowIsCaught) {
+  Variant kernel = windowVariant(7, 0), wider = windowVariant(8, 0);
+  double worst = runVariant(kernel, wider, 8, 32, /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kTolerance);
+}
+
+TEST(CpuVariantMutation, DifferentSoftcapIsCaught) {
+  Variant kernel = softcapVariant(1.5), other = softcapVariant(1.6);
+  double worst = runVariant(kernel, other, 8, 32, /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kTolerance);
+}
+
+/// The compile error of a config with these variant texts.
+std::string compileError(const std::string &scoreMod,
+                         const std::string &maskMod) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.scoreMod = scoreMod;
+  config.maskMod = maskMod;
+  auto kernel = CpuAttentionKernel::compile(config);
+  if (kernel)
+    return "";
+  return llvm::toString(kernel.takeError());
+}
+
+TEST(CpuVariantErrors, RejectsOpsOutsideArithAndMath) {
+  std::string error = compileError(
+      "func.func @score_mod(%s: f32, %b: index, %h: index, %q: index, "
+      "%kv: index, %sq: index, %sk: index) -> f32 {\n"
+      "  %m = memref.alloc() : memref<4xf32>\n"
+      "  return %s : f32\n}\n",
+      "");
+  EXPECT_NE(error.find("score_mod region may hold arith and math ops only, "
+                       "got 'memref.alloc'"),
+            std::string::npos)
+      << error;
+}
+
+TEST(CpuVariantErrors, RejectsWrongSignature) {
+  std::string error = compileError(
+      "", "func.func @mask_mod(%q: index, %kv: index) -> i1 {\n"
+          "  %t = arith.cmpi sle, %kv, %q : index\n"
+          "  return %t : i1\n}\n");
+  EXPECT_NE(error.find("mask_mod region must take (index, index, index, "
+                       "index, index, index)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(CpuVariantErrors, RejectsWrongResultType) {
+  std::string error = compileError(
+      "", "func.func @mask_mod(%b: index, %h: index, %q: index, %kv: index, "
+          "%sq: index, %sk: index) -> index {\n"
+          "  return %kv : index\n}\n");
+  EXPECT_NE(error.find("mask_mod region must end in fa.yield of one 'i1'"),
+            std::string::npos)
+      << error;
+}
+
+TEST(CpuVariantErrors, ReportsUnparsableText) {
+  std::string error = compileError("func.func @score_mod(", "");
+  EXPECT_NE(error.find("the score_mod text does not parse as MLIR"),
+            std::string::npos)
+      << error;
+}
+
+} // namespace
