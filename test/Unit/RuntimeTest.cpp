@@ -1208,13 +1208,24 @@ TEST(ResolvedRequests, DirectionsAndLengthBucketsResolveApart) {
   backwardSpec.backward = true;
   auto reused = [&] { return rt->counters().requestsReused; };
 
-  // The backward, resolved: a forward of the same spec does not use it.
+  // The backward, resolved: a forward of the same spec does not use it,
+  // with defaults to choose or without (then neither has a length bucket).
+  fa::KernelSpec exact = spec;
+  exact.strategy = fa::Strategy::simt;
+  fa::KernelSpec exactBackward = exact;
+  exactBackward.backward = true;
+  ASSERT_TRUE(bool(rt->prepare(exactBackward)));
+  EXPECT_EQ(rt->forward(exact, validArgs()).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 0);
+  EXPECT_EQ(rt->backward(exact, validBackwardArgs()).status,
+            fa::Status::noDriver);
+  EXPECT_EQ(reused(), 1);
   ASSERT_TRUE(bool(rt->prepare(backwardSpec)));
   EXPECT_EQ(rt->forward(spec, validArgs()).status, fa::Status::noDriver);
-  EXPECT_EQ(reused(), 0);
+  EXPECT_EQ(reused(), 1);
   fa::AttentionBackwardArgs backwardArgs = validBackwardArgs();
   EXPECT_EQ(rt->backward(spec, backwardArgs).status, fa::Status::noDriver);
-  EXPECT_EQ(reused(), 1);
+  EXPECT_EQ(reused(), 2);
   // ... at any length.
   for (fa::TensorArg *t : {&backwardArgs.q, &backwardArgs.o, &backwardArgs.lse,
                            &backwardArgs.gradOutput, &backwardArgs.gradQuery})
@@ -1227,7 +1238,7 @@ TEST(ResolvedRequests, DirectionsAndLengthBucketsResolveApart) {
     backwardArgs.lse.strides[d] *= 50;
   }
   EXPECT_EQ(rt->backward(spec, backwardArgs).message, rt->driverError());
-  EXPECT_EQ(reused(), 2);
+  EXPECT_EQ(reused(), 3);
 
   // The forward at S = 100 (bucket 128): a forward at S = 5000 (bucket
   // 8192) is another request.
@@ -1239,15 +1250,16 @@ TEST(ResolvedRequests, DirectionsAndLengthBucketsResolveApart) {
     for (fa::TensorArg *t : {&longer.q, &longer.o, &longer.lse})
       t->strides[d] *= 50;
   EXPECT_EQ(rt->forward(spec, longer).status, fa::Status::noDriver);
-  EXPECT_EQ(reused(), 2);
-  EXPECT_EQ(rt->forward(spec, validArgs()).status, fa::Status::noDriver);
   EXPECT_EQ(reused(), 3);
+  EXPECT_EQ(rt->forward(spec, validArgs()).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 4);
   ASSERT_TRUE(bool(rt->prepare(spec, nullptr, 5000)));
   EXPECT_EQ(rt->forward(spec, longer).status, fa::Status::noDriver);
-  EXPECT_EQ(reused(), 4);
-  // Three requests, two kernels (the simt forward does not rank by length).
+  EXPECT_EQ(reused(), 5);
+  // Four requests, two kernels (the simt forward does not rank by length;
+  // the exact backward is the defaulted one's kernel).
   fa::RuntimeCounters c = rt->counters();
-  EXPECT_EQ(c.requestsResolved, 3);
+  EXPECT_EQ(c.requestsResolved, 4);
   EXPECT_EQ(c.cacheKeysComputed, 2);
 
   // With autotuning a forward's choice is timed, not prepare()'s.
