@@ -224,8 +224,7 @@ Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
 /// The choice is remembered (also past clearMemoryCache, which forgets the
 /// resolved requests).
 Result Runtime::Impl::prepareDefaultedLocked(
-    KernelSpec requested, std::shared_ptr<KernelEntry> &entry,
-    int64_t length) {
+    KernelSpec requested, std::shared_ptr<KernelEntry> &entry, int64_t length) {
   if (requested.arch.empty())
     requested.arch = arch;
   if (!requested.needsDefaults())
@@ -340,18 +339,16 @@ Result Runtime::Impl::resolveRequestLocked(const RequestKey &key,
   if (requested.arch.empty())
     requested.arch = arch;
   std::shared_ptr<KernelEntry> kernel;
-  if (Result r = key.tuned
-                     ? autotuneLocked(requested, key.bucket, stream, run,
-                                      kernel)
-                     : prepareDefaultedLocked(requested, kernel, key.bucket);
+  if (Result r =
+          key.tuned ? autotuneLocked(requested, key.bucket, stream, run, kernel)
+                    : prepareDefaultedLocked(requested, kernel, key.bucket);
       !r)
     return r;
-  resolved =
-      &requests
-           .insert_or_assign(key, ResolvedRequest{std::move(requested),
-                                                  key.bucket,
-                                                  std::move(kernel)})
-           .first->second;
+  resolved = &requests
+                  .insert_or_assign(key, ResolvedRequest{std::move(requested),
+                                                         key.bucket,
+                                                         std::move(kernel)})
+                  .first->second;
   return {};
 }
 

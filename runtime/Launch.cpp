@@ -30,9 +30,8 @@ static Result prepareAndLoadLocked(Runtime::Impl &impl, const KernelSpec &spec,
   return impl.loadLocked(*entry);
 }
 
-Result Runtime::Impl::autotuneLocked(const KernelSpec &request,
-                                     int64_t bucket, CUstream stream,
-                                     Launch run,
+Result Runtime::Impl::autotuneLocked(const KernelSpec &request, int64_t bucket,
+                                     CUstream stream, Launch run,
                                      std::shared_ptr<KernelEntry> &entry) {
   if (assemblerId.empty())
     if (Result r = chooseAssemblerLocked(); !r)
@@ -208,8 +207,7 @@ static bool sameSpec(const KernelSpec &a, const KernelSpec &b) {
 
 Result Runtime::Impl::runRequest(const KernelSpec &requested,
                                  int64_t queryLength, int64_t keyLength,
-                                 CUstream stream,
-                                 CheckArguments checkArguments,
+                                 CUstream stream, CheckArguments checkArguments,
                                  Launch launch) {
   auto check = [&](const KernelSpec &spec) {
     ++argumentChecks;
@@ -313,7 +311,9 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
   return impl->runRequest(
       requested, a.q.sizes[2], a.k.sizes[2], static_cast<CUstream>(a.stream),
       [&](const KernelSpec &spec) { return checkAttentionArgs(spec, a); },
-      [&](const KernelEntry &kernel) { return impl->launchForward(kernel, a); });
+      [&](const KernelEntry &kernel) {
+        return impl->launchForward(kernel, a);
+      });
 }
 
 Result Runtime::Impl::launchForward(const KernelEntry &entry,

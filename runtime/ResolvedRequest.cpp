@@ -20,8 +20,8 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
 
 static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
-                  k.blockM, k.blockN, k.numWarps, k.stages, k.strategy,
-                  k.arch, k.scaleBits, k.bucket, k.tuned);
+                  k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
+                  k.scaleBits, k.bucket, k.tuned);
 }
 
 bool RequestKey::operator==(const RequestKey &other) const {
