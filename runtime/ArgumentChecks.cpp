@@ -266,9 +266,11 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                      ") must be a multiple of k/v heads (" +
                      std::to_string(kvHeads) + ")");
   }
-  // Grid limits.
-  KernelSpec resolved = spec.withDefaults();
-  int64_t qTiles = (q.sizes[2] + resolved.blockM - 1) / resolved.blockM;
+  // Grid limits, by the tiles of the kernel that runs (the runtime passes
+  // its spec; a caller's spec may leave them to the defaults).
+  int64_t blockM =
+      spec.needsDefaults() ? spec.withDefaults().blockM : spec.blockM;
+  int64_t qTiles = (q.sizes[2] + blockM - 1) / blockM;
   if (qTiles > kMaxGridX)
     return invalid("query length " + std::to_string(q.sizes[2]) +
                    " needs more than the grid's " + std::to_string(kMaxGridX) +
@@ -364,8 +366,9 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
                        outputs[j].name + " in memory");
   }
   // The main grid runs one block per K/V tile of a K/V head.
-  KernelSpec resolved = spec.withDefaults();
-  int64_t kvTiles = (a.k.sizes[2] + resolved.blockN - 1) / resolved.blockN;
+  int64_t blockN =
+      spec.needsDefaults() ? spec.withDefaults().blockN : spec.blockN;
+  int64_t kvTiles = (a.k.sizes[2] + blockN - 1) / blockN;
   if (kvTiles > kMaxGridX)
     return invalid("key length " + std::to_string(a.k.sizes[2]) +
                    " needs more than the grid's " + std::to_string(kMaxGridX) +

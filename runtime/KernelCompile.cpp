@@ -3,7 +3,8 @@
 // The path from a spec to a loaded kernel: the memory cache, the disk cache
 // (one process compiles an entry others are waiting for), the in-process
 // compiler, the assembler (ptxas, libnvJitLink or the driver's JIT), the
-// choice among default candidates, and cuModuleLoadData.
+// choice among default candidates, cuModuleLoadData, and the resolved
+// requests that remember the result.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/KernelMetadata.h"
@@ -24,19 +25,21 @@
 namespace fa {
 
 Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
-                                    KernelEntry *&entry) {
+                                    std::shared_ptr<KernelEntry> &entry) {
   if (std::string error = spec.validate(); !error.empty())
     return Result::error(Status::invalidArgument, error);
   if (assemblerId.empty())
     if (Result r = chooseAssemblerLocked(); !r)
       return r;
-  std::string key = cacheKey(spec, compilerVersion(), assemblerId);
-  if (auto it = kernels.find(key); it != kernels.end()) {
-    entry = it->second.get();
+  std::string text = spec.canonicalText();
+  if (auto it = kernels.find(text); it != kernels.end()) {
+    entry = it->second;
     entry->info.source = KernelSource::memoryCache;
     return {};
   }
 
+  std::string key = cacheKey(spec, compilerVersion(), assemblerId);
+  ++cacheKeysComputed;
   auto freshEntry = std::make_shared<KernelEntry>();
   KernelEntry &fresh = *freshEntry;
   fresh.info.spec = spec;
@@ -125,7 +128,7 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
           disk.write(key, {toMetadata(fresh.info), fresh.cubin});
   }
   fresh.info.compileSeconds = secondsSince(start);
-  entry = kernels.emplace(key, std::move(freshEntry)).first->second.get();
+  entry = kernels.emplace(std::move(text), std::move(freshEntry)).first->second;
   return {};
 }
 
@@ -218,10 +221,10 @@ Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
 /// The kernel for `requested` with its defaults filled in: the first default
 /// candidate that compiles without spilling (ptxas's register allocation is
 /// only known after compiling), or the first that compiles if all spill.
-/// The choice is remembered, so later calls cost one lookup.
-Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
-                                             KernelEntry *&entry,
-                                             int64_t length) {
+/// The choice is remembered (also past clearMemoryCache, which forgets the
+/// resolved requests).
+Result Runtime::Impl::prepareDefaultedLocked(
+    KernelSpec requested, std::shared_ptr<KernelEntry> &entry, int64_t length) {
   if (requested.arch.empty())
     requested.arch = arch;
   if (!requested.needsDefaults())
@@ -232,12 +235,12 @@ Result Runtime::Impl::prepareDefaultedLocked(KernelSpec requested,
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
   std::vector<KernelSpec> candidates = requested.defaultCandidates(length);
-  std::vector<KernelEntry *> compiled(candidates.size(), nullptr);
+  std::vector<std::shared_ptr<KernelEntry>> compiled(candidates.size());
   Result firstError;
   size_t next = 0;
   std::optional<size_t> chosen = chooseDefaultCandidate(
       candidates, [&](const KernelSpec &candidate) -> std::optional<bool> {
-        KernelEntry *&prepared = compiled[next++];
+        std::shared_ptr<KernelEntry> &prepared = compiled[next++];
         if (Result r = prepareLocked(candidate, prepared); !r) {
           if (firstError)
             firstError = r;
@@ -320,22 +323,32 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
   return {};
 }
 
-Result Runtime::Impl::prepareAndLoad(const KernelSpec &requested,
-                                     std::shared_ptr<KernelEntry> &entry,
-                                     int64_t length) {
-  std::lock_guard<std::mutex> lock(mutex);
-  return prepareAndLoadLocked(requested, entry, length);
+ResolvedRequest *Runtime::Impl::findRequestLocked(const RequestKey &key) {
+  auto it = requests.find(key);
+  if (it == requests.end())
+    return nullptr;
+  ++requestsReused;
+  return &it->second;
 }
 
-Result Runtime::Impl::prepareAndLoadLocked(const KernelSpec &requested,
-                                           std::shared_ptr<KernelEntry> &entry,
-                                           int64_t length) {
-  KernelEntry *found = nullptr;
-  if (Result r = prepareDefaultedLocked(requested, found, length); !r)
+Result Runtime::Impl::resolveRequestLocked(const RequestKey &key,
+                                           KernelSpec requested,
+                                           CUstream stream, Launch run,
+                                           ResolvedRequest *&resolved) {
+  ++requestsResolved;
+  if (requested.arch.empty())
+    requested.arch = arch;
+  std::shared_ptr<KernelEntry> kernel;
+  if (Result r =
+          key.tuned ? autotuneLocked(requested, key.bucket, stream, run, kernel)
+                    : prepareDefaultedLocked(requested, kernel, key.bucket);
+      !r)
     return r;
-  if (Result r = loadLocked(*found); !r)
-    return r;
-  entry = kernels.at(found->info.key);
+  resolved = &requests
+                  .insert_or_assign(key, ResolvedRequest{std::move(requested),
+                                                         key.bucket,
+                                                         std::move(kernel)})
+                  .first->second;
   return {};
 }
 

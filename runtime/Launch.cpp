@@ -1,7 +1,9 @@
 //===- Launch.cpp - Autotune, check and launch attention --------*- C++ -*-===//
 //
-// forward() and backward(): check the arguments, find the kernel (or time
-// the default candidates when autotuning), then launch each of its launch
+// forward() and backward() share one path (runRequest): the request's
+// earlier resolution, else resolve it (validate, check the arguments, find
+// the kernel or time the default candidates when autotuning); then check
+// the arguments against the kernel that runs and launch each of its launch
 // plans with the operands' memref descriptors and TMA tensor maps.
 //
 //===----------------------------------------------------------------------===//
@@ -14,40 +16,44 @@
 #include <array>
 #include <chrono>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace fa {
 
-Result Runtime::Impl::autotuneAndLoad(
-    const KernelSpec &requested, int64_t bucket, CUstream stream,
-    const std::function<Result(const KernelEntry &)> &run,
-    std::shared_ptr<KernelEntry> &entry) {
-  std::lock_guard<std::mutex> lock(mutex);
-  KernelSpec request = requested;
-  if (request.arch.empty())
-    request.arch = arch;
+/// A tuned choice's kernel, loaded: it is launched at once.
+static Result prepareAndLoadLocked(Runtime::Impl &impl, const KernelSpec &spec,
+                                   std::shared_ptr<KernelEntry> &entry) {
+  if (Result r = impl.prepareDefaultedLocked(spec, entry); !r)
+    return r;
+  return impl.loadLocked(*entry);
+}
+
+Result Runtime::Impl::autotuneLocked(const KernelSpec &request, int64_t bucket,
+                                     CUstream stream, Launch run,
+                                     std::shared_ptr<KernelEntry> &entry) {
   if (assemblerId.empty())
     if (Result r = chooseAssemblerLocked(); !r)
       return r;
-  // A choice made before by this runtime (looked up without hashing: this
-  // is every launch's path), or (disk cache) by another process; a stored
-  // choice that does not read back for this request is ignored.
+  // A choice made before by this runtime (the resolved request is gone
+  // after clearMemoryCache; the choice is not), or (disk cache) by another
+  // process; a stored choice that does not read back for this request is
+  // ignored.
   std::string memoryKey =
       request.canonicalText() + ";bucket=" + std::to_string(bucket);
   if (auto it = tunedChoice.find(memoryKey); it != tunedChoice.end())
-    return prepareAndLoadLocked(it->second, entry);
+    return prepareAndLoadLocked(*this, it->second, entry);
   std::string key =
       autotuneKey(request, bucket, compilerVersion(), assemblerId);
+  ++cacheKeysComputed;
   if (options.diskCache) {
     CachedKernel stored;
     std::string why;
     KernelSpec chosen;
     if (disk.read(key, stored, why) == DiskCache::Lookup::hit &&
         parseTunedChoice(stored.metadata, request, bucket, chosen).empty() &&
-        prepareAndLoadLocked(chosen, entry)) {
+        prepareAndLoadLocked(*this, chosen, entry)) {
       tunedChoice[memoryKey] = chosen;
       return {};
     }
@@ -66,7 +72,7 @@ Result Runtime::Impl::autotuneAndLoad(
     if (timings.size() >= 2 && secondsSince(start) > kAutotuneBudgetSeconds)
       break;
     std::shared_ptr<KernelEntry> shared;
-    Result r = prepareAndLoadLocked(candidate, shared);
+    Result r = prepareAndLoadLocked(*this, candidate, shared);
     double milliseconds = 0.0;
     if (r)
       r = medianMilliseconds(*driver, stream, /*warmups=*/1, kAutotuneRuns,
@@ -194,54 +200,130 @@ Result Runtime::Impl::launchAll(
   return {};
 }
 
+/// Whether two specs are the same kernel, field by field.
+static bool sameSpec(const KernelSpec &a, const KernelSpec &b) {
+  return RequestKey(a, 0, false) == RequestKey(b, 0, false);
+}
+
+Result Runtime::Impl::runRequest(const KernelSpec &requested,
+                                 int64_t queryLength, int64_t keyLength,
+                                 CUstream stream, CheckArguments checkArguments,
+                                 Launch launch) {
+  auto check = [&](const KernelSpec &spec) {
+    ++argumentChecks;
+    return checkArguments(spec);
+  };
+  // The length bucket the defaults are chosen for: a timed choice is made
+  // per bucket, and so are the forward's defaults (the wgmma ranking at
+  // D = 64); the backward's are not.
+  bool tuned = autotune && requested.needsDefaults();
+  int64_t bucket = requested.needsDefaults() && (tuned || !requested.backward)
+                       ? lengthBucket(queryLength, keyLength)
+                       : 0;
+  RequestKey key(requested, bucket, tuned);
+
+  // A request seen before: its kernel's spec is valid, and its tiles (the
+  // candidate chosen, maybe not the first) decide the grid.
+  std::shared_ptr<KernelEntry> kernel;
+  bool loaded = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (ResolvedRequest *resolved = findRequestLocked(key)) {
+      kernel = resolved->kernel;
+      loaded = !kernel->functions.empty();
+    }
+  }
+  if (kernel) {
+    if (Result r = check(kernel->info.spec); !r)
+      return r;
+    if (!driver)
+      return Result::error(Status::noDriver, driverError);
+    if (!loaded) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (Result r = loadLocked(*kernel); !r)
+        return r;
+    }
+    return launch(*kernel);
+  }
+
+  // First sight: the arguments are checked against the first default
+  // candidate before anything is compiled. withDefaults() leaves an
+  // invalid spec as it is; validate() names the field.
+  KernelSpec first = requested;
+  if (first.arch.empty())
+    first.arch = arch;
+  first = first.withDefaults(bucket);
+  if (std::string error = first.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (Result r = check(first); !r)
+    return r;
+  if (!driver)
+    return Result::error(Status::noDriver, driverError);
+  {
+    // Timing runs each candidate with the arguments checked against it.
+    std::lock_guard<std::mutex> lock(mutex);
+    ResolvedRequest *resolved = nullptr;
+    if (Result r = resolveRequestLocked(
+            key, requested, stream,
+            [&](const KernelEntry &candidate) {
+              if (Result r = check(candidate.info.spec); !r)
+                return r;
+              return launch(candidate);
+            },
+            resolved);
+        !r)
+      return r;
+    kernel = resolved->kernel;
+    if (Result r = loadLocked(*kernel); !r)
+      return r;
+  }
+  // The defaults may have settled on a later candidate (the first spilled,
+  // the fastest): its tiles decide the grid.
+  if (!sameSpec(kernel->info.spec, first))
+    if (Result r = check(kernel->info.spec); !r)
+      return r;
+  return launch(*kernel);
+}
+
+/// The operands forward() and backward() share: Q, K, V, O and LSE.
+static std::array<const TensorArg *, kNumOperands>
+forwardOperands(const TensorArg &q, const TensorArg &k, const TensorArg &v,
+                const TensorArg &o, const TensorArg &lse) {
+  std::array<const TensorArg *, kNumOperands> operands{};
+  operands[size_t(LaunchPlan::Operand::query)] = &q;
+  operands[size_t(LaunchPlan::Operand::key)] = &k;
+  operands[size_t(LaunchPlan::Operand::value)] = &v;
+  operands[size_t(LaunchPlan::Operand::output)] = &o;
+  operands[size_t(LaunchPlan::Operand::lse)] = &lse;
+  return operands;
+}
+
+/// The extents of the problem the tensors hold.
+static ProblemExtents problemOf(const TensorArg &q, const TensorArg &k) {
+  return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[1], k.sizes[2]};
+}
+
 Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
-  // The defaults are chosen for the call's length bucket. resolve() leaves
-  // an invalid spec as it is; validate() names the field.
-  int64_t bucket = lengthBucket(a.q.sizes[2], a.k.sizes[2]);
-  KernelSpec spec = resolve(requested, bucket);
-  if (spec.backward)
+  if (requested.backward)
     return Result::error(Status::invalidArgument,
                          "forward() runs a forward spec; this one is a "
                          "backward (call backward())");
-  if (std::string error = spec.validate(); !error.empty())
-    return Result::error(Status::invalidArgument, error);
-  if (Result r = checkAttentionArgs(spec, a); !r)
-    return r;
-  if (!impl->driver)
-    return Result::error(Status::noDriver, impl->driverError);
-
-  std::shared_ptr<KernelEntry> entry;
-  if (impl->autotune && requested.needsDefaults()) {
-    if (Result r = impl->autotuneAndLoad(
-            requested, bucket, static_cast<CUstream>(a.stream),
-            [&](const KernelEntry &e) { return impl->runForward(e, a); },
-            entry);
-        !r)
-      return r;
-  } else if (Result r = impl->prepareAndLoad(requested, entry, bucket); !r) {
-    return r;
-  }
-  return impl->runForward(*entry, a);
+  return impl->runRequest(
+      requested, a.q.sizes[2], a.k.sizes[2], static_cast<CUstream>(a.stream),
+      [&](const KernelSpec &spec) { return checkAttentionArgs(spec, a); },
+      [&](const KernelEntry &kernel) {
+        return impl->launchForward(kernel, a);
+      });
 }
 
-Result Runtime::Impl::runForward(const KernelEntry &entry,
-                                 const AttentionArgs &a) {
-  // The defaults may have settled on a later candidate (the first spilled,
-  // the fastest): its tiles decide the grid.
-  const KernelSpec &spec = entry.info.spec;
-  if (Result r = checkAttentionArgs(spec, a); !r)
-    return r;
-  ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
-                         a.k.sizes[1], a.k.sizes[2]};
+Result Runtime::Impl::launchForward(const KernelEntry &entry,
+                                    const AttentionArgs &a) {
+  ProblemExtents problem = problemOf(a.q, a.k);
   if (problem.batch == 0 || problem.queryHeads == 0 ||
       problem.queryLength == 0)
     return {}; // nothing to compute
-  std::array<const TensorArg *, kNumOperands> operands{};
-  operands[size_t(LaunchPlan::Operand::query)] = &a.q;
-  operands[size_t(LaunchPlan::Operand::key)] = &a.k;
-  operands[size_t(LaunchPlan::Operand::value)] = &a.v;
-  operands[size_t(LaunchPlan::Operand::output)] = &a.o;
-  operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
+  std::array<const TensorArg *, kNumOperands> operands =
+      forwardOperands(a.q, a.k, a.v, a.o, a.lse);
   for (const LaunchPlan &plan : entry.info.launches)
     for (LaunchPlan::Operand operand : plan.params)
       if (!operands[size_t(operand)])
@@ -249,7 +331,7 @@ Result Runtime::Impl::runForward(const KernelEntry &entry,
                              entry.info.name +
                                  ": the launch plan names an operand the "
                                  "forward does not have");
-  return launchAll(entry, operands, problem, spec.dtype,
+  return launchAll(entry, operands, problem, entry.info.spec.dtype,
                    static_cast<CUstream>(a.stream));
 }
 
@@ -257,38 +339,21 @@ Result Runtime::backward(const KernelSpec &requestedForward,
                          const AttentionBackwardArgs &a) {
   KernelSpec requested = requestedForward;
   requested.backward = true;
-  KernelSpec spec = resolve(requested);
-  if (std::string error = spec.validate(); !error.empty())
-    return Result::error(Status::invalidArgument, error);
-  if (Result r = checkAttentionBackwardArgs(spec, a); !r)
-    return r;
-  if (!impl->driver)
-    return Result::error(Status::noDriver, impl->driverError);
-
-  std::shared_ptr<KernelEntry> entry;
-  if (impl->autotune && requested.needsDefaults()) {
-    if (Result r = impl->autotuneAndLoad(
-            requested, lengthBucket(a.q.sizes[2], a.k.sizes[2]),
-            static_cast<CUstream>(a.stream),
-            [&](const KernelEntry &e) { return impl->runBackward(e, a); },
-            entry);
-        !r)
-      return r;
-  } else if (Result r = impl->prepareAndLoad(requested, entry); !r) {
-    return r;
-  }
-  return impl->runBackward(*entry, a);
+  return impl->runRequest(
+      requested, a.q.sizes[2], a.k.sizes[2], static_cast<CUstream>(a.stream),
+      [&](const KernelSpec &spec) {
+        return checkAttentionBackwardArgs(spec, a);
+      },
+      [&](const KernelEntry &kernel) {
+        return impl->launchBackward(kernel, a);
+      });
 }
 
-Result Runtime::Impl::runBackward(const KernelEntry &entry,
-                                  const AttentionBackwardArgs &a) {
-  // The defaults may have settled on a later candidate: its tiles decide
-  // the grids and the size of the turn counters.
+Result Runtime::Impl::launchBackward(const KernelEntry &entry,
+                                     const AttentionBackwardArgs &a) {
+  // The kernel's tiles decide the size of the turn counters.
   const KernelSpec &spec = entry.info.spec;
-  if (Result r = checkAttentionBackwardArgs(spec, a); !r)
-    return r;
-  ProblemExtents problem{a.q.sizes[0], a.q.sizes[1], a.q.sizes[2],
-                         a.k.sizes[1], a.k.sizes[2]};
+  ProblemExtents problem = problemOf(a.q, a.k);
   if (problem.batch == 0 || problem.queryHeads == 0)
     return {}; // nothing to compute
   const CudaDriver &driver = *this->driver;
@@ -345,12 +410,8 @@ Result Runtime::Impl::runBackward(const KernelEntry &entry,
     dqAccum.data = reinterpret_cast<const void *>(workspace + accumOffset);
     dqOrder.data = reinterpret_cast<const void *>(workspace + orderOffset);
   }
-  std::array<const TensorArg *, kNumOperands> operands{};
-  operands[size_t(LaunchPlan::Operand::query)] = &a.q;
-  operands[size_t(LaunchPlan::Operand::key)] = &a.k;
-  operands[size_t(LaunchPlan::Operand::value)] = &a.v;
-  operands[size_t(LaunchPlan::Operand::output)] = &a.o;
-  operands[size_t(LaunchPlan::Operand::lse)] = &a.lse;
+  std::array<const TensorArg *, kNumOperands> operands =
+      forwardOperands(a.q, a.k, a.v, a.o, a.lse);
   operands[size_t(LaunchPlan::Operand::gradOutput)] = &a.gradOutput;
   operands[size_t(LaunchPlan::Operand::gradQuery)] = &a.gradQuery;
   operands[size_t(LaunchPlan::Operand::gradKey)] = &a.gradKey;

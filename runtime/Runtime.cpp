@@ -43,7 +43,9 @@ const char *toString(Status status) {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 
 Runtime::~Runtime() {
-  impl->kernels.clear(); // unloads the modules (KernelEntry)
+  // Unloads the modules (KernelEntry) while the context is still retained.
+  impl->requests.clear();
+  impl->kernels.clear();
   if (impl->driver)
     impl->driver->cuDevicePrimaryCtxRelease_v2(impl->device);
 }
@@ -156,16 +158,44 @@ int64_t Runtime::tuningsTimed() const {
 void Runtime::clearMemoryCache() {
   // Entries still launching elsewhere stay alive until those launches end.
   std::lock_guard<std::mutex> lock(impl->mutex);
+  impl->requests.clear();
   impl->kernels.clear();
+}
+
+RuntimeCounters Runtime::counters() const {
+  RuntimeCounters counters;
+  counters.requestsResolved = impl->requestsResolved;
+  counters.requestsReused = impl->requestsReused;
+  counters.cacheKeysComputed = impl->cacheKeysComputed;
+  counters.argumentChecks = impl->argumentChecks;
+  return counters;
+}
+
+/// The kernel of a prepare() or load() request: its earlier resolution, or
+/// a new one (prepare() never times candidates: key.tuned is false).
+static Result preparedKernel(Runtime::Impl &impl, const KernelSpec &spec,
+                             int64_t length,
+                             std::shared_ptr<KernelEntry> &kernel) {
+  int64_t bucket = spec.needsDefaults() ? defaultsBucket(length) : 0;
+  RequestKey key(spec, bucket, /*tuned=*/false);
+  ResolvedRequest *resolved = impl.findRequestLocked(key);
+  if (resolved) {
+    // Where the kernel came from this time.
+    resolved->kernel->info.source = KernelSource::memoryCache;
+  } else if (Result r = impl.resolveRequestLocked(key, spec, nullptr, nullptr,
+                                                  resolved);
+             !r) {
+    return r;
+  }
+  kernel = resolved->kernel;
+  return {};
 }
 
 Result Runtime::prepare(const KernelSpec &spec, KernelInfo *info,
                         int64_t length) {
   std::lock_guard<std::mutex> lock(impl->mutex);
-  KernelEntry *entry = nullptr;
-  if (Result r = impl->prepareDefaultedLocked(spec, entry,
-                                              defaultsBucket(length));
-      !r)
+  std::shared_ptr<KernelEntry> entry;
+  if (Result r = preparedKernel(*impl, spec, length, entry); !r)
     return r;
   if (info)
     *info = entry->info;
@@ -177,10 +207,8 @@ Result Runtime::load(const KernelSpec &spec, KernelInfo *info,
   std::lock_guard<std::mutex> lock(impl->mutex);
   if (!impl->driver)
     return Result::error(Status::noDriver, impl->driverError);
-  KernelEntry *entry = nullptr;
-  if (Result r = impl->prepareDefaultedLocked(spec, entry,
-                                              defaultsBucket(length));
-      !r)
+  std::shared_ptr<KernelEntry> entry;
+  if (Result r = preparedKernel(*impl, spec, length, entry); !r)
     return r;
   if (Result r = impl->loadLocked(*entry); !r)
     return r;

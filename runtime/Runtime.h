@@ -112,6 +112,25 @@ struct RuntimeOptions {
   bool autotune = false;
 };
 
+/// What a runtime did for the requests it served (prepare, load, forward,
+/// backward), for tests and diagnostics. A request is the spec as written
+/// and, where its defaults depend on it, the length bucket; one seen
+/// before is reused: one lookup, no validation, no SHA-256.
+struct RuntimeCounters {
+  /// Requests resolved: validated, defaults chosen, kernel found or
+  /// compiled (first sight, or again after a failure or clearMemoryCache).
+  int64_t requestsResolved = 0;
+  /// Requests served by an earlier resolution.
+  int64_t requestsReused = 0;
+  /// SHA-256 cache keys computed: one per kernel compiled or read from
+  /// disk, one per tuning choice looked up on disk.
+  int64_t cacheKeysComputed = 0;
+  /// Argument checks by forward() and backward(): one per call, two where
+  /// the defaults settled on another candidate than the first on the
+  /// call that resolved the request.
+  int64_t argumentChecks = 0;
+};
+
 class Runtime {
 public:
   /// Always succeeds on a machine without a driver (then hasDriver() is
@@ -165,6 +184,8 @@ public:
   /// How many tunings this runtime timed (choices read back from memory or
   /// the disk cache do not count).
   int64_t tuningsTimed() const;
+  /// What this runtime did so far (RuntimeCounters).
+  RuntimeCounters counters() const;
 
   struct Impl;
 

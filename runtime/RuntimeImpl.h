@@ -10,17 +10,21 @@
 
 #include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
+#include "runtime/ResolvedRequest.h"
 #include "runtime/Runtime.h"
 
 #include "lib/Assembler.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <array>
+#include <atomic>
 #include <chrono>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace fa {
@@ -81,7 +85,14 @@ struct Runtime::Impl {
   /// SMs of the device: the blocks of a persistent kernel.
   int64_t multiprocessors = 0;
 
-  std::mutex mutex; // guards kernels and the compile path
+  std::mutex mutex; // guards requests, kernels and the compile path
+  /// Requests resolved before (ResolvedRequest.h): a request seen again
+  /// costs one lookup.
+  std::unordered_map<RequestKey, ResolvedRequest, RequestKey::Hash> requests;
+  /// Kernels by the canonical text of their spec: within a runtime the
+  /// compiler and the assembler are fixed, so the text names the kernel
+  /// and the SHA-256 cache key (which adds both) is computed once per
+  /// kernel, for the disk cache.
   std::map<std::string, std::shared_ptr<KernelEntry>> kernels;
   /// Requested spec with tiles left to the defaults (canonical text, and
   /// the length bucket where the forward's defaults depend on it) -> the
@@ -92,42 +103,61 @@ struct Runtime::Impl {
   bool autotune = false;
   std::map<std::string, KernelSpec> tunedChoice;
   int64_t tuningsTimed = 0;
+  /// Runtime::counters(); atomic, as forward() checks arguments unlocked.
+  std::atomic<int64_t> requestsResolved{0}, requestsReused{0},
+      cacheKeysComputed{0}, argumentChecks{0};
 
-  Result prepareLocked(const KernelSpec &spec, KernelEntry *&entry);
+  /// How forward() and backward() differ, for runRequest: the checks of
+  /// the caller's tensors against a spec, and the launches of a loaded
+  /// kernel on them.
+  using CheckArguments = llvm::function_ref<Result(const KernelSpec &)>;
+  using Launch = llvm::function_ref<Result(const KernelEntry &)>;
+
+  /// forward() and backward(): the request's earlier resolution (one
+  /// lookup), else resolves it (validates, checks the arguments against
+  /// the first default candidate, then finds, compiles or times the
+  /// kernel); checks the arguments against the kernel that runs, loads it
+  /// and launches it. `queryLength` and `keyLength` pick the length bucket.
+  Result runRequest(const KernelSpec &requested, int64_t queryLength,
+                    int64_t keyLength, CUstream stream,
+                    CheckArguments checkArguments, Launch launch);
+  /// The resolution of `key` made before, or null (counts a reuse).
+  ResolvedRequest *findRequestLocked(const RequestKey &key);
+  /// Resolves a request and remembers it under `key`: the kernel for
+  /// `requested` (defaults chosen for `key.bucket`; by timing candidates
+  /// with `run` when key.tuned), compiled or found, not loaded.
+  Result resolveRequestLocked(const RequestKey &key, KernelSpec requested,
+                              CUstream stream, Launch run,
+                              ResolvedRequest *&resolved);
+
+  Result prepareLocked(const KernelSpec &spec,
+                       std::shared_ptr<KernelEntry> &entry);
   Result chooseAssemblerLocked();
   Result assembleWithDriver(const std::string &ptx, std::vector<char> &cubin,
                             std::string &log);
   /// `length`: the length bucket the defaults are chosen for (0 = none).
-  Result prepareDefaultedLocked(KernelSpec requested, KernelEntry *&entry,
+  Result prepareDefaultedLocked(KernelSpec requested,
+                                std::shared_ptr<KernelEntry> &entry,
                                 int64_t length = 0);
   Result loadLocked(KernelEntry &entry);
-  /// Finds, compiles and loads the kernel of `requested` (defaults filled),
-  /// under the lock; the caller shares the entry for as long as it
-  /// launches from it (clearMemoryCache may drop the cache's share).
-  Result prepareAndLoad(const KernelSpec &requested,
-                        std::shared_ptr<KernelEntry> &entry,
-                        int64_t length = 0);
-  Result prepareAndLoadLocked(const KernelSpec &requested,
-                              std::shared_ptr<KernelEntry> &entry,
-                              int64_t length = 0);
+  /// For a request with default tiles and autotuning on: the choice for
+  /// (request, bucket) from memory or the disk cache, else the fastest of
+  /// the first candidates, each loaded and timed with `run` (which checks
+  /// the arguments against the candidate and launches it on `stream`).
+  Result autotuneLocked(const KernelSpec &request, int64_t bucket,
+                        CUstream stream, Launch run,
+                        std::shared_ptr<KernelEntry> &entry);
   /// Runs the launches of a loaded kernel in order on `stream`; `operands`
   /// holds the tensor of each LaunchPlan::Operand.
   Result launchAll(const KernelEntry &entry,
                    const std::array<const TensorArg *, kNumOperands> &operands,
                    const ProblemExtents &problem, ElementType dtype,
                    CUstream stream);
-  /// Like prepareAndLoad, for a request with default tiles and autotuning
-  /// on: the choice for (request, bucket) from memory or the disk cache,
-  /// else the fastest of the first candidates, each timed with `run`
-  /// (which launches a loaded candidate on `stream`).
-  Result autotuneAndLoad(const KernelSpec &requested, int64_t bucket,
-                         CUstream stream,
-                         const std::function<Result(const KernelEntry &)> &run,
-                         std::shared_ptr<KernelEntry> &entry);
-  /// The launches of forward() and backward() for a loaded kernel, with
-  /// the arguments checked against the kernel's own tiles.
-  Result runForward(const KernelEntry &entry, const AttentionArgs &a);
-  Result runBackward(const KernelEntry &entry, const AttentionBackwardArgs &a);
+  /// The launches of forward() and backward() for a loaded kernel whose
+  /// spec the arguments were checked against.
+  Result launchForward(const KernelEntry &entry, const AttentionArgs &a);
+  Result launchBackward(const KernelEntry &entry,
+                        const AttentionBackwardArgs &a);
   Result cudaCheck(CUresult result, const char *what) const {
     if (result == CUDA_SUCCESS)
       return {};

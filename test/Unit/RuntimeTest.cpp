@@ -1072,6 +1072,207 @@ TEST(NoDriver, EveryLaunchReportsNoDriver) {
             fa::Status::invalidArgument);
 }
 
+//===----------------------------------------------------------------------===//
+// Resolved requests: a request seen before costs one lookup
+//===----------------------------------------------------------------------===//
+
+/// prepare() resolves a request once (validation, default choice, cache
+/// key) and reuses the resolution; the SHA-256 cache key is computed once
+/// per kernel, not per request or call.
+TEST(ResolvedRequests, PrepareResolvesOnceAndHashesOncePerKernel) {
+  TempDir dir;
+  auto rt = makeRuntime(dir.str());
+  fa::KernelInfo info, again;
+  ASSERT_TRUE(bool(rt->prepare(smallSpec(), &info)));
+  fa::RuntimeCounters c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, 1);
+  EXPECT_EQ(c.requestsReused, 0);
+  EXPECT_EQ(c.cacheKeysComputed, 1);
+  ASSERT_TRUE(bool(rt->prepare(smallSpec(), &again)));
+  c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, 1);
+  EXPECT_EQ(c.requestsReused, 1);
+  EXPECT_EQ(c.cacheKeysComputed, 1);
+  EXPECT_EQ(again.source, fa::KernelSource::memoryCache);
+  EXPECT_EQ(again.key, info.key);
+  // The same kernel asked for with its strategy written out: another
+  // request, the same kernel, no second key.
+  fa::KernelSpec spelled = smallSpec();
+  spelled.strategy = fa::Strategy::simt;
+  ASSERT_TRUE(bool(rt->prepare(spelled, &again)));
+  c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, 2);
+  EXPECT_EQ(c.cacheKeysComputed, 1);
+  EXPECT_EQ(again.key, info.key);
+  EXPECT_EQ(again.source, fa::KernelSource::memoryCache);
+  // An invalid spec is never remembered: every call fails alike.
+  fa::KernelSpec bad = smallSpec();
+  bad.headDim = 0;
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(rt->prepare(bad).message, "head-dim must be in [1, 512], got 0");
+  EXPECT_EQ(rt->counters().requestsResolved, 4);
+  // clearMemoryCache forgets the resolutions; the disk cache answers.
+  rt->clearMemoryCache();
+  ASSERT_TRUE(bool(rt->prepare(smallSpec(), &again)));
+  c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, 5);
+  EXPECT_EQ(c.cacheKeysComputed, 2);
+  EXPECT_EQ(again.source, fa::KernelSource::diskCache);
+  EXPECT_EQ(again.key, info.key);
+}
+
+/// A forward whose request was resolved (here by prepare() for its length;
+/// on a GPU by an earlier forward) checks the arguments once, against the
+/// kernel's spec, and neither validates nor hashes. Bad arguments fail
+/// with the message a first call gives. Without a driver the launch itself
+/// reports noDriver.
+TEST(ResolvedRequests, WarmForwardChecksOnceNeitherValidatesNorHashes) {
+  TempDir dir, coldDir;
+  auto rt = makeRuntime(dir.str());
+  if (rt->hasDriver())
+    GTEST_SKIP() << "a CUDA driver is present; the GPU suite covers launches";
+  fa::KernelSpec spec = smallSpec(); // strategy auto: defaults by length
+  fa::AttentionArgs args = validArgs(); // S = 100 and 70: bucket 128
+  // Without a driver a first forward resolves nothing: it checks and stops.
+  EXPECT_EQ(rt->forward(spec, args).status, fa::Status::noDriver);
+  fa::RuntimeCounters c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, 0);
+  EXPECT_EQ(c.argumentChecks, 1);
+  ASSERT_TRUE(bool(rt->prepare(spec, nullptr, 100)));
+  fa::RuntimeCounters before = rt->counters();
+  EXPECT_EQ(before.requestsResolved, 1);
+  for (int i = 0; i < 3; ++i) {
+    fa::Result r = rt->forward(spec, args);
+    EXPECT_EQ(r.status, fa::Status::noDriver);
+    EXPECT_EQ(r.message, rt->driverError());
+  }
+  c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, before.requestsResolved);
+  EXPECT_EQ(c.cacheKeysComputed, before.cacheKeysComputed);
+  EXPECT_EQ(c.requestsReused, before.requestsReused + 3);
+  EXPECT_EQ(c.argumentChecks, before.argumentChecks + 3);
+
+  auto cold = makeRuntime(coldDir.str());
+  struct Case {
+    const char *expected;
+    void (*mutate)(fa::AttentionArgs &);
+  };
+  Case cases[] = {
+      {"q is a null pointer", [](fa::AttentionArgs &a) { a.q.data = nullptr; }},
+      {"k head dim 64 does not match the kernel's head dim 32",
+       [](fa::AttentionArgs &a) { a.k.sizes[3] = 64; }},
+      {"lse shape [2, 4, 100] must be q's [B, H, S] = [2, 8, 100]",
+       [](fa::AttentionArgs &a) { a.lse.sizes[1] = 4; }},
+      {"o overlaps q in memory (outputs must not alias the inputs)",
+       [](fa::AttentionArgs &a) { a.o.data = a.q.data; }},
+  };
+  for (const Case &bad : cases) {
+    fa::AttentionArgs a = validArgs();
+    bad.mutate(a);
+    fa::Result warm = rt->forward(spec, a), first = cold->forward(spec, a);
+    EXPECT_EQ(warm.status, fa::Status::invalidArgument);
+    EXPECT_EQ(warm.message, bad.expected);
+    EXPECT_EQ(first.message, bad.expected);
+  }
+  EXPECT_EQ(rt->counters().requestsReused, before.requestsReused + 7);
+  // What depends on the request is checked however warm the kernel is.
+  fa::KernelSpec backward = spec;
+  backward.backward = true;
+  EXPECT_EQ(rt->forward(backward, args).message,
+            "forward() runs a forward spec; this one is a backward (call "
+            "backward())");
+  fa::KernelSpec wider = spec;
+  wider.headDim = 64;
+  EXPECT_EQ(rt->forward(wider, args).message,
+            "q head dim 32 does not match the kernel's head dim 64");
+  fa::KernelSpec invalid = spec;
+  invalid.numWarps = 99;
+  EXPECT_EQ(rt->forward(invalid, args).message,
+            "num-warps must be in [1, 32], got 99");
+  EXPECT_EQ(rt->counters().requestsResolved, before.requestsResolved);
+}
+
+/// Forward and backward of one spec are two requests, and so are two length
+/// buckets of a forward with defaults to choose; a backward's defaults do
+/// not depend on the length. Autotuning keys its choices apart from
+/// prepare()'s.
+TEST(ResolvedRequests, DirectionsAndLengthBucketsResolveApart) {
+  TempDir dir;
+  auto rt = makeRuntime(dir.str());
+  if (rt->hasDriver())
+    GTEST_SKIP() << "a CUDA driver is present; the GPU suite covers launches";
+  fa::KernelSpec spec = smallSpec(); // strategy auto: defaults by length
+  spec.blockM = 16;
+  spec.numWarps = 4;
+  fa::KernelSpec backwardSpec = spec;
+  backwardSpec.backward = true;
+  auto reused = [&] { return rt->counters().requestsReused; };
+
+  // The backward, resolved: a forward of the same spec does not use it,
+  // with defaults to choose or without (then neither has a length bucket).
+  fa::KernelSpec exact = spec;
+  exact.strategy = fa::Strategy::simt;
+  fa::KernelSpec exactBackward = exact;
+  exactBackward.backward = true;
+  ASSERT_TRUE(bool(rt->prepare(exactBackward)));
+  EXPECT_EQ(rt->forward(exact, validArgs()).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 0);
+  EXPECT_EQ(rt->backward(exact, validBackwardArgs()).status,
+            fa::Status::noDriver);
+  EXPECT_EQ(reused(), 1);
+  ASSERT_TRUE(bool(rt->prepare(backwardSpec)));
+  EXPECT_EQ(rt->forward(spec, validArgs()).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 1);
+  fa::AttentionBackwardArgs backwardArgs = validBackwardArgs();
+  EXPECT_EQ(rt->backward(spec, backwardArgs).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 2);
+  // ... at any length.
+  for (fa::TensorArg *t : {&backwardArgs.q, &backwardArgs.o, &backwardArgs.lse,
+                           &backwardArgs.gradOutput, &backwardArgs.gradQuery})
+    t->sizes[2] = 5000;
+  for (int d = 0; d < 2; ++d) {
+    backwardArgs.q.strides[d] *= 50;
+    backwardArgs.o.strides[d] *= 50;
+    backwardArgs.gradOutput.strides[d] *= 50;
+    backwardArgs.gradQuery.strides[d] *= 50;
+    backwardArgs.lse.strides[d] *= 50;
+  }
+  EXPECT_EQ(rt->backward(spec, backwardArgs).message, rt->driverError());
+  EXPECT_EQ(reused(), 3);
+
+  // The forward at S = 100 (bucket 128): a forward at S = 5000 (bucket
+  // 8192) is another request.
+  ASSERT_TRUE(bool(rt->prepare(spec, nullptr, 100)));
+  fa::AttentionArgs longer = validArgs();
+  for (fa::TensorArg *t : {&longer.q, &longer.o, &longer.lse})
+    t->sizes[2] = 5000;
+  for (int d = 0; d < 2; ++d)
+    for (fa::TensorArg *t : {&longer.q, &longer.o, &longer.lse})
+      t->strides[d] *= 50;
+  EXPECT_EQ(rt->forward(spec, longer).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 3);
+  EXPECT_EQ(rt->forward(spec, validArgs()).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 4);
+  ASSERT_TRUE(bool(rt->prepare(spec, nullptr, 5000)));
+  EXPECT_EQ(rt->forward(spec, longer).status, fa::Status::noDriver);
+  EXPECT_EQ(reused(), 5);
+  // Four requests, two kernels (the simt forward does not rank by length;
+  // the exact backward is the defaulted one's kernel).
+  fa::RuntimeCounters c = rt->counters();
+  EXPECT_EQ(c.requestsResolved, 4);
+  EXPECT_EQ(c.cacheKeysComputed, 2);
+
+  // With autotuning a forward's choice is timed, not prepare()'s.
+  fa::RuntimeOptions options;
+  options.cacheDir = dir.str();
+  options.autotune = true;
+  std::unique_ptr<fa::Runtime> tuning;
+  ASSERT_TRUE(bool(fa::Runtime::create(options, tuning)));
+  ASSERT_TRUE(bool(tuning->prepare(spec, nullptr, 100)));
+  EXPECT_EQ(tuning->forward(spec, validArgs()).status, fa::Status::noDriver);
+  EXPECT_EQ(tuning->counters().requestsReused, 0);
+}
+
 TEST(CApi, ReportsErrorsAndPreparesKernels) {
   TempDir dir;
   fa_runtime *runtime = nullptr;

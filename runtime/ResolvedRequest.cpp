@@ -1,0 +1,38 @@
+//===- ResolvedRequest.cpp - A request, resolved once -----------*- C++ -*-===//
+#include "runtime/ResolvedRequest.h"
+
+#include "llvm/ADT/Hashing.h"
+
+#include <cstring>
+#include <tuple>
+
+namespace fa {
+
+RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
+    : headDim(spec.headDim), dtype(spec.dtype), causal(spec.causal),
+      backward(spec.backward), deterministic(spec.deterministic),
+      blockM(spec.blockM), blockN(spec.blockN), numWarps(spec.numWarps),
+      stages(spec.stages), strategy(spec.strategy), arch(spec.arch),
+      scaleBits(0), bucket(bucket), tuned(tuned) {
+  static_assert(sizeof(scaleBits) == sizeof(spec.scale));
+  std::memcpy(&scaleBits, &spec.scale, sizeof(scaleBits));
+}
+
+static auto fields(const RequestKey &k) {
+  return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
+                  k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
+                  k.scaleBits, k.bucket, k.tuned);
+}
+
+bool RequestKey::operator==(const RequestKey &other) const {
+  return fields(*this) == fields(other);
+}
+
+size_t RequestKey::Hash::operator()(const RequestKey &k) const {
+  return llvm::hash_combine(k.headDim, int(k.dtype), k.causal, k.backward,
+                            k.deterministic, k.blockM, k.blockN, k.numWarps,
+                            k.stages, int(k.strategy), k.arch, k.scaleBits,
+                            k.bucket, k.tuned);
+}
+
+} // namespace fa
