@@ -79,3 +79,44 @@ func.func @mma(%n: index) {
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
   return
 }
+
+// -----
+
+// A variant on #fa.blocked<threads = [8, 4]> (16 x 8): the score_mod runs
+// on each of the thread's 4 scores after the scale, with the score's row
+// (q_start + t / 4, + 8) and column (kv_start + t % 4, + 4); the mask_mod's
+// tile test (kept whole: the largest kv - q over the tile <= 0) joins the
+// key-tail test that decides the per-element branch, where each score is
+// kept only if the region says so.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @variant
+func.func @variant(%n: index, %q0: index, %k0: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: %[[SCALE:.*]] = arith.constant 5.000000e-01 : f32
+    // CHECK: %[[SCALED:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+    // CHECK: math.tanh %[[SCALED]]
+    // CHECK-COUNT-3: math.tanh
+    %m = fa.score_mod %s, %q0, %k0, %n, %n at(%b, %h) {scale = 0.5 : f32} : tensor<16x8xf32, #blocked> {
+    ^bb0(%x: f32, %bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %y = math.tanh %x : f32
+      fa.yield %y : f32
+    }
+    // Whole tile: kv_start + 7 - q_start <= 0, negated, or'ed with the tail.
+    // CHECK: %[[TAIL:.*]] = arith.cmpi uge
+    // CHECK: %[[WHOLE:.*]] = arith.cmpi sle
+    // CHECK: %[[PARTIAL:.*]] = arith.xori %[[WHOLE]], %true
+    // CHECK: %[[NEEDS:.*]] = arith.ori %[[TAIL]], %[[PARTIAL]]
+    // CHECK: scf.if %[[NEEDS]]
+    // CHECK-COUNT-4: arith.cmpi sle, %{{.*}}, %{{.*}} : index
+    // CHECK: } else {
+    %r = fa.mask %m, %q0, %k0, %n, %n at(%b, %h) : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %a = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/ReferenceAttention.h"
+#include "lib/Variants.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
 #include "test/Common/LowPrecision.h"
@@ -109,6 +110,13 @@ protected:
     int64_t headDim, batch, qHeads, kvHeads, qLen, kvLen;
     bool causal;
     fa::ElementType dtype = fa::ElementType::f32;
+    /// A variant: its spec texts (lib/Variants.h) and the same function in
+    /// plain C++ for the reference (AttentionProblem::scoreMod, maskMod).
+    std::string scoreMod = "", maskMod = "";
+    std::function<double(double, int64_t, int64_t, int64_t, int64_t)>
+        referenceScore = nullptr;
+    std::function<bool(int64_t, int64_t, int64_t, int64_t)> referenceKeep =
+        nullptr;
   };
 
   static fa::AttentionProblem problemOf(const Case &c) {
@@ -121,6 +129,8 @@ protected:
     p.headDim = c.headDim;
     p.causal = c.causal;
     p.scale = 1.0 / std::sqrt(double(c.headDim));
+    p.scoreMod = c.referenceScore;
+    p.maskMod = c.referenceKeep;
     return p;
   }
 
@@ -138,6 +148,8 @@ protected:
     spec.headDim = c.headDim;
     spec.causal = c.causal;
     spec.dtype = c.dtype;
+    spec.scoreMod = c.scoreMod;
+    spec.maskMod = c.maskMod;
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     if (!tiles.blockM) {
@@ -152,7 +164,8 @@ protected:
                  << " Hq=" << c.qHeads << " Hkv=" << c.kvHeads
                  << " Sq=" << c.qLen << " Sk=" << c.kvLen
                  << (c.causal ? " causal" : "") << " "
-                 << fa::toString(c.dtype));
+                 << fa::toString(c.dtype)
+                 << (spec.hasVariant() ? " variant " + spec.kernelName() : ""));
     fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
     auto random = [&](int64_t n) { return fa::test::randomNormal(n, rng); };
@@ -259,9 +272,11 @@ protected:
       }
       maxLse = std::max(maxLse, err);
     }
-    std::printf("  ok %-4s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
+    std::printf("  ok %-4s%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
                 "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
-                fa::toString(spec.resolvedStrategy()), long(c.headDim),
+                fa::toString(spec.resolvedStrategy()),
+                spec.hasVariant() ? (" " + spec.kernelName()).c_str() : "",
+                long(c.headDim),
                 long(c.batch), long(c.qHeads),
                 long(c.kvHeads), long(c.qLen), long(c.kvLen),
                 c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
@@ -581,6 +596,109 @@ TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
         }
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
+      }
+}
+
+/// The built-in variants (lib/Variants.h) on every strategy that serves the
+/// dtype, against the float64 reference with the variant written in C++:
+/// masks that narrow the K/V range (windows, prefix-LM), one that does not
+/// (chunks: a division), score_mods (softcap, ALiBi), and both at once.
+TEST_F(GpuAttention, VariantsMatchFloat64Reference) {
+  struct Variant {
+    const char *name;
+    std::string scoreMod, maskMod;
+    bool causal;
+    std::function<double(double, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t)>
+        score; // (s, b, h, i, j, Sq, Sk)
+    std::function<bool(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t)>
+        keep; // (b, h, i, j, Sq, Sk)
+  };
+  auto window = [](int64_t left, int64_t right) {
+    return [left, right](int64_t, int64_t, int64_t i, int64_t j, int64_t sq,
+                         int64_t sk) {
+      int64_t diag = i + sk - sq;
+      return (left < 0 || j >= diag - left) &&
+             (right < 0 || j <= diag + right);
+    };
+  };
+  auto softcap = [](double cap) {
+    return [cap](double s, int64_t, int64_t, int64_t, int64_t, int64_t,
+                 int64_t) { return cap * std::tanh(s / cap); };
+  };
+  const int64_t heads = 4;
+  std::vector<Variant> variants = {
+      {"softcap", fa::variants::softcap(2.0), "", false, softcap(2.0), {}},
+      {"window", "", fa::variants::slidingWindow(100, 0), false, {},
+       window(100, 0)},
+      {"window2", "", fa::variants::slidingWindow(200, 37), false, {},
+       window(200, 37)},
+      {"prefix", "", fa::variants::prefixLm(70), false, {},
+       [](int64_t, int64_t, int64_t i, int64_t j, int64_t sq, int64_t sk) {
+         return j < 70 || j <= i + sk - sq;
+       }},
+      {"chunk", "", fa::variants::sameChunk(96), false, {},
+       [](int64_t, int64_t, int64_t i, int64_t j, int64_t sq, int64_t sk) {
+         auto floorDiv = [](int64_t a, int64_t b) {
+           return a >= 0 ? a / b : -((-a + b - 1) / b);
+         };
+         return floorDiv(i + sk - sq, 96) == floorDiv(j, 96);
+       }},
+      {"alibi", fa::variants::alibi(heads), "", true,
+       [](double s, int64_t, int64_t h, int64_t i, int64_t j, int64_t sq,
+          int64_t sk) {
+         double slope = std::exp2(-8.0 * double(h + 1) / double(heads));
+         return s - slope * std::fabs(double(i + sk - sq - j));
+       },
+       {}},
+      {"softcap+window", fa::variants::softcap(2.0),
+       fa::variants::slidingWindow(150, 0), true, softcap(2.0),
+       window(150, 0)},
+  };
+  struct Config {
+    fa::Strategy strategy;
+    fa::ElementType dtype;
+  };
+  std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
+                                 {fa::Strategy::mma, fa::ElementType::f16},
+                                 {fa::Strategy::mma, fa::ElementType::bf16}};
+  if (runtime->deviceArch() == "sm_90a") {
+    configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
+    configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
+  }
+  for (const Variant &variant : variants)
+    for (Config config : configs)
+      for (int64_t d : {64, 128}) {
+        fa::KernelSpec spec = defaults();
+        spec.strategy = config.strategy;
+        struct Shape {
+          int64_t b, hq, hkv, sq, sk;
+        };
+        for (Shape s : {Shape{1, heads, heads, 1000, 1000},
+                        Shape{2, heads, 2, 300, 1000},
+                        Shape{1, heads, 1, 1000, 300},
+                        Shape{1, heads, heads, 17, 17}}) {
+          Case c{d, s.b, s.hq, s.hkv, s.sq, s.sk, variant.causal,
+                 config.dtype};
+          c.scoreMod = variant.scoreMod;
+          c.maskMod = variant.maskMod;
+          if (variant.score)
+            c.referenceScore = [&variant, s](double x, int64_t b, int64_t h,
+                                             int64_t i, int64_t j) {
+              return variant.score(x, b, h, i, j, s.sq, s.sk);
+            };
+          if (variant.keep)
+            c.referenceKeep = [&variant, s](int64_t b, int64_t h, int64_t i,
+                                            int64_t j) {
+              return variant.keep(b, h, i, j, s.sq, s.sk);
+            };
+          std::printf("  %s:\n", variant.name);
+          runCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
+        if (quick())
+          break;
       }
 }
 

@@ -1,0 +1,142 @@
+// RUN: fa-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// score_mod and mask_mod regions round-trip on fa.attention and on the tile
+// ops that carry them (fa.score_mod, fa.mask, fa.kv_tile_range).
+
+// CHECK-LABEL: func @regions
+// CHECK: fa.attention {{.*}} score_mod {
+// CHECK: math.tanh
+// CHECK: fa.yield {{.*}} : f32
+// CHECK: } mask_mod {
+// CHECK: arith.cmpi sge
+// CHECK: fa.yield {{.*}} : i1
+func.func @regions(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                   %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                   %lse: memref<?x8x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %cap = arith.constant 30.0 : f32
+      %x = arith.divf %s, %cap : f32
+      %t = math.tanh %x : f32
+      %r = arith.mulf %t, %cap : f32
+      fa.yield %r : f32
+    }
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c = arith.constant 256 : index
+      %lo = arith.subi %qi, %c : index
+      %keep = arith.cmpi sge, %ki, %lo : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// CHECK-LABEL: func @tile_ops
+// CHECK: fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+// CHECK: fa.score_mod %{{.*}} at(%{{.*}}, %{{.*}}) {scale = 1.250000e-01 : f32} : tensor<16x32xf32> {
+// CHECK: fa.mask %{{.*}} at(%{{.*}}, %{{.*}}) : tensor<16x32xf32> mask_mod {
+func.func @tile_ops(%s: tensor<16x32xf32>, %i: index, %b: index, %h: index) -> tensor<16x32xf32> {
+  %begin, %end = fa.kv_tile_range %i, %i, %i at(%b, %h) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+  ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  }
+  %m = fa.score_mod %s, %i, %i, %i, %i at(%b, %h) {scale = 0.125 : f32} : tensor<16x32xf32> {
+  ^bb0(%x: f32, %bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    fa.yield %x : f32
+  }
+  %r = fa.mask %m, %i, %i, %i, %i at(%b, %h) : tensor<16x32xf32> mask_mod {
+  ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  }
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @load_in_region(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                          %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                          %lse: memref<?x8x?xf32>) {
+  // expected-error @+1 {{score_mod region may hold arith and math ops only, got 'memref.alloca'}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %m = memref.alloca() : memref<4xf32>
+      fa.yield %s : f32
+    }
+  return
+}
+
+// -----
+
+func.func @control_flow(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                        %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                        %lse: memref<?x8x?xf32>) {
+  // expected-error @+1 {{mask_mod region may hold arith and math ops only, got 'scf.if'}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c = arith.cmpi sle, %ki, %qi : index
+      %keep = scf.if %c -> i1 {
+        scf.yield %c : i1
+      } else {
+        scf.yield %c : i1
+      }
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+func.func @mask_signature(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                          %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                          %lse: memref<?x8x?xf32>) {
+  // expected-error @+1 {{mask_mod region must take (index, index, index, index, index, index) (b, h, q_idx, kv_idx, q_len, kv_len), got 2 arguments}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    mask_mod {
+    ^bb0(%qi: index, %ki: index):
+      %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+func.func @score_result(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                        %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                        %lse: memref<?x8x?xf32>) {
+  // expected-error @+1 {{score_mod region must end in fa.yield of one 'f32'}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c = arith.cmpi sle, %ki, %qi : index
+      fa.yield %c : i1
+    }
+  return
+}
+
+// -----
+
+func.func @mask_without_program(%s: tensor<16x32xf32>, %i: index) -> tensor<16x32xf32> {
+  // expected-error @+1 {{takes the batch and head (at(%b, %h)) exactly when it has a mask_mod region}}
+  %r = fa.mask %s, %i, %i, %i, %i : tensor<16x32xf32> mask_mod {
+  ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  }
+  return %r : tensor<16x32xf32>
+}
