@@ -92,6 +92,21 @@ static LogicalResult parseVariantInto(MLIRContext &ctx, StringRef text,
   return success();
 }
 
+/// The spec's variant texts into an attention op's regions.
+static LogicalResult attachVariant(MLIRContext &ctx,
+                                   const ::fa::KernelSpec &spec,
+                                   Region &scoreMod, Region &maskMod,
+                                   Location loc) {
+  for (auto [text, name, region] :
+       {std::tuple<const std::string &, StringRef, Region &>{
+            spec.scoreMod, "score_mod", scoreMod},
+        {spec.maskMod, "mask_mod", maskMod}})
+    if (!text.empty() &&
+        failed(parseVariantInto(ctx, text, name, region, loc)))
+      return failure();
+  return success();
+}
+
 OwningOpRef<ModuleOp>
 mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   OpBuilder b(&ctx);
@@ -140,10 +155,14 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    AttentionBackwardOp::create(
+    auto attention = AttentionBackwardOp::create(
         b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
         args[7], args[8], args[9], args[10],
         spec.deterministic ? args[11] : Value(), scale, mask);
+    if (failed(attachVariant(ctx, spec, attention.getScoreMod(),
+                             attention.getMaskMod(), loc)) ||
+        (spec.hasVariant() && failed(verify(attention))))
+      return nullptr;
   } else {
     auto func = func::FuncOp::create(
         b, loc, spec.kernelName(),
@@ -153,14 +172,9 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     auto args = entry->getArguments();
     auto attention = AttentionOp::create(b, loc, args[0], args[1], args[2],
                                          args[3], args[4], scale, mask);
-    for (auto [text, name, region] :
-         {std::tuple<const std::string &, StringRef, Region &>{
-              spec.scoreMod, "score_mod", attention.getScoreMod()},
-          {spec.maskMod, "mask_mod", attention.getMaskMod()}})
-      if (!text.empty() &&
-          failed(parseVariantInto(ctx, text, name, region, loc)))
-        return nullptr;
-    if (spec.hasVariant() && failed(verify(attention)))
+    if (failed(attachVariant(ctx, spec, attention.getScoreMod(),
+                             attention.getMaskMod(), loc)) ||
+        (spec.hasVariant() && failed(verify(attention))))
       return nullptr;
   }
   func::ReturnOp::create(b, loc);

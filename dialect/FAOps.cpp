@@ -236,6 +236,16 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
                           "query", qType, f32)))
     return failure();
+  if (failed(verifyVariantRegion(*this, getScoreMod(),
+                                 VariantRegion::scoreMod)) ||
+      failed(verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod)))
+    return failure();
+  // The turn counters count the K/V tiles of a query tile from 0: with a
+  // mask_mod the visiting tiles need not start at 0 nor be exactly those
+  // of the K/V range.
+  if (getDqOrder() && !getMaskMod().empty())
+    return emitOpError("the deterministic backward (dq_order) does not take "
+                       "a mask_mod yet");
   if (Value order = getDqOrder()) {
     ArrayRef<int64_t> o = typeOf(order).getShape(), q = qType.getShape();
     for (int d = 0; d < 2; ++d)
@@ -594,6 +604,28 @@ void KVTileRangeOp::build(OpBuilder &builder, OperationState &state,
 
 LogicalResult KVTileRangeOp::verify() {
   return verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead());
+}
+
+void QTileRangeOp::build(OpBuilder &builder, OperationState &state,
+                         Value kvStart, Value qLen, Value kvLen, int64_t blockM,
+                         int64_t blockN, MaskKind mask) {
+  Type index = builder.getIndexType();
+  build(builder, state, index, index, kvStart, qLen, kvLen, /*batch=*/Value(),
+        /*head=*/Value(), blockM, blockN, mask);
+}
+
+LogicalResult QTileRangeOp::verify() {
+  return verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead());
+}
+
+LogicalResult ScoreModGradOp::verify() {
+  if (cast<RankedTensorType>(getGrad().getType()).getRank() != 2)
+    return emitOpError("the gradient must be a 2-d tile");
+  if (failed(verifyScale(*this, getScaleAttr())) ||
+      failed(verifyVariantRegion(*this, getDerivative(),
+                                 VariantRegion::scoreMod)))
+    return failure();
+  return verifyRegisterTile(*this, getGrad().getType(), "gradient");
 }
 
 LogicalResult ScoreModOp::verify() {

@@ -115,7 +115,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
   }];
 }
 
-def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
+def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove]> {
   let summary = "gradients of scaled dot-product attention from the saved log-sum-exp";
   let description = [{
     Given the forward's inputs, its output `O`, its log-sum-exp `LSE` and the
@@ -147,6 +147,12 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
     added in K/V tile order (`fa.wait_turn`, `fa.pass_turn`), which gives
     bitwise identical dQ run to run.
 
+    The variant regions are those of `fa.attention` (the forward's, whose
+    LSE this backward reads): with a score_mod `s' = score_mod(s)`, `P =
+    exp(s' - LSE)` and `dS` is multiplied by `d score_mod / d s` (the
+    compiler differentiates the region; an op without a derivative rule is
+    an error). The deterministic mode does not take a mask_mod yet.
+
     ```mlir
     fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv
         workspace %delta, %dq_accum {scale = 0.125 : f32, mask = #fa.mask<causal>}
@@ -172,6 +178,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
+  let regions = (region MaxSizedRegion<1>:$score_mod,
+                        MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
     `into` $grad_query `,` $grad_key `,` $grad_value
@@ -180,6 +188,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward"> {
     type($grad_output) `,` type($lse)
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
+    (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -426,7 +435,9 @@ def FA_ScoreModOp : FA_Op<"score_mod", [Pure, IsolatedFromAbove,
 }
 
 def FA_YieldOp : FA_Op<"yield", [Pure, ReturnLike, Terminator,
-    ParentOneOf<["AttentionOp", "MaskOp", "KVTileRangeOp", "ScoreModOp"]>]> {
+    ParentOneOf<["AttentionOp", "AttentionBackwardOp", "MaskOp",
+                 "KVTileRangeOp", "QTileRangeOp", "ScoreModOp",
+                 "ScoreModGradOp"]>]> {
   let summary = "the value of a score_mod or mask_mod region";
   let description = [{
     Ends a `score_mod` region (one f32, the new score) or a `mask_mod`
@@ -526,7 +537,8 @@ def FA_FinalizeOp : FA_Op<"finalize", [Pure,
 // Tile level: the backward
 //===----------------------------------------------------------------------===//
 
-def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure,
+def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure, IsolatedFromAbove,
+    AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "the query tiles that see a K/V tile (backward)";
   let description = [{
@@ -536,7 +548,9 @@ def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure,
     `[0, ceildiv(Sq, block_m))`. With the (bottom-right aligned) causal mask
     row `i` sees key `kv_start` first when `i >= kv_start - (Sk - Sq)`, so
     `begin = clamp(floordiv(kv_start - (Sk - Sq), block_m), 0, end)`: query
-    tiles entirely above the diagonal are skipped.
+    tiles entirely above the diagonal are skipped. With a `mask_mod` (and
+    the program's batch and query head `at(%b, %h)`) the range is narrowed
+    to the query tiles that region can keep a score of, when it is affine.
 
     ```mlir
     %q_begin, %q_end = fa.q_tile_range %kv_start, %sq, %sk
@@ -544,11 +558,22 @@ def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure,
     ```
   }];
   let arguments = (ins Index:$kv_start, Index:$q_len, Index:$kv_len,
+                       Optional<Index>:$batch, Optional<Index>:$head,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs Index:$begin, Index:$end);
-  let assemblyFormat = "$kv_start `,` $q_len `,` $kv_len attr-dict";
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $kv_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)? attr-dict
+    (`mask_mod` $mask_mod^)?
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$kvStart, "::mlir::Value":$qLen,
+                   "::mlir::Value":$kvLen, "int64_t":$blockM,
+                   "int64_t":$blockN, "::mlir::fa::MaskKind":$mask)>
+  ];
+  let hasVerifier = 1;
 }
 
 def FA_RowDotOp : FA_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
@@ -586,6 +611,38 @@ def FA_RecomputeProbsOp : FA_Op<"recompute_probs", [Pure,
   let results = (outs FA_F32Tile:$probs);
   let assemblyFormat = [{
     $scores `,` $lse attr-dict `:` type($scores) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_ScoreModGradOp : FA_Op<"score_mod_grad", [Pure, IsolatedFromAbove,
+    AllTypesMatch<["grad", "scores", "result"]>]> {
+  let summary = "the score gradient through a score_mod (backward)";
+  let description = [{
+    `result[i, j] = grad[i, j] * d(scale * scores[i, j], b, h, q_start + i,
+    kv_start + j, q_len, kv_len)` where the region `d` is the derivative
+    of the problem's score_mod with respect to its score (the compiler
+    builds it from the score_mod), and `scores` the raw scores `Q K^T`.
+    A zero `grad` (a masked or padded score) stays zero whatever `d` is
+    there.
+
+    ```mlir
+    %ds_raw = fa.score_mod_grad %ds, %s, %q_start, %kv_start, %sq, %sk
+        at(%b, %h) {scale = 0.125 : f32} : tensor<64x64xf32> {
+    ^bb0(%score: f32, %b: index, %h: index, %q: index, %kv: index, %sq: index, %sk: index):
+      %one = arith.constant 1.0 : f32
+      fa.yield %one : f32
+    }
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$grad, FA_F32Tile:$scores, Index:$q_start,
+                       Index:$kv_start, Index:$q_len, Index:$kv_len,
+                       Index:$batch, Index:$head, F32Attr:$scale);
+  let results = (outs FA_F32Tile:$result);
+  let regions = (region SizedRegion<1>:$derivative);
+  let assemblyFormat = [{
+    $grad `,` $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
+    `at` `(` $batch `,` $head `)` attr-dict `:` type($grad) $derivative
   }];
   let hasVerifier = 1;
 }

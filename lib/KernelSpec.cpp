@@ -81,9 +81,9 @@ std::string KernelSpec::validate() const {
       return std::string(name) + " text must be at most " +
              std::to_string(kMaxVariantTextBytes) + " bytes, got " +
              std::to_string(text->size());
-  if (backward && hasVariant())
-    return "the backward of a score_mod/mask_mod variant is not supported "
-           "yet (the forward is)";
+  if (deterministic && !maskMod.empty())
+    return "the deterministic backward does not take a mask_mod yet (its dQ "
+           "turn order assumes the K/V range of a plain or causal mask)";
   return "";
 }
 

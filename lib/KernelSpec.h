@@ -60,8 +60,9 @@ struct KernelSpec {
   /// scaled one; `maskMod`: (b, h, q_idx, kv_idx, q_len, kv_len: index) ->
   /// i1, true where the score is kept. Their bodies hold arith and math ops
   /// and end in func.return. Part of the canonical text (and so of the
-  /// cache key); the kernel name carries a hash of them. Forward only so
-  /// far.
+  /// cache key); the kernel name carries a hash of them. The backward
+  /// differentiates the score_mod; the deterministic backward takes no
+  /// mask_mod yet.
   std::string scoreMod;
   std::string maskMod;
 

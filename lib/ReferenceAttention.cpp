@@ -91,7 +91,7 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
 
   // One (batch, K/V head) per task: its dK and dV rows belong to it alone.
   auto work = [&](int64_t firstPair, int64_t lastPair) {
-    std::vector<double> probs(p.kvLen), gradProbs(p.kvLen);
+    std::vector<double> probs(p.kvLen), gradProbs(p.kvLen), slopes(p.kvLen);
     for (int64_t pair = firstPair; pair < lastPair; ++pair) {
       const int64_t b = pair / p.kvHeads, kvHead = pair % p.kvHeads;
       const int64_t kvOffset = (b * p.kvHeads + kvHead) * p.kvLen * d;
@@ -106,16 +106,32 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
           int64_t visible = p.kvLen;
           if (p.causal)
             visible = std::clamp<int64_t>(i + p.kvLen - p.qLen + 1, 0, p.kvLen);
-          if (visible == 0)
-            continue; // no key: no gradient flows
-          double maxScore = -std::numeric_limits<double>::infinity();
+          // A variant: dropped keys get P = 0; a score_mod's slope (a
+          // central difference of the C++ function, independent of the
+          // compiler's symbolic derivative) multiplies dS.
+          const double negInf = -std::numeric_limits<double>::infinity();
+          double maxScore = negInf;
           for (int64_t j = 0; j < visible; ++j) {
+            slopes[j] = 1.0;
+            if (p.maskMod && !p.maskMod(b, h, i, j)) {
+              probs[j] = negInf;
+              continue;
+            }
             double dot = 0.0;
             for (int64_t c = 0; c < d; ++c)
               dot += double(qRow[c]) * double(kHead[j * d + c]);
             probs[j] = p.scale * dot;
+            if (p.scoreMod) {
+              double s = probs[j], step = 1e-5 * std::max(1.0, std::fabs(s));
+              slopes[j] = (p.scoreMod(s + step, b, h, i, j) -
+                           p.scoreMod(s - step, b, h, i, j)) /
+                          (2 * step);
+              probs[j] = p.scoreMod(s, b, h, i, j);
+            }
             maxScore = std::max(maxScore, probs[j]);
           }
+          if (maxScore == negInf)
+            continue; // no key: no gradient flows
           double sum = 0.0;
           for (int64_t j = 0; j < visible; ++j)
             sum += (probs[j] = std::exp(probs[j] - maxScore));
@@ -129,7 +145,8 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
             delta += probs[j] * dot;
           }
           for (int64_t j = 0; j < visible; ++j) {
-            double gradScore = p.scale * probs[j] * (gradProbs[j] - delta);
+            double gradScore =
+                p.scale * probs[j] * (gradProbs[j] - delta) * slopes[j];
             for (int64_t c = 0; c < d; ++c) {
               dv[j * d + c] += probs[j] * double(doRow[c]);
               dq[c] += gradScore * double(kHead[j * d + c]);

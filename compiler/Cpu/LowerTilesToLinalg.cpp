@@ -410,6 +410,37 @@ static LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
   return success();
 }
 
+/// fa.score_mod_grad -> dS * derivative(scale * s, b, h, row, column, Sq,
+/// Sk), 0 where dS is 0.
+static LogicalResult lowerScoreModGrad(ScoreModGradOp op,
+                                       ScoreModGradOp::Adaptor adaptor,
+                                       ConversionPatternRewriter &rewriter) {
+  float scale = op.getScale().convertToFloat();
+  rewriter.replaceOp(
+      op, mapTile(rewriter, op.getLoc(), op.getType(),
+                  {adaptor.getGrad(), adaptor.getScores()},
+                  [&](OpBuilder &b, Location loc, ValueRange in) -> Value {
+                    Value i = linalg::IndexOp::create(b, loc, 0);
+                    Value j = linalg::IndexOp::create(b, loc, 1);
+                    Value row =
+                        arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
+                    Value col =
+                        arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
+                    Value derivative = inlineVariantRegion(
+                        b, op.getDerivative(),
+                        {scaled(b, loc, in[1], scale), adaptor.getBatch(),
+                         adaptor.getHead(), row, col, adaptor.getQLen(),
+                         adaptor.getKvLen()});
+                    Value zero = f32Const(b, loc, 0.0);
+                    Value isZero = arith::CmpFOp::create(
+                        b, loc, arith::CmpFPredicate::OEQ, in[0], zero);
+                    return arith::SelectOp::create(
+                        b, loc, isZero, zero,
+                        arith::MulFOp::create(b, loc, in[0], derivative));
+                  }));
+  return success();
+}
+
 /// fa.online_softmax -> four steps (see the op's description).
 static LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
                                         OnlineSoftmaxOp::Adaptor adaptor,
@@ -590,7 +621,8 @@ struct FALowerTilesToLinalgPass
         memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
     RewritePatternSet patterns(ctx);
     addLowerings(patterns, lowerGrid, lowerLoadTile, lowerStoreTile,
-                 lowerTileMatmul, lowerMask, lowerScoreMod, lowerOnlineSoftmax,
+                 lowerTileMatmul, lowerMask, lowerScoreMod, lowerScoreModGrad,
+                 lowerOnlineSoftmax,
                  lowerRescale,
                  lowerFinalize, lowerRowDot, lowerRecomputeProbs,
                  lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,

@@ -83,7 +83,7 @@ static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
   box.hi[kKeyIndexArg] = arith::SubIOp::create(b, loc, kvLen, one);
   box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = qLen;
   box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = kvLen;
-  KeyBounds keys = buildKeyBounds(b, loc, *formula, box);
+  IndexBounds keys = buildIndexBounds(b, loc, *formula, box, kKeyIndexArg);
   if (keys.lo)
     begin = arith::MaxSIOp::create(
         b, loc, begin, arith::FloorDivSIOp::create(b, loc, keys.lo, blockN));
@@ -104,17 +104,50 @@ static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
   Value numTiles = arith::CeilDivUIOp::create(b, loc, op.getQLen(), blockM);
-  if (op.getMask() != MaskKind::causal)
-    return {zero, numTiles};
-  // The first row that sees key kv_start is kv_start - (Sk - Sq) (signed:
-  // negative when every row sees it).
-  Value firstRow = arith::SubIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), op.getQLen()),
+  Value begin = zero, end = numTiles;
+  if (op.getMask() == MaskKind::causal) {
+    // The first row that sees key kv_start is kv_start - (Sk - Sq) (signed:
+    // negative when every row sees it).
+    Value firstRow = arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), op.getQLen()),
+        op.getKvLen());
+    Value firstTile = arith::FloorDivSIOp::create(b, loc, firstRow, blockM);
+    begin = arith::MinSIOp::create(
+        b, loc, arith::MaxSIOp::create(b, loc, zero, firstTile), numTiles);
+  }
+  if (op.getMaskMod().empty())
+    return {begin, end};
+  std::optional<MaskFormula> formula = analyzeAffineMask(op.getMaskMod());
+  if (!formula)
+    return {begin, end}; // not affine: every query tile
+  // The query rows the mask_mod keeps a key of this tile for, [lo, hi]:
+  // the tiles from floor(lo / block_m) to floor(hi / block_m).
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
+  Value tileEnd = arith::MinSIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), blockN),
       op.getKvLen());
-  Value firstTile = arith::FloorDivSIOp::create(b, loc, firstRow, blockM);
-  Value begin = arith::MinSIOp::create(
-      b, loc, arith::MaxSIOp::create(b, loc, zero, firstTile), numTiles);
-  return {begin, numTiles};
+  IndexBox box;
+  box.lo[kBatchArg] = box.hi[kBatchArg] = op.getBatch();
+  box.lo[kHeadArg] = box.hi[kHeadArg] = op.getHead();
+  box.lo[kQueryIndexArg] = zero;
+  box.hi[kQueryIndexArg] = arith::SubIOp::create(b, loc, op.getQLen(), one);
+  box.lo[kKeyIndexArg] = op.getKvStart();
+  box.hi[kKeyIndexArg] = arith::SubIOp::create(b, loc, tileEnd, one);
+  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = op.getQLen();
+  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = op.getKvLen();
+  IndexBounds rows =
+      buildIndexBounds(b, loc, *formula, box, kQueryIndexArg);
+  if (rows.lo)
+    begin = arith::MaxSIOp::create(
+        b, loc, begin, arith::FloorDivSIOp::create(b, loc, rows.lo, blockM));
+  if (rows.hi)
+    end = arith::MinSIOp::create(
+        b, loc, end,
+        arith::AddIOp::create(
+            b, loc, arith::FloorDivSIOp::create(b, loc, rows.hi, blockM), one));
+  end = arith::MaxSIOp::create(b, loc, end, begin);
+  return {begin, end};
 }
 
 Value mlir::fa::castTile(OpBuilder &b, Location loc, Value tile,

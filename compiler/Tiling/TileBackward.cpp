@@ -9,9 +9,11 @@
 
 #include "compiler/Passes.h"
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Tiling/Variants.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
 
 #define DEBUG_TYPE "fa-tile-backward"
 
@@ -35,10 +37,12 @@ public:
     headDim = op.getHeadDim();
   }
 
-  void build() {
+  LogicalResult build() {
     buildPreprocess();
-    buildMain();
+    if (failed(buildMain()))
+      return failure();
     buildPostprocess();
+    return success();
   }
 
 private:
@@ -70,8 +74,14 @@ private:
   }
 
   void buildPreprocess();
-  void buildMain();
+  LogicalResult buildMain();
   void buildPostprocess();
+
+  /// A copy of the problem's variant region (empty for none) on a tile op.
+  static void cloneVariantRegion(Region &from, Region &to) {
+    IRMapping mapping;
+    from.cloneInto(&to, mapping);
+  }
 
   AttentionBackwardOp op;
   int64_t blockM, blockN;
@@ -107,8 +117,16 @@ void BackwardTiler::buildPreprocess() {
         order, ValueRange{b, h, grid.getTileIndex()});
 }
 
-void BackwardTiler::buildMain() {
+LogicalResult BackwardTiler::buildMain() {
   OpBuilder::InsertionGuard guard(builder);
+  // A score_mod: P from the modified scores, and dS through its derivative,
+  // built (and checked) first.
+  bool scoreMod = !op.getScoreMod().empty();
+  bool maskMod = !op.getMaskMod().empty();
+  Region derivative;
+  if (scoreMod &&
+      failed(buildScoreModDerivative(op.getScoreMod(), derivative, op)))
+    return failure();
   Type f32 = builder.getF32Type();
   auto kvTileType = tileType(blockN, elementType);
   auto kvAccType = tileType(blockN, f32);
@@ -154,15 +172,25 @@ void BackwardTiler::buildMain() {
   // Tail columns need the mask unless Sk is a known multiple of block-n.
   int64_t staticKvLen =
       cast<MemRefType>(op.getKey().getType()).getShape()[2];
-  bool maskScores = mask != MaskKind::none ||
+  bool maskScores = mask != MaskKind::none || maskMod ||
                     ShapedType::isDynamic(staticKvLen) ||
                     staticKvLen % blockN != 0;
 
   // GQA/MQA: K/V head j serves query heads [j * G, (j + 1) * G).
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
   Value firstHead = arith::MulIOp::create(builder, loc, kvHead, group);
-  auto qRange = QTileRangeOp::create(builder, loc, kvStart, qLen, kvLen,
-                                     blockM, blockN, mask);
+  // With a mask_mod the query tiles depend on the query head: the range is
+  // taken per head, inside the head loop.
+  auto queryTileRange = [&](OpBuilder &at, Value h) {
+    auto range = QTileRangeOp::create(
+        at, loc, at.getIndexType(), at.getIndexType(), kvStart, qLen, kvLen,
+        maskMod ? b : Value(), maskMod ? h : Value(), blockM, blockN, mask);
+    cloneVariantRegion(op.getMaskMod(), range.getMaskMod());
+    return range;
+  };
+  QTileRangeOp sharedRange;
+  if (!maskMod)
+    sharedRange = queryTileRange(builder, Value());
   Value zero = indexConst(0), one = indexConst(1);
   Value blockMValue = indexConst(blockM);
 
@@ -171,6 +199,8 @@ void BackwardTiler::buildMain() {
       ValueRange{zeros({blockN, headDim}), zeros({blockN, headDim})},
       [&](OpBuilder &nested, Location loc, Value g, ValueRange headAcc) {
         Value h = arith::AddIOp::create(nested, loc, firstHead, g);
+        QTileRangeOp qRange =
+            maskMod ? queryTileRange(nested, h) : sharedRange;
         auto qLoop = scf::ForOp::create(
             nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
             [&](OpBuilder &inner, Location loc, Value qTileIndex,
@@ -187,14 +217,28 @@ void BackwardTiler::buildMain() {
               Value delta = LoadTileOp::create(inner, loc, rowType,
                                                op.getDelta(), b, h, qStart);
               // P = exp(scale * Q K^T - LSE), masked scores 0
-              Value scores = TileMatmulOp::create(inner, loc, scoreType,
-                                                  qTile, kTile, Value(),
-                                                  /*transpose_rhs=*/true);
-              if (maskScores)
-                scores = MaskOp::create(inner, loc, scores, qStart, kvStart,
-                                        qLen, kvLen, mask);
+              Value rawScores = TileMatmulOp::create(inner, loc, scoreType,
+                                                     qTile, kTile, Value(),
+                                                     /*transpose_rhs=*/true);
+              Value scores = rawScores;
+              if (scoreMod) {
+                auto modified = ScoreModOp::create(
+                    inner, loc, scores, qStart, kvStart, qLen, kvLen, b, h,
+                    builder.getF32FloatAttr(scale));
+                cloneVariantRegion(op.getScoreMod(), modified.getScoreMod());
+                scores = modified;
+              }
+              if (maskScores) {
+                auto masked = MaskOp::create(
+                    inner, loc, scores.getType(), scores, qStart, kvStart,
+                    qLen, kvLen, maskMod ? b : Value(), maskMod ? h : Value(),
+                    mask);
+                cloneVariantRegion(op.getMaskMod(), masked.getMaskMod());
+                scores = masked;
+              }
               Value probs = RecomputeProbsOp::create(
-                  inner, loc, scores, lse, builder.getF32FloatAttr(scale));
+                  inner, loc, scores, lse,
+                  builder.getF32FloatAttr(scoreMod ? 1.0f : scale));
               // dV += P^T dO
               Value gradValueNext = TileMatmulOp::create(
                   inner, loc, kvAccType,
@@ -205,11 +249,21 @@ void BackwardTiler::buildMain() {
               Value gradProbs = TileMatmulOp::create(
                   inner, loc, scoreType, gradOutput, vTile, Value(),
                   /*transpose_rhs=*/true);
-              Value gradScores = castTile(
-                  inner, loc,
+              Value gradScoresF32 =
                   SoftmaxGradOp::create(inner, loc, probs, gradProbs, delta,
-                                        builder.getF32FloatAttr(scale)),
-                  elementType);
+                                        builder.getF32FloatAttr(scale));
+              // Through the score_mod: times its derivative at the scaled
+              // raw score.
+              if (scoreMod) {
+                auto chained = ScoreModGradOp::create(
+                    inner, loc, gradScoresF32.getType(), gradScoresF32,
+                    rawScores, qStart, kvStart, qLen, kvLen, b, h,
+                    builder.getF32FloatAttr(scale));
+                cloneVariantRegion(derivative, chained.getDerivative());
+                gradScoresF32 = chained;
+              }
+              Value gradScores = castTile(inner, loc, gradScoresF32,
+                                          elementType);
               // dK += dS^T Q
               Value gradKeyNext = TileMatmulOp::create(
                   inner, loc, kvAccType, gradScores, qTile, gradKey,
@@ -250,6 +304,7 @@ void BackwardTiler::buildMain() {
   StoreTileOp::create(builder, loc,
                       castTile(builder, loc, headLoop.getResult(1), gradType),
                       op.getGradValue(), b, kvHead, kvStart);
+  return success();
 }
 
 /// dQ = dq_accum rounded to dQ's element type.
@@ -278,7 +333,8 @@ struct FATileBackwardPass
     SmallVector<AttentionBackwardOp> ops;
     getOperation().walk([&](AttentionBackwardOp op) { ops.push_back(op); });
     for (AttentionBackwardOp op : ops) {
-      BackwardTiler(op, blockM, blockN).build();
+      if (failed(BackwardTiler(op, blockM, blockN).build()))
+        return signalPassFailure();
       op.erase();
     }
   }

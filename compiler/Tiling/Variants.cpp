@@ -3,9 +3,12 @@
 #include "compiler/Utils/IRUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -302,9 +305,9 @@ Value mlir::fa::buildKeepsWholeBox(OpBuilder &b, Location loc,
   return boolConst(b, loc, false);
 }
 
-KeyBounds mlir::fa::buildKeyBounds(OpBuilder &b, Location loc,
-                                   const MaskFormula &formula,
-                                   const IndexBox &box) {
+IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
+                                       const MaskFormula &formula,
+                                       const IndexBox &box, unsigned arg) {
   using Kind = MaskFormula::Kind;
   switch (formula.kind) {
   case Kind::keepAll:
@@ -312,11 +315,11 @@ KeyBounds mlir::fa::buildKeyBounds(OpBuilder &b, Location loc,
   case Kind::keepNone:
     return {indexConst(b, loc, 1), indexConst(b, loc, 0)};
   case Kind::constraint: {
-    // c * kv + rest <= 0 with c = +1: kv <= -rest, at most -min(rest);
-    // with c = -1: kv >= rest, at least min(rest).
+    // c * x + rest <= 0 with c = +1: x <= -rest, at most -min(rest);
+    // with c = -1: x >= rest, at least min(rest).
     AffineIndexForm rest = formula.form;
-    int64_t c = rest.coefficients[kKeyIndexArg];
-    rest.coefficients[kKeyIndexArg] = 0;
+    int64_t c = rest.coefficients[arg];
+    rest.coefficients[arg] = 0;
     if (c != 1 && c != -1)
       return {};
     Value least = formExtreme(b, loc, rest, box, /*largest=*/false);
@@ -328,10 +331,10 @@ KeyBounds mlir::fa::buildKeyBounds(OpBuilder &b, Location loc,
   case Kind::allOf:
   case Kind::anyOf: {
     bool all = formula.kind == Kind::allOf;
-    KeyBounds result;
+    IndexBounds result;
     bool first = true;
     for (const MaskFormula &child : formula.children) {
-      KeyBounds part = buildKeyBounds(b, loc, child, box);
+      IndexBounds part = buildIndexBounds(b, loc, child, box, arg);
       if (first) {
         result = part;
         first = false;
@@ -353,4 +356,185 @@ KeyBounds mlir::fa::buildKeyBounds(OpBuilder &b, Location loc,
   }
   }
   return {};
+}
+
+//===----------------------------------------------------------------------===//
+// The derivative of a score_mod
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Forward-mode differentiation of a score_mod's ops with respect to the
+/// score: each float value's tangent (null = 0, which keeps the derivative
+/// of score-independent parts free).
+class ScoreModDifferentiator {
+public:
+  ScoreModDifferentiator(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  /// The tangent of `op`'s result from its operands' (`clone` is `op`
+  /// rebuilt on the new block's values); failure when `op` has none.
+  LogicalResult differentiate(Operation &op, Operation *clone);
+
+  DenseMap<Value, Value> tangent; // keyed by the clone's values
+
+private:
+  Value constant(double value, Type type) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  }
+  Value add(Value x, Value y) {
+    if (!x)
+      return y;
+    if (!y)
+      return x;
+    return arith::AddFOp::create(b, loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    if (!x || !y)
+      return Value();
+    return arith::MulFOp::create(b, loc, x, y);
+  }
+  Value neg(Value x) { return x ? arith::NegFOp::create(b, loc, x) : x; }
+  Value div(Value x, Value y) {
+    return x ? arith::DivFOp::create(b, loc, x, y) : x;
+  }
+  Value select(Value c, Value x, Value y, Type type) {
+    if (!x && !y)
+      return Value();
+    if (!x)
+      x = constant(0.0, type);
+    if (!y)
+      y = constant(0.0, type);
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+LogicalResult ScoreModDifferentiator::differentiate(Operation &op,
+                                                    Operation *clone) {
+  if (clone->getNumResults() != 1 ||
+      !isa<FloatType>(clone->getResult(0).getType()))
+    return success(); // integers, indices, i1: no tangent
+  Value r = clone->getResult(0);
+  Type type = r.getType();
+  auto x = [&](unsigned i) { return clone->getOperand(i); };
+  auto dx = [&](unsigned i) { return tangent.lookup(clone->getOperand(i)); };
+  bool anyTangent = llvm::any_of(clone->getOperands(), [&](Value v) {
+    return bool(tangent.lookup(v));
+  });
+  if (!anyTangent)
+    return success(); // constants, casts of indices, score-free parts
+  Value d;
+  if (isa<arith::AddFOp>(op))
+    d = add(dx(0), dx(1));
+  else if (isa<arith::SubFOp>(op))
+    d = add(dx(0), neg(dx(1)));
+  else if (isa<arith::MulFOp>(op))
+    d = add(mul(dx(0), x(1)), mul(x(0), dx(1)));
+  else if (isa<arith::DivFOp>(op)) // r = x / y: (dx - r dy) / y
+    d = div(add(dx(0), neg(mul(r, dx(1)))), x(1));
+  else if (isa<arith::NegFOp>(op))
+    d = neg(dx(0));
+  else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(op))
+    d = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, x(0),
+                                     x(1)),
+               dx(0), dx(1), type);
+  else if (isa<arith::MinimumFOp, arith::MinNumFOp>(op))
+    d = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x(0),
+                                     x(1)),
+               dx(0), dx(1), type);
+  else if (isa<arith::SelectOp>(op))
+    d = select(x(0), dx(1), dx(2), type);
+  else if (isa<arith::ExtFOp, arith::TruncFOp>(op))
+    d = dx(0) ? (isa<arith::ExtFOp>(op)
+                     ? Value(arith::ExtFOp::create(b, loc, type, dx(0)))
+                     : Value(arith::TruncFOp::create(b, loc, type, dx(0))))
+              : Value();
+  else if (isa<math::TanhOp>(op)) // 1 - tanh^2
+    d = mul(dx(0), arith::SubFOp::create(b, loc, constant(1.0, type),
+                                         arith::MulFOp::create(b, loc, r, r)));
+  else if (isa<math::ExpOp>(op))
+    d = mul(dx(0), r);
+  else if (isa<math::Exp2Op>(op))
+    d = mul(dx(0), arith::MulFOp::create(b, loc, r, constant(M_LN2, type)));
+  else if (isa<math::ExpM1Op>(op))
+    d = mul(dx(0), arith::AddFOp::create(b, loc, r, constant(1.0, type)));
+  else if (isa<math::LogOp>(op))
+    d = div(dx(0), x(0));
+  else if (isa<math::Log2Op>(op))
+    d = div(dx(0), arith::MulFOp::create(b, loc, x(0), constant(M_LN2, type)));
+  else if (isa<math::Log1pOp>(op))
+    d = div(dx(0), arith::AddFOp::create(b, loc, x(0), constant(1.0, type)));
+  else if (isa<math::SqrtOp>(op))
+    d = div(dx(0), arith::MulFOp::create(b, loc, r, constant(2.0, type)));
+  else if (isa<math::RsqrtOp>(op)) // -r / (2 x)
+    d = mul(dx(0), div(arith::MulFOp::create(b, loc, r, constant(-0.5, type)),
+                       x(0)));
+  else if (isa<math::AbsFOp>(op))
+    d = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x(0),
+                                     constant(0.0, type)),
+               neg(dx(0)), dx(0), type);
+  else if (isa<math::SinOp>(op))
+    d = mul(dx(0), math::CosOp::create(b, loc, x(0)));
+  else if (isa<math::CosOp>(op))
+    d = mul(dx(0), neg(math::SinOp::create(b, loc, x(0))));
+  else if (isa<math::FmaOp>(op))
+    d = add(add(mul(dx(0), x(1)), mul(x(0), dx(1))), dx(2));
+  else if (isa<math::AtanOp>(op)) // 1 / (1 + x^2)
+    d = div(dx(0), arith::AddFOp::create(
+                       b, loc, constant(1.0, type),
+                       arith::MulFOp::create(b, loc, x(0), x(0))));
+  else if (isa<math::ErfOp>(op)) // 2 / sqrt(pi) exp(-x^2)
+    d = mul(dx(0),
+            arith::MulFOp::create(
+                b, loc, constant(M_2_SQRTPI, type),
+                math::ExpOp::create(
+                    b, loc,
+                    arith::NegFOp::create(
+                        b, loc, arith::MulFOp::create(b, loc, x(0), x(0))))));
+  else if (isa<math::FloorOp, math::CeilOp, math::RoundOp, math::RoundEvenOp,
+               math::TruncOp>(op))
+    d = Value(); // piecewise constant
+  else
+    return failure();
+  if (d)
+    tangent[r] = d;
+  return success();
+}
+
+} // namespace
+
+LogicalResult mlir::fa::buildScoreModDerivative(Region &scoreMod,
+                                                Region &derivative,
+                                                Operation *diagnosticsOn) {
+  Block &source = scoreMod.front();
+  auto *block = new Block();
+  derivative.push_back(block);
+  for (BlockArgument arg : source.getArguments())
+    block->addArgument(arg.getType(), arg.getLoc());
+  // `derivative` may belong to no op yet: the context comes from the op.
+  OpBuilder b(diagnosticsOn->getContext());
+  b.setInsertionPointToEnd(block);
+  Location loc = diagnosticsOn->getLoc();
+  IRMapping values;
+  values.map(source.getArguments(), block->getArguments());
+  ScoreModDifferentiator differentiator(b, loc);
+  Type f32 = b.getF32Type();
+  differentiator.tangent[block->getArgument(0)] =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, 1.0));
+  for (Operation &op : source.without_terminator()) {
+    Operation *clone = b.clone(op, values);
+    if (failed(differentiator.differentiate(op, clone)))
+      return diagnosticsOn->emitOpError()
+             << "the backward needs the derivative of the score_mod, and '"
+             << op.getName() << "' has no derivative rule";
+  }
+  Value result = values.lookupOrDefault(
+      cast<YieldOp>(source.getTerminator()).getValues()[0]);
+  Value d = differentiator.tangent.lookup(result);
+  if (!d)
+    d = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, 0.0));
+  YieldOp::create(b, loc, d);
+  return success();
 }

@@ -64,14 +64,24 @@ IndexBox variantTileBox(OpBuilder &b, Location loc, Value batch, Value head,
 Value buildKeepsWholeBox(OpBuilder &b, Location loc,
                          const MaskFormula &formula, const IndexBox &box);
 
-/// The key rows [lo, hi] the mask can keep for some query row of `box`
-/// (the box's key range is ignored); a null side is unbounded. Constraints
-/// in which kv_idx has a coefficient other than +1 or -1 do not bound it.
-struct KeyBounds {
+/// The values [lo, hi] of index argument `arg` (kKeyIndexArg or
+/// kQueryIndexArg) for which the mask can keep a score with the other
+/// arguments in `box` (the box's range of `arg` is ignored); a null side
+/// is unbounded. Constraints in which `arg` has a coefficient other than
+/// +1 or -1 do not bound it.
+struct IndexBounds {
   Value lo, hi;
 };
-KeyBounds buildKeyBounds(OpBuilder &b, Location loc,
-                         const MaskFormula &formula, const IndexBox &box);
+IndexBounds buildIndexBounds(OpBuilder &b, Location loc,
+                             const MaskFormula &formula, const IndexBox &box,
+                             unsigned arg);
+
+/// Builds in `derivative` (empty) the derivative of the score_mod region
+/// `scoreMod` with respect to its score, same arguments (forward-mode over
+/// the arith and math ops). Fails, naming the op, on a float op without a
+/// derivative rule.
+LogicalResult buildScoreModDerivative(Region &scoreMod, Region &derivative,
+                                      Operation *diagnosticsOn);
 
 } // namespace mlir::fa
 

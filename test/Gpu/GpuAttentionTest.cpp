@@ -292,6 +292,8 @@ protected:
     spec.headDim = c.headDim;
     spec.causal = c.causal;
     spec.dtype = c.dtype;
+    spec.scoreMod = c.scoreMod;
+    spec.maskMod = c.maskMod;
     spec.arch = "";
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
@@ -455,6 +457,91 @@ protected:
                 errors[1], errors[2], relative);
   }
 
+  /// A built-in variant (lib/Variants.h) with its twin in plain C++.
+  struct Variant {
+    const char *name;
+    std::string scoreMod, maskMod;
+    bool causal;
+    std::function<double(double, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t)>
+        score; // (s, b, h, i, j, Sq, Sk)
+    std::function<bool(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t)>
+        keep; // (b, h, i, j, Sq, Sk)
+  };
+  struct Config {
+    fa::Strategy strategy;
+    fa::ElementType dtype;
+  };
+  struct Shape {
+    int64_t b, hq, hkv, sq, sk;
+  };
+
+  /// Masks that narrow the K/V range (windows, prefix-LM), one that does
+  /// not (chunks: a division), score_mods (softcap, ALiBi over `heads`),
+  /// and both at once.
+  static std::vector<Variant> builtInVariants(int64_t heads) {
+    auto window = [](int64_t left, int64_t right) {
+      return [left, right](int64_t, int64_t, int64_t i, int64_t j, int64_t sq,
+                           int64_t sk) {
+        int64_t diag = i + sk - sq;
+        return (left < 0 || j >= diag - left) &&
+               (right < 0 || j <= diag + right);
+      };
+    };
+    auto softcap = [](double cap) {
+      return [cap](double s, int64_t, int64_t, int64_t, int64_t, int64_t,
+                   int64_t) { return cap * std::tanh(s / cap); };
+    };
+    return {
+        {"softcap", fa::variants::softcap(2.0), "", false, softcap(2.0), {}},
+        {"window", "", fa::variants::slidingWindow(100, 0), false, {},
+         window(100, 0)},
+        {"window2", "", fa::variants::slidingWindow(200, 37), false, {},
+         window(200, 37)},
+        {"prefix", "", fa::variants::prefixLm(70), false, {},
+         [](int64_t, int64_t, int64_t i, int64_t j, int64_t sq, int64_t sk) {
+           return j < 70 || j <= i + sk - sq;
+         }},
+        {"chunk", "", fa::variants::sameChunk(96), false, {},
+         [](int64_t, int64_t, int64_t i, int64_t j, int64_t sq, int64_t sk) {
+           auto floorDiv = [](int64_t a, int64_t b) {
+             return a >= 0 ? a / b : -((-a + b - 1) / b);
+           };
+           return floorDiv(i + sk - sq, 96) == floorDiv(j, 96);
+         }},
+        {"alibi", fa::variants::alibi(heads), "", true,
+         [heads](double s, int64_t, int64_t h, int64_t i, int64_t j,
+                 int64_t sq, int64_t sk) {
+           double slope = std::exp2(-8.0 * double(h + 1) / double(heads));
+           return s - slope * std::fabs(double(i + sk - sq - j));
+         },
+         {}},
+        {"softcap+window", fa::variants::softcap(2.0),
+         fa::variants::slidingWindow(150, 0), true, softcap(2.0),
+         window(150, 0)},
+    };
+  }
+
+  /// The case of `variant` on shape `s`, its twin bound to the lengths.
+  static Case variantCase(const Variant &variant, int64_t d,
+                          fa::ElementType dtype, Shape s) {
+    Case c{d, s.b, s.hq, s.hkv, s.sq, s.sk, variant.causal, dtype};
+    c.scoreMod = variant.scoreMod;
+    c.maskMod = variant.maskMod;
+    if (variant.score)
+      c.referenceScore = [score = variant.score, s](double x, int64_t b,
+                                                    int64_t h, int64_t i,
+                                                    int64_t j) {
+        return score(x, b, h, i, j, s.sq, s.sk);
+      };
+    if (variant.keep)
+      c.referenceKeep = [keep = variant.keep, s](int64_t b, int64_t h,
+                                                 int64_t i, int64_t j) {
+        return keep(b, h, i, j, s.sq, s.sk);
+      };
+    return c;
+  }
+
   llvm::SmallString<128> cacheDir;
   std::unique_ptr<fa::Runtime> runtime;
   CUcontext context = nullptr;
@@ -604,61 +691,7 @@ TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
 /// masks that narrow the K/V range (windows, prefix-LM), one that does not
 /// (chunks: a division), score_mods (softcap, ALiBi), and both at once.
 TEST_F(GpuAttention, VariantsMatchFloat64Reference) {
-  struct Variant {
-    const char *name;
-    std::string scoreMod, maskMod;
-    bool causal;
-    std::function<double(double, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t)>
-        score; // (s, b, h, i, j, Sq, Sk)
-    std::function<bool(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t)>
-        keep; // (b, h, i, j, Sq, Sk)
-  };
-  auto window = [](int64_t left, int64_t right) {
-    return [left, right](int64_t, int64_t, int64_t i, int64_t j, int64_t sq,
-                         int64_t sk) {
-      int64_t diag = i + sk - sq;
-      return (left < 0 || j >= diag - left) &&
-             (right < 0 || j <= diag + right);
-    };
-  };
-  auto softcap = [](double cap) {
-    return [cap](double s, int64_t, int64_t, int64_t, int64_t, int64_t,
-                 int64_t) { return cap * std::tanh(s / cap); };
-  };
   const int64_t heads = 4;
-  std::vector<Variant> variants = {
-      {"softcap", fa::variants::softcap(2.0), "", false, softcap(2.0), {}},
-      {"window", "", fa::variants::slidingWindow(100, 0), false, {},
-       window(100, 0)},
-      {"window2", "", fa::variants::slidingWindow(200, 37), false, {},
-       window(200, 37)},
-      {"prefix", "", fa::variants::prefixLm(70), false, {},
-       [](int64_t, int64_t, int64_t i, int64_t j, int64_t sq, int64_t sk) {
-         return j < 70 || j <= i + sk - sq;
-       }},
-      {"chunk", "", fa::variants::sameChunk(96), false, {},
-       [](int64_t, int64_t, int64_t i, int64_t j, int64_t sq, int64_t sk) {
-         auto floorDiv = [](int64_t a, int64_t b) {
-           return a >= 0 ? a / b : -((-a + b - 1) / b);
-         };
-         return floorDiv(i + sk - sq, 96) == floorDiv(j, 96);
-       }},
-      {"alibi", fa::variants::alibi(heads), "", true,
-       [](double s, int64_t, int64_t h, int64_t i, int64_t j, int64_t sq,
-          int64_t sk) {
-         double slope = std::exp2(-8.0 * double(h + 1) / double(heads));
-         return s - slope * std::fabs(double(i + sk - sq - j));
-       },
-       {}},
-      {"softcap+window", fa::variants::softcap(2.0),
-       fa::variants::slidingWindow(150, 0), true, softcap(2.0),
-       window(150, 0)},
-  };
-  struct Config {
-    fa::Strategy strategy;
-    fa::ElementType dtype;
-  };
   std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
                                  {fa::Strategy::mma, fa::ElementType::f16},
                                  {fa::Strategy::mma, fa::ElementType::bf16}};
@@ -666,34 +699,43 @@ TEST_F(GpuAttention, VariantsMatchFloat64Reference) {
     configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
     configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
   }
-  for (const Variant &variant : variants)
+  for (const Variant &variant : builtInVariants(heads))
     for (Config config : configs)
       for (int64_t d : {64, 128}) {
         fa::KernelSpec spec = defaults();
         spec.strategy = config.strategy;
-        struct Shape {
-          int64_t b, hq, hkv, sq, sk;
-        };
         for (Shape s : {Shape{1, heads, heads, 1000, 1000},
                         Shape{2, heads, 2, 300, 1000},
                         Shape{1, heads, 1, 1000, 300},
                         Shape{1, heads, heads, 17, 17}}) {
-          Case c{d, s.b, s.hq, s.hkv, s.sq, s.sk, variant.causal,
-                 config.dtype};
-          c.scoreMod = variant.scoreMod;
-          c.maskMod = variant.maskMod;
-          if (variant.score)
-            c.referenceScore = [&variant, s](double x, int64_t b, int64_t h,
-                                             int64_t i, int64_t j) {
-              return variant.score(x, b, h, i, j, s.sq, s.sk);
-            };
-          if (variant.keep)
-            c.referenceKeep = [&variant, s](int64_t b, int64_t h, int64_t i,
-                                            int64_t j) {
-              return variant.keep(b, h, i, j, s.sq, s.sk);
-            };
           std::printf("  %s:\n", variant.name);
-          runCase(c, spec);
+          runCase(variantCase(variant, d, config.dtype, s), spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
+        if (quick())
+          break;
+      }
+}
+
+/// The backward of the built-in variants (simt f32; mma f16/bf16, the
+/// 16-bit backward on every arch), against the float64 gradients of the
+/// C++ twin (its score_mod differentiated numerically).
+TEST_F(GpuAttention, BackwardVariantsMatchFloat64Gradients) {
+  const int64_t heads = 4;
+  std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
+                                 {fa::Strategy::mma, fa::ElementType::f16},
+                                 {fa::Strategy::mma, fa::ElementType::bf16}};
+  for (const Variant &variant : builtInVariants(heads))
+    for (Config config : configs)
+      for (int64_t d : {64, 128}) {
+        fa::KernelSpec spec = defaults();
+        spec.strategy = config.strategy;
+        for (Shape s : {Shape{1, heads, heads, 700, 700},
+                        Shape{2, heads, 2, 300, 700},
+                        Shape{1, heads, 1, 700, 300}}) {
+          std::printf("  %s:\n", variant.name);
+          runBackwardCase(variantCase(variant, d, config.dtype, s), spec);
           if (HasFatalFailure() || HasNonfatalFailure())
             return;
         }

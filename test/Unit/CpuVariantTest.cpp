@@ -26,6 +26,8 @@ namespace {
 
 /// As CpuExecutionTest's bound: f32 kernels against float64, O(1) scores.
 constexpr double kTolerance = 2e-5;
+/// As CpuBackwardTest's: f32 gradients within 1e-5 of each gradient's size.
+constexpr double kBackwardRelativeTolerance = 1e-5;
 
 /// One variant: its spec texts and the same function in plain C++.
 struct Variant {
@@ -209,6 +211,139 @@ TEST(CpuVariantMutation, DifferentSoftcapIsCaught) {
   Variant kernel = softcapVariant(1.5), other = softcapVariant(1.6);
   double worst = runVariant(kernel, other, 8, 32, /*expectMatch=*/false);
   EXPECT_GT(worst, 100 * kTolerance);
+}
+
+/// The backward of `variant` on `blockM` x `blockN` tiles over a few
+/// shapes, against the float64 gradients of the same variant in C++ (its
+/// score_mod differentiated numerically); returns the largest error as a
+/// fraction of each gradient's size.
+double runVariantBackward(const Variant &variant, const Variant &reference,
+                          int64_t blockM, int64_t blockN,
+                          bool expectMatch = true) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.tiles = {blockM, blockN};
+  config.scale = 1.0f / std::sqrt(32.0f);
+  config.causal = variant.causal;
+  config.scoreMod = variant.scoreMod;
+  config.maskMod = variant.maskMod;
+  config.backward = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  double worst = 0.0;
+  struct Shape {
+    int64_t b, hq, hkv, sq, sk;
+  };
+  for (Shape s : {Shape{1, 2, 2, 37, 37}, Shape{2, 4, 2, 20, 45},
+                  Shape{1, 2, 1, 45, 20}, Shape{1, 1, 1, 64, 64}}) {
+    SCOPED_TRACE(testing::Message()
+                 << variant.name << " backward tiles " << blockM << "x"
+                 << blockN << " B=" << s.b << " Hq=" << s.hq << " Hkv="
+                 << s.hkv << " Sq=" << s.sq << " Sk=" << s.sk);
+    AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+    fa::AttentionProblem p = fa::test::problemFor(config, shape);
+    auto withVariant = [&](const Variant &v, fa::AttentionProblem &problem) {
+      problem.scoreMod = nullptr;
+      problem.maskMod = nullptr;
+      if (v.score)
+        problem.scoreMod = [&v, s](double x, int64_t b, int64_t h, int64_t i,
+                                   int64_t j) {
+          return v.score(x, b, h, i, j, s.sq, s.sk);
+        };
+      if (v.keep)
+        problem.maskMod = [&v, s](int64_t b, int64_t h, int64_t i,
+                                  int64_t j) {
+          return v.keep(b, h, i, j, s.sq, s.sk);
+        };
+    };
+    std::mt19937_64 rng(99 + s.sq * 7 + s.sk);
+    auto q = fa::test::randomNormal(p.qElements(), rng);
+    auto k = fa::test::randomNormal(p.kvElements(), rng);
+    auto v = fa::test::randomNormal(p.kvElements(), rng);
+    auto gradOutput = fa::test::randomNormal(p.qElements(), rng);
+    // The kernel's own forward (O, LSE of the variant it compiles).
+    withVariant(variant, p);
+    fa::ReferenceResult forward =
+        fa::referenceAttention(p, q.data(), k.data(), v.data());
+    std::vector<float> o(forward.output.begin(), forward.output.end());
+    std::vector<float> lse(forward.lse.begin(), forward.lse.end());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> dq(p.qElements(), nan), dk(p.kvElements(), nan),
+        dv(p.kvElements(), nan);
+    llvm::Error error = kernel.runBackward(
+        shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
+        lse.data(), dq.data(), dk.data(), dv.data());
+    EXPECT_FALSE(error) << llvm::toString(std::move(error));
+    withVariant(reference, p);
+    fa::ReferenceGradients want = fa::referenceAttentionBackward(
+        p, q.data(), k.data(), v.data(), gradOutput.data());
+    for (auto [got, expected] :
+         {std::pair<const std::vector<float> *, const std::vector<double> *>{
+              &dq, &want.gradQuery},
+          {&dk, &want.gradKey},
+          {&dv, &want.gradValue}}) {
+      double size = 0.0, err = 0.0;
+      for (double x : *expected)
+        size = std::max(size, std::fabs(x));
+      for (size_t i = 0; i < expected->size(); ++i) {
+        double e = std::fabs(double((*got)[i]) - (*expected)[i]);
+        err = std::max(err, std::isnan(e) ? INFINITY : e);
+      }
+      double relative = err / (size + 1e-6);
+      worst = std::max(worst, relative);
+      if (expectMatch)
+        EXPECT_LE(relative, kBackwardRelativeTolerance);
+    }
+  }
+  return worst;
+}
+
+class CpuVariantBackward : public testing::TestWithParam<VariantParam> {};
+
+TEST_P(CpuVariantBackward, MatchesFloat64Gradients) {
+  auto [index, tiles] = GetParam();
+  Variant variant = variantAt(index);
+  runVariantBackward(variant, variant, tiles.first, tiles.second);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BuiltIns, CpuVariantBackward,
+    testing::Combine(testing::Range(0, 9),
+                     testing::Values(std::pair<int64_t, int64_t>{8, 32},
+                                     std::pair<int64_t, int64_t>{16, 16})));
+
+// The derivative is checked too: a kernel that left the score_mod's slope
+// out (the identity's derivative, 1) would be off by the slope.
+TEST(CpuVariantMutation, BackwardSeesTheScoreModSlope) {
+  Variant kernel = softcapVariant(1.5), other = softcapVariant(1.0);
+  double worst = runVariantBackward(kernel, other, 8, 32,
+                                    /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
+}
+
+TEST(CpuVariantMutation, BackwardOffByOneWindowIsCaught) {
+  Variant kernel = windowVariant(7, 0), wider = windowVariant(8, 0);
+  double worst = runVariantBackward(kernel, wider, 8, 32,
+                                    /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
+}
+
+TEST(CpuVariantErrors, BackwardNamesAnOpWithoutDerivative) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.backward = true;
+  config.scoreMod =
+      "func.func @score_mod(%s: f32, %b: index, %h: index, %q: index, "
+      "%kv: index, %sq: index, %sk: index) -> f32 {\n"
+      "  %c = arith.constant 3.0 : f32\n"
+      "  %r = arith.remf %s, %c : f32\n"
+      "  return %r : f32\n}\n";
+  auto kernel = CpuAttentionKernel::compile(config);
+  ASSERT_FALSE(bool(kernel));
+  std::string error = llvm::toString(kernel.takeError());
+  EXPECT_NE(error.find("the backward needs the derivative of the score_mod, "
+                       "and 'arith.remf' has no derivative rule"),
+            std::string::npos)
+      << error;
 }
 
 /// The compile error of a config with these variant texts.

@@ -27,6 +27,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -53,6 +54,16 @@ static cl::opt<bool> backward(
     cl::desc("the backward: dQ, dK, dV from dO and the forward's LSE "
              "(lowered to the tile level so far: --emit=fa|tiled)"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> scoreModFile(
+    "score-mod",
+    cl::desc("a score_mod variant: a file holding one func.func (score: f32, "
+             "b, h, q_idx, kv_idx, q_len, kv_len: index) -> f32"),
+    cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<std::string> maskModFile(
+    "mask-mod",
+    cl::desc("a mask_mod variant: a file holding one func.func (b, h, q_idx, "
+             "kv_idx, q_len, kv_len: index) -> i1"),
+    cl::value_desc("FILE"), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -173,6 +184,18 @@ int main(int argc, char **argv) {
   spec.causal = causal;
   spec.backward = backward;
   spec.deterministic = deterministic;
+  for (auto [file, text, option] :
+       {std::tuple<const std::string &, std::string &, const char *>{
+            scoreModFile, spec.scoreMod, "--score-mod"},
+        {maskModFile, spec.maskMod, "--mask-mod"}}) {
+    if (file.empty())
+      continue;
+    auto buffer = llvm::MemoryBuffer::getFile(file);
+    if (!buffer)
+      return fail(std::string("cannot read ") + option + " file " + file +
+                  ": " + buffer.getError().message());
+    text = (*buffer)->getBuffer().str();
+  }
   if (!::fa::parseStrategy(strategy, spec.strategy))
     return fail("unknown --strategy '" + strategy + "'; expected one of " +
                 ::fa::strategyNames());
@@ -241,6 +264,10 @@ int main(int argc, char **argv) {
     if (backward.getNumOccurrences())
       return fail("--backward describes a problem built from the options; " +
                   inputFile + " is a forward or a backward by itself");
+    if (spec.hasVariant())
+      return fail("--score-mod and --mask-mod describe a problem built from "
+                  "the options; " +
+                  inputFile + " carries its own regions");
     if (deterministic.getNumOccurrences())
       return fail("--deterministic describes a problem built from the "
                   "options; " +

@@ -279,6 +279,41 @@ LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
   return success();
 }
 
+/// dS times the score_mod's derivative at each element's scaled raw score
+/// (with its row and column); a zero dS (masked, padded) stays zero.
+LogicalResult lowerScoreModGrad(ScoreModGradOp op,
+                                ScoreModGradOp::Adaptor adaptor,
+                                const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  auto type = cast<RankedTensorType>(op.getType());
+  ThreadElements thread(b, loc, type);
+  SmallVector<Value> grads = r.unpack(adaptor.getGrad());
+  SmallVector<Value> scores = r.unpack(adaptor.getScores());
+  Value scale = f32Const(b, loc, op.getScale().convertToDouble());
+  Value zero = f32Const(b, loc, 0.0);
+  Value threadFirstCol =
+      arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
+                                        thread.rowOfRowSlot(b, loc, row));
+    for (int64_t slot : r.layout.slotsOfRow(row)) {
+      Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
+      Value score = arith::MulFOp::create(b, loc, scores[slot], scale);
+      Value derivative = inlineVariantRegion(
+          b, op.getDerivative(),
+          {score, adaptor.getBatch(), adaptor.getHead(), query, key,
+           adaptor.getQLen(), adaptor.getKvLen()});
+      Value chained = arith::MulFOp::create(b, loc, grads[slot], derivative);
+      Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                           grads[slot], zero);
+      grads[slot] = arith::SelectOp::create(b, loc, isZero, zero, chained);
+    }
+  }
+  b.replaceOp(op, r.pack(adaptor.getGrad().getType(), grads));
+  return success();
+}
+
 /// The online-softmax step per row (buildOnlineSoftmaxRow: base 2, the
 /// scale folded into one FMA): row max and row sum over the thread's
 /// elements of the row, then over the lanes that share it.
@@ -431,6 +466,9 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   patterns.add<LayoutPattern<ScoreModOp>>(
       typeConverter, ctx, [](ScoreModOp op) -> Value { return op.getScores(); },
       lowerScoreMod);
+  patterns.add<LayoutPattern<ScoreModGradOp>>(
+      typeConverter, ctx, [](ScoreModGradOp op) -> Value { return op.getGrad(); },
+      lowerScoreModGrad);
   patterns.add<LayoutPattern<OnlineSoftmaxOp>>(
       typeConverter, ctx, [](OnlineSoftmaxOp op) -> Value { return op.getScores(); },
       lowerOnlineSoftmax);
