@@ -32,7 +32,9 @@ enum class Strategy { automatic, simt, mma, wgmma };
 
 /// Every parameter that changes the generated code of an attention kernel.
 /// Batch, heads (and so GQA/MQA grouping), lengths and strides are runtime
-/// arguments of the kernel and not part of the spec.
+/// arguments of the kernel and not part of the spec. A new field also goes
+/// into canonicalText() and the runtime's request key
+/// (runtime/ResolvedRequest.h).
 struct KernelSpec {
   int64_t headDim = 128;
   ElementType dtype = ElementType::f32;

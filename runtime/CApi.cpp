@@ -76,6 +76,8 @@ std::string makeSpec(int64_t headDim, int dtype, int causal, double scale,
   spec.numWarps = config ? config->num_warps : 0;
   spec.stages = config ? config->stages : 0;
   spec.arch = config && config->arch ? config->arch : "";
+  spec.scoreMod = config && config->score_mod ? config->score_mod : "";
+  spec.maskMod = config && config->mask_mod ? config->mask_mod : "";
   if (config) {
     if (std::string error = flag("backward", config->backward, spec.backward);
         !error.empty())

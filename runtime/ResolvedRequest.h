@@ -38,6 +38,7 @@ struct RequestKey {
   Strategy strategy;
   std::string arch;
   uint64_t scaleBits; // the scale's bits: no rounding in the key
+  std::string scoreMod, maskMod; // a variant's texts
   int64_t bucket;
   bool tuned;
 

@@ -59,6 +59,12 @@ typedef struct fa_kernel_config {
      the default tiles are chosen for, as a forward on such tensors chooses
      them; 0 = not known. The launches use their tensors' lengths. */
   int64_t sequence_length;
+  /* An attention variant, NULL or "" for none: the MLIR text of one
+     func.func each (fa::KernelSpec::scoreMod / maskMod: score_mod (score:
+     f32, b, h, q_idx, kv_idx, q_len, kv_len: index) -> f32, mask_mod (b, h,
+     q_idx, kv_idx, q_len, kv_len: index) -> i1). Part of the cache key. */
+  const char *score_mod;
+  const char *mask_mod;
 } fa_kernel_config;
 
 /* What a kernel is and where it came from. */

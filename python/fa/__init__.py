@@ -55,7 +55,8 @@ class _Config(ctypes.Structure):
                 ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32),
                 ("backward", ctypes.c_int32),
                 ("deterministic", ctypes.c_int32),
-                ("sequence_length", ctypes.c_int64)]
+                ("sequence_length", ctypes.c_int64),
+                ("score_mod", ctypes.c_char_p), ("mask_mod", ctypes.c_char_p)]
 
 
 class _Info(ctypes.Structure):
@@ -174,19 +175,27 @@ def _choice(where, name, value, choices):
 
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
-            backward=False, deterministic=False, sequence_length=0):
+            backward=False, deterministic=False, sequence_length=0,
+            variant=None):
+    """The fa_kernel_config, or None for all defaults. variant: None or the
+    (score_mod, mask_mod) MLIR texts of a traced variant (either may be
+    None)."""
     block_m = _integer("block_m", block_m)
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
     stages = _integer("stages", stages)
     sequence_length = _integer("sequence_length", sequence_length)
     strategy = _choice("fa", "strategy", strategy, _strategies())
+    score_mod, mask_mod = variant or (None, None)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
-            or backward or deterministic or sequence_length):
+            or backward or deterministic or sequence_length or score_mod
+            or mask_mod):
         return None
-    return ctypes.byref(_Config(block_m, block_n, num_warps, None, stages,
-                                _strategies()[strategy], int(backward),
-                                int(deterministic), sequence_length))
+    return ctypes.byref(_Config(
+        block_m, block_n, num_warps, None, stages, _strategies()[strategy],
+        int(backward), int(deterministic), sequence_length,
+        score_mod.encode() if score_mod else None,
+        mask_mod.encode() if mask_mod else None))
 
 
 _Int64x4 = ctypes.c_int64 * 4

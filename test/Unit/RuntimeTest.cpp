@@ -7,6 +7,7 @@
 
 #include "runtime/Autotune.h"
 #include "runtime/DiskCache.h"
+#include "lib/Variants.h"
 #include "runtime/Runtime.h"
 #include "compiler/KernelCompiler.h"
 #include "lib/CudaToolkit.h"
@@ -1119,6 +1120,39 @@ TEST(ResolvedRequests, PrepareResolvesOnceAndHashesOncePerKernel) {
   EXPECT_EQ(c.cacheKeysComputed, 2);
   EXPECT_EQ(again.source, fa::KernelSource::diskCache);
   EXPECT_EQ(again.key, info.key);
+}
+
+/// Variants are kernels of their own: two specs that differ only in their
+/// score_mod or mask_mod text resolve apart and compile two kernels (with
+/// distinct names and cache keys), and each comes back from memory.
+TEST(ResolvedRequests, VariantsResolveApart) {
+  TempDir dir;
+  auto rt = makeRuntime(dir.str());
+  fa::KernelSpec window = smallSpec(), wider = smallSpec(),
+                 capped = smallSpec();
+  window.maskMod = fa::variants::slidingWindow(16, 0);
+  wider.maskMod = fa::variants::slidingWindow(17, 0);
+  capped.scoreMod = fa::variants::softcap(20.0);
+  fa::KernelInfo a, b, c, again;
+  ASSERT_TRUE(bool(rt->prepare(window, &a)));
+  ASSERT_TRUE(bool(rt->prepare(wider, &b)));
+  ASSERT_TRUE(bool(rt->prepare(capped, &c)));
+  EXPECT_EQ(rt->counters().requestsResolved, 3);
+  EXPECT_EQ(rt->counters().cacheKeysComputed, 3);
+  EXPECT_NE(a.key, b.key);
+  EXPECT_NE(a.name, b.name);
+  EXPECT_NE(a.key, c.key);
+  ASSERT_TRUE(bool(rt->prepare(wider, &again)));
+  EXPECT_EQ(again.key, b.key);
+  EXPECT_EQ(again.source, fa::KernelSource::memoryCache);
+  // A text that is not a variant fails to compile, naming the problem.
+  fa::KernelSpec bad = smallSpec();
+  bad.maskMod = "func.func @mask_mod() -> i1 {\n  %t = arith.constant true\n"
+                "  return %t : i1\n}\n";
+  fa::Result r = rt->prepare(bad);
+  EXPECT_EQ(r.status, fa::Status::compileError);
+  EXPECT_NE(r.message.find("mask_mod region must take"), std::string::npos)
+      << r.message;
 }
 
 /// A forward whose request was resolved (here by prepare() for its length;
