@@ -209,7 +209,7 @@ def _describe(t):
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
                    stages=0, backward=False, deterministic=False,
-                   sequence_length=0):
+                   sequence_length=0, score_mod=None, mask_mod=None):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
@@ -221,7 +221,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     a fixed order). scale: None for 1/sqrt(head_dim), as in attention.
     sequence_length: the longer of the query and key lengths the default
     tiles are chosen for, as attention chooses them for its tensors (0 = not
-    known)."""
+    known). score_mod, mask_mod: a variant, as fa.attention takes it."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -232,7 +232,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
         scale,
         _config(block_m, block_n, num_warps, stages, strategy,
                 _flag("backward", backward),
-                _flag("deterministic", deterministic), sequence_length),
+                _flag("deterministic", deterministic), sequence_length,
+                variant=_variant("fa.prepare_kernel", score_mod, mask_mod)),
         ctypes.byref(info)))
     return {"name": info.name.decode(errors="replace"),
             "key": info.key.decode(errors="replace"),
@@ -341,8 +342,28 @@ def _device_index(t):
     return t.device.index if t.device.index is not None else 0
 
 
+def _variant(where, score_mod, mask_mod):
+    """(score_mod text, mask_mod text), each "" for none: traced from
+    Python functions (fa.variants), or MLIR text as it is."""
+    from . import variants
+
+    texts = []
+    for name, fn, trace in (("score_mod", score_mod, variants.trace_score_mod),
+                            ("mask_mod", mask_mod, variants.trace_mask_mod)):
+        if fn is None or fn == "":
+            texts.append("")
+        elif isinstance(fn, str):
+            texts.append(fn)
+        elif callable(fn):
+            texts.append(trace(fn))
+        else:
+            raise TypeError(f"{where}: {name} must be a function (or its "
+                            f"MLIR text), got {type(fn).__name__}")
+    return tuple(texts)
+
+
 def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
-             stages):
+             stages, score_mod="", mask_mod=""):
     """O and LSE, launched on the current stream (no autograd)."""
     import torch
 
@@ -357,13 +378,15 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
         ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
         _dtype_code(q), _flag("causal", causal), float(scale),
-        _config(block_m, block_n, num_warps, stages, strategy),
+        _config(block_m, block_n, num_warps, stages, strategy,
+                variant=(score_mod, mask_mod)),
         _stream_of(q)))
     return o, lse
 
 
 def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
-              block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0):
+              block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0,
+              score_mod="", mask_mod=""):
     """dQ, dK, dV, launched on the current stream (no autograd)."""
     import torch
 
@@ -382,13 +405,14 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
         ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
         _dtype_code(q), _flag("causal", causal), float(scale),
         _config(block_m, block_n, num_warps, stages, strategy, backward=True,
-                deterministic=deterministic), _stream_of(q)))
+                deterministic=deterministic, variant=(score_mod, mask_mod)),
+        _stream_of(q)))
     return dq, dk, dv
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               block_n=0, num_warps=0, strategy="auto", stages=0,
-              deterministic=False):
+              deterministic=False, score_mod=None, mask_mod=None):
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
 
     k and v may have fewer heads than q (GQA/MQA: Hq a multiple of Hkv) and a
@@ -408,6 +432,13 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     (dQ's last bits may vary run to run); deterministic=True adds them in a
     fixed order: bitwise identical gradients, at a cost measured in
     docs/benchmarks.md.
+
+    score_mod(score, b, h, q_idx, kv_idx) -> score and mask_mod(b, h,
+    q_idx, kv_idx) -> bool make a variant (see fa.variants: sliding
+    windows, softcapping, ALiBi, prefix-LM, ... or your own): they are
+    traced once into the compiler's IR and compiled into the kernel (and
+    its backward, which differentiates the score_mod). The causal mask and
+    a mask_mod both apply.
     """
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
     scale = _check_scale("fa.attention", scale)
@@ -417,18 +448,21 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
+    variant = _variant("fa.attention", score_mod, mask_mod)
     if _launch_directly((q, k, v)):
         # What the op's implementation runs (_torch_ops.attention_forward).
-        o, lse = _forward(q, k, v, causal, scale, *config)
+        o, lse = _forward(q, k, v, causal, scale, *config, *variant)
     else:
         o, lse = _torch.ops.fa.attention_forward(q, k, v, causal, scale,
-                                                 *config, deterministic)
+                                                 *config, deterministic,
+                                                 *variant)
     return (o, lse) if return_lse else o
 
 
 def attention_backward(grad_output, q, k, v, o, lse, causal=False,
                        scale=None, deterministic=False, block_m=0, block_n=0,
-                       num_warps=0, strategy="auto", stages=0):
+                       num_warps=0, strategy="auto", stages=0, score_mod=None,
+                       mask_mod=None):
     """dQ, dK, dV of attention for the output gradient dO ([B, H, S, D],
     like o), from the forward's inputs, its O and its LSE (as
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
@@ -436,7 +470,7 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     strategy: "auto" (float16/bfloat16 with head dims up to 128 on tensor
     cores, "mma"; else "simt"), "simt" or "mma"; block_m (query tile),
     block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
-    strategy's defaults."""
+    strategy's defaults. score_mod and mask_mod: the forward's variant."""
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
@@ -448,20 +482,53 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
+    variant = _variant("fa.attention_backward", score_mod, mask_mod)
     if _launch_directly((grad_output, q, k, v, o, lse)):
         return _backward(grad_output, q, k, v, o, lse, causal, scale,
-                         deterministic, *config)
+                         deterministic, *config, *variant)
     return _torch.ops.fa.attention_backward(
-        grad_output, q, k, v, o, lse, causal, scale, deterministic, *config)
+        grad_output, q, k, v, o, lse, causal, scale, deterministic, *config,
+        *variant)
 
 
-def flash_attn_func(q, k, v, softmax_scale=None, causal=False):
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
+                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
     [B, Sk, Hkv, D]; returns O [B, Sq, Hq, D]. No copies: the [B, S, H, D]
-    tensors are read (and O written) through strides; differentiable."""
+    tensors are read (and O written) through strides; differentiable.
+    window_size = (left, right) keeps keys within left before and right
+    after the query's diagonal (-1: unbounded), softcap > 0 caps the
+    scores with cap * tanh(s / cap), alibi_slopes ([Hq] or [B, Hq] with
+    equal rows) biases them by -slope * |i + Sk - Sq - j|, as
+    FlashAttention's."""
+    from . import variants
+
     _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)))
+    score_mods, mask_mod = [], None
+    left, right = (int(x) for x in window_size)
+    if left >= 0 or right >= 0:
+        mask_mod = variants.sliding_window(left, right)
+    if softcap:
+        score_mods.append(variants.softcap(softcap))
+    if alibi_slopes is not None:
+        slopes = alibi_slopes
+        if getattr(slopes, "dim", lambda: 1)() == 2:
+            if not bool((slopes == slopes[0:1]).all()):
+                raise ValueError("fa.flash_attn_func: alibi_slopes per batch "
+                                 "row must be equal (one slope per head)")
+            slopes = slopes[0]
+        score_mods.append(variants.alibi(slopes))
+    score_mod = None
+    if score_mods:
+        def score_mod(score, b, h, q_idx, kv_idx, q_len, kv_len):
+            for mod in score_mods:
+                args = (score, b, h, q_idx, kv_idx, q_len, kv_len)
+                score = mod(*args[:variants._arity(mod, (5, 7),
+                                                   "score_mod")])
+            return score
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                     causal=causal, scale=softmax_scale).transpose(1, 2)
+                     causal=causal, scale=softmax_scale, score_mod=score_mod,
+                     mask_mod=mask_mod).transpose(1, 2)
 
 
 def register_transformers(name="fa"):
@@ -474,6 +541,8 @@ def register_transformers(name="fa"):
 
     _transformers.register(name)
 
+
+from . import variants  # noqa: E402  (fa.variants)
 
 if _torch is not None:  # registers torch.ops.fa.*
     from . import _torch_ops  # noqa: E402,F401

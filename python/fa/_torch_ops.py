@@ -1,9 +1,10 @@
 """fa's attention as PyTorch custom operators, with autograd.
 
 torch.ops.fa.attention_forward(q, k, v, causal, scale, block_m, block_n,
-num_warps, strategy, stages, deterministic) -> (O, LSE) and
-torch.ops.fa.attention_backward(dO, q, k, v, O, LSE, causal, scale,
-deterministic) -> (dQ, dK, dV). Each has a fake
+num_warps, strategy, stages, deterministic, score_mod, mask_mod) -> (O, LSE)
+and torch.ops.fa.attention_backward(dO, q, k, v, O, LSE, causal, scale,
+deterministic, ..., score_mod, mask_mod) -> (dQ, dK, dV). A variant travels
+as the MLIR text of its score_mod and mask_mod ("" for none). Each has a fake
 (meta) implementation, so both trace under torch.compile without graph
 breaks; the forward's autograd formula calls the backward op. The LSE is
 returned without gradient (mark_non_differentiable).
@@ -21,16 +22,16 @@ from . import _backward, _forward
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       causal: bool, scale: float, block_m: int, block_n: int,
                       num_warps: int, strategy: str, stages: int,
-                      deterministic: bool) -> Tuple[torch.Tensor,
-                                                    torch.Tensor]:
+                      deterministic: bool, score_mod: str,
+                      mask_mod: str) -> Tuple[torch.Tensor, torch.Tensor]:
     # `deterministic` is the backward's mode, kept for the autograd formula.
     return _forward(q, k, v, causal, scale, block_m, block_n, num_warps,
-                    strategy, stages)
+                    strategy, stages, score_mod, mask_mod)
 
 
 @attention_forward.register_fake
 def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages,
-      deterministic):
+      deterministic, score_mod, mask_mod):
     batch, heads, length, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, length), dtype=torch.float32))
@@ -42,17 +43,18 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                        k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                        lse: torch.Tensor, causal: bool, scale: float,
                        deterministic: bool, block_m: int, block_n: int,
-                       num_warps: int, strategy: str,
-                       stages: int) -> Tuple[torch.Tensor, torch.Tensor,
-                                             torch.Tensor]:
+                       num_warps: int, strategy: str, stages: int,
+                       score_mod: str, mask_mod: str) -> Tuple[torch.Tensor,
+                                                              torch.Tensor,
+                                                              torch.Tensor]:
     return _backward(grad_output, q, k, v, o, lse, causal, scale,
                      deterministic, block_m, block_n, num_warps, strategy,
-                     stages)
+                     stages, score_mod, mask_mod)
 
 
 @attention_backward.register_fake
 def _(grad_output, q, k, v, o, lse, causal, scale, deterministic, block_m,
-      block_n, num_warps, strategy, stages):
+      block_n, num_warps, strategy, stages, score_mod, mask_mod):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -63,6 +65,7 @@ def _setup_context(ctx, inputs, output):
     ctx.causal = causal
     ctx.scale = scale
     ctx.deterministic = inputs[10]
+    ctx.score_mod, ctx.mask_mod = inputs[11], inputs[12]
     ctx.mark_non_differentiable(lse)
 
 
@@ -72,9 +75,10 @@ def _attention_grad(ctx, grad_output, grad_lse):
     # not apply to its kernels).
     dq, dk, dv = torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, ctx.causal, ctx.scale,
-        ctx.deterministic, 0, 0, 0, "auto", 0)
-    # No gradient for the flags, the scale and the tiles.
-    return dq, dk, dv, None, None, None, None, None, None, None, None
+        ctx.deterministic, 0, 0, 0, "auto", 0, ctx.score_mod, ctx.mask_mod)
+    # No gradient for the flags, the scale, the tiles and the variant.
+    return (dq, dk, dv, None, None, None, None, None, None, None, None, None,
+            None)
 
 
 attention_forward.register_autograd(_attention_grad,

@@ -33,7 +33,24 @@ def _attention(module, query, key, value, attention_mask, scaling=None,
     causal = kwargs.get("is_causal")
     if causal is None:
         causal = getattr(module, "is_causal", True)
-    out = fa.attention(query, key, value, causal=bool(causal), scale=scaling)
+    causal = bool(causal)
+    if kwargs.get("s_aux") is not None:
+        raise NotImplementedError(
+            "fa: attention sinks (s_aux) are not supported by the fa "
+            "attention backend yet")
+    # The models' variants (Mistral/Gemma sliding windows, Gemma 2's
+    # softcapping), as their eager attention computes them: a window of W
+    # keeps the keys with q - kv < W.
+    mask_mod = score_mod = None
+    window = kwargs.get("sliding_window")
+    if window is not None and window > 0:
+        mask_mod = fa.variants.sliding_window(
+            int(window) - 1, -1 if causal else int(window) - 1)
+    cap = kwargs.get("softcap")
+    if cap:
+        score_mod = fa.variants.softcap(cap)
+    out = fa.attention(query, key, value, causal=causal, scale=scaling,
+                       score_mod=score_mod, mask_mod=mask_mod)
     return out.transpose(1, 2), None
 
 

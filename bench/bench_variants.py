@@ -1,0 +1,147 @@
+"""Attention variants: fa's generated kernels against FlexAttention
+(torch.compile'd flex_attention, the same score_mod / mask_mod) and fa's
+own plain kernel, forward and forward + backward, in one run.
+
+    python3 bench/bench_variants.py [--seqs 4096,16384] [--dtype bfloat16]
+        [--json out.json] [--no-flex]
+
+FlashAttention's convention (B*S = 16384 tokens, H*D = 2048, D = 128),
+causal. TFLOP/s are counted on the scores a variant keeps (a sliding window
+of W: each row's min(i + 1, W + 1) keys), so a kernel that skips the tiles
+a mask drops keeps its rate; "time / plain" says how much of the plain
+causal kernel's time the variant takes. Timing: triton.testing.do_bench
+(median, CUDA events, L2 flushed).
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import fa  # noqa: E402
+from fa import variants as V  # noqa: E402
+
+try:
+    from triton.testing import do_bench
+except ImportError:  # pragma: no cover
+    do_bench = None
+
+WINDOW = 1024
+
+
+def kept_pairs(seq, window):
+    """Causal (query, key) pairs a window of `window` keeps per head."""
+    if window is None:
+        return seq * (seq + 1) // 2
+    full = min(seq, window + 1)
+    return full * (full + 1) // 2 + (seq - full) * (window + 1)
+
+
+def variants(heads):
+    slopes = [2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)]
+    slope_table = torch.tensor(slopes, device="cuda")
+    return [
+        # name, fa kwargs, flex score_mod, flex mask_mod, window
+        ("causal", {}, None, None, None),
+        (f"window {WINDOW}", {"mask_mod": V.sliding_window(WINDOW, 0)}, None,
+         lambda b, h, q, kv: (q - kv <= WINDOW), WINDOW),
+        ("softcap 50", {"score_mod": V.softcap(50.0)},
+         lambda s, b, h, q, kv: 50.0 * torch.tanh(s / 50.0), None, None),
+        ("alibi", {"score_mod": V.alibi(slopes)},
+         lambda s, b, h, q, kv: s - slope_table[h] * (q - kv).abs(), None,
+         None),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seqs", default="4096,16384")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--json", default="")
+    parser.add_argument("--no-flex", action="store_true")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    d = args.head_dim
+    heads = 2048 // d
+    flex = None
+    if not args.no_flex:
+        try:
+            from torch.nn.attention.flex_attention import (create_block_mask,
+                                                           flex_attention)
+            flex = torch.compile(flex_attention, dynamic=False)
+        except ImportError:
+            print("no flex_attention in this torch; fa only")
+    rows = []
+    print(f"{'variant':<12} {'S':>6} {'dir':>4} {'fa ms':>8} {'fa TF/s':>8} "
+          f"{'/plain':>7} {'flex ms':>8} {'flex TF/s':>9} {'fa/flex':>8} "
+          f"{'first call s':>12}")
+    for seq in (int(s) for s in args.seqs.split(",")):
+        batch = max(1, 16384 // seq)
+        torch.manual_seed(0)
+        q, k, v = (torch.randn(batch, heads, seq, d, device="cuda",
+                               dtype=dtype, requires_grad=True)
+                   for _ in range(3))
+        grad = torch.randn_like(q)
+        plain = {}
+        for name, kwargs, score_mod, mask_mod, window in variants(heads):
+            flops = 4 * batch * heads * d * kept_pairs(seq, window)
+            start = time.perf_counter()
+            fa.attention(q, k, v, causal=True, **kwargs)
+            torch.cuda.synchronize()
+            first = time.perf_counter() - start
+            fwd = lambda: fa.attention(q, k, v, causal=True, **kwargs)
+
+            def fwd_bwd():
+                out = fa.attention(q, k, v, causal=True, **kwargs)
+                torch.autograd.grad(out, (q, k, v), grad)
+            results = {"fwd": do_bench(fwd), "fwd+bwd": do_bench(fwd_bwd)}
+            flex_results = {}
+            if flex is not None:
+                def causal_mask(b, h, qi, kv):
+                    return qi >= kv
+                mask_fn = causal_mask if mask_mod is None else \
+                    (lambda b, h, qi, kv: (qi >= kv) & mask_mod(b, h, qi, kv))
+                block_mask = create_block_mask(mask_fn, 1, 1, seq, seq)
+                ffwd = lambda: flex(q, k, v, score_mod=score_mod,
+                                    block_mask=block_mask)
+
+                def ffwd_bwd():
+                    out = ffwd()
+                    torch.autograd.grad(out, (q, k, v), grad)
+                try:
+                    flex_results = {"fwd": do_bench(ffwd),
+                                    "fwd+bwd": do_bench(ffwd_bwd)}
+                except Exception as error:  # report, keep going
+                    print(f"flex failed on {name}: {error}")
+            for direction, ms in results.items():
+                # fwd + bwd: 2.5x the forward's FLOPs (FlashAttention's).
+                work = flops * (3.5 if direction == "fwd+bwd" else 1.0)
+                if name == "causal":
+                    plain[direction] = ms
+                fms = flex_results.get(direction)
+                row = {"variant": name, "seq": seq, "dir": direction,
+                       "fa_ms": ms, "fa_tflops": work / ms / 1e9,
+                       "time_vs_plain": ms / plain[direction],
+                       "flex_ms": fms,
+                       "flex_tflops": work / fms / 1e9 if fms else None,
+                       "first_call_s": first}
+                rows.append(row)
+                print(f"{name:<12} {seq:>6} {direction:>4} {ms:>8.3f} "
+                      f"{row['fa_tflops']:>8.1f} {row['time_vs_plain']:>7.3f} "
+                      f"{fms if fms else float('nan'):>8.3f} "
+                      f"{row['flex_tflops'] or float('nan'):>9.1f} "
+                      f"{(fms / ms) if fms else float('nan'):>8.2f} "
+                      f"{first:>12.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(),
+                       "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
