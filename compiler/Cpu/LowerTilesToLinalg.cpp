@@ -357,18 +357,37 @@ static LogicalResult lowerTileMatmul(TileMatmulOp op,
   return success();
 }
 
+/// The query row and key column of the score a linalg.generic body over
+/// the tile starting at (qStart, kvStart) computes.
+static std::pair<Value, Value> scoreIndices(OpBuilder &b, Location loc,
+                                            Value qStart, Value kvStart) {
+  Value i = linalg::IndexOp::create(b, loc, 0);
+  Value j = linalg::IndexOp::create(b, loc, 1);
+  return {arith::AddIOp::create(b, loc, qStart, i),
+          arith::AddIOp::create(b, loc, kvStart, j)};
+}
+
+/// A score function (a score_mod or its derivative) at the element of a
+/// linalg.generic body whose raw score is `raw`.
+template <typename Adaptor>
+static Value scoreFunctionAt(OpBuilder &b, Location loc, Region &function,
+                             Value raw, float scale, Adaptor adaptor) {
+  auto [row, col] =
+      scoreIndices(b, loc, adaptor.getQStart(), adaptor.getKvStart());
+  return inlineVariantRegion(b, function,
+                             {scaled(b, loc, raw, scale), adaptor.getBatch(),
+                              adaptor.getHead(), row, col, adaptor.getQLen(),
+                              adaptor.getKvLen()});
+}
+
 /// fa.mask -> -inf where the score's row and column are masked.
 static LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                                ConversionPatternRewriter &rewriter) {
   rewriter.replaceOp(
       op, mapTile(rewriter, op.getLoc(), op.getType(), adaptor.getScores(),
                   [&](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                    Value i = linalg::IndexOp::create(b, loc, 0);
-                    Value j = linalg::IndexOp::create(b, loc, 1);
-                    Value row =
-                        arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
-                    Value col =
-                        arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
+                    auto [row, col] = scoreIndices(
+                        b, loc, adaptor.getQStart(), adaptor.getKvStart());
                     Value hidden =
                         buildIsMasked(b, loc, op.getMask(), row, col,
                                       adaptor.getQLen(), adaptor.getKvLen());
@@ -395,17 +414,8 @@ static LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
   rewriter.replaceOp(
       op, mapTile(rewriter, op.getLoc(), op.getType(), adaptor.getScores(),
                   [&](OpBuilder &b, Location loc, ValueRange s) -> Value {
-                    Value i = linalg::IndexOp::create(b, loc, 0);
-                    Value j = linalg::IndexOp::create(b, loc, 1);
-                    Value row =
-                        arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
-                    Value col =
-                        arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
-                    return inlineVariantRegion(
-                        b, op.getScoreMod(),
-                        {scaled(b, loc, s[0], scale), adaptor.getBatch(),
-                         adaptor.getHead(), row, col, adaptor.getQLen(),
-                         adaptor.getKvLen()});
+                    return scoreFunctionAt(b, loc, op.getScoreMod(), s[0],
+                                           scale, adaptor);
                   }));
   return success();
 }
@@ -420,17 +430,8 @@ static LogicalResult lowerScoreModGrad(ScoreModGradOp op,
       op, mapTile(rewriter, op.getLoc(), op.getType(),
                   {adaptor.getGrad(), adaptor.getScores()},
                   [&](OpBuilder &b, Location loc, ValueRange in) -> Value {
-                    Value i = linalg::IndexOp::create(b, loc, 0);
-                    Value j = linalg::IndexOp::create(b, loc, 1);
-                    Value row =
-                        arith::AddIOp::create(b, loc, adaptor.getQStart(), i);
-                    Value col =
-                        arith::AddIOp::create(b, loc, adaptor.getKvStart(), j);
-                    Value derivative = inlineVariantRegion(
-                        b, op.getDerivative(),
-                        {scaled(b, loc, in[1], scale), adaptor.getBatch(),
-                         adaptor.getHead(), row, col, adaptor.getQLen(),
-                         adaptor.getKvLen()});
+                    Value derivative = scoreFunctionAt(
+                        b, loc, op.getDerivative(), in[1], scale, adaptor);
                     Value zero = f32Const(b, loc, 0.0);
                     Value isZero = arith::CmpFOp::create(
                         b, loc, arith::CmpFPredicate::OEQ, in[0], zero);

@@ -8,10 +8,10 @@
 
 #include "compiler/Passes.h"
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Tiling/Variants.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -59,12 +59,6 @@ private:
     return op.getMask() != MaskKind::none || !op.getMaskMod().empty() ||
            ShapedType::isDynamic(staticKvLen) ||
            staticKvLen % config.blockN != 0;
-  }
-
-  /// A copy of the problem's variant region (empty for none) on a tile op.
-  static void cloneVariantRegion(Region &from, Region &to) {
-    IRMapping mapping;
-    from.cloneInto(&to, mapping);
   }
 
   AttentionOp op;
@@ -148,20 +142,9 @@ void AttentionTiler::build() {
                                             /*transpose_rhs=*/true);
         // A score_mod takes the scaled score, so the softmax's scale is
         // then 1.
-        if (scoreMod) {
-          auto modified = ScoreModOp::create(
-              nested, loc, scores, qStart, kvStart, qLen, kvLen, b, h,
-              nested.getF32FloatAttr(scale));
-          cloneVariantRegion(op.getScoreMod(), modified.getScoreMod());
-          scores = modified;
-        }
-        if (maskScores) {
-          auto masked = MaskOp::create(nested, loc, scores.getType(), scores,
-                                       qStart, kvStart, qLen, kvLen, modBatch,
-                                       modHead, mask);
-          cloneVariantRegion(op.getMaskMod(), masked.getMaskMod());
-          scores = masked;
-        }
+        scores = buildVariantScores(nested, loc, scores, op.getScoreMod(),
+                                    op.getMaskMod(), mask, maskScores, scale,
+                                    qStart, kvStart, qLen, kvLen, b, h);
         auto softmax = OnlineSoftmaxOp::create(nested, loc, scores,
                                                runningMax, runningSum,
                                                scoreMod ? 1.0f : scale);

@@ -13,7 +13,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/IRMapping.h"
 
 #define DEBUG_TYPE "fa-tile-backward"
 
@@ -76,12 +75,6 @@ private:
   void buildPreprocess();
   LogicalResult buildMain();
   void buildPostprocess();
-
-  /// A copy of the problem's variant region (empty for none) on a tile op.
-  static void cloneVariantRegion(Region &from, Region &to) {
-    IRMapping mapping;
-    from.cloneInto(&to, mapping);
-  }
 
   AttentionBackwardOp op;
   int64_t blockM, blockN;
@@ -220,22 +213,10 @@ LogicalResult BackwardTiler::buildMain() {
               Value rawScores = TileMatmulOp::create(inner, loc, scoreType,
                                                      qTile, kTile, Value(),
                                                      /*transpose_rhs=*/true);
-              Value scores = rawScores;
-              if (scoreMod) {
-                auto modified = ScoreModOp::create(
-                    inner, loc, scores, qStart, kvStart, qLen, kvLen, b, h,
-                    builder.getF32FloatAttr(scale));
-                cloneVariantRegion(op.getScoreMod(), modified.getScoreMod());
-                scores = modified;
-              }
-              if (maskScores) {
-                auto masked = MaskOp::create(
-                    inner, loc, scores.getType(), scores, qStart, kvStart,
-                    qLen, kvLen, maskMod ? b : Value(), maskMod ? h : Value(),
-                    mask);
-                cloneVariantRegion(op.getMaskMod(), masked.getMaskMod());
-                scores = masked;
-              }
+              Value scores = buildVariantScores(
+                  inner, loc, rawScores, op.getScoreMod(), op.getMaskMod(),
+                  mask, maskScores, scale, qStart, kvStart, qLen, kvLen, b,
+                  h);
               Value probs = RecomputeProbsOp::create(
                   inner, loc, scores, lse,
                   builder.getF32FloatAttr(scoreMod ? 1.0f : scale));

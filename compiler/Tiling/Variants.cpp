@@ -24,6 +24,34 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }
 
+void mlir::fa::cloneVariantRegion(Region &from, Region &to) {
+  IRMapping mapping;
+  from.cloneInto(&to, mapping);
+}
+
+Value mlir::fa::buildVariantScores(OpBuilder &b, Location loc, Value scores,
+                                   Region &scoreMod, Region &maskMod,
+                                   MaskKind mask, bool maskScores, float scale,
+                                   Value qStart, Value kvStart, Value qLen,
+                                   Value kvLen, Value batch, Value head) {
+  if (!scoreMod.empty()) {
+    auto modified =
+        ScoreModOp::create(b, loc, scores, qStart, kvStart, qLen, kvLen,
+                           batch, head, b.getF32FloatAttr(scale));
+    cloneVariantRegion(scoreMod, modified.getScoreMod());
+    scores = modified;
+  }
+  if (!maskScores)
+    return scores;
+  bool withMod = !maskMod.empty();
+  auto masked = MaskOp::create(b, loc, scores.getType(), scores, qStart,
+                               kvStart, qLen, kvLen,
+                               withMod ? batch : Value(),
+                               withMod ? head : Value(), mask);
+  cloneVariantRegion(maskMod, masked.getMaskMod());
+  return masked;
+}
+
 //===----------------------------------------------------------------------===//
 // Reading the region
 //===----------------------------------------------------------------------===//

@@ -24,6 +24,19 @@ namespace mlir::fa {
 /// order), its ops cloned at `b`'s insertion point.
 Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 
+/// A copy of a problem's variant region (empty for none) into a tile op's.
+void cloneVariantRegion(Region &from, Region &to);
+
+/// The step from S = Q K^T to the scores the softmax takes, on a [R, C]
+/// tile at (qStart, kvStart) of program (batch, head): fa.score_mod where
+/// `scoreMod` is not empty (scaled there), then, where `maskScores`,
+/// fa.mask with `mask` and the mask_mod (and its batch and head).
+Value buildVariantScores(OpBuilder &b, Location loc, Value scores,
+                         Region &scoreMod, Region &maskMod, MaskKind mask,
+                         bool maskScores, float scale, Value qStart,
+                         Value kvStart, Value qLen, Value kvLen, Value batch,
+                         Value head);
+
 /// constant + sum_i coefficients[i] * (index argument i of a mask_mod, in
 /// VariantIndexArg order).
 struct AffineIndexForm {

@@ -252,30 +252,44 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   return success();
 }
 
-/// Each score through the score_mod region, with its row and column.
-LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
-                            const TileRewrite &r) {
+/// A score function (a score_mod, or its derivative: (score, b, h, q_idx,
+/// kv_idx, q_len, kv_len) -> f32) at each of the thread's elements of a
+/// score tile: the element's raw score times `scale`, its query row and
+/// key column.
+template <typename Adaptor>
+SmallVector<Value> evaluateAtScores(const TileRewrite &r, Type tileType,
+                                    Region &function, ArrayRef<Value> raw,
+                                    FloatAttr scale, Adaptor adaptor) {
   ConversionPatternRewriter &b = r.b;
   Location loc = r.loc;
-  auto type = cast<RankedTensorType>(op.getType());
-  ThreadElements thread(b, loc, type);
-  SmallVector<Value> values = r.unpack(adaptor.getScores());
-  Value scale = f32Const(b, loc, op.getScale().convertToDouble());
-  Value threadFirstCol =
-      arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
+  ThreadElements thread(b, loc, cast<RankedTensorType>(tileType));
+  Value scaleValue = f32Const(b, loc, scale.getValueAsDouble());
+  Value threadFirstCol = arith::AddIOp::create(b, loc, adaptor.getKvStart(),
+                                               thread.colBase(b, loc));
+  SmallVector<Value> results(raw.size());
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
                                         thread.rowOfRowSlot(b, loc, row));
     for (int64_t slot : r.layout.slotsOfRow(row)) {
       Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
-      Value score = arith::MulFOp::create(b, loc, values[slot], scale);
-      values[slot] = inlineVariantRegion(
-          b, op.getScoreMod(),
+      Value score = arith::MulFOp::create(b, loc, raw[slot], scaleValue);
+      results[slot] = inlineVariantRegion(
+          b, function,
           {score, adaptor.getBatch(), adaptor.getHead(), query, key,
            adaptor.getQLen(), adaptor.getKvLen()});
     }
   }
-  b.replaceOp(op, r.pack(adaptor.getScores().getType(), values));
+  return results;
+}
+
+/// Each score through the score_mod region, with its row and column.
+LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
+                            const TileRewrite &r) {
+  SmallVector<Value> values =
+      evaluateAtScores(r, op.getType(), op.getScoreMod(),
+                       r.unpack(adaptor.getScores()), op.getScaleAttr(),
+                       adaptor);
+  r.b.replaceOp(op, r.pack(adaptor.getScores().getType(), values));
   return success();
 }
 
@@ -284,33 +298,19 @@ LogicalResult lowerScoreMod(ScoreModOp op, ScoreModOp::Adaptor adaptor,
 LogicalResult lowerScoreModGrad(ScoreModGradOp op,
                                 ScoreModGradOp::Adaptor adaptor,
                                 const TileRewrite &r) {
-  ConversionPatternRewriter &b = r.b;
-  Location loc = r.loc;
-  auto type = cast<RankedTensorType>(op.getType());
-  ThreadElements thread(b, loc, type);
+  SmallVector<Value> derivatives =
+      evaluateAtScores(r, op.getType(), op.getDerivative(),
+                       r.unpack(adaptor.getScores()), op.getScaleAttr(),
+                       adaptor);
   SmallVector<Value> grads = r.unpack(adaptor.getGrad());
-  SmallVector<Value> scores = r.unpack(adaptor.getScores());
-  Value scale = f32Const(b, loc, op.getScale().convertToDouble());
-  Value zero = f32Const(b, loc, 0.0);
-  Value threadFirstCol =
-      arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
-  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
-    Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
-                                        thread.rowOfRowSlot(b, loc, row));
-    for (int64_t slot : r.layout.slotsOfRow(row)) {
-      Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
-      Value score = arith::MulFOp::create(b, loc, scores[slot], scale);
-      Value derivative = inlineVariantRegion(
-          b, op.getDerivative(),
-          {score, adaptor.getBatch(), adaptor.getHead(), query, key,
-           adaptor.getQLen(), adaptor.getKvLen()});
-      Value chained = arith::MulFOp::create(b, loc, grads[slot], derivative);
-      Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
-                                           grads[slot], zero);
-      grads[slot] = arith::SelectOp::create(b, loc, isZero, zero, chained);
-    }
+  Value zero = f32Const(r.b, r.loc, 0.0);
+  for (auto [grad, derivative] : llvm::zip(grads, derivatives)) {
+    Value chained = arith::MulFOp::create(r.b, r.loc, grad, derivative);
+    Value isZero = arith::CmpFOp::create(r.b, r.loc, arith::CmpFPredicate::OEQ,
+                                         grad, zero);
+    grad = arith::SelectOp::create(r.b, r.loc, isZero, zero, chained);
   }
-  b.replaceOp(op, r.pack(adaptor.getGrad().getType(), grads));
+  r.b.replaceOp(op, r.pack(adaptor.getGrad().getType(), grads));
   return success();
 }
 
