@@ -1,11 +1,14 @@
 //===- MathToNVVMApprox.cpp - exp2/log2 as PTX approximations ------*- C++ -*-===//
 #include "compiler/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
 
 #define DEBUG_TYPE "fa-math-to-nvvm-approx"
 
@@ -38,6 +41,40 @@ struct ToIntrinsic : OpRewritePattern<MathOp> {
   std::string intrinsic;
 };
 
+/// f32 tanh(x) = 1 - 2 / (2^(2 log2(e) x) + 1) on the hardware exp2 and
+/// reciprocal (ex2.approx, rcp.approx): five instructions where the
+/// polynomial takes some twenty (a softcap runs it on every score), with
+/// an absolute error of a few 2^-24 (inf and 0 at the ends give +-1).
+struct TanhFromExp2 : OpRewritePattern<math::TanhOp> {
+  TanhFromExp2(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(math::TanhOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32())
+      return rewriter.notifyMatchFailure(op, "f32 only");
+    Location loc = op.getLoc();
+    Type f32 = op.getType();
+    auto constant = [&](double value) -> Value {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getF32FloatAttr(value));
+    };
+    Value scaled = arith::MulFOp::create(rewriter, loc, op.getOperand(),
+                                         constant(2.0 * M_LOG2E));
+    Value power = math::Exp2Op::create(rewriter, loc, scaled);
+    Value denominator =
+        arith::AddFOp::create(rewriter, loc, power, constant(1.0));
+    Value reciprocal =
+        LLVM::CallIntrinsicOp::create(
+            rewriter, loc, f32,
+            rewriter.getStringAttr("llvm.nvvm.rcp.approx.ftz.f"),
+            ValueRange{denominator})
+            .getResult(0);
+    rewriter.replaceOpWithNewOp<math::FmaOp>(op, constant(-2.0), reciprocal,
+                                             constant(1.0));
+    return success();
+  }
+};
+
 /// The math functions rewritten by polynomial approximation: all MLIR has
 /// one for except exp2 and log2, which the hardware approximates.
 bool isApproximated(StringRef name) { return name != "exp2" && name != "log2"; }
@@ -56,6 +93,7 @@ struct FAMathToNVVMApproxPass
     // f32 accuracy; the rest (abs, sqrt, floor, ...) as the LLVM
     // intrinsics NVPTX selects, called directly: convert-gpu-to-nvvm takes
     // the LLVM dialect's math ops for libdevice calls.
+    patterns.add<TanhFromExp2>(&getContext());
     populateMathF32ExpansionPatterns(patterns, isApproximated);
     populateMathPolynomialApproximationPatterns(patterns, isApproximated);
     math::populateExpansionPatterns(patterns, {"powf", "fpowi", "sinh",

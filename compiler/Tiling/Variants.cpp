@@ -386,6 +386,24 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
   return {};
 }
 
+bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
+  using Kind = MaskFormula::Kind;
+  switch (formula.kind) {
+  case Kind::keepAll:
+    return true;
+  case Kind::constraint: {
+    int64_t c = formula.form.coefficients[kKeyIndexArg];
+    return c == 1 || c == -1;
+  }
+  case Kind::allOf:
+    return llvm::all_of(formula.children, keepsAKeyIntervalPerRow);
+  case Kind::anyOf:
+  case Kind::keepNone:
+    return false;
+  }
+  return false;
+}
+
 //===----------------------------------------------------------------------===//
 // The derivative of a score_mod
 //===----------------------------------------------------------------------===//

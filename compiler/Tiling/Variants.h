@@ -89,6 +89,12 @@ IndexBounds buildIndexBounds(OpBuilder &b, Location loc,
                              const MaskFormula &formula, const IndexBox &box,
                              unsigned arg);
 
+/// Whether, for every query row, the keys `formula` keeps are exactly the
+/// interval buildIndexBounds gives for that row alone (a conjunction of
+/// constraints in each of which kv_idx has coefficient +1 or -1): then a
+/// row's mask is two compares per score instead of the region.
+bool keepsAKeyIntervalPerRow(const MaskFormula &formula);
+
 /// Builds in `derivative` (empty) the derivative of the score_mod region
 /// `scoreMod` with respect to its score, same arguments (forward-mode over
 /// the arith and math ops). Fails, naming the op, on a float op without a

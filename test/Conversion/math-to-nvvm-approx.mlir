@@ -14,3 +14,25 @@ func.func @approx(%x: f32, %y: f64) -> (f32, f64) {
   %d = math.exp2 %y : f64
   return %l, %d : f32, f64
 }
+
+// A variant's math: f32 tanh on the hardware exp2 and reciprocal,
+// 1 - 2 / (2^(2 log2(e) x) + 1); abs as the LLVM intrinsic NVPTX selects
+// (not a libdevice call); tan through its expansion.
+// CHECK-LABEL: func @variant_math
+// CHECK-SAME: (%[[X:.*]]: f32)
+// CHECK: %[[K:.*]] = arith.constant 2.885390{{[0-9]*}}e+00 : f32
+// CHECK: %[[S:.*]] = arith.mulf %[[X]], %[[K]] : f32
+// CHECK: %[[P:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[S]])
+// CHECK: %[[D:.*]] = arith.addf %[[P]]
+// CHECK: %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[D]])
+// CHECK: %[[T:.*]] = math.fma %{{.*}}, %[[R]], %{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.fabs"(%[[T]]) : (f32) -> f32
+// CHECK-NOT: math.tan
+// CHECK-NOT: math.absf
+// CHECK: return
+func.func @variant_math(%x: f32) -> (f32, f32) {
+  %t = math.tanh %x : f32
+  %a = math.absf %t : f32
+  %u = math.tan %a : f32
+  return %a, %u : f32, f32
+}

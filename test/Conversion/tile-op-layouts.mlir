@@ -86,8 +86,10 @@ func.func @mma(%n: index) {
 // on each of the thread's 4 scores after the scale, with the score's row
 // (q_start + t / 4, + 8) and column (kv_start + t % 4, + 4); the mask_mod's
 // tile test (kept whole: the largest kv - q over the tile <= 0) joins the
-// key-tail test that decides the per-element branch, where each score is
-// kept only if the region says so.
+// key-tail test that decides the per-element branch. kv <= q keeps an
+// interval of keys per row: the row's last kept key (min with q) bounds
+// the one compare per score, as the causal mask does; the region is not
+// evaluated per score.
 #blocked = #fa.blocked<threads = [8, 4]>
 // CHECK-LABEL: gpu.func @variant
 func.func @variant(%n: index, %q0: index, %k0: index) {
@@ -108,11 +110,42 @@ func.func @variant(%n: index, %q0: index, %k0: index) {
     // CHECK: %[[PARTIAL:.*]] = arith.xori %[[WHOLE]], %true
     // CHECK: %[[NEEDS:.*]] = arith.ori %[[TAIL]], %[[PARTIAL]]
     // CHECK: scf.if %[[NEEDS]]
-    // CHECK-COUNT-4: arith.cmpi sle, %{{.*}}, %{{.*}} : index
+    // CHECK: arith.minsi
+    // CHECK-COUNT-2: arith.cmpi sgt, %{{.*}}, %{{.*}} : i32
+    // CHECK: arith.minsi
+    // CHECK-COUNT-2: arith.cmpi sgt, %{{.*}}, %{{.*}} : i32
+    // CHECK-NOT: arith.cmpi sle, %{{.*}}, %{{.*}} : index
     // CHECK: } else {
     %r = fa.mask %m, %q0, %k0, %n, %n at(%b, %h) : tensor<16x8xf32, #blocked> mask_mod {
     ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
       %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %a = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+// A mask_mod that is not affine (a remainder) is evaluated at every score
+// of every tile: no whole-tile shortcut, the region per score.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @not_affine
+func.func @not_affine(%n: index, %q0: index, %k0: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: %[[TAIL:.*]] = arith.cmpi uge
+    // CHECK: %[[NEEDS:.*]] = arith.ori %[[TAIL]], %true
+    // CHECK: scf.if %[[NEEDS]]
+    // CHECK-COUNT-4: arith.remsi
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c3 = arith.constant 3 : index
+      %m = arith.remsi %ki, %c3 : index
+      %c0 = arith.constant 0 : index
+      %keep = arith.cmpi ne, %m, %c0 : index
       fa.yield %keep : i1
     }
     %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>

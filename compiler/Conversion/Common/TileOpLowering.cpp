@@ -179,10 +179,16 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   // A mask_mod: tiles it keeps whole (when the analysis can tell) skip the
   // per-element test too.
   bool maskMod = !op.getMaskMod().empty();
+  std::optional<MaskFormula> formula;
+  if (maskMod)
+    formula = analyzeAffineMask(op.getMaskMod());
+  // An interval of keys per row (a window): each score is then compared
+  // with its row's first and last kept key, as the causal mask is, instead
+  // of evaluating the region.
+  bool rowIntervals = formula && keepsAKeyIntervalPerRow(*formula);
   if (maskMod) {
     Value partial = arith::ConstantIntOp::create(b, loc, 1, 1);
-    if (std::optional<MaskFormula> formula =
-            analyzeAffineMask(op.getMaskMod())) {
+    if (formula) {
       IndexBox box = variantTileBox(b, loc, adaptor.getBatch(),
                                     adaptor.getHead(), adaptor.getQStart(),
                                     adaptor.getKvStart(), type,
@@ -222,19 +228,42 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
           adaptor.getQLen());
       last = arith::MinSIOp::create(b, loc, kvLast, diagonal);
     }
-    // Clamped to [-1, C] so that it fits 32 bits.
-    Value visible = arith::SubIOp::create(b, loc, last, threadFirstCol);
-    visible = arith::MaxSIOp::create(b, loc, visible, indexConst(b, loc, -1));
-    visible = arith::MinSIOp::create(b, loc, visible, indexConst(b, loc, cols));
-    visible = arith::IndexCastOp::create(b, loc, b.getI32Type(), visible);
+    // The row's kept keys [lo, hi] of an interval mask_mod.
+    Value first;
+    if (rowIntervals) {
+      IndexBox rowBox = variantTileBox(
+          b, loc, adaptor.getBatch(), adaptor.getHead(), query,
+          adaptor.getKvStart(), type, adaptor.getQLen(), adaptor.getKvLen());
+      rowBox.hi[kQueryIndexArg] = query;
+      IndexBounds keys =
+          buildIndexBounds(b, loc, *formula, rowBox, kKeyIndexArg);
+      if (keys.hi)
+        last = arith::MinSIOp::create(b, loc, last, keys.hi);
+      first = keys.lo;
+    }
+    // Offsets from the thread's first column, clamped to [-1, C] so that
+    // they fit 32 bits.
+    auto columnOffset = [&](Value key) {
+      Value offset = arith::SubIOp::create(b, loc, key, threadFirstCol);
+      offset = arith::MaxSIOp::create(b, loc, offset, indexConst(b, loc, -1));
+      offset = arith::MinSIOp::create(b, loc, offset, indexConst(b, loc, cols));
+      return arith::IndexCastOp::create(b, loc, b.getI32Type(), offset);
+    };
+    Value visible = columnOffset(last);
+    Value firstVisible = first ? columnOffset(first) : Value();
     for (int64_t slot : r.layout.slotsOfRow(row)) {
       Value c = arith::ConstantOp::create(
           b, loc, b.getI32IntegerAttr(int32_t(r.layout.colOffset[slot])));
       Value hidden = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                            c, visible);
+      if (firstVisible)
+        hidden = arith::OrIOp::create(
+            b, loc, hidden,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, c,
+                                  firstVisible));
       values[slot] = arith::SelectOp::create(b, loc, hidden, negInf,
                                              values[slot]);
-      if (maskMod) {
+      if (maskMod && !rowIntervals) {
         Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
         Value keep = inlineVariantRegion(
             b, op.getMaskMod(),
