@@ -2,6 +2,7 @@
 #include "dialect/FADialect.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"
+#include "lib/Strategy/Registry.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -49,6 +50,16 @@ bool mlir::fa::isTileType(Type type) {
 bool mlir::fa::isKernelName(StringRef name) {
   return !name.empty() && (llvm::isAlpha(name[0]) || name[0] == '_') &&
          llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+
+const ::fa::StrategyModel &mlir::fa::strategyModelOf(StrategyKind kind) {
+  const ::fa::StrategyModel *model =
+      ::fa::lookupStrategy(stringifyEnum(kind).str());
+  if (!model)
+    llvm::report_fatal_error(llvm::Twine("the dialect's strategy '") +
+                             stringifyEnum(kind) +
+                             "' has no entry in lib/Strategy/Registry.cpp");
+  return *model;
 }
 
 /// What every encoding asks of its tiles before its own rules: static dims
@@ -461,7 +472,7 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (producerWarps < 0 || producerWarps >= threads / 32)
     return emitError() << "producer_warps must be in [0, threads / 32 = "
                        << threads / 32 << "), got " << producerWarps;
-  if (producerWarps > 0 && strategy != StrategyKind::wgmma)
+  if (producerWarps > 0 && !strategyModelOf(strategy).warpSpecialized)
     return emitError() << "producer_warps belong to the wgmma strategy's "
                           "warp specialization, got "
                        << producerWarps << " on " << stringifyEnum(strategy);

@@ -20,6 +20,10 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialect/FAAttrs.h.inc"
 
+namespace fa {
+struct StrategyModel;
+} // namespace fa
+
 namespace mlir::fa {
 
 /// Limits of the tile level, far above any schedule the strategies make
@@ -42,6 +46,11 @@ bool isTileType(Type type);
 /// Whether `name` can name a kernel in PTX, or be the program part of one:
 /// [A-Za-z_][A-Za-z0-9_]* (LLVM's NVPTX backend aborts on other names).
 bool isKernelName(StringRef name);
+
+/// The registry's model of a strategy (lib/Strategy/Registry.h: what its
+/// placed programs may hold), found by the strategy's name: the verifiers
+/// ask it instead of switching on the strategy.
+const ::fa::StrategyModel &strategyModelOf(StrategyKind kind);
 
 } // namespace mlir::fa
 

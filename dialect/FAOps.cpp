@@ -7,6 +7,7 @@
 
 #include "dialect/FAOps.h"
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/Registry.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -348,13 +349,14 @@ static LogicalResult verifySharedPlacement(Operation *op,
                              << ", not a multiple of the 1024-byte swizzle "
                                 "atom";
   auto shared = dyn_cast<SharedEncodingAttr>(placement);
-  if (shared && launch.getStrategy() == StrategyKind::mma &&
-      tile.getRank() == 2 &&
-      (tile.getDimSize(1) + shared.getPad()) * elementBytes % 16 != 0)
+  const ::fa::StrategyModel &model = strategyModelOf(launch.getStrategy());
+  int64_t chunk = model.sharedRowChunkBytes;
+  if (shared && chunk && tile.getRank() == 2 &&
+      (tile.getDimSize(1) + shared.getPad()) * elementBytes % chunk != 0)
     return op->emitOpError()
            << "rows of " << tile.getDimSize(1) << " + pad " << shared.getPad()
-           << " elements are not whole 16-byte chunks, which the mma "
-              "strategy's copies and ldmatrix need";
+           << " elements are not whole " << chunk << "-byte chunks, which the "
+           << model.name << " strategy's copies and ldmatrix need";
   return success();
 }
 
@@ -374,7 +376,7 @@ LogicalResult GridOp::verifyRegions() {
   // in the encodings of its strategy.
   auto launch = (*this)->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
   if ((*this)->hasAttr(FADialect::getTensorMapsAttrName()) &&
-      (!launch || launch.getStrategy() != StrategyKind::wgmma))
+      (!launch || !strategyModelOf(launch.getStrategy()).tensorMapInputs))
     return emitOpError() << FADialect::getTensorMapsAttrName()
                          << " describe the TMA loads of a wgmma program; this "
                             "program is not placed for wgmma";
@@ -427,8 +429,8 @@ LogicalResult GridOp::verifyRegions() {
       if (!placement || placement.isShared())
         continue;
       bool blocked = isa<BlockedEncodingAttr>(encoding);
-      bool ofStrategy = launch.getStrategy() == StrategyKind::simt ? blocked
-                                                                   : !blocked;
+      bool ofStrategy =
+          blocked == strategyModelOf(launch.getStrategy()).blockedRegisterTiles;
       if (!ofStrategy) {
         op->emitOpError() << "register tile " << type << " is not placed for "
                           << "the program's " << stringifyEnum(launch.getStrategy())

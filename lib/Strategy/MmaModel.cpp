@@ -297,7 +297,9 @@ const StrategyModel &model() {
       /*pipelined=*/true,
       /*lowersBackward=*/true,
       kInputAccessElements, kOutputAccessElements,
-      /*tensorMapInputs=*/false, /*abiCode=*/2};
+      /*tensorMapInputs=*/false, /*abiCode=*/2,
+      /*blockedRegisterTiles=*/false, /*warpSpecialized=*/false,
+      /*sharedRowChunkBytes=*/16};
   return entry;
 }
 

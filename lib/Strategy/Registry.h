@@ -54,6 +54,14 @@ struct StrategyModel {
   /// Its code in the C ABI (`fa_strategy`, runtime/fa_runtime.h) and the
   /// Python binding; 0 is `auto`.
   int abiCode;
+  /// What its placed programs hold, for the dialect's verifiers: register
+  /// tiles in #fa.blocked (else in tensor-core fragments, #fa.mma and
+  /// #fa.mma_operand); producer warps (warp specialization) and TMA tensor
+  /// maps; shared rows in whole chunks of this many bytes (its copies and
+  /// ldmatrix; 0 = any row).
+  bool blockedRegisterTiles;
+  bool warpSpecialized;
+  int64_t sharedRowChunkBytes;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

@@ -199,7 +199,9 @@ const StrategyModel &model() {
       },
       /*pipelined=*/false,
       /*lowersBackward=*/true,
-      0, 0, /*tensorMapInputs=*/false, /*abiCode=*/1};
+      0, 0, /*tensorMapInputs=*/false, /*abiCode=*/1,
+      /*blockedRegisterTiles=*/true, /*warpSpecialized=*/false,
+      /*sharedRowChunkBytes=*/0};
   return entry;
 }
 

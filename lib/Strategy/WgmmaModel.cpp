@@ -180,7 +180,9 @@ const StrategyModel &model() {
       defaultCandidates, /*pipelined=*/true,
       /*lowersBackward=*/false,
       kInputAccessElements, kOutputAccessElements,
-      /*tensorMapInputs=*/true, /*abiCode=*/3};
+      /*tensorMapInputs=*/true, /*abiCode=*/3,
+      /*blockedRegisterTiles=*/false, /*warpSpecialized=*/true,
+      /*sharedRowChunkBytes=*/0};
   return entry;
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/KernelCompiler.h"
+#include "lib/Strategy/Registry.h"
 #include "dialect/FAOps.h"
 #include "lib/KernelSpec.h"
 #include "tools/fa-fuzz/IRMutator.h"
@@ -104,8 +105,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   ::fa::KernelSpec problem;
   readProblem(*module, problem);
-  for (::fa::Strategy strategy :
-       {::fa::Strategy::simt, ::fa::Strategy::mma, ::fa::Strategy::wgmma}) {
+  for (const ::fa::StrategyModel *model : ::fa::registeredStrategies()) {
+    ::fa::Strategy strategy = model->kind;
     ::fa::KernelSpec spec = problem;
     spec.strategy = strategy;
     spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;

@@ -118,9 +118,9 @@ struct TileRewrite {
   const RegisterLayout &layout;
   const TypeConverter &converter;
 
-  SmallVector<Value> unpack(Value tile) const { return fa::unpack(b, loc, tile); }
+  SmallVector<Value> unpack(Value tile) const { return mlir::fa::unpack(b, loc, tile); }
   Value pack(Type type, ArrayRef<Value> elements) const {
-    return fa::pack(b, loc, type, elements);
+    return mlir::fa::pack(b, loc, type, elements);
   }
 };
 
