@@ -58,6 +58,21 @@ std::string DiskCache::open() const {
   return "";
 }
 
+/// Whether `name` is a temporary file write() makes: a key (64 lower-case
+/// hex digits, optionally after "autotune-"), ".tmp-" and the 8 hex digits
+/// createUniqueFile puts in place of "%%%%%%%%". Nothing else in the folder
+/// is fa's to delete: FA_CACHE_DIR may be a folder with other files.
+static bool isOwnTemporaryName(llvm::StringRef name) {
+  auto isHex = [](llvm::StringRef s, size_t length) {
+    return s.size() == length && llvm::all_of(s, [](char c) {
+             return llvm::isDigit(c) || (c >= 'a' && c <= 'f');
+           });
+  };
+  name.consume_front("autotune-");
+  auto [key, suffix] = name.split(".tmp-");
+  return isHex(key, 64) && isHex(suffix, 8);
+}
+
 void DiskCache::removeStaleTemporaries() const {
   // A writer killed between creating its temporary file and renaming it
   // leaves the file behind; one untouched for this long has no writer.
@@ -67,7 +82,7 @@ void DiskCache::removeStaleTemporaries() const {
   for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
        it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (!name.contains(".tmp-"))
+    if (!isOwnTemporaryName(name))
       continue;
     llvm::sys::fs::file_status status;
     if (llvm::sys::fs::status(it->path(), status, /*Follow=*/false) ||

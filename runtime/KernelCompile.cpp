@@ -229,6 +229,11 @@ Result Runtime::Impl::prepareDefaultedLocked(
     requested.arch = arch;
   if (!requested.needsDefaults())
     return prepareLocked(requested, entry);
+  // Before the remembered choices: their keys (canonicalText) fold what
+  // validate() refuses (a negative or NaN scale reads as the default, a
+  // forward's deterministic flag as absent) into valid requests.
+  if (std::string error = requested.validate(); !error.empty())
+    return Result::error(Status::invalidArgument, error);
   std::string request = requested.canonicalText();
   if (length > 0)
     request += ";length=" + std::to_string(length);

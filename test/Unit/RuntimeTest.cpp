@@ -617,15 +617,29 @@ TEST(KernelCache, UnusableCacheFolderIsAnError) {
 
 /// Temporary files of writers killed before their rename are removed when
 /// a runtime opens the cache, once nobody can still be writing them.
+/// Only the names fa writes (key.tmp-XXXXXXXX) are removed: the folder may
+/// hold the user's files, whatever their names.
 TEST(KernelCache, StaleTemporaryFilesAreRemoved) {
   TempDir dir;
-  std::string stale = dir.str() + "/0123.tmp-abcdefgh";
-  std::string fresh = dir.str() + "/4567.tmp-abcdefgh";
-  std::ofstream(stale) << "half an entry";
+  std::string key(64, 'a'), other(64, 'b');
+  std::string stale = dir.str() + "/" + key + ".tmp-0123abcd";
+  std::string staleTune = dir.str() + "/autotune-" + other + ".tmp-89abcdef";
+  std::string fresh = dir.str() + "/" + other + ".tmp-0123abcd";
+  // Old files of the user's whose names only look alike.
+  std::vector<std::string> users = {
+      dir.str() + "/notes.tmp-abcdefgh", dir.str() + "/0123.tmp-abcdefgh",
+      dir.str() + "/" + key + ".tmp-0123abcd.keep",
+      dir.str() + "/" + key.substr(1) + ".tmp-0123abcd",
+      dir.str() + "/" + std::string(64, 'A') + ".tmp-0123abcd"};
+  std::vector<std::string> old = users;
+  old.push_back(stale);
+  old.push_back(staleTune);
+  for (const std::string &path : old)
+    std::ofstream(path) << "half an entry, or a user's file";
   std::ofstream(fresh) << "being written";
-  {
+  for (const std::string &path : old) {
     int fd;
-    ASSERT_FALSE(llvm::sys::fs::openFileForWrite(stale, fd,
+    ASSERT_FALSE(llvm::sys::fs::openFileForWrite(path, fd,
                                                  llvm::sys::fs::CD_OpenExisting));
     auto hourAgo = std::chrono::system_clock::now() - std::chrono::hours(1);
     ASSERT_FALSE(llvm::sys::fs::setLastAccessAndModificationTime(
@@ -635,7 +649,10 @@ TEST(KernelCache, StaleTemporaryFilesAreRemoved) {
   auto runtime = makeRuntime(dir.str());
   ASSERT_TRUE(runtime);
   EXPECT_FALSE(llvm::sys::fs::exists(stale));
+  EXPECT_FALSE(llvm::sys::fs::exists(staleTune));
   EXPECT_TRUE(llvm::sys::fs::exists(fresh));
+  for (const std::string &path : users)
+    EXPECT_TRUE(llvm::sys::fs::exists(path)) << path << " was deleted";
 }
 
 /// A folder others may write to could hold planted kernels: not trusted.
@@ -1120,6 +1137,34 @@ TEST(ResolvedRequests, PrepareResolvesOnceAndHashesOncePerKernel) {
   EXPECT_EQ(c.cacheKeysComputed, 2);
   EXPECT_EQ(again.source, fa::KernelSource::diskCache);
   EXPECT_EQ(again.key, info.key);
+}
+
+/// A remembered default never answers an invalid request: invalid scales
+/// and a deterministic forward are refused after the valid request they
+/// would once have been folded into was prepared.
+TEST(ResolvedRequests, InvalidRequestsAreNeverAnsweredFromMemory) {
+  TempDir dir;
+  auto rt = makeRuntime(dir.str());
+  fa::KernelSpec valid = smallSpec();
+  valid.blockM = valid.blockN = valid.numWarps = 0; // defaults to choose
+  ASSERT_TRUE(bool(rt->prepare(valid)));
+  for (double scale : {-1.0, std::nan(""), -double(INFINITY), double(INFINITY),
+                       1e-300}) {
+    fa::KernelSpec bad = valid;
+    bad.scale = scale;
+    fa::Result r = rt->prepare(bad);
+    EXPECT_EQ(r.status, fa::Status::invalidArgument) << scale;
+    EXPECT_NE(r.message.find("softmax scale must be positive and finite"),
+              std::string::npos)
+        << r.message;
+  }
+  fa::KernelSpec deterministicForward = valid;
+  deterministicForward.deterministic = true;
+  fa::Result r = rt->prepare(deterministicForward);
+  EXPECT_EQ(r.status, fa::Status::invalidArgument);
+  EXPECT_NE(r.message.find("deterministic applies to the backward"),
+            std::string::npos)
+      << r.message;
 }
 
 /// Variants are kernels of their own: two specs that differ only in their

@@ -33,6 +33,7 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include <cmath>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -186,6 +187,18 @@ int main(int argc, char **argv) {
                                                        : std::vector<int64_t>{4, 8});
   std::vector<int64_t> ss = orDefault(stageCounts, simt ? std::vector<int64_t>{1}
                                                         : std::vector<int64_t>{1, 2});
+  // Each value as KernelSpec::validate bounds it (the IO model divides by
+  // the tile sizes: 0 must not reach it).
+  for (auto [name, values, highest] :
+       {std::tuple<const char *, const std::vector<int64_t> &, int64_t>{
+            "--block-m", ms, 1024},
+        {"--block-n", ns, 1024},
+        {"--num-warps", ws, 32},
+        {"--stages", ss, 4}})
+    for (int64_t value : values)
+      if (value < 1 || value > highest)
+        return fail(llvm::Twine(name) + " values must be in [1, " +
+                    llvm::Twine(highest) + "], got " + llvm::Twine(value));
   if (llvm::Expected<std::string> ptxas = fa::ptxasVersion(); !ptxas)
     return fail("fa-sweep needs ptxas for registers and spills: " +
                 llvm::toString(ptxas.takeError()));
