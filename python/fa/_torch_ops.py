@@ -22,8 +22,9 @@ from . import _backward, _forward
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       causal: bool, scale: float, block_m: int, block_n: int,
                       num_warps: int, strategy: str, stages: int,
-                      deterministic: bool, score_mod: str,
-                      mask_mod: str) -> Tuple[torch.Tensor, torch.Tensor]:
+                      deterministic: bool, score_mod: str = "",
+                      mask_mod: str = "") -> Tuple[torch.Tensor,
+                                                   torch.Tensor]:
     # `deterministic` is the backward's mode, kept for the autograd formula.
     return _forward(q, k, v, causal, scale, block_m, block_n, num_warps,
                     strategy, stages, score_mod, mask_mod)
@@ -31,7 +32,7 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 @attention_forward.register_fake
 def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages,
-      deterministic, score_mod, mask_mod):
+      deterministic, score_mod="", mask_mod=""):
     batch, heads, length, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, length), dtype=torch.float32))
@@ -44,9 +45,10 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                        lse: torch.Tensor, causal: bool, scale: float,
                        deterministic: bool, block_m: int, block_n: int,
                        num_warps: int, strategy: str, stages: int,
-                       score_mod: str, mask_mod: str) -> Tuple[torch.Tensor,
-                                                              torch.Tensor,
-                                                              torch.Tensor]:
+                       score_mod: str = "",
+                       mask_mod: str = "") -> Tuple[torch.Tensor,
+                                                    torch.Tensor,
+                                                    torch.Tensor]:
     return _backward(grad_output, q, k, v, o, lse, causal, scale,
                      deterministic, block_m, block_n, num_warps, strategy,
                      stages, score_mod, mask_mod)
@@ -54,7 +56,7 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
 
 @attention_backward.register_fake
 def _(grad_output, q, k, v, o, lse, causal, scale, deterministic, block_m,
-      block_n, num_warps, strategy, stages, score_mod, mask_mod):
+      block_n, num_warps, strategy, stages, score_mod="", mask_mod=""):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -65,7 +67,9 @@ def _setup_context(ctx, inputs, output):
     ctx.causal = causal
     ctx.scale = scale
     ctx.deterministic = inputs[10]
-    ctx.score_mod, ctx.mask_mod = inputs[11], inputs[12]
+    # The variant's texts (absent when the op was called without them).
+    ctx.score_mod = inputs[11] if len(inputs) > 11 else ""
+    ctx.mask_mod = inputs[12] if len(inputs) > 12 else ""
     ctx.mark_non_differentiable(lse)
 
 
@@ -77,8 +81,7 @@ def _attention_grad(ctx, grad_output, grad_lse):
         grad_output, q, k, v, o, lse, ctx.causal, ctx.scale,
         ctx.deterministic, 0, 0, 0, "auto", 0, ctx.score_mod, ctx.mask_mod)
     # No gradient for the flags, the scale, the tiles and the variant.
-    return (dq, dk, dv, None, None, None, None, None, None, None, None, None,
-            None)
+    return (dq, dk, dv) + (None,) * 10
 
 
 attention_forward.register_autograd(_attention_grad,

@@ -217,6 +217,19 @@ class CustomOpTest(unittest.TestCase):
                     torch.ops.fa.attention_backward,
                     (torch.randn_like(o), q.detach(), k.detach(), v.detach(),
                      o.detach(), lse, True, 0.0, deterministic) + tiles)
+            # With a variant: its texts are two more (string) arguments.
+            variant = (fa.variants.trace_score_mod(fa.variants.softcap(5.0)),
+                       fa.variants.trace_mask_mod(
+                           fa.variants.sliding_window(8)))
+            torch.library.opcheck(torch.ops.fa.attention_forward,
+                                  (q, k, v, True, 0.0, 0, 0, 0, "auto", 0,
+                                   False) + variant)
+            o, lse = torch.ops.fa.attention_forward(
+                q, k, v, True, 0.0, 0, 0, 0, "auto", 0, False, *variant)
+            torch.library.opcheck(
+                torch.ops.fa.attention_backward,
+                (torch.randn_like(o), q.detach(), k.detach(), v.detach(),
+                 o.detach(), lse, True, 0.0, False) + tiles + variant)
 
     def test_compile(self):
         torch._dynamo.reset()

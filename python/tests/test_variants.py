@@ -253,7 +253,7 @@ class GpuVariantTest(unittest.TestCase):
 
         def score(s, h, i, j, sq, sk):
             s = 5.0 * torch.tanh(s / 5.0)
-            return s - slopes.double()[h] * (i + (sk - sq) - j).abs()
+            return s - slopes.to(s.dtype)[h] * (i + (sk - sq) - j).abs()
 
         def keep(h, i, j, sq, sk):
             return j >= i + (sk - sq) - 50
