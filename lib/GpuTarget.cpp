@@ -44,6 +44,17 @@ std::optional<GpuArch> lookupGpuArch(std::string_view name) {
   return std::nullopt;
 }
 
+std::string unsupportedArchMessage(std::string_view arch,
+                                   std::string_view what) {
+  constexpr size_t kShown = 32;
+  std::string shown(arch.substr(0, kShown));
+  if (arch.size() > kShown)
+    shown += "'... (" + std::to_string(arch.size()) + " bytes";
+  return "unsupported " + std::string(what) + " '" + shown +
+         (arch.size() > kShown ? ")" : "'") + "; expected one of " +
+         supportedGpuArchs();
+}
+
 std::string supportedGpuArchs() {
   std::string names;
   for (const GpuArch &arch : kArchs) {

@@ -26,6 +26,12 @@ std::optional<GpuArch> lookupGpuArch(std::string_view name);
 /// "sm_80, sm_86, sm_89, sm_90, sm_90a", for error messages.
 std::string supportedGpuArchs();
 
+/// "unsupported arch 'X'; expected one of ..." with X quoted in full up to
+/// 32 characters, else its first 32 and its length (an arch string can be
+/// anything a caller passes, a megabyte included).
+std::string unsupportedArchMessage(std::string_view arch,
+                                   std::string_view what = "arch");
+
 /// Static shared memory every kernel carries: the NVPTX back end declares
 /// the dynamic shared-memory symbol as one 16-byte-aligned static byte.
 constexpr int64_t kStaticSharedMemoryReserve = 16;

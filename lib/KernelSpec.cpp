@@ -60,8 +60,7 @@ std::string KernelSpec::validate() const {
       !error.empty())
     return error;
   if (!lookupGpuArch(arch))
-    return "unsupported arch '" + arch + "'; expected one of " +
-           supportedGpuArchs();
+    return unsupportedArchMessage(arch);
   // 0 is the default 1/sqrt(head-dim); the kernels compute in float32.
   if (scale != 0.0) {
     float asFloat = static_cast<float>(scale);

@@ -144,9 +144,7 @@ struct FAConvertPlacedToGPUPass
     MLIRContext *ctx = &getContext();
     std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
     if (!target) {
-      module.emitError() << "unsupported arch '" << arch
-                         << "'; expected one of "
-                         << ::fa::supportedGpuArchs();
+      module.emitError() << ::fa::unsupportedArchMessage(arch);
       return signalPassFailure();
     }
     // (function, program, kernel name): a function with one program makes

@@ -13,9 +13,7 @@ LogicalResult mlir::fa::placeEachProgram(
     llvm::function_ref<LogicalResult(GridOp, const ::fa::GpuArch &)> place) {
   std::optional<::fa::GpuArch> target = ::fa::lookupGpuArch(arch);
   if (!target)
-    return root->emitError() << "unsupported arch '" << arch
-                             << "'; expected one of "
-                             << ::fa::supportedGpuArchs();
+    return root->emitError() << ::fa::unsupportedArchMessage(arch.str());
   WalkResult result = root->walk([&](GridOp grid) {
     // Placed already by an earlier placement pass (the mma strategy places
     // the backward's dkdv program and leaves the others to fa-place-simt).

@@ -40,7 +40,13 @@ class FaError(RuntimeError):
     """A failure reported by the fa runtime; .status is the fa_status code."""
 
     def __init__(self, status, message):
-        super().__init__(f"fa: {_STATUS.get(status, status)}: {message}")
+        label = _STATUS.get(status, status)
+        # Messages that already start with their status ("no CUDA driver:
+        # cannot load ...") are not prefixed twice.
+        text = str(message)
+        if not (text == str(label) or text.startswith(f"{label}:")):
+            text = f"{label}: {text}"
+        super().__init__(f"fa: {text}")
         self.status = status
 
 

@@ -18,6 +18,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fa  # noqa: E402
 
 
+class ErrorTest(unittest.TestCase):
+    def test_status_is_said_once(self):
+        # A message that starts with its status keeps one copy of it.
+        self.assertEqual(str(fa.FaError(2, "no CUDA driver: cannot load "
+                                           "libcuda.so.1")),
+                         "fa: no CUDA driver: cannot load libcuda.so.1")
+        self.assertEqual(str(fa.FaError(2, "no CUDA driver")),
+                         "fa: no CUDA driver")
+        self.assertEqual(str(fa.FaError(1, "head-dim must be in [1, 512]")),
+                         "fa: invalid argument: head-dim must be in [1, 512]")
+
+
 class PrepareKernelTest(unittest.TestCase):
     def test_dtypes(self):
         for dtype, tag in (("float32", "f32"), ("float16", "f16"),

@@ -575,6 +575,11 @@ TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
   spec.arch = "sm_75";
   EXPECT_EQ(spec.validate(), "unsupported arch 'sm_75'; expected one of "
                              "sm_80, sm_86, sm_89, sm_90, sm_90a");
+  // Whatever the caller passes is quoted in part, not echoed in full.
+  spec.arch = std::string(1 << 20, 'x');
+  EXPECT_EQ(spec.validate(), "unsupported arch '" + std::string(32, 'x') +
+                                 "'... (1048576 bytes); expected one of "
+                                 "sm_80, sm_86, sm_89, sm_90, sm_90a");
 }
 
 /// Defaults are derived only from a valid spec: an out-of-range field (here

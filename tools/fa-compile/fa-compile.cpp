@@ -136,6 +136,14 @@ static bool writeFile(llvm::StringRef path, llvm::StringRef contents,
   if (!file)
     return false;
   file->os() << contents;
+  // A full disk or /dev/full: an error naming the file, not LLVM's abort
+  // on a stream destroyed with its error unchecked.
+  file->os().flush();
+  if (std::error_code ec = file->os().error()) {
+    error = "cannot write " + path.str() + ": " + ec.message();
+    file->os().clear_error();
+    return false;
+  }
   file->keep();
   return true;
 }

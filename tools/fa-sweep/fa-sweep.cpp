@@ -171,8 +171,7 @@ int main(int argc, char **argv) {
                 fa::strategyNames(/*withAuto=*/false));
   std::optional<fa::GpuArch> target = fa::lookupGpuArch(arch);
   if (!target)
-    return fail("unsupported --arch '" + arch + "'; expected one of " +
-                fa::supportedGpuArchs());
+    return fail(fa::unsupportedArchMessage(arch, "--arch"));
   bool simt = base.strategy == fa::Strategy::simt;
   auto orDefault = [](const cl::list<int64_t> &given,
                       std::vector<int64_t> defaults) {
