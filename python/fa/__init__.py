@@ -18,6 +18,7 @@ through $FA_RUNTIME_LIB or in the project's build folders.
 """
 
 import ctypes
+import functools
 import math
 import numbers
 import os
@@ -497,6 +498,32 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
         *variant)
 
 
+@functools.lru_cache(maxsize=None)
+def _flash_variant(left, right, softcap, slopes):
+    """The (score_mod, mask_mod) of FlashAttention's window_size, softcap
+    and ALiBi slopes; one pair of functions per setting, so that each is
+    traced once."""
+    from . import variants
+
+    mask_mod = None
+    if left >= 0 or right >= 0:
+        mask_mod = variants.sliding_window(left, right)
+    mods = []
+    if softcap:
+        mods.append(variants.softcap(softcap))
+    if slopes is not None:
+        mods.append(variants.alibi(slopes))
+    if not mods:
+        return None, mask_mod
+
+    def score_mod(score, b, h, q_idx, kv_idx, q_len, kv_len):
+        for mod in mods:
+            args = (score, b, h, q_idx, kv_idx, q_len, kv_len)
+            score = mod(*args[:variants._arity(mod, (5, 7), "score_mod")])
+        return score
+    return score_mod, mask_mod
+
+
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
@@ -507,15 +534,9 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     scores with cap * tanh(s / cap), alibi_slopes ([Hq] or [B, Hq] with
     equal rows) biases them by -slope * |i + Sk - Sq - j|, as
     FlashAttention's."""
-    from . import variants
-
     _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)))
-    score_mods, mask_mod = [], None
     left, right = (int(x) for x in window_size)
-    if left >= 0 or right >= 0:
-        mask_mod = variants.sliding_window(left, right)
-    if softcap:
-        score_mods.append(variants.softcap(softcap))
+    slopes = None
     if alibi_slopes is not None:
         slopes = alibi_slopes
         if getattr(slopes, "dim", lambda: 1)() == 2:
@@ -523,15 +544,10 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                 raise ValueError("fa.flash_attn_func: alibi_slopes per batch "
                                  "row must be equal (one slope per head)")
             slopes = slopes[0]
-        score_mods.append(variants.alibi(slopes))
-    score_mod = None
-    if score_mods:
-        def score_mod(score, b, h, q_idx, kv_idx, q_len, kv_len):
-            for mod in score_mods:
-                args = (score, b, h, q_idx, kv_idx, q_len, kv_len)
-                score = mod(*args[:variants._arity(mod, (5, 7),
-                                                   "score_mod")])
-            return score
+        slopes = tuple(float(x) for x in slopes.tolist()) \
+            if hasattr(slopes, "tolist") else tuple(float(x) for x in slopes)
+    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
+                                         slopes)
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale, score_mod=score_mod,
                      mask_mod=mask_mod).transpose(1, 2)

@@ -20,9 +20,11 @@ The built-ins: sliding_window(left, right), softcap(cap), alibi(slopes),
 prefix_lm(n), chunked(size); and_masks / or_masks combine masks.
 """
 
+import functools
 import inspect
 import math
 import struct
+import weakref
 
 __all__ = ["where", "tanh", "exp", "exp2", "log", "log2", "sqrt", "minimum",
            "maximum", "sliding_window", "softcap", "alibi", "prefix_lm",
@@ -344,22 +346,43 @@ def _trace(fn, score, result_type, what):
             f"  return {result._name} : {result_type}\n}}\n")
 
 
+# Each function object is traced once: fa.attention asks on every call.
+# Weak keys, so that a traced function can still be freed.
+_TRACED = {True: weakref.WeakKeyDictionary(),
+           False: weakref.WeakKeyDictionary()}
+
+
+def _trace_once(fn, score):
+    try:
+        return _TRACED[score][fn]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable: traced every time
+        return _trace(fn, score, "f32" if score else "i1",
+                      "score_mod" if score else "mask_mod")
+    text = _trace(fn, score, "f32" if score else "i1",
+                  "score_mod" if score else "mask_mod")
+    _TRACED[score][fn] = text
+    return text
+
+
 def trace_score_mod(fn):
     """The MLIR text of score_mod `fn` (score, b, h, q_idx, kv_idx[, q_len,
-    kv_len]) -> score."""
-    return _trace(fn, True, "f32", "score_mod")
+    kv_len]) -> score; traced once per function object."""
+    return _trace_once(fn, True)
 
 
 def trace_mask_mod(fn):
     """The MLIR text of mask_mod `fn` (b, h, q_idx, kv_idx[, q_len,
-    kv_len]) -> bool."""
-    return _trace(fn, False, "i1", "mask_mod")
+    kv_len]) -> bool; traced once per function object."""
+    return _trace_once(fn, False)
 
 
 #===------------------------------------------------------------------------===#
 # Built-in variants
 #===------------------------------------------------------------------------===#
 
+@functools.lru_cache(maxsize=None)
 def sliding_window(left, right=0):
     """Keys j with i' - left <= j <= i' + right where i' = i + Sk - Sq is
     the query's position among the keys (FlashAttention's window_size =
@@ -378,6 +401,7 @@ def sliding_window(left, right=0):
     return mask_mod
 
 
+@functools.lru_cache(maxsize=None)
 def softcap(cap):
     """cap * tanh(score / cap) (Gemma 2's logit softcapping)."""
     cap = float(cap)
@@ -394,7 +418,11 @@ def alibi(slopes):
     per query head (a list, or a tensor read once on the host)."""
     if hasattr(slopes, "tolist"):
         slopes = slopes.tolist()
-    slopes = [float(s) for s in slopes]
+    return _alibi(tuple(float(s) for s in slopes))
+
+
+@functools.lru_cache(maxsize=None)
+def _alibi(slopes):
     if not slopes:
         raise ValueError("alibi needs one slope per query head")
 
@@ -407,6 +435,7 @@ def alibi(slopes):
     return score_mod
 
 
+@functools.lru_cache(maxsize=None)
 def prefix_lm(prefix):
     """The first `prefix` keys for every query, and the causal keys after
     them."""
@@ -417,6 +446,7 @@ def prefix_lm(prefix):
     return mask_mod
 
 
+@functools.lru_cache(maxsize=None)
 def chunked(size):
     """Keys in the query's chunk of `size` positions (chunked local
     attention)."""

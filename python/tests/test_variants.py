@@ -60,6 +60,32 @@ class TraceTest(unittest.TestCase):
                    "arith.select"):
             self.assertIn(op, text)
 
+    def test_traced_once_per_function(self):
+        # fa.attention asks for the text on every call: the function runs
+        # once, and the built-ins give one function per setting.
+        calls = []
+
+        def mask(b, h, q, kv):
+            calls.append(1)
+            return kv <= q
+        first = V.trace_mask_mod(mask)
+        self.assertEqual(V.trace_mask_mod(mask), first)
+        self.assertEqual(len(calls), 1)
+        self.assertIs(V.sliding_window(64, 0), V.sliding_window(64, 0))
+        self.assertIs(V.alibi([0.5, 0.25]), V.alibi((0.5, 0.25)))
+
+    def test_flash_attn_settings(self):
+        # flash_attn_func's window_size, softcap and ALiBi slopes: one pair
+        # of functions per setting, each a composition of the built-ins.
+        score, mask = fa._flash_variant(50, 0, 5.0, (0.5, 0.25))
+        self.assertIs(fa._flash_variant(50, 0, 5.0, (0.5, 0.25))[0], score)
+        text = V.trace_score_mod(score)
+        self.assertIn("math.tanh", text)
+        self.assertIn("arith.cmpi eq, %h", text)
+        self.assertEqual(V.trace_mask_mod(mask),
+                         V.trace_mask_mod(V.sliding_window(50, 0)))
+        self.assertEqual(fa._flash_variant(-1, -1, 0.0, None), (None, None))
+
     def test_constant_mask(self):
         self.assertIn("arith.constant true",
                       V.trace_mask_mod(lambda b, h, q, kv: True))
