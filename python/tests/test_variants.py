@@ -125,6 +125,13 @@ class TraceErrorTest(unittest.TestCase):
     def test_bad_builtin_argument(self):
         with self.assertRaisesRegex(ValueError, "softcap must be positive"):
             V.softcap(0)
+        with self.assertRaisesRegex(ValueError, "one slope per query head"):
+            V.alibi([])
+
+    def test_variant_of_the_wrong_kind(self):
+        with self.assertRaisesRegex(TypeError, "fa.prepare_kernel: mask_mod "
+                                               "must be a function"):
+            fa.prepare_kernel(32, mask_mod=3)
 
 
 class CompileTest(unittest.TestCase):

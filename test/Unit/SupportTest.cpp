@@ -63,6 +63,32 @@ TEST(KernelSpec, DefaultIsTheLectureKernel) {
   EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_bf16_causal_8x32_w8_s2_mma");
 }
 
+/// A variant's texts: bounded in size, refused for the deterministic
+/// backward's turn order, part of the kernel's name and canonical text.
+TEST(KernelSpec, VariantRules) {
+  fa::KernelSpec spec;
+  spec.maskMod = "func.func @mask_mod";
+  spec.backward = spec.deterministic = true;
+  EXPECT_EQ(spec.validate(),
+            "the deterministic backward does not take a mask_mod yet (its "
+            "dQ turn order assumes the K/V range of a plain or causal mask)");
+  spec.deterministic = false;
+  EXPECT_EQ(spec.validate(), "");
+  spec.scoreMod = std::string(fa::kMaxVariantTextBytes + 1, ' ');
+  EXPECT_EQ(spec.validate(), "score_mod text must be at most 65536 bytes, "
+                             "got 65537");
+  fa::KernelSpec plain, window = plain, wider = plain;
+  window.maskMod = "a\nb";
+  wider.maskMod = "a\nc";
+  EXPECT_EQ(plain.kernelName().find("_mod"), std::string::npos);
+  EXPECT_NE(window.kernelName(), wider.kernelName());
+  EXPECT_NE(window.kernelName().find("_mod"), std::string::npos);
+  // One line: the newline is escaped.
+  EXPECT_NE(window.canonicalText().find(";mask_mod=a\\nb"),
+            std::string::npos);
+  EXPECT_EQ(plain.canonicalText().find("mod="), std::string::npos);
+}
+
 TEST(KernelSpec, AutomaticStrategyByDtypeAndHeadDim) {
   fa::KernelSpec spec;
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
