@@ -42,7 +42,7 @@ static void placeMma(OpPassManager &pm, const GpuOptions &options) {
 
 static LogicalResult lowerMma(ArrayRef<gpu::GPUFuncOp> kernels,
                               const ::fa::GpuArch &arch) {
-  MmaTarget target{arch.vectorReductions};
+  FragmentTarget target{arch.vectorReductions};
   for (gpu::GPUFuncOp kernel : kernels)
     if (failed(lowerMmaKernel(kernel, target)))
       return failure();
@@ -58,12 +58,16 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
   pm.addNestedPass<func::FuncOp>(createFAPingPong());
+  // The programs wgmma leaves unplaced (the backward's memory-bound delta
+  // and dq programs) run on the simt strategy.
+  placeSimt(pm, options);
 }
 
 static LogicalResult lowerWgmma(ArrayRef<gpu::GPUFuncOp> kernels,
-                                const ::fa::GpuArch &) {
+                                const ::fa::GpuArch &arch) {
+  FragmentTarget target{arch.vectorReductions};
   for (gpu::GPUFuncOp kernel : kernels)
-    if (failed(lowerWgmmaKernel(kernel)))
+    if (failed(lowerWgmmaKernel(kernel, target)))
       return failure();
   return success();
 }

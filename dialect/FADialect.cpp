@@ -235,12 +235,14 @@ static int64_t rowBlocksPerWarp(int64_t rows, int64_t warps) {
 
 LogicalResult
 MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        int64_t warps, int64_t warpsN) {
+                        int64_t warps, int64_t warpsN, int64_t rowsFirst) {
   if (failed(verifyWarps(emitError, warps)))
     return failure();
   if (warpsN < 1 || warps % warpsN != 0)
     return emitError() << "warps_n must divide warps = " << warps << ", got "
                        << warpsN;
+  if (rowsFirst != 0 && rowsFirst != 1)
+    return emitError() << "rows_first must be 0 or 1, got " << rowsFirst;
   return success();
 }
 
@@ -295,7 +297,8 @@ int64_t MmaEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
 }
 
 /// The fragment tables of lib/Strategy/MmaLayout.h over the warp grid: warp
-/// w owns the row slice w / warps_n and the column slice w % warps_n; lane
+/// w owns the row slice w / warps_n and the column slice w % warps_n (with
+/// rows_first, w % warps_m and w / warps_m); lane
 /// (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of each m16 row
 /// block and columns 2t, 2t + 1 of each n8 block. The 4 lanes of a quad
 /// share a row.
@@ -306,8 +309,11 @@ MmaEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
   int64_t warpsN = getWarpsN();
   int64_t sliceRows = shape[0] / getWarpsM();
   int64_t rowBlocks = sliceRows / frag::kM;
+  int64_t warpsM = getWarpsM();
+  bool rowsFirst = getRowsFirst() && warpsN > 1;
   RegisterLayout layout;
-  layout.rowBase = {ThreadIdTerm{0, 32 * warpsN, sliceRows},
+  layout.rowBase = {rowsFirst ? ThreadIdTerm{32 * warpsM, 32, sliceRows}
+                              : ThreadIdTerm{0, 32 * warpsN, sliceRows},
                     ThreadIdTerm{32, 4, 1}};
   for (int64_t mi = 0; mi < rowBlocks; ++mi)
     for (int64_t h = 0; h < 2; ++h)
@@ -317,7 +323,9 @@ MmaEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
   // (A 1-d tile has no columns: its column terms only tell copies apart.)
   int64_t sliceCols = shape.size() == 2 ? shape[1] / warpsN : 1;
   if (warpsN > 1)
-    layout.colBase.push_back(ThreadIdTerm{32 * warpsN, 32, sliceCols});
+    layout.colBase.push_back(rowsFirst
+                                 ? ThreadIdTerm{0, 32 * warpsM, sliceCols}
+                                 : ThreadIdTerm{32 * warpsN, 32, sliceCols});
   layout.colBase.push_back(ThreadIdTerm{4, 1, 2});
   if (shape.size() == 1) {
     layout.rowOffset = layout.rowSlotOffset;

@@ -292,20 +292,43 @@ def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
     ```mlir
     tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>  // 32 x 64 a warp
     ```
+
+    `rows_first` numbers the warps of the grid down the rows first: warp `w`
+    owns row slice `w % (warps / warps_n)` and column slice
+    `w / (warps / warps_n)`. With 16 rows a warp, 4 consecutive warps (a
+    warpgroup) then hold 64 consecutive rows of one column slice: the
+    accumulator of one `wgmma` m64 (the wgmma backward's S, dP and dQ, whose
+    warpgroups split the columns).
+
+    ```mlir
+    tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+    ```
   }];
   let parameters = (ins "int64_t":$warps,
-                        DefaultValuedParameter<"int64_t", "1">:$warpsN);
+                        DefaultValuedParameter<"int64_t", "1">:$warpsN,
+                        DefaultValuedParameter<"int64_t", "0">:$rowsFirst);
   let builders = [
     AttrBuilder<(ins "int64_t":$warps), [{
-      return $_get($_ctxt, warps, 1);
+      return $_get($_ctxt, warps, 1, 0);
+    }]>,
+    AttrBuilder<(ins "int64_t":$warps, "int64_t":$warpsN), [{
+      return $_get($_ctxt, warps, warpsN, 0);
     }]>
   ];
   let assemblyFormat =
-      "`<` `warps` `=` $warps (`,` `warps_n` `=` $warpsN^)? `>`";
+      "`<` `warps` `=` $warps (`,` `warps_n` `=` $warpsN^)? "
+      "(`,` `rows_first` `=` $rowsFirst^)? `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Warps along the rows.
     int64_t getWarpsM() const { return getWarps() / getWarpsN(); }
+    /// The row slice and column slice of warp `warp` (see rows_first).
+    int64_t warpRowSlice(int64_t warp) const {
+      return getRowsFirst() ? warp % getWarpsM() : warp / getWarpsN();
+    }
+    int64_t warpColumnSlice(int64_t warp) const {
+      return getRowsFirst() ? warp / getWarpsM() : warp % getWarpsN();
+    }
   }];
 }
 

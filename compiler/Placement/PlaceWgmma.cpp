@@ -13,7 +13,9 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseMap.h"
 
 #define DEBUG_TYPE "fa-place-wgmma"
 
@@ -40,10 +42,16 @@ struct FAPlaceWgmmaPass
   }
 
   LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
+  LogicalResult placeBackwardProgram(GridOp grid,
+                                     const ::fa::GpuArch &target);
 };
 
 LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
                                              const ::fa::GpuArch &target) {
+  bool forward = false;
+  grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+  if (!forward)
+    return placeBackwardProgram(grid, target);
   FailureOr<ProgramShape> shape = readProgramShape(grid);
   if (failed(shape))
     return failure();
@@ -110,6 +118,143 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(ctx, StrategyKind::wgmma, numThreads,
+                                layout.totalBytes, stages, registers));
+  return success();
+}
+
+/// The backward's dkdv program (lib/Strategy/WgmmaModel.h describes the
+/// split): K, V once and Q, dO in rings in 128-byte-swizzled shared memory;
+/// LSE and D straight into the row slots of S's layout; P and dS staged in
+/// swizzled shared memory, where every product that reads them finds them
+/// (dV += P^T dO and dK += dS^T Q read them transposed, dQ = dS K across
+/// all keys). The delta and dq programs (no matmul) are left to
+/// fa-place-simt.
+LogicalResult
+FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
+                                       const ::fa::GpuArch &target) {
+  bool hasMatmul = false;
+  grid.walk([&](TileMatmulOp) { hasMatmul = true; });
+  if (!hasMatmul)
+    return success();
+  SmallVector<LoadTileOp> resident, streamed, rowVectors;
+  grid.walk([&](LoadTileOp op) {
+    if (cast<RankedTensorType>(op.getType()).getRank() == 1)
+      rowVectors.push_back(op);
+    else
+      (op->getParentOfType<scf::ForOp>() ? streamed : resident).push_back(op);
+  });
+  if (resident.size() != 2 || streamed.size() != 2)
+    return grid.emitOpError("the wgmma strategy places a backward program "
+                            "that loads K and V once and streams Q and dO, "
+                            "got ")
+           << resident.size() << " resident and " << streamed.size()
+           << " streamed tiles";
+  auto keyTile = cast<RankedTensorType>(resident[0].getType());
+  auto queryTile = cast<RankedTensorType>(streamed[0].getType());
+  Type elementType = keyTile.getElementType();
+  if (!(elementType.isF16() || elementType.isBF16()))
+    return grid.emitOpError("the wgmma strategy needs f16 or bf16 tiles, got ")
+           << elementType;
+  ::fa::wgmma::Config config{keyTile.getDimSize(1), queryTile.getDimSize(0),
+                             keyTile.getDimSize(0), numWarps, stages, 2};
+  if (std::string error = ::fa::wgmma::checkBackwardFits(config, target);
+      !error.empty())
+    return grid.emitOpError(error);
+  ::fa::wgmma::BackwardSharedLayout layout =
+      ::fa::wgmma::backwardSharedLayout(config);
+
+  // Tiles of K/V rows (dK, dV): the warpgroups along the rows. Tiles of
+  // query rows (S, dP, P, dS, dQ; LSE and D): one m64 whose columns the
+  // warpgroups split, numbered down the rows first so that a warpgroup's 4
+  // warps hold one wgmma accumulator. (With one warpgroup both are the
+  // same layout.)
+  MLIRContext *ctx = &getContext();
+  int64_t warpgroups = ::fa::wgmma::backwardWarpgroups(config);
+  auto keyRows = MmaEncodingAttr::get(ctx, numWarps);
+  auto queryRows =
+      warpgroups > 1
+          ? MmaEncodingAttr::get(ctx, numWarps, warpgroups, /*rowsFirst=*/1)
+          : keyRows;
+  auto shared =
+      SwizzledSharedEncodingAttr::get(ctx, ::fa::wgmma::kSwizzleBytes);
+  rematerializeHoistedConstants(grid);
+  placeTiles(
+      grid,
+      [&](RankedTensorType type) -> Attribute {
+        return type.getRank() == 2 && type.getDimSize(0) == config.blockN
+                   ? keyRows
+                   : queryRows;
+      },
+      shared);
+  // The per-row loads go first: their global latency then overlaps the
+  // wait for the Q/dO copies.
+  for (LoadTileOp op : rowVectors) {
+    op.getResult().setType(withEncoding(op.getType(), queryRows));
+    if (op->getBlock() == streamed[0]->getBlock() &&
+        streamed[0]->isBeforeInBlock(op))
+      op->moveBefore(streamed[0]);
+  }
+
+  auto setOffset = [&](Operation *op, int64_t offset) {
+    op->setAttr(FADialect::getSharedOffsetAttrName(),
+                IntegerAttr::get(IntegerType::get(ctx, 64), offset));
+  };
+  setOffset(resident[0], layout.kOffset);
+  setOffset(resident[1], layout.vOffset);
+  setOffset(streamed[0], layout.qOffset);
+  setOffset(streamed[1], layout.gradOutputOffset);
+  for (LoadTileOp op : streamed)
+    op->setAttr(FADialect::getPipelineStagesAttrName(),
+                IntegerAttr::get(IntegerType::get(ctx, 64), stages));
+
+  // Left operands that are register tiles (the rounded P and dS) are
+  // staged once each, right after they are computed: P in one buffer, dS
+  // in another, so that dS's write waits only for dS's previous readers.
+  // Right operands are loaded shared tiles.
+  llvm::DenseMap<Value, Value> stagedOf;
+  int64_t nextStaging = 0;
+  const int64_t stagingOffsets[] = {layout.probsOffset,
+                                    layout.gradScoresOffset};
+  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
+      op.emitOpError("the wgmma strategy reads the right operand from a "
+                     "loaded shared tile");
+      return WalkResult::interrupt();
+    }
+    Value lhs = op.getLhs();
+    if (lhs.getDefiningOp<LoadTileOp>())
+      return WalkResult::advance();
+    Value &staged = stagedOf[lhs];
+    if (!staged) {
+      if (nextStaging == 2) {
+        op.emitOpError("the wgmma backward stages two register tiles (P "
+                       "and dS), this is a third");
+        return WalkResult::interrupt();
+      }
+      OpBuilder builder(ctx);
+      builder.setInsertionPointAfterValue(lhs);
+      auto convert = ConvertLayoutOp::create(
+          builder, op.getLoc(), withEncoding(lhs.getType(), shared), lhs);
+      setOffset(convert, stagingOffsets[nextStaging++]);
+      staged = convert;
+    }
+    op.getLhsMutable().assign(staged);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
+  int64_t registerLimit = ::fa::maxRegistersPerThread(numWarps * 32);
+  if (registers > registerLimit)
+    grid.emitWarning() << "wgmma backward placement block-m=" << config.blockM
+                       << " block-n=" << config.blockN
+                       << " head-dim=" << config.headDim
+                       << " num-warps=" << int64_t(numWarps) << " needs about "
+                       << registers << " registers per thread, over the "
+                       << registerLimit << " available: the kernel will spill";
+  grid->setAttr(FADialect::getLaunchAttrName(),
+                LaunchAttr::get(ctx, StrategyKind::wgmma, numWarps * 32,
                                 layout.totalBytes, stages, registers));
   return success();
 }

@@ -37,8 +37,8 @@ static bool isBackwardProgram(GridOp grid) {
 
 FailureOr<ProgramShape> mlir::fa::readProgramShape(GridOp grid) {
   if (isBackwardProgram(grid))
-    return grid.emitOpError("is a program of the backward, which only the "
-                            "simt and mma strategies place so far");
+    return grid.emitOpError("is a program of the backward, which this "
+                            "placement does not place");
   ProgramShape shape;
   grid.walk([&](OnlineSoftmaxOp op) {
     shape.blockN =
@@ -105,26 +105,36 @@ void mlir::fa::rematerializeHoistedConstants(GridOp grid) {
 }
 
 void mlir::fa::placeTiles(GridOp grid, Attribute registers, Attribute shared) {
-  auto placeValue = [&](Value value, Attribute encoding) {
-    if (isUnplacedTile(value.getType()))
-      value.setType(withEncoding(value.getType(), encoding));
+  placeTiles(
+      grid, [&](RankedTensorType) { return registers; }, shared);
+}
+
+void mlir::fa::placeTiles(
+    GridOp grid, llvm::function_ref<Attribute(RankedTensorType)> registers,
+    Attribute shared) {
+  auto placeValue = [&](Value value, bool inRegisters) {
+    if (isUnplacedTile(value.getType())) {
+      auto type = cast<RankedTensorType>(value.getType());
+      value.setType(withEncoding(type, inRegisters ? registers(type) : shared));
+    }
   };
   grid.walk([&](Operation *op) {
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
       if (dense && isUnplacedTile(dense.getType())) {
-        auto type = withEncoding(dense.getType(), registers);
+        auto type = withEncoding(dense.getType(),
+                                 registers(cast<RankedTensorType>(dense.getType())));
         constant.setValueAttr(dense.reshape(type));
         constant.getResult().setType(type);
       }
       return;
     }
-    Attribute encoding = isa<LoadTileOp>(op) ? shared : registers;
+    bool inRegisters = !isa<LoadTileOp>(op);
     for (Value result : op->getResults())
-      placeValue(result, encoding);
+      placeValue(result, inRegisters);
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument arg : block.getArguments())
-          placeValue(arg, registers);
+          placeValue(arg, /*inRegisters=*/true);
   });
 }

@@ -56,6 +56,11 @@ LogicalResult placeAttentionTiles(GridOp grid, StringRef strategy,
 /// op results and region arguments), except fa.load_tile results, which get
 /// `shared`.
 void placeTiles(GridOp grid, Attribute registers, Attribute shared);
+/// The same with the register encoding chosen per tile type (programs whose
+/// register tiles do not all share one layout).
+void placeTiles(GridOp grid,
+                llvm::function_ref<Attribute(RankedTensorType)> registers,
+                Attribute shared);
 
 } // namespace mlir::fa
 

@@ -169,8 +169,12 @@ struct FAWarpSpecializePass
     getOperation().walk([&](GridOp grid) {
       auto launch =
           grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+      // The forward's programs (the backward's dkdv copies with every
+      // thread so far).
+      bool forward = false;
+      grid.walk([&](OnlineSoftmaxOp) { forward = true; });
       if (launch && launch.getStrategy() == StrategyKind::wgmma &&
-          launch.getProducerWarps() == 0)
+          launch.getProducerWarps() == 0 && forward)
         grids.push_back(grid);
     });
     for (GridOp grid : grids)

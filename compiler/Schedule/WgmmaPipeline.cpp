@@ -112,6 +112,12 @@ struct FAWgmmaPipelinePass
           grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
       if (!launch || launch.getStrategy() != StrategyKind::wgmma)
         return;
+      // The forward's K/V loop (the backward's dkdv program is not
+      // pipelined so far).
+      bool forward = false;
+      grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+      if (!forward)
+        return;
       grid.walk([&](scf::ForOp loop) {
         bool streams = false;
         loop.walk([&](TileMatmulOp) { streams = true; });

@@ -164,21 +164,119 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   return std::move(collector).take({16 * warps, 64, warps, 1});
 }
 
-/// Warpgroup MMA on sm_90a: 16-bit inputs, the forward.
+BackwardSharedLayout backwardSharedLayout(const Config &c) {
+  BackwardSharedLayout layout;
+  int64_t rowBytes = c.headDim * c.elementBytes;
+  layout.kOffset = 0;
+  layout.vOffset = c.blockN * rowBytes;
+  layout.qOffset = 2 * c.blockN * rowBytes;
+  layout.gradOutputOffset = layout.qOffset + c.stages * c.blockM * rowBytes;
+  layout.probsOffset =
+      layout.gradOutputOffset + c.stages * c.blockM * rowBytes;
+  int64_t stagedBytes = c.blockM * c.blockN * c.elementBytes;
+  layout.gradScoresOffset = layout.probsOffset + stagedBytes;
+  layout.totalBytes =
+      layout.gradScoresOffset + stagedBytes + kSwizzleAtomBytes;
+  return layout;
+}
+
+int64_t backwardWarpgroups(const Config &c) {
+  return c.numWarps / kWarpsPerWarpgroup;
+}
+
+int64_t estimateBackwardRegisters(const Config &c) {
+  int64_t warpgroups = std::max<int64_t>(1, backwardWarpgroups(c));
+  int64_t gradients = 2 * (kWarpgroupRows * c.headDim / kWarpgroupThreads);
+  int64_t scores = c.blockM * (c.blockN / warpgroups) / kWarpgroupThreads;
+  return gradients + 3 * scores + 2 * 2 + kRegisterOverhead;
+}
+
+std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  std::string config =
+      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
+      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
+      " stages=" + text(c.stages);
+  if (arch.name != "sm_90a")
+    return "the wgmma strategy needs arch sm_90a, got " +
+           std::string(arch.name);
+  if (c.numWarps < kWarpsPerWarpgroup || c.numWarps > 8 ||
+      c.numWarps % kWarpsPerWarpgroup != 0)
+    return "wgmma backward placement (" + config +
+           "): num-warps must be 4 or 8 (one or two warpgroups)";
+  if (c.stages < 1 || c.stages > kMaxStages)
+    return "stages must be in [1, " + text(kMaxStages) + "], got " +
+           text(c.stages);
+  // dK and dV take head-dim registers each per thread of a warpgroup.
+  if (c.headDim % kColumnBlock != 0 || c.headDim < kColumnBlock ||
+      c.headDim > 128)
+    return "wgmma backward placement (" + config +
+           "): the head dim must be 64 or 128 (dK and dV of a warpgroup's "
+           "64 rows take head-dim registers each per thread)";
+  int64_t warpgroups = backwardWarpgroups(c);
+  if (c.blockN != kWarpgroupRows * warpgroups)
+    return "wgmma backward placement (" + config +
+           "): block-n must be 64 x warpgroups = " +
+           text(kWarpgroupRows * warpgroups) +
+           " (each warpgroup owns 64 rows of dK and dV)";
+  if (c.blockM != kWarpgroupRows)
+    return "wgmma backward placement (" + config +
+           "): block-m must be 64 (S, dP and dQ are one m64 wgmma, the "
+           "warpgroups split their columns)";
+  int64_t available = arch.maxSharedMemoryPerBlock - kStaticSharedMemoryReserve;
+  int64_t shared = backwardSharedLayout(c).totalBytes;
+  if (shared > available)
+    return "wgmma backward placement (" + config + ") needs " + text(shared) +
+           " bytes of shared memory per block, over the " + text(available) +
+           " bytes available on " + std::string(arch.name);
+  return "";
+}
+
+bool takesBackwardProblem(ElementType, int64_t, const std::string &) {
+  // Not `auto`'s choice until it is measured faster than mma's backward.
+  return false;
+}
+
+std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
+                                           size_t limit) {
+  if (request.blockM && request.blockN && request.numWarps && request.stages)
+    return {request};
+  std::optional<GpuArch> arch = lookupGpuArch(request.arch);
+  CandidateCollector collector(request, limit, [&](const TileConfig &t) {
+    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
+    return arch && checkBackwardFits(config, *arch).empty();
+  });
+  for (TileConfig config : {TileConfig{64, 128, 8, 2}, {64, 128, 8, 1},
+                            {64, 64, 4, 2}, {64, 64, 4, 1}})
+    collector.consider(config);
+  return std::move(collector).take({64, 128, 8, 2});
+}
+
+/// Warpgroup MMA on sm_90a: 16-bit inputs, forward and backward.
 const StrategyModel &model() {
   static const StrategyModel entry{
       Strategy::wgmma, "wgmma",
       [](const KernelSpec &spec) -> std::string {
-        if (spec.backward)
-          return checkLowersBackward(model());
-        return checkSpec(spec);
+        if (std::string error = checkSpec(spec); !error.empty())
+          return error;
+        if (spec.backward && spec.headDim > 128)
+          return "the wgmma backward needs a head dim of 64 or 128, got " +
+                 std::to_string(spec.headDim) +
+                 " (dK and dV of a warpgroup's 64 rows take head-dim "
+                 "registers each per thread; use the mma or simt strategy)";
+        return "";
       },
       [](const KernelSpec &spec) {
-        return !spec.backward &&
-               takesProblem(spec.dtype, spec.headDim, spec.arch);
+        return spec.backward
+                   ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)
+                   : takesProblem(spec.dtype, spec.headDim, spec.arch);
       },
-      defaultCandidates, /*pipelined=*/true,
-      /*lowersBackward=*/false,
+      [](const KernelSpec &request, size_t limit, int64_t length) {
+        return request.backward ? backwardCandidates(request, limit)
+                                : defaultCandidates(request, limit, length);
+      },
+      /*pipelined=*/true,
+      /*lowersBackward=*/true,
       kInputAccessElements, kOutputAccessElements,
       /*tensorMapInputs=*/true, /*abiCode=*/3,
       /*blockedRegisterTiles=*/false, /*warpSpecialized=*/true,

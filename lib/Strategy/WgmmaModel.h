@@ -133,6 +133,48 @@ constexpr int64_t kShortLength = 1024;
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit, int64_t length = 0);
 
+//===----------------------------------------------------------------------===//
+// The backward's dK/dV program (fa-tile-backward's "dkdv") on wgmma
+//===----------------------------------------------------------------------===//
+//
+// A Config's blockN is the K/V tile (64 rows per warpgroup: dK and dV have
+// the warpgroups along their rows, #fa.mma<warps>), its blockM the query
+// tile (one m64: S, dP, P, dS and dQ have the warpgroups along their
+// columns, #fa.mma<warps, warpgroups, rows_first>). K and V are loaded
+// once, Q and dO stream through rings of `stages` slots; P and dS are
+// staged in shared memory for the products that read them transposed
+// (dV += P^T dO, dK += dS^T Q: A operands MN-major) and for dQ = dS K (A
+// K-major across all keys). No warp specialization: every thread copies.
+
+/// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
+/// base: K, V, the Q and dO rings, the staged P and dS.
+struct BackwardSharedLayout {
+  int64_t kOffset = 0, vOffset = 0, qOffset = 0, gradOutputOffset = 0;
+  int64_t probsOffset = 0, gradScoresOffset = 0;
+  int64_t totalBytes = 0;
+};
+
+BackwardSharedLayout backwardSharedLayout(const Config &config);
+
+/// Warpgroups of a backward config (num-warps / 4).
+int64_t backwardWarpgroups(const Config &config);
+
+/// 32-bit registers per thread: dK and dV (head-dim each for a warpgroup's
+/// 64 rows), S, dP and P in f32 (block-n / warpgroups / 2 each), the row
+/// values and an allowance.
+int64_t estimateBackwardRegisters(const Config &config);
+
+/// "" when the backward `config` can be compiled for `arch`, else why not.
+std::string checkBackwardFits(const Config &config, const GpuArch &arch);
+
+/// Whether `auto` runs the backward of this problem on wgmma.
+bool takesBackwardProblem(ElementType dtype, int64_t headDim,
+                          const std::string &arch);
+
+/// The backward's default candidates (the request's strategy is wgmma).
+std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
+                                           size_t limit);
+
 /// The strategy's entry of the registry (lib/Strategy/Registry.h).
 const StrategyModel &model();
 

@@ -934,6 +934,72 @@ TEST_F(GpuAttention, BackwardMmaExplicitTiles) {
   }
 }
 
+/// The backward on the Hopper strategy (sm_90a only; skipped elsewhere):
+/// head dims 64 and 128, lengths that are and are not multiples of the
+/// tiles up to 16k, Sq != Sk both ways (causal rows that see no key),
+/// GQA/MQA, batch, causal and not, both 16-bit types, one and two
+/// warpgroups, one to three Q/dO stages, and the deterministic mode.
+TEST_F(GpuAttention, BackwardWgmmaMatchesFloat64Gradients) {
+  if (runtime->deviceArch() != "sm_90a")
+    GTEST_SKIP() << "wgmma needs sm_90a, the device is "
+                 << runtime->deviceArch();
+  std::vector<int64_t> lengths = {1, 17, 128, 1000};
+  if (quick())
+    lengths = {17, 128};
+  fa::KernelSpec wgmma = defaults();
+  wgmma.strategy = fa::Strategy::wgmma;
+  for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        SCOPED_TRACE("wgmma");
+        for (int64_t len : lengths)
+          runBackwardCase({d, 1, 1, 1, len, len, causal, type}, wgmma);
+        runBackwardCase({d, 2, 4, 4, 17, quick() ? 128 : 300, causal, type},
+                        wgmma);
+        runBackwardCase({d, 1, 2, 2, quick() ? 128 : 300, 17, causal, type},
+                        wgmma);
+        runBackwardCase({d, 2, 8, 2, 128, 128, causal, type}, wgmma);
+        runBackwardCase({d, 1, 8, 1, quick() ? 17 : 200, 77, causal, type},
+                        wgmma);
+        if (!quick()) {
+          runBackwardCase({d, 1, 1, 1, 64, 16384, causal, type}, wgmma);
+          runBackwardCase({d, 1, 1, 1, 16384, 64, causal, type}, wgmma);
+        }
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+  struct Config {
+    int64_t bn, warps, stages;
+  };
+  for (Config c : {Config{64, 4, 1}, {64, 4, 3}, {128, 8, 1}, {128, 8, 3}}) {
+    fa::KernelSpec tiles;
+    tiles.strategy = fa::Strategy::wgmma;
+    tiles.blockM = 64;
+    tiles.blockN = c.bn;
+    tiles.numWarps = c.warps;
+    tiles.stages = c.stages;
+    SCOPED_TRACE(testing::Message() << "wgmma 64x" << c.bn << " w" << c.warps
+                                    << " s" << c.stages);
+    runBackwardCase({64, 1, 4, 2, 333, 200, true, fa::ElementType::f16}, tiles);
+    runBackwardCase({128, 2, 2, 2, 100, 257, false, fa::ElementType::bf16},
+                    tiles);
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
+  }
+  fa::KernelSpec deterministic = wgmma;
+  deterministic.deterministic = true;
+  for (bool causal : {false, true}) {
+    runBackwardCase({64, 2, 8, 2, quick() ? 300 : 1000, quick() ? 300 : 1000,
+                     causal, fa::ElementType::bf16},
+                    deterministic);
+    runBackwardCase(
+        {128, 1, 4, 2, quick() ? 333 : 900, 130, causal, fa::ElementType::f16},
+        deterministic);
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
+  }
+}
+
 /// Another thread clearing the memory cache while this one launches: a
 /// launch keeps its kernel loaded until it is done (no use after unload),
 /// later launches load it again, and every result is right.

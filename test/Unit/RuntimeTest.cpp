@@ -875,15 +875,18 @@ TEST(ArgumentChecks, DirectionAndStrategyOfTheBackward) {
   fa::KernelSpec wgmma = smallSpec();
   wgmma.dtype = fa::ElementType::f16;
   wgmma.strategy = fa::Strategy::wgmma;
-  wgmma.headDim = 64;
-  wgmma.blockM = 128;
+  wgmma.headDim = 192;
+  wgmma.arch = "sm_90a";
+  wgmma.blockM = 64;
   wgmma.blockN = 128;
   wgmma.numWarps = 8;
   wgmma.stages = 2;
   r = rt->backward(wgmma, validBackwardArgs());
   EXPECT_EQ(r.status, fa::Status::invalidArgument);
   EXPECT_EQ(r.message,
-            "the backward runs on the simt and mma strategies, not on wgmma");
+            "the wgmma backward needs a head dim of 64 or 128, got 192 (dK "
+            "and dV of a warpgroup's 64 rows take head-dim registers each per "
+            "thread; use the mma or simt strategy)");
 }
 
 /// The mma backward copies dO and stores dK, dV rows in 16-byte chunks.

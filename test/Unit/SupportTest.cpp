@@ -171,7 +171,7 @@ TEST(StrategyRegistry, BackwardAndKernelNames) {
   EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::simt)), "");
   EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::mma)), "");
   EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::wgmma)),
-            "the backward runs on the simt and mma strategies, not on wgmma");
+            "");
   // Pipelined strategies name their stages and themselves; simt neither.
   fa::KernelSpec spec;
   EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f32_full_8x32_w8");
@@ -321,8 +321,11 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
   spec.headDim = 256; // would spill on mma: simt unless asked for
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
   spec.strategy = fa::Strategy::wgmma;
+  spec.arch = "sm_90a";
   EXPECT_EQ(spec.validate(),
-            "the backward runs on the simt and mma strategies, not on wgmma");
+            "the wgmma backward needs a head dim of 64 or 128, got 256 (dK and "
+            "dV of a warpgroup's 64 rows take head-dim registers each per "
+            "thread; use the mma or simt strategy)");
   spec.strategy = fa::Strategy::automatic;
   for (const char *arch : {"sm_80", "sm_86", "sm_90a"})
     for (int64_t d = 8; d <= 128; d += 8) {
@@ -470,6 +473,86 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
 /// At D = 64 sequences up to 1k rank the two-warpgroup (persistent) tiles
 /// first, longer or unknown lengths the three-warpgroup ones; other head
 /// dims and other strategies do not rank by length.
+/// The backward's dkdv program on wgmma: 64 K/V rows per warpgroup, one
+/// m64 of query rows, D 64 or 128; its shared layout and its budget.
+TEST(WgmmaModel, BackwardFitsAndWhyNot) {
+  const fa::GpuArch sm90a = *fa::lookupGpuArch("sm_90a");
+  fa::wgmma::Config c{128, 64, 128, 8, 2, 2};
+  EXPECT_EQ(fa::wgmma::checkBackwardFits(c, sm90a), "");
+  fa::wgmma::BackwardSharedLayout layout = fa::wgmma::backwardSharedLayout(c);
+  // K, V (32 KiB each), two slots of Q and of dO (16 KiB each), staged P
+  // and dS (16 KiB each), the 1024-byte alignment slack.
+  EXPECT_EQ(layout.vOffset, 32768);
+  EXPECT_EQ(layout.qOffset, 65536);
+  EXPECT_EQ(layout.gradOutputOffset, 98304);
+  EXPECT_EQ(layout.probsOffset, 131072);
+  EXPECT_EQ(layout.gradScoresOffset, 147456);
+  EXPECT_EQ(layout.totalBytes, 164864);
+  // Tiles start on 1024-byte boundaries (the swizzle atom).
+  for (int64_t offset : {layout.vOffset, layout.qOffset,
+                         layout.gradOutputOffset, layout.probsOffset,
+                         layout.gradScoresOffset})
+    EXPECT_EQ(offset % fa::wgmma::kSwizzleAtomBytes, 0) << offset;
+  // dK, dV (128 each at D = 128), S, dP and P (32 each), under 255.
+  EXPECT_LE(fa::wgmma::estimateBackwardRegisters(c), 255);
+  EXPECT_GT(fa::wgmma::estimateBackwardRegisters(c), 2 * 64 + 3 * 32);
+
+  fa::wgmma::Config keys = c;
+  keys.blockN = 64;
+  EXPECT_NE(fa::wgmma::checkBackwardFits(keys, sm90a)
+                .find("block-n must be 64 x warpgroups = 128"),
+            std::string::npos);
+  fa::wgmma::Config queries = c;
+  queries.blockM = 128;
+  EXPECT_NE(fa::wgmma::checkBackwardFits(queries, sm90a)
+                .find("block-m must be 64"),
+            std::string::npos);
+  fa::wgmma::Config wide = c;
+  wide.headDim = 256;
+  EXPECT_NE(fa::wgmma::checkBackwardFits(wide, sm90a)
+                .find("the head dim must be 64 or 128"),
+            std::string::npos);
+  fa::wgmma::Config threeGroups = c;
+  threeGroups.numWarps = 12;
+  threeGroups.blockN = 192;
+  EXPECT_NE(fa::wgmma::checkBackwardFits(threeGroups, sm90a)
+                .find("num-warps must be 4 or 8"),
+            std::string::npos);
+  // Even four Q/dO slots fit (230400 bytes of the 232448).
+  fa::wgmma::Config deep = c;
+  deep.stages = 4;
+  EXPECT_EQ(fa::wgmma::backwardSharedLayout(deep).totalBytes, 230400);
+  EXPECT_EQ(fa::wgmma::checkBackwardFits(deep, sm90a), "");
+  deep.stages = 5;
+  EXPECT_NE(fa::wgmma::checkBackwardFits(deep, sm90a).find("stages must be"),
+            std::string::npos);
+  EXPECT_NE(fa::wgmma::checkBackwardFits(c, *fa::lookupGpuArch("sm_90"))
+                .find("needs arch sm_90a"),
+            std::string::npos);
+}
+
+TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
+  fa::KernelSpec spec;
+  spec.backward = true;
+  spec.dtype = fa::ElementType::bf16;
+  spec.arch = "sm_90a";
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  spec.headDim = 128;
+  // auto keeps mma's backward until wgmma's is measured faster.
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  spec.strategy = fa::Strategy::wgmma;
+  EXPECT_EQ(spec.validate(), "");
+  fa::KernelSpec defaults = spec.withDefaults();
+  EXPECT_EQ(defaults.blockM, 64);
+  EXPECT_EQ(defaults.blockN, 128);
+  EXPECT_EQ(defaults.numWarps, 8);
+  EXPECT_EQ(defaults.stages, 2);
+  EXPECT_EQ(defaults.kernelName(), "fa_bwd_d128_bf16_full_64x128_w8_s2_wgmma");
+  spec.headDim = 96;
+  EXPECT_NE(spec.validate().find("multiple of 64"), std::string::npos)
+      << spec.validate();
+}
+
 TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {
   fa::KernelSpec spec;
   spec.headDim = 64;

@@ -217,15 +217,19 @@ static bool onlyReadByWritingLanes(ConvertLayoutOp staging) {
 
 /// Accumulator fragments -> a shared tile (P and dS of the backward, read
 /// transposed by the next products): each lane stores its element pairs
-/// (32 bits) at their (row, column). A barrier before (the previous
-/// iteration's readers are done) and after (the whole tile is written),
-/// unless only the writing lanes read the tile back.
+/// (32 bits) at their (row, column) (sharedElementIndices: padded rows or
+/// the 128-byte swizzle). A barrier before (the previous iteration's
+/// readers are done) and after (the whole tile is written), unless only the
+/// writing lanes read the tile back. A swizzled tile is read by wgmma
+/// through the async proxy: each thread fences its writes before the
+/// barrier that publishes them.
 struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
   using MmaPattern::MmaPattern;
   LogicalResult
   matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getSource()) || !isShared(op.getResult()))
+    bool swizzled = hasEncoding<SwizzledSharedEncodingAttr>(op.getResult());
+    if (!isMma(op.getSource()) || !(isShared(op.getResult()) || swizzled))
       return rewriter.notifyMatchFailure(op, "not mma -> shared");
     auto offset =
         op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
@@ -236,23 +240,39 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     Lane lane(rewriter, loc);
     FragmentTile tile(rewriter, loc, lane, type);
     auto resultType = cast<RankedTensorType>(op.getType());
-    Value buffer =
-        sharedBufferAt(rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
-                       sharedBufferType(resultType));
+    Value bufferOffset = indexConst(rewriter, loc, offset.getInt());
+    // Swizzled tiles start on a swizzle atom (the placement's offsets count
+    // from the first one).
+    if (swizzled)
+      bufferOffset = arith::AddIOp::create(
+          rewriter, loc, bufferOffset,
+          sharedAtomPad(rewriter, loc,
+                        8 * cast<SwizzledSharedEncodingAttr>(
+                                resultType.getEncoding())
+                                .getBytes()));
+    Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
+                                  sharedBufferType(resultType));
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
     auto pairType = VectorType::get({2}, type.getElementType());
     bool readAcrossLanes = !onlyReadByWritingLanes(op);
     if (readAcrossLanes)
       gpu::BarrierOp::create(rewriter, loc);
-    tile.forEachElementPair(rewriter, loc,
-                            [&](Value row, Value col, int64_t slot) {
-                              Value pair = vector::FromElementsOp::create(
-                                  rewriter, loc, pairType,
-                                  ValueRange{values[slot], values[slot + 1]});
-                              vector::StoreOp::create(rewriter, loc, pair,
-                                                      buffer,
-                                                      ValueRange{row, col});
-                            });
+    tile.forEachElementPair(
+        rewriter, loc, [&](Value row, Value col, int64_t slot) {
+          Value pair = vector::FromElementsOp::create(
+              rewriter, loc, pairType,
+              ValueRange{values[slot], values[slot + 1]});
+          vector::StoreOp::create(
+              rewriter, loc, pair, buffer,
+              sharedElementIndices(rewriter, loc, resultType, row, col));
+        });
+    if (swizzled)
+      NVVM::FenceProxyOp::create(
+          rewriter, loc,
+          NVVM::ProxyKindAttr::get(rewriter.getContext(),
+                                   NVVM::ProxyKind::async_shared),
+          NVVM::SharedSpaceAttr::get(rewriter.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     if (readAcrossLanes)
       gpu::BarrierOp::create(rewriter, loc);
     rewriter.replaceOp(op, buffer);
@@ -291,7 +311,39 @@ struct SharedToAccumulatorLowering : MmaPattern<ConvertLayoutOp> {
   }
 };
 
+/// Accumulator fragments added into global memory (dQ of the backward):
+/// each lane adds its elements of the valid rows (AccumulateTarget: vector
+/// reductions of column pairs where the target allows, else atomic adds).
+struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
+  AccumulateTileLowering(const TypeConverter &converter, MLIRContext *ctx,
+                         FragmentTarget target)
+      : MmaPattern(converter, ctx), target(target) {}
+  FragmentTarget target;
+  LogicalResult
+  matchAndRewrite(AccumulateTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isMma(op.getTile()))
+      return rewriter.notifyMatchFailure(op, "not an mma tile");
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getTile().getType());
+    Lane lane(rewriter, loc);
+    FragmentTile tile(rewriter, loc, lane, type);
+    AccumulateTarget sinkTarget(rewriter, loc, op, tile, target);
+    sinkTarget.add(rewriter, loc, unpack(rewriter, loc, adaptor.getTile()), 0,
+               tile.accColBlocks);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
+
+void mlir::fa::populateAccumulatePatterns(const TypeConverter &typeConverter,
+                                          RewritePatternSet &patterns,
+                                          const FragmentTarget &target) {
+  patterns.add<AccumulateTileLowering>(typeConverter, patterns.getContext(),
+                                       target);
+}
 
 void mlir::fa::populateFragmentPatterns(const TypeConverter &typeConverter,
                                         RewritePatternSet &patterns) {

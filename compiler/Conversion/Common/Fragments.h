@@ -12,12 +12,16 @@
 #ifndef FA_COMPILER_CONVERSION_COMMON_FRAGMENTS_H
 #define FA_COMPILER_CONVERSION_COMMON_FRAGMENTS_H
 
+#include "compiler/Conversion/Common/FragmentTarget.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/MmaLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::fa {
@@ -52,17 +56,23 @@ struct Lane {
 
 /// Where a warp's fragments of a [R, C] tile placed over `warps` warps lie:
 /// `warps / warpsN` warps along the rows and, for a 2-d tile, `warpsN`
-/// along the columns (#fa.mma's warps_n).
+/// along the columns (#fa.mma's warps_n), numbered along the columns first
+/// or, with `rowsFirst`, along the rows first (#fa.mma's rows_first).
 struct FragmentTile {
   FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
-               RankedTensorType type, int64_t warps, int64_t warpsN)
+               RankedTensorType type, int64_t warps, int64_t warpsN,
+               bool rowsFirst = false)
       : rows(type.getDimSize(0)),
         cols(type.getRank() == 2 ? type.getDimSize(1) : 1),
         rowBlocks(rows / (warps / warpsN) / ::fa::mma::kM),
         accColBlocks(cols / (type.getRank() == 2 ? warpsN : 1) / ::fa::mma::kN),
         lane(lane) {
     Value warpRow = lane.warp, warpColumn;
-    if (warpsN > 1) {
+    if (warpsN > 1 && rowsFirst) {
+      Value m = indexConst(b, loc, warps / warpsN);
+      warpRow = arith::RemUIOp::create(b, loc, lane.warp, m);
+      warpColumn = arith::DivUIOp::create(b, loc, lane.warp, m);
+    } else if (warpsN > 1) {
       Value n = indexConst(b, loc, warpsN);
       warpRow = arith::DivUIOp::create(b, loc, lane.warp, n);
       warpColumn = arith::RemUIOp::create(b, loc, lane.warp, n);
@@ -74,7 +84,8 @@ struct FragmentTile {
   }
   FragmentTile(OpBuilder &b, Location loc, const Lane &lane,
                RankedTensorType type)
-      : FragmentTile(b, loc, lane, type, warpsOf(type), warpsNOf(type)) {}
+      : FragmentTile(b, loc, lane, type, warpsOf(type), warpsNOf(type),
+                     rowsFirstOf(type)) {}
 
   static int64_t warpsOf(RankedTensorType type) {
     if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
@@ -85,6 +96,10 @@ struct FragmentTile {
     if (auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding()))
       return mma.getWarpsN();
     return 1;
+  }
+  static bool rowsFirstOf(RankedTensorType type) {
+    auto mma = dyn_cast<MmaEncodingAttr>(type.getEncoding());
+    return mma && mma.getRowsFirst();
   }
 
   /// Register of accumulator element e of fragment (mi, ni).
@@ -135,6 +150,138 @@ template <typename Op> struct MmaPattern : OpConversionPattern<Op> {
 inline bool isMma(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
 inline bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
 inline bool isShared(Value v) { return hasEncoding<SharedEncodingAttr>(v); }
+
+/// Where a warp's accumulator fragments are added in global memory (the
+/// fa.accumulate_tile lowering): each lane adds its elements of the valid
+/// rows with atomic f32 adds, one per element, or with vector reductions
+/// one per pair of adjacent columns (red.global.add.v2.f32: half the
+/// load/store-unit instructions, whose bursts otherwise throttle the
+/// 8-warp backward). A pair must be 8-byte aligned: the vector form runs
+/// when the destination's base, offset and strides make every pair so (the
+/// runtime's dQ accumulator does), the scalar form otherwise.
+struct AccumulateTarget {
+  AccumulateTarget(ConversionPatternRewriter &rewriter, Location loc,
+                   AccumulateTileOp op, const FragmentTile &tile,
+                   const FragmentTarget &target)
+      : tile(tile), dest(rewriter.getRemappedValue(op.getDest())),
+        batch(rewriter.getRemappedValue(op.getBatch())),
+        head(rewriter.getRemappedValue(op.getHead())),
+        row(rewriter.getRemappedValue(op.getRow())) {
+    rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    if (target.vectorReductions)
+      prepareVectorReductions(rewriter, loc);
+  }
+
+  /// Adds n-blocks [nbBegin, nbEnd) of every row block of `values`.
+  void add(OpBuilder &b, Location loc, ArrayRef<Value> values,
+           int64_t nbBegin, int64_t nbEnd) const {
+    if (!pairsAligned) {
+      addElements(b, loc, values, nbBegin, nbEnd, /*vector=*/false);
+      return;
+    }
+    auto ifAligned =
+        scf::IfOp::create(b, loc, pairsAligned, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifAligned.getThenRegion().front());
+    addElements(b, loc, values, nbBegin, nbEnd, /*vector=*/true);
+    b.setInsertionPointToStart(&ifAligned.getElseRegion().front());
+    addElements(b, loc, values, nbBegin, nbEnd, /*vector=*/false);
+  }
+
+  const FragmentTile &tile;
+  Value dest, batch, head, row, rowLimit;
+
+private:
+  void addElements(OpBuilder &b, Location loc, ArrayRef<Value> values,
+                   int64_t nbBegin, int64_t nbEnd, bool vector) const {
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value r = arith::AddIOp::create(b, loc, row, tile.row(b, loc, mi, h));
+        Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                            r, rowLimit);
+        auto ifValid = scf::IfOp::create(b, loc, valid);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifValid.getThenRegion().front());
+        for (int64_t ni = nbBegin; ni < nbEnd; ++ni) {
+          // Elements 2h and 2h + 1 of an n-block sit in adjacent columns.
+          Value pair[2] = {values[tile.accSlot(mi, ni, 2 * h)],
+                           values[tile.accSlot(mi, ni, 2 * h + 1)]};
+          Value col = tile.accCol(b, loc, ni, 2 * h);
+          if (vector) {
+            reducePair(b, loc, r, col, pair);
+            continue;
+          }
+          for (int64_t p = 0; p < 2; ++p)
+            memref::AtomicRMWOp::create(
+                b, loc, arith::AtomicRMWKind::addf, pair[p], dest,
+                ValueRange{batch, head, r, addConst(b, loc, col, p)});
+        }
+      }
+  }
+
+  /// dest's first element as a global pointer, its strides, and whether
+  /// every column pair (even column) is 8-byte aligned: base + 4 offset and
+  /// 4 x the outer strides multiples of 8, unit column stride.
+  void prepareVectorReductions(OpBuilder &b, Location loc) {
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, dest);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dest);
+    Value offset = metadata.getOffset();
+    strides.assign(metadata.getStrides().begin(), metadata.getStrides().end());
+    Value four = indexConst(b, loc, 4);
+    Value misaligned = arith::AddIOp::create(
+        b, loc, base, arith::MulIOp::create(b, loc, offset, four));
+    for (int64_t d = 0; d < 3; ++d)
+      misaligned = arith::OrIOp::create(
+          b, loc, misaligned, arith::MulIOp::create(b, loc, strides[d], four));
+    Value lowBits = arith::AndIOp::create(b, loc, misaligned,
+                                          indexConst(b, loc, 7));
+    Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          lowBits, indexConst(b, loc, 0));
+    Value unitColumns =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, strides[3],
+                              indexConst(b, loc, 1));
+    pairsAligned = arith::AndIOp::create(b, loc, aligned, unitColumns);
+
+    auto generic = LLVM::LLVMPointerType::get(b.getContext());
+    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), base);
+    Value pointer = LLVM::IntToPtrOp::create(b, loc, generic, address);
+    pointer = LLVM::AddrSpaceCastOp::create(b, loc, global, pointer);
+    globalBase = LLVM::GEPOp::create(
+        b, loc, global, b.getF32Type(), pointer,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), offset)});
+  }
+
+  /// red.global.add.v2.f32 of `pair` at dest[batch, head, r, col].
+  void reducePair(OpBuilder &b, Location loc, Value r, Value col,
+                  ArrayRef<Value> pair) const {
+    Value index = col; // unit column stride
+    Value outer[] = {batch, head, r};
+    for (int64_t d = 0; d < 3; ++d)
+      index = arith::AddIOp::create(
+          b, loc, index, arith::MulIOp::create(b, loc, outer[d], strides[d]));
+    Value address = LLVM::GEPOp::create(
+        b, loc, globalBase.getType(), b.getF32Type(), globalBase,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), index)});
+    LLVM::InlineAsmOp::create(
+        b, loc, TypeRange{}, ValueRange{address, pair[0], pair[1]},
+        "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f",
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+  }
+
+  Value pairsAligned; // i1, or null without vector reductions
+  Value globalBase;   // !llvm.ptr<1> to dest's first element
+  SmallVector<Value> strides;
+};
+
+/// fa.accumulate_tile of accumulator fragments (dQ of the backward), with
+/// `target`'s vector reductions where it has them.
+void populateAccumulatePatterns(const TypeConverter &typeConverter,
+                                RewritePatternSet &patterns,
+                                const FragmentTarget &target);
 
 /// The lowerings of the tile ops that move accumulator fragments: the
 /// accumulator -> A-operand renaming (P), the stores of O and LSE, and the

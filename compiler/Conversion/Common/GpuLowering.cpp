@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -28,6 +29,88 @@ PlacedTileTypeConverter::PlacedTileTypeConverter() {
     return VectorType::get({encoding.getRegistersPerThread(type.getShape())},
                            type.getElementType());
   });
+}
+
+Value mlir::fa::sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes) {
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(b.getContext()));
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, base);
+  Value atom = indexConst(b, loc, atomBytes);
+  // (atom - address % atom) % atom
+  Value rem = arith::RemUIOp::create(b, loc, address, atom);
+  return arith::RemUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, atom, rem), atom);
+}
+
+SmallVector<Value> mlir::fa::swizzledIndices(OpBuilder &b, Location loc,
+                                             Value row, Value col,
+                                             int64_t blockColumns,
+                                             bool chunkStart) {
+  Value block =
+      arith::DivUIOp::create(b, loc, col, indexConst(b, loc, blockColumns));
+  Value chunk = arith::DivUIOp::create(
+      b, loc,
+      arith::RemUIOp::create(b, loc, col, indexConst(b, loc, blockColumns)),
+      indexConst(b, loc, 8));
+  Value swizzled = arith::XOrIOp::create(
+      b, loc, chunk, arith::RemUIOp::create(b, loc, row, indexConst(b, loc, 8)));
+  Value column = arith::MulIOp::create(b, loc, swizzled, indexConst(b, loc, 8));
+  if (!chunkStart)
+    column = arith::AddIOp::create(
+        b, loc, column,
+        arith::RemUIOp::create(b, loc, col, indexConst(b, loc, 8)));
+  return {block, row, column};
+}
+
+SmallVector<Value> mlir::fa::sharedElementIndices(OpBuilder &b, Location loc,
+                                                  RankedTensorType type,
+                                                  Value row, Value col) {
+  if (auto swizzled = dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding()))
+    return swizzledIndices(b, loc, row, col,
+                           swizzled.getBlockColumns(type.getElementType()));
+  return {row, col};
+}
+
+void mlir::fa::keepLaneAddressesInLoops(
+    Operation *kernel, function_ref<bool(Operation *)> marks) {
+  SmallVector<scf::ForOp> loops;
+  kernel->walk([&](scf::ForOp loop) {
+    bool marked = false, hasInnerLoop = false;
+    loop.getBody()->walk([&](Operation *op) {
+      marked |= marks(op);
+      hasInnerLoop |= isa<scf::ForOp>(op);
+    });
+    if (marked && !hasInnerLoop)
+      loops.push_back(loop);
+  });
+  for (scf::ForOp loop : loops) {
+    SmallVector<gpu::ThreadIdOp> ids;
+    loop.getBody()->walk([&](gpu::ThreadIdOp op) {
+      if (op.getDimension() == gpu::Dimension::x)
+        ids.push_back(op);
+    });
+    if (ids.empty())
+      continue;
+    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+    Location loc = loop.getLoc();
+    MLIRContext *ctx = b.getContext();
+    auto asmOp = LLVM::InlineAsmOp::create(
+        b, loc, b.getI32Type(), ValueRange{},
+        b.getStringAttr("mov.u32 $0, %tid.x;"), b.getStringAttr("=r"),
+        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/UnitAttr(),
+        LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    Value tid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
+                                             asmOp.getResult(0));
+    for (gpu::ThreadIdOp id : ids) {
+      id.replaceAllUsesWith(tid);
+      id.erase();
+    }
+  }
 }
 
 SmallVector<Value> mlir::fa::unpack(OpBuilder &b, Location loc, Value vector) {

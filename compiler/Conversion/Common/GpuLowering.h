@@ -36,6 +36,35 @@ template <typename... Encodings> bool hasEncoding(Value value) {
   return type && isa_and_nonnull<Encodings...>(type.getEncoding());
 }
 
+/// Bytes from the dynamic shared memory's start to its first `atomBytes`
+/// boundary, where tiles in a swizzle start (the swizzle repeats every
+/// atom; the placement reserves the slack).
+Value sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes);
+
+/// The indices into its sharedBufferType of element (row, col) of a tile
+/// stored in the 128-byte swizzle with `blockColumns` elements a column
+/// block (#fa.swizzled_shared): (col / B, row, 8 ((col % B / 8) ^ (row % 8))
+/// + col % 8). `chunkStart` (col is a multiple of 8) leaves out col % 8.
+SmallVector<Value> swizzledIndices(OpBuilder &b, Location loc, Value row,
+                                   Value col, int64_t blockColumns,
+                                   bool chunkStart = false);
+
+/// The indices into sharedBufferType(type) of element (row, col) of a
+/// shared tile (#fa.shared: padded rows; #fa.swizzled_shared).
+SmallVector<Value> sharedElementIndices(OpBuilder &b, Location loc,
+                                        RankedTensorType type, Value row,
+                                        Value col);
+
+/// Lanes address shared and global memory at a few dozen fixed offsets of
+/// their thread id per loop iteration (fragment reads, staging stores,
+/// atomics); LLVM hoists each such address out of the loop into a 64-bit
+/// register of its own, and ptxas spills. Inside each innermost loop that
+/// holds an op `marks` accepts, the thread id comes from an asm statement
+/// LLVM cannot move: the addresses stay in the loop, where they fold into
+/// one base register plus immediate offsets.
+void keepLaneAddressesInLoops(Operation *kernel,
+                              function_ref<bool(Operation *)> marks);
+
 /// The elements of a register tile (a vector), in register order.
 SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector);
 /// A register tile of `type` (a vector) from its elements.

@@ -207,141 +207,15 @@ AccumulateTileOp fusedAccumulation(TileMatmulOp matmul) {
   return sink;
 }
 
-/// Where a warp's accumulator fragments are added in global memory (the
-/// fa.accumulate_tile lowering): each lane adds its elements of the valid
-/// rows with atomic f32 adds, one per element, or with vector reductions
-/// one per pair of adjacent columns (red.global.add.v2.f32: half the
-/// load/store-unit instructions, whose bursts otherwise throttle the
-/// 8-warp backward). A pair must be 8-byte aligned: the vector form runs
-/// when the destination's base, offset and strides make every pair so (the
-/// runtime's dQ accumulator does), the scalar form otherwise.
-struct AccumulateTarget {
-  AccumulateTarget(ConversionPatternRewriter &rewriter, Location loc,
-                   AccumulateTileOp op, const FragmentTile &tile,
-                   const MmaTarget &target)
-      : tile(tile), dest(rewriter.getRemappedValue(op.getDest())),
-        batch(rewriter.getRemappedValue(op.getBatch())),
-        head(rewriter.getRemappedValue(op.getHead())),
-        row(rewriter.getRemappedValue(op.getRow())) {
-    rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
-    if (target.vectorReductions)
-      prepareVectorReductions(rewriter, loc);
-  }
-
-  /// Adds n-blocks [nbBegin, nbEnd) of every row block of `values`.
-  void add(OpBuilder &b, Location loc, ArrayRef<Value> values,
-           int64_t nbBegin, int64_t nbEnd) const {
-    if (!pairsAligned) {
-      addElements(b, loc, values, nbBegin, nbEnd, /*vector=*/false);
-      return;
-    }
-    auto ifAligned =
-        scf::IfOp::create(b, loc, pairsAligned, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifAligned.getThenRegion().front());
-    addElements(b, loc, values, nbBegin, nbEnd, /*vector=*/true);
-    b.setInsertionPointToStart(&ifAligned.getElseRegion().front());
-    addElements(b, loc, values, nbBegin, nbEnd, /*vector=*/false);
-  }
-
-  const FragmentTile &tile;
-  Value dest, batch, head, row, rowLimit;
-
-private:
-  void addElements(OpBuilder &b, Location loc, ArrayRef<Value> values,
-                   int64_t nbBegin, int64_t nbEnd, bool vector) const {
-    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value r = arith::AddIOp::create(b, loc, row, tile.row(b, loc, mi, h));
-        Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                            r, rowLimit);
-        auto ifValid = scf::IfOp::create(b, loc, valid);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&ifValid.getThenRegion().front());
-        for (int64_t ni = nbBegin; ni < nbEnd; ++ni) {
-          // Elements 2h and 2h + 1 of an n-block sit in adjacent columns.
-          Value pair[2] = {values[tile.accSlot(mi, ni, 2 * h)],
-                           values[tile.accSlot(mi, ni, 2 * h + 1)]};
-          Value col = tile.accCol(b, loc, ni, 2 * h);
-          if (vector) {
-            reducePair(b, loc, r, col, pair);
-            continue;
-          }
-          for (int64_t p = 0; p < 2; ++p)
-            memref::AtomicRMWOp::create(
-                b, loc, arith::AtomicRMWKind::addf, pair[p], dest,
-                ValueRange{batch, head, r, addConst(b, loc, col, p)});
-        }
-      }
-  }
-
-  /// dest's first element as a global pointer, its strides, and whether
-  /// every column pair (even column) is 8-byte aligned: base + 4 offset and
-  /// 4 x the outer strides multiples of 8, unit column stride.
-  void prepareVectorReductions(OpBuilder &b, Location loc) {
-    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, dest);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, dest);
-    Value offset = metadata.getOffset();
-    strides.assign(metadata.getStrides().begin(), metadata.getStrides().end());
-    Value four = indexConst(b, loc, 4);
-    Value misaligned = arith::AddIOp::create(
-        b, loc, base, arith::MulIOp::create(b, loc, offset, four));
-    for (int64_t d = 0; d < 3; ++d)
-      misaligned = arith::OrIOp::create(
-          b, loc, misaligned, arith::MulIOp::create(b, loc, strides[d], four));
-    Value lowBits = arith::AndIOp::create(b, loc, misaligned,
-                                          indexConst(b, loc, 7));
-    Value aligned = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          lowBits, indexConst(b, loc, 0));
-    Value unitColumns =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, strides[3],
-                              indexConst(b, loc, 1));
-    pairsAligned = arith::AndIOp::create(b, loc, aligned, unitColumns);
-
-    auto generic = LLVM::LLVMPointerType::get(b.getContext());
-    auto global = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), base);
-    Value pointer = LLVM::IntToPtrOp::create(b, loc, generic, address);
-    pointer = LLVM::AddrSpaceCastOp::create(b, loc, global, pointer);
-    globalBase = LLVM::GEPOp::create(
-        b, loc, global, b.getF32Type(), pointer,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), offset)});
-  }
-
-  /// red.global.add.v2.f32 of `pair` at dest[batch, head, r, col].
-  void reducePair(OpBuilder &b, Location loc, Value r, Value col,
-                  ArrayRef<Value> pair) const {
-    Value index = col; // unit column stride
-    Value outer[] = {batch, head, r};
-    for (int64_t d = 0; d < 3; ++d)
-      index = arith::AddIOp::create(
-          b, loc, index, arith::MulIOp::create(b, loc, outer[d], strides[d]));
-    Value address = LLVM::GEPOp::create(
-        b, loc, globalBase.getType(), b.getF32Type(), globalBase,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), index)});
-    LLVM::InlineAsmOp::create(
-        b, loc, TypeRange{}, ValueRange{address, pair[0], pair[1]},
-        "red.global.add.v2.f32 [$0], {$1, $2};", "l,f,f",
-        /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::tailcallkind::TailCallKind::None,
-        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
-  }
-
-  Value pairsAligned; // i1, or null without vector reductions
-  Value globalBase;   // !llvm.ptr<1> to dest's first element
-  SmallVector<Value> strides;
-};
-
 /// acc (+)= lhs * rhs with lhs in A fragments and rhs in shared memory:
 /// per k16 step, B fragments of two n8 blocks come from one ldmatrix.x4
 /// (.trans when rhs is stored [k][n], as V is; plain when it is stored
 /// [n][k], as K is for Q K^T), then one mma.sync per (row block, n block).
 struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
   TileMatmulLowering(const TypeConverter &converter, MLIRContext *ctx,
-                     MmaTarget target)
+                     FragmentTarget target)
       : MmaPattern(converter, ctx), target(target) {}
-  MmaTarget target;
+  FragmentTarget target;
   LogicalResult
   matchAndRewrite(TileMatmulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -485,79 +359,10 @@ struct TileMatmulLowering : MmaPattern<TileMatmulOp> {
 // The backward's dkdv program
 //===----------------------------------------------------------------------===//
 
-/// Accumulator fragments added into global memory (dQ of the backward):
-/// each lane adds its elements of the valid rows (AccumulateTarget: vector
-/// reductions of column pairs where the target allows, else atomic adds).
-struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
-  AccumulateTileLowering(const TypeConverter &converter, MLIRContext *ctx,
-                         MmaTarget target)
-      : MmaPattern(converter, ctx), target(target) {}
-  MmaTarget target;
-  LogicalResult
-  matchAndRewrite(AccumulateTileOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (!isMma(op.getTile()))
-      return rewriter.notifyMatchFailure(op, "not an mma tile");
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getTile().getType());
-    Lane lane(rewriter, loc);
-    FragmentTile tile(rewriter, loc, lane, type);
-    AccumulateTarget sinkTarget(rewriter, loc, op, tile, target);
-    sinkTarget.add(rewriter, loc, unpack(rewriter, loc, adaptor.getTile()), 0,
-               tile.accColBlocks);
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
 } // namespace
 
-/// The dkdv program's loop reads K and V, which stay in place, at a few
-/// dozen fixed addresses per lane: LLVM hoists each of them out of the loop
-/// into a 64-bit register of its own, and ptxas spills (D = 128). Inside
-/// each innermost loop that reads fragments, the thread id comes from an
-/// asm statement LLVM cannot move: the addresses stay in the loop, where
-/// they fold into one base register plus immediate offsets.
-static void keepLaneAddressesInLoops(gpu::GPUFuncOp kernel) {
-  SmallVector<scf::ForOp> loops;
-  kernel.walk([&](scf::ForOp loop) {
-    bool readsFragments = false, hasInnerLoop = false;
-    loop.getBody()->walk([&](Operation *op) {
-      readsFragments |= isa<nvgpu::LdMatrixOp>(op);
-      hasInnerLoop |= isa<scf::ForOp>(op);
-    });
-    if (readsFragments && !hasInnerLoop)
-      loops.push_back(loop);
-  });
-  for (scf::ForOp loop : loops) {
-    SmallVector<gpu::ThreadIdOp> ids;
-    loop.getBody()->walk([&](gpu::ThreadIdOp op) {
-      if (op.getDimension() == gpu::Dimension::x)
-        ids.push_back(op);
-    });
-    if (ids.empty())
-      continue;
-    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
-    Location loc = loop.getLoc();
-    MLIRContext *ctx = b.getContext();
-    auto asmOp = LLVM::InlineAsmOp::create(
-        b, loc, b.getI32Type(), ValueRange{},
-        b.getStringAttr("mov.u32 $0, %tid.x;"), b.getStringAttr("=r"),
-        /*has_side_effects=*/b.getUnitAttr(), /*is_align_stack=*/UnitAttr(),
-        LLVM::TailCallKindAttr(),
-        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-        /*operand_attrs=*/ArrayAttr());
-    Value tid = arith::IndexCastUIOp::create(b, loc, b.getIndexType(),
-                                             asmOp.getResult(0));
-    for (gpu::ThreadIdOp id : ids) {
-      id.replaceAllUsesWith(tid);
-      id.erase();
-    }
-  }
-}
-
 LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel,
-                                       const MmaTarget &target) {
+                                       const FragmentTarget &target) {
   // The backward's dkdv program keeps the grid order fa-tile-backward gave
   // its K/V tiles (first to last: with the causal mask the first ones visit
   // the most query tiles; the deterministic causal grid last to first).
@@ -572,11 +377,18 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel,
                   RewritePatternSet &patterns) {
         patterns.add<SharedToOperandLowering>(typeConverter,
                                               patterns.getContext());
-        patterns.add<TileMatmulLowering, AccumulateTileLowering>(
-            typeConverter, patterns.getContext(), target);
+        patterns.add<TileMatmulLowering>(typeConverter,
+                                         patterns.getContext(), target);
+        populateAccumulatePatterns(typeConverter, patterns, target);
       })))
     return failure();
+  // The dkdv program's loop reads K and V, which stay in place, at a few
+  // dozen fixed addresses per lane (ldmatrix): pinned in the loop, they
+  // fold into one base register plus immediate offsets (measured: 100
+  // bytes of spills at D = 128 otherwise).
   if (!forward)
-    keepLaneAddressesInLoops(kernel);
+    keepLaneAddressesInLoops(kernel, [](Operation *op) {
+      return isa<nvgpu::LdMatrixOp>(op);
+    });
   return success();
 }

@@ -9,6 +9,7 @@
 #ifndef FA_COMPILER_CONVERSION_MMA_MMATOGPU_H
 #define FA_COMPILER_CONVERSION_MMA_MMATOGPU_H
 
+#include "compiler/Conversion/Common/FragmentTarget.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -18,16 +19,10 @@ class TypeConverter;
 
 namespace mlir::fa {
 
-/// What the mma lowering may use of its target.
-struct MmaTarget {
-  /// red.global.add.v2.f32: fa.accumulate_tile adds a lane's two adjacent
-  /// accumulator columns with one instruction (sm_90 and newer).
-  bool vectorReductions = false;
-};
-
 /// Lowers the fa ops of `kernel` (an outlined program of the mma strategy).
 /// Emits a diagnostic and fails on IR it cannot lower.
-LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel, const MmaTarget &target);
+LogicalResult lowerMmaKernel(gpu::GPUFuncOp kernel,
+                             const FragmentTarget &target);
 
 } // namespace mlir::fa
 

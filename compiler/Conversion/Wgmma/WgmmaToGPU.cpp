@@ -67,18 +67,7 @@ Value i64Const(OpBuilder &b, Location loc, int64_t value) {
 /// at the kernel's entry.
 Value alignmentPad(gpu::GPUFuncOp kernel) {
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
-  Location loc = kernel.getLoc();
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface(),
-                               workgroupSpace(b.getContext()));
-  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
-  Value address =
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, base);
-  Value atom = indexConst(b, loc, model::kSwizzleAtomBytes);
-  // (atom - address % atom) % atom
-  Value rem = arith::RemUIOp::create(b, loc, address, atom);
-  return arith::RemUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, atom, rem), atom);
+  return sharedAtomPad(b, kernel.getLoc(), model::kSwizzleAtomBytes);
 }
 
 SharedTileCopyLayout swizzledLayout(Value pad) {
@@ -99,17 +88,8 @@ SharedTileCopyLayout swizzledLayout(Value pad) {
   // (row, col) -> (col / 64, row, 8 ((col % 64 / 8) ^ (row % 8)))
   layout.chunkIndices = [](OpBuilder &b, Location loc, Value row,
                            Value col) -> SmallVector<Value> {
-    Value block = arith::DivUIOp::create(
-        b, loc, col, indexConst(b, loc, model::kColumnBlock));
-    Value chunk = arith::DivUIOp::create(
-        b, loc,
-        arith::RemUIOp::create(b, loc, col,
-                               indexConst(b, loc, model::kColumnBlock)),
-        indexConst(b, loc, 8));
-    Value swizzled = arith::XOrIOp::create(
-        b, loc, chunk, arith::RemUIOp::create(b, loc, row, indexConst(b, loc, 8)));
-    return {block, row,
-            arith::MulIOp::create(b, loc, swizzled, indexConst(b, loc, 8))};
+    return swizzledIndices(b, loc, row, col, model::kColumnBlock,
+                           /*chunkStart=*/true);
   };
   layout.copiedColumns = [](int64_t headDim) { return headDim; };
   layout.beforePublish = [](OpBuilder &b, Location loc) {
@@ -213,7 +193,8 @@ SmallVector<Value> fenceRegisters(OpBuilder &b, Location loc,
 SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
                               int64_t n, ArrayRef<Value> acc,
                               ArrayRef<Value> a, Value bDescriptor,
-                              bool accumulate, bool transposeB) {
+                              bool accumulate, bool transposeA,
+                              bool transposeB) {
   MLIRContext *ctx = b.getContext();
   int64_t count = int64_t(acc.size());
   std::string type = elementType.isBF16() ? "bf16" : "f16";
@@ -243,9 +224,10 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
   }
   text += ", $" + std::to_string(next++) + ", p, 1, 1";
   constraints += ",l,r";
-  // The descriptor-A form takes imm-trans-a (0: K-major) before imm-trans-b.
+  // The descriptor-A form takes imm-trans-a (0: K-major, 1: MN-major)
+  // before imm-trans-b.
   if (a.size() == 1)
-    text += ", 0";
+    text += transposeA ? ", 1" : ", 0";
   text += transposeB ? ", 1;\n}" : ", 0;\n}";
 
   SmallVector<Value> operands(acc.begin(), acc.end());
@@ -275,10 +257,19 @@ bool isAccumulator(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
 /// acc (+)= lhs * rhs for one warpgroup's 64 rows: per k16 step one
 /// wgmma.mma_async, all committed as one group and waited for before the
 /// result is used.
-///   lhs shared (Q): a K-major descriptor at rows 64 wg, column 16 k;
+///   lhs shared, stored [m][k] (Q; dS of dQ = dS K): a K-major descriptor
+///     at the warpgroup's rows, column 16 k;
+///   lhs shared, stored [k][m] (P, dS: transpose_lhs): an MN-major
+///     descriptor (trans-a 1) at the warpgroup's column block, row 16 k;
 ///   lhs A fragments (P): the 4 registers of k16 block k;
-///   rhs stored [n][k] (K, transpose_rhs): K-major descriptor, trans-b 0;
-///   rhs stored [k][n] (V): MN-major descriptor at row 16 k, trans-b 1.
+///   rhs stored [n][k] (K, transpose_rhs): K-major descriptor at the
+///     warpgroup's rows of it, trans-b 0;
+///   rhs stored [k][n] (V; dO, Q, K of the backward): MN-major descriptor
+///     at row 16 k and the warpgroup's columns, trans-b 1.
+/// The accumulator is #fa.mma with 16 rows a warp: the warpgroups along
+/// its rows (warps_n = 1) or, numbered down the rows first, along its
+/// columns too (the backward's S, dP, dQ: each warpgroup computes its
+/// columns, N = columns / warps_n).
 struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -292,16 +283,22 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
     auto encoding = cast<MmaEncodingAttr>(resultType.getEncoding());
-    if (encoding.getWarpsN() != 1)
-      return op.emitOpError("wgmma accumulators span whole rows: #fa.mma "
-                            "needs warps_n = 1");
-    int64_t warps = encoding.getWarps();
+    int64_t warpsN = encoding.getWarpsN(), warpsM = encoding.getWarpsM();
+    if (warpsN != 1 && !(encoding.getRowsFirst() &&
+                         warpsM % model::kWarpsPerWarpgroup == 0))
+      return op.emitOpError("wgmma accumulators are a warpgroup's 64 rows: "
+                            "#fa.mma needs warps_n = 1, or rows_first with "
+                            "the warps along the rows in whole warpgroups");
+    bool transposedLhs = op.getTransposeLhs();
+    if (transposedLhs && !sharedLhs)
+      return op.emitOpError("wgmma reads a transposed left operand from "
+                            "shared memory only");
     Type elementType = rhsType.getElementType();
     bool transposed = op.getTransposeRhs();
-    int64_t n = resultType.getDimSize(1);
+    int64_t n = resultType.getDimSize(1) / warpsN;
     int64_t contraction =
         transposed ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
-    if (resultType.getDimSize(0) != 16 * warps || n % 8 != 0 ||
+    if (resultType.getDimSize(0) != 16 * warpsM || n % 8 != 0 ||
         n > model::kMaxN || contraction % 16 != 0)
       return op.emitOpError("wgmma lowering needs 64 rows per warpgroup (16 "
                             "per warp), an N that is a multiple of 8 up to ")
@@ -316,6 +313,14 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       return arith::IndexCastUIOp::create(rewriter, loc, rewriter.getI64Type(),
                                           index);
     };
+    // The warpgroup's 64-row block and column slice of the accumulator.
+    Value rowBlock = warpgroup, columnSlice;
+    if (warpsN > 1) {
+      Value rowBlocks = indexConst(
+          rewriter, loc, warpsM / model::kWarpsPerWarpgroup);
+      rowBlock = arith::RemUIOp::create(rewriter, loc, warpgroup, rowBlocks);
+      columnSlice = arith::DivUIOp::create(rewriter, loc, warpgroup, rowBlocks);
+    }
 
     // A operand per k16 step.
     SmallVector<Value> lhsElements;
@@ -323,17 +328,23 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     int64_t lhsRows = 0;
     if (sharedLhs) {
       lhsRows = cast<RankedTensorType>(op.getLhs().getType()).getDimSize(0);
+      // K-major: the block's rows; MN-major: the block's column block.
+      int64_t blockBytes = transposedLhs ? lhsRows * rowBytes
+                                         : model::kWarpgroupRows * rowBytes;
       Value warpgroupRows = arith::MulIOp::create(
-          rewriter, loc, warpgroup,
-          indexConst(rewriter, loc, model::kWarpgroupRows * rowBytes));
+          rewriter, loc, rowBlock, indexConst(rewriter, loc, blockBytes));
       Value lhsBase = arith::AddIOp::create(
           rewriter, loc, sharedAddress(rewriter, loc, adaptor.getLhs()),
           i64(warpgroupRows));
-      lhsDescriptor.emplace(rewriter, loc, lhsBase, 16, groupBytes);
+      lhsDescriptor.emplace(rewriter, loc, lhsBase,
+                            transposedLhs ? lhsRows * rowBytes : 16,
+                            groupBytes);
     } else {
       lhsElements = unpack(rewriter, loc, adaptor.getLhs());
     }
     auto aOperand = [&](int64_t k) -> SmallVector<Value> {
+      if (sharedLhs && transposedLhs)
+        return {lhsDescriptor->at(rewriter, loc, k * 16 * rowBytes)};
       if (sharedLhs) {
         int64_t offset = (k * 16 / model::kColumnBlock) * lhsRows * rowBytes +
                          (k * 16 % model::kColumnBlock) * 2;
@@ -353,6 +364,28 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     };
     Value rhsBase = sharedAddress(rewriter, loc, adaptor.getRhs());
     int64_t rhsRows = rhsType.getDimSize(0);
+    if (columnSlice) {
+      // The warpgroup's first column: rows of K-major B, a column block
+      // (and 16-bit columns inside it) of MN-major B.
+      Value column = arith::MulIOp::create(rewriter, loc, columnSlice,
+                                           indexConst(rewriter, loc, n));
+      Value offset;
+      if (transposed) {
+        offset = arith::MulIOp::create(rewriter, loc, column,
+                                       indexConst(rewriter, loc, rowBytes));
+      } else {
+        Value block = indexConst(rewriter, loc, model::kColumnBlock);
+        offset = arith::AddIOp::create(
+            rewriter, loc,
+            arith::MulIOp::create(
+                rewriter, loc, arith::DivUIOp::create(rewriter, loc, column, block),
+                indexConst(rewriter, loc, rhsRows * rowBytes)),
+            arith::MulIOp::create(
+                rewriter, loc, arith::RemUIOp::create(rewriter, loc, column, block),
+                indexConst(rewriter, loc, 2)));
+      }
+      rhsBase = arith::AddIOp::create(rewriter, loc, rhsBase, i64(offset));
+    }
     OperandDescriptor rhsDescriptor(rewriter, loc, rhsBase,
                                     transposed ? 16 : rhsRows * rowBytes,
                                     groupBytes);
@@ -401,7 +434,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
     for (int64_t k = 0; k < contraction / 16; ++k)
       acc = wgmmaAsync(rewriter, loc, elementType, n, acc, aOperands[k],
-                       bDescriptor(k), accumulate || k > 0,
+                       bDescriptor(k), accumulate || k > 0, transposedLhs,
                        /*transposeB=*/!transposed);
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
     // An async matmul's registers are read only after its fa.async_wait.
@@ -435,9 +468,14 @@ struct AsyncWaitLowering : OpConversionPattern<AsyncWaitOp> {
 
 } // namespace
 
-LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
-  // A persistent kernel orders its tiles itself (fa-warp-specialize).
-  if (!kernel->hasAttr(FADialect::getPersistentAttrName()))
+LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel,
+                                         const FragmentTarget &target) {
+  // A persistent kernel orders its tiles itself (fa-warp-specialize). The
+  // backward's dkdv program keeps the grid order fa-tile-backward gave its
+  // K/V tiles (as on the mma strategy).
+  bool forward = false;
+  kernel.walk([&](OnlineSoftmaxOp) { forward = true; });
+  if (forward && !kernel->hasAttr(FADialect::getPersistentAttrName()))
     reverseQueryTileOrder(kernel);
   // A warp-specialized kernel (fa-warp-specialize) has no loads left: its
   // producer copies with TMA. It needs a register cap at entry for
@@ -452,10 +490,19 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel) {
   if (hasLoads &&
       failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
     return failure();
-  return applyFragmentConversion(
-      kernel, [](const TypeConverter &typeConverter,
-                 RewritePatternSet &patterns) {
+  if (failed(applyFragmentConversion(
+      kernel, [&](const TypeConverter &typeConverter,
+                  RewritePatternSet &patterns) {
         patterns.add<TileMatmulLowering, AsyncWaitLowering>(
             typeConverter, patterns.getContext());
-      });
+        populateAccumulatePatterns(typeConverter, patterns, target);
+      })))
+    return failure();
+  // The dkdv loop's staging stores and dQ's atomics (keepLaneAddressesInLoops:
+  // 156 bytes of spills at D = 128 otherwise).
+  if (!forward)
+    keepLaneAddressesInLoops(kernel, [](Operation *op) {
+      return isa<NVVM::WgmmaFenceAlignedOp>(op);
+    });
+  return success();
 }

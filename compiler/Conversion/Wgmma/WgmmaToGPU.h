@@ -10,13 +10,15 @@
 #ifndef FA_COMPILER_CONVERSION_WGMMA_WGMMATOGPU_H
 #define FA_COMPILER_CONVERSION_WGMMA_WGMMATOGPU_H
 
+#include "compiler/Conversion/Common/FragmentTarget.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 namespace mlir::fa {
 
 /// Lowers the fa ops of `kernel` (an outlined program of the wgmma
 /// strategy). Emits a diagnostic and fails on IR it cannot lower.
-LogicalResult lowerWgmmaKernel(gpu::GPUFuncOp kernel);
+LogicalResult lowerWgmmaKernel(gpu::GPUFuncOp kernel,
+                               const FragmentTarget &target);
 
 } // namespace mlir::fa
 
