@@ -11,8 +11,9 @@ computed once outside the timing).
         [--configs 64x64w4s2,128x128w8s2]
 
 With --configs, each row also times fa's backward with those explicit
-tiles (block_m x block_n, warps, Q/dO ring stages) of the mma strategy:
-the measurements that rank the defaults.
+tiles (block_m x block_n, warps, Q/dO ring stages) of the mma strategy,
+or of the strategy named before a colon (wgmma:64x128w8s2): the
+measurements that rank the defaults.
 """
 
 import argparse
@@ -51,13 +52,15 @@ def fa_backward_ms(q, k, v, grad_output, causal, deterministic=False,
 
 
 def parse_config(text):
-    """'64x64w4s2' -> mma tiles for fa.attention_backward."""
+    """'64x64w4s2' -> mma tiles for fa.attention_backward;
+    'wgmma:64x128w8s2' -> tiles of another strategy."""
+    strategy, _, text = text.rpartition(":")
     tiles, rest = text.split("w")
     warps, stages = rest.split("s")
     block_m, block_n = tiles.split("x")
     return {"block_m": int(block_m), "block_n": int(block_n),
             "num_warps": int(warps), "stages": int(stages),
-            "strategy": "mma"}
+            "strategy": strategy or "mma"}
 
 
 def sdpa_backward_ms(backend, q, k, v, grad_output, causal):

@@ -26,6 +26,24 @@
 // overlapsSoftmax: up to head dim 128, measured); other loops stay as they
 // are.
 //
+// The backward's dkdv loop (one query tile per iteration) is reordered
+// within the iteration instead, so that each warpgroup's element-wise work
+// runs while its tensor cores compute:
+//
+//   S  = Q K^T, dP = dO V^T                  (both started)
+//   wait for S (dP may still run)
+//   mask, P = exp(S - LSE), P staged         (overlaps dP)
+//   dV += P^T dO                             (started)
+//   wait for dP (dV may still run)
+//   dS = P (dP - D), dS staged               (overlaps dV)
+//   dK += dS^T Q                             (started)
+//   dQ = dS K, added to global               (waits for every product)
+//
+// Groups retire in order: waiting with one pending leaves only the latest
+// product running. Every product of an iteration is done before the next
+// one starts (dQ's wait), so the staging buffers and the Q/dO ring keep
+// their barriers' meaning.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Utils/IRUtils.h"
@@ -103,21 +121,104 @@ FailureOr<AttentionLoop> matchAttentionLoop(scf::ForOp loop) {
   return match;
 }
 
+/// The backward's dkdv loop: its five products, found by what reads them.
+struct BackwardLoop {
+  scf::ForOp loop;
+  TileMatmulOp scores, gradProbs;  // S = Q K^T, dP = dO V^T
+  TileMatmulOp gradValue, gradKey; // dV += P^T dO, dK += dS^T Q
+  TileMatmulOp gradQuery;          // dQ = dS K
+};
+
+/// The loop whose body computes fa.softmax_grad from two products started
+/// in it (S feeds the probabilities), accumulates dK and dV (products with
+/// a transposed left operand and an accumulator) and one product more (dQ);
+/// failure for any other loop.
+FailureOr<BackwardLoop> matchBackwardLoop(scf::ForOp loop) {
+  BackwardLoop match{loop, {}, {}, {}, {}, {}};
+  Block *body = loop.getBody();
+  SoftmaxGradOp grad;
+  SmallVector<TileMatmulOp> accumulated;
+  for (Operation &op : *body) {
+    if (op.getNumRegions() != 0 &&
+        !op.hasTrait<OpTrait::IsIsolatedFromAbove>())
+      return failure();
+    if (auto g = dyn_cast<SoftmaxGradOp>(op))
+      grad = g;
+    else if (auto matmul = dyn_cast<TileMatmulOp>(op)) {
+      if (matmul.getAcc() && matmul.getTransposeLhs())
+        accumulated.push_back(matmul);
+      else if (!matmul.getAcc() && matmul.getTransposeRhs())
+        (match.scores ? match.gradProbs : match.scores) = matmul;
+      else
+        match.gradQuery = matmul;
+    }
+  }
+  if (!grad || accumulated.size() != 2 || !match.scores || !match.gradProbs ||
+      !match.gradQuery)
+    return failure();
+  // dP is the product softmax_grad reads as its gradient; the other is S.
+  if (grad.getGradProbs() == match.scores.getResult())
+    std::swap(match.scores, match.gradProbs);
+  if (grad.getGradProbs() != match.gradProbs.getResult() ||
+      !match.scores->hasOneUse() || !match.gradProbs->hasOneUse())
+    return failure();
+  // dV comes first (it reads P), dK second (it reads dS).
+  match.gradValue = accumulated[0];
+  match.gradKey = accumulated[1];
+  // The reordering moves dP up to S: its operands must be there already.
+  for (Value operand : match.gradProbs->getOperands())
+    if (Operation *def = operand.getDefiningOp();
+        def && def->getBlock() == body && !def->isBeforeInBlock(match.scores))
+      return failure();
+  return match;
+}
+
+/// Starts a product and waits for it before its first reader, with
+/// `pending` later products left running.
+void startAndWait(TileMatmulOp product, Operation *before, int64_t pending) {
+  product.setAsync(true);
+  OpBuilder b(before);
+  Value result = product.getResult();
+  auto wait = AsyncWaitOp::create(b, product.getLoc(), result.getType(),
+                                  result, b.getI64IntegerAttr(pending));
+  result.replaceAllUsesExcept(wait, wait);
+}
+
+void overlapBackwardLoop(BackwardLoop a) {
+  a.gradProbs->moveAfter(a.scores);
+  // S: waited for right after dP starts (dP stays in flight).
+  startAndWait(a.scores, a.gradProbs->getNextNode(), /*pending=*/1);
+  // dP: waited for where dS needs it, with dV started (in flight).
+  Operation *gradReader = *a.gradProbs->getUsers().begin();
+  startAndWait(a.gradProbs, gradReader, /*pending=*/1);
+  // dV and dK: done by dQ's wait (it waits for every product); their
+  // waits pin the accumulators before the loop carries them on.
+  Operation *yield = a.loop.getBody()->getTerminator();
+  startAndWait(a.gradValue, yield, /*pending=*/0);
+  startAndWait(a.gradKey, yield, /*pending=*/0);
+}
+
 struct FAWgmmaPipelinePass
     : public mlir::fa::impl::FAWgmmaPipelineBase<FAWgmmaPipelinePass> {
   void runOnOperation() override {
     SmallVector<scf::ForOp> loops;
+    SmallVector<BackwardLoop> backwardLoops;
     getOperation().walk([&](GridOp grid) {
       auto launch =
           grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
       if (!launch || launch.getStrategy() != StrategyKind::wgmma)
         return;
-      // The forward's K/V loop (the backward's dkdv program is not
-      // pipelined so far).
+      // The backward's dkdv loop: reordered within the iteration.
       bool forward = false;
       grid.walk([&](OnlineSoftmaxOp) { forward = true; });
-      if (!forward)
+      if (!forward) {
+        grid.walk([&](scf::ForOp loop) {
+          if (FailureOr<BackwardLoop> match = matchBackwardLoop(loop);
+              succeeded(match))
+            backwardLoops.push_back(*match);
+        });
         return;
+      }
       grid.walk([&](scf::ForOp loop) {
         bool streams = false;
         loop.walk([&](TileMatmulOp) { streams = true; });
@@ -135,6 +236,8 @@ struct FAWgmmaPipelinePass
       if (::fa::wgmma::overlapsSoftmax(headDim))
         pipeline(*match);
     }
+    for (BackwardLoop loop : backwardLoops)
+      overlapBackwardLoop(loop);
   }
 
   void pipeline(AttentionLoop a);

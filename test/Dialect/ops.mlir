@@ -84,6 +84,14 @@ func.func private @mma_grid(tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>
                             tensor<128xf32, #fa.mma<warps = 8, warps_n = 2>>,
                             tensor<128x64xf32, #fa.mma<warps = 8, warps_n = 1>>)
 
+// Warps numbered down the rows first (the wgmma backward's S, dP, dQ):
+// rows_first = 0 is the default and not printed.
+// CHECK-LABEL: func private @mma_rows_first
+// CHECK-SAME: tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// CHECK-SAME: tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2>>
+func.func private @mma_rows_first(tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>,
+                                  tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 0>>)
+
 // Encodings on element types without a bit width parse (the fuzzer found
 // the shared-size check reading one: a crash); ops reject such tiles.
 // CHECK-LABEL: func private @widthless

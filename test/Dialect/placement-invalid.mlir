@@ -116,6 +116,12 @@ func.func private @mma_warps_n_zero(tensor<64x64xf32, #fa.mma<warps = 4, warps_n
 
 // -----
 
+// rows_first is a flag.
+// expected-error @+1 {{rows_first must be 0 or 1, got 2}}
+func.func private @mma_rows_first(tensor<64x64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 2>>)
+
+// -----
+
 // 8 warps as 4 x 2: rows in multiples of 64, columns of 16.
 // expected-error @+1 {{#fa.mma over 4 warps along the rows needs rows in multiples of 16 x 4 = 64, got 32}}
 func.func private @mma_grid_rows(tensor<32x64xf32, #fa.mma<warps = 8, warps_n = 2>>)

@@ -189,6 +189,28 @@ TEST_F(RegisterLayoutTest, MmaWarpGrid) {
   expectCovers(rows, 256, 128, 1, 8);
 }
 
+TEST_F(RegisterLayoutTest, MmaWarpGridRowsFirst) {
+  // 8 warps as 4 x 2 numbered down the rows first: warp w owns rows
+  // (w % 4) * 16.., columns (w / 4) * 64..; warpgroup g (warps 4g..4g+3)
+  // holds the 64 rows of column slice g, one wgmma m64n64 accumulator.
+  auto mma = MmaEncodingAttr::get(&context, 8, 2, /*rowsFirst=*/1);
+  RegisterLayout layout = layoutOf(mma, {64, 128});
+  EXPECT_FALSE(layout.rowsInOneWarp);
+  expectCovers(layout, 256, 64, 128, 1);
+  expectRowSlotsConsistent(layout);
+  EXPECT_EQ(layout.elementOf(3 * 32, 0), std::make_pair(int64_t(48), int64_t(0)));
+  EXPECT_EQ(layout.elementOf(4 * 32, 0), std::make_pair(int64_t(0), int64_t(64)));
+  EXPECT_EQ(layout.elementOf(5 * 32 + 5, 2),
+            std::make_pair(int64_t(16 + 1 + 8), int64_t(64 + 2)));
+  for (int64_t warp = 0; warp < 8; ++warp) {
+    EXPECT_EQ(mma.warpRowSlice(warp), warp % 4);
+    EXPECT_EQ(mma.warpColumnSlice(warp), warp / 4);
+  }
+  // Per-row values: in both warpgroups.
+  RegisterLayout rows = layoutOf(mma, {64});
+  expectCovers(rows, 256, 64, 1, 8);
+}
+
 // #fa.mma_operand: a0a1 (g, 2t..), a2a3 (g + 8, 2t..), a4a5 (g, 2t + 8..),
 // a6a7 (g + 8, 2t + 8..); columns padded to 16.
 TEST_F(RegisterLayoutTest, MmaOperand) {

@@ -1,0 +1,45 @@
+// RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline | FileCheck %s
+
+// The backward's dkdv loop, reordered within the iteration so that each
+// warpgroup's element-wise work overlaps its own tensor-core products.
+// CHECK-LABEL: func @backward_bf16
+// CHECK: program = "delta"
+// CHECK: scf.for
+// CHECK: scf.for
+// 1. S = Q K^T and dP = dO V^T both start ...
+// CHECK: %[[S:.*]] = fa.tile_matmul %[[Q:.*]], %{{.*}} {async, transpose_rhs}
+// CHECK-NEXT: %[[DP:.*]] = fa.tile_matmul %[[DO:.*]], %{{.*}} {async, transpose_rhs}
+// 2. ... S is waited for with dP still running (one group pending); the
+// mask and P = exp(S - LSE) overlap dP ...
+// CHECK-NEXT: %[[SW:.*]] = fa.async_wait %[[S]] {pending = 1 : i64}
+// CHECK-NEXT: %[[SM:.*]] = fa.mask %[[SW]]
+// CHECK-NEXT: %[[P:.*]] = fa.recompute_probs %[[SM]]
+// 3. P staged, dV += P^T dO started; dP waited for with dV still running;
+// dS = P (dP - D) overlaps dV ...
+// CHECK: %[[PS:.*]] = fa.convert_layout
+// CHECK-NEXT: %[[DV:.*]] = fa.tile_matmul %[[PS]], %[[DO]] acc(%{{.*}}) {async, transpose_lhs}
+// CHECK-NEXT: %[[DPW:.*]] = fa.async_wait %[[DP]] {pending = 1 : i64}
+// CHECK-NEXT: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DPW]]
+// 4. dS staged, dK += dS^T Q started, dQ = dS K synchronous (it waits for
+// every product of the iteration: the staging buffers and the Q/dO ring
+// are free when the next iteration starts); dV and dK pinned before the
+// loop carries them.
+// CHECK: %[[DSS:.*]] = fa.convert_layout
+// CHECK-NEXT: %[[DK:.*]] = fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {async, transpose_lhs}
+// CHECK-NEXT: %[[DQ:.*]] = fa.tile_matmul %[[DSS]], %{{.*}} :
+// CHECK-NEXT: fa.accumulate_tile %[[DQ]]
+// CHECK-NEXT: %[[DVW:.*]] = fa.async_wait %[[DV]] {pending = 0 : i64}
+// CHECK-NEXT: %[[DKW:.*]] = fa.async_wait %[[DK]] {pending = 0 : i64}
+// CHECK-NEXT: scf.yield %[[DKW]], %[[DVW]]
+func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                         %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
+                         %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,
+                         %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+      memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+  return
+}
