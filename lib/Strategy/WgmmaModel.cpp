@@ -232,9 +232,12 @@ std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
   return "";
 }
 
-bool takesBackwardProblem(ElementType, int64_t, const std::string &) {
-  // Not `auto`'s choice until it is measured faster than mma's backward.
-  return false;
+bool takesBackwardProblem(ElementType dtype, int64_t headDim,
+                          const std::string &arch) {
+  // Measured on the H200 (docs/benchmarks.md, 2026-12-01 (c)): 1.2-1.4x
+  // the mma backward on every row of the table at head dims 64 and 128.
+  return dtype != ElementType::f32 && (headDim == 64 || headDim == 128) &&
+         arch == "sm_90a";
 }
 
 std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
@@ -246,10 +249,22 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
     return arch && checkBackwardFits(config, *arch).empty();
   });
-  for (TileConfig config : {TileConfig{64, 128, 8, 2}, {64, 128, 8, 1},
-                            {64, 64, 4, 2}, {64, 64, 4, 1}})
-    collector.consider(config);
-  return std::move(collector).take({64, 128, 8, 2});
+  // Best first, as measured on the H200 (bench/bench_backward.py
+  // --configs, docs/benchmarks.md): two warpgroups; at D = 128 one Q/dO
+  // stage (with two, ptxas spills 16-88 bytes and the kernel runs 1-3%
+  // slower), at D = 64 two (5-10% faster than one). One warpgroup (64 K/V
+  // rows) measured 25-40% slower: it is not a default, so that a spill of
+  // the two-warpgroup tiles (the runtime skips spilling candidates) does
+  // not fall back to it.
+  const TileConfig twoStages{64, 128, 8, 2}, oneStage{64, 128, 8, 1};
+  if (request.headDim > 64) {
+    collector.consider(oneStage);
+    collector.consider(twoStages);
+  } else {
+    collector.consider(twoStages);
+    collector.consider(oneStage);
+  }
+  return std::move(collector).take({64, 128, 8, 1});
 }
 
 /// Warpgroup MMA on sm_90a: 16-bit inputs, forward and backward.

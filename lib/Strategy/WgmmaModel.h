@@ -167,7 +167,8 @@ int64_t estimateBackwardRegisters(const Config &config);
 /// "" when the backward `config` can be compiled for `arch`, else why not.
 std::string checkBackwardFits(const Config &config, const GpuArch &arch);
 
-/// Whether `auto` runs the backward of this problem on wgmma.
+/// Whether `auto` runs the backward of this problem on wgmma: 16-bit
+/// inputs, head dims 64 and 128, sm_90a.
 bool takesBackwardProblem(ElementType dtype, int64_t headDim,
                           const std::string &arch);
 

@@ -719,13 +719,17 @@ TEST_F(GpuAttention, VariantsMatchFloat64Reference) {
 }
 
 /// The backward of the built-in variants (simt f32; mma f16/bf16, the
-/// 16-bit backward on every arch), against the float64 gradients of the
-/// C++ twin (its score_mod differentiated numerically).
+/// 16-bit backward on every arch; wgmma on sm_90a), against the float64
+/// gradients of the C++ twin (its score_mod differentiated numerically).
 TEST_F(GpuAttention, BackwardVariantsMatchFloat64Gradients) {
   const int64_t heads = 4;
   std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
                                  {fa::Strategy::mma, fa::ElementType::f16},
                                  {fa::Strategy::mma, fa::ElementType::bf16}};
+  if (runtime->deviceArch() == "sm_90a") {
+    configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
+    configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
+  }
   for (const Variant &variant : builtInVariants(heads))
     for (Config config : configs)
       for (int64_t d : {64, 128}) {

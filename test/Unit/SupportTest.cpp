@@ -314,6 +314,7 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
   spec.dtype = fa::ElementType::bf16;
+  spec.arch = "sm_80"; // (sm_90a: wgmma at 64 and 128, WgmmaModel's test)
   for (int64_t d : {8, 64, 72, 128}) {
     spec.headDim = d;
     EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma) << d;
@@ -333,6 +334,10 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
       spec.arch = arch;
       std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
       ASSERT_FALSE(candidates.empty());
+      if (std::string(arch) == "sm_90a" && (d == 64 || d == 128)) {
+        EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma) << d;
+        continue;
+      }
       for (const fa::KernelSpec &c : candidates) {
         EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::mma);
         EXPECT_EQ(c.validate(), "");
@@ -537,17 +542,37 @@ TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
   spec.dtype = fa::ElementType::bf16;
   spec.arch = "sm_90a";
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  // auto: wgmma's backward at head dims 64 and 128 on sm_90a (measured
+  // faster than mma's on every row), mma's elsewhere.
+  for (int64_t d : {64, 128}) {
+    spec.headDim = d;
+    EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma) << d;
+  }
+  for (int64_t d : {32, 72, 96}) {
+    spec.headDim = d;
+    EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma) << d;
+  }
   spec.headDim = 128;
-  // auto keeps mma's backward until wgmma's is measured faster.
+  spec.arch = "sm_90";
   EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  spec.arch = "sm_90a";
+  spec.dtype = fa::ElementType::f32;
+  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  spec.dtype = fa::ElementType::bf16;
   spec.strategy = fa::Strategy::wgmma;
   EXPECT_EQ(spec.validate(), "");
+  // One Q/dO stage first at D = 128, two at D = 64; never one warpgroup.
   fa::KernelSpec defaults = spec.withDefaults();
-  EXPECT_EQ(defaults.blockM, 64);
-  EXPECT_EQ(defaults.blockN, 128);
-  EXPECT_EQ(defaults.numWarps, 8);
-  EXPECT_EQ(defaults.stages, 2);
-  EXPECT_EQ(defaults.kernelName(), "fa_bwd_d128_bf16_full_64x128_w8_s2_wgmma");
+  EXPECT_EQ(defaults.kernelName(), "fa_bwd_d128_bf16_full_64x128_w8_s1_wgmma");
+  spec.headDim = 64;
+  EXPECT_EQ(spec.withDefaults().kernelName(),
+            "fa_bwd_d64_bf16_full_64x128_w8_s2_wgmma");
+  std::vector<std::string> names;
+  for (const fa::KernelSpec &c : spec.defaultCandidates(0))
+    names.push_back(c.kernelName());
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "fa_bwd_d64_bf16_full_64x128_w8_s2_wgmma",
+                       "fa_bwd_d64_bf16_full_64x128_w8_s1_wgmma"}));
   spec.headDim = 96;
   EXPECT_NE(spec.validate().find("multiple of 64"), std::string::npos)
       << spec.validate();
