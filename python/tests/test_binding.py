@@ -123,14 +123,19 @@ class PrepareKernelTest(unittest.TestCase):
             fa.prepare_kernel(64, strategy="mma")
 
     def test_backward(self):
-        # The backward's three kernels (mma for 16-bit inputs, simt for
+        # The backward's three kernels (16-bit inputs: wgmma for head dims
+        # 64 and 128 on sm_90a, the arch without a GPU, else mma; simt for
         # float32), its default tiles, and the deterministic mode as another
         # kernel.
         info = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
                                  backward=True)
         self.assertTrue(info["name"].startswith("fa_bwd_d64_bf16_causal_"),
                         info["name"])
-        self.assertEqual(info["strategy"], "mma")
+        self.assertEqual(info["strategy"], "wgmma")
+        self.assertEqual((info["block_m"], info["block_n"],
+                          info["num_warps"]), (64, 128, 8))
+        self.assertEqual(fa.prepare_kernel(72, dtype="bfloat16",
+                                           backward=True)["strategy"], "mma")
         self.assertEqual(fa.prepare_kernel(64, backward=True)["strategy"],
                          "simt")
         ordered = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
@@ -140,10 +145,10 @@ class PrepareKernelTest(unittest.TestCase):
         forward = fa.prepare_kernel(64, causal=True, dtype="bfloat16",
                                     strategy="simt")
         self.assertNotEqual(forward["key"], info["key"])
-        with self.assertRaisesRegex(fa.FaError, "the backward runs on the simt "
-                                                "and mma strategies, not on "
-                                                "wgmma"):
-            fa.prepare_kernel(64, dtype="float16", backward=True,
+        with self.assertRaisesRegex(fa.FaError, "the wgmma backward needs a "
+                                                "head dim of 64 or 128, got "
+                                                "256"):
+            fa.prepare_kernel(256, dtype="float16", backward=True,
                               strategy="wgmma")
         explicit = fa.prepare_kernel(64, dtype="float16", backward=True,
                                      strategy="mma", block_m=64, block_n=64,

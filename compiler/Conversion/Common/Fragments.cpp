@@ -257,51 +257,15 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     bool readAcrossLanes = !onlyReadByWritingLanes(op);
     if (readAcrossLanes)
       gpu::BarrierOp::create(rewriter, loc);
-    auto pairAt = [&](int64_t slot) -> Value {
-      return vector::FromElementsOp::create(
-          rewriter, loc, pairType, ValueRange{values[slot], values[slot + 1]});
-    };
-    // In the 128-byte swizzle, a warp slice whose columns start on a
-    // column block puts lane (g, t)'s pair of n8 block ni at element
-    // (8 g + 2 t) ^ 8 (ni % 8) of its row (row % 8 = g): one xor with a
-    // constant per pair instead of the generic index arithmetic, whose 32
-    // distinct addresses ptxas kept in registers.
-    int64_t blockColumns =
-        swizzled ? cast<SwizzledSharedEncodingAttr>(resultType.getEncoding())
-                       .getBlockColumns(resultType.getElementType())
-                 : 0;
-    int64_t sliceCols = tile.accColBlocks * ::fa::mma::kN;
-    if (swizzled && blockColumns == 8 * ::fa::mma::kN &&
-        sliceCols % blockColumns == 0) {
-      Value laneColumn = arith::AddIOp::create(
-          rewriter, loc, mulConst(rewriter, loc, lane.g, 8),
-          mulConst(rewriter, loc, lane.t, 2));
-      Value firstBlock = arith::DivUIOp::create(
-          rewriter, loc, tile.warpCol0, indexConst(rewriter, loc, blockColumns));
-      for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-        for (int64_t h = 0; h < 2; ++h) {
-          Value row = tile.row(rewriter, loc, mi, h);
-          for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
-            Value block = addConst(rewriter, loc, firstBlock,
-                                   ni * ::fa::mma::kN / blockColumns);
-            Value column = laneColumn;
-            if (int64_t chunk = ni % 8)
-              column = arith::XOrIOp::create(
-                  rewriter, loc, laneColumn,
-                  indexConst(rewriter, loc, 8 * chunk));
-            vector::StoreOp::create(rewriter, loc,
-                                    pairAt(tile.accSlot(mi, ni, 2 * h)),
-                                    buffer, ValueRange{block, row, column});
-          }
-        }
-    } else {
-      tile.forEachElementPair(
-          rewriter, loc, [&](Value row, Value col, int64_t slot) {
-            vector::StoreOp::create(
-                rewriter, loc, pairAt(slot), buffer,
-                sharedElementIndices(rewriter, loc, resultType, row, col));
-          });
-    }
+    tile.forEachElementPair(
+        rewriter, loc, [&](Value row, Value col, int64_t slot) {
+          Value pair = vector::FromElementsOp::create(
+              rewriter, loc, pairType,
+              ValueRange{values[slot], values[slot + 1]});
+          vector::StoreOp::create(
+              rewriter, loc, pair, buffer,
+              sharedElementIndices(rewriter, loc, resultType, row, col));
+        });
     if (swizzled)
       NVVM::FenceProxyOp::create(
           rewriter, loc,
