@@ -1,5 +1,6 @@
 //===- KernelSpec.cpp - Everything that changes a generated kernel --*- C++ -*-===//
 #include "lib/KernelSpec.h"
+#include "lib/TextNesting.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/Registry.h"
 
@@ -80,6 +81,10 @@ std::string KernelSpec::validate() const {
       return std::string(name) + " text must be at most " +
              std::to_string(kMaxVariantTextBytes) + " bytes, got " +
              std::to_string(text->size());
+    else if (std::string error =
+                 checkTextNesting(*text, std::string(name) + " text");
+             !error.empty())
+      return error;
   if (deterministic && !maskMod.empty())
     return "the deterministic backward does not take a mask_mod yet (its dQ "
            "turn order assumes the K/V range of a plain or causal mask)";

@@ -4,6 +4,7 @@
 #include "lib/IOModel.h"
 #include "lib/KernelSpec.h"
 #include "lib/Assembler.h"
+#include "lib/TextNesting.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/Registry.h"
 #include "lib/Strategy/WgmmaModel.h"
@@ -77,6 +78,13 @@ TEST(KernelSpec, VariantRules) {
   spec.scoreMod = std::string(fa::kMaxVariantTextBytes + 1, ' ');
   EXPECT_EQ(spec.validate(), "score_mod text must be at most 65536 bytes, "
                              "got 65537");
+  // Nesting that would overflow MLIR's recursive parser (every API that
+  // takes a variant: the C ABI, Python, fa-compile's --score-mod).
+  spec.scoreMod = std::string(300, '(');
+  EXPECT_EQ(spec.validate(),
+            "score_mod text nests brackets more than 256 deep (at line 1, "
+            "column 257); the limit is 256");
+  spec.scoreMod = "";
   fa::KernelSpec plain, window = plain, wider = plain;
   window.maskMod = "a\nb";
   wider.maskMod = "a\nc";
@@ -576,6 +584,33 @@ TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
   spec.headDim = 96;
   EXPECT_NE(spec.validate().find("multiple of 64"), std::string::npos)
       << spec.validate();
+}
+
+/// Bracket nesting is counted as MLIR's parser would descend: strings,
+/// comments, `->` and `>=` do not count; unbalanced closers do not go below
+/// zero.
+TEST(TextNesting, CountsBracketsOnly) {
+  EXPECT_EQ(fa::checkTextNesting("", "x", 2), "");
+  EXPECT_EQ(fa::checkTextNesting("f(a<b>[{c}])", "x", 3), "");
+  EXPECT_EQ(fa::checkTextNesting("f(a<b>[{c}])", "x", 2),
+            "x nests brackets more than 2 deep (at line 1, column 8); the "
+            "limit is 2");
+  // A string or a comment full of brackets, arrows and comparisons.
+  EXPECT_EQ(fa::checkTextNesting("\"((((\\\"((\" // <<<<\n(x) -> y >= z",
+                                 "x", 1),
+            "");
+  // `->` and `>=` close nothing: a type after an arrow still counts.
+  EXPECT_EQ(fa::checkTextNesting("(a) -> (b<(c)>)", "x", 2),
+            "x nests brackets more than 2 deep (at line 1, column 11); the "
+            "limit is 2");
+  // Unbalanced closers do not hide later nesting.
+  EXPECT_EQ(fa::checkTextNesting(")))))\n(((", "t", 2),
+            "t nests brackets more than 2 deep (at line 2, column 3); the "
+            "limit is 2");
+  std::string deep = std::string(fa::kMaxTextNesting, '<') +
+                     std::string(fa::kMaxTextNesting, '>');
+  EXPECT_EQ(fa::checkTextNesting(deep, "x"), "");
+  EXPECT_NE(fa::checkTextNesting("<" + deep, "x"), "");
 }
 
 TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {

@@ -28,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "lib/TextNesting.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -249,8 +250,17 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module;
   Stage from = Stage::fa;
   if (!inputFile.empty()) {
-    module = parseSourceFile<ModuleOp>(inputFile, sourceMgr,
-                                       ParserConfig(ctx.get()));
+    auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+    if (!buffer)
+      return fail("cannot read " + inputFile + ": " +
+                  buffer.getError().message());
+    // Deep nesting would overflow MLIR's recursive parser.
+    if (std::string error =
+            ::fa::checkTextNesting((*buffer)->getBuffer(), inputFile);
+        !error.empty())
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(ctx.get()));
     if (!module)
       return 1;
     FailureOr<Stage> stage = detectStage(*module);
