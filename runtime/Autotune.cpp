@@ -1,5 +1,7 @@
 //===- Autotune.cpp - Timed choice among the default candidates --*- C++ -*-===//
 #include "runtime/Autotune.h"
+#include "lib/TextNesting.h"
+#include "runtime/KernelMetadata.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
@@ -62,6 +64,13 @@ std::string tunedChoiceJson(const std::string &key, const KernelSpec &request,
 std::string parseTunedChoice(const std::string &json,
                              const KernelSpec &request, int64_t bucket,
                              KernelSpec &chosen) {
+  // Bounded before the (recursive) JSON parser sees it.
+  if (json.size() > kMaxMetadataBytes)
+    return "larger than " + std::to_string(kMaxMetadataBytes) + " bytes";
+  if (std::string error =
+          checkTextNesting(json, "the record", kMaxMetadataNesting);
+      !error.empty())
+    return error;
   llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(json);
   if (!parsed) {
     std::string why = llvm::toString(parsed.takeError());

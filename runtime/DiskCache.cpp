@@ -1,5 +1,6 @@
 //===- DiskCache.cpp - Compiled kernels on disk ---------------------*- C++ -*-===//
 #include "runtime/DiskCache.h"
+#include "runtime/KernelMetadata.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -113,6 +114,13 @@ DiskCache::Lookup DiskCache::read(const std::string &key, CachedKernel &entry,
     return Lookup::miss;
   if (status.type() != llvm::sys::fs::file_type::regular_file)
     return corrupt("not a regular file");
+  // An entry is loaded and run: only what this user wrote (and others may
+  // not change) is trusted, as for the folder.
+  if (status.getUser() != ::geteuid())
+    return corrupt("owned by user " + std::to_string(status.getUser()) +
+                   ", not by this process's user: not trusted");
+  if (status.permissions() & llvm::sys::fs::others_write)
+    return corrupt("writable by other users: not trusted");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -133,6 +141,10 @@ DiskCache::Lookup DiskCache::read(const std::string &key, CachedKernel &entry,
   uint64_t metadataSize = 0, cubinSize = 0;
   if (!readSize(metadataSize) || metadataSize > data.size() - pos)
     return corrupt("truncated metadata");
+  if (metadataSize > kMaxMetadataBytes)
+    return corrupt("metadata of " + std::to_string(metadataSize) +
+                   " bytes, over the " + std::to_string(kMaxMetadataBytes) +
+                   " fa writes at most");
   llvm::StringRef metadata = data.substr(pos, metadataSize);
   pos += metadataSize;
   if (!readSize(cubinSize) || cubinSize > data.size() - pos ||

@@ -51,7 +51,8 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     std::string why;
     switch (disk.read(key, cached, why)) {
     case DiskCache::Lookup::hit:
-      if (fromMetadata(cached.metadata, spec, fresh.info)) {
+      if (fromMetadata(cached.metadata, spec, fresh.info) &&
+          checkCubinImage(cached.cubin, spec).empty()) {
         fresh.cubin = std::move(cached.cubin);
         fresh.info.source = KernelSource::diskCache;
         return true;

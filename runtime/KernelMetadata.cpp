@@ -1,5 +1,8 @@
 //===- KernelMetadata.cpp - A kernel's cache metadata -----------*- C++ -*-===//
 #include "runtime/KernelMetadata.h"
+#include "lib/TextNesting.h"
+
+#include "llvm/ADT/StringExtras.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -51,6 +54,10 @@ std::string toMetadata(const KernelInfo &info) {
 
 bool fromMetadata(const std::string &text, const KernelSpec &spec,
                   KernelInfo &info) {
+  // Bounded before the (recursive) JSON parser sees it.
+  if (text.size() > kMaxMetadataBytes ||
+      !checkTextNesting(text, "metadata", kMaxMetadataNesting).empty())
+    return false;
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value) {
     llvm::consumeError(value.takeError());
@@ -90,7 +97,65 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
   integer("spill_load_bytes", info.ptxas.spillLoadBytes);
   if (std::optional<llvm::StringRef> assembler = object->getString("assembler"))
     info.assembler = assembler->str();
-  return info.numThreads > 0;
+  // Every field in the range a kernel of this spec can have: a block of at
+  // most 1024 threads, shared memory within the largest arch's, registers
+  // within the ISA's; the kernel and its launches named after the spec.
+  constexpr int64_t kMaxThreads = 1024, kMaxSharedBytes = 256 * 1024,
+                    kMaxRegisters = 255, kMaxLocalBytes = int64_t(1) << 24;
+  auto inRange = [](int64_t v, int64_t lo, int64_t hi) {
+    return v >= lo && v <= hi;
+  };
+  if (!inRange(info.numThreads, 1, kMaxThreads) ||
+      !inRange(info.sharedMemoryBytes, 0, kMaxSharedBytes) ||
+      !inRange(info.ptxas.registers, 0, kMaxRegisters) ||
+      !inRange(info.ptxas.stackFrameBytes, 0, kMaxLocalBytes) ||
+      !inRange(info.ptxas.spillStoreBytes, 0, kMaxLocalBytes) ||
+      !inRange(info.ptxas.spillLoadBytes, 0, kMaxLocalBytes) ||
+      info.name != spec.kernelName())
+    return false;
+  for (const LaunchPlan &plan : info.launches) {
+    if (!inRange(plan.threads, 1, kMaxThreads) ||
+        !inRange(plan.sharedBytes, 0, kMaxSharedBytes) ||
+        !llvm::StringRef(plan.function).starts_with(info.name))
+      return false;
+    for (const LaunchPlan::GridDim &dim : plan.grid)
+      if (!inRange(dim.tile, 1, int64_t(1) << 20))
+        return false;
+  }
+  return true;
+}
+
+std::string checkCubinImage(const std::vector<char> &cubin,
+                            const KernelSpec &spec) {
+  // ELF64 header: magic, class (offset 4), machine (18, 2 bytes), flags
+  // (48, 4 bytes); CUDA's ABI version (8) says where the SM version sits in
+  // the flags: bits 8-15 from version 8 on (ptxas 13 and the driver of
+  // CUDA 13), bits 0-7 before.
+  constexpr size_t kHeaderBytes = 64;
+  constexpr uint16_t kMachineCuda = 190;
+  if (cubin.size() < kHeaderBytes)
+    return "the cubin is " + std::to_string(cubin.size()) +
+           " bytes, shorter than an ELF header";
+  auto byte = [&](size_t i) { return uint8_t(cubin[i]); };
+  if (byte(0) != 0x7f || byte(1) != 'E' || byte(2) != 'L' || byte(3) != 'F' ||
+      byte(4) != 2)
+    return "the cubin is not a 64-bit ELF image";
+  uint16_t machine = uint16_t(byte(18) | byte(19) << 8);
+  if (machine != kMachineCuda)
+    return "the cubin is an ELF image for machine " + std::to_string(machine) +
+           ", not CUDA (190)";
+  uint32_t flags = uint32_t(byte(48)) | uint32_t(byte(49)) << 8 |
+                   uint32_t(byte(50)) << 16 | uint32_t(byte(51)) << 24;
+  int64_t version = byte(8) >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
+  int64_t wanted = 0;
+  llvm::StringRef arch(spec.arch);
+  if (!arch.consume_front("sm_") ||
+      arch.take_while(llvm::isDigit).getAsInteger(10, wanted))
+    return "the spec's arch '" + spec.arch + "' has no SM version";
+  if (version != wanted)
+    return "the cubin is for sm_" + std::to_string(version) + ", the spec for " +
+           spec.arch;
+  return "";
 }
 
 } // namespace fa

@@ -23,10 +23,23 @@ KernelResources combineResources(const std::string &name,
 /// The metadata of a compiled kernel, as the disk cache stores it.
 std::string toMetadata(const KernelInfo &info);
 
-/// The kernel described by `text`, if it is well formed and was compiled
-/// for `spec` (the key is a hash; the entry also names what it holds).
+/// The largest metadata (and autotune record) text read from the cache,
+/// and the deepest JSON nesting: what fa writes is a few KB, 4 levels deep.
+constexpr size_t kMaxMetadataBytes = size_t(1) << 20;
+constexpr int64_t kMaxMetadataNesting = 16;
+
+/// The kernel described by `text`, if it is well formed, every field is in
+/// range (threads, shared memory, registers, spills, the launches' sizes)
+/// and it was compiled for `spec` (its spec text, its kernel and function
+/// names; the key is a hash, the entry also names what it holds).
 bool fromMetadata(const std::string &text, const KernelSpec &spec,
                   KernelInfo &info);
+
+/// "" when `cubin` is a CUDA ELF image for `spec`'s arch (64-bit ELF,
+/// machine EM_CUDA, the SM version in its flags), else what it is not:
+/// the cache loads only what it could have written.
+std::string checkCubinImage(const std::vector<char> &cubin,
+                            const KernelSpec &spec);
 
 } // namespace fa
 

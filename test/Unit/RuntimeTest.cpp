@@ -7,6 +7,7 @@
 
 #include "runtime/Autotune.h"
 #include "runtime/DiskCache.h"
+#include "runtime/KernelMetadata.h"
 #include "lib/Variants.h"
 #include "runtime/Runtime.h"
 #include "compiler/KernelCompiler.h"
@@ -751,6 +752,128 @@ TEST(KernelCache, EntryForAnotherSpecIsRebuilt) {
   ASSERT_TRUE(bool(fresh->prepare(smallSpec(), &rebuilt)));
   EXPECT_EQ(rebuilt.source, fa::KernelSource::compiled);
   EXPECT_TRUE(rebuilt.replacedCorruptEntry);
+}
+
+/// Entries whose checksum is right but whose contents fa would never have
+/// written are rebuilt, not loaded: metadata nested deeper than the JSON
+/// fa writes (the parser recursed until the stack overflowed), fields out
+/// of range, a kernel name from another spec, a cubin that is no CUDA ELF
+/// image for the spec's arch.
+TEST(KernelCache, ForgedEntriesAreRebuilt) {
+  TempDir dir;
+  auto runtime = makeRuntime(dir.str());
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  fa::DiskCache disk(dir.str());
+  fa::CachedKernel good;
+  std::string why;
+  ASSERT_EQ(disk.read(info.key, good, why), fa::DiskCache::Lookup::hit);
+  // The entry as written loads from disk.
+  {
+    fa::KernelInfo again;
+    ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &again)));
+    EXPECT_EQ(again.source, fa::KernelSource::diskCache);
+  }
+  auto replaced = [&](const std::string &from, const std::string &to) {
+    std::string text = good.metadata;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos)
+      text.replace(at, from.size(), to);
+    return text;
+  };
+  std::vector<std::pair<std::string, fa::CachedKernel>> forged;
+  fa::CachedKernel deep = good;
+  deep.metadata = std::string(100000, '[') + std::string(100000, ']');
+  forged.push_back({"deep metadata", deep});
+  fa::CachedKernel threads = good;
+  threads.metadata = replaced("\"num_threads\":256", "\"num_threads\":4096");
+  forged.push_back({"4096 threads", threads});
+  fa::CachedKernel shared = good;
+  shared.metadata = replaced("\"shared_memory_bytes\":",
+                             "\"shared_memory_bytes\":-");
+  forged.push_back({"negative shared memory", shared});
+  fa::KernelSpec other = smallSpec();
+  other.blockN = 16;
+  fa::CachedKernel name = good;
+  name.metadata = replaced("\"name\":\"" + smallSpec().kernelName(),
+                           "\"name\":\"" + other.withDefaults().kernelName());
+  forged.push_back({"another kernel's name", name});
+  fa::CachedKernel truncated = good;
+  truncated.cubin.resize(8);
+  forged.push_back({"a truncated cubin", truncated});
+  fa::CachedKernel notElf = good;
+  notElf.cubin[1] = 'X';
+  forged.push_back({"not an ELF image", notElf});
+  fa::CachedKernel otherArch = good;
+  otherArch.cubin[49] = char(80); // the SM version in e_flags: sm_80
+  forged.push_back({"a cubin for sm_80", otherArch});
+  for (auto &[what, entry] : forged) {
+    SCOPED_TRACE(what);
+    ASSERT_EQ(disk.write(info.key, entry), "");
+    fa::KernelInfo rebuilt;
+    ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &rebuilt)));
+    EXPECT_EQ(rebuilt.source, fa::KernelSource::compiled);
+    EXPECT_TRUE(rebuilt.replacedCorruptEntry);
+  }
+}
+
+/// The cubin check itself: what a CUDA ELF header of each arch looks like
+/// to it.
+TEST(KernelCache, CubinImageCheck) {
+  fa::KernelSpec spec = smallSpec(); // sm_90a
+  std::vector<char> image(64, 0);
+  image[0] = 0x7f, image[1] = 'E', image[2] = 'L', image[3] = 'F';
+  image[4] = 2;                         // 64-bit
+  image[8] = 8;                         // CUDA ELF ABI version 8
+  image[18] = char(190);                // EM_CUDA
+  image[48] = 0x04, image[49] = 0x5a;   // sm_90 (0x5a) as ptxas 13 writes
+  EXPECT_EQ(fa::checkCubinImage(image, spec), "");
+  image[49] = 0x50;
+  EXPECT_EQ(fa::checkCubinImage(image, spec),
+            "the cubin is for sm_80, the spec for sm_90a");
+  image[8] = 7; // older ABI: the SM version in the low byte
+  image[48] = 0x5a;
+  EXPECT_EQ(fa::checkCubinImage(image, spec), "");
+  image[18] = 62; // x86-64
+  EXPECT_EQ(fa::checkCubinImage(image, spec),
+            "the cubin is an ELF image for machine 62, not CUDA (190)");
+  image.resize(10);
+  EXPECT_EQ(fa::checkCubinImage(image, spec),
+            "the cubin is 10 bytes, shorter than an ELF header");
+}
+
+/// Another user's entry in this user's folder (group-writable folders are
+/// the norm) is not trusted: rebuilt, and the rebuilt entry is this
+/// user's. Needs root to make a file of another owner; skipped otherwise.
+TEST(KernelCache, AnotherUsersEntryIsNotTrusted) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root to give an entry another owner";
+  TempDir dir;
+  auto runtime = makeRuntime(dir.str());
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(smallSpec(), &info)));
+  std::string path = fa::DiskCache(dir.str()).pathFor(info.key);
+  ASSERT_EQ(::chown(path.c_str(), 12345, 12345), 0);
+  fa::CachedKernel entry;
+  std::string why;
+  EXPECT_EQ(fa::DiskCache(dir.str()).read(info.key, entry, why),
+            fa::DiskCache::Lookup::corrupt);
+  EXPECT_NE(why.find("owned by user 12345, not by this process's user: not "
+                     "trusted"),
+            std::string::npos)
+      << why;
+  fa::KernelInfo rebuilt;
+  ASSERT_TRUE(bool(makeRuntime(dir.str())->prepare(smallSpec(), &rebuilt)));
+  EXPECT_EQ(rebuilt.source, fa::KernelSource::compiled);
+  llvm::sys::fs::file_status status;
+  ASSERT_FALSE(llvm::sys::fs::status(path, status));
+  EXPECT_EQ(status.getUser(), ::geteuid());
+  // Writable by others: not trusted either.
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  EXPECT_EQ(fa::DiskCache(dir.str()).read(info.key, entry, why),
+            fa::DiskCache::Lookup::corrupt);
+  EXPECT_NE(why.find("writable by other users"), std::string::npos) << why;
 }
 
 /// A cache that cannot be written is a warning: the kernel is compiled and
