@@ -10,6 +10,7 @@
 #include "lib/Strategy/Registry.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -383,7 +384,11 @@ LogicalResult GridOp::verifyRegions() {
   if (!launch)
     return success();
   // Shared buffers [offset, end) seen so far: two tiles share bytes only as
-  // the same buffer (the mma backward stages P, then dS, in one).
+  // the same buffer of staged tiles (fa.convert_layout into shared memory,
+  // written between barriers: the mma backward stages P, then dS, in one).
+  // A loaded tile shares bytes only with loads of the same operand: the
+  // tiles a program loads are live together (K and V of one iteration, Q
+  // across the K/V loop).
   struct Buffer {
     int64_t offset, end;
     Operation *op;
@@ -399,9 +404,28 @@ LogicalResult GridOp::verifyRegions() {
           return WalkResult::interrupt();
         Buffer buffer{sharedOffset(op), 0, op};
         buffer.end = buffer.offset + sharedFootprint(op, tile, placement);
-        for (const Buffer &other : buffers)
-          if (buffer.offset < other.end && other.offset < buffer.end &&
-              (buffer.offset != other.offset || buffer.end != other.end)) {
+        for (const Buffer &other : buffers) {
+          bool overlaps = buffer.offset < other.end && other.offset < buffer.end;
+          bool sameRange =
+              buffer.offset == other.offset && buffer.end == other.end;
+          // The same operand loaded in another place (a peeled or
+          // pipelined iteration, the other branch of a visit) is the same
+          // buffer.
+          auto load = dyn_cast<LoadTileOp>(op);
+          auto otherLoad = dyn_cast<LoadTileOp>(other.op);
+          bool sameOperand =
+              load && otherLoad && load.getSource() == otherLoad.getSource();
+          if (overlaps && sameRange && (load || otherLoad) && !sameOperand) {
+            InFlightDiagnostic diag =
+                op->emitOpError()
+                << "places shared bytes [" << buffer.offset << ", "
+                << buffer.end
+                << ") on a loaded tile's: loaded tiles are live together "
+                   "and share bytes with no other tile";
+            diag.attachNote(other.op->getLoc()) << "that tile";
+            return WalkResult::interrupt();
+          }
+          if (overlaps && !sameRange) {
             InFlightDiagnostic diag = op->emitOpError()
                                       << "places shared bytes ["
                                       << buffer.offset << ", " << buffer.end
@@ -411,6 +435,7 @@ LogicalResult GridOp::verifyRegions() {
             diag.attachNote(other.op->getLoc()) << "that tile";
             return WalkResult::interrupt();
           }
+        }
         buffers.push_back(buffer);
       }
     }
@@ -604,8 +629,63 @@ void KVTileRangeOp::build(OpBuilder &builder, OperationState &state,
         /*head=*/Value(), blockM, blockN, mask);
 }
 
+/// The loops a tile range bounds (its end is their upper bound) load tiles
+/// of the range's block rows and mask at least as the range assumes (the
+/// causal mask, a mask_mod): a range computed for other tiles or for
+/// another mask skips tiles the loop needs, or visits rows past its tiles.
+template <typename RangeOp>
+static LogicalResult verifyRangeAgreesWithLoops(RangeOp op, Value end,
+                                                int64_t blockRows,
+                                                StringRef blockName) {
+  for (OpOperand &use : end.getUses()) {
+    auto loop = dyn_cast<LoopLikeOpInterface>(use.getOwner());
+    if (!loop)
+      continue;
+    std::optional<SmallVector<OpFoldResult>> upper = loop.getLoopUpperBounds();
+    if (!upper || upper->size() != 1 ||
+        dyn_cast_if_present<Value>((*upper)[0]) != end)
+      continue;
+    WalkResult result = use.getOwner()->walk([&](Operation *inner) {
+      if (auto load = dyn_cast<LoadTileOp>(inner)) {
+        int64_t rows = cast<RankedTensorType>(load.getType()).getDimSize(0);
+        if (rows != blockRows) {
+          InFlightDiagnostic diag =
+              op.emitOpError()
+              << "bounds a loop that loads tiles of " << rows << " rows, but "
+              << blockName << " is " << blockRows;
+          diag.attachNote(load.getLoc()) << "that load";
+          return WalkResult::interrupt();
+        }
+      }
+      if (auto mask = dyn_cast<MaskOp>(inner)) {
+        bool causal = op.getMask() == MaskKind::causal;
+        bool maskMod = !op.getMaskMod().empty();
+        if ((causal && mask.getMask() != MaskKind::causal) ||
+            (maskMod && mask.getMaskMod().empty())) {
+          InFlightDiagnostic diag =
+              op.emitOpError()
+              << "skips the tiles of a "
+              << (causal ? "causal mask" : "mask_mod")
+              << ", but the loop it bounds masks with "
+              << (mask.getMaskMod().empty()
+                      ? stringifyMaskKind(mask.getMask()).str()
+                      : std::string("a mask_mod"));
+          diag.attachNote(mask.getLoc()) << "that mask";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult KVTileRangeOp::verify() {
-  return verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead());
+  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead())))
+    return failure();
+  return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockN(), "block_n");
 }
 
 void QTileRangeOp::build(OpBuilder &builder, OperationState &state,
@@ -617,7 +697,9 @@ void QTileRangeOp::build(OpBuilder &builder, OperationState &state,
 }
 
 LogicalResult QTileRangeOp::verify() {
-  return verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead());
+  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead())))
+    return failure();
+  return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockM(), "block_m");
 }
 
 LogicalResult ScoreModGradOp::verify() {

@@ -540,11 +540,85 @@ func.func @overlapping_tiles(%src: memref<?x?x?x32xf32>, %n: index) {
 
 // -----
 
+// Loaded tiles are live together: V at K's offset (same range) is an
+// error, not a shared buffer.
+func.func @value_on_key_bytes(%k: memref<?x?x?x32xf32>, %v: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-note @+1 {{that tile}}
+    %a = fa.load_tile %k[%b, %h, %n] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+    // expected-error @+1 {{places shared bytes [0, 1024) on a loaded tile's: loaded tiles are live together and share bytes with no other tile}}
+    %c = fa.load_tile %v[%b, %h, %n] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 2048, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+// Nor does a staged tile take a loaded tile's bytes.
+func.func @staged_on_loaded_bytes(%k: memref<?x?x?x32xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-note @+1 {{that tile}}
+    %a = fa.load_tile %k[%b, %h, %n] {fa.shared_offset = 0 : i64} : memref<?x?x?x32xf32> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+    %r = arith.constant dense<0.0> : tensor<8x32xf32, #fa.blocked<threads = [8, 32]>>
+    // expected-error @+1 {{places shared bytes [0, 1024) on a loaded tile's}}
+    %s = fa.convert_layout %r {fa.shared_offset = 0 : i64} : tensor<8x32xf32, #fa.blocked<threads = [8, 32]>> -> tensor<8x32xf32, #fa.shared<pad = 0>>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 256, shared_bytes = 2048, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // wgmma's swizzled tiles start on 1024-byte swizzle atoms.
 func.func @swizzle_atom(%src: memref<?x?x?x64xf16>, %n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
     // expected-error @+1 {{places a swizzled tile at offset 512, not a multiple of the 1024-byte swizzle atom}}
     %a = fa.load_tile %src[%b, %h, %n] {fa.shared_offset = 512 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.swizzled_shared<bytes = 128>>
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 16384, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
+// A K/V range agrees with the loop it bounds: the tiles it loads have
+// block_n rows (a range for 64-row tiles over 32-row loads would skip
+// keys) ...
+func.func @range_block_disagrees(%k: memref<?x?x?x32xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'fa.kv_tile_range' op bounds a loop that loads tiles of 32 rows, but block_n is 64}}
+  %begin, %end = fa.kv_tile_range %n, %n, %n {block_m = 16 : i64, block_n = 64 : i64, mask = #fa.mask<causal>}
+  scf.for %j = %begin to %end step %c1 {
+    // expected-note @+1 {{that load}}
+    %t = fa.load_tile %k[%n, %n, %j] : memref<?x?x?x32xf32> -> tensor<32x32xf32>
+  }
+  return
+}
+
+// -----
+
+// ... and a causal range (which skips the tiles past the diagonal) bounds
+// only a loop whose mask is causal too.
+func.func @range_mask_disagrees(%k: memref<?x?x?x32xf32>, %s: tensor<16x32xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'fa.kv_tile_range' op skips the tiles of a causal mask, but the loop it bounds masks with none}}
+  %begin, %end = fa.kv_tile_range %n, %n, %n {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+  scf.for %j = %begin to %end step %c1 {
+    %t = fa.load_tile %k[%n, %n, %j] : memref<?x?x?x32xf32> -> tensor<32x32xf32>
+    // expected-note @+1 {{that mask}}
+    %m = fa.mask %s, %n, %j, %n, %n : tensor<16x32xf32>
+  }
+  return
+}
+
+// -----
+
+// The backward's query range likewise: loads of block_m rows.
+func.func @q_range_block_disagrees(%q: memref<?x?x?x32xf32>, %n: index) {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'fa.q_tile_range' op bounds a loop that loads tiles of 16 rows, but block_m is 32}}
+  %begin, %end = fa.q_tile_range %n, %n, %n {block_m = 32 : i64, block_n = 32 : i64}
+  scf.for %i = %begin to %end step %c1 {
+    // expected-note @+1 {{that load}}
+    %t = fa.load_tile %q[%n, %n, %i] : memref<?x?x?x32xf32> -> tensor<16x32xf32>
+  }
   return
 }
