@@ -223,9 +223,10 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     strategy "auto" (simt for float32, mma for 16-bit), "simt", "mma" or
     "wgmma" (Hopper, arch sm_90a);
     tiles, warps and stages 0 take the strategy's defaults. backward=True
-    prepares the backward's kernels ("auto": mma for 16-bit inputs with head
-    dims up to 128, else simt; deterministic=True: the mode that adds dQ in
-    a fixed order). scale: None for 1/sqrt(head_dim), as in attention.
+    prepares the backward's kernels ("auto" for 16-bit inputs: wgmma for
+    head dims 64 and 128 on sm_90a, mma for other head dims up to 128;
+    else simt; deterministic=True: the mode that adds dQ in a fixed
+    order). scale: None for 1/sqrt(head_dim), as in attention.
     sequence_length: the longer of the query and key lengths the default
     tiles are chosen for, as attention chooses them for its tensors (0 = not
     known). score_mod, mask_mod: a variant, as fa.attention takes it."""
@@ -474,8 +475,10 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     like o), from the forward's inputs, its O and its LSE (as
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
     and mask as fa.attention; the gradients have q's, k's and v's layout.
-    strategy: "auto" (float16/bfloat16 with head dims up to 128 on tensor
-    cores, "mma"; else "simt"), "simt" or "mma"; block_m (query tile),
+    strategy: "auto" (float16/bfloat16: head dims 64 and 128 on Hopper's
+    warpgroup MMA, "wgmma", on sm_90a; other head dims up to 128 on tensor
+    cores, "mma"; else "simt"), "simt", "mma" or "wgmma"; block_m (query
+    tile),
     block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
     strategy's defaults. score_mod and mask_mod: the forward's variant."""
     _check_inputs("fa.attention_backward",
