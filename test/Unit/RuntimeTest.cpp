@@ -1047,6 +1047,14 @@ TEST(ArgumentChecks, AcceptsValidArguments) {
   a.q.strides[1] = 32;
   a.q.strides[2] = 8 * 32;
   EXPECT_EQ(checkMessage(a), "");
+  // An empty problem whose output is described with zero strides: nothing
+  // to overlap (it was refused as "o has overlapping elements").
+  fa::AttentionArgs empty = validArgs();
+  for (fa::TensorArg *t : {&empty.q, &empty.k, &empty.v, &empty.o, &empty.lse})
+    t->sizes[0] = 0;
+  for (int d = 0; d < 3; ++d)
+    empty.o.strides[d] = 0;
+  EXPECT_EQ(checkMessage(empty), "");
 }
 
 TEST(ArgumentChecks, RejectsBadArgumentsWithSpecificMessages) {

@@ -86,6 +86,9 @@ static cl::opt<std::string> timeShape(
 static cl::opt<int> timeRuns("time-runs",
                              cl::desc("timed runs per schedule (median)"),
                              cl::init(10), cl::cat(category));
+/// The most schedules one run compiles (and with --time runs).
+static constexpr size_t kMaxSchedules = 512;
+
 static cl::opt<bool> quiet("quiet", cl::desc("no progress line"),
                            cl::init(false), cl::cat(category));
 
@@ -198,6 +201,17 @@ int main(int argc, char **argv) {
       if (value < 1 || value > highest)
         return fail(llvm::Twine(name) + " values must be in [1, " +
                     llvm::Twine(highest) + "], got " + llvm::Twine(value));
+  // Each schedule is a compile (and with --time a run): the grid is
+  // bounded, so that a long list fails at once instead of running for hours.
+  size_t total = ms.size() * ns.size() * ws.size() * ss.size();
+  if (total > kMaxSchedules)
+    return fail("the grid has " + llvm::Twine(uint64_t(total)) +
+                " schedules (block-m x block-n x warps x stages: " +
+                llvm::Twine(uint64_t(ms.size())) + " x " +
+                llvm::Twine(uint64_t(ns.size())) + " x " +
+                llvm::Twine(uint64_t(ws.size())) + " x " +
+                llvm::Twine(uint64_t(ss.size())) + "), over the limit of " +
+                llvm::Twine(uint64_t(kMaxSchedules)) + ": give shorter lists");
   if (llvm::Expected<std::string> ptxas = fa::ptxasVersion(); !ptxas)
     return fail("fa-sweep needs ptxas for registers and spills: " +
                 llvm::toString(ptxas.takeError()));
@@ -243,8 +257,60 @@ int main(int argc, char **argv) {
       return fail("--time needs a CUDA driver and device: " + why);
   }
 
+  // The table's header first, then each row as its schedule is done: a run
+  // that is stopped keeps what it measured.
+  llvm::raw_ostream &os = llvm::outs();
+  os << "fa-sweep: D=" << headDim << " " << dtype << (causal ? " causal" : "")
+     << " " << strategy << " on " << arch << "; model HBM bytes on B="
+     << io.batch << " H=" << io.qHeads << " S=" << io.qLen << "\n";
+  if (device)
+    os << "timed on B=" << timedProblem.batch << " Hq=" << timedProblem.qHeads
+       << " Hkv=" << timedProblem.kvHeads << " Sq=" << timedProblem.qLen
+       << " Sk=" << timedProblem.kvLen << " (median of " << int(timeRuns)
+       << " runs after 2 warm-up runs); checked on B=1 Hq=4 Hkv=2 Sq=300 "
+          "Sk=333 against float64\n";
+  os << llvm::format("%7s %7s %5s %6s | %-8s %4s %8s %8s %9s %7s %6s %-13s %9s",
+                     "block_m", "block_n", "warps", "stages", "status", "regs",
+                     "spill_st", "spill_ld", "shared", "threads", "blk/SM",
+                     "limited by", "model HBM");
+  if (device)
+    os << llvm::format(" | %-6s %9s %8s", "check", "ms", "TFLOP/s");
+  os << "\n";
+  os.flush();
+  auto printRow = [&](const Row &row) {
+    if (!quiet) // the progress line (stderr) makes room for the row
+      llvm::errs() << "\r" << std::string(72, ' ') << "\r";
+    os << llvm::format("%7lld %7lld %5lld %6lld | ", (long long)row.blockM,
+                       (long long)row.blockN, (long long)row.warps,
+                       (long long)row.stages);
+    if (row.status == "rejected") {
+      os << "rejected: " << row.reason << "\n";
+      os.flush();
+      return;
+    }
+    os << llvm::format("%-8s %4lld %8lld %8lld %9lld %7lld %6lld %-13s %9s",
+                       row.status.c_str(), (long long)row.registers,
+                       (long long)row.spillStores, (long long)row.spillLoads,
+                       (long long)row.sharedBytes, (long long)row.threads,
+                       (long long)row.blocksPerSM, row.occupancyLimit.c_str(),
+                       fa::formatBytes(row.hbmBytes).c_str());
+    if (row.timed) {
+      bool checked = row.measured.check == "ok" || row.measured.check == "wrong";
+      os << llvm::format(" | %-6s %9.3f %8.1f",
+                         checked ? row.measured.check.c_str() : "error",
+                         row.measured.milliseconds, row.measured.tflops);
+      if (row.measured.check == "wrong")
+        os << llvm::format(" (max error %.3g > %.3g)", row.measured.maxError,
+                           row.measured.bound);
+      else if (!checked)
+        os << " (" << row.measured.check << ")";
+    }
+    os << "\n";
+    os.flush();
+  };
+
   std::vector<Row> rows;
-  size_t total = ms.size() * ns.size() * ws.size() * ss.size(), done = 0;
+  size_t done = 0;
   for (int64_t m : ms)
     for (int64_t n : ns)
       for (int64_t w : ws)
@@ -276,6 +342,7 @@ int main(int argc, char **argv) {
             // One line: the first diagnostic without the kernel's name.
             row.reason = row.reason.substr(0, row.reason.find('\n'));
             rows.push_back(row);
+            printRow(row);
             continue;
           }
           const mlir::fa::CompiledKernel &k = *kernel;
@@ -297,54 +364,10 @@ int main(int argc, char **argv) {
             row.measured = device->measure(spec);
           }
           rows.push_back(row);
+          printRow(row);
         }
   if (!quiet)
     llvm::errs() << "\n";
-
-  llvm::raw_ostream &os = llvm::outs();
-  os << "fa-sweep: D=" << headDim << " " << dtype << (causal ? " causal" : "")
-     << " " << strategy << " on " << arch << "; model HBM bytes on B="
-     << io.batch << " H=" << io.qHeads << " S=" << io.qLen << "\n";
-  if (device)
-    os << "timed on B=" << timedProblem.batch << " Hq=" << timedProblem.qHeads
-       << " Hkv=" << timedProblem.kvHeads << " Sq=" << timedProblem.qLen
-       << " Sk=" << timedProblem.kvLen << " (median of " << int(timeRuns)
-       << " runs after 2 warm-up runs); checked on B=1 Hq=4 Hkv=2 Sq=300 "
-          "Sk=333 against float64\n";
-  os << llvm::format("%7s %7s %5s %6s | %-8s %4s %8s %8s %9s %7s %6s %-13s %9s",
-                     "block_m", "block_n", "warps", "stages", "status", "regs",
-                     "spill_st", "spill_ld", "shared", "threads", "blk/SM",
-                     "limited by", "model HBM");
-  if (device)
-    os << llvm::format(" | %-6s %9s %8s", "check", "ms", "TFLOP/s");
-  os << "\n";
-  for (const Row &row : rows) {
-    os << llvm::format("%7lld %7lld %5lld %6lld | ", (long long)row.blockM,
-                       (long long)row.blockN, (long long)row.warps,
-                       (long long)row.stages);
-    if (row.status == "rejected") {
-      os << "rejected: " << row.reason << "\n";
-      continue;
-    }
-    os << llvm::format("%-8s %4lld %8lld %8lld %9lld %7lld %6lld %-13s %9s",
-                       row.status.c_str(), (long long)row.registers,
-                       (long long)row.spillStores, (long long)row.spillLoads,
-                       (long long)row.sharedBytes, (long long)row.threads,
-                       (long long)row.blocksPerSM, row.occupancyLimit.c_str(),
-                       fa::formatBytes(row.hbmBytes).c_str());
-    if (row.timed) {
-      bool checked = row.measured.check == "ok" || row.measured.check == "wrong";
-      os << llvm::format(" | %-6s %9.3f %8.1f",
-                         checked ? row.measured.check.c_str() : "error",
-                         row.measured.milliseconds, row.measured.tflops);
-      if (row.measured.check == "wrong")
-        os << llvm::format(" (max error %.3g > %.3g)", row.measured.maxError,
-                           row.measured.bound);
-      else if (!checked)
-        os << " (" << row.measured.check << ")";
-    }
-    os << "\n";
-  }
 
   std::string error;
   if (!jsonFile.empty()) {
