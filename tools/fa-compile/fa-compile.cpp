@@ -29,6 +29,10 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "lib/TextNesting.h"
+
+#include <chrono>
+#include <utility>
+#include <vector>
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -110,6 +114,12 @@ static cl::opt<std::string> dumpDir("dump-dir",
                                     cl::desc("also write every stage here"),
                                     cl::value_desc("DIR"), cl::init(""),
                                     cl::cat(category));
+static cl::opt<bool> timings(
+    "timings",
+    cl::desc("print the wall time of each step on stderr: choosing default "
+             "tiles (trial compiles), every stage, the NVPTX back end, ptxas"),
+    cl::init(false), cl::cat(category));
+
 static cl::opt<bool> report("report",
                             cl::desc("print registers, shared memory and "
                                      "spills per kernel (runs ptxas)"),
@@ -333,6 +343,15 @@ int main(int argc, char **argv) {
     return fail("--length must be >= 0 (0 = not known), got " +
                 std::to_string(sequenceLength));
   const ::fa::KernelSpec requested = spec;
+  // --timings: each step's wall time, in the order the steps ran.
+  std::vector<std::pair<std::string, double>> steps;
+  auto stepStart = std::chrono::steady_clock::now();
+  auto endStep = [&](const std::string &name) {
+    auto now = std::chrono::steady_clock::now();
+    steps.push_back(
+        {name, std::chrono::duration<double>(now - stepStart).count()});
+    stepStart = now;
+  };
   spec = spec.withDefaults(sequenceLength);
   // Defaulted tiles, where ptxas is at hand: the runtime's rule
   // (Runtime::prepare), the first candidate that assembles without spills,
@@ -366,11 +385,15 @@ int main(int argc, char **argv) {
       llvm::consumeError(ptxas.takeError());
     }
   }
+  if (candidates.size() > 1)
+    endStep("default tiles (trial compiles of " +
+            std::to_string(candidates.size()) + " candidates)");
   if (inputFile.empty()) {
     module = buildAttentionModule(*ctx, spec);
     if (!module)
       return 1;
   }
+  endStep(inputFile.empty() ? "build fa" : "parse");
 
   if (!dumpDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(dumpDir))
@@ -384,12 +407,17 @@ int main(int argc, char **argv) {
   std::string error;
   bool dumpFailed = false;
   auto dumpStage = [&](Stage stage, ModuleOp m) {
+    endStep(stageName(stage));
     if (!dumpDir.empty() &&
         !writeFile(dumpPath(stage, ".mlir"), printModule(m), error))
       dumpFailed = true;
+    stepStart = std::chrono::steady_clock::now(); // dumps are not timed
   };
-  if (!dumpDir.empty() && inputFile.empty())
-    dumpStage(Stage::fa, *module);
+  if (!dumpDir.empty() && inputFile.empty()) {
+    if (!writeFile(dumpPath(Stage::fa, ".mlir"), printModule(*module), error))
+      return fail(error);
+    stepStart = std::chrono::steady_clock::now();
+  }
   if (failed(lowerModule(*module, from, std::min(*target, Stage::llvm), spec,
                          dumpStage)))
     return 1;
@@ -408,14 +436,17 @@ int main(int argc, char **argv) {
     if (failed(emitted))
       return 1;
     ptx = std::move(*emitted);
+    endStep("ptx (NVPTX back end)");
     if (!dumpDir.empty() &&
         !writeFile(dumpPath(Stage::ptx, ".ptx"), ptx, error))
       return fail(error);
     if (*target == Stage::cubin || report) {
+      stepStart = std::chrono::steady_clock::now();
       auto result = ::fa::runPtxas(ptx, spec.arch);
       if (!result)
         return fail(llvm::toString(result.takeError()));
       assembled = std::move(*result);
+      endStep("cubin (ptxas)");
       if (!dumpDir.empty() &&
           !writeFile(dumpPath(Stage::cubin, ".cubin"),
                      llvm::StringRef(assembled.cubin.data(),
@@ -423,6 +454,16 @@ int main(int argc, char **argv) {
                      error))
         return fail(error);
     }
+  }
+
+  if (timings) {
+    double total = 0;
+    for (const auto &[name, seconds] : steps)
+      total += seconds;
+    llvm::errs() << "timings (wall, s):";
+    for (const auto &[name, seconds] : steps)
+      llvm::errs() << llvm::format(" %s %.3f;", name.c_str(), seconds);
+    llvm::errs() << llvm::format(" total %.3f\n", total);
   }
 
   // The requested stage.
