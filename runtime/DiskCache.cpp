@@ -125,7 +125,19 @@ DiskCache::Lookup DiskCache::read(const std::string &key, CachedKernel &entry,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return Lookup::miss;
-  llvm::StringRef data = (*buffer)->getBuffer();
+  Lookup lookup = decode((*buffer)->getBuffer(), key, entry, why);
+  if (lookup == Lookup::corrupt)
+    why = path + ": " + why;
+  return lookup;
+}
+
+DiskCache::Lookup DiskCache::decode(llvm::StringRef data,
+                                    const std::string &key,
+                                    CachedKernel &entry, std::string &why) {
+  auto corrupt = [&](const std::string &what) {
+    why = what;
+    return Lookup::corrupt;
+  };
   size_t pos = 0;
   auto readSize = [&](uint64_t &size) {
     if (data.size() - pos < 8)
@@ -164,8 +176,7 @@ DiskCache::Lookup DiskCache::read(const std::string &key, CachedKernel &entry,
   return Lookup::hit;
 }
 
-std::string DiskCache::write(const std::string &key,
-                             const CachedKernel &entry) const {
+std::string DiskCache::encode(const CachedKernel &entry) {
   std::string contents(kMagic, sizeof(kMagic));
   auto appendSize = [&](uint64_t size) {
     char bytes[8];
@@ -180,6 +191,12 @@ std::string DiskCache::write(const std::string &key,
       llvm::SHA256::hash(llvm::arrayRefFromStringRef(contents));
   contents.append(reinterpret_cast<const char *>(digest.data()),
                   digest.size());
+  return contents;
+}
+
+std::string DiskCache::write(const std::string &key,
+                             const CachedKernel &entry) const {
+  std::string contents = encode(entry);
 
   // Unique temporary file in the same folder, then an atomic rename.
   llvm::SmallString<256> tempPath;

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "llvm/ADT/StringRef.h"
+
 namespace fa {
 
 struct CachedKernel {
@@ -43,6 +45,13 @@ public:
 
   /// Atomically writes the entry; "" on success, else why not.
   std::string write(const std::string &key, const CachedKernel &entry) const;
+
+  /// An entry's bytes as a file holds them (the framing above).
+  static std::string encode(const CachedKernel &entry);
+  /// The entry framed in `data`, checked as read() checks a file's bytes
+  /// (header, sizes, checksum, its key): hit or corrupt, with `why`.
+  static Lookup decode(llvm::StringRef data, const std::string &key,
+                       CachedKernel &entry, std::string &why);
 
   const std::string &directory() const { return dir; }
 

@@ -2,7 +2,7 @@
 # Runs fa-fuzz (a build with -DFA_FUZZ=ON) seeded with the lit tests, each
 # split at `// -----`, plus the IR of every stage fa-compile emits. Exits
 # non-zero on a crash, a sanitizer report or a timeout (the input is left in
-# $FUZZ_DIR/crashes).
+# $FUZZ_DIR/crashes); then fa-fuzz-cache, the kernel cache's reader.
 #   scripts/fuzz.sh BUILD_DIR [libFuzzer options...]
 #   (default options: -seed=1 -runs=3000, deterministic for CI)
 set -euo pipefail
@@ -37,3 +37,44 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-allow_user_poisoning=0:detect_leaks=0} \
   "$BUILD/bin/fa-fuzz" "$FUZZ_DIR/corpus" "$FUZZ_DIR/seeds" -timeout=30 \
   -max_len=16384 -rss_limit_mb=8192 -artifact_prefix="$FUZZ_DIR/crashes/" \
   -print_final_stats=1 "${options[@]}"
+
+# The kernel cache's reader (fa-fuzz-cache): seeds in the three forms its
+# first byte picks (an entry file, metadata framed into one, an autotune
+# record), shaped like what the runtime writes.
+if [ -x "$BUILD/bin/fa-fuzz-cache" ]; then
+  rm -rf "$FUZZ_DIR/cache-seeds"
+  mkdir -p "$FUZZ_DIR/cache-seeds" "$FUZZ_DIR/cache-corpus"
+  python3 - "$FUZZ_DIR/cache-seeds" <<'PY'
+import hashlib, json, os, struct, sys
+out = sys.argv[1]
+key = "a" * 64
+launch = {"function": "fa_fwd_d128_f32_full_8x32_w8", "threads": 256,
+          "shared_bytes": 20000, "persistent": False, "tensor_maps": [],
+          "grid": [{"extent": "query_length", "tile": 8},
+                   {"extent": "query_heads", "tile": 1},
+                   {"extent": "batch", "tile": 1}],
+          "params": ["q", "k", "v", "o", "lse"]}
+metadata = json.dumps({"key": key, "name": "fa_fwd_d128_f32_full_8x32_w8",
+                       "spec": "", "num_threads": 256,
+                       "shared_memory_bytes": 20000, "registers": 128,
+                       "stack_frame_bytes": 0, "spill_store_bytes": 0,
+                       "spill_load_bytes": 0, "assembler": "ptxas",
+                       "launches": [launch]}, separators=(",", ":")).encode()
+cubin = b"\x7fELF\x02" + bytes(59)
+body = b"FAKRNL01" + struct.pack("<Q", len(metadata)) + metadata + \
+    struct.pack("<Q", len(cubin)) + cubin
+entry = body + hashlib.sha256(body).digest()
+record = json.dumps({"request": "", "bucket": 4096,
+                     "chosen": {"block_m": 64, "block_n": 128,
+                                "num_warps": 8, "stages": 2},
+                     "timings": []}).encode()
+for name, data in (("entry", b"\x00" + entry), ("metadata", b"\x01" + metadata),
+                   ("record", b"\x02" + record)):
+    open(os.path.join(out, name), "wb").write(data)
+PY
+  ASAN_OPTIONS=${ASAN_OPTIONS:-allow_user_poisoning=0:detect_leaks=0} \
+    "$BUILD/bin/fa-fuzz-cache" "$FUZZ_DIR/cache-corpus" "$FUZZ_DIR/cache-seeds" \
+    -timeout=30 -max_len=65536 -rss_limit_mb=4096 \
+    -artifact_prefix="$FUZZ_DIR/crashes/cache-" -print_final_stats=1 \
+    "${options[@]}"
+fi

@@ -17,6 +17,7 @@
 #include "dialect/FAOps.h"
 #include "lib/KernelSpec.h"
 #include "tools/fa-fuzz/IRMutator.h"
+#include "lib/TextNesting.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -90,6 +91,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const char *upstream : {"gpu.", "llvm.", "nvvm.", "nvgpu."})
     if (text.contains(upstream))
       return 0;
+  // The tools refuse input nested deeper than the recursive parser takes.
+  if (!::fa::checkTextNesting(text, "input").empty())
+    return 0;
   // The tools parse NUL-terminated file buffers; so does the target. (A run
   // of this session caught MLIR 22.1.8's parser reading 18 bytes past the
   // end of an unterminated input that ends in an unknown bare identifier;
