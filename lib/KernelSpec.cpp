@@ -76,15 +76,16 @@ std::string KernelSpec::validate() const {
            "accumulation across programs)";
   for (auto [name, text] : {std::pair<const char *, const std::string *>{
                                 "score_mod", &scoreMod},
-                            {"mask_mod", &maskMod}})
+                            {"mask_mod", &maskMod}}) {
     if (text->size() > kMaxVariantTextBytes)
       return std::string(name) + " text must be at most " +
              std::to_string(kMaxVariantTextBytes) + " bytes, got " +
              std::to_string(text->size());
-    else if (std::string error =
-                 checkTextNesting(*text, std::string(name) + " text");
-             !error.empty())
+    if (std::string error =
+            checkTextNesting(*text, std::string(name) + " text");
+        !error.empty())
       return error;
+  }
   if (deterministic && !maskMod.empty())
     return "the deterministic backward does not take a mask_mod yet (its dQ "
            "turn order assumes the K/V range of a plain or causal mask)";

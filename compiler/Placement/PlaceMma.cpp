@@ -12,7 +12,6 @@
 #include "lib/Strategy/MmaModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -66,8 +65,7 @@ struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
 
 LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                                            const ::fa::GpuArch &target) {
-  bool forward = false;
-  grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+  bool forward = isForwardProgram(grid);
   if (!forward)
     return placeBackwardProgram(grid, target);
   FailureOr<ProgramShape> shape = readProgramShape(grid);
@@ -166,22 +164,11 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
     return grid.emitOpError("the mma strategy needs f16 or bf16 tiles, got ")
            << elementType;
 
-  // K and V: loaded once, before the loops; Q and dO: streamed by the query
-  // tile loop; LSE and D: per-row vectors of the query tile.
-  SmallVector<LoadTileOp> resident, streamed, rowVectors;
-  grid.walk([&](LoadTileOp op) {
-    if (cast<RankedTensorType>(op.getType()).getRank() == 1)
-      rowVectors.push_back(op);
-    else
-      (op->getParentOfType<scf::ForOp>() ? streamed : resident).push_back(op);
-  });
-  if (resident.size() != 2 || streamed.size() != 2)
-    return grid.emitOpError("the mma strategy places a backward program that "
-                            "loads K and V once and streams Q and dO, got ")
-           << resident.size() << " resident and " << streamed.size()
-           << " streamed tiles";
-  auto keyTile = cast<RankedTensorType>(resident[0].getType());
-  auto queryTile = cast<RankedTensorType>(streamed[0].getType());
+  FailureOr<BackwardLoads> loads = readBackwardLoads(grid, "mma");
+  if (failed(loads))
+    return failure();
+  auto keyTile = cast<RankedTensorType>(loads->resident[0].getType());
+  auto queryTile = cast<RankedTensorType>(loads->streamed[0].getType());
   ::fa::mma::Config config{keyTile.getDimSize(1), queryTile.getDimSize(0),
                            keyTile.getDimSize(0), numWarps, stages, 2};
   if (std::string error = ::fa::mma::checkBackwardFits(config, target);
@@ -198,26 +185,12 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
   auto staged = SharedEncodingAttr::get(ctx, layout.stagedRowPad);
   rematerializeHoistedConstants(grid);
   placeTiles(grid, accumulator, shared);
-  // The per-row loads go first: their global latency then overlaps the
-  // wait for the Q/dO copies.
-  for (LoadTileOp op : rowVectors) {
-    op.getResult().setType(withEncoding(op.getType(), accumulator));
-    if (op->getBlock() == streamed[0]->getBlock() &&
-        streamed[0]->isBeforeInBlock(op))
-      op->moveBefore(streamed[0]);
-  }
-
+  placeBackwardLoads(*loads, accumulator, layout.kOffset, layout.vOffset,
+                     layout.qOffset, layout.gradOutputOffset, stages);
   auto setOffset = [&](Operation *op, int64_t offset) {
     op->setAttr(FADialect::getSharedOffsetAttrName(),
                 IntegerAttr::get(IntegerType::get(ctx, 64), offset));
   };
-  setOffset(resident[0], layout.kOffset);
-  setOffset(resident[1], layout.vOffset);
-  setOffset(streamed[0], layout.qOffset);
-  setOffset(streamed[1], layout.gradOutputOffset);
-  for (LoadTileOp op : streamed)
-    op->setAttr(FADialect::getPipelineStagesAttrName(),
-                IntegerAttr::get(IntegerType::get(ctx, 64), stages));
 
   // Left operands: a register tile read transposed (P, dS) is staged in
   // shared memory right after it is computed; a shared tile (Q, dO) is

@@ -105,8 +105,7 @@ static void stageMatmulOperands(GridOp grid, Attribute shared) {
 
 LogicalResult FAPlaceSimtPass::placeProgram(GridOp grid,
                                             const ::fa::GpuArch &target) {
-  bool forward = false;
-  grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+  bool forward = isForwardProgram(grid);
   return forward ? placeForwardProgram(grid, target)
                  : placeBackwardProgram(grid, target);
 }

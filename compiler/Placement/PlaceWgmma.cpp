@@ -13,7 +13,6 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -28,6 +27,19 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
+
+/// wgmma reads B through a shared-memory descriptor: every matmul's right
+/// operand is a loaded shared tile.
+LogicalResult checkRightOperandsLoaded(GridOp grid) {
+  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+    if (op.getRhs().getDefiningOp<LoadTileOp>())
+      return WalkResult::advance();
+    op.emitOpError("the wgmma strategy reads the right operand from a "
+                   "loaded shared tile");
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
 
 struct FAPlaceWgmmaPass
     : public mlir::fa::impl::FAPlaceWgmmaBase<FAPlaceWgmmaPass> {
@@ -48,8 +60,7 @@ struct FAPlaceWgmmaPass
 
 LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
                                              const ::fa::GpuArch &target) {
-  bool forward = false;
-  grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+  bool forward = isForwardProgram(grid);
   if (!forward)
     return placeBackwardProgram(grid, target);
   FailureOr<ProgramShape> shape = readProgramShape(grid);
@@ -75,29 +86,23 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   auto operand = MmaOperandEncodingAttr::get(ctx, numWarps);
   auto shared =
       SwizzledSharedEncodingAttr::get(ctx, ::fa::wgmma::kSwizzleBytes);
+  if (failed(checkRightOperandsLoaded(grid)))
+    return failure();
   rematerializeHoistedConstants(grid);
   placeTiles(grid, accumulator, shared);
 
   // Both operands of a matmul come from loaded shared tiles (Q K^T), or the
   // left one is a register tile (P) that moves to A fragments just before
   // its matmul (P V).
-  WalkResult walk = grid.walk([&](TileMatmulOp op) {
-    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
-      op.emitOpError("the wgmma strategy reads the right operand from a "
-                     "loaded shared tile");
-      return WalkResult::interrupt();
-    }
+  grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
     if (lhs.getDefiningOp<LoadTileOp>())
-      return WalkResult::advance();
+      return;
     OpBuilder builder(op);
     Value converted = ConvertLayoutOp::create(
         builder, op.getLoc(), withEncoding(lhs.getType(), operand), lhs);
     op.getLhsMutable().assign(converted);
-    return WalkResult::advance();
   });
-  if (walk.wasInterrupted())
-    return failure();
 
   // Shared memory, as the model lays it out: Q, then the K and V rings.
   if (failed(placeAttentionTiles(grid, "wgmma", layout.qOffset,
@@ -136,21 +141,11 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   grid.walk([&](TileMatmulOp) { hasMatmul = true; });
   if (!hasMatmul)
     return success();
-  SmallVector<LoadTileOp> resident, streamed, rowVectors;
-  grid.walk([&](LoadTileOp op) {
-    if (cast<RankedTensorType>(op.getType()).getRank() == 1)
-      rowVectors.push_back(op);
-    else
-      (op->getParentOfType<scf::ForOp>() ? streamed : resident).push_back(op);
-  });
-  if (resident.size() != 2 || streamed.size() != 2)
-    return grid.emitOpError("the wgmma strategy places a backward program "
-                            "that loads K and V once and streams Q and dO, "
-                            "got ")
-           << resident.size() << " resident and " << streamed.size()
-           << " streamed tiles";
-  auto keyTile = cast<RankedTensorType>(resident[0].getType());
-  auto queryTile = cast<RankedTensorType>(streamed[0].getType());
+  FailureOr<BackwardLoads> loads = readBackwardLoads(grid, "wgmma");
+  if (failed(loads) || failed(checkRightOperandsLoaded(grid)))
+    return failure();
+  auto keyTile = cast<RankedTensorType>(loads->resident[0].getType());
+  auto queryTile = cast<RankedTensorType>(loads->streamed[0].getType());
   Type elementType = keyTile.getElementType();
   if (!(elementType.isF16() || elementType.isBF16()))
     return grid.emitOpError("the wgmma strategy needs f16 or bf16 tiles, got ")
@@ -186,41 +181,17 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
                    : queryRows;
       },
       shared);
-  // The per-row loads go first: their global latency then overlaps the
-  // wait for the Q/dO copies.
-  for (LoadTileOp op : rowVectors) {
-    op.getResult().setType(withEncoding(op.getType(), queryRows));
-    if (op->getBlock() == streamed[0]->getBlock() &&
-        streamed[0]->isBeforeInBlock(op))
-      op->moveBefore(streamed[0]);
-  }
-
-  auto setOffset = [&](Operation *op, int64_t offset) {
-    op->setAttr(FADialect::getSharedOffsetAttrName(),
-                IntegerAttr::get(IntegerType::get(ctx, 64), offset));
-  };
-  setOffset(resident[0], layout.kOffset);
-  setOffset(resident[1], layout.vOffset);
-  setOffset(streamed[0], layout.qOffset);
-  setOffset(streamed[1], layout.gradOutputOffset);
-  for (LoadTileOp op : streamed)
-    op->setAttr(FADialect::getPipelineStagesAttrName(),
-                IntegerAttr::get(IntegerType::get(ctx, 64), stages));
+  placeBackwardLoads(*loads, queryRows, layout.kOffset, layout.vOffset,
+                     layout.qOffset, layout.gradOutputOffset, stages);
 
   // Left operands that are register tiles (the rounded P and dS) are
   // staged once each, right after they are computed: P in one buffer, dS
   // in another, so that dS's write waits only for dS's previous readers.
-  // Right operands are loaded shared tiles.
   llvm::DenseMap<Value, Value> stagedOf;
   int64_t nextStaging = 0;
   const int64_t stagingOffsets[] = {layout.probsOffset,
                                     layout.gradScoresOffset};
   WalkResult walk = grid.walk([&](TileMatmulOp op) {
-    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
-      op.emitOpError("the wgmma strategy reads the right operand from a "
-                     "loaded shared tile");
-      return WalkResult::interrupt();
-    }
     Value lhs = op.getLhs();
     if (lhs.getDefiningOp<LoadTileOp>())
       return WalkResult::advance();
@@ -235,7 +206,8 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       builder.setInsertionPointAfterValue(lhs);
       auto convert = ConvertLayoutOp::create(
           builder, op.getLoc(), withEncoding(lhs.getType(), shared), lhs);
-      setOffset(convert, stagingOffsets[nextStaging++]);
+      convert->setAttr(FADialect::getSharedOffsetAttrName(),
+                       builder.getI64IntegerAttr(stagingOffsets[nextStaging++]));
       staged = convert;
     }
     op.getLhsMutable().assign(staged);

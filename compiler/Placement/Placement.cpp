@@ -81,6 +81,51 @@ LogicalResult mlir::fa::placeAttentionTiles(GridOp grid, StringRef strategy,
   return success();
 }
 
+FailureOr<BackwardLoads> mlir::fa::readBackwardLoads(GridOp grid,
+                                                    StringRef strategy) {
+  BackwardLoads loads;
+  grid.walk([&](LoadTileOp op) {
+    if (cast<RankedTensorType>(op.getType()).getRank() == 1)
+      loads.rowVectors.push_back(op);
+    else
+      (op->getParentOfType<scf::ForOp>() ? loads.streamed : loads.resident)
+          .push_back(op);
+  });
+  if (loads.resident.size() != 2 || loads.streamed.size() != 2)
+    return grid.emitOpError("the ")
+           << strategy
+           << " strategy places a backward program that loads K and V once "
+              "and streams Q and dO, got "
+           << loads.resident.size() << " resident and "
+           << loads.streamed.size() << " streamed tiles";
+  return loads;
+}
+
+void mlir::fa::placeBackwardLoads(const BackwardLoads &loads,
+                                  Attribute rowEncoding, int64_t kOffset,
+                                  int64_t vOffset, int64_t qOffset,
+                                  int64_t gradOutputOffset, int64_t stages) {
+  LoadTileOp firstStreamed = loads.streamed[0];
+  for (LoadTileOp op : loads.rowVectors) {
+    op.getResult().setType(withEncoding(op.getType(), rowEncoding));
+    if (op->getBlock() == firstStreamed->getBlock() &&
+        firstStreamed->isBeforeInBlock(op))
+      op->moveBefore(firstStreamed);
+  }
+  Builder b(firstStreamed.getContext());
+  auto setOffset = [&](Operation *op, int64_t offset) {
+    op->setAttr(FADialect::getSharedOffsetAttrName(),
+                b.getI64IntegerAttr(offset));
+  };
+  setOffset(loads.resident[0], kOffset);
+  setOffset(loads.resident[1], vOffset);
+  setOffset(loads.streamed[0], qOffset);
+  setOffset(loads.streamed[1], gradOutputOffset);
+  for (LoadTileOp op : loads.streamed)
+    op->setAttr(FADialect::getPipelineStagesAttrName(),
+                b.getI64IntegerAttr(stages));
+}
+
 RankedTensorType mlir::fa::withEncoding(Type type, Attribute encoding) {
   auto tensor = cast<RankedTensorType>(type);
   return RankedTensorType::get(tensor.getShape(), tensor.getElementType(),

@@ -8,6 +8,7 @@
 #ifndef FA_COMPILER_PLACEMENT_PLACEMENT_H
 #define FA_COMPILER_PLACEMENT_PLACEMENT_H
 
+#include "compiler/Utils/IRUtils.h"
 #include "dialect/FAOps.h"
 #include "lib/GpuTarget.h"
 
@@ -51,6 +52,26 @@ void rematerializeHoistedConstants(GridOp grid);
 LogicalResult placeAttentionTiles(GridOp grid, StringRef strategy,
                                   int64_t qOffset, int64_t kOffset,
                                   int64_t vOffset, int64_t stages);
+
+/// The tiles a backward's dkdv program loads: K and V once, before its
+/// loops (`resident`); Q and dO by the query-tile loop (`streamed`); LSE
+/// and D, per-row vectors of the query tile (`rowVectors`).
+struct BackwardLoads {
+  SmallVector<LoadTileOp> resident, streamed, rowVectors;
+};
+
+/// The loads of a dkdv program; an error on `grid`, naming `strategy`, when
+/// it does not load K and V once and stream Q and dO.
+FailureOr<BackwardLoads> readBackwardLoads(GridOp grid, StringRef strategy);
+
+/// Records where the tensor-core strategies keep a dkdv program's tiles: K
+/// and V at `kOffset` and `vOffset`, Q and dO in rings of `stages` slots at
+/// `qOffset` and `gradOutputOffset` (fa.shared_offset,
+/// fa.pipeline_stages); LSE and D in registers of `rowEncoding`, loaded
+/// first (their global latency then overlaps the wait for the copies).
+void placeBackwardLoads(const BackwardLoads &loads, Attribute rowEncoding,
+                        int64_t kOffset, int64_t vOffset, int64_t qOffset,
+                        int64_t gradOutputOffset, int64_t stages);
 
 /// Gives every unplaced tile value of the program `registers` (constants,
 /// op results and region arguments), except fa.load_tile results, which get

@@ -171,8 +171,7 @@ struct FAWarpSpecializePass
           grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
       // The forward's programs (the backward's dkdv copies with every
       // thread so far).
-      bool forward = false;
-      grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+      bool forward = isForwardProgram(grid);
       if (launch && launch.getStrategy() == StrategyKind::wgmma &&
           launch.getProducerWarps() == 0 && forward)
         grids.push_back(grid);

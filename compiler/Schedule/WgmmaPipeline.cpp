@@ -209,8 +209,7 @@ struct FAWgmmaPipelinePass
       if (!launch || launch.getStrategy() != StrategyKind::wgmma)
         return;
       // The backward's dkdv loop: reordered within the iteration.
-      bool forward = false;
-      grid.walk([&](OnlineSoftmaxOp) { forward = true; });
+      bool forward = isForwardProgram(grid);
       if (!forward) {
         grid.walk([&](scf::ForOp loop) {
           if (FailureOr<BackwardLoop> match = matchBackwardLoop(loop);

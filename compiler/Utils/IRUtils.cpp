@@ -1,6 +1,7 @@
 //===- IRUtils.cpp - Small IR builders every stage uses -------------------===//
 #include "compiler/Utils/IRUtils.h"
 #include "dialect/FADialect.h"
+#include "dialect/FAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -30,6 +31,12 @@ MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
   return MemRefType::get(shape, type.getElementType(),
                          MemRefLayoutAttrInterface(),
                          workgroupSpace(type.getContext()));
+}
+
+bool mlir::fa::isForwardProgram(Operation *program) {
+  return program
+      ->walk([](OnlineSoftmaxOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
 }
 
 Value mlir::fa::sharedBufferAt(OpBuilder &b, Location loc, Value offset,

@@ -32,6 +32,11 @@ Attribute workgroupSpace(MLIRContext *ctx);
 /// [C / 64, R, 64] (column block, row, element) for #fa.swizzled_shared.
 MemRefType sharedBufferType(RankedTensorType type);
 
+/// Whether `program` (an fa.grid, or the kernel outlined from one) is a
+/// forward: it carries the online-softmax state. The backward's programs
+/// (delta, dkdv, dq) do not.
+bool isForwardProgram(Operation *program);
+
 /// A view of `type` into the block's dynamic shared memory at byte
 /// `offset`.
 Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);

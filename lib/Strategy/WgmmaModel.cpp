@@ -79,22 +79,41 @@ std::string checkSpec(const KernelSpec &spec) {
   return "";
 }
 
-std::string checkFits(const Config &c, const GpuArch &arch) {
+/// "block-m=.. block-n=.. head-dim=.. num-warps=.. stages=..", for the
+/// messages of checkFits and checkBackwardFits.
+static std::string describe(const Config &c) {
   auto text = [](int64_t v) { return std::to_string(v); };
-  std::string config =
-      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
-      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
-      " stages=" + text(c.stages);
+  return "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
+         " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
+         " stages=" + text(c.stages);
+}
+
+/// The rules every wgmma config keeps, forward or backward: the arch, and
+/// then (after the warps) the stages; "" when they hold.
+static std::string checkArch(const GpuArch &arch) {
   if (arch.name != "sm_90a")
     return "the wgmma strategy needs arch sm_90a, got " +
            std::string(arch.name);
+  return "";
+}
+static std::string checkStages(const Config &c) {
+  if (c.stages < 1 || c.stages > kMaxStages)
+    return "stages must be in [1, " + std::to_string(kMaxStages) +
+           "], got " + std::to_string(c.stages);
+  return "";
+}
+
+std::string checkFits(const Config &c, const GpuArch &arch) {
+  auto text = [](int64_t v) { return std::to_string(v); };
+  std::string config = describe(c);
+  if (std::string error = checkArch(arch); !error.empty())
+    return error;
   if (c.numWarps < kWarpsPerWarpgroup || c.numWarps > 16 ||
       c.numWarps % kWarpsPerWarpgroup != 0)
     return "wgmma placement (" + config +
            "): num-warps must be 4, 8, 12 or 16 (whole warpgroups)";
-  if (c.stages < 1 || c.stages > kMaxStages)
-    return "stages must be in [1, " + text(kMaxStages) + "], got " +
-           text(c.stages);
+  if (std::string error = checkStages(c); !error.empty())
+    return error;
   if (c.headDim % kColumnBlock != 0 || c.headDim < kColumnBlock ||
       c.headDim > kMaxHeadDim)
     return "wgmma placement (" + config +
@@ -193,20 +212,15 @@ int64_t estimateBackwardRegisters(const Config &c) {
 
 std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
   auto text = [](int64_t v) { return std::to_string(v); };
-  std::string config =
-      "block-m=" + text(c.blockM) + " block-n=" + text(c.blockN) +
-      " head-dim=" + text(c.headDim) + " num-warps=" + text(c.numWarps) +
-      " stages=" + text(c.stages);
-  if (arch.name != "sm_90a")
-    return "the wgmma strategy needs arch sm_90a, got " +
-           std::string(arch.name);
+  std::string config = describe(c);
+  if (std::string error = checkArch(arch); !error.empty())
+    return error;
   if (c.numWarps < kWarpsPerWarpgroup || c.numWarps > 8 ||
       c.numWarps % kWarpsPerWarpgroup != 0)
     return "wgmma backward placement (" + config +
            "): num-warps must be 4 or 8 (one or two warpgroups)";
-  if (c.stages < 1 || c.stages > kMaxStages)
-    return "stages must be in [1, " + text(kMaxStages) + "], got " +
-           text(c.stages);
+  if (std::string error = checkStages(c); !error.empty())
+    return error;
   // dK and dV take head-dim registers each per thread of a warpgroup.
   if (c.headDim % kColumnBlock != 0 || c.headDim < kColumnBlock ||
       c.headDim > 128)

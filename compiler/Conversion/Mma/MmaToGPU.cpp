@@ -366,8 +366,7 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel,
   // The backward's dkdv program keeps the grid order fa-tile-backward gave
   // its K/V tiles (first to last: with the causal mask the first ones visit
   // the most query tiles; the deterministic causal grid last to first).
-  bool forward = false;
-  kernel.walk([&](OnlineSoftmaxOp) { forward = true; });
+  bool forward = isForwardProgram(kernel);
   if (forward)
     reverseQueryTileOrder(kernel);
   if (failed(lowerTileLoads(kernel, paddedRowsLayout())))

@@ -473,8 +473,7 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel,
   // A persistent kernel orders its tiles itself (fa-warp-specialize). The
   // backward's dkdv program keeps the grid order fa-tile-backward gave its
   // K/V tiles (as on the mma strategy).
-  bool forward = false;
-  kernel.walk([&](OnlineSoftmaxOp) { forward = true; });
+  bool forward = isForwardProgram(kernel);
   if (forward && !kernel->hasAttr(FADialect::getPersistentAttrName()))
     reverseQueryTileOrder(kernel);
   // A warp-specialized kernel (fa-warp-specialize) has no loads left: its
