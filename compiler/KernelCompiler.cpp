@@ -306,9 +306,8 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
         auto dict = cast<DictionaryAttr>(map); // checked by the dialect
         StringRef tensor = dict.getAs<StringAttr>("tensor").getValue();
         ::fa::LaunchPlan::TensorMap m;
-        m.operand = tensor == "q"   ? ::fa::LaunchPlan::Operand::query
-                    : tensor == "k" ? ::fa::LaunchPlan::Operand::key
-                                    : ::fa::LaunchPlan::Operand::value;
+        // "q" | "k" | "v" | "do": checked by the dialect.
+        m.operand = *::fa::LaunchPlan::operandNamed(tensor);
         m.boxRows = dict.getAs<IntegerAttr>("box_rows").getInt();
         m.boxCols = dict.getAs<IntegerAttr>("box_cols").getInt();
         plan.tensorMaps.push_back(m);

@@ -242,8 +242,11 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
     query tile and its mirror, so that items are equally long), the rings'
     phases carried from item to item and Q released by a q_empty barrier so
     that the next Q loads during this item's stores (the runtime launches
-    min(tiles, SMs) blocks: `fa.persistent`). Programs of other strategies
-    are left alone.
+    min(tiles, SMs) blocks: `fa.persistent`). The backward's dkdv program
+    the other way round: K and V copied once, Q and dO streamed through the
+    rings over the loops around their loads (query heads of the GQA group,
+    query tiles); its consumers' block-wide barriers become a named barrier
+    of their threads. Programs of other strategies are left alone.
   }];
   let options = [
     Option<"persistent", "persistent", "bool", /*default=*/"true",
@@ -269,7 +272,8 @@ def FAPingPong : Pass<"fa-pingpong", "::mlir::func::FuncOp"> {
     in warpgroup order, guarded by named barriers (1 + warpgroup, 256
     threads: the waiting warpgroup and the one before it), so that one
     warpgroup's softmax overlaps the next one's matmuls. Runs after
-    fa-warp-specialize and fa-wgmma-pipeline; other programs are left alone.
+    fa-warp-specialize and fa-wgmma-pipeline; other programs (the
+    backward's) are left alone.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",

@@ -543,7 +543,8 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError()
              << "'" << name
              << "' must be an array of {arg, tensor = \"q\" | \"k\" | "
-                "\"v\", box_rows, box_cols} with positive sizes, got "
+                "\"v\" | \"do\", box_rows, box_cols} with positive sizes, "
+                "got "
              << value;
     };
     if (!maps)
@@ -559,8 +560,8 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
       auto rows = dict.getAs<IntegerAttr>("box_rows");
       auto cols = dict.getAs<IntegerAttr>("box_cols");
       if (!arg || arg.getInt() < 0 || !tensor ||
-          !llvm::is_contained({"q", "k", "v"}, tensor.getValue()) || !rows ||
-          rows.getInt() < 1 || !cols || cols.getInt() < 1)
+          !llvm::is_contained({"q", "k", "v", "do"}, tensor.getValue()) ||
+          !rows || rows.getInt() < 1 || !cols || cols.getInt() < 1)
         return bad();
       // The runtime encodes each map once, with the 128-byte swizzle of
       // 16-bit elements: a TMA box is at most 256 rows of 64 columns.

@@ -52,7 +52,8 @@ def FA_Dialect : Dialect {
       return "fa.pipeline_stages";
     }
     /// The TMA tensor maps a kernel takes as its first parameters: an array
-    /// of {arg, tensor = "q" | "k" | "v", box_rows, box_cols} dictionaries.
+    /// of {arg, tensor = "q" | "k" | "v" | "do", box_rows, box_cols}
+    /// dictionaries.
     static ::llvm::StringRef getTensorMapsAttrName() {
       return "fa.tensor_maps";
     }

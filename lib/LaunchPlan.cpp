@@ -25,6 +25,19 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
   return plan;
 }
 
+bool LaunchPlan::readByTensorMap(Operand operand) {
+  return operand == Operand::query || operand == Operand::key ||
+         operand == Operand::value || operand == Operand::gradOutput;
+}
+
+std::optional<LaunchPlan::Operand>
+LaunchPlan::operandNamed(llvm::StringRef name) {
+  for (size_t i = 0; i < std::size(kOperandNames); ++i)
+    if (name == kOperandNames[i])
+      return Operand(i);
+  return std::nullopt;
+}
+
 std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic) {
   std::vector<Operand> params = {
       Operand::query,     Operand::key,     Operand::value,
@@ -154,7 +167,7 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
       std::optional<int64_t> cols = map->getInteger("box_cols");
       // TMA boxes: at most 256 rows of 64 16-bit columns (the runtime's
       // 128-byte swizzle).
-      if (!operand || *operand > Operand::value || !rows || *rows < 1 ||
+      if (!operand || !readByTensorMap(*operand) || !rows || *rows < 1 ||
           *rows > 256 || !cols || *cols < 1 || *cols > 64)
         return std::nullopt;
       plan.tensorMaps.push_back({*operand, *rows, *cols});

@@ -63,6 +63,12 @@ struct LaunchPlan {
     Operand operand = Operand::query;
     int64_t boxRows = 0, boxCols = 0;
   };
+  /// The operands a tensor map can read: the 16-bit [B, H, S, D] inputs
+  /// (Q, K, V; dO in the backward).
+  static bool readByTensorMap(Operand operand);
+  /// The operand of a name ("q", "k", "v", "o", "lse", "do", ...), as
+  /// fa.tensor_maps and the stored plans spell them.
+  static std::optional<Operand> operandNamed(llvm::StringRef name);
 
   /// The kernel's entry point in the cubin.
   std::string function;

@@ -324,7 +324,7 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
         !error.empty())
       return invalid(error);
   // A backward that copies dO rows and stores dK, dV rows in 16-byte chunks
-  // (mma's dkdv kernel) has the forward's rules for Q and O.
+  // (the dkdv kernels of mma and wgmma) has the forward's rules for Q and O.
   const StrategyModel &model = strategyModel(spec.resolvedStrategy());
   if (model.inputAccessElements) {
     if (std::string error = checkAccessWidth(
@@ -332,6 +332,12 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
             model.name, "rows are copied in 16-byte chunks");
         !error.empty())
       return invalid(error);
+    // wgmma's dkdv kernel reads dO with TMA, like Q, K and V.
+    if (model.tensorMapInputs)
+      if (std::string error =
+              checkTensorMapLimits("do", a.gradOutput, elementBytes);
+          !error.empty())
+        return invalid(error);
     for (auto [name, t] :
          {std::pair<const char *, const TensorArg *>{"dk", &a.gradKey},
           {"dv", &a.gradValue}})

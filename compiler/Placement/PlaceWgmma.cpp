@@ -217,7 +217,9 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
     return failure();
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
-  int64_t registerLimit = ::fa::maxRegistersPerThread(numWarps * 32);
+  // fa-warp-specialize adds the producer warpgroup (not persistent).
+  int64_t registerLimit =
+      ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false);
   if (registers > registerLimit)
     grid.emitWarning() << "wgmma backward placement block-m=" << config.blockM
                        << " block-n=" << config.blockN

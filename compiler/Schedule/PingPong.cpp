@@ -10,7 +10,7 @@
 // waiting warpgroup and the arriving one). Before the loop the last
 // warpgroup arrives on warpgroup 0's barrier (warpgroup 0 goes first);
 // after it warpgroup 0 consumes the one arrival left over. Barrier 0 stays
-// the block-wide one.
+// the block-wide one (kComputeBarrier the consumers' one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,8 +43,10 @@ struct FAPingPongPass
     getOperation().walk([&](GridOp grid) {
       auto launch =
           grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+      // The backward's warpgroups share one query tile (they split its
+      // columns): they stay in step.
       if (!launch || launch.getStrategy() != StrategyKind::wgmma ||
-          launch.getProducerWarps() == 0)
+          launch.getProducerWarps() == 0 || !isForwardProgram(grid))
         return;
       int64_t warpgroups = launch.getComputeThreads() / kWarpgroupThreads;
       if (warpgroups < 2)

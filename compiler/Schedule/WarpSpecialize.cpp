@@ -45,6 +45,20 @@
 // before the last P V), so the producer loads the next visit's Q and first
 // K/V tiles while the consumers finish this one.
 //
+// The backward's dkdv program has the roles the other way round: K and V
+// are resident (loaded once), Q and dO stream through the rings over the
+// loops around their loads (the GQA group's query heads, then the query
+// tiles), the n-th iteration of the loop nest in slot n % stages:
+//
+//   k_full, v_full         K / V landed            (producer -> consumers)
+//   q_full[s], do_full[s]  Q / dO of slot s landed (producer -> consumers)
+//   q_empty[s], do_empty[s]                        (consumers -> producer)
+//
+// The producer walks the same loop nest. LSE and D stay loads of the
+// consumers (a row of 64 floats per tile, in registers). The consumers'
+// block-wide barriers (staging P and dS, the deterministic turns) become a
+// named barrier of their threads (createComputeBarrier).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Utils/IRUtils.h"
@@ -61,6 +75,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 
 #define DEBUG_TYPE "fa-warp-specialize"
@@ -79,37 +94,44 @@ namespace {
 /// Polls of one mbarrier try_wait before it suspends the thread again.
 constexpr int64_t kWaitTicks = 10000000;
 
-/// The block's mbarriers, in this order in shared memory: q_full,
-/// k_full[stages], v_full[stages], k_empty[stages], v_empty[stages] and,
-/// persistent, q_empty. A ring's barrier of slot s is its slot-0 index + s.
-/// K and V have their own empty barriers: a K slot is free as soon as Q K^T
-/// has read it, a V slot only after P V.
+/// The block's mbarriers, in this order in shared memory: the full barrier
+/// of each resident tensor (forward: q_full; dkdv: k_full, v_full), the
+/// full barriers of the two streamed tensors' rings (forward: k_full[stages],
+/// v_full[stages]; dkdv: q_full[stages], do_full[stages]), their empty
+/// barriers (k_empty, v_empty; q_empty, do_empty) and, persistent, the
+/// resident Q's q_empty. A ring's barrier of slot s is its slot-0 index + s.
+/// Each streamed tensor has its own empty barriers: a K slot is free as
+/// soon as Q K^T has read it, a V slot only after P V.
 struct BarrierLayout {
+  int64_t resident;
   int64_t stages;
   bool persistent;
 
-  int64_t qFull() const { return 0; }
-  int64_t kFull() const { return 1; }
-  int64_t vFull() const { return 1 + stages; }
-  int64_t kEmpty() const { return 1 + 2 * stages; }
-  int64_t vEmpty() const { return 1 + 3 * stages; }
+  int64_t residentFull(int64_t i) const { return i; }
+  int64_t streamedFull(int64_t j) const { return resident + j * stages; }
+  int64_t streamedEmpty(int64_t j) const {
+    return resident + (2 + j) * stages;
+  }
   /// -1 without one (Q is loaded once per block).
-  int64_t qEmpty() const { return persistent ? 1 + 4 * stages : -1; }
-  int64_t count() const { return 1 + 4 * stages + (persistent ? 1 : 0); }
+  int64_t residentEmpty() const {
+    return persistent ? resident + 4 * stages : -1;
+  }
+  int64_t count() const { return resident + 4 * stages + (persistent ? 1 : 0); }
   /// Empty barriers complete on every consumer thread's arrival; full ones
   /// on the producer's one arrival (expect_tx) and the copies' bytes.
-  bool isEmpty(int64_t barrier) const { return barrier >= kEmpty(); }
+  bool isEmpty(int64_t barrier) const { return barrier >= streamedEmpty(0); }
 };
 
-/// One tensor the producer copies: its loads in the program (Q: one; K, V:
-/// one per tile the program reads, inside the K/V loop or, after
-/// fa-wgmma-pipeline, also before or after it), its barriers and its
-/// placement in shared memory.
+/// One tensor the producer copies: its loads in the program (a resident
+/// tensor: one; forward K, V: one per tile the program reads, inside the
+/// K/V loop or, after fa-wgmma-pipeline, also before or after it; dkdv Q,
+/// dO: one in the loop nest), its barriers and its placement in shared
+/// memory.
 struct LoadedTensor {
   SmallVector<LoadTileOp> loads;
-  const char *name;     // "q", "k", "v"
-  int64_t fullBarrier;  // the full barrier of slot 0
-  int64_t emptyBarrier; // the empty barrier of slot 0 (K, V; -1 for Q)
+  const char *name;     // "q", "k", "v", "do" (the runtime's operand names)
+  int64_t fullBarrier = -1;  // the full barrier of slot 0
+  int64_t emptyBarrier = -1; // the empty barrier of slot 0 (-1: none)
   Value map;            // its tensor map parameter
   RankedTensorType type;
   int64_t offset = 0, slotBytes = 0;
@@ -122,11 +144,15 @@ struct Specialization {
   MLIRContext *ctx;
   Location loc;
   GridOp grid;
+  /// The forward's K/V loop range; null in a dkdv program, whose streamed
+  /// tiles follow `streamLoops` (outermost first).
   KVTileRangeOp range;
+  SmallVector<scf::ForOp> streamLoops;
   int64_t stages, computeThreads;
   bool isPersistent, mirrored;
-  LoadedTensor &q, &k, &v;
-  SmallVector<LoadedTensor *> tensors;
+  /// Loaded once (forward: Q; dkdv: K, V), streamed through the rings
+  /// (forward: K, V; dkdv: Q, dO), and all of them, resident first.
+  SmallVector<LoadedTensor *> resident, streamed, tensors;
   Value tid, computeThreadsV, pad, barriers;
   WorkRounds work;
   Value sectionPairs;
@@ -142,6 +168,41 @@ struct Specialization {
                                          indexConst(at, loc, tensor.slotBytes))))
         .getResult();
   }
+  /// The position n of a streamed `load` in its ring's fills: forward, its
+  /// K/V tile (row / block-n) - kv_begin, plus the visit's `ringBase`
+  /// (persistent); dkdv, its iteration of `streamLoops`.
+  Value ringPosition(OpBuilder &at, LoadTileOp load, int64_t blockRows,
+                     Value ringBase) {
+    if (!range)
+      return loopNestPosition(at, streamLoops);
+    Value n = arith::SubIOp::create(
+        at, loc,
+        arith::DivUIOp::create(at, loc, load.getRow(),
+                               indexConst(at, loc, blockRows)),
+        range.getResult(0));
+    if (ringBase)
+      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
+    return n;
+  }
+  /// The iteration count of `loops` (outermost first, unit steps, bounds
+  /// defined outside them) before the current one: sum over the loops of
+  /// (iv - lb) x the trip counts of the loops inside it.
+  Value loopNestPosition(OpBuilder &at, ArrayRef<scf::ForOp> loops) const {
+    Value n;
+    for (scf::ForOp loop : loops) {
+      Value here = arith::SubIOp::create(at, loc, loop.getInductionVar(),
+                                         loop.getLowerBound());
+      if (!n) {
+        n = here;
+        continue;
+      }
+      Value trips = arith::SubIOp::create(at, loc, loop.getUpperBound(),
+                                          loop.getLowerBound());
+      n = arith::AddIOp::create(
+          at, loc, arith::MulIOp::create(at, loc, n, trips), here);
+    }
+    return n;
+  }
   /// The slot of the n-th K/V tile and the parity of its fill (n / stages).
   std::pair<Value, Value> slotAndParity(OpBuilder &at, Value n) const {
     Value stagesV = indexConst(at, loc, stages);
@@ -151,8 +212,9 @@ struct Specialization {
   }
 
   /// The producer warpgroup (`producer`): gives registers back; one thread
-  /// issues every copy, Q first, then K and V of each tile of the K/V range
-  /// in order, each after the consumers released its slot.
+  /// issues every copy, the resident tensors first, then the streamed ones
+  /// of each tile in order (forward: K and V of the K/V range; dkdv: Q and
+  /// dO of the loop nest), each after the consumers released its slot.
   LogicalResult buildProducer(Block &producer);
   /// The consumers (`consumer`, holding the program): take the registers;
   /// each load becomes a wait on its full barrier and a view of its slot,
@@ -169,11 +231,12 @@ struct FAWarpSpecializePass
     getOperation().walk([&](GridOp grid) {
       auto launch =
           grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
-      // The forward's programs (the backward's dkdv copies with every
-      // thread so far).
-      bool forward = isForwardProgram(grid);
+      // The forward's programs and the backward's dkdv (its delta and dq
+      // programs run on simt).
+      bool loadsTiles =
+          isForwardProgram(grid) || grid.getProgram() == StringRef("dkdv");
       if (launch && launch.getStrategy() == StrategyKind::wgmma &&
-          launch.getProducerWarps() == 0 && forward)
+          launch.getProducerWarps() == 0 && loadsTiles)
         grids.push_back(grid);
     });
     for (GridOp grid : grids)
@@ -186,7 +249,7 @@ struct FAWarpSpecializePass
 
 LogicalResult Specialization::buildProducer(Block &producer) {
   // Producer: the warpgroup gives registers back; one thread issues every
-  // copy, Q first, then K and V of each tile of the K/V range in order.
+  // copy, the resident tensors first, then the streamed ones tile by tile.
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
       p, loc, p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
@@ -214,7 +277,7 @@ LogicalResult Specialization::buildProducer(Block &producer) {
         arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
     nvgpu::MBarrierTryWaitParityOp::create(
         p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
-        indexConst(p, loc, q.emptyBarrier));
+        indexConst(p, loc, resident.front()->emptyBarrier));
   }
   // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
   // `barrier`: one TMA box per 64-column block.
@@ -260,14 +323,68 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     }
     return success();
   };
-  {
-    FailureOr<Value> row =
-        cloneSliceInto(p, programRegion, q.loads.front().getRow(), mapping);
-    if (failed(row) || failed(copyTile(p, q, *row, indexConst(p, loc, 0),
-                                       indexConst(p, loc, 0))))
+  for (const LoadedTensor *tensor : resident) {
+    FailureOr<Value> row = cloneSliceInto(
+        p, programRegion, LoadTileOp(tensor->loads.front()).getRow(), mapping);
+    if (failed(row) ||
+        failed(copyTile(p, *tensor, *row, indexConst(p, loc, 0),
+                        indexConst(p, loc, tensor->fullBarrier))))
       return failure();
   }
-  // K/V tiles kv_begin .. kv_end - 1.
+  // Before each copy of a streamed tile, wait until the consumers released
+  // the slot's previous tile (a fresh barrier passes parity 1).
+  auto copyStreamed = [&](OpBuilder &at, Value n,
+                          function_ref<Value(OpBuilder &, const LoadedTensor &)>
+                              rowOf) -> LogicalResult {
+    auto [slot, parity] = slotAndParity(at, n);
+    Value previous = arith::XOrIOp::create(
+        at, loc, parity,
+        arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
+    for (const LoadedTensor *tensor : streamed) {
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
+          addConst(at, loc, slot, tensor->emptyBarrier));
+      Value row = rowOf(at, *tensor);
+      if (!row || failed(copyTile(at, *tensor, row, slot,
+                                  addConst(at, loc, slot, tensor->fullBarrier))))
+        return failure();
+    }
+    return success();
+  };
+  if (!range) {
+    // dkdv: the consumers' loop nest (its bounds computed once, outside
+    // it), each load's row at its iteration.
+    SmallVector<std::array<Value, 3>> bounds;
+    for (scf::ForOp loop : streamLoops) {
+      std::array<Value, 3> bound = {loop.getLowerBound(),
+                                    loop.getUpperBound(), loop.getStep()};
+      for (Value &value : bound) {
+        FailureOr<Value> cloned =
+            cloneSliceInto(p, programRegion, value, mapping);
+        if (failed(cloned))
+          return failure();
+        value = *cloned;
+      }
+      bounds.push_back(bound);
+    }
+    SmallVector<scf::ForOp> loops;
+    OpBuilder at = p;
+    for (auto [loop, bound] : llvm::zip(streamLoops, bounds)) {
+      auto copy = scf::ForOp::create(at, loc, bound[0], bound[1], bound[2]);
+      mapping.map(loop.getInductionVar(), copy.getInductionVar());
+      loops.push_back(copy);
+      at = OpBuilder::atBlockBegin(copy.getBody());
+    }
+    return copyStreamed(
+        at, loopNestPosition(at, loops),
+        [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
+          FailureOr<Value> row = cloneSliceInto(
+              in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
+              mapping);
+          return succeeded(row) ? *row : Value();
+        });
+  }
+  // Forward: K/V tiles kv_begin .. kv_end - 1.
   FailureOr<Value> kvBegin =
       cloneSliceInto(p, programRegion, range.getResult(0), mapping);
   FailureOr<Value> kvEnd =
@@ -282,22 +399,13 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
     if (isPersistent)
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
-    auto [slot, parity] = slotAndParity(at, n);
-    // Before each copy, wait until the consumers released the slot's
-    // previous tile (a fresh barrier passes parity 1).
-    Value previous = arith::XOrIOp::create(
-        at, loc, parity,
-        arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
-    for (const LoadedTensor *tensor : {&k, &v}) {
-      nvgpu::MBarrierTryWaitParityOp::create(
-          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
-          addConst(at, loc, slot, tensor->emptyBarrier));
-      Value row = arith::MulIOp::create(
-          at, loc, tile, indexConst(at, loc, tensor->type.getDimSize(0)));
-      if (failed(copyTile(at, *tensor, row, slot,
-                          addConst(at, loc, slot, tensor->fullBarrier))))
-        return failure();
-    }
+    if (failed(copyStreamed(
+            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
+              return arith::MulIOp::create(
+                  in, loc, tile,
+                  indexConst(in, loc, tensor.type.getDimSize(0)));
+            })))
+      return failure();
   }
   if (isPersistent) {
     p.setInsertionPointAfter(fill);
@@ -318,7 +426,6 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
                int32_t(model::consumerRegisters(computeThreads / 32, isPersistent))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
-  Value kvBeginC = range.getResult(0);
   Value consumerRingBase, consumerCount;
   if (isPersistent) {
     Block *workBody = consumerWork.visits.getBody();
@@ -331,7 +438,7 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
     consumerRingBase = consumerWork.ringBase();
     consumerCount = consumerWork.visited();
     OpBuilder at = OpBuilder::atBlockEnd(workBody);
-    yieldVisit(at, loc, consumerWork, kvBeginC, range.getResult(1));
+    yieldVisit(at, loc, consumerWork, range.getResult(0), range.getResult(1));
   }
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
@@ -364,25 +471,16 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
         return load.emitOpError("is used outside its block");
       auto [first, last] = useSpan(*block);
       OpBuilder at(first ? first : load.getOperation());
-      // Q: fill `count` of the block (0 unless persistent).
+      // A resident tensor: fill `count` of the block (0 unless persistent).
       Value slot = indexConst(at, loc, 0);
       Value parity =
           isPersistent ? parityOf(at, loc, consumerCount)
                      : arith::ConstantOp::create(at, loc, at.getBoolAttr(false))
                            .getResult();
-      if (tensor != &q) {
-        // n = row / block-n - kv_begin (+ the ring base, persistent)
-        Value n = arith::SubIOp::create(
-            at, loc,
-            arith::DivUIOp::create(
-                at, loc, load.getRow(),
-                indexConst(at, loc, tensor->type.getDimSize(0))),
-            kvBeginC);
-        if (isPersistent)
-          n = arith::AddIOp::create(at, loc, toIndex(at, loc, consumerRingBase),
-                                    n);
-        std::tie(slot, parity) = slotAndParity(at, n);
-      }
+      if (llvm::is_contained(streamed, tensor))
+        std::tie(slot, parity) = slotAndParity(
+            at, ringPosition(at, load, tensor->type.getDimSize(0),
+                             consumerRingBase));
       nvgpu::MBarrierTryWaitParityOp::create(
           at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
           addConst(at, loc, slot, tensor->fullBarrier));
@@ -435,47 +533,126 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     return grid.emitOpError("warp specialization needs whole warpgroups, got ")
            << computeThreads << " threads";
 
-  // The tensors: Q (loaded once), K (the right operand of Q K^T) and V
+  // Forward: Q (loaded once), K (the right operand of Q K^T) and V
   // (streamed through the ring: the loads placed with fa.pipeline_stages).
   // K/V tile n of the program (n = row / block-n - kv_begin) uses slot
-  // n % stages.
-  SmallVector<LoadTileOp> once, streamed;
+  // n % stages. dkdv: K and V loaded once, Q and dO streamed over the loop
+  // nest around them; LSE and D are register tiles the consumers load.
+  bool forward = isForwardProgram(grid);
+  SmallVector<LoadTileOp> once, streamedLoads;
   grid.walk([&](LoadTileOp op) {
-    (op->hasAttr(FADialect::getPipelineStagesAttrName()) ? streamed : once)
+    if (!forward && !isa<SwizzledSharedEncodingAttr>(op.getType().getEncoding()))
+      return;
+    (op->hasAttr(FADialect::getPipelineStagesAttrName()) ? streamedLoads
+                                                         : once)
         .push_back(op);
-  });
-  Value keySource;
-  grid.walk([&](TileMatmulOp op) {
-    if (auto load = op.getRhs().getDefiningOp<LoadTileOp>();
-        load && op.getTransposeRhs())
-      keySource = load.getSource();
   });
   SmallVector<KVTileRangeOp> ranges;
   grid.walk([&](KVTileRangeOp op) { ranges.push_back(op); });
-  if (once.size() != 1 || once[0]->getBlock() != &grid.getBodyBlock() ||
-      streamed.empty() || !keySource || ranges.size() != 1)
-    return grid.emitOpError("warp specialization expects Q loaded once in the "
-                            "program, K and V tiles streamed over one "
-                            "fa.kv_tile_range");
-  // Persistent where the model leaves the registers for it; then Q has an
-  // empty barrier too, after the K/V ones.
+  std::array<LoadedTensor, 4> storage;
+  SmallVector<LoadedTensor *> resident, streamed;
+  Value keySource;
+  SmallVector<scf::ForOp> streamLoops;
+  if (forward) {
+    grid.walk([&](TileMatmulOp op) {
+      if (auto load = op.getRhs().getDefiningOp<LoadTileOp>();
+          load && op.getTransposeRhs())
+        keySource = load.getSource();
+    });
+    if (once.size() != 1 || once[0]->getBlock() != &grid.getBodyBlock() ||
+        streamedLoads.empty() || !keySource || ranges.size() != 1)
+      return grid.emitOpError(
+          "warp specialization expects Q loaded once in the program, K and V "
+          "tiles streamed over one fa.kv_tile_range");
+    LoadedTensor &q = storage[0], &k = storage[1], &v = storage[2];
+    q.name = "q", k.name = "k", v.name = "v";
+    q.loads.push_back(once[0]);
+    for (LoadTileOp load : streamedLoads)
+      (load.getSource() == keySource ? k : v).loads.push_back(load);
+    if (k.loads.empty() || v.loads.empty())
+      return grid.emitOpError("warp specialization expects K and V tiles");
+    resident = {&q};
+    streamed = {&k, &v};
+  } else {
+    // The backward's operands (fa-tile-backward): Q, K, V, O, dO, ...
+    auto argumentOf = [&](LoadTileOp load) -> int64_t {
+      auto arg = dyn_cast<BlockArgument>(load.getSource());
+      return arg && arg.getOwner() == &func.getBody().front()
+                 ? int64_t(arg.getArgNumber())
+                 : -1;
+    };
+    auto argumentsAre = [&](ArrayRef<LoadTileOp> loads,
+                            ArrayRef<int64_t> expected) {
+      return loads.size() == expected.size() &&
+             llvm::all_of(llvm::zip(loads, expected), [&](auto pair) {
+               return argumentOf(std::get<0>(pair)) == std::get<1>(pair);
+             });
+    };
+    if (!argumentsAre(once, {1, 2}) || !argumentsAre(streamedLoads, {0, 4}) ||
+        once[0]->getBlock() != &grid.getBodyBlock() ||
+        once[1]->getBlock() != &grid.getBodyBlock() ||
+        streamedLoads[0]->getBlock() != streamedLoads[1]->getBlock())
+      return grid.emitOpError(
+          "warp specialization of a dkdv program expects K and V (arguments "
+          "1, 2) loaded once in the program, Q and dO (arguments 0, 4) "
+          "streamed in one loop body");
+    // The loops around the streamed loads, outermost first: unit steps and
+    // bounds from outside them, so that both roles count their iterations
+    // alike.
+    for (Operation *op = streamedLoads[0]->getParentOp(); op != grid;
+         op = op->getParentOp()) {
+      auto loop = dyn_cast<scf::ForOp>(op);
+      if (!loop)
+        return op->emitOpError("warp specialization of a dkdv program "
+                               "expects only scf.for loops around the "
+                               "streamed Q and dO loads");
+      streamLoops.insert(streamLoops.begin(), loop);
+    }
+    if (streamLoops.empty())
+      return grid.emitOpError("warp specialization of a dkdv program "
+                              "expects Q and dO loaded in a loop");
+    for (scf::ForOp loop : streamLoops) {
+      std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+      bool boundsOutside = llvm::all_of(
+          ValueRange{loop.getLowerBound(), loop.getUpperBound()},
+          [&](Value bound) {
+            return !streamLoops.front()->isAncestor(
+                bound.getParentRegion()->getParentOp());
+          });
+      if (!step || *step != 1 || !boundsOutside)
+        return loop.emitOpError("warp specialization of a dkdv program "
+                                "expects the loops around Q and dO to have "
+                                "unit steps and bounds defined outside them");
+    }
+    LoadedTensor &k = storage[0], &v = storage[1], &q = storage[2],
+                 &gradOutput = storage[3];
+    k.name = "k", v.name = "v", q.name = "q", gradOutput.name = "do";
+    k.loads.push_back(once[0]);
+    v.loads.push_back(once[1]);
+    q.loads.push_back(streamedLoads[0]);
+    gradOutput.loads.push_back(streamedLoads[1]);
+    resident = {&k, &v};
+    streamed = {&q, &gradOutput};
+  }
+  // Persistent (forward) where the model leaves the registers for it; then
+  // Q has an empty barrier too, after the K/V ones.
   bool isPersistent =
-      persistent &&
+      persistent && forward &&
       model::runsPersistent(
           cast<RankedTensorType>(once[0].getType()).getDimSize(1),
           computeThreads / 32);
-  BarrierLayout barrierLayout{stages, isPersistent};
-  LoadedTensor q{{once[0]}, "q", barrierLayout.qFull(),
-                 barrierLayout.qEmpty(), {}, {}};
-  LoadedTensor k{{}, "k", barrierLayout.kFull(), barrierLayout.kEmpty(), {},
-                 {}};
-  LoadedTensor v{{}, "v", barrierLayout.vFull(), barrierLayout.vEmpty(), {},
-                 {}};
-  for (LoadTileOp load : streamed)
-    (load.getSource() == keySource ? k : v).loads.push_back(load);
-  if (k.loads.empty() || v.loads.empty())
-    return grid.emitOpError("warp specialization expects K and V tiles");
-  SmallVector<LoadedTensor *> tensors = {&q, &k, &v};
+  BarrierLayout barrierLayout{int64_t(resident.size()), stages, isPersistent};
+  for (auto [i, tensor] : llvm::enumerate(resident)) {
+    tensor->fullBarrier = barrierLayout.residentFull(i);
+    if (i == 0)
+      tensor->emptyBarrier = barrierLayout.residentEmpty();
+  }
+  for (auto [j, tensor] : llvm::enumerate(streamed)) {
+    tensor->fullBarrier = barrierLayout.streamedFull(j);
+    tensor->emptyBarrier = barrierLayout.streamedEmpty(j);
+  }
+  SmallVector<LoadedTensor *> tensors = resident;
+  llvm::append_range(tensors, streamed);
   for (LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
       auto arg = dyn_cast<BlockArgument>(load.getSource());
@@ -560,7 +737,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // an item is a tile and its mirror), and the (batch, head) pairs whose K
   // and V fill the L2 budget: budget / (Sk x 2 rows x row bytes), at least
   // one (all i32; the runtime checks that the tiles fit).
-  bool mirrored = ranges[0].getMask() == MaskKind::causal;
+  bool mirrored = forward && ranges[0].getMask() == MaskKind::causal;
   WorkRounds work;
   Value sectionPairs;
   if (isPersistent) {
@@ -614,10 +791,12 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   Region &programRegion = roles.getElseRegion();
 
   Specialization specialization{
-      ctx,      loc,      grid,           ranges[0],     stages,
-      computeThreads,     isPersistent,   mirrored,      q,
-      k,        v,        tensors,        tid,           computeThreadsV,
-      pad,      barriers, work,           sectionPairs,  programRegion};
+      ctx,          loc,          grid,     forward ? ranges[0] : nullptr,
+      streamLoops,  stages,       computeThreads,
+      isPersistent, mirrored,     resident, streamed,
+      tensors,      tid,          computeThreadsV,
+      pad,          barriers,     work,     sectionPairs,
+      programRegion};
   if (failed(specialization.buildProducer(producer)) ||
       failed(specialization.rewriteConsumers(consumer, consumerWork)))
     return failure();

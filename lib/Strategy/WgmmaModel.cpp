@@ -207,7 +207,8 @@ int64_t estimateBackwardRegisters(const Config &c) {
   int64_t warpgroups = std::max<int64_t>(1, backwardWarpgroups(c));
   int64_t gradients = 2 * (kWarpgroupRows * c.headDim / kWarpgroupThreads);
   int64_t scores = c.blockM * (c.blockN / warpgroups) / kWarpgroupThreads;
-  return gradients + 3 * scores + 2 * 2 + kRegisterOverhead;
+  // P replaces S and dS replaces dP: two tiles of scores live at once.
+  return gradients + 2 * scores + 2 * 2 + kRegisterOverhead;
 }
 
 std::string checkBackwardFits(const Config &c, const GpuArch &arch) {

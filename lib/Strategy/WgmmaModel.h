@@ -144,7 +144,9 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 // once, Q and dO stream through rings of `stages` slots; P and dS are
 // staged in shared memory for the products that read them transposed
 // (dV += P^T dO, dK += dS^T Q: A operands MN-major) and for dQ = dS K (A
-// K-major across all keys). No warp specialization: every thread copies.
+// K-major across all keys). Warp-specialized like the forward: a producer
+// warpgroup copies K, V and the Q/dO rings with TMA, and the placed
+// warpgroups (the consumers) take its registers (consumerRegisters).
 
 /// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
 /// base: K, V, the Q and dO rings, the staged P and dS.
@@ -159,9 +161,9 @@ BackwardSharedLayout backwardSharedLayout(const Config &config);
 /// Warpgroups of a backward config (num-warps / 4).
 int64_t backwardWarpgroups(const Config &config);
 
-/// 32-bit registers per thread: dK and dV (head-dim each for a warpgroup's
-/// 64 rows), S, dP and P in f32 (block-n / warpgroups / 2 each), the row
-/// values and an allowance.
+/// 32-bit registers per consumer thread: dK and dV (head-dim each for a
+/// warpgroup's 64 rows), P and dP in f32 (block-n / warpgroups / 2 each:
+/// P replaces S, dS replaces dP), the row values and an allowance.
 int64_t estimateBackwardRegisters(const Config &config);
 
 /// "" when the backward `config` can be compiled for `arch`, else why not.

@@ -181,7 +181,7 @@ func.func @swizzled_width(%x: tensor<64x64xf16, #fa.swizzled_shared<bytes = 64>>
 
 // The tensor maps a kernel takes name Q, K or V with a positive box.
 func.func @tensor_maps(%n: index) {
-  // expected-error @below {{'fa.tensor_maps' must be an array of {arg, tensor = "q" | "k" | "v", box_rows, box_cols} with positive sizes}}
+  // expected-error @below {{'fa.tensor_maps' must be an array of {arg, tensor = "q" | "k" | "v" | "do", box_rows, box_cols} with positive sizes}}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
   } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "o", box_rows = 64 : i64, box_cols = 64 : i64}]}
   return

@@ -426,6 +426,14 @@ TEST(LaunchPlan, GridParamsAndJson) {
   EXPECT_EQ(tmaBack->tensorMaps[0].boxRows, 128);
   EXPECT_EQ(tmaBack->tensorMaps[0].boxCols, 64);
   EXPECT_TRUE(back->tensorMaps.empty());
+  // dO (the wgmma backward's) is read by a tensor map too.
+  fa::LaunchPlan gradOutputMap = plan;
+  gradOutputMap.tensorMaps = {{fa::LaunchPlan::Operand::gradOutput, 64, 64}};
+  std::optional<fa::LaunchPlan> gradOutputBack =
+      fa::LaunchPlan::fromJson(gradOutputMap.toJson());
+  ASSERT_TRUE(gradOutputBack.has_value());
+  EXPECT_EQ(gradOutputBack->tensorMaps[0].operand,
+            fa::LaunchPlan::Operand::gradOutput);
   fa::LaunchPlan persistent = plan;
   persistent.persistent = true;
   std::optional<fa::LaunchPlan> persistentBack =
@@ -447,6 +455,43 @@ TEST(LaunchPlan, GridParamsAndJson) {
                       "tensor_maps": [{"operand": "q", "box_rows": 512,
                                        "box_cols": 64}]})")
                          .c_str()));
+}
+
+/// The wgmma backward's dkdv kernel is warp-specialized: tensor maps of K
+/// and V (boxes of block-n rows) and of Q and dO (block-m rows), and the
+/// producer warpgroup in its block. The delta and dq kernels (simt) take
+/// none.
+TEST(LaunchPlan, WgmmaBackwardTakesTensorMaps) {
+  fa::KernelSpec spec;
+  spec.backward = true;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::bf16;
+  spec.strategy = fa::Strategy::wgmma;
+  spec.blockM = 64;
+  spec.blockN = 128;
+  spec.numWarps = 8;
+  spec.stages = 2;
+  llvm::Expected<mlir::fa::CompiledKernel> kernel =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+  ASSERT_EQ(kernel->launches.size(), 3u);
+  EXPECT_TRUE(kernel->launches[0].tensorMaps.empty());
+  EXPECT_TRUE(kernel->launches[2].tensorMaps.empty());
+  const fa::LaunchPlan &dkdv = kernel->launches[1];
+  EXPECT_NE(dkdv.function.find("_dkdv"), std::string::npos) << dkdv.function;
+  EXPECT_EQ(dkdv.threads, 8 * 32 + 128);
+  EXPECT_FALSE(dkdv.persistent);
+  using Operand = fa::LaunchPlan::Operand;
+  ASSERT_EQ(dkdv.tensorMaps.size(), 4u);
+  const std::pair<Operand, int64_t> expected[] = {{Operand::key, 128},
+                                                  {Operand::value, 128},
+                                                  {Operand::query, 64},
+                                                  {Operand::gradOutput, 64}};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(dkdv.tensorMaps[i].operand, expected[i].first) << i;
+    EXPECT_EQ(dkdv.tensorMaps[i].boxRows, expected[i].second) << i;
+    EXPECT_EQ(dkdv.tensorMaps[i].boxCols, 64) << i;
+  }
 }
 
 /// A warp-specialized wgmma kernel hands the runtime its tensor maps (Q,
@@ -1037,6 +1082,44 @@ TEST(ArgumentChecks, AccessWidthOfTheMmaBackward) {
                       "stored in 16-byte chunks)");
   // The simt strategy reads and writes single elements.
   spec.strategy = fa::Strategy::simt;
+  EXPECT_EQ(check(a), "");
+}
+
+/// wgmma's dkdv kernel reads dO with TMA as it reads Q, K and V: TMA's
+/// stride limit applies to it, with its name.
+TEST(ArgumentChecks, TensorMapLimitsOfTheWgmmaBackward) {
+  fa::KernelSpec spec = smallSpec();
+  spec.backward = true;
+  spec.dtype = fa::ElementType::f16;
+  spec.strategy = fa::Strategy::wgmma;
+  spec.headDim = 64;
+  auto valid = [] {
+    fa::AttentionArgs f = validArgs(64);
+    fa::AttentionBackwardArgs a = validBackwardArgs();
+    for (auto [to, from] :
+         {std::pair{&a.q, &f.q}, {&a.k, &f.k}, {&a.v, &f.v}, {&a.o, &f.o}}) {
+      std::copy(from->sizes, from->sizes + 4, to->sizes);
+      std::copy(from->strides, from->strides + 4, to->strides);
+    }
+    for (auto [to, from] : {std::pair{&a.gradOutput, &f.o}, {&a.gradQuery, &f.q},
+                            {&a.gradKey, &f.k}, {&a.gradValue, &f.v}}) {
+      std::copy(from->sizes, from->sizes + 4, to->sizes);
+      std::copy(from->strides, from->strides + 4, to->strides);
+    }
+    return a;
+  };
+  auto check = [&](const fa::AttentionBackwardArgs &a) {
+    return fa::checkAttentionBackwardArgs(spec, a).message;
+  };
+  EXPECT_EQ(check(valid()), "");
+  fa::AttentionBackwardArgs a = valid();
+  a.gradOutput.strides[0] = int64_t(1) << 40; // 2^41 bytes
+  // (far from the other tensors, so that it overlaps none of them)
+  a.gradOutput.data = reinterpret_cast<const void *>(uintptr_t(1) << 50);
+  EXPECT_EQ(check(a), "do stride 1099511627776 in dimension 0 exceeds the "
+                      "TMA limit of 2^40 bytes (wgmma strategy)");
+  // The mma strategy copies dO with cp.async: no such limit.
+  spec.strategy = fa::Strategy::mma;
   EXPECT_EQ(check(a), "");
 }
 

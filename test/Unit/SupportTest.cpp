@@ -506,9 +506,12 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
                          layout.gradOutputOffset, layout.probsOffset,
                          layout.gradScoresOffset})
     EXPECT_EQ(offset % fa::wgmma::kSwizzleAtomBytes, 0) << offset;
-  // dK, dV (128 each at D = 128), S, dP and P (32 each), under 255.
-  EXPECT_LE(fa::wgmma::estimateBackwardRegisters(c), 255);
-  EXPECT_GT(fa::wgmma::estimateBackwardRegisters(c), 2 * 64 + 3 * 32);
+  // dK, dV (128 each at D = 128), P and dP (32 each), within what the
+  // consumers take next to the producer warpgroup (240).
+  EXPECT_EQ(fa::wgmma::consumerRegisters(c.numWarps, /*persistent=*/false),
+            240);
+  EXPECT_LE(fa::wgmma::estimateBackwardRegisters(c), 240);
+  EXPECT_GT(fa::wgmma::estimateBackwardRegisters(c), 2 * 64 + 2 * 32);
 
   fa::wgmma::Config keys = c;
   keys.blockN = 64;

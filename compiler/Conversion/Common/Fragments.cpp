@@ -256,7 +256,7 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     auto pairType = VectorType::get({2}, type.getElementType());
     bool readAcrossLanes = !onlyReadByWritingLanes(op);
     if (readAcrossLanes)
-      gpu::BarrierOp::create(rewriter, loc);
+      createComputeBarrier(rewriter, loc, op);
     tile.forEachElementPair(
         rewriter, loc, [&](Value row, Value col, int64_t slot) {
           Value pair = vector::FromElementsOp::create(
@@ -274,7 +274,7 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
           NVVM::SharedSpaceAttr::get(rewriter.getContext(),
                                      NVVM::SharedSpace::shared_cta));
     if (readAcrossLanes)
-      gpu::BarrierOp::create(rewriter, loc);
+      createComputeBarrier(rewriter, loc, op);
     rewriter.replaceOp(op, buffer);
     return success();
   }

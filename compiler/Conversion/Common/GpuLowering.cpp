@@ -264,6 +264,23 @@ void mlir::fa::reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
   }
 }
 
+void mlir::fa::createComputeBarrier(OpBuilder &b, Location loc,
+                                    Operation *at) {
+  LaunchAttr launch;
+  for (Operation *op = at; op && !launch; op = op->getParentOp())
+    launch = op->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if (!launch || launch.getProducerWarps() == 0) {
+    gpu::BarrierOp::create(b, loc);
+    return;
+  }
+  NVVM::BarrierOp::create(
+      b, loc, TypeRange{},
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kComputeBarrier)),
+      arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(int32_t(launch.getComputeThreads()))),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
 //===----------------------------------------------------------------------===//
 // The deterministic backward's turns (any strategy: one thread per block
 // waits and hands on)
@@ -312,7 +329,7 @@ struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
           });
       NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
     }
-    gpu::BarrierOp::create(rewriter, loc);
+    createComputeBarrier(rewriter, loc, op);
     rewriter.eraseOp(op);
     return success();
   }
@@ -327,7 +344,7 @@ struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
   matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    gpu::BarrierOp::create(rewriter, loc);
+    createComputeBarrier(rewriter, loc, op);
     auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());

@@ -1,0 +1,96 @@
+// RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline --fa-warp-specialize --cse | FileCheck %s
+
+// The backward's dkdv program split into a TMA producer and the two placed
+// warpgroups (D = 128, 128 K/V rows, 2-slot Q/dO rings). The delta and dq
+// programs are not placed on wgmma and stay as they are.
+// CHECK-LABEL: func.func @backward_bf16
+// The tensor maps of K, V, Q and dO become the first parameters.
+// CHECK-SAME: (%[[KMAP:.*]]: !llvm.ptr, %[[VMAP:.*]]: !llvm.ptr, %[[QMAP:.*]]: !llvm.ptr, %[[DOMAP:.*]]: !llvm.ptr, %{{.*}}: memref<?x?x?x128xbf16>
+// CHECK: program = "delta"
+// CHECK-NOT: nvgpu.mbarrier.create
+// CHECK: fa.grid
+// 10 barriers: k_full (0), v_full (1), q_full[2] (2, 3), do_full[2] (4, 5)
+// wait for the producer's arrival and the bytes; q_empty[2] (6, 7) and
+// do_empty[2] (8, 9) for the 256 consumer threads.
+// CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%c5], %c1
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%c6], %c256
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%c9], %c256
+// CHECK: gpu.barrier
+// CHECK: scf.if %{{.*}} {
+// Producer: K and V once (128 rows, two 64-column boxes each) on k_full and
+// v_full ...
+// CHECK-NEXT: nvvm.setmaxregister decrease 24
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%c0], %c32768
+// CHECK: nvgpu.tma.async.load %{{.*}}[%c0, %[[KROW:.*]], %h, %b], %[[BARS]][%c0]
+// CHECK: nvgpu.tma.async.load %{{.*}}[%c64, %[[KROW]], %h, %b], %[[BARS]][%c0]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%c1], %c32768
+// ... then the consumers' loop nest (the GQA group's query heads, then the
+// query tiles), its bounds computed once: iteration n = g x tiles + (t -
+// q_begin) fills slot n % 2 of Q and dO, each after the consumers released
+// the slot's previous tile (parity of n / 2, flipped).
+// CHECK: %[[GROUP:.*]] = arith.divui
+// CHECK: %[[QBEGIN:.*]], %[[QEND:.*]] = fa.q_tile_range
+// CHECK: scf.for %[[G:.*]] = %c0 to %[[GROUP]] step %c1 {
+// CHECK-NEXT: scf.for %[[T:.*]] = %[[QBEGIN]] to %[[QEND]] step %c1 {
+// CHECK: %[[TILES:.*]] = arith.subi %[[QEND]], %[[QBEGIN]]
+// CHECK: %[[N:.*]] = arith.addi
+// CHECK: %[[SLOT:.*]] = arith.remui %[[N]], %c2
+// CHECK: %[[FREED:.*]] = arith.xori
+// CHECK: %[[QEMPTY:.*]] = arith.addi %[[SLOT]], %c6
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[QEMPTY]]], %[[FREED]]
+// CHECK: %[[QFULL:.*]] = arith.addi %[[SLOT]], %c2
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[QFULL]]], %c16384
+// CHECK: nvgpu.tma.async.load {{.*}}, %[[BARS]][%[[QFULL]]]
+// CHECK: nvgpu.tma.async.load {{.*}}, %[[BARS]][%[[QFULL]]]
+// CHECK: %[[DOEMPTY:.*]] = arith.addi %[[SLOT]], %c8
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[DOEMPTY]]], %[[FREED]]
+// CHECK: %[[DOFULL:.*]] = arith.addi %[[SLOT]], %c4
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[DOFULL]]], %c16384
+// CHECK: } else {
+// Consumers: take the registers; wait for K and V before the loops; in each
+// iteration wait for Q just before S = Q K^T and for dO just before
+// dP = dO V^T; LSE and D are still their own loads. dO's slot is released
+// once dV += P^T dO is done, Q's once dK += dS^T Q is.
+// CHECK-NEXT: nvvm.setmaxregister increase 240
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%c0], %false
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%{{.*}}], %false
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: fa.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32
+// CHECK: fa.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32
+// CHECK: %[[CSLOT:.*]] = arith.remui %{{.*}}, %c2
+// CHECK: %[[CQFULL:.*]] = arith.addi %[[CSLOT]], %c2
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CQFULL]]]
+// CHECK: %[[Q:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<2x64x64xbf16, #gpu.address_space<workgroup>> to tensor<64x128xbf16, #fa.swizzled_shared<bytes = 128>>
+// CHECK-NEXT: fa.tile_matmul %[[Q]], %{{.*}} {async, transpose_rhs}
+// CHECK: %[[CDOFULL:.*]] = arith.addi %[[CSLOT]], %c4
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CDOFULL]]]
+// CHECK: %[[DO:.*]] = builtin.unrealized_conversion_cast
+// CHECK-NEXT: fa.tile_matmul %[[DO]], %{{.*}} {async, transpose_rhs}
+// CHECK: %[[DV:.*]] = fa.tile_matmul %{{.*}}, %[[DO]] acc(
+// CHECK: %[[DK:.*]] = fa.tile_matmul %{{.*}}, %[[Q]] acc(
+// CHECK: fa.async_wait %[[DV]] {pending = 0 : i64}
+// CHECK: %[[CDOEMPTY:.*]] = arith.addi %[[CSLOT]], %c8
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BARS]][%[[CDOEMPTY]]]
+// CHECK-NEXT: fa.async_wait %[[DK]] {pending = 0 : i64}
+// CHECK: %[[CQEMPTY:.*]] = arith.addi %[[CSLOT]], %c6
+// CHECK-NEXT: nvgpu.mbarrier.arrive %[[BARS]][%[[CQEMPTY]]]
+// The launch gains the producer warpgroup; the maps name the runtime's
+// operands.
+// CHECK: fa.launch = #fa.launch<strategy = wgmma, threads = 384, {{.*}}, producer_warps = 4>
+// CHECK-SAME: fa.tensor_maps = [{arg = 0 : i64, box_cols = 64 : i64, box_rows = 128 : i64, tensor = "k"}, {arg = 1 : i64, box_cols = 64 : i64, box_rows = 128 : i64, tensor = "v"}, {arg = 2 : i64, box_cols = 64 : i64, box_rows = 64 : i64, tensor = "q"}, {arg = 3 : i64, box_cols = 64 : i64, box_rows = 64 : i64, tensor = "do"}]
+// CHECK: program = "dkdv"
+// CHECK: program = "dq"
+func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                         %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
+                         %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,
+                         %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+      memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+  return
+}
