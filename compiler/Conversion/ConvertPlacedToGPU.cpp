@@ -75,10 +75,33 @@ LogicalResult checkRegisterTiles(GridOp grid, LaunchAttr launch) {
 // Outlining: func { fa.grid } -> gpu.func kernel
 //===----------------------------------------------------------------------===//
 
+/// The parameters of `func` that are tensor maps of its other programs
+/// (fa.tensor_maps of a warp-specialized grid names the function arguments
+/// fa-warp-specialize added for it).
+static llvm::SmallDenseSet<unsigned> otherProgramsMaps(func::FuncOp func,
+                                                       GridOp grid) {
+  llvm::SmallDenseSet<unsigned> mine, others;
+  func.walk([&](GridOp program) {
+    auto maps =
+        program->getAttrOfType<ArrayAttr>(FADialect::getTensorMapsAttrName());
+    if (!maps)
+      return;
+    for (Attribute map : maps) // checked by the dialect
+      (program == grid ? mine : others)
+          .insert(unsigned(
+              cast<DictionaryAttr>(map).getAs<IntegerAttr>("arg").getInt()));
+  });
+  for (unsigned arg : mine)
+    others.erase(arg);
+  return others;
+}
+
 /// Moves the program `grid` of `func` into a kernel of `kernels` named
 /// `name`; the grid's indices become block ids (x: tile, y: head, z:
-/// batch). The kernel takes the function's parameters; the function's
-/// other programs are left out.
+/// batch). The kernel takes the function's parameters but the tensor maps
+/// of its other programs (so that every backward kernel but the one that
+/// reads maps takes LaunchPlan::backwardParams); the function's other
+/// programs are left out.
 FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
                                         StringRef name,
                                         gpu::GPUModuleOp kernels) {
@@ -90,9 +113,24 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
   if (!func.getResultTypes().empty())
     return func.emitOpError("a kernel function cannot return values");
 
+  llvm::SmallDenseSet<unsigned> foreign = otherProgramsMaps(func, grid);
+  SmallVector<Type> parameters;
+  for (BlockArgument arg : func.getArguments()) {
+    if (!foreign.contains(arg.getArgNumber())) {
+      parameters.push_back(arg.getType());
+      continue;
+    }
+    // Only the program it was added for reads it.
+    for (Operation *user : arg.getUsers()) {
+      auto owner = user->getParentOfType<GridOp>();
+      if (!owner || owner == grid)
+        return user->emitOpError("uses the tensor map of another program");
+    }
+  }
   OpBuilder builder = OpBuilder::atBlockEnd(kernels.getBody());
-  auto kernel = gpu::GPUFuncOp::create(builder, func.getLoc(), name,
-                                       func.getFunctionType());
+  auto kernel = gpu::GPUFuncOp::create(
+      builder, func.getLoc(), name,
+      builder.getFunctionType(parameters, TypeRange{}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   builder.getUnitAttr());
   kernel.setKnownBlockSizeAttr(
@@ -106,9 +144,10 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
 
   IRMapping mapping;
   Block &entry = kernel.getBody().front();
-  for (auto [from, to] :
-       llvm::zip(func.getArguments(), entry.getArguments()))
-    mapping.map(from, to);
+  unsigned next = 0;
+  for (BlockArgument from : func.getArguments())
+    if (!foreign.contains(from.getArgNumber()))
+      mapping.map(from, entry.getArgument(next++));
   builder.setInsertionPointToEnd(&entry);
   for (Operation &op : func.getBody().front()) {
     if (isa<func::ReturnOp>(op)) {
