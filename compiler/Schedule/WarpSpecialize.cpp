@@ -148,6 +148,9 @@ struct Specialization {
   /// tiles follow `streamLoops` (outermost first).
   KVTileRangeOp range;
   SmallVector<scf::ForOp> streamLoops;
+  /// dkdv consumers: the count of the loop nest's iterations before the
+  /// current one, carried by the loops (countIterations).
+  Value streamPosition;
   int64_t stages, computeThreads;
   bool isPersistent, mirrored;
   /// Loaded once (forward: Q; dkdv: K, V), streamed through the rings
@@ -170,11 +173,12 @@ struct Specialization {
   }
   /// The position n of a streamed `load` in its ring's fills: forward, its
   /// K/V tile (row / block-n) - kv_begin, plus the visit's `ringBase`
-  /// (persistent); dkdv, its iteration of `streamLoops`.
+  /// (persistent); dkdv, the iterations of `streamLoops` before this one
+  /// (`streamPosition`, counted in the loops).
   Value ringPosition(OpBuilder &at, LoadTileOp load, int64_t blockRows,
                      Value ringBase) {
     if (!range)
-      return loopNestPosition(at, streamLoops);
+      return streamPosition;
     Value n = arith::SubIOp::create(
         at, loc,
         arith::DivUIOp::create(at, loc, load.getRow(),
@@ -182,25 +186,6 @@ struct Specialization {
         range.getResult(0));
     if (ringBase)
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
-    return n;
-  }
-  /// The iteration count of `loops` (outermost first, unit steps, bounds
-  /// defined outside them) before the current one: sum over the loops of
-  /// (iv - lb) x the trip counts of the loops inside it.
-  Value loopNestPosition(OpBuilder &at, ArrayRef<scf::ForOp> loops) const {
-    Value n;
-    for (scf::ForOp loop : loops) {
-      Value here = arith::SubIOp::create(at, loc, loop.getInductionVar(),
-                                         loop.getLowerBound());
-      if (!n) {
-        n = here;
-        continue;
-      }
-      Value trips = arith::SubIOp::create(at, loc, loop.getUpperBound(),
-                                          loop.getLowerBound());
-      n = arith::AddIOp::create(
-          at, loc, arith::MulIOp::create(at, loc, n, trips), here);
-    }
     return n;
   }
   /// The slot of the n-th K/V tile and the parity of its fill (n / stages).
@@ -216,6 +201,10 @@ struct Specialization {
   /// of each tile in order (forward: K and V of the K/V range; dkdv: Q and
   /// dO of the loop nest), each after the consumers released its slot.
   LogicalResult buildProducer(Block &producer);
+  /// dkdv consumers: threads an iteration counter through `streamLoops`
+  /// (each directly in the body of the one before) and sets
+  /// `streamPosition` to its value in the innermost body.
+  LogicalResult countIterations();
   /// The consumers (`consumer`, holding the program): take the registers;
   /// each load becomes a wait on its full barrier and a view of its slot,
   /// and (K, V; Q persistent) a release right after its last use.
@@ -352,37 +341,41 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     return success();
   };
   if (!range) {
-    // dkdv: the consumers' loop nest (its bounds computed once, outside
-    // it), each load's row at its iteration.
-    SmallVector<std::array<Value, 3>> bounds;
-    for (scf::ForOp loop : streamLoops) {
-      std::array<Value, 3> bound = {loop.getLowerBound(),
-                                    loop.getUpperBound(), loop.getStep()};
-      for (Value &value : bound) {
-        FailureOr<Value> cloned =
-            cloneSliceInto(p, programRegion, value, mapping);
-        if (failed(cloned))
-          return failure();
-        value = *cloned;
-      }
-      bounds.push_back(bound);
-    }
+    // dkdv: the consumers' loop nest (an inner loop's bounds may depend on
+    // the outer ones: a mask_mod narrows each query head's range), each
+    // load's row at its iteration; the loops carry the iteration count n.
     SmallVector<scf::ForOp> loops;
     OpBuilder at = p;
-    for (auto [loop, bound] : llvm::zip(streamLoops, bounds)) {
-      auto copy = scf::ForOp::create(at, loc, bound[0], bound[1], bound[2]);
+    Value n = indexConst(at, loc, 0);
+    for (scf::ForOp loop : streamLoops) {
+      SmallVector<Value, 3> bounds;
+      for (Value bound :
+           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
+        FailureOr<Value> cloned =
+            cloneSliceInto(at, programRegion, bound, mapping);
+        if (failed(cloned))
+          return failure();
+        bounds.push_back(*cloned);
+      }
+      auto copy =
+          scf::ForOp::create(at, loc, bounds[0], bounds[1], bounds[2], n);
       mapping.map(loop.getInductionVar(), copy.getInductionVar());
+      if (!loops.empty())
+        scf::YieldOp::create(at, loc, copy.getResult(0));
       loops.push_back(copy);
       at = OpBuilder::atBlockBegin(copy.getBody());
+      n = copy.getRegionIterArg(0);
     }
-    return copyStreamed(
-        at, loopNestPosition(at, loops),
-        [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
-          FailureOr<Value> row = cloneSliceInto(
-              in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
-              mapping);
-          return succeeded(row) ? *row : Value();
-        });
+    if (failed(copyStreamed(
+            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
+              FailureOr<Value> row = cloneSliceInto(
+                  in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
+                  mapping);
+              return succeeded(row) ? *row : Value();
+            })))
+      return failure();
+    scf::YieldOp::create(at, loc, addConst(at, loc, n, 1));
+    return success();
   }
   // Forward: K/V tiles kv_begin .. kv_end - 1.
   FailureOr<Value> kvBegin =
@@ -414,6 +407,41 @@ LogicalResult Specialization::buildProducer(Block &producer) {
   return success();
 }
 
+LogicalResult Specialization::countIterations() {
+  // Outermost first: each loop gets an iter_arg starting at its parent's
+  // count (0 outside); the innermost yields its count + 1, a parent the
+  // count its child loop ends with.
+  IRRewriter rewriter(ctx);
+  rewriter.setInsertionPoint(streamLoops.front());
+  Value count = indexConst(rewriter, loc, 0);
+  for (size_t i = 0; i < streamLoops.size(); ++i) {
+    bool innermost = i + 1 == streamLoops.size();
+    rewriter.setInsertionPoint(streamLoops[i]);
+    FailureOr<LoopLikeOpInterface> counted =
+        streamLoops[i].replaceWithAdditionalYields(
+            rewriter, count, /*replaceInitOperandUsesInLoop=*/false,
+            [&](OpBuilder &b, Location at, ArrayRef<BlockArgument> args)
+                -> SmallVector<Value> {
+              // (A parent's yield is set once its child is counted.)
+              if (innermost)
+                return {addConst(b, at, args[0], 1)};
+              return {args[0]};
+            });
+    if (failed(counted))
+      return streamLoops[i].emitOpError("cannot carry the ring position");
+    streamLoops[i] = cast<scf::ForOp>(counted->getOperation());
+    count = streamLoops[i].getRegionIterArgs().back();
+    if (i > 0) {
+      auto parentYield =
+          cast<scf::YieldOp>(streamLoops[i - 1].getBody()->getTerminator());
+      parentYield->setOperand(parentYield->getNumOperands() - 1,
+                              streamLoops[i].getResults().back());
+    }
+  }
+  streamPosition = count;
+  return success();
+}
+
 LogicalResult Specialization::rewriteConsumers(Block &consumer,
                                                WorkLoops &consumerWork) {
   // Consumers: the warpgroups take the registers; the program as it was,
@@ -440,6 +468,8 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
     OpBuilder at = OpBuilder::atBlockEnd(workBody);
     yieldVisit(at, loc, consumerWork, range.getResult(0), range.getResult(1));
   }
+  if (!range && failed(countIterations()))
+    return failure();
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
       // The tile's uses: its users and, for an async matmul, the waits that
@@ -596,9 +626,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
           "warp specialization of a dkdv program expects K and V (arguments "
           "1, 2) loaded once in the program, Q and dO (arguments 0, 4) "
           "streamed in one loop body");
-    // The loops around the streamed loads, outermost first: unit steps and
-    // bounds from outside them, so that both roles count their iterations
-    // alike.
+    // The loops around the streamed loads, outermost first: both roles
+    // walk them and count their iterations alike.
     for (Operation *op = streamedLoads[0]->getParentOp(); op != grid;
          op = op->getParentOp()) {
       auto loop = dyn_cast<scf::ForOp>(op);
@@ -611,19 +640,6 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     if (streamLoops.empty())
       return grid.emitOpError("warp specialization of a dkdv program "
                               "expects Q and dO loaded in a loop");
-    for (scf::ForOp loop : streamLoops) {
-      std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-      bool boundsOutside = llvm::all_of(
-          ValueRange{loop.getLowerBound(), loop.getUpperBound()},
-          [&](Value bound) {
-            return !streamLoops.front()->isAncestor(
-                bound.getParentRegion()->getParentOp());
-          });
-      if (!step || *step != 1 || !boundsOutside)
-        return loop.emitOpError("warp specialization of a dkdv program "
-                                "expects the loops around Q and dO to have "
-                                "unit steps and bounds defined outside them");
-    }
     LoadedTensor &k = storage[0], &v = storage[1], &q = storage[2],
                  &gradOutput = storage[3];
     k.name = "k", v.name = "v", q.name = "q", gradOutput.name = "do";
@@ -792,7 +808,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
 
   Specialization specialization{
       ctx,          loc,          grid,     forward ? ranges[0] : nullptr,
-      streamLoops,  stages,       computeThreads,
+      streamLoops,  /*streamPosition=*/Value(), stages, computeThreads,
       isPersistent, mirrored,     resident, streamed,
       tensors,      tid,          computeThreadsV,
       pad,          barriers,     work,     sectionPairs,

@@ -265,20 +265,14 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     return arch && checkBackwardFits(config, *arch).empty();
   });
   // Best first, as measured on the H200 (bench/bench_backward.py
-  // --configs, docs/benchmarks.md): two warpgroups; at D = 128 one Q/dO
-  // stage (with two, ptxas spills 16-88 bytes and the kernel runs 1-3%
-  // slower), at D = 64 two (5-10% faster than one). One warpgroup (64 K/V
-  // rows) measured 25-40% slower: it is not a default, so that a spill of
-  // the two-warpgroup tiles (the runtime skips spilling candidates) does
-  // not fall back to it.
-  const TileConfig twoStages{64, 128, 8, 2}, oneStage{64, 128, 8, 1};
-  if (request.headDim > 64) {
-    collector.consider(oneStage);
-    collector.consider(twoStages);
-  } else {
-    collector.consider(twoStages);
-    collector.consider(oneStage);
-  }
+  // --configs, docs/benchmarks.md, 2026-12-01 (d)): two warpgroups with
+  // the TMA producer and three Q/dO stages (1-3% over two at D = 64, about
+  // even at D = 128; one stage is 3-9% slower). One warpgroup (64 K/V rows)
+  // measured 25-40% slower: it is not a default, so that a spill of the
+  // two-warpgroup tiles (the runtime skips spilling candidates) does not
+  // fall back to it.
+  for (int64_t stages : {3, 2, 1})
+    collector.consider({64, 128, 8, stages});
   return std::move(collector).take({64, 128, 8, 1});
 }
 

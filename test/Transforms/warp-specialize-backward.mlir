@@ -26,15 +26,14 @@
 // CHECK: nvgpu.tma.async.load %{{.*}}[%c64, %[[KROW]], %h, %b], %[[BARS]][%c0]
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%c1], %c32768
 // ... then the consumers' loop nest (the GQA group's query heads, then the
-// query tiles), its bounds computed once: iteration n = g x tiles + (t -
-// q_begin) fills slot n % 2 of Q and dO, each after the consumers released
-// the slot's previous tile (parity of n / 2, flipped).
+// query tiles; an inner loop's bounds cloned inside the outer one, where a
+// mask_mod may narrow them per head), counting its iterations n: iteration
+// n fills slot n % 2 of Q and dO, each after the consumers released the
+// slot's previous tile (parity of n / 2, flipped).
 // CHECK: %[[GROUP:.*]] = arith.divui
+// CHECK: %{{.*}} = scf.for %[[G:.*]] = %c0 to %[[GROUP]] step %c1 iter_args(%[[NOUT:.*]] = %c0) -> (index) {
 // CHECK: %[[QBEGIN:.*]], %[[QEND:.*]] = fa.q_tile_range
-// CHECK: scf.for %[[G:.*]] = %c0 to %[[GROUP]] step %c1 {
-// CHECK-NEXT: scf.for %[[T:.*]] = %[[QBEGIN]] to %[[QEND]] step %c1 {
-// CHECK: %[[TILES:.*]] = arith.subi %[[QEND]], %[[QBEGIN]]
-// CHECK: %[[N:.*]] = arith.addi
+// CHECK-NEXT: %[[INNER:.*]] = scf.for %[[T:.*]] = %[[QBEGIN]] to %[[QEND]] step %c1 iter_args(%[[N:.*]] = %[[NOUT]]) -> (index) {
 // CHECK: %[[SLOT:.*]] = arith.remui %[[N]], %c2
 // CHECK: %[[FREED:.*]] = arith.xori
 // CHECK: %[[QEMPTY:.*]] = arith.addi %[[SLOT]], %c6
@@ -47,6 +46,9 @@
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[DOEMPTY]]], %[[FREED]]
 // CHECK: %[[DOFULL:.*]] = arith.addi %[[SLOT]], %c4
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%[[DOFULL]]], %c16384
+// CHECK: %[[NEXT:.*]] = arith.addi %[[N]], %c1
+// CHECK-NEXT: scf.yield %[[NEXT]] : index
+// CHECK: scf.yield %[[INNER]] : index
 // CHECK: } else {
 // Consumers: take the registers; wait for K and V before the loops; in each
 // iteration wait for Q just before S = Q K^T and for dO just before
@@ -55,11 +57,12 @@
 // CHECK-NEXT: nvvm.setmaxregister increase 240
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%c0], %false
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%{{.*}}], %false
-// CHECK: scf.for
-// CHECK: scf.for
+// The consumers' loops carry the count beside dK and dV.
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CNOUT:.*]] = %c0)
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CN:.*]] = %[[CNOUT]])
 // CHECK: fa.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32
 // CHECK: fa.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32
-// CHECK: %[[CSLOT:.*]] = arith.remui %{{.*}}, %c2
+// CHECK: %[[CSLOT:.*]] = arith.remui %[[CN]], %c2
 // CHECK: %[[CQFULL:.*]] = arith.addi %[[CSLOT]], %c2
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CQFULL]]]
 // CHECK: %[[Q:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<2x64x64xbf16, #gpu.address_space<workgroup>> to tensor<64x128xbf16, #fa.swizzled_shared<bytes = 128>>

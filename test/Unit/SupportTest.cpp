@@ -572,16 +572,15 @@ TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
   spec.dtype = fa::ElementType::bf16;
   spec.strategy = fa::Strategy::wgmma;
   EXPECT_EQ(spec.validate(), "");
-  // One Q/dO stage first at D = 128, two at D = 64; never one warpgroup.
+  // Three Q/dO stages first, then two and one; never one warpgroup.
   fa::KernelSpec defaults = spec.withDefaults();
-  EXPECT_EQ(defaults.kernelName(), "fa_bwd_d128_bf16_full_64x128_w8_s1_wgmma");
+  EXPECT_EQ(defaults.kernelName(), "fa_bwd_d128_bf16_full_64x128_w8_s3_wgmma");
   spec.headDim = 64;
-  EXPECT_EQ(spec.withDefaults().kernelName(),
-            "fa_bwd_d64_bf16_full_64x128_w8_s2_wgmma");
   std::vector<std::string> names;
   for (const fa::KernelSpec &c : spec.defaultCandidates(0))
     names.push_back(c.kernelName());
   EXPECT_EQ(names, (std::vector<std::string>{
+                       "fa_bwd_d64_bf16_full_64x128_w8_s3_wgmma",
                        "fa_bwd_d64_bf16_full_64x128_w8_s2_wgmma",
                        "fa_bwd_d64_bf16_full_64x128_w8_s1_wgmma"}));
   spec.headDim = 96;
