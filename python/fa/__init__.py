@@ -284,6 +284,28 @@ def _check_inputs(where, tensors):
                         "float16 or bfloat16")
 
 
+def _check_lse(where, lse, q):
+    """The forward's LSE as the backward reads it: a float32 CUDA tensor
+    on q's device, [B, H, S] like q's first three dimensions (the C ABI's
+    descriptor carries no dtype: a float64 or float16 LSE would be read as
+    float32 bits)."""
+    torch = _torch
+    if not isinstance(lse, torch.Tensor):
+        raise TypeError(f"{where}: lse must be a torch.Tensor, got "
+                        f"{type(lse).__name__}")
+    if not lse.is_cuda:
+        raise ValueError(f"{where}: lse must be a CUDA tensor")
+    if lse.device != q.device:
+        raise ValueError(f"{where}: lse is on {lse.device}, q on {q.device}")
+    if lse.dtype != torch.float32:
+        raise TypeError(f"{where}: lse is {lse.dtype}; expected torch.float32 "
+                        "(as fa.attention(..., return_lse=True) returns it)")
+    if tuple(lse.shape) != tuple(q.shape[:3]):
+        raise ValueError(f"{where}: lse must be [B, H, S] = "
+                         f"{list(q.shape[:3])} (q's first three dimensions), "
+                         f"got {list(lse.shape)}")
+
+
 _FLOAT32_MIN = 1.1754943508222875e-38  # smallest normal float32
 
 
@@ -484,6 +506,7 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
+    _check_lse("fa.attention_backward", lse, q)
     scale = _check_scale("fa.attention_backward", scale)
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
               _integer("num_warps", num_warps),

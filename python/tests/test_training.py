@@ -161,6 +161,24 @@ class BackwardTest(unittest.TestCase):
             fa.attention_backward(grad_output, q, k, v, o, lse,
                                   strategy="tcgen05")
 
+    def test_backward_checks_lse(self):
+        # The LSE is read as float32 [B, H, S] on q's device: anything else
+        # is refused by name (not read as other bits or past its end).
+        q, k, v = (torch.randn(1, 2, 50, 64, device="cuda") for _ in range(3))
+        grad_output = torch.randn_like(q)
+        o, lse = fa.attention(q, k, v, return_lse=True)
+        bad = [(TypeError, "lse is torch.float64; expected torch.float32",
+                lse.double()),
+               (TypeError, "lse is torch.float16", lse.half()),
+               (ValueError, "lse must be a CUDA tensor", lse.cpu()),
+               (TypeError, "lse must be a torch.Tensor, got list",
+                lse.tolist()),
+               (ValueError, r"lse must be \[B, H, S\] = \[1, 2, 50\]",
+                lse[:, :, :49])]
+        for error, message, wrong in bad:
+            with self.assertRaisesRegex(error, message):
+                fa.attention_backward(grad_output, q, k, v, o, wrong)
+
     def test_deterministic_is_bitwise_reproducible(self):
         for dtype in (torch.float32, torch.bfloat16):
             q = torch.randn(2, 8, 700, 64, device="cuda", dtype=dtype)
