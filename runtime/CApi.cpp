@@ -1,5 +1,6 @@
 //===- CApi.cpp - C ABI of the fa attention runtime -----------------*- C++ -*-===//
 #include "runtime/fa_runtime.h"
+#include "runtime/CRequest.h"
 #include "runtime/Runtime.h"
 #include "lib/Strategy/Registry.h"
 
@@ -37,85 +38,6 @@ fa_status toStatus(const fa::Result &result) {
 
 fa_status invalid(const char *message) {
   return toStatus({fa::Status::invalidArgument, message});
-}
-
-/// Fills `spec` from a C call's arguments; returns "" or why they are not
-/// a spec. C callers can pass any integer, so codes and flags are checked
-/// by value (a flag is 0 or 1, never "nonzero"); the rest is
-/// KernelSpec::validate's, shared with Python and fa-compile.
-std::string makeSpec(int64_t headDim, int dtype, int causal, double scale,
-                     const fa_kernel_config *config, fa::KernelSpec &spec) {
-  spec.headDim = headDim;
-  switch (dtype) {
-  case FA_F32:
-    spec.dtype = fa::ElementType::f32;
-    break;
-  case FA_F16:
-    spec.dtype = fa::ElementType::f16;
-    break;
-  case FA_BF16:
-    spec.dtype = fa::ElementType::bf16;
-    break;
-  default:
-    return "dtype must be FA_F32 (0), FA_F16 (1) or FA_BF16 (2), got " +
-           std::to_string(dtype);
-  }
-  auto flag = [](const char *name, int value, bool &out) -> std::string {
-    if (value != 0 && value != 1)
-      return std::string(name) + " must be 0 or 1, got " +
-             std::to_string(value);
-    out = value == 1;
-    return "";
-  };
-  if (std::string error = flag("causal", causal, spec.causal); !error.empty())
-    return error;
-  // 0 selects the default 1/sqrt(head-dim); anything else is validated.
-  spec.scale = scale;
-  spec.blockM = config ? config->block_m : 0;
-  spec.blockN = config ? config->block_n : 0;
-  spec.numWarps = config ? config->num_warps : 0;
-  spec.stages = config ? config->stages : 0;
-  spec.arch = config && config->arch ? config->arch : "";
-  spec.scoreMod = config && config->score_mod ? config->score_mod : "";
-  spec.maskMod = config && config->mask_mod ? config->mask_mod : "";
-  if (config) {
-    if (std::string error = flag("backward", config->backward, spec.backward);
-        !error.empty())
-      return error;
-    if (std::string error =
-            flag("deterministic", config->deterministic, spec.deterministic);
-        !error.empty())
-      return error;
-  }
-  int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
-  if (strategy == FA_STRATEGY_AUTO) {
-    spec.strategy = fa::Strategy::automatic;
-  } else if (const fa::StrategyModel *model =
-                 fa::lookupStrategyCode(strategy)) {
-    spec.strategy = model->kind;
-  } else {
-    // Every code, in order: FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT (1), ...
-    std::vector<std::pair<int, std::string>> codes = {{FA_STRATEGY_AUTO,
-                                                       "AUTO"}};
-    for (const fa::StrategyModel *model : fa::registeredStrategies())
-      codes.push_back({model->abiCode, llvm::StringRef(model->name).upper()});
-    llvm::sort(codes);
-    std::string list;
-    for (size_t i = 0; i < codes.size(); ++i)
-      list += std::string(i == 0 ? "" : i + 1 == codes.size() ? " or " : ", ") +
-              "FA_STRATEGY_" + codes[i].second + " (" +
-              std::to_string(codes[i].first) + ")";
-    return "strategy must be " + list + ", got " + std::to_string(strategy);
-  }
-  return "";
-}
-
-fa::TensorArg toArg(const fa_tensor &t) {
-  fa::TensorArg arg;
-  arg.data = t.data;
-  std::memcpy(arg.sizes, t.sizes, sizeof(arg.sizes));
-  std::memcpy(arg.strides, t.strides, sizeof(arg.strides));
-  return arg;
 }
 
 void copyName(char *dest, size_t size, const std::string &text) {
@@ -164,7 +86,7 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
   if (!runtime)
     return invalid("runtime is a null pointer");
   fa::KernelSpec spec;
-  if (std::string error = makeSpec(headDim, dtype, causal, scale, config, spec);
+  if (std::string error = fa::specFromC(headDim, dtype, causal, scale, config, spec);
       !error.empty())
     return invalid(error.c_str());
   int64_t length = config ? config->sequence_length : 0;
@@ -206,15 +128,15 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
     return invalid("a tensor descriptor is a null pointer");
   fa::KernelSpec spec;
   if (std::string error =
-          makeSpec(q->sizes[3], dtype, causal, scale, config, spec);
+          fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
       !error.empty())
     return invalid(error.c_str());
   fa::AttentionArgs args;
-  args.q = toArg(*q);
-  args.k = toArg(*k);
-  args.v = toArg(*v);
-  args.o = toArg(*o);
-  args.lse = toArg(*lse);
+  args.q = fa::tensorFromC(*q);
+  args.k = fa::tensorFromC(*k);
+  args.v = fa::tensorFromC(*v);
+  args.o = fa::tensorFromC(*o);
+  args.lse = fa::tensorFromC(*lse);
   args.stream = stream;
   return toStatus(runtime->runtime->forward(spec, args));
 }
@@ -232,19 +154,19 @@ fa_status fa_attention_backward(
     return invalid("a tensor descriptor is a null pointer");
   fa::KernelSpec spec;
   if (std::string error =
-          makeSpec(q->sizes[3], dtype, causal, scale, config, spec);
+          fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
       !error.empty())
     return invalid(error.c_str());
   fa::AttentionBackwardArgs args;
-  args.q = toArg(*q);
-  args.k = toArg(*k);
-  args.v = toArg(*v);
-  args.o = toArg(*o);
-  args.gradOutput = toArg(*gradOutput);
-  args.lse = toArg(*lse);
-  args.gradQuery = toArg(*gradQuery);
-  args.gradKey = toArg(*gradKey);
-  args.gradValue = toArg(*gradValue);
+  args.q = fa::tensorFromC(*q);
+  args.k = fa::tensorFromC(*k);
+  args.v = fa::tensorFromC(*v);
+  args.o = fa::tensorFromC(*o);
+  args.gradOutput = fa::tensorFromC(*gradOutput);
+  args.lse = fa::tensorFromC(*lse);
+  args.gradQuery = fa::tensorFromC(*gradQuery);
+  args.gradKey = fa::tensorFromC(*gradKey);
+  args.gradValue = fa::tensorFromC(*gradValue);
   args.stream = stream;
   return toStatus(runtime->runtime->backward(spec, args));
 }

@@ -1,0 +1,86 @@
+//===- CRequest.cpp - A C ABI call's arguments as a kernel spec -*- C++ -*-===//
+#include "runtime/CRequest.h"
+#include "lib/Strategy/Registry.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+std::string fa::specFromC(int64_t headDim, int dtype, int causal,
+                          double scale, const fa_kernel_config *config,
+                          KernelSpec &spec) {
+  spec.headDim = headDim;
+  switch (dtype) {
+  case FA_F32:
+    spec.dtype = ElementType::f32;
+    break;
+  case FA_F16:
+    spec.dtype = ElementType::f16;
+    break;
+  case FA_BF16:
+    spec.dtype = ElementType::bf16;
+    break;
+  default:
+    return "dtype must be FA_F32 (0), FA_F16 (1) or FA_BF16 (2), got " +
+           std::to_string(dtype);
+  }
+  auto flag = [](const char *name, int value, bool &out) -> std::string {
+    if (value != 0 && value != 1)
+      return std::string(name) + " must be 0 or 1, got " +
+             std::to_string(value);
+    out = value == 1;
+    return "";
+  };
+  if (std::string error = flag("causal", causal, spec.causal); !error.empty())
+    return error;
+  // 0 selects the default 1/sqrt(head-dim); anything else is validated.
+  spec.scale = scale;
+  spec.blockM = config ? config->block_m : 0;
+  spec.blockN = config ? config->block_n : 0;
+  spec.numWarps = config ? config->num_warps : 0;
+  spec.stages = config ? config->stages : 0;
+  spec.arch = config && config->arch ? config->arch : "";
+  spec.scoreMod = config && config->score_mod ? config->score_mod : "";
+  spec.maskMod = config && config->mask_mod ? config->mask_mod : "";
+  if (config) {
+    if (std::string error = flag("backward", config->backward, spec.backward);
+        !error.empty())
+      return error;
+    if (std::string error =
+            flag("deterministic", config->deterministic, spec.deterministic);
+        !error.empty())
+      return error;
+  }
+  int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
+  if (strategy == FA_STRATEGY_AUTO) {
+    spec.strategy = Strategy::automatic;
+  } else if (const StrategyModel *model =
+                 lookupStrategyCode(strategy)) {
+    spec.strategy = model->kind;
+  } else {
+    // Every code, in order: FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT (1), ...
+    std::vector<std::pair<int, std::string>> codes = {{FA_STRATEGY_AUTO,
+                                                       "AUTO"}};
+    for (const StrategyModel *model : registeredStrategies())
+      codes.push_back({model->abiCode, llvm::StringRef(model->name).upper()});
+    llvm::sort(codes);
+    std::string list;
+    for (size_t i = 0; i < codes.size(); ++i)
+      list += std::string(i == 0 ? "" : i + 1 == codes.size() ? " or " : ", ") +
+              "FA_STRATEGY_" + codes[i].second + " (" +
+              std::to_string(codes[i].first) + ")";
+    return "strategy must be " + list + ", got " + std::to_string(strategy);
+  }
+  return "";
+}
+
+fa::TensorArg fa::tensorFromC(const fa_tensor &t) {
+  TensorArg arg;
+  arg.data = t.data;
+  std::memcpy(arg.sizes, t.sizes, sizeof(arg.sizes));
+  std::memcpy(arg.strides, t.strides, sizeof(arg.strides));
+  return arg;
+}

@@ -1,0 +1,34 @@
+//===- CRequest.h - A C ABI call's arguments as a kernel spec ---*- C++ -*-===//
+//
+// The C ABI's request path up to the runtime: the codes, flags and config
+// of a call become a KernelSpec, its descriptors TensorArgs. CApi.cpp calls
+// these; the fa-fuzz-request target drives them (and the checks behind
+// them) with arbitrary values.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_RUNTIME_CREQUEST_H
+#define FA_RUNTIME_CREQUEST_H
+
+#include "lib/KernelSpec.h"
+#include "runtime/Runtime.h"
+#include "runtime/fa_runtime.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fa {
+
+/// Fills `spec` from a C call's arguments; returns "" or why they are not
+/// a spec. C callers can pass any integer, so codes and flags are checked
+/// by value (a flag is 0 or 1, never "nonzero"); the rest is
+/// KernelSpec::validate's, shared with Python and fa-compile.
+std::string specFromC(int64_t headDim, int dtype, int causal, double scale,
+                      const fa_kernel_config *config, KernelSpec &spec);
+
+/// A C tensor descriptor as the runtime takes it (its values unchecked:
+/// the argument checks judge them).
+TensorArg tensorFromC(const fa_tensor &t);
+
+} // namespace fa
+
+#endif // FA_RUNTIME_CREQUEST_H

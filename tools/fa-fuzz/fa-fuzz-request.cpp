@@ -1,0 +1,129 @@
+//===- fa-fuzz-request.cpp - libFuzzer target: the C ABI's request path ---===//
+//
+// What a C caller hands the runtime before anything is compiled or
+// launched, with arbitrary values: the codes, flags, scale and config of a
+// call (specFromC), the spec's validation and defaults (validate,
+// withDefaults for the length bucket, defaultCandidates, the kernel name,
+// the cache key text, the request key), and the tensor descriptors'
+// argument checks against the spec that would run (checkAttentionArgs,
+// checkAttentionBackwardArgs). The same order as Runtime::runRequest.
+// Any input must end in a clean accept or reject: no crash, no sanitizer
+// report (signed overflow included), no unbounded work. No GPU and no
+// compiler are needed, so runs are fast. Seeds: none needed (the provider
+// reads zeros past the input's end: a default request).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/KernelSpec.h"
+#include "runtime/ArgumentChecks.h"
+#include "runtime/Autotune.h"
+#include "runtime/CRequest.h"
+#include "runtime/ResolvedRequest.h"
+
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace {
+
+/// An integer that is often small and sometimes anything: sizes, strides,
+/// tiles and codes near their limits are where the bugs are.
+int64_t pickInteger(FuzzedDataProvider &in) {
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
+  case 0:
+    return in.ConsumeIntegralInRange<int64_t>(-4, 300);
+  case 1:
+    return int64_t(1) << in.ConsumeIntegralInRange<int>(0, 62);
+  case 2:
+    return in.ConsumeIntegralInRange<int64_t>(0, 1 << 20);
+  default:
+    return in.ConsumeIntegral<int64_t>();
+  }
+}
+
+fa_tensor pickTensor(FuzzedDataProvider &in) {
+  fa_tensor t;
+  // Addresses anywhere, aligned or not (nothing is dereferenced).
+  t.data = reinterpret_cast<const void *>(
+      in.ConsumeBool() ? uintptr_t(in.ConsumeIntegral<uint16_t>()) << 32
+                       : in.ConsumeIntegral<uintptr_t>());
+  for (int d = 0; d < 4; ++d)
+    t.sizes[d] = pickInteger(in);
+  for (int d = 0; d < 4; ++d)
+    t.strides[d] = pickInteger(in);
+  return t;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  FuzzedDataProvider in(data, size);
+  int dtype = in.ConsumeIntegralInRange<int>(-1, 3);
+  int causal = in.ConsumeIntegralInRange<int>(-1, 2);
+  double scale = in.ConsumeBool() ? 0.0 : in.ConsumeFloatingPoint<double>();
+  std::string arch = in.ConsumeBool() ? "sm_90a"
+                     : in.ConsumeBool() ? "sm_80"
+                                        : in.ConsumeRandomLengthString(16);
+  std::string scoreMod = in.ConsumeBool() ? "" : in.ConsumeRandomLengthString(256);
+  std::string maskMod = in.ConsumeBool() ? "" : in.ConsumeRandomLengthString(256);
+  fa_kernel_config config{};
+  config.block_m = pickInteger(in);
+  config.block_n = pickInteger(in);
+  config.num_warps = pickInteger(in);
+  config.stages = pickInteger(in);
+  config.strategy = in.ConsumeIntegralInRange<int32_t>(-1, 4);
+  config.backward = in.ConsumeIntegralInRange<int32_t>(-1, 2);
+  config.deterministic = in.ConsumeIntegralInRange<int32_t>(-1, 2);
+  config.sequence_length = pickInteger(in);
+  config.arch = in.ConsumeBool() ? nullptr : arch.c_str();
+  config.score_mod = scoreMod.c_str();
+  config.mask_mod = maskMod.c_str();
+  std::array<fa_tensor, 9> tensors; // q, k, v, o, lse, do, dq, dk, dv
+  for (fa_tensor &t : tensors)
+    t = pickTensor(in);
+
+  fa::KernelSpec requested;
+  if (!fa::specFromC(tensors[0].sizes[3], dtype, causal, scale,
+                     in.ConsumeBool() ? &config : nullptr, requested)
+           .empty())
+    return 0;
+  // Runtime::runRequest: the request's key, then its first candidate for
+  // the length bucket, validated, then the arguments against it.
+  if (requested.arch.empty())
+    requested.arch = "sm_90a";
+  int64_t queryLength = tensors[0].sizes[2], keyLength = tensors[1].sizes[2];
+  int64_t bucket = requested.needsDefaults()
+                       ? fa::lengthBucket(queryLength, keyLength)
+                       : 0;
+  fa::RequestKey key(requested, bucket, /*tuned=*/false);
+  (void)key;
+  fa::KernelSpec first = requested.withDefaults(bucket);
+  if (!first.validate().empty())
+    return 0;
+  (void)first.kernelName();
+  (void)first.canonicalText();
+  for (const fa::KernelSpec &candidate :
+       requested.defaultCandidates(bucket)) {
+    (void)candidate.validate();
+    (void)candidate.kernelName();
+  }
+  if (first.backward) {
+    fa::AttentionBackwardArgs args;
+    fa::TensorArg *slots[] = {&args.q,          &args.k,         &args.v,
+                              &args.o,          &args.lse,       &args.gradOutput,
+                              &args.gradQuery,  &args.gradKey,   &args.gradValue};
+    for (size_t i = 0; i < tensors.size(); ++i)
+      *slots[i] = fa::tensorFromC(tensors[i]);
+    (void)fa::checkAttentionBackwardArgs(first, args);
+  } else {
+    fa::AttentionArgs args;
+    fa::TensorArg *slots[] = {&args.q, &args.k, &args.v, &args.o, &args.lse};
+    for (size_t i = 0; i < 5; ++i)
+      *slots[i] = fa::tensorFromC(tensors[i]);
+    (void)fa::checkAttentionArgs(first, args);
+  }
+  return 0;
+}
