@@ -2,7 +2,8 @@
 # Runs fa-fuzz (a build with -DFA_FUZZ=ON) seeded with the lit tests, each
 # split at `// -----`, plus the IR of every stage fa-compile emits. Exits
 # non-zero on a crash, a sanitizer report or a timeout (the input is left in
-# $FUZZ_DIR/crashes); then fa-fuzz-cache, the kernel cache's reader.
+# $FUZZ_DIR/crashes); then fa-fuzz-cache, the kernel cache's reader, and
+# fa-fuzz-request, the C ABI's request path.
 #   scripts/fuzz.sh BUILD_DIR [libFuzzer options...]
 #   (default options: -seed=1 -runs=3000, deterministic for CI)
 set -euo pipefail
@@ -76,5 +77,16 @@ PY
     "$BUILD/bin/fa-fuzz-cache" "$FUZZ_DIR/cache-corpus" "$FUZZ_DIR/cache-seeds" \
     -timeout=30 -max_len=65536 -rss_limit_mb=4096 \
     -artifact_prefix="$FUZZ_DIR/crashes/cache-" -print_final_stats=1 \
+    "${options[@]}"
+fi
+
+# The C ABI's request path (fa-fuzz-request): no seeds needed, the input's
+# bytes are the call's values (all zeros: a default request).
+if [ -x "$BUILD/bin/fa-fuzz-request" ]; then
+  mkdir -p "$FUZZ_DIR/request-corpus"
+  ASAN_OPTIONS=${ASAN_OPTIONS:-allow_user_poisoning=0:detect_leaks=0} \
+    "$BUILD/bin/fa-fuzz-request" "$FUZZ_DIR/request-corpus" \
+    -timeout=30 -max_len=4096 -rss_limit_mb=4096 \
+    -artifact_prefix="$FUZZ_DIR/crashes/request-" -print_final_stats=1 \
     "${options[@]}"
 fi
