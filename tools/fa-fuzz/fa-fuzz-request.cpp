@@ -44,17 +44,51 @@ int64_t pickInteger(FuzzedDataProvider &in) {
   }
 }
 
-fa_tensor pickTensor(FuzzedDataProvider &in) {
-  fa_tensor t;
-  // Addresses anywhere, aligned or not (nothing is dereferenced).
-  t.data = reinterpret_cast<const void *>(
-      in.ConsumeBool() ? uintptr_t(in.ConsumeIntegral<uint16_t>()) << 32
-                       : in.ConsumeIntegral<uintptr_t>());
-  for (int d = 0; d < 4; ++d)
-    t.sizes[d] = pickInteger(in);
-  for (int d = 0; d < 4; ++d)
-    t.strides[d] = pickInteger(in);
-  return t;
+/// Descriptors of one consistent problem (contiguous, 2^40 bytes apart,
+/// shapes that agree), then a few fields changed to anything: random
+/// descriptors alone rarely get past the first shape check.
+std::array<fa_tensor, 9> pickTensors(FuzzedDataProvider &in) {
+  static constexpr int64_t kHeadDims[] = {32, 40, 64, 96, 128, 256};
+  int64_t batch = in.ConsumeIntegralInRange<int64_t>(0, 3);
+  int64_t kvHeads = in.ConsumeIntegralInRange<int64_t>(1, 4);
+  int64_t queryHeads = kvHeads * in.ConsumeIntegralInRange<int64_t>(1, 4);
+  int64_t queryLength = in.ConsumeIntegralInRange<int64_t>(0, 300);
+  int64_t keyLength = in.ConsumeIntegralInRange<int64_t>(0, 300);
+  int64_t headDim = in.PickValueInArray(kHeadDims);
+  std::array<fa_tensor, 9> tensors; // q, k, v, o, lse, do, dq, dk, dv
+  const bool isKey[] = {false, true, true, false, false,
+                        false, false, true, true};
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    fa_tensor &t = tensors[i];
+    int64_t heads = isKey[i] ? kvHeads : queryHeads;
+    int64_t length = isKey[i] ? keyLength : queryLength;
+    int64_t columns = i == 4 ? 1 : headDim; // lse: [B, H, S] (+ 1)
+    t.data = reinterpret_cast<const void *>(uintptr_t(i + 1) << 40);
+    int64_t sizes[4] = {batch, heads, length, columns};
+    int64_t strides[4] = {heads * length * columns, length * columns, columns,
+                          1};
+    for (int d = 0; d < 4; ++d) {
+      t.sizes[d] = sizes[d];
+      t.strides[d] = strides[d];
+    }
+  }
+  for (int changes = in.ConsumeIntegralInRange<int>(0, 3); changes > 0;
+       --changes) {
+    fa_tensor &t = tensors[in.ConsumeIntegralInRange<size_t>(0, 8)];
+    int d = in.ConsumeIntegralInRange<int>(0, 3);
+    switch (in.ConsumeIntegralInRange<int>(0, 2)) {
+    case 0: // an address anywhere, aligned or not (never dereferenced)
+      t.data = reinterpret_cast<const void *>(
+          uintptr_t(t.data) + uintptr_t(pickInteger(in)));
+      break;
+    case 1:
+      t.sizes[d] = pickInteger(in);
+      break;
+    default:
+      t.strides[d] = pickInteger(in);
+    }
+  }
+  return tensors;
 }
 
 } // namespace
@@ -81,9 +115,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   config.arch = in.ConsumeBool() ? nullptr : arch.c_str();
   config.score_mod = scoreMod.c_str();
   config.mask_mod = maskMod.c_str();
-  std::array<fa_tensor, 9> tensors; // q, k, v, o, lse, do, dq, dk, dv
-  for (fa_tensor &t : tensors)
-    t = pickTensor(in);
+  std::array<fa_tensor, 9> tensors = pickTensors(in);
 
   fa::KernelSpec requested;
   if (!fa::specFromC(tensors[0].sizes[3], dtype, causal, scale,
