@@ -457,20 +457,28 @@ TEST(LaunchPlan, GridParamsAndJson) {
                          .c_str()));
 }
 
+/// A wgmma spec at D = 128 with explicit tiles on two consumer warpgroups
+/// and two stages (nothing left to the defaults).
+fa::KernelSpec wgmmaTiles(fa::ElementType dtype, int64_t blockM,
+                          int64_t blockN) {
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = dtype;
+  spec.strategy = fa::Strategy::wgmma;
+  spec.blockM = blockM;
+  spec.blockN = blockN;
+  spec.numWarps = 8;
+  spec.stages = 2;
+  return spec;
+}
+
 /// The wgmma backward's dkdv kernel is warp-specialized: tensor maps of K
 /// and V (boxes of block-n rows) and of Q and dO (block-m rows), and the
 /// producer warpgroup in its block. The delta and dq kernels (simt) take
 /// none.
 TEST(LaunchPlan, WgmmaBackwardTakesTensorMaps) {
-  fa::KernelSpec spec;
+  fa::KernelSpec spec = wgmmaTiles(fa::ElementType::bf16, 64, 128);
   spec.backward = true;
-  spec.headDim = 128;
-  spec.dtype = fa::ElementType::bf16;
-  spec.strategy = fa::Strategy::wgmma;
-  spec.blockM = 64;
-  spec.blockN = 128;
-  spec.numWarps = 8;
-  spec.stages = 2;
   llvm::Expected<mlir::fa::CompiledKernel> kernel =
       mlir::fa::compileKernel(spec, /*assemble=*/false);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
@@ -498,14 +506,7 @@ TEST(LaunchPlan, WgmmaBackwardTakesTensorMaps) {
 /// K, V, boxes of block-m / block-n rows by 64 columns) and a block with
 /// the producer warpgroup.
 TEST(LaunchPlan, WgmmaKernelsTakeTensorMaps) {
-  fa::KernelSpec spec;
-  spec.headDim = 128;
-  spec.dtype = fa::ElementType::f16;
-  spec.strategy = fa::Strategy::wgmma;
-  spec.blockM = 128;
-  spec.blockN = 64;
-  spec.numWarps = 8;
-  spec.stages = 2;
+  fa::KernelSpec spec = wgmmaTiles(fa::ElementType::f16, 128, 64);
   llvm::Expected<mlir::fa::CompiledKernel> kernel =
       mlir::fa::compileKernel(spec, /*assemble=*/false);
   ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
