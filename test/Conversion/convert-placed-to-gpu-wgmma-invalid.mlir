@@ -30,3 +30,20 @@ func.func @transposed_register_lhs(%v: memref<?x?x?x64xf16>, %n: index) {
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 9216, stages = 1, registers = 64>}
   return
 }
+
+// -----
+
+// fa-warp-specialize adds a program's tensor maps as the function's first
+// parameters; a kernel is outlined without its siblings' maps, so another
+// program reading one would read a parameter its kernel does not have.
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @sibling_tensor_map(%map: !llvm.ptr, %q: memref<?x?x?x64xf16>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @+1 {{uses the tensor map of another program}}
+    %stolen = builtin.unrealized_conversion_cast %map : !llvm.ptr to i64
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 0, stages = 1, registers = 64>, program = "delta"}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %k = fa.load_tile %q[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 384, shared_bytes = 8192, stages = 1, registers = 240, producer_warps = 4>, fa.tensor_maps = [{arg = 0 : i64, box_cols = 64 : i64, box_rows = 64 : i64, tensor = "k"}], program = "dkdv"}
+  return
+}

@@ -1,0 +1,67 @@
+// RUN: fa-opt %s --split-input-file --fa-warp-specialize --verify-diagnostics
+
+// The backward's dkdv program is split by the operands fa-tile-backward
+// gives it: K and V (arguments 1, 2) loaded once, Q and dO (arguments 0, 4)
+// streamed. Here Q is loaded once and K streamed: the producer would copy
+// the wrong tensors once.
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @dkdv_q_resident(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                           %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{warp specialization of a dkdv program expects K and V (arguments 1, 2) loaded once in the program, Q and dO (arguments 0, 4) streamed in one loop body}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %qt = fa.load_tile %q[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %vt = fa.load_tile %v[%b, %h, %t] {fa.shared_offset = 8192 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    scf.for %i = %c0 to %n step %c1 {
+      %kt = fa.load_tile %k[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 16384 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+      %dot = fa.load_tile %do[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 32768 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+      %s = fa.tile_matmul %qt, %kt {transpose_rhs} : tensor<64x64xf16, #sw>, tensor<64x64xf16, #sw> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+      %dp = fa.tile_matmul %dot, %vt {transpose_rhs} : tensor<64x64xf16, #sw>, tensor<64x64xf16, #sw> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+    }
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 49152, stages = 2, registers = 200>, program = "dkdv"}
+  return
+}
+
+// -----
+
+// Both roles count the iterations of the loops around the streamed loads;
+// a loop that is not an scf.for (or a conditional) has no count to carry.
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @dkdv_streamed_under_if(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                                  %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %n: index, %c: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %kt = fa.load_tile %k[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %vt = fa.load_tile %v[%b, %h, %t] {fa.shared_offset = 8192 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    scf.for %i = %c0 to %n step %c1 {
+      // expected-error @+1 {{warp specialization of a dkdv program expects only scf.for loops around the streamed Q and dO loads}}
+      scf.if %c {
+        %qt = fa.load_tile %q[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 16384 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+        %dot = fa.load_tile %do[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 32768 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+        %s = fa.tile_matmul %qt, %kt {transpose_rhs} : tensor<64x64xf16, #sw>, tensor<64x64xf16, #sw> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+        %dp = fa.tile_matmul %dot, %vt {transpose_rhs} : tensor<64x64xf16, #sw>, tensor<64x64xf16, #sw> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+      }
+    }
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 49152, stages = 2, registers = 200>, program = "dkdv"}
+  return
+}
+
+// -----
+
+// Q and dO loaded once, not in a loop: nothing to stream.
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @dkdv_nothing_streamed(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                                 %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %n: index) {
+  // expected-error @+1 {{warp specialization of a dkdv program expects Q and dO loaded in a loop}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %kt = fa.load_tile %k[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %vt = fa.load_tile %v[%b, %h, %t] {fa.shared_offset = 8192 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %qt = fa.load_tile %q[%b, %h, %t] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 16384 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %dot = fa.load_tile %do[%b, %h, %t] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 32768 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %s = fa.tile_matmul %qt, %kt {transpose_rhs} : tensor<64x64xf16, #sw>, tensor<64x64xf16, #sw> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+    %dp = fa.tile_matmul %dot, %vt {transpose_rhs} : tensor<64x64xf16, #sw>, tensor<64x64xf16, #sw> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 49152, stages = 2, registers = 200>, program = "dkdv"}
+  return
+}
