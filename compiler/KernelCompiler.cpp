@@ -306,7 +306,7 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
         auto dict = cast<DictionaryAttr>(map); // checked by the dialect
         StringRef tensor = dict.getAs<StringAttr>("tensor").getValue();
         ::fa::LaunchPlan::TensorMap m;
-        // "q" | "k" | "v" | "do": checked by the dialect.
+        // "q" | "k" | "v" | "do" | "dq_accum": checked by the dialect.
         m.operand = *::fa::LaunchPlan::operandNamed(tensor);
         m.boxRows = dict.getAs<IntegerAttr>("box_rows").getInt();
         m.boxCols = dict.getAs<IntegerAttr>("box_cols").getInt();

@@ -223,6 +223,30 @@ def FAWgmmaPipeline : Pass<"fa-wgmma-pipeline", "::mlir::func::FuncOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def FATmaReduce : Pass<"fa-tma-reduce", "::mlir::func::FuncOp"> {
+  let summary = "Add staged f32 tiles to global memory with the TMA engine";
+  let description = [{
+    An `fa.accumulate_tile` whose tile the placement staged in 128-byte-
+    swizzled shared memory (the wgmma backward's dQ part, `fa.convert_layout`
+    with a shared offset) becomes one bulk reduction of the TMA engine per 32
+    f32 columns (`nvvm.cp.async.bulk.tensor.reduce` add, committed as one
+    group), issued by the program's first thread after the staging's
+    barrier; that thread waits for the previous group to have read the
+    buffer before the tile is written again, and for every group to finish
+    after the loops. The kernel gains a tensor map parameter for the
+    destination (`dq_accum` in `fa.tensor_maps`, after the maps already
+    there). Run after fa-warp-specialize.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
   let summary = "Split a wgmma program into a TMA producer and MMA consumers";
   let description = [{

@@ -426,8 +426,8 @@ LogicalResult SwizzledSharedEncodingAttr::verify(
 LogicalResult SwizzledSharedEncodingAttr::verifyEncoding(
     ArrayRef<int64_t> shape, Type elementType,
     function_ref<InFlightDiagnostic()> emitError) const {
-  if (!elementType.isF16() && !elementType.isBF16())
-    return emitError() << "#fa.swizzled_shared holds f16 or bf16, got "
+  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32())
+    return emitError() << "#fa.swizzled_shared holds f16, bf16 or f32, got "
                        << elementType;
   if (shape.size() != 2)
     return emitError() << "#fa.swizzled_shared tiles are 2-d, got rank "
@@ -496,10 +496,11 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 /// A TMA box (fa.tensor_maps): at most 256 rows (the hardware's box limit)
-/// of 64 16-bit columns (the 128-byte swizzle span the runtime encodes; its
-/// launch plans hold the same limits, lib/LaunchPlan.cpp).
+/// of 128 bytes (the swizzle span the runtime encodes): 64 columns of the
+/// 16-bit inputs, 32 of the f32 dQ accumulator. The launch plans hold the
+/// same limits (lib/LaunchPlan.cpp).
 static constexpr int64_t kMaxTensorMapBoxRows = 256;
-static constexpr int64_t kMaxTensorMapBoxCols = 64;
+static constexpr int64_t kTensorMapBoxBytes = 128;
 
 LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                                   NamedAttribute attribute) {
@@ -543,8 +544,8 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
       return op->emitOpError()
              << "'" << name
              << "' must be an array of {arg, tensor = \"q\" | \"k\" | "
-                "\"v\" | \"do\", box_rows, box_cols} with positive sizes, "
-                "got "
+                "\"v\" | \"do\" | \"dq_accum\", box_rows, box_cols} with "
+                "positive sizes, got "
              << value;
     };
     if (!maps)
@@ -560,19 +561,22 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
       auto rows = dict.getAs<IntegerAttr>("box_rows");
       auto cols = dict.getAs<IntegerAttr>("box_cols");
       if (!arg || arg.getInt() < 0 || !tensor ||
-          !llvm::is_contained({"q", "k", "v", "do"}, tensor.getValue()) ||
+          !llvm::is_contained({"q", "k", "v", "do", "dq_accum"},
+                              tensor.getValue()) ||
           !rows || rows.getInt() < 1 || !cols || cols.getInt() < 1)
         return bad();
-      // The runtime encodes each map once, with the 128-byte swizzle of
-      // 16-bit elements: a TMA box is at most 256 rows of 64 columns.
-      if (rows.getInt() > kMaxTensorMapBoxRows ||
-          cols.getInt() > kMaxTensorMapBoxCols)
+      // The runtime encodes each map once, with the 128-byte swizzle: a TMA
+      // box is at most 256 rows of 128 bytes.
+      bool isF32 = tensor.getValue() == "dq_accum";
+      int64_t maxCols = kTensorMapBoxBytes / (isF32 ? 4 : 2);
+      if (rows.getInt() > kMaxTensorMapBoxRows || cols.getInt() > maxCols)
         return op->emitOpError()
                << "'" << name << "' box of " << tensor << " is "
                << rows.getInt() << " x " << cols.getInt()
                << ": a TMA box has at most " << kMaxTensorMapBoxRows
-               << " rows of " << kMaxTensorMapBoxCols
-               << " columns (128 bytes of 16-bit elements, the swizzle span)";
+               << " rows of " << maxCols << " columns (128 bytes of "
+               << (isF32 ? "f32" : "16-bit")
+               << " elements, the swizzle span)";
       if (!args.insert(arg.getInt()).second)
         return op->emitOpError()
                << "'" << name << "' names kernel parameter " << arg.getInt()

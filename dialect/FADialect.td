@@ -368,13 +368,14 @@ def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding"
     [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
      DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "swizzled_shared";
-  let summary = "a 16-bit tile in shared memory in the 128-byte swizzle";
+  let summary = "a tile in shared memory in the 128-byte swizzle";
   let description = [{
     The layout Hopper's wgmma descriptors (and the TMA engine) read with the
-    128-byte swizzle: the tile's columns are cut into blocks of 64 elements
-    (128 bytes); block `b` of an `R x C` tile is a region of `R` rows of 128
-    bytes, stored after block `b - 1`. In row `r`, the 16-byte chunk `c`
-    (elements `8c .. 8c + 7` of the block) is stored at chunk `c ^ (r % 8)`:
+    128-byte swizzle: the tile's columns are cut into blocks of 128 bytes
+    (64 16-bit elements, 32 f32); block `b` of an `R x C` tile is a region
+    of `R` rows of 128 bytes, stored after block `b - 1`. In row `r`, the
+    16-byte chunk `c` of the block (elements `8c .. 8c + 7` of 16 bits,
+    `4c .. 4c + 3` of f32) is stored at chunk `c ^ (r % 8)`:
 
     ```
     chunk stored at:  c0 c1 c2 c3 c4 c5 c6 c7
@@ -389,8 +390,12 @@ def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding"
     16-byte cp.async per lane of 8 lanes) touches in one chunk column fall
     into 8 different bank groups. Tiles start on 1024-byte boundaries.
 
+    16-bit tiles are wgmma's operands; f32 tiles are staged for the TMA
+    engine's reductions (the backward's dQ part).
+
     ```mlir
     tensor<128x128xf16, #fa.swizzled_shared<bytes = 128>>  // 2 blocks of 16 KiB
+    tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>   // 4 blocks of 8 KiB
     ```
   }];
   let parameters = (ins "int64_t":$bytes);

@@ -27,7 +27,12 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
 
 bool LaunchPlan::readByTensorMap(Operand operand) {
   return operand == Operand::query || operand == Operand::key ||
-         operand == Operand::value || operand == Operand::gradOutput;
+         operand == Operand::value || operand == Operand::gradOutput ||
+         operand == Operand::dqAccum;
+}
+
+int64_t LaunchPlan::tensorMapElementBytes(Operand operand) {
+  return operand == Operand::dqAccum ? 4 : 2;
 }
 
 std::optional<LaunchPlan::Operand>
@@ -165,10 +170,11 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
           parseName<Operand>(kOperandNames, map->getString("operand"));
       std::optional<int64_t> rows = map->getInteger("box_rows");
       std::optional<int64_t> cols = map->getInteger("box_cols");
-      // TMA boxes: at most 256 rows of 64 16-bit columns (the runtime's
-      // 128-byte swizzle).
+      // TMA boxes: at most 256 rows of 128 bytes (the runtime's 128-byte
+      // swizzle).
       if (!operand || !readByTensorMap(*operand) || !rows || *rows < 1 ||
-          *rows > 256 || !cols || *cols < 1 || *cols > 64)
+          *rows > 256 || !cols || *cols < 1 ||
+          *cols * tensorMapElementBytes(*operand) > 128)
         return std::nullopt;
       plan.tensorMaps.push_back({*operand, *rows, *cols});
     }

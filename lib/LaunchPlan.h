@@ -57,15 +57,20 @@ struct LaunchPlan {
   };
 
   /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
-  /// input with 16-bit elements, read in boxes of `boxRows` x `boxCols`
-  /// elements with the 128-byte swizzle and zero fill past the tensor.
+  /// tensor, copied in boxes of `boxRows` x `boxCols` elements with the
+  /// 128-byte swizzle: an input read with zero fill past its end, or the
+  /// dQ accumulator that the dkdv kernel adds to (elements past the end are
+  /// left alone).
   struct TensorMap {
     Operand operand = Operand::query;
     int64_t boxRows = 0, boxCols = 0;
   };
-  /// The operands a tensor map can read: the 16-bit [B, H, S, D] inputs
-  /// (Q, K, V; dO in the backward).
+  /// The operands a tensor map can name: the 16-bit [B, H, S, D] inputs
+  /// (Q, K, V; dO in the backward) and the f32 dQ accumulator.
   static bool readByTensorMap(Operand operand);
+  /// Bytes of one element of a tensor-map operand (4 for the dQ
+  /// accumulator, else 2): a box row is at most 128 bytes of them.
+  static int64_t tensorMapElementBytes(Operand operand);
   /// The operand of a name ("q", "k", "v", "o", "lse", "do", ...), as
   /// fa.tensor_maps and the stored plans spell them.
   static std::optional<Operand> operandNamed(llvm::StringRef name);

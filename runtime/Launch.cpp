@@ -135,7 +135,8 @@ Result Runtime::Impl::launchAll(
     }
     // TMA tensor maps (the wgmma strategy's warp-specialized kernels) come
     // first, by value: [B, H, S, D] as dims (D, S, H, B) innermost first,
-    // boxes of the plan's size, the 128-byte swizzle, zeros past the end.
+    // boxes of the plan's size, the 128-byte swizzle, zeros past the end
+    // (the inputs in the request's 16-bit type, the dQ accumulator f32).
     // (CUtensorMap is declared over-aligned; the vector honours it.)
     std::vector<CUtensorMap> maps(plan.tensorMaps.size());
     for (size_t i = 0; i < plan.tensorMaps.size(); ++i) {
@@ -144,7 +145,11 @@ Result Runtime::Impl::launchAll(
       std::memset(&maps[i], 0, sizeof(maps[i]));
       if (numElements(t, 4) == 0)
         continue; // no tile of it is ever loaded
-      const int64_t elementBytes = 2;
+      const int64_t elementBytes = LaunchPlan::tensorMapElementBytes(m.operand);
+      CUtensorMapDataType elementType =
+          elementBytes == 4               ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+          : dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
       cuuint64_t dims[4] = {cuuint64_t(t.sizes[3]), cuuint64_t(t.sizes[2]),
                             cuuint64_t(t.sizes[1]), cuuint64_t(t.sizes[0])};
       // Byte strides of S, H, B; a dimension of size 1 is never stepped, so
@@ -160,10 +165,7 @@ Result Runtime::Impl::launchAll(
       cuuint32_t box[4] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1};
       cuuint32_t elementStrides[4] = {1, 1, 1, 1};
       CUresult status = driver->cuTensorMapEncodeTiled(
-          &maps[i],
-          dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                     : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-          4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
+          &maps[i], elementType, 4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
           CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);

@@ -12,6 +12,10 @@
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
+#   FA_GPU_TEST_SHARDS, FA_GPU_TEST_SHARD  run only shard SHARD (0-based) of
+#                        SHARDS of the tests step (gtest's sharding: the full
+#                        suite takes close to one device call's 10 minutes,
+#                        so run it as e.g. 3 calls with SHARD = 0, 1, 2)
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
 #   FA_BENCH_BACKWARD_ARGS  extra arguments of bench/bench_backward.py
 set -uo pipefail
@@ -44,8 +48,13 @@ steps=${*:-all}
 for step in $steps; do
   case $step in
   tests | all)
+    if [ -n "${FA_GPU_TEST_SHARDS:-}" ]; then
+      export GTEST_TOTAL_SHARDS=$FA_GPU_TEST_SHARDS
+      export GTEST_SHARD_INDEX=${FA_GPU_TEST_SHARD:?FA_GPU_TEST_SHARD names the shard}
+    fi
     run gpu-tests /tmp/fa-bin/fa-gpu-tests \
-      --gtest_filter="${FA_GPU_TEST_FILTER:-*}" ;;&
+      --gtest_filter="${FA_GPU_TEST_FILTER:-*}"
+    unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX ;;&
   quick-tests)
     FA_GPU_TEST_QUICK=1 run gpu-tests-quick /tmp/fa-bin/fa-gpu-tests ;;
   sanitize | all)

@@ -132,8 +132,9 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 /// LSE and D straight into the row slots of S's layout; P and dS staged in
 /// swizzled shared memory, where every product that reads them finds them
 /// (dV += P^T dO and dK += dS^T Q read them transposed, dQ = dS K across
-/// all keys). The delta and dq programs (no matmul) are left to
-/// fa-place-simt.
+/// all keys); dQ's f32 part staged too, for the TMA engine to add
+/// (fa-tma-reduce; the deterministic mode adds it lane by lane). The delta
+/// and dq programs (no matmul) are left to fa-place-simt.
 LogicalResult
 FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
                                        const ::fa::GpuArch &target) {
@@ -150,8 +151,13 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   if (!(elementType.isF16() || elementType.isBF16()))
     return grid.emitOpError("the wgmma strategy needs f16 or bf16 tiles, got ")
            << elementType;
+  // Deterministic programs add dQ in turns (fa.wait_turn), lane by lane.
+  bool deterministic =
+      grid.walk([](WaitTurnOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
   ::fa::wgmma::Config config{keyTile.getDimSize(1), queryTile.getDimSize(0),
-                             keyTile.getDimSize(0), numWarps, stages, 2};
+                             keyTile.getDimSize(0), numWarps, stages, 2,
+                             deterministic};
   if (std::string error = ::fa::wgmma::checkBackwardFits(config, target);
       !error.empty())
     return grid.emitOpError(error);
@@ -215,6 +221,23 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   });
   if (walk.wasInterrupted())
     return failure();
+  // dQ's part (f32) is staged for the TMA engine's reduction into the
+  // accumulator (fa-tma-reduce), in 128-byte-swizzled boxes of 32 columns.
+  SmallVector<AccumulateTileOp> gradQueryParts;
+  grid.walk([&](AccumulateTileOp op) { gradQueryParts.push_back(op); });
+  if (layout.gradQueryOffset >= 0 && gradQueryParts.size() > 1)
+    return gradQueryParts[1].emitOpError(
+        "the wgmma backward stages one dQ part, this is a second");
+  if (layout.gradQueryOffset >= 0)
+    for (AccumulateTileOp op : gradQueryParts) {
+      OpBuilder builder(op);
+      auto convert = ConvertLayoutOp::create(
+          builder, op.getLoc(), withEncoding(op.getTile().getType(), shared),
+          op.getTile());
+      convert->setAttr(FADialect::getSharedOffsetAttrName(),
+                       builder.getI64IntegerAttr(layout.gradQueryOffset));
+      op.getTileMutable().assign(convert);
+    }
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
   // fa-warp-specialize adds the producer warpgroup (not persistent).

@@ -194,8 +194,12 @@ BackwardSharedLayout backwardSharedLayout(const Config &c) {
       layout.gradOutputOffset + c.stages * c.blockM * rowBytes;
   int64_t stagedBytes = c.blockM * c.blockN * c.elementBytes;
   layout.gradScoresOffset = layout.probsOffset + stagedBytes;
-  layout.totalBytes =
-      layout.gradScoresOffset + stagedBytes + kSwizzleAtomBytes;
+  int64_t end = layout.gradScoresOffset + stagedBytes;
+  if (!c.deterministic) {
+    layout.gradQueryOffset = end;
+    end += c.blockM * c.headDim * 4;
+  }
+  layout.totalBytes = end + kSwizzleAtomBytes;
   return layout;
 }
 
@@ -261,7 +265,8 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     return {request};
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
-    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
+    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2,
+                  request.deterministic};
     return arch && checkBackwardFits(config, *arch).empty();
   });
   // Best first, as measured on the H200 (bench/bench_backward.py

@@ -54,6 +54,9 @@ constexpr int64_t kOutputAccessElements = 8;
 struct Config {
   int64_t headDim = 0, blockM = 0, blockN = 0, numWarps = 0, stages = 0;
   int64_t elementBytes = 2;
+  /// The backward adds dQ in a fixed order (per-lane adds between turns)
+  /// rather than staging it for the TMA engine's reduction.
+  bool deterministic = false;
 };
 
 /// Shared-memory layout of one program, in bytes from the 1024-aligned
@@ -146,15 +149,26 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 // (dV += P^T dO, dK += dS^T Q: A operands MN-major) and for dQ = dS K (A
 // K-major across all keys). Warp-specialized like the forward: a producer
 // warpgroup copies K, V and the Q/dO rings with TMA, and the placed
-// warpgroups (the consumers) take its registers (consumerRegisters).
+// warpgroups (the consumers) take its registers (consumerRegisters). The
+// f32 dQ part of each query tile is staged in shared memory too, and the
+// TMA engine adds it to the dQ accumulator (cp.reduce.async.bulk.tensor):
+// no per-lane atomics in the consumers' path (not in the deterministic
+// mode, which adds in turns).
 
 /// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
-/// base: K, V, the Q and dO rings, the staged P and dS.
+/// base: K, V, the Q and dO rings, the staged P and dS, and (unless
+/// deterministic) the staged f32 dQ part.
 struct BackwardSharedLayout {
   int64_t kOffset = 0, vOffset = 0, qOffset = 0, gradOutputOffset = 0;
   int64_t probsOffset = 0, gradScoresOffset = 0;
+  /// -1 when dQ is not staged (deterministic).
+  int64_t gradQueryOffset = -1;
   int64_t totalBytes = 0;
 };
+
+/// Columns of one TMA box of the staged f32 dQ (128 bytes: the swizzle
+/// span).
+constexpr int64_t kGradQueryBoxColumns = kSwizzleBytes / 4;
 
 BackwardSharedLayout backwardSharedLayout(const Config &config);
 

@@ -41,12 +41,12 @@
 // stores its 32-bit pairs with no barrier (only the same lane reads them) ...
 // CHECK: arith.subf {{.*}} : vector<16xf32>
 // CHECK-NOT: gpu.barrier
-// CHECK-COUNT-8: vector.store %{{.*}}, %[[LOBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[LOBUF:[a-z0-9_]+]][{{.*}}] {alignment = 4 : i64} : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // ... then hi = round(P) staged ([32, 32 + 8]) for the other warps: a
 // barrier, 32-bit pairs, a barrier.
 // CHECK-NOT: vector.store
 // CHECK: gpu.barrier
-// CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF:[a-z0-9_]+]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF:[a-z0-9_]+]][{{.*}}] {alignment = 4 : i64} : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // CHECK-NEXT: gpu.barrier
 // dV += P^T dO: A fragments of P^T by ldmatrix.trans of P, B fragments of
 // dO ([k][n]) by ldmatrix.trans.
@@ -62,7 +62,7 @@
 // CHECK-COUNT-8: vector.load %[[LOBUF]]
 // CHECK: arith.addf {{.*}} : vector<16xf32>
 // CHECK: gpu.barrier
-// CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF]][{{.*}}] : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[PBUF]][{{.*}}] {alignment = 4 : i64} : memref<32x40xf16, #gpu.address_space<workgroup>>, vector<2xf16>
 // CHECK-NEXT: gpu.barrier
 // dQ_i = dS K_j first (dS renamed into A fragments; K's B fragments by
 // ldmatrix.trans), added to the f32 accumulator atomically as each pair of

@@ -148,9 +148,18 @@ func.func @launch_producer_warps(%n: index) {
 
 // -----
 
-// The 128-byte swizzle holds 16-bit elements ...
-// expected-error @+1 {{#fa.swizzled_shared holds f16 or bf16, got 'f32'}}
-func.func @swizzled_f32(%x: tensor<64x64xf32, #fa.swizzled_shared<bytes = 128>>) {
+// The 128-byte swizzle holds 16-bit elements (wgmma's operands) or f32
+// (the staged dQ part the TMA engine adds) ...
+// expected-error @+1 {{#fa.swizzled_shared holds f16, bf16 or f32, got 'f64'}}
+func.func @swizzled_f64(%x: tensor<64x64xf64, #fa.swizzled_shared<bytes = 128>>) {
+  return
+}
+
+// -----
+
+// ... in blocks of 128 bytes: 32 f32 columns.
+// expected-error @+1 {{#fa.swizzled_shared needs columns in multiples of 32 (128-byte rows), got 48}}
+func.func @swizzled_f32_columns(%x: tensor<64x48xf32, #fa.swizzled_shared<bytes = 128>>) {
   return
 }
 
@@ -179,9 +188,10 @@ func.func @swizzled_width(%x: tensor<64x64xf16, #fa.swizzled_shared<bytes = 64>>
 
 // -----
 
-// The tensor maps a kernel takes name Q, K or V with a positive box.
+// The tensor maps a kernel takes name Q, K, V, dO or the dQ accumulator
+// with a positive box.
 func.func @tensor_maps(%n: index) {
-  // expected-error @below {{'fa.tensor_maps' must be an array of {arg, tensor = "q" | "k" | "v" | "do", box_rows, box_cols} with positive sizes}}
+  // expected-error @below {{'fa.tensor_maps' must be an array of {arg, tensor = "q" | "k" | "v" | "do" | "dq_accum", box_rows, box_cols} with positive sizes}}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
   } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "o", box_rows = 64 : i64, box_cols = 64 : i64}]}
   return
@@ -194,6 +204,16 @@ func.func @tensor_map_box(%n: index) {
   // expected-error @below {{'fa.tensor_maps' box of "k" is 64 x 128: a TMA box has at most 256 rows of 64 columns (128 bytes of 16-bit elements, the swizzle span)}}
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
   } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "k", box_rows = 64 : i64, box_cols = 128 : i64}]}
+  return
+}
+
+// -----
+
+// The dQ accumulator is f32: 32 columns make the 128 bytes.
+func.func @tensor_map_box_f32(%n: index) {
+  // expected-error @below {{'fa.tensor_maps' box of "dq_accum" is 64 x 64: a TMA box has at most 256 rows of 32 columns (128 bytes of f32 elements, the swizzle span)}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+  } attributes {fa.tensor_maps = [{arg = 0 : i64, tensor = "dq_accum", box_rows = 64 : i64, box_cols = 64 : i64}]}
   return
 }
 

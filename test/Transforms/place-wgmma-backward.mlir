@@ -42,8 +42,11 @@
 // CHECK-NEXT: %[[DSS:.*]] = fa.convert_layout %[[DS16]] {fa.shared_offset = 147456 : i64}
 // CHECK: fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {transpose_lhs} : {{.*}} -> tensor<128x128xf32, #fa.mma<warps = 8>>
 // CHECK: %[[DQ:.*]] = fa.tile_matmul %[[DSS]], %{{.*}} : {{.*}} -> tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
-// CHECK: fa.accumulate_tile %[[DQ]]
-// CHECK: fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 164864, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
+// dQ's f32 part is staged too (128-byte swizzle: boxes of 32 columns), for
+// the TMA engine to add to the accumulator (fa-tma-reduce).
+// CHECK-NEXT: %[[DQS:.*]] = fa.convert_layout %[[DQ]] {fa.shared_offset = 163840 : i64} : tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>> -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK-NEXT: fa.accumulate_tile %[[DQS]]
+// CHECK: fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 197632, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
 // 3. The dq program: unplaced too.
 // CHECK: program = "dq"
 // CHECK-NOT: fa.launch

@@ -27,7 +27,8 @@
 // CHECK: %[[DSS:.*]] = fa.convert_layout
 // CHECK-NEXT: %[[DK:.*]] = fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {async, transpose_lhs}
 // CHECK-NEXT: %[[DQ:.*]] = fa.tile_matmul %[[DSS]], %{{.*}} :
-// CHECK-NEXT: fa.accumulate_tile %[[DQ]]
+// CHECK-NEXT: %[[DQS:.*]] = fa.convert_layout %[[DQ]]
+// CHECK-NEXT: fa.accumulate_tile %[[DQS]]
 // CHECK-NEXT: %[[DVW:.*]] = fa.async_wait %[[DV]] {pending = 0 : i64}
 // CHECK-NEXT: %[[DKW:.*]] = fa.async_wait %[[DK]] {pending = 0 : i64}
 // CHECK-NEXT: scf.yield %[[DKW]], %[[DVW]]

@@ -16,6 +16,8 @@
 #include "lib/Strategy/Registry.h"
 #include "runtime/fa_runtime.h"
 
+#include <tuple>
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -434,6 +436,16 @@ TEST(LaunchPlan, GridParamsAndJson) {
   ASSERT_TRUE(gradOutputBack.has_value());
   EXPECT_EQ(gradOutputBack->tensorMaps[0].operand,
             fa::LaunchPlan::Operand::gradOutput);
+  // The f32 dQ accumulator too, in boxes of at most 32 columns (128 bytes).
+  fa::LaunchPlan accumMap = plan;
+  accumMap.tensorMaps = {{fa::LaunchPlan::Operand::dqAccum, 64, 32}};
+  std::optional<fa::LaunchPlan> accumBack =
+      fa::LaunchPlan::fromJson(accumMap.toJson());
+  ASSERT_TRUE(accumBack.has_value());
+  EXPECT_EQ(accumBack->tensorMaps[0].operand,
+            fa::LaunchPlan::Operand::dqAccum);
+  accumMap.tensorMaps[0].boxCols = 64;
+  EXPECT_FALSE(fa::LaunchPlan::fromJson(accumMap.toJson()).has_value());
   fa::LaunchPlan persistent = plan;
   persistent.persistent = true;
   std::optional<fa::LaunchPlan> persistentBack =
@@ -490,16 +502,26 @@ TEST(LaunchPlan, WgmmaBackwardTakesTensorMaps) {
   EXPECT_EQ(dkdv.threads, 8 * 32 + 128);
   EXPECT_FALSE(dkdv.persistent);
   using Operand = fa::LaunchPlan::Operand;
-  ASSERT_EQ(dkdv.tensorMaps.size(), 4u);
-  const std::pair<Operand, int64_t> expected[] = {{Operand::key, 128},
-                                                  {Operand::value, 128},
-                                                  {Operand::query, 64},
-                                                  {Operand::gradOutput, 64}};
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(dkdv.tensorMaps[i].operand, expected[i].first) << i;
-    EXPECT_EQ(dkdv.tensorMaps[i].boxRows, expected[i].second) << i;
-    EXPECT_EQ(dkdv.tensorMaps[i].boxCols, 64) << i;
+  // K, V, Q and dO are read with TMA; the f32 dQ part is added to the
+  // accumulator with TMA's reduction, in boxes of 32 columns (128 bytes).
+  ASSERT_EQ(dkdv.tensorMaps.size(), 5u);
+  const std::tuple<Operand, int64_t, int64_t> expected[] = {
+      {Operand::key, 128, 64},
+      {Operand::value, 128, 64},
+      {Operand::query, 64, 64},
+      {Operand::gradOutput, 64, 64},
+      {Operand::dqAccum, 64, 32}};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(dkdv.tensorMaps[i].operand, std::get<0>(expected[i])) << i;
+    EXPECT_EQ(dkdv.tensorMaps[i].boxRows, std::get<1>(expected[i])) << i;
+    EXPECT_EQ(dkdv.tensorMaps[i].boxCols, std::get<2>(expected[i])) << i;
   }
+  // The deterministic mode adds dQ in turns, lane by lane: no map for it.
+  spec.deterministic = true;
+  llvm::Expected<mlir::fa::CompiledKernel> ordered =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_TRUE(bool(ordered)) << llvm::toString(ordered.takeError());
+  EXPECT_EQ(ordered->launches[1].tensorMaps.size(), 4u);
 }
 
 /// A warp-specialized wgmma kernel hands the runtime its tensor maps (Q,

@@ -494,18 +494,25 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
   EXPECT_EQ(fa::wgmma::checkBackwardFits(c, sm90a), "");
   fa::wgmma::BackwardSharedLayout layout = fa::wgmma::backwardSharedLayout(c);
   // K, V (32 KiB each), two slots of Q and of dO (16 KiB each), staged P
-  // and dS (16 KiB each), the 1024-byte alignment slack.
+  // and dS (16 KiB each), the staged f32 dQ part (32 KiB), the 1024-byte
+  // alignment slack.
   EXPECT_EQ(layout.vOffset, 32768);
   EXPECT_EQ(layout.qOffset, 65536);
   EXPECT_EQ(layout.gradOutputOffset, 98304);
   EXPECT_EQ(layout.probsOffset, 131072);
   EXPECT_EQ(layout.gradScoresOffset, 147456);
-  EXPECT_EQ(layout.totalBytes, 164864);
+  EXPECT_EQ(layout.gradQueryOffset, 163840);
+  EXPECT_EQ(layout.totalBytes, 197632);
   // Tiles start on 1024-byte boundaries (the swizzle atom).
   for (int64_t offset : {layout.vOffset, layout.qOffset,
                          layout.gradOutputOffset, layout.probsOffset,
-                         layout.gradScoresOffset})
+                         layout.gradScoresOffset, layout.gradQueryOffset})
     EXPECT_EQ(offset % fa::wgmma::kSwizzleAtomBytes, 0) << offset;
+  // The deterministic mode adds dQ lane by lane in turns: no staging.
+  fa::wgmma::Config ordered = c;
+  ordered.deterministic = true;
+  EXPECT_EQ(fa::wgmma::backwardSharedLayout(ordered).gradQueryOffset, -1);
+  EXPECT_EQ(fa::wgmma::backwardSharedLayout(ordered).totalBytes, 164864);
   // dK, dV (128 each at D = 128), P and dP (32 each), within what the
   // consumers take next to the producer warpgroup (240).
   EXPECT_EQ(fa::wgmma::consumerRegisters(c.numWarps, /*persistent=*/false),
@@ -534,9 +541,17 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
   EXPECT_NE(fa::wgmma::checkBackwardFits(threeGroups, sm90a)
                 .find("num-warps must be 4 or 8"),
             std::string::npos);
-  // Even four Q/dO slots fit (230400 bytes of the 232448).
+  // Three Q/dO slots fit with the dQ staging (230400 bytes of the 232448),
+  // four only without it (deterministic).
   fa::wgmma::Config deep = c;
+  deep.stages = 3;
+  EXPECT_EQ(fa::wgmma::backwardSharedLayout(deep).totalBytes, 230400);
+  EXPECT_EQ(fa::wgmma::checkBackwardFits(deep, sm90a), "");
   deep.stages = 4;
+  EXPECT_NE(fa::wgmma::checkBackwardFits(deep, sm90a)
+                .find("needs 263168 bytes of shared memory per block"),
+            std::string::npos);
+  deep.deterministic = true;
   EXPECT_EQ(fa::wgmma::backwardSharedLayout(deep).totalBytes, 230400);
   EXPECT_EQ(fa::wgmma::checkBackwardFits(deep, sm90a), "");
   deep.stages = 5;

@@ -262,9 +262,13 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
           Value pair = vector::FromElementsOp::create(
               rewriter, loc, pairType,
               ValueRange{values[slot], values[slot + 1]});
+          // A pair never straddles a 16-byte chunk (col is even): aligned
+          // to its size, whatever LLVM can prove of the swizzled index.
           vector::StoreOp::create(
               rewriter, loc, pair, buffer,
-              sharedElementIndices(rewriter, loc, resultType, row, col));
+              sharedElementIndices(rewriter, loc, resultType, row, col),
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
         });
     if (swizzled)
       NVVM::FenceProxyOp::create(
@@ -336,6 +340,35 @@ struct AccumulateTileLowering : MmaPattern<AccumulateTileOp> {
   }
 };
 
+/// A shared tile cast to its own lowered type (fa-tma-reduce hands the
+/// staged dQ buffer to the TMA engine so) is the lowered buffer.
+struct SharedTileToBufferCast
+    : OpConversionPattern<UnrealizedConversionCastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(UnrealizedConversionCastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (op->getNumOperands() != 1 || op->getNumResults() != 1 ||
+        adaptor.getOperands()[0].getType() != op.getResult(0).getType())
+      return rewriter.notifyMatchFailure(op, "not a tile to its buffer");
+    rewriter.replaceOp(op, adaptor.getOperands()[0]);
+    return success();
+  }
+};
+
+/// Whether `op` casts a shared tile to the buffer it is lowered to.
+static bool isSharedTileToBufferCast(UnrealizedConversionCastOp op,
+                                     const TypeConverter &typeConverter) {
+  if (op->getNumOperands() != 1 || op->getNumResults() != 1)
+    return false;
+  auto tile = dyn_cast<RankedTensorType>(op.getOperand(0).getType());
+  auto encoding =
+      tile ? dyn_cast_or_null<TileEncodingInterface>(tile.getEncoding())
+           : TileEncodingInterface();
+  return encoding && encoding.isShared() &&
+         typeConverter.convertType(tile) == op.getResult(0).getType();
+}
+
 } // namespace
 
 void mlir::fa::populateAccumulatePatterns(const TypeConverter &typeConverter,
@@ -364,11 +397,15 @@ LogicalResult mlir::fa::applyFragmentConversion(
       arith::ArithDialect, gpu::GPUDialect, LLVM::LLVMDialect,
       math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
       nvgpu::NVGPUDialect, scf::SCFDialect, vector::VectorDialect>();
-  target.addLegalOp<UnrealizedConversionCastOp>();
+  target.addDynamicallyLegalOp<UnrealizedConversionCastOp>(
+      [&](UnrealizedConversionCastOp op) {
+        return !isSharedTileToBufferCast(op, typeConverter);
+      });
   addRegisterTileLegality(target, typeConverter);
   RewritePatternSet patterns(ctx);
   addStrategyPatterns(typeConverter, patterns);
   populateFragmentPatterns(typeConverter, patterns);
+  patterns.add<SharedTileToBufferCast>(typeConverter, ctx);
   populateTileOpPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateKVTileRangeLowering(patterns);

@@ -49,19 +49,21 @@ SmallVector<Value> mlir::fa::swizzledIndices(OpBuilder &b, Location loc,
                                              Value row, Value col,
                                              int64_t blockColumns,
                                              bool chunkStart) {
+  int64_t chunkElements = blockColumns / 8;
   Value block =
       arith::DivUIOp::create(b, loc, col, indexConst(b, loc, blockColumns));
   Value chunk = arith::DivUIOp::create(
       b, loc,
       arith::RemUIOp::create(b, loc, col, indexConst(b, loc, blockColumns)),
-      indexConst(b, loc, 8));
+      indexConst(b, loc, chunkElements));
   Value swizzled = arith::XOrIOp::create(
       b, loc, chunk, arith::RemUIOp::create(b, loc, row, indexConst(b, loc, 8)));
-  Value column = arith::MulIOp::create(b, loc, swizzled, indexConst(b, loc, 8));
+  Value column =
+      arith::MulIOp::create(b, loc, swizzled, indexConst(b, loc, chunkElements));
   if (!chunkStart)
     column = arith::AddIOp::create(
         b, loc, column,
-        arith::RemUIOp::create(b, loc, col, indexConst(b, loc, 8)));
+        arith::RemUIOp::create(b, loc, col, indexConst(b, loc, chunkElements)));
   return {block, row, column};
 }
 

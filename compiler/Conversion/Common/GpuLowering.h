@@ -42,9 +42,11 @@ template <typename... Encodings> bool hasEncoding(Value value) {
 Value sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes);
 
 /// The indices into its sharedBufferType of element (row, col) of a tile
-/// stored in the 128-byte swizzle with `blockColumns` elements a column
-/// block (#fa.swizzled_shared): (col / B, row, 8 ((col % B / 8) ^ (row % 8))
-/// + col % 8). `chunkStart` (col is a multiple of 8) leaves out col % 8.
+/// stored in the 128-byte swizzle with B = `blockColumns` elements a column
+/// block (#fa.swizzled_shared): a row of a block is 8 chunks of 16 bytes,
+/// C = B / 8 elements each (8 of 16 bits, 4 of f32), and chunk j of row r
+/// lies at j ^ (r % 8): (col / B, row, C ((col % B / C) ^ (row % 8)) +
+/// col % C). `chunkStart` (col is a multiple of C) leaves out col % C.
 SmallVector<Value> swizzledIndices(OpBuilder &b, Location loc, Value row,
                                    Value col, int64_t blockColumns,
                                    bool chunkStart = false);

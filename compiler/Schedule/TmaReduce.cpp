@@ -1,0 +1,183 @@
+//===- TmaReduce.cpp - Staged f32 tiles added by the TMA engine -*- C++ -*-===//
+//
+// fa-tma-reduce: an fa.accumulate_tile whose tile the placement staged in
+// 128-byte-swizzled shared memory (the wgmma backward's dQ part) becomes a
+// bulk reduction of the TMA engine, cp.reduce.async.bulk.tensor .add, one
+// box per 32 f32 columns, issued by the program's first thread:
+//
+//   first thread: wait until the previous reduction read the buffer
+//   fa.convert_layout (registers -> shared; its lowering fences the async
+//     proxy and brackets the writes with the consumers' barriers)
+//   first thread: reduce the boxes into dest[b, h, row .., ..]; commit
+//   ...
+//   after the loops: first thread waits for every reduction to finish.
+//
+// The kernel gains a tensor map parameter for the destination ("dq_accum"
+// in fa.tensor_maps, after the maps already there); rows past the
+// destination's end are not written by the engine. The consumers' lanes no
+// longer add their fragments one by one (per-lane atomics), and the adds of
+// a tile leave in one request.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "compiler/Utils/IRUtils.h"
+#include "dialect/FAOps.h"
+#include "lib/Strategy/WgmmaModel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#define DEBUG_TYPE "fa-tma-reduce"
+
+namespace mlir::fa {
+#define GEN_PASS_DEF_FATMAREDUCE
+#include "compiler/Passes.h.inc"
+} // namespace mlir::fa
+
+using namespace mlir;
+using namespace mlir::fa;
+
+namespace {
+
+/// Builds `body` under `if (thread x == 0)` at `b`'s insertion point.
+void onFirstThread(OpBuilder &b, Location loc,
+                   function_ref<void(OpBuilder &)> body) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      indexConst(b, loc, 0));
+  auto branch = scf::IfOp::create(b, loc, first);
+  OpBuilder in = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
+  in.setInsertionPoint(branch.getThenRegion().front().getTerminator());
+  body(in);
+}
+
+Value toI32(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+
+struct FATmaReducePass
+    : public mlir::fa::impl::FATmaReduceBase<FATmaReducePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<AccumulateTileOp> staged;
+    func.walk([&](AccumulateTileOp op) {
+      auto type = cast<RankedTensorType>(op.getTile().getType());
+      if (isa_and_nonnull<SwizzledSharedEncodingAttr>(type.getEncoding()))
+        staged.push_back(op);
+    });
+    for (AccumulateTileOp op : staged)
+      if (failed(reduceWithTma(func, op)))
+        return signalPassFailure();
+  }
+
+  LogicalResult reduceWithTma(func::FuncOp func, AccumulateTileOp op);
+};
+
+LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
+                                             AccumulateTileOp op) {
+  MLIRContext *ctx = &getContext();
+  Location loc = op.getLoc();
+  auto grid = op->getParentOfType<GridOp>();
+  auto launch =
+      grid ? grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName())
+           : LaunchAttr();
+  if (!launch || launch.getStrategy() != StrategyKind::wgmma)
+    return op.emitOpError("a tile staged in swizzled shared memory is added "
+                          "by the TMA engine: only in a placed wgmma program");
+  auto staging = op.getTile().getDefiningOp<ConvertLayoutOp>();
+  if (!staging || staging->getBlock() != op->getBlock())
+    return op.emitOpError("expects its tile staged by an fa.convert_layout "
+                          "in the same block");
+  auto dest = dyn_cast<BlockArgument>(op.getDest());
+  if (!dest || dest.getOwner() != &func.getBody().front())
+    return op.emitOpError("a TMA-reduced destination must be a function "
+                          "argument (its tensor map is built for it)");
+  auto type = cast<RankedTensorType>(op.getTile().getType());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  constexpr int64_t boxCols = ::fa::wgmma::kGradQueryBoxColumns;
+  if (cols % boxCols != 0)
+    return op.emitOpError("reduces boxes of ")
+           << boxCols << " f32 columns, got a tile of " << cols;
+
+  // The map parameter goes after every program's maps (the first
+  // parameters of the function, as the runtime passes them).
+  int64_t mapArg = 0;
+  func.walk([&](GridOp program) {
+    if (auto maps = program->getAttrOfType<ArrayAttr>(
+            FADialect::getTensorMapsAttrName()))
+      mapArg += int64_t(maps.size());
+  });
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  if (failed(func.insertArgument(unsigned(mapArg), ptr,
+                                 DictionaryAttr::get(ctx), loc)))
+    return failure();
+  Value map = func.getArgument(unsigned(mapArg));
+  Builder attrs(ctx);
+  SmallVector<Attribute> maps;
+  if (auto existing =
+          grid->getAttrOfType<ArrayAttr>(FADialect::getTensorMapsAttrName()))
+    llvm::append_range(maps, existing);
+  maps.push_back(attrs.getDictionaryAttr(
+      {attrs.getNamedAttr("arg", attrs.getI64IntegerAttr(mapArg)),
+       attrs.getNamedAttr("tensor", attrs.getStringAttr("dq_accum")),
+       attrs.getNamedAttr("box_rows", attrs.getI64IntegerAttr(rows)),
+       attrs.getNamedAttr("box_cols", attrs.getI64IntegerAttr(boxCols))}));
+  grid->setAttr(FADialect::getTensorMapsAttrName(), attrs.getArrayAttr(maps));
+
+  // Before the tile is written: the previous reduction has read the buffer
+  // (the staging's leading barrier then tells every thread).
+  OpBuilder b(staging);
+  onFirstThread(b, loc, [&](OpBuilder &in) {
+    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
+  });
+
+  // The reduction, box by box: (column, row, head, batch), innermost first.
+  b.setInsertionPoint(op);
+  MemRefType buffer = sharedBufferType(type);
+  Value tile =
+      UnrealizedConversionCastOp::create(b, loc, buffer, op.getTile())
+          .getResult(0);
+  onFirstThread(b, loc, [&](OpBuilder &in) {
+    Value address = arith::IndexCastUIOp::create(
+        in, loc, in.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(in, loc, tile));
+    auto sharedPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
+    Value row = toI32(in, loc, op.getRow()), head = toI32(in, loc, op.getHead()),
+          batch = toI32(in, loc, op.getBatch());
+    int64_t boxBytes = rows * boxCols * 4;
+    for (int64_t box = 0; box * boxCols < cols; ++box) {
+      Value start = arith::AddIOp::create(
+          in, loc, address,
+          arith::ConstantOp::create(in, loc,
+                                    in.getI64IntegerAttr(box * boxBytes)));
+      Value source = LLVM::IntToPtrOp::create(in, loc, sharedPtr, start);
+      Value column = arith::ConstantOp::create(
+          in, loc, in.getI32IntegerAttr(int32_t(box * boxCols)));
+      NVVM::CpAsyncBulkTensorReduceOp::create(
+          in, loc, map, source, NVVM::TMAReduxKind::ADD,
+          NVVM::TMAStoreMode::TILE, ValueRange{column, row, head, batch},
+          Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(in, loc);
+  });
+  op.erase();
+
+  // After the loops around it: every reduction done before the block
+  // leaves (its shared memory is read until then).
+  Operation *outermost = staging;
+  while (isa<scf::ForOp>(outermost->getParentOp()))
+    outermost = outermost->getParentOp();
+  b.setInsertionPointAfter(outermost);
+  onFirstThread(b, loc, [&](OpBuilder &in) {
+    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, UnitAttr());
+  });
+  return success();
+}
+
+} // namespace

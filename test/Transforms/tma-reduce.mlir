@@ -1,0 +1,82 @@
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --cse | FileCheck %s
+
+// The dkdv program's dQ part (f32, 64 query rows x D = 128), staged by the
+// placement in the 128-byte swizzle, is added to the accumulator by the
+// TMA engine. The kernel takes a fifth tensor map, the accumulator's,
+// after the maps of K, V, Q and dO.
+// CHECK-LABEL: func.func @backward_bf16
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[ACCMAP:.*]]: !llvm.ptr, %{{.*}}: memref<?x?x?x128xbf16>
+// CHECK: %[[TID:.*]] = gpu.thread_id  x
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %c0
+// CHECK: scf.for
+// CHECK: scf.for
+// 1. Before the tile is written, the first thread waits until the previous
+// tile's reduction has read the buffer (the staging's leading barrier then
+// tells every thread).
+// CHECK: %[[DQ:.*]] = fa.tile_matmul {{%[0-9]+, %[0-9]+}} : tensor<64x128xbf16
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[STAGED:.*]] = fa.convert_layout %[[DQ]] {fa.shared_offset = 163840 : i64} : {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// 2. The staged tile as its buffer (4 boxes of 64 rows x 32 f32 columns);
+// the first thread reduces each box into dq_accum[b, h, row, 32 k], then
+// commits them as one group.
+// CHECK-NEXT: %[[BUF:.*]] = builtin.unrealized_conversion_cast %[[STAGED]] : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>> to memref<4x64x32xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
+// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[HEAD:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[BATCH:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c0_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]] {redKind = #nvvm.tma_redux_kind<add>}
+// CHECK: arith.constant 8192 : i64
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c32_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]]
+// CHECK: arith.constant 16384 : i64
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c64_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]]
+// CHECK: arith.constant 24576 : i64
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c96_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NOT: fa.accumulate_tile
+// 3. After the loops, every group has finished (reading shared memory and
+// writing global memory) before the block leaves.
+// CHECK: scf.yield
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CHECK: fa.tensor_maps = [{{.*}}tensor = "do"}, {arg = 4 : i64, box_cols = 32 : i64, box_rows = 64 : i64, tensor = "dq_accum"}]
+// CHECK: program = "dkdv"
+func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                         %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
+                         %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,
+                         %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+      memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+  return
+}
+
+// -----
+
+// The deterministic mode adds dQ in turns, lane by lane: nothing staged,
+// no map for the accumulator.
+// CHECK-LABEL: func.func @deterministic_bf16
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK: fa.wait_turn
+// CHECK-NEXT: fa.accumulate_tile %{{.*}} : tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// CHECK-NOT: nvvm.cp.async.bulk
+// CHECK-NOT: dq_accum
+func.func @deterministic_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                              %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
+                              %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,
+                              %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>, %order: memref<?x?x?xi32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum, %order
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+      memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>, memref<?x?x?xi32>
+  return
+}
