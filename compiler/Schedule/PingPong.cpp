@@ -35,8 +35,6 @@ using namespace mlir::fa;
 
 namespace {
 
-constexpr int64_t kWarpgroupThreads = 128;
-
 struct FAPingPongPass
     : public mlir::fa::impl::FAPingPongBase<FAPingPongPass> {
   void runOnOperation() override {

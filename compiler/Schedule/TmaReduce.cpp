@@ -3,14 +3,23 @@
 // fa-tma-reduce: an fa.accumulate_tile whose tile the placement staged in
 // 128-byte-swizzled shared memory (the wgmma backward's dQ part) becomes a
 // bulk reduction of the TMA engine, cp.reduce.async.bulk.tensor .add, one
-// box per 32 f32 columns, issued by the program's first thread:
+// box per 32 f32 columns, issued by one thread (the issuer):
 //
-//   first thread: wait until the previous reduction read the buffer
+//   issuer: wait until its previous reduction read the buffer
 //   fa.convert_layout (registers -> shared; its lowering fences the async
-//     proxy and brackets the writes with the consumers' barriers)
-//   first thread: reduce the boxes into dest[b, h, row .., ..]; commit
+//     proxy and brackets the writes with barriers)
+//   issuer: reduce its boxes into dest[b, h, row .., ..]; commit
 //   ...
-//   after the loops: first thread waits for every reduction to finish.
+//   after the loops: the issuer waits for every reduction to finish.
+//
+// Where each warpgroup holds a slice of two or more boxes of the tile's
+// columns (warpgroupReductionSlice: dQ at D = 128, whose columns the
+// consumer warpgroups split), every warpgroup's first thread issues the
+// boxes of its own slice, and the staging's barriers are the warpgroup's
+// own (the lowering's readByWritingWarpgroups): the warpgroups never wait
+// for each other here. Otherwise the program's first thread issues them
+// all. (Bulk groups are
+// per thread: each issuer waits for its own.)
 //
 // The kernel gains a tensor map parameter for the destination ("dq_accum"
 // in fa.tensor_maps, after the maps already there); rows past the
@@ -45,16 +54,19 @@ using namespace mlir::fa;
 
 namespace {
 
-/// Builds `body` under `if (thread x == 0)` at `b`'s insertion point.
-void onFirstThread(OpBuilder &b, Location loc,
-                   function_ref<void(OpBuilder &)> body) {
+/// Builds `body(in, issuer)` under `if (thread x % group == 0)` at `b`'s
+/// insertion point; `issuer` is the thread's group (thread x / group).
+void onIssuers(OpBuilder &b, Location loc, int64_t group,
+               function_ref<void(OpBuilder &, Value)> body) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                      indexConst(b, loc, 0));
+  Value first = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, tid, indexConst(b, loc, group)),
+      indexConst(b, loc, 0));
   auto branch = scf::IfOp::create(b, loc, first);
   OpBuilder in = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
   in.setInsertionPoint(branch.getThenRegion().front().getTerminator());
-  body(in);
+  body(in, arith::DivUIOp::create(in, loc, tid, indexConst(in, loc, group)));
 }
 
 Value toI32(OpBuilder &b, Location loc, Value index) {
@@ -100,7 +112,8 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
                           "argument (its tensor map is built for it)");
   auto type = cast<RankedTensorType>(op.getTile().getType());
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  constexpr int64_t boxCols = ::fa::wgmma::kGradQueryBoxColumns;
+  constexpr int64_t boxCols = kReductionBoxColumns;
+  static_assert(boxCols == ::fa::wgmma::kGradQueryBoxColumns);
   if (cols % boxCols != 0)
     return op.emitOpError("reduces boxes of ")
            << boxCols << " f32 columns, got a tile of " << cols;
@@ -130,10 +143,24 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
        attrs.getNamedAttr("box_cols", attrs.getI64IntegerAttr(boxCols))}));
   grid->setAttr(FADialect::getTensorMapsAttrName(), attrs.getArrayAttr(maps));
 
-  // Before the tile is written: the previous reduction has read the buffer
-  // (the staging's leading barrier then tells every thread).
+  // One issuer per warpgroup for its column slice (the staging's lowering
+  // asks the same warpgroupReductionSlice for its barriers), or one for the
+  // tile.
+  std::optional<int64_t> slice = warpgroupReductionSlice(
+      cast<RankedTensorType>(staging.getSource().getType()));
+  if (slice && *slice % boxCols != 0)
+    return op.emitOpError("each warpgroup reduces its own columns: a slice of ")
+           << *slice << " columns is not whole boxes of " << boxCols;
+  bool perWarpgroup = slice.has_value();
+  int64_t issuerThreads = perWarpgroup
+                              ? kWarpgroupThreads
+                              : int64_t(launch.getComputeThreads());
+  int64_t issuerColumns = perWarpgroup ? *slice : cols;
+
+  // Before the tile is written: the issuer's previous reduction has read
+  // the buffer (the staging's leading barrier then tells its threads).
   OpBuilder b(staging);
-  onFirstThread(b, loc, [&](OpBuilder &in) {
+  onIssuers(b, loc, issuerThreads, [&](OpBuilder &in, Value) {
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
   });
 
@@ -143,22 +170,35 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
   Value tile =
       UnrealizedConversionCastOp::create(b, loc, buffer, op.getTile())
           .getResult(0);
-  onFirstThread(b, loc, [&](OpBuilder &in) {
+  onIssuers(b, loc, issuerThreads, [&](OpBuilder &in, Value issuer) {
+    // The issuer's first column (0 for a single issuer).
+    Value firstColumn = toI32(in, loc, mulConst(in, loc, issuer, issuerColumns));
     Value address = arith::IndexCastUIOp::create(
         in, loc, in.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(in, loc, tile));
     auto sharedPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
     Value row = toI32(in, loc, op.getRow()), head = toI32(in, loc, op.getHead()),
           batch = toI32(in, loc, op.getBatch());
+    // Box k of the tile (columns 32 k ..) lies rows x 128 bytes after box
+    // k - 1.
     int64_t boxBytes = rows * boxCols * 4;
-    for (int64_t box = 0; box * boxCols < cols; ++box) {
-      Value start = arith::AddIOp::create(
-          in, loc, address,
-          arith::ConstantOp::create(in, loc,
-                                    in.getI64IntegerAttr(box * boxBytes)));
+    Value firstBox = arith::IndexCastUIOp::create(
+        in, loc, in.getI64Type(),
+        mulConst(in, loc, issuer, issuerColumns / boxCols * boxBytes));
+    for (int64_t box = 0; box * boxCols < issuerColumns; ++box) {
+      Value start = arith::AddIOp::create(in, loc, address, firstBox);
+      Value column = firstColumn;
+      if (box > 0) {
+        start = arith::AddIOp::create(
+            in, loc, start,
+            arith::ConstantOp::create(in, loc,
+                                      in.getI64IntegerAttr(box * boxBytes)));
+        column = arith::AddIOp::create(
+            in, loc, column,
+            arith::ConstantOp::create(
+                in, loc, in.getI32IntegerAttr(int32_t(box * boxCols))));
+      }
       Value source = LLVM::IntToPtrOp::create(in, loc, sharedPtr, start);
-      Value column = arith::ConstantOp::create(
-          in, loc, in.getI32IntegerAttr(int32_t(box * boxCols)));
       NVVM::CpAsyncBulkTensorReduceOp::create(
           in, loc, map, source, NVVM::TMAReduxKind::ADD,
           NVVM::TMAStoreMode::TILE, ValueRange{column, row, head, batch},
@@ -174,7 +214,7 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
   while (isa<scf::ForOp>(outermost->getParentOp()))
     outermost = outermost->getParentOp();
   b.setInsertionPointAfter(outermost);
-  onFirstThread(b, loc, [&](OpBuilder &in) {
+  onIssuers(b, loc, issuerThreads, [&](OpBuilder &in, Value) {
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, UnitAttr());
   });
   return success();

@@ -33,6 +33,22 @@ MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
                          workgroupSpace(type.getContext()));
 }
 
+std::optional<int64_t> mlir::fa::warpgroupColumnSlice(RankedTensorType tile) {
+  auto mma = dyn_cast_or_null<MmaEncodingAttr>(tile.getEncoding());
+  if (!mma || tile.getRank() != 2 || !mma.getRowsFirst() ||
+      mma.getWarpsN() < 2 || mma.getWarps() != 4 * mma.getWarpsN())
+    return std::nullopt;
+  return tile.getDimSize(1) / mma.getWarpsN();
+}
+
+std::optional<int64_t>
+mlir::fa::warpgroupReductionSlice(RankedTensorType tile) {
+  std::optional<int64_t> slice = warpgroupColumnSlice(tile);
+  if (!slice || *slice < 2 * kReductionBoxColumns)
+    return std::nullopt;
+  return slice;
+}
+
 bool mlir::fa::isForwardProgram(Operation *program) {
   return program
       ->walk([](OnlineSoftmaxOp) { return WalkResult::interrupt(); })

@@ -12,6 +12,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <optional>
+
 namespace mlir {
 class IRMapping;
 class Region;
@@ -31,6 +33,28 @@ Attribute workgroupSpace(MLIRContext *ctx);
 /// The buffer of a shared tile: [R, C + pad] (or [R]) for #fa.shared,
 /// [C / 64, R, 64] (column block, row, element) for #fa.swizzled_shared.
 MemRefType sharedBufferType(RankedTensorType type);
+
+/// Threads of a warpgroup (4 consecutive warps: one wgmma).
+constexpr int64_t kWarpgroupThreads = 128;
+
+/// When `tile`'s layout gives each warpgroup (4 consecutive warps) one
+/// slice of its columns across all its rows (#fa.mma with rows_first and
+/// warps / warps_n = 4, warps_n > 1: the wgmma backward's query-row tiles),
+/// the width of a slice: warpgroup g holds columns [g w, (g + 1) w).
+/// Otherwise nullopt.
+std::optional<int64_t> warpgroupColumnSlice(RankedTensorType tile);
+
+/// Columns of one box of the TMA engine's f32 reductions (128 bytes).
+constexpr int64_t kReductionBoxColumns = 32;
+
+/// When the TMA reduction of a tile staged from `tile` (fa-tma-reduce) is
+/// issued by each warpgroup for its own column slice, the slice's width:
+/// slices of two boxes or more. The staging's lowering then brackets the
+/// writes with the warpgroup's own barriers. With one box per warpgroup (D
+/// = 64) one issuer for the whole tile behind the consumers' barrier
+/// measured ~4% faster on the H200, with two (D = 128) the warpgroups'
+/// own issue 1-6% faster (docs/benchmarks.md, 2026-12-02).
+std::optional<int64_t> warpgroupReductionSlice(RankedTensorType tile);
 
 /// Whether `program` (an fa.grid, or the kernel outlined from one) is a
 /// forward: it carries the online-softmax state. The backward's programs

@@ -3,45 +3,50 @@
 // The dkdv program's dQ part (f32, 64 query rows x D = 128), staged by the
 // placement in the 128-byte swizzle, is added to the accumulator by the
 // TMA engine. The kernel takes a fifth tensor map, the accumulator's,
-// after the maps of K, V, Q and dO.
+// after the maps of K, V, Q and dO. The two consumer warpgroups hold
+// columns 0..63 and 64..127 of dQ (#fa.mma rows_first, warps_n = 2): each
+// warpgroup's first thread reduces its own two boxes.
 // CHECK-LABEL: func.func @backward_bf16
 // CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[ACCMAP:.*]]: !llvm.ptr, %{{.*}}: memref<?x?x?x128xbf16>
 // CHECK: %[[TID:.*]] = gpu.thread_id  x
-// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %c0
 // CHECK: scf.for
 // CHECK: scf.for
-// 1. Before the tile is written, the first thread waits until the previous
-// tile's reduction has read the buffer (the staging's leading barrier then
-// tells every thread).
+// 1. Before the tile is written, each issuer (thread % 128 == 0) waits
+// until its previous reduction has read the buffer (the staging's leading
+// barrier, its warpgroup's, then tells the warpgroup).
 // CHECK: %[[DQ:.*]] = fa.tile_matmul {{%[0-9]+, %[0-9]+}} : tensor<64x128xbf16
-// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[TID]], %c128
+// CHECK-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK-NEXT: scf.if %[[ISSUER]] {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
 // CHECK-NEXT: %[[STAGED:.*]] = fa.convert_layout %[[DQ]] {fa.shared_offset = 163840 : i64} : {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
 // 2. The staged tile as its buffer (4 boxes of 64 rows x 32 f32 columns);
-// the first thread reduces each box into dq_accum[b, h, row, 32 k], then
-// commits them as one group.
+// warpgroup g's issuer reduces boxes 2g and 2g + 1 (columns 64 g + 32 k,
+// 8 KiB apart) into dq_accum[b, h, row, ...], then commits them as one
+// group.
 // CHECK-NEXT: %[[BUF:.*]] = builtin.unrealized_conversion_cast %[[STAGED]] : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>> to memref<4x64x32xf32, #gpu.address_space<workgroup>>
-// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: scf.if %[[ISSUER]] {
+// CHECK-NEXT: %[[G:.*]] = arith.divui %[[TID]], %c128
+// CHECK-NEXT: %[[FIRSTCOL:.*]] = arith.muli %[[G]], %c64
+// CHECK-NEXT: %[[COL0:.*]] = arith.index_cast %[[FIRSTCOL]] : index to i32
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
 // CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: %[[HEAD:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: %[[BATCH:.*]] = arith.index_cast %{{.*}} : index to i32
-// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c0_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]] {redKind = #nvvm.tma_redux_kind<add>}
+// CHECK: arith.muli %[[G]], %c16384
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%[[COL0]], %[[ROW]], %[[HEAD]], %[[BATCH]]] {redKind = #nvvm.tma_redux_kind<add>}
 // CHECK: arith.constant 8192 : i64
-// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c32_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]]
-// CHECK: arith.constant 16384 : i64
-// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c64_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]]
-// CHECK: arith.constant 24576 : i64
-// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%c96_i32, %[[ROW]], %[[HEAD]], %[[BATCH]]]
+// CHECK: %[[COL1:.*]] = arith.addi %[[COL0]], %c32_i32
+// CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%[[COL1]], %[[ROW]], %[[HEAD]], %[[BATCH]]]
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NOT: fa.accumulate_tile
-// 3. After the loops, every group has finished (reading shared memory and
-// writing global memory) before the block leaves.
+// 3. After the loops, every issuer's groups have finished (reading shared
+// memory and writing global memory) before the block leaves.
 // CHECK: scf.yield
 // CHECK: scf.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK: scf.if %[[ISSUER_END:.*]] {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
 // CHECK: fa.tensor_maps = [{{.*}}tensor = "do"}, {arg = 4 : i64, box_cols = 32 : i64, box_rows = 64 : i64, tensor = "dq_accum"}]
 // CHECK: program = "dkdv"
@@ -78,5 +83,34 @@ func.func @deterministic_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xb
       memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
     into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
     workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>, memref<?x?x?xi32>
+  return
+}
+
+// -----
+
+// At D = 64 a warpgroup's slice of dQ is one box: one issuer (the first
+// consumer thread, thread % 256 == 0) reduces both boxes of the tile, and
+// the staging keeps the consumers' barriers (measured faster there).
+// CHECK-LABEL: func.func @backward_d64
+// CHECK: %[[DQ:.*]] = fa.tile_matmul {{%[0-9]+, %[0-9]+}} : tensor<64x128xf16
+// CHECK-NEXT: %[[LANE:.*]] = arith.remui %{{.*}}, %c256
+// CHECK-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK-NEXT: scf.if %[[ISSUER]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: fa.convert_layout %[[DQ]] {{.*}} -> tensor<64x64xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK: scf.if %[[ISSUER]] {
+// CHECK: nvvm.cp.async.bulk.tensor.reduce
+// CHECK: nvvm.cp.async.bulk.tensor.reduce
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+func.func @backward_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                        %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>,
+                        %dq: memref<?x?x?x64xf16>, %dk: memref<?x?x?x64xf16>, %dv: memref<?x?x?x64xf16>,
+                        %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+      memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32>
+    into memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
   return
 }

@@ -215,14 +215,46 @@ static bool onlyReadByWritingLanes(ConvertLayoutOp staging) {
   return !sharing.wasInterrupted();
 }
 
+/// Whether every reader of a staged tile reads only the columns its own
+/// warpgroup wrote (warpgroupColumnSlice), so that each warpgroup's
+/// barriers around the staging need only its own threads: a product that
+/// reads the tile transposed (P^T dO, dS^T Q) into rows the warpgroups
+/// split as the writer split the columns, or fa-tma-reduce's bulk
+/// reduction where each warpgroup's first thread reduces its own columns
+/// (warpgroupReductionSlice). dS, also read by dQ = dS K across all
+/// columns, is not.
+static bool readByWritingWarpgroups(ConvertLayoutOp staging) {
+  auto source = cast<RankedTensorType>(staging.getSource().getType());
+  std::optional<int64_t> slice = warpgroupColumnSlice(source);
+  if (!slice)
+    return false;
+  int64_t warps = cast<MmaEncodingAttr>(source.getEncoding()).getWarps();
+  return llvm::all_of(staging->getUsers(), [&](Operation *user) {
+    if (isa<UnrealizedConversionCastOp>(user))
+      return warpgroupReductionSlice(source).has_value();
+    auto matmul = dyn_cast<TileMatmulOp>(user);
+    if (!matmul || !matmul.getTransposeLhs() ||
+        matmul.getRhs() == staging.getResult())
+      return false;
+    auto result = cast<RankedTensorType>(matmul.getType());
+    auto rows = dyn_cast_or_null<MmaEncodingAttr>(result.getEncoding());
+    // Warp w holds rows [w R / warps, ...): warpgroup g the rows of lhs^T
+    // that are column slice g of the tile.
+    return rows && rows.getWarpsN() == 1 && rows.getWarps() == warps &&
+           result.getDimSize(0) / warps * 4 == *slice;
+  });
+}
+
 /// Accumulator fragments -> a shared tile (P and dS of the backward, read
 /// transposed by the next products): each lane stores its element pairs
 /// (32 bits) at their (row, column) (sharedElementIndices: padded rows or
 /// the 128-byte swizzle). A barrier before (the previous iteration's
 /// readers are done) and after (the whole tile is written), unless only the
-/// writing lanes read the tile back. A swizzled tile is read by wgmma
-/// through the async proxy: each thread fences its writes before the
-/// barrier that publishes them.
+/// writing lanes read the tile back; only the warpgroup's threads when its
+/// readers stay in the writing warpgroup (readByWritingWarpgroups). A
+/// swizzled tile is read by wgmma (or the TMA engine) through the async
+/// proxy: each thread fences its writes before the barrier that publishes
+/// them.
 struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
   using MmaPattern::MmaPattern;
   LogicalResult
@@ -255,8 +287,14 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
     auto pairType = VectorType::get({2}, type.getElementType());
     bool readAcrossLanes = !onlyReadByWritingLanes(op);
-    if (readAcrossLanes)
-      createComputeBarrier(rewriter, loc, op);
+    bool warpgroupLocal = readAcrossLanes && readByWritingWarpgroups(op);
+    auto barrier = [&] {
+      if (warpgroupLocal)
+        createWarpgroupBarrier(rewriter, loc);
+      else if (readAcrossLanes)
+        createComputeBarrier(rewriter, loc, op);
+    };
+    barrier();
     tile.forEachElementPair(
         rewriter, loc, [&](Value row, Value col, int64_t slot) {
           Value pair = vector::FromElementsOp::create(
@@ -277,8 +315,7 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
                                    NVVM::ProxyKind::async_shared),
           NVVM::SharedSpaceAttr::get(rewriter.getContext(),
                                      NVVM::SharedSpace::shared_cta));
-    if (readAcrossLanes)
-      createComputeBarrier(rewriter, loc, op);
+    barrier();
     rewriter.replaceOp(op, buffer);
     return success();
   }
