@@ -69,7 +69,24 @@ record = json.dumps({"request": "", "bucket": 4096,
                      "chosen": {"block_m": 64, "block_n": 128,
                                 "num_warps": 8, "stages": 2},
                      "timings": []}).encode()
+# A warp-specialized wgmma backward kernel's launch: tensor maps of the
+# 16-bit inputs and of the f32 dQ accumulator (boxes of 128-byte rows).
+tma_launch = dict(launch, function="fa_bwd_d128_bf16_full_64x128_w8_s3_wgmma_dkdv",
+                  threads=384, shared_bytes=230400,
+                  tensor_maps=[{"operand": "k", "box_rows": 128, "box_cols": 64},
+                               {"operand": "do", "box_rows": 64, "box_cols": 64},
+                               {"operand": "dq_accum", "box_rows": 64, "box_cols": 32}],
+                  params=["q", "k", "v", "o", "do", "lse", "dq", "dk", "dv",
+                          "delta", "dq_accum"])
+tma_metadata = json.dumps({"key": key, "name": tma_launch["function"],
+                           "spec": "", "num_threads": 384,
+                           "shared_memory_bytes": 230400, "registers": 168,
+                           "stack_frame_bytes": 0, "spill_store_bytes": 0,
+                           "spill_load_bytes": 0, "assembler": "ptxas",
+                           "launches": [tma_launch]},
+                          separators=(",", ":")).encode()
 for name, data in (("entry", b"\x00" + entry), ("metadata", b"\x01" + metadata),
+                   ("metadata-tma", b"\x01" + tma_metadata),
                    ("record", b"\x02" + record)):
     open(os.path.join(out, name), "wb").write(data)
 PY

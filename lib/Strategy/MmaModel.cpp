@@ -299,7 +299,8 @@ const StrategyModel &model() {
       kInputAccessElements, kOutputAccessElements,
       /*tensorMapInputs=*/false, /*abiCode=*/2,
       /*blockedRegisterTiles=*/false, /*warpSpecialized=*/false,
-      /*sharedRowChunkBytes=*/16};
+      /*sharedRowChunkBytes=*/16,
+      /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}}};
   return entry;
 }
 

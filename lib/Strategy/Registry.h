@@ -21,6 +21,12 @@
 namespace fa {
 
 /// What the layers without MLIR know of one strategy (its resource model).
+/// A grid of tile configurations, one list per dimension (fa-sweep walks
+/// their product).
+struct TileGrid {
+  std::vector<int64_t> blockM, blockN, numWarps, stages;
+};
+
 struct StrategyModel {
   Strategy kind;
   /// The name used everywhere: options, kernel names, cache keys, the
@@ -62,6 +68,8 @@ struct StrategyModel {
   bool blockedRegisterTiles;
   bool warpSpecialized;
   int64_t sharedRowChunkBytes;
+  /// The tiles fa-sweep measures by default.
+  TileGrid sweepGrid;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

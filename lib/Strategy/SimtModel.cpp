@@ -201,7 +201,9 @@ const StrategyModel &model() {
       /*lowersBackward=*/true,
       0, 0, /*tensorMapInputs=*/false, /*abiCode=*/1,
       /*blockedRegisterTiles=*/true, /*warpSpecialized=*/false,
-      /*sharedRowChunkBytes=*/0};
+      /*sharedRowChunkBytes=*/0,
+      // The lecture's B_r x B_c grid around its 8 x 32 tile.
+      /*sweepGrid=*/{{4, 8, 16}, {16, 32, 64}, {4}, {1}}};
   return entry;
 }
 

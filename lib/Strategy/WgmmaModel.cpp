@@ -309,7 +309,8 @@ const StrategyModel &model() {
       kInputAccessElements, kOutputAccessElements,
       /*tensorMapInputs=*/true, /*abiCode=*/3,
       /*blockedRegisterTiles=*/false, /*warpSpecialized=*/true,
-      /*sharedRowChunkBytes=*/0};
+      /*sharedRowChunkBytes=*/0,
+      /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}}};
   return entry;
 }
 

@@ -10,6 +10,7 @@
 #include "lib/Strategy/WgmmaModel.h"
 
 #include "gtest/gtest.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -173,6 +174,36 @@ TEST(StrategyRegistry, NamesAndLookup) {
   fa::Strategy automatic = fa::Strategy::mma;
   ASSERT_TRUE(fa::parseStrategy("auto", automatic));
   EXPECT_EQ(automatic, fa::Strategy::automatic);
+}
+
+/// Each strategy names the tiles fa-sweep measures by default: every
+/// dimension non-empty, and each tile a spec the strategy accepts
+/// (simt's grid surrounds the lecture's 8 x 32 tile).
+TEST(StrategyRegistry, SweepGrids) {
+  for (const fa::StrategyModel *model : fa::registeredStrategies()) {
+    const fa::TileGrid &grid = model->sweepGrid;
+    ASSERT_FALSE(grid.blockM.empty() || grid.blockN.empty() ||
+                 grid.numWarps.empty() || grid.stages.empty())
+        << model->name;
+    fa::KernelSpec spec;
+    spec.strategy = model->kind;
+    spec.dtype = model->kind == fa::Strategy::simt ? fa::ElementType::f32
+                                                   : fa::ElementType::f16;
+    spec.arch = "sm_90a";
+    for (int64_t m : grid.blockM)
+      for (int64_t n : grid.blockN)
+        for (int64_t w : grid.numWarps)
+          for (int64_t st : grid.stages) {
+            spec.blockM = m, spec.blockN = n, spec.numWarps = w,
+            spec.stages = st;
+            EXPECT_EQ(model->checkSpec(spec), "")
+                << model->name << " " << m << "x" << n << " w" << w << " s"
+                << st;
+          }
+  }
+  const fa::TileGrid &simt = fa::strategyModel(fa::Strategy::simt).sweepGrid;
+  EXPECT_TRUE(llvm::is_contained(simt.blockM, 8));
+  EXPECT_TRUE(llvm::is_contained(simt.blockN, 32));
 }
 
 TEST(StrategyRegistry, BackwardAndKernelNames) {

@@ -175,20 +175,18 @@ int main(int argc, char **argv) {
   std::optional<fa::GpuArch> target = fa::lookupGpuArch(arch);
   if (!target)
     return fail(fa::unsupportedArchMessage(arch, "--arch"));
-  bool simt = base.strategy == fa::Strategy::simt;
+  // The strategy's default grid (lib/Strategy), dimension by dimension
+  // where the command line gives none.
+  const fa::TileGrid &grid = fa::strategyModel(base.strategy).sweepGrid;
   auto orDefault = [](const cl::list<int64_t> &given,
-                      std::vector<int64_t> defaults) {
+                      const std::vector<int64_t> &defaults) {
     return given.empty() ? defaults
                          : std::vector<int64_t>(given.begin(), given.end());
   };
-  std::vector<int64_t> ms = orDefault(blockMs, simt ? std::vector<int64_t>{4, 8, 16}
-                                                    : std::vector<int64_t>{64, 128});
-  std::vector<int64_t> ns = orDefault(blockNs, simt ? std::vector<int64_t>{16, 32, 64}
-                                                    : std::vector<int64_t>{32, 64, 128});
-  std::vector<int64_t> ws = orDefault(warpCounts, simt ? std::vector<int64_t>{4}
-                                                       : std::vector<int64_t>{4, 8});
-  std::vector<int64_t> ss = orDefault(stageCounts, simt ? std::vector<int64_t>{1}
-                                                        : std::vector<int64_t>{1, 2});
+  std::vector<int64_t> ms = orDefault(blockMs, grid.blockM);
+  std::vector<int64_t> ns = orDefault(blockNs, grid.blockN);
+  std::vector<int64_t> ws = orDefault(warpCounts, grid.numWarps);
+  std::vector<int64_t> ss = orDefault(stageCounts, grid.stages);
   // Each value as KernelSpec::validate bounds it (the IO model divides by
   // the tile sizes: 0 must not reach it).
   for (auto [name, values, highest] :
