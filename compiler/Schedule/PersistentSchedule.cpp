@@ -7,18 +7,6 @@
 using namespace mlir;
 using namespace mlir::fa;
 
-/// The persistent schedule counts in 32 bits: index arithmetic is 64-bit,
-/// twice the registers, and the producer has few.
-Value mlir::fa::toI32(OpBuilder &b, Location loc, Value index) {
-  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
-}
-Value mlir::fa::toIndex(OpBuilder &b, Location loc, Value i32) {
-  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i32);
-}
-Value mlir::fa::i32Const(OpBuilder &b, Location loc, int32_t value) {
-  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
-}
-
 /// The phase parity of a barrier's `round`-th completion (index or i32):
 /// round % 2.
 Value mlir::fa::parityOf(OpBuilder &b, Location loc, Value round) {

@@ -2,25 +2,21 @@
 //
 // The persistent schedule of fa-warp-specialize (see its file comment):
 // which work items a block runs in which order, and the loops both roles
-// (producer and consumers) build over them, in 32-bit arithmetic. Also the
-// ring arithmetic both roles share (barrier parities, K/V tile counts).
+// (producer and consumers) build over them, in 32-bit arithmetic (the
+// producer has few registers). Also the ring arithmetic both roles share
+// (barrier parities, K/V tile counts).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA_COMPILER_SCHEDULE_PERSISTENTSCHEDULE_H
 #define FA_COMPILER_SCHEDULE_PERSISTENTSCHEDULE_H
 
+#include "compiler/Utils/IRUtils.h"
 #include "dialect/FAOps.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace mlir::fa {
-
-/// The persistent schedule counts in 32 bits: index arithmetic is 64-bit,
-/// twice the registers, and the producer has few.
-Value toI32(OpBuilder &b, Location loc, Value index);
-Value toIndex(OpBuilder &b, Location loc, Value i32);
-Value i32Const(OpBuilder &b, Location loc, int32_t value);
 
 /// The phase parity of a barrier's `round`-th completion (index or i32):
 /// round % 2.

@@ -69,18 +69,15 @@ void FAPingPongPass::takeTurns(scf::ForOp loop, TileMatmulOp first,
                                TileMatmulOp last, int64_t warpgroups) {
   Location loc = loop.getLoc();
   OpBuilder b(loop);
-  auto i32 = [&](OpBuilder &at, Value index) -> Value {
-    return arith::IndexCastUIOp::create(at, loc, at.getI32Type(), index);
-  };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value warpgroup = arith::DivUIOp::create(
       b, loc, tid, indexConst(b, loc, kWarpgroupThreads));
-  Value mine = i32(b, arith::AddIOp::create(b, loc, warpgroup,
+  Value mine = toI32(b, loc, arith::AddIOp::create(b, loc, warpgroup,
                                              indexConst(b, loc, 1)));
   Value nextWarpgroup = arith::RemUIOp::create(
       b, loc, arith::AddIOp::create(b, loc, warpgroup, indexConst(b, loc, 1)),
       indexConst(b, loc, warpgroups));
-  Value next = i32(b, arith::AddIOp::create(b, loc, nextWarpgroup,
+  Value next = toI32(b, loc, arith::AddIOp::create(b, loc, nextWarpgroup,
                                              indexConst(b, loc, 1)));
   Value pair = arith::ConstantOp::create(
       b, loc, b.getI32IntegerAttr(int32_t(2 * kWarpgroupThreads)));

@@ -32,7 +32,6 @@
 #include "compiler/Passes.h"
 #include "compiler/Utils/IRUtils.h"
 #include "dialect/FAOps.h"
-#include "lib/Strategy/WgmmaModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,19 +57,11 @@ namespace {
 /// insertion point; `issuer` is the thread's group (thread x / group).
 void onIssuers(OpBuilder &b, Location loc, int64_t group,
                function_ref<void(OpBuilder &, Value)> body) {
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value first = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, loc, tid, indexConst(b, loc, group)),
-      indexConst(b, loc, 0));
-  auto branch = scf::IfOp::create(b, loc, first);
+  auto branch = scf::IfOp::create(b, loc, isFirstOfThreadGroup(b, loc, group));
   OpBuilder in = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
   in.setInsertionPoint(branch.getThenRegion().front().getTerminator());
+  Value tid = gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x);
   body(in, arith::DivUIOp::create(in, loc, tid, indexConst(in, loc, group)));
-}
-
-Value toI32(OpBuilder &b, Location loc, Value index) {
-  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
 }
 
 struct FATmaReducePass
@@ -113,10 +104,8 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
   auto type = cast<RankedTensorType>(op.getTile().getType());
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
   constexpr int64_t boxCols = kReductionBoxColumns;
-  static_assert(boxCols == ::fa::wgmma::kGradQueryBoxColumns);
-  if (cols % boxCols != 0)
-    return op.emitOpError("reduces boxes of ")
-           << boxCols << " f32 columns, got a tile of " << cols;
+  // #fa.swizzled_shared's verifier keeps f32 tiles whole boxes.
+  assert(cols % boxCols == 0 && "a swizzled f32 tile is whole boxes");
 
   // The map parameter goes after every program's maps (the first
   // parameters of the function, as the runtime passes them).

@@ -33,6 +33,27 @@ MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
                          workgroupSpace(type.getContext()));
 }
 
+Value mlir::fa::toI32(OpBuilder &b, Location loc, Value index) {
+  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(), index);
+}
+
+Value mlir::fa::toIndex(OpBuilder &b, Location loc, Value i32) {
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), i32);
+}
+
+Value mlir::fa::i32Const(OpBuilder &b, Location loc, int32_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}
+
+Value mlir::fa::isFirstOfThreadGroup(OpBuilder &b, Location loc,
+                                     int64_t groupThreads) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  return arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, tid, indexConst(b, loc, groupThreads)),
+      indexConst(b, loc, 0));
+}
+
 std::optional<int64_t> mlir::fa::warpgroupColumnSlice(RankedTensorType tile) {
   auto mma = dyn_cast_or_null<MmaEncodingAttr>(tile.getEncoding());
   if (!mma || tile.getRank() != 2 || !mma.getRowsFirst() ||

@@ -27,6 +27,18 @@ Value addConst(OpBuilder &b, Location loc, Value v, int64_t c);
 Value mulConst(OpBuilder &b, Location loc, Value v, int64_t c);
 Value f32Const(OpBuilder &b, Location loc, double value);
 
+/// 32-bit counters: index arithmetic is 64-bit, twice the registers (the
+/// persistent schedule and the TMA coordinates count in i32). The casts
+/// are unsigned: every value cast is a count or a coordinate.
+Value toI32(OpBuilder &b, Location loc, Value index);
+Value toIndex(OpBuilder &b, Location loc, Value i32);
+Value i32Const(OpBuilder &b, Location loc, int32_t value);
+
+/// Whether thread x is the first of its group of `groupThreads` consecutive
+/// threads (x % groupThreads == 0): where one thread issues for a warpgroup
+/// or for every compute thread.
+Value isFirstOfThreadGroup(OpBuilder &b, Location loc, int64_t groupThreads);
+
 /// The workgroup (shared-memory) address space.
 Attribute workgroupSpace(MLIRContext *ctx);
 
@@ -44,7 +56,9 @@ constexpr int64_t kWarpgroupThreads = 128;
 /// Otherwise nullopt.
 std::optional<int64_t> warpgroupColumnSlice(RankedTensorType tile);
 
-/// Columns of one box of the TMA engine's f32 reductions (128 bytes).
+/// Columns of one box of the TMA engine's f32 reductions: 128 bytes, the
+/// swizzle span, which is also #fa.swizzled_shared's column block for f32
+/// (so a staged f32 tile is always whole boxes).
 constexpr int64_t kReductionBoxColumns = 32;
 
 /// When the TMA reduction of a tile staged from `tile` (fa-tma-reduce) is

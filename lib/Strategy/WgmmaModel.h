@@ -166,10 +166,6 @@ struct BackwardSharedLayout {
   int64_t totalBytes = 0;
 };
 
-/// Columns of one TMA box of the staged f32 dQ (128 bytes: the swizzle
-/// span).
-constexpr int64_t kGradQueryBoxColumns = kSwizzleBytes / 4;
-
 BackwardSharedLayout backwardSharedLayout(const Config &config);
 
 /// Warpgroups of a backward config (num-warps / 4).

@@ -28,3 +28,40 @@ func.func @local_destination(%n: index) {
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 17408, stages = 1, registers = 64>}
   return
 }
+
+// -----
+
+// The issuer waits for its previous reduction just before the tile is
+// written: the staging must sit next to the add, in the same block (here
+// it was hoisted out of the loop, and the buffer would be rewritten under
+// a reduction still reading it).
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @staged_outside_the_loop(%accum: memref<?x?x?x64xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %part = arith.constant dense<0.0> : tensor<64x64xf32, #fa.mma<warps = 4>>
+    %staged = fa.convert_layout %part {fa.shared_offset = 0 : i64} : tensor<64x64xf32, #fa.mma<warps = 4>> -> tensor<64x64xf32, #sw>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    scf.for %i = %c0 to %n step %c1 {
+      // expected-error @+1 {{expects its tile staged by an fa.convert_layout in the same block}}
+      fa.accumulate_tile %staged, %accum[%b, %h, %i] : tensor<64x64xf32, #sw> -> memref<?x?x?x64xf32>
+    }
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 17408, stages = 1, registers = 64>}
+  return
+}
+
+// -----
+
+// Each warpgroup reduces the boxes of its own column slice: two warpgroups
+// splitting 160 columns hold 80 each, two boxes and a half.
+#sw = #fa.swizzled_shared<bytes = 128>
+#wg2 = #fa.mma<warps = 8, warps_n = 2, rows_first = 1>
+func.func @slice_not_whole_boxes(%accum: memref<?x?x?x160xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %part = arith.constant dense<0.0> : tensor<64x160xf32, #wg2>
+    %staged = fa.convert_layout %part {fa.shared_offset = 0 : i64} : tensor<64x160xf32, #wg2> -> tensor<64x160xf32, #sw>
+    // expected-error @+1 {{each warpgroup reduces its own columns: a slice of 80 columns is not whole boxes of 32}}
+    fa.accumulate_tile %staged, %accum[%b, %h, %t] : tensor<64x160xf32, #sw> -> memref<?x?x?x160xf32>
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 40960, stages = 1, registers = 64>}
+  return
+}

@@ -29,11 +29,11 @@
 // CHECK-NEXT: scf.if %[[ISSUER]] {
 // CHECK-NEXT: %[[G:.*]] = arith.divui %[[TID]], %c128
 // CHECK-NEXT: %[[FIRSTCOL:.*]] = arith.muli %[[G]], %c64
-// CHECK-NEXT: %[[COL0:.*]] = arith.index_cast %[[FIRSTCOL]] : index to i32
+// CHECK-NEXT: %[[COL0:.*]] = arith.index_castui %[[FIRSTCOL]] : index to i32
 // CHECK: %[[BASE:.*]] = memref.extract_aligned_pointer_as_index %[[BUF]]
-// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
-// CHECK: %[[HEAD:.*]] = arith.index_cast %{{.*}} : index to i32
-// CHECK: %[[BATCH:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: %[[ROW:.*]] = arith.index_castui %{{.*}} : index to i32
+// CHECK: %[[HEAD:.*]] = arith.index_castui %{{.*}} : index to i32
+// CHECK: %[[BATCH:.*]] = arith.index_castui %{{.*}} : index to i32
 // CHECK: arith.muli %[[G]], %c16384
 // CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%[[COL0]], %[[ROW]], %[[HEAD]], %[[BATCH]]] {redKind = #nvvm.tma_redux_kind<add>}
 // CHECK: arith.constant 8192 : i64
