@@ -230,8 +230,10 @@ def FATmaReduce : Pass<"fa-tma-reduce", "::mlir::func::FuncOp"> {
     swizzled shared memory (the wgmma backward's dQ part, `fa.convert_layout`
     with a shared offset) becomes one bulk reduction of the TMA engine per 32
     f32 columns (`nvvm.cp.async.bulk.tensor.reduce` add, committed as one
-    group), issued by the program's first thread after the staging's
-    barrier; that thread waits for the previous group to have read the
+    group), issued after the staging's barrier by the first thread of each
+    warpgroup for its own column slice where the warpgroups split the
+    tile's columns in slices of two boxes or more, else by the program's
+    first thread; an issuer waits for its previous group to have read the
     buffer before the tile is written again, and for every group to finish
     after the loops. The kernel gains a tensor map parameter for the
     destination (`dq_accum` in `fa.tensor_maps`, after the maps already
@@ -243,6 +245,26 @@ def FATmaReduce : Pass<"fa-tma-reduce", "::mlir::func::FuncOp"> {
     "::mlir::LLVM::LLVMDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def FAPrefetchRowValues : Pass<"fa-prefetch-row-values", "::mlir::func::FuncOp"> {
+  let summary = "Load a loop's per-row values one iteration ahead";
+  let description = [{
+    An `fa.load_tile` marked `fa.prefetch` by the placement (per-row
+    values in registers: the backward's LSE and D rows of the visited query
+    tile) is loaded for the next iteration at the top of its `scf.for` body
+    and carried by the loop (the first tile's before the loop), so that its
+    latency hides behind an iteration's tensor-core work. The last
+    iteration's load reads past the loop's rows (zero-padded past the
+    tensor's end). A marked load whose indices depend on more than the
+    induction variable (and values from outside the loop), or whose source
+    the program writes, is an error. Run after fa-warp-specialize (the
+    consumers' loops are final then).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
     "::mlir::scf::SCFDialect"
   ];
 }

@@ -58,6 +58,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
   pm.addNestedPass<func::FuncOp>(createFATmaReduce());
+  pm.addNestedPass<func::FuncOp>(createFAPrefetchRowValues());
   pm.addNestedPass<func::FuncOp>(createFAPingPong());
   // The programs wgmma leaves unplaced (the backward's memory-bound delta
   // and dq programs) run on the simt strategy.

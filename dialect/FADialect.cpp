@@ -532,6 +532,22 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                << integer.getInt();
     return success();
   }
+  if (name == getPrefetchAttrName()) {
+    auto load = dyn_cast<LoadTileOp>(op);
+    if (!load || !isa<UnitAttr>(value))
+      return op->emitOpError() << "'" << name
+                               << "' is a unit attribute of fa.load_tile";
+    auto type = cast<RankedTensorType>(load.getType());
+    auto encoding =
+        dyn_cast_or_null<TileEncodingInterface>(type.getEncoding());
+    if (type.getRank() != 1 || !encoding || encoding.isShared())
+      return op->emitOpError()
+             << "'" << name
+             << "' prefetches per-row values into registers: a rank-1 tile "
+                "with a register encoding, got "
+             << type;
+    return success();
+  }
   if (name == getPersistentAttrName()) {
     if (!isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a unit attribute, got "

@@ -38,7 +38,7 @@ def FA_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   // Placement results on ops (`fa.launch`, `fa.shared_offset`,
-  // `fa.pipeline_stages`) are checked by the dialect.
+  // `fa.pipeline_stages`, `fa.prefetch`) are checked by the dialect.
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// The launch of a placed program or kernel (a LaunchAttr).
@@ -62,6 +62,10 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getPersistentAttrName() {
       return "fa.persistent";
     }
+    /// An fa.load_tile of per-row values that the placement asks to be
+    /// loaded one iteration of its loop ahead (fa-prefetch-row-values; a
+    /// unit attribute).
+    static ::llvm::StringRef getPrefetchAttrName() { return "fa.prefetch"; }
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -133,7 +133,8 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 /// swizzled shared memory, where every product that reads them finds them
 /// (dV += P^T dO and dK += dS^T Q read them transposed, dQ = dS K across
 /// all keys); dQ's f32 part staged too, for the TMA engine to add
-/// (fa-tma-reduce; the deterministic mode adds it lane by lane). The delta
+/// (fa-tma-reduce; the deterministic mode adds it lane by lane); LSE and D
+/// marked fa.prefetch where the model says so. The delta
 /// and dq programs (no matmul) are left to fa-place-simt.
 LogicalResult
 FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
@@ -189,6 +190,10 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       shared);
   placeBackwardLoads(*loads, queryRows, layout.kOffset, layout.vOffset,
                      layout.qOffset, layout.gradOutputOffset, stages);
+  // LSE and D one query tile ahead where the registers allow.
+  if (::fa::wgmma::prefetchesRowValues(config))
+    for (LoadTileOp op : loads->rowVectors)
+      op->setAttr(FADialect::getPrefetchAttrName(), UnitAttr::get(ctx));
 
   // Left operands that are register tiles (the rounded P and dS) are
   // staged once each, right after they are computed: P in one buffer, dS

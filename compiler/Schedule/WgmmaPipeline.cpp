@@ -36,12 +36,14 @@
 //   dV += P^T dO                             (started)
 //   wait for dP (dV may still run)
 //   dS = P (dP - D), dS staged               (overlaps dV)
-//   dK += dS^T Q                             (started)
-//   dQ = dS K, added to global               (waits for every product)
+//   dQ = dS K, dK += dS^T Q                  (both started)
+//   wait for dQ (dK may still run)
+//   dQ added to global                       (overlaps dK)
+//   wait for dK
 //
 // Groups retire in order: waiting with one pending leaves only the latest
 // product running. Every product of an iteration is done before the next
-// one starts (dQ's wait), so the staging buffers and the Q/dO ring keep
+// one starts (dK's wait), so the staging buffers and the Q/dO ring keep
 // their barriers' meaning.
 //
 //===----------------------------------------------------------------------===//
@@ -191,8 +193,15 @@ void overlapBackwardLoop(BackwardLoop a) {
   // dP: waited for where dS needs it, with dV started (in flight).
   Operation *gradReader = *a.gradProbs->getUsers().begin();
   startAndWait(a.gradProbs, gradReader, /*pending=*/1);
-  // dV and dK: done by dQ's wait (it waits for every product); their
-  // waits pin the accumulators before the loop carries them on.
+  // dQ before dK, both reading the staged dS: dQ is waited for (dV with
+  // it) while dK still runs, so that adding dQ to global overlaps dK.
+  a.gradQuery->moveBefore(a.gradKey);
+  Operation *gradQueryReader = *llvm::min_element(
+      a.gradQuery->getUsers(),
+      [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  startAndWait(a.gradQuery, gradQueryReader, /*pending=*/1);
+  // dV and dK: done at the end of the iteration; their waits pin the
+  // accumulators before the loop carries them on.
   Operation *yield = a.loop.getBody()->getTerminator();
   startAndWait(a.gradValue, yield, /*pending=*/0);
   startAndWait(a.gradKey, yield, /*pending=*/0);

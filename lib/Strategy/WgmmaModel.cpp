@@ -207,6 +207,8 @@ int64_t backwardWarpgroups(const Config &c) {
   return c.numWarps / kWarpsPerWarpgroup;
 }
 
+bool prefetchesRowValues(const Config &c) { return c.headDim <= 64; }
+
 int64_t estimateBackwardRegisters(const Config &c) {
   int64_t warpgroups = std::max<int64_t>(1, backwardWarpgroups(c));
   int64_t gradients = 2 * (kWarpgroupRows * c.headDim / kWarpgroupThreads);

@@ -168,6 +168,13 @@ struct BackwardSharedLayout {
 
 BackwardSharedLayout backwardSharedLayout(const Config &config);
 
+/// Whether the dkdv loop loads LSE and D one query tile ahead
+/// (fa-prefetch-row-values: 4 more registers per thread). Measured on the
+/// H200 (docs/benchmarks.md, 2026-12-02 (c)): 4-6% faster at head dim 64;
+/// at 128, where dK and dV take 128 of the consumers' 240 registers, ptxas
+/// spills (120 bytes) and the gain is gone.
+bool prefetchesRowValues(const Config &config);
+
 /// Warpgroups of a backward config (num-warps / 4).
 int64_t backwardWarpgroups(const Config &config);
 

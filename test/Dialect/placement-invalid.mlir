@@ -327,3 +327,26 @@ func.func @persistent_unit(%n: index) {
   } attributes {fa.persistent = 1 : i64}
   return
 }
+
+// -----
+
+// fa.prefetch asks for a load of per-row values into registers one
+// iteration ahead: a unit attribute of fa.load_tile ...
+func.func @prefetch_unit(%lse: memref<?x?x?xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @below {{'fa.prefetch' is a unit attribute of fa.load_tile}}
+    %l = fa.load_tile %lse[%b, %h, %t] {fa.prefetch = 1 : i64} : memref<?x?x?xf32> -> tensor<64xf32, #fa.mma<warps = 4>>
+  }
+  return
+}
+
+// -----
+
+// ... of a rank-1 register tile.
+func.func @prefetch_shared(%q: memref<?x?x?x64xf16>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @below {{'fa.prefetch' prefetches per-row values into registers: a rank-1 tile with a register encoding, got 'tensor<64x64xf16, #fa.shared<pad = 8>>'}}
+    %x = fa.load_tile %q[%b, %h, %t] {fa.prefetch} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 8>>
+  }
+  return
+}

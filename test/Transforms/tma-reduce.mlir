@@ -14,7 +14,8 @@
 // 1. Before the tile is written, each issuer (thread % 128 == 0) waits
 // until its previous reduction has read the buffer (the staging's leading
 // barrier, its warpgroup's, then tells the warpgroup).
-// CHECK: %[[DQ:.*]] = fa.tile_matmul {{%[0-9]+, %[0-9]+}} : tensor<64x128xbf16
+// CHECK: fa.tile_matmul {{%[0-9]+, %[0-9]+}} {async} : tensor<64x128xbf16
+// CHECK: %[[DQ:.*]] = fa.async_wait
 // CHECK-NEXT: %[[LANE:.*]] = arith.remui %[[TID]], %c128
 // CHECK-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK-NEXT: scf.if %[[ISSUER]] {
@@ -70,6 +71,7 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK-LABEL: func.func @deterministic_bf16
 // CHECK-NOT: nvvm.cp.async.bulk
 // CHECK: fa.wait_turn
+// CHECK-NEXT: fa.async_wait
 // CHECK-NEXT: fa.accumulate_tile %{{.*}} : tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
 // CHECK-NOT: nvvm.cp.async.bulk
 // CHECK-NOT: dq_accum
@@ -92,7 +94,8 @@ func.func @deterministic_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xb
 // consumer thread, thread % 256 == 0) reduces both boxes of the tile, and
 // the staging keeps the consumers' barriers (measured faster there).
 // CHECK-LABEL: func.func @backward_d64
-// CHECK: %[[DQ:.*]] = fa.tile_matmul {{%[0-9]+, %[0-9]+}} : tensor<64x128xf16
+// CHECK: fa.tile_matmul {{%[0-9]+, %[0-9]+}} {async} : tensor<64x128xf16
+// CHECK: %[[DQ:.*]] = fa.async_wait
 // CHECK-NEXT: %[[LANE:.*]] = arith.remui %{{.*}}, %c256
 // CHECK-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
 // CHECK-NEXT: scf.if %[[ISSUER]] {

@@ -20,14 +20,17 @@
 // CHECK-NEXT: %[[DV:.*]] = fa.tile_matmul %[[PS]], %[[DO]] acc(%{{.*}}) {async, transpose_lhs}
 // CHECK-NEXT: %[[DPW:.*]] = fa.async_wait %[[DP]] {pending = 1 : i64}
 // CHECK-NEXT: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DPW]]
-// 4. dS staged, dK += dS^T Q started, dQ = dS K synchronous (it waits for
-// every product of the iteration: the staging buffers and the Q/dO ring
-// are free when the next iteration starts); dV and dK pinned before the
-// loop carries them.
+// 4. dS staged, dQ = dS K and dK += dS^T Q started in that order; dQ
+// waited for with dK still running (dV is done with it), so that dQ's
+// staging and its add to global overlap dK; dV and dK waited for at the
+// end (every product of the iteration done: the staging buffers and the
+// Q/dO ring are free when the next iteration starts) and pinned before
+// the loop carries them.
 // CHECK: %[[DSS:.*]] = fa.convert_layout
+// CHECK-NEXT: %[[DQ:.*]] = fa.tile_matmul %[[DSS]], %{{.*}} {async}
 // CHECK-NEXT: %[[DK:.*]] = fa.tile_matmul %[[DSS]], %[[Q]] acc(%{{.*}}) {async, transpose_lhs}
-// CHECK-NEXT: %[[DQ:.*]] = fa.tile_matmul %[[DSS]], %{{.*}} :
-// CHECK-NEXT: %[[DQS:.*]] = fa.convert_layout %[[DQ]]
+// CHECK-NEXT: %[[DQW:.*]] = fa.async_wait %[[DQ]] {pending = 1 : i64}
+// CHECK-NEXT: %[[DQS:.*]] = fa.convert_layout %[[DQW]]
 // CHECK-NEXT: fa.accumulate_tile %[[DQS]]
 // CHECK-NEXT: %[[DVW:.*]] = fa.async_wait %[[DV]] {pending = 0 : i64}
 // CHECK-NEXT: %[[DKW:.*]] = fa.async_wait %[[DK]] {pending = 0 : i64}

@@ -1,0 +1,54 @@
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-pipeline="strategy=wgmma num-warps=8 stages=2" | FileCheck %s --check-prefix=PIPE
+
+// The resource model asks for LSE and D one query tile ahead where the
+// consumers have registers to spare (wgmma::prefetchesRowValues): at head
+// dim 64 the placement marks both loads fa.prefetch ...
+// CHECK-LABEL: func @backward_d64
+// CHECK: fa.load_tile {{.*}} {fa.prefetch} : memref<?x?x?xf32{{.*}}> -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// CHECK-NEXT: fa.load_tile {{.*}} {fa.prefetch} : memref<?x?x?xf32{{.*}}> -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// ... and fa-prefetch-row-values, in the wgmma pipeline after the warp
+// specialization, loads the first tile's before the query-tile loop and
+// the next tile's at the top of each iteration (the mark dropped).
+// PIPE-LABEL: func @backward_d64
+// PIPE: %[[LSE0:.*]] = fa.load_tile {{[^{]*}} -> tensor<64xf32
+// PIPE-NEXT: %[[D0:.*]] = fa.load_tile {{[^{]*}} -> tensor<64xf32
+// PIPE-NEXT: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %[[LSE0]], %{{.*}} = %[[D0]])
+// PIPE-NEXT: arith.addi
+// PIPE-NEXT: arith.muli
+// PIPE-NEXT: fa.load_tile {{[^{]*}} -> tensor<64xf32
+// PIPE-NEXT: fa.load_tile {{[^{]*}} -> tensor<64xf32
+// PIPE-NOT: fa.prefetch
+func.func @backward_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                        %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>,
+                        %dq: memref<?x?x?x64xf16>, %dk: memref<?x?x?x64xf16>, %dv: memref<?x?x?x64xf16>,
+                        %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+      memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32>
+    into memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
+  return
+}
+
+// -----
+
+// At head dim 128 dK and dV take 128 of the consumers' 240 registers: two
+// more tiles of row values made ptxas spill, so the loads stay unmarked.
+// CHECK-LABEL: func @backward_d128
+// CHECK: fa.load_tile {{[^{]*}} -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// CHECK-NEXT: fa.load_tile {{[^{]*}} -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// CHECK-NOT: fa.prefetch
+func.func @backward_d128(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                         %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
+                         %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,
+                         %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+      memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+  return
+}
