@@ -133,7 +133,7 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 /// swizzled shared memory, where every product that reads them finds them
 /// (dV += P^T dO and dK += dS^T Q read them transposed, dQ = dS K across
 /// all keys); dQ's f32 part staged too, for the TMA engine to add
-/// (fa-tma-reduce; the deterministic mode adds it lane by lane); LSE and D
+/// (fa-tma-reduce, between the deterministic mode's turns); LSE and D
 /// marked fa.prefetch where the model says so. The delta
 /// and dq programs (no matmul) are left to fa-place-simt.
 LogicalResult
@@ -152,13 +152,8 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   if (!(elementType.isF16() || elementType.isBF16()))
     return grid.emitOpError("the wgmma strategy needs f16 or bf16 tiles, got ")
            << elementType;
-  // Deterministic programs add dQ in turns (fa.wait_turn), lane by lane.
-  bool deterministic =
-      grid.walk([](WaitTurnOp) { return WalkResult::interrupt(); })
-          .wasInterrupted();
   ::fa::wgmma::Config config{keyTile.getDimSize(1), queryTile.getDimSize(0),
-                             keyTile.getDimSize(0), numWarps, stages, 2,
-                             deterministic};
+                             keyTile.getDimSize(0), numWarps, stages, 2};
   if (std::string error = ::fa::wgmma::checkBackwardFits(config, target);
       !error.empty())
     return grid.emitOpError(error);
@@ -228,21 +223,25 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
     return failure();
   // dQ's part (f32) is staged for the TMA engine's reduction into the
   // accumulator (fa-tma-reduce), in 128-byte-swizzled boxes of 32 columns.
+  // In the deterministic mode the staging goes before the wait for the
+  // turn (fa.wait_turn): only the reduction itself holds the turn.
   SmallVector<AccumulateTileOp> gradQueryParts;
   grid.walk([&](AccumulateTileOp op) { gradQueryParts.push_back(op); });
-  if (layout.gradQueryOffset >= 0 && gradQueryParts.size() > 1)
+  if (gradQueryParts.size() > 1)
     return gradQueryParts[1].emitOpError(
         "the wgmma backward stages one dQ part, this is a second");
-  if (layout.gradQueryOffset >= 0)
-    for (AccumulateTileOp op : gradQueryParts) {
-      OpBuilder builder(op);
-      auto convert = ConvertLayoutOp::create(
-          builder, op.getLoc(), withEncoding(op.getTile().getType(), shared),
-          op.getTile());
-      convert->setAttr(FADialect::getSharedOffsetAttrName(),
-                       builder.getI64IntegerAttr(layout.gradQueryOffset));
-      op.getTileMutable().assign(convert);
-    }
+  for (AccumulateTileOp op : gradQueryParts) {
+    Operation *before = op;
+    if (auto turn = dyn_cast_or_null<WaitTurnOp>(op->getPrevNode()))
+      before = turn;
+    OpBuilder builder(before);
+    auto convert = ConvertLayoutOp::create(
+        builder, op.getLoc(), withEncoding(op.getTile().getType(), shared),
+        op.getTile());
+    convert->setAttr(FADialect::getSharedOffsetAttrName(),
+                     builder.getI64IntegerAttr(layout.gradQueryOffset));
+    op.getTileMutable().assign(convert);
+  }
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
   // fa-warp-specialize adds the producer warpgroup (not persistent).

@@ -21,6 +21,13 @@
 // all. (Bulk groups are
 // per thread: each issuer waits for its own.)
 //
+// Between the turns of the deterministic mode (fa.wait_turn, the add,
+// fa.pass_turn) each issuer also waits for its reduction to finish right
+// after committing it (cp.async.bulk.wait_group 0: the adds are in global
+// memory), so that the turn, handed on after the consumers' barrier, orders
+// the tiles' adds: the same sum, bit for bit, run after run. The staging
+// (placed before the wait for the turn) does not hold the turn.
+//
 // The kernel gains a tensor map parameter for the destination ("dq_accum"
 // in fa.tensor_maps, after the maps already there); rows past the
 // destination's end are not written by the engine. The consumers' lanes no
@@ -153,6 +160,10 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
   });
 
+  // The deterministic mode's turn is handed on after the add: the add must
+  // have finished by then.
+  bool handsOnTurn = isa_and_nonnull<PassTurnOp>(op->getNextNode());
+
   // The reduction, box by box: (column, row, head, batch), innermost first.
   b.setInsertionPoint(op);
   MemRefType buffer = sharedBufferType(type);
@@ -194,6 +205,8 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
           Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(in, loc);
+    if (handsOnTurn)
+      NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, UnitAttr());
   });
   op.erase();
 

@@ -194,11 +194,8 @@ BackwardSharedLayout backwardSharedLayout(const Config &c) {
       layout.gradOutputOffset + c.stages * c.blockM * rowBytes;
   int64_t stagedBytes = c.blockM * c.blockN * c.elementBytes;
   layout.gradScoresOffset = layout.probsOffset + stagedBytes;
-  int64_t end = layout.gradScoresOffset + stagedBytes;
-  if (!c.deterministic) {
-    layout.gradQueryOffset = end;
-    end += c.blockM * c.headDim * 4;
-  }
+  layout.gradQueryOffset = layout.gradScoresOffset + stagedBytes;
+  int64_t end = layout.gradQueryOffset + c.blockM * c.headDim * 4;
   layout.totalBytes = end + kSwizzleAtomBytes;
   return layout;
 }
@@ -267,8 +264,7 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
     return {request};
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
-    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2,
-                  request.deterministic};
+    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
     return arch && checkBackwardFits(config, *arch).empty();
   });
   // Best first, as measured on the H200 (bench/bench_backward.py

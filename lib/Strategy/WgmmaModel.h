@@ -54,9 +54,6 @@ constexpr int64_t kOutputAccessElements = 8;
 struct Config {
   int64_t headDim = 0, blockM = 0, blockN = 0, numWarps = 0, stages = 0;
   int64_t elementBytes = 2;
-  /// The backward adds dQ in a fixed order (per-lane adds between turns)
-  /// rather than staging it for the TMA engine's reduction.
-  bool deterministic = false;
 };
 
 /// Shared-memory layout of one program, in bytes from the 1024-aligned
@@ -152,17 +149,17 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 // warpgroups (the consumers) take its registers (consumerRegisters). The
 // f32 dQ part of each query tile is staged in shared memory too, and the
 // TMA engine adds it to the dQ accumulator (cp.reduce.async.bulk.tensor):
-// no per-lane atomics in the consumers' path (not in the deterministic
-// mode, which adds in turns).
+// no per-lane atomics in the consumers' path. The deterministic mode issues
+// the same reduction between its turns and waits for it to finish before
+// handing the turn on.
 
 /// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
-/// base: K, V, the Q and dO rings, the staged P and dS, and (unless
-/// deterministic) the staged f32 dQ part.
+/// base: K, V, the Q and dO rings, the staged P and dS, and the staged f32
+/// dQ part.
 struct BackwardSharedLayout {
   int64_t kOffset = 0, vOffset = 0, qOffset = 0, gradOutputOffset = 0;
   int64_t probsOffset = 0, gradScoresOffset = 0;
-  /// -1 when dQ is not staged (deterministic).
-  int64_t gradQueryOffset = -1;
+  int64_t gradQueryOffset = 0;
   int64_t totalBytes = 0;
 };
 

@@ -66,15 +66,29 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 
 // -----
 
-// The deterministic mode adds dQ in turns, lane by lane: nothing staged,
-// no map for the accumulator.
+// The deterministic mode adds dQ in turns with the same reduction: the
+// tile is staged before the wait for the turn (the staging does not hold
+// it), the issuers reduce and then wait for their reductions to finish
+// (wait_group 0, not only .read), and the turn is handed on after that:
+// tile by tile, the adds land in a fixed order.
 // CHECK-LABEL: func.func @deterministic_bf16
-// CHECK-NOT: nvvm.cp.async.bulk
-// CHECK: fa.wait_turn
-// CHECK-NEXT: fa.async_wait
-// CHECK-NEXT: fa.accumulate_tile %{{.*}} : tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
-// CHECK-NOT: nvvm.cp.async.bulk
-// CHECK-NOT: dq_accum
+// CHECK: fa.tile_matmul {{%[0-9]+, %[0-9]+}} {async} : tensor<64x128xbf16
+// CHECK: %[[DQ:.*]] = fa.async_wait
+// CHECK-NEXT: %[[LANE:.*]] = arith.remui %{{.*}}, %c128
+// CHECK-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK-NEXT: scf.if %[[ISSUER]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: fa.convert_layout %[[DQ]] {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK-NEXT: fa.wait_turn
+// CHECK: scf.if %[[ISSUER]] {
+// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.reduce
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CHECK-NEXT: }
+// CHECK-NEXT: fa.pass_turn
+// CHECK-NOT: fa.accumulate_tile
+// CHECK: dq_accum
 func.func @deterministic_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
                               %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
                               %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,

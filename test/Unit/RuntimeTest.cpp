@@ -516,12 +516,14 @@ TEST(LaunchPlan, WgmmaBackwardTakesTensorMaps) {
     EXPECT_EQ(dkdv.tensorMaps[i].boxRows, std::get<1>(expected[i])) << i;
     EXPECT_EQ(dkdv.tensorMaps[i].boxCols, std::get<2>(expected[i])) << i;
   }
-  // The deterministic mode adds dQ in turns, lane by lane: no map for it.
+  // The deterministic mode has the TMA engine add dQ too, between its
+  // turns: the same maps.
   spec.deterministic = true;
   llvm::Expected<mlir::fa::CompiledKernel> ordered =
       mlir::fa::compileKernel(spec, /*assemble=*/false);
   ASSERT_TRUE(bool(ordered)) << llvm::toString(ordered.takeError());
-  EXPECT_EQ(ordered->launches[1].tensorMaps.size(), 4u);
+  ASSERT_EQ(ordered->launches[1].tensorMaps.size(), 5u);
+  EXPECT_EQ(ordered->launches[1].tensorMaps[4].operand, Operand::dqAccum);
 }
 
 /// A warp-specialized wgmma kernel hands the runtime its tensor maps (Q,

@@ -539,11 +539,6 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
                          layout.gradOutputOffset, layout.probsOffset,
                          layout.gradScoresOffset, layout.gradQueryOffset})
     EXPECT_EQ(offset % fa::wgmma::kSwizzleAtomBytes, 0) << offset;
-  // The deterministic mode adds dQ lane by lane in turns: no staging.
-  fa::wgmma::Config ordered = c;
-  ordered.deterministic = true;
-  EXPECT_EQ(fa::wgmma::backwardSharedLayout(ordered).gradQueryOffset, -1);
-  EXPECT_EQ(fa::wgmma::backwardSharedLayout(ordered).totalBytes, 164864);
   // dK, dV (128 each at D = 128), P and dP (32 each), within what the
   // consumers take next to the producer warpgroup (240).
   EXPECT_EQ(fa::wgmma::consumerRegisters(c.numWarps, /*persistent=*/false),
@@ -573,7 +568,7 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
                 .find("num-warps must be 4 or 8"),
             std::string::npos);
   // Three Q/dO slots fit with the dQ staging (230400 bytes of the 232448),
-  // four only without it (deterministic).
+  // four do not (the deterministic mode stages dQ too).
   fa::wgmma::Config deep = c;
   deep.stages = 3;
   EXPECT_EQ(fa::wgmma::backwardSharedLayout(deep).totalBytes, 230400);
@@ -582,9 +577,6 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
   EXPECT_NE(fa::wgmma::checkBackwardFits(deep, sm90a)
                 .find("needs 263168 bytes of shared memory per block"),
             std::string::npos);
-  deep.deterministic = true;
-  EXPECT_EQ(fa::wgmma::backwardSharedLayout(deep).totalBytes, 230400);
-  EXPECT_EQ(fa::wgmma::checkBackwardFits(deep, sm90a), "");
   deep.stages = 5;
   EXPECT_NE(fa::wgmma::checkBackwardFits(deep, sm90a).find("stages must be"),
             std::string::npos);
