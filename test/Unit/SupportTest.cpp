@@ -567,6 +567,13 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
   EXPECT_NE(fa::wgmma::checkBackwardFits(threeGroups, sm90a)
                 .find("num-warps must be 4 or 8"),
             std::string::npos);
+  // LSE and D one query tile ahead where registers are left: at head dim
+  // 64 (dK and dV take 64 registers each), not at 128 (128 each; ptxas
+  // spilled with the extra rows).
+  fa::wgmma::Config narrow = c;
+  narrow.headDim = 64;
+  EXPECT_TRUE(fa::wgmma::prefetchesRowValues(narrow));
+  EXPECT_FALSE(fa::wgmma::prefetchesRowValues(c));
   // Three Q/dO slots fit with the dQ staging (230400 bytes of the 232448),
   // four do not (the deterministic mode stages dQ too).
   fa::wgmma::Config deep = c;
