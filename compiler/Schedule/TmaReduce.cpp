@@ -18,15 +18,16 @@
 // boxes of its own slice, and the staging's barriers are the warpgroup's
 // own (the lowering's readByWritingWarpgroups): the warpgroups never wait
 // for each other here. Otherwise the program's first thread issues them
-// all. (Bulk groups are
-// per thread: each issuer waits for its own.)
+// all. (Bulk groups are per thread: each issuer waits for its own.)
 //
 // Between the turns of the deterministic mode (fa.wait_turn, the add,
-// fa.pass_turn) each issuer also waits for its reduction to finish right
-// after committing it (cp.async.bulk.wait_group 0: the adds are in global
-// memory), so that the turn, handed on after the consumers' barrier, orders
-// the tiles' adds: the same sum, bit for bit, run after run. The staging
-// (placed before the wait for the turn) does not hold the turn.
+// fa.pass_turn) each issuer first orders the async proxy after the turn
+// taken through the generic one (fence.proxy.async.global), and after
+// committing its reduction waits for it to finish (cp.async.bulk.wait_group
+// 0: the adds are in global memory), so that the turn, handed on after the
+// consumers' barrier, orders the tiles' adds: the same sum, bit for bit, run
+// after run. The staging (placed before the wait for the turn) does not
+// hold the turn.
 //
 // The kernel gains a tensor map parameter for the destination ("dq_accum"
 // in fa.tensor_maps, after the maps already there); rows past the
@@ -160,9 +161,19 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
   });
 
-  // The deterministic mode's turn is handed on after the add: the add must
-  // have finished by then.
-  bool handsOnTurn = isa_and_nonnull<PassTurnOp>(op->getNextNode());
+  // The deterministic mode's turn is handed on after the add (later in its
+  // block): the add must have finished by then. A turn handed on elsewhere
+  // would not order this add.
+  bool handsOnTurn = false;
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
+    handsOnTurn |= isa<PassTurnOp>(next);
+  if (!handsOnTurn) {
+    WalkResult turns = func.walk([](PassTurnOp) { return WalkResult::interrupt(); });
+    if (turns.wasInterrupted())
+      return op.emitOpError("the program hands on a turn (fa.pass_turn), but "
+                            "not after this add in its block: the TMA "
+                            "reduction would not be ordered by the turn");
+  }
 
   // The reduction, box by box: (column, row, head, batch), innermost first.
   b.setInsertionPoint(op);
@@ -171,6 +182,12 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
       UnrealizedConversionCastOp::create(b, loc, buffer, op.getTile())
           .getResult(0);
   onIssuers(b, loc, issuerThreads, [&](OpBuilder &in, Value issuer) {
+    // The turn was taken through the generic proxy (fa.wait_turn's atomic
+    // and fence); the adds go through the async proxy, which that fence
+    // does not order: the issuer orders them after it.
+    if (handsOnTurn)
+      NVVM::FenceProxyOp::create(in, loc, NVVM::ProxyKind::async_global,
+                                 NVVM::SharedSpaceAttr());
     // The issuer's first column (0 for a single issuer).
     Value firstColumn = toI32(in, loc, mulConst(in, loc, issuer, issuerColumns));
     Value address = arith::IndexCastUIOp::create(

@@ -65,3 +65,21 @@ func.func @slice_not_whole_boxes(%accum: memref<?x?x?x160xf32>, %n: index) {
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 40960, stages = 1, registers = 64>}
   return
 }
+
+// -----
+
+// The deterministic mode orders the adds by the turn: an add after the
+// turn was handed on (here: the turn passed before it) would race with the
+// next program's.
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @turn_passed_before_the_add(%accum: memref<?x?x?x64xf32>, %order: memref<?x?x?xi32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %part = arith.constant dense<0.0> : tensor<64x64xf32, #fa.mma<warps = 4>>
+    %staged = fa.convert_layout %part {fa.shared_offset = 0 : i64} : tensor<64x64xf32, #fa.mma<warps = 4>> -> tensor<64x64xf32, #sw>
+    fa.wait_turn %order[%b, %h, %t], %t : memref<?x?x?xi32>
+    fa.pass_turn %order[%b, %h, %t], %t : memref<?x?x?xi32>
+    // expected-error @+1 {{the program hands on a turn (fa.pass_turn), but not after this add in its block: the TMA reduction would not be ordered by the turn}}
+    fa.accumulate_tile %staged, %accum[%b, %h, %t] : tensor<64x64xf32, #sw> -> memref<?x?x?x64xf32>
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 17408, stages = 1, registers = 64>}
+  return
+}

@@ -7,6 +7,7 @@
 // columns 0..63 and 64..127 of dQ (#fa.mma rows_first, warps_n = 2): each
 // warpgroup's first thread reduces its own two boxes.
 // CHECK-LABEL: func.func @backward_bf16
+// CHECK-NOT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK-SAME: (%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %[[ACCMAP:.*]]: !llvm.ptr, %{{.*}}: memref<?x?x?x128xbf16>
 // CHECK: %[[TID:.*]] = gpu.thread_id  x
 // CHECK: scf.for
@@ -41,6 +42,8 @@
 // CHECK: %[[COL1:.*]] = arith.addi %[[COL0]], %c32_i32
 // CHECK: nvvm.cp.async.bulk.tensor.reduce %[[ACCMAP]], %{{.*}}, box[%[[COL1]], %[[ROW]], %[[HEAD]], %[[BATCH]]]
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// Without turns the issuer neither fences nor waits for the adds here.
+// CHECK-NEXT: }
 // CHECK-NOT: fa.accumulate_tile
 // 3. After the loops, every issuer's groups have finished (reading shared
 // memory and writing global memory) before the block leaves.
@@ -81,7 +84,11 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK-NEXT: }
 // CHECK-NEXT: fa.convert_layout %[[DQ]] {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
 // CHECK-NEXT: fa.wait_turn
+// The turn was taken through the generic proxy; the issuer orders its
+// async-proxy adds after it.
 // CHECK: scf.if %[[ISSUER]] {
+// CHECK-NEXT: arith.divui
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.reduce
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}

@@ -350,8 +350,9 @@ struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
   }
 };
 
-/// fa.pass_turn: once every thread of the block has issued its adds
-/// (barrier), thread 0 fences at GPU scope (cumulative: the block's writes
+/// fa.pass_turn: once every thread of the block has made its adds (its
+/// atomics issued, or its TMA reductions waited for until complete;
+/// barrier), thread 0 fences at GPU scope (cumulative: the block's writes
 /// become visible first) and hands the turn on.
 struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
   using OpConversionPattern::OpConversionPattern;
