@@ -186,6 +186,28 @@ void startAndWait(TileMatmulOp product, Operation *before, int64_t pending) {
   result.replaceAllUsesExcept(wait, wait);
 }
 
+/// dQ's first reader, where dQ can start before dK and be waited for with
+/// dK still in flight: its operands are there before dK, and every reader
+/// is in the iteration after dK (waiting with one product pending leaves
+/// the latest started, which must be dK). Null otherwise.
+Operation *firstReaderAfterGradKey(BackwardLoop a) {
+  Block *body = a.loop.getBody();
+  for (Value operand : a.gradQuery->getOperands())
+    if (Operation *def = operand.getDefiningOp();
+        def && def->getBlock() == body && !def->isBeforeInBlock(a.gradKey))
+      return nullptr;
+  Operation *first = nullptr;
+  for (Operation *reader : a.gradQuery->getUsers()) {
+    if (reader->getBlock() != body)
+      return nullptr;
+    if (!first || reader->isBeforeInBlock(first))
+      first = reader;
+  }
+  if (!first || first->isBeforeInBlock(a.gradKey))
+    return nullptr;
+  return first;
+}
+
 void overlapBackwardLoop(BackwardLoop a) {
   a.gradProbs->moveAfter(a.scores);
   // S: waited for right after dP starts (dP stays in flight).
@@ -195,11 +217,11 @@ void overlapBackwardLoop(BackwardLoop a) {
   startAndWait(a.gradProbs, gradReader, /*pending=*/1);
   // dQ before dK, both reading the staged dS: dQ is waited for (dV with
   // it) while dK still runs, so that adding dQ to global overlaps dK.
-  a.gradQuery->moveBefore(a.gradKey);
-  Operation *gradQueryReader = *llvm::min_element(
-      a.gradQuery->getUsers(),
-      [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
-  startAndWait(a.gradQuery, gradQueryReader, /*pending=*/1);
+  // Otherwise dQ stays where it is, a synchronous product.
+  if (Operation *gradQueryReader = firstReaderAfterGradKey(a)) {
+    a.gradQuery->moveBefore(a.gradKey);
+    startAndWait(a.gradQuery, gradQueryReader, /*pending=*/1);
+  }
   // dV and dK: done at the end of the iteration; their waits pin the
   // accumulators before the loop carries them on.
   Operation *yield = a.loop.getBody()->getTerminator();
