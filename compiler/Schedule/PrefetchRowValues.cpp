@@ -17,12 +17,13 @@
 // The last iteration loads the rows past the loop's end; the loads are
 // zero-padded past the tensor's rows (fa.load_tile's lowering), and a tile
 // inside the tensor but outside the loop's range is read and dropped. A
-// marked load must sit in the loop's body, its indices must depend only on
-// the induction variable and values from outside the loop (through pure
-// ops), and nothing in the program may write its source (the forward's
-// LSE, and D, written by the delta program before the dkdv program runs);
-// otherwise the pass fails with an error on the load. The mark is dropped
-// once done. Costs one register per row a thread holds, per load: the
+// marked load must sit in the loop's body inside an fa.grid program, its
+// indices must depend only on the induction variable and values from
+// outside the loop (through pure ops), and nothing in the program may write
+// its source or any view of it (the forward's LSE, and D, written by the
+// delta program before the dkdv program runs); otherwise the pass fails
+// with an error on the load. The mark is dropped once done. Costs one
+// register per row a thread holds, per load: the
 // placement marks loads where its resource model leaves room.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +39,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/MapVector.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #define DEBUG_TYPE "fa-prefetch-row-values"
 
@@ -68,9 +70,24 @@ bool dependsOnlyOnInductionVar(Value value, scf::ForOp loop) {
   });
 }
 
-/// Whether every user of `source` in `program` only reads it.
+/// The memref `source` is a view of (through view-like ops: casts,
+/// subviews, reinterpretations), or `source` itself.
+Value viewRoot(Value source) {
+  while (auto view = source.getDefiningOp<ViewLikeOpInterface>())
+    source = view.getViewSource();
+  return source;
+}
+
+/// Whether every user in `program` of `source` and of the views made from
+/// it only reads it (fa.load_tile) or makes another view.
 bool onlyLoadedIn(Value source, Operation *program) {
-  return llvm::all_of(source.getUsers(), [&](Operation *user) {
+  return llvm::all_of(source.getUses(), [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+        view && view.getViewSource() == source)
+      return llvm::all_of(user->getResults(), [&](Value result) {
+        return onlyLoadedIn(result, program);
+      });
     return !program->isAncestor(user) || isa<LoadTileOp>(user);
   });
 }
@@ -82,7 +99,11 @@ FailureOr<scf::ForOp> prefetchLoop(LoadTileOp load) {
     return load.emitOpError("is marked fa.prefetch but is not in the body "
                             "of an scf.for");
   auto program = loop->getParentOfType<GridOp>();
-  if (!program || !onlyLoadedIn(load.getSource(), program))
+  if (!program)
+    return load.emitOpError("is marked fa.prefetch but is not in an fa.grid "
+                            "program (nothing says what else reads or "
+                            "writes its source)");
+  if (!onlyLoadedIn(viewRoot(load.getSource()), program))
     return load.emitOpError("is marked fa.prefetch but its program also "
                             "writes its source: the next iteration's values "
                             "may not be there yet");

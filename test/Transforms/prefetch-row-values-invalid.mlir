@@ -54,3 +54,38 @@ func.func @not_in_a_loop(%lse: memref<?x?x?xf32>, %out: memref<?x?x?xf32>, %n: i
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 0, stages = 1, registers = 64>}
   return
 }
+
+// -----
+
+#rows = #fa.mma<warps = 8, warps_n = 2, rows_first = 1>
+
+// A write through a view of the source (here a cast) writes the source.
+func.func @written_through_a_view(%written: memref<?x?x?xf32>, %lb: index, %ub: index, %n: index) {
+  %view = memref.cast %written : memref<?x?x?xf32> to memref<4x?x?xf32>
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    scf.for %i = %lb to %ub step %c1 {
+      %row = arith.muli %i, %c64 : index
+      // expected-error @+1 {{is marked fa.prefetch but its program also writes its source: the next iteration's values may not be there yet}}
+      %w = fa.load_tile %written[%b, %h, %row] {fa.prefetch} : memref<?x?x?xf32> -> tensor<64xf32, #rows>
+      %x = arith.addf %w, %w : tensor<64xf32, #rows>
+      fa.store_tile %x, %view[%b, %h, %row] : tensor<64xf32, #rows> -> memref<4x?x?xf32>
+    }
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 0, stages = 1, registers = 64>}
+  return
+}
+
+// -----
+
+#rows = #fa.mma<warps = 8, warps_n = 2, rows_first = 1>
+
+// Outside an fa.grid nothing says who else touches the source.
+func.func @not_in_a_program(%lse: memref<?x?x?xf32>, %lb: index, %ub: index, %n: index) {
+  %c1 = arith.constant 1 : index
+  scf.for %i = %lb to %ub step %c1 {
+    // expected-error @+1 {{is marked fa.prefetch but is not in an fa.grid program (nothing says what else reads or writes its source)}}
+    %l = fa.load_tile %lse[%n, %n, %i] {fa.prefetch} : memref<?x?x?xf32> -> tensor<64xf32, #rows>
+  }
+  return
+}
