@@ -134,6 +134,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   auto tensor4 =
       MemRefType::get({dyn, dyn, dyn, spec.headDim}, element, rowsLayout);
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout);
+  auto sinksType = MemRefType::get(
+      {dyn}, b.getF32Type(), StridedLayoutAttr::get(&ctx, dyn, {dyn}));
   auto scale = b.getF32FloatAttr(spec.effectiveScale());
   auto mask =
       MaskKindAttr::get(&ctx, spec.causal ? MaskKind::causal : MaskKind::none);
@@ -150,28 +152,38 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     if (spec.deterministic)
       params.push_back(
           MemRefType::get({dyn, dyn, dyn}, b.getI32Type(), lseLayout));
+    // Sinks: the logits and their gradient, f32 [Hq] each.
+    if (spec.sinks)
+      params.append({sinksType, sinksType});
     auto func = func::FuncOp::create(b, loc, spec.kernelName(),
                                      b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
+    size_t sinksArg = spec.deterministic ? 12 : 11;
     auto attention = AttentionBackwardOp::create(
         b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
         args[7], args[8], args[9], args[10],
-        spec.deterministic ? args[11] : Value(), scale, mask);
+        spec.deterministic ? args[11] : Value(),
+        spec.sinks ? args[sinksArg] : Value(),
+        spec.sinks ? args[sinksArg + 1] : Value(), scale, mask);
     if (failed(attachVariant(ctx, spec, attention.getScoreMod(),
                              attention.getMaskMod(), loc)) ||
         (spec.hasVariant() && failed(verify(attention))))
       return nullptr;
   } else {
-    auto func = func::FuncOp::create(
-        b, loc, spec.kernelName(),
-        b.getFunctionType({tensor4, tensor4, tensor4, tensor4, lseType}, {}));
+    // (Q, K, V, O, LSE), and the sink logits f32 [Hq] with sinks.
+    SmallVector<Type> params = {tensor4, tensor4, tensor4, tensor4, lseType};
+    if (spec.sinks)
+      params.push_back(sinksType);
+    auto func = func::FuncOp::create(b, loc, spec.kernelName(),
+                                     b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    auto attention = AttentionOp::create(b, loc, args[0], args[1], args[2],
-                                         args[3], args[4], scale, mask);
+    auto attention = AttentionOp::create(
+        b, loc, args[0], args[1], args[2], args[3], args[4],
+        spec.sinks ? args[5] : Value(), scale, mask);
     if (failed(attachVariant(ctx, spec, attention.getScoreMod(),
                              attention.getMaskMod(), loc)) ||
         (spec.hasVariant() && failed(verify(attention))))
@@ -332,7 +344,8 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
     // The kernel's grid and parameters; the rest as read from it.
     Plan &plan = launches.front();
     Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
-                                          plan.threads, plan.sharedBytes);
+                                          plan.threads, plan.sharedBytes,
+                                          spec.sinks);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     return success();
@@ -358,7 +371,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                           : Plan::Extent::queryHeads,
                                1},
                  Plan::GridDim{Plan::Extent::batch, 1}};
-    plan.params = Plan::backwardParams(spec.deterministic);
+    plan.params = Plan::backwardParams(spec.deterministic, spec.sinks);
     ordered.push_back(std::move(plan));
   }
   launches = std::move(ordered);

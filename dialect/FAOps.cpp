@@ -205,9 +205,24 @@ static LogicalResult verifySameAs(Operation *op, StringRef name,
   return success();
 }
 
+/// A sinks memref (f32 [Hq]) against the queries' heads.
+static LogicalResult verifySinks(Operation *op, StringRef name, Value sinks,
+                                 Value query) {
+  if (!sinks)
+    return success();
+  int64_t heads = cast<MemRefType>(sinks.getType()).getShape()[0];
+  int64_t queryHeads = cast<MemRefType>(query.getType()).getShape()[1];
+  if (dimsConflict(heads, queryHeads))
+    return op->emitOpError() << name << " holds one logit per query head: "
+                             << dimToString(heads) << " does not match the "
+                             << dimToString(queryHeads) << " query heads";
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                     getOutput(), getLse(), getScaleAttr())))
+                                     getOutput(), getLse(), getScaleAttr())) ||
+      failed(verifySinks(*this, "sinks", getSinks(), getQuery())))
     return failure();
   if (failed(verifyVariantRegion(*this, getScoreMod(),
                                  VariantRegion::scoreMod)))
@@ -248,6 +263,16 @@ LogicalResult AttentionBackwardOp::verify() {
   if (getDqOrder() && !getMaskMod().empty())
     return emitOpError("the deterministic backward (dq_order) does not take "
                        "a mask_mod yet");
+  if (bool(getSinks()) != bool(getGradSinks()))
+    return emitOpError("takes sinks and grad_sinks together (the sinks' "
+                       "gradient is an output whenever sinks are an input)");
+  if (failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
+      failed(verifySinks(*this, "grad_sinks", getGradSinks(), getQuery())))
+    return failure();
+  // The sinks' gradient is added in any order.
+  if (getDqOrder() && getSinks())
+    return emitOpError("the deterministic backward (dq_order) does not take "
+                       "sinks yet (their gradient is added in any order)");
   if (Value order = getDqOrder()) {
     ArrayRef<int64_t> o = typeOf(order).getShape(), q = qType.getShape();
     for (int d = 0; d < 2; ++d)
@@ -754,6 +779,18 @@ LogicalResult FinalizeOp::verify() {
                          "accumulator", "running max");
 }
 
+/// A per-row tile (rank 1) in registers.
+static LogicalResult verifyRowTile(Operation *op, Type type, StringRef name) {
+  if (cast<RankedTensorType>(type).getRank() != 1)
+    return op->emitOpError() << name << " must be a 1-d tile (one value per "
+                             << "row), got " << type;
+  return verifyRegisterTile(op, type, name);
+}
+
+LogicalResult JoinSinkOp::verify() {
+  return verifyRowTile(*this, getRunningMax().getType(), "running max");
+}
+
 //===----------------------------------------------------------------------===//
 // The backward's tile ops
 //===----------------------------------------------------------------------===//
@@ -781,6 +818,14 @@ LogicalResult SoftmaxGradOp::verify() {
                              "probabilities", "delta")))
     return failure();
   return verifyScale(*this, getScaleAttr());
+}
+
+LogicalResult SinkGradOp::verify() {
+  return verifyRowTile(*this, getLse().getType(), "lse");
+}
+
+LogicalResult AccumulateTotalOp::verify() {
+  return verifyRowTile(*this, getTile().getType(), "tile");
 }
 
 LogicalResult AccumulateTileOp::verify() {

@@ -17,6 +17,7 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32], [4]>;
 def FA_LseMemRef : MemRefRankOf<[F32], [3]>;
+def FA_SinkMemRef : MemRefRankOf<[F32], [1]>;
 // Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
 // with an fa placement encoding.
 def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
@@ -77,6 +78,19 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
     per-element test on tiles it sees whole; other masks are tested on every
     element of every tile.
 
+    With `sinks` (attention sinks, as gpt-oss learns them), each query
+    head's sink logit joins every row's softmax denominator without a value
+    row: `LSE = log(exp(sink[h]) + sum_j exp(s[j]))`, and O (the same
+    formula) sums to less than one. The sink is a logit like the scaled
+    scores (no scale, no score_mod applies to it). A row that sees no key
+    then has O = 0 and LSE = sink[h].
+
+    ```mlir
+    fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32}
+      : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+      into memref<?x8x?x64xf16>, memref<?x8x?xf32> sinks memref<8xf32>
+    ```
+
     ```mlir
     fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
       : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
@@ -96,14 +110,16 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
     Arg<FA_FloatMemRef4D, "values [B, Hkv, Sk, D]", [MemRead]>:$value,
     Arg<FA_FloatMemRef4D, "output [B, Hq, Sq, D]", [MemWrite]>:$output,
     Arg<FA_LseMemRef, "log-sum-exp [B, Hq, Sq]", [MemWrite]>:$lse,
+    Arg<Optional<FA_SinkMemRef>, "sink logits [Hq]", [MemRead]>:$sinks,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `into` $output `,` $lse attr-dict `:`
+    $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
+    (`sinks` type($sinks)^)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
@@ -115,7 +131,8 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
   }];
 }
 
-def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove]> {
+def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
+    AttrSizedOperandSegments]> {
   let summary = "gradients of scaled dot-product attention from the saved log-sum-exp";
   let description = [{
     Given the forward's inputs, its output `O`, its log-sum-exp `LSE` and the
@@ -147,6 +164,19 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove]> {
     added in K/V tile order (`fa.wait_turn`, `fa.pass_turn`), which gives
     bitwise identical dQ run to run.
 
+    With the forward's `sinks`, `grad_sinks` (f32 [Hq], which the caller
+    zeroes) receives their gradient, added program by program (its last
+    bits may differ from run to run; the deterministic mode does not take
+    sinks yet):
+
+    ```
+    dsink[h] += -sum_{b, i} exp(sink[h] - LSE[b, h, i]) D[b, h, i]
+    ```
+
+    (a sink's probability times the gradient of its score, whose value row
+    is zero). The other gradients need nothing new: P comes from the LSE,
+    which counts the sink.
+
     The variant regions are those of `fa.attention` (the forward's, whose
     LSE this backward reads): with a score_mod `s' = score_mod(s)`, `P =
     exp(s' - LSE)` and `dS` is multiplied by `d score_mod / d s` (the
@@ -175,6 +205,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove]> {
     Arg<FA_LseMemRef, "workspace for D = rowsum(dO * O) [B, Hq, Sq]", [MemRead, MemWrite]>:$delta,
     Arg<MemRefRankOf<[F32], [4]>, "workspace accumulating dQ [B, Hq, Sq, D]", [MemRead, MemWrite]>:$dq_accum,
     Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)]", [MemRead, MemWrite]>:$dq_order,
+    Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
+    Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
@@ -182,11 +214,14 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove]> {
                         MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $grad_output `,` $lse
+    (`sinks` $sinks^)?
     `into` $grad_query `,` $grad_key `,` $grad_value
+    (`grad_sinks` $grad_sinks^)?
     `workspace` $delta `,` $dq_accum (`,` $dq_order^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($output) `,`
-    type($grad_output) `,` type($lse)
+    type($grad_output) `,` type($lse) (`sinks` type($sinks)^)?
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
+    (`grad_sinks` type($grad_sinks)^)?
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -533,6 +568,41 @@ def FA_FinalizeOp : FA_Op<"finalize", [Pure,
   ];
 }
 
+def FA_JoinSinkOp : FA_Op<"join_sink", [Pure,
+    AllTypesMatch<["running_max", "running_sum", "new_max", "new_sum", "correction"]>]> {
+  let summary = "an attention sink joins each row's softmax denominator";
+  let description = [{
+    After the K/V loop, the sink logit `sink` (one per query head, a scaled
+    score like the running max) enters each row's state as one more score
+    without a value row:
+
+    ```
+    m_new = max(m, sink)
+    alpha = exp(m - m_new)                 // the accumulator's correction
+    l_new = alpha * l + exp(sink - m_new)
+    ```
+
+    The accumulator is rescaled by `alpha` (`fa.rescale`) before
+    `fa.finalize`, which then divides by the larger sum and counts the sink
+    in the LSE. The max keeps the exponentials at most 1 whatever the
+    sink's size. A row that saw no key gets `m_new = sink`, `l_new = 1`; a
+    -inf sink changes nothing (`alpha` = 1, the exponential 0, as the
+    online softmax's 0-for--inf rule gives).
+
+    ```mlir
+    %m_new, %l_new, %alpha = fa.join_sink %sink, %m, %l : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins F32:$sink, FA_F32Tile:$running_max,
+                       FA_F32Tile:$running_sum);
+  let results = (outs FA_F32Tile:$new_max, FA_F32Tile:$new_sum,
+                      FA_F32Tile:$correction);
+  let assemblyFormat = [{
+    $sink `,` $running_max `,` $running_sum attr-dict `:` type($running_max)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Tile level: the backward
 //===----------------------------------------------------------------------===//
@@ -666,6 +736,49 @@ def FA_SoftmaxGradOp : FA_Op<"softmax_grad", [Pure,
   let results = (outs FA_F32Tile:$grad_scores);
   let assemblyFormat = [{
     $probs `,` $grad_probs `,` $delta attr-dict `:` type($probs) `,` type($delta)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_SinkGradOp : FA_Op<"sink_grad", [Pure,
+    AllTypesMatch<["lse", "delta", "result"]>]> {
+  let summary = "each row's share of its sink's gradient";
+  let description = [{
+    `result[i] = -exp(sink - lse[i]) * delta[i]`, 0 where `delta[i]` is 0:
+    the sink's probability in row i times the gradient of its score (the
+    sink's value row is zero, so dP there is 0 and dS = P (0 - D)). Rows
+    past the sequence's end (zero-padded D) and rows of a zero dO add
+    nothing, however large the exponential.
+
+    ```mlir
+    %share = fa.sink_grad %sink, %lse_tile, %delta_tile : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins F32:$sink, FA_F32Tile:$lse, FA_F32Tile:$delta);
+  let results = (outs FA_F32Tile:$result);
+  let assemblyFormat = [{
+    $sink `,` $lse `,` $delta attr-dict `:` type($lse)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_AccumulateTotalOp : FA_Op<"accumulate_total"> {
+  let summary = "add the sum of a row tile to one element";
+  let description = [{
+    `dest[index] += sum_i tile[i]`. Many programs add to one element (the
+    sinks' gradient: every query tile of a head), so a parallel lowering
+    adds atomically, once per warp after the warp's own sum; the order of
+    the adds, and so the last bits, may differ from run to run.
+
+    ```mlir
+    fa.accumulate_total %share, %grad_sinks[%h] : tensor<64xf32> -> memref<?xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$tile,
+                       Arg<FA_SinkMemRef, "", [MemRead, MemWrite]>:$dest,
+                       Index:$index);
+  let assemblyFormat = [{
+    $tile `,` $dest `[` $index `]` attr-dict `:` type($tile) `->` type($dest)
   }];
   let hasVerifier = 1;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace fa {
 
@@ -27,6 +28,9 @@ struct AttentionProblem {
   std::function<double(double s, int64_t b, int64_t h, int64_t i, int64_t j)>
       scoreMod;
   std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)> maskMod;
+  /// Attention sinks: one logit per query head (Hq of them) that joins
+  /// each row's softmax as a score without a value row. Empty: none.
+  std::vector<double> sinks;
 
   int64_t qElements() const { return batch * qHeads * qLen * headDim; }
   int64_t kvElements() const { return batch * kvHeads * kvLen * headDim; }

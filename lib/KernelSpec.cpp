@@ -89,6 +89,9 @@ std::string KernelSpec::validate() const {
   if (deterministic && !maskMod.empty())
     return "the deterministic backward does not take a mask_mod yet (its dQ "
            "turn order assumes the K/V range of a plain or causal mask)";
+  if (deterministic && sinks)
+    return "the deterministic backward does not take sinks yet (their "
+           "gradient is added in any order)";
   return "";
 }
 
@@ -130,6 +133,8 @@ std::string KernelSpec::kernelName() const {
                      "_w" + std::to_string(numWarps);
   if (backward && deterministic)
     name += "_det";
+  if (sinks)
+    name += "_sinks";
   if (hasVariant()) {
     // Which variant: a stable hash of both texts (the cache key has them
     // whole).
@@ -162,7 +167,8 @@ std::string KernelSpec::canonicalText() const {
          ";stages=" + std::to_string(stages) + ";arch=" + arch +
          ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
-         (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
+         (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod)) +
+         (sinks ? ";sinks" : "");
 }
 
 /// The first `limit` default candidates of `request`, from its strategy's

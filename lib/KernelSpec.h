@@ -67,6 +67,11 @@ struct KernelSpec {
   /// mask_mod yet.
   std::string scoreMod;
   std::string maskMod;
+  /// Attention sinks (see fa.attention): the kernel takes one f32 logit per
+  /// query head that joins every row's softmax denominator; the backward
+  /// also adds the sinks' gradient. The deterministic backward takes none
+  /// yet.
+  bool sinks = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

@@ -10,10 +10,26 @@ static constexpr const char *kExtentNames[] = {
     "query_length", "query_heads", "batch", "key_length", "key_heads"};
 static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
-    "dq", "dk", "dv", "delta", "dq_accum", "dq_order"};
+    "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
+    "sinks", "dsinks"};
+
+int LaunchPlan::rankOf(Operand operand) {
+  switch (operand) {
+  case Operand::lse:
+  case Operand::delta:
+  case Operand::dqOrder:
+    return 3;
+  case Operand::sinks:
+  case Operand::gradSinks:
+    return 1;
+  default:
+    return 4;
+  }
+}
 
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
-                                        int64_t threads, int64_t sharedBytes) {
+                                        int64_t threads, int64_t sharedBytes,
+                                        bool sinks) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -22,6 +38,8 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
   plan.sharedBytes = sharedBytes;
   plan.params = {Operand::query, Operand::key, Operand::value,
                  Operand::output, Operand::lse};
+  if (sinks)
+    plan.params.push_back(Operand::sinks);
   return plan;
 }
 
@@ -43,7 +61,8 @@ LaunchPlan::operandNamed(llvm::StringRef name) {
   return std::nullopt;
 }
 
-std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic) {
+std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
+                                                            bool sinks) {
   std::vector<Operand> params = {
       Operand::query,     Operand::key,     Operand::value,
       Operand::output,    Operand::gradOutput, Operand::lse,
@@ -51,6 +70,8 @@ std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic) 
       Operand::delta,     Operand::dqAccum};
   if (deterministic)
     params.push_back(Operand::dqOrder);
+  if (sinks)
+    params.insert(params.end(), {Operand::sinks, Operand::gradSinks});
   return params;
 }
 

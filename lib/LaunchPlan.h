@@ -54,7 +54,11 @@ struct LaunchPlan {
     delta,      // f32 workspace [B, Hq, Sq]: rowsum(dO * O)
     dqAccum,    // f32 workspace [B, Hq, Sq, D]: dQ before rounding
     dqOrder,    // i32 workspace [B, Hq, query tiles]: deterministic turns
+    sinks,      // f32 [Hq]: the sink logits (with sinks)
+    gradSinks,  // f32 [Hq]: their gradient, added to (backward with sinks)
   };
+  /// The rank of an operand's memref descriptor.
+  static int rankOf(Operand operand);
 
   /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
   /// tensor, copied in boxes of `boxRows` x `boxCols` elements with the
@@ -91,13 +95,16 @@ struct LaunchPlan {
 
   /// The plan of the forward kernels every strategy emits today: block
   /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the
-  /// parameters are Q, K, V, O and LSE.
+  /// parameters are Q, K, V, O and LSE (and the sinks with sinks).
   static LaunchPlan forwardAttention(std::string function, int64_t blockM,
-                                     int64_t threads, int64_t sharedBytes);
+                                     int64_t threads, int64_t sharedBytes,
+                                     bool sinks = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
-  /// dV, delta, dq_accum (and dq_order when deterministic).
-  static std::vector<Operand> backwardParams(bool deterministic = false);
+  /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and
+  /// their gradient with sinks).
+  static std::vector<Operand> backwardParams(bool deterministic = false,
+                                             bool sinks = false);
 
   /// Tiles along grid dimension `dim` (0 = x) for `problem`.
   int64_t blocks(int dim, const ProblemExtents &problem) const;

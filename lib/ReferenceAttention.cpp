@@ -52,9 +52,13 @@ ReferenceResult referenceAttention(const AttentionProblem &p, const float *q,
           scores[j] = p.scoreMod(scores[j], b, h, i, j);
         maxScore = std::max(maxScore, scores[j]);
       }
+      // A sink is one more score, without a value row.
+      const bool sink = !p.sinks.empty();
+      if (sink)
+        maxScore = std::max(maxScore, p.sinks[h]);
       if (maxScore == negInf)
-        continue; // no key: O = 0, LSE = -inf
-      double sum = 0.0;
+        continue; // no key (and no sink): O = 0, LSE = -inf
+      double sum = sink ? std::exp(p.sinks[h] - maxScore) : 0.0;
       for (int64_t j = 0; j < visible; ++j)
         sum += std::exp(scores[j] - maxScore);
       double *out = result.output.data() + row * d;
@@ -88,6 +92,10 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
   result.gradQuery.assign(p.qElements(), 0.0);
   result.gradKey.assign(p.kvElements(), 0.0);
   result.gradValue.assign(p.kvElements(), 0.0);
+  const bool sinks = !p.sinks.empty();
+  // The sinks' gradient per (batch, query head), summed over the batch at
+  // the end (tasks own batches).
+  std::vector<double> sinkShares(sinks ? p.batch * p.qHeads : 0, 0.0);
 
   // One (batch, K/V head) per task: its dK and dV rows belong to it alone.
   auto work = [&](int64_t firstPair, int64_t lastPair) {
@@ -130,9 +138,12 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
             }
             maxScore = std::max(maxScore, probs[j]);
           }
+          if (sinks)
+            maxScore = std::max(maxScore, p.sinks[h]);
           if (maxScore == negInf)
             continue; // no key: no gradient flows
-          double sum = 0.0;
+          double sinkWeight = sinks ? std::exp(p.sinks[h] - maxScore) : 0.0;
+          double sum = sinkWeight;
           for (int64_t j = 0; j < visible; ++j)
             sum += (probs[j] = std::exp(probs[j] - maxScore));
           double delta = 0.0;
@@ -144,6 +155,9 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
             gradProbs[j] = dot;
             delta += probs[j] * dot;
           }
+          // The sink's score: dP = 0 (no value row), so dS = P_sink (0 - D).
+          if (sinks)
+            sinkShares[b * p.qHeads + h] -= sinkWeight / sum * delta;
           for (int64_t j = 0; j < visible; ++j) {
             double gradScore =
                 p.scale * probs[j] * (gradProbs[j] - delta) * slopes[j];
@@ -168,6 +182,12 @@ ReferenceGradients referenceAttentionBackward(const AttentionProblem &p,
     threads.emplace_back(work, t * chunk, std::min(pairs, (t + 1) * chunk));
   for (std::thread &thread : threads)
     thread.join();
+  if (sinks) {
+    result.gradSinks.assign(p.qHeads, 0.0);
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t h = 0; h < p.qHeads; ++h)
+        result.gradSinks[h] += sinkShares[b * p.qHeads + h];
+  }
   return result;
 }
 

@@ -30,6 +30,9 @@ struct ReferenceGradients {
   std::vector<double> gradQuery;
   std::vector<double> gradKey;
   std::vector<double> gradValue;
+  /// With sinks: d loss / d sink[h], -sum over the head's rows of
+  /// P_sink D (Hq values); empty without.
+  std::vector<double> gradSinks;
 };
 
 /// The exact gradients of attention for the output gradient `gradOutput`

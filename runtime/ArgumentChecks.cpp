@@ -170,6 +170,20 @@ std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
   return "";
 }
 
+/// A sinks vector (or its gradient): Hq f32 values on the device.
+std::string checkSinks(const char *name, const TensorArg &t, int64_t heads) {
+  if (t.sizes[0] != heads)
+    return std::string(name) + " holds one f32 logit per query head: size " +
+           std::to_string(t.sizes[0]) + " does not match the " +
+           std::to_string(heads) + " query heads";
+  if (t.strides[0] < 0)
+    return std::string(name) + " stride must be non-negative, got " +
+           std::to_string(t.strides[0]);
+  if (heads > 0 && !t.data)
+    return std::string(name) + " is null (the kernel takes sinks)";
+  return "";
+}
+
 } // namespace
 
 Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
@@ -241,6 +255,14 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " in memory (outputs must not alias the inputs)");
   if (overlap(outputs[0], outputs[1]))
     return invalid("o overlaps lse in memory");
+  if (spec.sinks) {
+    Span sinks{"sinks", byteSpan(a.sinks, 1, 4)};
+    for (const Span &out : outputs)
+      if (overlap(out, sinks))
+        return invalid(std::string(out.name) +
+                       " overlaps sinks in memory (outputs must not alias "
+                       "the inputs)");
+  }
   // Strategies that copy Q/K/V rows in 16-byte chunks (cp.async, TMA) store
   // O rows in 16-byte chunks; TMA has its own size and stride limits.
   const StrategyModel &model = strategyModel(spec.resolvedStrategy());
@@ -265,6 +287,10 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
       return invalid(error);
   }
   int64_t batch = q.sizes[0], qHeads = q.sizes[1], kvHeads = k.sizes[1];
+  if (spec.sinks)
+    if (std::string error = checkSinks("sinks", a.sinks, qHeads);
+        !error.empty())
+      return invalid(error);
   if (numElements(q, 4) > 0) {
     if (kvHeads == 0 || qHeads % kvHeads != 0)
       return invalid("q heads (" + std::to_string(qHeads) +
@@ -295,7 +321,7 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     return Result::error(Status::invalidArgument, std::move(message));
   };
   // The forward's operands obey the forward's rules.
-  AttentionArgs forward{a.q, a.k, a.v, a.o, a.lse, a.stream};
+  AttentionArgs forward{a.q, a.k, a.v, a.o, a.lse, a.stream, a.sinks};
   if (Result r = checkAttentionArgs(spec, forward); !r)
     return r;
   size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
@@ -375,6 +401,29 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
       if (overlap(outputs[i], outputs[j]))
         return invalid(std::string(outputs[i].name) + " overlaps " +
                        outputs[j].name + " in memory");
+  }
+  // The sinks' gradient: contiguous (it is zeroed as one run of values),
+  // apart from every input.
+  if (spec.sinks) {
+    if (std::string error = checkSinks("dsinks", a.gradSinks, a.q.sizes[1]);
+        !error.empty())
+      return invalid(error);
+    if (a.gradSinks.sizes[0] > 1 && a.gradSinks.strides[0] != 1)
+      return invalid("dsinks must be contiguous (stride 1), got stride " +
+                     std::to_string(a.gradSinks.strides[0]));
+    Span gradSinks{"dsinks", byteSpan(a.gradSinks, 1, 4)};
+    Span sinks{"sinks", byteSpan(a.sinks, 1, 4)};
+    for (const Span &in : inputs)
+      if (overlap(gradSinks, in))
+        return invalid(std::string("dsinks overlaps ") + in.name +
+                       " in memory (gradients must not alias the inputs)");
+    for (const Span &other : outputs)
+      if (overlap(gradSinks, other))
+        return invalid(std::string("dsinks overlaps ") + other.name +
+                       " in memory");
+    if (overlap(gradSinks, sinks))
+      return invalid("dsinks overlaps sinks in memory (gradients must not "
+                     "alias the inputs)");
   }
   // The main grid runs one block per K/V tile of a K/V head.
   int64_t blockN =

@@ -122,6 +122,17 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                const fa_tensor *o, const fa_tensor *lse,
                                int dtype, int causal, double scale,
                                const fa_kernel_config *config, void *stream) {
+  return fa_attention_forward_ex(runtime, q, k, v, o, lse, nullptr, dtype,
+                                 causal, scale, config, stream);
+}
+
+fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
+                                  const fa_tensor *k, const fa_tensor *v,
+                                  const fa_tensor *o, const fa_tensor *lse,
+                                  const fa_attention_extras *extras,
+                                  int dtype, int causal, double scale,
+                                  const fa_kernel_config *config,
+                                  void *stream) {
   if (!runtime)
     return invalid("runtime is a null pointer");
   if (!q || !k || !v || !o || !lse)
@@ -131,7 +142,12 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
           fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
       !error.empty())
     return invalid(error.c_str());
+  if (std::string error = fa::sinksFromC(extras, /*backward=*/false, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::AttentionArgs args;
+  if (spec.sinks)
+    args.sinks = fa::tensorFromC(*extras->sinks);
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);
@@ -147,6 +163,17 @@ fa_status fa_attention_backward(
     const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
     const fa_tensor *gradValue, int dtype, int causal, double scale,
     const fa_kernel_config *config, void *stream) {
+  return fa_attention_backward_ex(runtime, q, k, v, o, gradOutput, lse,
+                                  gradQuery, gradKey, gradValue, nullptr,
+                                  dtype, causal, scale, config, stream);
+}
+
+fa_status fa_attention_backward_ex(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,
+    const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
+    const fa_tensor *gradValue, const fa_attention_extras *extras, int dtype,
+    int causal, double scale, const fa_kernel_config *config, void *stream) {
   if (!runtime)
     return invalid("runtime is a null pointer");
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
@@ -157,7 +184,14 @@ fa_status fa_attention_backward(
           fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
       !error.empty())
     return invalid(error.c_str());
+  if (std::string error = fa::sinksFromC(extras, /*backward=*/true, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::AttentionBackwardArgs args;
+  if (spec.sinks) {
+    args.sinks = fa::tensorFromC(*extras->sinks);
+    args.gradSinks = fa::tensorFromC(*extras->grad_sinks);
+  }
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);

@@ -53,6 +53,9 @@ std::string fa::specFromC(int64_t headDim, int dtype, int causal,
             flag("deterministic", config->deterministic, spec.deterministic);
         !error.empty())
       return error;
+    if (std::string error = flag("sinks", config->sinks, spec.sinks);
+        !error.empty())
+      return error;
   }
   int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
   if (strategy == FA_STRATEGY_AUTO) {
@@ -83,4 +86,23 @@ fa::TensorArg fa::tensorFromC(const fa_tensor &t) {
   std::memcpy(arg.sizes, t.sizes, sizeof(arg.sizes));
   std::memcpy(arg.strides, t.strides, sizeof(arg.strides));
   return arg;
+}
+
+std::string fa::sinksFromC(const fa_attention_extras *extras, bool backward,
+                           KernelSpec &spec) {
+  const fa_tensor *sinks = extras ? extras->sinks : nullptr;
+  const fa_tensor *gradSinks = extras ? extras->grad_sinks : nullptr;
+  if (spec.sinks && !sinks)
+    return "config->sinks is 1 but extras->sinks is NULL (the kernel takes "
+           "the sink logits)";
+  if (gradSinks && !sinks)
+    return "extras->grad_sinks is given without extras->sinks";
+  if (gradSinks && !backward)
+    return "extras->grad_sinks is the backward's: the forward takes only "
+           "extras->sinks";
+  if (sinks && backward && !gradSinks)
+    return "the backward with sinks writes their gradient: extras->grad_sinks "
+           "is NULL";
+  spec.sinks = sinks != nullptr;
+  return "";
 }

@@ -25,6 +25,13 @@ namespace fa {
 std::string specFromC(int64_t headDim, int dtype, int causal, double scale,
                       const fa_kernel_config *config, KernelSpec &spec);
 
+/// Sets spec.sinks from a call's extras (sinks given, or config->sinks
+/// already set); returns "" or why they do not fit: config->sinks without
+/// extras->sinks, a backward with sinks but no grad_sinks, or grad_sinks
+/// without sinks.
+std::string sinksFromC(const fa_attention_extras *extras, bool backward,
+                       KernelSpec &spec);
+
 /// A C tensor descriptor as the runtime takes it (its values unchecked:
 /// the argument checks judge them).
 TensorArg tensorFromC(const fa_tensor &t);

@@ -42,6 +42,7 @@ namespace fa {
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemsetD16_v2)                                                            \
   X(cuMemsetD32_v2)                                                            \
+  X(cuMemsetD32Async)                                                          \
   X(cuStreamSynchronize)                                                       \
   X(cuEventCreate)                                                             \
   X(cuEventRecord)                                                             \

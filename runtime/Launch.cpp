@@ -120,11 +120,7 @@ Result Runtime::Impl::launchAll(
     words.reserve(16 * plan.params.size());
     for (LaunchPlan::Operand operand : plan.params) {
       const TensorArg &t = *operands[size_t(operand)];
-      int rank = operand == LaunchPlan::Operand::lse ||
-                         operand == LaunchPlan::Operand::delta ||
-                         operand == LaunchPlan::Operand::dqOrder
-                     ? 3
-                     : 4;
+      int rank = LaunchPlan::rankOf(operand);
       words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
       words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
       words.push_back(0);
@@ -326,6 +322,8 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
     return {}; // nothing to compute
   std::array<const TensorArg *, kNumOperands> operands =
       forwardOperands(a.q, a.k, a.v, a.o, a.lse);
+  if (entry.info.spec.sinks)
+    operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
   for (const LaunchPlan &plan : entry.info.launches)
     for (LaunchPlan::Operand operand : plan.params)
       if (!operands[size_t(operand)])
@@ -356,7 +354,7 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   // The kernel's tiles decide the size of the turn counters.
   const KernelSpec &spec = entry.info.spec;
   ProblemExtents problem = problemOf(a.q, a.k);
-  if (problem.batch == 0 || problem.queryHeads == 0)
+  if (problem.queryHeads == 0)
     return {}; // nothing to compute
   const CudaDriver &driver = *this->driver;
   CUstream stream = static_cast<CUstream>(a.stream);
@@ -364,6 +362,18 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
                                  "cuCtxSetCurrent");
       !r)
     return r;
+  // Sinks: their gradient is added to, program by program, from zero (and
+  // is zero for an empty batch).
+  if (spec.sinks)
+    if (Result r = cudaCheck(
+            driver.cuMemsetD32Async(
+                reinterpret_cast<CUdeviceptr>(a.gradSinks.data), 0,
+                size_t(problem.queryHeads), stream),
+            "cuMemsetD32Async (the sinks' gradient)");
+        !r)
+      return r;
+  if (problem.batch == 0)
+    return {}; // nothing more to compute
 
   // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], f32
   // and contiguous, allocated and freed in stream order (one allocation;
@@ -421,6 +431,10 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   operands[size_t(LaunchPlan::Operand::delta)] = &delta;
   operands[size_t(LaunchPlan::Operand::dqAccum)] = &dqAccum;
   operands[size_t(LaunchPlan::Operand::dqOrder)] = &dqOrder;
+  if (spec.sinks) {
+    operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
+    operands[size_t(LaunchPlan::Operand::gradSinks)] = &a.gradSinks;
+  }
   Result launched =
       launchAll(entry, operands, problem, spec.dtype, stream);
   if (workspace) {

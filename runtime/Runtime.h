@@ -61,6 +61,9 @@ struct TensorArg {
 struct AttentionArgs {
   TensorArg q, k, v, o, lse;
   void *stream = nullptr; // CUstream; nullptr = the default stream
+  /// With spec.sinks: the Hq f32 sink logits (sizes[0] = Hq, strides[0]
+  /// any non-negative stride); unused otherwise.
+  TensorArg sinks;
 };
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output
@@ -72,6 +75,9 @@ struct AttentionArgs {
 struct AttentionBackwardArgs {
   TensorArg q, k, v, o, gradOutput, lse, gradQuery, gradKey, gradValue;
   void *stream = nullptr; // CUstream; nullptr = the default stream
+  /// With spec.sinks: the forward's sink logits (as AttentionArgs::sinks)
+  /// and their gradient, Hq contiguous f32 values the backward sets.
+  TensorArg sinks, gradSinks;
 };
 
 /// Where a kernel came from this time.

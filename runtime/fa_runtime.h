@@ -65,7 +65,21 @@ typedef struct fa_kernel_config {
      q_idx, kv_idx, q_len, kv_len: index) -> i1). Part of the cache key. */
   const char *score_mod;
   const char *mask_mod;
+  /* 0 or 1: attention sinks (one f32 logit per query head joins each row's
+     softmax denominator; fa.attention's `sinks`). fa_prepare_kernel reads
+     it; the _ex calls set it from their extras. */
+  int32_t sinks;
 } fa_kernel_config;
+
+/* Tensors beyond Q, K, V, O and LSE (the _ex calls); NULL fields = none. */
+typedef struct fa_attention_extras {
+  /* [Hq] f32 sink logits: sizes[0] = Hq, strides[0] >= 0 (in elements). */
+  const fa_tensor *sinks;
+  /* The backward with sinks: their gradient, [Hq] f32 contiguous, set by
+     the call (its order of additions, and so its last bits, may differ from
+     run to run). */
+  const fa_tensor *grad_sinks;
+} fa_attention_extras;
 
 /* What a kernel is and where it came from. */
 typedef struct fa_kernel_info {
@@ -132,6 +146,23 @@ FA_API fa_status fa_attention_backward(
     const fa_tensor *lse, const fa_tensor *grad_query,
     const fa_tensor *grad_key, const fa_tensor *grad_value, int dtype,
     int causal, double scale, const fa_kernel_config *config, void *stream);
+
+/* fa_attention_forward / fa_attention_backward with extra tensors (NULL
+   extras = none): with extras->sinks the kernel takes attention sinks, and
+   the backward then needs extras->grad_sinks. The deterministic backward
+   takes no sinks yet. */
+FA_API fa_status fa_attention_forward_ex(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream);
+FA_API fa_status fa_attention_backward_ex(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,
+    const fa_tensor *lse, const fa_tensor *grad_query,
+    const fa_tensor *grad_key, const fa_tensor *grad_value,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -38,6 +39,7 @@ namespace {
   spec.deterministic = config.deterministic;
   spec.scoreMod = config.scoreMod;
   spec.maskMod = config.maskMod;
+  spec.sinks = config.sinks;
   return spec;
 }
 
@@ -135,13 +137,13 @@ llvm::Error CpuAttentionKernel::checkShape(const AttentionShape &s) {
 
 llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     const void *k, const void *v, void *o,
-                                    float *lse) const {
+                                    float *lse, const float *sinks) const {
   if (config.backward)
     return llvm::createStringError(
         "this is a backward kernel: call runBackward");
   if (llvm::Error error = checkShape(s))
     return error;
-  if (!q || !k || !v || !o || !lse)
+  if (!q || !k || !v || !o || !lse || (config.sinks && !sinks))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
@@ -150,19 +152,25 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   auto vDesc = contiguous<4>(v, {s.batch, s.kvHeads, s.kvLen, d});
   auto oDesc = contiguous<4>(o, {s.batch, s.qHeads, s.qLen, d});
   auto lseDesc = contiguous<3>(lse, {s.batch, s.qHeads, s.qLen});
+  if (config.sinks) {
+    auto sinksDesc = contiguous<1>(sinks, {s.qHeads});
+    return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc,
+                          &sinksDesc);
+  }
   return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc);
 }
 
 llvm::Error CpuAttentionKernel::runBackward(
     const AttentionShape &s, const void *q, const void *k, const void *v,
     const void *o, const void *gradOutput, const float *lse, void *gradQuery,
-    void *gradKey, void *gradValue) const {
+    void *gradKey, void *gradValue, const float *sinks,
+    float *gradSinks) const {
   if (!config.backward)
     return llvm::createStringError("this is a forward kernel: call run");
   if (llvm::Error error = checkShape(s))
     return error;
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
-      !gradValue)
+      !gradValue || (config.sinks && (!sinks || !gradSinks)))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
@@ -185,6 +193,16 @@ llvm::Error CpuAttentionKernel::runBackward(
   auto gradValueDesc = contiguous<4>(gradValue, kvShape);
   auto deltaDesc = contiguous<3>(delta.data(), rowShape);
   auto accumDesc = contiguous<4>(gradQueryAccum.data(), qShape);
+  if (config.sinks) {
+    // The kernel adds the rows' shares to a zeroed gradient.
+    std::fill(gradSinks, gradSinks + s.qHeads, 0.0f);
+    auto sinksDesc = contiguous<1>(sinks, {s.qHeads});
+    auto gradSinksDesc = contiguous<1>(gradSinks, {s.qHeads});
+    return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
+                          &gradOutputDesc, &lseDesc, &gradQueryDesc,
+                          &gradKeyDesc, &gradValueDesc, &deltaDesc,
+                          &accumDesc, &sinksDesc, &gradSinksDesc);
+  }
   if (!config.deterministic)
     return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
                           &gradOutputDesc, &lseDesc, &gradQueryDesc,

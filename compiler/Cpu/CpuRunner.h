@@ -38,6 +38,8 @@ struct CpuKernelConfig {
   /// A variant's score_mod and mask_mod (KernelSpec::scoreMod, maskMod).
   std::string scoreMod;
   std::string maskMod;
+  /// Attention sinks (KernelSpec::sinks): one f32 logit per query head.
+  bool sinks = false;
 };
 
 /// Sizes of one call. Buffers are contiguous: Q and O [B, Hq, Sq, D],
@@ -61,17 +63,21 @@ public:
 
   /// Runs the forward on host buffers of the config's element type
   /// (f16/bf16 as their 16-bit patterns); rejects inconsistent shapes.
+  /// With sinks, `sinks` holds the Hq sink logits.
   llvm::Error run(const AttentionShape &shape, const void *q, const void *k,
-                  const void *v, void *o, float *lse) const;
+                  const void *v, void *o, float *lse,
+                  const float *sinks = nullptr) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces
-  /// (D and the dQ accumulator) are allocated per call.
+  /// (D and the dQ accumulator) are allocated per call. With sinks, the
+  /// Hq logits `sinks` and their gradient `gradSinks` (set here).
   llvm::Error runBackward(const AttentionShape &shape, const void *q,
                           const void *k, const void *v, const void *o,
                           const void *gradOutput, const float *lse,
-                          void *gradQuery, void *gradKey,
-                          void *gradValue) const;
+                          void *gradQuery, void *gradKey, void *gradValue,
+                          const float *sinks = nullptr,
+                          float *gradSinks = nullptr) const;
 
   const CpuKernelConfig &getConfig() const { return config; }
 

@@ -519,6 +519,78 @@ static LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
   return success();
 }
 
+/// fa.join_sink -> per row m_new = max(m, sink), alpha = exp(m - m_new),
+/// l_new = alpha l + exp(sink - m_new).
+static LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
+                                   ConversionPatternRewriter &rewriter) {
+  Value sink = adaptor.getSink();
+  SmallVector<Value> joined = mapRows(
+      rewriter, op.getLoc(), {adaptor.getRunningMax(), adaptor.getRunningSum()},
+      3, [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value newMax = arith::MaximumFOp::create(b, loc, args[0], sink);
+        Value alpha = shiftedExp(b, loc, args[0], newMax);
+        Value newSum = arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, alpha, args[1]),
+            shiftedExp(b, loc, sink, newMax));
+        return SmallVector<Value>{newMax, newSum, alpha};
+      });
+  rewriter.replaceOp(op, joined);
+  return success();
+}
+
+/// fa.sink_grad -> per row -exp(sink - lse) D, 0 where D = 0 or lse = -inf.
+static LogicalResult lowerSinkGrad(SinkGradOp op, SinkGradOp::Adaptor adaptor,
+                                   ConversionPatternRewriter &rewriter) {
+  Value sink = adaptor.getSink();
+  SmallVector<Value> shares = mapRows(
+      rewriter, op.getLoc(), {adaptor.getLse(), adaptor.getDelta()}, 1,
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value zero = f32Const(b, loc, 0.0);
+        Value share = arith::NegFOp::create(
+            b, loc,
+            arith::MulFOp::create(b, loc, shiftedExp(b, loc, sink, args[0]),
+                                  args[1]));
+        Value none = arith::OrIOp::create(
+            b, loc,
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, args[1],
+                                  zero),
+            arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, args[0],
+                                  negInf(b, loc)));
+        return SmallVector<Value>{
+            arith::SelectOp::create(b, loc, none, zero, share)};
+      });
+  rewriter.replaceOp(op, shares);
+  return success();
+}
+
+/// fa.accumulate_total -> dest[index] += the tile's sum (the CPU runs the
+/// programs one after another).
+static LogicalResult
+lowerAccumulateTotal(AccumulateTotalOp op, AccumulateTotalOp::Adaptor adaptor,
+                     ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  Value tile = adaptor.getTile();
+  int64_t rows = cast<RankedTensorType>(tile.getType()).getDimSize(0);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  auto loop = scf::ForOp::create(
+      rewriter, loc, zero, arith::ConstantIndexOp::create(rewriter, loc, rows),
+      arith::ConstantIndexOp::create(rewriter, loc, 1),
+      ValueRange{f32Const(rewriter, loc, 0.0)},
+      [&](OpBuilder &b, Location loc, Value i, ValueRange sum) {
+        Value element = tensor::ExtractOp::create(b, loc, tile, i);
+        scf::YieldOp::create(b, loc,
+                             arith::AddFOp::create(b, loc, sum[0], element)
+                                 .getResult());
+      });
+  Value dest = adaptor.getDest();
+  Value old = memref::LoadOp::create(rewriter, loc, dest, adaptor.getIndex());
+  memref::StoreOp::create(
+      rewriter, loc, arith::AddFOp::create(rewriter, loc, old, loop.getResult(0)),
+      dest, adaptor.getIndex());
+  rewriter.eraseOp(op);
+  return success();
+}
+
 /// fa.row_dot -> rowsum(lhs * rhs), in f32.
 static LogicalResult lowerRowDot(RowDotOp op, RowDotOp::Adaptor adaptor,
                                  ConversionPatternRewriter &rewriter) {
@@ -624,7 +696,8 @@ struct FALowerTilesToLinalgPass
     addLowerings(patterns, lowerGrid, lowerLoadTile, lowerStoreTile,
                  lowerTileMatmul, lowerMask, lowerScoreMod, lowerScoreModGrad,
                  lowerOnlineSoftmax,
-                 lowerRescale,
+                 lowerRescale, lowerJoinSink, lowerSinkGrad,
+                 lowerAccumulateTotal,
                  lowerFinalize, lowerRowDot, lowerRecomputeProbs,
                  lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,
                  lowerPassTurn);

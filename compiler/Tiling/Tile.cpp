@@ -160,8 +160,18 @@ void AttentionTiler::build() {
             ValueRange{softmax.getNewMax(), softmax.getNewSum(), accNext});
       });
 
-  auto finalize = FinalizeOp::create(builder, loc, loop.getResult(2),
-                                     loop.getResult(0), loop.getResult(1));
+  Value finalMax = loop.getResult(0), finalSum = loop.getResult(1),
+        finalAcc = loop.getResult(2);
+  if (Value sinks = op.getSinks()) {
+    // The head's sink logit joins each row's denominator (no value row).
+    Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
+    auto join = JoinSinkOp::create(builder, loc, rowVecType, rowVecType,
+                                   rowVecType, sink, finalMax, finalSum);
+    finalMax = join.getNewMax();
+    finalSum = join.getNewSum();
+    finalAcc = RescaleOp::create(builder, loc, finalAcc, join.getCorrection());
+  }
+  auto finalize = FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum);
   Value output =
       castTile(builder, loc, finalize.getOutput(), outputType.getElementType());
   StoreTileOp::create(builder, loc, output, op.getOutput(), b, h, qStart);

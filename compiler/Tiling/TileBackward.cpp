@@ -84,7 +84,8 @@ private:
   int64_t headDim;
 };
 
-/// D = rowsum(dO * O) into `delta`; the program's rows of dq_accum = 0.
+/// D = rowsum(dO * O) into `delta` (and with sinks their gradient's
+/// shares); the program's rows of dq_accum = 0.
 void BackwardTiler::buildPreprocess() {
   OpBuilder::InsertionGuard guard(builder);
   GridOp grid;
@@ -99,6 +100,16 @@ void BackwardTiler::buildPreprocess() {
       builder, loc, RankedTensorType::get({blockM}, builder.getF32Type()),
       gradOutput, output);
   StoreTileOp::create(builder, loc, delta, op.getDelta(), b, h, qStart);
+  // Sinks: the rows' shares of the head's sink gradient, -exp(sink - LSE) D,
+  // added to grad_sinks[h] (which the caller zeroed).
+  if (Value sinks = op.getSinks()) {
+    auto rowType = RankedTensorType::get({blockM}, builder.getF32Type());
+    Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
+    Value lse = LoadTileOp::create(builder, loc, rowType, op.getLse(), b, h,
+                                   qStart);
+    Value share = SinkGradOp::create(builder, loc, rowType, sink, lse, delta);
+    AccumulateTotalOp::create(builder, loc, share, op.getGradSinks(), h);
+  }
   StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
                       b, h, qStart);
   // Deterministic: the query tile's turn counter starts at turn 0 (K/V

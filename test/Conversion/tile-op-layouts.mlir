@@ -153,3 +153,46 @@ func.func @not_affine(%n: index, %q0: index, %k0: index) {
   } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
   return
 }
+
+// -----
+
+// Sinks, lowered once against the layout. #fa.blocked<threads = [8, 4]> on
+// 16 rows: each thread holds rows t / 4 and t / 4 + 8, one copy per lane
+// of the 4 that share them (the copy is the thread's column, t % 4).
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @sinks
+func.func @sinks(%sinks: memref<?xf32>, %dsinks: memref<?xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %sink = memref.load %sinks[%h] : memref<?xf32>
+    %m = arith.constant dense<1.0> : tensor<16xf32, #blocked>
+    %l = arith.constant dense<2.0> : tensor<16xf32, #blocked>
+    // Per row slot: m_new = max(m, sink); alpha and the sink's term are
+    // exp2 of log2(e)-scaled differences (a -inf base read as 0).
+    // CHECK: arith.maximumf %{{.*}}, %[[SINK:.*]] : f32
+    // CHECK: math.exp2
+    // CHECK: math.exp2
+    // CHECK: math.fma
+    // CHECK: arith.maximumf %{{.*}}, %[[SINK]] : f32
+    %m2, %l2, %alpha = fa.join_sink %sink, %m, %l : tensor<16xf32, #blocked>
+    // -exp(sink - lse) D per row slot, 0 where D = 0 or lse = -inf.
+    // CHECK: math.exp2
+    // CHECK: arith.negf
+    // CHECK: arith.select
+    %share = fa.sink_grad %sink, %m2, %l2 : tensor<16xf32, #blocked>
+    // The thread's rows summed where it holds the first copy (column 0),
+    // the warp's 32 lanes summed (xor 16 .. 1), lane 0 adds atomically.
+    // CHECK: %[[MINE:.*]] = arith.addf
+    // CHECK: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0
+    // CHECK: %[[OWN:.*]] = arith.select %[[FIRST]], %[[MINE]], %{{.*}}
+    // CHECK: gpu.shuffle xor %[[OWN]], %c16_i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %c8_i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %c4_i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+    // CHECK: %[[WARP:.*]] = arith.addf
+    // CHECK: scf.if
+    // CHECK-NEXT: memref.atomic_rmw addf %[[WARP]], %{{.*}}[%{{.*}}]
+    fa.accumulate_total %share, %dsinks[%h] : tensor<16xf32, #blocked> -> memref<?xf32>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}

@@ -69,6 +69,12 @@ static cl::opt<std::string> maskModFile(
     cl::desc("a mask_mod variant: a file holding one func.func (b, h, q_idx, "
              "kv_idx, q_len, kv_len: index) -> i1"),
     cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<bool> sinks(
+    "sinks",
+    cl::desc("attention sinks: one f32 logit per query head joins each row's "
+             "softmax denominator (an extra kernel parameter; the backward "
+             "also writes their gradient)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -203,6 +209,7 @@ int main(int argc, char **argv) {
   spec.causal = causal;
   spec.backward = backward;
   spec.deterministic = deterministic;
+  spec.sinks = sinks;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -300,9 +307,14 @@ int main(int argc, char **argv) {
       return fail("--deterministic describes a problem built from the "
                   "options; " +
                   inputFile + " fixes its own");
+    if (sinks.getNumOccurrences())
+      return fail("--sinks describes a problem built from the options; " +
+                  inputFile + " has its sinks operand or not");
+    module->walk([&](AttentionOp op) { spec.sinks = op.getSinks() != nullptr; });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;
       spec.deterministic = op.getDqOrder() != nullptr;
+      spec.sinks = op.getSinks() != nullptr;
     });
     if (std::optional<ProblemType> problem = readProblemType(*module)) {
       if (headDim.getNumOccurrences() && headDim != problem->headDim)

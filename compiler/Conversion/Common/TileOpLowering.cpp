@@ -10,6 +10,7 @@
 #include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Utils/IRUtils.h"
 #include "compiler/Tiling/Variants.h"
 #include "dialect/FAOps.h"
 
@@ -425,6 +426,95 @@ LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
   return success();
 }
 
+/// exp(x - base) as exp2((x - base) log2 e), with a -inf base read as 0
+/// (the online softmax's rule: exp(-inf - -inf) is 0, never NaN).
+static Value expAbove(OpBuilder &b, Location loc, const SoftmaxConstants &c,
+                      Value x, Value base) {
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, base, c.negInf);
+  Value safeBase = arith::SelectOp::create(b, loc, empty, c.zero, base);
+  Value negBaseLog2 = arith::NegFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, safeBase, c.log2e));
+  return math::Exp2Op::create(
+      b, loc, math::FmaOp::create(b, loc, x, c.log2e, negBaseLog2));
+}
+
+/// Per row: m_new = max(m, sink), alpha = exp(m - m_new), l_new = alpha l
+/// + exp(sink - m_new).
+LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
+                            const TileRewrite &r) {
+  SmallVector<Value> m = r.unpack(adaptor.getRunningMax());
+  SmallVector<Value> l = r.unpack(adaptor.getRunningSum());
+  SoftmaxConstants c(r.b, r.loc, 1.0);
+  Value sink = adaptor.getSink();
+  SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
+  for (size_t row = 0; row < m.size(); ++row) {
+    newMax[row] = arith::MaximumFOp::create(r.b, r.loc, m[row], sink);
+    alpha[row] = expAbove(r.b, r.loc, c, m[row], newMax[row]);
+    newSum[row] = math::FmaOp::create(r.b, r.loc, alpha[row], l[row],
+                                      expAbove(r.b, r.loc, c, sink, newMax[row]));
+  }
+  Type rowType = adaptor.getRunningMax().getType();
+  r.b.replaceOp(op, {r.pack(rowType, newMax), r.pack(rowType, newSum),
+                     r.pack(rowType, alpha)});
+  return success();
+}
+
+/// Per row: -exp(sink - lse) D, 0 where D is 0 (padding, zero dO) or the
+/// row has neither keys nor a sink (lse = -inf).
+LogicalResult lowerSinkGrad(SinkGradOp op, SinkGradOp::Adaptor adaptor,
+                            const TileRewrite &r) {
+  SmallVector<Value> lse = r.unpack(adaptor.getLse());
+  SmallVector<Value> delta = r.unpack(adaptor.getDelta());
+  SoftmaxConstants c(r.b, r.loc, 1.0);
+  SmallVector<Value> shares(lse.size());
+  for (size_t row = 0; row < lse.size(); ++row) {
+    Value prob = expAbove(r.b, r.loc, c, adaptor.getSink(), lse[row]);
+    Value share = arith::NegFOp::create(
+        r.b, r.loc, arith::MulFOp::create(r.b, r.loc, prob, delta[row]));
+    Value none = arith::OrIOp::create(
+        r.b, r.loc,
+        arith::CmpFOp::create(r.b, r.loc, arith::CmpFPredicate::OEQ,
+                              delta[row], c.zero),
+        arith::CmpFOp::create(r.b, r.loc, arith::CmpFPredicate::OEQ, lse[row],
+                              c.negInf));
+    shares[row] = arith::SelectOp::create(r.b, r.loc, none, c.zero, share);
+  }
+  r.b.replaceOp(op, r.pack(adaptor.getLse().getType(), shares));
+  return success();
+}
+
+/// The tile's sum added to dest[index]: each thread sums the rows it holds
+/// the first copy of, the warp sums its lanes (butterfly), and lane 0 adds
+/// the warp's sum atomically: one add per warp, whatever the layout.
+LogicalResult lowerAccumulateTotal(AccumulateTotalOp op,
+                                   AccumulateTotalOp::Adaptor adaptor,
+                                   const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  ThreadElements thread(b, loc, cast<RankedTensorType>(op.getTile().getType()));
+  SmallVector<Value> values = r.unpack(adaptor.getTile());
+  Value sum = values.front();
+  for (Value v : ArrayRef<Value>(values).drop_front())
+    sum = arith::AddFOp::create(b, loc, sum, v);
+  Value firstCopy = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          thread.colBase(b, loc),
+                                          indexConst(b, loc, 0));
+  sum = arith::SelectOp::create(b, loc, firstCopy, sum, f32Const(b, loc, 0.0));
+  for (int64_t mask = 16; mask >= 1; mask /= 2) {
+    auto shuffle = gpu::ShuffleOp::create(b, loc, sum, mask, /*width=*/32,
+                                          gpu::ShuffleMode::XOR);
+    sum = arith::AddFOp::create(b, loc, sum, shuffle.getShuffleResult());
+  }
+  auto laneZero = scf::IfOp::create(b, loc, isFirstOfThreadGroup(b, loc, 32));
+  OpBuilder in = OpBuilder::atBlockBegin(&laneZero.getThenRegion().front());
+  in.setInsertionPoint(laneZero.getThenRegion().front().getTerminator());
+  memref::AtomicRMWOp::create(in, loc, arith::AtomicRMWKind::addf, sum,
+                              adaptor.getDest(), ValueRange{adaptor.getIndex()});
+  b.eraseOp(op);
+  return success();
+}
+
 /// P = exp(scale * s - lse) per element, with its row's LSE
 /// (recomputedProb).
 LogicalResult lowerRecomputeProbs(RecomputeProbsOp op,
@@ -507,6 +597,15 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   patterns.add<LayoutPattern<FinalizeOp>>(
       typeConverter, ctx, [](FinalizeOp op) -> Value { return op.getAcc(); },
       lowerFinalize);
+  patterns.add<LayoutPattern<JoinSinkOp>>(
+      typeConverter, ctx, [](JoinSinkOp op) -> Value { return op.getRunningMax(); },
+      lowerJoinSink);
+  patterns.add<LayoutPattern<SinkGradOp>>(
+      typeConverter, ctx, [](SinkGradOp op) -> Value { return op.getLse(); },
+      lowerSinkGrad);
+  patterns.add<LayoutPattern<AccumulateTotalOp>>(
+      typeConverter, ctx, [](AccumulateTotalOp op) -> Value { return op.getTile(); },
+      lowerAccumulateTotal);
   patterns.add<LayoutPattern<RecomputeProbsOp>>(
       typeConverter, ctx, [](RecomputeProbsOp op) -> Value { return op.getScores(); },
       lowerRecomputeProbs);

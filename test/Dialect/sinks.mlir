@@ -1,0 +1,104 @@
+// RUN: fa-opt %s --split-input-file --verify-diagnostics | fa-opt | FileCheck %s
+
+// Attention sinks: the forward takes the logits (f32 [Hq]), the backward
+// the logits and their gradient; both round-trip.
+// CHECK-LABEL: func.func @forward_sinks
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} sinks %{{.*}} {scale = 1.250000e-01 : f32}
+// CHECK-SAME: sinks memref<8xf32>
+func.func @forward_sinks(%q: memref<?x8x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                         %o: memref<?x8x?x64xf16>, %lse: memref<?x8x?xf32>, %s: memref<8xf32>) {
+  fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32> sinks memref<8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @backward_sinks
+// CHECK: fa.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{[a-z0-9]+}} sinks %{{[a-z0-9]+}} into %{{.*}}, %{{.*}}, %{{[a-z0-9]+}} grad_sinks %{{[a-z0-9]+}} workspace %
+// CHECK-SAME: sinks memref<?xf32> into {{.*}} grad_sinks memref<?xf32> workspace
+func.func @backward_sinks(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                          %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>,
+                          %dq: memref<?x?x?x64xf16>, %dk: memref<?x?x?x64xf16>, %dv: memref<?x?x?x64xf16>,
+                          %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>,
+                          %s: memref<?xf32>, %ds: memref<?xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse sinks %s into %dq, %dk, %dv grad_sinks %ds
+      workspace %delta, %accum {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+      memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32> sinks memref<?xf32>
+    into memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16> grad_sinks memref<?xf32>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
+  return
+}
+
+// The tile ops: a sink joins the row state; the backward's shares; their
+// sum added to one element.
+// CHECK-LABEL: func.func @tile_ops
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = fa.join_sink %{{.*}}, %{{.*}}, %{{.*}} : tensor<16xf32>
+// CHECK: fa.sink_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<16xf32>
+// CHECK: fa.accumulate_total %{{.*}}, %{{.*}}[%{{.*}}] : tensor<16xf32> -> memref<?xf32>
+func.func @tile_ops(%sink: f32, %m: tensor<16xf32>, %l: tensor<16xf32>, %dsinks: memref<?xf32>, %h: index) {
+  %m2, %l2, %alpha = fa.join_sink %sink, %m, %l : tensor<16xf32>
+  %share = fa.sink_grad %sink, %m2, %l2 : tensor<16xf32>
+  fa.accumulate_total %share, %dsinks[%h] : tensor<16xf32> -> memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @sinks_not_per_head(%q: memref<?x8x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                              %o: memref<?x8x?x64xf16>, %lse: memref<?x8x?xf32>, %s: memref<4xf32>) {
+  // expected-error @+1 {{sinks holds one logit per query head: 4 does not match the 8 query heads}}
+  fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32> sinks memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @sinks_without_gradient(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                                  %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>,
+                                  %dq: memref<?x?x?x64xf16>, %dk: memref<?x?x?x64xf16>, %dv: memref<?x?x?x64xf16>,
+                                  %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>, %s: memref<?xf32>) {
+  // expected-error @+1 {{takes sinks and grad_sinks together (the sinks' gradient is an output whenever sinks are an input)}}
+  fa.attention_backward %q, %k, %v, %o, %do, %lse sinks %s into %dq, %dk, %dv
+      workspace %delta, %accum {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+      memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32> sinks memref<?xf32>
+    into memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @deterministic_sinks(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                               %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>,
+                               %dq: memref<?x?x?x64xf16>, %dk: memref<?x?x?x64xf16>, %dv: memref<?x?x?x64xf16>,
+                               %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>, %order: memref<?x?x?xi32>,
+                               %s: memref<?xf32>, %ds: memref<?xf32>) {
+  // expected-error @+1 {{the deterministic backward (dq_order) does not take sinks yet (their gradient is added in any order)}}
+  fa.attention_backward %q, %k, %v, %o, %do, %lse sinks %s into %dq, %dk, %dv grad_sinks %ds
+      workspace %delta, %accum, %order {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+      memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?xf32> sinks memref<?xf32>
+    into memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16> grad_sinks memref<?xf32>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>, memref<?x?x?xi32>
+  return
+}
+
+// -----
+
+func.func @join_sink_needs_rows(%sink: f32, %m: tensor<16x4xf32>, %l: tensor<16x4xf32>) {
+  // expected-error @+1 {{running max must be a 1-d tile (one value per row), got 'tensor<16x4xf32>'}}
+  %m2, %l2, %alpha = fa.join_sink %sink, %m, %l : tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @total_of_rows(%t: tensor<16x4xf32>, %dsinks: memref<?xf32>, %h: index) {
+  // expected-error @+1 {{tile must be a 1-d tile (one value per row), got 'tensor<16x4xf32>'}}
+  fa.accumulate_total %t, %dsinks[%h] : tensor<16x4xf32> -> memref<?xf32>
+  return
+}

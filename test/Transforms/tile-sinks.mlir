@@ -1,0 +1,52 @@
+// RUN: fa-opt %s --split-input-file --fa-tile="block-m=16 block-n=32" --fa-tile-backward="block-m=16 block-n=32" --cse | FileCheck %s
+
+// Sinks in the forward: after the K/V loop, the head's sink logit joins
+// each row's state (fa.join_sink); the accumulator takes the correction
+// before the deferred normalization, which then counts the sink.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: %[[SINKS:[^:]*]]: memref<?xf32>)
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// CHECK: %[[LOOP:.*]]:3 = scf.for
+// CHECK: %[[SINK:.*]] = memref.load %[[SINKS]][%[[H]]] : memref<?xf32>
+// CHECK-NEXT: %[[M:.*]], %[[L:.*]], %[[ALPHA:.*]] = fa.join_sink %[[SINK]], %[[LOOP]]#0, %[[LOOP]]#1 : tensor<16xf32>
+// CHECK-NEXT: %[[ACC:.*]] = fa.rescale %[[LOOP]]#2, %[[ALPHA]]
+// CHECK-NEXT: %{{.*}}, %{{.*}} = fa.finalize %[[ACC]], %[[M]], %[[L]]
+func.func @forward(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf32>,
+                   %o: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>, %sinks: memref<?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse sinks %sinks {scale = 0.125 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>
+    into memref<?x?x?x64xf32>, memref<?x?x?xf32> sinks memref<?xf32>
+  return
+}
+
+// -----
+
+// Sinks in the backward: the delta program also adds each row's share of
+// its sink's gradient, -exp(sink - LSE) D, to grad_sinks[h]; the other
+// programs are those without sinks (P from the LSE, which counts the
+// sink).
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME: %[[LSE:[^:]*]]: memref<?x?x?xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %[[SINKS:[^:]*]]: memref<?xf32>, %[[DSINKS:[^:]*]]: memref<?xf32>)
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// CHECK: %[[D:.*]] = fa.row_dot
+// CHECK: fa.store_tile %[[D]]
+// CHECK-NEXT: %[[SINK:.*]] = memref.load %[[SINKS]][%[[H]]]
+// CHECK-NEXT: %[[LSEROWS:.*]] = fa.load_tile %[[LSE]][%[[B]], %[[H]], %{{.*}}] : memref<?x?x?xf32> -> tensor<16xf32>
+// CHECK-NEXT: %[[SHARE:.*]] = fa.sink_grad %[[SINK]], %[[LSEROWS]], %[[D]] : tensor<16xf32>
+// CHECK-NEXT: fa.accumulate_total %[[SHARE]], %[[DSINKS]][%[[H]]] : tensor<16xf32> -> memref<?xf32>
+// CHECK: program = "delta"
+// CHECK-NOT: fa.sink_grad
+// CHECK-NOT: fa.accumulate_total
+func.func @backward(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf32>,
+                    %o: memref<?x?x?x64xf32>, %do: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>,
+                    %dq: memref<?x?x?x64xf32>, %dk: memref<?x?x?x64xf32>, %dv: memref<?x?x?x64xf32>,
+                    %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>,
+                    %sinks: memref<?xf32>, %dsinks: memref<?xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse sinks %sinks into %dq, %dk, %dv grad_sinks %dsinks
+      workspace %delta, %accum {scale = 0.125 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>,
+      memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?xf32> sinks memref<?xf32>
+    into memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32> grad_sinks memref<?xf32>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
+  return
+}

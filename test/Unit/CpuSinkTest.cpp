@@ -1,0 +1,224 @@
+//===- CpuSinkTest.cpp - Attention sinks on the CPU -----------------*- C++ -*-===//
+//
+// Kernels with attention sinks (one logit per query head that joins each
+// row's softmax without a value row) compiled through the tiling passes and
+// the CPU lowering, forward and backward, against the float64 reference
+// (lib/ReferenceAttention: the sink as one more score of the full softmax,
+// its gradient -P_sink D summed over the head's rows). The sinks range from
+// far below the scores to far above them (a sink of 40 dwarfs every score:
+// the kernel's max must take it, or the exponentials overflow), and the
+// shapes include rows that see no key (Sq > Sk, causal), whose output is 0
+// and whose LSE is the sink.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Cpu/CpuRunner.h"
+#include "lib/ReferenceAttention.h"
+#include "lib/Variants.h"
+#include "test/Common/CpuKernels.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mlir::fa;
+
+namespace {
+
+/// As CpuExecutionTest's bound: f32 kernels against float64, O(1) scores.
+constexpr double kTolerance = 2e-5;
+/// As CpuBackwardTest's: f32 gradients within 1e-5 of each gradient's size.
+constexpr double kBackwardRelativeTolerance = 1e-5;
+
+struct Shape {
+  int64_t b, hq, hkv, sq, sk;
+};
+const Shape kShapes[] = {{1, 4, 4, 37, 37}, {2, 4, 2, 20, 45},
+                         {1, 4, 1, 45, 20}, {1, 4, 4, 1, 70}};
+
+/// Per query head: far below, near, and far above the O(1) scores.
+std::vector<double> sinkLogits(int64_t heads) {
+  const double values[] = {-30.0, 0.5, -1.25, 40.0};
+  std::vector<double> sinks(heads);
+  for (int64_t h = 0; h < heads; ++h)
+    sinks[h] = values[h % 4];
+  return sinks;
+}
+
+struct Case {
+  bool causal = false;
+  std::string maskMod; // a window, or none
+  int64_t blockM = 8, blockN = 32;
+};
+
+CpuKernelConfig configFor(const Case &c, bool backward) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.tiles = {c.blockM, c.blockN};
+  config.scale = 1.0f / std::sqrt(32.0f);
+  config.causal = c.causal;
+  config.maskMod = c.maskMod;
+  config.backward = backward;
+  config.sinks = true;
+  return config;
+}
+
+/// The window of c.maskMod (keys within 6 before the diagonal) as C++.
+void addWindow(const Case &c, fa::AttentionProblem &p, const Shape &s) {
+  if (c.maskMod.empty())
+    return;
+  p.maskMod = [s](int64_t, int64_t, int64_t i, int64_t j) {
+    int64_t diag = i + s.sk - s.sq;
+    return j >= diag - 6 && j <= diag;
+  };
+}
+
+/// The forward's largest error (O and LSE) over kShapes; `referenceSinks`
+/// says what the reference is given (the kernel always gets the sinks).
+double runForward(const Case &c, bool referenceSinks, bool expectMatch) {
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(configFor(c, false));
+  double worst = 0.0;
+  for (const Shape &s : kShapes) {
+    SCOPED_TRACE(testing::Message()
+                 << "tiles " << c.blockM << "x" << c.blockN << " causal "
+                 << c.causal << " window " << !c.maskMod.empty() << " B="
+                 << s.b << " Hq=" << s.hq << " Hkv=" << s.hkv << " Sq=" << s.sq
+                 << " Sk=" << s.sk);
+    AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+    fa::AttentionProblem p = fa::test::problemFor(kernel.getConfig(), shape);
+    addWindow(c, p, s);
+    std::vector<double> sinks = sinkLogits(s.hq);
+    std::vector<float> sinks32(sinks.begin(), sinks.end());
+    if (referenceSinks)
+      p.sinks = sinks;
+    std::mt19937_64 rng(4321 + s.sq * 17 + s.sk);
+    auto q = fa::test::randomNormal(p.qElements(), rng);
+    auto k = fa::test::randomNormal(p.kvElements(), rng);
+    auto v = fa::test::randomNormal(p.kvElements(), rng);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> o(p.qElements(), nan), lse(p.lseElements(), nan);
+    llvm::Error error = kernel.run(shape, q.data(), k.data(), v.data(),
+                                   o.data(), lse.data(), sinks32.data());
+    EXPECT_FALSE(error) << llvm::toString(std::move(error));
+    fa::ReferenceResult want =
+        fa::referenceAttention(p, q.data(), k.data(), v.data());
+    for (size_t i = 0; i < want.output.size(); ++i) {
+      double err = std::fabs(double(o[i]) - want.output[i]);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+    for (size_t i = 0; i < want.lse.size(); ++i) {
+      if (std::isinf(want.lse[i])) {
+        worst = std::max(worst, lse[i] == -INFINITY ? 0.0 : INFINITY);
+        continue;
+      }
+      // The LSE is O(|sink|) here: its f32 rounding scales with it.
+      double err = std::fabs(double(lse[i]) - want.lse[i]) /
+                   std::max(1.0, std::fabs(want.lse[i]));
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+    if (expectMatch)
+      EXPECT_LE(worst, kTolerance);
+  }
+  return worst;
+}
+
+/// The backward's largest relative error (dQ, dK, dV and the sinks'
+/// gradient) over kShapes, from the reference's O and LSE.
+/// `referenceSinkGrad` false compares the sinks' gradient with zero.
+double runBackward(const Case &c, bool referenceSinkGrad, bool expectMatch) {
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(configFor(c, true));
+  double worst = 0.0;
+  for (const Shape &s : kShapes) {
+    SCOPED_TRACE(testing::Message()
+                 << "backward tiles " << c.blockM << "x" << c.blockN
+                 << " causal " << c.causal << " window " << !c.maskMod.empty()
+                 << " B=" << s.b << " Hq=" << s.hq << " Hkv=" << s.hkv
+                 << " Sq=" << s.sq << " Sk=" << s.sk);
+    AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+    fa::AttentionProblem p = fa::test::problemFor(kernel.getConfig(), shape);
+    addWindow(c, p, s);
+    // Sinks near the scores: each takes a visible share of every row.
+    p.sinks = {0.3, -0.7, 1.1, -2.0};
+    std::vector<float> sinks32(p.sinks.begin(), p.sinks.end());
+    std::mt19937_64 rng(77 + s.sq * 5 + s.sk);
+    auto q = fa::test::randomNormal(p.qElements(), rng);
+    auto k = fa::test::randomNormal(p.kvElements(), rng);
+    auto v = fa::test::randomNormal(p.kvElements(), rng);
+    auto gradOutput = fa::test::randomNormal(p.qElements(), rng);
+    fa::ReferenceResult forward =
+        fa::referenceAttention(p, q.data(), k.data(), v.data());
+    std::vector<float> o(forward.output.begin(), forward.output.end());
+    std::vector<float> lse(forward.lse.begin(), forward.lse.end());
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> dq(p.qElements(), nan), dk(p.kvElements(), nan),
+        dv(p.kvElements(), nan), dsinks(s.hq, nan);
+    llvm::Error error = kernel.runBackward(
+        shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
+        lse.data(), dq.data(), dk.data(), dv.data(), sinks32.data(),
+        dsinks.data());
+    EXPECT_FALSE(error) << llvm::toString(std::move(error));
+    fa::ReferenceGradients want = fa::referenceAttentionBackward(
+        p, q.data(), k.data(), v.data(), gradOutput.data());
+    if (want.gradSinks.size() != size_t(s.hq)) {
+      ADD_FAILURE() << "the reference has no sinks' gradient";
+      return INFINITY;
+    }
+    if (!referenceSinkGrad)
+      std::fill(want.gradSinks.begin(), want.gradSinks.end(), 0.0);
+    for (auto [got, expected] :
+         {std::pair<const std::vector<float> *, const std::vector<double> *>{
+              &dq, &want.gradQuery},
+          {&dk, &want.gradKey},
+          {&dv, &want.gradValue},
+          {&dsinks, &want.gradSinks}}) {
+      double size = 0.0, err = 0.0;
+      for (double x : *expected)
+        size = std::max(size, std::fabs(x));
+      for (size_t i = 0; i < expected->size(); ++i) {
+        double e = std::fabs(double((*got)[i]) - (*expected)[i]);
+        err = std::max(err, std::isnan(e) ? INFINITY : e);
+      }
+      // (A zero expected gradient is compared absolutely.)
+      double relative = err / std::max(size, 1e-3);
+      worst = std::max(worst, relative);
+      if (expectMatch)
+        EXPECT_LE(relative, kBackwardRelativeTolerance);
+    }
+  }
+  return worst;
+}
+
+std::vector<Case> cases() {
+  std::string window = fa::variants::slidingWindow(6, 0);
+  return {Case{false, "", 8, 32}, Case{true, "", 8, 32},
+          Case{false, "", 16, 16}, Case{true, "", 16, 16},
+          Case{false, window, 8, 32}, Case{true, window, 16, 16}};
+}
+
+class CpuSinks : public testing::TestWithParam<int> {};
+
+TEST_P(CpuSinks, ForwardMatchesFloat64Reference) {
+  runForward(cases()[GetParam()], /*referenceSinks=*/true, true);
+}
+
+TEST_P(CpuSinks, BackwardMatchesFloat64Gradients) {
+  runBackward(cases()[GetParam()], /*referenceSinkGrad=*/true, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(Masks, CpuSinks, testing::Range(0, 6));
+
+// The comparisons can fail: the reference without the sinks is another
+// function, and a zero sinks' gradient is not theirs.
+TEST(CpuSinkMutation, ForwardWithoutTheSinksIsCaught) {
+  double worst = runForward(cases()[0], /*referenceSinks=*/false, false);
+  EXPECT_GT(worst, 100 * kTolerance);
+}
+
+TEST(CpuSinkMutation, ZeroSinkGradientIsCaught) {
+  double worst = runBackward(cases()[0], /*referenceSinkGrad=*/false, false);
+  EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
+}
+
+} // namespace
