@@ -117,6 +117,8 @@ protected:
         referenceScore = nullptr;
     std::function<bool(int64_t, int64_t, int64_t, int64_t)> referenceKeep =
         nullptr;
+    /// Attention sinks: one logit per query head (empty: none).
+    std::vector<double> sinks = {};
   };
 
   static fa::AttentionProblem problemOf(const Case &c) {
@@ -131,6 +133,7 @@ protected:
     p.scale = 1.0 / std::sqrt(double(c.headDim));
     p.scoreMod = c.referenceScore;
     p.maskMod = c.referenceKeep;
+    p.sinks = c.sinks;
     return p;
   }
 
@@ -150,6 +153,7 @@ protected:
     spec.dtype = c.dtype;
     spec.scoreMod = c.scoreMod;
     spec.maskMod = c.maskMod;
+    spec.sinks = !c.sinks.empty();
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     if (!tiles.blockM) {
@@ -165,7 +169,8 @@ protected:
                  << " Sq=" << c.qLen << " Sk=" << c.kvLen
                  << (c.causal ? " causal" : "") << " "
                  << fa::toString(c.dtype)
-                 << (spec.hasVariant() ? " variant " + spec.kernelName() : ""));
+                 << (spec.hasVariant() ? " variant " + spec.kernelName() : "")
+                 << (spec.sinks ? " sinks" : ""));
     fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
     auto random = [&](int64_t n) { return fa::test::randomNormal(n, rng); };
@@ -206,6 +211,15 @@ protected:
     args.lse.strides[0] = p.qHeads * p.qLen;
     args.lse.strides[1] = p.qLen;
     args.lse.strides[2] = 1;
+    std::vector<float> sinks(c.sinks.begin(), c.sinks.end());
+    DeviceBuffer sinksBuf(sinks.size());
+    if (spec.sinks) {
+      CU_ASSERT(driver().cuMemcpyHtoD_v2(sinksBuf.ptr, sinks.data(),
+                                         sinks.size() * 4));
+      args.sinks.data = sinksBuf.data();
+      args.sinks.sizes[0] = p.qHeads;
+      args.sinks.strides[0] = 1;
+    }
     fa::Result r = runtime->forward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -275,7 +289,9 @@ protected:
     std::printf("  ok %-4s%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
                 "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
                 fa::toString(spec.resolvedStrategy()),
-                spec.hasVariant() ? (" " + spec.kernelName()).c_str() : "",
+                spec.hasVariant() || spec.sinks
+                    ? (" " + spec.kernelName()).c_str()
+                    : "",
                 long(c.headDim),
                 long(c.batch), long(c.qHeads),
                 long(c.kvHeads), long(c.qLen), long(c.kvLen),
@@ -294,12 +310,15 @@ protected:
     spec.dtype = c.dtype;
     spec.scoreMod = c.scoreMod;
     spec.maskMod = c.maskMod;
+    spec.sinks = !c.sinks.empty();
     spec.arch = "";
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
-                 << "backward seed=" << seed << " D=" << c.headDim
+                 << "backward seed=" << seed << (spec.sinks ? " sinks" : "")
+                 << " strategy=" << fa::toString(spec.resolvedStrategy())
+                 << " D=" << c.headDim
                  << " B=" << c.batch << " Hq=" << c.qHeads
                  << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
                  << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
@@ -369,6 +388,22 @@ protected:
     args.gradQuery = tensorArg(dqBuf, p.batch, p.qHeads, p.qLen, p.headDim);
     args.gradKey = tensorArg(dkBuf, p.batch, p.kvHeads, p.kvLen, p.headDim);
     args.gradValue = tensorArg(dvBuf, p.batch, p.kvHeads, p.kvLen, p.headDim);
+    // Sinks: the logits, and their gradient (poisoned: the call sets it).
+    std::vector<float> sinks(c.sinks.begin(), c.sinks.end());
+    DeviceBuffer sinksBuf(sinks.size()), gradSinksBuf(sinks.size());
+    if (spec.sinks) {
+      CU_ASSERT(upload(sinksBuf, sinks, true));
+      CU_ASSERT(driver().cuMemsetD32_v2(gradSinksBuf.ptr, 0x7fc00000,
+                                        gradSinksBuf.count));
+      for (auto [arg, buffer] :
+           {std::pair<fa::TensorArg *, const DeviceBuffer *>{&args.sinks,
+                                                             &sinksBuf},
+            {&args.gradSinks, &gradSinksBuf}}) {
+        arg->data = buffer->data();
+        arg->sizes[0] = p.qHeads;
+        arg->strides[0] = 1;
+      }
+    }
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -446,6 +481,29 @@ protected:
                       << " (tolerance " << tolerance << ")";
         return;
       }
+    }
+    // The sinks' gradient: a sum over the head's B x Sq rows, added in any
+    // order; within the gradients' relative bound of its largest value.
+    double sinkError = 0.0;
+    if (spec.sinks) {
+      std::vector<float> got(sinks.size());
+      CU_ASSERT(driver().cuMemcpyDtoH_v2(got.data(), gradSinksBuf.ptr,
+                                         got.size() * 4));
+      double scaleOf = 0.0;
+      for (double x : want.gradSinks)
+        scaleOf = std::max(scaleOf, std::fabs(x));
+      double tolerance = relative * scaleOf + 1e-5;
+      for (size_t h = 0; h < got.size(); ++h) {
+        double err = std::fabs(double(got[h]) - want.gradSinks[h]);
+        if (!(err <= tolerance)) {
+          ADD_FAILURE() << "dsinks[" << h << "] = " << got[h] << ", expected "
+                        << want.gradSinks[h] << " (tolerance " << tolerance
+                        << ")";
+          return;
+        }
+        sinkError = std::max(sinkError, err / tolerance);
+      }
+      std::printf("  dsinks max |error| / tolerance %.3f\n", sinkError);
     }
     std::printf("  ok bwd%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
                 "%-4s max |error| / tolerance: dQ %.3f dK %.3f dV %.3f "
@@ -740,6 +798,47 @@ TEST_F(GpuAttention, BackwardVariantsMatchFloat64Gradients) {
                         Shape{1, heads, 1, 700, 300}}) {
           std::printf("  %s:\n", variant.name);
           runBackwardCase(variantCase(variant, d, config.dtype, s), spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
+        if (quick())
+          break;
+      }
+}
+
+/// Attention sinks (forward and backward, with the sinks' gradient) on
+/// every strategy and 16-bit type, causal or not, with a window, GQA and
+/// rows that see no key (Sq > Sk, causal: O = 0, LSE = the sink). The
+/// logits range from below the scores to far above them (12: the row's
+/// weight goes almost all to the sink).
+TEST_F(GpuAttention, SinksMatchFloat64Reference) {
+  const int64_t heads = 4;
+  std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
+                                 {fa::Strategy::mma, fa::ElementType::f16},
+                                 {fa::Strategy::mma, fa::ElementType::bf16}};
+  if (runtime->deviceArch() == "sm_90a") {
+    configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
+    configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
+  }
+  Variant plain{"plain", "", "", false, {}, {}};
+  Variant causal{"causal", "", "", true, {}, {}};
+  Variant window = builtInVariants(heads)[6]; // softcap + window, causal
+  ASSERT_EQ(std::string(window.name), "softcap+window");
+  for (const Variant &variant : {plain, causal, window})
+    for (Config config : configs)
+      for (int64_t d : {64, 128}) {
+        fa::KernelSpec spec = defaults();
+        spec.strategy = config.strategy;
+        for (Shape s : {Shape{2, heads, 2, 300, 700},
+                        Shape{1, heads, 1, 700, 300},
+                        Shape{1, heads, heads, 17, 17}}) {
+          std::printf("  sinks, %s:\n", variant.name);
+          Case c = variantCase(variant, d, config.dtype, s);
+          c.sinks = {-3.0, 0.5, 2.0, 12.0};
+          runCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+          runBackwardCase(c, spec);
           if (HasFatalFailure() || HasNonfatalFailure())
             return;
         }

@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/ArgumentChecks.h"
 #include "runtime/Autotune.h"
+#include "runtime/CRequest.h"
 #include "runtime/DiskCache.h"
 #include "runtime/KernelMetadata.h"
 #include "lib/Variants.h"
@@ -104,6 +106,7 @@ TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
     s.strategy = fa::Strategy::mma;
     s.stages = 3;
   });
+  vary([](fa::KernelSpec &s) { s.sinks = true; });
 }
 
 TEST(KernelKey, KeyDependsOnCompilerAndPtxasVersions) {
@@ -1795,4 +1798,163 @@ TEST(Autotune, OnByOptionOrEnvironment) {
   options.autotune = true;
   ASSERT_TRUE(bool(fa::Runtime::create(options, rt)));
   EXPECT_TRUE(rt->autotunes());
+}
+
+//===----------------------------------------------------------------------===//
+// Attention sinks through the runtime and the C ABI
+//===----------------------------------------------------------------------===//
+
+/// A kernel with sinks is another kernel (name, key, request), takes the
+/// logits after LSE (forward) or the logits and their gradient after the
+/// workspaces (every backward kernel), and comes back so from the disk.
+TEST(Sinks, KernelsTakeTheLogitsAndResolveApart) {
+  TempDir dir;
+  auto rt = makeRuntime(dir.str());
+  fa::KernelSpec plain = smallSpec(), sinks = smallSpec();
+  sinks.sinks = true;
+  fa::KernelInfo a, b;
+  ASSERT_TRUE(bool(rt->prepare(plain, &a)));
+  fa::Result r = rt->prepare(sinks, &b);
+  ASSERT_TRUE(bool(r)) << r.message;
+  EXPECT_NE(a.key, b.key);
+  EXPECT_EQ(b.name, a.name + "_sinks");
+  EXPECT_EQ(rt->counters().requestsResolved, 2);
+  using Operand = fa::LaunchPlan::Operand;
+  ASSERT_EQ(b.launches.size(), 1u);
+  EXPECT_EQ(b.launches[0].params,
+            (std::vector<Operand>{Operand::query, Operand::key, Operand::value,
+                                  Operand::output, Operand::lse,
+                                  Operand::sinks}));
+  EXPECT_EQ(fa::LaunchPlan::rankOf(Operand::sinks), 1);
+  EXPECT_EQ(fa::LaunchPlan::rankOf(Operand::gradSinks), 1);
+  EXPECT_EQ(fa::LaunchPlan::rankOf(Operand::lse), 3);
+
+  fa::KernelSpec backward = sinks;
+  backward.backward = true;
+  backward.blockM = 16;
+  backward.numWarps = 4;
+  fa::KernelInfo c;
+  r = rt->prepare(backward, &c);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(c.launches.size(), 3u);
+  for (const fa::LaunchPlan &launch : c.launches) {
+    EXPECT_EQ(launch.params, fa::LaunchPlan::backwardParams(false, true));
+    EXPECT_EQ(launch.params.back(), Operand::gradSinks);
+  }
+  // The plan's operand names round-trip through the disk cache.
+  auto other = makeRuntime(dir.str());
+  fa::KernelInfo fromDisk;
+  ASSERT_TRUE(bool(other->prepare(backward, &fromDisk)));
+  EXPECT_EQ(fromDisk.source, fa::KernelSource::diskCache);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(fromDisk.launches[i].toJson(), c.launches[i].toJson());
+
+  // The deterministic backward does not take sinks yet.
+  fa::KernelSpec deterministic = backward;
+  deterministic.deterministic = true;
+  r = rt->prepare(deterministic);
+  EXPECT_EQ(r.status, fa::Status::invalidArgument);
+  EXPECT_EQ(r.message, "the deterministic backward does not take sinks yet "
+                       "(their gradient is added in any order)");
+}
+
+/// The sinks' arguments: Hq values, a non-negative stride, a pointer; the
+/// gradient contiguous and apart from every input and output.
+TEST(Sinks, ArgumentChecks) {
+  fa::KernelSpec spec = smallSpec();
+  spec.sinks = true;
+  auto sinksOf = [](int64_t heads, uintptr_t slot) {
+    fa::TensorArg t;
+    t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * slot);
+    t.sizes[0] = heads;
+    t.strides[0] = 1;
+    return t;
+  };
+  fa::AttentionArgs a = validArgs();
+  a.sinks = sinksOf(8, 30);
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  a.sinks.strides[0] = 0; // one logit broadcast to every head
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  a.sinks = sinksOf(4, 30);
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "sinks holds one f32 logit per query head: size 4 does not match "
+            "the 8 query heads");
+  a.sinks = sinksOf(8, 30);
+  a.sinks.strides[0] = -1;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "sinks stride must be non-negative, got -1");
+  a.sinks = sinksOf(8, 30);
+  a.sinks.data = nullptr;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "sinks is null (the kernel takes sinks)");
+  a.sinks = sinksOf(8, 30);
+  a.sinks.data = a.lse.data;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "lse overlaps sinks in memory (outputs must not alias the "
+            "inputs)");
+  // Without spec.sinks the tensor is not looked at.
+  a.sinks = {};
+  EXPECT_EQ(fa::checkAttentionArgs(smallSpec(), a).message, "");
+
+  fa::KernelSpec backward = spec;
+  backward.backward = true;
+  fa::AttentionBackwardArgs g = validBackwardArgs();
+  g.sinks = sinksOf(8, 30);
+  g.gradSinks = sinksOf(8, 31);
+  auto check = [&] { return fa::checkAttentionBackwardArgs(backward, g).message; };
+  EXPECT_EQ(check(), "");
+  g.gradSinks.strides[0] = 2;
+  EXPECT_EQ(check(), "dsinks must be contiguous (stride 1), got stride 2");
+  g.gradSinks = sinksOf(7, 31);
+  EXPECT_EQ(check(), "dsinks holds one f32 logit per query head: size 7 does "
+                     "not match the 8 query heads");
+  g.gradSinks = sinksOf(8, 31);
+  g.gradSinks.data = g.sinks.data;
+  EXPECT_EQ(check(), "dsinks overlaps sinks in memory (gradients must not "
+                     "alias the inputs)");
+  g.gradSinks = sinksOf(8, 31);
+  g.gradSinks.data = g.gradQuery.data;
+  EXPECT_EQ(check(), "dsinks overlaps dq in memory");
+  g.gradSinks = sinksOf(8, 31);
+  g.gradSinks.data = g.k.data;
+  EXPECT_EQ(check(), "dsinks overlaps k in memory (gradients must not alias "
+                     "the inputs)");
+}
+
+/// The C ABI's extras decide spec.sinks, and what does not fit is named.
+TEST(Sinks, CExtras) {
+  fa_tensor logits{}, grad{};
+  fa::KernelSpec spec;
+  EXPECT_EQ(fa::sinksFromC(nullptr, false, spec), "");
+  EXPECT_FALSE(spec.sinks);
+  fa_attention_extras extras{&logits, nullptr};
+  EXPECT_EQ(fa::sinksFromC(&extras, false, spec), "");
+  EXPECT_TRUE(spec.sinks);
+  spec = {};
+  EXPECT_EQ(fa::sinksFromC(&extras, true, spec),
+            "the backward with sinks writes their gradient: "
+            "extras->grad_sinks is NULL");
+  extras = {&logits, &grad};
+  EXPECT_EQ(fa::sinksFromC(&extras, true, spec), "");
+  EXPECT_TRUE(spec.sinks);
+  EXPECT_EQ(fa::sinksFromC(&extras, false, spec),
+            "extras->grad_sinks is the backward's: the forward takes only "
+            "extras->sinks");
+  extras = {nullptr, &grad};
+  spec = {};
+  EXPECT_EQ(fa::sinksFromC(&extras, true, spec),
+            "extras->grad_sinks is given without extras->sinks");
+  // fa_kernel_config.sinks = 1 (what fa_prepare_kernel reads) needs the
+  // logits in a call.
+  fa_kernel_config config{};
+  config.sinks = 1;
+  spec = {};
+  EXPECT_EQ(fa::specFromC(32, FA_F32, 0, 0.0, &config, spec), "");
+  EXPECT_TRUE(spec.sinks);
+  EXPECT_EQ(fa::sinksFromC(nullptr, false, spec),
+            "config->sinks is 1 but extras->sinks is NULL (the kernel takes "
+            "the sink logits)");
+  config.sinks = 2;
+  EXPECT_EQ(fa::specFromC(32, FA_F32, 0, 0.0, &config, spec),
+            "sinks must be 0 or 1, got 2");
 }
