@@ -7,7 +7,7 @@
 #                       sweep|sweep-timed|sweep-timed-mma|sweep-mma|io|
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       profile-backward-source|profile-source|grad-seeds|
-#                       host-overhead|clock-probe|
+#                       host-overhead|clock-probe|bench-sinks|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -65,6 +65,7 @@ for step in $steps; do
     done ;;&
   python | all)
     run python-tests python3 python/tests/test_attention.py
+    run python-sinks python3 python/tests/test_sinks.py
     run python-training python3 python/tests/test_training.py ;;&
   grad-seeds | all)
     # FlashAttention's gradient criterion over 40 seeds per shape (median,
@@ -74,6 +75,8 @@ for step in $steps; do
   bench | all)
     run bench python3 bench/bench_attention.py --json "$OUT/bench.json" \
       ${FA_BENCH_ARGS:-} ;;&
+  bench-sinks)
+    run bench-sinks python3 bench/bench_sinks.py --json "$OUT/sinks.json" ;;&
   clock-probe)
     # SM clock and power while fa wgmma, cuDNN and FLASH_ATTENTION each run
     # back to back (D=128, S=4k and 16k; FA_CLOCK_ARGS adds arguments).

@@ -9,6 +9,7 @@
     o = fa.attention(q.half(), k.half(), v.half())    # float16/bfloat16 in, same out
     q.requires_grad_(); fa.attention(q, k, v).sum().backward()   # trains (autograd)
     o = fa.flash_attn_func(q_bshd, k_bshd, v_bshd, causal=True)  # [B, S, H, D]
+    o = fa.attention(q, k, v, causal=True, sinks=sinks)  # gpt-oss: [Hq] logits
     fa.register_transformers()   # attn_implementation="fa" in transformers
 
 Kernels are compiled on first use for the head dim, dtype, mask and tiles,
@@ -63,7 +64,15 @@ class _Config(ctypes.Structure):
                 ("backward", ctypes.c_int32),
                 ("deterministic", ctypes.c_int32),
                 ("sequence_length", ctypes.c_int64),
-                ("score_mod", ctypes.c_char_p), ("mask_mod", ctypes.c_char_p)]
+                ("score_mod", ctypes.c_char_p), ("mask_mod", ctypes.c_char_p),
+                ("sinks", ctypes.c_int32)]
+
+
+class _Extras(ctypes.Structure):
+    """fa_attention_extras: the tensors beyond Q, K, V, O and LSE (NULL:
+    none)."""
+    _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
+                ("grad_sinks", ctypes.POINTER(_Tensor))]
 
 
 class _Info(ctypes.Structure):
@@ -131,6 +140,16 @@ def _library():
         ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
         tensor, tensor, tensor, ctypes.c_int, ctypes.c_int, ctypes.c_double,
         ctypes.POINTER(_Config), ctypes.c_void_p]
+    if hasattr(lib, "fa_attention_forward_ex"):  # attention sinks
+        extras = ctypes.POINTER(_Extras)
+        lib.fa_attention_forward_ex.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, extras,
+            ctypes.c_int, ctypes.c_int, ctypes.c_double,
+            ctypes.POINTER(_Config), ctypes.c_void_p]
+        lib.fa_attention_backward_ex.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
+            tensor, tensor, tensor, extras, ctypes.c_int, ctypes.c_int,
+            ctypes.c_double, ctypes.POINTER(_Config), ctypes.c_void_p]
     lib.fa_prepare_kernel.argtypes = [
         ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
         ctypes.c_double, ctypes.POINTER(_Config), ctypes.POINTER(_Info)]
@@ -183,10 +202,10 @@ def _choice(where, name, value, choices):
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
             backward=False, deterministic=False, sequence_length=0,
-            variant=None):
+            variant=None, sinks=False):
     """The fa_kernel_config, or None for all defaults. variant: None or the
     (score_mod, mask_mod) MLIR texts of a traced variant (either may be
-    None)."""
+    None). sinks: the kernel takes attention sinks."""
     block_m = _integer("block_m", block_m)
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
@@ -196,27 +215,30 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
     score_mod, mask_mod = variant or (None, None)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
             or backward or deterministic or sequence_length or score_mod
-            or mask_mod):
+            or mask_mod or sinks):
         return None
     return ctypes.byref(_Config(
         block_m, block_n, num_warps, None, stages, _strategies()[strategy],
         int(backward), int(deterministic), sequence_length,
         score_mod.encode() if score_mod else None,
-        mask_mod.encode() if mask_mod else None))
+        mask_mod.encode() if mask_mod else None, int(sinks)))
 
 
 _Int64x4 = ctypes.c_int64 * 4
 
 
 def _describe(t):
-    # One constructor call per tensor: this runs on every launch.
+    # One constructor call per tensor: this runs on every launch. A 1-d
+    # tensor (the sinks, [Hq]) gives sizes [Hq, 0, 0, 0] and strides
+    # [stride, 0, 0, 0].
     return _Tensor(t.data_ptr(), _Int64x4(*t.shape), _Int64x4(*t.stride()))
 
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
                    stages=0, backward=False, deterministic=False,
-                   sequence_length=0, score_mod=None, mask_mod=None):
+                   sequence_length=0, score_mod=None, mask_mod=None,
+                   sinks=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
@@ -229,7 +251,9 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     order). scale: None for 1/sqrt(head_dim), as in attention.
     sequence_length: the longer of the query and key lengths the default
     tiles are chosen for, as attention chooses them for its tensors (0 = not
-    known). score_mod, mask_mod: a variant, as fa.attention takes it."""
+    known). score_mod, mask_mod: a variant, as fa.attention takes it.
+    sinks=True: the kernel that takes attention sinks (fa.attention's
+    sinks; not with deterministic=True)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -241,7 +265,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
         _config(block_m, block_n, num_warps, stages, strategy,
                 _flag("backward", backward),
                 _flag("deterministic", deterministic), sequence_length,
-                variant=_variant("fa.prepare_kernel", score_mod, mask_mod)),
+                variant=_variant("fa.prepare_kernel", score_mod, mask_mod),
+                sinks=_flag("sinks", sinks)),
         ctypes.byref(info)))
     return {"name": info.name.decode(errors="replace"),
             "key": info.key.decode(errors="replace"),
@@ -306,6 +331,36 @@ def _check_lse(where, lse, q):
                          f"got {list(lse.shape)}")
 
 
+def _check_sinks(where, sinks, q):
+    """The attention sinks as the kernels read them: one logit per query
+    head, a 1-d [Hq] CUDA tensor on q's device. Any floating dtype is
+    taken and converted to float32 here, with .float(): in autograd-visible
+    code (outside the custom op), so that the gradient reaches the tensor
+    given (transformers keeps gpt-oss's sinks in the model's dtype). The
+    dtype and shape are checked before the device, so that the checks run
+    on CPU tensors too."""
+    torch = _torch
+    if not isinstance(sinks, torch.Tensor):
+        raise TypeError(f"{where}: sinks must be a torch.Tensor (float32 "
+                        f"[Hq], one logit per query head), got "
+                        f"{type(sinks).__name__}")
+    if not sinks.is_floating_point():
+        raise TypeError(f"{where}: sinks is {sinks.dtype}; sinks must be "
+                        "float32 [Hq] (float16, bfloat16 and float64 are "
+                        "converted with .float())")
+    heads = q.shape[1]
+    if sinks.dim() != 1 or sinks.shape[0] != heads:
+        raise ValueError(f"{where}: sinks must be [Hq] = [{heads}] (one "
+                         f"logit per query head, q's dimension 1), got "
+                         f"{list(sinks.shape)}")
+    if not sinks.is_cuda:
+        raise ValueError(f"{where}: sinks must be a CUDA tensor")
+    if sinks.device != q.device:
+        raise ValueError(f"{where}: sinks is on {sinks.device}, q on "
+                         f"{q.device}")
+    return sinks.float()  # itself when float32
+
+
 _FLOAT32_MIN = 1.1754943508222875e-38  # smallest normal float32
 
 
@@ -359,7 +414,10 @@ def _launch_directly(tensors):
     torch = _torch
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return False
-    if any(type(t) is not torch.Tensor for t in tensors):
+    # nn.Parameter (gpt-oss's sinks, say) is a plain tensor to torch's
+    # dispatch (its __torch_function__ is disabled).
+    if any(type(t) is not torch.Tensor and type(t) is not torch.nn.Parameter
+           for t in tensors):
         return False
     if torch.compiler.is_compiling() or torch.jit.is_tracing():
         return False
@@ -392,9 +450,31 @@ def _variant(where, score_mod, mask_mod):
     return tuple(texts)
 
 
+def _extras(sinks, grad_sinks=None):
+    """The fa_attention_extras of the _ex calls, for float32 [Hq] sinks
+    (and the backward's gradient). The C descriptor carries no dtype: any
+    other dtype would be read as float32 bits."""
+    import torch
+
+    for name, t in (("sinks", sinks), ("dsinks", grad_sinks)):
+        if t is not None and t.dtype != torch.float32:
+            raise TypeError(f"fa: {name} is {t.dtype}; the kernels take "
+                            "float32 [Hq] sinks (convert with .float())")
+    lib = _library()
+    if not hasattr(lib, "fa_attention_forward_ex"):
+        raise FaError(0, "this libfa_runtime.so predates attention sinks "
+                         "(no fa_attention_forward_ex); rebuild it")
+    # ctypes.pointer keeps each descriptor alive with the structure.
+    return _Extras(
+        ctypes.pointer(_describe(sinks)),
+        ctypes.pointer(_describe(grad_sinks)) if grad_sinks is not None
+        else None)
+
+
 def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
-             stages, score_mod="", mask_mod=""):
-    """O and LSE, launched on the current stream (no autograd)."""
+             stages, score_mod="", mask_mod="", sinks=None):
+    """O and LSE, launched on the current stream (no autograd). sinks:
+    None, or float32 [Hq] logits (fa_attention_forward_ex)."""
     import torch
 
     batch, heads, length, _ = q.shape
@@ -403,21 +483,31 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
     o = torch.empty_like(q)
     lse = torch.empty((batch, heads, length), dtype=torch.float32,
                       device=q.device)
-    _check(_library().fa_attention_forward(
+    config = _config(block_m, block_n, num_warps, stages, strategy,
+                     variant=(score_mod, mask_mod), sinks=sinks is not None)
+    if sinks is None:
+        _check(_library().fa_attention_forward(
+            _runtime(_device_index(q)), ctypes.byref(_describe(q)),
+            ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
+            ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
+            _dtype_code(q), _flag("causal", causal), float(scale), config,
+            _stream_of(q)))
+        return o, lse
+    extras = _extras(sinks)
+    _check(_library().fa_attention_forward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
         ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
-        _dtype_code(q), _flag("causal", causal), float(scale),
-        _config(block_m, block_n, num_warps, stages, strategy,
-                variant=(score_mod, mask_mod)),
-        _stream_of(q)))
+        ctypes.byref(extras), _dtype_code(q), _flag("causal", causal),
+        float(scale), config, _stream_of(q)))
     return o, lse
 
 
 def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
               block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0,
-              score_mod="", mask_mod=""):
-    """dQ, dK, dV, launched on the current stream (no autograd)."""
+              score_mod="", mask_mod="", sinks=None):
+    """dQ, dK, dV, launched on the current stream (no autograd); with
+    sinks (float32 [Hq]), dQ, dK, dV and dSinks (float32 [Hq])."""
     import torch
 
     # Gradients arrive in any layout (expanded, transposed); the kernels
@@ -427,22 +517,37 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
     dq = torch.empty_like(q)
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
-    _check(_library().fa_attention_backward(
+    config = _config(block_m, block_n, num_warps, stages, strategy,
+                     backward=True, deterministic=deterministic,
+                     variant=(score_mod, mask_mod), sinks=sinks is not None)
+    if sinks is None:
+        _check(_library().fa_attention_backward(
+            _runtime(_device_index(q)), ctypes.byref(_describe(q)),
+            ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
+            ctypes.byref(_describe(o)), ctypes.byref(_describe(grad_output)),
+            ctypes.byref(_describe(lse)), ctypes.byref(_describe(dq)),
+            ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
+            _dtype_code(q), _flag("causal", causal), float(scale), config,
+            _stream_of(q)))
+        return dq, dk, dv
+    # Written whole by the call (zeroed, then the rows' shares added).
+    dsinks = torch.empty(q.shape[1], dtype=torch.float32, device=q.device)
+    extras = _extras(sinks, dsinks)
+    _check(_library().fa_attention_backward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
         ctypes.byref(_describe(o)), ctypes.byref(_describe(grad_output)),
         ctypes.byref(_describe(lse)), ctypes.byref(_describe(dq)),
         ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
-        _dtype_code(q), _flag("causal", causal), float(scale),
-        _config(block_m, block_n, num_warps, stages, strategy, backward=True,
-                deterministic=deterministic, variant=(score_mod, mask_mod)),
-        _stream_of(q)))
-    return dq, dk, dv
+        ctypes.byref(extras), _dtype_code(q), _flag("causal", causal),
+        float(scale), config, _stream_of(q)))
+    return dq, dk, dv, dsinks
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               block_n=0, num_warps=0, strategy="auto", stages=0,
-              deterministic=False, score_mod=None, mask_mod=None):
+              deterministic=False, score_mod=None, mask_mod=None,
+              sinks=None):
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
 
     k and v may have fewer heads than q (GQA/MQA: Hq a multiple of Hkv) and a
@@ -469,6 +574,23 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     traced once into the compiler's IR and compiled into the kernel (and
     its backward, which differentiates the score_mod). The causal mask and
     a mask_mod both apply.
+
+    sinks: attention sinks (gpt-oss's learned per-head sink logit, `s_aux`
+    in transformers), a [Hq] CUDA tensor on q's device, one logit per
+    query head. The sink s_h of head h joins every row's softmax
+    denominator as one more score that has no value row: LSE = log(exp(s_h)
+    + sum_j exp(score_j)) and O = sum_j exp(score_j - LSE) V_j, where the
+    scores are the scaled (and score_mod'ed, masked) ones; neither the
+    scale nor the score_mod applies to s_h, a natural-log logit like the
+    scaled scores. This is transformers' eager gpt-oss attention:
+    softmax(cat([scores, s_h])) with the sink's column dropped before the
+    product with V. A row that sees no key gives O = 0 and LSE = s_h. The
+    kernels read float32; other floating dtypes (a bfloat16 model's
+    parameter) are converted with .float() before the op, so the gradient
+    (-sum over batches and rows of exp(s_h - LSE) * rowsum(dO * O)) flows
+    back to the tensor given. Sinks with deterministic=True are not
+    supported yet (the deterministic backward takes none): an error when a
+    gradient is wanted.
     """
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
     scale = _check_scale("fa.attention", scale)
@@ -479,20 +601,33 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
     variant = _variant("fa.attention", score_mod, mask_mod)
-    if _launch_directly((q, k, v)):
+    tensors, extra = (q, k, v), ()
+    if sinks is not None:
+        sinks = _check_sinks("fa.attention", sinks, q)
+        tensors, extra = (q, k, v, sinks), (sinks,)
+        if deterministic and _torch.is_grad_enabled() and any(
+                t.requires_grad for t in tensors):
+            # Said here, not in .backward() far from this call.
+            raise ValueError("fa.attention: the deterministic backward does "
+                             "not take sinks yet; use deterministic=False "
+                             "with sinks")
+    if _launch_directly(tensors):
         # What the op's implementation runs (_torch_ops.attention_forward).
-        o, lse = _forward(q, k, v, causal, scale, *config, *variant)
+        o, lse = _forward(q, k, v, causal, scale, *config, *variant,
+                          sinks=sinks)
     else:
+        # Without sinks, the op's call is the one it always was (sinks is
+        # its optional last argument).
         o, lse = _torch.ops.fa.attention_forward(q, k, v, causal, scale,
                                                  *config, deterministic,
-                                                 *variant)
+                                                 *variant, *extra)
     return (o, lse) if return_lse else o
 
 
 def attention_backward(grad_output, q, k, v, o, lse, causal=False,
                        scale=None, deterministic=False, block_m=0, block_n=0,
                        num_warps=0, strategy="auto", stages=0, score_mod=None,
-                       mask_mod=None):
+                       mask_mod=None, sinks=None):
     """dQ, dK, dV of attention for the output gradient dO ([B, H, S, D],
     like o), from the forward's inputs, its O and its LSE (as
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
@@ -502,7 +637,10 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     cores, "mma"; else "simt"), "simt", "mma" or "wgmma"; block_m (query
     tile),
     block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
-    strategy's defaults. score_mod and mask_mod: the forward's variant."""
+    strategy's defaults. score_mod and mask_mod: the forward's variant.
+    sinks: the forward's attention sinks ([Hq], see fa.attention; the
+    deterministic backward takes none yet): then dQ, dK, dV and dSinks, the
+    sinks' gradient as float32 [Hq]."""
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
@@ -516,12 +654,18 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
     variant = _variant("fa.attention_backward", score_mod, mask_mod)
-    if _launch_directly((grad_output, q, k, v, o, lse)):
+    tensors, extra = (grad_output, q, k, v, o, lse), ()
+    if sinks is not None:
+        sinks = _check_sinks("fa.attention_backward", sinks, q)
+        tensors, extra = tensors + (sinks,), (sinks,)
+    if _launch_directly(tensors):
         return _backward(grad_output, q, k, v, o, lse, causal, scale,
-                         deterministic, *config, *variant)
-    return _torch.ops.fa.attention_backward(
+                         deterministic, *config, *variant, sinks=sinks)
+    # The op always returns dSinks too (empty without sinks).
+    grads = _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, causal, scale, deterministic, *config,
-        *variant)
+        *variant, *extra)
+    return tuple(grads) if sinks is not None else tuple(grads[:3])
 
 
 @functools.lru_cache(maxsize=None)

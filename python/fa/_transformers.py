@@ -22,7 +22,10 @@ def _mask(*args, attention_mask=None, **kwargs):
 def _attention(module, query, key, value, attention_mask, scaling=None,
                dropout=0.0, **kwargs):
     """query [B, Hq, Sq, D], key and value [B, Hkv, Sk, D] (GQA as they
-    come); returns ([B, Sq, Hq, D], None) as transformers expects."""
+    come); returns ([B, Sq, Hq, D], None) as transformers expects. s_aux
+    (gpt-oss): the attention's sinks, its parameter module.sinks ([Hq], in
+    the model's dtype), as fa.attention's sinks: converted to float32 there
+    in autograd-visible code, so that training updates the parameter."""
     if attention_mask is not None:
         raise NotImplementedError(
             "fa: the fa attention backend takes no attention mask (padding "
@@ -34,10 +37,10 @@ def _attention(module, query, key, value, attention_mask, scaling=None,
     if causal is None:
         causal = getattr(module, "is_causal", True)
     causal = bool(causal)
-    if kwargs.get("s_aux") is not None:
-        raise NotImplementedError(
-            "fa: attention sinks (s_aux) are not supported by the fa "
-            "attention backend yet")
+    # gpt-oss's sinks: one logit per query head in each row's softmax
+    # denominator, as its eager attention's cat([scores, sinks]) -> softmax
+    # -> drop the sink's column.
+    sinks = kwargs.get("s_aux")
     # The models' variants (Mistral/Gemma sliding windows, Gemma 2's
     # softcapping), as their eager attention computes them: a window of W
     # keeps the keys with q - kv < W.
@@ -50,7 +53,7 @@ def _attention(module, query, key, value, attention_mask, scaling=None,
     if cap:
         score_mod = fa.variants.softcap(cap)
     out = fa.attention(query, key, value, causal=causal, scale=scaling,
-                       score_mod=score_mod, mask_mod=mask_mod)
+                       score_mod=score_mod, mask_mod=mask_mod, sinks=sinks)
     return out.transpose(1, 2), None
 
 
