@@ -482,8 +482,11 @@ protected:
         return;
       }
     }
-    // The sinks' gradient: a sum over the head's B x Sq rows, added in any
-    // order; within the gradients' relative bound of its largest value.
+    // The sinks' gradient, -sum_{b,i} P_sink D_i over the head's rows,
+    // added in any order: within the gradients' relative bound of its
+    // largest value, plus (16-bit) what rounding O does to each D_i =
+    // rowsum(dO * O): up to u rowsum(|dO * O|), summed over rows of both
+    // signs (the term can be large next to dsinks itself).
     double sinkError = 0.0;
     if (spec.sinks) {
       std::vector<float> got(sinks.size());
@@ -492,8 +495,20 @@ protected:
       double scaleOf = 0.0;
       for (double x : want.gradSinks)
         scaleOf = std::max(scaleOf, std::fabs(x));
-      double tolerance = relative * scaleOf + 1e-5;
+      double unit = wide ? 0.0 : fa::test::unitRoundoff(c.dtype);
+      std::vector<double> rounding(got.size(), 0.0);
+      for (int64_t row = 0; row < p.lseElements(); ++row) {
+        int64_t h = row / p.qLen % p.qHeads;
+        if (std::isinf(lse[row]))
+          continue;
+        double sum = 0.0;
+        for (int64_t d = 0; d < p.headDim; ++d)
+          sum += std::fabs(double(gradOutput[row * p.headDim + d]) *
+                           double(o[row * p.headDim + d]));
+        rounding[h] += unit * std::exp(c.sinks[h] - double(lse[row])) * sum;
+      }
       for (size_t h = 0; h < got.size(); ++h) {
+        double tolerance = relative * scaleOf + rounding[h] + 1e-5;
         double err = std::fabs(double(got[h]) - want.gradSinks[h]);
         if (!(err <= tolerance)) {
           ADD_FAILURE() << "dsinks[" << h << "] = " << got[h] << ", expected "
