@@ -112,14 +112,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   config.backward = in.ConsumeIntegralInRange<int32_t>(-1, 2);
   config.deterministic = in.ConsumeIntegralInRange<int32_t>(-1, 2);
   config.sequence_length = pickInteger(in);
+  config.sinks = in.ConsumeIntegralInRange<int32_t>(-1, 2);
   config.arch = in.ConsumeBool() ? nullptr : arch.c_str();
   config.score_mod = scoreMod.c_str();
   config.mask_mod = maskMod.c_str();
   std::array<fa_tensor, 9> tensors = pickTensors(in);
+  // The _ex calls' extras: sinks and their gradient, each given or not.
+  std::array<fa_tensor, 9> extraTensors = pickTensors(in);
+  fa_attention_extras extras{in.ConsumeBool() ? &extraTensors[0] : nullptr,
+                             in.ConsumeBool() ? &extraTensors[1] : nullptr};
+  bool withExtras = in.ConsumeBool();
 
   fa::KernelSpec requested;
   if (!fa::specFromC(tensors[0].sizes[3], dtype, causal, scale,
                      in.ConsumeBool() ? &config : nullptr, requested)
+           .empty())
+    return 0;
+  if (!fa::sinksFromC(withExtras ? &extras : nullptr, requested.backward,
+                      requested)
            .empty())
     return 0;
   // Runtime::runRequest: the request's key, then its first candidate for
@@ -149,12 +159,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               &args.gradQuery,  &args.gradKey,   &args.gradValue};
     for (size_t i = 0; i < tensors.size(); ++i)
       *slots[i] = fa::tensorFromC(tensors[i]);
+    if (first.sinks) {
+      args.sinks = fa::tensorFromC(*extras.sinks);
+      args.gradSinks = fa::tensorFromC(*extras.grad_sinks);
+    }
     (void)fa::checkAttentionBackwardArgs(first, args);
   } else {
     fa::AttentionArgs args;
     fa::TensorArg *slots[] = {&args.q, &args.k, &args.v, &args.o, &args.lse};
     for (size_t i = 0; i < 5; ++i)
       *slots[i] = fa::tensorFromC(tensors[i]);
+    if (first.sinks)
+      args.sinks = fa::tensorFromC(*extras.sinks);
     (void)fa::checkAttentionArgs(first, args);
   }
   return 0;
