@@ -16,6 +16,11 @@ enum class ElementType { f32, f16, bf16 };
 /// variant is a scalar function of a few dozen ops, not a program.
 constexpr size_t kMaxVariantTextBytes = 65536;
 
+/// The longest key sequence a kernel with a mask_mod takes: interval masks
+/// (windows) compare keys in 32 bits, from bounds saturated to +-2^30
+/// (exact while the tile's first key plus its width stays below 2^30).
+constexpr int64_t kMaxMaskModKeyLength = (int64_t(1) << 30) - 4096;
+
 /// Head dims beyond this are not attention as anyone runs it, and would only
 /// make register and shared-memory tiles absurd. KernelSpec::validate and
 /// the fa dialect's verifiers (fa.attention, fa.attention_backward) share it.

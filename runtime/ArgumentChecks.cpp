@@ -217,6 +217,11 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   if (k.sizes[0] != q.sizes[0])
     return invalid("k batch " + std::to_string(k.sizes[0]) +
                    " does not match q batch " + std::to_string(q.sizes[0]));
+  if (!spec.maskMod.empty() && k.sizes[2] > kMaxMaskModKeyLength)
+    return invalid("key length " + std::to_string(k.sizes[2]) +
+                   " exceeds " + std::to_string(kMaxMaskModKeyLength) +
+                   ", the longest a kernel with a mask_mod takes (its "
+                   "window bounds are 32-bit)");
   // Layouts, pointers (empty tensors may be null).
   for (auto [name, t, rank] :
        {std::tuple<const char *, const TensorArg *, int>{"q", &q, 4},

@@ -129,6 +129,42 @@ func.func @variant(%n: index, %q0: index, %k0: index) {
 
 // -----
 
+// A window's first kept key (kv >= q - 3): the row's bound minus the
+// thread's column base is saturated to +-2^30 and narrowed to 32 bits
+// before the tile's first key is subtracted (loop-invariant, one register
+// per row once hoisted), then clamped to [-1, C]; each score costs a second
+// compare, slt, against it.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @window_first_key
+func.func @window_first_key(%n: index, %q0: index, %k0: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: scf.if
+    // CHECK: %[[LO:.*]] = arith.maxsi %{{.*}}, %c-1073741824 : index
+    // CHECK: %[[HI:.*]] = arith.minsi %[[LO]], %c1073741824 : index
+    // CHECK: %[[NARROW:.*]] = arith.index_cast %[[HI]] : index to i32
+    // CHECK: %[[START:.*]] = arith.index_cast %{{.*}} : index to i32
+    // CHECK: %[[REL:.*]] = arith.subi %[[NARROW]], %[[START]] : i32
+    // CHECK: %[[CLAMPLO:.*]] = arith.maxsi %[[REL]], %c-1_i32 : i32
+    // CHECK: %[[FIRST:.*]] = arith.minsi %[[CLAMPLO]], %c8_i32 : i32
+    // CHECK: arith.cmpi slt, %{{.*}}, %[[FIRST]] : i32
+    // CHECK: arith.cmpi slt, %{{.*}}, %[[FIRST]] : i32
+    // CHECK: } else {
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c3 = arith.constant 3 : index
+      %lo = arith.subi %qi, %c3 : index
+      %keep = arith.cmpi sge, %ki, %lo : index
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %a = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // A mask_mod that is not affine (a remainder) is evaluated at every score
 // of every tile: no whole-tile shortcut, the region per score.
 #blocked = #fa.blocked<threads = [8, 4]>

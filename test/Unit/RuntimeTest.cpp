@@ -1921,6 +1921,24 @@ TEST(Sinks, ArgumentChecks) {
                      "the inputs)");
 }
 
+/// Interval masks compare keys in 32 bits: with a mask_mod the key length
+/// is bounded (and named), without one it is not.
+TEST(ArgumentChecks, MaskModKeyLength) {
+  fa::KernelSpec spec = smallSpec();
+  spec.maskMod = fa::variants::slidingWindow(16, 0);
+  fa::AttentionArgs a = validArgs();
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  for (fa::TensorArg *t : {&a.k, &a.v}) {
+    t->sizes[2] = fa::kMaxMaskModKeyLength + 1;
+    t->strides[1] = t->sizes[2] * 32;
+    t->strides[0] = t->strides[1] * 2;
+  }
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "key length 1073737729 exceeds 1073737728, the longest a kernel "
+            "with a mask_mod takes (its window bounds are 32-bit)");
+  EXPECT_EQ(fa::checkAttentionArgs(smallSpec(), a).message, "");
+}
+
 /// The C ABI's extras decide spec.sinks, and what does not fit is named.
 TEST(Sinks, CExtras) {
   fa_tensor logits{}, grad{};

@@ -242,6 +242,34 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
         last = arith::MinSIOp::create(b, loc, last, keys.hi);
       first = keys.lo;
     }
+    // An interval mask's first key, relative to the thread's first column
+    // of the tile, in 32 bits from a loop-invariant part: the row's first
+    // key minus the thread's column base, saturated to +-2^30 (which keeps
+    // the clamp exact while Sk <= kMaxMaskModKeyLength, the runtime's limit
+    // for mask_mods), minus the tile's first key. The 64-bit form stayed
+    // live across the K/V loop once hoisted (two registers per row: the
+    // causal window's 8-byte spill at 128 x 128 on wgmma). (The same form
+    // for the last key measured worse there: 192 x 64 again.)
+    auto windowColumnOffset = [&](Value key) -> Value {
+      Value fromThread =
+          arith::SubIOp::create(b, loc, key, thread.colBase(b, loc));
+      fromThread = arith::MaxSIOp::create(b, loc, fromThread,
+                                          indexConst(b, loc, -(int64_t(1) << 30)));
+      fromThread = arith::MinSIOp::create(b, loc, fromThread,
+                                          indexConst(b, loc, int64_t(1) << 30));
+      Value narrow = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                                fromThread);
+      Value tileStart = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                                   adaptor.getKvStart());
+      Value offset = arith::SubIOp::create(b, loc, narrow, tileStart);
+      offset = arith::MaxSIOp::create(
+          b, loc, offset,
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(-1)));
+      return arith::MinSIOp::create(
+          b, loc, offset,
+          arith::ConstantOp::create(b, loc,
+                                    b.getI32IntegerAttr(int32_t(cols))));
+    };
     // Offsets from the thread's first column, clamped to [-1, C] so that
     // they fit 32 bits.
     auto columnOffset = [&](Value key) {
@@ -251,7 +279,7 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
       return arith::IndexCastOp::create(b, loc, b.getI32Type(), offset);
     };
     Value visible = columnOffset(last);
-    Value firstVisible = first ? columnOffset(first) : Value();
+    Value firstVisible = first ? windowColumnOffset(first) : Value();
     for (int64_t slot : r.layout.slotsOfRow(row)) {
       Value c = arith::ConstantOp::create(
           b, loc, b.getI32IntegerAttr(int32_t(r.layout.colOffset[slot])));
