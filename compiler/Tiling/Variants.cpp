@@ -260,6 +260,31 @@ std::optional<MaskFormula> mlir::fa::analyzeAffineMask(Region &maskMod) {
   return formulaOf(cast<YieldOp>(block.getTerminator()).getValues()[0], block);
 }
 
+/// Whether the causal mask (kv <= q + Sk - Sq) implies `form <= 0`.
+static bool impliedByCausal(const AffineIndexForm &form) {
+  std::array<int64_t, kNumVariantIndexArgs> causal{};
+  causal[kKeyIndexArg] = 1;
+  causal[kQueryIndexArg] = -1;
+  causal[kKeyLenArg] = -1;
+  causal[kQueryLenArg] = 1;
+  return form.coefficients == causal && form.constant <= 0;
+}
+
+MaskFormula mlir::fa::dropImpliedByCausal(const MaskFormula &formula) {
+  using Kind = MaskFormula::Kind;
+  if (formula.kind == Kind::constraint && impliedByCausal(formula.form))
+    return MaskFormula{Kind::keepAll, {}, {}};
+  if (formula.kind != Kind::allOf)
+    return formula;
+  MaskFormula kept{Kind::allOf, {}, {}};
+  for (const MaskFormula &child : formula.children)
+    if (!(child.kind == Kind::constraint && impliedByCausal(child.form)))
+      kept.children.push_back(dropImpliedByCausal(child));
+  if (kept.children.size() == 1)
+    return kept.children.front();
+  return kept;
+}
+
 //===----------------------------------------------------------------------===//
 // Evaluating a formula on a box
 //===----------------------------------------------------------------------===//

@@ -59,6 +59,12 @@ struct MaskFormula {
 /// analysis does not read): such a mask is tested per element everywhere.
 std::optional<MaskFormula> analyzeAffineMask(Region &maskMod);
 
+/// `formula` under the causal mask: constraints the causal mask implies
+/// (kv - q - Sk + Sq + c <= 0 with c <= 0: a window's right edge at or past
+/// the diagonal) are dropped, since both masks must keep a score. A
+/// formula without such a constraint comes back unchanged.
+MaskFormula dropImpliedByCausal(const MaskFormula &formula);
+
 /// A box of index values: each argument of a mask_mod between lo and hi
 /// (inclusive); lo == hi for the batch, head and lengths.
 struct IndexBox {

@@ -165,6 +165,44 @@ func.func @window_first_key(%n: index, %q0: index, %k0: index) {
 
 // -----
 
+// Under the causal mask a window's right edge at the diagonal (kv <= q +
+// Sk - Sq, as fa.variants.sliding_window(left, 0) writes it) is what the
+// causal compare already tests: the row's last key is the causal one alone
+// (one minsi per row, no second bound), the window adds only its first key.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @causal_window
+func.func @causal_window(%n: index, %q0: index, %k0: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: scf.if
+    // CHECK: arith.minsi %{{.*}}, %{{.*}} : index
+    // CHECK-NOT: arith.minsi %{{.*}}, %{{.*}} : index
+    // CHECK: arith.maxsi %{{.*}}, %c-1{{.*}} : index
+    // CHECK: arith.minsi %{{.*}}, %c8{{.*}} : index
+    // CHECK: arith.maxsi %{{.*}}, %c-1073741824 : index
+    // CHECK: arith.minsi %{{.*}}, %c1073741824 : index
+    // CHECK: arith.cmpi sgt
+    // CHECK-NEXT: arith.cmpi slt
+    // CHECK: } else {
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) {mask = #fa.mask<causal>} : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %shift = arith.subi %sk, %sq : index
+      %diag = arith.addi %qi, %shift : index
+      %c3 = arith.constant 3 : index
+      %lo = arith.subi %diag, %c3 : index
+      %after = arith.cmpi sge, %ki, %lo : index
+      %before = arith.cmpi sle, %ki, %diag : index
+      %keep = arith.andi %after, %before : i1
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %a = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // A mask_mod that is not affine (a remainder) is evaluated at every score
 // of every tile: no whole-tile shortcut, the region per score.
 #blocked = #fa.blocked<threads = [8, 4]>
