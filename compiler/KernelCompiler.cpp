@@ -160,7 +160,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    size_t sinksArg = spec.deterministic ? 12 : 11;
+    // The sinks and their gradient are the last two parameters.
+    size_t sinksArg = params.size() - 2;
     auto attention = AttentionBackwardOp::create(
         b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
         args[7], args[8], args[9], args[10],

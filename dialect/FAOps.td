@@ -585,9 +585,10 @@ def FA_JoinSinkOp : FA_Op<"join_sink", [Pure,
     The accumulator is rescaled by `alpha` (`fa.rescale`) before
     `fa.finalize`, which then divides by the larger sum and counts the sink
     in the LSE. The max keeps the exponentials at most 1 whatever the
-    sink's size. A row that saw no key gets `m_new = sink`, `l_new = 1`; a
-    -inf sink changes nothing (`alpha` = 1, the exponential 0, as the
-    online softmax's 0-for--inf rule gives).
+    sink's size. A row that saw no key gets `m_new = sink`, `l_new = 1`
+    (`alpha` = 0, the accumulator being 0 anyway); a -inf sink changes
+    nothing (`alpha` = 1 for a row that saw a key, the sink's exponential
+    0, as the online softmax's 0-for--inf rule gives).
 
     ```mlir
     %m_new, %l_new, %alpha = fa.join_sink %sink, %m, %l : tensor<64xf32>

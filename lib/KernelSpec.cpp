@@ -166,9 +166,11 @@ std::string KernelSpec::canonicalText() const {
          ";num_warps=" + std::to_string(numWarps) +
          ";stages=" + std::to_string(stages) + ";arch=" + arch +
          ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
+         // Before the variant texts, which run to the end of the line and
+         // may hold any characters.
+         (sinks ? ";sinks" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
-         (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod)) +
-         (sinks ? ";sinks" : "");
+         (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }
 
 /// The first `limit` default candidates of `request`, from its strategy's

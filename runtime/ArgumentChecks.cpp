@@ -170,18 +170,14 @@ std::string checkNoOverlap(const char *name, const TensorArg &t, int rank) {
   return "";
 }
 
-/// A sinks vector (or its gradient): Hq f32 values on the device.
+/// A sinks vector (or its gradient): Hq contiguous f32 values, with every
+/// tensor's layout rules (checkLayout: sizes, span, pointer, alignment).
 std::string checkSinks(const char *name, const TensorArg &t, int64_t heads) {
   if (t.sizes[0] != heads)
     return std::string(name) + " holds one f32 logit per query head: size " +
            std::to_string(t.sizes[0]) + " does not match the " +
            std::to_string(heads) + " query heads";
-  if (t.strides[0] < 0)
-    return std::string(name) + " stride must be non-negative, got " +
-           std::to_string(t.strides[0]);
-  if (heads > 0 && !t.data)
-    return std::string(name) + " is null (the kernel takes sinks)";
-  return "";
+  return checkLayout(name, t, 1, 4);
 }
 
 } // namespace
@@ -238,6 +234,10 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         {"lse", &lse, 3}})
     if (std::string error = checkNoOverlap(name, *t, rank); !error.empty())
       return invalid(error);
+  if (spec.sinks)
+    if (std::string error = checkSinks("sinks", a.sinks, q.sizes[1]);
+        !error.empty())
+      return invalid(error);
   // Outputs share no byte with the inputs or with each other: the kernel
   // reads Q, K and V while other blocks already write O and LSE.
   struct Span {
@@ -292,10 +292,6 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
       return invalid(error);
   }
   int64_t batch = q.sizes[0], qHeads = q.sizes[1], kvHeads = k.sizes[1];
-  if (spec.sinks)
-    if (std::string error = checkSinks("sinks", a.sinks, qHeads);
-        !error.empty())
-      return invalid(error);
   if (numElements(q, 4) > 0) {
     if (kvHeads == 0 || qHeads % kvHeads != 0)
       return invalid("q heads (" + std::to_string(qHeads) +
@@ -378,6 +374,10 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
           !error.empty())
         return invalid(error);
   }
+  if (spec.sinks)
+    if (std::string error = checkSinks("dsinks", a.gradSinks, a.q.sizes[1]);
+        !error.empty())
+      return invalid(error);
   // The gradients share no byte with the inputs or with each other: other
   // blocks still read every input while one writes.
   struct Span {
@@ -407,17 +407,16 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
         return invalid(std::string(outputs[i].name) + " overlaps " +
                        outputs[j].name + " in memory");
   }
-  // The sinks' gradient: contiguous (it is zeroed as one run of values),
-  // apart from every input.
+  // The sinks (checked with the forward's operands) and their gradient
+  // (zeroed as one run of values), apart from every other tensor.
   if (spec.sinks) {
-    if (std::string error = checkSinks("dsinks", a.gradSinks, a.q.sizes[1]);
-        !error.empty())
-      return invalid(error);
-    if (a.gradSinks.sizes[0] > 1 && a.gradSinks.strides[0] != 1)
-      return invalid("dsinks must be contiguous (stride 1), got stride " +
-                     std::to_string(a.gradSinks.strides[0]));
-    Span gradSinks{"dsinks", byteSpan(a.gradSinks, 1, 4)};
     Span sinks{"sinks", byteSpan(a.sinks, 1, 4)};
+    for (const Span &out : outputs)
+      if (overlap(out, sinks))
+        return invalid(std::string(out.name) +
+                       " overlaps sinks in memory (gradients must not alias "
+                       "the inputs)");
+    Span gradSinks{"dsinks", byteSpan(a.gradSinks, 1, 4)};
     for (const Span &in : inputs)
       if (overlap(gradSinks, in))
         return invalid(std::string("dsinks overlaps ") + in.name +

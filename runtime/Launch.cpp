@@ -13,6 +13,8 @@
 #include "runtime/EventTiming.h"
 #include "runtime/RuntimeImpl.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -111,6 +113,21 @@ Result Runtime::Impl::launchAll(
   if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
       !r)
     return r;
+  // A plan read from the cache may name an operand this call does not
+  // have (a forward's plan asking for dO, a plan with sinks for a call
+  // without): refused before any launch.
+  for (const LaunchPlan &plan : entry.info.launches) {
+    bool missing = llvm::any_of(plan.params, [&](LaunchPlan::Operand p) {
+      return !operands[size_t(p)];
+    });
+    missing |= llvm::any_of(plan.tensorMaps, [&](const LaunchPlan::TensorMap &m) {
+      return !operands[size_t(m.operand)];
+    });
+    if (missing)
+      return Result::error(Status::compileError,
+                           entry.info.name + ": the launch plan names an "
+                                             "operand this call does not have");
+  }
   for (size_t launch = 0; launch < entry.info.launches.size(); ++launch) {
     const LaunchPlan &plan = entry.info.launches[launch];
     // The kernel parameters are the MLIR memref descriptors (allocated and
@@ -324,13 +341,6 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
       forwardOperands(a.q, a.k, a.v, a.o, a.lse);
   if (entry.info.spec.sinks)
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
-  for (const LaunchPlan &plan : entry.info.launches)
-    for (LaunchPlan::Operand operand : plan.params)
-      if (!operands[size_t(operand)])
-        return Result::error(Status::compileError,
-                             entry.info.name +
-                                 ": the launch plan names an operand the "
-                                 "forward does not have");
   return launchAll(entry, operands, problem, entry.info.spec.dtype,
                    static_cast<CUstream>(a.stream));
 }

@@ -61,8 +61,8 @@ struct TensorArg {
 struct AttentionArgs {
   TensorArg q, k, v, o, lse;
   void *stream = nullptr; // CUstream; nullptr = the default stream
-  /// With spec.sinks: the Hq f32 sink logits (sizes[0] = Hq, strides[0]
-  /// any non-negative stride); unused otherwise.
+  /// With spec.sinks: the Hq f32 sink logits, contiguous (sizes[0] = Hq,
+  /// strides[0] = 1); unused otherwise.
   TensorArg sinks;
 };
 

@@ -73,7 +73,7 @@ typedef struct fa_kernel_config {
 
 /* Tensors beyond Q, K, V, O and LSE (the _ex calls); NULL fields = none. */
 typedef struct fa_attention_extras {
-  /* [Hq] f32 sink logits: sizes[0] = Hq, strides[0] >= 0 (in elements). */
+  /* [Hq] f32 sink logits, contiguous: sizes[0] = Hq, strides[0] = 1. */
   const fa_tensor *sinks;
   /* The backward with sinks: their gradient, [Hq] f32 contiguous, set by
      the call (its order of additions, and so its last bits, may differ from

@@ -358,7 +358,9 @@ def _check_sinks(where, sinks, q):
     if sinks.device != q.device:
         raise ValueError(f"{where}: sinks is on {sinks.device}, q on "
                          f"{q.device}")
-    return sinks.float()  # itself when float32
+    # Itself when float32 and contiguous (the kernels read Hq contiguous
+    # values).
+    return sinks.float().contiguous()
 
 
 _FLOAT32_MIN = 1.1754943508222875e-38  # smallest normal float32

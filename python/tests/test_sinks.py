@@ -93,6 +93,11 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(fa._Config.sinks.offset,
                          fa._Config.mask_mod.offset
                          + ctypes.sizeof(ctypes.c_char_p))
+        # The C side pins the same layout (RuntimeTest's Sinks.CExtras).
+        if ctypes.sizeof(ctypes.c_void_p) == 8:
+            self.assertEqual(fa._Config.sinks.offset, 80)
+            self.assertEqual(ctypes.sizeof(fa._Config), 88)
+            self.assertEqual(ctypes.sizeof(fa._Extras), 16)
         config = fa._config(0, 0, 0, sinks=True)
         self.assertIsNotNone(config)  # not all defaults
         self.assertEqual(config._obj.sinks, 1)

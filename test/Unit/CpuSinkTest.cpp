@@ -8,7 +8,7 @@
 // far below the scores to far above them (a sink of 40 dwarfs every score:
 // the kernel's max must take it, or the exponentials overflow), and the
 // shapes include rows that see no key (Sq > Sk, causal), whose output is 0
-// and whose LSE is the sink.
+// and whose LSE is the sink (-inf without one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,9 +38,10 @@ struct Shape {
 const Shape kShapes[] = {{1, 4, 4, 37, 37}, {2, 4, 2, 20, 45},
                          {1, 4, 1, 45, 20}, {1, 4, 4, 1, 70}};
 
-/// Per query head: far below, near, and far above the O(1) scores.
+/// Per query head: none (-inf: the kernel without a sink), near, far
+/// below and far above the O(1) scores.
 std::vector<double> sinkLogits(int64_t heads) {
-  const double values[] = {-30.0, 0.5, -1.25, 40.0};
+  const double values[] = {-INFINITY, 0.5, -30.0, 40.0};
   std::vector<double> sinks(heads);
   for (int64_t h = 0; h < heads; ++h)
     sinks[h] = values[h % 4];
@@ -139,8 +140,11 @@ double runBackward(const Case &c, bool referenceSinkGrad, bool expectMatch) {
     AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
     fa::AttentionProblem p = fa::test::problemFor(kernel.getConfig(), shape);
     addWindow(c, p, s);
-    // Sinks near the scores: each takes a visible share of every row.
-    p.sinks = {0.3, -0.7, 1.1, -2.0};
+    // Sinks near the scores take a visible share of every row; -inf is no
+    // sink (a zero gradient); 100 takes nearly all of it, and its
+    // exponential past the rows' end (LSE and D padded with 0: exp(100)
+    // overflows f32) must not turn into NaN.
+    p.sinks = {0.3, -INFINITY, 1.1, 100.0};
     std::vector<float> sinks32(p.sinks.begin(), p.sinks.end());
     std::mt19937_64 rng(77 + s.sq * 5 + s.sk);
     auto q = fa::test::randomNormal(p.qElements(), rng);

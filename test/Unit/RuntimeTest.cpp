@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -107,6 +108,12 @@ TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
     s.stages = 3;
   });
   vary([](fa::KernelSpec &s) { s.sinks = true; });
+  // A variant text that ends like the sinks' field is still another spec.
+  fa::KernelSpec sinksWindow = spec, tailedWindow = spec;
+  sinksWindow.sinks = true;
+  sinksWindow.maskMod = fa::variants::slidingWindow(8, 0);
+  tailedWindow.maskMod = sinksWindow.maskMod + ";sinks";
+  EXPECT_NE(sinksWindow.canonicalText(), tailedWindow.canonicalText());
 }
 
 TEST(KernelKey, KeyDependsOnCompilerAndPtxasVersions) {
@@ -1873,8 +1880,14 @@ TEST(Sinks, ArgumentChecks) {
   fa::AttentionArgs a = validArgs();
   a.sinks = sinksOf(8, 30);
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
-  a.sinks.strides[0] = 0; // one logit broadcast to every head
-  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  a.sinks.strides[0] = 0; // a broadcast logit: contiguous ones only
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "sinks must be contiguous in its last dimension (stride 1), got "
+            "stride 0");
+  a.sinks = sinksOf(8, 30);
+  a.sinks.data = static_cast<const char *>(a.sinks.data) + 2;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "sinks is not aligned to its 4-byte elements");
   a.sinks = sinksOf(4, 30);
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
             "sinks holds one f32 logit per query head: size 4 does not match "
@@ -1882,11 +1895,11 @@ TEST(Sinks, ArgumentChecks) {
   a.sinks = sinksOf(8, 30);
   a.sinks.strides[0] = -1;
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
-            "sinks stride must be non-negative, got -1");
+            "sinks has a negative stride -1 in dimension 0 (not supported)");
   a.sinks = sinksOf(8, 30);
   a.sinks.data = nullptr;
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
-            "sinks is null (the kernel takes sinks)");
+            "sinks is a null pointer");
   a.sinks = sinksOf(8, 30);
   a.sinks.data = a.lse.data;
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
@@ -1904,7 +1917,18 @@ TEST(Sinks, ArgumentChecks) {
   auto check = [&] { return fa::checkAttentionBackwardArgs(backward, g).message; };
   EXPECT_EQ(check(), "");
   g.gradSinks.strides[0] = 2;
-  EXPECT_EQ(check(), "dsinks must be contiguous (stride 1), got stride 2");
+  EXPECT_EQ(check(), "dsinks must be contiguous in its last dimension "
+                     "(stride 1), got stride 2");
+  g.gradSinks = sinksOf(8, 31);
+  g.gradSinks.strides[0] = int64_t(1) << 62; // spans past 64-bit indexing
+  g.gradSinks.sizes[0] = 8;
+  EXPECT_EQ(check(), "dsinks must be contiguous in its last dimension "
+                     "(stride 1), got stride 4611686018427387904");
+  g.gradSinks = sinksOf(8, 31);
+  g.sinks.data = g.gradQuery.data;
+  EXPECT_EQ(check(), "dq overlaps sinks in memory (gradients must not alias "
+                     "the inputs)");
+  g.sinks = sinksOf(8, 30);
   g.gradSinks = sinksOf(7, 31);
   EXPECT_EQ(check(), "dsinks holds one f32 logit per query head: size 7 does "
                      "not match the 8 query heads");
@@ -1940,6 +1964,13 @@ TEST(ArgumentChecks, MaskModKeyLength) {
 }
 
 /// The C ABI's extras decide spec.sinks, and what does not fit is named.
+/// (Python's ctypes mirror asserts the same layout: test_sinks.py.)
+static_assert(sizeof(void *) != 8 ||
+                  (offsetof(fa_kernel_config, sinks) == 80 &&
+                   sizeof(fa_kernel_config) == 88 &&
+                   sizeof(fa_attention_extras) == 16),
+              "fa_kernel_config / fa_attention_extras changed: update "
+              "python/fa/__init__.py's _Config / _Extras and their test");
 TEST(Sinks, CExtras) {
   fa_tensor logits{}, grad{};
   fa::KernelSpec spec;

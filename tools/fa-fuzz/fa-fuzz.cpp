@@ -43,9 +43,11 @@ void readProblem(ModuleOp module, ::fa::KernelSpec &spec) {
     spec.headDim = problem->headDim;
     spec.dtype = problem->dtype;
   }
+  module.walk([&](AttentionOp op) { spec.sinks = op.getSinks() != nullptr; });
   module.walk([&](AttentionBackwardOp op) {
     spec.backward = true;
     spec.deterministic = op.getDqOrder() != nullptr;
+    spec.sinks = op.getSinks() != nullptr;
   });
 }
 

@@ -10,8 +10,8 @@
 #include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Tiling/TileArithmetic.h"
-#include "compiler/Utils/IRUtils.h"
 #include "compiler/Tiling/Variants.h"
+#include "compiler/Utils/IRUtils.h"
 #include "dialect/FAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -458,17 +458,11 @@ LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
   return success();
 }
 
-/// exp(x - base) as exp2((x - base) log2 e), with a -inf base read as 0
-/// (the online softmax's rule: exp(-inf - -inf) is 0, never NaN).
+/// exp(x - base), a -inf base read as 0 (the online softmax's rule:
+/// exp(-inf - -inf) is 0, never NaN): the backward's P with scale 1.
 static Value expAbove(OpBuilder &b, Location loc, const SoftmaxConstants &c,
                       Value x, Value base) {
-  Value empty =
-      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, base, c.negInf);
-  Value safeBase = arith::SelectOp::create(b, loc, empty, c.zero, base);
-  Value negBaseLog2 = arith::NegFOp::create(
-      b, loc, arith::MulFOp::create(b, loc, safeBase, c.log2e));
-  return math::Exp2Op::create(
-      b, loc, math::FmaOp::create(b, loc, x, c.log2e, negBaseLog2));
+  return recomputedProb(b, loc, c, x, probsBaseLog2(b, loc, c, base));
 }
 
 /// Per row: m_new = max(m, sink), alpha = exp(m - m_new), l_new = alpha l

@@ -1,9 +1,10 @@
 //===- TileOpLowering.h - Tile ops lowered once for every layout -*- C++ -*-===//
 //
 // The lowerings of the tile ops that do the same arithmetic on every
-// element whatever thread holds it: fa.mask, fa.online_softmax,
-// fa.rescale, fa.finalize, fa.recompute_probs, fa.softmax_grad, and the
-// loads of register tiles from global memory. They are written against
+// element whatever thread holds it: fa.mask, fa.score_mod,
+// fa.score_mod_grad, fa.online_softmax, fa.rescale, fa.finalize,
+// fa.join_sink, fa.recompute_probs, fa.softmax_grad, fa.sink_grad,
+// fa.accumulate_total, and the loads of register tiles from global memory. They are written against
 // the register layout the tile's encoding describes
 // (TileEncodingInterface::getRegisterLayout), so every strategy whose
 // register tiles become vectors of a thread's elements (in slot order)
