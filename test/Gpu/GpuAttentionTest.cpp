@@ -595,6 +595,19 @@ protected:
     };
   }
 
+  /// The strategies and types every variant runs on: simt f32, mma
+  /// f16/bf16 (every arch), wgmma f16/bf16 on sm_90a.
+  std::vector<Config> variantConfigs() const {
+    std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
+                                   {fa::Strategy::mma, fa::ElementType::f16},
+                                   {fa::Strategy::mma, fa::ElementType::bf16}};
+    if (runtime->deviceArch() == "sm_90a") {
+      configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
+      configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
+    }
+    return configs;
+  }
+
   /// The case of `variant` on shape `s`, its twin bound to the lengths.
   static Case variantCase(const Variant &variant, int64_t d,
                           fa::ElementType dtype, Shape s) {
@@ -765,13 +778,7 @@ TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
 /// (chunks: a division), score_mods (softcap, ALiBi), and both at once.
 TEST_F(GpuAttention, VariantsMatchFloat64Reference) {
   const int64_t heads = 4;
-  std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
-                                 {fa::Strategy::mma, fa::ElementType::f16},
-                                 {fa::Strategy::mma, fa::ElementType::bf16}};
-  if (runtime->deviceArch() == "sm_90a") {
-    configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
-    configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
-  }
+  std::vector<Config> configs = variantConfigs();
   for (const Variant &variant : builtInVariants(heads))
     for (Config config : configs)
       for (int64_t d : {64, 128}) {
@@ -796,13 +803,7 @@ TEST_F(GpuAttention, VariantsMatchFloat64Reference) {
 /// gradients of the C++ twin (its score_mod differentiated numerically).
 TEST_F(GpuAttention, BackwardVariantsMatchFloat64Gradients) {
   const int64_t heads = 4;
-  std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
-                                 {fa::Strategy::mma, fa::ElementType::f16},
-                                 {fa::Strategy::mma, fa::ElementType::bf16}};
-  if (runtime->deviceArch() == "sm_90a") {
-    configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
-    configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
-  }
+  std::vector<Config> configs = variantConfigs();
   for (const Variant &variant : builtInVariants(heads))
     for (Config config : configs)
       for (int64_t d : {64, 128}) {
@@ -828,13 +829,7 @@ TEST_F(GpuAttention, BackwardVariantsMatchFloat64Gradients) {
 /// weight goes almost all to the sink).
 TEST_F(GpuAttention, SinksMatchFloat64Reference) {
   const int64_t heads = 4;
-  std::vector<Config> configs = {{fa::Strategy::simt, fa::ElementType::f32},
-                                 {fa::Strategy::mma, fa::ElementType::f16},
-                                 {fa::Strategy::mma, fa::ElementType::bf16}};
-  if (runtime->deviceArch() == "sm_90a") {
-    configs.push_back({fa::Strategy::wgmma, fa::ElementType::f16});
-    configs.push_back({fa::Strategy::wgmma, fa::ElementType::bf16});
-  }
+  std::vector<Config> configs = variantConfigs();
   Variant plain{"plain", "", "", false, {}, {}};
   Variant causal{"causal", "", "", true, {}, {}};
   Variant window = builtInVariants(heads)[6]; // softcap + window, causal
