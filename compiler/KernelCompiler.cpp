@@ -92,11 +92,49 @@ static LogicalResult parseVariantInto(MLIRContext &ctx, StringRef text,
   return success();
 }
 
-/// The spec's variant texts into an attention op's regions.
-static LogicalResult attachVariant(MLIRContext &ctx,
-                                   const ::fa::KernelSpec &spec,
-                                   Region &scoreMod, Region &maskMod,
-                                   Location loc) {
+/// The element types a captured tensor may have.
+static bool isCaptureElement(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16() ||
+         type.isSignlessInteger(32) || type.isSignlessInteger(64) ||
+         type.isSignlessInteger(8);
+}
+
+/// A parsed variant region's captured tensors: its arguments past the
+/// score (score_mod) and the indices, each a memref of 1-4 dynamic sizes.
+static FailureOr<SmallVector<Type>>
+regionCaptures(Region &region, VariantRegion kind, StringRef name,
+               Location loc) {
+  SmallVector<Type> types;
+  if (region.empty())
+    return types;
+  unsigned first =
+      (kind == VariantRegion::scoreMod ? 1 : 0) + kNumVariantIndexArgs;
+  Block &block = region.front();
+  // Too few arguments: the op's verifier names the signature.
+  for (BlockArgument arg : block.getArguments().drop_front(
+           std::min<unsigned>(first, block.getNumArguments()))) {
+    auto type = dyn_cast<MemRefType>(arg.getType());
+    if (!type || !type.getLayout().isIdentity() || type.getMemorySpace() ||
+        type.getRank() < 1 || type.getRank() > 4 ||
+        !llvm::all_of(type.getShape(), ShapedType::isDynamic) ||
+        !isCaptureElement(type.getElementType()))
+      return emitError(loc)
+             << "the " << name << "'s argument " << arg.getArgNumber()
+             << " (past the indices) must be a captured tensor, a memref of "
+                "1 to 4 dynamic sizes of f32, f16, bf16, i32, i64 or i8 "
+                "(e.g. memref<?x?xi32>), got "
+             << arg.getType();
+    types.push_back(type);
+  }
+  return types;
+}
+
+/// The spec's variant texts into `scoreMod` and `maskMod` (regions of no
+/// op yet), and the problem's captured tensors: the score_mod's, then the
+/// mask_mod's. Each region then takes all of them, in that order.
+static FailureOr<SmallVector<Type>>
+parseVariant(MLIRContext &ctx, const ::fa::KernelSpec &spec, Region &scoreMod,
+             Region &maskMod, Location loc) {
   for (auto [text, name, region] :
        {std::tuple<const std::string &, StringRef, Region &>{
             spec.scoreMod, "score_mod", scoreMod},
@@ -104,7 +142,50 @@ static LogicalResult attachVariant(MLIRContext &ctx,
     if (!text.empty() &&
         failed(parseVariantInto(ctx, text, name, region, loc)))
       return failure();
-  return success();
+  FailureOr<SmallVector<Type>> scoreCaptures =
+      regionCaptures(scoreMod, VariantRegion::scoreMod, "score_mod", loc);
+  FailureOr<SmallVector<Type>> maskCaptures =
+      regionCaptures(maskMod, VariantRegion::maskMod, "mask_mod", loc);
+  if (failed(scoreCaptures) || failed(maskCaptures))
+    return failure();
+  size_t count = scoreCaptures->size() + maskCaptures->size();
+  if (count > size_t(::fa::kMaxCaptures))
+    return emitError(loc) << "the variant captures " << count
+                          << " tensors; a kernel takes at most "
+                          << ::fa::kMaxCaptures;
+  if (!scoreMod.empty())
+    for (Type type : *maskCaptures)
+      scoreMod.front().addArgument(type, loc);
+  if (!maskMod.empty())
+    for (auto [i, type] : llvm::enumerate(*scoreCaptures))
+      maskMod.front().insertArgument(unsigned(kNumVariantIndexArgs + i), type,
+                                     loc);
+  SmallVector<Type> captures = std::move(*scoreCaptures);
+  llvm::append_range(captures, *maskCaptures);
+  return captures;
+}
+
+std::vector<::fa::CaptureType> mlir::fa::captureTypesOf(ModuleOp module) {
+  std::vector<::fa::CaptureType> types;
+  module.walk([&](Operation *op) {
+    OperandRange captures = OperandRange(nullptr, 0);
+    if (auto forward = dyn_cast<AttentionOp>(op))
+      captures = forward.getCaptures();
+    else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+      captures = backward.getCaptures();
+    else
+      return;
+    types.clear();
+    for (Value capture : captures) {
+      auto type = cast<MemRefType>(capture.getType());
+      std::string element;
+      llvm::raw_string_ostream os(element);
+      os << type.getElementType();
+      // One of ::fa::ScalarType's names: FA_CaptureMemRef's element types.
+      types.push_back({*::fa::scalarTypeNamed(element), int(type.getRank())});
+    }
+  });
+  return types;
 }
 
 OwningOpRef<ModuleOp>
@@ -136,6 +217,12 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout);
   auto sinksType = MemRefType::get(
       {dyn}, b.getF32Type(), StridedLayoutAttr::get(&ctx, dyn, {dyn}));
+  // The variant's regions first: their captured tensors are parameters.
+  Region scoreMod, maskMod;
+  FailureOr<SmallVector<Type>> captures =
+      parseVariant(ctx, spec, scoreMod, maskMod, loc);
+  if (failed(captures))
+    return nullptr;
   auto scale = b.getF32FloatAttr(spec.effectiveScale());
   auto mask =
       MaskKindAttr::get(&ctx, spec.causal ? MaskKind::causal : MaskKind::none);
@@ -155,28 +242,32 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     // Sinks: the logits and their gradient, f32 [Hq] each.
     if (spec.sinks)
       params.append({sinksType, sinksType});
+    // The sinks and their gradient come before the captures.
+    size_t sinksArg = params.size() - 2, firstCapture = params.size();
+    llvm::append_range(params, *captures);
     auto func = func::FuncOp::create(b, loc, spec.kernelName(),
                                      b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    // The sinks and their gradient are the last two parameters.
-    size_t sinksArg = params.size() - 2;
     auto attention = AttentionBackwardOp::create(
         b, loc, args[0], args[1], args[2], args[3], args[4], args[5], args[6],
         args[7], args[8], args[9], args[10],
         spec.deterministic ? args[11] : Value(),
         spec.sinks ? args[sinksArg] : Value(),
-        spec.sinks ? args[sinksArg + 1] : Value(), scale, mask);
-    if (failed(attachVariant(ctx, spec, attention.getScoreMod(),
-                             attention.getMaskMod(), loc)) ||
-        (spec.hasVariant() && failed(verify(attention))))
+        spec.sinks ? args[sinksArg + 1] : Value(),
+        args.drop_front(firstCapture), scale, mask);
+    attention.getScoreMod().takeBody(scoreMod);
+    attention.getMaskMod().takeBody(maskMod);
+    if (spec.hasVariant() && failed(verify(attention)))
       return nullptr;
   } else {
     // (Q, K, V, O, LSE), and the sink logits f32 [Hq] with sinks.
     SmallVector<Type> params = {tensor4, tensor4, tensor4, tensor4, lseType};
     if (spec.sinks)
       params.push_back(sinksType);
+    size_t firstCapture = params.size();
+    llvm::append_range(params, *captures);
     auto func = func::FuncOp::create(b, loc, spec.kernelName(),
                                      b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
@@ -184,10 +275,11 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     auto args = entry->getArguments();
     auto attention = AttentionOp::create(
         b, loc, args[0], args[1], args[2], args[3], args[4],
-        spec.sinks ? args[5] : Value(), scale, mask);
-    if (failed(attachVariant(ctx, spec, attention.getScoreMod(),
-                             attention.getMaskMod(), loc)) ||
-        (spec.hasVariant() && failed(verify(attention))))
+        spec.sinks ? args[5] : Value(), args.drop_front(firstCapture), scale,
+        mask);
+    attention.getScoreMod().takeBody(scoreMod);
+    attention.getMaskMod().takeBody(maskMod);
+    if (spec.hasVariant() && failed(verify(attention)))
       return nullptr;
   }
   func::ReturnOp::create(b, loc);
@@ -336,6 +428,7 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
 /// parameters. fa-convert-placed-to-gpu maps a program's (tile, head,
 /// batch) to block (x, y, z) and keeps the function's parameters.
 static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
+                                  const std::vector<::fa::CaptureType> &captures,
                                   std::vector<::fa::LaunchPlan> &launches) {
   using Plan = ::fa::LaunchPlan;
   if (!spec.backward) {
@@ -349,6 +442,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                           spec.sinks);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
+    plan.addCaptures(captures);
     return success();
   }
   // fa-tile-backward's programs: D per query tile, dK/dV per K/V tile of
@@ -373,6 +467,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                1},
                  Plan::GridDim{Plan::Extent::batch, 1}};
     plan.params = Plan::backwardParams(spec.deterministic, spec.sinks);
+    plan.addCaptures(captures);
     ordered.push_back(std::move(plan));
   }
   launches = std::move(ordered);
@@ -397,11 +492,13 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
     return llvm::createStringError(diagnostics);
   CompiledKernel kernel;
   kernel.name = spec.kernelName();
+  std::vector<::fa::CaptureType> captures = captureTypesOf(*module);
   if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})))
     return llvm::createStringError(diagnostics);
   FailureOr<std::vector<::fa::LaunchPlan>> launches =
       readKernelLaunches(*module);
-  if (failed(launches) || failed(planLaunches(*module, spec, *launches)))
+  if (failed(launches) ||
+      failed(planLaunches(*module, spec, captures, *launches)))
     return llvm::createStringError(diagnostics);
   kernel.launches = std::move(*launches);
   FailureOr<std::string> ptx = emitPtx(*module);

@@ -40,6 +40,10 @@ std::string stageNames();
 OwningOpRef<ModuleOp> buildAttentionModule(MLIRContext &ctx,
                                            const ::fa::KernelSpec &spec);
 
+/// The captured tensors of the (one) attention op of a problem-level
+/// module: the kernel's last parameters, in order.
+std::vector<::fa::CaptureType> captureTypesOf(ModuleOp module);
+
 /// Which stage an IR module is at (to resume compilation from a file).
 FailureOr<Stage> detectStage(ModuleOp module);
 

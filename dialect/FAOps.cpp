@@ -9,6 +9,7 @@
 #include "lib/KernelSpec.h"
 #include "lib/Strategy/Registry.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/IR/OpImplementation.h"
@@ -42,10 +43,13 @@ static LogicalResult verifyScale(Operation *op, FloatAttr scale) {
 //===----------------------------------------------------------------------===//
 
 /// Checks a variant region: one block whose arguments are (score: f32,)
-/// b, h, q_idx, kv_idx, q_len, kv_len: index, holding arith and math ops
-/// only, ending in fa.yield of one f32 (score_mod) or one i1 (mask_mod).
+/// b, h, q_idx, kv_idx, q_len, kv_len: index, then one memref per captured
+/// tensor (`captures`, the op's), holding arith and math ops and loads of
+/// the captures only, ending in fa.yield of one f32 (score_mod) or one i1
+/// (mask_mod).
 static LogicalResult verifyVariantRegion(Operation *op, Region &region,
-                                         VariantRegion kind) {
+                                         VariantRegion kind,
+                                         TypeRange captures = {}) {
   if (region.empty())
     return success();
   bool scoreMod = kind == VariantRegion::scoreMod;
@@ -54,7 +58,9 @@ static LogicalResult verifyVariantRegion(Operation *op, Region &region,
   SmallVector<Type> expected;
   if (scoreMod)
     expected.push_back(b.getF32Type());
-  expected.append(6, b.getIndexType());
+  expected.append(kNumVariantIndexArgs, b.getIndexType());
+  unsigned firstCapture = expected.size();
+  llvm::append_range(expected, captures);
   Block &block = region.front();
   if (block.getArgumentTypes() != TypeRange(expected)) {
     std::string types;
@@ -62,19 +68,41 @@ static LogicalResult verifyVariantRegion(Operation *op, Region &region,
     llvm::interleaveComma(expected, os);
     return op->emitOpError() << name << " region must take (" << types
                              << ") (" << (scoreMod ? "score, " : "")
-                             << "b, h, q_idx, kv_idx, q_len, kv_len), got "
-                             << block.getNumArguments() << " arguments";
+                             << "b, h, q_idx, kv_idx, q_len, kv_len"
+                             << (captures.empty() ? "" : ", the captures")
+                             << "), got " << block.getNumArguments()
+                             << " arguments";
   }
+  auto isCapture = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &block &&
+           arg.getArgNumber() >= firstCapture;
+  };
   for (Operation &inner : block) {
     StringRef dialect = inner.getDialect()
                             ? inner.getDialect()->getNamespace()
                             : StringRef();
     if (isa<YieldOp>(inner))
       continue;
+    // A captured tensor is read where it is: loads and sizes of the
+    // region's capture arguments.
+    if (auto load = dyn_cast<memref::LoadOp>(inner)) {
+      if (!isCapture(load.getMemRef()))
+        return op->emitOpError()
+               << name << " region may load from its captured tensors only";
+      continue;
+    }
+    if (auto dim = dyn_cast<memref::DimOp>(inner)) {
+      if (!isCapture(dim.getSource()))
+        return op->emitOpError()
+               << name << " region may take sizes of its captured tensors only";
+      continue;
+    }
     if ((dialect != "arith" && dialect != "math") ||
         inner.getNumRegions() != 0)
       return op->emitOpError()
-             << name << " region may hold arith and math ops only, got '"
+             << name << " region may hold arith and math ops and loads of "
+                        "its captured tensors only, got '"
              << inner.getName() << "'";
   }
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
@@ -224,10 +252,12 @@ LogicalResult AttentionOp::verify() {
                                      getOutput(), getLse(), getScaleAttr())) ||
       failed(verifySinks(*this, "sinks", getSinks(), getQuery())))
     return failure();
-  if (failed(verifyVariantRegion(*this, getScoreMod(),
-                                 VariantRegion::scoreMod)))
+  TypeRange captures = getCaptures().getTypes();
+  if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
+                                 captures)))
     return failure();
-  return verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod);
+  return verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod,
+                             captures);
 }
 
 LogicalResult AttentionBackwardOp::verify() {
@@ -253,9 +283,11 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
                           "query", qType, f32)))
     return failure();
-  if (failed(verifyVariantRegion(*this, getScoreMod(),
-                                 VariantRegion::scoreMod)) ||
-      failed(verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod)))
+  TypeRange captures = getCaptures().getTypes();
+  if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
+                                 captures)) ||
+      failed(verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod,
+                                 captures)))
     return failure();
   // The turn counters count the K/V tiles of a query tile from 0: with a
   // mask_mod the visiting tiles need not start at 0 nor be exactly those
@@ -623,25 +655,30 @@ static LogicalResult verifyRowVector(Operation *op, Type tileType,
 /// The tile ops that carry a mask_mod take the program's batch and head
 /// with it (the region's b and h), and only then.
 static LogicalResult verifyMaskModOperands(Operation *op, Region &maskMod,
-                                           Value batch, Value head) {
+                                           Value batch, Value head,
+                                           TypeRange captures = {}) {
   if (maskMod.empty() != !batch || !batch != !head)
     return op->emitOpError("takes the batch and head (at(%b, %h)) exactly "
                            "when it has a mask_mod region");
-  return verifyVariantRegion(op, maskMod, VariantRegion::maskMod);
+  if (maskMod.empty() && !captures.empty())
+    return op->emitOpError("takes captured tensors only with a mask_mod "
+                           "region");
+  return verifyVariantRegion(op, maskMod, VariantRegion::maskMod, captures);
 }
 
 void MaskOp::build(OpBuilder &builder, OperationState &state, Value scores,
                    Value qStart, Value kvStart, Value qLen, Value kvLen,
                    MaskKind mask) {
   build(builder, state, scores.getType(), scores, qStart, kvStart, qLen,
-        kvLen, /*batch=*/Value(), /*head=*/Value(), mask);
+        kvLen, /*batch=*/Value(), /*head=*/Value(), /*captures=*/ValueRange(),
+        mask);
 }
 
 LogicalResult MaskOp::verify() {
   if (cast<RankedTensorType>(getScores().getType()).getRank() != 2)
     return emitOpError("scores must be a 2-d tile");
   if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(),
-                                   getHead())))
+                                   getHead(), getCaptures().getTypes())))
     return failure();
   return verifyRegisterTile(*this, getScores().getType(), "scores");
 }
@@ -732,7 +769,8 @@ LogicalResult ScoreModGradOp::verify() {
     return emitOpError("the gradient must be a 2-d tile");
   if (failed(verifyScale(*this, getScaleAttr())) ||
       failed(verifyVariantRegion(*this, getDerivative(),
-                                 VariantRegion::scoreMod)))
+                                 VariantRegion::scoreMod,
+                                 getCaptures().getTypes())))
     return failure();
   return verifyRegisterTile(*this, getGrad().getType(), "gradient");
 }
@@ -742,7 +780,8 @@ LogicalResult ScoreModOp::verify() {
     return emitOpError("scores must be a 2-d tile");
   if (failed(verifyScale(*this, getScaleAttr())) ||
       failed(verifyVariantRegion(*this, getScoreMod(),
-                                 VariantRegion::scoreMod)))
+                                 VariantRegion::scoreMod,
+                                 getCaptures().getTypes())))
     return failure();
   return verifyRegisterTile(*this, getScores().getType(), "scores");
 }

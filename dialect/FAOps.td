@@ -18,6 +18,9 @@ include "mlir/Interfaces/ControlFlowInterfaces.td"
 def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32], [4]>;
 def FA_LseMemRef : MemRefRankOf<[F32], [3]>;
 def FA_SinkMemRef : MemRefRankOf<[F32], [1]>;
+// A tensor a score_mod / mask_mod reads by index (a captured tensor):
+// rank 1-4, in global memory.
+def FA_CaptureMemRef : MemRefRankOf<[F32, F16, BF16, I32, I64, I8], [1, 2, 3, 4]>;
 // Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
 // with an fa placement encoding.
 def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
@@ -33,7 +36,8 @@ def FA_AnyFloatTile : Type<And<[RankedTensorOf<[F16, BF16, F32]>.predicate,
 // Problem level
 //===----------------------------------------------------------------------===//
 
-def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
+def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
+    AttrSizedOperandSegments]> {
   let summary = "scaled dot-product attention with log-sum-exp (forward)";
   let description = [{
     Computes, for every batch `b`, query head `h` and query row `i`:
@@ -71,8 +75,13 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
 
     `q_idx`, `kv_idx` are the absolute query and key rows, `q_len`, `kv_len`
     the lengths Sq and Sk (for masks aligned to the bottom right, as the
-    causal mask is). The regions hold arith and math ops only and end in
-    `fa.yield`. The compiler reads affine masks (signed comparisons of sums
+    causal mask is). With `captures` (tensors the regions read by index:
+    document ids, per-head slopes, a bias table), each region takes one
+    more memref argument per capture, in order, after its indices. The
+    regions hold arith and math ops, and `memref.load` / `memref.dim` of
+    those arguments, and end in `fa.yield`. Indices a region computes must
+    stay inside the captured tensors (the kernels do not check them); the
+    row and key indices a region receives are always inside the problem. The compiler reads affine masks (signed comparisons of sums
     of `q_idx`, `kv_idx`, the lengths and constants, combined with
     and/or/not) to skip the K/V tiles a query tile cannot see and the
     per-element test on tiles it sees whole; other masks are tested on every
@@ -111,6 +120,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
     Arg<FA_FloatMemRef4D, "output [B, Hq, Sq, D]", [MemWrite]>:$output,
     Arg<FA_LseMemRef, "log-sum-exp [B, Hq, Sq]", [MemWrite]>:$lse,
     Arg<Optional<FA_SinkMemRef>, "sink logits [Hq]", [MemRead]>:$sinks,
+    Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
@@ -120,6 +130,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove]> {
     $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
@@ -207,6 +218,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)]", [MemRead, MemWrite]>:$dq_order,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
+    Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read (no gradient)", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
@@ -223,6 +235,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
     (`grad_sinks` type($grad_sinks)^)?
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
   let hasVerifier = 1;
@@ -419,12 +432,14 @@ def FA_MaskOp : FA_Op<"mask", [Pure, IsolatedFromAbove,
   let arguments = (ins FA_F32Tile:$scores, Index:$q_start, Index:$kv_start,
                        Index:$q_len, Index:$kv_len,
                        Optional<Index>:$batch, Optional<Index>:$head,
+                       Variadic<FA_CaptureMemRef>:$captures,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs FA_F32Tile:$result);
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
-    (`at` `(` $batch^ `,` $head `)`)? attr-dict `:` type($scores)
+    (`at` `(` $batch^ `,` $head `)`)?
+    (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:` type($scores)
     (`mask_mod` $mask_mod^)?
   }];
   let builders = [
@@ -459,12 +474,13 @@ def FA_ScoreModOp : FA_Op<"score_mod", [Pure, IsolatedFromAbove,
   }];
   let arguments = (ins FA_F32Tile:$scores, Index:$q_start, Index:$kv_start,
                        Index:$q_len, Index:$kv_len, Index:$batch, Index:$head,
-                       F32Attr:$scale);
+                       Variadic<FA_CaptureMemRef>:$captures, F32Attr:$scale);
   let results = (outs FA_F32Tile:$result);
   let regions = (region SizedRegion<1>:$score_mod);
   let assemblyFormat = [{
     $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
-    `at` `(` $batch `,` $head `)` attr-dict `:` type($scores) $score_mod
+    `at` `(` $batch `,` $head `)`
+    (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:` type($scores) $score_mod
   }];
   let hasVerifier = 1;
 }
@@ -708,12 +724,14 @@ def FA_ScoreModGradOp : FA_Op<"score_mod_grad", [Pure, IsolatedFromAbove,
   }];
   let arguments = (ins FA_F32Tile:$grad, FA_F32Tile:$scores, Index:$q_start,
                        Index:$kv_start, Index:$q_len, Index:$kv_len,
-                       Index:$batch, Index:$head, F32Attr:$scale);
+                       Index:$batch, Index:$head,
+                       Variadic<FA_CaptureMemRef>:$captures, F32Attr:$scale);
   let results = (outs FA_F32Tile:$result);
   let regions = (region SizedRegion<1>:$derivative);
   let assemblyFormat = [{
     $grad `,` $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
-    `at` `(` $batch `,` $head `)` attr-dict `:` type($grad) $derivative
+    `at` `(` $batch `,` $head `)`
+    (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:` type($grad) $derivative
   }];
   let hasVerifier = 1;
 }

@@ -1,6 +1,8 @@
 //===- LaunchPlan.cpp - How the runtime launches a kernel -------*- C++ -*-===//
 #include "lib/LaunchPlan.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -11,7 +13,56 @@ static constexpr const char *kExtentNames[] = {
 static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
-    "sinks", "dsinks"};
+    "sinks", "dsinks",
+    "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
+    "capture6", "capture7"};
+static_assert(std::size(kOperandNames) ==
+                  size_t(LaunchPlan::Operand::lastCapture) + 1,
+              "one name per operand");
+static constexpr const char *kScalarTypeNames[] = {"f32", "f16", "bf16",
+                                                   "i32", "i64", "i8"};
+
+const char *scalarTypeName(ScalarType type) {
+  return kScalarTypeNames[int(type)];
+}
+
+std::optional<ScalarType> scalarTypeNamed(llvm::StringRef name) {
+  for (size_t i = 0; i < std::size(kScalarTypeNames); ++i)
+    if (name == kScalarTypeNames[i])
+      return ScalarType(i);
+  return std::nullopt;
+}
+
+int64_t scalarTypeBytes(ScalarType type) {
+  switch (type) {
+  case ScalarType::f16:
+  case ScalarType::bf16:
+    return 2;
+  case ScalarType::i64:
+    return 8;
+  case ScalarType::i8:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+static bool isCapture(LaunchPlan::Operand operand) {
+  return operand >= LaunchPlan::Operand::capture0 &&
+         operand <= LaunchPlan::Operand::lastCapture;
+}
+
+int LaunchPlan::paramRank(Operand operand) const {
+  if (isCapture(operand))
+    return captures[size_t(operand) - size_t(Operand::capture0)].rank;
+  return rankOf(operand);
+}
+
+void LaunchPlan::addCaptures(const std::vector<CaptureType> &types) {
+  for (size_t i = 0; i < types.size(); ++i)
+    params.push_back(captureOperand(int(i)));
+  captures = types;
+}
 
 int LaunchPlan::rankOf(Operand operand) {
   switch (operand) {
@@ -133,7 +184,12 @@ llvm::json::Value LaunchPlan::toJson() const {
     mapsJson.push_back(llvm::json::Object{{"operand", kOperandNames[int(m.operand)]},
                                           {"box_rows", m.boxRows},
                                           {"box_cols", m.boxCols}});
+  llvm::json::Array capturesJson;
+  for (const CaptureType &c : captures)
+    capturesJson.push_back(llvm::json::Object{
+        {"type", scalarTypeName(c.type)}, {"rank", c.rank}});
   return llvm::json::Object{{"function", function},
+                            {"captures", std::move(capturesJson)},
                             {"grid", std::move(gridJson)},
                             {"threads", threads},
                             {"shared_bytes", sharedBytes},
@@ -181,6 +237,28 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
       return std::nullopt;
     plan.params.push_back(*operand);
   }
+  // Plans stored before captures existed have none.
+  if (const llvm::json::Array *capturesJson = object->getArray("captures")) {
+    for (const llvm::json::Value &c : *capturesJson) {
+      const llvm::json::Object *capture = c.getAsObject();
+      if (!capture)
+        return std::nullopt;
+      std::optional<llvm::StringRef> typeName = capture->getString("type");
+      std::optional<ScalarType> type =
+          typeName ? scalarTypeNamed(*typeName) : std::nullopt;
+      std::optional<int64_t> rank = capture->getInteger("rank");
+      if (!type || !rank || *rank < 1 || *rank > 4)
+        return std::nullopt;
+      plan.captures.push_back({*type, int(*rank)});
+    }
+  }
+  // Every capture parameter names a listed capture.
+  if (plan.captures.size() > size_t(kMaxCaptures) ||
+      llvm::any_of(plan.params, [&](Operand p) {
+        return isCapture(p) && size_t(p) - size_t(Operand::capture0) >=
+                                   plan.captures.size();
+      }))
+    return std::nullopt;
   // Plans stored before tensor maps existed have none.
   if (const llvm::json::Array *mapsJson = object->getArray("tensor_maps")) {
     for (const llvm::json::Value &m : *mapsJson) {

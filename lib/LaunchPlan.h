@@ -29,6 +29,25 @@ struct ProblemExtents {
   int64_t keyLength = 0;
 };
 
+/// Element types of the tensors a variant captures.
+enum class ScalarType { f32, f16, bf16, i32, i64, i8 };
+/// "f32", "f16", "bf16", "i32", "i64", "i8" (as MLIR spells them).
+const char *scalarTypeName(ScalarType type);
+std::optional<ScalarType> scalarTypeNamed(llvm::StringRef name);
+int64_t scalarTypeBytes(ScalarType type);
+
+/// A tensor a score_mod / mask_mod reads (a captured tensor), as the
+/// kernel takes it: a contiguous row-major memref of `rank` dynamic sizes.
+struct CaptureType {
+  ScalarType type = ScalarType::f32;
+  int rank = 1;
+  bool operator==(const CaptureType &other) const {
+    return type == other.type && rank == other.rank;
+  }
+};
+/// Captured tensors a kernel can take.
+constexpr int kMaxCaptures = 8;
+
 /// The launch of one kernel (a cubin entry point). A forward is one launch;
 /// the backward is several, run in order on one stream.
 struct LaunchPlan {
@@ -56,9 +75,20 @@ struct LaunchPlan {
     dqOrder,    // i32 workspace [B, Hq, query tiles]: deterministic turns
     sinks,      // f32 [Hq]: the sink logits (with sinks)
     gradSinks,  // f32 [Hq]: their gradient, added to (backward with sinks)
+    // The variant's captured tensors (the score_mod's, then the
+    // mask_mod's), `captures` in order.
+    capture0,
+    lastCapture = capture0 + kMaxCaptures - 1,
   };
-  /// The rank of an operand's memref descriptor.
+  /// The rank of an operand's memref descriptor (not of a capture: see
+  /// paramRank).
   static int rankOf(Operand operand);
+  /// The operand of captured tensor `i` (< kMaxCaptures).
+  static Operand captureOperand(int i) {
+    return Operand(int(Operand::capture0) + i);
+  }
+  /// The rank of a parameter's memref descriptor, a capture's included.
+  int paramRank(Operand operand) const;
 
   /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
   /// tensor, copied in boxes of `boxRows` x `boxCols` elements with the
@@ -92,6 +122,12 @@ struct LaunchPlan {
   std::vector<TensorMap> tensorMaps;
   /// Then these operands' memref descriptors, in order.
   std::vector<Operand> params;
+  /// The captured tensors capture0, capture1, ... are: the call must give
+  /// tensors of these types and ranks.
+  std::vector<CaptureType> captures;
+
+  /// Appends the captures of `types` to the parameters.
+  void addCaptures(const std::vector<CaptureType> &types);
 
   /// The plan of the forward kernels every strategy emits today: block
   /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the

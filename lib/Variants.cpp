@@ -92,4 +92,44 @@ std::string sameChunk(int64_t chunk) {
          "  return %keep : i1\n}\n";
 }
 
+std::string document() {
+  return "func.func @mask_mod(%b: index, %h: index, %q: index, %kv: index, "
+         "%q_len: index, %kv_len: index, %doc: memref<?x?xi32>) -> i1 {\n" +
+         std::string(kDiagonal) +
+         // Rows above the first key (Sq > Sk) are in no document.
+         "  %zero = arith.constant 0 : index\n"
+         "  %inside = arith.cmpi sge, %diag, %zero : index\n"
+         "  %row = arith.maxsi %diag, %zero : index\n"
+         "  %qdoc = memref.load %doc[%b, %row] : memref<?x?xi32>\n"
+         "  %kdoc = memref.load %doc[%b, %kv] : memref<?x?xi32>\n"
+         "  %same = arith.cmpi eq, %qdoc, %kdoc : i32\n"
+         "  %keep = arith.andi %inside, %same : i1\n"
+         "  return %keep : i1\n}\n";
+}
+
+std::string scoreBias() {
+  return "func.func @score_mod(%score: f32, %b: index, %h: index, %q: index, "
+         "%kv: index, %q_len: index, %kv_len: index, "
+         "%bias: memref<?x?x?xf16>) -> f32 {\n"
+         "  %x = memref.load %bias[%h, %q, %kv] : memref<?x?x?xf16>\n"
+         "  %xf = arith.extf %x : f16 to f32\n"
+         "  %biased = arith.addf %score, %xf : f32\n"
+         "  return %biased : f32\n}\n";
+}
+
+std::string alibiSlopes() {
+  return "func.func @score_mod(%score: f32, %b: index, %h: index, %q: index, "
+         "%kv: index, %q_len: index, %kv_len: index, "
+         "%slopes: memref<?xf32>) -> f32 {\n" +
+         std::string(kDiagonal) +
+         "  %slope = memref.load %slopes[%h] : memref<?xf32>\n"
+         "  %d = arith.subi %diag, %kv : index\n"
+         "  %di = arith.index_cast %d : index to i64\n"
+         "  %df = arith.sitofp %di : i64 to f32\n"
+         "  %dist = math.absf %df : f32\n"
+         "  %bias = arith.mulf %slope, %dist : f32\n"
+         "  %biased = arith.subf %score, %bias : f32\n"
+         "  return %biased : f32\n}\n";
+}
+
 } // namespace fa::variants

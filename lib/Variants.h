@@ -34,6 +34,23 @@ std::string prefixLm(int64_t prefix);
 /// visited and tested per element.
 std::string sameChunk(int64_t chunk);
 
+/// Variants that read tensors (captured tensors, passed with each call:
+/// AttentionArgs::captures):
+
+/// mask_mod: keys in the query's document; captures the document ids
+/// (i32 [B, Sk], one per key position; query row i is at position
+/// i + Sk - Sq, and a row before position 0 is in no document). Not
+/// affine: every tile is visited.
+std::string document();
+
+/// score_mod: score + bias[h, i, j]; captures the bias (f16 [Hq, Sq, Sk]).
+std::string scoreBias();
+
+/// score_mod: ALiBi with slopes read per head, score - slopes[h] *
+/// |i + Sk - Sq - j|; captures the slopes (f32 [Hq]): one kernel for any
+/// slope values.
+std::string alibiSlopes();
+
 } // namespace fa::variants
 
 #endif // FA_LIB_VARIANTS_H

@@ -182,6 +182,39 @@ std::string checkSinks(const char *name, const TensorArg &t, int64_t heads) {
 
 } // namespace
 
+std::string checkCaptures(const std::vector<CaptureType> &expected,
+                          const std::vector<CaptureArg> &given) {
+  if (given.size() != expected.size())
+    return "the variant reads " + std::to_string(expected.size()) +
+           " captured tensors (the score_mod's, then the mask_mod's); the "
+           "call gives " +
+           std::to_string(given.size());
+  for (size_t i = 0; i < given.size(); ++i) {
+    const CaptureArg &c = given[i];
+    std::string name = "captured tensor " + std::to_string(i);
+    if (c.type != expected[i].type || c.rank != expected[i].rank)
+      return name + " is " + scalarTypeName(c.type) + " of rank " +
+             std::to_string(c.rank) + "; the variant reads " +
+             scalarTypeName(expected[i].type) + " of rank " +
+             std::to_string(expected[i].rank);
+    if (std::string error =
+            checkLayout(name.c_str(), c.tensor, c.rank,
+                        size_t(scalarTypeBytes(c.type)));
+        !error.empty())
+      return error;
+    // The kernel indexes it with its sizes: row-major, no gaps.
+    int64_t stride = 1;
+    for (int d = c.rank - 1; d >= 0; --d) {
+      if (c.tensor.sizes[d] > 1 && c.tensor.strides[d] != stride)
+        return name + " must be contiguous (row-major): stride " +
+               std::to_string(c.tensor.strides[d]) + " in dimension " +
+               std::to_string(d) + ", expected " + std::to_string(stride);
+      stride *= c.tensor.sizes[d];
+    }
+  }
+  return "";
+}
+
 Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   auto invalid = [](std::string message) {
     return Result::error(Status::invalidArgument, std::move(message));

@@ -19,6 +19,12 @@ namespace fa {
 /// past 64 bits are legal for broadcast inputs with zero strides).
 int64_t numElements(const TensorArg &t, int rank);
 
+/// "" when `given` are tensors a kernel reading `expected` can take (their
+/// count, element types and ranks; each contiguous row-major with every
+/// tensor's layout rules), else why not.
+std::string checkCaptures(const std::vector<CaptureType> &expected,
+                          const std::vector<CaptureArg> &given);
+
 } // namespace fa
 
 #endif // FA_RUNTIME_ARGUMENTCHECKS_H

@@ -146,6 +146,9 @@ fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
       !error.empty())
     return invalid(error.c_str());
   fa::AttentionArgs args;
+  if (std::string error = fa::capturesFromC(extras, args.captures);
+      !error.empty())
+    return invalid(error.c_str());
   if (spec.sinks)
     args.sinks = fa::tensorFromC(*extras->sinks);
   args.q = fa::tensorFromC(*q);
@@ -188,6 +191,9 @@ fa_status fa_attention_backward_ex(
       !error.empty())
     return invalid(error.c_str());
   fa::AttentionBackwardArgs args;
+  if (std::string error = fa::capturesFromC(extras, args.captures);
+      !error.empty())
+    return invalid(error.c_str());
   if (spec.sinks) {
     args.sinks = fa::tensorFromC(*extras->sinks);
     args.gradSinks = fa::tensorFromC(*extras->grad_sinks);

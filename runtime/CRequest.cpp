@@ -106,3 +106,51 @@ std::string fa::sinksFromC(const fa_attention_extras *extras, bool backward,
   spec.sinks = sinks != nullptr;
   return "";
 }
+
+std::string fa::capturesFromC(const fa_attention_extras *extras,
+                              std::vector<CaptureArg> &captures) {
+  captures.clear();
+  if (!extras || extras->num_captures == 0)
+    return "";
+  if (extras->num_captures < 0 || extras->num_captures > kMaxCaptures)
+    return "extras->num_captures must be in [0, " +
+           std::to_string(kMaxCaptures) + "], got " +
+           std::to_string(extras->num_captures);
+  if (!extras->captures)
+    return "extras->captures is NULL but extras->num_captures is " +
+           std::to_string(extras->num_captures);
+  for (int64_t i = 0; i < extras->num_captures; ++i) {
+    const fa_capture &c = extras->captures[i];
+    std::string name = "extras->captures[" + std::to_string(i) + "]";
+    CaptureArg arg;
+    switch (c.dtype) {
+    case FA_F32:
+      arg.type = ScalarType::f32;
+      break;
+    case FA_F16:
+      arg.type = ScalarType::f16;
+      break;
+    case FA_BF16:
+      arg.type = ScalarType::bf16;
+      break;
+    case FA_I32:
+      arg.type = ScalarType::i32;
+      break;
+    case FA_I64:
+      arg.type = ScalarType::i64;
+      break;
+    case FA_I8:
+      arg.type = ScalarType::i8;
+      break;
+    default:
+      return name + ".dtype must be an fa_dtype (0-5), got " +
+             std::to_string(c.dtype);
+    }
+    if (c.rank < 1 || c.rank > 4)
+      return name + ".rank must be in [1, 4], got " + std::to_string(c.rank);
+    arg.rank = c.rank;
+    arg.tensor = tensorFromC(c.tensor);
+    captures.push_back(arg);
+  }
+  return "";
+}

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fa {
 
@@ -31,6 +32,13 @@ std::string specFromC(int64_t headDim, int dtype, int causal, double scale,
 /// without sinks.
 std::string sinksFromC(const fa_attention_extras *extras, bool backward,
                        KernelSpec &spec);
+
+/// The captured tensors of a call's extras; returns "" or why they are
+/// not captures (a count past kMaxCaptures or below 0, NULL with a count,
+/// an unknown dtype, a rank outside 1-4). The kernel's own checks compare
+/// them with what its variant reads.
+std::string capturesFromC(const fa_attention_extras *extras,
+                          std::vector<CaptureArg> &captures);
 
 /// A C tensor descriptor as the runtime takes it (its values unchecked:
 /// the argument checks judge them).

@@ -137,7 +137,7 @@ Result Runtime::Impl::launchAll(
     words.reserve(16 * plan.params.size());
     for (LaunchPlan::Operand operand : plan.params) {
       const TensorArg &t = *operands[size_t(operand)];
-      int rank = LaunchPlan::rankOf(operand);
+      int rank = plan.paramRank(operand);
       words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
       words.push_back(int64_t(reinterpret_cast<uintptr_t>(t.data)));
       words.push_back(0);
@@ -313,6 +313,21 @@ forwardOperands(const TensorArg &q, const TensorArg &k, const TensorArg &v,
   return operands;
 }
 
+/// The call's captured tensors as the kernel's operands, after checking
+/// them against those every launch of the kernel reads.
+static Result addCaptureOperands(
+    const KernelEntry &entry, const std::vector<CaptureArg> &captures,
+    std::array<const TensorArg *, kNumOperands> &operands) {
+  for (const LaunchPlan &plan : entry.info.launches)
+    if (std::string error = checkCaptures(plan.captures, captures);
+        !error.empty())
+      return Result::error(Status::invalidArgument,
+                           entry.info.name + ": " + error);
+  for (size_t i = 0; i < captures.size(); ++i)
+    operands[size_t(LaunchPlan::captureOperand(int(i)))] = &captures[i].tensor;
+  return {};
+}
+
 /// The extents of the problem the tensors hold.
 static ProblemExtents problemOf(const TensorArg &q, const TensorArg &k) {
   return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[1], k.sizes[2]};
@@ -341,6 +356,8 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
       forwardOperands(a.q, a.k, a.v, a.o, a.lse);
   if (entry.info.spec.sinks)
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
+  if (Result r = addCaptureOperands(entry, a.captures, operands); !r)
+    return r;
   return launchAll(entry, operands, problem, entry.info.spec.dtype,
                    static_cast<CUstream>(a.stream));
 }
@@ -445,7 +462,9 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
     operands[size_t(LaunchPlan::Operand::gradSinks)] = &a.gradSinks;
   }
-  Result launched =
+  Result launched = addCaptureOperands(entry, a.captures, operands);
+  if (launched)
+    launched =
       launchAll(entry, operands, problem, spec.dtype, stream);
   if (workspace) {
     Result freed = cudaCheck(driver.cuMemFreeAsync(workspace, stream),

@@ -58,12 +58,23 @@ struct TensorArg {
   int64_t strides[4] = {0, 0, 0, 0};
 };
 
+/// A tensor a variant's score_mod or mask_mod reads (a captured tensor):
+/// `rank` sizes (1-4) of `type`, contiguous row-major. Its type and rank
+/// are those of the variant text's memref argument.
+struct CaptureArg {
+  TensorArg tensor;
+  ScalarType type = ScalarType::f32;
+  int rank = 1;
+};
+
 struct AttentionArgs {
   TensorArg q, k, v, o, lse;
   void *stream = nullptr; // CUstream; nullptr = the default stream
   /// With spec.sinks: the Hq f32 sink logits, contiguous (sizes[0] = Hq,
   /// strides[0] = 1); unused otherwise.
   TensorArg sinks;
+  /// The variant's captured tensors: the score_mod's, then the mask_mod's.
+  std::vector<CaptureArg> captures;
 };
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output
@@ -78,6 +89,8 @@ struct AttentionBackwardArgs {
   /// With spec.sinks: the forward's sink logits (as AttentionArgs::sinks)
   /// and their gradient, Hq contiguous f32 values the backward sets.
   TensorArg sinks, gradSinks;
+  /// The forward's captured tensors (no gradient flows to them).
+  std::vector<CaptureArg> captures;
 };
 
 /// Where a kernel came from this time.

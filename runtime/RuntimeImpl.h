@@ -64,7 +64,7 @@ struct KernelEntry {
 };
 
 /// Operands a launch plan can name (LaunchPlan::Operand).
-constexpr size_t kNumOperands = size_t(LaunchPlan::Operand::gradSinks) + 1;
+constexpr size_t kNumOperands = size_t(LaunchPlan::Operand::lastCapture) + 1;
 
 /// A Runtime's state: the device, the caches, the assembler and the tuning
 /// choices.

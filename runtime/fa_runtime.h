@@ -27,8 +27,16 @@ typedef enum fa_status {
 } fa_status;
 
 /* Element types. Functions take them as int (a C caller may pass any
-   value; an unknown one is an error, not undefined behaviour). */
-typedef enum fa_dtype { FA_F32 = 0, FA_F16 = 1, FA_BF16 = 2 } fa_dtype;
+   value; an unknown one is an error, not undefined behaviour). Q, K and V
+   are FA_F32, FA_F16 or FA_BF16; a captured tensor may be any of them. */
+typedef enum fa_dtype {
+  FA_F32 = 0,
+  FA_F16 = 1,
+  FA_BF16 = 2,
+  FA_I32 = 3,
+  FA_I64 = 4,
+  FA_I8 = 5 /* also a bool tensor's bytes */
+} fa_dtype;
 
 /* How the kernel computes: auto = simt for f32, mma for f16/bf16. */
 typedef enum fa_strategy {
@@ -71,6 +79,16 @@ typedef struct fa_kernel_config {
   int32_t sinks;
 } fa_kernel_config;
 
+/* A tensor a score_mod or mask_mod reads by index (a captured tensor):
+   `rank` (1-4) sizes and strides of tensor, contiguous row-major, of
+   element type `dtype` (an fa_dtype). Its type and rank are those of the
+   variant text's memref argument. */
+typedef struct fa_capture {
+  fa_tensor tensor;
+  int32_t dtype;
+  int32_t rank;
+} fa_capture;
+
 /* Tensors beyond Q, K, V, O and LSE (the _ex calls); NULL fields = none. */
 typedef struct fa_attention_extras {
   /* [Hq] f32 sink logits, contiguous: sizes[0] = Hq, strides[0] = 1. */
@@ -79,6 +97,11 @@ typedef struct fa_attention_extras {
      the call (its order of additions, and so its last bits, may differ from
      run to run). */
   const fa_tensor *grad_sinks;
+  /* The variant's captured tensors: the score_mod's, then the mask_mod's,
+     in the order of their functions' memref arguments (the backward takes
+     the forward's; no gradient flows to them). NULL when num_captures = 0. */
+  const fa_capture *captures;
+  int64_t num_captures;
 } fa_attention_extras;
 
 /* What a kernel is and where it came from. */

@@ -16,6 +16,7 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <algorithm>
+#include <deque>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -43,30 +44,52 @@ namespace {
   return spec;
 }
 
-/// A descriptor over contiguous host memory; the element type only sets the
-/// descriptor's pointer type, which the ABI does not see.
-template <int Rank>
-StridedMemRefType<char, Rank> contiguous(const void *data,
-                                         std::array<int64_t, Rank> sizes) {
-  StridedMemRefType<char, Rank> desc;
-  // The kernel only reads inputs; the descriptor type has no const.
-  desc.basePtr = desc.data = static_cast<char *>(const_cast<void *>(data));
-  desc.offset = 0;
-  int64_t stride = 1;
-  for (int d = Rank - 1; d >= 0; --d) {
-    desc.sizes[d] = sizes[d];
-    desc.strides[d] = stride;
-    stride *= sizes[d];
-  }
-  return desc;
-}
 } // namespace
+
+namespace mlir::fa {
+/// The kernel's arguments: MLIR memref descriptors over contiguous host
+/// memory (allocated and aligned pointer, offset, sizes, strides: the
+/// words of StridedMemRefType<T, rank>, which the C interface takes by
+/// pointer), in parameter order.
+class Descriptors {
+public:
+  void add(const void *data, llvm::ArrayRef<int64_t> sizes) {
+    auto &words = storage.emplace_back();
+    // The kernel only reads inputs; the descriptor has no const.
+    auto pointer = int64_t(reinterpret_cast<uintptr_t>(data));
+    words = {pointer, pointer, 0};
+    words.resize(3 + 2 * sizes.size());
+    int64_t stride = 1;
+    for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+      words[3 + d] = sizes[d];
+      words[3 + sizes.size() + d] = stride;
+      stride *= sizes[d];
+    }
+  }
+
+  /// Runs `entry`'s C interface on the descriptors.
+  llvm::Error invoke(ExecutionEngine &engine, llvm::StringRef entry) {
+    // The packed interface takes a pointer to each argument, here a
+    // pointer to a descriptor.
+    std::vector<void *> pointers, arguments;
+    for (std::vector<int64_t> &words : storage)
+      pointers.push_back(words.data());
+    for (void *&pointer : pointers)
+      arguments.push_back(&pointer);
+    return engine.invokePacked("_mlir_ciface_" + entry.str(), arguments);
+  }
+
+private:
+  std::deque<std::vector<int64_t>> storage;
+};
+} // namespace mlir::fa
 
 CpuAttentionKernel::CpuAttentionKernel(CpuKernelConfig config,
                                        std::string entryName,
-                                       std::unique_ptr<ExecutionEngine> engine)
+                                       std::unique_ptr<ExecutionEngine> engine,
+                                       std::vector<::fa::CaptureType> captureTypes)
     : config(config), entryName(std::move(entryName)),
-      engine(std::move(engine)) {}
+      engine(std::move(engine)), captureTypes(std::move(captureTypes)) {}
 
 CpuAttentionKernel::~CpuAttentionKernel() = default;
 
@@ -100,6 +123,7 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
   });
   if (failed(verify(*module)))
     return llvm::createStringError("invalid attention kernel: " + diagnostics);
+  std::vector<::fa::CaptureType> captureTypes = captureTypesOf(*module);
   PassManager pm(ctx.get());
   buildCpuPipeline(pm, config.tiles);
   if (failed(pm.run(*module)))
@@ -113,7 +137,8 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
   if (!engine)
     return engine.takeError();
   return std::unique_ptr<CpuAttentionKernel>(
-      new CpuAttentionKernel(config, spec.kernelName(), std::move(*engine)));
+      new CpuAttentionKernel(config, spec.kernelName(), std::move(*engine),
+                             std::move(captureTypes)));
 }
 
 llvm::Error CpuAttentionKernel::checkShape(const AttentionShape &s) {
@@ -135,9 +160,30 @@ llvm::Error CpuAttentionKernel::checkShape(const AttentionShape &s) {
   return llvm::Error::success();
 }
 
+llvm::Error CpuAttentionKernel::addCaptures(
+    Descriptors &descriptors, llvm::ArrayRef<CpuCapture> captures) const {
+  if (captures.size() != captureTypes.size())
+    return llvm::createStringError(
+        "the variant reads " + std::to_string(captureTypes.size()) +
+        " captured tensors, the call gives " + std::to_string(captures.size()));
+  for (auto [i, capture] : llvm::enumerate(captures)) {
+    if (int64_t(capture.sizes.size()) != captureTypes[i].rank)
+      return llvm::createStringError(
+          "captured tensor " + std::to_string(i) + " has rank " +
+          std::to_string(capture.sizes.size()) + ", the variant reads rank " +
+          std::to_string(captureTypes[i].rank));
+    if (!capture.data)
+      return llvm::createStringError("null buffer pointer (captured tensor " +
+                                     std::to_string(i) + ")");
+    descriptors.add(capture.data, capture.sizes);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     const void *k, const void *v, void *o,
-                                    float *lse, const float *sinks) const {
+                                    float *lse, const float *sinks,
+                                    llvm::ArrayRef<CpuCapture> captures) const {
   if (config.backward)
     return llvm::createStringError(
         "this is a backward kernel: call runBackward");
@@ -147,24 +193,24 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
-  auto qDesc = contiguous<4>(q, {s.batch, s.qHeads, s.qLen, d});
-  auto kDesc = contiguous<4>(k, {s.batch, s.kvHeads, s.kvLen, d});
-  auto vDesc = contiguous<4>(v, {s.batch, s.kvHeads, s.kvLen, d});
-  auto oDesc = contiguous<4>(o, {s.batch, s.qHeads, s.qLen, d});
-  auto lseDesc = contiguous<3>(lse, {s.batch, s.qHeads, s.qLen});
-  if (config.sinks) {
-    auto sinksDesc = contiguous<1>(sinks, {s.qHeads});
-    return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc,
-                          &sinksDesc);
-  }
-  return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc, &lseDesc);
+  Descriptors args;
+  args.add(q, {s.batch, s.qHeads, s.qLen, d});
+  args.add(k, {s.batch, s.kvHeads, s.kvLen, d});
+  args.add(v, {s.batch, s.kvHeads, s.kvLen, d});
+  args.add(o, {s.batch, s.qHeads, s.qLen, d});
+  args.add(lse, {s.batch, s.qHeads, s.qLen});
+  if (config.sinks)
+    args.add(sinks, {s.qHeads});
+  if (llvm::Error error = addCaptures(args, captures))
+    return error;
+  return args.invoke(*engine, entryName);
 }
 
 llvm::Error CpuAttentionKernel::runBackward(
     const AttentionShape &s, const void *q, const void *k, const void *v,
     const void *o, const void *gradOutput, const float *lse, void *gradQuery,
-    void *gradKey, void *gradValue, const float *sinks,
-    float *gradSinks) const {
+    void *gradKey, void *gradValue, const float *sinks, float *gradSinks,
+    llvm::ArrayRef<CpuCapture> captures) const {
   if (!config.backward)
     return llvm::createStringError("this is a forward kernel: call run");
   if (llvm::Error error = checkShape(s))
@@ -179,42 +225,35 @@ llvm::Error CpuAttentionKernel::runBackward(
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> delta(s.batch * s.qHeads * s.qLen, nan);
   std::vector<float> gradQueryAccum(delta.size() * d, nan);
-  std::array<int64_t, 4> qShape{s.batch, s.qHeads, s.qLen, d};
-  std::array<int64_t, 4> kvShape{s.batch, s.kvHeads, s.kvLen, d};
-  std::array<int64_t, 3> rowShape{s.batch, s.qHeads, s.qLen};
-  auto qDesc = contiguous<4>(q, qShape);
-  auto kDesc = contiguous<4>(k, kvShape);
-  auto vDesc = contiguous<4>(v, kvShape);
-  auto oDesc = contiguous<4>(o, qShape);
-  auto gradOutputDesc = contiguous<4>(gradOutput, qShape);
-  auto lseDesc = contiguous<3>(lse, rowShape);
-  auto gradQueryDesc = contiguous<4>(gradQuery, qShape);
-  auto gradKeyDesc = contiguous<4>(gradKey, kvShape);
-  auto gradValueDesc = contiguous<4>(gradValue, kvShape);
-  auto deltaDesc = contiguous<3>(delta.data(), rowShape);
-  auto accumDesc = contiguous<4>(gradQueryAccum.data(), qShape);
-  if (config.sinks) {
-    // The kernel adds the rows' shares to a zeroed gradient.
-    std::fill(gradSinks, gradSinks + s.qHeads, 0.0f);
-    auto sinksDesc = contiguous<1>(sinks, {s.qHeads});
-    auto gradSinksDesc = contiguous<1>(gradSinks, {s.qHeads});
-    return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
-                          &gradOutputDesc, &lseDesc, &gradQueryDesc,
-                          &gradKeyDesc, &gradValueDesc, &deltaDesc,
-                          &accumDesc, &sinksDesc, &gradSinksDesc);
-  }
-  if (!config.deterministic)
-    return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
-                          &gradOutputDesc, &lseDesc, &gradQueryDesc,
-                          &gradKeyDesc, &gradValueDesc, &deltaDesc,
-                          &accumDesc);
   // The turn counters, one per query tile (garbage until the delta program
   // zeroes them).
   int64_t qTiles = (s.qLen + config.tiles.blockM - 1) / config.tiles.blockM;
-  std::vector<int32_t> order(s.batch * s.qHeads * qTiles, -1);
-  auto orderDesc = contiguous<3>(order.data(), {s.batch, s.qHeads, qTiles});
-  return engine->invoke(entryName, &qDesc, &kDesc, &vDesc, &oDesc,
-                        &gradOutputDesc, &lseDesc, &gradQueryDesc,
-                        &gradKeyDesc, &gradValueDesc, &deltaDesc, &accumDesc,
-                        &orderDesc);
+  std::vector<int32_t> order(
+      config.deterministic ? s.batch * s.qHeads * qTiles : 0, -1);
+  llvm::SmallVector<int64_t, 4> qShape{s.batch, s.qHeads, s.qLen, d};
+  llvm::SmallVector<int64_t, 4> kvShape{s.batch, s.kvHeads, s.kvLen, d};
+  llvm::SmallVector<int64_t, 3> rowShape{s.batch, s.qHeads, s.qLen};
+  Descriptors args;
+  args.add(q, qShape);
+  args.add(k, kvShape);
+  args.add(v, kvShape);
+  args.add(o, qShape);
+  args.add(gradOutput, qShape);
+  args.add(lse, rowShape);
+  args.add(gradQuery, qShape);
+  args.add(gradKey, kvShape);
+  args.add(gradValue, kvShape);
+  args.add(delta.data(), rowShape);
+  args.add(gradQueryAccum.data(), qShape);
+  if (config.deterministic)
+    args.add(order.data(), {s.batch, s.qHeads, qTiles});
+  if (config.sinks) {
+    // The kernel adds the rows' shares to a zeroed gradient.
+    std::fill(gradSinks, gradSinks + s.qHeads, 0.0f);
+    args.add(sinks, {s.qHeads});
+    args.add(gradSinks, {s.qHeads});
+  }
+  if (llvm::Error error = addCaptures(args, captures))
+    return error;
+  return args.invoke(*engine, entryName);
 }

@@ -11,11 +11,13 @@
 
 #include "compiler/Pipelines.h"
 #include "lib/KernelSpec.h"
+#include "lib/LaunchPlan.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class ExecutionEngine;
@@ -52,6 +54,15 @@ struct AttentionShape {
   int64_t kvLen = 1;
 };
 
+/// A captured tensor of a variant (contiguous, row-major host memory of
+/// the element type the variant's text gives it).
+struct CpuCapture {
+  const void *data = nullptr;
+  std::vector<int64_t> sizes;
+};
+
+class Descriptors;
+
 class CpuAttentionKernel {
 public:
   /// Lowers and JIT-compiles the kernel; fails with the diagnostics of the
@@ -63,10 +74,12 @@ public:
 
   /// Runs the forward on host buffers of the config's element type
   /// (f16/bf16 as their 16-bit patterns); rejects inconsistent shapes.
-  /// With sinks, `sinks` holds the Hq sink logits.
+  /// With sinks, `sinks` holds the Hq sink logits; `captures` are the
+  /// variant's captured tensors (the score_mod's, then the mask_mod's).
   llvm::Error run(const AttentionShape &shape, const void *q, const void *k,
                   const void *v, void *o, float *lse,
-                  const float *sinks = nullptr) const;
+                  const float *sinks = nullptr,
+                  llvm::ArrayRef<CpuCapture> captures = {}) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces
@@ -77,13 +90,20 @@ public:
                           const void *gradOutput, const float *lse,
                           void *gradQuery, void *gradKey, void *gradValue,
                           const float *sinks = nullptr,
-                          float *gradSinks = nullptr) const;
+                          float *gradSinks = nullptr,
+                          llvm::ArrayRef<CpuCapture> captures = {}) const;
 
   const CpuKernelConfig &getConfig() const { return config; }
 
 private:
   CpuAttentionKernel(CpuKernelConfig config, std::string entryName,
-                     std::unique_ptr<ExecutionEngine> engine);
+                     std::unique_ptr<ExecutionEngine> engine,
+                     std::vector<::fa::CaptureType> captureTypes);
+
+  /// Appends the captures' descriptors after checking them against the
+  /// variant's.
+  llvm::Error addCaptures(Descriptors &descriptors,
+                          llvm::ArrayRef<CpuCapture> captures) const;
 
   /// The shape checks both directions share.
   static llvm::Error checkShape(const AttentionShape &shape);
@@ -91,6 +111,7 @@ private:
   CpuKernelConfig config;
   std::string entryName;
   std::unique_ptr<ExecutionEngine> engine;
+  std::vector<::fa::CaptureType> captureTypes;
 };
 
 } // namespace mlir::fa

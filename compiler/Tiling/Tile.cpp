@@ -110,14 +110,17 @@ void AttentionTiler::build() {
   Value accInit = splat(accType, 0.0f);
 
   // A mask_mod travels with the ops that use it: the K/V range (which
-  // tiles to visit) and the mask (which scores of a tile to keep).
-  bool maskMod = !op.getMaskMod().empty();
-  Value modBatch = maskMod ? b : Value(), modHead = maskMod ? h : Value();
+  // tiles to visit; not for a mask that reads a captured tensor) and the
+  // mask (which scores of a tile to keep).
+  bool rangeMask = !op.getMaskMod().empty() &&
+                   !readsCapturedTensors(op.getMaskMod());
+  Value modBatch = rangeMask ? b : Value(), modHead = rangeMask ? h : Value();
   auto range = KVTileRangeOp::create(
       builder, loc, builder.getIndexType(), builder.getIndexType(), qStart,
       qLen, kvLen, modBatch, modHead, config.blockM, config.blockN,
       op.getMask());
-  cloneVariantRegion(op.getMaskMod(), range.getMaskMod());
+  if (rangeMask)
+    cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
   Value one = indexConst(1);
   Value blockN = indexConst(config.blockN);
   bool maskScores = needsMask(keyType.getShape()[2]);
@@ -144,7 +147,8 @@ void AttentionTiler::build() {
         // then 1.
         scores = buildVariantScores(nested, loc, scores, op.getScoreMod(),
                                     op.getMaskMod(), mask, maskScores, scale,
-                                    qStart, kvStart, qLen, kvLen, b, h);
+                                    qStart, kvStart, qLen, kvLen, b, h,
+                                    op.getCaptures());
         auto softmax = OnlineSoftmaxOp::create(nested, loc, scores,
                                                runningMax, runningSum,
                                                scoreMod ? 1.0f : scale);

@@ -184,16 +184,20 @@ LogicalResult BackwardTiler::buildMain() {
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
   Value firstHead = arith::MulIOp::create(builder, loc, kvHead, group);
   // With a mask_mod the query tiles depend on the query head: the range is
-  // taken per head, inside the head loop.
+  // taken per head, inside the head loop. A mask that reads a captured
+  // tensor narrows no range.
+  bool rangeMask = maskMod && !readsCapturedTensors(op.getMaskMod());
   auto queryTileRange = [&](OpBuilder &at, Value h) {
     auto range = QTileRangeOp::create(
         at, loc, at.getIndexType(), at.getIndexType(), kvStart, qLen, kvLen,
-        maskMod ? b : Value(), maskMod ? h : Value(), blockM, blockN, mask);
-    cloneVariantRegion(op.getMaskMod(), range.getMaskMod());
+        rangeMask ? b : Value(), rangeMask ? h : Value(), blockM, blockN,
+        mask);
+    if (rangeMask)
+      cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
     return range;
   };
   QTileRangeOp sharedRange;
-  if (!maskMod)
+  if (!rangeMask)
     sharedRange = queryTileRange(builder, Value());
   Value zero = indexConst(0), one = indexConst(1);
   Value blockMValue = indexConst(blockM);
@@ -204,7 +208,7 @@ LogicalResult BackwardTiler::buildMain() {
       [&](OpBuilder &nested, Location loc, Value g, ValueRange headAcc) {
         Value h = arith::AddIOp::create(nested, loc, firstHead, g);
         QTileRangeOp qRange =
-            maskMod ? queryTileRange(nested, h) : sharedRange;
+            rangeMask ? queryTileRange(nested, h) : sharedRange;
         auto qLoop = scf::ForOp::create(
             nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
             [&](OpBuilder &inner, Location loc, Value qTileIndex,
@@ -227,7 +231,7 @@ LogicalResult BackwardTiler::buildMain() {
               Value scores = buildVariantScores(
                   inner, loc, rawScores, op.getScoreMod(), op.getMaskMod(),
                   mask, maskScores, scale, qStart, kvStart, qLen, kvLen, b,
-                  h);
+                  h, op.getCaptures());
               Value probs = RecomputeProbsOp::create(
                   inner, loc, scores, lse,
                   builder.getF32FloatAttr(scoreMod ? 1.0f : scale));
@@ -250,7 +254,7 @@ LogicalResult BackwardTiler::buildMain() {
                 auto chained = ScoreModGradOp::create(
                     inner, loc, gradScoresF32.getType(), gradScoresF32,
                     rawScores, qStart, kvStart, qLen, kvLen, b, h,
-                    builder.getF32FloatAttr(scale));
+                    op.getCaptures(), builder.getF32FloatAttr(scale));
                 cloneVariantRegion(derivative, chained.getDerivative());
                 gradScoresF32 = chained;
               }

@@ -29,15 +29,41 @@ void mlir::fa::cloneVariantRegion(Region &from, Region &to) {
   from.cloneInto(&to, mapping);
 }
 
+bool mlir::fa::readsCapturedTensors(Region &region) {
+  if (region.empty())
+    return false;
+  return llvm::any_of(region.front().getArguments(), [](BlockArgument arg) {
+    return isa<MemRefType>(arg.getType()) && !arg.use_empty();
+  });
+}
+
+Value mlir::fa::insideProblem(OpBuilder &b, Location loc, Value index,
+                              Value length) {
+  Value last = arith::SubIOp::create(
+      b, loc, length, arith::ConstantIndexOp::create(b, loc, 1));
+  return arith::MinUIOp::create(b, loc, index, last);
+}
+
+void mlir::fa::cloneMaskWithoutCaptures(Region &from, Region &to) {
+  assert(!readsCapturedTensors(from) && "the mask reads a captured tensor");
+  cloneVariantRegion(from, to);
+  if (to.empty())
+    return;
+  Block &block = to.front();
+  block.eraseArguments(kNumVariantIndexArgs,
+                       block.getNumArguments() - kNumVariantIndexArgs);
+}
+
 Value mlir::fa::buildVariantScores(OpBuilder &b, Location loc, Value scores,
                                    Region &scoreMod, Region &maskMod,
                                    MaskKind mask, bool maskScores, float scale,
                                    Value qStart, Value kvStart, Value qLen,
-                                   Value kvLen, Value batch, Value head) {
+                                   Value kvLen, Value batch, Value head,
+                                   ValueRange captures) {
   if (!scoreMod.empty()) {
     auto modified =
         ScoreModOp::create(b, loc, scores, qStart, kvStart, qLen, kvLen,
-                           batch, head, b.getF32FloatAttr(scale));
+                           batch, head, captures, b.getF32FloatAttr(scale));
     cloneVariantRegion(scoreMod, modified.getScoreMod());
     scores = modified;
   }
@@ -47,7 +73,8 @@ Value mlir::fa::buildVariantScores(OpBuilder &b, Location loc, Value scores,
   auto masked = MaskOp::create(b, loc, scores.getType(), scores, qStart,
                                kvStart, qLen, kvLen,
                                withMod ? batch : Value(),
-                               withMod ? head : Value(), mask);
+                               withMod ? head : Value(),
+                               withMod ? captures : ValueRange(), mask);
   cloneVariantRegion(maskMod, masked.getMaskMod());
   return masked;
 }
@@ -87,7 +114,7 @@ bool isConstantForm(const AffineIndexForm &form) {
 /// The affine form of an integer value of the mask region.
 std::optional<AffineIndexForm> formOf(Value value, Block &block) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    if (arg.getOwner() != &block)
+    if (arg.getOwner() != &block || arg.getArgNumber() >= kNumVariantIndexArgs)
       return std::nullopt;
     AffineIndexForm form;
     form.coefficients[arg.getArgNumber()] = 1;

@@ -27,15 +27,32 @@ Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 /// A copy of a problem's variant region (empty for none) into a tile op's.
 void cloneVariantRegion(Region &from, Region &to);
 
+/// Whether variant region `region` reads one of its captured tensors (its
+/// memref arguments). A mask_mod that does not can go to the tile range
+/// ops, which only read its formula (cloneMaskWithoutCaptures); one that
+/// does is data-dependent and narrows no range.
+bool readsCapturedTensors(Region &region);
+
+/// A padding row or key (at or past `length`) as the problem's last one:
+/// the index a region that reads captured tensors gets, so that it indexes
+/// them inside the rows and keys the caller sized them for (the element's
+/// score is dropped anyway).
+Value insideProblem(OpBuilder &b, Location loc, Value index, Value length);
+
+/// A copy of mask_mod `from` (not readsCapturedTensors) without its capture
+/// arguments, the form the tile range ops take.
+void cloneMaskWithoutCaptures(Region &from, Region &to);
+
 /// The step from S = Q K^T to the scores the softmax takes, on a [R, C]
 /// tile at (qStart, kvStart) of program (batch, head): fa.score_mod where
 /// `scoreMod` is not empty (scaled there), then, where `maskScores`,
-/// fa.mask with `mask` and the mask_mod (and its batch and head).
+/// fa.mask with `mask` and the mask_mod (and its batch and head). Both
+/// take the problem's `captures` with their regions.
 Value buildVariantScores(OpBuilder &b, Location loc, Value scores,
                          Region &scoreMod, Region &maskMod, MaskKind mask,
                          bool maskScores, float scale, Value qStart,
                          Value kvStart, Value qLen, Value kvLen, Value batch,
-                         Value head);
+                         Value head, ValueRange captures);
 
 /// constant + sum_i coefficients[i] * (index argument i of a mask_mod, in
 /// VariantIndexArg order).

@@ -61,7 +61,7 @@ func.func @tile_ops(%s: tensor<16x32xf32>, %i: index, %b: index, %h: index) -> t
 func.func @load_in_region(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
                           %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
                           %lse: memref<?x8x?xf32>) {
-  // expected-error @+1 {{score_mod region may hold arith and math ops only, got 'memref.alloca'}}
+  // expected-error @+1 {{score_mod region may hold arith and math ops and loads of its captured tensors only, got 'memref.alloca'}}
   fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
     : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
     into memref<?x8x?x64xf16>, memref<?x8x?xf32>
@@ -78,7 +78,7 @@ func.func @load_in_region(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
 func.func @control_flow(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
                         %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
                         %lse: memref<?x8x?xf32>) {
-  // expected-error @+1 {{mask_mod region may hold arith and math ops only, got 'scf.if'}}
+  // expected-error @+1 {{mask_mod region may hold arith and math ops and loads of its captured tensors only, got 'scf.if'}}
   fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
     : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
     into memref<?x8x?x64xf16>, memref<?x8x?xf32>
@@ -159,5 +159,121 @@ func.func @deterministic_mask_mod(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64x
       %keep = arith.cmpi sle, %ki, %qi : index
       fa.yield %keep : i1
     }
+  return
+}
+
+// -----
+
+// Captured tensors: the regions take them after their indices and read
+// them with memref.load; the tile ops carry them with the regions.
+// CHECK-LABEL: func @captures
+// CHECK: fa.attention {{.*}} captures(%{{.*}}, %{{.*}} : memref<?xf32>, memref<?x?xi32>) score_mod {
+// CHECK: memref.load %{{.*}}[%{{.*}}] : memref<?xf32>
+// CHECK: } mask_mod {
+// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x?xi32>
+// CHECK: fa.score_mod {{.*}} at(%{{.*}}, %{{.*}}) captures(%{{.*}} : memref<?xf32>) {scale = 1.250000e-01 : f32} : tensor<16x32xf32> {
+// CHECK: fa.mask {{.*}} at(%{{.*}}, %{{.*}}) captures(%{{.*}} : memref<?x?xi32>) : tensor<16x32xf32> mask_mod {
+func.func @captures(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                    %lse: memref<?x8x?xf32>, %slopes: memref<?xf32>,
+                    %doc: memref<?x?xi32>, %s: tensor<16x32xf32>, %i: index) {
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    captures(%slopes, %doc : memref<?xf32>, memref<?x?xi32>)
+    score_mod {
+    ^bb0(%x: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,
+         %sl: memref<?xf32>, %d: memref<?x?xi32>):
+      %slope = memref.load %sl[%h] : memref<?xf32>
+      %r = arith.mulf %x, %slope : f32
+      fa.yield %r : f32
+    }
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,
+         %sl: memref<?xf32>, %d: memref<?x?xi32>):
+      %qd = memref.load %d[%b, %qi] : memref<?x?xi32>
+      %kd = memref.load %d[%b, %ki] : memref<?x?xi32>
+      %keep = arith.cmpi eq, %qd, %kd : i32
+      fa.yield %keep : i1
+    }
+  %m = fa.score_mod %s, %i, %i, %i, %i at(%i, %i) captures(%slopes : memref<?xf32>) {scale = 0.125 : f32} : tensor<16x32xf32> {
+  ^bb0(%x: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index, %sl: memref<?xf32>):
+    %slope = memref.load %sl[%h] : memref<?xf32>
+    %r = arith.mulf %x, %slope : f32
+    fa.yield %r : f32
+  }
+  %r = fa.mask %m, %i, %i, %i, %i at(%i, %i) captures(%doc : memref<?x?xi32>) : tensor<16x32xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
+    %qd = memref.load %d[%b, %qi] : memref<?x?xi32>
+    %kd = memref.load %d[%b, %ki] : memref<?x?xi32>
+    %keep = arith.cmpi eq, %qd, %kd : i32
+    fa.yield %keep : i1
+  }
+  return
+}
+
+// -----
+
+func.func @capture_arguments(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                             %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                             %lse: memref<?x8x?xf32>, %doc: memref<?x?xi32>) {
+  // expected-error @+1 {{mask_mod region must take (index, index, index, index, index, index, memref<?x?xi32>) (b, h, q_idx, kv_idx, q_len, kv_len, the captures), got 6 arguments}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    captures(%doc : memref<?x?xi32>)
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+// A region reads only its captures: any other memory is refused.
+func.func @load_from_elsewhere(%s: tensor<16x32xf32>, %i: index, %doc: memref<?x?xi32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{mask_mod region may hold arith and math ops and loads of its captured tensors only, got 'memref.alloca'}}
+  %r = fa.mask %s, %i, %i, %i, %i at(%i, %i) captures(%doc : memref<?x?xi32>) : tensor<16x32xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
+    %buffer = memref.alloca() : memref<4xi32>
+    %x = memref.load %buffer[%b] : memref<4xi32>
+    %keep = arith.cmpi eq, %x, %x : i32
+    fa.yield %keep : i1
+  }
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @store_to_capture(%s: tensor<16x32xf32>, %i: index, %bias: memref<?xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{score_mod region may hold arith and math ops and loads of its captured tensors only, got 'memref.store'}}
+  %r = fa.score_mod %s, %i, %i, %i, %i at(%i, %i) captures(%bias : memref<?xf32>) {scale = 0.125 : f32} : tensor<16x32xf32> {
+  ^bb0(%x: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index, %t: memref<?xf32>):
+    memref.store %x, %t[%h] : memref<?xf32>
+    fa.yield %x : f32
+  }
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @capture_without_mask(%s: tensor<16x32xf32>, %i: index, %doc: memref<?x?xi32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{takes captured tensors only with a mask_mod region}}
+  %r = fa.mask %s, %i, %i, %i, %i captures(%doc : memref<?x?xi32>) : tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @capture_type(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                        %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                        %lse: memref<?x8x?xf32>, %t: memref<?x?x?x?x?xf32>) {
+  // expected-error @+1 {{operand #5 must be variadic of}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    captures(%t : memref<?x?x?x?x?xf32>)
   return
 }

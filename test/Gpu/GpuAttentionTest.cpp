@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -59,6 +60,36 @@ struct DeviceBuffer {
   }
   void *data() const { return reinterpret_cast<void *>(ptr); }
 };
+
+/// A captured tensor of a variant on the host: its bytes, contiguous.
+struct HostCapture {
+  fa::ScalarType type = fa::ScalarType::f32;
+  std::vector<int64_t> sizes;
+  std::vector<uint8_t> bytes;
+};
+
+/// Uploads the captures to `buffers` and describes them in `args`.
+void uploadCaptures(const std::vector<HostCapture> &captures,
+                    std::vector<std::unique_ptr<DeviceBuffer>> &buffers,
+                    std::vector<fa::CaptureArg> &args) {
+  for (const HostCapture &c : captures) {
+    buffers.push_back(std::make_unique<DeviceBuffer>(c.bytes.size(), 1));
+    ASSERT_EQ(driver().cuMemcpyHtoD_v2(buffers.back()->ptr, c.bytes.data(),
+                                       c.bytes.size()),
+              CUDA_SUCCESS);
+    fa::CaptureArg arg;
+    arg.type = c.type;
+    arg.rank = int(c.sizes.size());
+    arg.tensor.data = buffers.back()->data();
+    int64_t stride = 1;
+    for (int d = arg.rank - 1; d >= 0; --d) {
+      arg.tensor.sizes[d] = c.sizes[d];
+      arg.tensor.strides[d] = stride;
+      stride *= c.sizes[d];
+    }
+    args.push_back(arg);
+  }
+}
 
 fa::TensorArg tensorArg(const DeviceBuffer &buffer, int64_t b, int64_t h,
                         int64_t s, int64_t d) {
@@ -119,6 +150,8 @@ protected:
         nullptr;
     /// Attention sinks: one logit per query head (empty: none).
     std::vector<double> sinks = {};
+    /// The variant's captured tensors (the reference reads the same).
+    std::vector<HostCapture> captures = {};
   };
 
   static fa::AttentionProblem problemOf(const Case &c) {
@@ -220,6 +253,10 @@ protected:
       args.sinks.sizes[0] = p.qHeads;
       args.sinks.strides[0] = 1;
     }
+    std::vector<std::unique_ptr<DeviceBuffer>> captureBuffers;
+    uploadCaptures(c.captures, captureBuffers, args.captures);
+    if (HasFatalFailure())
+      return;
     fa::Result r = runtime->forward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -404,6 +441,10 @@ protected:
         arg->strides[0] = 1;
       }
     }
+    std::vector<std::unique_ptr<DeviceBuffer>> captureBuffers;
+    uploadCaptures(c.captures, captureBuffers, args.captures);
+    if (HasFatalFailure())
+      return;
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -855,6 +896,106 @@ TEST_F(GpuAttention, SinksMatchFloat64Reference) {
         if (quick())
           break;
       }
+}
+
+/// Variants that read tensors (captured tensors), forward and backward on
+/// every strategy and 16-bit type: packed documents (i32 ids [B, Sk] in
+/// runs of 1 to 300 keys; causal and not; Sq > Sk gives rows in no
+/// document), a bias table (f16 [Hq, Sq, Sk]) and ALiBi with its slopes
+/// read per head (f32 [Hq]).
+TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
+  const int64_t heads = 4;
+  std::vector<Config> configs = variantConfigs();
+  std::mt19937 rng(7);
+  // Each case owns its tensors; the reference reads them through `data`.
+  auto documentCase = [&](int64_t d, fa::ElementType dtype, Shape s,
+                          bool causal) {
+    auto ids = std::make_shared<std::vector<int32_t>>(size_t(s.b * s.sk));
+    for (int64_t b = 0; b < s.b; ++b) {
+      int32_t id = 0;
+      for (int64_t j = 0; j < s.sk; ++id) {
+        int64_t run = id % 5 == 1 ? 1 : 1 + int64_t(rng() % 300);
+        for (int64_t r = 0; r < run && j < s.sk; ++r, ++j)
+          (*ids)[size_t(b * s.sk + j)] = id;
+      }
+    }
+    Variant v{"document", "", fa::variants::document(), causal, {},
+              [ids](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
+                    int64_t sk) {
+                int64_t position = i + sk - sq;
+                return position >= 0 && (*ids)[size_t(b * sk + position)] ==
+                                            (*ids)[size_t(b * sk + j)];
+              }};
+    Case c = variantCase(v, d, dtype, s);
+    HostCapture capture{fa::ScalarType::i32, {s.b, s.sk}, {}};
+    capture.bytes.resize(ids->size() * 4);
+    std::memcpy(capture.bytes.data(), ids->data(), capture.bytes.size());
+    c.captures = {capture};
+    return c;
+  };
+  auto biasCase = [&](int64_t d, fa::ElementType dtype, Shape s) {
+    auto bias = std::make_shared<std::vector<uint16_t>>(
+        size_t(s.hq * s.sq * s.sk));
+    std::normal_distribution<float> normal;
+    for (uint16_t &x : *bias)
+      x = toBits(2.0f * normal(rng), fa::ElementType::f16);
+    Variant v{"bias", fa::variants::scoreBias(), "", false,
+              [bias](double x, int64_t, int64_t h, int64_t i, int64_t j,
+                     int64_t sq, int64_t sk) {
+                return x + fromBits((*bias)[size_t((h * sq + i) * sk + j)],
+                                    fa::ElementType::f16);
+              },
+              {}};
+    Case c = variantCase(v, d, dtype, s);
+    HostCapture capture{fa::ScalarType::f16, {s.hq, s.sq, s.sk}, {}};
+    capture.bytes.resize(bias->size() * 2);
+    std::memcpy(capture.bytes.data(), bias->data(), capture.bytes.size());
+    c.captures = {capture};
+    return c;
+  };
+  auto alibiCase = [&](int64_t d, fa::ElementType dtype, Shape s) {
+    auto slopes = std::make_shared<std::vector<float>>();
+    for (int64_t h = 0; h < s.hq; ++h)
+      slopes->push_back(float(std::exp2(-8.0 * double(h + 1) / double(s.hq))));
+    Variant v{"alibi_slopes", fa::variants::alibiSlopes(), "", true,
+              [slopes](double x, int64_t, int64_t h, int64_t i, int64_t j,
+                       int64_t sq, int64_t sk) {
+                return x - double((*slopes)[size_t(h)]) *
+                               std::fabs(double(i + sk - sq - j));
+              },
+              {}};
+    Case c = variantCase(v, d, dtype, s);
+    HostCapture capture{fa::ScalarType::f32, {s.hq}, {}};
+    capture.bytes.resize(slopes->size() * 4);
+    std::memcpy(capture.bytes.data(), slopes->data(), capture.bytes.size());
+    c.captures = {capture};
+    return c;
+  };
+  for (Config config : configs)
+    for (int64_t d : {64, 128}) {
+      fa::KernelSpec spec = defaults();
+      spec.strategy = config.strategy;
+      for (Shape s : {Shape{2, heads, 2, 300, 700},
+                      Shape{1, heads, 1, 700, 300},
+                      Shape{1, heads, heads, 1000, 1000}}) {
+        for (Case c : {documentCase(d, config.dtype, s, false),
+                       documentCase(d, config.dtype, s, true),
+                       biasCase(d, config.dtype, s),
+                       alibiCase(d, config.dtype, s)}) {
+          std::printf("  captures, %s%s:\n",
+                      c.scoreMod.empty() ? "document" : "score_mod",
+                      c.causal ? " causal" : "");
+          runCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+          runBackwardCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
+      }
+      if (quick())
+        break;
+    }
 }
 
 /// The persistent wgmma grid (two consumer warpgroups, D <= 128) walks

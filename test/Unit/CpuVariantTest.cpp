@@ -13,11 +13,13 @@
 #include "lib/ReferenceAttention.h"
 #include "lib/Variants.h"
 #include "test/Common/CpuKernels.h"
+#include "test/Common/LowPrecision.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 
 using namespace mlir::fa;
@@ -40,7 +42,96 @@ struct Variant {
       score; // (s, b, h, i, j, Sq, Sk)
   std::function<bool(int64_t, int64_t, int64_t, int64_t, int64_t, int64_t)>
       keep; // (b, h, i, j, Sq, Sk)
+  /// A variant that reads tensors: fills them for a shape (B, Hq, Sq, Sk),
+  /// the same on every call, and returns them for the kernel; `score` and
+  /// `keep` read the same values.
+  std::function<std::vector<CpuCapture>(int64_t, int64_t, int64_t, int64_t)>
+      captures;
 };
+
+/// The kernel's captures of `variant` for a shape; a `reference` that
+/// reads tensors fills its own copy (a mutated one may differ).
+std::vector<CpuCapture> capturesFor(const Variant &variant,
+                                    const Variant &reference, int64_t b,
+                                    int64_t hq, int64_t sq, int64_t sk) {
+  if (&reference != &variant && reference.captures)
+    reference.captures(b, hq, sq, sk);
+  return variant.captures ? variant.captures(b, hq, sq, sk)
+                          : std::vector<CpuCapture>{};
+}
+
+/// Document ids [B, Sk] in runs of 1 to 9 keys (a run of one included).
+/// `mutate`: the reference's ids with one key moved to another document.
+Variant documentVariant(bool causal, bool mutate = false) {
+  auto docs = std::make_shared<std::vector<int32_t>>();
+  Variant v{"document", "", fa::variants::document(), causal, {}, {}, {}};
+  v.captures = [docs, mutate](int64_t b, int64_t, int64_t,
+                              int64_t sk) -> std::vector<CpuCapture> {
+    docs->assign(size_t(b * sk), 0);
+    std::mt19937 rng(unsigned(17 + sk));
+    for (int64_t batch = 0; batch < b; ++batch) {
+      int32_t id = 0;
+      for (int64_t j = 0; j < sk;) {
+        int64_t run = j == 0 ? 1 : 1 + int64_t(rng() % 9);
+        for (int64_t r = 0; r < run && j < sk; ++r, ++j)
+          (*docs)[size_t(batch * sk + j)] = id;
+        ++id;
+      }
+    }
+    if (mutate && sk > 2)
+      (*docs)[size_t(sk / 2)] += 1000;
+    return {CpuCapture{docs->data(), {b, sk}}};
+  };
+  v.keep = [docs](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
+                  int64_t sk) {
+    int64_t position = i + sk - sq;
+    return position >= 0 && (*docs)[size_t(b * sk + position)] ==
+                                (*docs)[size_t(b * sk + j)];
+  };
+  return v;
+}
+
+/// A bias table bias[h, i, j] in f16 ([Hq, Sq, Sk]), as the kernel reads
+/// it (the reference takes the rounded values).
+Variant biasVariant() {
+  auto bias = std::make_shared<std::vector<uint16_t>>();
+  Variant v{"bias", fa::variants::scoreBias(), "", false, {}, {}, {}};
+  v.captures = [bias](int64_t, int64_t hq, int64_t sq,
+                      int64_t sk) -> std::vector<CpuCapture> {
+    std::mt19937_64 rng(uint64_t(5 + sq * sk));
+    std::vector<float> values = fa::test::randomNormal(size_t(hq * sq * sk), rng);
+    bias->resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      (*bias)[i] = fa::test::toBits(2.0f * values[i], fa::ElementType::f16);
+    return {CpuCapture{bias->data(), {hq, sq, sk}}};
+  };
+  v.score = [bias](double s, int64_t, int64_t h, int64_t i, int64_t j,
+                   int64_t sq, int64_t sk) {
+    return s + fa::test::fromBits((*bias)[size_t((h * sq + i) * sk + j)],
+                                  fa::ElementType::f16);
+  };
+  return v;
+}
+
+/// ALiBi with its slopes read from a tensor ([Hq] f32): the same function
+/// as alibiVariant's constants.
+Variant alibiSlopesVariant(bool causal) {
+  auto slopes = std::make_shared<std::vector<float>>();
+  Variant v{"alibi_slopes", fa::variants::alibiSlopes(), "", causal, {}, {},
+            {}};
+  v.captures = [slopes](int64_t, int64_t hq, int64_t,
+                        int64_t) -> std::vector<CpuCapture> {
+    slopes->resize(size_t(hq));
+    for (int64_t h = 0; h < hq; ++h)
+      (*slopes)[size_t(h)] = float(std::exp2(-8.0 * double(h + 1) / double(hq)));
+    return {CpuCapture{slopes->data(), {hq}}};
+  };
+  v.score = [slopes](double s, int64_t, int64_t h, int64_t i, int64_t j,
+                     int64_t sq, int64_t sk) {
+    return s - double((*slopes)[size_t(h)]) * std::fabs(double(i + sk - sq - j));
+  };
+  return v;
+}
 
 Variant softcapVariant(double cap) {
   Variant v{"softcap", fa::variants::softcap(cap), "", false, {}, {}};
@@ -130,14 +221,16 @@ double runVariant(const Variant &variant, const Variant &reference,
       p.maskMod = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
         return reference.keep(b, h, i, j, s.sq, s.sk);
       };
+    std::vector<CpuCapture> captures =
+        capturesFor(variant, reference, s.b, s.hq, s.sq, s.sk);
     std::mt19937_64 rng(1234 + s.sq * 131 + s.sk);
     auto q = fa::test::randomNormal(p.qElements(), rng);
     auto k = fa::test::randomNormal(p.kvElements(), rng);
     auto v = fa::test::randomNormal(p.kvElements(), rng);
     const float nan = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> o(p.qElements(), nan), lse(p.lseElements(), nan);
-    llvm::Error error =
-        kernel.run(shape, q.data(), k.data(), v.data(), o.data(), lse.data());
+    llvm::Error error = kernel.run(shape, q.data(), k.data(), v.data(),
+                                   o.data(), lse.data(), nullptr, captures);
     EXPECT_FALSE(error) << llvm::toString(std::move(error));
     fa::ReferenceResult want =
         fa::referenceAttention(p, q.data(), k.data(), v.data());
@@ -180,10 +273,19 @@ Variant variantAt(int index) {
     return chunkVariant(6);
   case 7:
     return alibiVariant(4, /*causal=*/true);
-  default:
+  case 8:
     return softcapWindowVariant();
+  case 9:
+    return documentVariant(/*causal=*/false);
+  case 10:
+    return documentVariant(/*causal=*/true);
+  case 11:
+    return biasVariant();
+  default:
+    return alibiSlopesVariant(/*causal=*/true);
   }
 }
+constexpr int kNumVariants = 13;
 
 class CpuVariants : public testing::TestWithParam<VariantParam> {};
 
@@ -195,7 +297,7 @@ TEST_P(CpuVariants, MatchesFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(
     BuiltIns, CpuVariants,
-    testing::Combine(testing::Range(0, 9),
+    testing::Combine(testing::Range(0, kNumVariants),
                      testing::Values(std::pair<int64_t, int64_t>{8, 32},
                                      std::pair<int64_t, int64_t>{16, 16})));
 
@@ -204,6 +306,14 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CpuVariantMutation, OffByOneWindowIsCaught) {
   Variant kernel = windowVariant(7, 0), wider = windowVariant(8, 0);
   double worst = runVariant(kernel, wider, 8, 32, /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kTolerance);
+}
+
+// A document mask that reads one key's id wrong is caught.
+TEST(CpuVariantMutation, OneMovedDocumentKeyIsCaught) {
+  Variant kernel = documentVariant(false),
+          moved = documentVariant(false, /*mutate=*/true);
+  double worst = runVariant(kernel, moved, 8, 32, /*expectMatch=*/false);
   EXPECT_GT(worst, 100 * kTolerance);
 }
 
@@ -255,6 +365,8 @@ double runVariantBackward(const Variant &variant, const Variant &reference,
           return v.keep(b, h, i, j, s.sq, s.sk);
         };
     };
+    std::vector<CpuCapture> captures =
+        capturesFor(variant, reference, s.b, s.hq, s.sq, s.sk);
     std::mt19937_64 rng(99 + s.sq * 7 + s.sk);
     auto q = fa::test::randomNormal(p.qElements(), rng);
     auto k = fa::test::randomNormal(p.kvElements(), rng);
@@ -271,7 +383,8 @@ double runVariantBackward(const Variant &variant, const Variant &reference,
         dv(p.kvElements(), nan);
     llvm::Error error = kernel.runBackward(
         shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
-        lse.data(), dq.data(), dk.data(), dv.data());
+        lse.data(), dq.data(), dk.data(), dv.data(), nullptr, nullptr,
+        captures);
     EXPECT_FALSE(error) << llvm::toString(std::move(error));
     withVariant(reference, p);
     fa::ReferenceGradients want = fa::referenceAttentionBackward(
@@ -307,7 +420,7 @@ TEST_P(CpuVariantBackward, MatchesFloat64Gradients) {
 
 INSTANTIATE_TEST_SUITE_P(
     BuiltIns, CpuVariantBackward,
-    testing::Combine(testing::Range(0, 9),
+    testing::Combine(testing::Range(0, kNumVariants),
                      testing::Values(std::pair<int64_t, int64_t>{8, 32},
                                      std::pair<int64_t, int64_t>{16, 16})));
 
@@ -316,6 +429,14 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CpuVariantMutation, BackwardSeesTheScoreModSlope) {
   Variant kernel = softcapVariant(1.5), other = softcapVariant(1.0);
   double worst = runVariantBackward(kernel, other, 8, 32,
+                                    /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
+}
+
+TEST(CpuVariantMutation, BackwardMovedDocumentKeyIsCaught) {
+  Variant kernel = documentVariant(true),
+          moved = documentVariant(true, /*mutate=*/true);
+  double worst = runVariantBackward(kernel, moved, 8, 32,
                                     /*expectMatch=*/false);
   EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
 }
@@ -366,7 +487,8 @@ TEST(CpuVariantErrors, RejectsOpsOutsideArithAndMath) {
       "  %m = memref.alloc() : memref<4xf32>\n"
       "  return %s : f32\n}\n",
       "");
-  EXPECT_NE(error.find("score_mod region may hold arith and math ops only, "
+  EXPECT_NE(error.find("score_mod region may hold arith and math ops and loads of its "
+                       "captured tensors only, "
                        "got 'memref.alloc'"),
             std::string::npos)
       << error;

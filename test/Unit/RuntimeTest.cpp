@@ -494,6 +494,56 @@ fa::KernelSpec wgmmaTiles(fa::ElementType dtype, int64_t blockM,
   return spec;
 }
 
+/// A variant's captured tensors are the kernel's last parameters, the
+/// score_mod's then the mask_mod's, in every launch (the backward's three
+/// kernels too); a text whose extra argument is not a capture is named.
+TEST(LaunchPlan, CapturesAreTheLastParameters) {
+  for (bool backward : {false, true}) {
+    fa::KernelSpec spec;
+    spec.headDim = 64;
+    spec.arch = "sm_90a";
+    spec.dtype = fa::ElementType::f16;
+    spec.strategy = fa::Strategy::mma;
+    spec.blockM = 64;
+    spec.blockN = 64;
+    spec.numWarps = 4;
+    spec.backward = backward;
+    spec.scoreMod = fa::variants::scoreBias();
+    spec.maskMod = fa::variants::document();
+    llvm::Expected<mlir::fa::CompiledKernel> kernel =
+        mlir::fa::compileKernel(spec, /*assemble=*/false);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    ASSERT_EQ(kernel->launches.size(), backward ? 3u : 1u);
+    for (const fa::LaunchPlan &plan : kernel->launches) {
+      ASSERT_EQ(plan.captures.size(), 2u);
+      EXPECT_TRUE(plan.captures[0] ==
+                  (fa::CaptureType{fa::ScalarType::f16, 3}));
+      EXPECT_TRUE(plan.captures[1] ==
+                  (fa::CaptureType{fa::ScalarType::i32, 2}));
+      ASSERT_GE(plan.params.size(), 2u);
+      EXPECT_EQ(plan.params[plan.params.size() - 2],
+                fa::LaunchPlan::Operand::capture0);
+      EXPECT_EQ(plan.params.back(), fa::LaunchPlan::captureOperand(1));
+    }
+  }
+  fa::KernelSpec spec = smallSpec();
+  spec.maskMod =
+      "func.func @mask_mod(%b: index, %h: index, %q: index, %kv: index, "
+      "%sq: index, %sk: index, %doc: memref<8xi32>) -> i1 {\n"
+      "  %x = memref.load %doc[%b] : memref<8xi32>\n"
+      "  %z = arith.constant 0 : i32\n"
+      "  %keep = arith.cmpi eq, %x, %z : i32\n"
+      "  return %keep : i1\n}\n";
+  llvm::Expected<mlir::fa::CompiledKernel> kernel =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_FALSE(bool(kernel));
+  std::string error = llvm::toString(kernel.takeError());
+  EXPECT_NE(error.find("the mask_mod's argument 6 (past the indices) must be "
+                       "a captured tensor, a memref of 1 to 4 dynamic sizes"),
+            std::string::npos)
+      << error;
+}
+
 /// The wgmma backward's dkdv kernel is warp-specialized: tensor maps of K
 /// and V (boxes of block-n rows) and of Q and dO (block-m rows), and the
 /// producer warpgroup in its block. The delta and dq kernels (simt) take
@@ -1968,9 +2018,109 @@ TEST(ArgumentChecks, MaskModKeyLength) {
 static_assert(sizeof(void *) != 8 ||
                   (offsetof(fa_kernel_config, sinks) == 80 &&
                    sizeof(fa_kernel_config) == 88 &&
-                   sizeof(fa_attention_extras) == 16),
-              "fa_kernel_config / fa_attention_extras changed: update "
-              "python/fa/__init__.py's _Config / _Extras and their test");
+                   sizeof(fa_attention_extras) == 32 &&
+                   offsetof(fa_attention_extras, captures) == 16 &&
+                   offsetof(fa_attention_extras, num_captures) == 24 &&
+                   sizeof(fa_capture) == 80 &&
+                   offsetof(fa_capture, dtype) == 72 &&
+                   offsetof(fa_capture, rank) == 76),
+              "fa_kernel_config / fa_attention_extras / fa_capture changed: "
+              "update python/fa/__init__.py's _Config / _Extras / _Capture "
+              "and their test");
+/// A plan's captures (their types and ranks) survive the cache's JSON; a
+/// capture parameter without its listed type, or a bad type or rank, is
+/// not a plan.
+TEST(LaunchPlan, CapturesRoundTrip) {
+  fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention("k", 64, 128, 0);
+  plan.addCaptures({{fa::ScalarType::i32, 2}, {fa::ScalarType::f16, 3}});
+  ASSERT_EQ(plan.params.size(), 7u);
+  EXPECT_EQ(plan.params[5], fa::LaunchPlan::Operand::capture0);
+  EXPECT_EQ(plan.paramRank(plan.params[5]), 2);
+  EXPECT_EQ(plan.paramRank(plan.params[6]), 3);
+  EXPECT_EQ(plan.paramRank(fa::LaunchPlan::Operand::lse), 3);
+  std::optional<fa::LaunchPlan> back = fa::LaunchPlan::fromJson(plan.toJson());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->toJson(), plan.toJson());
+  ASSERT_EQ(back->captures.size(), 2u);
+  EXPECT_TRUE(back->captures[1] == (fa::CaptureType{fa::ScalarType::f16, 3}));
+  llvm::json::Value json = plan.toJson();
+  json.getAsObject()->getArray("captures")->pop_back();
+  EXPECT_FALSE(fa::LaunchPlan::fromJson(json).has_value());
+  for (llvm::json::Object bad :
+       {llvm::json::Object{{"type", "u16"}, {"rank", 1}},
+        llvm::json::Object{{"type", "f32"}, {"rank", 5}}}) {
+    llvm::json::Value badJson = plan.toJson();
+    (*badJson.getAsObject()->getArray("captures"))[0] = std::move(bad);
+    EXPECT_FALSE(fa::LaunchPlan::fromJson(badJson).has_value());
+  }
+}
+
+/// The runtime's checks of the captured tensors name what does not fit.
+TEST(ArgumentChecks, Captures) {
+  std::vector<fa::CaptureType> expected = {{fa::ScalarType::i32, 2}};
+  static int32_t ids[6];
+  fa::CaptureArg doc;
+  doc.type = fa::ScalarType::i32;
+  doc.rank = 2;
+  doc.tensor.data = ids;
+  doc.tensor.sizes[0] = 2;
+  doc.tensor.sizes[1] = 3;
+  doc.tensor.strides[0] = 3;
+  doc.tensor.strides[1] = 1;
+  EXPECT_EQ(fa::checkCaptures(expected, {doc}), "");
+  EXPECT_EQ(fa::checkCaptures(expected, {}),
+            "the variant reads 1 captured tensors (the score_mod's, then the "
+            "mask_mod's); the call gives 0");
+  fa::CaptureArg wrong = doc;
+  wrong.type = fa::ScalarType::i64;
+  EXPECT_EQ(fa::checkCaptures(expected, {wrong}),
+            "captured tensor 0 is i64 of rank 2; the variant reads i32 of "
+            "rank 2");
+  wrong = doc;
+  wrong.tensor.strides[0] = 4; // a padded row
+  EXPECT_EQ(fa::checkCaptures(expected, {wrong}),
+            "captured tensor 0 must be contiguous (row-major): stride 4 in "
+            "dimension 0, expected 3");
+  wrong = doc;
+  wrong.tensor.data = nullptr;
+  EXPECT_EQ(fa::checkCaptures(expected, {wrong}),
+            "captured tensor 0 is a null pointer");
+  wrong = doc;
+  wrong.tensor.data = reinterpret_cast<const char *>(ids) + 2;
+  EXPECT_EQ(fa::checkCaptures(expected, {wrong}),
+            "captured tensor 0 is not aligned to its 4-byte elements");
+}
+
+/// The C ABI's captures: dtype and rank codes are checked by value.
+TEST(ArgumentChecks, CapturesFromC) {
+  fa_capture capture{};
+  capture.dtype = FA_I32;
+  capture.rank = 2;
+  fa_attention_extras extras{};
+  extras.captures = &capture;
+  extras.num_captures = 1;
+  std::vector<fa::CaptureArg> captures;
+  EXPECT_EQ(fa::capturesFromC(&extras, captures), "");
+  ASSERT_EQ(captures.size(), 1u);
+  EXPECT_EQ(captures[0].type, fa::ScalarType::i32);
+  EXPECT_EQ(fa::capturesFromC(nullptr, captures), "");
+  EXPECT_TRUE(captures.empty());
+  capture.dtype = 9;
+  EXPECT_EQ(fa::capturesFromC(&extras, captures),
+            "extras->captures[0].dtype must be an fa_dtype (0-5), got 9");
+  capture.dtype = FA_I8;
+  capture.rank = 0;
+  EXPECT_EQ(fa::capturesFromC(&extras, captures),
+            "extras->captures[0].rank must be in [1, 4], got 0");
+  extras.num_captures = 9;
+  EXPECT_EQ(fa::capturesFromC(&extras, captures),
+            "extras->num_captures must be in [0, 8], got 9");
+  extras.num_captures = 1;
+  extras.captures = nullptr;
+  EXPECT_EQ(fa::capturesFromC(&extras, captures),
+            "extras->captures is NULL but extras->num_captures is 1");
+}
+
 TEST(Sinks, CExtras) {
   fa_tensor logits{}, grad{};
   fa::KernelSpec spec;
