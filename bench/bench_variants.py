@@ -7,7 +7,8 @@ own plain kernel, forward and forward + backward, in one run.
 
 FlashAttention's convention (B*S = 16384 tokens, H*D = 2048, D = 128),
 causal. TFLOP/s are counted on the scores a variant keeps (a sliding window
-of W: each row's min(i + 1, W + 1) keys), so a kernel that skips the tiles
+of W: each row's min(i + 1, W + 1) keys; packed documents: the causal
+pairs inside each document), so a kernel that skips the tiles
 a mask drops keeps its rate; "time / plain" says how much of the plain
 causal kernel's time the variant takes. Timing: triton.testing.do_bench
 (median, CUDA events, L2 flushed).
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover
     do_bench = None
 
 WINDOW = 1024
+DOCUMENT = 1024  # mean document length of the packed-documents mask
 
 
 def kept_pairs(seq, window):
@@ -41,19 +43,55 @@ def kept_pairs(seq, window):
     return full * (full + 1) // 2 + (seq - full) * (window + 1)
 
 
-def variants(heads):
+def document_ids(batch, seq, mean_length):
+    """Packed documents: int32 ids [B, S] in runs of 1 to 2 * mean_length
+    positions (fixed seed)."""
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.empty(batch, seq, dtype=torch.int32)
+    for b in range(batch):
+        position, doc = 0, 0
+        while position < seq:
+            length = int(torch.randint(1, 2 * mean_length, (1,),
+                                       generator=generator))
+            ids[b, position:position + length] = doc
+            position += length
+            doc += 1
+    return ids.cuda()
+
+
+def kept_document_pairs(ids):
+    """Causal pairs inside documents, per head (summed over the batch)."""
+    total = 0
+    for row in ids.cpu():
+        _, counts = torch.unique_consecutive(row, return_counts=True)
+        total += int((counts * (counts + 1) // 2).sum())
+    return total / ids.shape[0]
+
+
+def variants(heads, batch, seq):
+    """(name, fa kwargs, flex score_mod, flex mask_mod, kept causal pairs
+    per (batch, head))."""
     slopes = [2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)]
     slope_table = torch.tensor(slopes, device="cuda")
+    ids = document_ids(batch, seq, DOCUMENT)
+    causal = kept_pairs(seq, None)
     return [
-        # name, fa kwargs, flex score_mod, flex mask_mod, window
-        ("causal", {}, None, None, None),
+        ("causal", {}, None, None, causal),
         (f"window {WINDOW}", {"mask_mod": V.sliding_window(WINDOW, 0)}, None,
-         lambda b, h, q, kv: (q - kv <= WINDOW), WINDOW),
+         lambda b, h, q, kv: (q - kv <= WINDOW), kept_pairs(seq, WINDOW)),
         ("softcap 50", {"score_mod": V.softcap(50.0)},
-         lambda s, b, h, q, kv: 50.0 * torch.tanh(s / 50.0), None, None),
+         lambda s, b, h, q, kv: 50.0 * torch.tanh(s / 50.0), None, causal),
         ("alibi", {"score_mod": V.alibi(slopes)},
          lambda s, b, h, q, kv: s - slope_table[h] * (q - kv).abs(), None,
-         None),
+         causal),
+        # The slopes as a captured tensor: one kernel for any values.
+        ("alibi tensor", {"score_mod": V.alibi(slope_table)},
+         lambda s, b, h, q, kv: s - slope_table[h] * (q - kv).abs(), None,
+         causal),
+        # Packed documents (ids read per element: no block mask yet).
+        (f"docs ~{DOCUMENT}", {"mask_mod": V.document(ids)}, None,
+         lambda b, h, q, kv: ids[b, q] == ids[b, kv],
+         kept_document_pairs(ids)),
     ]
 
 
@@ -88,8 +126,9 @@ def main():
                    for _ in range(3))
         grad = torch.randn_like(q)
         plain = {}
-        for name, kwargs, score_mod, mask_mod, window in variants(heads):
-            flops = 4 * batch * heads * d * kept_pairs(seq, window)
+        for name, kwargs, score_mod, mask_mod, pairs in variants(
+                heads, batch, seq):
+            flops = 4 * batch * heads * d * pairs
             start = time.perf_counter()
             fa.attention(q, k, v, causal=True, **kwargs)
             torch.cuda.synchronize()
@@ -106,7 +145,11 @@ def main():
                     return qi >= kv
                 mask_fn = causal_mask if mask_mod is None else \
                     (lambda b, h, qi, kv: (qi >= kv) & mask_mod(b, h, qi, kv))
-                block_mask = create_block_mask(mask_fn, 1, 1, seq, seq)
+                # A mask that reads the batch (documents) gets one block
+                # mask per batch element.
+                per_batch = name.startswith("docs")
+                block_mask = create_block_mask(
+                    mask_fn, batch if per_batch else 1, 1, seq, seq)
                 ffwd = lambda: flex(q, k, v, score_mod=score_mod,
                                     block_mask=block_mask)
 

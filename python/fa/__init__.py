@@ -10,6 +10,7 @@
     q.requires_grad_(); fa.attention(q, k, v).sum().backward()   # trains (autograd)
     o = fa.flash_attn_func(q_bshd, k_bshd, v_bshd, causal=True)  # [B, S, H, D]
     o = fa.attention(q, k, v, causal=True, sinks=sinks)  # gpt-oss: [Hq] logits
+    o = fa.attention(q, k, v, mask_mod=fa.variants.document(doc))  # packed
     fa.register_transformers()   # attn_implementation="fa" in transformers
 
 Kernels are compiled on first use for the head dim, dtype, mask and tiles,
@@ -68,11 +69,21 @@ class _Config(ctypes.Structure):
                 ("sinks", ctypes.c_int32)]
 
 
+class _Capture(ctypes.Structure):
+    """fa_capture: a tensor a score_mod / mask_mod reads (rank 1..4,
+    contiguous row-major; sizes/strides[0..rank) used), its fa_dtype."""
+    _fields_ = [("tensor", _Tensor), ("dtype", ctypes.c_int32),
+                ("rank", ctypes.c_int32)]
+
+
 class _Extras(ctypes.Structure):
     """fa_attention_extras: the tensors beyond Q, K, V, O and LSE (NULL:
-    none)."""
+    none); captures: the score_mod's captured tensors, then the
+    mask_mod's (NULL when num_captures = 0)."""
     _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
-                ("grad_sinks", ctypes.POINTER(_Tensor))]
+                ("grad_sinks", ctypes.POINTER(_Tensor)),
+                ("captures", ctypes.POINTER(_Capture)),
+                ("num_captures", ctypes.c_int64)]
 
 
 class _Info(ctypes.Structure):
@@ -234,6 +245,22 @@ def _describe(t):
     return _Tensor(t.data_ptr(), _Int64x4(*t.shape), _Int64x4(*t.stride()))
 
 
+def _describe_capture(t):
+    """The fa_capture of a captured tensor (contiguous, as _check_captures
+    leaves it): its sizes, row-major strides (what the kernels index with;
+    torch's may differ where a size is 1), fa_dtype and rank."""
+    from . import variants
+
+    sizes = tuple(t.shape)
+    strides, step = [0] * len(sizes), 1
+    for d in range(len(sizes) - 1, -1, -1):
+        strides[d] = step
+        step *= sizes[d]
+    code = variants._CAPTURE_TYPES[variants._dtype_name(t.dtype)][1]
+    return _Capture(_Tensor(t.data_ptr(), _Int64x4(*sizes),
+                            _Int64x4(*strides)), code, len(sizes))
+
+
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
                    stages=0, backward=False, deterministic=False,
@@ -251,9 +278,12 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     order). scale: None for 1/sqrt(head_dim), as in attention.
     sequence_length: the longer of the query and key lengths the default
     tiles are chosen for, as attention chooses them for its tensors (0 = not
-    known). score_mod, mask_mod: a variant, as fa.attention takes it.
-    sinks=True: the kernel that takes attention sinks (fa.attention's
-    sinks; not with deterministic=True)."""
+    known). score_mod, mask_mod: a variant, as fa.attention takes it (a
+    function that captures tensors gives the kernel that reads tensors of
+    their dtypes and ranks, whatever their values: placeholders
+    fa.variants.captured(dtype=..., rank=...) do too). sinks=True: the
+    kernel that takes attention sinks (fa.attention's sinks; not with
+    deterministic=True)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -432,51 +462,119 @@ def _device_index(t):
     return t.device.index if t.device.index is not None else 0
 
 
-def _variant(where, score_mod, mask_mod):
+def _variant(where, score_mod, mask_mod, captures=None):
     """(score_mod text, mask_mod text), each "" for none: traced from
-    Python functions (fa.variants), or MLIR text as it is."""
+    Python functions (fa.variants), or MLIR text as it is. captures: None,
+    or a list that gets the tensors the functions capture now, as (label,
+    tensor, require), the score_mod's first: the kernel's order."""
     from . import variants
 
     texts = []
-    for name, fn, trace in (("score_mod", score_mod, variants.trace_score_mod),
-                            ("mask_mod", mask_mod, variants.trace_mask_mod)):
-        if fn is None or fn == "":
+    for name, fn, score in (("score_mod", score_mod, True),
+                            ("mask_mod", mask_mod, False)):
+        if fn is None or (isinstance(fn, str) and fn == ""):
             texts.append("")
         elif isinstance(fn, str):
             texts.append(fn)
         elif callable(fn):
-            texts.append(trace(fn))
+            text, found = variants._traced(fn, score)
+            texts.append(text)
+            if captures is not None:
+                captures.extend((f"the {name}'s captured tensor `{n}`", t,
+                                 require) for n, t, require in found)
         else:
             raise TypeError(f"{where}: {name} must be a function (or its "
                             f"MLIR text), got {type(fn).__name__}")
     return tuple(texts)
 
 
-def _extras(sinks, grad_sinks=None):
-    """The fa_attention_extras of the _ex calls, for float32 [Hq] sinks
-    (and the backward's gradient). The C descriptor carries no dtype: any
-    other dtype would be read as float32 bits."""
-    import torch
+_MAX_CAPTURES = 8  # kMaxCaptures (lib/LaunchPlan.h)
 
+
+def _check_captures(where, captures, q, k, forward=True):
+    """The captured tensors of a variant as the kernels read them, from
+    _variant's (label, tensor, require) list: each a torch.Tensor of a
+    dtype and rank the text can hold, not empty, meeting its built-in's
+    shape rule (require(t, q, k)), a CUDA tensor on q's device; returned
+    .contiguous() (themselves when they are). They get no gradient: in the
+    forward, one that requires grad while grad is enabled is an error
+    rather than a gradient silently dropped. Dtype and shape are checked
+    before the device, so that the checks run on CPU tensors too."""
+    from . import variants
+
+    torch = _torch
+    if len(captures) > _MAX_CAPTURES:
+        raise ValueError(f"{where}: the variant reads {len(captures)} "
+                         "captured tensors (the score_mod's and the "
+                         f"mask_mod's); the kernels take at most "
+                         f"{_MAX_CAPTURES}")
+    checked = []
+    for label, t, require in captures:
+        if t is None:
+            raise ValueError(f"{where}: {label} is a placeholder "
+                             "(fa.variants.captured(dtype=..., rank=...)): "
+                             "it compiles (fa.prepare_kernel) but runs only "
+                             "with a tensor")
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {label} must be a torch.Tensor, got "
+                            f"{type(t).__name__}")
+        problem = variants._kind_problem(variants._dtype_name(t.dtype),
+                                         t.dim())
+        if problem is not None:
+            raise TypeError(f"{where}: {label}: {problem}")
+        if t.numel() == 0:
+            raise ValueError(f"{where}: {label} is empty "
+                             f"({list(t.shape)})")
+        problem = require(t, q, k) if require is not None else None
+        if problem is not None:
+            raise ValueError(f"{where}: {label}: {problem}")
+        if not t.is_cuda:
+            raise ValueError(f"{where}: {label} must be a CUDA tensor")
+        if t.device != q.device:
+            raise ValueError(f"{where}: {label} is on {t.device}, q on "
+                             f"{q.device}")
+        if forward and t.requires_grad and torch.is_grad_enabled():
+            raise ValueError(f"{where}: {label} requires grad, but captured "
+                             "tensors get no gradient (the kernels only "
+                             "read them); capture .detach() to use it as "
+                             "a constant")
+        checked.append(t.contiguous())
+    return checked
+
+
+def _extras(sinks=None, grad_sinks=None, captures=()):
+    """The fa_attention_extras of the _ex calls: float32 [Hq] sinks (and
+    the backward's gradient), and the variant's captured tensors (checked
+    and contiguous: _check_captures). The C descriptor of the sinks carries
+    no dtype: any other dtype would be read as float32 bits. The structure
+    keeps its descriptors alive; the caller keeps the tensors."""
     for name, t in (("sinks", sinks), ("dsinks", grad_sinks)):
-        if t is not None and t.dtype != torch.float32:
+        if t is not None and t.dtype != _torch.float32:
             raise TypeError(f"fa: {name} is {t.dtype}; the kernels take "
                             "float32 [Hq] sinks (convert with .float())")
     lib = _library()
     if not hasattr(lib, "fa_attention_forward_ex"):
         raise FaError(0, "this libfa_runtime.so predates attention sinks "
-                         "(no fa_attention_forward_ex); rebuild it")
-    # ctypes.pointer keeps each descriptor alive with the structure.
-    return _Extras(
-        ctypes.pointer(_describe(sinks)),
-        ctypes.pointer(_describe(grad_sinks)) if grad_sinks is not None
-        else None)
+                         "and captured tensors (no fa_attention_forward_ex); "
+                         "rebuild it")
+    extras = _Extras()
+    # Assigned pointers and arrays are kept alive by the structure.
+    if sinks is not None:
+        extras.sinks = ctypes.pointer(_describe(sinks))
+    if grad_sinks is not None:
+        extras.grad_sinks = ctypes.pointer(_describe(grad_sinks))
+    if captures:
+        extras.captures = (_Capture * len(captures))(
+            *(_describe_capture(t) for t in captures))
+        extras.num_captures = len(captures)
+    return extras
 
 
 def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
-             stages, score_mod="", mask_mod="", sinks=None):
+             stages, score_mod="", mask_mod="", sinks=None, captures=()):
     """O and LSE, launched on the current stream (no autograd). sinks:
-    None, or float32 [Hq] logits (fa_attention_forward_ex)."""
+    None, or float32 [Hq] logits; captures: the variant's captured tensors,
+    checked and contiguous (both through fa_attention_forward_ex)."""
     import torch
 
     batch, heads, length, _ = q.shape
@@ -487,7 +585,7 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
                       device=q.device)
     config = _config(block_m, block_n, num_warps, stages, strategy,
                      variant=(score_mod, mask_mod), sinks=sinks is not None)
-    if sinks is None:
+    if sinks is None and not captures:
         _check(_library().fa_attention_forward(
             _runtime(_device_index(q)), ctypes.byref(_describe(q)),
             ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -495,7 +593,7 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
             _dtype_code(q), _flag("causal", causal), float(scale), config,
             _stream_of(q)))
         return o, lse
-    extras = _extras(sinks)
+    extras = _extras(sinks, captures=captures)
     _check(_library().fa_attention_forward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -507,9 +605,10 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
 
 def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
               block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0,
-              score_mod="", mask_mod="", sinks=None):
+              score_mod="", mask_mod="", sinks=None, captures=()):
     """dQ, dK, dV, launched on the current stream (no autograd); with
-    sinks (float32 [Hq]), dQ, dK, dV and dSinks (float32 [Hq])."""
+    sinks (float32 [Hq]), dQ, dK, dV and dSinks (float32 [Hq]). captures:
+    the forward's captured tensors (checked and contiguous)."""
     import torch
 
     # Gradients arrive in any layout (expanded, transposed); the kernels
@@ -522,7 +621,7 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
     config = _config(block_m, block_n, num_warps, stages, strategy,
                      backward=True, deterministic=deterministic,
                      variant=(score_mod, mask_mod), sinks=sinks is not None)
-    if sinks is None:
+    if sinks is None and not captures:
         _check(_library().fa_attention_backward(
             _runtime(_device_index(q)), ctypes.byref(_describe(q)),
             ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -533,8 +632,9 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
             _stream_of(q)))
         return dq, dk, dv
     # Written whole by the call (zeroed, then the rows' shares added).
-    dsinks = torch.empty(q.shape[1], dtype=torch.float32, device=q.device)
-    extras = _extras(sinks, dsinks)
+    dsinks = None if sinks is None else torch.empty(
+        q.shape[1], dtype=torch.float32, device=q.device)
+    extras = _extras(sinks, dsinks, captures)
     _check(_library().fa_attention_backward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -543,7 +643,7 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
         ctypes.byref(_describe(dk)), ctypes.byref(_describe(dv)),
         ctypes.byref(extras), _dtype_code(q), _flag("causal", causal),
         float(scale), config, _stream_of(q)))
-    return dq, dk, dv, dsinks
+    return (dq, dk, dv) if sinks is None else (dq, dk, dv, dsinks)
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
@@ -577,6 +677,17 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     its backward, which differentiates the score_mod). The causal mask and
     a mask_mod both apply.
 
+    A score_mod or mask_mod may read tensors by index (captured tensors:
+    fa.variants.document(doc_ids), fa.variants.alibi(slopes_tensor), or a
+    function closing over a tensor, e.g. ``lambda s, b, h, q_idx, kv_idx:
+    s + table[h, q_idx - kv_idx + S - 1]``): each call passes the tensors
+    the functions capture then (the kernel, keyed by the traced text, holds
+    their dtypes and ranks, not their values), as CUDA tensors on q's device
+    (float32, float16, bfloat16, int32, int64, int8 or bool, rank 1 to 4;
+    passed .contiguous()). The backward reads the same tensors (autograd
+    saves them). Captured tensors get no gradient: one that requires grad
+    while grad is enabled is an error (capture .detach()).
+
     sinks: attention sinks (gpt-oss's learned per-head sink logit, `s_aux`
     in transformers), a [Hq] CUDA tensor on q's device, one logit per
     query head. The sink s_h of head h joins every row's softmax
@@ -602,28 +713,38 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
-    variant = _variant("fa.attention", score_mod, mask_mod)
-    tensors, extra = (q, k, v), ()
+    captures = []
+    variant = _variant("fa.attention", score_mod, mask_mod, captures)
+    captures = _check_captures("fa.attention", captures, q, k)
+    tensors = (q, k, v)
     if sinks is not None:
         sinks = _check_sinks("fa.attention", sinks, q)
-        tensors, extra = (q, k, v, sinks), (sinks,)
+        tensors = (q, k, v, sinks)
         if deterministic and _torch.is_grad_enabled() and any(
                 t.requires_grad for t in tensors):
             # Said here, not in .backward() far from this call.
             raise ValueError("fa.attention: the deterministic backward does "
                              "not take sinks yet; use deterministic=False "
                              "with sinks")
-    if _launch_directly(tensors):
+    if _launch_directly(tensors + tuple(captures)):
         # What the op's implementation runs (_torch_ops.attention_forward).
         o, lse = _forward(q, k, v, causal, scale, *config, *variant,
-                          sinks=sinks)
+                          sinks=sinks, captures=captures)
     else:
-        # Without sinks, the op's call is the one it always was (sinks is
-        # its optional last argument).
-        o, lse = _torch.ops.fa.attention_forward(q, k, v, causal, scale,
-                                                 *config, deterministic,
-                                                 *variant, *extra)
+        # Without sinks and captures, the op's call is the one it always
+        # was (they are its optional last arguments).
+        o, lse = _torch.ops.fa.attention_forward(
+            q, k, v, causal, scale, *config, deterministic, *variant,
+            *_optional_arguments(sinks, captures))
     return (o, lse) if return_lse else o
+
+
+def _optional_arguments(sinks, captures):
+    """The ops' trailing optional arguments (sinks, captures), as few as
+    the call needs."""
+    if captures:
+        return (sinks, list(captures))
+    return () if sinks is None else (sinks,)
 
 
 def attention_backward(grad_output, q, k, v, o, lse, causal=False,
@@ -639,8 +760,9 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     cores, "mma"; else "simt"), "simt", "mma" or "wgmma"; block_m (query
     tile),
     block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
-    strategy's defaults. score_mod and mask_mod: the forward's variant.
-    sinks: the forward's attention sinks ([Hq], see fa.attention; the
+    strategy's defaults. score_mod and mask_mod: the forward's variant
+    (with the tensors it captures now: pass the forward's). sinks: the
+    forward's attention sinks ([Hq], see fa.attention; the
     deterministic backward takes none yet): then dQ, dK, dV and dSinks, the
     sinks' gradient as float32 [Hq]."""
     _check_inputs("fa.attention_backward",
@@ -655,18 +777,23 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
-    variant = _variant("fa.attention_backward", score_mod, mask_mod)
-    tensors, extra = (grad_output, q, k, v, o, lse), ()
+    captures = []
+    variant = _variant("fa.attention_backward", score_mod, mask_mod,
+                       captures)
+    captures = _check_captures("fa.attention_backward", captures, q, k,
+                               forward=False)
+    tensors = (grad_output, q, k, v, o, lse)
     if sinks is not None:
         sinks = _check_sinks("fa.attention_backward", sinks, q)
-        tensors, extra = tensors + (sinks,), (sinks,)
-    if _launch_directly(tensors):
+        tensors = tensors + (sinks,)
+    if _launch_directly(tensors + tuple(captures)):
         return _backward(grad_output, q, k, v, o, lse, causal, scale,
-                         deterministic, *config, *variant, sinks=sinks)
+                         deterministic, *config, *variant, sinks=sinks,
+                         captures=captures)
     # The op always returns dSinks too (empty without sinks).
     grads = _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, causal, scale, deterministic, *config,
-        *variant, *extra)
+        *variant, *_optional_arguments(sinks, captures))
     return tuple(grads) if sinks is not None else tuple(grads[:3])
 
 
@@ -696,6 +823,27 @@ def _flash_variant(left, right, softcap, slopes):
     return score_mod, mask_mod
 
 
+def _flash_tensor_variant(left, right, softcap, slopes):
+    """_flash_variant with ALiBi slopes read from a CUDA tensor ([Hq] or
+    [B, Hq]): a pair of functions per call (they hold the tensor), traced
+    once per window, cap and the slopes' dtype and rank."""
+    from . import variants
+
+    mask_mod = None
+    if left >= 0 or right >= 0:
+        mask_mod = variants.sliding_window(left, right)
+    cap = variants.softcap(softcap) if softcap else None
+    alibi = variants.alibi(slopes)
+
+    def score_mod(score, b, h, q_idx, kv_idx, q_len, kv_len):
+        if cap is not None:
+            score = cap(score, b, h, q_idx, kv_idx)
+        return alibi(score, b, h, q_idx, kv_idx, q_len, kv_len)
+    score_mod._fa_trace_key = ("flash_attn_func", softcap,
+                               alibi._fa_trace_key)
+    return score_mod, mask_mod
+
+
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
@@ -703,23 +851,34 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     tensors are read (and O written) through strides; differentiable.
     window_size = (left, right) keeps keys within left before and right
     after the query's diagonal (-1: unbounded), softcap > 0 caps the
-    scores with cap * tanh(s / cap), alibi_slopes ([Hq] or [B, Hq] with
-    equal rows) biases them by -slope * |i + Sk - Sq - j|, as
-    FlashAttention's."""
+    scores with cap * tanh(s / cap), alibi_slopes biases them by
+    -slope * |i + Sk - Sq - j|, as FlashAttention's: a float32 CUDA tensor
+    [Hq] or [B, Hq] (slope alibi_slopes[b, h]) that the kernel reads (one
+    kernel for any slopes; no gradient), or a list of Hq numbers (constants
+    in the kernel)."""
     _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)))
     left, right = (int(x) for x in window_size)
-    slopes = None
-    if alibi_slopes is not None:
-        slopes = alibi_slopes
-        if getattr(slopes, "dim", lambda: 1)() == 2:
-            if not bool((slopes == slopes[0:1]).all()):
-                raise ValueError("fa.flash_attn_func: alibi_slopes per batch "
-                                 "row must be equal (one slope per head)")
-            slopes = slopes[0]
-        slopes = tuple(float(x) for x in slopes.tolist()) \
-            if hasattr(slopes, "tolist") else tuple(float(x) for x in slopes)
-    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
-                                         slopes)
+    softcap = float(softcap or 0.0)
+    if (alibi_slopes is not None and _torch is not None
+            and isinstance(alibi_slopes, _torch.Tensor)
+            and alibi_slopes.is_cuda):
+        score_mod, mask_mod = _flash_tensor_variant(left, right, softcap,
+                                                    alibi_slopes)
+    else:
+        slopes = None
+        if alibi_slopes is not None:
+            slopes = alibi_slopes
+            if getattr(slopes, "dim", lambda: 1)() == 2:
+                if not bool((slopes == slopes[0:1]).all()):
+                    raise ValueError("fa.flash_attn_func: alibi_slopes per "
+                                     "batch row on the host must be equal "
+                                     "(one slope per head); a CUDA tensor "
+                                     "may differ per row")
+                slopes = slopes[0]
+            slopes = tuple(float(x) for x in slopes.tolist()) \
+                if hasattr(slopes, "tolist") else \
+                tuple(float(x) for x in slopes)
+        score_mod, mask_mod = _flash_variant(left, right, softcap, slopes)
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale, score_mod=score_mod,
                      mask_mod=mask_mod).transpose(1, 2)

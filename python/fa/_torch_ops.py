@@ -1,62 +1,88 @@
 """fa's attention as PyTorch custom operators, with autograd.
 
 torch.ops.fa.attention_forward(q, k, v, causal, scale, block_m, block_n,
-num_warps, strategy, stages, deterministic, score_mod, mask_mod, sinks)
--> (O, LSE) and torch.ops.fa.attention_backward(dO, q, k, v, O, LSE,
-causal, scale, deterministic, ..., score_mod, mask_mod, sinks) -> (dQ, dK,
-dV, dSinks). A variant travels as the MLIR text of its score_mod and
-mask_mod ("" for none); sinks (optional, last) as float32 [Hq] logits, or
-None. The backward op's output types are fixed: dSinks is float32 [Hq] with
-sinks and an empty float32 tensor without (fa.attention_backward returns
-only dQ, dK, dV then). Each has a fake (meta) implementation, so both trace
-under torch.compile without graph breaks; the forward's autograd formula
-calls the backward op. The LSE is returned without gradient
-(mark_non_differentiable).
+num_warps, strategy, stages, deterministic, score_mod, mask_mod, sinks,
+captures) -> (O, LSE) and torch.ops.fa.attention_backward(dO, q, k, v, O,
+LSE, causal, scale, deterministic, ..., score_mod, mask_mod, sinks,
+captures) -> (dQ, dK, dV, dSinks). A variant travels as the MLIR text of
+its score_mod and mask_mod ("" for none); sinks (optional) as float32 [Hq]
+logits, or None; captures (optional, last: Tensor[]?) as the tensors the
+variant's functions read, the score_mod's then the mask_mod's in the order
+of their texts' trailing memref arguments (checked and contiguous:
+fa._check_captures), or None. The backward op's output types are fixed:
+dSinks is float32 [Hq] with sinks and an empty float32 tensor without
+(fa.attention_backward returns only dQ, dK, dV then). Each has a fake
+(meta) implementation, so both trace under torch.compile without graph
+breaks; the forward's autograd formula calls the backward op with the
+captures it saved. The LSE is returned without gradient
+(mark_non_differentiable), and so are the captures (no gradient).
 """
 
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
 from . import _backward, _forward
 
 
+# The schemas are written out: the captures' type, an optional list of
+# tensors (Tensor[]?), is one infer_schema does not produce. The rest is
+# what it infers from the annotations.
+_FORWARD_SCHEMA = (
+    "(Tensor q, Tensor k, Tensor v, bool causal, float scale, "
+    "SymInt block_m, SymInt block_n, SymInt num_warps, str strategy, "
+    "SymInt stages, bool deterministic, str score_mod=\"\", "
+    "str mask_mod=\"\", Tensor? sinks=None, Tensor[]? captures=None) "
+    "-> (Tensor, Tensor)")
+_BACKWARD_SCHEMA = (
+    "(Tensor grad_output, Tensor q, Tensor k, Tensor v, Tensor o, "
+    "Tensor lse, bool causal, float scale, bool deterministic, "
+    "SymInt block_m, SymInt block_n, SymInt num_warps, str strategy, "
+    "SymInt stages, str score_mod=\"\", str mask_mod=\"\", "
+    "Tensor? sinks=None, Tensor[]? captures=None) "
+    "-> (Tensor, Tensor, Tensor, Tensor)")
+
+
 @torch.library.custom_op("fa::attention_forward", mutates_args=(),
-                         device_types="cuda")
+                         device_types="cuda", schema=_FORWARD_SCHEMA)
 def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       causal: bool, scale: float, block_m: int, block_n: int,
                       num_warps: int, strategy: str, stages: int,
                       deterministic: bool, score_mod: str = "",
                       mask_mod: str = "",
-                      sinks: Optional[torch.Tensor] = None
+                      sinks: Optional[torch.Tensor] = None,
+                      captures: Optional[List[torch.Tensor]] = None
                       ) -> Tuple[torch.Tensor, torch.Tensor]:
     # `deterministic` is the backward's mode, kept for the autograd formula.
     return _forward(q, k, v, causal, scale, block_m, block_n, num_warps,
-                    strategy, stages, score_mod, mask_mod, sinks=sinks)
+                    strategy, stages, score_mod, mask_mod, sinks=sinks,
+                    captures=list(captures or ()))
 
 
 @attention_forward.register_fake
 def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages,
-      deterministic, score_mod="", mask_mod="", sinks=None):
+      deterministic, score_mod="", mask_mod="", sinks=None, captures=None):
     batch, heads, length, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, length), dtype=torch.float32))
 
 
 @torch.library.custom_op("fa::attention_backward", mutates_args=(),
-                         device_types="cuda")
+                         device_types="cuda", schema=_BACKWARD_SCHEMA)
 def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                        k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                        lse: torch.Tensor, causal: bool, scale: float,
                        deterministic: bool, block_m: int, block_n: int,
                        num_warps: int, strategy: str, stages: int,
                        score_mod: str = "", mask_mod: str = "",
-                       sinks: Optional[torch.Tensor] = None
+                       sinks: Optional[torch.Tensor] = None,
+                       captures: Optional[List[torch.Tensor]] = None
                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                   torch.Tensor]:
     grads = _backward(grad_output, q, k, v, o, lse, causal, scale,
                       deterministic, block_m, block_n, num_warps, strategy,
-                      stages, score_mod, mask_mod, sinks=sinks)
+                      stages, score_mod, mask_mod, sinks=sinks,
+                      captures=list(captures or ()))
     if sinks is None:  # no sinks, no gradient: an empty dSinks
         grads = grads + (q.new_empty(0, dtype=torch.float32),)
     return grads
@@ -65,7 +91,7 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
 @attention_backward.register_fake
 def _(grad_output, q, k, v, o, lse, causal, scale, deterministic, block_m,
       block_n, num_warps, strategy, stages, score_mod="", mask_mod="",
-      sinks=None):
+      sinks=None, captures=None):
     heads = q.shape[1] if sinks is not None else 0
     return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
             q.new_empty(heads, dtype=torch.float32))
@@ -76,7 +102,10 @@ def _setup_context(ctx, inputs, output):
     o, lse = output
     # The optional inputs: absent when the op was called without them.
     sinks = inputs[13] if len(inputs) > 13 else None
-    ctx.save_for_backward(q, k, v, o, lse, sinks)
+    captures = list(inputs[14] or ()) if len(inputs) > 14 else []
+    # The backward reads the captures the forward read (saved: an in-place
+    # change between the two is autograd's error, not a wrong gradient).
+    ctx.save_for_backward(q, k, v, o, lse, sinks, *captures)
     ctx.causal = causal
     ctx.scale = scale
     ctx.deterministic = inputs[10]
@@ -87,8 +116,10 @@ def _setup_context(ctx, inputs, output):
 
 
 def _attention_grad(ctx, grad_output, grad_lse):
-    q, k, v, o, lse, sinks = ctx.saved_tensors
+    q, k, v, o, lse, sinks, *captures = ctx.saved_tensors
     extra = () if sinks is None else (sinks,)
+    if captures:
+        extra = (sinks, captures)
     # The backward's own default tiles and strategy (the forward's tiles do
     # not apply to its kernels).
     dq, dk, dv, dsinks = torch.ops.fa.attention_backward(
@@ -96,9 +127,17 @@ def _attention_grad(ctx, grad_output, grad_lse):
         ctx.deterministic, 0, 0, 0, "auto", 0, ctx.score_mod, ctx.mask_mod,
         *extra)
     # No gradient for the flags, the scale, the tiles and the variant; the
-    # sinks' last.
-    return ((dq, dk, dv) + (None,) * 10
-            + (dsinks if sinks is not None else None,))
+    # sinks' next; none for the captures. The op takes a list of tensors:
+    # autograd wants the gradients shaped as the arguments the call gave
+    # (needs_input_grad is: a list for the captures when given as one).
+    needs = ctx.needs_input_grad
+    grads = [dq, dk, dv] + [None] * 10 + [dsinks if sinks is not None
+                                          else None]
+    if len(needs) > 14:
+        given = needs[14]
+        grads.append([None] * len(given)
+                     if isinstance(given, (list, tuple)) else None)
+    return tuple(grads[:len(needs)])
 
 
 attention_forward.register_autograd(_attention_grad,

@@ -97,7 +97,9 @@ class DescriptorTest(unittest.TestCase):
         if ctypes.sizeof(ctypes.c_void_p) == 8:
             self.assertEqual(fa._Config.sinks.offset, 80)
             self.assertEqual(ctypes.sizeof(fa._Config), 88)
-            self.assertEqual(ctypes.sizeof(fa._Extras), 16)
+            # sinks, grad_sinks, captures, num_captures (test_captures.py
+            # pins the captures' half).
+            self.assertEqual(ctypes.sizeof(fa._Extras), 32)
         config = fa._config(0, 0, 0, sinks=True)
         self.assertIsNotNone(config)  # not all defaults
         self.assertEqual(config._obj.sinks, 1)
@@ -115,9 +117,9 @@ class DescriptorTest(unittest.TestCase):
 
     def test_extras_structure(self):
         self.assertEqual([name for name, _ in fa._Extras._fields_],
-                         ["sinks", "grad_sinks"])
+                         ["sinks", "grad_sinks", "captures", "num_captures"])
         self.assertEqual(ctypes.sizeof(fa._Extras),
-                         2 * ctypes.sizeof(ctypes.c_void_p))
+                         3 * ctypes.sizeof(ctypes.c_void_p) + 8)
         self.assertFalse(fa._Extras().grad_sinks)  # NULL by default
 
 

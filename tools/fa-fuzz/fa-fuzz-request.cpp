@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -121,7 +122,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::array<fa_tensor, 9> extraTensors = pickTensors(in);
   fa_attention_extras extras{in.ConsumeBool() ? &extraTensors[0] : nullptr,
                              in.ConsumeBool() ? &extraTensors[1] : nullptr};
+  // Captured tensors: arbitrary codes, counts and descriptors, checked as
+  // the launch checks them against a kernel reading an i32 [B, S] tensor.
+  std::array<fa_capture, 3> captures{};
+  for (size_t i = 0; i < captures.size(); ++i) {
+    captures[i].tensor = extraTensors[2 + i];
+    captures[i].dtype = in.ConsumeIntegralInRange<int32_t>(-1, 6);
+    captures[i].rank = in.ConsumeIntegralInRange<int32_t>(-1, 5);
+  }
+  extras.captures = in.ConsumeBool() ? captures.data() : nullptr;
+  extras.num_captures = in.ConsumeIntegralInRange<int64_t>(-1, 9);
   bool withExtras = in.ConsumeBool();
+  std::vector<fa::CaptureArg> captureArgs;
+  if (fa::capturesFromC(withExtras ? &extras : nullptr, captureArgs).empty())
+    (void)fa::checkCaptures({{fa::ScalarType::i32, 2}}, captureArgs);
 
   fa::KernelSpec requested;
   if (!fa::specFromC(tensors[0].sizes[3], dtype, causal, scale,
