@@ -48,22 +48,32 @@ int64_t visitedKVTiles(const AttentionProblem &p, int64_t blockM,
   return std::min(ceilDiv(visibleKeys, blockN), tiles);
 }
 
+/// The K/V tiles query tile `t` visits: `visited`'s count where given.
+static int64_t visitedAt(const AttentionProblem &p, int64_t blockM,
+                         int64_t blockN, int64_t t,
+                         const VisitedKVTiles &visited) {
+  if (size_t(t) < visited.size())
+    return visited[size_t(t)];
+  return visitedKVTiles(p, blockM, blockN, t);
+}
+
 /// Rows of the K/V tiles a query tile visits (the last tile clipped to Sk)
 /// summed over the query tiles.
 static double visitedKVRows(const AttentionProblem &p, int64_t blockM,
-                            int64_t blockN) {
+                            int64_t blockN, const VisitedKVTiles &visited) {
   double rows = 0;
   for (int64_t t = 0; t < ceilDiv(p.qLen, blockM); ++t)
-    rows += double(std::min(visitedKVTiles(p, blockM, blockN, t) * blockN,
+    rows += double(std::min(visitedAt(p, blockM, blockN, t, visited) * blockN,
                             p.kvLen));
   return rows;
 }
 
 IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
-                          int64_t blockM, int64_t blockN) {
+                          int64_t blockM, int64_t blockN,
+                          const VisitedKVTiles &visited) {
   double e = double(elementBytes), heads = double(p.batch * p.qHeads);
   double d = double(p.headDim);
-  double kvRows = visitedKVRows(p, blockM, blockN);
+  double kvRows = visitedKVRows(p, blockM, blockN, visited);
   IOEstimate io;
   io.bytesRead = heads * e * (double(p.qLen) * d + 2.0 * kvRows * d);
   io.bytesWritten = heads * (e * double(p.qLen) * d + 4.0 * p.qLen);
@@ -72,14 +82,15 @@ IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
   double pairs = 0;
   for (int64_t t = 0; t < ceilDiv(p.qLen, blockM); ++t)
     pairs += double(std::min(blockM, p.qLen - t * blockM)) *
-             double(std::min(visitedKVTiles(p, blockM, blockN, t) * blockN,
+             double(std::min(visitedAt(p, blockM, blockN, t, visited) * blockN,
                              p.kvLen));
   io.flops = heads * 4.0 * pairs * d;
   return io;
 }
 
 IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
-                           int64_t blockM, int64_t blockN) {
+                           int64_t blockM, int64_t blockN,
+                           const VisitedKVTiles &visited) {
   double e = double(elementBytes), d = double(p.headDim);
   double qHeads = double(p.batch * p.qHeads);
   double kvHeads = double(p.batch * p.kvHeads);
@@ -94,9 +105,9 @@ IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
   double pairRows = 0, pairs = 0;
   for (int64_t t = 0; t < ceilDiv(p.qLen, blockM); ++t) {
     double tileRows = double(std::min(blockM, p.qLen - t * blockM));
-    int64_t visited = visitedKVTiles(p, blockM, blockN, t);
-    pairRows += tileRows * double(visited);
-    pairs += tileRows * double(std::min(visited * blockN, p.kvLen));
+    int64_t tiles = visitedAt(p, blockM, blockN, t, visited);
+    pairRows += tileRows * double(tiles);
+    pairs += tileRows * double(std::min(tiles * blockN, p.kvLen));
   }
   io.bytesRead += qHeads * pairRows * (2.0 * e * d + 8.0 + 4.0 * d);
   io.bytesWritten += qHeads * pairRows * 4.0 * d;

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fa {
 
@@ -35,12 +36,19 @@ struct IOEstimate {
 IOEstimate standardAttentionIO(const AttentionProblem &p,
                                int64_t elementBytes);
 
+/// The K/V tiles each query tile visits, when a mask_mod narrows them (the
+/// compiler's folded ranges: foldVisitedKVTiles); empty = the causal mask's
+/// (visitedKVTiles).
+using VisitedKVTiles = std::vector<int64_t>;
+
 /// The tiled forward (fa-tile) with query tiles of `blockM` rows and K/V
 /// tiles of `blockN` rows: Q read once, the K/V tiles each query tile
-/// visits (causal block skipping included) read once per query tile, O and
-/// LSE written once. FLOPs of the visited tiles, masked parts included.
+/// visits (causal block skipping, or `visited`) read once per query tile,
+/// O and LSE written once. FLOPs of the visited tiles, masked parts
+/// included.
 IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
-                          int64_t blockM, int64_t blockN);
+                          int64_t blockM, int64_t blockN,
+                          const VisitedKVTiles &visited = {});
 
 /// The tiled backward (fa-tile-backward): D = rowsum(dO * O) and the zeroed
 /// dQ accumulator; per K/V tile K, V read once and, per query tile it
@@ -48,7 +56,8 @@ IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
 /// of the accumulator); dK, dV written once; dQ rounded from the
 /// accumulator. FLOPs: five matmuls per visited tile pair.
 IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
-                           int64_t blockM, int64_t blockN);
+                           int64_t blockM, int64_t blockN,
+                           const VisitedKVTiles &visited = {});
 
 /// What any forward must move, the traffic the tiled kernel reaches when
 /// the cache keeps a head's K/V while its query tiles run: Q, K, V read

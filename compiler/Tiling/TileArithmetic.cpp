@@ -4,6 +4,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -198,6 +202,52 @@ void mlir::fa::populateQTileRangeLowering(RewritePatternSet &patterns) {
 
 void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
   patterns.add<KVTileRangeLowering>(patterns.getContext());
+}
+
+std::optional<std::vector<int64_t>>
+mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
+                             int64_t qLen, int64_t kvLen, int64_t blockM,
+                             int64_t blockN, int64_t batch, int64_t head) {
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  // The ranges' sizes are returned by a function (the folding rewrites
+  // the return's operands in place).
+  int64_t qTiles = (qLen + blockM - 1) / blockM;
+  auto func = func::FuncOp::create(
+      b, loc, "visited",
+      b.getFunctionType({}, SmallVector<Type>(qTiles, b.getIndexType())));
+  b.setInsertionPointToStart(func.addEntryBlock());
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  bool rangeMask = !maskMod.empty() && !readsCapturedTensors(maskMod);
+  SmallVector<Value> counts;
+  for (int64_t qStart = 0; qStart < qLen; qStart += blockM) {
+    auto range = KVTileRangeOp::create(
+        b, loc, b.getIndexType(), b.getIndexType(), constant(qStart),
+        constant(qLen), constant(kvLen),
+        rangeMask ? constant(batch) : Value(),
+        rangeMask ? constant(head) : Value(), blockM, blockN, mask);
+    if (rangeMask)
+      cloneMaskWithoutCaptures(maskMod, range.getMaskMod());
+    counts.push_back(
+        arith::SubIOp::create(b, loc, range.getEnd(), range.getBegin()));
+  }
+  auto holder = func::ReturnOp::create(b, loc, counts);
+  RewritePatternSet patterns(ctx);
+  populateKVTileRangeLowering(patterns);
+  if (failed(applyPatternsGreedily(module->getOperation(), std::move(patterns))))
+    return std::nullopt;
+  std::vector<int64_t> visited;
+  for (Value count : holder.getOperands()) {
+    APInt value;
+    if (!matchPattern(count, m_ConstantInt(&value)))
+      return std::nullopt;
+    visited.push_back(std::max<int64_t>(0, value.getSExtValue()));
+  }
+  return visited;
 }
 
 Value mlir::fa::scoreGradient(OpBuilder &b, Location loc, Value prob,

@@ -12,6 +12,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <optional>
+#include <vector>
+
 namespace mlir::fa {
 
 /// i1: the score of query row `row` and key column `col` is masked out
@@ -46,6 +49,17 @@ void populateKVTileRangeLowering(RewritePatternSet &patterns);
 /// Adds the lowering of fa.q_tile_range (the backward's mirror of
 /// fa.kv_tile_range) to index arithmetic.
 void populateQTileRangeLowering(RewritePatternSet &patterns);
+
+/// The K/V tiles each query tile visits (end - begin of fa.kv_tile_range
+/// with `mask` and mask_mod `maskMod`, which may be empty) for a problem
+/// of `qLen` x `kvLen` on `blockM` x `blockN` tiles, in program (`batch`,
+/// `head`): the kernels' own range ops, built with constants and folded.
+/// A mask_mod that reads a captured tensor narrows nothing, as in the
+/// kernels. nullopt when the arithmetic does not fold to constants.
+std::optional<std::vector<int64_t>>
+foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
+                   int64_t qLen, int64_t kvLen, int64_t blockM, int64_t blockN,
+                   int64_t batch = 0, int64_t head = 0);
 
 /// One element of the backward's dS = scale * P * (dP - D).
 Value scoreGradient(OpBuilder &b, Location loc, Value prob, Value gradProb,

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/KernelCompiler.h"
+#include "compiler/Tiling/TileArithmetic.h"
 #include "dialect/FAOps.h"
 #include "lib/CudaToolkit.h"
 #include "lib/IOModel.h"
@@ -430,6 +431,28 @@ int main(int argc, char **argv) {
       return fail(error);
     stepStart = std::chrono::steady_clock::now();
   }
+  // A mask_mod's K/V tiles per query tile on the --io-shape problem, for
+  // the IO model: the problem op's own ranges, folded before lowering
+  // (batch 0 and head 0 stand for every program).
+  ::fa::VisitedKVTiles visited;
+  if ((!ioJson.empty() || report) && from == Stage::fa)
+    module->walk([&](Operation *op) {
+      Region *maskMod = nullptr;
+      MaskKind mask = MaskKind::none;
+      if (auto forward = dyn_cast<AttentionOp>(op)) {
+        maskMod = &forward.getMaskMod();
+        mask = forward.getMask();
+      } else if (auto backward = dyn_cast<AttentionBackwardOp>(op)) {
+        maskMod = &backward.getMaskMod();
+        mask = backward.getMask();
+      }
+      if (!maskMod || maskMod->empty())
+        return;
+      if (std::optional<std::vector<int64_t>> folded = foldVisitedKVTiles(
+              ctx.get(), mask, *maskMod, io.qLen, io.kvLen, spec.blockM,
+              spec.blockN))
+        visited = std::move(*folded);
+    });
   if (failed(lowerModule(*module, from, std::min(*target, Stage::llvm), spec,
                          dumpStage)))
     return 1;
@@ -500,9 +523,10 @@ int main(int argc, char **argv) {
   ::fa::IOEstimate tiled, standard;
   if (!ioJson.empty() || report) {
     tiled = spec.backward ? ::fa::tiledBackwardIO(io, elementBytes,
-                                                  spec.blockM, spec.blockN)
+                                                  spec.blockM, spec.blockN,
+                                                  visited)
                           : ::fa::tiledForwardIO(io, elementBytes, spec.blockM,
-                                                 spec.blockN);
+                                                 spec.blockN, visited);
     standard = ::fa::standardAttentionIO(io, elementBytes);
   }
   if (!ioJson.empty()) {
