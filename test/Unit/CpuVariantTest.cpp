@@ -113,6 +113,50 @@ Variant biasVariant() {
   return v;
 }
 
+/// A dense keep table (i8 [B, Sq, Sk], a bool tensor's bytes: about half
+/// the scores kept) and per-batch key lengths (i64 [B], sized with
+/// memref.dim): the other capture widths, and a region that reads two.
+Variant tableVariant() {
+  auto table = std::make_shared<std::vector<int8_t>>();
+  auto lengths = std::make_shared<std::vector<int64_t>>();
+  std::string maskMod =
+      "func.func @mask_mod(%b: index, %h: index, %q: index, %kv: index, "
+      "%q_len: index, %kv_len: index, %keep: memref<?x?x?xi8>, "
+      "%lengths: memref<?xi64>) -> i1 {\n"
+      "  %x = memref.load %keep[%b, %q, %kv] : memref<?x?x?xi8>\n"
+      "  %zero = arith.constant 0 : i8\n"
+      "  %kept = arith.cmpi ne, %x, %zero : i8\n"
+      "  %c0 = arith.constant 0 : index\n"
+      "  %c1 = arith.constant 1 : index\n"
+      "  %batches = memref.dim %lengths, %c0 : memref<?xi64>\n"
+      "  %lastBatch = arith.subi %batches, %c1 : index\n"
+      "  %row = arith.minui %b, %lastBatch : index\n"
+      "  %n = memref.load %lengths[%row] : memref<?xi64>\n"
+      "  %ni = arith.index_cast %n : i64 to index\n"
+      "  %inside = arith.cmpi slt, %kv, %ni : index\n"
+      "  %both = arith.andi %kept, %inside : i1\n"
+      "  return %both : i1\n}\n";
+  Variant v{"table", "", maskMod, false, {}, {}, {}};
+  v.captures = [table, lengths](int64_t b, int64_t, int64_t sq,
+                                int64_t sk) -> std::vector<CpuCapture> {
+    std::mt19937 rng(unsigned(3 + sq * sk));
+    table->resize(size_t(b * sq * sk));
+    for (int8_t &x : *table)
+      x = int8_t(rng() % 2);
+    lengths->resize(size_t(b));
+    for (int64_t batch = 0; batch < b; ++batch)
+      (*lengths)[size_t(batch)] = sk - batch * (sk / 3);
+    return {CpuCapture{table->data(), {b, sq, sk}},
+            CpuCapture{lengths->data(), {b}}};
+  };
+  v.keep = [table, lengths](int64_t b, int64_t, int64_t i, int64_t j,
+                            int64_t sq, int64_t sk) {
+    return (*table)[size_t((b * sq + i) * sk + j)] != 0 &&
+           j < (*lengths)[size_t(b)];
+  };
+  return v;
+}
+
 /// ALiBi with its slopes read from a tensor ([Hq] f32): the same function
 /// as alibiVariant's constants.
 Variant alibiSlopesVariant(bool causal) {
@@ -281,11 +325,13 @@ Variant variantAt(int index) {
     return documentVariant(/*causal=*/true);
   case 11:
     return biasVariant();
+  case 12:
+    return tableVariant();
   default:
     return alibiSlopesVariant(/*causal=*/true);
   }
 }
-constexpr int kNumVariants = 13;
+constexpr int kNumVariants = 14;
 
 class CpuVariants : public testing::TestWithParam<VariantParam> {};
 
