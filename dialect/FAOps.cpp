@@ -10,6 +10,7 @@
 #include "lib/Strategy/Registry.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/IR/OpImplementation.h"
@@ -96,6 +97,14 @@ static LogicalResult verifyVariantRegion(Operation *op, Region &region,
       if (!isCapture(dim.getSource()))
         return op->emitOpError()
                << name << " region may take sizes of its captured tensors only";
+      // (memref.dim of a dimension past the rank is undefined.)
+      std::optional<int64_t> index = getConstantIntValue(dim.getIndex());
+      int64_t rank = cast<MemRefType>(dim.getSource().getType()).getRank();
+      if (!index || *index < 0 || *index >= rank)
+        return op->emitOpError()
+               << name << " region takes a captured tensor's size with a "
+                          "constant dimension below its rank ("
+               << rank << ")";
       continue;
     }
     if ((dialect != "arith" && dialect != "math") ||
@@ -247,10 +256,24 @@ static LogicalResult verifySinks(Operation *op, StringRef name, Value sinks,
   return success();
 }
 
+/// The captured tensors: in global memory, row-major (the runtime passes
+/// them so, and the kernels index them by their sizes).
+static LogicalResult verifyCaptures(Operation *op, ValueRange captures) {
+  for (auto [i, capture] : llvm::enumerate(captures)) {
+    auto type = cast<MemRefType>(capture.getType());
+    if (type.getMemorySpace() || !type.getLayout().isIdentity())
+      return op->emitOpError()
+             << "captured tensor " << i
+             << " must be a row-major memref in global memory, got " << type;
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr())) ||
-      failed(verifySinks(*this, "sinks", getSinks(), getQuery())))
+      failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
+      failed(verifyCaptures(*this, getCaptures())))
     return failure();
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
@@ -282,6 +305,8 @@ LogicalResult AttentionBackwardOp::verify() {
                           lseType, f32)) ||
       failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
                           "query", qType, f32)))
+    return failure();
+  if (failed(verifyCaptures(*this, getCaptures())))
     return failure();
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,

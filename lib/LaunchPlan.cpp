@@ -4,6 +4,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 
 namespace fa {
@@ -59,6 +60,7 @@ int LaunchPlan::paramRank(Operand operand) const {
 }
 
 void LaunchPlan::addCaptures(const std::vector<CaptureType> &types) {
+  assert(types.size() <= size_t(kMaxCaptures) && "more captures than operands");
   for (size_t i = 0; i < types.size(); ++i)
     params.push_back(captureOperand(int(i)));
   captures = types;

@@ -180,6 +180,60 @@ std::string checkSinks(const char *name, const TensorArg &t, int64_t heads) {
   return checkLayout(name, t, 1, 4);
 }
 
+using ByteSpan = std::optional<std::pair<uintptr_t, uintptr_t>>;
+
+bool spansOverlap(const ByteSpan &x, const ByteSpan &y) {
+  return x && y && x->first <= y->second && y->first <= x->second;
+}
+
+/// Captured tensor `i`: a rank in [1, 4], elements (a region may read any
+/// of them), every tensor's layout rules, and row-major without gaps (the
+/// kernels index it with its sizes).
+std::string checkCaptureLayout(size_t i, const CaptureArg &c) {
+  std::string name = "captured tensor " + std::to_string(i);
+  if (c.rank < 1 || c.rank > 4)
+    return name + " has rank " + std::to_string(c.rank) +
+           "; captures have rank 1 to 4";
+  if (std::string error = checkLayout(name.c_str(), c.tensor, c.rank,
+                                      size_t(scalarTypeBytes(c.type)));
+      !error.empty())
+    return error;
+  if (numElements(c.tensor, c.rank) == 0)
+    return name + " is empty (" + shapeString(c.tensor, c.rank) +
+           "): a region reads its elements";
+  // checkLayout bounds the span, so these products fit.
+  int64_t stride = 1;
+  for (int d = c.rank - 1; d >= 0; --d) {
+    if (c.tensor.sizes[d] > 1 && c.tensor.strides[d] != stride)
+      return name + " must be contiguous (row-major): stride " +
+             std::to_string(c.tensor.strides[d]) + " in dimension " +
+             std::to_string(d) + ", expected " + std::to_string(stride);
+    if (d > 0)
+      stride *= c.tensor.sizes[d];
+  }
+  return "";
+}
+
+/// The captures' layouts, and no byte of them among `outputs`' (the
+/// kernels read captures while other blocks write the outputs).
+std::string checkCapturesApart(
+    const std::vector<CaptureArg> &captures,
+    llvm::ArrayRef<std::pair<const char *, ByteSpan>> outputs) {
+  for (size_t i = 0; i < captures.size(); ++i) {
+    const CaptureArg &c = captures[i];
+    if (std::string error = checkCaptureLayout(i, c); !error.empty())
+      return error;
+    ByteSpan bytes =
+        byteSpan(c.tensor, c.rank, size_t(scalarTypeBytes(c.type)));
+    for (auto [name, out] : outputs)
+      if (spansOverlap(bytes, out))
+        return std::string(name) + " overlaps captured tensor " +
+               std::to_string(i) +
+               " in memory (outputs must not alias the inputs)";
+  }
+  return "";
+}
+
 } // namespace
 
 std::string checkCaptures(const std::vector<CaptureType> &expected,
@@ -191,26 +245,13 @@ std::string checkCaptures(const std::vector<CaptureType> &expected,
            std::to_string(given.size());
   for (size_t i = 0; i < given.size(); ++i) {
     const CaptureArg &c = given[i];
-    std::string name = "captured tensor " + std::to_string(i);
     if (c.type != expected[i].type || c.rank != expected[i].rank)
-      return name + " is " + scalarTypeName(c.type) + " of rank " +
-             std::to_string(c.rank) + "; the variant reads " +
-             scalarTypeName(expected[i].type) + " of rank " +
-             std::to_string(expected[i].rank);
-    if (std::string error =
-            checkLayout(name.c_str(), c.tensor, c.rank,
-                        size_t(scalarTypeBytes(c.type)));
-        !error.empty())
+      return "captured tensor " + std::to_string(i) + " is " +
+             scalarTypeName(c.type) + " of rank " + std::to_string(c.rank) +
+             "; the variant reads " + scalarTypeName(expected[i].type) +
+             " of rank " + std::to_string(expected[i].rank);
+    if (std::string error = checkCaptureLayout(i, c); !error.empty())
       return error;
-    // The kernel indexes it with its sizes: row-major, no gaps.
-    int64_t stride = 1;
-    for (int d = c.rank - 1; d >= 0; --d) {
-      if (c.tensor.sizes[d] > 1 && c.tensor.strides[d] != stride)
-        return name + " must be contiguous (row-major): stride " +
-               std::to_string(c.tensor.strides[d]) + " in dimension " +
-               std::to_string(d) + ", expected " + std::to_string(stride);
-      stride *= c.tensor.sizes[d];
-    }
   }
   return "";
 }
@@ -301,6 +342,10 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " overlaps sinks in memory (outputs must not alias "
                        "the inputs)");
   }
+  if (std::string error = checkCapturesApart(
+          a.captures, {{"o", outputs[0].bytes}, {"lse", outputs[1].bytes}});
+      !error.empty())
+    return invalid(error);
   // Strategies that copy Q/K/V rows in 16-byte chunks (cp.async, TMA) store
   // O rows in 16-byte chunks; TMA has its own size and stride limits.
   const StrategyModel &model = strategyModel(spec.resolvedStrategy());
@@ -462,6 +507,14 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
       return invalid("dsinks overlaps sinks in memory (gradients must not "
                      "alias the inputs)");
   }
+  std::vector<std::pair<const char *, ByteSpan>> written;
+  for (const Span &out : outputs)
+    written.push_back({out.name, out.bytes});
+  if (spec.sinks)
+    written.push_back({"dsinks", byteSpan(a.gradSinks, 1, 4)});
+  if (std::string error = checkCapturesApart(a.captures, written);
+      !error.empty())
+    return invalid(error);
   // The main grid runs one block per K/V tile of a K/V head.
   int64_t blockN =
       spec.needsDefaults() ? spec.withDefaults().blockN : spec.blockN;

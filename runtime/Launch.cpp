@@ -313,19 +313,24 @@ forwardOperands(const TensorArg &q, const TensorArg &k, const TensorArg &v,
   return operands;
 }
 
-/// The call's captured tensors as the kernel's operands, after checking
-/// them against those every launch of the kernel reads.
-static Result addCaptureOperands(
-    const KernelEntry &entry, const std::vector<CaptureArg> &captures,
-    std::array<const TensorArg *, kNumOperands> &operands) {
+/// The call's captured tensors against those every launch of the kernel
+/// reads (before anything runs or is written).
+static Result checkCaptureOperands(const KernelEntry &entry,
+                                   const std::vector<CaptureArg> &captures) {
   for (const LaunchPlan &plan : entry.info.launches)
     if (std::string error = checkCaptures(plan.captures, captures);
         !error.empty())
       return Result::error(Status::invalidArgument,
                            entry.info.name + ": " + error);
+  return {};
+}
+
+/// The (checked) captured tensors as the kernel's operands.
+static void addCaptureOperands(
+    const std::vector<CaptureArg> &captures,
+    std::array<const TensorArg *, kNumOperands> &operands) {
   for (size_t i = 0; i < captures.size(); ++i)
     operands[size_t(LaunchPlan::captureOperand(int(i)))] = &captures[i].tensor;
-  return {};
 }
 
 /// The extents of the problem the tensors hold.
@@ -356,8 +361,9 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
       forwardOperands(a.q, a.k, a.v, a.o, a.lse);
   if (entry.info.spec.sinks)
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
-  if (Result r = addCaptureOperands(entry, a.captures, operands); !r)
+  if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;
+  addCaptureOperands(a.captures, operands);
   return launchAll(entry, operands, problem, entry.info.spec.dtype,
                    static_cast<CUstream>(a.stream));
 }
@@ -383,6 +389,8 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   ProblemExtents problem = problemOf(a.q, a.k);
   if (problem.queryHeads == 0)
     return {}; // nothing to compute
+  if (Result r = checkCaptureOperands(entry, a.captures); !r)
+    return r;
   const CudaDriver &driver = *this->driver;
   CUstream stream = static_cast<CUstream>(a.stream);
   if (Result r = cudaCheck(driver.cuCtxSetCurrent(context),
@@ -462,9 +470,8 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
     operands[size_t(LaunchPlan::Operand::gradSinks)] = &a.gradSinks;
   }
-  Result launched = addCaptureOperands(entry, a.captures, operands);
-  if (launched)
-    launched =
+  addCaptureOperands(a.captures, operands);
+  Result launched =
       launchAll(entry, operands, problem, spec.dtype, stream);
   if (workspace) {
     Result freed = cudaCheck(driver.cuMemFreeAsync(workspace, stream),

@@ -16,9 +16,9 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <algorithm>
-#include <deque>
 #include <array>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <vector>
 

@@ -374,19 +374,13 @@ static Value scoreFunctionAt(OpBuilder &b, Location loc, Region &function,
                              Value raw, float scale, Adaptor adaptor) {
   auto [row, col] =
       scoreIndices(b, loc, adaptor.getQStart(), adaptor.getKvStart());
-  if (readsCapturedTensors(function)) {
-    row = insideProblem(b, loc, row, adaptor.getQLen());
-    col = insideProblem(b, loc, col, adaptor.getKvLen());
-  }
-  SmallVector<Value> args = {scaled(b, loc, raw, scale),
-                             adaptor.getBatch(),
-                             adaptor.getHead(),
-                             row,
-                             col,
-                             adaptor.getQLen(),
-                             adaptor.getKvLen()};
-  llvm::append_range(args, adaptor.getCaptures());
-  return inlineVariantRegion(b, function, args);
+  return inlineVariantRegion(
+      b, function,
+      variantRegionArgs(b, loc, function,
+                        {scaled(b, loc, raw, scale), adaptor.getBatch(),
+                         adaptor.getHead(), row, col, adaptor.getQLen(),
+                         adaptor.getKvLen()},
+                        adaptor.getCaptures()));
 }
 
 /// fa.mask -> -inf where the score's row and column are masked.
@@ -401,18 +395,13 @@ static LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                         buildIsMasked(b, loc, op.getMask(), row, col,
                                       adaptor.getQLen(), adaptor.getKvLen());
                     if (!op.getMaskMod().empty()) {
-                      SmallVector<Value> args = {
-                          adaptor.getBatch(), adaptor.getHead(), row, col,
-                          adaptor.getQLen(),  adaptor.getKvLen()};
-                      if (readsCapturedTensors(op.getMaskMod())) {
-                        args[kQueryIndexArg] = insideProblem(
-                            b, loc, row, adaptor.getQLen());
-                        args[kKeyIndexArg] = insideProblem(
-                            b, loc, col, adaptor.getKvLen());
-                      }
-                      llvm::append_range(args, adaptor.getCaptures());
-                      Value keep =
-                          inlineVariantRegion(b, op.getMaskMod(), args);
+                      Value keep = inlineVariantRegion(
+                          b, op.getMaskMod(),
+                          variantRegionArgs(
+                              b, loc, op.getMaskMod(),
+                              {adaptor.getBatch(), adaptor.getHead(), row,
+                               col, adaptor.getQLen(), adaptor.getKvLen()},
+                              adaptor.getCaptures()));
                       Value dropped = arith::XOrIOp::create(
                           b, loc, keep,
                           arith::ConstantIntOp::create(b, loc, 1, 1));

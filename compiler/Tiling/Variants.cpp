@@ -44,6 +44,22 @@ Value mlir::fa::insideProblem(OpBuilder &b, Location loc, Value index,
   return arith::MinUIOp::create(b, loc, index, last);
 }
 
+SmallVector<Value> mlir::fa::variantRegionArgs(OpBuilder &b, Location loc,
+                                               Region &region,
+                                               ArrayRef<Value> leading,
+                                               ValueRange captures) {
+  SmallVector<Value> args(leading);
+  size_t first = args.size() - kNumVariantIndexArgs;
+  if (readsCapturedTensors(region)) {
+    Value &query = args[first + kQueryIndexArg];
+    Value &key = args[first + kKeyIndexArg];
+    query = insideProblem(b, loc, query, args[first + kQueryLenArg]);
+    key = insideProblem(b, loc, key, args[first + kKeyLenArg]);
+  }
+  llvm::append_range(args, captures);
+  return args;
+}
+
 void mlir::fa::cloneMaskWithoutCaptures(Region &from, Region &to) {
   assert(!readsCapturedTensors(from) && "the mask reads a captured tensor");
   cloneVariantRegion(from, to);

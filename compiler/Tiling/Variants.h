@@ -39,6 +39,14 @@ bool readsCapturedTensors(Region &region);
 /// score is dropped anyway).
 Value insideProblem(OpBuilder &b, Location loc, Value index, Value length);
 
+/// The arguments of variant region `region` at one score: `leading` (the
+/// score of a score_mod, then b, h, q_idx, kv_idx, q_len, kv_len) with
+/// q_idx and kv_idx insideProblem when the region reads a capture, then
+/// the `captures`.
+SmallVector<Value> variantRegionArgs(OpBuilder &b, Location loc,
+                                     Region &region, ArrayRef<Value> leading,
+                                     ValueRange captures);
+
 /// A copy of mask_mod `from` (not readsCapturedTensors) without its capture
 /// arguments, the form the tile range ops take.
 void cloneMaskWithoutCaptures(Region &from, Region &to);

@@ -246,19 +246,16 @@ def _describe(t):
 
 
 def _describe_capture(t):
-    """The fa_capture of a captured tensor (contiguous, as _check_captures
-    leaves it): its sizes, row-major strides (what the kernels index with;
-    torch's may differ where a size is 1), fa_dtype and rank."""
+    """The fa_capture of a captured tensor: its sizes, its strides as torch
+    has them (the runtime refuses a layout that is not row-major, which
+    _check_captures avoids with .contiguous(); a custom op's caller may
+    not), fa_dtype and rank."""
     from . import variants
 
     sizes = tuple(t.shape)
-    strides, step = [0] * len(sizes), 1
-    for d in range(len(sizes) - 1, -1, -1):
-        strides[d] = step
-        step *= sizes[d]
     code = variants._CAPTURE_TYPES[variants._dtype_name(t.dtype)][1]
     return _Capture(_Tensor(t.data_ptr(), _Int64x4(*sizes),
-                            _Int64x4(*strides)), code, len(sizes))
+                            _Int64x4(*t.stride())), code, len(sizes))
 
 
 def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,

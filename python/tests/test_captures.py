@@ -52,11 +52,20 @@ class Fake:
 
     device = types.SimpleNamespace(type="cuda", index=0)
 
-    def __init__(self, dtype, *shape, pointer=4096):
+    def __init__(self, dtype, *shape, pointer=4096, strides=None):
         self.dtype, self.shape, self.pointer = dtype, tuple(shape), pointer
+        if strides is None:  # row-major
+            strides, step = [0] * len(shape), 1
+            for d in range(len(shape) - 1, -1, -1):
+                strides[d] = step
+                step *= shape[d]
+        self.strides = tuple(strides)
 
     def data_ptr(self):
         return self.pointer
+
+    def stride(self):
+        return self.strides
 
     def dim(self):
         return len(self.shape)
@@ -569,12 +578,16 @@ class DescriptorTest(unittest.TestCase):
         c = fa._describe_capture(Fake("int64", 2, 3, 5, pointer=8192))
         self.assertEqual(c.tensor.data, 8192)
         self.assertEqual(list(c.tensor.sizes), [2, 3, 5, 0])
-        # Row-major strides from the sizes (what the kernels index with).
         self.assertEqual(list(c.tensor.strides), [15, 5, 1, 0])
         self.assertEqual((c.dtype, c.rank), (4, 3))
         c = fa._describe_capture(Fake("bool", 7))
         self.assertEqual(list(c.tensor.strides), [1, 0, 0, 0])
         self.assertEqual((c.dtype, c.rank), (5, 1))
+        # The tensor's own strides, not row-major ones made up from the
+        # sizes: the runtime then refuses a broadcast view a custom op's
+        # caller passes (stride 0 where the size is 2).
+        c = fa._describe_capture(Fake("int32", 2, 64, strides=(0, 1)))
+        self.assertEqual(list(c.tensor.strides), [0, 1, 0, 0])
 
     @unittest.skipUnless(HAVE_LIBRARY, "needs libfa_runtime.so")
     def test_extras_with_captures(self):

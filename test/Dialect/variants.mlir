@@ -277,3 +277,29 @@ func.func @capture_type(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
     captures(%t : memref<?x?x?x?x?xf32>)
   return
 }
+
+// -----
+
+func.func @dim_past_rank(%s: tensor<16x32xf32>, %i: index, %doc: memref<?x?xi32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{mask_mod region takes a captured tensor's size with a constant dimension below its rank (2)}}
+  %r = fa.mask %s, %i, %i, %i, %i at(%i, %i) captures(%doc : memref<?x?xi32>) : tensor<16x32xf32> mask_mod {
+  ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
+    %n = memref.dim %d, %h : memref<?x?xi32>
+    %keep = arith.cmpi slt, %ki, %n : index
+    fa.yield %keep : i1
+  }
+  return %r : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @capture_in_shared_memory(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                                    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                                    %lse: memref<?x8x?xf32>, %t: memref<?xf32, 3>) {
+  // expected-error @+1 {{captured tensor 0 must be a row-major memref in global memory, got 'memref<?xf32, 3>'}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    into memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    captures(%t : memref<?xf32, 3>)
+  return
+}

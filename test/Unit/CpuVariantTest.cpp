@@ -157,6 +157,22 @@ Variant tableVariant() {
   return v;
 }
 
+/// A score_mod and a mask_mod that each read a tensor: the kernel takes
+/// the bias (the score_mod's), then the document ids (the mask_mod's).
+Variant biasDocumentVariant() {
+  Variant bias = biasVariant(), document = documentVariant(/*causal=*/true);
+  Variant v{"bias_document", bias.scoreMod, document.maskMod, true,
+            bias.score, document.keep, {}};
+  v.captures = [bias, document](int64_t b, int64_t hq, int64_t sq,
+                                int64_t sk) {
+    std::vector<CpuCapture> captures = bias.captures(b, hq, sq, sk);
+    for (CpuCapture &c : document.captures(b, hq, sq, sk))
+      captures.push_back(std::move(c));
+    return captures;
+  };
+  return v;
+}
+
 /// ALiBi with its slopes read from a tensor ([Hq] f32): the same function
 /// as alibiVariant's constants.
 Variant alibiSlopesVariant(bool causal) {
@@ -327,11 +343,13 @@ Variant variantAt(int index) {
     return biasVariant();
   case 12:
     return tableVariant();
+  case 13:
+    return biasDocumentVariant();
   default:
     return alibiSlopesVariant(/*causal=*/true);
   }
 }
-constexpr int kNumVariants = 14;
+constexpr int kNumVariants = 15;
 
 class CpuVariants : public testing::TestWithParam<VariantParam> {};
 

@@ -2091,6 +2091,31 @@ TEST(ArgumentChecks, Captures) {
             "captured tensor 0 is not aligned to its 4-byte elements");
 }
 
+/// A call's captures are checked with its tensors: an empty capture (a
+/// region reads its elements) and one an output overlaps are refused.
+TEST(ArgumentChecks, CapturesWithTheTensors) {
+  fa::KernelSpec spec = smallSpec();
+  fa::AttentionArgs a = validArgs();
+  static int32_t ids[64];
+  fa::CaptureArg doc;
+  doc.type = fa::ScalarType::i32;
+  doc.rank = 1;
+  doc.tensor.data = ids;
+  doc.tensor.sizes[0] = 64;
+  doc.tensor.strides[0] = 1;
+  a.captures = {doc};
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  a.captures[0].tensor.sizes[0] = 0;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "captured tensor 0 is empty ([0]): a region reads its elements");
+  a.captures[0].tensor = a.o; // the output's first bytes, as i32
+  a.captures[0].tensor.sizes[0] = 4;
+  a.captures[0].tensor.strides[0] = 1;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "o overlaps captured tensor 0 in memory (outputs must not alias "
+            "the inputs)");
+}
+
 /// The C ABI's captures: dtype and rank codes are checked by value.
 TEST(ArgumentChecks, CapturesFromC) {
   fa_capture capture{};

@@ -124,14 +124,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                              in.ConsumeBool() ? &extraTensors[1] : nullptr};
   // Captured tensors: arbitrary codes, counts and descriptors, checked as
   // the launch checks them against a kernel reading an i32 [B, S] tensor.
-  std::array<fa_capture, 3> captures{};
+  // (As many as the count may claim: capturesFromC reads them all.)
+  std::array<fa_capture, fa::kMaxCaptures> captures{};
   for (size_t i = 0; i < captures.size(); ++i) {
-    captures[i].tensor = extraTensors[2 + i];
+    captures[i].tensor = extraTensors[2 + i % 7];
     captures[i].dtype = in.ConsumeIntegralInRange<int32_t>(-1, 6);
     captures[i].rank = in.ConsumeIntegralInRange<int32_t>(-1, 5);
   }
   extras.captures = in.ConsumeBool() ? captures.data() : nullptr;
-  extras.num_captures = in.ConsumeIntegralInRange<int64_t>(-1, 9);
+  extras.num_captures =
+      in.ConsumeIntegralInRange<int64_t>(-1, fa::kMaxCaptures + 1);
   bool withExtras = in.ConsumeBool();
   std::vector<fa::CaptureArg> captureArgs;
   if (fa::capturesFromC(withExtras ? &extras : nullptr, captureArgs).empty())

@@ -191,7 +191,6 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   // with its row's first and last kept key, as the causal mask is, instead
   // of evaluating the region.
   bool rowIntervals = formula && keepsAKeyIntervalPerRow(*formula);
-  bool readsCaptures = readsCapturedTensors(op.getMaskMod());
   if (maskMod) {
     Value partial = arith::ConstantIntOp::create(b, loc, 1, 1);
     if (formula) {
@@ -234,10 +233,6 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
           adaptor.getQLen());
       last = arith::MinSIOp::create(b, loc, kvLast, diagonal);
     }
-    // A region that reads captured tensors sees padding rows as the last
-    // row (their scores are dropped anyway).
-    Value regionQuery =
-        readsCaptures ? insideProblem(b, loc, query, adaptor.getQLen()) : query;
     // The row's kept keys [lo, hi] of an interval mask_mod.
     Value first;
     if (rowIntervals) {
@@ -303,13 +298,12 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                                              values[slot]);
       if (maskMod && !rowIntervals) {
         Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
-        SmallVector<Value> args = {adaptor.getBatch(), adaptor.getHead(),
-                                   regionQuery, key, adaptor.getQLen(),
-                                   adaptor.getKvLen()};
-        if (readsCaptures)
-          args[kKeyIndexArg] = insideProblem(b, loc, key, adaptor.getKvLen());
-        llvm::append_range(args, adaptor.getCaptures());
-        Value keep = inlineVariantRegion(b, op.getMaskMod(), args);
+        Value keep = inlineVariantRegion(
+            b, op.getMaskMod(),
+            variantRegionArgs(b, loc, op.getMaskMod(),
+                              {adaptor.getBatch(), adaptor.getHead(), query,
+                               key, adaptor.getQLen(), adaptor.getKvLen()},
+                              adaptor.getCaptures()));
         values[slot] = arith::SelectOp::create(b, loc, keep, values[slot],
                                                negInf);
       }
@@ -336,27 +330,20 @@ SmallVector<Value> evaluateAtScores(const TileRewrite &r, Type tileType,
   Value scaleValue = f32Const(b, loc, scale.getValueAsDouble());
   Value threadFirstCol = arith::AddIOp::create(b, loc, adaptor.getKvStart(),
                                                thread.colBase(b, loc));
-  bool readsCaptures = readsCapturedTensors(function);
   SmallVector<Value> results(raw.size());
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value query = arith::AddIOp::create(b, loc, adaptor.getQStart(),
                                         thread.rowOfRowSlot(b, loc, row));
-    if (readsCaptures)
-      query = insideProblem(b, loc, query, adaptor.getQLen());
     for (int64_t slot : r.layout.slotsOfRow(row)) {
       Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
-      if (readsCaptures)
-        key = insideProblem(b, loc, key, adaptor.getKvLen());
       Value score = arith::MulFOp::create(b, loc, raw[slot], scaleValue);
-      SmallVector<Value> args = {score,
-                                 adaptor.getBatch(),
-                                 adaptor.getHead(),
-                                 query,
-                                 key,
-                                 adaptor.getQLen(),
-                                 adaptor.getKvLen()};
-      llvm::append_range(args, adaptor.getCaptures());
-      results[slot] = inlineVariantRegion(b, function, args);
+      results[slot] = inlineVariantRegion(
+          b, function,
+          variantRegionArgs(b, loc, function,
+                            {score, adaptor.getBatch(), adaptor.getHead(),
+                             query, key, adaptor.getQLen(),
+                             adaptor.getKvLen()},
+                            adaptor.getCaptures()));
     }
   }
   return results;
