@@ -13,11 +13,13 @@
 #include "lib/ReferenceAttention.h"
 #include "lib/Variants.h"
 #include "test/Common/CpuKernels.h"
+#include "test/Common/GuardedBuffer.h"
 #include "test/Common/LowPrecision.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -62,11 +64,14 @@ std::vector<CpuCapture> capturesFor(const Variant &variant,
 
 /// Document ids [B, Sk] in runs of 1 to 9 keys (a run of one included).
 /// `mutate`: the reference's ids with one key moved to another document.
+/// The kernel's copy ends at an unmapped page: a padding key's id read
+/// past Sk (an unclamped index) faults.
 Variant documentVariant(bool causal, bool mutate = false) {
   auto docs = std::make_shared<std::vector<int32_t>>();
+  auto guarded = std::make_shared<fa::test::GuardedBuffer>();
   Variant v{"document", "", fa::variants::document(), causal, {}, {}, {}};
-  v.captures = [docs, mutate](int64_t b, int64_t, int64_t,
-                              int64_t sk) -> std::vector<CpuCapture> {
+  v.captures = [docs, guarded, mutate](int64_t b, int64_t, int64_t,
+                                       int64_t sk) -> std::vector<CpuCapture> {
     docs->assign(size_t(b * sk), 0);
     std::mt19937 rng(unsigned(17 + sk));
     for (int64_t batch = 0; batch < b; ++batch) {
@@ -80,7 +85,9 @@ Variant documentVariant(bool causal, bool mutate = false) {
     }
     if (mutate && sk > 2)
       (*docs)[size_t(sk / 2)] += 1000;
-    return {CpuCapture{docs->data(), {b, sk}}};
+    guarded->resize(docs->size() * sizeof(int32_t));
+    std::memcpy(guarded->data(), docs->data(), docs->size() * sizeof(int32_t));
+    return {CpuCapture{guarded->data(), {b, sk}}};
   };
   v.keep = [docs](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
                   int64_t sk) {
