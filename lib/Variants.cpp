@@ -33,6 +33,16 @@ std::string softcap(double cap) {
          "  return %capped : f32\n}\n";
 }
 
+/// ALiBi's step from the head's %slope: score - slope * |diag - kv|.
+static const char *kAlibiBias =
+    "  %d = arith.subi %diag, %kv : index\n"
+    "  %di = arith.index_cast %d : index to i64\n"
+    "  %df = arith.sitofp %di : i64 to f32\n"
+    "  %dist = math.absf %df : f32\n"
+    "  %bias = arith.mulf %slope, %dist : f32\n"
+    "  %biased = arith.subf %score, %bias : f32\n"
+    "  return %biased : f32\n}\n";
+
 std::string alibi(int64_t numHeads) {
   return std::string(kScoreModSignature) + kDiagonal +
          "  %one = arith.constant 1 : index\n"
@@ -43,13 +53,7 @@ std::string alibi(int64_t numHeads) {
          " : f32\n"
          "  %e = arith.mulf %hf, %step : f32\n"
          "  %slope = math.exp2 %e : f32\n"
-         "  %d = arith.subi %diag, %kv : index\n"
-         "  %di = arith.index_cast %d : index to i64\n"
-         "  %df = arith.sitofp %di : i64 to f32\n"
-         "  %dist = math.absf %df : f32\n"
-         "  %bias = arith.mulf %slope, %dist : f32\n"
-         "  %biased = arith.subf %score, %bias : f32\n"
-         "  return %biased : f32\n}\n";
+         + std::string(kAlibiBias);
 }
 
 std::string slidingWindow(int64_t left, int64_t right) {
@@ -123,13 +127,7 @@ std::string alibiSlopes() {
          "%slopes: memref<?xf32>) -> f32 {\n" +
          std::string(kDiagonal) +
          "  %slope = memref.load %slopes[%h] : memref<?xf32>\n"
-         "  %d = arith.subi %diag, %kv : index\n"
-         "  %di = arith.index_cast %d : index to i64\n"
-         "  %df = arith.sitofp %di : i64 to f32\n"
-         "  %dist = math.absf %df : f32\n"
-         "  %bias = arith.mulf %slope, %dist : f32\n"
-         "  %biased = arith.subf %score, %bias : f32\n"
-         "  return %biased : f32\n}\n";
+         + std::string(kAlibiBias);
 }
 
 } // namespace fa::variants
