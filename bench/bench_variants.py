@@ -88,11 +88,33 @@ def variants(heads, batch, seq):
         ("alibi tensor", {"score_mod": V.alibi(slope_table)},
          lambda s, b, h, q, kv: s - slope_table[h] * (q - kv).abs(), None,
          causal),
-        # Packed documents (ids read per element: no block mask yet).
+        # Packed documents: the ids read per element, every tile the
+        # causal mask leaves visited ...
         (f"docs ~{DOCUMENT}", {"mask_mod": V.document(ids)}, None,
          lambda b, h, q, kv: ids[b, q] == ids[b, kv],
          kept_document_pairs(ids)),
+        # ... and with fa's block mask (made once, outside the timing, as
+        # Flex's create_block_mask is): only the tiles inside documents.
+        (f"docs ~{DOCUMENT} bm",
+         {"block_mask": fa.block_mask(V.document(ids), batch, None, seq, seq,
+                                      causal=True)}, None,
+         lambda b, h, q, kv: ids[b, q] == ids[b, kv],
+         kept_document_pairs(ids)),
     ]
+
+
+def block_mask_times(batch, seq, flex_create):
+    """ms to make the packed documents' block mask: fa.block_mask (its
+    generated program, compiled before) and Flex's create_block_mask."""
+    ids = document_ids(batch, seq, DOCUMENT)
+    times = {"fa": do_bench(lambda: fa.block_mask(
+        V.document(ids), batch, None, seq, seq, causal=True))}
+    if flex_create is not None:
+        def mask(b, h, q, kv):
+            return (q >= kv) & (ids[b, q] == ids[b, kv])
+        times["flex"] = do_bench(lambda: flex_create(mask, batch, 1, seq,
+                                                     seq))
+    return times
 
 
 def main():
@@ -106,7 +128,7 @@ def main():
     dtype = getattr(torch, args.dtype)
     d = args.head_dim
     heads = 2048 // d
-    flex = None
+    flex = create_block_mask = None
     if not args.no_flex:
         try:
             from torch.nn.attention.flex_attention import (create_block_mask,
@@ -180,6 +202,13 @@ def main():
                       f"{row['flex_tflops'] or float('nan'):>9.1f} "
                       f"{(fms / ms) if fms else float('nan'):>8.2f} "
                       f"{first:>12.2f}")
+        times = block_mask_times(batch, seq, create_block_mask
+                                 if flex is not None else None)
+        print(f"block mask of docs ~{DOCUMENT}, S={seq}: fa.block_mask "
+              f"{times['fa']:.3f} ms, flex create_block_mask "
+              f"{times.get('flex', float('nan')):.3f} ms")
+        rows.append({"variant": f"block mask docs ~{DOCUMENT}", "seq": seq,
+                     "fa_ms": times["fa"], "flex_ms": times.get("flex")})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(),

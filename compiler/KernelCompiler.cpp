@@ -173,6 +173,8 @@ std::vector<::fa::CaptureType> mlir::fa::captureTypesOf(ModuleOp module) {
       captures = forward.getCaptures();
     else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
       captures = backward.getCaptures();
+    else if (auto program = dyn_cast<BlockMaskOp>(op))
+      captures = program.getCaptures();
     else
       return;
     types.clear();
@@ -217,6 +219,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout);
   auto sinksType = MemRefType::get(
       {dyn}, b.getF32Type(), StridedLayoutAttr::get(&ctx, dyn, {dyn}));
+  // A block mask's [first, end) table, row-major.
+  auto rangeTableType = MemRefType::get({dyn, dyn, dyn, 2}, b.getI32Type());
   // The variant's regions first: their captured tensors are parameters.
   Region scoreMod, maskMod;
   FailureOr<SmallVector<Type>> captures =
@@ -226,6 +230,27 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   auto scale = b.getF32FloatAttr(spec.effectiveScale());
   auto mask =
       MaskKindAttr::get(&ctx, spec.causal ? MaskKind::causal : MaskKind::none);
+  if (spec.blockMaskProgram) {
+    // (Q, K, key_ranges, query_ranges, the mask_mod's captures): Q and K
+    // for their sizes only, of any element type.
+    auto sized = MemRefType::get({dyn, dyn, dyn, dyn}, b.getI8Type(),
+                                 StridedLayoutAttr::get(&ctx, dyn,
+                                                        {dyn, dyn, dyn, dyn}));
+    SmallVector<Type> params = {sized, sized, rangeTableType, rangeTableType};
+    llvm::append_range(params, *captures);
+    auto func = func::FuncOp::create(b, loc, spec.kernelName(),
+                                     b.getFunctionType(params, {}));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    auto args = entry->getArguments();
+    auto program = BlockMaskOp::create(b, loc, args[0], args[1], args[2],
+                                       args[3], args.drop_front(4), mask);
+    program.getMaskMod().takeBody(maskMod);
+    if (failed(verify(program)))
+      return nullptr;
+    func::ReturnOp::create(b, loc);
+    return module;
+  }
   if (spec.backward) {
     // (Q, K, V, O, dO, LSE, dQ, dK, dV, delta, dq_accum): the workspaces
     // are f32, delta shaped like LSE and dq_accum like Q.
@@ -240,10 +265,14 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
       params.push_back(
           MemRefType::get({dyn, dyn, dyn}, b.getI32Type(), lseLayout));
     // Sinks: the logits and their gradient, f32 [Hq] each.
+    size_t sinksArg = params.size();
     if (spec.sinks)
       params.append({sinksType, sinksType});
-    // The sinks and their gradient come before the captures.
-    size_t sinksArg = params.size() - 2, firstCapture = params.size();
+    size_t rangesArg = params.size();
+    if (spec.blockMask)
+      params.push_back(rangeTableType);
+    // The sinks, their gradient and a block mask come before the captures.
+    size_t firstCapture = params.size();
     llvm::append_range(params, *captures);
     auto func = func::FuncOp::create(b, loc, spec.kernelName(),
                                      b.getFunctionType(params, {}));
@@ -256,6 +285,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.deterministic ? args[11] : Value(),
         spec.sinks ? args[sinksArg] : Value(),
         spec.sinks ? args[sinksArg + 1] : Value(),
+        spec.blockMask ? args[rangesArg] : Value(),
         args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
@@ -266,6 +296,9 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     SmallVector<Type> params = {tensor4, tensor4, tensor4, tensor4, lseType};
     if (spec.sinks)
       params.push_back(sinksType);
+    size_t rangesArg = params.size();
+    if (spec.blockMask)
+      params.push_back(rangeTableType);
     size_t firstCapture = params.size();
     llvm::append_range(params, *captures);
     auto func = func::FuncOp::create(b, loc, spec.kernelName(),
@@ -275,8 +308,9 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     auto args = entry->getArguments();
     auto attention = AttentionOp::create(
         b, loc, args[0], args[1], args[2], args[3], args[4],
-        spec.sinks ? args[5] : Value(), args.drop_front(firstCapture), scale,
-        mask);
+        spec.sinks ? args[5] : Value(),
+        spec.blockMask ? args[rangesArg] : Value(),
+        args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
     if (spec.hasVariant() && failed(verify(attention)))
@@ -290,7 +324,7 @@ FailureOr<Stage> mlir::fa::detectStage(ModuleOp module) {
   bool hasAttention = false, hasGrid = false, placed = false;
   bool hasGpuFunc = false, hasLLVMKernel = false, hasBinary = false;
   module.walk([&](Operation *op) {
-    if (isa<AttentionOp, AttentionBackwardOp>(op))
+    if (isa<AttentionOp, AttentionBackwardOp, BlockMaskOp>(op))
       hasAttention = true;
     if (auto grid = dyn_cast<GridOp>(op)) {
       hasGrid = true;
@@ -431,6 +465,37 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                   const std::vector<::fa::CaptureType> &captures,
                                   std::vector<::fa::LaunchPlan> &launches) {
   using Plan = ::fa::LaunchPlan;
+  if (spec.blockMaskProgram) {
+    // fa-lower-block-mask's programs, in order: the two tables emptied (a
+    // thread per entry), then one block per (16-row group, table head,
+    // batch); the runtime launches them with the tables' heads as the
+    // query heads.
+    const std::pair<const char *, Plan::GridDim> programs[] = {
+        {"_init_keys",
+         {Plan::Extent::queryLength, ::fa::kBlockMaskGroup * 128}},
+        {"_init_queries",
+         {Plan::Extent::keyLength, ::fa::kBlockMaskGroup * 128}},
+        {"_ranges", {Plan::Extent::queryLength, ::fa::kBlockMaskGroup}}};
+    std::vector<Plan> ordered;
+    for (auto [suffix, tiles] : programs) {
+      std::string function = spec.kernelName() + suffix;
+      auto it = llvm::find_if(launches, [&](const Plan &plan) {
+        return plan.function == function;
+      });
+      if (it == launches.end())
+        return module.emitError()
+               << "the block mask program has no kernel " << function;
+      Plan plan = *it;
+      plan.grid = {tiles, Plan::GridDim{Plan::Extent::queryHeads, 1},
+                   Plan::GridDim{Plan::Extent::batch, 1}};
+      plan.params = {Plan::Operand::query, Plan::Operand::key,
+                     Plan::Operand::keyRanges, Plan::Operand::queryRanges};
+      plan.addCaptures(captures);
+      ordered.push_back(std::move(plan));
+    }
+    launches = std::move(ordered);
+    return success();
+  }
   if (!spec.backward) {
     if (launches.size() != 1)
       return module.emitError() << "expected one forward kernel, got "
@@ -439,7 +504,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
     Plan &plan = launches.front();
     Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
                                           plan.threads, plan.sharedBytes,
-                                          spec.sinks);
+                                          spec.sinks, spec.blockMask);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     plan.addCaptures(captures);
@@ -466,7 +531,8 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                           : Plan::Extent::queryHeads,
                                1},
                  Plan::GridDim{Plan::Extent::batch, 1}};
-    plan.params = Plan::backwardParams(spec.deterministic, spec.sinks);
+    plan.params =
+        Plan::backwardParams(spec.deterministic, spec.sinks, spec.blockMask);
     plan.addCaptures(captures);
     ordered.push_back(std::move(plan));
   }

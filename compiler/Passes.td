@@ -339,6 +339,36 @@ def FAMarkTensorMapParams : Pass<"fa-mark-tensor-map-params", "::mlir::gpu::GPUM
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
+def FALowerBlockMask : Pass<"fa-lower-block-mask", "::mlir::ModuleOp"> {
+  let summary = "Lower fa.block_mask to the program that fills its range tables";
+  let description = [{
+    A function holding an `fa.block_mask` becomes three programs run in
+    order: two fill the tables with empty ranges (`[Sk, 0)` per 16 query
+    rows, `[Sq, 0)` per 16 keys), and one per (16-row group, table head,
+    batch) tests every score of its rows, 16 x 16 at a time, against the
+    causal mask and the mask_mod, and narrows the tables' entries to the
+    kept scores with atomic min / max (a 16 x 16 square with nothing kept
+    touches no entry; under the causal mask the squares right of the
+    group's last visible key are not visited).
+
+    With `target=gpu` the programs are kernels of `gpu.module @fa_kernels`
+    (`<function>_init_keys`, `<function>_init_queries`: one thread per
+    entry, 128 per block; `<function>_ranges`: block (group, head, batch),
+    its 128 threads taking every 128th square of keys); with `target=cpu`
+    they are loops in the function, one square after another.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"gpu\"",
+           "gpu (kernels of gpu.module @fa_kernels) or cpu (loops)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def FAConvertPlacedToGPU : Pass<"fa-convert-placed-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower placed fa.grid programs to gpu.func kernels";
   let description = [{

@@ -46,6 +46,9 @@ void mlir::fa::buildTilePipeline(OpPassManager &pm,
 }
 
 void mlir::fa::buildCpuLoopsPipeline(OpPassManager &pm) {
+  FALowerBlockMaskOptions blockMask;
+  blockMask.target = "cpu";
+  pm.addPass(createFALowerBlockMask(blockMask));
   pm.addNestedPass<func::FuncOp>(createFALowerTilesToLinalg());
   // f16/bf16 casts of whole tiles are arith ops on tensors.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
@@ -96,6 +99,8 @@ void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm,
   FAConvertPlacedToGPUOptions lowering;
   lowering.arch = options.arch;
   pm.addPass(createFAConvertPlacedToGPU(lowering));
+  // Block mask programs: kernels of the same gpu.module.
+  pm.addPass(createFALowerBlockMask());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(

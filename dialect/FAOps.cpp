@@ -269,11 +269,52 @@ static LogicalResult verifyCaptures(Operation *op, ValueRange captures) {
   return success();
 }
 
+/// A block mask's range table: [?, ?, ?, 2] i32, row-major, in global
+/// memory.
+static LogicalResult verifyRangeTable(Operation *op, StringRef name,
+                                      Value table) {
+  if (!table)
+    return success();
+  auto type = cast<MemRefType>(table.getType());
+  if (type.getMemorySpace() || !type.getLayout().isIdentity() ||
+      type.getDimSize(3) != 2)
+    return op->emitOpError()
+           << name
+           << " must be a row-major memref<?x?x?x2xi32> in global memory "
+              "(a [first, end) pair per group), got "
+           << type;
+  return success();
+}
+
+/// A problem's block mask bounds the tiles of its mask_mod.
+static LogicalResult verifyBlockMask(Operation *op, StringRef name,
+                                     Value table, Region &maskMod) {
+  if (failed(verifyRangeTable(op, name, table)))
+    return failure();
+  if (table && maskMod.empty())
+    return op->emitOpError()
+           << "takes " << name
+           << " (a block mask) only with a mask_mod region: the table "
+              "bounds the tiles of the mask_mod's kept scores";
+  return success();
+}
+
+LogicalResult BlockMaskOp::verify() {
+  if (failed(verifyRangeTable(*this, "key_ranges", getKeyRanges())) ||
+      failed(verifyRangeTable(*this, "query_ranges", getQueryRanges())) ||
+      failed(verifyCaptures(*this, getCaptures())))
+    return failure();
+  return verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod,
+                             getCaptures().getTypes());
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr())) ||
       failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
-      failed(verifyCaptures(*this, getCaptures())))
+      failed(verifyCaptures(*this, getCaptures())) ||
+      failed(verifyBlockMask(*this, "key_ranges", getKeyRanges(),
+                             getMaskMod())))
     return failure();
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
@@ -306,7 +347,9 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
                           "query", qType, f32)))
     return failure();
-  if (failed(verifyCaptures(*this, getCaptures())))
+  if (failed(verifyCaptures(*this, getCaptures())) ||
+      failed(verifyBlockMask(*this, "query_ranges", getQueryRanges(),
+                             getMaskMod())))
     return failure();
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
@@ -681,10 +724,16 @@ static LogicalResult verifyRowVector(Operation *op, Type tileType,
 /// with it (the region's b and h), and only then.
 static LogicalResult verifyMaskModOperands(Operation *op, Region &maskMod,
                                            Value batch, Value head,
-                                           TypeRange captures = {}) {
-  if (maskMod.empty() != !batch || !batch != !head)
+                                           TypeRange captures = {},
+                                           Value ranges = {}) {
+  if (ranges) {
+    if (!batch || !head)
+      return op->emitOpError("indexes its range table by the batch and head "
+                             "(at(%b, %h)): give them");
+  } else if (maskMod.empty() != !batch || !batch != !head) {
     return op->emitOpError("takes the batch and head (at(%b, %h)) exactly "
-                           "when it has a mask_mod region");
+                           "when it has a mask_mod region or a range table");
+  }
   if (maskMod.empty() && !captures.empty())
     return op->emitOpError("takes captured tensors only with a mask_mod "
                            "region");
@@ -713,7 +762,7 @@ void KVTileRangeOp::build(OpBuilder &builder, OperationState &state,
                           int64_t blockN, MaskKind mask) {
   Type index = builder.getIndexType();
   build(builder, state, index, index, qStart, qLen, kvLen, /*batch=*/Value(),
-        /*head=*/Value(), blockM, blockN, mask);
+        /*head=*/Value(), /*ranges=*/Value(), blockM, blockN, mask);
 }
 
 /// The loops a tile range bounds (its end is their upper bound) load tiles
@@ -746,7 +795,8 @@ static LogicalResult verifyRangeAgreesWithLoops(RangeOp op, Value end,
       }
       if (auto mask = dyn_cast<MaskOp>(inner)) {
         bool causal = op.getMask() == MaskKind::causal;
-        bool maskMod = !op.getMaskMod().empty();
+        // A range table bounds a mask_mod's tiles (a block mask).
+        bool maskMod = !op.getMaskMod().empty() || op.getRanges();
         if ((causal && mask.getMask() != MaskKind::causal) ||
             (maskMod && mask.getMaskMod().empty())) {
           InFlightDiagnostic diag =
@@ -770,7 +820,9 @@ static LogicalResult verifyRangeAgreesWithLoops(RangeOp op, Value end,
 }
 
 LogicalResult KVTileRangeOp::verify() {
-  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead())))
+  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead(),
+                                   {}, getRanges())) ||
+      failed(verifyRangeTable(*this, "ranges", getRanges())))
     return failure();
   return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockN(), "block_n");
 }
@@ -780,11 +832,13 @@ void QTileRangeOp::build(OpBuilder &builder, OperationState &state,
                          int64_t blockN, MaskKind mask) {
   Type index = builder.getIndexType();
   build(builder, state, index, index, kvStart, qLen, kvLen, /*batch=*/Value(),
-        /*head=*/Value(), blockM, blockN, mask);
+        /*head=*/Value(), /*ranges=*/Value(), blockM, blockN, mask);
 }
 
 LogicalResult QTileRangeOp::verify() {
-  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead())))
+  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead(),
+                                   {}, getRanges())) ||
+      failed(verifyRangeTable(*this, "ranges", getRanges())))
     return failure();
   return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockM(), "block_m");
 }

@@ -21,6 +21,9 @@ def FA_SinkMemRef : MemRefRankOf<[F32], [1]>;
 // A tensor a score_mod / mask_mod reads by index (a captured tensor):
 // rank 1-4, in global memory.
 def FA_CaptureMemRef : MemRefRankOf<[F32, F16, BF16, I32, I64, I8], [1, 2, 3, 4]>;
+// A block mask's table of index ranges, [B, Hb, groups, 2] i32 (see
+// fa.attention's key_ranges).
+def FA_RangeTableMemRef : MemRefRankOf<[I32], [4]>;
 // Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
 // with an fa placement encoding.
 def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
@@ -94,6 +97,19 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     scores (no scale, no score_mod applies to it). A row that sees no key
     then has O = 0 and LSE = sink[h].
 
+    With `key_ranges` (a block mask, for masks the compiler cannot read:
+    those that read captured tensors, such as document ids), the caller
+    bounds the keys each group of 16 query rows keeps: `key_ranges[b, hb,
+    r / 16] = [first, end)` (i32 [B, Hb, ceil(Sq / 16), 2], Hb = 1 for a
+    mask that is the same for every head, else Hq; hb = min(h, Hb - 1))
+    holds every key the mask keeps for rows `16 * (r / 16)` to `16 * (r /
+    16) + 15`. A query tile visits only the K/V tiles that meet the union of
+    its groups' ranges (intersected with what the mask attribute and an
+    affine mask_mod allow); an empty range (`first >= end`) adds nothing.
+    The table is a promise: keys outside it are not visited even where the
+    mask_mod keeps them. The mask_mod still decides every score of a visited
+    tile, so a table that is too wide costs time, never correctness.
+
     ```mlir
     fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32}
       : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
@@ -120,6 +136,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<FA_FloatMemRef4D, "output [B, Hq, Sq, D]", [MemWrite]>:$output,
     Arg<FA_LseMemRef, "log-sum-exp [B, Hq, Sq]", [MemWrite]>:$lse,
     Arg<Optional<FA_SinkMemRef>, "sink logits [Hq]", [MemRead]>:$sinks,
+    Arg<Optional<FA_RangeTableMemRef>, "block mask: the keys each 16 query rows keep [B, Hb, ceil(Sq / 16), 2]", [MemRead]>:$key_ranges,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -127,9 +144,10 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)? attr-dict `:`
+    $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)?
+    (`key_ranges` $key_ranges^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
-    (`sinks` type($sinks)^)?
+    (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -188,6 +206,12 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     is zero). The other gradients need nothing new: P comes from the LSE,
     which counts the sink.
 
+    With `query_ranges` (the block mask's mirror, see `fa.attention`'s
+    `key_ranges`): `query_ranges[b, hb, j / 16] = [first, end)` (i32 [B, Hb,
+    ceil(Sk / 16), 2]) holds every query row that keeps one of keys `16 *
+    (j / 16)` to `16 * (j / 16) + 15`; a K/V tile visits only the query
+    tiles that meet its groups' ranges.
+
     The variant regions are those of `fa.attention` (the forward's, whose
     LSE this backward reads): with a score_mod `s' = score_mod(s)`, `P =
     exp(s' - LSE)` and `dS` is multiplied by `d score_mod / d s` (the
@@ -218,6 +242,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)]", [MemRead, MemWrite]>:$dq_order,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
+    Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 2]", [MemRead]>:$query_ranges,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read (no gradient)", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -229,12 +254,14 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     (`sinks` $sinks^)?
     `into` $grad_query `,` $grad_key `,` $grad_value
     (`grad_sinks` $grad_sinks^)?
-    `workspace` $delta `,` $dq_accum (`,` $dq_order^)? attr-dict `:`
+    `workspace` $delta `,` $dq_accum (`,` $dq_order^)?
+    (`query_ranges` $query_ranges^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($output) `,`
     type($grad_output) `,` type($lse) (`sinks` type($sinks)^)?
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
     (`grad_sinks` type($grad_sinks)^)?
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
+    (`query_ranges` type($query_ranges)^)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -245,6 +272,58 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
       return ::llvm::cast<::mlir::MemRefType>(getQuery().getType()).getShape()[3];
     }
   }];
+}
+
+def FA_BlockMaskOp : FA_Op<"block_mask", [IsolatedFromAbove]> {
+  let summary = "a mask_mod's block mask: the ranges its kept scores lie in";
+  let description = [{
+    Fills the two range tables of a block mask (see `fa.attention`'s
+    `key_ranges` and `fa.attention_backward`'s `query_ranges`) for the
+    problem whose queries and keys are `query` and `key` (only their sizes
+    are read: B, Hq and Sq of the queries, Sk of the keys) and the mask
+    that keeps a score where both `mask` and the `mask_mod` region do:
+
+    ```
+    key_ranges[b, hb, g]    = [first, end) of the keys kept for a row in 16 g .. 16 g + 15
+    query_ranges[b, hb, j]  = [first, end) of the rows that keep a key in 16 j .. 16 j + 15
+    ```
+
+    exactly (the smallest first and the largest end), or `[Sk, 0)` / `[Sq,
+    0)` where nothing is kept. Hb (the tables' second size) is Hq, or 1 for
+    a mask that is the same for every head (the region is then evaluated
+    at head 0). The region reads `captures` as in `fa.attention`. This is
+    the program a caller runs once per mask and shape, as FlexAttention's
+    `create_block_mask` is, and passes to every forward and backward that
+    uses the mask.
+
+    ```mlir
+    fa.block_mask %q, %k into %key_ranges, %query_ranges {mask = #fa.mask<causal>}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+      into memref<?x?x?x2xi32>, memref<?x?x?x2xi32>
+      captures(%doc : memref<?x?xi32>)
+      mask_mod {
+      ^bb0(%b: index, %h: index, %qi: index, %kv: index, %sq: index, %sk: index,
+           %ids: memref<?x?xi32>):
+        ...
+      }
+    ```
+  }];
+  let arguments = (ins
+    Arg<MemRefRankOf<[AnyType], [4]>, "queries (their sizes only)">:$query,
+    Arg<MemRefRankOf<[AnyType], [4]>, "keys (their sizes only)">:$key,
+    Arg<FA_RangeTableMemRef, "the keys each 16 rows keep [B, Hb, ceil(Sq / 16), 2]", [MemWrite]>:$key_ranges,
+    Arg<FA_RangeTableMemRef, "the rows that keep each 16 keys [B, Hb, ceil(Sk / 16), 2]", [MemWrite]>:$query_ranges,
+    Arg<Variadic<FA_CaptureMemRef>, "tensors the mask_mod reads", [MemRead]>:$captures,
+    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
+  );
+  let regions = (region SizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $query `,` $key `into` $key_ranges `,` $query_ranges attr-dict `:`
+    type($query) `,` type($key) `into` type($key_ranges) `,` type($query_ranges)
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    `mask_mod` $mask_mod
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -353,7 +432,9 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
     With a `mask_mod` region (the problem's, with the program's batch and
     head `at(%b, %h)`), the range is narrowed further to the tiles that
     region can keep a score of, when the region is affine (see
-    `fa.attention`); otherwise it is not narrowed.
+    `fa.attention`); otherwise it is not narrowed. With `ranges` (the
+    problem's `key_ranges`, and `at(%b, %h)`), it is narrowed to the tiles
+    that meet the keys of the tile's 16-row groups.
 
     ```mlir
     %begin, %end = fa.kv_tile_range %q_start, %sq, %sk
@@ -362,13 +443,15 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
   }];
   let arguments = (ins Index:$q_start, Index:$q_len, Index:$kv_len,
                        Optional<Index>:$batch, Optional<Index>:$head,
+                       Optional<FA_RangeTableMemRef>:$ranges,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs Index:$begin, Index:$end);
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $q_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)? attr-dict
+    $q_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)?
+    (`ranges` $ranges^ `:` type($ranges))? attr-dict
     (`mask_mod` $mask_mod^)?
   }];
   let builders = [
@@ -486,8 +569,8 @@ def FA_ScoreModOp : FA_Op<"score_mod", [Pure, IsolatedFromAbove,
 }
 
 def FA_YieldOp : FA_Op<"yield", [Pure, ReturnLike, Terminator,
-    ParentOneOf<["AttentionOp", "AttentionBackwardOp", "MaskOp",
-                 "KVTileRangeOp", "QTileRangeOp", "ScoreModOp",
+    ParentOneOf<["AttentionOp", "AttentionBackwardOp", "BlockMaskOp",
+                 "MaskOp", "KVTileRangeOp", "QTileRangeOp", "ScoreModOp",
                  "ScoreModGradOp"]>]> {
   let summary = "the value of a score_mod or mask_mod region";
   let description = [{
@@ -637,7 +720,9 @@ def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure, IsolatedFromAbove,
     `begin = clamp(floordiv(kv_start - (Sk - Sq), block_m), 0, end)`: query
     tiles entirely above the diagonal are skipped. With a `mask_mod` (and
     the program's batch and query head `at(%b, %h)`) the range is narrowed
-    to the query tiles that region can keep a score of, when it is affine.
+    to the query tiles that region can keep a score of, when it is affine;
+    with `ranges` (the problem's `query_ranges`) to the query tiles that
+    meet the rows of the K/V tile's 16-key groups.
 
     ```mlir
     %q_begin, %q_end = fa.q_tile_range %kv_start, %sq, %sk
@@ -646,13 +731,15 @@ def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure, IsolatedFromAbove,
   }];
   let arguments = (ins Index:$kv_start, Index:$q_len, Index:$kv_len,
                        Optional<Index>:$batch, Optional<Index>:$head,
+                       Optional<FA_RangeTableMemRef>:$ranges,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs Index:$begin, Index:$end);
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
-    $kv_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)? attr-dict
+    $kv_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)?
+    (`ranges` $ranges^ `:` type($ranges))? attr-dict
     (`mask_mod` $mask_mod^)?
   }];
   let builders = [

@@ -37,7 +37,27 @@ static std::string formatScale(double scale) {
   return text;
 }
 
+/// The limits of a variant text (`name`: score_mod or mask_mod).
+static std::string checkVariantText(const char *name, const std::string &text) {
+  if (text.size() > kMaxVariantTextBytes)
+    return std::string(name) + " text must be at most " +
+           std::to_string(kMaxVariantTextBytes) + " bytes, got " +
+           std::to_string(text.size());
+  return checkTextNesting(text, std::string(name) + " text");
+}
+
 std::string KernelSpec::validate() const {
+  if (blockMaskProgram) {
+    if (maskMod.empty())
+      return "a block mask program computes a mask_mod's tables: give a "
+             "mask_mod";
+    if (backward)
+      return "a block mask program serves the forward and the backward "
+             "alike: it is not a backward";
+    if (!lookupGpuArch(arch))
+      return unsupportedArchMessage(arch);
+    return checkVariantText("mask_mod", maskMod);
+  }
   auto range = [](const char *name, int64_t value, int64_t lo, int64_t hi) {
     if (value >= lo && value <= hi)
       return std::string();
@@ -77,18 +97,15 @@ std::string KernelSpec::validate() const {
   for (auto [name, text] : {std::pair<const char *, const std::string *>{
                                 "score_mod", &scoreMod},
                             {"mask_mod", &maskMod}}) {
-    if (text->size() > kMaxVariantTextBytes)
-      return std::string(name) + " text must be at most " +
-             std::to_string(kMaxVariantTextBytes) + " bytes, got " +
-             std::to_string(text->size());
-    if (std::string error =
-            checkTextNesting(*text, std::string(name) + " text");
-        !error.empty())
+    if (std::string error = checkVariantText(name, *text); !error.empty())
       return error;
   }
   if (deterministic && !maskMod.empty())
     return "the deterministic backward does not take a mask_mod yet (its dQ "
            "turn order assumes the K/V range of a plain or causal mask)";
+  if (blockMask && maskMod.empty())
+    return "a block mask bounds the tiles of a mask_mod's kept scores: give "
+           "a mask_mod with it";
   if (deterministic && sinks)
     return "the deterministic backward does not take sinks yet (their "
            "gradient is added in any order)";
@@ -110,6 +127,8 @@ static std::string escapedVariantText(const std::string &text) {
 }
 
 bool KernelSpec::needsDefaults() const {
+  if (blockMaskProgram)
+    return false; // no tiles: one program shape
   return strategy == Strategy::automatic || !blockM || !blockN || !numWarps ||
          !stages;
 }
@@ -126,6 +145,11 @@ Strategy KernelSpec::resolvedStrategy() const {
 }
 
 std::string KernelSpec::kernelName() const {
+  if (blockMaskProgram)
+    return std::string("fa_block_mask_") + (causal ? "causal" : "full") +
+           "_mod" +
+           llvm::utohexstr(llvm::xxh3_64bits(maskMod) >> 32,
+                           /*LowerCase=*/true, /*Width=*/8);
   std::string name = std::string(backward ? "fa_bwd_d" : "fa_fwd_d") +
                      std::to_string(headDim) + "_" +
                      toString(dtype) + (causal ? "_causal_" : "_full_") +
@@ -135,6 +159,8 @@ std::string KernelSpec::kernelName() const {
     name += "_det";
   if (sinks)
     name += "_sinks";
+  if (blockMask)
+    name += "_blockmask";
   if (hasVariant()) {
     // Which variant: a stable hash of both texts (the cache key has them
     // whole).
@@ -149,6 +175,10 @@ std::string KernelSpec::kernelName() const {
 }
 
 std::string KernelSpec::canonicalText() const {
+  if (blockMaskProgram)
+    return std::string("fa-kernel-spec v2;op=block_mask;mask=") +
+           (causal ? "causal" : "none") + ";arch=" + arch +
+           ";mask_mod=" + escapedVariantText(maskMod);
   // The scale as the bits of the double: no rounding in the key.
   uint64_t scaleBits;
   double s = effectiveScale();
@@ -168,7 +198,7 @@ std::string KernelSpec::canonicalText() const {
          ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
          // Before the variant texts, which run to the end of the line and
          // may hold any characters.
-         (sinks ? ";sinks" : "") +
+         (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }
@@ -180,7 +210,7 @@ static std::vector<KernelSpec> collectDefaultCandidates(KernelSpec request,
                                                         int64_t length) {
   // Nothing derives from an invalid spec (the models' arithmetic assumes
   // the validated ranges): it comes back as it is, for validate() to name.
-  if (!request.validate().empty())
+  if (!request.validate().empty() || request.blockMaskProgram)
     return {request};
   request.strategy = request.resolvedStrategy();
   return strategyModel(request.strategy)

@@ -77,6 +77,16 @@ struct KernelSpec {
   /// also adds the sinks' gradient. The deterministic backward takes none
   /// yet.
   bool sinks = false;
+  /// A block mask (see fa.attention's key_ranges): the forward takes the
+  /// keys each 16 query rows keep, the backward the query rows that keep
+  /// each 16 keys, as i32 [B, Hb, groups, 2] tables of [first, end)
+  /// ranges, and visits only the tiles they meet. Needs a mask_mod.
+  bool blockMask = false;
+  /// Not attention but the block mask program of this spec's mask
+  /// (fa.block_mask: the tables a blockMask kernel takes), made from the
+  /// mask_mod, the causal flag and the arch alone (the other fields do
+  /// not change it).
+  bool blockMaskProgram = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

@@ -14,7 +14,7 @@ static constexpr const char *kExtentNames[] = {
 static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
-    "sinks", "dsinks",
+    "sinks", "dsinks", "key_ranges", "query_ranges",
     "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
     "capture6", "capture7"};
 static_assert(std::size(kOperandNames) ==
@@ -82,7 +82,7 @@ int LaunchPlan::rankOf(Operand operand) {
 
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
-                                        bool sinks) {
+                                        bool sinks, bool blockMask) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -93,6 +93,8 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                  Operand::output, Operand::lse};
   if (sinks)
     plan.params.push_back(Operand::sinks);
+  if (blockMask)
+    plan.params.push_back(Operand::keyRanges);
   return plan;
 }
 
@@ -115,7 +117,8 @@ LaunchPlan::operandNamed(llvm::StringRef name) {
 }
 
 std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
-                                                            bool sinks) {
+                                                            bool sinks,
+                                                            bool blockMask) {
   std::vector<Operand> params = {
       Operand::query,     Operand::key,     Operand::value,
       Operand::output,    Operand::gradOutput, Operand::lse,
@@ -125,6 +128,8 @@ std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
     params.push_back(Operand::dqOrder);
   if (sinks)
     params.insert(params.end(), {Operand::sinks, Operand::gradSinks});
+  if (blockMask)
+    params.push_back(Operand::queryRanges);
   return params;
 }
 

@@ -47,6 +47,9 @@ struct CaptureType {
 };
 /// Captured tensors a kernel can take.
 constexpr int kMaxCaptures = 8;
+/// Rows (keys) per entry of a block mask's key (query) range table: entry
+/// g of [B, Hb, groups, 2] bounds rows (keys) [16 g, 16 g + 16).
+constexpr int64_t kBlockMaskGroup = 16;
 
 /// The launch of one kernel (a cubin entry point). A forward is one launch;
 /// the backward is several, run in order on one stream.
@@ -75,6 +78,9 @@ struct LaunchPlan {
     dqOrder,    // i32 workspace [B, Hq, query tiles]: deterministic turns
     sinks,      // f32 [Hq]: the sink logits (with sinks)
     gradSinks,  // f32 [Hq]: their gradient, added to (backward with sinks)
+    // A block mask (spec.blockMask): i32 [B, Hb, groups, 2] ranges.
+    keyRanges,   // forward: the keys each 16 query rows keep
+    queryRanges, // backward: the query rows that keep each 16 keys
     // The variant's captured tensors (the score_mod's, then the
     // mask_mod's), `captures` in order.
     capture0,
@@ -131,16 +137,19 @@ struct LaunchPlan {
 
   /// The plan of the forward kernels every strategy emits today: block
   /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the
-  /// parameters are Q, K, V, O and LSE (and the sinks with sinks).
+  /// parameters are Q, K, V, O and LSE (and the sinks with sinks, the key
+  /// ranges with a block mask).
   static LaunchPlan forwardAttention(std::string function, int64_t blockM,
                                      int64_t threads, int64_t sharedBytes,
-                                     bool sinks = false);
+                                     bool sinks = false,
+                                     bool blockMask = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and
-  /// their gradient with sinks).
+  /// their gradient with sinks; the query ranges with a block mask).
   static std::vector<Operand> backwardParams(bool deterministic = false,
-                                             bool sinks = false);
+                                             bool sinks = false,
+                                             bool blockMask = false);
 
   /// Tiles along grid dimension `dim` (0 = x) for `problem`.
   int64_t blocks(int dim, const ProblemExtents &problem) const;

@@ -214,6 +214,35 @@ std::string checkCaptureLayout(size_t i, const CaptureArg &c) {
   return "";
 }
 
+/// A block mask's range table (`name`, for a problem of `batch` and
+/// `heads` whose `length` rows or keys it bounds): i32 [batch, 1 or heads,
+/// ceil(length / 16), 2], contiguous row-major, with every tensor's layout
+/// rules.
+std::string checkRangeTable(const char *name, const char *lengthName,
+                            const TensorArg &t, int64_t batch, int64_t heads,
+                            int64_t length) {
+  int64_t groups = (length + kBlockMaskGroup - 1) / kBlockMaskGroup;
+  if (t.sizes[0] != batch || (t.sizes[1] != 1 && t.sizes[1] != heads) ||
+      t.sizes[2] != groups || t.sizes[3] != 2)
+    return std::string(name) + " is " + shapeString(t, 4) +
+           "; a block mask's table is [" + std::to_string(batch) +
+           ", 1 or " + std::to_string(heads) + ", " + std::to_string(groups) +
+           ", 2]: batch, heads (1 when every head has the same mask), " +
+           lengthName + " / " + std::to_string(kBlockMaskGroup) +
+           " rounded up, and a [first, end) pair";
+  if (std::string error = checkLayout(name, t, 4, 4); !error.empty())
+    return error;
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; --d) {
+    if (t.sizes[d] > 1 && t.strides[d] != stride)
+      return std::string(name) + " must be contiguous (row-major): stride " +
+             std::to_string(t.strides[d]) + " in dimension " +
+             std::to_string(d) + ", expected " + std::to_string(stride);
+    stride *= t.sizes[d];
+  }
+  return "";
+}
+
 /// The captures' layouts, and no byte of them among `outputs`' (the
 /// kernels read captures while other blocks write the outputs).
 std::string checkCapturesApart(
@@ -312,6 +341,12 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     if (std::string error = checkSinks("sinks", a.sinks, q.sizes[1]);
         !error.empty())
       return invalid(error);
+  if (spec.blockMask)
+    if (std::string error =
+            checkRangeTable("key_ranges", "the query length", a.keyRanges,
+                            q.sizes[0], q.sizes[1], q.sizes[2]);
+        !error.empty())
+      return invalid(error);
   // Outputs share no byte with the inputs or with each other: the kernel
   // reads Q, K and V while other blocks already write O and LSE.
   struct Span {
@@ -341,6 +376,14 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         return invalid(std::string(out.name) +
                        " overlaps sinks in memory (outputs must not alias "
                        "the inputs)");
+  }
+  if (spec.blockMask) {
+    Span table{"key_ranges", byteSpan(a.keyRanges, 4, 4)};
+    for (const Span &out : outputs)
+      if (overlap(out, table))
+        return invalid(std::string(out.name) +
+                       " overlaps key_ranges in memory (outputs must not "
+                       "alias the inputs)");
   }
   if (std::string error = checkCapturesApart(
           a.captures, {{"o", outputs[0].bytes}, {"lse", outputs[1].bytes}});
@@ -400,8 +443,11 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     return Result::error(Status::invalidArgument, std::move(message));
   };
   // The forward's operands obey the forward's rules.
+  // (The backward's block mask is its query ranges, checked below.)
   AttentionArgs forward{a.q, a.k, a.v, a.o, a.lse, a.stream, a.sinks};
-  if (Result r = checkAttentionArgs(spec, forward); !r)
+  KernelSpec forwardSpec = spec;
+  forwardSpec.blockMask = false;
+  if (Result r = checkAttentionArgs(forwardSpec, forward); !r)
     return r;
   size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
   struct Like {
@@ -454,6 +500,12 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
   }
   if (spec.sinks)
     if (std::string error = checkSinks("dsinks", a.gradSinks, a.q.sizes[1]);
+        !error.empty())
+      return invalid(error);
+  if (spec.blockMask)
+    if (std::string error = checkRangeTable(
+            "query_ranges", "the key length", a.queryRanges, a.q.sizes[0],
+            a.q.sizes[1], a.k.sizes[2]);
         !error.empty())
       return invalid(error);
   // The gradients share no byte with the inputs or with each other: other
@@ -512,6 +564,14 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     written.push_back({out.name, out.bytes});
   if (spec.sinks)
     written.push_back({"dsinks", byteSpan(a.gradSinks, 1, 4)});
+  if (spec.blockMask) {
+    ByteSpan table = byteSpan(a.queryRanges, 4, 4);
+    for (auto [name, out] : written)
+      if (spansOverlap(out, table))
+        return invalid(std::string(name) +
+                       " overlaps query_ranges in memory (gradients must not "
+                       "alias the inputs)");
+  }
   if (std::string error = checkCapturesApart(a.captures, written);
       !error.empty())
     return invalid(error);
@@ -523,6 +583,55 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     return invalid("key length " + std::to_string(a.k.sizes[2]) +
                    " needs more than the grid's " + std::to_string(kMaxGridX) +
                    " key/value tiles");
+  return {};
+}
+
+Result checkBlockMaskArgs(const BlockMaskArgs &a) {
+  auto invalid = [](std::string message) {
+    return Result::error(Status::invalidArgument, std::move(message));
+  };
+  const TensorArg &q = a.q, &k = a.k;
+  for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
+                         {"k", &k}})
+    for (int d = 0; d < 4; ++d)
+      if (t->sizes[d] < 0)
+        return invalid(std::string(name) + " shape " + shapeString(*t, 4) +
+                       " has a negative size");
+  if (k.sizes[0] != q.sizes[0])
+    return invalid("k batch " + std::to_string(k.sizes[0]) +
+                   " does not match q batch " + std::to_string(q.sizes[0]));
+  // The tables hold row and key indices in 32 bits.
+  for (auto [name, length] :
+       {std::pair<const char *, int64_t>{"query", q.sizes[2]},
+        {"key", k.sizes[2]}})
+    if (length > kMaxMaskModKeyLength)
+      return invalid(std::string(name) + " length " + std::to_string(length) +
+                     " exceeds " + std::to_string(kMaxMaskModKeyLength) +
+                     ", the longest a block mask takes (its ranges are "
+                     "32-bit)");
+  if (std::string error =
+          checkRangeTable("key_ranges", "the query length", a.keyRanges,
+                          q.sizes[0], q.sizes[1], q.sizes[2]);
+      !error.empty())
+    return invalid(error);
+  if (std::string error =
+          checkRangeTable("query_ranges", "the key length", a.queryRanges,
+                          q.sizes[0], q.sizes[1], k.sizes[2]);
+      !error.empty())
+    return invalid(error);
+  if (a.keyRanges.sizes[1] != a.queryRanges.sizes[1])
+    return invalid("key_ranges has " + std::to_string(a.keyRanges.sizes[1]) +
+                   " heads and query_ranges " +
+                   std::to_string(a.queryRanges.sizes[1]) +
+                   ": one block mask has one head count (1 or Hq)");
+  ByteSpan keyTable = byteSpan(a.keyRanges, 4, 4);
+  ByteSpan queryTable = byteSpan(a.queryRanges, 4, 4);
+  if (spansOverlap(keyTable, queryTable))
+    return invalid("key_ranges overlaps query_ranges in memory");
+  if (std::string error = checkCapturesApart(
+          a.captures, {{"key_ranges", keyTable}, {"query_ranges", queryTable}});
+      !error.empty())
+    return invalid(error);
   return {};
 }
 

@@ -145,12 +145,18 @@ fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
   if (std::string error = fa::sinksFromC(extras, /*backward=*/false, spec);
       !error.empty())
     return invalid(error.c_str());
+  if (std::string error =
+          fa::blockMaskFromC(extras, /*backward=*/false, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::AttentionArgs args;
   if (std::string error = fa::capturesFromC(extras, args.captures);
       !error.empty())
     return invalid(error.c_str());
   if (spec.sinks)
     args.sinks = fa::tensorFromC(*extras->sinks);
+  if (spec.blockMask)
+    args.keyRanges = fa::tensorFromC(*extras->key_ranges);
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);
@@ -190,6 +196,9 @@ fa_status fa_attention_backward_ex(
   if (std::string error = fa::sinksFromC(extras, /*backward=*/true, spec);
       !error.empty())
     return invalid(error.c_str());
+  if (std::string error = fa::blockMaskFromC(extras, /*backward=*/true, spec);
+      !error.empty())
+    return invalid(error.c_str());
   fa::AttentionBackwardArgs args;
   if (std::string error = fa::capturesFromC(extras, args.captures);
       !error.empty())
@@ -198,6 +207,8 @@ fa_status fa_attention_backward_ex(
     args.sinks = fa::tensorFromC(*extras->sinks);
     args.gradSinks = fa::tensorFromC(*extras->grad_sinks);
   }
+  if (spec.blockMask)
+    args.queryRanges = fa::tensorFromC(*extras->query_ranges);
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);
@@ -209,6 +220,41 @@ fa_status fa_attention_backward_ex(
   args.gradValue = fa::tensorFromC(*gradValue);
   args.stream = stream;
   return toStatus(runtime->runtime->backward(spec, args));
+}
+
+fa_status fa_compute_block_mask(fa_runtime *runtime, const fa_tensor *q,
+                                const fa_tensor *k,
+                                const fa_tensor *keyRanges,
+                                const fa_tensor *queryRanges,
+                                const fa_attention_extras *extras, int causal,
+                                const fa_kernel_config *config, void *stream) {
+  if (!runtime)
+    return invalid("runtime is a null pointer");
+  if (!q || !k || !keyRanges || !queryRanges)
+    return invalid("a tensor descriptor is a null pointer");
+  if (extras && (extras->sinks || extras->grad_sinks || extras->key_ranges ||
+                 extras->query_ranges))
+    return invalid("fa_compute_block_mask takes the mask_mod's captured "
+                   "tensors from extras: its other fields must be NULL");
+  fa::KernelSpec spec;
+  // The program reads no element of Q: its dtype and head dim are moot.
+  if (std::string error = fa::specFromC(q->sizes[3] > 0 ? q->sizes[3] : 64,
+                                        FA_F16, causal, 0.0, config, spec);
+      !error.empty())
+    return invalid(error.c_str());
+  if (spec.maskMod.empty())
+    return invalid("fa_compute_block_mask computes a mask_mod's tables: "
+                   "config->mask_mod is NULL or empty");
+  fa::BlockMaskArgs args;
+  if (std::string error = fa::capturesFromC(extras, args.captures);
+      !error.empty())
+    return invalid(error.c_str());
+  args.q = fa::tensorFromC(*q);
+  args.k = fa::tensorFromC(*k);
+  args.keyRanges = fa::tensorFromC(*keyRanges);
+  args.queryRanges = fa::tensorFromC(*queryRanges);
+  args.stream = stream;
+  return toStatus(runtime->runtime->computeBlockMask(spec, args));
 }
 
 } // extern "C"

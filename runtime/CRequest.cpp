@@ -56,6 +56,10 @@ std::string fa::specFromC(int64_t headDim, int dtype, int causal,
     if (std::string error = flag("sinks", config->sinks, spec.sinks);
         !error.empty())
       return error;
+    if (std::string error =
+            flag("block_mask", config->block_mask, spec.blockMask);
+        !error.empty())
+      return error;
   }
   int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
   if (strategy == FA_STRATEGY_AUTO) {
@@ -104,6 +108,25 @@ std::string fa::sinksFromC(const fa_attention_extras *extras, bool backward,
     return "the backward with sinks writes their gradient: extras->grad_sinks "
            "is NULL";
   spec.sinks = sinks != nullptr;
+  return "";
+}
+
+std::string fa::blockMaskFromC(const fa_attention_extras *extras,
+                               bool backward, KernelSpec &spec) {
+  const fa_tensor *keyRanges = extras ? extras->key_ranges : nullptr;
+  const fa_tensor *queryRanges = extras ? extras->query_ranges : nullptr;
+  const fa_tensor *table = backward ? queryRanges : keyRanges;
+  if (backward && keyRanges)
+    return "extras->key_ranges is the forward's: the backward takes "
+           "extras->query_ranges";
+  if (!backward && queryRanges)
+    return "extras->query_ranges is the backward's: the forward takes "
+           "extras->key_ranges";
+  if (spec.blockMask && !table)
+    return std::string("config->block_mask is 1 but extras->") +
+           (backward ? "query_ranges" : "key_ranges") +
+           " is NULL (the kernel takes the table)";
+  spec.blockMask = table != nullptr;
   return "";
 }
 

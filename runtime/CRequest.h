@@ -33,6 +33,13 @@ std::string specFromC(int64_t headDim, int dtype, int causal, double scale,
 std::string sinksFromC(const fa_attention_extras *extras, bool backward,
                        KernelSpec &spec);
 
+/// Sets spec.blockMask from a call's extras (the forward's key_ranges, the
+/// backward's query_ranges, or config->block_mask already set); returns ""
+/// or why they do not fit (config->block_mask without the table, the
+/// other direction's table).
+std::string blockMaskFromC(const fa_attention_extras *extras, bool backward,
+                           KernelSpec &spec);
+
 /// The captured tensors of a call's extras; returns "" or why they are
 /// not captures (a count past kMaxCaptures or below 0, NULL with a count,
 /// an unknown dtype, a rank outside 1-4). The kernel's own checks compare

@@ -361,6 +361,8 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
       forwardOperands(a.q, a.k, a.v, a.o, a.lse);
   if (entry.info.spec.sinks)
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
+  if (entry.info.spec.blockMask)
+    operands[size_t(LaunchPlan::Operand::keyRanges)] = &a.keyRanges;
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;
   addCaptureOperands(a.captures, operands);
@@ -470,6 +472,8 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
     operands[size_t(LaunchPlan::Operand::gradSinks)] = &a.gradSinks;
   }
+  if (spec.blockMask)
+    operands[size_t(LaunchPlan::Operand::queryRanges)] = &a.queryRanges;
   addCaptureOperands(a.captures, operands);
   Result launched =
       launchAll(entry, operands, problem, spec.dtype, stream);
@@ -480,6 +484,34 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
       return freed;
   }
   return launched;
+}
+
+Result Runtime::computeBlockMask(const KernelSpec &spec,
+                                 const BlockMaskArgs &a) {
+  // The program depends on the mask alone.
+  KernelSpec program;
+  program.blockMaskProgram = true;
+  program.maskMod = spec.maskMod;
+  program.causal = spec.causal;
+  program.arch = spec.arch;
+  return impl->runRequest(
+      program, a.q.sizes[2], a.k.sizes[2], static_cast<CUstream>(a.stream),
+      [&](const KernelSpec &) { return checkBlockMaskArgs(a); },
+      [&](const KernelEntry &kernel) -> Result {
+        if (Result r = checkCaptureOperands(kernel, a.captures); !r)
+          return r;
+        // The tables' heads are the programs' (1: head 0 for all).
+        ProblemExtents problem = problemOf(a.q, a.k);
+        problem.queryHeads = a.keyRanges.sizes[1];
+        std::array<const TensorArg *, kNumOperands> operands{};
+        operands[size_t(LaunchPlan::Operand::query)] = &a.q;
+        operands[size_t(LaunchPlan::Operand::key)] = &a.k;
+        operands[size_t(LaunchPlan::Operand::keyRanges)] = &a.keyRanges;
+        operands[size_t(LaunchPlan::Operand::queryRanges)] = &a.queryRanges;
+        addCaptureOperands(a.captures, operands);
+        return impl->launchAll(kernel, operands, problem, spec.dtype,
+                               static_cast<CUstream>(a.stream));
+      });
 }
 
 } // namespace fa

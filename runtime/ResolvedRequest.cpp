@@ -14,7 +14,9 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
       blockM(spec.blockM), blockN(spec.blockN), numWarps(spec.numWarps),
       stages(spec.stages), strategy(spec.strategy), arch(spec.arch),
       scaleBits(0), scoreMod(spec.scoreMod), maskMod(spec.maskMod),
-      sinks(spec.sinks), bucket(bucket), tuned(tuned) {
+      sinks(spec.sinks), blockMask(spec.blockMask),
+      blockMaskProgram(spec.blockMaskProgram), bucket(bucket),
+      tuned(tuned) {
   // Every field of KernelSpec changes the kernel: a new one belongs here,
   // in fields() and in the hash.
   static_assert(sizeof(scaleBits) == sizeof(spec.scale));
@@ -24,8 +26,8 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
 static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
                   k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
-                  k.scaleBits, k.scoreMod, k.maskMod, k.sinks, k.bucket,
-                  k.tuned);
+                  k.scaleBits, k.scoreMod, k.maskMod, k.sinks, k.blockMask,
+                  k.blockMaskProgram, k.bucket, k.tuned);
 }
 
 bool RequestKey::operator==(const RequestKey &other) const {
@@ -36,8 +38,8 @@ size_t RequestKey::Hash::operator()(const RequestKey &k) const {
   return llvm::hash_combine(k.headDim, int(k.dtype), k.causal, k.backward,
                             k.deterministic, k.blockM, k.blockN, k.numWarps,
                             k.stages, int(k.strategy), k.arch, k.scaleBits,
-                            k.scoreMod, k.maskMod, k.sinks, k.bucket,
-                            k.tuned);
+                            k.scoreMod, k.maskMod, k.sinks, k.blockMask,
+                            k.blockMaskProgram, k.bucket, k.tuned);
 }
 
 } // namespace fa

@@ -73,6 +73,10 @@ struct AttentionArgs {
   /// With spec.sinks: the Hq f32 sink logits, contiguous (sizes[0] = Hq,
   /// strides[0] = 1); unused otherwise.
   TensorArg sinks;
+  /// With spec.blockMask: the keys each 16 query rows keep, i32 [B, 1 or
+  /// Hq, ceil(Sq / 16), 2] [first, end) pairs, contiguous (see
+  /// fa.attention's key_ranges; computeBlockMask makes them).
+  TensorArg keyRanges;
   /// The variant's captured tensors: the score_mod's, then the mask_mod's.
   std::vector<CaptureArg> captures;
 };
@@ -89,7 +93,22 @@ struct AttentionBackwardArgs {
   /// With spec.sinks: the forward's sink logits (as AttentionArgs::sinks)
   /// and their gradient, Hq contiguous f32 values the backward sets.
   TensorArg sinks, gradSinks;
+  /// With spec.blockMask: the query rows that keep each 16 keys, i32 [B, 1
+  /// or Hq, ceil(Sk / 16), 2] [first, end) pairs, contiguous.
+  TensorArg queryRanges;
   /// The forward's captured tensors (no gradient flows to them).
+  std::vector<CaptureArg> captures;
+};
+
+/// The tensors of computeBlockMask: the problem's queries and keys (their
+/// sizes: the program reads no element, so data may be null), the two
+/// tables it fills (i32, contiguous: key ranges [B, Hb, ceil(Sq / 16), 2],
+/// query ranges [B, Hb, ceil(Sk / 16), 2], Hb = 1 or Hq) and the mask_mod's
+/// captured tensors.
+struct BlockMaskArgs {
+  TensorArg q, k;
+  TensorArg keyRanges, queryRanges;
+  void *stream = nullptr; // CUstream; nullptr = the default stream
   std::vector<CaptureArg> captures;
 };
 
@@ -195,6 +214,15 @@ public:
   /// set here). All arguments are checked before anything is launched.
   Result backward(const KernelSpec &spec, const AttentionBackwardArgs &args);
 
+  /// The block mask of `spec`'s mask_mod and causal flag on the problem of
+  /// args.q and args.k (fa.block_mask): fills the key and query range
+  /// tables that forward() and backward() of the spec with `blockMask`
+  /// take. Hb = 1 promises a mask that is the same for every head (it is
+  /// evaluated at head 0). The tables hold for as long as the captured
+  /// tensors' data does: the caller keeps them (as FlexAttention's
+  /// create_block_mask leaves its BlockMask to the caller).
+  Result computeBlockMask(const KernelSpec &spec, const BlockMaskArgs &args);
+
   /// Forgets the loaded and in-memory kernels (the disk cache stays).
   void clearMemoryCache();
 
@@ -223,6 +251,11 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &args);
 /// overlapping each other nor any input.
 Result checkAttentionBackwardArgs(const KernelSpec &spec,
                                   const AttentionBackwardArgs &args);
+
+/// The checks computeBlockMask makes: q and k sizes of one problem, the
+/// tables' shapes for it (the same Hb, 1 or Hq), their layouts, no overlap
+/// between them or with a captured tensor.
+Result checkBlockMaskArgs(const BlockMaskArgs &args);
 
 } // namespace fa
 

@@ -77,6 +77,10 @@ typedef struct fa_kernel_config {
      softmax denominator; fa.attention's `sinks`). fa_prepare_kernel reads
      it; the _ex calls set it from their extras. */
   int32_t sinks;
+  /* 0 or 1: a block mask (the forward takes key ranges, the backward query
+     ranges: fa_compute_block_mask's tables). fa_prepare_kernel reads it;
+     the _ex calls set it from their extras. */
+  int32_t block_mask;
 } fa_kernel_config;
 
 /* A tensor a score_mod or mask_mod reads by index (a captured tensor):
@@ -102,6 +106,12 @@ typedef struct fa_attention_extras {
      the forward's; no gradient flows to them). NULL when num_captures = 0. */
   const fa_capture *captures;
   int64_t num_captures;
+  /* A block mask (fa_compute_block_mask's tables, i32 contiguous): the
+     forward takes key_ranges [B, Hb, ceil(Sq / 16), 2], the backward
+     query_ranges [B, Hb, ceil(Sk / 16), 2] (Hb = 1 or Hq), and visits only
+     the tiles they meet. Needs config->mask_mod. */
+  const fa_tensor *key_ranges;
+  const fa_tensor *query_ranges;
 } fa_attention_extras;
 
 /* What a kernel is and where it came from. */
@@ -185,6 +195,22 @@ FA_API fa_status fa_attention_backward_ex(
     const fa_tensor *lse, const fa_tensor *grad_query,
     const fa_tensor *grad_key, const fa_tensor *grad_value,
     const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream);
+
+/* The block mask of config->mask_mod (with the causal mask where causal is
+   1) on the problem of q [B, Hq, Sq, D] and k [B, Hkv, Sk, D] (their sizes
+   only: data may be NULL): fills key_ranges [B, Hb, ceil(Sq / 16), 2] and
+   query_ranges [B, Hb, ceil(Sk / 16), 2] (i32, contiguous; Hb = 1 when the
+   mask is the same for every head, else Hq) with the [first, end) ranges
+   of the keys each 16 query rows keep and of the rows that keep each 16
+   keys. extras->captures are the mask_mod's captured tensors (its other
+   fields must be NULL). The tables serve every forward and backward of the
+   mask on such a problem for as long as the captured tensors' data stays
+   the same. */
+FA_API fa_status fa_compute_block_mask(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *key_ranges, const fa_tensor *query_ranges,
+    const fa_attention_extras *extras, int causal,
     const fa_kernel_config *config, void *stream);
 
 #ifdef __cplusplus

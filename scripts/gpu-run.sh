@@ -8,6 +8,7 @@
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       profile-backward-source|profile-source|grad-seeds|
 #                       host-overhead|clock-probe|bench-sinks|
+#                       block-mask|bench-variants|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -77,6 +78,20 @@ for step in $steps; do
       ${FA_BENCH_ARGS:-} ;;&
   bench-sinks)
     run bench-sinks python3 bench/bench_sinks.py --json "$OUT/sinks.json" ;;&
+  block-mask)
+    # Block masks: the GPU cases (quick; the captures' too), memcheck on
+    # them, the Python tests of captured tensors and block masks.
+    FA_GPU_TEST_QUICK=1 run block-mask-tests /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*BlockMask*:*Captures*'
+    FA_GPU_TEST_QUICK=1 run block-mask-memcheck compute-sanitizer \
+      --tool memcheck --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*BlockMask*'
+    run python-captures python3 python/tests/test_captures.py ;;&
+  bench-variants)
+    # The variants against FlexAttention (packed documents with and
+    # without a block mask, the block masks' own cost).
+    run bench-variants python3 bench/bench_variants.py \
+      --json "$OUT/variants.json" ${FA_BENCH_VARIANTS_ARGS:-} ;;&
   clock-probe)
     # SM clock and power while fa wgmma, cuDNN and FLASH_ATTENTION each run
     # back to back (D=128, S=4k and 16k; FA_CLOCK_ARGS adds arguments).

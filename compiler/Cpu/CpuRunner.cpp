@@ -41,7 +41,14 @@ namespace {
   spec.scoreMod = config.scoreMod;
   spec.maskMod = config.maskMod;
   spec.sinks = config.sinks;
+  spec.blockMask = config.blockMask;
+  spec.blockMaskProgram = config.blockMaskProgram;
   return spec;
+}
+
+/// Entries of a block mask's table over `length` rows or keys.
+int64_t ceilGroups(int64_t length) {
+  return (length + ::fa::kBlockMaskGroup - 1) / ::fa::kBlockMaskGroup;
 }
 
 } // namespace
@@ -180,16 +187,44 @@ llvm::Error CpuAttentionKernel::addCaptures(
   return llvm::Error::success();
 }
 
+llvm::Error CpuAttentionKernel::runBlockMask(
+    const AttentionShape &s, int64_t heads, int32_t *keyRanges,
+    int32_t *queryRanges, llvm::ArrayRef<CpuCapture> captures) const {
+  if (!config.blockMaskProgram)
+    return llvm::createStringError(
+        "this is an attention kernel: call run or runBackward");
+  if (llvm::Error error = checkShape(s))
+    return error;
+  if (heads != 1 && heads != s.qHeads)
+    return llvm::createStringError(
+        "a block mask has 1 or Hq (" + std::to_string(s.qHeads) +
+        ") heads, got " + std::to_string(heads));
+  if (!keyRanges || !queryRanges)
+    return llvm::createStringError("null buffer pointer");
+  Descriptors args;
+  // Q and K for their sizes only (the program reads no element).
+  args.add(nullptr, {s.batch, s.qHeads, s.qLen, config.headDim});
+  args.add(nullptr, {s.batch, s.kvHeads, s.kvLen, config.headDim});
+  args.add(keyRanges, {s.batch, heads, ceilGroups(s.qLen), 2});
+  args.add(queryRanges, {s.batch, heads, ceilGroups(s.kvLen), 2});
+  if (llvm::Error error = addCaptures(args, captures))
+    return error;
+  return args.invoke(*engine, entryName);
+}
+
 llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     const void *k, const void *v, void *o,
                                     float *lse, const float *sinks,
-                                    llvm::ArrayRef<CpuCapture> captures) const {
-  if (config.backward)
+                                    llvm::ArrayRef<CpuCapture> captures,
+                                    CpuRangeTable keyRanges) const {
+  if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
-        "this is a backward kernel: call runBackward");
+        config.backward ? "this is a backward kernel: call runBackward"
+                        : "this is a block mask program: call runBlockMask");
   if (llvm::Error error = checkShape(s))
     return error;
-  if (!q || !k || !v || !o || !lse || (config.sinks && !sinks))
+  if (!q || !k || !v || !o || !lse || (config.sinks && !sinks) ||
+      (config.blockMask && !keyRanges.data))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
@@ -201,6 +236,9 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   args.add(lse, {s.batch, s.qHeads, s.qLen});
   if (config.sinks)
     args.add(sinks, {s.qHeads});
+  if (config.blockMask)
+    args.add(keyRanges.data, {s.batch, keyRanges.heads,
+                              ceilGroups(s.qLen), 2});
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);
@@ -210,13 +248,17 @@ llvm::Error CpuAttentionKernel::runBackward(
     const AttentionShape &s, const void *q, const void *k, const void *v,
     const void *o, const void *gradOutput, const float *lse, void *gradQuery,
     void *gradKey, void *gradValue, const float *sinks, float *gradSinks,
-    llvm::ArrayRef<CpuCapture> captures) const {
+    llvm::ArrayRef<CpuCapture> captures, CpuRangeTable queryRanges) const {
   if (!config.backward)
-    return llvm::createStringError("this is a forward kernel: call run");
+    return llvm::createStringError(
+        config.blockMaskProgram
+            ? "this is a block mask program: call runBlockMask"
+            : "this is a forward kernel: call run");
   if (llvm::Error error = checkShape(s))
     return error;
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
-      !gradValue || (config.sinks && (!sinks || !gradSinks)))
+      !gradValue || (config.sinks && (!sinks || !gradSinks)) ||
+      (config.blockMask && !queryRanges.data))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
@@ -253,6 +295,9 @@ llvm::Error CpuAttentionKernel::runBackward(
     args.add(sinks, {s.qHeads});
     args.add(gradSinks, {s.qHeads});
   }
+  if (config.blockMask)
+    args.add(queryRanges.data, {s.batch, queryRanges.heads,
+                                ceilGroups(s.kvLen), 2});
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);

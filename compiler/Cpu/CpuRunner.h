@@ -42,6 +42,21 @@ struct CpuKernelConfig {
   std::string maskMod;
   /// Attention sinks (KernelSpec::sinks): one f32 logit per query head.
   bool sinks = false;
+  /// A block mask (KernelSpec::blockMask): the forward takes key ranges,
+  /// the backward query ranges (CpuRangeTable).
+  bool blockMask = false;
+  /// Not attention but the block mask program of maskMod and causal
+  /// (KernelSpec::blockMaskProgram): run it with runBlockMask.
+  bool blockMaskProgram = false;
+};
+
+/// A block mask's range table (with CpuKernelConfig::blockMask): i32
+/// [B, heads, ceil(length / 16), 2] [first, end) pairs, contiguous; heads
+/// is 1 or Hq; the length is Sq for the forward's key ranges, Sk for the
+/// backward's query ranges.
+struct CpuRangeTable {
+  const int32_t *data = nullptr;
+  int64_t heads = 1;
 };
 
 /// Sizes of one call. Buffers are contiguous: Q and O [B, Hq, Sq, D],
@@ -79,7 +94,8 @@ public:
   llvm::Error run(const AttentionShape &shape, const void *q, const void *k,
                   const void *v, void *o, float *lse,
                   const float *sinks = nullptr,
-                  llvm::ArrayRef<CpuCapture> captures = {}) const;
+                  llvm::ArrayRef<CpuCapture> captures = {},
+                  CpuRangeTable keyRanges = {}) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces
@@ -91,7 +107,16 @@ public:
                           void *gradQuery, void *gradKey, void *gradValue,
                           const float *sinks = nullptr,
                           float *gradSinks = nullptr,
-                          llvm::ArrayRef<CpuCapture> captures = {}) const;
+                          llvm::ArrayRef<CpuCapture> captures = {},
+                          CpuRangeTable queryRanges = {}) const;
+
+  /// Runs the block mask program (config.blockMaskProgram): fills the
+  /// key ranges [B, heads, ceil(Sq / 16), 2] and the query ranges [B,
+  /// heads, ceil(Sk / 16), 2] (heads: 1 or Hq) of the mask on `shape`,
+  /// whose mask_mod reads `captures`.
+  llvm::Error runBlockMask(const AttentionShape &shape, int64_t heads,
+                           int32_t *keyRanges, int32_t *queryRanges,
+                           llvm::ArrayRef<CpuCapture> captures = {}) const;
 
   const CpuKernelConfig &getConfig() const { return config; }
 

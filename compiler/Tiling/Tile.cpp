@@ -112,12 +112,16 @@ void AttentionTiler::build() {
   // A mask_mod travels with the ops that use it: the K/V range (which
   // tiles to visit; not for a mask that reads a captured tensor) and the
   // mask (which scores of a tile to keep).
+  // A block mask's key ranges narrow the range too (the caller's bounds
+  // for the masks the compiler cannot read).
   bool rangeMask = !op.getMaskMod().empty() &&
                    !readsCapturedTensors(op.getMaskMod());
-  Value modBatch = rangeMask ? b : Value(), modHead = rangeMask ? h : Value();
+  Value keyRanges = op.getKeyRanges();
+  bool atProgram = rangeMask || keyRanges;
+  Value modBatch = atProgram ? b : Value(), modHead = atProgram ? h : Value();
   auto range = KVTileRangeOp::create(
       builder, loc, builder.getIndexType(), builder.getIndexType(), qStart,
-      qLen, kvLen, modBatch, modHead, config.blockM, config.blockN,
+      qLen, kvLen, modBatch, modHead, keyRanges, config.blockM, config.blockN,
       op.getMask());
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());

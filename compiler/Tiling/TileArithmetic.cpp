@@ -1,9 +1,11 @@
 //===- TileArithmetic.cpp - Index arithmetic shared by lowerings ----*- C++ -*-===//
 #include "compiler/Tiling/TileArithmetic.h"
 #include "compiler/Tiling/Variants.h"
+#include "lib/LaunchPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
@@ -45,6 +47,55 @@ Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
   return arith::SelectOp::create(b, loc, inBounds, loaded, zero);
 }
 
+/// The union of a block mask's ranges over the groups that hold the
+/// indices [start, end) (a range table [B, Hb, groups, 2]: row `group` of
+/// batch `batch`, head min(head, Hb - 1)), as the tiles of `tileSize` it
+/// meets intersected with [begin, end). Groups whose range is empty widen
+/// nothing but may lower the union's start or raise its end: the table's
+/// producer writes them as [Sk, 0) (or [Sq, 0)) so that they do not.
+static std::pair<Value, Value>
+intersectWithRangeTable(OpBuilder &b, Location loc, Value table, Value batch,
+                        Value head, Value start, Value end, int64_t tileSize,
+                        Value begin, Value tilesEnd) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value group = arith::ConstantIndexOp::create(b, loc, ::fa::kBlockMaskGroup);
+  Value tile = arith::ConstantIndexOp::create(b, loc, tileSize);
+  Value lastHead = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, table, 1), one);
+  Value tableHead = arith::MinUIOp::create(b, loc, head, lastHead);
+  Value firstGroup = arith::DivUIOp::create(b, loc, start, group);
+  Value endGroup = arith::CeilDivUIOp::create(b, loc, end, group);
+  // [lo, hi): the smallest first and the largest end of the groups.
+  Value maxIndex = arith::ConstantIndexOp::create(
+      b, loc, std::numeric_limits<int32_t>::max());
+  auto hull = scf::ForOp::create(
+      b, loc, firstGroup, endGroup, one, ValueRange{maxIndex, zero},
+      [&](OpBuilder &nested, Location loc, Value g, ValueRange bounds) {
+        auto read = [&](int64_t which) -> Value {
+          Value column = arith::ConstantIndexOp::create(nested, loc, which);
+          Value value = memref::LoadOp::create(
+              nested, loc, table, ValueRange{batch, tableHead, g, column});
+          return arith::IndexCastOp::create(nested, loc,
+                                            nested.getIndexType(), value);
+        };
+        Value lo = arith::MinSIOp::create(nested, loc, bounds[0], read(0));
+        Value hi = arith::MaxSIOp::create(nested, loc, bounds[1], read(1));
+        scf::YieldOp::create(nested, loc, ValueRange{lo, hi});
+      });
+  Value lo = hull.getResult(0), hi = hull.getResult(1);
+  // Tiles floor(lo / tile) .. ceil(hi / tile) - 1; lo >= hi: none.
+  begin = arith::MaxSIOp::create(
+      b, loc, begin, arith::FloorDivSIOp::create(b, loc, lo, tile));
+  tilesEnd = arith::MinSIOp::create(
+      b, loc, tilesEnd, arith::CeilDivSIOp::create(b, loc, hi, tile));
+  Value empty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lo, hi);
+  tilesEnd = arith::SelectOp::create(b, loc, empty, begin, tilesEnd);
+  tilesEnd = arith::MaxSIOp::create(b, loc, tilesEnd, begin);
+  return {begin, tilesEnd};
+}
+
 /// [begin, end) of fa.kv_tile_range.
 static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
                                                 KVTileRangeOp op, Value qStart,
@@ -59,6 +110,11 @@ static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
     return arith::MinSIOp::create(b, loc, tileEnd, qLen);
   };
   Value begin = zero, end = numTiles;
+  if (Value table = op.getRanges()) {
+    std::tie(begin, end) = intersectWithRangeTable(
+        b, loc, table, op.getBatch(), op.getHead(), qStart, buildRowsEnd(),
+        op.getBlockN(), begin, end);
+  }
   if (op.getMask() == MaskKind::causal) {
     Value rowsEnd = buildRowsEnd();
     // The last query row of this tile sees keys up to
@@ -68,7 +124,7 @@ static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
     Value visibleTiles =
         arith::CeilDivSIOp::create(b, loc, visibleKeys, blockN);
     end = arith::MaxSIOp::create(
-        b, loc, zero, arith::MinSIOp::create(b, loc, visibleTiles, numTiles));
+        b, loc, begin, arith::MinSIOp::create(b, loc, visibleTiles, end));
   }
   if (op.getMaskMod().empty())
     return {begin, end};
@@ -109,6 +165,15 @@ static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
   Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
   Value numTiles = arith::CeilDivUIOp::create(b, loc, op.getQLen(), blockM);
   Value begin = zero, end = numTiles;
+  if (Value table = op.getRanges()) {
+    Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
+    Value keysEnd = arith::MinSIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), blockN),
+        op.getKvLen());
+    std::tie(begin, end) = intersectWithRangeTable(
+        b, loc, table, op.getBatch(), op.getHead(), op.getKvStart(), keysEnd,
+        op.getBlockM(), begin, end);
+  }
   if (op.getMask() == MaskKind::causal) {
     // The first row that sees key kv_start is kv_start - (Sk - Sq) (signed:
     // negative when every row sees it).
@@ -117,7 +182,7 @@ static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
         op.getKvLen());
     Value firstTile = arith::FloorDivSIOp::create(b, loc, firstRow, blockM);
     begin = arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, zero, firstTile), numTiles);
+        b, loc, arith::MaxSIOp::create(b, loc, begin, firstTile), end);
   }
   if (op.getMaskMod().empty())
     return {begin, end};
@@ -229,7 +294,8 @@ mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
         b, loc, b.getIndexType(), b.getIndexType(), constant(qStart),
         constant(qLen), constant(kvLen),
         rangeMask ? constant(batch) : Value(),
-        rangeMask ? constant(head) : Value(), blockM, blockN, mask);
+        rangeMask ? constant(head) : Value(), /*ranges=*/Value(), blockM,
+        blockN, mask);
     if (rangeMask)
       cloneMaskWithoutCaptures(maskMod, range.getMaskMod());
     counts.push_back(

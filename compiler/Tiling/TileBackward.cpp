@@ -186,18 +186,21 @@ LogicalResult BackwardTiler::buildMain() {
   // With a mask_mod the query tiles depend on the query head: the range is
   // taken per head, inside the head loop. A mask that reads a captured
   // tensor narrows no range.
+  // A block mask's query ranges are per head too.
   bool rangeMask = maskMod && !readsCapturedTensors(op.getMaskMod());
+  Value queryRanges = op.getQueryRanges();
+  bool perHeadRange = rangeMask || queryRanges;
   auto queryTileRange = [&](OpBuilder &at, Value h) {
     auto range = QTileRangeOp::create(
         at, loc, at.getIndexType(), at.getIndexType(), kvStart, qLen, kvLen,
-        rangeMask ? b : Value(), rangeMask ? h : Value(), blockM, blockN,
-        mask);
+        perHeadRange ? b : Value(), perHeadRange ? h : Value(), queryRanges,
+        blockM, blockN, mask);
     if (rangeMask)
       cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
     return range;
   };
   QTileRangeOp sharedRange;
-  if (!rangeMask)
+  if (!perHeadRange)
     sharedRange = queryTileRange(builder, Value());
   Value zero = indexConst(0), one = indexConst(1);
   Value blockMValue = indexConst(blockM);
@@ -208,7 +211,7 @@ LogicalResult BackwardTiler::buildMain() {
       [&](OpBuilder &nested, Location loc, Value g, ValueRange headAcc) {
         Value h = arith::AddIOp::create(nested, loc, firstHead, g);
         QTileRangeOp qRange =
-            rangeMask ? queryTileRange(nested, h) : sharedRange;
+            perHeadRange ? queryTileRange(nested, h) : sharedRange;
         auto qLoop = scf::ForOp::create(
             nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
             [&](OpBuilder &inner, Location loc, Value qTileIndex,

@@ -11,6 +11,8 @@
     o = fa.flash_attn_func(q_bshd, k_bshd, v_bshd, causal=True)  # [B, S, H, D]
     o = fa.attention(q, k, v, causal=True, sinks=sinks)  # gpt-oss: [Hq] logits
     o = fa.attention(q, k, v, mask_mod=fa.variants.document(doc))  # packed
+    bm = fa.block_mask(fa.variants.document(doc), B, None, S, S)    # tiles to visit
+    o = fa.attention(q, k, v, block_mask=bm)   # skips the tiles across documents
     fa.register_transformers()   # attn_implementation="fa" in transformers
 
 Kernels are compiled on first use for the head dim, dtype, mask and tiles,
@@ -31,8 +33,9 @@ try:  # the ops and autograd need torch; prepare_kernel works without it
 except ImportError:  # pragma: no cover
     _torch = None
 
-__all__ = ["attention", "attention_backward", "flash_attn_func",
-           "prepare_kernel", "register_transformers", "FaError"]
+__all__ = ["attention", "attention_backward", "block_mask", "BlockMask",
+           "flash_attn_func", "prepare_kernel", "register_transformers",
+           "FaError"]
 
 _F32, _F16, _BF16 = 0, 1, 2
 _STATUS = {1: "invalid argument", 2: "no CUDA driver", 3: "CUDA error",
@@ -66,7 +69,7 @@ class _Config(ctypes.Structure):
                 ("deterministic", ctypes.c_int32),
                 ("sequence_length", ctypes.c_int64),
                 ("score_mod", ctypes.c_char_p), ("mask_mod", ctypes.c_char_p),
-                ("sinks", ctypes.c_int32)]
+                ("sinks", ctypes.c_int32), ("block_mask", ctypes.c_int32)]
 
 
 class _Capture(ctypes.Structure):
@@ -79,11 +82,14 @@ class _Capture(ctypes.Structure):
 class _Extras(ctypes.Structure):
     """fa_attention_extras: the tensors beyond Q, K, V, O and LSE (NULL:
     none); captures: the score_mod's captured tensors, then the
-    mask_mod's (NULL when num_captures = 0)."""
+    mask_mod's (NULL when num_captures = 0); key_ranges / query_ranges: a
+    block mask's tables (the forward's, the backward's)."""
     _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
                 ("grad_sinks", ctypes.POINTER(_Tensor)),
                 ("captures", ctypes.POINTER(_Capture)),
-                ("num_captures", ctypes.c_int64)]
+                ("num_captures", ctypes.c_int64),
+                ("key_ranges", ctypes.POINTER(_Tensor)),
+                ("query_ranges", ctypes.POINTER(_Tensor))]
 
 
 class _Info(ctypes.Structure):
@@ -161,6 +167,11 @@ def _library():
             ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
             tensor, tensor, tensor, extras, ctypes.c_int, ctypes.c_int,
             ctypes.c_double, ctypes.POINTER(_Config), ctypes.c_void_p]
+    if hasattr(lib, "fa_compute_block_mask"):
+        lib.fa_compute_block_mask.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor,
+            ctypes.POINTER(_Extras), ctypes.c_int, ctypes.POINTER(_Config),
+            ctypes.c_void_p]
     lib.fa_prepare_kernel.argtypes = [
         ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int,
         ctypes.c_double, ctypes.POINTER(_Config), ctypes.POINTER(_Info)]
@@ -213,10 +224,11 @@ def _choice(where, name, value, choices):
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
             backward=False, deterministic=False, sequence_length=0,
-            variant=None, sinks=False):
+            variant=None, sinks=False, block_mask=False):
     """The fa_kernel_config, or None for all defaults. variant: None or the
     (score_mod, mask_mod) MLIR texts of a traced variant (either may be
-    None). sinks: the kernel takes attention sinks."""
+    None). sinks: the kernel takes attention sinks; block_mask: a block
+    mask's table."""
     block_m = _integer("block_m", block_m)
     block_n = _integer("block_n", block_n)
     num_warps = _integer("num_warps", num_warps)
@@ -226,13 +238,14 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
     score_mod, mask_mod = variant or (None, None)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
             or backward or deterministic or sequence_length or score_mod
-            or mask_mod or sinks):
+            or mask_mod or sinks or block_mask):
         return None
     return ctypes.byref(_Config(
         block_m, block_n, num_warps, None, stages, _strategies()[strategy],
         int(backward), int(deterministic), sequence_length,
         score_mod.encode() if score_mod else None,
-        mask_mod.encode() if mask_mod else None, int(sinks)))
+        mask_mod.encode() if mask_mod else None, int(sinks),
+        int(block_mask)))
 
 
 _Int64x4 = ctypes.c_int64 * 4
@@ -262,7 +275,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
                    stages=0, backward=False, deterministic=False,
                    sequence_length=0, score_mod=None, mask_mod=None,
-                   sinks=False):
+                   sinks=False, block_mask=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
@@ -280,7 +293,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     their dtypes and ranks, whatever their values: placeholders
     fa.variants.captured(dtype=..., rank=...) do too). sinks=True: the
     kernel that takes attention sinks (fa.attention's sinks; not with
-    deterministic=True)."""
+    deterministic=True). block_mask=True: the kernel that takes a block
+    mask's table (fa.attention's block_mask; needs a mask_mod)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -293,7 +307,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                 _flag("backward", backward),
                 _flag("deterministic", deterministic), sequence_length,
                 variant=_variant("fa.prepare_kernel", score_mod, mask_mod),
-                sinks=_flag("sinks", sinks)),
+                sinks=_flag("sinks", sinks),
+                block_mask=_flag("block_mask", block_mask)),
         ctypes.byref(info)))
     return {"name": info.name.decode(errors="replace"),
             "key": info.key.decode(errors="replace"),
@@ -539,7 +554,8 @@ def _check_captures(where, captures, q, k, forward=True):
     return checked
 
 
-def _extras(sinks=None, grad_sinks=None, captures=()):
+def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
+            query_ranges=None):
     """The fa_attention_extras of the _ex calls: float32 [Hq] sinks (and
     the backward's gradient), and the variant's captured tensors (checked
     and contiguous: _check_captures). The C descriptor of the sinks carries
@@ -564,14 +580,20 @@ def _extras(sinks=None, grad_sinks=None, captures=()):
         extras.captures = (_Capture * len(captures))(
             *(_describe_capture(t) for t in captures))
         extras.num_captures = len(captures)
+    if key_ranges is not None:
+        extras.key_ranges = ctypes.pointer(_describe(key_ranges))
+    if query_ranges is not None:
+        extras.query_ranges = ctypes.pointer(_describe(query_ranges))
     return extras
 
 
 def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
-             stages, score_mod="", mask_mod="", sinks=None, captures=()):
+             stages, score_mod="", mask_mod="", sinks=None, captures=(),
+             key_ranges=None):
     """O and LSE, launched on the current stream (no autograd). sinks:
     None, or float32 [Hq] logits; captures: the variant's captured tensors,
-    checked and contiguous (both through fa_attention_forward_ex)."""
+    checked and contiguous; key_ranges: a block mask's forward table (all
+    through fa_attention_forward_ex)."""
     import torch
 
     batch, heads, length, _ = q.shape
@@ -581,8 +603,9 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
     lse = torch.empty((batch, heads, length), dtype=torch.float32,
                       device=q.device)
     config = _config(block_m, block_n, num_warps, stages, strategy,
-                     variant=(score_mod, mask_mod), sinks=sinks is not None)
-    if sinks is None and not captures:
+                     variant=(score_mod, mask_mod), sinks=sinks is not None,
+                     block_mask=key_ranges is not None)
+    if sinks is None and not captures and key_ranges is None:
         _check(_library().fa_attention_forward(
             _runtime(_device_index(q)), ctypes.byref(_describe(q)),
             ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -590,7 +613,7 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
             _dtype_code(q), _flag("causal", causal), float(scale), config,
             _stream_of(q)))
         return o, lse
-    extras = _extras(sinks, captures=captures)
+    extras = _extras(sinks, captures=captures, key_ranges=key_ranges)
     _check(_library().fa_attention_forward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -602,10 +625,12 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
 
 def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
               block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0,
-              score_mod="", mask_mod="", sinks=None, captures=()):
+              score_mod="", mask_mod="", sinks=None, captures=(),
+              query_ranges=None):
     """dQ, dK, dV, launched on the current stream (no autograd); with
     sinks (float32 [Hq]), dQ, dK, dV and dSinks (float32 [Hq]). captures:
-    the forward's captured tensors (checked and contiguous)."""
+    the forward's captured tensors (checked and contiguous); query_ranges:
+    a block mask's backward table."""
     import torch
 
     # Gradients arrive in any layout (expanded, transposed); the kernels
@@ -617,8 +642,9 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
     dv = torch.empty_like(v)
     config = _config(block_m, block_n, num_warps, stages, strategy,
                      backward=True, deterministic=deterministic,
-                     variant=(score_mod, mask_mod), sinks=sinks is not None)
-    if sinks is None and not captures:
+                     variant=(score_mod, mask_mod), sinks=sinks is not None,
+                     block_mask=query_ranges is not None)
+    if sinks is None and not captures and query_ranges is None:
         _check(_library().fa_attention_backward(
             _runtime(_device_index(q)), ctypes.byref(_describe(q)),
             ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -631,7 +657,7 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
     # Written whole by the call (zeroed, then the rows' shares added).
     dsinks = None if sinks is None else torch.empty(
         q.shape[1], dtype=torch.float32, device=q.device)
-    extras = _extras(sinks, dsinks, captures)
+    extras = _extras(sinks, dsinks, captures, query_ranges=query_ranges)
     _check(_library().fa_attention_backward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -643,10 +669,131 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
     return (dq, dk, dv) if sinks is None else (dq, dk, dv, dsinks)
 
 
+class BlockMask:
+    """A mask_mod's block mask on one problem shape (fa.block_mask makes
+    it): key_ranges, int32 [B, Hb, ceil(Sq / 16), 2], holds the [first,
+    end) range of the keys each 16 query rows keep; query_ranges, [B, Hb,
+    ceil(Sk / 16), 2], the range of the query rows that keep each 16 keys
+    (Hb = 1 or Hq). fa.attention(..., block_mask=...) visits only the K/V
+    tiles the ranges meet (its backward, the query tiles). The ranges are
+    computed from the captured tensors' values at fa.block_mask: make a new
+    block mask when they change (as FlexAttention's create_block_mask)."""
+
+    def __init__(self, mask_mod, text, causal, key_ranges, query_ranges,
+                 shape):
+        self.mask_mod = mask_mod  # as given: a function or MLIR text
+        self.text = text          # its traced MLIR text
+        self.causal = causal
+        self.key_ranges = key_ranges
+        self.query_ranges = query_ranges
+        self.shape = shape        # (B, Hb, Sq, Sk)
+
+    def __repr__(self):
+        batch, heads, q_len, kv_len = self.shape
+        return (f"fa.BlockMask(B={batch}, H={heads}, Q_LEN={q_len}, "
+                f"KV_LEN={kv_len}, causal={self.causal})")
+
+
+def block_mask(mask_mod, batch, heads, q_len, kv_len, device=None,
+               causal=False):
+    """The block mask of mask_mod(b, h, q_idx, kv_idx) -> bool (a function
+    as fa.attention takes it, e.g. fa.variants.document(doc_ids), or its
+    MLIR text), with the causal mask too where causal=True, for queries
+    [batch, heads, q_len, *] and keys [batch, *, kv_len, *] on `device` (a
+    CUDA device; default: the current one). heads=None makes one table for
+    every head (the mask must not depend on h: it is evaluated at h = 0).
+    Computed on the GPU by a program the compiler generates from the
+    mask_mod (cached like the kernels): each score is tested once. Pass it
+    to fa.attention / fa.attention_backward with the same mask_mod and
+    causal flag, as often as the mask's captured tensors keep their
+    values."""
+    torch = _torch
+    if torch is None:
+        raise ImportError("fa.block_mask needs torch")
+    if mask_mod is None:
+        raise ValueError("fa.block_mask: give the mask_mod whose tiles the "
+                         "block mask bounds")
+    batch = _integer("batch", batch)
+    q_len = _integer("q_len", q_len)
+    kv_len = _integer("kv_len", kv_len)
+    table_heads = 1 if heads is None else _integer("heads", heads)
+    for name, value, low in (("batch", batch, 0), ("heads", table_heads, 1),
+                             ("q_len", q_len, 0), ("kv_len", kv_len, 0)):
+        if value < low:
+            raise ValueError(f"fa.block_mask: {name} must be at least {low}, "
+                             f"got {value}")
+    causal = bool(_flag("causal", causal))
+    device = torch.device("cuda") if device is None else torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"fa.block_mask: device must be a CUDA device, got "
+                         f"{device}")
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    captures = []
+    _, text = _variant("fa.block_mask", None, mask_mod, captures)
+    # Stand-ins with the problem's sizes (the program reads no element).
+    q = torch.empty(1, dtype=torch.float16, device=device).expand(
+        batch, table_heads, q_len, 1)
+    k = torch.empty(1, dtype=torch.float16, device=device).expand(
+        batch, 1, kv_len, 1)
+    captures = _check_captures("fa.block_mask", captures, q, k)
+    lib = _library()
+    if not hasattr(lib, "fa_compute_block_mask"):
+        raise FaError(0, "this libfa_runtime.so predates block masks (no "
+                         "fa_compute_block_mask); rebuild it")
+
+    def groups(length):
+        return (length + 15) // 16
+
+    key_ranges = torch.empty((batch, table_heads, groups(q_len), 2),
+                             dtype=torch.int32, device=device)
+    query_ranges = torch.empty((batch, table_heads, groups(kv_len), 2),
+                               dtype=torch.int32, device=device)
+    extras = _extras(captures=captures)
+    _check(lib.fa_compute_block_mask(
+        _runtime(_device_index(q)), ctypes.byref(_describe(q)),
+        ctypes.byref(_describe(k)), ctypes.byref(_describe(key_ranges)),
+        ctypes.byref(_describe(query_ranges)), ctypes.byref(extras),
+        int(causal), _config(0, 0, 0, variant=("", text)), _stream_of(q)))
+    return BlockMask(mask_mod, text, causal, key_ranges, query_ranges,
+                     (batch, table_heads, q_len, kv_len))
+
+
+def _check_block_mask(where, block_mask, mask_mod, causal, q, k):
+    """The mask_mod a call with `block_mask` runs (the block mask's when
+    mask_mod is None) after checking that the block mask is of this mask,
+    causal flag and shape."""
+    if not isinstance(block_mask, BlockMask):
+        raise TypeError(f"{where}: block_mask must be an fa.BlockMask "
+                        f"(fa.block_mask(...)), got "
+                        f"{type(block_mask).__name__}")
+    if mask_mod is None:
+        mask_mod = block_mask.mask_mod
+    elif _variant(where, None, mask_mod)[1] != block_mask.text:
+        raise ValueError(f"{where}: block_mask was made for another "
+                         "mask_mod than the call's (pass the same one, or "
+                         "none to use the block mask's)")
+    if block_mask.causal != causal:
+        raise ValueError(f"{where}: block_mask was made with causal="
+                         f"{block_mask.causal}, the call has causal={causal}")
+    batch, heads, q_len, kv_len = block_mask.shape
+    if (batch, q_len, kv_len) != (q.shape[0], q.shape[2], k.shape[2]) or \
+            heads not in (1, q.shape[1]):
+        raise ValueError(f"{where}: block_mask is for B={batch}, H={heads}, "
+                         f"Q_LEN={q_len}, KV_LEN={kv_len}; the call has "
+                         f"B={q.shape[0]}, H={q.shape[1]}, Q_LEN="
+                         f"{q.shape[2]}, KV_LEN={k.shape[2]}")
+    if block_mask.key_ranges.device != q.device:
+        raise ValueError(f"{where}: block_mask is on "
+                         f"{block_mask.key_ranges.device}, q on {q.device}")
+    return mask_mod
+
+
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               block_n=0, num_warps=0, strategy="auto", stages=0,
               deterministic=False, score_mod=None, mask_mod=None,
-              sinks=None):
+              sinks=None, block_mask=None):
+
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
 
     k and v may have fewer heads than q (GQA/MQA: Hq a multiple of Hkv) and a
@@ -701,6 +848,13 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     back to the tensor given. Sinks with deterministic=True are not
     supported yet (the deterministic backward takes none): an error when a
     gradient is wanted.
+
+    block_mask: an fa.block_mask(mask_mod, ...) of the call's mask_mod (or
+    of the mask_mod to use, when mask_mod is None), causal flag and shape:
+    the kernels then visit only the tiles whose scores the mask can keep,
+    for masks the compiler cannot bound by itself (those that read tensors,
+    such as document ids). Not with deterministic=True (its backward takes
+    no mask_mod yet).
     """
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
     scale = _check_scale("fa.attention", scale)
@@ -710,6 +864,11 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
+    tables = None
+    if block_mask is not None:
+        mask_mod = _check_block_mask("fa.attention", block_mask, mask_mod,
+                                     causal, q, k)
+        tables = [block_mask.key_ranges, block_mask.query_ranges]
     captures = []
     variant = _variant("fa.attention", score_mod, mask_mod, captures)
     captures = _check_captures("fa.attention", captures, q, k)
@@ -726,19 +885,22 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     if _launch_directly(tensors + tuple(captures)):
         # What the op's implementation runs (_torch_ops.attention_forward).
         o, lse = _forward(q, k, v, causal, scale, *config, *variant,
-                          sinks=sinks, captures=captures)
+                          sinks=sinks, captures=captures,
+                          key_ranges=tables[0] if tables else None)
     else:
-        # Without sinks and captures, the op's call is the one it always
-        # was (they are its optional last arguments).
+        # Without sinks, captures and a block mask, the op's call is the one
+        # it always was (they are its optional last arguments).
         o, lse = _torch.ops.fa.attention_forward(
             q, k, v, causal, scale, *config, deterministic, *variant,
-            *_optional_arguments(sinks, captures))
+            *_optional_arguments(sinks, captures, tables))
     return (o, lse) if return_lse else o
 
 
-def _optional_arguments(sinks, captures):
-    """The ops' trailing optional arguments (sinks, captures), as few as
-    the call needs."""
+def _optional_arguments(sinks, captures, tables=None):
+    """The ops' trailing optional arguments (sinks, captures, the block
+    mask's two tables), as few as the call needs."""
+    if tables:
+        return (sinks, list(captures) if captures else None, list(tables))
     if captures:
         return (sinks, list(captures))
     return () if sinks is None else (sinks,)
@@ -747,7 +909,7 @@ def _optional_arguments(sinks, captures):
 def attention_backward(grad_output, q, k, v, o, lse, causal=False,
                        scale=None, deterministic=False, block_m=0, block_n=0,
                        num_warps=0, strategy="auto", stages=0, score_mod=None,
-                       mask_mod=None, sinks=None):
+                       mask_mod=None, sinks=None, block_mask=None):
     """dQ, dK, dV of attention for the output gradient dO ([B, H, S, D],
     like o), from the forward's inputs, its O and its LSE (as
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
@@ -761,7 +923,8 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     (with the tensors it captures now: pass the forward's). sinks: the
     forward's attention sinks ([Hq], see fa.attention; the
     deterministic backward takes none yet): then dQ, dK, dV and dSinks, the
-    sinks' gradient as float32 [Hq]."""
+    sinks' gradient as float32 [Hq]. block_mask: the forward's (see
+    fa.attention)."""
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),
                    ("grad_output", grad_output)))
@@ -774,6 +937,11 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
               _integer("stages", stages))
     causal = bool(_flag("causal", causal))
     deterministic = bool(_flag("deterministic", deterministic))
+    tables = None
+    if block_mask is not None:
+        mask_mod = _check_block_mask("fa.attention_backward", block_mask,
+                                     mask_mod, causal, q, k)
+        tables = [block_mask.key_ranges, block_mask.query_ranges]
     captures = []
     variant = _variant("fa.attention_backward", score_mod, mask_mod,
                        captures)
@@ -786,11 +954,12 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     if _launch_directly(tensors + tuple(captures)):
         return _backward(grad_output, q, k, v, o, lse, causal, scale,
                          deterministic, *config, *variant, sinks=sinks,
-                         captures=captures)
+                         captures=captures,
+                         query_ranges=tables[1] if tables else None)
     # The op always returns dSinks too (empty without sinks).
     grads = _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, causal, scale, deterministic, *config,
-        *variant, *_optional_arguments(sinks, captures))
+        *variant, *_optional_arguments(sinks, captures, tables))
     return tuple(grads) if sinks is not None else tuple(grads[:3])
 
 

@@ -2,14 +2,16 @@
 
 torch.ops.fa.attention_forward(q, k, v, causal, scale, block_m, block_n,
 num_warps, strategy, stages, deterministic, score_mod, mask_mod, sinks,
-captures) -> (O, LSE) and torch.ops.fa.attention_backward(dO, q, k, v, O,
-LSE, causal, scale, deterministic, ..., score_mod, mask_mod, sinks,
-captures) -> (dQ, dK, dV, dSinks). A variant travels as the MLIR text of
+captures, block_mask) -> (O, LSE) and torch.ops.fa.attention_backward(dO,
+q, k, v, O, LSE, causal, scale, deterministic, ..., score_mod, mask_mod,
+sinks, captures, block_mask) -> (dQ, dK, dV, dSinks). A variant travels as the MLIR text of
 its score_mod and mask_mod ("" for none); sinks (optional) as float32 [Hq]
 logits, or None; captures (optional, last: Tensor[]?) as the tensors the
 variant's functions read, the score_mod's then the mask_mod's in the order
 of their texts' trailing memref arguments (checked and contiguous:
-fa._check_captures), or None. The backward op's output types are fixed:
+fa._check_captures), or None; block_mask (optional, last: Tensor[]?) as a
+block mask's two tables [key_ranges, query_ranges] (int32; the forward
+reads the first, the backward the second), or None. The backward op's output types are fixed:
 dSinks is float32 [Hq] with sinks and an empty float32 tensor without
 (fa.attention_backward returns only dQ, dK, dV then). Each has a fake
 (meta) implementation, so both trace under torch.compile without graph
@@ -32,15 +34,15 @@ _FORWARD_SCHEMA = (
     "(Tensor q, Tensor k, Tensor v, bool causal, float scale, "
     "SymInt block_m, SymInt block_n, SymInt num_warps, str strategy, "
     "SymInt stages, bool deterministic, str score_mod=\"\", "
-    "str mask_mod=\"\", Tensor? sinks=None, Tensor[]? captures=None) "
-    "-> (Tensor, Tensor)")
+    "str mask_mod=\"\", Tensor? sinks=None, Tensor[]? captures=None, "
+    "Tensor[]? block_mask=None) -> (Tensor, Tensor)")
 _BACKWARD_SCHEMA = (
     "(Tensor grad_output, Tensor q, Tensor k, Tensor v, Tensor o, "
     "Tensor lse, bool causal, float scale, bool deterministic, "
     "SymInt block_m, SymInt block_n, SymInt num_warps, str strategy, "
     "SymInt stages, str score_mod=\"\", str mask_mod=\"\", "
-    "Tensor? sinks=None, Tensor[]? captures=None) "
-    "-> (Tensor, Tensor, Tensor, Tensor)")
+    "Tensor? sinks=None, Tensor[]? captures=None, "
+    "Tensor[]? block_mask=None) -> (Tensor, Tensor, Tensor, Tensor)")
 
 
 @torch.library.custom_op("fa::attention_forward", mutates_args=(),
@@ -51,17 +53,20 @@ def attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                       deterministic: bool, score_mod: str = "",
                       mask_mod: str = "",
                       sinks: Optional[torch.Tensor] = None,
-                      captures: Optional[List[torch.Tensor]] = None
+                      captures: Optional[List[torch.Tensor]] = None,
+                      block_mask: Optional[List[torch.Tensor]] = None
                       ) -> Tuple[torch.Tensor, torch.Tensor]:
     # `deterministic` is the backward's mode, kept for the autograd formula.
     return _forward(q, k, v, causal, scale, block_m, block_n, num_warps,
                     strategy, stages, score_mod, mask_mod, sinks=sinks,
-                    captures=list(captures or ()))
+                    captures=list(captures or ()),
+                    key_ranges=block_mask[0] if block_mask else None)
 
 
 @attention_forward.register_fake
 def _(q, k, v, causal, scale, block_m, block_n, num_warps, strategy, stages,
-      deterministic, score_mod="", mask_mod="", sinks=None, captures=None):
+      deterministic, score_mod="", mask_mod="", sinks=None, captures=None,
+      block_mask=None):
     batch, heads, length, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, length), dtype=torch.float32))
@@ -76,13 +81,15 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                        num_warps: int, strategy: str, stages: int,
                        score_mod: str = "", mask_mod: str = "",
                        sinks: Optional[torch.Tensor] = None,
-                       captures: Optional[List[torch.Tensor]] = None
+                       captures: Optional[List[torch.Tensor]] = None,
+                       block_mask: Optional[List[torch.Tensor]] = None
                        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor,
                                   torch.Tensor]:
     grads = _backward(grad_output, q, k, v, o, lse, causal, scale,
                       deterministic, block_m, block_n, num_warps, strategy,
                       stages, score_mod, mask_mod, sinks=sinks,
-                      captures=list(captures or ()))
+                      captures=list(captures or ()),
+                      query_ranges=block_mask[1] if block_mask else None)
     if sinks is None:  # no sinks, no gradient: an empty dSinks
         grads = grads + (q.new_empty(0, dtype=torch.float32),)
     return grads
@@ -91,7 +98,7 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
 @attention_backward.register_fake
 def _(grad_output, q, k, v, o, lse, causal, scale, deterministic, block_m,
       block_n, num_warps, strategy, stages, score_mod="", mask_mod="",
-      sinks=None, captures=None):
+      sinks=None, captures=None, block_mask=None):
     heads = q.shape[1] if sinks is not None else 0
     return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
             q.new_empty(heads, dtype=torch.float32))
@@ -103,9 +110,12 @@ def _setup_context(ctx, inputs, output):
     # The optional inputs: absent when the op was called without them.
     sinks = inputs[13] if len(inputs) > 13 else None
     captures = list(inputs[14] or ()) if len(inputs) > 14 else []
+    tables = list(inputs[15] or ()) if len(inputs) > 15 else []
     # The backward reads the captures the forward read (saved: an in-place
-    # change between the two is autograd's error, not a wrong gradient).
-    ctx.save_for_backward(q, k, v, o, lse, sinks, *captures)
+    # change between the two is autograd's error, not a wrong gradient),
+    # and the block mask's tables.
+    ctx.save_for_backward(q, k, v, o, lse, sinks, *captures, *tables)
+    ctx.num_captures = len(captures)
     ctx.causal = causal
     ctx.scale = scale
     ctx.deterministic = inputs[10]
@@ -116,10 +126,14 @@ def _setup_context(ctx, inputs, output):
 
 
 def _attention_grad(ctx, grad_output, grad_lse):
-    q, k, v, o, lse, sinks, *captures = ctx.saved_tensors
+    q, k, v, o, lse, sinks, *rest = ctx.saved_tensors
+    captures = rest[:ctx.num_captures]
+    tables = rest[ctx.num_captures:]
     extra = () if sinks is None else (sinks,)
     if captures:
         extra = (sinks, captures)
+    if tables:
+        extra = (sinks, captures or None, tables)
     # The backward's own default tiles and strategy (the forward's tiles do
     # not apply to its kernels).
     dq, dk, dv, dsinks = torch.ops.fa.attention_backward(
@@ -133,8 +147,8 @@ def _attention_grad(ctx, grad_output, grad_lse):
     needs = ctx.needs_input_grad
     grads = [dq, dk, dv] + [None] * 10 + [dsinks if sinks is not None
                                           else None]
-    if len(needs) > 14:
-        given = needs[14]
+    # The captures and the block mask's tables: no gradient.
+    for given in needs[14:16]:
         grads.append([None] * len(given)
                      if isinstance(given, (list, tuple)) else None)
     return tuple(grads[:len(needs)])

@@ -557,11 +557,12 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(fa._Capture.tensor.offset, 0)
         self.assertEqual(fa._Capture.dtype.offset, 72)
         self.assertEqual(fa._Capture.rank.offset, 76)
-        self.assertEqual(ctypes.sizeof(fa._Extras), 32)
+        self.assertEqual(ctypes.sizeof(fa._Extras), 48)
         self.assertEqual([(name, getattr(fa._Extras, name).offset)
                           for name, _ in fa._Extras._fields_],
                          [("sinks", 0), ("grad_sinks", 8), ("captures", 16),
-                          ("num_captures", 24)])
+                          ("num_captures", 24), ("key_ranges", 32),
+                          ("query_ranges", 40)])
         empty = fa._Extras()
         self.assertFalse(empty.captures)  # NULL
         self.assertEqual(empty.num_captures, 0)
@@ -629,6 +630,26 @@ class CompileTest(unittest.TestCase):
                                                  strategy=strategy,
                                                  backward=backward, **kwargs)
                         self.assertIn("_mod", info["name"])
+
+    def test_block_mask_kernels_compile(self):
+        # The kernels that take a block mask's table: the forward's key
+        # ranges, the backward's query ranges; another kernel than without.
+        doc = V.captured(dtype="int32", rank=2)
+        for strategy, head_dim in (("mma", 64), ("wgmma", 128)):
+            for backward in (False, True):
+                with self.subTest(strategy=strategy, backward=backward):
+                    plain = fa.prepare_kernel(
+                        head_dim, dtype="float16", strategy=strategy,
+                        backward=backward, causal=True,
+                        mask_mod=V.document(doc))
+                    masked = fa.prepare_kernel(
+                        head_dim, dtype="float16", strategy=strategy,
+                        backward=backward, causal=True,
+                        mask_mod=V.document(doc), block_mask=True)
+                    self.assertIn("_blockmask", masked["name"])
+                    self.assertNotEqual(masked["key"], plain["key"])
+        with self.assertRaisesRegex(fa.FaError, "give a mask_mod with it"):
+            fa.prepare_kernel(64, dtype="float16", block_mask=True)
 
     def test_one_kernel_per_dtype_and_rank(self):
         def key(doc):
@@ -898,6 +919,145 @@ def _document_keep(doc, sq, sk):
     keep = query_doc[:, :, None] == key_doc[:, None, :]
     keep = keep & (position >= 0)[None, :, None]
     return keep[:, None]
+
+
+def _ranges(keep, rows):
+    """The exact block mask tables of a materialised mask keep [B, 1, Sq,
+    Sk] (bool): per 16 rows (rows=True: the keys kept, [Sk, 0) when none)
+    or per 16 keys (the rows that keep one, [Sq, 0)), as int32 [B, 1,
+    groups, 2]."""
+    keep = keep[:, 0]
+    if not rows:
+        keep = keep.transpose(1, 2)
+    batch, length, other = keep.shape
+    groups = (length + 15) // 16
+    padded = torch.zeros(batch, groups * 16, other, dtype=torch.bool,
+                         device=keep.device)
+    padded[:, :length] = keep
+    any_kept = padded.view(batch, groups, 16, other).any(dim=2)
+    index = torch.arange(other, device=keep.device)
+    first = torch.where(any_kept, index, other).min(dim=-1).values
+    end = torch.where(any_kept, index + 1, 0).max(dim=-1).values
+    return torch.stack([first, end], dim=-1)[:, None].to(torch.int32)
+
+
+@unittest.skipUnless(HAVE_CUDA and HAVE_LIBRARY,
+                     "needs torch with CUDA and libfa_runtime.so")
+class GpuBlockMaskTest(unittest.TestCase):
+    """fa.block_mask: its tables against ones computed here from the
+    materialised mask, and attention that skips tiles by them (forward and
+    backward, the functions and the autograd op) against float64."""
+
+    SHAPES = [(2, 4, 2, 300, 700, 64),     # Sq < Sk
+              (1, 4, 1, 700, 300, 64),     # Sq > Sk: rows before keys
+              (1, 4, 4, 1024, 1024, 128)]
+
+    def test_tables(self):
+        for index, (b, hq, _, sq, sk, _) in enumerate(self.SHAPES):
+            doc = _document_ids(b, sk, seed=index)
+            keep = _document_keep(doc, sq, sk)
+            for causal in (False, True):
+                kept = keep
+                if causal:
+                    i = torch.arange(sq, device="cuda")[:, None]
+                    j = torch.arange(sk, device="cuda")[None, :]
+                    kept = keep & (j <= i + (sk - sq))
+                for heads in (None, hq):
+                    with self.subTest(shape=(b, sq, sk), causal=causal,
+                                      heads=heads):
+                        bm = fa.block_mask(V.document(doc), b, heads, sq, sk,
+                                           causal=causal)
+                        repeat = 1 if heads is None else hq
+                        self.assertTrue(torch.equal(
+                            bm.key_ranges,
+                            _ranges(kept, True).expand(b, repeat, -1, -1)))
+                        self.assertTrue(torch.equal(
+                            bm.query_ranges,
+                            _ranges(kept, False).expand(b, repeat, -1, -1)))
+
+    def test_document_attention(self):
+        for strategy in _strategies():
+            for dtype in (torch.float16, torch.bfloat16):
+                for index, shape in enumerate(self.SHAPES):
+                    for causal in (False, True):
+                        b, hq, hkv, sq, sk, d = shape
+                        doc = _document_ids(b, sk, seed=index)
+                        keep = _document_keep(doc, sq, sk)
+                        bm = fa.block_mask(V.document(doc), b, None, sq, sk,
+                                           causal=causal)
+                        name = (f"{strategy} {dtype} {shape} "
+                                f"{'causal' if causal else 'full'}")
+                        with self.subTest(name=name):
+                            torch.manual_seed(index)
+                            q = torch.randn(b, hq, sq, d, device="cuda",
+                                            dtype=dtype)
+                            k = torch.randn(b, hkv, sk, d, device="cuda",
+                                            dtype=dtype)
+                            v = torch.randn_like(k)
+                            # The mask_mod comes with the block mask.
+                            out, lse = fa.attention(
+                                q, k, v, causal=causal, block_mask=bm,
+                                strategy=strategy, return_lse=True)
+                            grad = torch.randn_like(out)
+                            dq, dk, dv = fa.attention_backward(
+                                grad, q, k, v, out, lse, causal=causal,
+                                block_mask=bm, strategy=strategy)
+                            leaves = [t.double().requires_grad_()
+                                      for t in (q, k, v)]
+                            want = _reference(*leaves, d ** -0.5, causal,
+                                              keep=keep)
+                            exact = (want,) + torch.autograd.grad(
+                                want, leaves, grad.double())
+                            low = [t.clone().requires_grad_()
+                                   for t in (q, k, v)]
+                            theirs = _reference(*low, d ** -0.5, causal,
+                                                keep=keep, dtype=dtype)
+                            own = (theirs,) + torch.autograd.grad(
+                                theirs, low, grad)
+                            GpuCaptureTest.check(self, name,
+                                                 (out, dq, dk, dv), exact,
+                                                 own)
+
+    def test_through_autograd(self):
+        # The custom op path: the tables travel with the captures and the
+        # backward reads the query ranges.
+        b, hq, hkv, sq, sk, d = 2, 4, 2, 256, 256, 64
+        doc = _document_ids(b, sk, seed=5)
+        bm = fa.block_mask(V.document(doc), b, None, sq, sk, causal=True)
+        torch.manual_seed(5)
+        q, k, v = (torch.randn(b, h, s, d, device="cuda",
+                               dtype=torch.bfloat16, requires_grad=True)
+                   for h, s in ((hq, sq), (hkv, sk), (hkv, sk)))
+        out = fa.attention(q, k, v, causal=True,
+                           mask_mod=V.document(doc), block_mask=bm)
+        grad = torch.randn_like(out)
+        out.backward(grad)
+        plain = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+        want = fa.attention(*plain, causal=True, mask_mod=V.document(doc))
+        want.backward(grad)
+        for got, expected in zip((out, q.grad, k.grad, v.grad),
+                                 (want, *(t.grad for t in plain))):
+            self.assertLessEqual(_max_error(got, expected), 2e-2)
+
+    def test_errors(self):
+        b, sq, sk = 1, 64, 64
+        doc = _document_ids(b, sk, seed=1)
+        bm = fa.block_mask(V.document(doc), b, None, sq, sk, causal=True)
+        q = torch.randn(b, 2, sq, 64, device="cuda", dtype=torch.float16)
+        with self.assertRaisesRegex(ValueError, "causal=True, the call has "
+                                                "causal=False"):
+            fa.attention(q, q, q, block_mask=bm)
+        with self.assertRaisesRegex(ValueError, "another mask_mod"):
+            fa.attention(q, q, q, causal=True, block_mask=bm,
+                         mask_mod=V.sliding_window(8))
+        longer = torch.randn(b, 2, 80, 64, device="cuda", dtype=torch.float16)
+        with self.assertRaisesRegex(ValueError, "Q_LEN=64, KV_LEN=64; the "
+                                                "call has .*Q_LEN=80"):
+            fa.attention(longer, longer, longer, causal=True, block_mask=bm)
+        with self.assertRaisesRegex(TypeError, "must be an fa.BlockMask"):
+            fa.attention(q, q, q, block_mask=bm.key_ranges)
+        with self.assertRaisesRegex(ValueError, "give the mask_mod"):
+            fa.block_mask(None, b, None, sq, sk)
 
 
 @unittest.skipUnless(HAVE_CUDA and HAVE_LIBRARY,

@@ -87,19 +87,23 @@ class CompileTest(unittest.TestCase):
 class DescriptorTest(unittest.TestCase):
     """The C structures the _ex calls take (no torch needed)."""
 
-    def test_config_ends_with_the_sinks_flag(self):
-        # fa_kernel_config: int32_t sinks after const char *mask_mod.
-        self.assertEqual(fa._Config._fields_[-1], ("sinks", ctypes.c_int32))
+    def test_config_ends_with_the_sinks_and_block_mask_flags(self):
+        # fa_kernel_config: int32_t sinks, block_mask after const char
+        # *mask_mod.
+        self.assertEqual(fa._Config._fields_[-2:],
+                         [("sinks", ctypes.c_int32),
+                          ("block_mask", ctypes.c_int32)])
         self.assertEqual(fa._Config.sinks.offset,
                          fa._Config.mask_mod.offset
                          + ctypes.sizeof(ctypes.c_char_p))
         # The C side pins the same layout (RuntimeTest's Sinks.CExtras).
         if ctypes.sizeof(ctypes.c_void_p) == 8:
             self.assertEqual(fa._Config.sinks.offset, 80)
+            self.assertEqual(fa._Config.block_mask.offset, 84)
             self.assertEqual(ctypes.sizeof(fa._Config), 88)
-            # sinks, grad_sinks, captures, num_captures (test_captures.py
-            # pins the captures' half).
-            self.assertEqual(ctypes.sizeof(fa._Extras), 32)
+            # sinks, grad_sinks, captures, num_captures, key_ranges,
+            # query_ranges (test_captures.py pins the offsets).
+            self.assertEqual(ctypes.sizeof(fa._Extras), 48)
         config = fa._config(0, 0, 0, sinks=True)
         self.assertIsNotNone(config)  # not all defaults
         self.assertEqual(config._obj.sinks, 1)
@@ -117,9 +121,10 @@ class DescriptorTest(unittest.TestCase):
 
     def test_extras_structure(self):
         self.assertEqual([name for name, _ in fa._Extras._fields_],
-                         ["sinks", "grad_sinks", "captures", "num_captures"])
+                         ["sinks", "grad_sinks", "captures", "num_captures",
+                          "key_ranges", "query_ranges"])
         self.assertEqual(ctypes.sizeof(fa._Extras),
-                         3 * ctypes.sizeof(ctypes.c_void_p) + 8)
+                         5 * ctypes.sizeof(ctypes.c_void_p) + 8)
         self.assertFalse(fa._Extras().grad_sinks)  # NULL by default
 
 

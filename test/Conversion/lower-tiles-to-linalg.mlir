@@ -214,3 +214,29 @@ func.func @finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
   %o, %lse = fa.finalize %acc, %m, %l : tensor<4x8xf32>, tensor<4xf32>
   return %o, %lse : tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// With a block mask's key ranges: the union of the tile's 16-row groups'
+// ranges (entries q0 / 16 .. ceil(min(q0 + B_r, Sq) / 16) - 1 of batch b,
+// head min(h, Hb - 1)) as K/V tiles floor(lo / B_c) .. ceil(hi / B_c) - 1,
+// none when lo >= hi; then the causal clamp.
+// CHECK-LABEL: func @kv_range_table
+// CHECK-SAME: (%[[Q0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: memref<?x?x?x2xi32>)
+// CHECK: %[[HB:.*]] = memref.dim %[[T]], %{{.*}}
+// CHECK: %[[LASTH:.*]] = arith.subi %[[HB]], %{{.*}}
+// CHECK: %[[TH:.*]] = arith.minui %[[H]], %[[LASTH]]
+// CHECK: %[[HULL:.*]]:2 = scf.for %[[G:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[LO:.*]] = %{{.*}}, %[[HI:.*]] = %{{.*}})
+// CHECK: %[[FIRST:.*]] = memref.load %[[T]][%[[B]], %[[TH]], %[[G]], %{{.*}}]
+// CHECK: arith.minsi %[[LO]]
+// CHECK: %[[END:.*]] = memref.load %[[T]][%[[B]], %[[TH]], %[[G]], %{{.*}}]
+// CHECK: arith.maxsi %[[HI]]
+// CHECK: arith.floordivsi %[[HULL]]#0
+// CHECK: arith.ceildivsi %[[HULL]]#1
+// CHECK: %[[EMPTY:.*]] = arith.cmpi sge, %[[HULL]]#0, %[[HULL]]#1
+// CHECK: arith.select %[[EMPTY]]
+func.func @kv_range_table(%q0: index, %sq: index, %sk: index, %b: index, %h: index,
+                          %t: memref<?x?x?x2xi32>) -> (index, index) {
+  %begin, %end = fa.kv_tile_range %q0, %sq, %sk at(%b, %h) ranges %t : memref<?x?x?x2xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+  return %begin, %end : index, index
+}

@@ -152,7 +152,80 @@ protected:
     std::vector<double> sinks = {};
     /// The variant's captured tensors (the reference reads the same).
     std::vector<HostCapture> captures = {};
+    /// A block mask: computeBlockMask's tables (one head: the mask is the
+    /// same for every head), checked against tables computed here from
+    /// referenceKeep, passed to the kernel.
+    bool blockMask = false;
   };
+
+  /// The tables of a block mask of `c` (Hb = 1) in `keyTable` /
+  /// `queryTable`, described in `keyArg` / `queryArg`: computed by the
+  /// runtime's program and compared with the exact tables of
+  /// referenceKeep (and the causal mask).
+  void blockMaskTables(const Case &c, const fa::TensorArg &q,
+                       const fa::TensorArg &k,
+                       const std::vector<fa::CaptureArg> &captures,
+                       std::unique_ptr<DeviceBuffer> &keyTable,
+                       std::unique_ptr<DeviceBuffer> &queryTable,
+                       fa::TensorArg &keyArg, fa::TensorArg &queryArg) {
+    const int64_t group = fa::kBlockMaskGroup;
+    int64_t queryGroups = (c.qLen + group - 1) / group,
+            keyGroups = (c.kvLen + group - 1) / group;
+    keyTable = std::make_unique<DeviceBuffer>(c.batch * queryGroups * 2);
+    queryTable = std::make_unique<DeviceBuffer>(c.batch * keyGroups * 2);
+    for (auto [arg, buffer, groups] :
+         {std::tuple<fa::TensorArg *, DeviceBuffer *, int64_t>{
+              &keyArg, keyTable.get(), queryGroups},
+          {&queryArg, queryTable.get(), keyGroups}}) {
+      int64_t sizes[4] = {c.batch, 1, groups, 2};
+      int64_t strides[4] = {groups * 2, groups * 2, 2, 1};
+      arg->data = buffer->data();
+      std::memcpy(arg->sizes, sizes, sizeof(sizes));
+      std::memcpy(arg->strides, strides, sizeof(strides));
+      // Poison: the program must write every entry.
+      CU_ASSERT(driver().cuMemsetD32_v2(buffer->ptr, 0x7fc00000,
+                                        buffer->count));
+    }
+    fa::KernelSpec spec;
+    spec.maskMod = c.maskMod;
+    spec.causal = c.causal;
+    spec.arch = "";
+    fa::BlockMaskArgs args{q, k, keyArg, queryArg, nullptr, captures};
+    fa::Result r = runtime->computeBlockMask(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    std::vector<int32_t> keys(keyTable->count), queries(queryTable->count);
+    CU_ASSERT(driver().cuMemcpyDtoH_v2(keys.data(), keyTable->ptr,
+                                       keys.size() * 4));
+    CU_ASSERT(driver().cuMemcpyDtoH_v2(queries.data(), queryTable->ptr,
+                                       queries.size() * 4));
+    auto keep = [&](int64_t b, int64_t i, int64_t j) {
+      int64_t position = i + c.kvLen - c.qLen;
+      return !(c.causal && j > position) && c.referenceKeep(b, 0, i, j);
+    };
+    std::vector<int32_t> wantKeys(keys.size()), wantQueries(queries.size());
+    for (int64_t b = 0; b < c.batch; ++b) {
+      for (int64_t g = 0; g < queryGroups; ++g) {
+        int64_t lo = c.kvLen, hi = 0;
+        for (int64_t i = g * group; i < std::min(c.qLen, (g + 1) * group); ++i)
+          for (int64_t j = 0; j < c.kvLen; ++j)
+            if (keep(b, i, j))
+              lo = std::min(lo, j), hi = std::max(hi, j + 1);
+        wantKeys[size_t((b * queryGroups + g) * 2)] = int32_t(lo);
+        wantKeys[size_t((b * queryGroups + g) * 2 + 1)] = int32_t(hi);
+      }
+      for (int64_t g = 0; g < keyGroups; ++g) {
+        int64_t lo = c.qLen, hi = 0;
+        for (int64_t j = g * group; j < std::min(c.kvLen, (g + 1) * group); ++j)
+          for (int64_t i = 0; i < c.qLen; ++i)
+            if (keep(b, i, j))
+              lo = std::min(lo, i), hi = std::max(hi, i + 1);
+        wantQueries[size_t((b * keyGroups + g) * 2)] = int32_t(lo);
+        wantQueries[size_t((b * keyGroups + g) * 2 + 1)] = int32_t(hi);
+      }
+    }
+    EXPECT_EQ(keys, wantKeys) << "the key ranges";
+    EXPECT_EQ(queries, wantQueries) << "the query ranges";
+  }
 
   static fa::AttentionProblem problemOf(const Case &c) {
     fa::AttentionProblem p;
@@ -187,6 +260,7 @@ protected:
     spec.scoreMod = c.scoreMod;
     spec.maskMod = c.maskMod;
     spec.sinks = !c.sinks.empty();
+    spec.blockMask = c.blockMask;
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     if (!tiles.blockM) {
@@ -257,6 +331,14 @@ protected:
     uploadCaptures(c.captures, captureBuffers, args.captures);
     if (HasFatalFailure())
       return;
+    std::unique_ptr<DeviceBuffer> keyTable, queryTable;
+    fa::TensorArg queryRanges;
+    if (c.blockMask) {
+      blockMaskTables(c, args.q, args.k, args.captures, keyTable, queryTable,
+                      args.keyRanges, queryRanges);
+      if (HasFatalFailure() || HasNonfatalFailure())
+        return;
+    }
     fa::Result r = runtime->forward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -348,6 +430,7 @@ protected:
     spec.scoreMod = c.scoreMod;
     spec.maskMod = c.maskMod;
     spec.sinks = !c.sinks.empty();
+    spec.blockMask = c.blockMask;
     spec.arch = "";
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
@@ -445,6 +528,14 @@ protected:
     uploadCaptures(c.captures, captureBuffers, args.captures);
     if (HasFatalFailure())
       return;
+    std::unique_ptr<DeviceBuffer> keyTable, queryTable;
+    fa::TensorArg keyRanges;
+    if (c.blockMask) {
+      blockMaskTables(c, args.q, args.k, args.captures, keyTable, queryTable,
+                      keyRanges, args.queryRanges);
+      if (HasFatalFailure() || HasNonfatalFailure())
+        return;
+    }
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -993,6 +1084,61 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
             return;
         }
       }
+      if (quick())
+        break;
+    }
+}
+
+/// Document masks with a block mask: the runtime's program computes the
+/// tables (checked against tables computed on the host), and the forward
+/// and backward that visit only the tiles they meet match float64, on
+/// every strategy, causal or not, Sq < Sk, Sq > Sk and GQA.
+TEST_F(GpuAttention, BlockMaskMatchesFloat64Reference) {
+  const int64_t heads = 4;
+  std::mt19937 rng(11);
+  auto documentCase = [&](int64_t d, fa::ElementType dtype, Shape s,
+                          bool causal) {
+    auto ids = std::make_shared<std::vector<int32_t>>(size_t(s.b * s.sk));
+    for (int64_t b = 0; b < s.b; ++b) {
+      int32_t id = 0;
+      for (int64_t j = 0; j < s.sk; ++id) {
+        int64_t run = id % 5 == 1 ? 1 : 1 + int64_t(rng() % 300);
+        for (int64_t r = 0; r < run && j < s.sk; ++r, ++j)
+          (*ids)[size_t(b * s.sk + j)] = id;
+      }
+    }
+    Variant v{"document", "", fa::variants::document(), causal, {},
+              [ids](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
+                    int64_t sk) {
+                int64_t position = i + sk - sq;
+                return position >= 0 && (*ids)[size_t(b * sk + position)] ==
+                                            (*ids)[size_t(b * sk + j)];
+              }};
+    Case c = variantCase(v, d, dtype, s);
+    HostCapture capture{fa::ScalarType::i32, {s.b, s.sk}, {}};
+    capture.bytes.resize(ids->size() * 4);
+    std::memcpy(capture.bytes.data(), ids->data(), capture.bytes.size());
+    c.captures = {capture};
+    c.blockMask = true;
+    return c;
+  };
+  for (Config config : variantConfigs())
+    for (int64_t d : {64, 128}) {
+      fa::KernelSpec spec = defaults();
+      spec.strategy = config.strategy;
+      for (Shape s : {Shape{2, heads, 2, 300, 700},
+                      Shape{1, heads, 1, 700, 300},
+                      Shape{1, heads, heads, 2000, 2000}})
+        for (bool causal : {false, true}) {
+          Case c = documentCase(d, config.dtype, s, causal);
+          std::printf("  block mask, document%s:\n", causal ? " causal" : "");
+          runCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+          runBackwardCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
       if (quick())
         break;
     }

@@ -2017,10 +2017,13 @@ TEST(ArgumentChecks, MaskModKeyLength) {
 /// (Python's ctypes mirror asserts the same layout: test_sinks.py.)
 static_assert(sizeof(void *) != 8 ||
                   (offsetof(fa_kernel_config, sinks) == 80 &&
+                   offsetof(fa_kernel_config, block_mask) == 84 &&
                    sizeof(fa_kernel_config) == 88 &&
-                   sizeof(fa_attention_extras) == 32 &&
+                   sizeof(fa_attention_extras) == 48 &&
                    offsetof(fa_attention_extras, captures) == 16 &&
                    offsetof(fa_attention_extras, num_captures) == 24 &&
+                   offsetof(fa_attention_extras, key_ranges) == 32 &&
+                   offsetof(fa_attention_extras, query_ranges) == 40 &&
                    sizeof(fa_capture) == 80 &&
                    offsetof(fa_capture, dtype) == 72 &&
                    offsetof(fa_capture, rank) == 76),
@@ -2181,4 +2184,177 @@ TEST(Sinks, CExtras) {
   config.sinks = 2;
   EXPECT_EQ(fa::specFromC(32, FA_F32, 0, 0.0, &config, spec),
             "sinks must be 0 or 1, got 2");
+}
+
+//===----------------------------------------------------------------------===//
+// Block masks
+//===----------------------------------------------------------------------===//
+
+/// A block mask's table for validArgs()' problem (B = 2, Hq = 8, Sq = 100,
+/// Sk = 70): [2, heads, ceil(length / 16), 2] i32 at its own fake address.
+fa::TensorArg rangeTable(int64_t heads, int64_t length, uintptr_t slot) {
+  fa::TensorArg t;
+  t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * slot);
+  int64_t groups = (length + 15) / 16;
+  int64_t sizes[4] = {2, heads, groups, 2};
+  int64_t strides[4] = {heads * groups * 2, groups * 2, 2, 1};
+  std::copy(sizes, sizes + 4, t.sizes);
+  std::copy(strides, strides + 4, t.strides);
+  return t;
+}
+
+/// The forward's key ranges and the backward's query ranges: shape (one
+/// head or Hq), layout and overlap, each named.
+TEST(ArgumentChecks, BlockMaskTables) {
+  fa::KernelSpec spec = smallSpec();
+  spec.maskMod = fa::variants::document();
+  spec.blockMask = true;
+  fa::AttentionArgs a = validArgs();
+  a.keyRanges = rangeTable(1, 100, 40);
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  a.keyRanges = rangeTable(8, 100, 40);
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
+  a.keyRanges = rangeTable(3, 100, 40);
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "key_ranges is [2, 3, 7, 2]; a block mask's table is [2, 1 or 8, "
+            "7, 2]: batch, heads (1 when every head has the same mask), the "
+            "query length / 16 rounded up, and a [first, end) pair");
+  a.keyRanges = rangeTable(1, 70, 40); // the keys' groups, not the rows'
+  EXPECT_NE(fa::checkAttentionArgs(spec, a).message.find("[2, 1, 5, 2]"),
+            std::string::npos);
+  a.keyRanges = rangeTable(8, 100, 40);
+  a.keyRanges.strides[2] = 4; // every other pair
+  a.keyRanges.strides[1] = 28;
+  a.keyRanges.strides[0] = 224;
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "key_ranges must be contiguous (row-major): stride 4 in dimension "
+            "2, expected 2");
+  a.keyRanges = rangeTable(1, 100, 40);
+  a.keyRanges.data = a.o.data; // the output's bytes
+  EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
+            "o overlaps key_ranges in memory (outputs must not alias the "
+            "inputs)");
+
+  fa::AttentionBackwardArgs b = validBackwardArgs();
+  b.queryRanges = rangeTable(1, 70, 41);
+  EXPECT_EQ(fa::checkAttentionBackwardArgs(spec, b).message, "");
+  b.queryRanges = rangeTable(1, 100, 41);
+  EXPECT_NE(fa::checkAttentionBackwardArgs(spec, b)
+                .message.find("query_ranges is [2, 1, 7, 2]"),
+            std::string::npos);
+}
+
+/// fa_compute_block_mask's checks: the two tables of one head count, apart
+/// from each other and from the captures.
+TEST(ArgumentChecks, BlockMaskProgram) {
+  fa::AttentionArgs f = validArgs();
+  fa::BlockMaskArgs a;
+  a.q = f.q;
+  a.k = f.k;
+  a.keyRanges = rangeTable(1, 100, 40);
+  a.queryRanges = rangeTable(1, 70, 41);
+  EXPECT_EQ(fa::checkBlockMaskArgs(a).message, "");
+  a.queryRanges = rangeTable(8, 70, 41);
+  EXPECT_EQ(fa::checkBlockMaskArgs(a).message,
+            "key_ranges has 1 heads and query_ranges 8: one block mask has "
+            "one head count (1 or Hq)");
+  a.queryRanges = rangeTable(1, 70, 40);
+  EXPECT_EQ(fa::checkBlockMaskArgs(a).message,
+            "key_ranges overlaps query_ranges in memory");
+  a.queryRanges = rangeTable(1, 70, 41);
+  fa::CaptureArg doc;
+  doc.type = fa::ScalarType::i32;
+  doc.rank = 2;
+  doc.tensor = a.queryRanges;
+  doc.tensor.sizes[0] = 2;
+  doc.tensor.sizes[1] = 10;
+  doc.tensor.strides[0] = 10;
+  doc.tensor.strides[1] = 1;
+  a.captures = {doc};
+  EXPECT_EQ(fa::checkBlockMaskArgs(a).message,
+            "query_ranges overlaps captured tensor 0 in memory (outputs must "
+            "not alias the inputs)");
+  a.captures.clear();
+  a.k.sizes[0] = 3;
+  EXPECT_EQ(fa::checkBlockMaskArgs(a).message,
+            "k batch 3 does not match q batch 2");
+}
+
+/// The C ABI: extras' tables decide spec.blockMask, in the direction that
+/// takes each.
+TEST(ArgumentChecks, BlockMaskFromC) {
+  fa_tensor table{};
+  fa_attention_extras extras{};
+  fa::KernelSpec spec;
+  EXPECT_EQ(fa::blockMaskFromC(nullptr, false, spec), "");
+  EXPECT_FALSE(spec.blockMask);
+  extras.key_ranges = &table;
+  EXPECT_EQ(fa::blockMaskFromC(&extras, false, spec), "");
+  EXPECT_TRUE(spec.blockMask);
+  EXPECT_EQ(fa::blockMaskFromC(&extras, true, spec),
+            "extras->key_ranges is the forward's: the backward takes "
+            "extras->query_ranges");
+  extras.key_ranges = nullptr;
+  extras.query_ranges = &table;
+  EXPECT_EQ(fa::blockMaskFromC(&extras, false, spec),
+            "extras->query_ranges is the backward's: the forward takes "
+            "extras->key_ranges");
+  spec = {};
+  EXPECT_EQ(fa::blockMaskFromC(&extras, true, spec), "");
+  EXPECT_TRUE(spec.blockMask);
+  spec.blockMask = true; // fa_kernel_config.block_mask = 1
+  EXPECT_EQ(fa::blockMaskFromC(nullptr, true, spec),
+            "config->block_mask is 1 but extras->query_ranges is NULL (the "
+            "kernel takes the table)");
+}
+
+/// Compiled kernels take the table as the parameter before the captures;
+/// the block mask program is three launches over (group, head, batch).
+TEST(CompiledKernels, BlockMaskParameters) {
+  fa::KernelSpec spec = smallSpec();
+  spec.maskMod = fa::variants::document();
+  spec.blockMask = true;
+  llvm::Expected<mlir::fa::CompiledKernel> forward =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_TRUE(bool(forward)) << llvm::toString(forward.takeError());
+  ASSERT_EQ(forward->launches.size(), 1u);
+  const std::vector<fa::LaunchPlan::Operand> &params =
+      forward->launches[0].params;
+  ASSERT_EQ(params.size(), 7u);
+  EXPECT_EQ(params[5], fa::LaunchPlan::Operand::keyRanges);
+  EXPECT_EQ(params[6], fa::LaunchPlan::Operand::capture0);
+  spec.backward = true;
+  llvm::Expected<mlir::fa::CompiledKernel> backward =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_TRUE(bool(backward)) << llvm::toString(backward.takeError());
+  for (const fa::LaunchPlan &plan : backward->launches) {
+    ASSERT_GE(plan.params.size(), 2u);
+    EXPECT_EQ(plan.params[plan.params.size() - 2],
+              fa::LaunchPlan::Operand::queryRanges);
+  }
+  fa::KernelSpec program;
+  program.maskMod = fa::variants::document();
+  program.causal = true;
+  program.blockMaskProgram = true;
+  EXPECT_EQ(program.validate(), "");
+  EXPECT_FALSE(program.needsDefaults());
+  llvm::Expected<mlir::fa::CompiledKernel> compiled =
+      mlir::fa::compileKernel(program, /*assemble=*/false);
+  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  ASSERT_EQ(compiled->launches.size(), 3u);
+  EXPECT_EQ(compiled->launches[2].function, program.kernelName() + "_ranges");
+  fa::ProblemExtents problem{2, 1, 100, 2, 70};
+  EXPECT_EQ(compiled->launches[0].blocks(0, problem), 1); // 7 entries
+  EXPECT_EQ(compiled->launches[2].blocks(0, problem), 7); // 7 groups
+  EXPECT_EQ(compiled->launches[2].blocks(1, problem), 1); // the table's head
+  EXPECT_EQ(compiled->launches[2].params.back(),
+            fa::LaunchPlan::Operand::capture0);
+  // Only the mask, the causal flag and the arch make the program.
+  fa::KernelSpec other = program;
+  other.headDim = 128;
+  other.dtype = fa::ElementType::bf16;
+  other.blockM = 64;
+  EXPECT_EQ(other.canonicalText(), program.canonicalText());
+  other.causal = false;
+  EXPECT_NE(other.canonicalText(), program.canonicalText());
 }

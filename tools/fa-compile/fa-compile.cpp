@@ -76,6 +76,18 @@ static cl::opt<bool> sinks(
              "softmax denominator (an extra kernel parameter; the backward "
              "also writes their gradient)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> blockMask(
+    "block-mask",
+    cl::desc("with --mask-mod: the kernel takes a block mask, tables of the "
+             "keys each 16 query rows keep (backward: the rows that keep "
+             "each 16 keys), and visits only the tiles they meet"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> blockMaskProgram(
+    "block-mask-program",
+    cl::desc("compile the block mask program of --mask-mod (and --causal): "
+             "the kernels that fill a block mask's tables (fa.block_mask) "
+             "instead of attention"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -211,6 +223,8 @@ int main(int argc, char **argv) {
   spec.backward = backward;
   spec.deterministic = deterministic;
   spec.sinks = sinks;
+  spec.blockMask = blockMask;
+  spec.blockMaskProgram = blockMaskProgram;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -311,11 +325,22 @@ int main(int argc, char **argv) {
     if (sinks.getNumOccurrences())
       return fail("--sinks describes a problem built from the options; " +
                   inputFile + " has its sinks operand or not");
-    module->walk([&](AttentionOp op) { spec.sinks = op.getSinks() != nullptr; });
+    if (blockMask.getNumOccurrences())
+      return fail("--block-mask describes a problem built from the options; " +
+                  inputFile + " has its range table operand or not");
+    if (blockMaskProgram.getNumOccurrences())
+      return fail("--block-mask-program describes a program built from the "
+                  "options; " +
+                  inputFile + " holds its own ops");
+    module->walk([&](AttentionOp op) {
+      spec.sinks = op.getSinks() != nullptr;
+      spec.blockMask = op.getKeyRanges() != nullptr;
+    });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;
       spec.deterministic = op.getDqOrder() != nullptr;
       spec.sinks = op.getSinks() != nullptr;
+      spec.blockMask = op.getQueryRanges() != nullptr;
     });
     if (std::optional<ProblemType> problem = readProblemType(*module)) {
       if (headDim.getNumOccurrences() && headDim != problem->headDim)

@@ -114,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   config.deterministic = in.ConsumeIntegralInRange<int32_t>(-1, 2);
   config.sequence_length = pickInteger(in);
   config.sinks = in.ConsumeIntegralInRange<int32_t>(-1, 2);
+  config.block_mask = in.ConsumeIntegralInRange<int32_t>(-1, 2);
   config.arch = in.ConsumeBool() ? nullptr : arch.c_str();
   config.score_mod = scoreMod.c_str();
   config.mask_mod = maskMod.c_str();
@@ -131,6 +132,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     captures[i].dtype = in.ConsumeIntegralInRange<int32_t>(-1, 6);
     captures[i].rank = in.ConsumeIntegralInRange<int32_t>(-1, 5);
   }
+  // A block mask's tables, each given or not.
+  extras.key_ranges = in.ConsumeBool() ? &extraTensors[2] : nullptr;
+  extras.query_ranges = in.ConsumeBool() ? &extraTensors[3] : nullptr;
   extras.captures = in.ConsumeBool() ? captures.data() : nullptr;
   extras.num_captures =
       in.ConsumeIntegralInRange<int64_t>(-1, fa::kMaxCaptures + 1);
@@ -146,8 +150,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   if (!fa::sinksFromC(withExtras ? &extras : nullptr, requested.backward,
                       requested)
+           .empty() ||
+      !fa::blockMaskFromC(withExtras ? &extras : nullptr, requested.backward,
+                          requested)
            .empty())
     return 0;
+  // fa_compute_block_mask's checks, on the same descriptors.
+  {
+    fa::BlockMaskArgs maskArgs;
+    maskArgs.q = fa::tensorFromC(tensors[0]);
+    maskArgs.k = fa::tensorFromC(tensors[1]);
+    maskArgs.keyRanges = fa::tensorFromC(extraTensors[2]);
+    maskArgs.queryRanges = fa::tensorFromC(extraTensors[3]);
+    maskArgs.captures = captureArgs;
+    (void)fa::checkBlockMaskArgs(maskArgs);
+  }
   // Runtime::runRequest: the request's key, then its first candidate for
   // the length bucket, validated, then the arguments against it.
   if (requested.arch.empty())
@@ -179,6 +196,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       args.sinks = fa::tensorFromC(*extras.sinks);
       args.gradSinks = fa::tensorFromC(*extras.grad_sinks);
     }
+    if (first.blockMask)
+      args.queryRanges = fa::tensorFromC(*extras.query_ranges);
     (void)fa::checkAttentionBackwardArgs(first, args);
   } else {
     fa::AttentionArgs args;
@@ -187,6 +206,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       *slots[i] = fa::tensorFromC(tensors[i]);
     if (first.sinks)
       args.sinks = fa::tensorFromC(*extras.sinks);
+    if (first.blockMask)
+      args.keyRanges = fa::tensorFromC(*extras.key_ranges);
     (void)fa::checkAttentionArgs(first, args);
   }
   return 0;

@@ -1,0 +1,392 @@
+//===- CpuBlockMaskTest.cpp - Block masks on the CPU ------------*- C++ -*-===//
+//
+// A block mask (fa.block_mask's tables, KernelSpec::blockMask) on the CPU:
+// the generated program against tables computed here from the same mask in
+// plain C++, and attention forward and backward that skip tiles by the
+// tables against the float64 reference. Masks read document ids (a
+// captured tensor: the compiler cannot narrow the tiles by itself) and a
+// head-dependent window (one table per head).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Cpu/CpuRunner.h"
+#include "lib/LaunchPlan.h"
+#include "lib/ReferenceAttention.h"
+#include "lib/Variants.h"
+#include "test/Common/CpuKernels.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+using namespace mlir::fa;
+
+namespace {
+
+constexpr int64_t kGroup = fa::kBlockMaskGroup;
+constexpr double kTolerance = 2e-5;
+constexpr double kBackwardRelativeTolerance = 1e-5;
+
+/// keep(b, h, i, j) of a shape, as the kernels align it (row i at key
+/// position i + Sk - Sq), the causal mask included where the variant has it.
+using Keep = std::function<bool(int64_t, int64_t, int64_t, int64_t)>;
+
+/// A mask the test runs: its text, causal flag, captures and C++ twin.
+struct Mask {
+  std::string name, text;
+  bool causal = false;
+  bool perHead = false; // the tables need one entry per head
+  std::vector<int32_t> docs; // [B, Sk] document ids, for `document`
+  std::vector<CpuCapture> captures;
+  Keep keep;
+};
+
+/// Document ids [B, Sk] in runs of 1 to 40 keys.
+Mask documentMask(bool causal, int64_t batch, int64_t sq, int64_t sk) {
+  Mask m{causal ? "document_causal" : "document", fa::variants::document(),
+         causal, false, {}, {}, {}};
+  m.docs.assign(size_t(batch * sk), 0);
+  std::mt19937 rng(unsigned(5 + sk));
+  for (int64_t b = 0; b < batch; ++b) {
+    int32_t id = 0;
+    for (int64_t j = 0; j < sk; ++id) {
+      int64_t run = 1 + int64_t(rng() % 40);
+      for (int64_t r = 0; r < run && j < sk; ++r, ++j)
+        m.docs[size_t(b * sk + j)] = id;
+    }
+  }
+  m.captures = {CpuCapture{m.docs.data(), {batch, sk}}};
+  const int32_t *docs = m.docs.data();
+  m.keep = [=](int64_t b, int64_t, int64_t i, int64_t j) {
+    int64_t position = i + sk - sq;
+    if (position < 0 || (causal && j > position))
+      return false;
+    return docs[b * sk + position] == docs[b * sk + j];
+  };
+  return m;
+}
+
+/// Keys j with |position(i) - j| <= 3 + 5 h: a window that widens with the
+/// head (affine, but here bounded by the tables).
+Mask headWindowMask(int64_t sq, int64_t sk) {
+  std::string text = R"(func.func @head_window(%b: index, %h: index, %q: index, %kv: index, %sq: index, %sk: index) -> i1 {
+  %c3 = arith.constant 3 : index
+  %c5 = arith.constant 5 : index
+  %pos0 = arith.addi %q, %sk : index
+  %pos = arith.subi %pos0, %sq : index
+  %w0 = arith.muli %h, %c5 : index
+  %w = arith.addi %w0, %c3 : index
+  %lo = arith.subi %pos, %w : index
+  %hi = arith.addi %pos, %w : index
+  %a = arith.cmpi sge, %kv, %lo : index
+  %c = arith.cmpi sle, %kv, %hi : index
+  %keep = arith.andi %a, %c : i1
+  return %keep : i1
+})";
+  Mask m{"head_window", text, false, true, {}, {}, {}};
+  m.keep = [=](int64_t, int64_t h, int64_t i, int64_t j) {
+    int64_t position = i + sk - sq, width = 3 + 5 * h;
+    return j >= position - width && j <= position + width;
+  };
+  return m;
+}
+
+struct Tables {
+  std::vector<int32_t> keyRanges, queryRanges;
+};
+
+int64_t groups(int64_t length) { return (length + kGroup - 1) / kGroup; }
+
+/// The exact tables of `keep` on (B, heads, Sq, Sk), written here.
+Tables expectedTables(const Keep &keep, int64_t batch, int64_t heads,
+                      int64_t sq, int64_t sk) {
+  Tables t;
+  t.keyRanges.resize(size_t(batch * heads * groups(sq) * 2));
+  t.queryRanges.resize(size_t(batch * heads * groups(sk) * 2));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t g = 0; g < groups(sq); ++g) {
+        int64_t lo = sk, hi = 0;
+        for (int64_t i = g * kGroup; i < std::min(sq, (g + 1) * kGroup); ++i)
+          for (int64_t j = 0; j < sk; ++j)
+            if (keep(b, h, i, j)) {
+              lo = std::min(lo, j);
+              hi = std::max(hi, j + 1);
+            }
+        size_t at = size_t(((b * heads + h) * groups(sq) + g) * 2);
+        t.keyRanges[at] = int32_t(lo);
+        t.keyRanges[at + 1] = int32_t(hi);
+      }
+      for (int64_t g = 0; g < groups(sk); ++g) {
+        int64_t lo = sq, hi = 0;
+        for (int64_t j = g * kGroup; j < std::min(sk, (g + 1) * kGroup); ++j)
+          for (int64_t i = 0; i < sq; ++i)
+            if (keep(b, h, i, j)) {
+              lo = std::min(lo, i);
+              hi = std::max(hi, i + 1);
+            }
+        size_t at = size_t(((b * heads + h) * groups(sk) + g) * 2);
+        t.queryRanges[at] = int32_t(lo);
+        t.queryRanges[at + 1] = int32_t(hi);
+      }
+    }
+  return t;
+}
+
+/// The tables the generated program computes (garbage before it runs).
+Tables programTables(const Mask &mask, const AttentionShape &shape,
+                     int64_t heads) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.causal = mask.causal;
+  config.maskMod = mask.text;
+  config.blockMaskProgram = true;
+  CpuAttentionKernel &program = fa::test::getCpuKernel(config);
+  Tables t;
+  t.keyRanges.assign(size_t(shape.batch * heads * groups(shape.qLen) * 2),
+                     -7);
+  t.queryRanges.assign(size_t(shape.batch * heads * groups(shape.kvLen) * 2),
+                       -7);
+  llvm::Error error =
+      program.runBlockMask(shape, heads, t.keyRanges.data(),
+                           t.queryRanges.data(), mask.captures);
+  EXPECT_FALSE(error) << llvm::toString(std::move(error));
+  return t;
+}
+
+struct Shape {
+  int64_t b, hq, hkv, sq, sk;
+};
+const Shape kShapes[] = {{1, 2, 2, 100, 100}, {2, 4, 2, 40, 90},
+                         {1, 2, 1, 90, 40},   {1, 1, 1, 1, 70},
+                         {1, 2, 2, 128, 128}};
+
+Mask maskFor(int index, const Shape &s) {
+  switch (index) {
+  case 0:
+    return documentMask(false, s.b, s.sq, s.sk);
+  case 1:
+    return documentMask(true, s.b, s.sq, s.sk);
+  default:
+    return headWindowMask(s.sq, s.sk);
+  }
+}
+
+class CpuBlockMask : public testing::TestWithParam<int> {};
+
+TEST_P(CpuBlockMask, ProgramMatchesTablesWrittenHere) {
+  for (const Shape &s : kShapes) {
+    Mask mask = maskFor(GetParam(), s);
+    for (int64_t heads : {int64_t(1), s.hq}) {
+      if (mask.perHead && heads == 1)
+        continue;
+      SCOPED_TRACE(testing::Message()
+                   << mask.name << " B=" << s.b << " heads=" << heads
+                   << " Sq=" << s.sq << " Sk=" << s.sk);
+      AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+      Tables got = programTables(mask, shape, heads);
+      Tables want = expectedTables(mask.keep, s.b, heads, s.sq, s.sk);
+      EXPECT_EQ(got.keyRanges, want.keyRanges);
+      EXPECT_EQ(got.queryRanges, want.queryRanges);
+    }
+  }
+}
+
+/// The forward with `tables` (nullopt: the program's) against the float64
+/// reference of `mask`; returns the largest |error| of O and LSE.
+double runForward(const Mask &mask, const Shape &s, int64_t blockM,
+                  int64_t blockN, const Tables *tables = nullptr) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.tiles = {blockM, blockN};
+  config.scale = 1.0f / std::sqrt(32.0f);
+  config.causal = mask.causal;
+  config.maskMod = mask.text;
+  config.blockMask = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+  int64_t heads = mask.perHead ? s.hq : 1;
+  Tables computed;
+  if (!tables) {
+    computed = programTables(mask, shape, heads);
+    tables = &computed;
+  }
+  fa::AttentionProblem p = fa::test::problemFor(config, shape);
+  p.maskMod = mask.keep;
+  std::mt19937_64 rng(321 + s.sq * 17 + s.sk);
+  auto q = fa::test::randomNormal(p.qElements(), rng);
+  auto k = fa::test::randomNormal(p.kvElements(), rng);
+  auto v = fa::test::randomNormal(p.kvElements(), rng);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> o(p.qElements(), nan), lse(p.lseElements(), nan);
+  llvm::Error error =
+      kernel.run(shape, q.data(), k.data(), v.data(), o.data(), lse.data(),
+                 nullptr, mask.captures,
+                 CpuRangeTable{tables->keyRanges.data(), heads});
+  EXPECT_FALSE(error) << llvm::toString(std::move(error));
+  fa::ReferenceResult want =
+      fa::referenceAttention(p, q.data(), k.data(), v.data());
+  double worst = 0.0;
+  for (size_t i = 0; i < want.output.size(); ++i) {
+    double err = std::fabs(double(o[i]) - want.output[i]);
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  for (size_t i = 0; i < want.lse.size(); ++i) {
+    if (std::isinf(want.lse[i])) {
+      worst = std::max(worst, std::isinf(lse[i]) && lse[i] < 0 ? 0.0
+                                                               : INFINITY);
+      continue;
+    }
+    double err = std::fabs(double(lse[i]) - want.lse[i]);
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  return worst;
+}
+
+TEST_P(CpuBlockMask, ForwardMatchesFloat64Reference) {
+  // Tiles of the group's size, larger, smaller and not a multiple of it.
+  for (auto [blockM, blockN] :
+       {std::pair<int64_t, int64_t>{16, 16}, {32, 16}, {8, 32}, {24, 16}})
+    for (const Shape &s : kShapes) {
+      Mask mask = maskFor(GetParam(), s);
+      SCOPED_TRACE(testing::Message()
+                   << mask.name << " tiles " << blockM << "x" << blockN
+                   << " B=" << s.b << " Hq=" << s.hq << " Sq=" << s.sq
+                   << " Sk=" << s.sk);
+      EXPECT_LE(runForward(mask, s, blockM, blockN), kTolerance);
+    }
+}
+
+/// The backward with the program's query ranges against the float64
+/// gradients; returns the largest error relative to each gradient's size.
+double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
+                   int64_t blockN) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.tiles = {blockM, blockN};
+  config.scale = 1.0f / std::sqrt(32.0f);
+  config.causal = mask.causal;
+  config.maskMod = mask.text;
+  config.blockMask = true;
+  config.backward = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+  int64_t heads = mask.perHead ? s.hq : 1;
+  Tables tables = programTables(mask, shape, heads);
+  fa::AttentionProblem p = fa::test::problemFor(config, shape);
+  p.maskMod = mask.keep;
+  std::mt19937_64 rng(77 + s.sq * 5 + s.sk);
+  auto q = fa::test::randomNormal(p.qElements(), rng);
+  auto k = fa::test::randomNormal(p.kvElements(), rng);
+  auto v = fa::test::randomNormal(p.kvElements(), rng);
+  auto gradOutput = fa::test::randomNormal(p.qElements(), rng);
+  fa::ReferenceResult forward =
+      fa::referenceAttention(p, q.data(), k.data(), v.data());
+  std::vector<float> o(forward.output.begin(), forward.output.end());
+  std::vector<float> lse(forward.lse.begin(), forward.lse.end());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> dq(p.qElements(), nan), dk(p.kvElements(), nan),
+      dv(p.kvElements(), nan);
+  llvm::Error error = kernel.runBackward(
+      shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
+      lse.data(), dq.data(), dk.data(), dv.data(), nullptr, nullptr,
+      mask.captures, CpuRangeTable{tables.queryRanges.data(), heads});
+  EXPECT_FALSE(error) << llvm::toString(std::move(error));
+  fa::ReferenceGradients want = fa::referenceAttentionBackward(
+      p, q.data(), k.data(), v.data(), gradOutput.data());
+  double worst = 0.0;
+  for (auto [got, expected] :
+       {std::pair<const std::vector<float> *, const std::vector<double> *>{
+            &dq, &want.gradQuery},
+        {&dk, &want.gradKey},
+        {&dv, &want.gradValue}}) {
+    double size = 0.0, err = 0.0;
+    for (double x : *expected)
+      size = std::max(size, std::fabs(x));
+    for (size_t i = 0; i < expected->size(); ++i) {
+      double e = std::fabs(double((*got)[i]) - (*expected)[i]);
+      err = std::max(err, std::isnan(e) ? INFINITY : e);
+    }
+    worst = std::max(worst, err / (size + 1e-6));
+  }
+  return worst;
+}
+
+TEST_P(CpuBlockMask, BackwardMatchesFloat64Gradients) {
+  for (auto [blockM, blockN] :
+       {std::pair<int64_t, int64_t>{16, 16}, {16, 32}, {32, 8}})
+    for (const Shape &s : kShapes) {
+      Mask mask = maskFor(GetParam(), s);
+      SCOPED_TRACE(testing::Message()
+                   << mask.name << " backward tiles " << blockM << "x"
+                   << blockN << " B=" << s.b << " Hq=" << s.hq
+                   << " Sq=" << s.sq << " Sk=" << s.sk);
+      EXPECT_LE(runBackward(mask, s, blockM, blockN),
+                kBackwardRelativeTolerance);
+    }
+}
+
+std::string maskName(const testing::TestParamInfo<int> &info) {
+  static const char *const names[] = {"document", "document_causal",
+                                      "head_window"};
+  return names[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(Masks, CpuBlockMask, testing::Values(0, 1, 2),
+                         maskName);
+
+// The kernels read the tables: with every range empty no tile is visited
+// (every row is as if it saw no key: O = 0, LSE = -inf), so the reference
+// no longer matches; with every range whole the result is right (a table
+// that is too wide costs time only).
+TEST(CpuBlockMaskUse, EmptyTablesSkipEveryTile) {
+  Shape s{1, 2, 2, 100, 100};
+  Mask mask = documentMask(false, s.b, s.sq, s.sk);
+  Tables empty;
+  empty.keyRanges.assign(size_t(groups(s.sq) * 2), 0);
+  EXPECT_GT(runForward(mask, s, 16, 16, &empty), 0.1);
+}
+
+TEST(CpuBlockMaskUse, WholeTablesAreRight) {
+  Shape s{1, 2, 2, 100, 100};
+  Mask mask = documentMask(true, s.b, s.sq, s.sk);
+  Tables whole;
+  for (int64_t g = 0; g < groups(s.sq); ++g)
+    whole.keyRanges.insert(whole.keyRanges.end(), {0, int32_t(s.sk)});
+  EXPECT_LE(runForward(mask, s, 16, 16, &whole), kTolerance);
+}
+
+// The last group's range cut before the K/V tile of its last key (the
+// kernels skip tiles, not keys): the rows that keep keys of that tile are
+// wrong.
+TEST(CpuBlockMaskUse, ATableThatDropsATileIsCaught) {
+  Shape s{1, 2, 2, 100, 100};
+  Mask mask = documentMask(true, s.b, s.sq, s.sk);
+  AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+  Tables tables = programTables(mask, shape, 1);
+  // The group holding the last row: its range ends at the last key.
+  size_t last = size_t((groups(s.sq) - 1) * 2);
+  ASSERT_EQ(tables.keyRanges[last + 1], int32_t(s.sk));
+  tables.keyRanges[last + 1] = int32_t((s.sk - 1) / 16 * 16);
+  EXPECT_GT(runForward(mask, s, 16, 16, &tables), kTolerance);
+}
+
+TEST(CpuBlockMaskUse, ProgramRefusesABadHeadCount) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.maskMod = fa::variants::document();
+  config.blockMaskProgram = true;
+  CpuAttentionKernel &program = fa::test::getCpuKernel(config);
+  std::vector<int32_t> docs(16), table(16);
+  llvm::Error error = program.runBlockMask(
+      AttentionShape{1, 4, 4, 16, 16}, 3, table.data(), table.data(),
+      {CpuCapture{docs.data(), {1, 16}}});
+  ASSERT_TRUE(bool(error));
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "a block mask has 1 or Hq (4) heads, got 3");
+}
+
+} // namespace
