@@ -546,7 +546,12 @@ int main(int argc, char **argv) {
   io.causal = spec.causal;
   int64_t elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
   ::fa::IOEstimate tiled, standard;
-  if (!ioJson.empty() || report) {
+  // (The IO model is attention's: a block mask program has none.)
+  bool attentionIO = !spec.blockMaskProgram;
+  if (!ioJson.empty() && !attentionIO)
+    return fail("--io-json models attention's traffic; a block mask "
+                "program (--block-mask-program) has no IO model");
+  if ((!ioJson.empty() || report) && attentionIO) {
     tiled = spec.backward ? ::fa::tiledBackwardIO(io, elementBytes,
                                                   spec.blockM, spec.blockN,
                                                   visited)
@@ -605,15 +610,16 @@ int main(int argc, char **argv) {
             << k.spillStoreBytes << " bytes stored, " << k.spillLoadBytes
             << " bytes loaded): reduce block-m or raise num-warps\n";
     }
-    os << "io model (B=" << io.batch << " Hq=" << io.qHeads
-       << " Hkv=" << io.kvHeads << " Sq=" << io.qLen << " Sk=" << io.kvLen
-       << "): " << (spec.backward ? "tiled backward " : "tiled forward ")
-       << ::fa::formatBytes(tiled.bytes()) << " HBM ("
-       << ::fa::formatBytes(tiled.bytesRead) << " read, "
-       << ::fa::formatBytes(tiled.bytesWritten) << " written), "
-       << llvm::format("%.4g", tiled.flops * 1e-9)
-       << " GFLOP; standard attention forward "
-       << ::fa::formatBytes(standard.bytes()) << " HBM\n";
+    if (attentionIO)
+      os << "io model (B=" << io.batch << " Hq=" << io.qHeads
+         << " Hkv=" << io.kvHeads << " Sq=" << io.qLen << " Sk=" << io.kvLen
+         << "): " << (spec.backward ? "tiled backward " : "tiled forward ")
+         << ::fa::formatBytes(tiled.bytes()) << " HBM ("
+         << ::fa::formatBytes(tiled.bytesRead) << " read, "
+         << ::fa::formatBytes(tiled.bytesWritten) << " written), "
+         << llvm::format("%.4g", tiled.flops * 1e-9)
+         << " GFLOP; standard attention forward "
+         << ::fa::formatBytes(standard.bytes()) << " HBM\n";
     // fa-compile assembles with ptxas (the runtime can also use the
     // driver's JIT); the report names it.
     if (llvm::Expected<std::string> version = ::fa::ptxasVersion())
