@@ -786,8 +786,8 @@ class FakeOpTest(unittest.TestCase):
         for op in (torch.ops.fa.attention_forward,
                    torch.ops.fa.attention_backward):
             schema = str(op.default._schema)
-            self.assertIn("Tensor? sinks=None, Tensor[]? captures=None)",
-                          schema)
+            self.assertIn("Tensor? sinks=None, Tensor[]? captures=None, "
+                          "Tensor[]? block_mask=None)", schema)
 
     def test_forward_and_backward_take_captures(self):
         q, k, v = _meta(2, 8, 16, 64), _meta(2, 2, 24, 64), _meta(2, 2, 24, 64)
@@ -825,6 +825,26 @@ class FakeOpTest(unittest.TestCase):
                                               None, [table])
         o.sum().backward()
         self.assertIsNone(table.grad)
+
+    def test_autograd_saves_the_block_mask(self):
+        # The block mask's two tables follow the captures (None or a list)
+        # among the saved tensors and reach the backward op.
+        q = _meta(2, 8, 16, 64, grad=True)
+        k, v = _meta(2, 2, 24, 64, grad=True), _meta(2, 2, 24, 64, grad=True)
+        doc = _meta(2, 24, dtype=torch.int32)
+        tables = [_meta(2, 1, 1, 2, dtype=torch.int32),
+                  _meta(2, 1, 2, 2, dtype=torch.int32)]
+        for captures, count in (([doc], 1), (None, 0)):
+            o, _ = torch.ops.fa.attention_forward(q, k, v, *self.ARGS, "",
+                                                  "", None, captures, tables)
+            saved = o.grad_fn.saved_tensors
+            self.assertEqual(len(saved), 6 + count + 2)
+            self.assertIs(saved[6 + count], tables[0])
+            self.assertIs(saved[7 + count], tables[1])
+            o.sum().backward()
+            for t in (q, k, v):
+                self.assertEqual(t.grad.shape, t.shape)
+                t.grad = None
 
     def test_autograd_without_captures_is_unchanged(self):
         for extra in ((), ("", ""), ("", "", None)):
