@@ -134,6 +134,10 @@ def main():
             from torch.nn.attention.flex_attention import (create_block_mask,
                                                            flex_attention)
             flex = torch.compile(flex_attention, dynamic=False)
+            # One compile per variant and length: past dynamo's default of
+            # 8 recompiles flex_attention silently falls back to its
+            # unfused (materializing) implementation.
+            torch._dynamo.config.recompile_limit = 256
         except ImportError:
             print("no flex_attention in this torch; fa only")
     rows = []
