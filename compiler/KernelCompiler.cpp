@@ -458,6 +458,32 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
   return launches;
 }
 
+/// The launches of a several-kernel module in the order they run: the
+/// kernel named <spec's kernel name><suffix> of each of `programs`, each
+/// completed by `complete` with its program's tiles; `what` names the
+/// module in the error for a kernel that is missing.
+static LogicalResult orderLaunches(
+    ModuleOp module, const ::fa::KernelSpec &spec, StringRef what,
+    ArrayRef<std::pair<const char *, ::fa::LaunchPlan::GridDim>> programs,
+    std::vector<::fa::LaunchPlan> &launches,
+    function_ref<void(::fa::LaunchPlan &, ::fa::LaunchPlan::GridDim)>
+        complete) {
+  std::vector<::fa::LaunchPlan> ordered;
+  for (auto [suffix, tiles] : programs) {
+    std::string function = spec.kernelName() + suffix;
+    auto it = llvm::find_if(launches, [&](const ::fa::LaunchPlan &plan) {
+      return plan.function == function;
+    });
+    if (it == launches.end())
+      return module.emitError() << what << " has no kernel " << function;
+    ::fa::LaunchPlan plan = *it;
+    complete(plan, tiles);
+    ordered.push_back(std::move(plan));
+  }
+  launches = std::move(ordered);
+  return success();
+}
+
 /// Completes the launches read from the module with their grids and
 /// parameters. fa-convert-placed-to-gpu maps a program's (tile, head,
 /// batch) to block (x, y, z) and keeps the function's parameters.
@@ -476,25 +502,15 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
         {"_init_queries",
          {Plan::Extent::keyLength, ::fa::kBlockMaskGroup * 128}},
         {"_ranges", {Plan::Extent::queryLength, ::fa::kBlockMaskGroup}}};
-    std::vector<Plan> ordered;
-    for (auto [suffix, tiles] : programs) {
-      std::string function = spec.kernelName() + suffix;
-      auto it = llvm::find_if(launches, [&](const Plan &plan) {
-        return plan.function == function;
-      });
-      if (it == launches.end())
-        return module.emitError()
-               << "the block mask program has no kernel " << function;
-      Plan plan = *it;
-      plan.grid = {tiles, Plan::GridDim{Plan::Extent::queryHeads, 1},
-                   Plan::GridDim{Plan::Extent::batch, 1}};
-      plan.params = {Plan::Operand::query, Plan::Operand::key,
-                     Plan::Operand::keyRanges, Plan::Operand::queryRanges};
-      plan.addCaptures(captures);
-      ordered.push_back(std::move(plan));
-    }
-    launches = std::move(ordered);
-    return success();
+    return orderLaunches(
+        module, spec, "the block mask program", programs, launches,
+        [&](Plan &plan, Plan::GridDim tiles) {
+          plan.grid = {tiles, Plan::GridDim{Plan::Extent::queryHeads, 1},
+                       Plan::GridDim{Plan::Extent::batch, 1}};
+          plan.params = {Plan::Operand::query, Plan::Operand::key,
+                         Plan::Operand::keyRanges, Plan::Operand::queryRanges};
+          plan.addCaptures(captures);
+        });
   }
   if (!spec.backward) {
     if (launches.size() != 1)
@@ -516,28 +532,19 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
       {"_delta", {Plan::Extent::queryLength, spec.blockM}},
       {"_dkdv", {Plan::Extent::keyLength, spec.blockN}},
       {"_dq", {Plan::Extent::queryLength, spec.blockM}}};
-  std::vector<Plan> ordered;
-  for (auto [suffix, tiles] : programs) {
-    std::string function = spec.kernelName() + suffix;
-    auto it = llvm::find_if(launches, [&](const Plan &plan) {
-      return plan.function == function;
-    });
-    if (it == launches.end())
-      return module.emitError() << "the backward has no kernel " << function;
-    Plan plan = *it;
-    bool perKeyHead = tiles.extent == Plan::Extent::keyLength;
-    plan.grid = {tiles,
-                 Plan::GridDim{perKeyHead ? Plan::Extent::keyHeads
-                                          : Plan::Extent::queryHeads,
-                               1},
-                 Plan::GridDim{Plan::Extent::batch, 1}};
-    plan.params =
-        Plan::backwardParams(spec.deterministic, spec.sinks, spec.blockMask);
-    plan.addCaptures(captures);
-    ordered.push_back(std::move(plan));
-  }
-  launches = std::move(ordered);
-  return success();
+  return orderLaunches(
+      module, spec, "the backward", programs, launches,
+      [&](Plan &plan, Plan::GridDim tiles) {
+        bool perKeyHead = tiles.extent == Plan::Extent::keyLength;
+        plan.grid = {tiles,
+                     Plan::GridDim{perKeyHead ? Plan::Extent::keyHeads
+                                              : Plan::Extent::queryHeads,
+                                   1},
+                     Plan::GridDim{Plan::Extent::batch, 1}};
+        plan.params = Plan::backwardParams(spec.deterministic, spec.sinks,
+                                           spec.blockMask);
+        plan.addCaptures(captures);
+      });
 }
 
 llvm::Expected<CompiledKernel>

@@ -14,6 +14,7 @@
 #include "lib/Variants.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
+#include "test/Common/BlockMaskTables.h"
 #include "test/Common/LowPrecision.h"
 #include "tools/fa-sweep/DeviceTiming.h"
 #include "test/Common/Random.h"
@@ -198,33 +199,14 @@ protected:
                                        keys.size() * 4));
     CU_ASSERT(driver().cuMemcpyDtoH_v2(queries.data(), queryTable->ptr,
                                        queries.size() * 4));
-    auto keep = [&](int64_t b, int64_t i, int64_t j) {
-      int64_t position = i + c.kvLen - c.qLen;
-      return !(c.causal && j > position) && c.referenceKeep(b, 0, i, j);
-    };
-    std::vector<int32_t> wantKeys(keys.size()), wantQueries(queries.size());
-    for (int64_t b = 0; b < c.batch; ++b) {
-      for (int64_t g = 0; g < queryGroups; ++g) {
-        int64_t lo = c.kvLen, hi = 0;
-        for (int64_t i = g * group; i < std::min(c.qLen, (g + 1) * group); ++i)
-          for (int64_t j = 0; j < c.kvLen; ++j)
-            if (keep(b, i, j))
-              lo = std::min(lo, j), hi = std::max(hi, j + 1);
-        wantKeys[size_t((b * queryGroups + g) * 2)] = int32_t(lo);
-        wantKeys[size_t((b * queryGroups + g) * 2 + 1)] = int32_t(hi);
-      }
-      for (int64_t g = 0; g < keyGroups; ++g) {
-        int64_t lo = c.qLen, hi = 0;
-        for (int64_t j = g * group; j < std::min(c.kvLen, (g + 1) * group); ++j)
-          for (int64_t i = 0; i < c.qLen; ++i)
-            if (keep(b, i, j))
-              lo = std::min(lo, i), hi = std::max(hi, i + 1);
-        wantQueries[size_t((b * keyGroups + g) * 2)] = int32_t(lo);
-        wantQueries[size_t((b * keyGroups + g) * 2 + 1)] = int32_t(hi);
-      }
-    }
-    EXPECT_EQ(keys, wantKeys) << "the key ranges";
-    EXPECT_EQ(queries, wantQueries) << "the query ranges";
+    fa::test::RangeTables want = fa::test::expectedRangeTables(
+        [&](int64_t b, int64_t, int64_t i, int64_t j) {
+          int64_t position = i + c.kvLen - c.qLen;
+          return !(c.causal && j > position) && c.referenceKeep(b, 0, i, j);
+        },
+        c.batch, 1, c.qLen, c.kvLen);
+    EXPECT_EQ(keys, want.keyRanges) << "the key ranges";
+    EXPECT_EQ(queries, want.queryRanges) << "the query ranges";
   }
 
   static fa::AttentionProblem problemOf(const Case &c) {
@@ -760,6 +742,35 @@ protected:
     return c;
   }
 
+  /// A document mask over shape `s`: i32 ids [B, Sk] in runs of 1 to 300
+  /// keys (every fifth document of one key), as the captured tensor of
+  /// fa::variants::document(), and its twin reading the same ids.
+  static Case documentCase(std::mt19937 &rng, int64_t d,
+                           fa::ElementType dtype, Shape s, bool causal) {
+    auto ids = std::make_shared<std::vector<int32_t>>(size_t(s.b * s.sk));
+    for (int64_t b = 0; b < s.b; ++b) {
+      int32_t id = 0;
+      for (int64_t j = 0; j < s.sk; ++id) {
+        int64_t run = id % 5 == 1 ? 1 : 1 + int64_t(rng() % 300);
+        for (int64_t r = 0; r < run && j < s.sk; ++r, ++j)
+          (*ids)[size_t(b * s.sk + j)] = id;
+      }
+    }
+    Variant v{"document", "", fa::variants::document(), causal, {},
+              [ids](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
+                    int64_t sk) {
+                int64_t position = i + sk - sq;
+                return position >= 0 && (*ids)[size_t(b * sk + position)] ==
+                                            (*ids)[size_t(b * sk + j)];
+              }};
+    Case c = variantCase(v, d, dtype, s);
+    HostCapture capture{fa::ScalarType::i32, {s.b, s.sk}, {}};
+    capture.bytes.resize(ids->size() * 4);
+    std::memcpy(capture.bytes.data(), ids->data(), capture.bytes.size());
+    c.captures = {capture};
+    return c;
+  }
+
   llvm::SmallString<128> cacheDir;
   std::unique_ptr<fa::Runtime> runtime;
   CUcontext context = nullptr;
@@ -999,31 +1010,6 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
   std::vector<Config> configs = variantConfigs();
   std::mt19937 rng(7);
   // Each case owns its tensors; the reference reads them through `data`.
-  auto documentCase = [&](int64_t d, fa::ElementType dtype, Shape s,
-                          bool causal) {
-    auto ids = std::make_shared<std::vector<int32_t>>(size_t(s.b * s.sk));
-    for (int64_t b = 0; b < s.b; ++b) {
-      int32_t id = 0;
-      for (int64_t j = 0; j < s.sk; ++id) {
-        int64_t run = id % 5 == 1 ? 1 : 1 + int64_t(rng() % 300);
-        for (int64_t r = 0; r < run && j < s.sk; ++r, ++j)
-          (*ids)[size_t(b * s.sk + j)] = id;
-      }
-    }
-    Variant v{"document", "", fa::variants::document(), causal, {},
-              [ids](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
-                    int64_t sk) {
-                int64_t position = i + sk - sq;
-                return position >= 0 && (*ids)[size_t(b * sk + position)] ==
-                                            (*ids)[size_t(b * sk + j)];
-              }};
-    Case c = variantCase(v, d, dtype, s);
-    HostCapture capture{fa::ScalarType::i32, {s.b, s.sk}, {}};
-    capture.bytes.resize(ids->size() * 4);
-    std::memcpy(capture.bytes.data(), ids->data(), capture.bytes.size());
-    c.captures = {capture};
-    return c;
-  };
   auto biasCase = [&](int64_t d, fa::ElementType dtype, Shape s) {
     auto bias = std::make_shared<std::vector<uint16_t>>(
         size_t(s.hq * s.sq * s.sk));
@@ -1069,8 +1055,8 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
       for (Shape s : {Shape{2, heads, 2, 300, 700},
                       Shape{1, heads, 1, 700, 300},
                       Shape{1, heads, heads, 1000, 1000}}) {
-        for (Case c : {documentCase(d, config.dtype, s, false),
-                       documentCase(d, config.dtype, s, true),
+        for (Case c : {documentCase(rng, d, config.dtype, s, false),
+                       documentCase(rng, d, config.dtype, s, true),
                        biasCase(d, config.dtype, s),
                        alibiCase(d, config.dtype, s)}) {
           std::printf("  captures, %s%s:\n",
@@ -1096,32 +1082,6 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
 TEST_F(GpuAttention, BlockMaskMatchesFloat64Reference) {
   const int64_t heads = 4;
   std::mt19937 rng(11);
-  auto documentCase = [&](int64_t d, fa::ElementType dtype, Shape s,
-                          bool causal) {
-    auto ids = std::make_shared<std::vector<int32_t>>(size_t(s.b * s.sk));
-    for (int64_t b = 0; b < s.b; ++b) {
-      int32_t id = 0;
-      for (int64_t j = 0; j < s.sk; ++id) {
-        int64_t run = id % 5 == 1 ? 1 : 1 + int64_t(rng() % 300);
-        for (int64_t r = 0; r < run && j < s.sk; ++r, ++j)
-          (*ids)[size_t(b * s.sk + j)] = id;
-      }
-    }
-    Variant v{"document", "", fa::variants::document(), causal, {},
-              [ids](int64_t b, int64_t, int64_t i, int64_t j, int64_t sq,
-                    int64_t sk) {
-                int64_t position = i + sk - sq;
-                return position >= 0 && (*ids)[size_t(b * sk + position)] ==
-                                            (*ids)[size_t(b * sk + j)];
-              }};
-    Case c = variantCase(v, d, dtype, s);
-    HostCapture capture{fa::ScalarType::i32, {s.b, s.sk}, {}};
-    capture.bytes.resize(ids->size() * 4);
-    std::memcpy(capture.bytes.data(), ids->data(), capture.bytes.size());
-    c.captures = {capture};
-    c.blockMask = true;
-    return c;
-  };
   for (Config config : variantConfigs())
     for (int64_t d : {64, 128}) {
       fa::KernelSpec spec = defaults();
@@ -1130,7 +1090,8 @@ TEST_F(GpuAttention, BlockMaskMatchesFloat64Reference) {
                       Shape{1, heads, 1, 700, 300},
                       Shape{1, heads, heads, 2000, 2000}})
         for (bool causal : {false, true}) {
-          Case c = documentCase(d, config.dtype, s, causal);
+          Case c = documentCase(rng, d, config.dtype, s, causal);
+          c.blockMask = true;
           std::printf("  block mask, document%s:\n", causal ? " causal" : "");
           runCase(c, spec);
           if (HasFatalFailure() || HasNonfatalFailure())

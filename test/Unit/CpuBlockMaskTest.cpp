@@ -13,6 +13,7 @@
 #include "lib/LaunchPlan.h"
 #include "lib/ReferenceAttention.h"
 #include "lib/Variants.h"
+#include "test/Common/BlockMaskTables.h"
 #include "test/Common/CpuKernels.h"
 
 #include "gtest/gtest.h"
@@ -94,47 +95,9 @@ Mask headWindowMask(int64_t sq, int64_t sk) {
   return m;
 }
 
-struct Tables {
-  std::vector<int32_t> keyRanges, queryRanges;
-};
+using Tables = fa::test::RangeTables;
 
 int64_t groups(int64_t length) { return (length + kGroup - 1) / kGroup; }
-
-/// The exact tables of `keep` on (B, heads, Sq, Sk), written here.
-Tables expectedTables(const Keep &keep, int64_t batch, int64_t heads,
-                      int64_t sq, int64_t sk) {
-  Tables t;
-  t.keyRanges.resize(size_t(batch * heads * groups(sq) * 2));
-  t.queryRanges.resize(size_t(batch * heads * groups(sk) * 2));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t g = 0; g < groups(sq); ++g) {
-        int64_t lo = sk, hi = 0;
-        for (int64_t i = g * kGroup; i < std::min(sq, (g + 1) * kGroup); ++i)
-          for (int64_t j = 0; j < sk; ++j)
-            if (keep(b, h, i, j)) {
-              lo = std::min(lo, j);
-              hi = std::max(hi, j + 1);
-            }
-        size_t at = size_t(((b * heads + h) * groups(sq) + g) * 2);
-        t.keyRanges[at] = int32_t(lo);
-        t.keyRanges[at + 1] = int32_t(hi);
-      }
-      for (int64_t g = 0; g < groups(sk); ++g) {
-        int64_t lo = sq, hi = 0;
-        for (int64_t j = g * kGroup; j < std::min(sk, (g + 1) * kGroup); ++j)
-          for (int64_t i = 0; i < sq; ++i)
-            if (keep(b, h, i, j)) {
-              lo = std::min(lo, i);
-              hi = std::max(hi, i + 1);
-            }
-        size_t at = size_t(((b * heads + h) * groups(sk) + g) * 2);
-        t.queryRanges[at] = int32_t(lo);
-        t.queryRanges[at + 1] = int32_t(hi);
-      }
-    }
-  return t;
-}
 
 /// The tables the generated program computes (garbage before it runs).
 Tables programTables(const Mask &mask, const AttentionShape &shape,
@@ -188,7 +151,8 @@ TEST_P(CpuBlockMask, ProgramMatchesTablesWrittenHere) {
                    << " Sq=" << s.sq << " Sk=" << s.sk);
       AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
       Tables got = programTables(mask, shape, heads);
-      Tables want = expectedTables(mask.keep, s.b, heads, s.sq, s.sk);
+      Tables want =
+          fa::test::expectedRangeTables(mask.keep, s.b, heads, s.sq, s.sk);
       EXPECT_EQ(got.keyRanges, want.keyRanges);
       EXPECT_EQ(got.queryRanges, want.queryRanges);
     }
