@@ -219,8 +219,9 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout);
   auto sinksType = MemRefType::get(
       {dyn}, b.getF32Type(), StridedLayoutAttr::get(&ctx, dyn, {dyn}));
-  // A block mask's [first, end) table, row-major.
-  auto rangeTableType = MemRefType::get({dyn, dyn, dyn, 2}, b.getI32Type());
+  // A block mask's [first, end, whole_first, whole_end) table, row-major.
+  auto rangeTableType = MemRefType::get(
+      {dyn, dyn, dyn, ::fa::kRangeTableColumns}, b.getI32Type());
   // The variant's regions first: their captured tensors are parameters.
   Region scoreMod, maskMod;
   FailureOr<SmallVector<Type>> captures =
@@ -494,14 +495,17 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
   if (spec.blockMaskProgram) {
     // fa-lower-block-mask's programs, in order: the two tables emptied (a
     // thread per entry), then one block per (16-row group, table head,
-    // batch); the runtime launches them with the tables' heads as the
-    // query heads.
+    // batch), then the whole-range checks, one block per entry of each
+    // table; the runtime launches them with the tables' heads as the query
+    // heads.
     const std::pair<const char *, Plan::GridDim> programs[] = {
         {"_init_keys",
          {Plan::Extent::queryLength, ::fa::kBlockMaskGroup * 128}},
         {"_init_queries",
          {Plan::Extent::keyLength, ::fa::kBlockMaskGroup * 128}},
-        {"_ranges", {Plan::Extent::queryLength, ::fa::kBlockMaskGroup}}};
+        {"_ranges", {Plan::Extent::queryLength, ::fa::kBlockMaskGroup}},
+        {"_whole_keys", {Plan::Extent::queryLength, ::fa::kBlockMaskGroup}},
+        {"_whole_queries", {Plan::Extent::keyLength, ::fa::kBlockMaskGroup}}};
     return orderLaunches(
         module, spec, "the block mask program", programs, launches,
         [&](Plan &plan, Plan::GridDim tiles) {

@@ -7,6 +7,7 @@
 
 #include "dialect/FAOps.h"
 #include "lib/KernelSpec.h"
+#include "lib/LaunchPlan.h"
 #include "lib/Strategy/Registry.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -277,11 +278,11 @@ static LogicalResult verifyRangeTable(Operation *op, StringRef name,
     return success();
   auto type = cast<MemRefType>(table.getType());
   if (type.getMemorySpace() || !type.getLayout().isIdentity() ||
-      type.getDimSize(3) != 2)
+      type.getDimSize(3) != ::fa::kRangeTableColumns)
     return op->emitOpError()
            << name
-           << " must be a row-major memref<?x?x?x2xi32> in global memory "
-              "(a [first, end) pair per group), got "
+           << " must be a row-major memref<?x?x?x4xi32> in global memory "
+              "([first, end, whole_first, whole_end) per group), got "
            << type;
   return success();
 }
@@ -745,12 +746,14 @@ void MaskOp::build(OpBuilder &builder, OperationState &state, Value scores,
                    MaskKind mask) {
   build(builder, state, scores.getType(), scores, qStart, kvStart, qLen,
         kvLen, /*batch=*/Value(), /*head=*/Value(), /*captures=*/ValueRange(),
-        mask);
+        /*kept_whole=*/Value(), mask);
 }
 
 LogicalResult MaskOp::verify() {
   if (cast<RankedTensorType>(getScores().getType()).getRank() != 2)
     return emitOpError("scores must be a 2-d tile");
+  if (getKeptWhole() && getMaskMod().empty())
+    return emitOpError("kept_whole skips a mask_mod: it needs one");
   if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(),
                                    getHead(), getCaptures().getTypes())))
     return failure();
@@ -953,6 +956,15 @@ LogicalResult AccumulateTileOp::verify() {
                          << memref.getElementType();
   return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
                             memref);
+}
+
+LogicalResult WholeRangeOp::verify() {
+  return verifyRangeTable(*this, "ranges", getRanges());
+}
+
+void WholeRangeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getLo(), "whole_lo");
+  setNameFn(getHi(), "whole_hi");
 }
 
 void QTileRangeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {

@@ -21,7 +21,7 @@ def FA_SinkMemRef : MemRefRankOf<[F32], [1]>;
 // A tensor a score_mod / mask_mod reads by index (a captured tensor):
 // rank 1-4, in global memory.
 def FA_CaptureMemRef : MemRefRankOf<[F32, F16, BF16, I32, I64, I8], [1, 2, 3, 4]>;
-// A block mask's table of index ranges, [B, Hb, groups, 2] i32 (see
+// A block mask's table of index ranges, [B, Hb, groups, 4] i32 (see
 // fa.attention's key_ranges).
 def FA_RangeTableMemRef : MemRefRankOf<[I32], [4]>;
 // Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
@@ -100,15 +100,18 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     With `key_ranges` (a block mask, for masks the compiler cannot read:
     those that read captured tensors, such as document ids), the caller
     bounds the keys each group of 16 query rows keeps: `key_ranges[b, hb,
-    r / 16] = [first, end)` (i32 [B, Hb, ceil(Sq / 16), 2], Hb = 1 for a
-    mask that is the same for every head, else Hq; hb = min(h, Hb - 1))
-    holds every key the mask keeps for rows `16 * (r / 16)` to `16 * (r /
-    16) + 15`. A query tile visits only the K/V tiles that meet the union of
-    its groups' ranges (intersected with what the mask attribute and an
-    affine mask_mod allow); an empty range (`first >= end`) adds nothing.
-    The table is a promise: keys outside it are not visited even where the
-    mask_mod keeps them. The mask_mod still decides every score of a visited
-    tile, so a table that is too wide costs time, never correctness.
+    r / 16] = [first, end, whole_first, whole_end)` (i32 [B, Hb, ceil(Sq /
+    16), 4], Hb = 1 for a mask that is the same for every head, else Hq; hb
+    = min(h, Hb - 1)): `[first, end)` holds every key the mask keeps for
+    rows `16 * (r / 16)` to `16 * (r / 16) + 15`, and `[whole_first,
+    whole_end)` only keys that every one of those rows keeps. A query tile
+    visits only the K/V tiles that meet the union of its groups' ranges
+    (intersected with what the mask attribute and an affine mask_mod allow);
+    an empty range (`first >= end`) adds nothing. A visited tile inside the
+    intersection of its groups' whole ranges skips the mask_mod (see
+    `fa.whole_range`). The table is a promise: keys outside `[first, end)`
+    are not visited, and scores inside `[whole_first, whole_end)` are kept,
+    whatever the mask_mod says.
 
     ```mlir
     fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32}
@@ -136,7 +139,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<FA_FloatMemRef4D, "output [B, Hq, Sq, D]", [MemWrite]>:$output,
     Arg<FA_LseMemRef, "log-sum-exp [B, Hq, Sq]", [MemWrite]>:$lse,
     Arg<Optional<FA_SinkMemRef>, "sink logits [Hq]", [MemRead]>:$sinks,
-    Arg<Optional<FA_RangeTableMemRef>, "block mask: the keys each 16 query rows keep [B, Hb, ceil(Sq / 16), 2]", [MemRead]>:$key_ranges,
+    Arg<Optional<FA_RangeTableMemRef>, "block mask: the keys each 16 query rows keep [B, Hb, ceil(Sq / 16), 4]", [MemRead]>:$key_ranges,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -207,10 +210,12 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     which counts the sink.
 
     With `query_ranges` (the block mask's mirror, see `fa.attention`'s
-    `key_ranges`): `query_ranges[b, hb, j / 16] = [first, end)` (i32 [B, Hb,
-    ceil(Sk / 16), 2]) holds every query row that keeps one of keys `16 *
-    (j / 16)` to `16 * (j / 16) + 15`; a K/V tile visits only the query
-    tiles that meet its groups' ranges.
+    `key_ranges`): `query_ranges[b, hb, j / 16] = [first, end, whole_first,
+    whole_end)` (i32 [B, Hb, ceil(Sk / 16), 4]): `[first, end)` holds every
+    query row that keeps one of keys `16 * (j / 16)` to `16 * (j / 16) +
+    15`, `[whole_first, whole_end)` only rows that keep all of them; a K/V
+    tile visits only the query tiles that meet its groups' ranges, and
+    skips the mask_mod of those inside its groups' whole ranges.
 
     The variant regions are those of `fa.attention` (the forward's, whose
     LSE this backward reads): with a score_mod `s' = score_mod(s)`, `P =
@@ -242,7 +247,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)]", [MemRead, MemWrite]>:$dq_order,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
-    Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 2]", [MemRead]>:$query_ranges,
+    Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 4]", [MemRead]>:$query_ranges,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read (no gradient)", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -284,12 +289,18 @@ def FA_BlockMaskOp : FA_Op<"block_mask", [IsolatedFromAbove]> {
     that keeps a score where both `mask` and the `mask_mod` region do:
 
     ```
-    key_ranges[b, hb, g]    = [first, end) of the keys kept for a row in 16 g .. 16 g + 15
-    query_ranges[b, hb, j]  = [first, end) of the rows that keep a key in 16 j .. 16 j + 15
+    key_ranges[b, hb, g]    = [first, end) of the keys kept for a row in 16 g .. 16 g + 15,
+                              [whole_first, whole_end) of the keys kept for all of them
+    query_ranges[b, hb, j]  = [first, end) of the rows that keep a key in 16 j .. 16 j + 15,
+                              [whole_first, whole_end) of the rows that keep all of them
     ```
 
-    exactly (the smallest first and the largest end), or `[Sk, 0)` / `[Sq,
-    0)` where nothing is kept. Hb (the tables' second size) is Hq, or 1 for
+    `[first, end)` exactly (the smallest first and the largest end), or
+    `[Sk, 0)` / `[Sq, 0)` where nothing is kept. The whole range is that of
+    the 16 x 16 squares of scores (within Sq x Sk) the mask keeps entirely,
+    when they are consecutive in the entry's row (column) of squares (none:
+    `[Sk, 0)` / `[Sq, 0)`; not consecutive: the end is 0): never a score
+    the mask drops. Hb (the tables' second size) is Hq, or 1 for
     a mask that is the same for every head (the region is then evaluated
     at head 0). The region reads `captures` as in `fa.attention`. This is
     the program a caller runs once per mask and shape, as FlexAttention's
@@ -299,7 +310,7 @@ def FA_BlockMaskOp : FA_Op<"block_mask", [IsolatedFromAbove]> {
     ```mlir
     fa.block_mask %q, %k into %key_ranges, %query_ranges {mask = #fa.mask<causal>}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
-      into memref<?x?x?x2xi32>, memref<?x?x?x2xi32>
+      into memref<?x?x?x4xi32>, memref<?x?x?x4xi32>
       captures(%doc : memref<?x?xi32>)
       mask_mod {
       ^bb0(%b: index, %h: index, %qi: index, %kv: index, %sq: index, %sk: index,
@@ -311,8 +322,8 @@ def FA_BlockMaskOp : FA_Op<"block_mask", [IsolatedFromAbove]> {
   let arguments = (ins
     Arg<MemRefRankOf<[AnyType], [4]>, "queries (their sizes only)">:$query,
     Arg<MemRefRankOf<[AnyType], [4]>, "keys (their sizes only)">:$key,
-    Arg<FA_RangeTableMemRef, "the keys each 16 rows keep [B, Hb, ceil(Sq / 16), 2]", [MemWrite]>:$key_ranges,
-    Arg<FA_RangeTableMemRef, "the rows that keep each 16 keys [B, Hb, ceil(Sk / 16), 2]", [MemWrite]>:$query_ranges,
+    Arg<FA_RangeTableMemRef, "the keys each 16 rows keep [B, Hb, ceil(Sq / 16), 4]", [MemWrite]>:$key_ranges,
+    Arg<FA_RangeTableMemRef, "the rows that keep each 16 keys [B, Hb, ceil(Sk / 16), 4]", [MemWrite]>:$query_ranges,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the mask_mod reads", [MemRead]>:$captures,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
   );
@@ -462,6 +473,34 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
   let hasVerifier = 1;
 }
 
+def FA_WholeRangeOp : FA_Op<"whole_range", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "what every index of a tile keeps, from a block mask";
+  let description = [{
+    For the indices `[start, end)` of a tile along a block mask's table
+    (query rows for `key_ranges`, keys for `query_ranges`), at the
+    program's batch and head: `[lo, hi)`, the intersection of the whole
+    ranges (`[whole_first, whole_end)`) of the 16-index groups the tile
+    touches, i.e. the keys that every row of the tile keeps (the rows that
+    keep every key). A tile of the other dimension inside `[lo, hi)` needs
+    no mask_mod: `fa.mask`'s `kept_whole`. `lo >= hi`: no such tile.
+
+    ```mlir
+    %lo, %hi = fa.whole_range %q_start, %rows_end at(%b, %h)
+      ranges %key_ranges : memref<?x?x?x4xi32>
+    %whole = ... %lo <= %kv_start and %kv_start + block_n <= %hi ...
+    ```
+  }];
+  let arguments = (ins Index:$start, Index:$end, Index:$batch, Index:$head,
+                       FA_RangeTableMemRef:$ranges);
+  let results = (outs Index:$lo, Index:$hi);
+  let assemblyFormat = [{
+    $start `,` $end `at` `(` $batch `,` $head `)` `ranges` $ranges attr-dict
+    `:` type($ranges)
+  }];
+  let hasVerifier = 1;
+}
+
 def FA_TileMatmulOp : FA_Op<"tile_matmul", [Pure,
     OptionalTypesMatchWith<"accumulator and result have the same type",
                            "result", "acc", "::llvm::cast<Type>($_self)">]> {
@@ -505,7 +544,9 @@ def FA_MaskOp : FA_Op<"mask", [Pure, IsolatedFromAbove,
     q_len` (see `#fa.mask`). Rows past `q_len` are padding and are left
     alone; `fa.store_tile` drops them. With a `mask_mod` region (the
     problem's, with the program's batch and head `at(%b, %h)`) the scores
-    it does not keep become -inf too.
+    it does not keep become -inf too, unless `kept_whole` is true: a block
+    mask's promise that the region keeps every score of the tile (see
+    `fa.whole_range`); the lowering may then skip the region.
 
     ```mlir
     %s_masked = fa.mask %s, %q_start, %kv_start, %sq, %sk {mask = #fa.mask<causal>}
@@ -516,13 +557,15 @@ def FA_MaskOp : FA_Op<"mask", [Pure, IsolatedFromAbove,
                        Index:$q_len, Index:$kv_len,
                        Optional<Index>:$batch, Optional<Index>:$head,
                        Variadic<FA_CaptureMemRef>:$captures,
+                       Optional<I1>:$kept_whole,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
   let results = (outs FA_F32Tile:$result);
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $scores `,` $q_start `,` $kv_start `,` $q_len `,` $kv_len
     (`at` `(` $batch^ `,` $head `)`)?
-    (`captures` `(` $captures^ `:` type($captures) `)`)? attr-dict `:` type($scores)
+    (`captures` `(` $captures^ `:` type($captures) `)`)?
+    (`kept_whole` $kept_whole^)? attr-dict `:` type($scores)
     (`mask_mod` $mask_mod^)?
   }];
   let builders = [

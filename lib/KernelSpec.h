@@ -79,8 +79,9 @@ struct KernelSpec {
   bool sinks = false;
   /// A block mask (see fa.attention's key_ranges): the forward takes the
   /// keys each 16 query rows keep, the backward the query rows that keep
-  /// each 16 keys, as i32 [B, Hb, groups, 2] tables of [first, end)
-  /// ranges, and visits only the tiles they meet. Needs a mask_mod.
+  /// each 16 keys, as i32 [B, Hb, groups, 4] tables of [first, end,
+  /// whole_first, whole_end) ranges, visits only the tiles they meet and
+  /// skips the mask_mod where they keep a tile whole. Needs a mask_mod.
   bool blockMask = false;
   /// Not attention but the block mask program of this spec's mask
   /// (fa.block_mask: the tables a blockMask kernel takes), made from the

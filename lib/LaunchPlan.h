@@ -48,8 +48,11 @@ struct CaptureType {
 /// Captured tensors a kernel can take.
 constexpr int kMaxCaptures = 8;
 /// Rows (keys) per entry of a block mask's key (query) range table: entry
-/// g of [B, Hb, groups, 2] bounds rows (keys) [16 g, 16 g + 16).
+/// g of [B, Hb, groups, 4] bounds rows (keys) [16 g, 16 g + 16).
 constexpr int64_t kBlockMaskGroup = 16;
+/// An entry of a range table: [first, end) of what some index of the group
+/// keeps, then [whole_first, whole_end) of what all of them keep.
+constexpr int64_t kRangeTableColumns = 4;
 
 /// The launch of one kernel (a cubin entry point). A forward is one launch;
 /// the backward is several, run in order on one stream.
@@ -78,7 +81,7 @@ struct LaunchPlan {
     dqOrder,    // i32 workspace [B, Hq, query tiles]: deterministic turns
     sinks,      // f32 [Hq]: the sink logits (with sinks)
     gradSinks,  // f32 [Hq]: their gradient, added to (backward with sinks)
-    // A block mask (spec.blockMask): i32 [B, Hb, groups, 2] ranges.
+    // A block mask (spec.blockMask): i32 [B, Hb, groups, 4] ranges.
     keyRanges,   // forward: the keys each 16 query rows keep
     queryRanges, // backward: the query rows that keep each 16 keys
     // The variant's captured tensors (the score_mod's, then the

@@ -216,20 +216,21 @@ std::string checkCaptureLayout(size_t i, const CaptureArg &c) {
 
 /// A block mask's range table (`name`, for a problem of `batch` and
 /// `heads` whose `length` rows or keys it bounds): i32 [batch, 1 or heads,
-/// ceil(length / 16), 2], contiguous row-major, with every tensor's layout
+/// ceil(length / 16), 4], contiguous row-major, with every tensor's layout
 /// rules.
 std::string checkRangeTable(const char *name, const char *lengthName,
                             const TensorArg &t, int64_t batch, int64_t heads,
                             int64_t length) {
   int64_t groups = (length + kBlockMaskGroup - 1) / kBlockMaskGroup;
   if (t.sizes[0] != batch || (t.sizes[1] != 1 && t.sizes[1] != heads) ||
-      t.sizes[2] != groups || t.sizes[3] != 2)
+      t.sizes[2] != groups || t.sizes[3] != kRangeTableColumns)
     return std::string(name) + " is " + shapeString(t, 4) +
            "; a block mask's table is [" + std::to_string(batch) +
            ", 1 or " + std::to_string(heads) + ", " + std::to_string(groups) +
-           ", 2]: batch, heads (1 when every head has the same mask), " +
+           ", " + std::to_string(kRangeTableColumns) +
+           "]: batch, heads (1 when every head has the same mask), " +
            lengthName + " / " + std::to_string(kBlockMaskGroup) +
-           " rounded up, and a [first, end) pair";
+           " rounded up, and [first, end, whole_first, whole_end)";
   if (std::string error = checkLayout(name, t, 4, 4); !error.empty())
     return error;
   int64_t stride = 1;

@@ -74,8 +74,9 @@ struct AttentionArgs {
   /// strides[0] = 1); unused otherwise.
   TensorArg sinks;
   /// With spec.blockMask: the keys each 16 query rows keep, i32 [B, 1 or
-  /// Hq, ceil(Sq / 16), 2] [first, end) pairs, contiguous (see
-  /// fa.attention's key_ranges; computeBlockMask makes them).
+  /// Hq, ceil(Sq / 16), 4] [first, end, whole_first, whole_end) entries,
+  /// contiguous (see fa.attention's key_ranges; computeBlockMask makes
+  /// them).
   TensorArg keyRanges;
   /// The variant's captured tensors: the score_mod's, then the mask_mod's.
   std::vector<CaptureArg> captures;
@@ -94,7 +95,7 @@ struct AttentionBackwardArgs {
   /// and their gradient, Hq contiguous f32 values the backward sets.
   TensorArg sinks, gradSinks;
   /// With spec.blockMask: the query rows that keep each 16 keys, i32 [B, 1
-  /// or Hq, ceil(Sk / 16), 2] [first, end) pairs, contiguous.
+  /// or Hq, ceil(Sk / 16), 4] entries as AttentionArgs::keyRanges'.
   TensorArg queryRanges;
   /// The forward's captured tensors (no gradient flows to them).
   std::vector<CaptureArg> captures;
@@ -102,8 +103,8 @@ struct AttentionBackwardArgs {
 
 /// The tensors of computeBlockMask: the problem's queries and keys (their
 /// sizes: the program reads no element, so data may be null), the two
-/// tables it fills (i32, contiguous: key ranges [B, Hb, ceil(Sq / 16), 2],
-/// query ranges [B, Hb, ceil(Sk / 16), 2], Hb = 1 or Hq) and the mask_mod's
+/// tables it fills (i32, contiguous: key ranges [B, Hb, ceil(Sq / 16), 4],
+/// query ranges [B, Hb, ceil(Sk / 16), 4], Hb = 1 or Hq) and the mask_mod's
 /// captured tensors.
 struct BlockMaskArgs {
   TensorArg q, k;

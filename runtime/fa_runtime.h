@@ -107,9 +107,10 @@ typedef struct fa_attention_extras {
   const fa_capture *captures;
   int64_t num_captures;
   /* A block mask (fa_compute_block_mask's tables, i32 contiguous): the
-     forward takes key_ranges [B, Hb, ceil(Sq / 16), 2], the backward
-     query_ranges [B, Hb, ceil(Sk / 16), 2] (Hb = 1 or Hq), and visits only
-     the tiles they meet. Needs config->mask_mod. */
+     forward takes key_ranges [B, Hb, ceil(Sq / 16), 4], the backward
+     query_ranges [B, Hb, ceil(Sk / 16), 4] (Hb = 1 or Hq), visits only the
+     tiles they meet and skips the mask_mod on the tiles they keep whole.
+     Needs config->mask_mod. */
   const fa_tensor *key_ranges;
   const fa_tensor *query_ranges;
 } fa_attention_extras;
@@ -199,11 +200,11 @@ FA_API fa_status fa_attention_backward_ex(
 
 /* The block mask of config->mask_mod (with the causal mask where causal is
    1) on the problem of q [B, Hq, Sq, D] and k [B, Hkv, Sk, D] (their sizes
-   only: data may be NULL): fills key_ranges [B, Hb, ceil(Sq / 16), 2] and
-   query_ranges [B, Hb, ceil(Sk / 16), 2] (i32, contiguous; Hb = 1 when the
-   mask is the same for every head, else Hq) with the [first, end) ranges
-   of the keys each 16 query rows keep and of the rows that keep each 16
-   keys. extras->captures are the mask_mod's captured tensors (its other
+   only: data may be NULL): fills key_ranges [B, Hb, ceil(Sq / 16), 4] and
+   query_ranges [B, Hb, ceil(Sk / 16), 4] (i32, contiguous; Hb = 1 when the
+   mask is the same for every head, else Hq) with [first, end, whole_first,
+   whole_end) entries: the keys some (whole: every) one of each 16 query
+   rows keeps, and the rows that keep some (every) one of each 16 keys. extras->captures are the mask_mod's captured tensors (its other
    fields must be NULL). The tables serve every forward and backward of the
    mask on such a problem for as long as the captured tensors' data stays
    the same. */

@@ -1,11 +1,14 @@
 //===- LowerBlockMask.cpp - fa.block_mask -> its table-filling programs ---===//
 //
-// The block mask of a mask_mod (fa.block_mask) is computed by three
-// programs: two write empty ranges into the tables, the third tests every
-// score 16 x 16 at a time and narrows the entries of the squares that keep
-// one with atomic min / max. The programs' bodies are built once; the GPU
-// target maps their (entry, group, head, batch) to thread and block ids,
-// the CPU target to loops.
+// The block mask of a mask_mod (fa.block_mask) is computed by five
+// programs: two write empty ranges into the tables; the third tests every
+// score 16 x 16 at a time and narrows, with atomic min / max, the entries
+// of the squares that keep a score (their ranges) and of the squares that
+// keep all of them (their whole ranges); the last two empty each whole
+// range that spans a square that is not whole (the whole squares of an
+// entry need not be consecutive). The programs' bodies are built once;
+// the GPU target maps their (entry, group, head, batch) to thread and
+// block ids, the CPU target to loops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,7 +55,10 @@ Value toI32(OpBuilder &b, Location loc, Value index) {
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
 }
 
-/// Writes the empty range [emptyFirst, 0) into entry `group` of `table`
+/// A range table entry's columns: the range, then the whole range.
+enum class EntryRange : int64_t { kept = 0, whole = 2 };
+
+/// Writes the empty ranges [emptyFirst, 0) into entry `group` of `table`
 /// (batch, head) when the entry exists (group < groups).
 void buildEmptyEntry(OpBuilder &b, Location loc, Value table, Value batch,
                      Value head, Value group, Value groups, Value emptyFirst) {
@@ -61,36 +67,63 @@ void buildEmptyEntry(OpBuilder &b, Location loc, Value table, Value batch,
   auto ifOp = scf::IfOp::create(b, loc, exists, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
-  memref::StoreOp::create(b, loc, toI32(b, loc, emptyFirst), table,
-                          ValueRange{batch, head, group, zero});
-  memref::StoreOp::create(
-      b, loc, arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0), table,
-      ValueRange{batch, head, group, one});
+  Value first = toI32(b, loc, emptyFirst);
+  Value end = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+  for (int64_t column = 0; column < ::fa::kRangeTableColumns; ++column)
+    memref::StoreOp::create(
+        b, loc, column % 2 == 0 ? first : end, table,
+        ValueRange{batch, head, group, indexConst(b, loc, column)});
 }
 
-/// Narrows entry `group` of `table` (batch, head) to take [lo, hi) in, if
-/// that range is not empty.
+/// Narrows range `which` of entry `group` of `table` (batch, head) to take
+/// [lo, hi) in, if that range is not empty.
 void buildNarrowEntry(OpBuilder &b, Location loc, Value table, Value batch,
-                      Value head, Value group, Value lo, Value hi) {
+                      Value head, Value group, EntryRange which, Value lo,
+                      Value hi) {
   Value kept =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, lo, hi);
   auto ifOp = scf::IfOp::create(b, loc, kept, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
-  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::mins,
-                              toI32(b, loc, lo), table,
-                              ValueRange{batch, head, group, zero});
-  memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::maxs,
-                              toI32(b, loc, hi), table,
-                              ValueRange{batch, head, group, one});
+  int64_t first = static_cast<int64_t>(which);
+  memref::AtomicRMWOp::create(
+      b, loc, arith::AtomicRMWKind::mins, toI32(b, loc, lo), table,
+      ValueRange{batch, head, group, indexConst(b, loc, first)});
+  memref::AtomicRMWOp::create(
+      b, loc, arith::AtomicRMWKind::maxs, toI32(b, loc, hi), table,
+      ValueRange{batch, head, group, indexConst(b, loc, first + 1)});
+}
+
+/// Whether the mask (op's causal flag and mask_mod) keeps score (row, key)
+/// of (batch, head).
+Value buildKeeps(OpBuilder &b, Location loc, BlockMaskOp op,
+                 const BlockMaskOperands &in, Value batch, Value head,
+                 Value row, Value key, Value qLen, Value kvLen) {
+  Value hidden = buildIsMasked(b, loc, op.getMask(), row, key, qLen, kvLen);
+  Value kept = arith::XOrIOp::create(
+      b, loc, hidden, arith::ConstantIntOp::create(b, loc, 1, 1));
+  Region &maskMod = op.getMaskMod();
+  SmallVector<Value> args = variantRegionArgs(
+      b, loc, maskMod, {batch, head, row, key, qLen, kvLen}, in.captures);
+  return arith::AndIOp::create(b, loc, kept,
+                               inlineVariantRegion(b, maskMod, args));
+}
+
+/// The rows [start, min(start + 16, length)) of a 16-index group.
+std::pair<Value, Value> groupIndices(OpBuilder &b, Location loc, Value group,
+                                     Value length) {
+  Value size = indexConst(b, loc, ::fa::kBlockMaskGroup);
+  Value start = arith::MulIOp::create(b, loc, group, size);
+  Value end = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, start, size), length);
+  return {start, end};
 }
 
 /// The scores of rows [16 group, 16 group + 16) of (batch, head): the keys
 /// in squares firstSquare, firstSquare + step, ... are tested; each square
-/// that keeps a score narrows its query_ranges entry, and the keys kept
-/// over all of them narrow the group's key_ranges entry.
+/// that keeps a score narrows its query_ranges entry's range (and, kept
+/// whole, its whole range), and the keys kept over all of them narrow the
+/// group's key_ranges entry (the squares kept whole, its whole range).
 void buildGroupRanges(OpBuilder &b, Location loc, BlockMaskOp op,
                       const BlockMaskOperands &in, Value batch, Value head,
                       Value group, Value firstSquare, Value step) {
@@ -98,9 +131,7 @@ void buildGroupRanges(OpBuilder &b, Location loc, BlockMaskOp op,
   Value kvLen = memref::DimOp::create(b, loc, in.key, 2);
   Value one = indexConst(b, loc, 1);
   Value size = indexConst(b, loc, ::fa::kBlockMaskGroup);
-  Value rowStart = arith::MulIOp::create(b, loc, group, size);
-  Value rowEnd = arith::MinUIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, rowStart, size), qLen);
+  auto [rowStart, rowEnd] = groupIndices(b, loc, group, qLen);
   Value squares = arith::CeilDivUIOp::create(b, loc, kvLen, size);
   if (op.getMask() == MaskKind::causal) {
     // Keys past rowEnd - 1 + Sk - Sq are hidden from every row of the
@@ -116,35 +147,27 @@ void buildGroupRanges(OpBuilder &b, Location loc, BlockMaskOp op,
   // Empty hulls start as [max, 0).
   Value none = indexConst(b, loc, std::numeric_limits<int32_t>::max());
   Value zero = indexConst(b, loc, 0);
-  Region &maskMod = op.getMaskMod();
-  auto keeps = [&](OpBuilder &at, Location loc, Value row, Value key) {
-    Value hidden = buildIsMasked(at, loc, op.getMask(), row, key, qLen, kvLen);
-    Value kept = arith::XOrIOp::create(
-        at, loc, hidden, arith::ConstantIntOp::create(at, loc, 1, 1));
-    SmallVector<Value> args = variantRegionArgs(
-        at, loc, maskMod, {batch, head, row, key, qLen, kvLen}, in.captures);
-    return arith::AndIOp::create(at, loc, kept,
-                                 inlineVariantRegion(at, maskMod, args));
-  };
+  Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+  Value no = arith::ConstantIntOp::create(b, loc, 0, 1);
+  // Carried over the squares: the keys kept, and the keys of the squares
+  // kept whole.
   auto keyHull = scf::ForOp::create(
-      b, loc, firstSquare, squares, step, ValueRange{none, zero},
+      b, loc, firstSquare, squares, step, ValueRange{none, zero, none, zero},
       [&](OpBuilder &sb, Location loc, Value square, ValueRange keysKept) {
-        Value keyStart = arith::MulIOp::create(sb, loc, square, size);
-        Value keyEnd = arith::MinUIOp::create(
-            sb, loc, arith::AddIOp::create(sb, loc, keyStart, size), kvLen);
+        auto [keyStart, keyEnd] = groupIndices(sb, loc, square, kvLen);
         // Over the group's rows: the rows that keep a key of the square,
-        // and the keys kept.
+        // the keys kept, and whether every score was kept.
         auto rows = scf::ForOp::create(
             sb, loc, rowStart, rowEnd, one,
-            ValueRange{none, zero, keysKept[0], keysKept[1]},
+            ValueRange{none, zero, keysKept[0], keysKept[1], yes},
             [&](OpBuilder &rb, Location loc, Value row, ValueRange hulls) {
               auto keys = scf::ForOp::create(
                   rb, loc, keyStart, keyEnd, one,
-                  ValueRange{hulls[2], hulls[3],
-                             arith::ConstantIntOp::create(rb, loc, 0, 1)},
+                  ValueRange{hulls[2], hulls[3], no, hulls[4]},
                   [&](OpBuilder &kb, Location loc, Value key,
                       ValueRange state) {
-                    Value kept = keeps(kb, loc, row, key);
+                    Value kept = buildKeeps(kb, loc, op, in, batch, head, row,
+                                            key, qLen, kvLen);
                     Value lo = arith::SelectOp::create(
                         kb, loc, kept,
                         arith::MinSIOp::create(kb, loc, state[0], key),
@@ -155,7 +178,9 @@ void buildGroupRanges(OpBuilder &b, Location loc, BlockMaskOp op,
                         arith::MaxSIOp::create(kb, loc, state[1], next),
                         state[1]);
                     Value any = arith::OrIOp::create(kb, loc, state[2], kept);
-                    scf::YieldOp::create(kb, loc, ValueRange{lo, hi, any});
+                    Value all = arith::AndIOp::create(kb, loc, state[3], kept);
+                    scf::YieldOp::create(kb, loc,
+                                         ValueRange{lo, hi, any, all});
                   });
               Value rowKept = keys.getResult(2);
               Value rowLo = arith::SelectOp::create(
@@ -167,17 +192,106 @@ void buildGroupRanges(OpBuilder &b, Location loc, BlockMaskOp op,
                       rb, loc, hulls[1],
                       arith::AddIOp::create(rb, loc, row, one)),
                   hulls[1]);
-              scf::YieldOp::create(rb, loc,
-                                   ValueRange{rowLo, rowHi, keys.getResult(0),
-                                              keys.getResult(1)});
+              scf::YieldOp::create(
+                  rb, loc,
+                  ValueRange{rowLo, rowHi, keys.getResult(0),
+                             keys.getResult(1), keys.getResult(3)});
             });
         buildNarrowEntry(sb, loc, in.queryRanges, batch, head, square,
-                         rows.getResult(0), rows.getResult(1));
-        scf::YieldOp::create(
-            sb, loc, ValueRange{rows.getResult(2), rows.getResult(3)});
+                         EntryRange::kept, rows.getResult(0),
+                         rows.getResult(1));
+        // A square kept whole: its rows are whole for its keys, its keys
+        // for the group's rows.
+        Value whole = rows.getResult(4);
+        Value wholeRowsEnd =
+            arith::SelectOp::create(sb, loc, whole, rowEnd, rowStart);
+        buildNarrowEntry(sb, loc, in.queryRanges, batch, head, square,
+                         EntryRange::whole, rowStart, wholeRowsEnd);
+        Value wholeLo = arith::SelectOp::create(
+            sb, loc, whole, arith::MinSIOp::create(sb, loc, keysKept[2], keyStart),
+            keysKept[2]);
+        Value wholeHi = arith::SelectOp::create(
+            sb, loc, whole, arith::MaxSIOp::create(sb, loc, keysKept[3], keyEnd),
+            keysKept[3]);
+        scf::YieldOp::create(sb, loc,
+                             ValueRange{rows.getResult(2), rows.getResult(3),
+                                        wholeLo, wholeHi});
       });
-  buildNarrowEntry(b, loc, in.keyRanges, batch, head, group,
+  buildNarrowEntry(b, loc, in.keyRanges, batch, head, group, EntryRange::kept,
                    keyHull.getResult(0), keyHull.getResult(1));
+  buildNarrowEntry(b, loc, in.keyRanges, batch, head, group,
+                   EntryRange::whole, keyHull.getResult(2),
+                   keyHull.getResult(3));
+}
+
+/// Which table a whole-range check reads: an entry of key_ranges is a
+/// group of rows whose squares run along the keys, one of query_ranges a
+/// group of keys whose squares run along the rows.
+enum class CheckedTable { keyRanges, queryRanges };
+
+/// Empties the whole range of `entry` of the checked table (batch, head)
+/// if a square it spans is not kept whole: the squares firstSquare,
+/// firstSquare + step, ... of those it spans are tested.
+void buildWholeCheck(OpBuilder &b, Location loc, BlockMaskOp op,
+                     const BlockMaskOperands &in, CheckedTable checked,
+                     Value batch, Value head, Value entry, Value firstSquare,
+                     Value step) {
+  bool keyTable = checked == CheckedTable::keyRanges;
+  Value table = keyTable ? in.keyRanges : in.queryRanges;
+  Value qLen = memref::DimOp::create(b, loc, in.query, 2);
+  Value kvLen = memref::DimOp::create(b, loc, in.key, 2);
+  Value one = indexConst(b, loc, 1);
+  Value size = indexConst(b, loc, ::fa::kBlockMaskGroup);
+  auto read = [&](int64_t column) -> Value {
+    Value value = memref::LoadOp::create(
+        b, loc, table,
+        ValueRange{batch, head, entry, indexConst(b, loc, column)});
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), value);
+  };
+  Value first = read(2), end = read(3);
+  // Empty: [first, first) spans no square.
+  end = arith::MaxSIOp::create(b, loc, end, first);
+  Value firstSpanned = arith::AddIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, first, size), firstSquare);
+  Value endSpanned = arith::CeilDivUIOp::create(b, loc, end, size);
+  scf::ForOp::create(
+      b, loc, firstSpanned, endSpanned, step, ValueRange{},
+      [&](OpBuilder &sb, Location loc, Value square, ValueRange) {
+        Value rowGroup = keyTable ? entry : square;
+        Value keyGroup = keyTable ? square : entry;
+        auto [rowStart, rowEnd] = groupIndices(sb, loc, rowGroup, qLen);
+        auto [keyStart, keyEnd] = groupIndices(sb, loc, keyGroup, kvLen);
+        auto rows = scf::ForOp::create(
+            sb, loc, rowStart, rowEnd, one,
+            ValueRange{arith::ConstantIntOp::create(sb, loc, 1, 1)},
+            [&](OpBuilder &rb, Location loc, Value row, ValueRange rowsAll) {
+              auto keys = scf::ForOp::create(
+                  rb, loc, keyStart, keyEnd, one, rowsAll,
+                  [&](OpBuilder &kb, Location loc, Value key,
+                      ValueRange all) {
+                    Value kept = buildKeeps(kb, loc, op, in, batch, head, row,
+                                            key, qLen, kvLen);
+                    scf::YieldOp::create(
+                        kb, loc, arith::AndIOp::create(kb, loc, all[0], kept)
+                                     .getResult());
+                  });
+              scf::YieldOp::create(rb, loc, keys.getResults());
+            });
+        Value broken = arith::XOrIOp::create(
+            sb, loc, rows.getResult(0),
+            arith::ConstantIntOp::create(sb, loc, 1, 1));
+        auto ifOp = scf::IfOp::create(sb, loc, broken,
+                                      /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard guard(sb);
+        sb.setInsertionPointToStart(ifOp.thenBlock());
+        // [whole_first, 0): empty (every writer writes the same).
+        memref::AtomicRMWOp::create(
+            sb, loc, arith::AtomicRMWKind::mins,
+            arith::ConstantIntOp::create(sb, loc, sb.getI32Type(), 0), table,
+            ValueRange{batch, head, entry, indexConst(sb, loc, 3)});
+        sb.setInsertionPointAfter(ifOp);
+        scf::YieldOp::create(sb, loc);
+      });
 }
 
 /// The tables' entry counts: ceil(Sq / 16) and ceil(Sk / 16).
@@ -235,6 +349,16 @@ void lowerToLoops(BlockMaskOp op) {
                                   Value head, Value group) {
     buildGroupRanges(at, loc, op, in, batch, head, group,
                      indexConst(at, loc, 0), indexConst(at, loc, 1));
+  });
+  forEachProgram(queryGroups, [&](OpBuilder &at, Location loc, Value batch,
+                                  Value head, Value group) {
+    buildWholeCheck(at, loc, op, in, CheckedTable::keyRanges, batch, head,
+                    group, indexConst(at, loc, 0), indexConst(at, loc, 1));
+  });
+  forEachProgram(keyGroups, [&](OpBuilder &at, Location loc, Value batch,
+                                Value head, Value group) {
+    buildWholeCheck(at, loc, op, in, CheckedTable::queryRanges, batch, head,
+                    group, indexConst(at, loc, 0), indexConst(at, loc, 1));
   });
   op.erase();
 }
@@ -310,6 +434,19 @@ LogicalResult lowerToKernels(func::FuncOp func, BlockMaskOp op,
                      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
                      indexConst(b, loc, kThreads));
   });
+  // Whole-range checks: block (entry, head, batch); thread t takes the
+  // spanned squares t, t + 128, ...
+  auto checkBody = [&](CheckedTable checked) {
+    return [&, checked](OpBuilder &b, Location loc,
+                        const BlockMaskOperands &in) {
+      auto [entry, head, batch] = ids(b, loc);
+      buildWholeCheck(b, loc, op, in, checked, batch, head, entry,
+                      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+                      indexConst(b, loc, kThreads));
+    };
+  };
+  makeKernel("_whole_keys", checkBody(CheckedTable::keyRanges));
+  makeKernel("_whole_queries", checkBody(CheckedTable::queryRanges));
   return success();
 }
 

@@ -205,8 +205,10 @@ llvm::Error CpuAttentionKernel::runBlockMask(
   // Q and K for their sizes only (the program reads no element).
   args.add(nullptr, {s.batch, s.qHeads, s.qLen, config.headDim});
   args.add(nullptr, {s.batch, s.kvHeads, s.kvLen, config.headDim});
-  args.add(keyRanges, {s.batch, heads, ceilGroups(s.qLen), 2});
-  args.add(queryRanges, {s.batch, heads, ceilGroups(s.kvLen), 2});
+  args.add(keyRanges,
+           {s.batch, heads, ceilGroups(s.qLen), ::fa::kRangeTableColumns});
+  args.add(queryRanges,
+           {s.batch, heads, ceilGroups(s.kvLen), ::fa::kRangeTableColumns});
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);
@@ -238,7 +240,7 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
     args.add(sinks, {s.qHeads});
   if (config.blockMask)
     args.add(keyRanges.data, {s.batch, keyRanges.heads,
-                              ceilGroups(s.qLen), 2});
+                              ceilGroups(s.qLen), ::fa::kRangeTableColumns});
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);
@@ -297,7 +299,8 @@ llvm::Error CpuAttentionKernel::runBackward(
   }
   if (config.blockMask)
     args.add(queryRanges.data, {s.batch, queryRanges.heads,
-                                ceilGroups(s.kvLen), 2});
+                                ceilGroups(s.kvLen),
+                                ::fa::kRangeTableColumns});
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);

@@ -51,7 +51,8 @@ struct CpuKernelConfig {
 };
 
 /// A block mask's range table (with CpuKernelConfig::blockMask): i32
-/// [B, heads, ceil(length / 16), 2] [first, end) pairs, contiguous; heads
+/// [B, heads, ceil(length / 16), 4] [first, end, whole_first, whole_end)
+/// entries, contiguous; heads
 /// is 1 or Hq; the length is Sq for the forward's key ranges, Sk for the
 /// backward's query ranges.
 struct CpuRangeTable {
@@ -111,8 +112,8 @@ public:
                           CpuRangeTable queryRanges = {}) const;
 
   /// Runs the block mask program (config.blockMaskProgram): fills the
-  /// key ranges [B, heads, ceil(Sq / 16), 2] and the query ranges [B,
-  /// heads, ceil(Sk / 16), 2] (heads: 1 or Hq) of the mask on `shape`,
+  /// key ranges [B, heads, ceil(Sq / 16), 4] and the query ranges [B,
+  /// heads, ceil(Sk / 16), 4] (heads: 1 or Hq) of the mask on `shape`,
   /// whose mask_mod reads `captures`.
   llvm::Error runBlockMask(const AttentionShape &shape, int64_t heads,
                            int32_t *keyRanges, int32_t *queryRanges,

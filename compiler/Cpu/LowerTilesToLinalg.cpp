@@ -402,6 +402,10 @@ static LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                               {adaptor.getBatch(), adaptor.getHead(), row,
                                col, adaptor.getQLen(), adaptor.getKvLen()},
                               adaptor.getCaptures()));
+                      // A tile the block mask keeps whole keeps what
+                      // the region would drop (a wrong table shows).
+                      if (Value keptWhole = adaptor.getKeptWhole())
+                        keep = arith::OrIOp::create(b, loc, keep, keptWhole);
                       Value dropped = arith::XOrIOp::create(
                           b, loc, keep,
                           arith::ConstantIntOp::create(b, loc, 1, 1));
@@ -707,8 +711,7 @@ struct FALowerTilesToLinalgPass
                  lowerFinalize, lowerRowDot, lowerRecomputeProbs,
                  lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,
                  lowerPassTurn);
-    populateKVTileRangeLowering(patterns);
-    populateQTileRangeLowering(patterns);
+    populateTileRangeLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -125,6 +125,17 @@ void AttentionTiler::build() {
       op.getMask());
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
+  // The keys every row of the tile keeps, by the block mask: K/V tiles
+  // inside them skip the mask_mod.
+  WholeRangeOp wholeKeys;
+  if (keyRanges) {
+    Value rowsEnd = arith::MinSIOp::create(
+        builder, loc,
+        arith::AddIOp::create(builder, loc, qStart, indexConst(config.blockM)),
+        qLen);
+    wholeKeys = WholeRangeOp::create(builder, loc, qStart, rowsEnd, b, h,
+                                     keyRanges);
+  }
   Value one = indexConst(1);
   Value blockN = indexConst(config.blockN);
   bool maskScores = needsMask(keyType.getShape()[2]);
@@ -149,10 +160,15 @@ void AttentionTiler::build() {
                                             /*transpose_rhs=*/true);
         // A score_mod takes the scaled score, so the softmax's scale is
         // then 1.
+        Value keptWhole;
+        if (wholeKeys)
+          keptWhole = buildInsideWholeRange(nested, loc, kvStart,
+                                            config.blockN, wholeKeys.getLo(),
+                                            wholeKeys.getHi());
         scores = buildVariantScores(nested, loc, scores, op.getScoreMod(),
                                     op.getMaskMod(), mask, maskScores, scale,
                                     qStart, kvStart, qLen, kvLen, b, h,
-                                    op.getCaptures());
+                                    op.getCaptures(), keptWhole);
         auto softmax = OnlineSoftmaxOp::create(nested, loc, scores,
                                                runningMax, runningSum,
                                                scoreMod ? 1.0f : scale);

@@ -96,6 +96,42 @@ intersectWithRangeTable(OpBuilder &b, Location loc, Value table, Value batch,
   return {begin, tilesEnd};
 }
 
+/// [lo, hi) of fa.whole_range: the largest whole_first and the smallest
+/// whole_end of the groups that hold [start, end) (none: empty).
+static std::pair<Value, Value> buildWholeRange(OpBuilder &b, Location loc,
+                                               WholeRangeOp op) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value group = arith::ConstantIndexOp::create(b, loc, ::fa::kBlockMaskGroup);
+  Value table = op.getRanges();
+  Value lastHead = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, table, 1), one);
+  Value tableHead = arith::MinUIOp::create(b, loc, op.getHead(), lastHead);
+  Value firstGroup = arith::DivUIOp::create(b, loc, op.getStart(), group);
+  Value endGroup = arith::CeilDivUIOp::create(b, loc, op.getEnd(), group);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value maxIndex = arith::ConstantIndexOp::create(
+      b, loc, std::numeric_limits<int32_t>::max());
+  auto meet = scf::ForOp::create(
+      b, loc, firstGroup, endGroup, one, ValueRange{zero, maxIndex},
+      [&](OpBuilder &nested, Location loc, Value g, ValueRange bounds) {
+        auto read = [&](int64_t which) -> Value {
+          Value column = arith::ConstantIndexOp::create(nested, loc, which);
+          Value value = memref::LoadOp::create(
+              nested, loc, table, ValueRange{op.getBatch(), tableHead, g,
+                                             column});
+          return arith::IndexCastOp::create(nested, loc,
+                                            nested.getIndexType(), value);
+        };
+        Value lo = arith::MaxSIOp::create(nested, loc, bounds[0], read(2));
+        Value hi = arith::MinSIOp::create(nested, loc, bounds[1], read(3));
+        scf::YieldOp::create(nested, loc, ValueRange{lo, hi});
+      });
+  Value noGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                        firstGroup, endGroup);
+  Value hi = arith::SelectOp::create(b, loc, noGroup, zero, meet.getResult(1));
+  return {meet.getResult(0), hi};
+}
+
 /// [begin, end) of fa.kv_tile_range.
 static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
                                                 KVTileRangeOp op, Value qStart,
@@ -250,6 +286,16 @@ struct KVTileRangeLowering : OpRewritePattern<KVTileRangeOp> {
   }
 };
 
+struct WholeRangeLowering : OpRewritePattern<WholeRangeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(WholeRangeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [lo, hi] = buildWholeRange(rewriter, op.getLoc(), op);
+    rewriter.replaceOp(op, {lo, hi});
+    return success();
+  }
+};
+
 struct QTileRangeLowering : OpRewritePattern<QTileRangeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(QTileRangeOp op,
@@ -261,12 +307,13 @@ struct QTileRangeLowering : OpRewritePattern<QTileRangeOp> {
 };
 } // namespace
 
-void mlir::fa::populateQTileRangeLowering(RewritePatternSet &patterns) {
-  patterns.add<QTileRangeLowering>(patterns.getContext());
-}
-
 void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
   patterns.add<KVTileRangeLowering>(patterns.getContext());
+}
+
+void mlir::fa::populateTileRangeLowering(RewritePatternSet &patterns) {
+  patterns.add<KVTileRangeLowering, QTileRangeLowering, WholeRangeLowering>(
+      patterns.getContext());
 }
 
 std::optional<std::vector<int64_t>>

@@ -46,9 +46,10 @@ LogicalResult checkBlockSizes(Operation *op, int64_t blockM, int64_t blockN);
 /// description); the same for every target.
 void populateKVTileRangeLowering(RewritePatternSet &patterns);
 
-/// Adds the lowering of fa.q_tile_range (the backward's mirror of
-/// fa.kv_tile_range) to index arithmetic.
-void populateQTileRangeLowering(RewritePatternSet &patterns);
+/// Adds the lowerings of the tile range ops (fa.kv_tile_range, its
+/// backward mirror fa.q_tile_range, and fa.whole_range) to index
+/// arithmetic; the same for every target.
+void populateTileRangeLowering(RewritePatternSet &patterns);
 
 /// The K/V tiles each query tile visits (end - begin of fa.kv_tile_range
 /// with `mask` and mask_mod `maskMod`, which may be empty) for a problem

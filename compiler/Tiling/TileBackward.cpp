@@ -212,6 +212,19 @@ LogicalResult BackwardTiler::buildMain() {
         Value h = arith::AddIOp::create(nested, loc, firstHead, g);
         QTileRangeOp qRange =
             perHeadRange ? queryTileRange(nested, h) : sharedRange;
+        // The rows that keep every key of the tile, by the block mask:
+        // query tiles inside them skip the mask_mod.
+        WholeRangeOp wholeRows;
+        if (queryRanges) {
+          Value keysEnd = arith::MinSIOp::create(
+              nested, loc,
+              arith::AddIOp::create(
+                  nested, loc, kvStart,
+                  arith::ConstantIndexOp::create(nested, loc, blockN)),
+              kvLen);
+          wholeRows = WholeRangeOp::create(nested, loc, kvStart, keysEnd, b,
+                                           h, queryRanges);
+        }
         auto qLoop = scf::ForOp::create(
             nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
             [&](OpBuilder &inner, Location loc, Value qTileIndex,
@@ -231,10 +244,15 @@ LogicalResult BackwardTiler::buildMain() {
               Value rawScores = TileMatmulOp::create(inner, loc, scoreType,
                                                      qTile, kTile, Value(),
                                                      /*transpose_rhs=*/true);
+              Value keptWhole;
+              if (wholeRows)
+                keptWhole = buildInsideWholeRange(inner, loc, qStart, blockM,
+                                                  wholeRows.getLo(),
+                                                  wholeRows.getHi());
               Value scores = buildVariantScores(
                   inner, loc, rawScores, op.getScoreMod(), op.getMaskMod(),
                   mask, maskScores, scale, qStart, kvStart, qLen, kvLen, b,
-                  h, op.getCaptures());
+                  h, op.getCaptures(), keptWhole);
               Value probs = RecomputeProbsOp::create(
                   inner, loc, scores, lse,
                   builder.getF32FloatAttr(scoreMod ? 1.0f : scale));

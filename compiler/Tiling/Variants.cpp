@@ -75,7 +75,7 @@ Value mlir::fa::buildVariantScores(OpBuilder &b, Location loc, Value scores,
                                    MaskKind mask, bool maskScores, float scale,
                                    Value qStart, Value kvStart, Value qLen,
                                    Value kvLen, Value batch, Value head,
-                                   ValueRange captures) {
+                                   ValueRange captures, Value keptWhole) {
   if (!scoreMod.empty()) {
     auto modified =
         ScoreModOp::create(b, loc, scores, qStart, kvStart, qLen, kvLen,
@@ -90,9 +90,22 @@ Value mlir::fa::buildVariantScores(OpBuilder &b, Location loc, Value scores,
                                kvStart, qLen, kvLen,
                                withMod ? batch : Value(),
                                withMod ? head : Value(),
-                               withMod ? captures : ValueRange(), mask);
+                               withMod ? captures : ValueRange(),
+                               withMod ? keptWhole : Value(), mask);
   cloneVariantRegion(maskMod, masked.getMaskMod());
   return masked;
+}
+
+Value mlir::fa::buildInsideWholeRange(OpBuilder &b, Location loc,
+                                      Value tileStart, int64_t tileSize,
+                                      Value lo, Value hi) {
+  Value tileEnd = arith::AddIOp::create(
+      b, loc, tileStart, arith::ConstantIndexOp::create(b, loc, tileSize));
+  Value fromLo =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, lo, tileStart);
+  Value toHi =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, tileEnd, hi);
+  return arith::AndIOp::create(b, loc, fromLo, toHi);
 }
 
 //===----------------------------------------------------------------------===//

@@ -55,12 +55,19 @@ void cloneMaskWithoutCaptures(Region &from, Region &to);
 /// tile at (qStart, kvStart) of program (batch, head): fa.score_mod where
 /// `scoreMod` is not empty (scaled there), then, where `maskScores`,
 /// fa.mask with `mask` and the mask_mod (and its batch and head). Both
-/// take the problem's `captures` with their regions.
+/// take the problem's `captures` with their regions. `keptWhole` (i1, may
+/// be null): a block mask's word that the mask_mod keeps the whole tile.
 Value buildVariantScores(OpBuilder &b, Location loc, Value scores,
                          Region &scoreMod, Region &maskMod, MaskKind mask,
                          bool maskScores, float scale, Value qStart,
                          Value kvStart, Value qLen, Value kvLen, Value batch,
-                         Value head, ValueRange captures);
+                         Value head, ValueRange captures,
+                         Value keptWhole = Value());
+
+/// Whether the tile [tileStart, tileStart + tileSize) lies inside [lo, hi)
+/// (an fa.whole_range's result): the i1 of fa.mask's kept_whole.
+Value buildInsideWholeRange(OpBuilder &b, Location loc, Value tileStart,
+                            int64_t tileSize, Value lo, Value hi);
 
 /// constant + sum_i coefficients[i] * (index argument i of a mask_mod, in
 /// VariantIndexArg order).

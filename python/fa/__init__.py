@@ -671,13 +671,15 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
 
 class BlockMask:
     """A mask_mod's block mask on one problem shape (fa.block_mask makes
-    it): key_ranges, int32 [B, Hb, ceil(Sq / 16), 2], holds the [first,
-    end) range of the keys each 16 query rows keep; query_ranges, [B, Hb,
-    ceil(Sk / 16), 2], the range of the query rows that keep each 16 keys
-    (Hb = 1 or Hq). fa.attention(..., block_mask=...) visits only the K/V
-    tiles the ranges meet (its backward, the query tiles). The ranges are
-    computed from the captured tensors' values at fa.block_mask: make a new
-    block mask when they change (as FlexAttention's create_block_mask)."""
+    it): key_ranges, int32 [B, Hb, ceil(Sq / 16), 4], holds the [first,
+    end) range of the keys each 16 query rows keep, then the [first, end)
+    range of keys that all of them keep; query_ranges, [B, Hb, ceil(Sk /
+    16), 4], the same for the query rows that keep each 16 keys (Hb = 1 or
+    Hq). fa.attention(..., block_mask=...) visits only the K/V tiles the
+    ranges meet (its backward, the query tiles), and skips the mask_mod on
+    the tiles the whole ranges hold. The ranges are computed from the
+    captured tensors' values at fa.block_mask: make a new block mask when
+    they change (as FlexAttention's create_block_mask)."""
 
     def __init__(self, mask_mod, text, causal, key_ranges, query_ranges,
                  shape):
@@ -745,9 +747,9 @@ def block_mask(mask_mod, batch, heads, q_len, kv_len, device=None,
     def groups(length):
         return (length + 15) // 16
 
-    key_ranges = torch.empty((batch, table_heads, groups(q_len), 2),
+    key_ranges = torch.empty((batch, table_heads, groups(q_len), 4),
                              dtype=torch.int32, device=device)
-    query_ranges = torch.empty((batch, table_heads, groups(kv_len), 2),
+    query_ranges = torch.empty((batch, table_heads, groups(kv_len), 4),
                                dtype=torch.int32, device=device)
     extras = _extras(captures=captures)
     _check(lib.fa_compute_block_mask(

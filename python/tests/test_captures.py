@@ -832,8 +832,8 @@ class FakeOpTest(unittest.TestCase):
         q = _meta(2, 8, 16, 64, grad=True)
         k, v = _meta(2, 2, 24, 64, grad=True), _meta(2, 2, 24, 64, grad=True)
         doc = _meta(2, 24, dtype=torch.int32)
-        tables = [_meta(2, 1, 1, 2, dtype=torch.int32),
-                  _meta(2, 1, 2, 2, dtype=torch.int32)]
+        tables = [_meta(2, 1, 1, 4, dtype=torch.int32),
+                  _meta(2, 1, 2, 4, dtype=torch.int32)]
         for captures, count in (([doc], 1), (None, 0)):
             o, _ = torch.ops.fa.attention_forward(q, k, v, *self.ARGS, "",
                                                   "", None, captures, tables)
@@ -944,13 +944,15 @@ def _document_keep(doc, sq, sk):
 def _ranges(keep, rows):
     """The exact block mask tables of a materialised mask keep [B, 1, Sq,
     Sk] (bool): per 16 rows (rows=True: the keys kept, [Sk, 0) when none)
-    or per 16 keys (the rows that keep one, [Sq, 0)), as int32 [B, 1,
-    groups, 2]."""
+    or per 16 keys (the rows that keep one, [Sq, 0)), then the range of the
+    16 x 16 squares kept whole (emptied to [first, 0) when they are not
+    consecutive), as int32 [B, 1, groups, 4]."""
     keep = keep[:, 0]
     if not rows:
         keep = keep.transpose(1, 2)
     batch, length, other = keep.shape
     groups = (length + 15) // 16
+    squares = (other + 15) // 16
     padded = torch.zeros(batch, groups * 16, other, dtype=torch.bool,
                          device=keep.device)
     padded[:, :length] = keep
@@ -958,7 +960,21 @@ def _ranges(keep, rows):
     index = torch.arange(other, device=keep.device)
     first = torch.where(any_kept, index, other).min(dim=-1).values
     end = torch.where(any_kept, index + 1, 0).max(dim=-1).values
-    return torch.stack([first, end], dim=-1)[:, None].to(torch.int32)
+    # Whole squares: every score inside Sq x Sk kept (padding counts as
+    # kept).
+    full = torch.ones(batch, groups * 16, squares * 16, dtype=torch.bool,
+                      device=keep.device)
+    full[:, :length, :other] = keep
+    whole = full.view(batch, groups, 16, squares, 16).all(dim=4).all(dim=2)
+    start = torch.arange(squares, device=keep.device) * 16
+    whole_first = torch.where(whole, start, other).min(dim=-1).values
+    whole_end = torch.where(whole, (start + 16).clamp(max=other),
+                            0).max(dim=-1).values
+    spanned = (whole_end + 15) // 16 - whole_first // 16
+    count = whole.sum(dim=-1)
+    whole_end = torch.where((count > 0) & (spanned != count), 0, whole_end)
+    return torch.stack([first, end, whole_first, whole_end],
+                       dim=-1)[:, None].to(torch.int32)
 
 
 @unittest.skipUnless(HAVE_CUDA and HAVE_LIBRARY,

@@ -3,21 +3,22 @@
 
 // The block mask program of a document mask under the causal mask.
 // Both targets: the tables are emptied ([Sk, 0) per 16 rows, [Sq, 0) per
-// 16 keys), then each 16-row group tests its scores 16 x 16 at a time (the
-// squares right of the group's last visible key are not visited: min with
-// ceil((row end + Sk - Sq) / 16)), and narrows each square's query entry
-// and, at the end, its own key entry with atomic min / max, where
-// something was kept.
+// 16 keys, for the ranges and the whole ranges), then each 16-row group
+// tests its scores 16 x 16 at a time (the squares right of the group's
+// last visible key are not visited: min with ceil((row end + Sk - Sq) /
+// 16)), and narrows each square's query entry (its range, and where it
+// kept every score its whole range) and, at the end, its own key entry
+// with atomic min / max, where something was kept. Then each entry of
+// each table tests the squares its whole range spans again and empties
+// the range (its end to 0) at a square not kept whole.
 // CPU-LABEL: func @document
-// CPU-SAME: (%[[Q:.*]]: memref<?x4x?x64xf16>, %[[K:.*]]: memref<?x2x?x64xf16>, %[[KR:.*]]: memref<?x?x?x2xi32>, %[[QR:.*]]: memref<?x?x?x2xi32>, %[[DOC:.*]]: memref<?x?xi32>)
+// CPU-SAME: (%[[Q:.*]]: memref<?x4x?x64xf16>, %[[K:.*]]: memref<?x2x?x64xf16>, %[[KR:.*]]: memref<?x?x?x4xi32>, %[[QR:.*]]: memref<?x?x?x4xi32>, %[[DOC:.*]]: memref<?x?xi32>)
 // Empty entries:
 // CPU: scf.for
 // CPU: scf.for
 // CPU: scf.for
-// CPU: memref.store %{{.*}}, %[[KR]]
-// CPU: memref.store %{{.*}}, %[[KR]]
-// CPU: memref.store %{{.*}}, %[[QR]]
-// CPU: memref.store %{{.*}}, %[[QR]]
+// CPU-COUNT-4: memref.store %{{.*}}, %[[KR]]
+// CPU-COUNT-4: memref.store %{{.*}}, %[[QR]]
 // The ranges: (batch, head, group), then squares, rows, keys.
 // CPU: arith.ceildivsi
 // CPU: scf.for {{.*}} iter_args
@@ -26,10 +27,25 @@
 // CPU: memref.load %[[DOC]]
 // CPU: memref.load %[[DOC]]
 // CPU: arith.cmpi eq
-// CPU: memref.atomic_rmw mins %{{.*}}, %[[QR]]
-// CPU: memref.atomic_rmw maxs %{{.*}}, %[[QR]]
-// CPU: memref.atomic_rmw mins %{{.*}}, %[[KR]]
-// CPU: memref.atomic_rmw maxs %{{.*}}, %[[KR]]
+// CPU: memref.atomic_rmw mins %{{.*}}, %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c0{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw maxs %{{.*}}, %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c1{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw mins %{{.*}}, %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c2{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw maxs %{{.*}}, %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c3{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw mins %{{.*}}, %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c0{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw maxs %{{.*}}, %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c1{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw mins %{{.*}}, %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c2{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw maxs %{{.*}}, %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c3{{(_[0-9]+)?}}]
+// The checks: the key table's whole ranges, then the query table's.
+// CPU: memref.load %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c2{{(_[0-9]+)?}}]
+// CPU: memref.load %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c3{{(_[0-9]+)?}}]
+// CPU: memref.load %[[DOC]]
+// CPU: memref.load %[[DOC]]
+// CPU: arith.cmpi eq
+// CPU: scf.if
+// CPU: memref.atomic_rmw mins %{{.*}}, %[[KR]][%{{.*}}, %{{.*}}, %{{.*}}, %c3{{(_[0-9]+)?}}]
+// CPU: memref.load %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c2{{(_[0-9]+)?}}]
+// CPU: memref.load %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c3{{(_[0-9]+)?}}]
+// CPU: memref.atomic_rmw mins %{{.*}}, %[[QR]][%{{.*}}, %{{.*}}, %{{.*}}, %c3{{(_[0-9]+)?}}]
 // CPU-NOT: fa.block_mask
 
 // GPU: module attributes {gpu.container_module}
@@ -46,12 +62,18 @@
 // GPU-DAG: %[[TID:.*]] = gpu.thread_id  x
 // GPU: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %[[C128]]
 // GPU: memref.atomic_rmw mins
+// GPU: gpu.func @document_whole_keys(
+// GPU: gpu.thread_id  x
+// GPU: scf.for %{{.*}} step %{{.*}} {
+// GPU: memref.atomic_rmw mins
+// GPU: gpu.func @document_whole_queries(
+// GPU: memref.atomic_rmw mins
 // GPU-NOT: func.func @document
 func.func @document(%q: memref<?x4x?x64xf16>, %k: memref<?x2x?x64xf16>,
-                    %kr: memref<?x?x?x2xi32>, %qr: memref<?x?x?x2xi32>,
+                    %kr: memref<?x?x?x4xi32>, %qr: memref<?x?x?x4xi32>,
                     %doc: memref<?x?xi32>) {
   fa.block_mask %q, %k into %kr, %qr {mask = #fa.mask<causal>}
-    : memref<?x4x?x64xf16>, memref<?x2x?x64xf16> into memref<?x?x?x2xi32>, memref<?x?x?x2xi32>
+    : memref<?x4x?x64xf16>, memref<?x2x?x64xf16> into memref<?x?x?x4xi32>, memref<?x?x?x4xi32>
     captures(%doc : memref<?x?xi32>)
     mask_mod {
     ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,

@@ -222,7 +222,7 @@ func.func @finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
 // head min(h, Hb - 1)) as K/V tiles floor(lo / B_c) .. ceil(hi / B_c) - 1,
 // none when lo >= hi; then the causal clamp.
 // CHECK-LABEL: func @kv_range_table
-// CHECK-SAME: (%[[Q0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: memref<?x?x?x2xi32>)
+// CHECK-SAME: (%[[Q0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: memref<?x?x?x4xi32>)
 // CHECK: %[[HB:.*]] = memref.dim %[[T]], %{{.*}}
 // CHECK: %[[LASTH:.*]] = arith.subi %[[HB]], %{{.*}}
 // CHECK: %[[TH:.*]] = arith.minui %[[H]], %[[LASTH]]
@@ -236,7 +236,33 @@ func.func @finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
 // CHECK: %[[EMPTY:.*]] = arith.cmpi sge, %[[HULL]]#0, %[[HULL]]#1
 // CHECK: arith.select %[[EMPTY]]
 func.func @kv_range_table(%q0: index, %sq: index, %sk: index, %b: index, %h: index,
-                          %t: memref<?x?x?x2xi32>) -> (index, index) {
-  %begin, %end = fa.kv_tile_range %q0, %sq, %sk at(%b, %h) ranges %t : memref<?x?x?x2xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+                          %t: memref<?x?x?x4xi32>) -> (index, index) {
+  %begin, %end = fa.kv_tile_range %q0, %sq, %sk at(%b, %h) ranges %t : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
   return %begin, %end : index, index
+}
+
+// -----
+
+// The whole range of a tile's groups: the largest whole_first (column 2)
+// and the smallest whole_end (column 3) of entries start / 16 ..
+// ceil(end / 16) - 1; none when the tile spans no group.
+// CHECK-LABEL: func @whole_range_table
+// CHECK-SAME: (%[[START:.*]]: index, %[[END:.*]]: index, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: memref<?x?x?x4xi32>)
+// CHECK: %[[TH:.*]] = arith.minui %[[H]]
+// CHECK: %[[FIRSTG:.*]] = arith.divui %[[START]]
+// CHECK: %[[ENDG:.*]] = arith.ceildivui %[[END]]
+// CHECK: %[[MEET:.*]]:2 = scf.for %[[G:.*]] = %[[FIRSTG]] to %[[ENDG]] step %{{.*}} iter_args(%[[LO:.*]] = %{{.*}}, %[[HI:.*]] = %{{.*}})
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: memref.load %[[T]][%[[B]], %[[TH]], %[[G]], %[[C2]]]
+// CHECK: arith.maxsi %[[LO]]
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: memref.load %[[T]][%[[B]], %[[TH]], %[[G]], %[[C3]]]
+// CHECK: arith.minsi %[[HI]]
+// CHECK: %[[NONE:.*]] = arith.cmpi uge, %[[FIRSTG]], %[[ENDG]]
+// CHECK: %[[HIOUT:.*]] = arith.select %[[NONE]], %{{.*}}, %[[MEET]]#1
+// CHECK: return %[[MEET]]#0, %[[HIOUT]]
+func.func @whole_range_table(%start: index, %end: index, %b: index, %h: index,
+                             %t: memref<?x?x?x4xi32>) -> (index, index) {
+  %lo, %hi = fa.whole_range %start, %end at(%b, %h) ranges %t : memref<?x?x?x4xi32>
+  return %lo, %hi : index, index
 }

@@ -170,16 +170,19 @@ protected:
                        std::unique_ptr<DeviceBuffer> &queryTable,
                        fa::TensorArg &keyArg, fa::TensorArg &queryArg) {
     const int64_t group = fa::kBlockMaskGroup;
+    const int64_t columns = fa::kRangeTableColumns;
     int64_t queryGroups = (c.qLen + group - 1) / group,
             keyGroups = (c.kvLen + group - 1) / group;
-    keyTable = std::make_unique<DeviceBuffer>(c.batch * queryGroups * 2);
-    queryTable = std::make_unique<DeviceBuffer>(c.batch * keyGroups * 2);
+    keyTable =
+        std::make_unique<DeviceBuffer>(c.batch * queryGroups * columns);
+    queryTable =
+        std::make_unique<DeviceBuffer>(c.batch * keyGroups * columns);
     for (auto [arg, buffer, groups] :
          {std::tuple<fa::TensorArg *, DeviceBuffer *, int64_t>{
               &keyArg, keyTable.get(), queryGroups},
           {&queryArg, queryTable.get(), keyGroups}}) {
-      int64_t sizes[4] = {c.batch, 1, groups, 2};
-      int64_t strides[4] = {groups * 2, groups * 2, 2, 1};
+      int64_t sizes[4] = {c.batch, 1, groups, columns};
+      int64_t strides[4] = {groups * columns, groups * columns, columns, 1};
       arg->data = buffer->data();
       std::memcpy(arg->sizes, sizes, sizeof(sizes));
       std::memcpy(arg->strides, strides, sizeof(strides));

@@ -3,22 +3,33 @@
 
 // A block mask through the tiling: the problem's key ranges go to the K/V
 // range op with the program's batch and head (a mask that reads a captured
-// tensor narrows nothing by itself: the table is what skips tiles); the
-// per-element mask still reads the document ids.
+// tensor narrows nothing by itself: the table is what skips tiles), and
+// to fa.whole_range over the tile's rows [q_start, min(q_start + 16,
+// Sq)): a K/V tile inside the keys they all keep is kept whole (the mask
+// skips the mask_mod there); elsewhere the per-element mask still reads
+// the document ids.
 // CHECK-LABEL: func @document
-// CHECK-SAME: %[[DOC:[a-z0-9_]+]]: memref<?x?xi32>, %[[KR:[a-z0-9_]+]]: memref<?x?x?x2xi32>
+// CHECK-SAME: %[[DOC:[a-z0-9_]+]]: memref<?x?xi32>, %[[KR:[a-z0-9_]+]]: memref<?x?x?x4xi32>
 // CHECK: fa.grid
-// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[KR]] : memref<?x?x?x2xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+// CHECK: %[[QSTART:.*]] = arith.muli
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[KR]] : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
 // CHECK-NOT: mask_mod
-// CHECK: scf.for %{{.*}} = %[[BEGIN]] to %[[END]]
-// CHECK: fa.mask {{.*}} captures(%[[DOC]] : memref<?x?xi32>) {mask = #fa.mask<causal>} : tensor<16x32xf32> mask_mod {
+// CHECK: %[[ROWSEND:.*]] = arith.minsi
+// CHECK: %[[LO:.*]], %[[HI:.*]] = fa.whole_range %[[QSTART]], %[[ROWSEND]] at(%{{.*}}, %{{.*}}) ranges %[[KR]] : memref<?x?x?x4xi32>
+// CHECK: scf.for %[[KV:.*]] = %[[BEGIN]] to %[[END]]
+// CHECK: %[[KVSTART:.*]] = arith.muli %[[KV]]
+// CHECK: %[[KVEND:.*]] = arith.addi %[[KVSTART]], %{{.*}}
+// CHECK: %[[FROMLO:.*]] = arith.cmpi sle, %[[LO]], %[[KVSTART]]
+// CHECK: %[[TOHI:.*]] = arith.cmpi sle, %[[KVEND]], %[[HI]]
+// CHECK: %[[WHOLE:.*]] = arith.andi %[[FROMLO]], %[[TOHI]]
+// CHECK: fa.mask {{.*}} captures(%[[DOC]] : memref<?x?xi32>) kept_whole %[[WHOLE]] {mask = #fa.mask<causal>} : tensor<16x32xf32> mask_mod {
 func.func @document(%q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>,
                     %v: memref<?x2x?x32xf32>, %o: memref<?x2x?x32xf32>,
                     %lse: memref<?x2x?xf32>, %doc: memref<?x?xi32>,
-                    %kr: memref<?x?x?x2xi32>) {
+                    %kr: memref<?x?x?x4xi32>) {
   fa.attention %q, %k, %v into %o, %lse key_ranges %kr {scale = 0.125 : f32, mask = #fa.mask<causal>}
     : memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>
-    into memref<?x2x?x32xf32>, memref<?x2x?xf32> key_ranges memref<?x?x?x2xi32>
+    into memref<?x2x?x32xf32>, memref<?x2x?xf32> key_ranges memref<?x?x?x4xi32>
     captures(%doc : memref<?x?xi32>)
     mask_mod {
     ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,
@@ -31,25 +42,30 @@ func.func @document(%q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>,
   return
 }
 
-// The backward's query ranges: the query tile range is taken per query
-// head (the table is indexed by it), inside the head loop.
+// The backward's query ranges: the query tile range and the rows that
+// keep every key of the K/V tile are taken per query head (the table is
+// indexed by it), inside the head loop; a query tile inside those rows is
+// kept whole.
 // BWD-LABEL: func @document_backward
-// BWD-SAME: %[[QR:[a-z0-9_]+]]: memref<?x?x?x2xi32>
+// BWD-SAME: %[[QR:[a-z0-9_]+]]: memref<?x?x?x4xi32>
 // BWD: fa.grid
 // BWD: fa.grid
 // BWD: scf.for
-// BWD: %[[BEGIN:.*]], %[[END:.*]] = fa.q_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[QR]] : memref<?x?x?x2xi32> {block_m = 16 : i64, block_n = 32 : i64}
+// BWD: %[[BEGIN:.*]], %[[END:.*]] = fa.q_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[QR]] : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64}
+// BWD: %[[LO:.*]], %[[HI:.*]] = fa.whole_range %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[QR]] : memref<?x?x?x4xi32>
 // BWD: scf.for %{{.*}} = %[[BEGIN]] to %[[END]]
+// BWD: arith.cmpi sle, %[[LO]], %[[QSTART:.*]] : index
+// BWD: fa.mask {{.*}} kept_whole %{{.*}} : tensor<16x32xf32> mask_mod {
 func.func @document_backward(
     %q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>, %v: memref<?x2x?x32xf32>,
     %o: memref<?x2x?x32xf32>, %lse: memref<?x2x?xf32>, %delta: memref<?x2x?xf32>,
-    %acc: memref<?x2x?x32xf32>, %doc: memref<?x?xi32>, %qr: memref<?x?x?x2xi32>) {
+    %acc: memref<?x2x?x32xf32>, %doc: memref<?x?xi32>, %qr: memref<?x?x?x4xi32>) {
   fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
       workspace %delta, %acc query_ranges %qr {scale = 0.125 : f32}
     : memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>,
       memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?xf32>
     into memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>
-    workspace memref<?x2x?xf32>, memref<?x2x?x32xf32> query_ranges memref<?x?x?x2xi32>
+    workspace memref<?x2x?xf32>, memref<?x2x?x32xf32> query_ranges memref<?x?x?x4xi32>
     captures(%doc : memref<?x?xi32>)
     mask_mod {
     ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,

@@ -4,8 +4,9 @@
 // the generated program against tables computed here from the same mask in
 // plain C++, and attention forward and backward that skip tiles by the
 // tables against the float64 reference. Masks read document ids (a
-// captured tensor: the compiler cannot narrow the tiles by itself) and a
-// head-dependent window (one table per head).
+// captured tensor: the compiler cannot narrow the tiles by itself), a
+// head-dependent window (one table per head), and block patterns whose
+// whole squares are consecutive or not (the whole ranges).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ using namespace mlir::fa;
 namespace {
 
 constexpr int64_t kGroup = fa::kBlockMaskGroup;
+constexpr int64_t kColumns = fa::kRangeTableColumns;
 constexpr double kTolerance = 2e-5;
 constexpr double kBackwardRelativeTolerance = 1e-5;
 
@@ -95,6 +97,50 @@ Mask headWindowMask(int64_t sq, int64_t sk) {
   return m;
 }
 
+/// keep(i, j) = pattern(i / 16, j / 16) for a mask_mod of the 16 x 16
+/// squares: every square is kept whole or not at all.
+Mask squaresMask(std::string name, std::string squaresKept,
+                 std::function<bool(int64_t, int64_t)> pattern) {
+  std::string text = "func.func @" + name +
+                     R"((%b: index, %h: index, %q: index, %kv: index, %sq: index, %sk: index) -> i1 {
+  %c16 = arith.constant 16 : index
+  %i = arith.divui %q, %c16 : index
+  %j = arith.divui %kv, %c16 : index
+)" + squaresKept + R"(
+  return %keep : i1
+})";
+  Mask m{name, text, false, false, {}, {}, {}};
+  m.keep = [=](int64_t, int64_t, int64_t i, int64_t j) {
+    return pattern(i / 16, j / 16);
+  };
+  return m;
+}
+
+/// Squares on the diagonal of 2 x 2 blocks: each group's whole squares
+/// are consecutive.
+Mask blocksMask() {
+  return squaresMask("blocks", R"(  %c2 = arith.constant 2 : index
+  %bi = arith.divui %i, %c2 : index
+  %bj = arith.divui %j, %c2 : index
+  %keep = arith.cmpi eq, %bi, %bj : index)",
+                     [](int64_t i, int64_t j) { return i / 2 == j / 2; });
+}
+
+/// Rows and keys of squares i, j with i % 3 != 1 and j % 3 != 1: a row
+/// group's whole squares are not consecutive (its whole range is empty).
+Mask stripesMask() {
+  return squaresMask("stripes", R"(  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ri = arith.remui %i, %c3 : index
+  %rj = arith.remui %j, %c3 : index
+  %ki = arith.cmpi ne, %ri, %c1 : index
+  %kj = arith.cmpi ne, %rj, %c1 : index
+  %keep = arith.andi %ki, %kj : i1)",
+                     [](int64_t i, int64_t j) {
+                       return i % 3 != 1 && j % 3 != 1;
+                     });
+}
+
 using Tables = fa::test::RangeTables;
 
 int64_t groups(int64_t length) { return (length + kGroup - 1) / kGroup; }
@@ -109,10 +155,10 @@ Tables programTables(const Mask &mask, const AttentionShape &shape,
   config.blockMaskProgram = true;
   CpuAttentionKernel &program = fa::test::getCpuKernel(config);
   Tables t;
-  t.keyRanges.assign(size_t(shape.batch * heads * groups(shape.qLen) * 2),
-                     -7);
-  t.queryRanges.assign(size_t(shape.batch * heads * groups(shape.kvLen) * 2),
-                       -7);
+  t.keyRanges.assign(
+      size_t(shape.batch * heads * groups(shape.qLen) * kColumns), -7);
+  t.queryRanges.assign(
+      size_t(shape.batch * heads * groups(shape.kvLen) * kColumns), -7);
   llvm::Error error =
       program.runBlockMask(shape, heads, t.keyRanges.data(),
                            t.queryRanges.data(), mask.captures);
@@ -133,8 +179,12 @@ Mask maskFor(int index, const Shape &s) {
     return documentMask(false, s.b, s.sq, s.sk);
   case 1:
     return documentMask(true, s.b, s.sq, s.sk);
-  default:
+  case 2:
     return headWindowMask(s.sq, s.sk);
+  case 3:
+    return blocksMask();
+  default:
+    return stripesMask();
   }
 }
 
@@ -224,10 +274,11 @@ TEST_P(CpuBlockMask, ForwardMatchesFloat64Reference) {
     }
 }
 
-/// The backward with the program's query ranges against the float64
-/// gradients; returns the largest error relative to each gradient's size.
+/// The backward with `tables`' query ranges (nullptr: the program's)
+/// against the float64 gradients; returns the largest error relative to
+/// each gradient's size.
 double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
-                   int64_t blockN) {
+                   int64_t blockN, const Tables *tables = nullptr) {
   CpuKernelConfig config;
   config.headDim = 32;
   config.tiles = {blockM, blockN};
@@ -239,7 +290,11 @@ double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
   CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
   AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
   int64_t heads = mask.perHead ? s.hq : 1;
-  Tables tables = programTables(mask, shape, heads);
+  Tables computed;
+  if (!tables) {
+    computed = programTables(mask, shape, heads);
+    tables = &computed;
+  }
   fa::AttentionProblem p = fa::test::problemFor(config, shape);
   p.maskMod = mask.keep;
   std::mt19937_64 rng(77 + s.sq * 5 + s.sk);
@@ -257,7 +312,7 @@ double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
   llvm::Error error = kernel.runBackward(
       shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
       lse.data(), dq.data(), dk.data(), dv.data(), nullptr, nullptr,
-      mask.captures, CpuRangeTable{tables.queryRanges.data(), heads});
+      mask.captures, CpuRangeTable{tables->queryRanges.data(), heads});
   EXPECT_FALSE(error) << llvm::toString(std::move(error));
   fa::ReferenceGradients want = fa::referenceAttentionBackward(
       p, q.data(), k.data(), v.data(), gradOutput.data());
@@ -295,12 +350,37 @@ TEST_P(CpuBlockMask, BackwardMatchesFloat64Gradients) {
 
 std::string maskName(const testing::TestParamInfo<int> &info) {
   static const char *const names[] = {"document", "document_causal",
-                                      "head_window"};
+                                      "head_window", "blocks", "stripes"};
   return names[info.param];
 }
 
-INSTANTIATE_TEST_SUITE_P(Masks, CpuBlockMask, testing::Values(0, 1, 2),
+INSTANTIATE_TEST_SUITE_P(Masks, CpuBlockMask, testing::Values(0, 1, 2, 3, 4),
                          maskName);
+
+// The whole ranges are what the tests above exercise only where a mask
+// keeps whole squares: both kinds (consecutive or not) are in the
+// tables.
+TEST(CpuBlockMaskTables, WholeRangesOfBothKinds) {
+  const int64_t sq = 100, sk = 100;
+  Tables blocks =
+      programTables(blocksMask(), AttentionShape{1, 2, 2, sq, sk}, 1);
+  // Rows 0..15 keep keys 0..31 whole.
+  EXPECT_EQ(std::vector<int32_t>(blocks.keyRanges.begin(),
+                                 blocks.keyRanges.begin() + kColumns),
+            (std::vector<int32_t>{0, 32, 0, 32}));
+  // Rows 96..99 keep keys 96..99, whole too (the last square is short).
+  size_t last = size_t((groups(sq) - 1) * kColumns);
+  EXPECT_EQ(std::vector<int32_t>(blocks.keyRanges.begin() + last,
+                                 blocks.keyRanges.end()),
+            (std::vector<int32_t>{96, 100, 96, 100}));
+  // Stripes: rows 0..15 keep key squares 0, 2, 3, 5 and 6: not
+  // consecutive, so the whole range is emptied (its end set to 0).
+  Tables stripes =
+      programTables(stripesMask(), AttentionShape{1, 2, 2, sq, sk}, 1);
+  EXPECT_EQ(std::vector<int32_t>(stripes.keyRanges.begin(),
+                                 stripes.keyRanges.begin() + kColumns),
+            (std::vector<int32_t>{0, 100, 0, 0}));
+}
 
 // The kernels read the tables: with every range empty no tile is visited
 // (every row is as if it saw no key: O = 0, LSE = -inf), so the reference
@@ -310,7 +390,7 @@ TEST(CpuBlockMaskUse, EmptyTablesSkipEveryTile) {
   Shape s{1, 2, 2, 100, 100};
   Mask mask = documentMask(false, s.b, s.sq, s.sk);
   Tables empty;
-  empty.keyRanges.assign(size_t(groups(s.sq) * 2), 0);
+  empty.keyRanges.assign(size_t(groups(s.sq) * kColumns), 0);
   EXPECT_GT(runForward(mask, s, 16, 16, &empty), 0.1);
 }
 
@@ -319,8 +399,39 @@ TEST(CpuBlockMaskUse, WholeTablesAreRight) {
   Mask mask = documentMask(true, s.b, s.sq, s.sk);
   Tables whole;
   for (int64_t g = 0; g < groups(s.sq); ++g)
-    whole.keyRanges.insert(whole.keyRanges.end(), {0, int32_t(s.sk)});
+    whole.keyRanges.insert(whole.keyRanges.end(),
+                           {0, int32_t(s.sk), int32_t(s.sk), 0});
   EXPECT_LE(runForward(mask, s, 16, 16, &whole), kTolerance);
+}
+
+// A whole range is a promise too: the tiles inside it keep every score,
+// whatever the mask_mod says. Claiming each group's kept range whole (the
+// documents inside it are not) makes the forward and the backward wrong.
+void claimKeptRangesWhole(std::vector<int32_t> &table) {
+  for (size_t entry = 0; entry < table.size(); entry += kColumns) {
+    table[entry + 2] = table[entry];
+    table[entry + 3] = table[entry + 1];
+  }
+}
+
+TEST(CpuBlockMaskUse, AWholeRangeTooWideIsCaughtForward) {
+  Shape s{1, 2, 2, 100, 100};
+  Mask mask = documentMask(true, s.b, s.sq, s.sk);
+  ASSERT_LE(runForward(mask, s, 16, 16), kTolerance);
+  Tables tables =
+      programTables(mask, AttentionShape{s.b, s.hq, s.hkv, s.sq, s.sk}, 1);
+  claimKeptRangesWhole(tables.keyRanges);
+  EXPECT_GT(runForward(mask, s, 16, 16, &tables), 0.01);
+}
+
+TEST(CpuBlockMaskUse, AWholeRangeTooWideIsCaughtBackward) {
+  Shape s{1, 2, 2, 100, 100};
+  Mask mask = documentMask(false, s.b, s.sq, s.sk);
+  ASSERT_LE(runBackward(mask, s, 16, 16), kBackwardRelativeTolerance);
+  Tables tables =
+      programTables(mask, AttentionShape{s.b, s.hq, s.hkv, s.sq, s.sk}, 1);
+  claimKeptRangesWhole(tables.queryRanges);
+  EXPECT_GT(runBackward(mask, s, 16, 16, &tables), 0.01);
 }
 
 // The last group's range cut before the K/V tile of its last key (the
@@ -332,7 +443,7 @@ TEST(CpuBlockMaskUse, ATableThatDropsATileIsCaught) {
   AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
   Tables tables = programTables(mask, shape, 1);
   // The group holding the last row: its range ends at the last key.
-  size_t last = size_t((groups(s.sq) - 1) * 2);
+  size_t last = size_t((groups(s.sq) - 1) * kColumns);
   ASSERT_EQ(tables.keyRanges[last + 1], int32_t(s.sk));
   tables.keyRanges[last + 1] = int32_t((s.sk - 1) / 16 * 16);
   EXPECT_GT(runForward(mask, s, 16, 16, &tables), kTolerance);

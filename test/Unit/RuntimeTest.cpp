@@ -2191,13 +2191,13 @@ TEST(Sinks, CExtras) {
 //===----------------------------------------------------------------------===//
 
 /// A block mask's table for validArgs()' problem (B = 2, Hq = 8, Sq = 100,
-/// Sk = 70): [2, heads, ceil(length / 16), 2] i32 at its own fake address.
+/// Sk = 70): [2, heads, ceil(length / 16), 4] i32 at its own fake address.
 fa::TensorArg rangeTable(int64_t heads, int64_t length, uintptr_t slot) {
   fa::TensorArg t;
   t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * slot);
   int64_t groups = (length + 15) / 16;
-  int64_t sizes[4] = {2, heads, groups, 2};
-  int64_t strides[4] = {heads * groups * 2, groups * 2, 2, 1};
+  int64_t sizes[4] = {2, heads, groups, 4};
+  int64_t strides[4] = {heads * groups * 4, groups * 4, 4, 1};
   std::copy(sizes, sizes + 4, t.sizes);
   std::copy(strides, strides + 4, t.strides);
   return t;
@@ -2216,19 +2216,27 @@ TEST(ArgumentChecks, BlockMaskTables) {
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message, "");
   a.keyRanges = rangeTable(3, 100, 40);
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
-            "key_ranges is [2, 3, 7, 2]; a block mask's table is [2, 1 or 8, "
-            "7, 2]: batch, heads (1 when every head has the same mask), the "
-            "query length / 16 rounded up, and a [first, end) pair");
+            "key_ranges is [2, 3, 7, 4]; a block mask's table is [2, 1 or 8, "
+            "7, 4]: batch, heads (1 when every head has the same mask), the "
+            "query length / 16 rounded up, and [first, end, whole_first, "
+            "whole_end)");
+  a.keyRanges = rangeTable(1, 100, 40);
+  a.keyRanges.sizes[3] = 2; // the ranges without the whole ranges
+  a.keyRanges.strides[2] = 2;
+  a.keyRanges.strides[1] = a.keyRanges.strides[0] = 14;
+  EXPECT_NE(fa::checkAttentionArgs(spec, a).message.find(
+                "key_ranges is [2, 1, 7, 2]; a block mask's table is "),
+            std::string::npos);
   a.keyRanges = rangeTable(1, 70, 40); // the keys' groups, not the rows'
-  EXPECT_NE(fa::checkAttentionArgs(spec, a).message.find("[2, 1, 5, 2]"),
+  EXPECT_NE(fa::checkAttentionArgs(spec, a).message.find("[2, 1, 5, 4]"),
             std::string::npos);
   a.keyRanges = rangeTable(8, 100, 40);
-  a.keyRanges.strides[2] = 4; // every other pair
-  a.keyRanges.strides[1] = 28;
-  a.keyRanges.strides[0] = 224;
+  a.keyRanges.strides[2] = 8; // every other entry
+  a.keyRanges.strides[1] = 56;
+  a.keyRanges.strides[0] = 448;
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
-            "key_ranges must be contiguous (row-major): stride 4 in dimension "
-            "2, expected 2");
+            "key_ranges must be contiguous (row-major): stride 8 in dimension "
+            "2, expected 4");
   a.keyRanges = rangeTable(1, 100, 40);
   a.keyRanges.data = a.o.data; // the output's bytes
   EXPECT_EQ(fa::checkAttentionArgs(spec, a).message,
@@ -2240,7 +2248,7 @@ TEST(ArgumentChecks, BlockMaskTables) {
   EXPECT_EQ(fa::checkAttentionBackwardArgs(spec, b).message, "");
   b.queryRanges = rangeTable(1, 100, 41);
   EXPECT_NE(fa::checkAttentionBackwardArgs(spec, b)
-                .message.find("query_ranges is [2, 1, 7, 2]"),
+                .message.find("query_ranges is [2, 1, 7, 4]"),
             std::string::npos);
 }
 
@@ -2341,12 +2349,21 @@ TEST(CompiledKernels, BlockMaskParameters) {
   llvm::Expected<mlir::fa::CompiledKernel> compiled =
       mlir::fa::compileKernel(program, /*assemble=*/false);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
-  ASSERT_EQ(compiled->launches.size(), 3u);
+  ASSERT_EQ(compiled->launches.size(), 5u);
   EXPECT_EQ(compiled->launches[2].function, program.kernelName() + "_ranges");
+  EXPECT_EQ(compiled->launches[3].function,
+            program.kernelName() + "_whole_keys");
+  EXPECT_EQ(compiled->launches[4].function,
+            program.kernelName() + "_whole_queries");
   fa::ProblemExtents problem{2, 1, 100, 2, 70};
   EXPECT_EQ(compiled->launches[0].blocks(0, problem), 1); // 7 entries
   EXPECT_EQ(compiled->launches[2].blocks(0, problem), 7); // 7 groups
   EXPECT_EQ(compiled->launches[2].blocks(1, problem), 1); // the table's head
+  EXPECT_EQ(compiled->launches[3].blocks(0, problem), 7); // 7 row groups
+  EXPECT_EQ(compiled->launches[4].blocks(0, problem), 5); // 5 key groups
+  for (const fa::LaunchPlan &launch : compiled->launches)
+    EXPECT_EQ(launch.params.back(), fa::LaunchPlan::Operand::capture0)
+        << launch.function;
   EXPECT_EQ(compiled->launches[2].params.back(),
             fa::LaunchPlan::Operand::capture0);
   // Only the mask, the causal flag and the arch make the program.

@@ -445,8 +445,7 @@ LogicalResult mlir::fa::applyFragmentConversion(
   patterns.add<SharedTileToBufferCast>(typeConverter, ctx);
   populateTileOpPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
-  populateKVTileRangeLowering(patterns);
-  populateQTileRangeLowering(patterns);
+  populateTileRangeLowering(patterns);
   populateTurnPatterns(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
                                                        target);

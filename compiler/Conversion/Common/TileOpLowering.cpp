@@ -202,6 +202,12 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
       partial = arith::XOrIOp::create(
           b, loc, whole, arith::ConstantIntOp::create(b, loc, 1, 1));
     }
+    // So do the tiles a block mask says it keeps whole.
+    if (Value keptWhole = adaptor.getKeptWhole())
+      partial = arith::AndIOp::create(
+          b, loc, partial,
+          arith::XOrIOp::create(b, loc, keptWhole,
+                                arith::ConstantIntOp::create(b, loc, 1, 1)));
     needsMask = arith::OrIOp::create(b, loc, needsMask, partial);
   }
   Value scores = adaptor.getScores();

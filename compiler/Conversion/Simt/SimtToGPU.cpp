@@ -482,8 +482,7 @@ LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
       typeConverter, ctx);
   populateTileOpPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
-  populateKVTileRangeLowering(patterns);
-  populateQTileRangeLowering(patterns);
+  populateTileRangeLowering(patterns);
   populateTurnPatterns(patterns);
   scf::populateSCFStructuralTypeConversionsAndLegality(typeConverter, patterns,
                                                        target);
