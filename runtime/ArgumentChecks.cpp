@@ -189,6 +189,22 @@ bool spansOverlap(const ByteSpan &x, const ByteSpan &y) {
 /// Captured tensor `i`: a rank in [1, 4], elements (a region may read any
 /// of them), every tensor's layout rules, and row-major without gaps (the
 /// kernels index it with its sizes).
+/// "" when the first `rank` dimensions of `t` are contiguous row-major
+/// (dimensions of size 1 take any stride), else the error naming `name`.
+/// checkLayout has bounded the span first, so the products fit.
+std::string checkRowMajor(const std::string &name, const TensorArg &t,
+                          int rank) {
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (t.sizes[d] > 1 && t.strides[d] != stride)
+      return name + " must be contiguous (row-major): stride " +
+             std::to_string(t.strides[d]) + " in dimension " +
+             std::to_string(d) + ", expected " + std::to_string(stride);
+    stride *= t.sizes[d];
+  }
+  return "";
+}
+
 std::string checkCaptureLayout(size_t i, const CaptureArg &c) {
   std::string name = "captured tensor " + std::to_string(i);
   if (c.rank < 1 || c.rank > 4)
@@ -201,17 +217,7 @@ std::string checkCaptureLayout(size_t i, const CaptureArg &c) {
   if (numElements(c.tensor, c.rank) == 0)
     return name + " is empty (" + shapeString(c.tensor, c.rank) +
            "): a region reads its elements";
-  // checkLayout bounds the span, so these products fit.
-  int64_t stride = 1;
-  for (int d = c.rank - 1; d >= 0; --d) {
-    if (c.tensor.sizes[d] > 1 && c.tensor.strides[d] != stride)
-      return name + " must be contiguous (row-major): stride " +
-             std::to_string(c.tensor.strides[d]) + " in dimension " +
-             std::to_string(d) + ", expected " + std::to_string(stride);
-    if (d > 0)
-      stride *= c.tensor.sizes[d];
-  }
-  return "";
+  return checkRowMajor(name, c.tensor, c.rank);
 }
 
 /// A block mask's range table (`name`, for a problem of `batch` and
@@ -233,15 +239,7 @@ std::string checkRangeTable(const char *name, const char *lengthName,
            " rounded up, and [first, end, whole_first, whole_end)";
   if (std::string error = checkLayout(name, t, 4, 4); !error.empty())
     return error;
-  int64_t stride = 1;
-  for (int d = 3; d >= 0; --d) {
-    if (t.sizes[d] > 1 && t.strides[d] != stride)
-      return std::string(name) + " must be contiguous (row-major): stride " +
-             std::to_string(t.strides[d]) + " in dimension " +
-             std::to_string(d) + ", expected " + std::to_string(stride);
-    stride *= t.sizes[d];
-  }
-  return "";
+  return checkRowMajor(name, t, 4);
 }
 
 /// The captures' layouts, and no byte of them among `outputs`' (the

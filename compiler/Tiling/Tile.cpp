@@ -127,14 +127,14 @@ void AttentionTiler::build() {
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.
-  WholeRangeOp wholeKeys;
+  std::optional<WholeBounds> wholeKeys;
   if (keyRanges) {
     Value rowsEnd = arith::MinSIOp::create(
         builder, loc,
         arith::AddIOp::create(builder, loc, qStart, indexConst(config.blockM)),
         qLen);
-    wholeKeys = WholeRangeOp::create(builder, loc, qStart, rowsEnd, b, h,
-                                     keyRanges);
+    wholeKeys =
+        buildWholeBounds(builder, loc, qStart, rowsEnd, b, h, keyRanges);
   }
   Value one = indexConst(1);
   Value blockN = indexConst(config.blockN);
@@ -163,8 +163,7 @@ void AttentionTiler::build() {
         Value keptWhole;
         if (wholeKeys)
           keptWhole = buildInsideWholeRange(nested, loc, kvStart,
-                                            config.blockN, wholeKeys.getLo(),
-                                            wholeKeys.getHi());
+                                            config.blockN, *wholeKeys);
         scores = buildVariantScores(nested, loc, scores, op.getScoreMod(),
                                     op.getMaskMod(), mask, maskScores, scale,
                                     qStart, kvStart, qLen, kvLen, b, h,

@@ -214,7 +214,7 @@ LogicalResult BackwardTiler::buildMain() {
             perHeadRange ? queryTileRange(nested, h) : sharedRange;
         // The rows that keep every key of the tile, by the block mask:
         // query tiles inside them skip the mask_mod.
-        WholeRangeOp wholeRows;
+        std::optional<WholeBounds> wholeRows;
         if (queryRanges) {
           Value keysEnd = arith::MinSIOp::create(
               nested, loc,
@@ -222,8 +222,8 @@ LogicalResult BackwardTiler::buildMain() {
                   nested, loc, kvStart,
                   arith::ConstantIndexOp::create(nested, loc, blockN)),
               kvLen);
-          wholeRows = WholeRangeOp::create(nested, loc, kvStart, keysEnd, b,
-                                           h, queryRanges);
+          wholeRows = buildWholeBounds(nested, loc, kvStart, keysEnd, b, h,
+                                       queryRanges);
         }
         auto qLoop = scf::ForOp::create(
             nested, loc, qRange.getBegin(), qRange.getEnd(), one, headAcc,
@@ -247,8 +247,7 @@ LogicalResult BackwardTiler::buildMain() {
               Value keptWhole;
               if (wholeRows)
                 keptWhole = buildInsideWholeRange(inner, loc, qStart, blockM,
-                                                  wholeRows.getLo(),
-                                                  wholeRows.getHi());
+                                                  *wholeRows);
               Value scores = buildVariantScores(
                   inner, loc, rawScores, op.getScoreMod(), op.getMaskMod(),
                   mask, maskScores, scale, qStart, kvStart, qLen, kvLen, b,

@@ -96,15 +96,27 @@ Value mlir::fa::buildVariantScores(OpBuilder &b, Location loc, Value scores,
   return masked;
 }
 
+WholeBounds mlir::fa::buildWholeBounds(OpBuilder &b, Location loc,
+                                       Value start, Value end, Value batch,
+                                       Value head, Value table) {
+  auto range = WholeRangeOp::create(b, loc, start, end, batch, head, table);
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+  };
+  return {toI32(range.getLo()), toI32(range.getHi())};
+}
+
 Value mlir::fa::buildInsideWholeRange(OpBuilder &b, Location loc,
                                       Value tileStart, int64_t tileSize,
-                                      Value lo, Value hi) {
-  Value tileEnd = arith::AddIOp::create(
-      b, loc, tileStart, arith::ConstantIndexOp::create(b, loc, tileSize));
-  Value fromLo =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, lo, tileStart);
-  Value toHi =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, tileEnd, hi);
+                                      const WholeBounds &whole) {
+  Value start = arith::IndexCastOp::create(b, loc, b.getI32Type(), tileStart);
+  Value end = arith::AddIOp::create(
+      b, loc, start, arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                  tileSize));
+  Value fromLo = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                       whole.lo, start);
+  Value toHi = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, end,
+                                     whole.hi);
   return arith::AndIOp::create(b, loc, fromLo, toHi);
 }
 

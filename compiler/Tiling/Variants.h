@@ -64,10 +64,20 @@ Value buildVariantScores(OpBuilder &b, Location loc, Value scores,
                          Value head, ValueRange captures,
                          Value keptWhole = Value());
 
-/// Whether the tile [tileStart, tileStart + tileSize) lies inside [lo, hi)
-/// (an fa.whole_range's result): the i1 of fa.mask's kept_whole.
+/// An fa.whole_range's [lo, hi) in i32, made before the tile loop: the
+/// bounds stay live across it (the backward's dK/dV consumers run at the
+/// register limit), and indices of a masked problem fit 31 bits.
+struct WholeBounds {
+  Value lo, hi;
+};
+WholeBounds buildWholeBounds(OpBuilder &b, Location loc, Value start,
+                             Value end, Value batch, Value head,
+                             Value table);
+
+/// Whether the tile [tileStart, tileStart + tileSize) lies inside `whole`:
+/// the i1 of fa.mask's kept_whole.
 Value buildInsideWholeRange(OpBuilder &b, Location loc, Value tileStart,
-                            int64_t tileSize, Value lo, Value hi);
+                            int64_t tileSize, const WholeBounds &whole);
 
 /// constant + sum_i coefficients[i] * (index argument i of a mask_mod, in
 /// VariantIndexArg order).

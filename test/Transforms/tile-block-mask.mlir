@@ -6,8 +6,8 @@
 // tensor narrows nothing by itself: the table is what skips tiles), and
 // to fa.whole_range over the tile's rows [q_start, min(q_start + 16,
 // Sq)): a K/V tile inside the keys they all keep is kept whole (the mask
-// skips the mask_mod there); elsewhere the per-element mask still reads
-// the document ids.
+// skips the mask_mod there; the bounds in i32, made before the loop);
+// elsewhere the per-element mask still reads the document ids.
 // CHECK-LABEL: func @document
 // CHECK-SAME: %[[DOC:[a-z0-9_]+]]: memref<?x?xi32>, %[[KR:[a-z0-9_]+]]: memref<?x?x?x4xi32>
 // CHECK: fa.grid
@@ -16,11 +16,14 @@
 // CHECK-NOT: mask_mod
 // CHECK: %[[ROWSEND:.*]] = arith.minsi
 // CHECK: %[[LO:.*]], %[[HI:.*]] = fa.whole_range %[[QSTART]], %[[ROWSEND]] at(%{{.*}}, %{{.*}}) ranges %[[KR]] : memref<?x?x?x4xi32>
+// CHECK: %[[LO32:.*]] = arith.index_cast %[[LO]] : index to i32
+// CHECK: %[[HI32:.*]] = arith.index_cast %[[HI]] : index to i32
 // CHECK: scf.for %[[KV:.*]] = %[[BEGIN]] to %[[END]]
 // CHECK: %[[KVSTART:.*]] = arith.muli %[[KV]]
-// CHECK: %[[KVEND:.*]] = arith.addi %[[KVSTART]], %{{.*}}
-// CHECK: %[[FROMLO:.*]] = arith.cmpi sle, %[[LO]], %[[KVSTART]]
-// CHECK: %[[TOHI:.*]] = arith.cmpi sle, %[[KVEND]], %[[HI]]
+// CHECK: %[[KVSTART32:.*]] = arith.index_cast %[[KVSTART]] : index to i32
+// CHECK: %[[KVEND:.*]] = arith.addi %[[KVSTART32]], %{{.*}} : i32
+// CHECK: %[[FROMLO:.*]] = arith.cmpi sle, %[[LO32]], %[[KVSTART32]] : i32
+// CHECK: %[[TOHI:.*]] = arith.cmpi sle, %[[KVEND]], %[[HI32]] : i32
 // CHECK: %[[WHOLE:.*]] = arith.andi %[[FROMLO]], %[[TOHI]]
 // CHECK: fa.mask {{.*}} captures(%[[DOC]] : memref<?x?xi32>) kept_whole %[[WHOLE]] {mask = #fa.mask<causal>} : tensor<16x32xf32> mask_mod {
 func.func @document(%q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>,
@@ -53,8 +56,9 @@ func.func @document(%q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>,
 // BWD: scf.for
 // BWD: %[[BEGIN:.*]], %[[END:.*]] = fa.q_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[QR]] : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64}
 // BWD: %[[LO:.*]], %[[HI:.*]] = fa.whole_range %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %[[QR]] : memref<?x?x?x4xi32>
+// BWD: %[[LO32:.*]] = arith.index_cast %[[LO]] : index to i32
 // BWD: scf.for %{{.*}} = %[[BEGIN]] to %[[END]]
-// BWD: arith.cmpi sle, %[[LO]], %[[QSTART:.*]] : index
+// BWD: arith.cmpi sle, %[[LO32]], %{{.*}} : i32
 // BWD: fa.mask {{.*}} kept_whole %{{.*}} : tensor<16x32xf32> mask_mod {
 func.func @document_backward(
     %q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>, %v: memref<?x2x?x32xf32>,

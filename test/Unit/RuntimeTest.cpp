@@ -2286,6 +2286,47 @@ TEST(ArgumentChecks, BlockMaskProgram) {
   a.k.sizes[0] = 3;
   EXPECT_EQ(fa::checkBlockMaskArgs(a).message,
             "k batch 3 does not match q batch 2");
+  // The tables hold indices in 32 bits (a length past the limit is
+  // refused before the tables' shapes are read).
+  a.k.sizes[0] = 2;
+  a.k.sizes[2] = fa::kMaxMaskModKeyLength + 1;
+  EXPECT_EQ(fa::checkBlockMaskArgs(a).message,
+            "key length " + std::to_string(fa::kMaxMaskModKeyLength + 1) +
+                " exceeds " + std::to_string(fa::kMaxMaskModKeyLength) +
+                ", the longest a block mask takes (its ranges are 32-bit)");
+}
+
+/// fa_compute_block_mask refuses what it cannot use before any launch (no
+/// driver needed): tensors in extras other than captures, no mask_mod.
+TEST(CApi, ComputeBlockMaskRefusesBadRequests) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  fa_tensor t = {nullptr, {2, 8, 100, 64}, {51200, 6400, 64, 1}};
+  fa_kernel_config config{};
+  config.mask_mod = nullptr;
+  EXPECT_EQ(fa_compute_block_mask(runtime, &t, &t, &t, &t, nullptr, 1,
+                                  &config, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(),
+               "fa_compute_block_mask computes a mask_mod's tables: "
+               "config->mask_mod is NULL or empty");
+  std::string mask = fa::variants::document();
+  config.mask_mod = mask.c_str();
+  fa_attention_extras extras{};
+  extras.sinks = &t;
+  EXPECT_EQ(fa_compute_block_mask(runtime, &t, &t, &t, &t, &extras, 1,
+                                  &config, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(),
+               "fa_compute_block_mask takes the mask_mod's captured tensors "
+               "from extras: its other fields must be NULL");
+  EXPECT_EQ(fa_compute_block_mask(nullptr, &t, &t, &t, &t, nullptr, 1,
+                                  &config, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "runtime is a null pointer");
+  fa_runtime_destroy(runtime);
 }
 
 /// The C ABI: extras' tables decide spec.blockMask, in the direction that

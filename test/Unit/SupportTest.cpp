@@ -5,6 +5,7 @@
 #include "lib/KernelSpec.h"
 #include "lib/Assembler.h"
 #include "lib/TextNesting.h"
+#include "lib/Variants.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/Registry.h"
 #include "lib/Strategy/WgmmaModel.h"
@@ -96,6 +97,18 @@ TEST(KernelSpec, VariantRules) {
   EXPECT_NE(window.canonicalText().find(";mask_mod=a\\nb"),
             std::string::npos);
   EXPECT_EQ(plain.canonicalText().find("mod="), std::string::npos);
+}
+
+/// A block mask program is one for both directions.
+TEST(KernelSpec, BlockMaskProgramIsNotABackward) {
+  fa::KernelSpec program;
+  program.maskMod = fa::variants::document();
+  program.blockMaskProgram = true;
+  EXPECT_EQ(program.validate(), "");
+  program.backward = true;
+  EXPECT_EQ(program.validate(),
+            "a block mask program serves the forward and the backward "
+            "alike: it is not a backward");
 }
 
 TEST(KernelSpec, AutomaticStrategyByDtypeAndHeadDim) {
