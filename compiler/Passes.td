@@ -418,6 +418,30 @@ def FAElideRedundantBarriers : Pass<"fa-elide-redundant-barriers", "::mlir::gpu:
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def FAHoistCaptureLoads : Pass<"fa-hoist-capture-loads", "::mlir::gpu::GPUFuncOp"> {
+  let summary = "Issue the loads of captured tensors as early as their indices allow";
+  let description = [{
+    A variant region's loads of captured tensors (document ids, bias
+    tables, slopes: `memref.load` marked `fa.capture_load` where the region
+    was inlined) sit where the region is evaluated: right after the scores
+    they modify arrive, so every tile waits a full global-memory latency
+    before its mask or score_mod can run. Their indices depend only on the
+    tile's position and the thread's rows and columns, known at the top of
+    the loop iteration. This pass moves each marked load, with the pure ops
+    computing its indices:
+    1. out of an `scf.if` marked `fa.hoist_capture_loads` (the branch that
+       tests a tile's scores per element), innermost first: the load then
+       also runs for tiles that skip the test (a captured tensor is read
+       only, and its indices stay inside it for any index of the problem);
+    2. up its block, to just after the last operation it depends on that
+       cannot move (or the block's start): above the tensor-core waits, so
+       that the latency overlaps the products.
+    Loads never leave a loop or an unmarked branch (a warp-specialized
+    kernel's producer branch must not gain registers), and the loads stay
+    in their order relative to each other only where their indices demand.
+  }];
+}
+
 def FACheckSharedBounds : Pass<"fa-check-shared-bounds", "::mlir::gpu::GPUFuncOp"> {
   let summary = "Check that a kernel's shared-memory views lie within its launch";
   let description = [{

@@ -101,6 +101,9 @@ void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm,
   pm.addPass(createFAConvertPlacedToGPU(lowering));
   // Block mask programs: kernels of the same gpu.module.
   pm.addPass(createFALowerBlockMask());
+  // Before the canonicalizer, which rebuilds the marked branches.
+  pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
+      createFAHoistCaptureLoads());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(

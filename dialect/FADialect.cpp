@@ -4,6 +4,8 @@
 #include "lib/Strategy/MmaLayout.h"
 #include "lib/Strategy/Registry.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/DenseSet.h"
@@ -546,6 +548,18 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
              << "' prefetches per-row values into registers: a rank-1 tile "
                 "with a register encoding, got "
              << type;
+    return success();
+  }
+  if (name == getCaptureLoadAttrName()) {
+    if (!isa<memref::LoadOp>(op) || !isa<UnitAttr>(value))
+      return op->emitOpError() << "'" << name
+                               << "' is a unit attribute of memref.load";
+    return success();
+  }
+  if (name == getHoistCaptureLoadsAttrName()) {
+    if (!isa<scf::IfOp>(op) || !isa<UnitAttr>(value))
+      return op->emitOpError() << "'" << name
+                               << "' is a unit attribute of scf.if";
     return success();
   }
   if (name == getPersistentAttrName()) {

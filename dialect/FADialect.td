@@ -66,6 +66,19 @@ def FA_Dialect : Dialect {
     /// loaded one iteration of its loop ahead (fa-prefetch-row-values; a
     /// unit attribute).
     static ::llvm::StringRef getPrefetchAttrName() { return "fa.prefetch"; }
+    /// A memref.load inlined from a variant region: it reads a captured
+    /// tensor, which nothing writes while the kernel runs, at indices
+    /// inside the tensor for any index of the problem, so it may run
+    /// earlier, or on a path that does not use it (fa-hoist-capture-loads;
+    /// a unit attribute).
+    static ::llvm::StringRef getCaptureLoadAttrName() {
+      return "fa.capture_load";
+    }
+    /// An scf.if whose then-branch's capture loads may run before it
+    /// (the per-element mask of a tile; a unit attribute).
+    static ::llvm::StringRef getHoistCaptureLoadsAttrName() {
+      return "fa.hoist_capture_loads";
+    }
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

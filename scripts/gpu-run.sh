@@ -8,7 +8,7 @@
 #                       sweep-wgmma|profile|profile-wgmma|profile-backward|
 #                       profile-backward-source|profile-source|grad-seeds|
 #                       host-overhead|clock-probe|bench-sinks|
-#                       block-mask|bench-variants|
+#                       block-mask|bench-variants|profile-block-mask|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -138,6 +138,10 @@ for step in $steps; do
     # The same for the kernels named in FA_PROFILE_TARGETS.
     run profile-source bash scripts/profile-source.sh \
       ${FA_PROFILE_TARGETS:-wgmma-d128 wgmma-d256} ;;
+  profile-block-mask)
+    # The packed-documents forward with and without its whole ranges:
+    # whole tiles counted, ncu on one launch of each.
+    run profile-block-mask bash scripts/profile-block-mask.sh ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.

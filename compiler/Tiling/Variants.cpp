@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
@@ -18,8 +19,11 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
   Block &block = region.front();
   IRMapping mapping;
   mapping.map(block.getArguments(), args);
-  for (Operation &op : block.without_terminator())
-    b.clone(op, mapping);
+  for (Operation &op : block.without_terminator()) {
+    Operation *copy = b.clone(op, mapping);
+    if (isa<memref::LoadOp>(copy))
+      copy->setAttr(FADialect::getCaptureLoadAttrName(), b.getUnitAttr());
+  }
   return mapping.lookupOrDefault(
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
 }

@@ -21,7 +21,8 @@
 namespace mlir::fa {
 
 /// The value a variant region yields for `args` (its block arguments in
-/// order), its ops cloned at `b`'s insertion point.
+/// order), its ops cloned at `b`'s insertion point; the loads of captured
+/// tensors marked fa.capture_load.
 Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 
 /// A copy of a problem's variant region (empty for none) into a tile op's.

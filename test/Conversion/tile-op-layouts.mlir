@@ -230,6 +230,32 @@ func.func @not_affine(%n: index, %q0: index, %k0: index) {
 
 // -----
 
+// A mask_mod that reads a captured tensor: its loads are marked
+// fa.capture_load and the per-element branch fa.hoist_capture_loads, so
+// that fa-hoist-capture-loads may issue them before the scores arrive.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @document
+func.func @document(%n: index, %q0: index, %k0: index, %doc: memref<?x?xi32>) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: scf.if
+    // CHECK-COUNT-8: memref.load %{{.*}} {fa.capture_load} : memref<?x?xi32>
+    // CHECK: } {fa.hoist_capture_loads}
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) captures(%doc : memref<?x?xi32>) : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
+      %a = memref.load %d[%bb, %qi] : memref<?x?xi32>
+      %c = memref.load %d[%bb, %ki] : memref<?x?xi32>
+      %keep = arith.cmpi eq, %a, %c : i32
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %al = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // Sinks, lowered once against the layout. #fa.blocked<threads = [8, 4]> on
 // 16 rows: each thread holds rows t / 4 and t / 4 + 8, one copy per lane
 // of the 4 that share them (the copy is the thread's column, t % 4).

@@ -213,6 +213,11 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   Value scores = adaptor.getScores();
   auto branch = scf::IfOp::create(b, loc, scores.getType(), needsMask,
                                   /*withElseRegion=*/true);
+  // The mask_mod's loads of captured tensors may run for every tile
+  // (fa-hoist-capture-loads), so that they do not wait for the scores.
+  if (maskMod && readsCapturedTensors(op.getMaskMod()))
+    branch->setAttr(FADialect::getHoistCaptureLoadsAttrName(),
+                    b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&branch.getThenRegion().front());
   ThreadElements thread(b, loc, type);
