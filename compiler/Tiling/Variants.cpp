@@ -21,8 +21,24 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
   mapping.map(block.getArguments(), args);
   for (Operation &op : block.without_terminator()) {
     Operation *copy = b.clone(op, mapping);
-    if (isa<memref::LoadOp>(copy))
-      copy->setAttr(FADialect::getCaptureLoadAttrName(), b.getUnitAttr());
+    auto load = dyn_cast<memref::LoadOp>(copy);
+    if (!load)
+      continue;
+    // Each index into [0, size - 1] (unsigned: a negative one reads the
+    // last element too): padding rows and keys, and indices a region
+    // computes past the tensor, read inside it.
+    Location loc = load.getLoc();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    for (auto [dim, index] : llvm::enumerate(load.getIndices())) {
+      Value size = memref::DimOp::create(b, loc, load.getMemRef(),
+                                         int64_t(dim));
+      Value last = arith::SubIOp::create(b, loc, size, one);
+      Value clamped = arith::MinUIOp::create(b, loc, index, last);
+      load.getIndicesMutable()[dim].assign(clamped);
+    }
+    // The clamp before the load.
+    load->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+    load->setAttr(FADialect::getCaptureLoadAttrName(), b.getUnitAttr());
   }
   return mapping.lookupOrDefault(
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
@@ -41,25 +57,11 @@ bool mlir::fa::readsCapturedTensors(Region &region) {
   });
 }
 
-Value mlir::fa::insideProblem(OpBuilder &b, Location loc, Value index,
-                              Value length) {
-  Value last = arith::SubIOp::create(
-      b, loc, length, arith::ConstantIndexOp::create(b, loc, 1));
-  return arith::MinUIOp::create(b, loc, index, last);
-}
-
 SmallVector<Value> mlir::fa::variantRegionArgs(OpBuilder &b, Location loc,
                                                Region &region,
                                                ArrayRef<Value> leading,
                                                ValueRange captures) {
   SmallVector<Value> args(leading);
-  size_t first = args.size() - kNumVariantIndexArgs;
-  if (readsCapturedTensors(region)) {
-    Value &query = args[first + kQueryIndexArg];
-    Value &key = args[first + kKeyIndexArg];
-    query = insideProblem(b, loc, query, args[first + kQueryLenArg]);
-    key = insideProblem(b, loc, key, args[first + kKeyLenArg]);
-  }
   llvm::append_range(args, captures);
   return args;
 }

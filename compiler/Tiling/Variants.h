@@ -21,8 +21,10 @@
 namespace mlir::fa {
 
 /// The value a variant region yields for `args` (its block arguments in
-/// order), its ops cloned at `b`'s insertion point; the loads of captured
-/// tensors marked fa.capture_load.
+/// order), its ops cloned at `b`'s insertion point. Its loads of captured
+/// tensors clamp each index to the tensor's last (unsigned: a negative
+/// index too), so that padding rows and keys, and any index the region
+/// computes, read inside the tensor; they are marked fa.capture_load.
 Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 
 /// A copy of a problem's variant region (empty for none) into a tile op's.
@@ -34,16 +36,10 @@ void cloneVariantRegion(Region &from, Region &to);
 /// does is data-dependent and narrows no range.
 bool readsCapturedTensors(Region &region);
 
-/// A padding row or key (at or past `length`) as the problem's last one:
-/// the index a region that reads captured tensors gets, so that it indexes
-/// them inside the rows and keys the caller sized them for (the element's
-/// score is dropped anyway).
-Value insideProblem(OpBuilder &b, Location loc, Value index, Value length);
-
 /// The arguments of variant region `region` at one score: `leading` (the
-/// score of a score_mod, then b, h, q_idx, kv_idx, q_len, kv_len) with
-/// q_idx and kv_idx insideProblem when the region reads a capture, then
-/// the `captures`.
+/// score of a score_mod, then b, h, q_idx, kv_idx, q_len, kv_len), then
+/// the `captures`. (Padding rows and keys go in as they are: the loads of
+/// captures clamp their indices, inlineVariantRegion.)
 SmallVector<Value> variantRegionArgs(OpBuilder &b, Location loc,
                                      Region &region, ArrayRef<Value> leading,
                                      ValueRange captures);

@@ -230,16 +230,25 @@ func.func @not_affine(%n: index, %q0: index, %k0: index) {
 
 // -----
 
-// A mask_mod that reads a captured tensor: its loads are marked
-// fa.capture_load and the per-element branch fa.hoist_capture_loads, so
-// that fa-hoist-capture-loads may issue them before the scores arrive.
+// A mask_mod that reads a captured tensor: its loads clamp each index to
+// the tensor's last (so that padding rows and keys read inside it) and are
+// marked fa.capture_load, and the per-element branch
+// fa.hoist_capture_loads, so that fa-hoist-capture-loads may issue them
+// before the scores arrive.
 #blocked = #fa.blocked<threads = [8, 4]>
 // CHECK-LABEL: gpu.func @document
 func.func @document(%n: index, %q0: index, %k0: index, %doc: memref<?x?xi32>) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
     %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
     // CHECK: scf.if
-    // CHECK-COUNT-8: memref.load %{{.*}} {fa.capture_load} : memref<?x?xi32>
+    // CHECK: %[[BATCHES:.*]] = memref.dim %[[DOC:.*]], %c0
+    // CHECK: %[[LAST_BATCH:.*]] = arith.subi %[[BATCHES]], %c1
+    // CHECK: %[[BATCH:.*]] = arith.minui %block_id_z, %[[LAST_BATCH]]
+    // CHECK: %[[KEYS:.*]] = memref.dim %[[DOC]], %c1
+    // CHECK: %[[LAST_KEY:.*]] = arith.subi %[[KEYS]], %c1
+    // CHECK: %[[KEY:.*]] = arith.minui %{{.*}}, %[[LAST_KEY]]
+    // CHECK: memref.load %[[DOC]][%[[BATCH]], %[[KEY]]] {fa.capture_load} : memref<?x?xi32>
+    // CHECK-COUNT-7: memref.load %{{.*}} {fa.capture_load} : memref<?x?xi32>
     // CHECK: } {fa.hoist_capture_loads}
     %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) captures(%doc : memref<?x?xi32>) : tensor<16x8xf32, #blocked> mask_mod {
     ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
