@@ -544,6 +544,67 @@ TEST(LaunchPlan, CapturesAreTheLastParameters) {
       << error;
 }
 
+/// A score_mod reading `n` f32 tensors [H] (their sum added to the score)
+/// and a mask_mod reading `m` i32 tensors [B] (kept where all are 0).
+static std::pair<std::string, std::string> variantsWithCaptures(int n,
+                                                                int m) {
+  std::string score = "func.func @score_mod(%s: f32, %b: index, %h: index, "
+                      "%q: index, %kv: index, %sq: index, %sk: index";
+  std::string scoreBody = "  %r0 = arith.addf %s, %s : f32\n";
+  for (int i = 0; i < n; ++i) {
+    score += ", %t" + std::to_string(i) + ": memref<?xf32>";
+    scoreBody += "  %x" + std::to_string(i) + " = memref.load %t" +
+                 std::to_string(i) + "[%h] : memref<?xf32>\n  %r" +
+                 std::to_string(i + 1) + " = arith.addf %r" +
+                 std::to_string(i) + ", %x" + std::to_string(i) + " : f32\n";
+  }
+  score += ") -> f32 {\n" + scoreBody + "  return %r" + std::to_string(n) +
+           " : f32\n}\n";
+  std::string mask = "func.func @mask_mod(%b: index, %h: index, %q: index, "
+                     "%kv: index, %sq: index, %sk: index";
+  std::string maskBody = "  %z = arith.constant 0 : i32\n"
+                         "  %k0 = arith.constant true\n";
+  for (int i = 0; i < m; ++i) {
+    std::string id = std::to_string(i);
+    mask += ", %u" + id + ": memref<?xi32>";
+    maskBody += "  %y" + id + " = memref.load %u" + id +
+                "[%b] : memref<?xi32>\n  %e" + id + " = arith.cmpi eq, %y" +
+                id + ", %z : i32\n  %k" + std::to_string(i + 1) +
+                " = arith.andi %k" + id + ", %e" + id + " : i1\n";
+  }
+  mask += ") -> i1 {\n" + maskBody + "  return %k" + std::to_string(m) +
+          " : i1\n}\n";
+  return {score, mask};
+}
+
+/// A kernel takes at most kMaxCaptures (8) captured tensors, the
+/// score_mod's and the mask_mod's together: 4 + 4 compile (the last
+/// parameter is capture 7), 5 + 4 is an error naming the count and the
+/// limit, in the forward and the backward.
+TEST(LaunchPlan, AKernelTakesAtMostEightCaptures) {
+  for (bool backward : {false, true}) {
+    fa::KernelSpec spec = smallSpec();
+    spec.backward = backward;
+    std::tie(spec.scoreMod, spec.maskMod) = variantsWithCaptures(4, 4);
+    llvm::Expected<mlir::fa::CompiledKernel> kernel =
+        mlir::fa::compileKernel(spec, /*assemble=*/false);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    for (const fa::LaunchPlan &plan : kernel->launches) {
+      EXPECT_EQ(plan.captures.size(), size_t(fa::kMaxCaptures));
+      EXPECT_EQ(plan.params.back(),
+                fa::LaunchPlan::captureOperand(fa::kMaxCaptures - 1));
+    }
+    std::tie(spec.scoreMod, spec.maskMod) = variantsWithCaptures(5, 4);
+    kernel = mlir::fa::compileKernel(spec, /*assemble=*/false);
+    ASSERT_FALSE(bool(kernel));
+    std::string error = llvm::toString(kernel.takeError());
+    EXPECT_NE(error.find("the variant captures 9 tensors; a kernel takes at "
+                         "most 8"),
+              std::string::npos)
+        << error;
+  }
+}
+
 /// The wgmma backward's dkdv kernel is warp-specialized: tensor maps of K
 /// and V (boxes of block-n rows) and of Q and dO (block-m rows), and the
 /// producer warpgroup in its block. The delta and dq kernels (simt) take
