@@ -47,30 +47,25 @@ Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
   return arith::SelectOp::create(b, loc, inBounds, loaded, zero);
 }
 
-/// The union of a block mask's ranges over the groups that hold the
-/// indices [start, end) (a range table [B, Hb, groups, 2]: row `group` of
-/// batch `batch`, head min(head, Hb - 1)), as the tiles of `tileSize` it
-/// meets intersected with [begin, end). Groups whose range is empty widen
-/// nothing but may lower the union's start or raise its end: the table's
-/// producer writes them as [Sk, 0) (or [Sq, 0)) so that they do not.
-static std::pair<Value, Value>
-intersectWithRangeTable(OpBuilder &b, Location loc, Value table, Value batch,
-                        Value head, Value start, Value end, int64_t tileSize,
-                        Value begin, Value tilesEnd) {
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+/// Two columns of a block mask's range table [B, Hb, groups, 4] folded
+/// over the groups that hold the indices [start, end) (row `group` of
+/// batch `batch`, head min(head, Hb - 1)): from (lo, hi) = `init`, each
+/// group's column `loColumn` combined into lo with `combineLo`, column
+/// `hiColumn` into hi with `combineHi`.
+template <typename CombineLo, typename CombineHi>
+static scf::ForOp foldRangeTable(OpBuilder &b, Location loc, Value table,
+                                 Value batch, Value head, Value start,
+                                 Value end, std::array<Value, 2> init,
+                                 int64_t loColumn, int64_t hiColumn) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value group = arith::ConstantIndexOp::create(b, loc, ::fa::kBlockMaskGroup);
-  Value tile = arith::ConstantIndexOp::create(b, loc, tileSize);
   Value lastHead = arith::SubIOp::create(
       b, loc, memref::DimOp::create(b, loc, table, 1), one);
   Value tableHead = arith::MinUIOp::create(b, loc, head, lastHead);
   Value firstGroup = arith::DivUIOp::create(b, loc, start, group);
   Value endGroup = arith::CeilDivUIOp::create(b, loc, end, group);
-  // [lo, hi): the smallest first and the largest end of the groups.
-  Value maxIndex = arith::ConstantIndexOp::create(
-      b, loc, std::numeric_limits<int32_t>::max());
-  auto hull = scf::ForOp::create(
-      b, loc, firstGroup, endGroup, one, ValueRange{maxIndex, zero},
+  return scf::ForOp::create(
+      b, loc, firstGroup, endGroup, one, ValueRange{init[0], init[1]},
       [&](OpBuilder &nested, Location loc, Value g, ValueRange bounds) {
         auto read = [&](int64_t which) -> Value {
           Value column = arith::ConstantIndexOp::create(nested, loc, which);
@@ -79,10 +74,34 @@ intersectWithRangeTable(OpBuilder &b, Location loc, Value table, Value batch,
           return arith::IndexCastOp::create(nested, loc,
                                             nested.getIndexType(), value);
         };
-        Value lo = arith::MinSIOp::create(nested, loc, bounds[0], read(0));
-        Value hi = arith::MaxSIOp::create(nested, loc, bounds[1], read(1));
+        Value lo = CombineLo::create(nested, loc, bounds[0], read(loColumn));
+        Value hi = CombineHi::create(nested, loc, bounds[1], read(hiColumn));
         scf::YieldOp::create(nested, loc, ValueRange{lo, hi});
       });
+}
+
+/// The largest index a range table's fold starts from or ends below.
+static Value maxTableIndex(OpBuilder &b, Location loc) {
+  return arith::ConstantIndexOp::create(b, loc,
+                                        std::numeric_limits<int32_t>::max());
+}
+
+/// The union of a block mask's ranges over the groups that hold the
+/// indices [start, end) (columns first and end of the range table), as the
+/// tiles of `tileSize` it meets intersected with [begin, end). Groups whose
+/// range is empty widen nothing but may lower the union's start or raise
+/// its end: the table's producer writes them as [Sk, 0) (or [Sq, 0)) so
+/// that they do not.
+static std::pair<Value, Value>
+intersectWithRangeTable(OpBuilder &b, Location loc, Value table, Value batch,
+                        Value head, Value start, Value end, int64_t tileSize,
+                        Value begin, Value tilesEnd) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value tile = arith::ConstantIndexOp::create(b, loc, tileSize);
+  // [lo, hi): the smallest first and the largest end of the groups.
+  scf::ForOp hull = foldRangeTable<arith::MinSIOp, arith::MaxSIOp>(
+      b, loc, table, batch, head, start, end, {maxTableIndex(b, loc), zero},
+      /*loColumn=*/0, /*hiColumn=*/1);
   Value lo = hull.getResult(0), hi = hull.getResult(1);
   // Tiles floor(lo / tile) .. ceil(hi / tile) - 1; lo >= hi: none.
   begin = arith::MaxSIOp::create(
@@ -100,34 +119,14 @@ intersectWithRangeTable(OpBuilder &b, Location loc, Value table, Value batch,
 /// whole_end of the groups that hold [start, end) (none: empty).
 static std::pair<Value, Value> buildWholeRange(OpBuilder &b, Location loc,
                                                WholeRangeOp op) {
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value group = arith::ConstantIndexOp::create(b, loc, ::fa::kBlockMaskGroup);
-  Value table = op.getRanges();
-  Value lastHead = arith::SubIOp::create(
-      b, loc, memref::DimOp::create(b, loc, table, 1), one);
-  Value tableHead = arith::MinUIOp::create(b, loc, op.getHead(), lastHead);
-  Value firstGroup = arith::DivUIOp::create(b, loc, op.getStart(), group);
-  Value endGroup = arith::CeilDivUIOp::create(b, loc, op.getEnd(), group);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value maxIndex = arith::ConstantIndexOp::create(
-      b, loc, std::numeric_limits<int32_t>::max());
-  auto meet = scf::ForOp::create(
-      b, loc, firstGroup, endGroup, one, ValueRange{zero, maxIndex},
-      [&](OpBuilder &nested, Location loc, Value g, ValueRange bounds) {
-        auto read = [&](int64_t which) -> Value {
-          Value column = arith::ConstantIndexOp::create(nested, loc, which);
-          Value value = memref::LoadOp::create(
-              nested, loc, table, ValueRange{op.getBatch(), tableHead, g,
-                                             column});
-          return arith::IndexCastOp::create(nested, loc,
-                                            nested.getIndexType(), value);
-        };
-        Value lo = arith::MaxSIOp::create(nested, loc, bounds[0], read(2));
-        Value hi = arith::MinSIOp::create(nested, loc, bounds[1], read(3));
-        scf::YieldOp::create(nested, loc, ValueRange{lo, hi});
-      });
-  Value noGroup = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
-                                        firstGroup, endGroup);
+  scf::ForOp meet = foldRangeTable<arith::MaxSIOp, arith::MinSIOp>(
+      b, loc, op.getRanges(), op.getBatch(), op.getHead(), op.getStart(),
+      op.getEnd(), {zero, maxTableIndex(b, loc)}, /*loColumn=*/2,
+      /*hiColumn=*/3);
+  Value noGroup = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::uge, meet.getLowerBound(),
+      meet.getUpperBound());
   Value hi = arith::SelectOp::create(b, loc, noGroup, zero, meet.getResult(1));
   return {meet.getResult(0), hi};
 }
