@@ -439,6 +439,10 @@ def FAHoistCaptureLoads : Pass<"fa-hoist-capture-loads", "::mlir::gpu::GPUFuncOp
     Loads never leave a loop or an unmarked branch (a warp-specialized
     kernel's producer branch must not gain registers), and the loads stay
     in their order relative to each other only where their indices demand.
+    Only data dependencies stop a load: it may rise above barriers, fences
+    and register reallocation (`setmaxnreg`) in its block, and pure ops of
+    its index computation move out of the marked branch with it (the
+    branch's condition is the same for every thread of the tile).
   }];
 }
 

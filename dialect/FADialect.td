@@ -67,10 +67,9 @@ def FA_Dialect : Dialect {
     /// unit attribute).
     static ::llvm::StringRef getPrefetchAttrName() { return "fa.prefetch"; }
     /// A memref.load inlined from a variant region: it reads a captured
-    /// tensor, which nothing writes while the kernel runs, at indices
-    /// inside the tensor for any index of the problem, so it may run
-    /// earlier, or on a path that does not use it (fa-hoist-capture-loads;
-    /// a unit attribute).
+    /// tensor (not empty), which nothing writes while the kernel runs, at
+    /// indices clamped into the tensor, so it may run earlier, or on a path
+    /// that does not use it (fa-hoist-capture-loads; a unit attribute).
     static ::llvm::StringRef getCaptureLoadAttrName() {
       return "fa.capture_load";
     }

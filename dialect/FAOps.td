@@ -82,9 +82,10 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     document ids, per-head slopes, a bias table), each region takes one
     more memref argument per capture, in order, after its indices. The
     regions hold arith and math ops, and `memref.load` / `memref.dim` of
-    those arguments, and end in `fa.yield`. Indices a region computes must
-    stay inside the captured tensors (the kernels do not check them); the
-    row and key indices a region receives are always inside the problem. The compiler reads affine masks (signed comparisons of sums
+    those arguments, and end in `fa.yield`. Each load clamps its indices
+    to the tensor's last (so padding rows and keys, which a region receives
+    as they are, and indices it computes past a tensor read inside it; a
+    capture must not be empty). The compiler reads affine masks (signed comparisons of sums
     of `q_idx`, `kv_idx`, the lengths and constants, combined with
     and/or/not) to skip the K/V tiles a query tile cannot see and the
     per-element test on tiles it sees whole; other masks are tested on every

@@ -103,8 +103,7 @@ Value buildKeeps(OpBuilder &b, Location loc, BlockMaskOp op,
   Value kept = arith::XOrIOp::create(
       b, loc, hidden, arith::ConstantIntOp::create(b, loc, 1, 1));
   Region &maskMod = op.getMaskMod();
-  SmallVector<Value> args = variantRegionArgs(
-      b, loc, maskMod, {batch, head, row, key, qLen, kvLen}, in.captures);
+  SmallVector<Value> args = variantRegionArgs({batch, head, row, key, qLen, kvLen}, in.captures);
   return arith::AndIOp::create(b, loc, kept,
                                inlineVariantRegion(b, maskMod, args));
 }

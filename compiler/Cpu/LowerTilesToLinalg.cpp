@@ -376,8 +376,7 @@ static Value scoreFunctionAt(OpBuilder &b, Location loc, Region &function,
       scoreIndices(b, loc, adaptor.getQStart(), adaptor.getKvStart());
   return inlineVariantRegion(
       b, function,
-      variantRegionArgs(b, loc, function,
-                        {scaled(b, loc, raw, scale), adaptor.getBatch(),
+      variantRegionArgs({scaled(b, loc, raw, scale), adaptor.getBatch(),
                          adaptor.getHead(), row, col, adaptor.getQLen(),
                          adaptor.getKvLen()},
                         adaptor.getCaptures()));
@@ -397,9 +396,7 @@ static LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                     if (!op.getMaskMod().empty()) {
                       Value keep = inlineVariantRegion(
                           b, op.getMaskMod(),
-                          variantRegionArgs(
-                              b, loc, op.getMaskMod(),
-                              {adaptor.getBatch(), adaptor.getHead(), row,
+                          variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), row,
                                col, adaptor.getQLen(), adaptor.getKvLen()},
                               adaptor.getCaptures()));
                       // A tile the block mask keeps whole keeps what

@@ -20,25 +20,28 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
   IRMapping mapping;
   mapping.map(block.getArguments(), args);
   for (Operation &op : block.without_terminator()) {
-    Operation *copy = b.clone(op, mapping);
-    auto load = dyn_cast<memref::LoadOp>(copy);
-    if (!load)
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (!load) {
+      b.clone(op, mapping);
       continue;
+    }
     // Each index into [0, size - 1] (unsigned: a negative one reads the
     // last element too): padding rows and keys, and indices a region
-    // computes past the tensor, read inside it.
+    // computes past the tensor, read inside it. (Captures are not empty:
+    // the runtime refuses an empty one.)
     Location loc = load.getLoc();
+    Value tensor = mapping.lookupOrDefault(load.getMemRef());
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> indices;
     for (auto [dim, index] : llvm::enumerate(load.getIndices())) {
-      Value size = memref::DimOp::create(b, loc, load.getMemRef(),
-                                         int64_t(dim));
+      Value size = memref::DimOp::create(b, loc, tensor, int64_t(dim));
       Value last = arith::SubIOp::create(b, loc, size, one);
-      Value clamped = arith::MinUIOp::create(b, loc, index, last);
-      load.getIndicesMutable()[dim].assign(clamped);
+      indices.push_back(arith::MinUIOp::create(
+          b, loc, mapping.lookupOrDefault(index), last));
     }
-    // The clamp before the load.
-    load->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
-    load->setAttr(FADialect::getCaptureLoadAttrName(), b.getUnitAttr());
+    auto copy = memref::LoadOp::create(b, loc, tensor, indices);
+    copy->setAttr(FADialect::getCaptureLoadAttrName(), b.getUnitAttr());
+    mapping.map(load.getResult(), copy.getResult());
   }
   return mapping.lookupOrDefault(
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
@@ -57,9 +60,7 @@ bool mlir::fa::readsCapturedTensors(Region &region) {
   });
 }
 
-SmallVector<Value> mlir::fa::variantRegionArgs(OpBuilder &b, Location loc,
-                                               Region &region,
-                                               ArrayRef<Value> leading,
+SmallVector<Value> mlir::fa::variantRegionArgs(ArrayRef<Value> leading,
                                                ValueRange captures) {
   SmallVector<Value> args(leading);
   llvm::append_range(args, captures);

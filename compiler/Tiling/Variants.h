@@ -36,12 +36,11 @@ void cloneVariantRegion(Region &from, Region &to);
 /// does is data-dependent and narrows no range.
 bool readsCapturedTensors(Region &region);
 
-/// The arguments of variant region `region` at one score: `leading` (the
+/// The arguments of a variant region at one score: `leading` (the
 /// score of a score_mod, then b, h, q_idx, kv_idx, q_len, kv_len), then
 /// the `captures`. (Padding rows and keys go in as they are: the loads of
 /// captures clamp their indices, inlineVariantRegion.)
-SmallVector<Value> variantRegionArgs(OpBuilder &b, Location loc,
-                                     Region &region, ArrayRef<Value> leading,
+SmallVector<Value> variantRegionArgs(ArrayRef<Value> leading,
                                      ValueRange captures);
 
 /// A copy of mask_mod `from` (not readsCapturedTensors) without its capture

@@ -311,8 +311,7 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
         Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
         Value keep = inlineVariantRegion(
             b, op.getMaskMod(),
-            variantRegionArgs(b, loc, op.getMaskMod(),
-                              {adaptor.getBatch(), adaptor.getHead(), query,
+            variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), query,
                                key, adaptor.getQLen(), adaptor.getKvLen()},
                               adaptor.getCaptures()));
         values[slot] = arith::SelectOp::create(b, loc, keep, values[slot],
@@ -350,8 +349,7 @@ SmallVector<Value> evaluateAtScores(const TileRewrite &r, Type tileType,
       Value score = arith::MulFOp::create(b, loc, raw[slot], scaleValue);
       results[slot] = inlineVariantRegion(
           b, function,
-          variantRegionArgs(b, loc, function,
-                            {score, adaptor.getBatch(), adaptor.getHead(),
+          variantRegionArgs({score, adaptor.getBatch(), adaptor.getHead(),
                              query, key, adaptor.getQLen(),
                              adaptor.getKvLen()},
                             adaptor.getCaptures()));
