@@ -293,10 +293,14 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     if (spec.hasVariant() && failed(verify(attention)))
       return nullptr;
   } else {
-    // (Q, K, V, O, LSE), and the sink logits f32 [Hq] with sinks.
+    // (Q, K, V, O, LSE), and the sink logits f32 [Hq] with sinks, the
+    // sequence offsets i32 [B + 1] of a varlen batch.
     SmallVector<Type> params = {tensor4, tensor4, tensor4, tensor4, lseType};
     if (spec.sinks)
       params.push_back(sinksType);
+    size_t cuSeqlensArg = params.size();
+    if (spec.varlen)
+      params.append(2, MemRefType::get({dyn}, b.getI32Type()));
     size_t rangesArg = params.size();
     if (spec.blockMask)
       params.push_back(rangeTableType);
@@ -311,6 +315,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         b, loc, args[0], args[1], args[2], args[3], args[4],
         spec.sinks ? args[5] : Value(),
         spec.blockMask ? args[rangesArg] : Value(),
+        spec.varlen ? args[cuSeqlensArg] : Value(),
+        spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
@@ -524,7 +530,8 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
     Plan &plan = launches.front();
     Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
                                           plan.threads, plan.sharedBytes,
-                                          spec.sinks, spec.blockMask);
+                                          spec.sinks, spec.blockMask,
+                                          spec.varlen);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     plan.addCaptures(captures);

@@ -309,13 +309,52 @@ LogicalResult BlockMaskOp::verify() {
                              getCaptures().getTypes());
 }
 
+/// A packed varlen batch: both offset tables, one entry per sequence and
+/// one more each, and the tensors' batch dimension holding the one packed
+/// batch.
+static LogicalResult verifyVarlen(Operation *op, Value cuSeqlensQ,
+                                  Value cuSeqlensK, ValueRange packed,
+                                  Value blockMask) {
+  if (!cuSeqlensQ && !cuSeqlensK)
+    return success();
+  if (!cuSeqlensQ || !cuSeqlensK)
+    return op->emitOpError("takes cu_seqlens_q and cu_seqlens_k together "
+                           "(a varlen batch packs both queries and keys)");
+  int64_t q = cast<MemRefType>(cuSeqlensQ.getType()).getShape()[0];
+  int64_t k = cast<MemRefType>(cuSeqlensK.getType()).getShape()[0];
+  if (dimsConflict(q, k))
+    return op->emitOpError()
+           << "cu_seqlens_q (" << dimToString(q) << " entries) and "
+           << "cu_seqlens_k (" << dimToString(k)
+           << ") must have one entry per sequence and one more each";
+  if (q == 0)
+    return op->emitOpError("cu_seqlens_q must hold at least one entry "
+                           "(the first sequence's start)");
+  for (Value tensor : packed) {
+    int64_t batch = cast<MemRefType>(tensor.getType()).getShape()[0];
+    if (!ShapedType::isDynamic(batch) && batch != 1)
+      return op->emitOpError()
+             << "with cu_seqlens the tensors hold one packed batch: batch "
+                "dimension "
+             << batch << " of " << tensor.getType() << " must be 1";
+  }
+  if (blockMask)
+    return op->emitOpError("does not take a block mask (key_ranges) with "
+                           "cu_seqlens yet");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr())) ||
       failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
       failed(verifyCaptures(*this, getCaptures())) ||
       failed(verifyBlockMask(*this, "key_ranges", getKeyRanges(),
-                             getMaskMod())))
+                             getMaskMod())) ||
+      failed(verifyVarlen(*this, getCuSeqlensQ(), getCuSeqlensK(),
+                          {getQuery(), getKey(), getValue(), getOutput(),
+                           getLse()},
+                          getKeyRanges())))
     return failure();
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
@@ -624,6 +663,11 @@ static LogicalResult verifyTileOfMemRef(Operation *op, RankedTensorType tile,
              << ") must cover memref dimension " << d + 2 << " ("
              << dimToString(memref.getDimSize(d + 2)) << ") whole";
   return success();
+}
+
+Value mlir::fa::buildRowLimit(OpBuilder &b, Location loc, Value memref,
+                              Value limit) {
+  return limit ? limit : memref::DimOp::create(b, loc, memref, 2);
 }
 
 LogicalResult LoadTileOp::verify() {

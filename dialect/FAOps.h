@@ -33,6 +33,10 @@ enum VariantIndexArg : unsigned {
   kNumVariantIndexArgs
 };
 
+/// The row at which the sequence of a tile load or store ends: its `limit`
+/// (a packed varlen batch), else the rows of `memref` (dimension 2).
+Value buildRowLimit(OpBuilder &b, Location loc, Value memref, Value limit);
+
 } // namespace mlir::fa
 
 #endif // FA_DIALECT_FAOPS_H

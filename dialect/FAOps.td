@@ -24,6 +24,8 @@ def FA_CaptureMemRef : MemRefRankOf<[F32, F16, BF16, I32, I64, I8], [1, 2, 3, 4]
 // A block mask's table of index ranges, [B, Hb, groups, 4] i32 (see
 // fa.attention's key_ranges).
 def FA_RangeTableMemRef : MemRefRankOf<[I32], [4]>;
+// Cumulative sequence lengths of a packed (varlen) batch: i32 [B + 1].
+def FA_SeqOffsetsMemRef : MemRefRankOf<[I32], [1]>;
 // Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
 // with an fa placement encoding.
 def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
@@ -114,6 +116,26 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     are not visited, and scores inside `[whole_first, whole_end)` are kept,
     whatever the mask_mod says.
 
+    With `cu_seqlens` (a packed, variable-length batch, as flash-attn's
+    varlen functions take it), Q, O and LSE hold the rows of every sequence
+    one after another (`[1, Hq, total_q, D]`, `[1, Hq, total_q]`), K and V
+    likewise (`[1, Hkv, total_k, D]`), and `cu_seqlens_q` / `cu_seqlens_k`
+    (i32 `[B + 1]`, non-decreasing from 0) give where each of the `B`
+    sequences starts: sequence `b` has the query rows `[cu_seqlens_q[b],
+    cu_seqlens_q[b + 1])` and the keys `[cu_seqlens_k[b], cu_seqlens_k[b +
+    1])`, and attends only within itself. Everything above then holds per
+    sequence: `b` is the sequence, `q_idx`, `kv_idx` count from its first
+    row, `q_len`, `kv_len` are its lengths (the causal mask is aligned to
+    each sequence's bottom right). Offsets outside the rows are clamped to
+    them (a sequence never reads another's rows nor past the tensors).
+
+    ```mlir
+    fa.attention %q, %k, %v into %o, %lse cu_seqlens(%cq, %ck) {scale = 0.125 : f32}
+      : memref<1x8x?x64xf16>, memref<1x2x?x64xf16>, memref<1x2x?x64xf16>
+      into memref<1x8x?x64xf16>, memref<1x8x?xf32>
+      cu_seqlens memref<?xi32>, memref<?xi32>
+    ```
+
     ```mlir
     fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32}
       : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
@@ -141,6 +163,8 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<FA_LseMemRef, "log-sum-exp [B, Hq, Sq]", [MemWrite]>:$lse,
     Arg<Optional<FA_SinkMemRef>, "sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_RangeTableMemRef>, "block mask: the keys each 16 query rows keep [B, Hb, ceil(Sq / 16), 4]", [MemRead]>:$key_ranges,
+    Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
+    Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -149,9 +173,11 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
                         MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)?
-    (`key_ranges` $key_ranges^)? attr-dict `:`
+    (`key_ranges` $key_ranges^)?
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
+    (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -358,6 +384,11 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     `program` name, and on the GPU grid `p` of function `f` becomes kernel
     `f_p` (the backward's `delta`, `dkdv` and `dq`).
 
+    `ragged` (a varlen batch): the batch index is a sequence with a length
+    of its own and `num_q_tiles` only bounds the tiles of any sequence;
+    programs past their sequence's rows do nothing, so a launch may stop at
+    the longest sequence's tiles.
+
     ```mlir
     fa.grid (%b, %h, %qt) in (%batch, %heads, %num_q_tiles) {
       ...
@@ -365,7 +396,7 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     ```
   }];
   let arguments = (ins Index:$batch_size, Index:$num_heads, Index:$num_q_tiles,
-                       OptionalAttr<StrAttr>:$program);
+                       OptionalAttr<StrAttr>:$program, UnitAttr:$ragged);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;
@@ -392,18 +423,30 @@ def FA_LoadTileOp : FA_Op<"load_tile"> {
     dimensions of the source whole. Rows at or past the end of the sequence
     read as zero, so a tail tile of a length that is not a multiple of `R` is
     padded. Used for the resident Q tile and the streamed K and V tiles.
+    With `limit` (a packed varlen batch), the sequence ends at row `limit`
+    (at most the source's rows) instead of at the source's last row.
 
     ```mlir
     %q_tile = fa.load_tile %q[%b, %h, %q_start]
       : memref<?x?x?x64xf32> -> tensor<16x64xf32>
+    %k_tile = fa.load_tile %k[%c0, %h, %row] limit %seq_end
+      : memref<1x?x?x64xf32> -> tensor<32x64xf32>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$source, Index:$batch,
-                       Index:$head, Index:$row);
+                       Index:$head, Index:$row, Optional<Index>:$limit);
   let results = (outs FA_AnyFloatTile:$tile);
   let assemblyFormat = [{
-    $source `[` $batch `,` $head `,` $row `]` attr-dict `:` type($source) `->` type($tile)
+    $source `[` $batch `,` $head `,` $row `]` (`limit` $limit^)? attr-dict `:` type($source) `->` type($tile)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$tile, "::mlir::Value":$source,
+                   "::mlir::Value":$batch, "::mlir::Value":$head,
+                   "::mlir::Value":$row), [{
+      build($_builder, $_state, tile, source, batch, head, row,
+            /*limit=*/::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
@@ -412,7 +455,8 @@ def FA_StoreTileOp : FA_Op<"store_tile"> {
   let description = [{
     Writes the rows of `tile` to rows `[row, row + R)` of `dest[batch, head]`,
     skipping rows at or past the end of the sequence (the padding of a tail
-    tile). The tile shape relates to the destination as for `fa.load_tile`.
+    tile): the destination's last row, or `limit` as for `fa.load_tile`.
+    The tile shape relates to the destination as for `fa.load_tile`.
 
     ```mlir
     fa.store_tile %o_tile, %o[%b, %h, %q_start]
@@ -421,10 +465,18 @@ def FA_StoreTileOp : FA_Op<"store_tile"> {
   }];
   let arguments = (ins FA_AnyFloatTile:$tile,
                        Arg<AnyMemRef, "", [MemWrite]>:$dest, Index:$batch,
-                       Index:$head, Index:$row);
+                       Index:$head, Index:$row, Optional<Index>:$limit);
   let assemblyFormat = [{
-    $tile `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($tile) `->` type($dest)
+    $tile `,` $dest `[` $batch `,` $head `,` $row `]` (`limit` $limit^)? attr-dict `:` type($tile) `->` type($dest)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$tile, "::mlir::Value":$dest,
+                   "::mlir::Value":$batch, "::mlir::Value":$head,
+                   "::mlir::Value":$row), [{
+      build($_builder, $_state, tile, dest, batch, head, row,
+            /*limit=*/::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

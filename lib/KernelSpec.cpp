@@ -109,6 +109,10 @@ std::string KernelSpec::validate() const {
   if (deterministic && sinks)
     return "the deterministic backward does not take sinks yet (their "
            "gradient is added in any order)";
+  if (varlen && backward)
+    return "the backward does not take a varlen batch (cu_seqlens) yet";
+  if (varlen && blockMask)
+    return "a block mask does not take a varlen batch (cu_seqlens) yet";
   return "";
 }
 
@@ -161,6 +165,8 @@ std::string KernelSpec::kernelName() const {
     name += "_sinks";
   if (blockMask)
     name += "_blockmask";
+  if (varlen)
+    name += "_varlen";
   if (hasVariant()) {
     // Which variant: a stable hash of both texts (the cache key has them
     // whole).
@@ -199,6 +205,7 @@ std::string KernelSpec::canonicalText() const {
          // Before the variant texts, which run to the end of the line and
          // may hold any characters.
          (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
+         (varlen ? ";varlen" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }

@@ -88,6 +88,12 @@ struct KernelSpec {
   /// mask_mod, the causal flag and the arch alone (the other fields do
   /// not change it).
   bool blockMaskProgram = false;
+  /// A packed variable-length batch (flash-attn's varlen convention; see
+  /// fa.attention's cu_seqlens): the forward takes Q, O [1, Hq, total_q,
+  /// D], K, V [1, Hkv, total_k, D], LSE [1, Hq, total_q] and the i32
+  /// offsets cu_seqlens_q, cu_seqlens_k [B + 1]; sequence b attends only
+  /// within its own rows. Forward only so far; no block mask with it.
+  bool varlen = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

@@ -14,7 +14,8 @@ static constexpr const char *kExtentNames[] = {
 static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
-    "sinks", "dsinks", "key_ranges", "query_ranges",
+    "sinks", "dsinks", "key_ranges", "query_ranges", "cu_seqlens_q",
+    "cu_seqlens_k",
     "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
     "capture6", "capture7"};
 static_assert(std::size(kOperandNames) ==
@@ -74,6 +75,8 @@ int LaunchPlan::rankOf(Operand operand) {
     return 3;
   case Operand::sinks:
   case Operand::gradSinks:
+  case Operand::cuSeqlensQ:
+  case Operand::cuSeqlensK:
     return 1;
   default:
     return 4;
@@ -82,7 +85,8 @@ int LaunchPlan::rankOf(Operand operand) {
 
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
-                                        bool sinks, bool blockMask) {
+                                        bool sinks, bool blockMask,
+                                        bool varlen) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -93,6 +97,9 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                  Operand::output, Operand::lse};
   if (sinks)
     plan.params.push_back(Operand::sinks);
+  if (varlen)
+    plan.params.insert(plan.params.end(),
+                       {Operand::cuSeqlensQ, Operand::cuSeqlensK});
   if (blockMask)
     plan.params.push_back(Operand::keyRanges);
   return plan;

@@ -84,6 +84,9 @@ struct LaunchPlan {
     // A block mask (spec.blockMask): i32 [B, Hb, groups, 4] ranges.
     keyRanges,   // forward: the keys each 16 query rows keep
     queryRanges, // backward: the query rows that keep each 16 keys
+    // A varlen batch (spec.varlen): i32 [B + 1] sequence offsets.
+    cuSeqlensQ,
+    cuSeqlensK,
     // The variant's captured tensors (the score_mod's, then the
     // mask_mod's), `captures` in order.
     capture0,
@@ -140,12 +143,15 @@ struct LaunchPlan {
 
   /// The plan of the forward kernels every strategy emits today: block
   /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the
-  /// parameters are Q, K, V, O and LSE (and the sinks with sinks, the key
-  /// ranges with a block mask).
+  /// parameters are Q, K, V, O and LSE (and the sinks with sinks, the
+  /// sequence offsets of a varlen batch, the key ranges with a block mask).
+  /// A varlen batch's query length (for the grid) is its longest
+  /// sequence's, its batch the sequences.
   static LaunchPlan forwardAttention(std::string function, int64_t blockM,
                                      int64_t threads, int64_t sharedBytes,
                                      bool sinks = false,
-                                     bool blockMask = false);
+                                     bool blockMask = false,
+                                     bool varlen = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and

@@ -264,6 +264,46 @@ std::string checkCapturesApart(
 
 } // namespace
 
+/// A varlen batch (see AttentionArgs::cuSeqlensQ): one packed batch
+/// entry, offset tables of B + 1 i32 each, maxima within the totals.
+static std::string checkVarlen(const AttentionArgs &a) {
+  for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &a.q},
+                         {"k", &a.k}})
+    if (t->sizes[0] != 1)
+      return std::string("a varlen batch packs its sequences into one batch "
+                         "entry: ") +
+             name + " batch must be 1, got " + std::to_string(t->sizes[0]);
+  for (auto [name, t] : {std::pair<const char *, const TensorArg *>{
+                             "cu_seqlens_q", &a.cuSeqlensQ},
+                         {"cu_seqlens_k", &a.cuSeqlensK}}) {
+    if (t->sizes[0] < 1)
+      return std::string(name) +
+             " holds B + 1 offsets (at least 1), got " +
+             std::to_string(t->sizes[0]);
+    if (std::string error = checkLayout(name, *t, 1, 4); !error.empty())
+      return error;
+    if (t->sizes[0] > 1 && t->strides[0] != 1)
+      return std::string(name) + " must be contiguous: stride " +
+             std::to_string(t->strides[0]);
+  }
+  if (a.cuSeqlensQ.sizes[0] != a.cuSeqlensK.sizes[0])
+    return "cu_seqlens_q (" + std::to_string(a.cuSeqlensQ.sizes[0]) +
+           " offsets) and cu_seqlens_k (" +
+           std::to_string(a.cuSeqlensK.sizes[0]) +
+           ") must both hold B + 1 offsets";
+  if (a.cuSeqlensQ.sizes[0] - 1 > kMaxGridYZ)
+    return "a varlen batch of " + std::to_string(a.cuSeqlensQ.sizes[0] - 1) +
+           " sequences exceeds the grid limit " + std::to_string(kMaxGridYZ);
+  for (auto [name, value, total] :
+       {std::tuple<const char *, int64_t, int64_t>{"max_seqlen_q",
+                                                   a.maxSeqlenQ, a.q.sizes[2]},
+        {"max_seqlen_k", a.maxSeqlenK, a.k.sizes[2]}})
+    if (value < 0 || value > total)
+      return std::string(name) + " must be in [0, " + std::to_string(total) +
+             "] (the packed rows), got " + std::to_string(value);
+  return "";
+}
+
 std::string checkCaptures(const std::vector<CaptureType> &expected,
                           const std::vector<CaptureArg> &given) {
   if (given.size() != expected.size())
@@ -315,6 +355,9 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   if (k.sizes[0] != q.sizes[0])
     return invalid("k batch " + std::to_string(k.sizes[0]) +
                    " does not match q batch " + std::to_string(q.sizes[0]));
+  if (spec.varlen)
+    if (std::string error = checkVarlen(a); !error.empty())
+      return invalid(error);
   if (!spec.maskMod.empty() && k.sizes[2] > kMaxMaskModKeyLength)
     return invalid("key length " + std::to_string(k.sizes[2]) +
                    " exceeds " + std::to_string(kMaxMaskModKeyLength) +
@@ -376,6 +419,17 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " overlaps sinks in memory (outputs must not alias "
                        "the inputs)");
   }
+  if (spec.varlen)
+    for (auto [name, t] :
+         {std::pair<const char *, const TensorArg *>{"cu_seqlens_q",
+                                                     &a.cuSeqlensQ},
+          {"cu_seqlens_k", &a.cuSeqlensK}}) {
+      Span offsets{name, byteSpan(*t, 1, 4)};
+      for (const Span &out : outputs)
+        if (overlap(out, offsets))
+          return invalid(std::string(out.name) + " overlaps " + name +
+                         " in memory (outputs must not alias the inputs)");
+    }
   if (spec.blockMask) {
     Span table{"key_ranges", byteSpan(a.keyRanges, 4, 4)};
     for (const Span &out : outputs)
@@ -422,9 +476,10 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   // its spec; a caller's spec may leave them to the defaults).
   int64_t blockM =
       spec.needsDefaults() ? spec.withDefaults().blockM : spec.blockM;
-  int64_t qTiles = (q.sizes[2] + blockM - 1) / blockM;
+  int64_t queryLength = spec.varlen ? a.maxSeqlenQ : q.sizes[2];
+  int64_t qTiles = (queryLength + blockM - 1) / blockM;
   if (qTiles > kMaxGridX)
-    return invalid("query length " + std::to_string(q.sizes[2]) +
+    return invalid("query length " + std::to_string(queryLength) +
                    " needs more than the grid's " + std::to_string(kMaxGridX) +
                    " query tiles");
   if (qHeads > kMaxGridYZ)

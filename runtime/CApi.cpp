@@ -126,13 +126,16 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                  causal, scale, config, stream);
 }
 
-fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
-                                  const fa_tensor *k, const fa_tensor *v,
-                                  const fa_tensor *o, const fa_tensor *lse,
-                                  const fa_attention_extras *extras,
-                                  int dtype, int causal, double scale,
-                                  const fa_kernel_config *config,
-                                  void *stream) {
+/// The forward's request from the C arguments (varlen: with the offsets).
+static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
+                              const fa_tensor *k, const fa_tensor *v,
+                              const fa_tensor *o, const fa_tensor *lse,
+                              const fa_attention_extras *extras, int dtype,
+                              int causal, double scale,
+                              const fa_kernel_config *config, void *stream,
+                              const fa_tensor *cuSeqlensQ,
+                              const fa_tensor *cuSeqlensK,
+                              int64_t maxSeqlenQ, int64_t maxSeqlenK) {
   if (!runtime)
     return invalid("runtime is a null pointer");
   if (!q || !k || !v || !o || !lse)
@@ -157,6 +160,14 @@ fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
     args.sinks = fa::tensorFromC(*extras->sinks);
   if (spec.blockMask)
     args.keyRanges = fa::tensorFromC(*extras->key_ranges);
+  // The varlen call alone takes (and asks for) the varlen kernels.
+  spec.varlen = cuSeqlensQ != nullptr;
+  if (spec.varlen) {
+    args.cuSeqlensQ = fa::tensorFromC(*cuSeqlensQ);
+    args.cuSeqlensK = fa::tensorFromC(*cuSeqlensK);
+    args.maxSeqlenQ = maxSeqlenQ;
+    args.maxSeqlenK = maxSeqlenK;
+  }
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);
@@ -164,6 +175,31 @@ fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
   args.lse = fa::tensorFromC(*lse);
   args.stream = stream;
   return toStatus(runtime->runtime->forward(spec, args));
+}
+
+fa_status fa_attention_forward_ex(fa_runtime *runtime, const fa_tensor *q,
+                                  const fa_tensor *k, const fa_tensor *v,
+                                  const fa_tensor *o, const fa_tensor *lse,
+                                  const fa_attention_extras *extras,
+                                  int dtype, int causal, double scale,
+                                  const fa_kernel_config *config,
+                                  void *stream) {
+  return forwardFromC(runtime, q, k, v, o, lse, extras, dtype, causal, scale,
+                      config, stream, nullptr, nullptr, 0, 0);
+}
+
+fa_status fa_attention_varlen_forward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *cuSeqlensQ, const fa_tensor *cuSeqlensK,
+    int64_t maxSeqlenQ, int64_t maxSeqlenK, const fa_attention_extras *extras,
+    int dtype, int causal, double scale, const fa_kernel_config *config,
+    void *stream) {
+  if (!cuSeqlensQ || !cuSeqlensK)
+    return invalid("a cu_seqlens descriptor is a null pointer");
+  return forwardFromC(runtime, q, k, v, o, lse, extras, dtype, causal, scale,
+                      config, stream, cuSeqlensQ, cuSeqlensK, maxSeqlenQ,
+                      maxSeqlenK);
 }
 
 fa_status fa_attention_backward(

@@ -60,6 +60,9 @@ std::string fa::specFromC(int64_t headDim, int dtype, int causal,
             flag("block_mask", config->block_mask, spec.blockMask);
         !error.empty())
       return error;
+    if (std::string error = flag("varlen", config->varlen, spec.varlen);
+        !error.empty())
+      return error;
   }
   int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
   if (strategy == FA_STRATEGY_AUTO) {

@@ -343,8 +343,11 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
     return Result::error(Status::invalidArgument,
                          "forward() runs a forward spec; this one is a "
                          "backward (call backward())");
+  // A varlen batch's defaults are those of its longest sequence.
+  int64_t queryLength = requested.varlen ? a.maxSeqlenQ : a.q.sizes[2];
+  int64_t keyLength = requested.varlen ? a.maxSeqlenK : a.k.sizes[2];
   return impl->runRequest(
-      requested, a.q.sizes[2], a.k.sizes[2], static_cast<CUstream>(a.stream),
+      requested, queryLength, keyLength, static_cast<CUstream>(a.stream),
       [&](const KernelSpec &spec) { return checkAttentionArgs(spec, a); },
       [&](const KernelEntry &kernel) {
         return impl->launchForward(kernel, a);
@@ -354,6 +357,12 @@ Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
 Result Runtime::Impl::launchForward(const KernelEntry &entry,
                                     const AttentionArgs &a) {
   ProblemExtents problem = problemOf(a.q, a.k);
+  if (entry.info.spec.varlen) {
+    // One block per sequence and query tile of the longest sequence.
+    problem.batch = a.cuSeqlensQ.sizes[0] - 1;
+    problem.queryLength = a.maxSeqlenQ;
+    problem.keyLength = a.maxSeqlenK;
+  }
   if (problem.batch == 0 || problem.queryHeads == 0 ||
       problem.queryLength == 0)
     return {}; // nothing to compute
@@ -363,6 +372,10 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
   if (entry.info.spec.blockMask)
     operands[size_t(LaunchPlan::Operand::keyRanges)] = &a.keyRanges;
+  if (entry.info.spec.varlen) {
+    operands[size_t(LaunchPlan::Operand::cuSeqlensQ)] = &a.cuSeqlensQ;
+    operands[size_t(LaunchPlan::Operand::cuSeqlensK)] = &a.cuSeqlensK;
+  }
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;
   addCaptureOperands(a.captures, operands);

@@ -15,7 +15,8 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
       stages(spec.stages), strategy(spec.strategy), arch(spec.arch),
       scaleBits(0), scoreMod(spec.scoreMod), maskMod(spec.maskMod),
       sinks(spec.sinks), blockMask(spec.blockMask),
-      blockMaskProgram(spec.blockMaskProgram), bucket(bucket),
+      blockMaskProgram(spec.blockMaskProgram), varlen(spec.varlen),
+      bucket(bucket),
       tuned(tuned) {
   // Every field of KernelSpec changes the kernel: a new one belongs here,
   // in fields() and in the hash.
@@ -27,7 +28,7 @@ static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
                   k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
                   k.scaleBits, k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                  k.blockMaskProgram, k.bucket, k.tuned);
+                  k.blockMaskProgram, k.varlen, k.bucket, k.tuned);
 }
 
 bool RequestKey::operator==(const RequestKey &other) const {
@@ -39,7 +40,7 @@ size_t RequestKey::Hash::operator()(const RequestKey &k) const {
                             k.deterministic, k.blockM, k.blockN, k.numWarps,
                             k.stages, int(k.strategy), k.arch, k.scaleBits,
                             k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                            k.blockMaskProgram, k.bucket, k.tuned);
+                            k.blockMaskProgram, k.varlen, k.bucket, k.tuned);
 }
 
 } // namespace fa

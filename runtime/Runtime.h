@@ -80,6 +80,19 @@ struct AttentionArgs {
   TensorArg keyRanges;
   /// The variant's captured tensors: the score_mod's, then the mask_mod's.
   std::vector<CaptureArg> captures;
+  /// With spec.varlen (a packed batch of B sequences, flash-attn's varlen
+  /// convention): q and o are [1, Hq, total_q, D], k and v [1, Hkv,
+  /// total_k, D], lse [1, Hq, total_q], and cuSeqlensQ / cuSeqlensK (i32
+  /// [B + 1], contiguous, on the device) hold where each sequence's rows
+  /// start: non-decreasing from 0 to total_q / total_k. maxSeqlenQ and
+  /// maxSeqlenK are the longest sequence's rows and keys (the grid's query
+  /// tiles, the defaults' length), at most the totals. The kernel clamps
+  /// the offsets into the tensors (it never touches memory outside them),
+  /// but offsets that break the rules, or a maxSeqlenQ below a sequence's
+  /// rows, leave rows of O and LSE unwritten: the runtime cannot read
+  /// device memory to check them (the Python front end does).
+  TensorArg cuSeqlensQ, cuSeqlensK;
+  int64_t maxSeqlenQ = 0, maxSeqlenK = 0;
 };
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output

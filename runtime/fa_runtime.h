@@ -81,6 +81,9 @@ typedef struct fa_kernel_config {
      ranges: fa_compute_block_mask's tables). fa_prepare_kernel reads it;
      the _ex calls set it from their extras. */
   int32_t block_mask;
+  /* 0 or 1: a packed varlen batch (fa_attention_varlen_forward's
+     kernels). fa_prepare_kernel reads it; the varlen call sets it. */
+  int32_t varlen;
 } fa_kernel_config;
 
 /* A tensor a score_mod or mask_mod reads by index (a captured tensor):
@@ -195,6 +198,27 @@ FA_API fa_status fa_attention_backward_ex(
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,
     const fa_tensor *lse, const fa_tensor *grad_query,
     const fa_tensor *grad_key, const fa_tensor *grad_value,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream);
+
+/* fa_attention_forward_ex on a packed batch of B sequences of their own
+   lengths (flash-attn's varlen convention): q and o hold the query rows of
+   every sequence one after another, [1, Hq, total_q, D] (a [total_q, Hq, D]
+   tensor is sizes {1, Hq, total_q, D}, strides {0, D, Hq * D, 1}), k and v
+   [1, Hkv, total_k, D], lse [1, Hq, total_q]; cu_seqlens_q and
+   cu_seqlens_k (i32 [B + 1], contiguous, device memory) hold where each
+   sequence starts (non-decreasing from 0 to total_q, total_k). Sequence b
+   attends only within its own rows; the causal mask and a variant's
+   indices are the sequence's own. max_seqlen_q, max_seqlen_k: the longest
+   sequence's rows (at most the totals). The kernel clamps the offsets into
+   the tensors, but offsets that break these rules, or a max_seqlen_q below
+   some sequence's rows, leave rows of O and LSE unwritten (the call cannot
+   read device memory to check them). No block mask with it yet. */
+FA_API fa_status fa_attention_varlen_forward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *cu_seqlens_q, const fa_tensor *cu_seqlens_k,
+    int64_t max_seqlen_q, int64_t max_seqlen_k,
     const fa_attention_extras *extras, int dtype, int causal, double scale,
     const fa_kernel_config *config, void *stream);
 

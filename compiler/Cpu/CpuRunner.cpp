@@ -43,6 +43,7 @@ namespace {
   spec.sinks = config.sinks;
   spec.blockMask = config.blockMask;
   spec.blockMaskProgram = config.blockMaskProgram;
+  spec.varlen = config.varlen;
   return spec;
 }
 
@@ -218,7 +219,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     const void *k, const void *v, void *o,
                                     float *lse, const float *sinks,
                                     llvm::ArrayRef<CpuCapture> captures,
-                                    CpuRangeTable keyRanges) const {
+                                    CpuRangeTable keyRanges,
+                                    CpuSequenceOffsets sequences) const {
   if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
         config.backward ? "this is a backward kernel: call runBackward"
@@ -226,18 +228,25 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   if (llvm::Error error = checkShape(s))
     return error;
   if (!q || !k || !v || !o || !lse || (config.sinks && !sinks) ||
-      (config.blockMask && !keyRanges.data))
+      (config.blockMask && !keyRanges.data) ||
+      (config.varlen && (!sequences.query || !sequences.key)))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
+  // A varlen batch's tensors hold one packed batch entry.
+  int64_t entries = config.varlen ? 1 : s.batch;
   Descriptors args;
-  args.add(q, {s.batch, s.qHeads, s.qLen, d});
-  args.add(k, {s.batch, s.kvHeads, s.kvLen, d});
-  args.add(v, {s.batch, s.kvHeads, s.kvLen, d});
-  args.add(o, {s.batch, s.qHeads, s.qLen, d});
-  args.add(lse, {s.batch, s.qHeads, s.qLen});
+  args.add(q, {entries, s.qHeads, s.qLen, d});
+  args.add(k, {entries, s.kvHeads, s.kvLen, d});
+  args.add(v, {entries, s.kvHeads, s.kvLen, d});
+  args.add(o, {entries, s.qHeads, s.qLen, d});
+  args.add(lse, {entries, s.qHeads, s.qLen});
   if (config.sinks)
     args.add(sinks, {s.qHeads});
+  if (config.varlen) {
+    args.add(sequences.query, {s.batch + 1});
+    args.add(sequences.key, {s.batch + 1});
+  }
   if (config.blockMask)
     args.add(keyRanges.data, {s.batch, keyRanges.heads,
                               ceilGroups(s.qLen), ::fa::kRangeTableColumns});

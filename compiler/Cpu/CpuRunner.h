@@ -48,6 +48,19 @@ struct CpuKernelConfig {
   /// Not attention but the block mask program of maskMod and causal
   /// (KernelSpec::blockMaskProgram): run it with runBlockMask.
   bool blockMaskProgram = false;
+  /// A packed varlen batch (KernelSpec::varlen): run takes the sequence
+  /// offsets (CpuSequenceOffsets).
+  bool varlen = false;
+};
+
+/// The sequence offsets of a packed varlen batch (CpuKernelConfig::varlen):
+/// i32 [B + 1] each, where B is AttentionShape::batch; the shape's lengths
+/// are then the packed rows (total_q, total_k) and the buffers hold one
+/// batch entry: Q and O [1, Hq, total_q, D], K and V [1, Hkv, total_k, D],
+/// LSE [1, Hq, total_q].
+struct CpuSequenceOffsets {
+  const int32_t *query = nullptr;
+  const int32_t *key = nullptr;
 };
 
 /// A block mask's range table (with CpuKernelConfig::blockMask): i32
@@ -96,7 +109,8 @@ public:
                   const void *v, void *o, float *lse,
                   const float *sinks = nullptr,
                   llvm::ArrayRef<CpuCapture> captures = {},
-                  CpuRangeTable keyRanges = {}) const;
+                  CpuRangeTable keyRanges = {},
+                  CpuSequenceOffsets sequences = {}) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces

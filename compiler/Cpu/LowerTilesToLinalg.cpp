@@ -247,7 +247,7 @@ static LogicalResult lowerLoadTile(LoadTileOp op, LoadTileOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
   Value source = adaptor.getSource();
-  Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
+  Value rowLimit = buildRowLimit(rewriter, loc, source, adaptor.getLimit());
   auto generate = tensor::GenerateOp::create(
       rewriter, loc, op.getType(), ValueRange{},
       [&](OpBuilder &b, Location loc, ValueRange idx) {
@@ -278,7 +278,10 @@ static LogicalResult writeValidRows(
       MemRefType::get(tileType.getShape(), tileType.getElementType()),
       adaptor.getTile(), /*read_only=*/true);
   // valid rows = min(R, rows left in the sequence)
-  Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+  Value limit;
+  if constexpr (std::is_same_v<Op, StoreTileOp>)
+    limit = adaptor.getLimit();
+  Value rowLimit = buildRowLimit(rewriter, loc, dest, limit);
   Value rowsLeft = arith::SubIOp::create(rewriter, loc, rowLimit, row);
   Value validRows =
       arith::MinSIOp::create(rewriter, loc, rowsLeft,

@@ -604,7 +604,18 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       return grid.emitOpError("warp specialization expects K and V tiles");
     resident = {&q};
     streamed = {&k, &v};
+    // TMA fills only rows past the tensor with zeros: rows between a load's
+    // limit (a varlen sequence's end) and the tensor's end arrive as the
+    // next sequence's. The forward masks those keys' scores (P = 0) and
+    // stores no query row past the limit, so they change nothing.
   } else {
+    // A dkdv program would add such rows' products into dK and dV.
+    for (LoadTileOp load : llvm::concat<LoadTileOp>(once, streamedLoads))
+      if (load.getLimit())
+        return load.emitOpError("warp specialization of a dkdv program does "
+                                "not take loads with a row limit (varlen) "
+                                "yet: TMA would read the next sequence's "
+                                "rows");
     // The backward's operands (fa-tile-backward): Q, K, V, O, dO, ...
     auto argumentOf = [&](LoadTileOp load) -> int64_t {
       auto arg = dyn_cast<BlockArgument>(load.getSource());
@@ -652,9 +663,11 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     streamed = {&q, &gradOutput};
   }
   // Persistent (forward) where the model leaves the registers for it; then
-  // Q has an empty barrier too, after the K/V ones.
+  // Q has an empty barrier too, after the K/V ones. Not for a ragged
+  // (varlen) grid: its tile count bounds the packed rows, and items made
+  // from it would mostly be empty.
   bool isPersistent =
-      persistent && forward &&
+      persistent && forward && !grid.getRagged() &&
       model::runsPersistent(
           cast<RankedTensorType>(once[0].getType()).getDimSize(1),
           computeThreads / 32);

@@ -54,10 +54,11 @@ private:
         DenseElementsAttr::get(type, builder.getF32FloatAttr(value)));
   }
   /// Tail columns of the last K/V tile need masking unless Sk is a known
-  /// multiple of block-n.
+  /// multiple of block-n (a varlen batch's sequences have lengths of their
+  /// own).
   bool needsMask(int64_t staticKvLen) {
     return op.getMask() != MaskKind::none || !op.getMaskMod().empty() ||
-           ShapedType::isDynamic(staticKvLen) ||
+           op.getCuSeqlensK() || ShapedType::isDynamic(staticKvLen) ||
            staticKvLen % config.blockN != 0;
   }
 
@@ -82,7 +83,15 @@ void AttentionTiler::build() {
       RankedTensorType::get({config.blockN, headDim}, elementType);
   auto scoreType = RankedTensorType::get({config.blockM, config.blockN}, f32);
 
-  Value batch = dim(op.getQuery(), 0);
+  // A varlen batch packs its sequences' rows into one batch entry: a
+  // program of sequence b reads the rows cu_seqlens[b] .. cu_seqlens[b + 1]
+  // of batch 0, and the grid's tile count is the packed rows' (a bound).
+  Value cuSeqlensQ = op.getCuSeqlensQ(), cuSeqlensK = op.getCuSeqlensK();
+  bool varlen = bool(cuSeqlensQ);
+  Value one = indexConst(1);
+  Value batch =
+      varlen ? arith::SubIOp::create(builder, loc, dim(cuSeqlensQ, 0), one)
+             : dim(op.getQuery(), 0);
   Value qHeads = dim(op.getQuery(), 1);
   Value qLen = dim(op.getQuery(), 2);
   Value kvHeads = dim(op.getKey(), 1);
@@ -91,8 +100,27 @@ void AttentionTiler::build() {
   Value numQTiles = arith::CeilDivUIOp::create(builder, loc, qLen, blockM);
 
   auto grid = GridOp::create(builder, loc, batch, qHeads, numQTiles);
+  grid.setRagged(varlen);
   builder.setInsertionPointToStart(&grid.getBodyBlock());
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  // The rows of the program's sequence: [qFirst, qLimit) of the packed
+  // queries, [kvFirst, kvLimit) of the packed keys; qLen and kvLen become
+  // the sequence's lengths, and every index below counts from its start.
+  Value rowsBatch = b, qFirst, qLimit, kvFirst, kvLimit;
+  if (varlen) {
+    rowsBatch = indexConst(0);
+    std::tie(qFirst, qLimit) =
+        buildSequenceRows(builder, loc, cuSeqlensQ, b, qLen);
+    std::tie(kvFirst, kvLimit) =
+        buildSequenceRows(builder, loc, cuSeqlensK, b, kvLen);
+    qLen = arith::SubIOp::create(builder, loc, qLimit, qFirst);
+    kvLen = arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
+  }
+  // A sequence-relative row in the packed rows.
+  auto packedRow = [&](OpBuilder &b, Location loc, Value first, Value row) {
+    return first ? arith::AddIOp::create(b, loc, first, row).getResult()
+                 : row;
+  };
 
   // GQA/MQA: query head h reads K/V head h / (Hq / Hkv).
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
@@ -101,8 +129,9 @@ void AttentionTiler::build() {
       arith::MulIOp::create(builder, loc, grid.getQTileIndex(), blockM);
 
   // The Q tile stays resident for the whole K/V loop.
-  Value qTile =
-      LoadTileOp::create(builder, loc, qTileType, op.getQuery(), b, h, qStart);
+  Value qRow = packedRow(builder, loc, qFirst, qStart);
+  Value qTile = LoadTileOp::create(builder, loc, qTileType, op.getQuery(),
+                                   rowsBatch, h, qRow, qLimit);
   // Online-softmax state: m = -inf, l = 0, acc = 0.
   Value maxInit =
       splat(rowVecType, -std::numeric_limits<float>::infinity());
@@ -125,6 +154,15 @@ void AttentionTiler::build() {
       op.getMask());
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
+  Value kvBegin = range.getBegin(), kvEnd = range.getEnd();
+  if (varlen) {
+    // A query tile past its sequence's rows (the grid counts the longest
+    // sequence's tiles) visits no K/V tile and stores nothing.
+    Value hasRows = arith::CmpIOp::create(builder, loc,
+                                          arith::CmpIPredicate::ult, qStart,
+                                          qLen);
+    kvEnd = arith::SelectOp::create(builder, loc, hasRows, kvEnd, kvBegin);
+  }
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.
   std::optional<WholeBounds> wholeKeys;
@@ -136,7 +174,6 @@ void AttentionTiler::build() {
     wholeKeys =
         buildWholeBounds(builder, loc, qStart, rowsEnd, b, h, keyRanges);
   }
-  Value one = indexConst(1);
   Value blockN = indexConst(config.blockN);
   bool maskScores = needsMask(keyType.getShape()[2]);
   float scale = op.getScale().convertToFloat();
@@ -145,15 +182,16 @@ void AttentionTiler::build() {
   Value key = op.getKey(), value = op.getValue();
 
   auto loop = scf::ForOp::create(
-      builder, loc, range.getBegin(), range.getEnd(), one,
+      builder, loc, kvBegin, kvEnd, one,
       ValueRange{maxInit, sumInit, accInit},
       [&](OpBuilder &nested, Location loc, Value kvTile, ValueRange state) {
         Value runningMax = state[0], runningSum = state[1], acc = state[2];
         Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
-        Value kTile = LoadTileOp::create(nested, loc, kvTileType, key, b,
-                                         kvHead, kvStart);
-        Value vTile = LoadTileOp::create(nested, loc, kvTileType, value, b,
-                                         kvHead, kvStart);
+        Value kvRow = packedRow(nested, loc, kvFirst, kvStart);
+        Value kTile = LoadTileOp::create(nested, loc, kvTileType, key,
+                                         rowsBatch, kvHead, kvRow, kvLimit);
+        Value vTile = LoadTileOp::create(nested, loc, kvTileType, value,
+                                         rowsBatch, kvHead, kvRow, kvLimit);
         // S = Q K^T
         Value scores = TileMatmulOp::create(nested, loc, scoreType, qTile,
                                             kTile, /*acc=*/Value(),
@@ -197,9 +235,10 @@ void AttentionTiler::build() {
   auto finalize = FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum);
   Value output =
       castTile(builder, loc, finalize.getOutput(), outputType.getElementType());
-  StoreTileOp::create(builder, loc, output, op.getOutput(), b, h, qStart);
-  StoreTileOp::create(builder, loc, finalize.getLse(), op.getLse(), b, h,
-                      qStart);
+  StoreTileOp::create(builder, loc, output, op.getOutput(), rowsBatch, h, qRow,
+                      qLimit);
+  StoreTileOp::create(builder, loc, finalize.getLse(), op.getLse(), rowsBatch,
+                      h, qRow, qLimit);
 }
 
 struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {

@@ -254,6 +254,23 @@ static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
   return {begin, end};
 }
 
+std::pair<Value, Value> mlir::fa::buildSequenceRows(OpBuilder &b, Location loc,
+                                                    Value offsets, Value index,
+                                                    Value rows) {
+  // Unsigned: a negative offset becomes large and is clamped to `rows`.
+  auto rowAt = [&](Value i) {
+    Value offset = memref::LoadOp::create(b, loc, offsets, i);
+    Value row =
+        arith::IndexCastUIOp::create(b, loc, b.getIndexType(), offset);
+    return arith::MinUIOp::create(b, loc, row, rows);
+  };
+  Value start = rowAt(index);
+  Value next = arith::AddIOp::create(
+      b, loc, index, arith::ConstantIndexOp::create(b, loc, 1));
+  Value end = arith::MaxUIOp::create(b, loc, rowAt(next), start);
+  return {start, end};
+}
+
 Value mlir::fa::castTile(OpBuilder &b, Location loc, Value tile,
                          Type elementType) {
   auto type = cast<RankedTensorType>(tile.getType());

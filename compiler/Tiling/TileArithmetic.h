@@ -29,6 +29,14 @@ Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
                           Value batch, Value head, Value row, Value rowLimit,
                           ValueRange trailing);
 
+/// The rows [start, end) of sequence `index` of a packed varlen batch:
+/// offsets[index] and offsets[index + 1] (i32) clamped into [0, rows], end
+/// at least start, so that no offsets make a program read or write outside
+/// the tensors or another sequence's rows.
+std::pair<Value, Value> buildSequenceRows(OpBuilder &b, Location loc,
+                                          Value offsets, Value index,
+                                          Value rows);
+
 /// Rounds an f32 tile to `elementType` (f16/bf16 inputs), or returns it as
 /// is: P before P V, as tensor-core kernels do, and outputs before a store.
 Value castTile(OpBuilder &b, Location loc, Value tile, Type elementType);

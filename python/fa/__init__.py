@@ -69,7 +69,8 @@ class _Config(ctypes.Structure):
                 ("deterministic", ctypes.c_int32),
                 ("sequence_length", ctypes.c_int64),
                 ("score_mod", ctypes.c_char_p), ("mask_mod", ctypes.c_char_p),
-                ("sinks", ctypes.c_int32), ("block_mask", ctypes.c_int32)]
+                ("sinks", ctypes.c_int32), ("block_mask", ctypes.c_int32),
+                ("varlen", ctypes.c_int32)]
 
 
 class _Capture(ctypes.Structure):

@@ -100,7 +100,8 @@ class DescriptorTest(unittest.TestCase):
         if ctypes.sizeof(ctypes.c_void_p) == 8:
             self.assertEqual(fa._Config.sinks.offset, 80)
             self.assertEqual(fa._Config.block_mask.offset, 84)
-            self.assertEqual(ctypes.sizeof(fa._Config), 88)
+            self.assertEqual(fa._Config.varlen.offset, 88)
+            self.assertEqual(ctypes.sizeof(fa._Config), 96)
             # sinks, grad_sinks, captures, num_captures, key_ranges,
             # query_ranges (test_captures.py pins the offsets).
             self.assertEqual(ctypes.sizeof(fa._Extras), 48)

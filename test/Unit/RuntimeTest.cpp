@@ -2079,7 +2079,8 @@ TEST(ArgumentChecks, MaskModKeyLength) {
 static_assert(sizeof(void *) != 8 ||
                   (offsetof(fa_kernel_config, sinks) == 80 &&
                    offsetof(fa_kernel_config, block_mask) == 84 &&
-                   sizeof(fa_kernel_config) == 88 &&
+                   offsetof(fa_kernel_config, varlen) == 88 &&
+                   sizeof(fa_kernel_config) == 96 &&
                    sizeof(fa_attention_extras) == 48 &&
                    offsetof(fa_attention_extras, captures) == 16 &&
                    offsetof(fa_attention_extras, num_captures) == 24 &&

@@ -88,6 +88,12 @@ static cl::opt<bool> blockMaskProgram(
              "the kernels that fill a block mask's tables (fa.block_mask) "
              "instead of attention"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> varlen(
+    "varlen",
+    cl::desc("a packed variable-length batch: the kernel takes Q, O [1, Hq, "
+             "total_q, D], K, V [1, Hkv, total_k, D] and the i32 sequence "
+             "offsets cu_seqlens_q, cu_seqlens_k [B + 1] (forward)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -225,6 +231,7 @@ int main(int argc, char **argv) {
   spec.sinks = sinks;
   spec.blockMask = blockMask;
   spec.blockMaskProgram = blockMaskProgram;
+  spec.varlen = varlen;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -332,9 +339,13 @@ int main(int argc, char **argv) {
       return fail("--block-mask-program describes a program built from the "
                   "options; " +
                   inputFile + " holds its own ops");
+    if (varlen.getNumOccurrences())
+      return fail("--varlen describes a problem built from the options; " +
+                  inputFile + " has its cu_seqlens operands or not");
     module->walk([&](AttentionOp op) {
       spec.sinks = op.getSinks() != nullptr;
       spec.blockMask = op.getKeyRanges() != nullptr;
+      spec.varlen = op.getCuSeqlensQ() != nullptr;
     });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;

@@ -111,7 +111,7 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
     FragmentTile tile(rewriter, loc, lane, type);
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
     Value dest = adaptor.getDest();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+    Value rowLimit = buildRowLimit(rewriter, loc, dest, adaptor.getLimit());
     bool perRow = type.getRank() == 1;
     Value firstOfQuad =
         perRow ? arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,

@@ -597,7 +597,7 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
   auto type = cast<RankedTensorType>(op.getType());
   ThreadElements thread(b, loc, type);
   Value source = adaptor.getSource();
-  Value rowLimit = memref::DimOp::create(b, loc, source, 2);
+  Value rowLimit = buildRowLimit(b, loc, source, adaptor.getLimit());
   SmallVector<Value> values(r.layout.numSlots());
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value index = arith::AddIOp::create(b, loc, adaptor.getRow(),

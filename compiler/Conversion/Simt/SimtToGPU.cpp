@@ -127,7 +127,7 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
 
     Value buffer = sharedBuffer(rewriter, loc, op, bufferType);
     Value source = adaptor.getSource();
-    Value rowLimit = memref::DimOp::create(rewriter, loc, source, 2);
+    Value rowLimit = buildRowLimit(rewriter, loc, source, adaptor.getLimit());
     // Nobody may still read the previous contents (WAR).
     gpu::BarrierOp::create(rewriter, loc);
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
@@ -220,9 +220,9 @@ struct ConvertLayoutLowering : PlacedPattern<ConvertLayoutOp> {
 void forEachOwnedValidElement(
     ConversionPatternRewriter &rewriter, Location loc, const ThreadTile &tile,
     RankedTensorType tileType, ArrayRef<Value> values, Value dest, Value batch,
-    Value head, Value rowStart, Value guard,
+    Value head, Value rowStart, Value limit, Value guard,
     function_ref<void(OpBuilder &, Location, Value, ValueRange)> body) {
-  Value rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+  Value rowLimit = buildRowLimit(rewriter, loc, dest, limit);
   for (int64_t i = 0; i < tile.rowsPerThread; ++i) {
     Value row = arith::AddIOp::create(rewriter, loc, rowStart,
                                       tile.row(rewriter, loc, i));
@@ -265,7 +265,7 @@ struct StoreTileLowering : PlacedPattern<StoreTileOp> {
                                          indexConst(rewriter, loc, 0));
     forEachOwnedValidElement(
         rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
-        adaptor.getHead(), adaptor.getRow(), firstInRow,
+        adaptor.getHead(), adaptor.getRow(), adaptor.getLimit(), firstInRow,
         [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
           memref::StoreOp::create(b, loc, v, dest, indices);
         });
@@ -452,7 +452,8 @@ struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
     Value dest = adaptor.getDest();
     forEachOwnedValidElement(
         rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
-        adaptor.getHead(), adaptor.getRow(), /*guard=*/Value(),
+        adaptor.getHead(), adaptor.getRow(), /*limit=*/Value(),
+        /*guard=*/Value(),
         [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
           memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, v,
                                       dest, indices);

@@ -1,0 +1,259 @@
+//===- CpuVarlenTest.cpp - Packed variable-length batches on the CPU -*- C++ -*-===//
+//
+// Varlen kernels (a packed batch: Q [1, Hq, total_q, D], K/V [1, Hkv,
+// total_k, D], sequence offsets cu_seqlens_q / cu_seqlens_k) compiled
+// through the tiling passes and the CPU lowering, against the float64
+// reference run on each sequence alone. The lengths include 0 and 1,
+// sequences with more queries than keys and the reverse (whose rows see no
+// key under the causal mask), sequences shorter and longer than a tile;
+// a variant checks that its indices and lengths are the sequence's own.
+// Rows of the tensors past the last sequence, and every row with offsets
+// that break the rules, stay untouched or inside the tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Cpu/CpuRunner.h"
+#include "lib/ReferenceAttention.h"
+#include "lib/Variants.h"
+#include "test/Common/CpuKernels.h"
+#include "test/Common/GuardedBuffer.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+using namespace mlir::fa;
+
+namespace {
+
+/// As CpuExecutionTest's bound: f32 kernels against float64, O(1) scores.
+constexpr double kTolerance = 2e-5;
+constexpr int64_t kHeadDim = 32;
+
+struct Case {
+  bool causal = false;
+  int64_t blockM = 8, blockN = 32;
+  bool softcapWindow = false; // score_mod and mask_mod of the sequence
+  bool sinks = false;
+};
+
+/// Query and key lengths per sequence: empty sequences, a single row, more
+/// queries than keys and the reverse, several tiles with tails.
+struct Lengths {
+  std::vector<int64_t> q, k;
+};
+const Lengths kBatches[] = {
+    {{5, 0, 1, 37, 20, 9}, {5, 3, 70, 37, 45, 0}},
+    {{64}, {64}},
+    {{1, 1, 1}, {1, 17, 33}},
+};
+
+std::vector<int32_t> offsetsOf(const std::vector<int64_t> &lengths) {
+  std::vector<int32_t> offsets = {0};
+  for (int64_t l : lengths)
+    offsets.push_back(offsets.back() + int32_t(l));
+  return offsets;
+}
+
+CpuKernelConfig configFor(const Case &c) {
+  CpuKernelConfig config;
+  config.headDim = kHeadDim;
+  config.tiles = {c.blockM, c.blockN};
+  config.scale = 1.0f / std::sqrt(float(kHeadDim));
+  config.causal = c.causal;
+  config.sinks = c.sinks;
+  config.varlen = true;
+  if (c.softcapWindow) {
+    config.scoreMod = fa::variants::softcap(2.0);
+    config.maskMod = fa::variants::slidingWindow(9, 2);
+  }
+  return config;
+}
+
+/// Copies rows [first, first + rows) of every head of a packed [1, H,
+/// total, width] buffer (width = D, or 1 for LSE) into a [1, H, rows,
+/// width] one (`toAlone`), or back.
+void copyRows(std::vector<float> &packed, std::vector<float> &alone,
+              int64_t heads, int64_t total, int64_t first, int64_t rows,
+              int64_t width, bool toAlone) {
+  alone.resize(size_t(heads * rows * width));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t d = 0; d < width; ++d) {
+        float &p = packed[size_t(((h * total) + first + r) * width + d)];
+        float &a = alone[size_t(((h * rows) + r) * width + d)];
+        if (toAlone)
+          a = p;
+        else
+          p = a;
+      }
+}
+
+/// Runs `c` on each batch of kBatches (Hq = 4, Hkv = 2; `spareRows` rows
+/// after the last sequence that no sequence owns) and returns the largest
+/// error against the per-sequence reference; spare rows must keep their
+/// NaN.
+double runBatches(const Case &c, int64_t spareRows) {
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(configFor(c));
+  const int64_t hq = 4, hkv = 2, d = kHeadDim;
+  double worst = 0.0;
+  for (const Lengths &lengths : kBatches) {
+    std::vector<int32_t> cuQ = offsetsOf(lengths.q), cuK = offsetsOf(lengths.k);
+    int64_t batch = int64_t(lengths.q.size());
+    int64_t totalQ = cuQ.back() + spareRows, totalK = cuK.back();
+    SCOPED_TRACE(testing::Message()
+                 << "tiles " << c.blockM << "x" << c.blockN << " causal "
+                 << c.causal << " softcap+window " << c.softcapWindow
+                 << " sinks " << c.sinks << " sequences " << batch
+                 << " total_q " << totalQ << " total_k " << totalK);
+    std::mt19937_64 rng(99 + totalQ * 7 + totalK);
+    auto q = fa::test::randomNormal(hq * totalQ * d, rng);
+    auto k = fa::test::randomNormal(hkv * totalK * d, rng);
+    auto v = fa::test::randomNormal(hkv * totalK * d, rng);
+    std::vector<float> sinks = {0.5f, -INFINITY, 3.0f, -2.0f};
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> o(size_t(hq * totalQ * d), nan),
+        lse(size_t(hq * totalQ), nan);
+    AttentionShape shape{batch, hq, hkv, totalQ, totalK};
+    llvm::Error error = kernel.run(
+        shape, q.data(), k.data(), v.data(), o.data(), lse.data(),
+        c.sinks ? sinks.data() : nullptr, {}, {},
+        CpuSequenceOffsets{cuQ.data(), cuK.data()});
+    if (error) {
+      ADD_FAILURE() << llvm::toString(std::move(error));
+      return INFINITY;
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sq = lengths.q[b], sk = lengths.k[b];
+      SCOPED_TRACE(testing::Message() << "sequence " << b << " Sq=" << sq
+                                      << " Sk=" << sk);
+      fa::AttentionProblem p;
+      p.batch = 1;
+      p.qHeads = hq;
+      p.kvHeads = hkv;
+      p.qLen = sq;
+      p.kvLen = sk;
+      p.headDim = d;
+      p.causal = c.causal;
+      p.scale = kernel.getConfig().scale;
+      if (c.sinks)
+        p.sinks.assign(sinks.begin(), sinks.end());
+      if (c.softcapWindow) {
+        // The sequence's own indices and lengths.
+        p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+          return 2.0 * std::tanh(s / 2.0);
+        };
+        p.maskMod = [sq, sk](int64_t, int64_t, int64_t i, int64_t j) {
+          int64_t diag = i + sk - sq;
+          return j >= diag - 9 && j <= diag + 2;
+        };
+      }
+      std::vector<float> qs, ks, vs, os, lses;
+      copyRows(q, qs, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(k, ks, hkv, totalK, cuK[b], sk, d, true);
+      copyRows(v, vs, hkv, totalK, cuK[b], sk, d, true);
+      copyRows(o, os, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(lse, lses, hq, totalQ, cuQ[b], sq, 1, true);
+      fa::ReferenceResult want =
+          fa::referenceAttention(p, qs.data(), ks.data(), vs.data());
+      for (size_t i = 0; i < want.output.size(); ++i) {
+        double err = std::fabs(double(os[i]) - want.output[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+      for (size_t i = 0; i < want.lse.size(); ++i) {
+        double err = std::isinf(want.lse[i])
+                         ? (lses[i] == float(want.lse[i]) ? 0.0 : INFINITY)
+                         : std::fabs(double(lses[i]) - want.lse[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+    }
+    // No program writes a row that no sequence owns.
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t r = cuQ.back(); r < totalQ; ++r) {
+        EXPECT_TRUE(std::isnan(lse[size_t(h * totalQ + r)]))
+            << "spare row " << r << " of head " << h << " was written";
+        for (int64_t e = 0; e < d; ++e)
+          if (!std::isnan(o[size_t((h * totalQ + r) * d + e)])) {
+            ADD_FAILURE() << "spare row " << r << " of head " << h
+                          << " was written";
+            break;
+          }
+      }
+  }
+  return worst;
+}
+
+TEST(CpuVarlen, MatchesEachSequenceAlone) {
+  for (bool causal : {false, true})
+    for (auto [bm, bn] : {std::pair<int64_t, int64_t>{8, 32}, {16, 16}})
+      EXPECT_LE(runBatches({causal, bm, bn}, /*spareRows=*/0), kTolerance);
+}
+
+TEST(CpuVarlen, LeavesRowsPastTheLastSequenceAlone) {
+  EXPECT_LE(runBatches({/*causal=*/true, 8, 32}, /*spareRows=*/11),
+            kTolerance);
+}
+
+TEST(CpuVarlen, VariantsAndSinksSeeTheSequencesOwnIndices) {
+  for (bool causal : {false, true}) {
+    Case c{causal, 8, 32, /*softcapWindow=*/true, /*sinks=*/true};
+    EXPECT_LE(runBatches(c, /*spareRows=*/0), kTolerance);
+  }
+}
+
+/// A sanity check of the test itself: the same batch with the sequences'
+/// offsets shifted by one key makes the kernel attend to the wrong keys,
+/// and the comparison notices.
+TEST(CpuVarlen, ShiftedKeyOffsetsAreNoticed) {
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(configFor({}));
+  const int64_t hq = 2, hkv = 2, d = kHeadDim;
+  std::vector<int32_t> cuQ = {0, 10, 30}, cuK = {0, 12, 40};
+  std::mt19937_64 rng(5);
+  auto q = fa::test::randomNormal(hq * 30 * d, rng);
+  auto k = fa::test::randomNormal(hkv * 40 * d, rng);
+  auto v = fa::test::randomNormal(hkv * 40 * d, rng);
+  auto runWith = [&](std::vector<int32_t> keys) {
+    std::vector<float> o(size_t(hq * 30 * d)), lse(size_t(hq * 30));
+    llvm::Error error =
+        kernel.run({2, hq, hkv, 30, 40}, q.data(), k.data(), v.data(),
+                   o.data(), lse.data(), nullptr, {}, {},
+                   CpuSequenceOffsets{cuQ.data(), keys.data()});
+    EXPECT_FALSE(error) << llvm::toString(std::move(error));
+    return o;
+  };
+  std::vector<float> right = runWith(cuK), shifted = runWith({0, 13, 40});
+  double largest = 0.0;
+  for (size_t i = 0; i < right.size(); ++i)
+    largest = std::max(largest, double(std::fabs(right[i] - shifted[i])));
+  EXPECT_GT(largest, 1e-2);
+}
+
+/// Offsets that break every rule (decreasing, past the rows, negative)
+/// still keep every access inside the tensors: each buffer ends at an
+/// unmapped page, so a read or write past its end faults.
+TEST(CpuVarlen, OffsetsOutsideTheRowsStayInsideTheTensors) {
+  CpuAttentionKernel &kernel =
+      fa::test::getCpuKernel(configFor({/*causal=*/true}));
+  const int64_t hq = 2, hkv = 1, d = kHeadDim, totalQ = 20, totalK = 24;
+  auto guarded = [](int64_t elements) {
+    auto buffer = std::make_unique<fa::test::GuardedBuffer>(
+        size_t(elements) * sizeof(float));
+    std::memset(buffer->data(), 0, size_t(elements) * sizeof(float));
+    return buffer;
+  };
+  auto q = guarded(hq * totalQ * d), k = guarded(hkv * totalK * d),
+       v = guarded(hkv * totalK * d), o = guarded(hq * totalQ * d),
+       lse = guarded(hq * totalQ);
+  std::vector<int32_t> cuQ = {0, 15, 3, 1000, -7, 20};
+  std::vector<int32_t> cuK = {5, 2, 24, -1, 30, 2000000000};
+  llvm::Error error = kernel.run(
+      {5, hq, hkv, totalQ, totalK}, q->data(), k->data(), v->data(),
+      o->data(), static_cast<float *>(lse->data()), nullptr, {}, {},
+      CpuSequenceOffsets{cuQ.data(), cuK.data()});
+  EXPECT_FALSE(error) << llvm::toString(std::move(error));
+}
+
+} // namespace
