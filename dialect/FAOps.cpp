@@ -10,6 +10,7 @@
 #include "lib/LaunchPlan.h"
 #include "lib/Strategy/Registry.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
@@ -666,16 +667,33 @@ static LogicalResult verifyTileOfMemRef(Operation *op, RankedTensorType tile,
 }
 
 Value mlir::fa::buildRowLimit(OpBuilder &b, Location loc, Value memref,
-                              Value limit) {
-  return limit ? limit : memref::DimOp::create(b, loc, memref, 2);
+                              Value end) {
+  return end ? end : memref::DimOp::create(b, loc, memref, 2);
+}
+
+Value mlir::fa::buildSourceRow(OpBuilder &b, Location loc, Value first,
+                               Value row) {
+  return first ? arith::AddIOp::create(b, loc, first, row).getResult() : row;
+}
+
+/// A sequence is its first row and its end: two values or none.
+static LogicalResult verifySequence(Operation *op, ValueRange sequence) {
+  if (!sequence.empty() && sequence.size() != 2)
+    return op->emitOpError() << "takes a sequence as (first, end), got "
+                             << sequence.size() << " values";
+  return success();
 }
 
 LogicalResult LoadTileOp::verify() {
+  if (failed(verifySequence(*this, getSequence())))
+    return failure();
   return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
                             cast<MemRefType>(getSource().getType()));
 }
 
 LogicalResult StoreTileOp::verify() {
+  if (failed(verifySequence(*this, getSequence())))
+    return failure();
   return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
                             cast<MemRefType>(getDest().getType()));
 }

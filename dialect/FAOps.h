@@ -33,9 +33,14 @@ enum VariantIndexArg : unsigned {
   kNumVariantIndexArgs
 };
 
-/// The row at which the sequence of a tile load or store ends: its `limit`
-/// (a packed varlen batch), else the rows of `memref` (dimension 2).
-Value buildRowLimit(OpBuilder &b, Location loc, Value memref, Value limit);
+/// The row at which the sequence of a tile load or store ends: its
+/// sequence's end (a packed varlen batch), else the rows of `memref`
+/// (dimension 2).
+Value buildRowLimit(OpBuilder &b, Location loc, Value memref, Value end);
+
+/// A tile load's or store's `row` as a row of its memref: `first + row`
+/// with a sequence (a packed varlen batch), else `row`.
+Value buildSourceRow(OpBuilder &b, Location loc, Value first, Value row);
 
 } // namespace mlir::fa
 

@@ -423,30 +423,41 @@ def FA_LoadTileOp : FA_Op<"load_tile"> {
     dimensions of the source whole. Rows at or past the end of the sequence
     read as zero, so a tail tile of a length that is not a multiple of `R` is
     padded. Used for the resident Q tile and the streamed K and V tiles.
-    With `limit` (a packed varlen batch), the sequence ends at row `limit`
-    (at most the source's rows) instead of at the source's last row.
+    With `sequence(%first, %end)` (a packed varlen batch) the sequence
+    occupies rows `[first, end)` of `source[batch, head]` (within its rows):
+    `row` counts from `first`, and rows at or past `end` read as zero.
 
     ```mlir
     %q_tile = fa.load_tile %q[%b, %h, %q_start]
       : memref<?x?x?x64xf32> -> tensor<16x64xf32>
-    %k_tile = fa.load_tile %k[%c0, %h, %row] limit %seq_end
+    %k_tile = fa.load_tile %k[%c0, %h, %kv_start] sequence(%first, %end)
       : memref<1x?x?x64xf32> -> tensor<32x64xf32>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$source, Index:$batch,
-                       Index:$head, Index:$row, Optional<Index>:$limit);
+                       Index:$head, Index:$row, Variadic<Index>:$sequence);
   let results = (outs FA_AnyFloatTile:$tile);
   let assemblyFormat = [{
-    $source `[` $batch `,` $head `,` $row `]` (`limit` $limit^)? attr-dict `:` type($source) `->` type($tile)
+    $source `[` $batch `,` $head `,` $row `]` (`sequence` `(` $sequence^ `)`)? attr-dict `:` type($source) `->` type($tile)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$tile, "::mlir::Value":$source,
                    "::mlir::Value":$batch, "::mlir::Value":$head,
                    "::mlir::Value":$row), [{
       build($_builder, $_state, tile, source, batch, head, row,
-            /*limit=*/::mlir::Value());
+            ::mlir::ValueRange());
     }]>
   ];
+  let extraClassDeclaration = [{
+    /// The sequence's first row and end in the source (null: rows 0 to the
+    /// source's last).
+    ::mlir::Value getSequenceFirst() {
+      return getSequence().empty() ? nullptr : getSequence()[0];
+    }
+    ::mlir::Value getSequenceEnd() {
+      return getSequence().empty() ? nullptr : getSequence()[1];
+    }
+  }];
   let hasVerifier = 1;
 }
 
@@ -455,8 +466,8 @@ def FA_StoreTileOp : FA_Op<"store_tile"> {
   let description = [{
     Writes the rows of `tile` to rows `[row, row + R)` of `dest[batch, head]`,
     skipping rows at or past the end of the sequence (the padding of a tail
-    tile): the destination's last row, or `limit` as for `fa.load_tile`.
-    The tile shape relates to the destination as for `fa.load_tile`.
+    tile). The tile shape and `sequence` relate to the destination as for
+    `fa.load_tile`.
 
     ```mlir
     fa.store_tile %o_tile, %o[%b, %h, %q_start]
@@ -465,18 +476,27 @@ def FA_StoreTileOp : FA_Op<"store_tile"> {
   }];
   let arguments = (ins FA_AnyFloatTile:$tile,
                        Arg<AnyMemRef, "", [MemWrite]>:$dest, Index:$batch,
-                       Index:$head, Index:$row, Optional<Index>:$limit);
+                       Index:$head, Index:$row, Variadic<Index>:$sequence);
   let assemblyFormat = [{
-    $tile `,` $dest `[` $batch `,` $head `,` $row `]` (`limit` $limit^)? attr-dict `:` type($tile) `->` type($dest)
+    $tile `,` $dest `[` $batch `,` $head `,` $row `]` (`sequence` `(` $sequence^ `)`)? attr-dict `:` type($tile) `->` type($dest)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Value":$tile, "::mlir::Value":$dest,
                    "::mlir::Value":$batch, "::mlir::Value":$head,
                    "::mlir::Value":$row), [{
       build($_builder, $_state, tile, dest, batch, head, row,
-            /*limit=*/::mlir::Value());
+            ::mlir::ValueRange());
     }]>
   ];
+  let extraClassDeclaration = [{
+    /// As fa.load_tile's.
+    ::mlir::Value getSequenceFirst() {
+      return getSequence().empty() ? nullptr : getSequence()[0];
+    }
+    ::mlir::Value getSequenceEnd() {
+      return getSequence().empty() ? nullptr : getSequence()[1];
+    }
+  }];
   let hasVerifier = 1;
 }
 

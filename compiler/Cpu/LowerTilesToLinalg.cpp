@@ -247,11 +247,14 @@ static LogicalResult lowerLoadTile(LoadTileOp op, LoadTileOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
   Value source = adaptor.getSource();
-  Value rowLimit = buildRowLimit(rewriter, loc, source, adaptor.getLimit());
+  Value rowLimit =
+      buildRowLimit(rewriter, loc, source, op.getSequenceEnd());
+  Value firstRow = buildSourceRow(rewriter, loc, op.getSequenceFirst(),
+                                  adaptor.getRow());
   auto generate = tensor::GenerateOp::create(
       rewriter, loc, op.getType(), ValueRange{},
       [&](OpBuilder &b, Location loc, ValueRange idx) {
-        Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), idx[0]);
+        Value row = arith::AddIOp::create(b, loc, firstRow, idx[0]);
         tensor::YieldOp::create(
             b, loc,
             buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
@@ -272,16 +275,19 @@ static LogicalResult writeValidRows(
     function_ref<void(OpBuilder &, Location, Value, ValueRange)> write) {
   Location loc = op.getLoc();
   auto tileType = cast<RankedTensorType>(op.getTile().getType());
-  Value dest = adaptor.getDest(), row = adaptor.getRow();
+  Value dest = adaptor.getDest();
+  Value first, end;
+  if constexpr (std::is_same_v<Op, StoreTileOp>) {
+    first = op.getSequenceFirst();
+    end = op.getSequenceEnd();
+  }
+  Value row = buildSourceRow(rewriter, loc, first, adaptor.getRow());
   Value buffer = bufferization::ToBufferOp::create(
       rewriter, loc,
       MemRefType::get(tileType.getShape(), tileType.getElementType()),
       adaptor.getTile(), /*read_only=*/true);
   // valid rows = min(R, rows left in the sequence)
-  Value limit;
-  if constexpr (std::is_same_v<Op, StoreTileOp>)
-    limit = adaptor.getLimit();
-  Value rowLimit = buildRowLimit(rewriter, loc, dest, limit);
+  Value rowLimit = buildRowLimit(rewriter, loc, dest, end);
   Value rowsLeft = arith::SubIOp::create(rewriter, loc, rowLimit, row);
   Value validRows =
       arith::MinSIOp::create(rewriter, loc, rowsLeft,

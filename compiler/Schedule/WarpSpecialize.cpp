@@ -280,6 +280,14 @@ LogicalResult Specialization::buildProducer(Block &producer) {
         cloneSliceInto(at, programRegion, load.getBatch(), mapping);
     if (failed(head) || failed(batch))
       return failure();
+    // A varlen sequence's rows start at its first row.
+    if (Value first = load.getSequenceFirst()) {
+      FailureOr<Value> firstRow =
+          cloneSliceInto(at, programRegion, first, mapping);
+      if (failed(firstRow))
+        return failure();
+      row = arith::AddIOp::create(at, loc, *firstRow, row);
+    }
     int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
     Type element = tensor.type.getElementType();
     auto box = MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
@@ -604,18 +612,17 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       return grid.emitOpError("warp specialization expects K and V tiles");
     resident = {&q};
     streamed = {&k, &v};
-    // TMA fills only rows past the tensor with zeros: rows between a load's
-    // limit (a varlen sequence's end) and the tensor's end arrive as the
-    // next sequence's. The forward masks those keys' scores (P = 0) and
-    // stores no query row past the limit, so they change nothing.
+    // TMA fills only rows past the tensor with zeros: rows between a
+    // varlen sequence's end and the tensor's end arrive as the next
+    // sequence's. The forward masks those keys' scores (P = 0) and stores
+    // no query row past the sequence, so they change nothing.
   } else {
     // A dkdv program would add such rows' products into dK and dV.
     for (LoadTileOp load : llvm::concat<LoadTileOp>(once, streamedLoads))
-      if (load.getLimit())
+      if (!load.getSequence().empty())
         return load.emitOpError("warp specialization of a dkdv program does "
-                                "not take loads with a row limit (varlen) "
-                                "yet: TMA would read the next sequence's "
-                                "rows");
+                                "not take loads of a varlen sequence yet: "
+                                "TMA would read the next sequence's rows");
     // The backward's operands (fa-tile-backward): Q, K, V, O, dO, ...
     auto argumentOf = [&](LoadTileOp load) -> int64_t {
       auto arg = dyn_cast<BlockArgument>(load.getSource());

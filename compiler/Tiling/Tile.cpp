@@ -116,11 +116,12 @@ void AttentionTiler::build() {
     qLen = arith::SubIOp::create(builder, loc, qLimit, qFirst);
     kvLen = arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
   }
-  // A sequence-relative row in the packed rows.
-  auto packedRow = [&](OpBuilder &b, Location loc, Value first, Value row) {
-    return first ? arith::AddIOp::create(b, loc, first, row).getResult()
-                 : row;
-  };
+  // Loads and stores of the sequence's rows (rows count from its start).
+  SmallVector<Value, 2> qRows, kvRows;
+  if (varlen) {
+    qRows = {qFirst, qLimit};
+    kvRows = {kvFirst, kvLimit};
+  }
 
   // GQA/MQA: query head h reads K/V head h / (Hq / Hkv).
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
@@ -129,9 +130,8 @@ void AttentionTiler::build() {
       arith::MulIOp::create(builder, loc, grid.getQTileIndex(), blockM);
 
   // The Q tile stays resident for the whole K/V loop.
-  Value qRow = packedRow(builder, loc, qFirst, qStart);
   Value qTile = LoadTileOp::create(builder, loc, qTileType, op.getQuery(),
-                                   rowsBatch, h, qRow, qLimit);
+                                   rowsBatch, h, qStart, qRows);
   // Online-softmax state: m = -inf, l = 0, acc = 0.
   Value maxInit =
       splat(rowVecType, -std::numeric_limits<float>::infinity());
@@ -148,21 +148,24 @@ void AttentionTiler::build() {
   Value keyRanges = op.getKeyRanges();
   bool atProgram = rangeMask || keyRanges;
   Value modBatch = atProgram ? b : Value(), modHead = atProgram ? h : Value();
+  // A varlen query tile past its sequence's rows (the grid counts the
+  // longest sequence's tiles) sees no key: its range is that of no keys,
+  // so that every consumer of the range (the K/V loop, a producer's
+  // copies) visits nothing, and it stores nothing.
+  Value rangeKvLen = kvLen;
+  if (varlen) {
+    Value hasRows = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::ult, qStart, qLen);
+    rangeKvLen = arith::SelectOp::create(builder, loc, hasRows, kvLen,
+                                         indexConst(0));
+  }
   auto range = KVTileRangeOp::create(
       builder, loc, builder.getIndexType(), builder.getIndexType(), qStart,
-      qLen, kvLen, modBatch, modHead, keyRanges, config.blockM, config.blockN,
-      op.getMask());
+      qLen, rangeKvLen, modBatch, modHead, keyRanges, config.blockM,
+      config.blockN, op.getMask());
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
   Value kvBegin = range.getBegin(), kvEnd = range.getEnd();
-  if (varlen) {
-    // A query tile past its sequence's rows (the grid counts the longest
-    // sequence's tiles) visits no K/V tile and stores nothing.
-    Value hasRows = arith::CmpIOp::create(builder, loc,
-                                          arith::CmpIPredicate::ult, qStart,
-                                          qLen);
-    kvEnd = arith::SelectOp::create(builder, loc, hasRows, kvEnd, kvBegin);
-  }
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.
   std::optional<WholeBounds> wholeKeys;
@@ -187,11 +190,10 @@ void AttentionTiler::build() {
       [&](OpBuilder &nested, Location loc, Value kvTile, ValueRange state) {
         Value runningMax = state[0], runningSum = state[1], acc = state[2];
         Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
-        Value kvRow = packedRow(nested, loc, kvFirst, kvStart);
         Value kTile = LoadTileOp::create(nested, loc, kvTileType, key,
-                                         rowsBatch, kvHead, kvRow, kvLimit);
+                                         rowsBatch, kvHead, kvStart, kvRows);
         Value vTile = LoadTileOp::create(nested, loc, kvTileType, value,
-                                         rowsBatch, kvHead, kvRow, kvLimit);
+                                         rowsBatch, kvHead, kvStart, kvRows);
         // S = Q K^T
         Value scores = TileMatmulOp::create(nested, loc, scoreType, qTile,
                                             kTile, /*acc=*/Value(),
@@ -235,10 +237,10 @@ void AttentionTiler::build() {
   auto finalize = FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum);
   Value output =
       castTile(builder, loc, finalize.getOutput(), outputType.getElementType());
-  StoreTileOp::create(builder, loc, output, op.getOutput(), rowsBatch, h, qRow,
-                      qLimit);
+  StoreTileOp::create(builder, loc, output, op.getOutput(), rowsBatch, h,
+                      qStart, qRows);
   StoreTileOp::create(builder, loc, finalize.getLse(), op.getLse(), rowsBatch,
-                      h, qRow, qLimit);
+                      h, qStart, qRows);
 }
 
 struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {

@@ -34,7 +34,8 @@ except ImportError:  # pragma: no cover
     _torch = None
 
 __all__ = ["attention", "attention_backward", "block_mask", "BlockMask",
-           "flash_attn_func", "prepare_kernel", "register_transformers",
+           "flash_attn_func", "flash_attn_varlen_func", "prepare_kernel",
+           "register_transformers",
            "FaError"]
 
 _F32, _F16, _BF16 = 0, 1, 2
@@ -168,6 +169,12 @@ def _library():
             ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
             tensor, tensor, tensor, extras, ctypes.c_int, ctypes.c_int,
             ctypes.c_double, ctypes.POINTER(_Config), ctypes.c_void_p]
+    if hasattr(lib, "fa_attention_varlen_forward"):
+        lib.fa_attention_varlen_forward.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
+            tensor, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(_Extras),
+            ctypes.c_int, ctypes.c_int, ctypes.c_double,
+            ctypes.POINTER(_Config), ctypes.c_void_p]
     if hasattr(lib, "fa_compute_block_mask"):
         lib.fa_compute_block_mask.argtypes = [
             ctypes.c_void_p, tensor, tensor, tensor, tensor,
@@ -225,7 +232,7 @@ def _choice(where, name, value, choices):
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
             backward=False, deterministic=False, sequence_length=0,
-            variant=None, sinks=False, block_mask=False):
+            variant=None, sinks=False, block_mask=False, varlen=False):
     """The fa_kernel_config, or None for all defaults. variant: None or the
     (score_mod, mask_mod) MLIR texts of a traced variant (either may be
     None). sinks: the kernel takes attention sinks; block_mask: a block
@@ -239,14 +246,14 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
     score_mod, mask_mod = variant or (None, None)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
             or backward or deterministic or sequence_length or score_mod
-            or mask_mod or sinks or block_mask):
+            or mask_mod or sinks or block_mask or varlen):
         return None
     return ctypes.byref(_Config(
         block_m, block_n, num_warps, None, stages, _strategies()[strategy],
         int(backward), int(deterministic), sequence_length,
         score_mod.encode() if score_mod else None,
         mask_mod.encode() if mask_mod else None, int(sinks),
-        int(block_mask)))
+        int(block_mask), int(varlen)))
 
 
 _Int64x4 = ctypes.c_int64 * 4
@@ -276,7 +283,7 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
                    stages=0, backward=False, deterministic=False,
                    sequence_length=0, score_mod=None, mask_mod=None,
-                   sinks=False, block_mask=False):
+                   sinks=False, block_mask=False, varlen=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
@@ -295,7 +302,9 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     fa.variants.captured(dtype=..., rank=...) do too). sinks=True: the
     kernel that takes attention sinks (fa.attention's sinks; not with
     deterministic=True). block_mask=True: the kernel that takes a block
-    mask's table (fa.attention's block_mask; needs a mask_mod)."""
+    mask's table (fa.attention's block_mask; needs a mask_mod).
+    varlen=True: the forward of a packed varlen batch
+    (flash_attn_varlen_func's kernel)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -309,7 +318,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                 _flag("deterministic", deterministic), sequence_length,
                 variant=_variant("fa.prepare_kernel", score_mod, mask_mod),
                 sinks=_flag("sinks", sinks),
-                block_mask=_flag("block_mask", block_mask)),
+                block_mask=_flag("block_mask", block_mask),
+                varlen=_flag("varlen", varlen)),
         ctypes.byref(info)))
     return {"name": info.name.decode(errors="replace"),
             "key": info.key.decode(errors="replace"),
@@ -1051,6 +1061,136 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale, score_mod=score_mod,
                      mask_mod=mask_mod).transpose(1, 2)
+
+
+def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name):
+    """A sequence offset table as the varlen kernels read it: int32 [B + 1]
+    on q's device, and (read back once, outside tracing) 0 first,
+    non-decreasing, `total` last, no sequence longer than max_seqlen."""
+    torch = _torch
+    if not isinstance(cu, torch.Tensor):
+        raise TypeError(f"{where}: {name} must be a torch.Tensor (int32 "
+                        f"[B + 1]), got {type(cu).__name__}")
+    if cu.dtype != torch.int32:
+        raise TypeError(f"{where}: {name} is {cu.dtype}; expected "
+                        "torch.int32 [B + 1]")
+    if cu.dim() != 1 or cu.shape[0] < 1:
+        raise ValueError(f"{where}: {name} must be [B + 1] (at least one "
+                         f"offset), got {list(cu.shape)}")
+    if cu.device != q.device:
+        raise ValueError(f"{where}: {name} is on {cu.device}, q on "
+                         f"{q.device}")
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return cu.contiguous()
+    offsets = cu.tolist()
+    if offsets[0] != 0:
+        raise ValueError(f"{where}: {name}[0] must be 0, got {offsets[0]}")
+    for b in range(len(offsets) - 1):
+        if offsets[b + 1] < offsets[b]:
+            raise ValueError(f"{where}: {name} must be non-decreasing: "
+                             f"{name}[{b + 1}] = {offsets[b + 1]} < "
+                             f"{name}[{b}] = {offsets[b]}")
+        if offsets[b + 1] - offsets[b] > max_seqlen:
+            raise ValueError(f"{where}: sequence {b} has "
+                             f"{offsets[b + 1] - offsets[b]} rows, more than "
+                             f"{max_name} = {max_seqlen}")
+    if offsets[-1] != total:
+        raise ValueError(f"{where}: {name}[-1] = {offsets[-1]} must be the "
+                         f"packed rows ({total})")
+    return cu.contiguous()
+
+
+def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                    max_seqlen_k, causal, scale, score_mod="", mask_mod=""):
+    """O [total_q, Hq, D] and LSE [Hq, total_q] of a packed batch, launched
+    on the current stream (no autograd, no checks of the offsets' values:
+    flash_attn_varlen_func's)."""
+    import torch
+
+    total_q, heads, _ = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty((heads, total_q), dtype=torch.float32, device=q.device)
+
+    def packed(t):  # [total, H, D] viewed as [1, H, total, D]
+        return t.unsqueeze(0).transpose(1, 2)
+
+    config = _config(0, 0, 0, variant=(score_mod, mask_mod), varlen=True)
+    lib = _library()
+    if not hasattr(lib, "fa_attention_varlen_forward"):
+        raise FaError(0, "this libfa_runtime.so predates varlen batches (no "
+                         "fa_attention_varlen_forward); rebuild it")
+    _check(lib.fa_attention_varlen_forward(
+        _runtime(_device_index(q)), ctypes.byref(_describe(packed(q))),
+        ctypes.byref(_describe(packed(k))),
+        ctypes.byref(_describe(packed(v))),
+        ctypes.byref(_describe(packed(o))),
+        ctypes.byref(_describe(lse.unsqueeze(0))),
+        ctypes.byref(_describe(cu_seqlens_q)),
+        ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
+        int(max_seqlen_k), None, _dtype_code(q), _flag("causal", causal),
+        float(scale), config, _stream_of(q)))
+    return o, lse
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, softmax_scale=None, causal=False,
+                           window_size=(-1, -1), softcap=0.0,
+                           return_lse=False):
+    """FlashAttention's varlen convention: a packed batch of sequences of
+    their own lengths. q [total_q, Hq, D], k and v [total_k, Hkv, D] hold
+    the rows of every sequence one after another; cu_seqlens_q and
+    cu_seqlens_k (int32 [B + 1], on q's device) where each starts (0 first,
+    non-decreasing, total_q / total_k last); max_seqlen_q / max_seqlen_k
+    the longest sequence's rows. Sequence b attends only within itself,
+    with the causal mask aligned to its own bottom right (and
+    window_size, softcap as flash_attn_func's, per sequence). Returns O
+    [total_q, Hq, D] (and, with return_lse, LSE [Hq, total_q] float32).
+    The offsets are read back once per call to check them (outside
+    torch.compile). The backward of a varlen batch is not supported yet:
+    inputs that require grad (with grad enabled) are an error."""
+    where = "fa.flash_attn_varlen_func"
+    torch = _torch
+    if torch is None:
+        raise ImportError(f"{where} needs torch")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {name} must be a torch.Tensor")
+        if t.dim() != 3:
+            raise ValueError(f"{where}: {name} must be [total, H, D], got "
+                             f"{tuple(t.shape)}")
+    # The same rules as fa.attention's tensors, on their [1, H, total, D]
+    # views.
+    _check_inputs(where, tuple((name, t.unsqueeze(0).transpose(1, 2))
+                               for name, t in (("q", q), ("k", k),
+                                               ("v", v))))
+    if k.shape != v.shape:
+        raise ValueError(f"{where}: k {tuple(k.shape)} and v "
+                         f"{tuple(v.shape)} must have one shape")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise NotImplementedError(
+            f"{where}: the varlen backward is not supported yet; call it "
+            "under torch.no_grad() or with tensors that do not require grad")
+    max_seqlen_q = _integer("max_seqlen_q", max_seqlen_q)
+    max_seqlen_k = _integer("max_seqlen_k", max_seqlen_k)
+    cu_seqlens_q = _check_cu_seqlens(where, "cu_seqlens_q", cu_seqlens_q, q,
+                                     q.shape[0], max_seqlen_q, "max_seqlen_q")
+    cu_seqlens_k = _check_cu_seqlens(where, "cu_seqlens_k", cu_seqlens_k, q,
+                                     k.shape[0], max_seqlen_k, "max_seqlen_k")
+    if cu_seqlens_q.shape != cu_seqlens_k.shape:
+        raise ValueError(f"{where}: cu_seqlens_q {list(cu_seqlens_q.shape)} "
+                         f"and cu_seqlens_k {list(cu_seqlens_k.shape)} must "
+                         "both hold B + 1 offsets")
+    scale = _check_scale(where, softmax_scale)
+    left, right = (int(x) for x in window_size)
+    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
+                                         None)
+    captures = []
+    score_text, mask_text = _variant(where, score_mod, mask_mod, captures)
+    o, lse = torch.ops.fa.varlen_attention_forward(
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+        bool(_flag("causal", causal)), scale, score_text or "",
+        mask_text or "")
+    return (o, lse) if return_lse else o
 
 
 def register_transformers(name="fa"):

@@ -24,7 +24,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from . import _backward, _forward
+from . import _backward, _forward, _varlen_forward
 
 
 # The schemas are written out: the captures' type, an optional list of
@@ -156,3 +156,24 @@ def _attention_grad(ctx, grad_output, grad_lse):
 
 attention_forward.register_autograd(_attention_grad,
                                     setup_context=_setup_context)
+
+
+@torch.library.custom_op("fa::varlen_attention_forward", mutates_args=(),
+                         device_types="cuda")
+def varlen_attention_forward(q: torch.Tensor, k: torch.Tensor,
+                             v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                             cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
+                             max_seqlen_k: int, causal: bool, scale: float,
+                             score_mod: str, mask_mod: str
+                             ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """A packed varlen batch's O [total_q, Hq, D] and LSE [Hq, total_q]
+    (fa.flash_attn_varlen_func; no autograd formula yet)."""
+    return _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, causal, scale, score_mod, mask_mod)
+
+
+@varlen_attention_forward.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+      causal, scale, score_mod, mask_mod):
+    return (torch.empty_like(q),
+            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))

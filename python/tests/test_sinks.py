@@ -87,12 +87,13 @@ class CompileTest(unittest.TestCase):
 class DescriptorTest(unittest.TestCase):
     """The C structures the _ex calls take (no torch needed)."""
 
-    def test_config_ends_with_the_sinks_and_block_mask_flags(self):
-        # fa_kernel_config: int32_t sinks, block_mask after const char
-        # *mask_mod.
-        self.assertEqual(fa._Config._fields_[-2:],
+    def test_config_ends_with_the_sinks_block_mask_and_varlen_flags(self):
+        # fa_kernel_config: int32_t sinks, block_mask, varlen after const
+        # char *mask_mod.
+        self.assertEqual(fa._Config._fields_[-3:],
                          [("sinks", ctypes.c_int32),
-                          ("block_mask", ctypes.c_int32)])
+                          ("block_mask", ctypes.c_int32),
+                          ("varlen", ctypes.c_int32)])
         self.assertEqual(fa._Config.sinks.offset,
                          fa._Config.mask_mod.offset
                          + ctypes.sizeof(ctypes.c_char_p))

@@ -40,6 +40,45 @@ func.func @load_tile(%src: memref<?x?x?x8xf16>, %b: index, %h: index, %row: inde
 
 // -----
 
+// A varlen sequence's rows: `row` counts from its first row, and its end
+// (not the tensor's) bounds the rows read.
+// CHECK-LABEL: func @load_tile_sequence
+// CHECK-SAME: (%[[SRC:.*]]: memref<1x?x?x8xf16>, %[[H:.*]]: index, %[[ROW:.*]]: index, %[[FIRST:.*]]: index, %[[END:.*]]: index)
+// CHECK-NOT: memref.dim
+// CHECK: %[[START:.*]] = arith.addi %[[FIRST]], %[[ROW]]
+// CHECK: tensor.generate
+// CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK: %[[R:.*]] = arith.addi %[[START]], %[[I]]
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[R]], %[[END]]
+// CHECK: %[[LAST:.*]] = arith.subi %[[END]], %{{.*}}
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[R]], %[[LAST]]
+// CHECK: memref.load %[[SRC]][%{{.*}}, %[[H]], %[[CLAMPED]], %[[J]]]
+func.func @load_tile_sequence(%src: memref<1x?x?x8xf16>, %h: index, %row: index, %first: index, %end: index) -> tensor<4x8xf16> {
+  %c0 = arith.constant 0 : index
+  %t = fa.load_tile %src[%c0, %h, %row] sequence(%first, %end) : memref<1x?x?x8xf16> -> tensor<4x8xf16>
+  return %t : tensor<4x8xf16>
+}
+
+// -----
+
+// A store writes the rows of its sequence before the sequence's end.
+// CHECK-LABEL: func @store_tile_sequence
+// CHECK-SAME: (%[[T:.*]]: tensor<4xf32>, %[[DST:.*]]: memref<1x?x?xf32>, %[[H:.*]]: index, %[[ROW:.*]]: index, %[[FIRST:.*]]: index, %[[END:.*]]: index)
+// CHECK: %[[START:.*]] = arith.addi %[[FIRST]], %[[ROW]]
+// CHECK-NOT: memref.dim
+// CHECK: %[[LEFT:.*]] = arith.subi %[[END]], %[[START]]
+// CHECK: %[[VALID:.*]] = arith.minsi %[[LEFT]], %{{.*}}
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[VALID]]
+// CHECK:   %[[R:.*]] = arith.addi %[[START]], %[[I]]
+// CHECK:   memref.store %{{.*}}, %[[DST]][%{{.*}}, %[[H]], %[[R]]]
+func.func @store_tile_sequence(%t: tensor<4xf32>, %dst: memref<1x?x?xf32>, %h: index, %row: index, %first: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  fa.store_tile %t, %dst[%c0, %h, %row] sequence(%first, %end) : tensor<4xf32> -> memref<1x?x?xf32>
+  return
+}
+
+// -----
+
 // Only the valid rows, min(R, S - row), are written.
 // CHECK-LABEL: func @store_tile
 // CHECK-SAME: (%[[T:.*]]: tensor<4xf32>, %[[DST:.*]]: memref<?x?x?xf32>, %[[B:.*]]: index, %[[H:.*]]: index, %[[ROW:.*]]: index)

@@ -622,3 +622,67 @@ func.func @q_range_block_disagrees(%q: memref<?x?x?x32xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// A varlen batch packs queries and keys alike: both offset tables.
+func.func @varlen_one_table(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cq: memref<?xi32>) {
+  // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together}}
+  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0>, scale = 1.0 : f32}> ({}, {})
+    : (memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>, memref<?xi32>) -> ()
+  return
+}
+
+// -----
+
+func.func @varlen_table_sizes(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cq: memref<3xi32>, %ck: memref<4xi32>) {
+  // expected-error @+1 {{cu_seqlens_q (3 entries) and cu_seqlens_k (4) must have one entry per sequence and one more each}}
+  fa.attention %q, %q, %q into %q, %lse cu_seqlens(%cq, %ck) {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+      cu_seqlens memref<3xi32>, memref<4xi32>
+  return
+}
+
+// -----
+
+func.func @varlen_empty_table(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %c: memref<0xi32>) {
+  // expected-error @+1 {{cu_seqlens_q must hold at least one entry}}
+  fa.attention %q, %q, %q into %q, %lse cu_seqlens(%c, %c) {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+      cu_seqlens memref<0xi32>, memref<0xi32>
+  return
+}
+
+// -----
+
+func.func @varlen_batch(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %c: memref<?xi32>) {
+  // expected-error @+1 {{with cu_seqlens the tensors hold one packed batch: batch dimension 2 of 'memref<2x?x?x64xf16>' must be 1}}
+  fa.attention %q, %q, %q into %q, %lse cu_seqlens(%c, %c) {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      cu_seqlens memref<?xi32>, memref<?xi32>
+  return
+}
+
+// -----
+
+func.func @varlen_block_mask(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %c: memref<?xi32>, %r: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{does not take a block mask (key_ranges) with cu_seqlens yet}}
+  fa.attention %q, %q, %q into %q, %lse key_ranges %r cu_seqlens(%c, %c) {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+      key_ranges memref<?x?x?x4xi32> cu_seqlens memref<?xi32>, memref<?xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %sq: index, %sk: index):
+      %t = arith.cmpi sle, %j, %i : index
+      fa.yield %t : i1
+    }
+  return
+}
+
+// -----
+
+// A sequence is its first row and its end.
+func.func @load_tile_sequence(%k: memref<1x?x?x64xf16>, %i: index) -> tensor<32x64xf16> {
+  // expected-error @+1 {{takes a sequence as (first, end), got 1 values}}
+  %t = fa.load_tile %k[%i, %i, %i] sequence(%i) : memref<1x?x?x64xf16> -> tensor<32x64xf16>
+  return %t : tensor<32x64xf16>
+}

@@ -27,6 +27,28 @@ func.func @attention_default_mask(%q: memref<1x1x4x16xf32>, %o: memref<1x1x4x16x
   return
 }
 
+// A packed varlen batch: the offset tables, and at the tile level a
+// ragged grid whose loads and stores name their sequence's rows.
+// CHECK-LABEL: func @varlen
+// CHECK: fa.attention %{{.*}}, %{{.*}}, %{{.*}} into %{{.*}}, %{{.*}} cu_seqlens(%[[CQ:.*]], %[[CK:.*]]) {scale = 1.250000e-01 : f32}
+// CHECK-SAME: cu_seqlens memref<?xi32>, memref<?xi32>
+// CHECK: fa.grid
+// CHECK: fa.load_tile %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] sequence(%[[FIRST:.*]], %[[END:.*]]) : memref<1x8x?x64xf16> -> tensor<16x64xf16>
+// CHECK: fa.store_tile %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] sequence(%[[FIRST]], %[[END]]) : tensor<16x64xf16> -> memref<1x8x?x64xf16>
+// CHECK: ragged
+func.func @varlen(%q: memref<1x8x?x64xf16>, %k: memref<1x2x?x64xf16>,
+                  %lse: memref<1x8x?xf32>, %cq: memref<?xi32>, %ck: memref<?xi32>,
+                  %n: index, %first: index, %end: index) {
+  fa.attention %q, %k, %k into %q, %lse cu_seqlens(%cq, %ck) {scale = 0.125 : f32}
+    : memref<1x8x?x64xf16>, memref<1x2x?x64xf16>, memref<1x2x?x64xf16>
+    into memref<1x8x?x64xf16>, memref<1x8x?xf32> cu_seqlens memref<?xi32>, memref<?xi32>
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %tile = fa.load_tile %q[%b, %h, %t] sequence(%first, %end) : memref<1x8x?x64xf16> -> tensor<16x64xf16>
+    fa.store_tile %tile, %q[%b, %h, %t] sequence(%first, %end) : tensor<16x64xf16> -> memref<1x8x?x64xf16>
+  } attributes {ragged}
+  return
+}
+
 // Tile level: every op of one program.
 // CHECK-LABEL: func @tile_ops
 // CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %[[T:.*]]) in (%{{.*}}, %{{.*}}, %{{.*}}) {

@@ -24,6 +24,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -401,6 +402,198 @@ protected:
                 long(c.kvHeads), long(c.qLen), long(c.kvLen),
                 c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
                 outputTolerance, maxLse);
+  }
+
+  /// A packed varlen batch: per sequence, its query and key lengths.
+  struct VarlenCase {
+    int64_t headDim, qHeads, kvHeads;
+    std::vector<int64_t> qLens, kvLens;
+    bool causal;
+    fa::ElementType dtype;
+    /// Query rows after the last sequence that no sequence owns.
+    int64_t spareRows = 0;
+  };
+
+  /// Runs one varlen forward with flash-attn's layout (q [total_q, Hq, D],
+  /// k and v [total_k, Hkv, D], LSE [Hq, total_q]) and compares every
+  /// sequence with the float64 reference run on it alone; spare rows must
+  /// keep their NaN poison.
+  void runVarlenCase(const VarlenCase &c, const fa::KernelSpec &tiles) {
+    fa::KernelSpec spec = tiles;
+    spec.headDim = c.headDim;
+    spec.causal = c.causal;
+    spec.dtype = c.dtype;
+    spec.varlen = true;
+    spec.arch = "";
+    bool wide = c.dtype == fa::ElementType::f32;
+    size_t elementBytes = wide ? 4 : 2;
+    int64_t batch = int64_t(c.qLens.size());
+    std::vector<int32_t> cuQ = {0}, cuK = {0};
+    int64_t maxQ = 0, maxK = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      cuQ.push_back(cuQ.back() + int32_t(c.qLens[b]));
+      cuK.push_back(cuK.back() + int32_t(c.kvLens[b]));
+      maxQ = std::max(maxQ, c.qLens[b]);
+      maxK = std::max(maxK, c.kvLens[b]);
+    }
+    int64_t totalQ = cuQ.back() + c.spareRows, totalK = cuK.back();
+    int64_t d = c.headDim, hq = c.qHeads, hkv = c.kvHeads;
+    uint64_t seed = std::random_device{}();
+    SCOPED_TRACE(testing::Message()
+                 << "varlen seed=" << seed << " strategy="
+                 << fa::toString(spec.resolvedStrategy()) << " D=" << d
+                 << " sequences=" << batch << " Hq=" << hq << " Hkv=" << hkv
+                 << " total_q=" << totalQ << " total_k=" << totalK
+                 << (c.causal ? " causal " : " ") << fa::toString(c.dtype));
+    std::mt19937_64 rng(seed);
+    std::vector<float> q = fa::test::randomNormal(totalQ * hq * d, rng),
+                       k = fa::test::randomNormal(totalK * hkv * d, rng),
+                       v = fa::test::randomNormal(totalK * hkv * d, rng);
+    DeviceBuffer qBuf(q.size(), elementBytes), kBuf(k.size(), elementBytes),
+        vBuf(v.size(), elementBytes), oBuf(q.size(), elementBytes),
+        lseBuf(size_t(hq * totalQ)), cuQBuf(cuQ.size()), cuKBuf(cuK.size());
+    auto upload = [&](const DeviceBuffer &to, std::vector<float> &values) {
+      if (wide)
+        return driver().cuMemcpyHtoD_v2(to.ptr, values.data(),
+                                        values.size() * 4);
+      std::vector<uint16_t> bits(values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        bits[i] = toBits(values[i], c.dtype);
+        values[i] = fromBits(bits[i], c.dtype);
+      }
+      return driver().cuMemcpyHtoD_v2(to.ptr, bits.data(), bits.size() * 2);
+    };
+    CU_ASSERT(upload(qBuf, q));
+    CU_ASSERT(upload(kBuf, k));
+    CU_ASSERT(upload(vBuf, v));
+    CU_ASSERT(driver().cuMemcpyHtoD_v2(cuQBuf.ptr, cuQ.data(), cuQ.size() * 4));
+    CU_ASSERT(driver().cuMemcpyHtoD_v2(cuKBuf.ptr, cuK.data(), cuK.size() * 4));
+    if (wide)
+      CU_ASSERT(driver().cuMemsetD32_v2(oBuf.ptr, 0x7fc00000, oBuf.count));
+    else
+      CU_ASSERT(driver().cuMemsetD16_v2(oBuf.ptr, nanBits(c.dtype), oBuf.count));
+    CU_ASSERT(driver().cuMemsetD32_v2(lseBuf.ptr, 0x7fc00000, lseBuf.count));
+
+    // [total, H, D] viewed as [1, H, total, D]; LSE [H, total].
+    auto packed = [](const DeviceBuffer &buffer, int64_t heads, int64_t rows,
+                     int64_t width) {
+      fa::TensorArg t;
+      t.data = buffer.data();
+      int64_t sizes[4] = {1, heads, rows, width};
+      int64_t strides[4] = {rows * heads * width, width, heads * width, 1};
+      std::memcpy(t.sizes, sizes, sizeof(sizes));
+      std::memcpy(t.strides, strides, sizeof(strides));
+      return t;
+    };
+    fa::AttentionArgs args;
+    args.q = packed(qBuf, hq, totalQ, d);
+    args.k = packed(kBuf, hkv, totalK, d);
+    args.v = packed(vBuf, hkv, totalK, d);
+    args.o = packed(oBuf, hq, totalQ, d);
+    int64_t lseSizes[4] = {1, hq, totalQ, 0};
+    int64_t lseStrides[4] = {hq * totalQ, totalQ, 1, 0};
+    args.lse.data = lseBuf.data();
+    std::memcpy(args.lse.sizes, lseSizes, sizeof(lseSizes));
+    std::memcpy(args.lse.strides, lseStrides, sizeof(lseStrides));
+    for (auto [arg, buffer, count] :
+         {std::tuple<fa::TensorArg *, const DeviceBuffer *, size_t>{
+              &args.cuSeqlensQ, &cuQBuf, cuQ.size()},
+          {&args.cuSeqlensK, &cuKBuf, cuK.size()}}) {
+      arg->data = buffer->data();
+      arg->sizes[0] = int64_t(count);
+      arg->strides[0] = 1;
+    }
+    args.maxSeqlenQ = maxQ;
+    args.maxSeqlenK = maxK;
+    fa::Result r = runtime->forward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    CU_ASSERT(driver().cuCtxSynchronize());
+
+    std::vector<float> out(q.size()), lse(size_t(hq * totalQ));
+    if (wide) {
+      CU_ASSERT(driver().cuMemcpyDtoH_v2(out.data(), oBuf.ptr, out.size() * 4));
+    } else {
+      std::vector<uint16_t> bits(out.size());
+      CU_ASSERT(
+          driver().cuMemcpyDtoH_v2(bits.data(), oBuf.ptr, bits.size() * 2));
+      for (size_t i = 0; i < bits.size(); ++i)
+        out[i] = fromBits(bits[i], c.dtype);
+    }
+    CU_ASSERT(driver().cuMemcpyDtoH_v2(lse.data(), lseBuf.ptr, lse.size() * 4));
+    double unit = wide ? 0.0 : fa::test::unitRoundoff(c.dtype);
+    double maxOut = 0.0, maxLse = 0.0;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sq = c.qLens[b], sk = c.kvLens[b];
+      fa::AttentionProblem p;
+      p.batch = 1;
+      p.qHeads = hq;
+      p.kvHeads = hkv;
+      p.qLen = sq;
+      p.kvLen = sk;
+      p.headDim = d;
+      p.causal = c.causal;
+      p.scale = 1.0 / std::sqrt(double(d));
+      // The sequence alone, [1, H, S, D].
+      auto alone = [&](const std::vector<float> &from, int64_t heads,
+                       int64_t first, int64_t rows) {
+        std::vector<float> to(size_t(heads * rows * d));
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t e = 0; e < d; ++e)
+              to[size_t((h * rows + i) * d + e)] =
+                  from[size_t(((first + i) * heads + h) * d + e)];
+        return to;
+      };
+      std::vector<float> vs = alone(v, hkv, cuK[b], sk);
+      fa::ReferenceResult want =
+          fa::referenceAttention(p, alone(q, hq, cuQ[b], sq).data(),
+                                 alone(k, hkv, cuK[b], sk).data(), vs.data());
+      double maxV = 0.0;
+      for (float x : vs)
+        maxV = std::max(maxV, double(std::fabs(x)));
+      double tolerance = kOutputTolerance + 2 * unit * maxV;
+      for (int64_t h = 0; h < hq; ++h)
+        for (int64_t i = 0; i < sq; ++i) {
+          for (int64_t e = 0; e < d; ++e) {
+            double got = out[size_t(((cuQ[b] + i) * hq + h) * d + e)];
+            double err = std::fabs(got - want.output[size_t((h * sq + i) * d + e)]);
+            if (!(err <= tolerance)) {
+              ADD_FAILURE() << "sequence " << b << " (Sq=" << sq << ", Sk="
+                            << sk << ") O[" << h << ", " << i << ", " << e
+                            << "] = " << got << ", expected "
+                            << want.output[size_t((h * sq + i) * d + e)];
+              return;
+            }
+            maxOut = std::max(maxOut, err);
+          }
+          double gotLse = lse[size_t(h * totalQ + cuQ[b] + i)];
+          double wantLse = want.lse[size_t(h * sq + i)];
+          double err = std::isinf(wantLse)
+                           ? (gotLse == wantLse ? 0.0 : INFINITY)
+                           : std::fabs(gotLse - wantLse);
+          if (!(err <= kLseTolerance)) {
+            ADD_FAILURE() << "sequence " << b << " LSE[" << h << ", " << i
+                          << "] = " << gotLse << ", expected " << wantLse;
+            return;
+          }
+          maxLse = std::max(maxLse, err);
+        }
+    }
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = cuQ.back(); i < totalQ; ++i)
+        if (!std::isnan(lse[size_t(h * totalQ + i)]) ||
+            !std::isnan(out[size_t((i * hq + h) * d)])) {
+          ADD_FAILURE() << "spare row " << i << " of head " << h
+                        << " was written";
+          return;
+        }
+    std::printf("  ok %-5s varlen D=%-3ld sequences=%ld Hq=%ld Hkv=%ld "
+                "total_q=%-5ld total_k=%-5ld max_q=%-4ld %-6s %-4s "
+                "max|dO|=%.2e max|dLSE|=%.2e\n",
+                fa::toString(spec.resolvedStrategy()), long(d), long(batch),
+                long(hq), long(hkv), long(totalQ), long(totalK), long(maxQ),
+                c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
+                maxLse);
   }
 
   /// Runs the backward of one case: dQ, dK, dV from random dO and the
@@ -913,6 +1106,49 @@ TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
           runCase({d, 1, 1, 1, 16, 16384, causal, type}, wgmma);
           runCase({d, 1, 1, 1, 16384, 48, causal, type}, wgmma);
         }
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+}
+
+/// Packed varlen batches (flash-attn's layout) on every strategy that
+/// serves the dtype: random lengths with 0 and 1 among them, Sq != Sk both
+/// ways (causal rows that see no key), sequences of many tiles, GQA, rows
+/// past the last sequence left alone; each sequence against the float64
+/// reference run on it alone.
+TEST_F(GpuAttention, VarlenMatchesEachSequence) {
+  std::mt19937_64 rng(2026);
+  auto lengths = [&](int64_t n, int64_t longest) {
+    std::vector<int64_t> l = {0, 1};
+    std::uniform_int_distribution<int64_t> pick(1, longest);
+    while (int64_t(l.size()) < n)
+      l.push_back(pick(rng));
+    std::shuffle(l.begin(), l.end(), rng);
+    return l;
+  };
+  struct Served {
+    fa::Strategy strategy;
+    fa::ElementType dtype;
+    std::vector<int64_t> headDims;
+  };
+  std::vector<Served> served = {
+      {fa::Strategy::simt, fa::ElementType::f32, {64}},
+      {fa::Strategy::mma, fa::ElementType::f16, {64, 128}},
+      {fa::Strategy::mma, fa::ElementType::bf16, {128}}};
+  if (runtime->deviceArch() == "sm_90a")
+    served.push_back(
+        {fa::Strategy::wgmma, fa::ElementType::bf16, {64, 128, 256}});
+  int64_t sequences = quick() ? 4 : 12, longest = quick() ? 200 : 700;
+  for (const Served &s : served)
+    for (int64_t d : s.headDims)
+      for (bool causal : {false, true}) {
+        fa::KernelSpec tiles = defaults();
+        tiles.strategy = s.strategy;
+        std::vector<int64_t> qLens = lengths(sequences, longest);
+        std::vector<int64_t> kvLens = lengths(sequences, longest);
+        runVarlenCase({d, 4, 2, qLens, kvLens, causal, s.dtype, 0}, tiles);
+        // Queries and keys of equal lengths, spare rows at the end.
+        runVarlenCase({d, 2, 2, qLens, qLens, causal, s.dtype, 5}, tiles);
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
       }

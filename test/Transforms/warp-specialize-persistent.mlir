@@ -190,3 +190,34 @@ func.func @attention_full(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
     into memref<?x?x?x128xf16>, memref<?x?x?xf32>
   return
 }
+
+// -----
+
+// A varlen batch's grid is ragged (its tile count bounds the packed rows):
+// one block per tile of the longest sequence, not the persistent rounds,
+// and the TMA loads keep the sequence's rows and limit.
+// CHECK-LABEL: func.func @varlen
+// CHECK-NOT: scf.for %{{.*}} = %c0_i32
+// CHECK: nvvm.setmaxregister decrease 24
+// The producer's TMA rows are the sequence's: its first row plus the
+// tile's (Q, then each K/V tile of the consumers' range).
+// CHECK: %[[QSTART:.*]] = arith.muli %{{.*}}, %c64
+// CHECK: %[[QFIRST:.*]] = arith.minui
+// CHECK: %[[QROW:.*]] = arith.addi %[[QFIRST]], %[[QSTART]]
+// CHECK: nvgpu.tma.async.load %{{.*}}[%c0, %[[QROW]], %{{.*}}, %c0]
+// CHECK: scf.for %[[J:.*]] = %kv_begin to %kv_end
+// CHECK: %[[KVSTART:.*]] = arith.muli %[[J]], %c64
+// CHECK: %[[KVROW:.*]] = arith.addi %{{.*}}, %[[KVSTART]]
+// CHECK: nvgpu.tma.async.load %{{.*}}[%c0, %[[KVROW]], %{{.*}}, %c0]
+// CHECK: fa.launch = #fa.launch<strategy = wgmma
+// CHECK-NOT: fa.persistent
+// CHECK-SAME: fa.tensor_maps
+// CHECK-SAME: ragged
+func.func @varlen(%q: memref<1x?x?x128xf16>, %k: memref<1x?x?x128xf16>,
+                  %v: memref<1x?x?x128xf16>, %o: memref<1x?x?x128xf16>,
+                  %lse: memref<1x?x?xf32>, %cq: memref<?xi32>, %ck: memref<?xi32>) {
+  fa.attention %q, %k, %v into %o, %lse cu_seqlens(%cq, %ck) {scale = 0.0883883461 : f32, mask = #fa.mask<causal>}
+    : memref<1x?x?x128xf16>, memref<1x?x?x128xf16>, memref<1x?x?x128xf16>
+    into memref<1x?x?x128xf16>, memref<1x?x?xf32> cu_seqlens memref<?xi32>, memref<?xi32>
+  return
+}

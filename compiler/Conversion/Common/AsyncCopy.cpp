@@ -27,7 +27,8 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
   int64_t chunksPerRow = layout.copiedColumns(headDim) / 8;
   int64_t chunks = rows * chunksPerRow;
   Value source = load.getSource();
-  Value rowLimit = buildRowLimit(b, loc, source, load.getLimit());
+  Value rowLimit = buildRowLimit(b, loc, source, load.getSequenceEnd());
+  row = buildSourceRow(b, loc, load.getSequenceFirst(), row);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value zero = indexConst(b, loc, 0);
   Value full = indexConst(b, loc, 8);

@@ -111,7 +111,9 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
     FragmentTile tile(rewriter, loc, lane, type);
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getTile());
     Value dest = adaptor.getDest();
-    Value rowLimit = buildRowLimit(rewriter, loc, dest, adaptor.getLimit());
+    Value rowLimit = buildRowLimit(rewriter, loc, dest, op.getSequenceEnd());
+    Value firstRow = buildSourceRow(rewriter, loc, op.getSequenceFirst(),
+                                    adaptor.getRow());
     bool perRow = type.getRank() == 1;
     Value firstOfQuad =
         perRow ? arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
@@ -151,7 +153,7 @@ struct StoreTileLowering : MmaPattern<StoreTileOp> {
           chunks.push_back(
               vector::BitCastOp::create(rewriter, loc, chunkType, words));
         }
-        Value row = arith::AddIOp::create(rewriter, loc, adaptor.getRow(),
+        Value row = arith::AddIOp::create(rewriter, loc, firstRow,
                                           tile.row(rewriter, loc, mi, h));
         Value valid = arith::CmpIOp::create(
             rewriter, loc, arith::CmpIPredicate::ult, row, rowLimit);

@@ -597,10 +597,12 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
   auto type = cast<RankedTensorType>(op.getType());
   ThreadElements thread(b, loc, type);
   Value source = adaptor.getSource();
-  Value rowLimit = buildRowLimit(b, loc, source, adaptor.getLimit());
+  Value rowLimit = buildRowLimit(b, loc, source, op.getSequenceEnd());
+  Value firstRow =
+      buildSourceRow(b, loc, op.getSequenceFirst(), adaptor.getRow());
   SmallVector<Value> values(r.layout.numSlots());
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
-    Value index = arith::AddIOp::create(b, loc, adaptor.getRow(),
+    Value index = arith::AddIOp::create(b, loc, firstRow,
                                         thread.rowOfRowSlot(b, loc, row));
     for (int64_t slot : r.layout.slotsOfRow(row)) {
       SmallVector<Value> trailing;

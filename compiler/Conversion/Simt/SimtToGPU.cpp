@@ -127,14 +127,17 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
 
     Value buffer = sharedBuffer(rewriter, loc, op, bufferType);
     Value source = adaptor.getSource();
-    Value rowLimit = buildRowLimit(rewriter, loc, source, adaptor.getLimit());
+    Value rowLimit =
+        buildRowLimit(rewriter, loc, source, op.getSequenceEnd());
+    Value firstRow = buildSourceRow(rewriter, loc, op.getSequenceFirst(),
+                                    adaptor.getRow());
     // Nobody may still read the previous contents (WAR).
     gpu::BarrierOp::create(rewriter, loc);
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
     Value colsV = indexConst(rewriter, loc, cols);
     // Tile element (r, c) from global row `row + r`, column c.
     auto loadElement = [&](OpBuilder &b, Location loc, Value r, Value c) {
-      Value row = arith::AddIOp::create(b, loc, adaptor.getRow(), r);
+      Value row = arith::AddIOp::create(b, loc, firstRow, r);
       return buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
                                  adaptor.getHead(), row, rowLimit, c);
     };
@@ -214,7 +217,8 @@ struct ConvertLayoutLowering : PlacedPattern<ConvertLayoutOp> {
 };
 
 /// For each element a thread owns of a register tile (`values`, in register
-/// order) whose row `row` + r lies before the end of `dest`'s sequence (and
+/// order) whose row `rowStart` + r of dest lies before `limit` (null: the
+/// end of `dest`'s rows) (and
 /// where `guard`, if given, holds): `body` with the element and its indices
 /// in dest[batch, head] (per-row vectors: no column index).
 void forEachOwnedValidElement(
@@ -265,7 +269,9 @@ struct StoreTileLowering : PlacedPattern<StoreTileOp> {
                                          indexConst(rewriter, loc, 0));
     forEachOwnedValidElement(
         rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
-        adaptor.getHead(), adaptor.getRow(), adaptor.getLimit(), firstInRow,
+        adaptor.getHead(),
+        buildSourceRow(rewriter, loc, op.getSequenceFirst(), adaptor.getRow()),
+        op.getSequenceEnd(), firstInRow,
         [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
           memref::StoreOp::create(b, loc, v, dest, indices);
         });

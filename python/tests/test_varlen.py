@@ -1,0 +1,224 @@
+"""Packed variable-length batches: fa.flash_attn_varlen_func (flash-attn's
+varlen convention: q [total_q, Hq, D], k and v [total_k, Hkv, D], int32
+cu_seqlens_q / cu_seqlens_k [B + 1]).
+
+Without a GPU: the varlen kernels compile through the C ABI
+(fa.prepare_kernel with varlen=True, every strategy) and are kernels of
+their own; the backward refuses a varlen batch. With a GPU: O and LSE of
+every sequence against the float64 reference of that sequence alone, with
+FlashAttention's criterion (error at most 2x PyTorch's own at the inputs'
+precision), over random lengths with 0 and 1 among them, causal and not,
+GQA, windows and softcapping; the offsets' checks; the custom op (opcheck)
+and torch.compile.
+Run: python3 python/tests/test_varlen.py (needs the built libfa_runtime.so;
+ctest runs it with FA_RUNTIME_LIB set).
+"""
+
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+_CACHE = tempfile.TemporaryDirectory(prefix="fa-varlen-test-")
+os.environ["FA_CACHE_DIR"] = _CACHE.name
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import fa  # noqa: E402
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:  # pragma: no cover
+    torch = None
+    HAVE_CUDA = False
+
+
+class CompileTest(unittest.TestCase):
+    """The varlen kernels through the compile-only path (no GPU)."""
+
+    def test_varlen_kernels_compile(self):
+        cases = [({"dtype": "float32"}, 64),
+                 ({"dtype": "float16", "strategy": "mma"}, 128),
+                 ({"dtype": "bfloat16", "strategy": "wgmma"}, 128),
+                 ({"dtype": "bfloat16", "causal": True}, 64)]
+        for kwargs, head_dim in cases:
+            with self.subTest(kwargs=sorted(kwargs), head_dim=head_dim):
+                info = fa.prepare_kernel(head_dim, varlen=True, **kwargs)
+                self.assertIn("_varlen", info["name"])
+                self.assertEqual(info["spill_store_bytes"], 0)
+
+    def test_varlen_is_a_kernel_of_its_own(self):
+        plain = fa.prepare_kernel(64, dtype="float16")
+        varlen = fa.prepare_kernel(64, dtype="float16", varlen=True)
+        self.assertNotIn("_varlen", plain["name"])
+        self.assertNotEqual(plain["key"], varlen["key"])
+
+    def test_backward_refuses_varlen(self):
+        with self.assertRaisesRegex(fa.FaError, "backward does not take a "
+                                    "varlen batch"):
+            fa.prepare_kernel(64, dtype="float16", varlen=True, backward=True)
+
+
+def _offsets(lengths):
+    offsets = [0]
+    for n in lengths:
+        offsets.append(offsets[-1] + n)
+    return offsets
+
+
+def _sequence_attention(q, k, v, scale, causal, window, softcap):
+    """One sequence ([S, H, D] each) in q's dtype and device: the scores,
+    the masks (bottom-right causal, window), softmax; rows without keys
+    give 0. Returns O [Sq, Hq, D] and LSE [Hq, Sq]."""
+    sq, hq, _ = q.shape
+    sk, hkv, _ = k.shape
+    group = hq // hkv
+    kk = k.repeat_interleave(group, dim=1)
+    vv = v.repeat_interleave(group, dim=1)
+    s = torch.einsum("ihd,jhd->hij", q, kk) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(sk, device=q.device)[None, :]
+    diag = i + sk - sq
+    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if causal:
+        keep &= j <= diag
+    left, right = window
+    if left >= 0:
+        keep &= j >= diag - left
+    if right >= 0:
+        keep &= j <= diag + right
+    s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s.float() if s.dtype != torch.float64 else s,
+                          dim=-1)
+    p = torch.softmax(s.float() if s.dtype != torch.float64 else s, dim=-1)
+    p = torch.nan_to_num(p, nan=0.0).to(q.dtype)
+    o = torch.einsum("hij,jhd->ihd", p, vv)
+    return o, lse
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
+class GpuVarlenTest(unittest.TestCase):
+    """flash_attn_varlen_func against each sequence alone, in float64."""
+
+    def run_batch(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
+                  window=(-1, -1), softcap=0.0, seed=0):
+        torch.manual_seed(seed)
+        cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
+                            device="cuda")
+        cu_k = torch.tensor(_offsets(k_lens), dtype=torch.int32,
+                            device="cuda")
+        q = torch.randn(sum(q_lens), hq, d, device="cuda", dtype=dtype)
+        k = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
+        scale = d ** -0.5
+        out, lse = fa.flash_attn_varlen_func(
+            q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
+            window_size=window, softcap=softcap, return_lse=True)
+        self.assertEqual(out.shape, q.shape)
+        self.assertEqual(lse.shape, (hq, q.shape[0]))
+        name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
+                f"D={d} {'causal' if causal else 'full'} window={window} "
+                f"softcap={softcap}")
+        oq, ok = _offsets(q_lens), _offsets(k_lens)
+        for b in range(len(q_lens)):
+            rows = slice(oq[b], oq[b + 1])
+            keys = slice(ok[b], ok[b + 1])
+            exact, exact_lse = _sequence_attention(
+                q[rows].double(), k[keys].double(), v[keys].double(), scale,
+                causal, window, softcap)
+            own, _ = _sequence_attention(q[rows], k[keys], v[keys], scale,
+                                         causal, window, softcap)
+            got = out[rows].double()
+            self.assertFalse(torch.isnan(got).any().item(),
+                             f"{name}: NaN in sequence {b}")
+            if got.numel() == 0:
+                continue
+            err = (got - exact).abs().max().item()
+            own_err = (own.double() - exact).abs().max().item()
+            # FlashAttention's criterion, with a floor for exact rows.
+            self.assertLessEqual(err, 2 * own_err + 1e-5,
+                                 f"{name}: O of sequence {b}")
+            want_lse = exact_lse
+            got_lse = lse[:, rows].double()
+            finite = torch.isfinite(want_lse)
+            self.assertTrue(torch.equal(torch.isfinite(got_lse), finite),
+                            f"{name}: LSE -inf rows of sequence {b}")
+            if finite.any():
+                lse_err = (got_lse[finite] - want_lse[finite]).abs().max()
+                self.assertLessEqual(lse_err.item(), 1e-3,
+                                     f"{name}: LSE of sequence {b}")
+
+    def test_random_lengths(self):
+        rng = random.Random(7)
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            for causal in (False, True):
+                for d, hq, hkv in ((64, 4, 2), (128, 8, 8)):
+                    q_lens = [0, 1] + [rng.randint(1, 600) for _ in range(6)]
+                    k_lens = [rng.randint(0, 600) for _ in q_lens]
+                    rng.shuffle(q_lens)
+                    with self.subTest(dtype=dtype, causal=causal, d=d):
+                        self.run_batch(dtype, q_lens, k_lens, hq, hkv, d,
+                                       causal)
+
+    def test_variants_per_sequence(self):
+        lens = [300, 5, 129, 64]
+        for dtype in (torch.float16, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                self.run_batch(dtype, lens, lens, 4, 4, 64, True,
+                               window=(32, 0))
+                self.run_batch(dtype, lens, [40, 5, 300, 1], 4, 2, 128,
+                               False, softcap=5.0)
+
+    def test_bad_offsets_are_named(self):
+        q = torch.randn(10, 2, 64, device="cuda", dtype=torch.float16)
+        good = torch.tensor([0, 4, 10], dtype=torch.int32, device="cuda")
+
+        def call(cu_q, cu_k=good, max_q=6, max_k=6):
+            return fa.flash_attn_varlen_func(q, q, q, cu_q, cu_k, max_q,
+                                             max_k)
+
+        call(good)
+        cases = [
+            (good.long(), "torch.int32"),
+            (torch.tensor([1, 4, 10], dtype=torch.int32, device="cuda"),
+             r"\[0\] must be 0"),
+            (torch.tensor([0, 7, 4, 10], dtype=torch.int32, device="cuda"),
+             "non-decreasing"),
+            (torch.tensor([0, 4, 9], dtype=torch.int32, device="cuda"),
+             r"must be the packed rows \(10\)"),
+            (good.cpu(), "is on cpu"),
+        ]
+        for cu, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex((TypeError, ValueError), message):
+                    call(cu)
+        with self.assertRaisesRegex(ValueError, "more than max_seqlen_q = 5"):
+            call(good, max_q=5)
+        with self.assertRaisesRegex(ValueError, "both hold B \\+ 1"):
+            call(good, cu_k=torch.tensor([0, 10], dtype=torch.int32,
+                                         device="cuda"))
+        with self.assertRaisesRegex(NotImplementedError, "varlen backward"):
+            fa.flash_attn_varlen_func(q.clone().requires_grad_(), q, q, good,
+                                      good, 6, 6)
+
+    def test_op_and_compile(self):
+        lens = [5, 0, 70]
+        cu = torch.tensor(_offsets(lens), dtype=torch.int32, device="cuda")
+        q = torch.randn(75, 4, 64, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(75, 2, 64, device="cuda", dtype=torch.bfloat16)
+        torch.library.opcheck(
+            torch.ops.fa.varlen_attention_forward,
+            (q, k, k, cu, cu, 70, 70, True, 0.125, "", ""))
+        eager = fa.flash_attn_varlen_func(q, k, k, cu, cu, 70, 70,
+                                          causal=True)
+        compiled = torch.compile(
+            lambda *a: fa.flash_attn_varlen_func(*a, causal=True),
+            fullgraph=True)(q, k, k, cu, cu, 70, 70)
+        self.assertTrue(torch.equal(eager, compiled))
+
+
+if __name__ == "__main__":
+    unittest.main()
