@@ -9,6 +9,7 @@
 #                       profile-backward-source|profile-source|grad-seeds|
 #                       host-overhead|clock-probe|bench-sinks|
 #                       block-mask|bench-variants|profile-block-mask|
+#                       bench-varlen|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -67,6 +68,7 @@ for step in $steps; do
   python | all)
     run python-tests python3 python/tests/test_attention.py
     run python-sinks python3 python/tests/test_sinks.py
+    run python-varlen python3 python/tests/test_varlen.py
     run python-training python3 python/tests/test_training.py ;;&
   grad-seeds | all)
     # FlashAttention's gradient criterion over 40 seeds per shape (median,
@@ -87,6 +89,10 @@ for step in $steps; do
       --tool memcheck --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
       --gtest_filter='*BlockMask*'
     run python-captures python3 python/tests/test_captures.py ;;&
+  bench-varlen)
+    # Packed varlen batches against the fixed-length kernel and SDPA.
+    run bench-varlen python3 bench/bench_varlen.py \
+      --json "$OUT/varlen.json" ${FA_BENCH_VARLEN_ARGS:-} ;;&
   bench-variants)
     # The variants against FlexAttention (packed documents with and
     # without a block mask, the block masks' own cost).

@@ -1063,9 +1063,10 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                      mask_mod=mask_mod).transpose(1, 2)
 
 
-def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name):
+def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
+                      values=True):
     """A sequence offset table as the varlen kernels read it: int32 [B + 1]
-    on q's device, and (read back once, outside tracing) 0 first,
+    on q's device, and (with `values`: read back, outside tracing) 0 first,
     non-decreasing, `total` last, no sequence longer than max_seqlen."""
     torch = _torch
     if not isinstance(cu, torch.Tensor):
@@ -1080,7 +1081,7 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name):
     if cu.device != q.device:
         raise ValueError(f"{where}: {name} is on {cu.device}, q on "
                          f"{q.device}")
-    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+    if not values or torch.compiler.is_compiling() or torch.jit.is_tracing():
         return cu.contiguous()
     offsets = cu.tolist()
     if offsets[0] != 0:
@@ -1135,7 +1136,7 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0,
-                           return_lse=False):
+                           return_lse=False, check_offsets=True):
     """FlashAttention's varlen convention: a packed batch of sequences of
     their own lengths. q [total_q, Hq, D], k and v [total_k, Hkv, D] hold
     the rows of every sequence one after another; cu_seqlens_q and
@@ -1146,8 +1147,12 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     window_size, softcap as flash_attn_func's, per sequence). Returns O
     [total_q, Hq, D] (and, with return_lse, LSE [Hq, total_q] float32).
     The offsets are read back once per call to check them (outside
-    torch.compile). The backward of a varlen batch is not supported yet:
-    inputs that require grad (with grad enabled) are an error."""
+    torch.compile): a synchronization with the device that a serving loop
+    may skip with check_offsets=False (the kernel then never reads or
+    writes outside the tensors, but offsets that break the rules leave
+    rows of O unwritten or mixed). The backward of a varlen batch is not
+    supported yet: inputs that require grad (with grad enabled) are an
+    error."""
     where = "fa.flash_attn_varlen_func"
     torch = _torch
     if torch is None:
@@ -1172,10 +1177,13 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             "under torch.no_grad() or with tensors that do not require grad")
     max_seqlen_q = _integer("max_seqlen_q", max_seqlen_q)
     max_seqlen_k = _integer("max_seqlen_k", max_seqlen_k)
+    values = bool(_flag("check_offsets", check_offsets))
     cu_seqlens_q = _check_cu_seqlens(where, "cu_seqlens_q", cu_seqlens_q, q,
-                                     q.shape[0], max_seqlen_q, "max_seqlen_q")
+                                     q.shape[0], max_seqlen_q, "max_seqlen_q",
+                                     values)
     cu_seqlens_k = _check_cu_seqlens(where, "cu_seqlens_k", cu_seqlens_k, q,
-                                     k.shape[0], max_seqlen_k, "max_seqlen_k")
+                                     k.shape[0], max_seqlen_k, "max_seqlen_k",
+                                     values)
     if cu_seqlens_q.shape != cu_seqlens_k.shape:
         raise ValueError(f"{where}: cu_seqlens_q {list(cu_seqlens_q.shape)} "
                          f"and cu_seqlens_k {list(cu_seqlens_k.shape)} must "
@@ -1197,8 +1205,10 @@ def register_transformers(name="fa"):
     """Registers fa.attention as a transformers attention backend: a model
     built with attn_implementation=name (e.g. from_pretrained(...,
     attn_implementation="fa")) runs its attention here. Causal or not as
-    the model's attention says; padding masks and attention dropout are not
-    supported (a clear error)."""
+    the model's attention says. A padding mask (batched generation of
+    prompts of different lengths) runs the real tokens as a varlen batch
+    (forward only: training with padding, padding with sinks, and
+    attention dropout are clear errors)."""
     from . import _transformers
 
     _transformers.register(name)

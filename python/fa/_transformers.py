@@ -8,28 +8,75 @@ a model built with attn_implementation=name then runs its attention here.
 import fa
 
 
-def _mask(*args, attention_mask=None, **kwargs):
-    """The mask transformers builds for this backend: none. The kernels
-    apply the causal mask themselves (bottom-right aligned, which is what a
-    KV cache needs); a padding mask with any padded position is an error."""
-    if attention_mask is not None and not bool(attention_mask.all()):
+def _mask(*args, attention_mask=None, kv_length=None, kv_offset=0,
+          **kwargs):
+    """The mask transformers builds for this backend: none, or the 2-d
+    padding mask [B, kv_length] (bool, True = a real token) when some
+    position is padding. The kernels apply the causal mask themselves
+    (bottom-right aligned, which is what a KV cache needs); padding is
+    removed before them (a varlen batch of the real tokens)."""
+    if attention_mask is None or attention_mask.dim() != 2:
+        return None
+    if kv_length is not None:
+        attention_mask = attention_mask[:, kv_offset:kv_offset + kv_length]
+    if bool(attention_mask.all()):
+        return None
+    return attention_mask.bool()
+
+
+def _unpadded(query, key, value, padding, causal, scaling, window, softcap,
+              sinks):
+    """Attention of a padded batch as a varlen batch of its real tokens:
+    padding [B, Sk] marks the keys, the queries are the last Sq positions
+    (transformers' layout with and without a KV cache). window: None or
+    (left, right); softcap: None or the cap. Returns [B, Sq, Hq, D] with
+    zeros at padded query positions. Forward only (the varlen backward is
+    not supported yet: fa.flash_attn_varlen_func says so)."""
+    import torch
+
+    if sinks is not None:
         raise NotImplementedError(
-            "fa: padding masks are not supported by the fa attention backend "
-            "(every position of attention_mask must be 1)")
-    return None
+            "fa: padding masks with attention sinks (s_aux) are not "
+            "supported yet")
+    batch, _, q_len, _ = query.shape
+    k_len = key.shape[2]
+    if padding.shape != (batch, k_len):
+        raise ValueError(f"fa: the padding mask {tuple(padding.shape)} does "
+                         f"not match the keys [B, Sk] = [{batch}, {k_len}]")
+    keys = padding
+    queries = padding[:, k_len - q_len:]
+    q_counts = queries.sum(dim=1, dtype=torch.int32)
+    k_counts = keys.sum(dim=1, dtype=torch.int32)
+    zero = torch.zeros(1, dtype=torch.int32, device=query.device)
+    cu_q = torch.cat([zero, q_counts.cumsum(0, dtype=torch.int32)])
+    cu_k = torch.cat([zero, k_counts.cumsum(0, dtype=torch.int32)])
+    q = query.transpose(1, 2)[queries]
+    k = key.transpose(1, 2)[keys]
+    v = value.transpose(1, 2)[keys]
+    out = fa.flash_attn_varlen_func(
+        q, k, v, cu_q, cu_k, int(q_counts.max()), int(k_counts.max()),
+        softmax_scale=scaling, causal=causal, window_size=window or (-1, -1),
+        softcap=softcap or 0.0)
+    padded = query.new_zeros(batch, q_len, query.shape[1], query.shape[3])
+    padded[queries] = out
+    return padded
 
 
 def _attention(module, query, key, value, attention_mask, scaling=None,
                dropout=0.0, **kwargs):
     """query [B, Hq, Sq, D], key and value [B, Hkv, Sk, D] (GQA as they
-    come); returns ([B, Sq, Hq, D], None) as transformers expects. s_aux
+    come); returns ([B, Sq, Hq, D], None) as transformers expects. A
+    padding mask (from _mask) runs the real tokens as a varlen batch. s_aux
     (gpt-oss): the attention's sinks, its parameter module.sinks ([Hq], in
     the model's dtype), as fa.attention's sinks: converted to float32 there
     in autograd-visible code, so that training updates the parameter."""
+    padding = None
     if attention_mask is not None:
-        raise NotImplementedError(
-            "fa: the fa attention backend takes no attention mask (padding "
-            "or custom masks); it applies the causal mask itself")
+        if attention_mask.dim() != 2:
+            raise NotImplementedError(
+                "fa: the fa attention backend takes padding masks ([B, Sk]) "
+                "only, not custom masks; it applies the causal mask itself")
+        padding = attention_mask.bool()
     if dropout:
         raise NotImplementedError(
             f"fa: attention dropout ({dropout}) is not supported")
@@ -52,6 +99,15 @@ def _attention(module, query, key, value, attention_mask, scaling=None,
     cap = kwargs.get("softcap")
     if cap:
         score_mod = fa.variants.softcap(cap)
+    if padding is not None:
+        # The varlen call takes the window and the cap as numbers.
+        window_size = None
+        if window is not None and window > 0:
+            window_size = (int(window) - 1,
+                           -1 if causal else int(window) - 1)
+        return _unpadded(query, key, value, padding, causal, scaling,
+                         window_size, float(cap) if cap else None,
+                         sinks), None
     out = fa.attention(query, key, value, causal=causal, scale=scaling,
                        score_mod=score_mod, mask_mod=mask_mod, sinks=sinks)
     return out.transpose(1, 2), None

@@ -9,7 +9,8 @@ every sequence against the float64 reference of that sequence alone, with
 FlashAttention's criterion (error at most 2x PyTorch's own at the inputs'
 precision), over random lengths with 0 and 1 among them, causal and not,
 GQA, windows and softcapping; the offsets' checks; the custom op (opcheck)
-and torch.compile.
+and torch.compile; the transformers backend's padding masks (batched
+greedy generation equals one-by-one generation).
 Run: python3 python/tests/test_varlen.py (needs the built libfa_runtime.so;
 ctest runs it with FA_RUNTIME_LIB set).
 """
@@ -218,6 +219,61 @@ class GpuVarlenTest(unittest.TestCase):
             lambda *a: fa.flash_attn_varlen_func(*a, causal=True),
             fullgraph=True)(q, k, k, cu, cu, 70, 70)
         self.assertTrue(torch.equal(eager, compiled))
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
+class GpuTransformersTest(unittest.TestCase):
+    """The transformers backend with padding masks: batched greedy
+    generation of prompts of different lengths (left padding, a KV cache)
+    gives the tokens of generating each prompt alone."""
+
+    def test_batched_generation_matches_one_by_one(self):
+        try:
+            from transformers import LlamaConfig, LlamaForCausalLM
+        except ImportError:
+            self.skipTest("transformers is not installed")
+        fa.register_transformers()
+        config = LlamaConfig(vocab_size=256, hidden_size=256,
+                             intermediate_size=512, num_hidden_layers=2,
+                             num_attention_heads=8, num_key_value_heads=2,
+                             max_position_embeddings=256,
+                             attn_implementation="fa", pad_token_id=0)
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(config).to(device="cuda",
+                                            dtype=torch.float32).eval()
+        rng = random.Random(3)
+        prompts = [[rng.randint(1, 255) for _ in range(n)]
+                   for n in (5, 17, 1, 40)]
+        longest = max(len(p) for p in prompts)
+        ids = torch.zeros(len(prompts), longest, dtype=torch.long,
+                          device="cuda")
+        mask = torch.zeros_like(ids)
+        for b, p in enumerate(prompts):  # left padding
+            ids[b, longest - len(p):] = torch.tensor(p)
+            mask[b, longest - len(p):] = 1
+        with torch.no_grad():
+            batched = model.generate(input_ids=ids, attention_mask=mask,
+                                     max_new_tokens=12, do_sample=False,
+                                     pad_token_id=0)[:, longest:]
+            for b, p in enumerate(prompts):
+                alone = model.generate(
+                    input_ids=torch.tensor([p], device="cuda"),
+                    attention_mask=torch.ones(1, len(p), dtype=torch.long,
+                                              device="cuda"),
+                    max_new_tokens=12, do_sample=False,
+                    pad_token_id=0)[0, len(p):]
+                self.assertEqual(batched[b].tolist(), alone.tolist(),
+                                 f"prompt {b} ({len(p)} tokens)")
+            # The padded forward's logits at the real positions equal
+            # SDPA's (its own padding mask) within float32 rounding.
+            ours = model(input_ids=ids, attention_mask=mask).logits
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation("sdpa")
+            else:
+                model.config._attn_implementation = "sdpa"
+            theirs = model(input_ids=ids, attention_mask=mask).logits
+        real = mask.bool()
+        self.assertLess((ours[real] - theirs[real]).abs().max().item(), 1e-3)
 
 
 if __name__ == "__main__":

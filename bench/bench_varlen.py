@@ -1,0 +1,141 @@
+"""Packed varlen batches (fa.flash_attn_varlen_func) against fa's
+fixed-length kernel on the same total tokens, and SDPA on the same
+sequences (nested jagged tensors where torch supports them, else one SDPA
+call per sequence), forward, in one run.
+
+    python3 bench/bench_varlen.py [--tokens 16384] [--means 512,2048]
+        [--dtype bfloat16] [--head-dims 64,128] [--json out.json]
+
+Lengths: uniform in [1, 2 * mean] (seeded), drawn until the total reaches
+`--tokens` (the benchmark convention's B * S = 16k); the fixed-length row
+is a batch of `tokens / mean` sequences of `mean` rows. Heads: 2048 / D
+query heads (H * D = 2048), as many K/V heads. TFLOP/s count the kept
+scores of each sequence (causal: the lower triangle). Timing:
+triton.testing.do_bench (median, L2 flushed); the varlen calls skip the
+offsets' check (check_offsets=False: no read-back in the timed loop).
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import fa  # noqa: E402
+from triton.testing import do_bench  # noqa: E402
+
+
+def kept(sq, sk, causal):
+    if not causal:
+        return sq * sk
+    # Bottom-right aligned: row i sees min(sk, max(0, i + sk - sq + 1)).
+    return sum(min(sk, max(0, i + sk - sq + 1)) for i in range(sq))
+
+
+def lengths_for(tokens, mean, rng):
+    lengths = []
+    while sum(lengths) < tokens:
+        lengths.append(rng.randint(1, 2 * mean))
+    lengths[-1] -= sum(lengths) - tokens
+    if lengths[-1] == 0:
+        lengths.pop()
+    return lengths
+
+
+def sdpa_jagged(q, k, v, cu, causal):
+    """SDPA on nested jagged tensors ([B, j, H, D] -> [B, H, j, D]), or
+    None when this torch cannot."""
+    try:
+        offsets = cu.long()
+        nq = torch.nested.nested_tensor_from_jagged(q, offsets)
+        nk = torch.nested.nested_tensor_from_jagged(k, offsets)
+        nv = torch.nested.nested_tensor_from_jagged(v, offsets)
+
+        def call():
+            return torch.nn.functional.scaled_dot_product_attention(
+                nq.transpose(1, 2), nk.transpose(1, 2), nv.transpose(1, 2),
+                is_causal=causal)
+        call()
+        return call
+    except Exception as error:  # noqa: BLE001 (report and go on)
+        print(f"  (SDPA on jagged tensors: {type(error).__name__}: "
+              f"{str(error).splitlines()[0][:100]})")
+        return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tokens", type=int, default=16384)
+    parser.add_argument("--means", default="512,2048")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--json", default="")
+    args = parser.parse_args()
+    dtype = getattr(torch, args.dtype)
+    rows = []
+    print(f"{'D':>4} {'mean':>5} {'seqs':>5} {'causal':>6} {'varlen ms':>9} "
+          f"{'TF/s':>6} {'fixed ms':>9} {'TF/s':>6} {'var/fixed':>9} "
+          f"{'sdpa ms':>8} {'sdpa kind':>10}")
+    for d in (int(x) for x in args.head_dims.split(",")):
+        heads = 2048 // d
+        for mean in (int(x) for x in args.means.split(",")):
+            rng = random.Random(mean * 7 + d)
+            lengths = lengths_for(args.tokens, mean, rng)
+            offsets = [0]
+            for n in lengths:
+                offsets.append(offsets[-1] + n)
+            cu = torch.tensor(offsets, dtype=torch.int32, device="cuda")
+            total = offsets[-1]
+            torch.manual_seed(0)
+            q, k, v = (torch.randn(total, heads, d, device="cuda",
+                                   dtype=dtype) for _ in range(3))
+            batch = max(1, args.tokens // mean)
+            fq, fk, fv = (torch.randn(batch, mean, heads, d, device="cuda",
+                                      dtype=dtype) for _ in range(3))
+            for causal in (False, True):
+                flops = 4 * heads * d * sum(kept(n, n, causal)
+                                            for n in lengths)
+                fixed_flops = 4 * heads * d * batch * kept(mean, mean, causal)
+                varlen_ms = do_bench(lambda: fa.flash_attn_varlen_func(
+                    q, k, v, cu, cu, max(lengths), max(lengths),
+                    causal=causal, check_offsets=False))
+                fixed_ms = do_bench(lambda: fa.flash_attn_func(
+                    fq, fk, fv, causal=causal))
+                sdpa = sdpa_jagged(q, k, v, cu, causal)
+                kind = "jagged"
+                if sdpa is None:
+                    kind = "per-seq"
+                    seqs = [(q[a:b].transpose(0, 1), k[a:b].transpose(0, 1),
+                             v[a:b].transpose(0, 1))
+                            for a, b in zip(offsets, offsets[1:])]
+
+                    def sdpa():
+                        for sq, sk, sv in seqs:
+                            torch.nn.functional.scaled_dot_product_attention(
+                                sq, sk, sv, is_causal=causal)
+                sdpa_ms = do_bench(sdpa)
+                row = {"head_dim": d, "mean": mean, "sequences": len(lengths),
+                       "causal": causal, "varlen_ms": varlen_ms,
+                       "varlen_tflops": flops / varlen_ms / 1e9,
+                       "fixed_ms": fixed_ms,
+                       "fixed_tflops": fixed_flops / fixed_ms / 1e9,
+                       "sdpa_ms": sdpa_ms, "sdpa": kind}
+                row["varlen_over_fixed"] = (row["varlen_tflops"]
+                                            / row["fixed_tflops"])
+                rows.append(row)
+                print(f"{d:>4} {mean:>5} {len(lengths):>5} "
+                      f"{'yes' if causal else 'no':>6} {varlen_ms:>9.3f} "
+                      f"{row['varlen_tflops']:>6.0f} {fixed_ms:>9.3f} "
+                      f"{row['fixed_tflops']:>6.0f} "
+                      f"{row['varlen_over_fixed']:>9.2f} {sdpa_ms:>8.3f} "
+                      f"{kind:>10}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
