@@ -2056,6 +2056,79 @@ TEST(Sinks, ArgumentChecks) {
                      "the inputs)");
 }
 
+/// A varlen batch: one packed batch entry, B + 1 offsets each (int32,
+/// contiguous, apart from the outputs), maxima within the packed rows; the
+/// grid's query tiles count the longest sequence's rows.
+TEST(ArgumentChecks, Varlen) {
+  fa::KernelSpec spec = smallSpec();
+  spec.varlen = true;
+  fa::AttentionArgs a = validArgs();
+  auto check = [&] { return fa::checkAttentionArgs(spec, a).message; };
+  EXPECT_EQ(check(), "a varlen batch packs its sequences into one batch "
+                     "entry: q batch must be 1, got 2");
+  for (fa::TensorArg *t : {&a.q, &a.k, &a.v, &a.o, &a.lse})
+    t->sizes[0] = 1;
+  auto offsets = [](int64_t n, uintptr_t at) {
+    fa::TensorArg t;
+    t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * at);
+    t.sizes[0] = n;
+    t.strides[0] = 1;
+    return t;
+  };
+  a.cuSeqlensQ = offsets(0, 20);
+  a.cuSeqlensK = offsets(4, 21);
+  EXPECT_EQ(check(), "cu_seqlens_q holds B + 1 offsets (at least 1), got 0");
+  a.cuSeqlensQ = offsets(3, 20);
+  EXPECT_EQ(check(), "cu_seqlens_q (3 offsets) and cu_seqlens_k (4) must "
+                     "both hold B + 1 offsets");
+  a.cuSeqlensQ = offsets(4, 20);
+  a.cuSeqlensK.strides[0] = 2;
+  EXPECT_EQ(check(), "cu_seqlens_k must be contiguous in its last dimension "
+                     "(stride 1), got stride 2");
+  a.cuSeqlensK = offsets(4, 21);
+  a.maxSeqlenQ = 101;
+  a.maxSeqlenK = 70;
+  EXPECT_EQ(check(), "max_seqlen_q must be in [0, 100] (the packed rows), "
+                     "got 101");
+  a.maxSeqlenQ = 60;
+  a.maxSeqlenK = -1;
+  EXPECT_EQ(check(), "max_seqlen_k must be in [0, 70] (the packed rows), "
+                     "got -1");
+  a.maxSeqlenK = 70;
+  EXPECT_EQ(check(), "");
+  a.cuSeqlensK.data = a.o.data;
+  EXPECT_EQ(check(), "o overlaps cu_seqlens_k in memory (outputs must not "
+                     "alias the inputs)");
+  a.cuSeqlensK = offsets(4, 21);
+  a.cuSeqlensQ = offsets(70000, 20);
+  a.cuSeqlensK = offsets(70000, 21);
+  EXPECT_EQ(check(), "a varlen batch of 69999 sequences exceeds the grid "
+                     "limit 65535");
+  // The plan's operands: the offsets after the sinks, before a block mask.
+  fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention(
+      "f", 64, 128, 0, /*sinks=*/true, /*blockMask=*/false, /*varlen=*/true);
+  std::vector<fa::LaunchPlan::Operand> want = {
+      fa::LaunchPlan::Operand::query,      fa::LaunchPlan::Operand::key,
+      fa::LaunchPlan::Operand::value,      fa::LaunchPlan::Operand::output,
+      fa::LaunchPlan::Operand::lse,        fa::LaunchPlan::Operand::sinks,
+      fa::LaunchPlan::Operand::cuSeqlensQ, fa::LaunchPlan::Operand::cuSeqlensK};
+  EXPECT_EQ(plan.params, want);
+  EXPECT_EQ(plan.paramRank(fa::LaunchPlan::Operand::cuSeqlensK), 1);
+}
+
+/// A varlen spec is a kernel of its own, and the backward refuses it.
+TEST(KernelSpecVarlen, NameKeyAndLimits) {
+  fa::KernelSpec spec = smallSpec();
+  fa::KernelSpec varlen = spec;
+  varlen.varlen = true;
+  EXPECT_NE(spec.canonicalText(), varlen.canonicalText());
+  EXPECT_NE(varlen.kernelName().find("_varlen"), std::string::npos);
+  EXPECT_EQ(varlen.validate(), "");
+  varlen.backward = true;
+  EXPECT_EQ(varlen.validate(),
+            "the backward does not take a varlen batch (cu_seqlens) yet");
+}
+
 /// Interval masks compare keys in 32 bits: with a mask_mod the key length
 /// is bounded (and named), without one it is not.
 TEST(ArgumentChecks, MaskModKeyLength) {
