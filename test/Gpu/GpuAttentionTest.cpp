@@ -104,6 +104,28 @@ fa::TensorArg tensorArg(const DeviceBuffer &buffer, int64_t b, int64_t h,
   return t;
 }
 
+/// Uploads `values` as `type` (f32, or 16-bit bits); 16-bit values are
+/// rounded in place, so that a reference sees what the kernel sees.
+CUresult uploadAs(const DeviceBuffer &to, std::vector<float> &values,
+                  fa::ElementType type) {
+  if (type == fa::ElementType::f32)
+    return driver().cuMemcpyHtoD_v2(to.ptr, values.data(), values.size() * 4);
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    bits[i] = fa::test::toBits(values[i], type);
+    values[i] = fa::test::fromBits(bits[i], type);
+  }
+  return driver().cuMemcpyHtoD_v2(to.ptr, bits.data(), bits.size() * 2);
+}
+
+/// Poisons an output of `type` with quiet NaNs.
+CUresult poison(const DeviceBuffer &buffer, fa::ElementType type) {
+  if (type == fa::ElementType::f32)
+    return driver().cuMemsetD32_v2(buffer.ptr, 0x7fc00000, buffer.count);
+  return driver().cuMemsetD16_v2(buffer.ptr, fa::test::nanBits(type),
+                                 buffer.count);
+}
+
 /// Errors below this fail no case; the measured maxima are printed.
 /// f32 accumulation over up to 4096 keys and 256 dims with the ex2/lg2
 /// hardware approximations (relative error ~2^-22) gives ~1e-6 .. 1e-5.
@@ -274,25 +296,11 @@ protected:
         dlse(p.lseElements());
     // 16-bit inputs: the kernel gets the rounded values, and so does the
     // reference.
-    auto upload = [&](const DeviceBuffer &to, std::vector<float> &values) {
-      if (wide)
-        return driver().cuMemcpyHtoD_v2(to.ptr, values.data(),
-                                        values.size() * 4);
-      std::vector<uint16_t> bits(values.size());
-      for (size_t i = 0; i < values.size(); ++i) {
-        bits[i] = toBits(values[i], c.dtype);
-        values[i] = fromBits(bits[i], c.dtype);
-      }
-      return driver().cuMemcpyHtoD_v2(to.ptr, bits.data(), bits.size() * 2);
-    };
-    CU_ASSERT(upload(dq, q));
-    CU_ASSERT(upload(dk, k));
-    CU_ASSERT(upload(dv, v));
+    CU_ASSERT(uploadAs(dq, q, c.dtype));
+    CU_ASSERT(uploadAs(dk, k, c.dtype));
+    CU_ASSERT(uploadAs(dv, v, c.dtype));
     // Poison: a quiet NaN in every output element.
-    if (wide)
-      CU_ASSERT(driver().cuMemsetD32_v2(dout.ptr, 0x7fc00000, dout.count));
-    else
-      CU_ASSERT(driver().cuMemsetD16_v2(dout.ptr, nanBits(c.dtype), dout.count));
+    CU_ASSERT(poison(dout, c.dtype));
     CU_ASSERT(driver().cuMemsetD32_v2(dlse.ptr, 0x7fc00000, dlse.count));
 
     fa::AttentionArgs args;
@@ -452,26 +460,12 @@ protected:
     DeviceBuffer qBuf(q.size(), elementBytes), kBuf(k.size(), elementBytes),
         vBuf(v.size(), elementBytes), oBuf(q.size(), elementBytes),
         lseBuf(size_t(hq * totalQ)), cuQBuf(cuQ.size()), cuKBuf(cuK.size());
-    auto upload = [&](const DeviceBuffer &to, std::vector<float> &values) {
-      if (wide)
-        return driver().cuMemcpyHtoD_v2(to.ptr, values.data(),
-                                        values.size() * 4);
-      std::vector<uint16_t> bits(values.size());
-      for (size_t i = 0; i < values.size(); ++i) {
-        bits[i] = toBits(values[i], c.dtype);
-        values[i] = fromBits(bits[i], c.dtype);
-      }
-      return driver().cuMemcpyHtoD_v2(to.ptr, bits.data(), bits.size() * 2);
-    };
-    CU_ASSERT(upload(qBuf, q));
-    CU_ASSERT(upload(kBuf, k));
-    CU_ASSERT(upload(vBuf, v));
+    CU_ASSERT(uploadAs(qBuf, q, c.dtype));
+    CU_ASSERT(uploadAs(kBuf, k, c.dtype));
+    CU_ASSERT(uploadAs(vBuf, v, c.dtype));
     CU_ASSERT(driver().cuMemcpyHtoD_v2(cuQBuf.ptr, cuQ.data(), cuQ.size() * 4));
     CU_ASSERT(driver().cuMemcpyHtoD_v2(cuKBuf.ptr, cuK.data(), cuK.size() * 4));
-    if (wide)
-      CU_ASSERT(driver().cuMemsetD32_v2(oBuf.ptr, 0x7fc00000, oBuf.count));
-    else
-      CU_ASSERT(driver().cuMemsetD16_v2(oBuf.ptr, nanBits(c.dtype), oBuf.count));
+    CU_ASSERT(poison(oBuf, c.dtype));
     CU_ASSERT(driver().cuMemsetD32_v2(lseBuf.ptr, 0x7fc00000, lseBuf.count));
 
     // [total, H, D] viewed as [1, H, total, D]; LSE [H, total].
