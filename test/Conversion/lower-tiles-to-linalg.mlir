@@ -305,3 +305,25 @@ func.func @whole_range_table(%start: index, %end: index, %b: index, %h: index,
   %lo, %hi = fa.whole_range %start, %end at(%b, %h) ranges %t : memref<?x?x?x4xi32>
   return %lo, %hi : index, index
 }
+
+// -----
+
+// A score_mod's load of a captured tensor clamps each index into the
+// tensor (unsigned min with the last index) and is marked for
+// fa-hoist-capture-loads.
+// CHECK-LABEL: func @score_mod_capture
+// CHECK-SAME: %[[H:[a-z0-9_]+]]: index, %[[T:[a-z0-9_]+]]: memref<?xf32>)
+// CHECK: linalg.generic
+// CHECK: %[[DIM:.*]] = memref.dim %[[T]], %{{.*}} : memref<?xf32>
+// CHECK: %[[LAST:.*]] = arith.subi %[[DIM]], %{{.*}} : index
+// CHECK: %[[IDX:.*]] = arith.minui %[[H]], %[[LAST]] : index
+// CHECK: memref.load %[[T]][%[[IDX]]] {fa.capture_load} : memref<?xf32>
+func.func @score_mod_capture(%s: tensor<4x8xf32>, %q0: index, %k0: index, %sq: index, %sk: index, %b: index, %h: index, %slopes: memref<?xf32>) -> tensor<4x8xf32> {
+  %r = fa.score_mod %s, %q0, %k0, %sq, %sk at(%b, %h) captures(%slopes : memref<?xf32>) {scale = 1.0 : f32} : tensor<4x8xf32> {
+  ^bb0(%x: f32, %bb: index, %hh: index, %qi: index, %ki: index, %l1: index, %l2: index, %t: memref<?xf32>):
+    %v = memref.load %t[%hh] : memref<?xf32>
+    %y = arith.mulf %x, %v : f32
+    fa.yield %y : f32
+  }
+  return %r : tensor<4x8xf32>
+}

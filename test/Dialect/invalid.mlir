@@ -686,3 +686,43 @@ func.func @load_tile_sequence(%k: memref<1x?x?x64xf16>, %i: index) -> tensor<32x
   %t = fa.load_tile %k[%i, %i, %i] sequence(%i) : memref<1x?x?x64xf16> -> tensor<32x64xf16>
   return %t : tensor<32x64xf16>
 }
+
+// -----
+
+// fa.capture_load marks a load of a captured tensor (fa-hoist-capture-loads
+// may move it): only memref.load carries it.
+func.func @capture_load_on_another_op(%t: memref<?xf32>, %i: index) -> f32 {
+  %c = arith.constant 0.0 : f32
+  // expected-error @+1 {{'fa.capture_load' is a unit attribute of memref.load}}
+  %s = arith.addf %c, %c {fa.capture_load} : f32
+  return %s : f32
+}
+
+// -----
+
+func.func @capture_load_not_unit(%t: memref<?xf32>, %i: index) -> f32 {
+  // expected-error @+1 {{'fa.capture_load' is a unit attribute of memref.load}}
+  %v = memref.load %t[%i] {fa.capture_load = 1 : i64} : memref<?xf32>
+  return %v : f32
+}
+
+// -----
+
+// fa.hoist_capture_loads marks the branch whose capture loads may leave it.
+func.func @hoist_capture_loads_on_a_loop(%n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'fa.hoist_capture_loads' is a unit attribute of scf.if}}
+  scf.for %i = %c0 to %n step %c1 {
+  } {fa.hoist_capture_loads}
+  return
+}
+
+// -----
+
+func.func @hoist_capture_loads_not_unit(%c: i1) {
+  // expected-error @+1 {{'fa.hoist_capture_loads' is a unit attribute of scf.if}}
+  scf.if %c {
+  } {fa.hoist_capture_loads = "yes"}
+  return
+}

@@ -94,3 +94,44 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// Nested marked branches: the load leaves both; the pure op computing its
+// index, defined mid-block before the branches, rises with it to the top
+// of the loop body (above the wait), and the load follows it.
+// CHECK-LABEL: gpu.func @nested
+// CHECK: scf.for %[[T:[^ ]*]] =
+// CHECK-NEXT: %[[KEY:.*]] = arith.addi %[[T]], %{{.*}} : index
+// CHECK-NEXT: %[[ID:.*]] = memref.load %{{.*}}[%[[KEY]]] {fa.capture_load}
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: scf.if
+// CHECK-NEXT: scf.if
+// CHECK-NOT: memref.load
+// CHECK: arith.cmpi eq, %[[ID]],
+gpu.module @nested_kernels {
+  gpu.func @nested(%doc: memref<?xi32>, %n: index, %col: index, %p: i1, %r: i1, %s: f32) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %ninf = arith.constant 0xFF800000 : f32
+    scf.for %t = %c0 to %n step %c1 {
+      nvvm.wgmma.wait.group.sync.aligned 0
+      %k = arith.addi %t, %col : index
+      %a = scf.if %p -> (f32) {
+        %b = scf.if %r -> (f32) {
+          %id = memref.load %doc[%k] {fa.capture_load} : memref<?xi32>
+          %z = arith.constant 0 : i32
+          %keep = arith.cmpi eq, %id, %z : i32
+          %v = arith.select %keep, %s, %ninf : f32
+          scf.yield %v : f32
+        } else {
+          scf.yield %s : f32
+        } {fa.hoist_capture_loads}
+        scf.yield %b : f32
+      } else {
+        scf.yield %s : f32
+      } {fa.hoist_capture_loads}
+      %ai = arith.fptosi %a : f32 to i32
+      memref.store %ai, %doc[%t] : memref<?xi32>
+    }
+    gpu.return
+  }
+}
