@@ -1765,6 +1765,51 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
   fa_runtime_destroy(runtime);
 }
 
+/// The C ABI's varlen forward: its offset tables must be given, its
+/// kernels are prepared with config->varlen, and the plain forward never
+/// takes them (config->varlen is the varlen call's to set).
+TEST(CApi, VarlenForward) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  fa_tensor t = {nullptr, {1, 2, 0, 32}, {0, 0, 32, 1}};
+  EXPECT_EQ(fa_attention_varlen_forward(runtime, &t, &t, &t, &t, &t, nullptr,
+                                        &t, 0, 0, nullptr, FA_F32, 0, 0.0,
+                                        nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "a cu_seqlens descriptor is a null pointer");
+  fa_kernel_config config = {};
+  config.arch = "sm_90a";
+  config.varlen = 1;
+  fa_kernel_info info;
+  ASSERT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 1, 0.0, &config, &info),
+            FA_OK)
+      << fa_last_error();
+  EXPECT_NE(std::string(info.name).find("_varlen"), std::string::npos)
+      << info.name;
+  config.varlen = 2;
+  EXPECT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 1, 0.0, &config, &info),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "varlen must be 0 or 1, got 2");
+  if (!fa_runtime_has_driver(runtime)) {
+    // One offset (no sequence); a null table would be named.
+    fa_tensor offsets = {nullptr, {1, 0, 0, 0}, {1, 0, 0, 0}};
+    EXPECT_EQ(fa_attention_varlen_forward(runtime, &t, &t, &t, &t, &t,
+                                          &offsets, &offsets, 0, 0, nullptr,
+                                          FA_F32, 0, 0.0, nullptr, nullptr),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(fa_last_error(), "cu_seqlens_q is a null pointer");
+    offsets.data = reinterpret_cast<const void *>(uintptr_t(1) << 40);
+    EXPECT_EQ(fa_attention_varlen_forward(runtime, &t, &t, &t, &t, &t,
+                                          &offsets, &offsets, 0, 0, nullptr,
+                                          FA_F32, 0, 0.0, nullptr, nullptr),
+              FA_ERROR_NO_DRIVER)
+        << fa_last_error();
+  }
+  fa_runtime_destroy(runtime);
+}
+
 /// The C ABI checks codes and flags by value and passes the scale on for
 /// KernelSpec::validate, whose texts Python and fa-compile share: NaN, a
 /// negative scale or one beyond float32 is an error, never the default; a
