@@ -1,7 +1,8 @@
 """Packed varlen batches (fa.flash_attn_varlen_func) against fa's
 fixed-length kernel on the same total tokens, and SDPA on the same
 sequences (nested jagged tensors where torch supports them, else one SDPA
-call per sequence), forward, in one run.
+call per sequence) and PyTorch's varlen FlashAttention-2 and cuDNN kernels
+on the same packed batch, forward, in one run.
 
     python3 bench/bench_varlen.py [--tokens 16384] [--means 512,2048]
         [--dtype bfloat16] [--head-dims 64,128] [--json out.json]
@@ -66,6 +67,29 @@ def sdpa_jagged(q, k, v, cu, causal):
         return None
 
 
+def torch_varlen(backend, q, k, v, cu, max_len, causal):
+    """PyTorch's own varlen kernels on the packed batch (the ones SDPA runs
+    for nested tensors): "flash" (FlashAttention-2) or "cudnn"; None with
+    the reason printed when this torch lacks one."""
+    try:
+        if backend == "flash":
+            def call():
+                return torch.ops.aten._flash_attention_forward(
+                    q, k, v, cu, cu, max_len, max_len, 0.0, causal, False)[0]
+        else:
+            def call():
+                return torch.ops.aten._cudnn_attention_forward(
+                    q, k, v, None, cu, cu, max_len, max_len, True, 0.0,
+                    causal, False)[0]
+        out = call()
+        torch.cuda.synchronize()
+        return call, out
+    except Exception as error:  # noqa: BLE001 (report and go on)
+        print(f"  (torch varlen {backend}: {type(error).__name__}: "
+              f"{str(error).splitlines()[0][:120]})")
+        return None, None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=16384)
@@ -78,7 +102,8 @@ def main():
     rows = []
     print(f"{'D':>4} {'mean':>5} {'seqs':>5} {'causal':>6} {'varlen ms':>9} "
           f"{'TF/s':>6} {'fixed ms':>9} {'TF/s':>6} {'var/fixed':>9} "
-          f"{'sdpa ms':>8} {'sdpa kind':>10}")
+          f"{'sdpa ms':>8} {'sdpa kind':>10} {'fa2 ms':>7} {'fa2 TF/s':>8} "
+          f"{'cudnn ms':>8} {'cudnn TF/s':>10}")
     for d in (int(x) for x in args.head_dims.split(",")):
         heads = 2048 // d
         for mean in (int(x) for x in args.means.split(",")):
@@ -117,12 +142,30 @@ def main():
                             torch.nn.functional.scaled_dot_product_attention(
                                 sq, sk, sv, is_causal=causal)
                 sdpa_ms = do_bench(sdpa)
+                ours = fa.flash_attn_varlen_func(
+                    q, k, v, cu, cu, max(lengths), max(lengths),
+                    causal=causal).float()
+                peers = {}
+                for backend in ("flash", "cudnn"):
+                    call, out = torch_varlen(backend, q, k, v, cu,
+                                             max(lengths), causal)
+                    if call is None:
+                        peers[backend] = float("nan")
+                        continue
+                    # The same answer, or the timing compares different
+                    # work (bf16 outputs: a few ulps at |O| <= ~1).
+                    diff = (out.float() - ours).abs().max().item()
+                    if diff > 2e-2:
+                        print(f"  ({backend} differs from fa by {diff:.3g})")
+                    peers[backend] = do_bench(call)
                 row = {"head_dim": d, "mean": mean, "sequences": len(lengths),
                        "causal": causal, "varlen_ms": varlen_ms,
                        "varlen_tflops": flops / varlen_ms / 1e9,
                        "fixed_ms": fixed_ms,
                        "fixed_tflops": fixed_flops / fixed_ms / 1e9,
-                       "sdpa_ms": sdpa_ms, "sdpa": kind}
+                       "sdpa_ms": sdpa_ms, "sdpa": kind,
+                       "torch_flash_ms": peers["flash"],
+                       "torch_cudnn_ms": peers["cudnn"]}
                 row["varlen_over_fixed"] = (row["varlen_tflops"]
                                             / row["fixed_tflops"])
                 rows.append(row)
@@ -131,7 +174,10 @@ def main():
                       f"{row['varlen_tflops']:>6.0f} {fixed_ms:>9.3f} "
                       f"{row['fixed_tflops']:>6.0f} "
                       f"{row['varlen_over_fixed']:>9.2f} {sdpa_ms:>8.3f} "
-                      f"{kind:>10}")
+                      f"{kind:>10} {peers['flash']:>7.3f} "
+                      f"{flops / peers['flash'] / 1e9:>8.0f} "
+                      f"{peers['cudnn']:>8.3f} "
+                      f"{flops / peers['cudnn'] / 1e9:>10.0f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

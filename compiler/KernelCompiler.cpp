@@ -272,7 +272,12 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     size_t rangesArg = params.size();
     if (spec.blockMask)
       params.push_back(rangeTableType);
-    // The sinks, their gradient and a block mask come before the captures.
+    // A varlen batch's sequence offsets, i32 [B + 1] each.
+    size_t cuSeqlensArg = params.size();
+    if (spec.varlen)
+      params.append(2, MemRefType::get({dyn}, b.getI32Type()));
+    // The sinks, their gradient, a block mask and the offsets come before
+    // the captures.
     size_t firstCapture = params.size();
     llvm::append_range(params, *captures);
     auto func = func::FuncOp::create(b, loc, spec.kernelName(),
@@ -287,6 +292,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.sinks ? args[sinksArg] : Value(),
         spec.sinks ? args[sinksArg + 1] : Value(),
         spec.blockMask ? args[rangesArg] : Value(),
+        spec.varlen ? args[cuSeqlensArg] : Value(),
+        spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
@@ -553,7 +560,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                    1},
                      Plan::GridDim{Plan::Extent::batch, 1}};
         plan.params = Plan::backwardParams(spec.deterministic, spec.sinks,
-                                           spec.blockMask);
+                                           spec.blockMask, spec.varlen);
         plan.addCaptures(captures);
       });
 }

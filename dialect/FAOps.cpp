@@ -390,8 +390,19 @@ LogicalResult AttentionBackwardOp::verify() {
     return failure();
   if (failed(verifyCaptures(*this, getCaptures())) ||
       failed(verifyBlockMask(*this, "query_ranges", getQueryRanges(),
-                             getMaskMod())))
+                             getMaskMod())) ||
+      failed(verifyVarlen(*this, getCuSeqlensQ(), getCuSeqlensK(),
+                          {getQuery(), getKey(), getValue(), getOutput(),
+                           getGradOutput(), getLse(), getGradQuery(),
+                           getGradKey(), getGradValue(), getDelta(),
+                           getDqAccum()},
+                          getQueryRanges())))
     return failure();
+  // The turn counters are per (batch entry, head, query tile) of the
+  // tensors, not per sequence.
+  if (getDqOrder() && getCuSeqlensQ())
+    return emitOpError("the deterministic backward (dq_order) does not take "
+                       "cu_seqlens yet");
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
                                  captures)) ||
@@ -1012,6 +1023,8 @@ LogicalResult AccumulateTotalOp::verify() {
 }
 
 LogicalResult AccumulateTileOp::verify() {
+  if (failed(verifySequence(*this, getSequence())))
+    return failure();
   auto memref = cast<MemRefType>(getDest().getType());
   if (!memref.getElementType().isF32())
     return emitOpError() << "accumulates into an f32 memref, got "

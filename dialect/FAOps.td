@@ -250,6 +250,12 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     compiler differentiates the region; an op without a derivative rule is
     an error). The deterministic mode does not take a mask_mod yet.
 
+    With `cu_seqlens` (a packed varlen batch, as `fa.attention`'s): every
+    tensor holds the rows of all sequences one after another (batch 1;
+    `delta` and `dq_accum` too), and sequence `b`'s queries see only its
+    own keys; dK and dV rows of a sequence gather only its own queries'
+    shares. The deterministic mode does not take it yet.
+
     ```mlir
     fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv
         workspace %delta, %dq_accum {scale = 0.125 : f32, mask = #fa.mask<causal>}
@@ -275,6 +281,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
     Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 4]", [MemRead]>:$query_ranges,
+    Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
+    Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read (no gradient)", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -287,13 +295,15 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     `into` $grad_query `,` $grad_key `,` $grad_value
     (`grad_sinks` $grad_sinks^)?
     `workspace` $delta `,` $dq_accum (`,` $dq_order^)?
-    (`query_ranges` $query_ranges^)? attr-dict `:`
+    (`query_ranges` $query_ranges^)?
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($output) `,`
     type($grad_output) `,` type($lse) (`sinks` type($sinks)^)?
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
     (`grad_sinks` type($grad_sinks)^)?
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
     (`query_ranges` type($query_ranges)^)?
+    (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -1012,7 +1022,9 @@ def FA_AccumulateTileOp : FA_Op<"accumulate_tile"> {
     of the sequence. Several programs of a grid may add to the same rows
     (the backward's dQ: every K/V tile contributes to every query row it
     sees), so a parallel lowering adds atomically; the sum's order, and so
-    its last bits, may then differ from run to run.
+    its last bits, may then differ from run to run. `sequence(%first,
+    %end)` as `fa.store_tile`'s: rows count from `first`, none at or past
+    `end` is added to.
 
     ```mlir
     fa.accumulate_tile %dq_part, %dq_accum[%b, %h, %q_start]
@@ -1021,9 +1033,28 @@ def FA_AccumulateTileOp : FA_Op<"accumulate_tile"> {
   }];
   let arguments = (ins FA_F32Tile:$tile,
                        Arg<AnyMemRef, "", [MemRead, MemWrite]>:$dest,
-                       Index:$batch, Index:$head, Index:$row);
+                       Index:$batch, Index:$head, Index:$row,
+                       Variadic<Index>:$sequence);
   let assemblyFormat = [{
-    $tile `,` $dest `[` $batch `,` $head `,` $row `]` attr-dict `:` type($tile) `->` type($dest)
+    $tile `,` $dest `[` $batch `,` $head `,` $row `]` (`sequence` `(` $sequence^ `)`)? attr-dict `:` type($tile) `->` type($dest)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$tile, "::mlir::Value":$dest,
+                   "::mlir::Value":$batch, "::mlir::Value":$head,
+                   "::mlir::Value":$row), [{
+      build($_builder, $_state, tile, dest, batch, head, row,
+            ::mlir::ValueRange());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The sequence's first row and end in dest (null: rows 0 to dest's
+    /// last).
+    ::mlir::Value getSequenceFirst() {
+      return getSequence().empty() ? nullptr : getSequence()[0];
+    }
+    ::mlir::Value getSequenceEnd() {
+      return getSequence().empty() ? nullptr : getSequence()[1];
+    }
   }];
   let hasVerifier = 1;
 }

@@ -109,8 +109,9 @@ std::string KernelSpec::validate() const {
   if (deterministic && sinks)
     return "the deterministic backward does not take sinks yet (their "
            "gradient is added in any order)";
-  if (varlen && backward)
-    return "the backward does not take a varlen batch (cu_seqlens) yet";
+  if (varlen && deterministic)
+    return "the deterministic backward does not take a varlen batch "
+           "(cu_seqlens) yet";
   if (varlen && blockMask)
     return "a block mask does not take a varlen batch (cu_seqlens) yet";
   return "";

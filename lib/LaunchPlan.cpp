@@ -125,7 +125,8 @@ LaunchPlan::operandNamed(llvm::StringRef name) {
 
 std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
                                                             bool sinks,
-                                                            bool blockMask) {
+                                                            bool blockMask,
+                                                            bool varlen) {
   std::vector<Operand> params = {
       Operand::query,     Operand::key,     Operand::value,
       Operand::output,    Operand::gradOutput, Operand::lse,
@@ -137,6 +138,8 @@ std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
     params.insert(params.end(), {Operand::sinks, Operand::gradSinks});
   if (blockMask)
     params.push_back(Operand::queryRanges);
+  if (varlen)
+    params.insert(params.end(), {Operand::cuSeqlensQ, Operand::cuSeqlensK});
   return params;
 }
 

@@ -155,10 +155,12 @@ struct LaunchPlan {
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and
-  /// their gradient with sinks; the query ranges with a block mask).
+  /// their gradient with sinks; the query ranges with a block mask; the
+  /// sequence offsets of a varlen batch).
   static std::vector<Operand> backwardParams(bool deterministic = false,
                                              bool sinks = false,
-                                             bool blockMask = false);
+                                             bool blockMask = false,
+                                             bool varlen = false);
 
   /// Tiles along grid dimension `dim` (0 = x) for `problem`.
   int64_t blocks(int dim, const ProblemExtents &problem) const;

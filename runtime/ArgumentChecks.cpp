@@ -497,6 +497,10 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
   // The forward's operands obey the forward's rules.
   // (The backward's block mask is its query ranges, checked below.)
   AttentionArgs forward{a.q, a.k, a.v, a.o, a.lse, a.stream, a.sinks};
+  forward.cuSeqlensQ = a.cuSeqlensQ;
+  forward.cuSeqlensK = a.cuSeqlensK;
+  forward.maxSeqlenQ = a.maxSeqlenQ;
+  forward.maxSeqlenK = a.maxSeqlenK;
   KernelSpec forwardSpec = spec;
   forwardSpec.blockMask = false;
   if (Result r = checkAttentionArgs(forwardSpec, forward); !r)
@@ -624,15 +628,27 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
                        " overlaps query_ranges in memory (gradients must not "
                        "alias the inputs)");
   }
+  if (spec.varlen)
+    for (auto [offsetsName, offsets] :
+         {std::pair<const char *, const TensorArg *>{"cu_seqlens_q",
+                                                     &a.cuSeqlensQ},
+          {"cu_seqlens_k", &a.cuSeqlensK}}) {
+      ByteSpan table = byteSpan(*offsets, 1, 4);
+      for (auto [name, out] : written)
+        if (spansOverlap(out, table))
+          return invalid(std::string(name) + " overlaps " + offsetsName +
+                         " in memory (gradients must not alias the inputs)");
+    }
   if (std::string error = checkCapturesApart(a.captures, written);
       !error.empty())
     return invalid(error);
   // The main grid runs one block per K/V tile of a K/V head.
   int64_t blockN =
       spec.needsDefaults() ? spec.withDefaults().blockN : spec.blockN;
-  int64_t kvTiles = (a.k.sizes[2] + blockN - 1) / blockN;
+  int64_t keyLength = spec.varlen ? a.maxSeqlenK : a.k.sizes[2];
+  int64_t kvTiles = (keyLength + blockN - 1) / blockN;
   if (kvTiles > kMaxGridX)
-    return invalid("key length " + std::to_string(a.k.sizes[2]) +
+    return invalid("key length " + std::to_string(keyLength) +
                    " needs more than the grid's " + std::to_string(kMaxGridX) +
                    " key/value tiles");
   return {};

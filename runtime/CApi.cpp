@@ -213,12 +213,15 @@ fa_status fa_attention_backward(
                                   dtype, causal, scale, config, stream);
 }
 
-fa_status fa_attention_backward_ex(
+/// The backward's request from the C arguments (varlen: with the offsets).
+static fa_status backwardFromC(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,
     const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
     const fa_tensor *gradValue, const fa_attention_extras *extras, int dtype,
-    int causal, double scale, const fa_kernel_config *config, void *stream) {
+    int causal, double scale, const fa_kernel_config *config, void *stream,
+    const fa_tensor *cuSeqlensQ, const fa_tensor *cuSeqlensK,
+    int64_t maxSeqlenQ, int64_t maxSeqlenK) {
   if (!runtime)
     return invalid("runtime is a null pointer");
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
@@ -245,6 +248,14 @@ fa_status fa_attention_backward_ex(
   }
   if (spec.blockMask)
     args.queryRanges = fa::tensorFromC(*extras->query_ranges);
+  // The varlen call alone takes (and asks for) the varlen kernels.
+  spec.varlen = cuSeqlensQ != nullptr;
+  if (spec.varlen) {
+    args.cuSeqlensQ = fa::tensorFromC(*cuSeqlensQ);
+    args.cuSeqlensK = fa::tensorFromC(*cuSeqlensK);
+    args.maxSeqlenQ = maxSeqlenQ;
+    args.maxSeqlenK = maxSeqlenK;
+  }
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);
@@ -256,6 +267,33 @@ fa_status fa_attention_backward_ex(
   args.gradValue = fa::tensorFromC(*gradValue);
   args.stream = stream;
   return toStatus(runtime->runtime->backward(spec, args));
+}
+
+fa_status fa_attention_backward_ex(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,
+    const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
+    const fa_tensor *gradValue, const fa_attention_extras *extras, int dtype,
+    int causal, double scale, const fa_kernel_config *config, void *stream) {
+  return backwardFromC(runtime, q, k, v, o, gradOutput, lse, gradQuery,
+                       gradKey, gradValue, extras, dtype, causal, scale,
+                       config, stream, nullptr, nullptr, 0, 0);
+}
+
+fa_status fa_attention_varlen_backward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,
+    const fa_tensor *lse, const fa_tensor *gradQuery, const fa_tensor *gradKey,
+    const fa_tensor *gradValue, const fa_tensor *cuSeqlensQ,
+    const fa_tensor *cuSeqlensK, int64_t maxSeqlenQ, int64_t maxSeqlenK,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream) {
+  if (!cuSeqlensQ || !cuSeqlensK)
+    return invalid("a cu_seqlens descriptor is a null pointer");
+  return backwardFromC(runtime, q, k, v, o, gradOutput, lse, gradQuery,
+                       gradKey, gradValue, extras, dtype, causal, scale,
+                       config, stream, cuSeqlensQ, cuSeqlensK, maxSeqlenQ,
+                       maxSeqlenK);
 }
 
 fa_status fa_compute_block_mask(fa_runtime *runtime, const fa_tensor *q,

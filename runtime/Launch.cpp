@@ -387,8 +387,11 @@ Result Runtime::backward(const KernelSpec &requestedForward,
                          const AttentionBackwardArgs &a) {
   KernelSpec requested = requestedForward;
   requested.backward = true;
+  // A varlen batch's defaults are those of its longest sequence.
+  int64_t queryLength = requested.varlen ? a.maxSeqlenQ : a.q.sizes[2];
+  int64_t keyLength = requested.varlen ? a.maxSeqlenK : a.k.sizes[2];
   return impl->runRequest(
-      requested, a.q.sizes[2], a.k.sizes[2], static_cast<CUstream>(a.stream),
+      requested, queryLength, keyLength, static_cast<CUstream>(a.stream),
       [&](const KernelSpec &spec) {
         return checkAttentionBackwardArgs(spec, a);
       },
@@ -402,6 +405,13 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   // The kernel's tiles decide the size of the turn counters.
   const KernelSpec &spec = entry.info.spec;
   ProblemExtents problem = problemOf(a.q, a.k);
+  if (spec.varlen) {
+    // Blocks per sequence and tile of the longest sequence (the workspaces
+    // below are the packed tensors' shape all the same).
+    problem.batch = a.cuSeqlensQ.sizes[0] - 1;
+    problem.queryLength = a.maxSeqlenQ;
+    problem.keyLength = a.maxSeqlenK;
+  }
   if (problem.queryHeads == 0)
     return {}; // nothing to compute
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
@@ -425,10 +435,12 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   if (problem.batch == 0)
     return {}; // nothing more to compute
 
-  // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D], f32
-  // and contiguous, allocated and freed in stream order (one allocation;
-  // the driver's pool reuses it across calls).
-  int64_t rows = problem.batch * problem.queryHeads * problem.queryLength;
+  // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D] (Q's
+  // rows: a varlen batch's packed ones), f32 and contiguous, allocated and
+  // freed in stream order (one allocation; the driver's pool reuses it
+  // across calls).
+  int64_t queryRows = a.q.sizes[2];
+  int64_t rows = a.q.sizes[0] * problem.queryHeads * queryRows;
   int64_t headDim = spec.headDim;
   TensorArg delta, dqAccum;
   for (int d = 0; d < 3; ++d)
@@ -436,11 +448,11 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   dqAccum.sizes[3] = headDim;
   dqAccum.strides[3] = 1;
   dqAccum.strides[2] = headDim;
-  dqAccum.strides[1] = problem.queryLength * headDim;
-  dqAccum.strides[0] = problem.queryHeads * problem.queryLength * headDim;
+  dqAccum.strides[1] = queryRows * headDim;
+  dqAccum.strides[0] = problem.queryHeads * queryRows * headDim;
   delta.strides[2] = 1;
-  delta.strides[1] = problem.queryLength;
-  delta.strides[0] = problem.queryHeads * problem.queryLength;
+  delta.strides[1] = queryRows;
+  delta.strides[0] = problem.queryHeads * queryRows;
   // Deterministic: the turn counters [B, Hq, query tiles], i32.
   TensorArg dqOrder;
   int64_t qTiles = (problem.queryLength + spec.blockM - 1) / spec.blockM;
@@ -487,6 +499,10 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   }
   if (spec.blockMask)
     operands[size_t(LaunchPlan::Operand::queryRanges)] = &a.queryRanges;
+  if (spec.varlen) {
+    operands[size_t(LaunchPlan::Operand::cuSeqlensQ)] = &a.cuSeqlensQ;
+    operands[size_t(LaunchPlan::Operand::cuSeqlensK)] = &a.cuSeqlensK;
+  }
   addCaptureOperands(a.captures, operands);
   Result launched =
       launchAll(entry, operands, problem, spec.dtype, stream);

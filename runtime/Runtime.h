@@ -112,6 +112,10 @@ struct AttentionBackwardArgs {
   TensorArg queryRanges;
   /// The forward's captured tensors (no gradient flows to them).
   std::vector<CaptureArg> captures;
+  /// With spec.varlen: the forward's packed batch (AttentionArgs'); the
+  /// gradients are packed like the tensors they belong to.
+  TensorArg cuSeqlensQ, cuSeqlensK;
+  int64_t maxSeqlenQ = 0, maxSeqlenK = 0;
 };
 
 /// The tensors of computeBlockMask: the problem's queries and keys (their

@@ -222,6 +222,21 @@ FA_API fa_status fa_attention_varlen_forward(
     const fa_attention_extras *extras, int dtype, int causal, double scale,
     const fa_kernel_config *config, void *stream);
 
+/* fa_attention_backward_ex of a packed batch fa_attention_varlen_forward
+   ran: every tensor packed as that call's (do like o; dq like q; dk, dv
+   like k), the same offsets and maxima. Sequence b's dK, dV rows gather
+   only its own queries' shares. Not deterministic (config->deterministic
+   is an error) and not on the wgmma strategy yet (auto picks mma). */
+FA_API fa_status fa_attention_varlen_backward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,
+    const fa_tensor *lse, const fa_tensor *grad_query,
+    const fa_tensor *grad_key, const fa_tensor *grad_value,
+    const fa_tensor *cu_seqlens_q, const fa_tensor *cu_seqlens_k,
+    int64_t max_seqlen_q, int64_t max_seqlen_k,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream);
+
 /* The block mask of config->mask_mod (with the causal mask where causal is
    1) on the problem of q [B, Hq, Sq, D] and k [B, Hkv, Sk, D] (their sizes
    only: data may be NULL): fills key_ranges [B, Hb, ceil(Sq / 16), 4] and

@@ -259,7 +259,8 @@ llvm::Error CpuAttentionKernel::runBackward(
     const AttentionShape &s, const void *q, const void *k, const void *v,
     const void *o, const void *gradOutput, const float *lse, void *gradQuery,
     void *gradKey, void *gradValue, const float *sinks, float *gradSinks,
-    llvm::ArrayRef<CpuCapture> captures, CpuRangeTable queryRanges) const {
+    llvm::ArrayRef<CpuCapture> captures, CpuRangeTable queryRanges,
+    CpuSequenceOffsets sequences) const {
   if (!config.backward)
     return llvm::createStringError(
         config.blockMaskProgram
@@ -269,23 +270,26 @@ llvm::Error CpuAttentionKernel::runBackward(
     return error;
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
       !gradValue || (config.sinks && (!sinks || !gradSinks)) ||
-      (config.blockMask && !queryRanges.data))
+      (config.blockMask && !queryRanges.data) ||
+      (config.varlen && (!sequences.query || !sequences.key)))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
+  // A varlen batch's tensors (and workspaces) hold one packed batch entry.
+  int64_t entries = config.varlen ? 1 : s.batch;
   // The preprocessing grid writes every workspace element before the main
   // grid reads it; NaN makes a read of an unwritten element show.
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> delta(s.batch * s.qHeads * s.qLen, nan);
+  std::vector<float> delta(entries * s.qHeads * s.qLen, nan);
   std::vector<float> gradQueryAccum(delta.size() * d, nan);
   // The turn counters, one per query tile (garbage until the delta program
   // zeroes them).
   int64_t qTiles = (s.qLen + config.tiles.blockM - 1) / config.tiles.blockM;
   std::vector<int32_t> order(
       config.deterministic ? s.batch * s.qHeads * qTiles : 0, -1);
-  llvm::SmallVector<int64_t, 4> qShape{s.batch, s.qHeads, s.qLen, d};
-  llvm::SmallVector<int64_t, 4> kvShape{s.batch, s.kvHeads, s.kvLen, d};
-  llvm::SmallVector<int64_t, 3> rowShape{s.batch, s.qHeads, s.qLen};
+  llvm::SmallVector<int64_t, 4> qShape{entries, s.qHeads, s.qLen, d};
+  llvm::SmallVector<int64_t, 4> kvShape{entries, s.kvHeads, s.kvLen, d};
+  llvm::SmallVector<int64_t, 3> rowShape{entries, s.qHeads, s.qLen};
   Descriptors args;
   args.add(q, qShape);
   args.add(k, kvShape);
@@ -310,6 +314,10 @@ llvm::Error CpuAttentionKernel::runBackward(
     args.add(queryRanges.data, {s.batch, queryRanges.heads,
                                 ceilGroups(s.kvLen),
                                 ::fa::kRangeTableColumns});
+  if (config.varlen) {
+    args.add(sequences.query, {s.batch + 1});
+    args.add(sequences.key, {s.batch + 1});
+  }
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);

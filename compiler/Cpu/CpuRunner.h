@@ -115,7 +115,8 @@ public:
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces
   /// (D and the dQ accumulator) are allocated per call. With sinks, the
-  /// Hq logits `sinks` and their gradient `gradSinks` (set here).
+  /// Hq logits `sinks` and their gradient `gradSinks` (set here). A
+  /// varlen batch: every buffer packed as run's.
   llvm::Error runBackward(const AttentionShape &shape, const void *q,
                           const void *k, const void *v, const void *o,
                           const void *gradOutput, const float *lse,
@@ -123,7 +124,8 @@ public:
                           const float *sinks = nullptr,
                           float *gradSinks = nullptr,
                           llvm::ArrayRef<CpuCapture> captures = {},
-                          CpuRangeTable queryRanges = {}) const;
+                          CpuRangeTable queryRanges = {},
+                          CpuSequenceOffsets sequences = {}) const;
 
   /// Runs the block mask program (config.blockMaskProgram): fills the
   /// key ranges [B, heads, ceil(Sq / 16), 4] and the query ranges [B,

@@ -277,7 +277,8 @@ static LogicalResult writeValidRows(
   auto tileType = cast<RankedTensorType>(op.getTile().getType());
   Value dest = adaptor.getDest();
   Value first, end;
-  if constexpr (std::is_same_v<Op, StoreTileOp>) {
+  if constexpr (std::is_same_v<Op, StoreTileOp> ||
+                std::is_same_v<Op, AccumulateTileOp>) {
     first = op.getSequenceFirst();
     end = op.getSequenceEnd();
   }

@@ -101,6 +101,10 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
   if (!launch || launch.getStrategy() != StrategyKind::wgmma)
     return op.emitOpError("a tile staged in swizzled shared memory is added "
                           "by the TMA engine: only in a placed wgmma program");
+  // The box would add its rows past a sequence's end into the next one's.
+  if (!op.getSequence().empty())
+    return op.emitOpError("a tile of a varlen sequence is not added by the "
+                          "TMA engine yet");
   auto staging = op.getTile().getDefiningOp<ConvertLayoutOp>();
   if (!staging || staging->getBlock() != op->getBlock())
     return op.emitOpError("expects its tile staged by an fa.convert_layout "

@@ -4,6 +4,8 @@
 // three grids. A preprocessing grid forms D = rowsum(dO * O) and zeroes the
 // dQ accumulator; the main grid keeps one K/V tile and its dK, dV on chip
 // and streams the query tiles that see it; a postprocessing grid rounds dQ.
+// A varlen batch runs the same grids per sequence (the forward's rules:
+// fa-tile).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +36,7 @@ public:
     elementType =
         cast<MemRefType>(op.getQuery().getType()).getElementType();
     headDim = op.getHeadDim();
+    varlen = bool(op.getCuSeqlensQ());
   }
 
   LogicalResult build() {
@@ -59,14 +62,56 @@ private:
   RankedTensorType tileType(int64_t rows, Type element) {
     return RankedTensorType::get({rows, headDim}, element);
   }
+
+  /// Where a program's rows are: the batch entry its tiles index, the
+  /// lengths of its problem, and (a varlen batch) the sequence's rows as
+  /// the loads and stores take them, [first, end) of the packed tensors.
+  struct ProgramRows {
+    Value batch, qLen, kvLen;
+    SmallVector<Value, 2> qRows, kvRows;
+  };
+  /// The rows of batch entry (or varlen sequence) `b` of tensors with
+  /// `qLen` query and `kvLen` key rows.
+  ProgramRows programRows(Value b, Value qLen, Value kvLen) {
+    ProgramRows rows{b, qLen, kvLen, {}, {}};
+    if (!varlen)
+      return rows;
+    // Sequence b's rows of the one packed batch entry; every index below
+    // counts from the sequence's start.
+    auto [qFirst, qLimit] =
+        buildSequenceRows(builder, loc, op.getCuSeqlensQ(), b, rows.qLen);
+    auto [kvFirst, kvLimit] =
+        buildSequenceRows(builder, loc, op.getCuSeqlensK(), b, rows.kvLen);
+    rows.batch = indexConst(0);
+    rows.qLen = arith::SubIOp::create(builder, loc, qLimit, qFirst);
+    rows.kvLen = arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
+    rows.qRows = {qFirst, qLimit};
+    rows.kvRows = {kvFirst, kvLimit};
+    return rows;
+  }
+  /// The same for a grid that needs no lengths (the query-tile grids).
+  ProgramRows programRows(Value b) {
+    if (!varlen)
+      return {b, Value(), Value(), {}, {}};
+    return programRows(b, dim(op.getQuery(), 2), dim(op.getKey(), 2));
+  }
+  /// The grid's batch: the sequences of a varlen batch, else the tensors'.
+  Value gridBatch() {
+    if (!varlen)
+      return dim(op.getQuery(), 0);
+    return arith::SubIOp::create(builder, loc, dim(op.getCuSeqlensQ(), 0),
+                                 indexConst(1));
+  }
   /// Opens a grid of one program per (batch, query head, query tile) and
   /// moves the builder into it; returns the first query row of the tile.
+  /// (A varlen batch: the tiles of the packed rows bound any sequence's.)
   Value openQueryTileGrid(GridOp &grid, StringRef program) {
     Value numQTiles = arith::CeilDivUIOp::create(
         builder, loc, dim(op.getQuery(), 2), indexConst(blockM));
-    grid = GridOp::create(builder, loc, dim(op.getQuery(), 0),
-                          dim(op.getQuery(), 1), numQTiles);
+    grid = GridOp::create(builder, loc, gridBatch(), dim(op.getQuery(), 1),
+                          numQTiles);
     grid.setProgram(program);
+    grid.setRagged(varlen);
     builder.setInsertionPointToStart(&grid.getBodyBlock());
     return arith::MulIOp::create(builder, loc, grid.getTileIndex(),
                                  indexConst(blockM));
@@ -82,6 +127,7 @@ private:
   Location loc;
   Type elementType;
   int64_t headDim;
+  bool varlen;
 };
 
 /// D = rowsum(dO * O) into `delta` (and with sinks their gradient's
@@ -90,35 +136,39 @@ void BackwardTiler::buildPreprocess() {
   OpBuilder::InsertionGuard guard(builder);
   GridOp grid;
   Value qStart = openQueryTileGrid(grid, "delta");
-  Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  Value h = grid.getHeadIndex();
+  ProgramRows rows = programRows(grid.getBatchIndex());
+  Value b = rows.batch;
   auto rowsType = tileType(blockM, elementType);
-  Value gradOutput = LoadTileOp::create(builder, loc, rowsType,
-                                        op.getGradOutput(), b, h, qStart);
-  Value output =
-      LoadTileOp::create(builder, loc, rowsType, op.getOutput(), b, h, qStart);
+  Value gradOutput =
+      LoadTileOp::create(builder, loc, rowsType, op.getGradOutput(), b, h,
+                         qStart, rows.qRows);
+  Value output = LoadTileOp::create(builder, loc, rowsType, op.getOutput(), b,
+                                    h, qStart, rows.qRows);
   Value delta = RowDotOp::create(
       builder, loc, RankedTensorType::get({blockM}, builder.getF32Type()),
       gradOutput, output);
-  StoreTileOp::create(builder, loc, delta, op.getDelta(), b, h, qStart);
+  StoreTileOp::create(builder, loc, delta, op.getDelta(), b, h, qStart,
+                      rows.qRows);
   // Sinks: the rows' shares of the head's sink gradient, -exp(sink - LSE) D,
   // added to grad_sinks[h] (which the caller zeroed).
   if (Value sinks = op.getSinks()) {
     auto rowType = RankedTensorType::get({blockM}, builder.getF32Type());
     Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
     Value lse = LoadTileOp::create(builder, loc, rowType, op.getLse(), b, h,
-                                   qStart);
+                                   qStart, rows.qRows);
     Value share = SinkGradOp::create(builder, loc, rowType, sink, lse, delta);
     AccumulateTotalOp::create(builder, loc, share, op.getGradSinks(), h);
   }
   StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
-                      b, h, qStart);
+                      b, h, qStart, rows.qRows);
   // Deterministic: the query tile's turn counter starts at turn 0 (K/V
   // tile 0, or with the causal mask the tile's last K/V tile).
   if (Value order = op.getDqOrder())
     memref::StoreOp::create(
         builder, loc,
         arith::ConstantOp::create(builder, loc, builder.getI32IntegerAttr(0)),
-        order, ValueRange{b, h, grid.getTileIndex()});
+        order, ValueRange{grid.getBatchIndex(), h, grid.getTileIndex()});
 }
 
 LogicalResult BackwardTiler::buildMain() {
@@ -141,15 +191,21 @@ LogicalResult BackwardTiler::buildMain() {
   MaskKind mask = op.getMask();
   float scale = op.getScale().convertToFloat();
 
-  Value qHeads = dim(op.getQuery(), 1), qLen = dim(op.getQuery(), 2);
-  Value kvHeads = dim(op.getKey(), 1), kvLen = dim(op.getKey(), 2);
+  Value qHeads = dim(op.getQuery(), 1), qRowsAll = dim(op.getQuery(), 2);
+  Value kvHeads = dim(op.getKey(), 1), kvRowsAll = dim(op.getKey(), 2);
   Value numKvTiles =
-      arith::CeilDivUIOp::create(builder, loc, kvLen, indexConst(blockN));
-  auto grid = GridOp::create(builder, loc, dim(op.getQuery(), 0), kvHeads,
-                             numKvTiles);
+      arith::CeilDivUIOp::create(builder, loc, kvRowsAll, indexConst(blockN));
+  auto grid = GridOp::create(builder, loc, gridBatch(), kvHeads, numKvTiles);
   grid.setProgram("dkdv");
+  grid.setRagged(varlen);
   builder.setInsertionPointToStart(&grid.getBodyBlock());
-  Value b = grid.getBatchIndex(), kvHead = grid.getHeadIndex();
+  Value kvHead = grid.getHeadIndex();
+  // `b` indexes the tensors; the variants, tables and counters see the
+  // problem's batch entry `seq` (a varlen batch's sequence).
+  Value seq = grid.getBatchIndex();
+  ProgramRows rows = programRows(seq, qRowsAll, kvRowsAll);
+  Value b = rows.batch, qLen = rows.qLen, kvLen = rows.kvLen;
+  ValueRange qRows = rows.qRows, kvRows = rows.kvRows;
   // Deterministic and causal: dQ tile i takes its K/V tiles' parts last to
   // first. K/V tile j visits query tiles j, j + 1, ... (from the diagonal
   // on), so in that order it adds to each right after tile j + 1 did, one
@@ -170,15 +226,25 @@ LogicalResult BackwardTiler::buildMain() {
 
   // K, V and their gradients stay on chip for the whole program.
   Value kTile = LoadTileOp::create(builder, loc, kvTileType, op.getKey(), b,
-                                   kvHead, kvStart);
+                                   kvHead, kvStart, kvRows);
   Value vTile = LoadTileOp::create(builder, loc, kvTileType, op.getValue(), b,
-                                   kvHead, kvStart);
-  // Tail columns need the mask unless Sk is a known multiple of block-n.
+                                   kvHead, kvStart, kvRows);
+  // Tail columns need the mask unless Sk is a known multiple of block-n (a
+  // varlen batch's sequences have lengths of their own).
   int64_t staticKvLen =
       cast<MemRefType>(op.getKey().getType()).getShape()[2];
-  bool maskScores = mask != MaskKind::none || maskMod ||
+  bool maskScores = mask != MaskKind::none || maskMod || varlen ||
                     ShapedType::isDynamic(staticKvLen) ||
                     staticKvLen % blockN != 0;
+  // A varlen K/V tile past its sequence's keys (the grid counts the
+  // packed keys' tiles) is seen by no query: the range of no queries.
+  Value rangeQLen = qLen;
+  if (varlen) {
+    Value hasKeys = arith::CmpIOp::create(
+        builder, loc, arith::CmpIPredicate::ult, kvStart, kvLen);
+    rangeQLen =
+        arith::SelectOp::create(builder, loc, hasKeys, qLen, indexConst(0));
+  }
 
   // GQA/MQA: K/V head j serves query heads [j * G, (j + 1) * G).
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
@@ -192,8 +258,9 @@ LogicalResult BackwardTiler::buildMain() {
   bool perHeadRange = rangeMask || queryRanges;
   auto queryTileRange = [&](OpBuilder &at, Value h) {
     auto range = QTileRangeOp::create(
-        at, loc, at.getIndexType(), at.getIndexType(), kvStart, qLen, kvLen,
-        perHeadRange ? b : Value(), perHeadRange ? h : Value(), queryRanges,
+        at, loc, at.getIndexType(), at.getIndexType(), kvStart, rangeQLen,
+        kvLen,
+        perHeadRange ? seq : Value(), perHeadRange ? h : Value(), queryRanges,
         blockM, blockN, mask);
     if (rangeMask)
       cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
@@ -222,7 +289,7 @@ LogicalResult BackwardTiler::buildMain() {
                   nested, loc, kvStart,
                   arith::ConstantIndexOp::create(nested, loc, blockN)),
               kvLen);
-          wholeRows = buildWholeBounds(nested, loc, kvStart, keysEnd, b, h,
+          wholeRows = buildWholeBounds(nested, loc, kvStart, keysEnd, seq, h,
                                        queryRanges);
         }
         auto qLoop = scf::ForOp::create(
@@ -232,14 +299,17 @@ LogicalResult BackwardTiler::buildMain() {
               Value gradKey = acc[0], gradValue = acc[1];
               Value qStart =
                   arith::MulIOp::create(inner, loc, qTileIndex, blockMValue);
-              Value qTile = LoadTileOp::create(inner, loc, qTileType,
-                                               op.getQuery(), b, h, qStart);
-              Value gradOutput = LoadTileOp::create(
-                  inner, loc, qTileType, op.getGradOutput(), b, h, qStart);
+              Value qTile =
+                  LoadTileOp::create(inner, loc, qTileType, op.getQuery(), b,
+                                     h, qStart, qRows);
+              Value gradOutput =
+                  LoadTileOp::create(inner, loc, qTileType,
+                                     op.getGradOutput(), b, h, qStart, qRows);
               Value lse = LoadTileOp::create(inner, loc, rowType, op.getLse(),
-                                             b, h, qStart);
+                                             b, h, qStart, qRows);
               Value delta = LoadTileOp::create(inner, loc, rowType,
-                                               op.getDelta(), b, h, qStart);
+                                               op.getDelta(), b, h, qStart,
+                                               qRows);
               // P = exp(scale * Q K^T - LSE), masked scores 0
               Value rawScores = TileMatmulOp::create(inner, loc, scoreType,
                                                      qTile, kTile, Value(),
@@ -250,7 +320,7 @@ LogicalResult BackwardTiler::buildMain() {
                                                   *wholeRows);
               Value scores = buildVariantScores(
                   inner, loc, rawScores, op.getScoreMod(), op.getMaskMod(),
-                  mask, maskScores, scale, qStart, kvStart, qLen, kvLen, b,
+                  mask, maskScores, scale, qStart, kvStart, qLen, kvLen, seq,
                   h, op.getCaptures(), keptWhole);
               Value probs = RecomputeProbsOp::create(
                   inner, loc, scores, lse,
@@ -273,7 +343,7 @@ LogicalResult BackwardTiler::buildMain() {
               if (scoreMod) {
                 auto chained = ScoreModGradOp::create(
                     inner, loc, gradScoresF32.getType(), gradScoresF32,
-                    rawScores, qStart, kvStart, qLen, kvLen, b, h,
+                    rawScores, qStart, kvStart, qLen, kvLen, seq, h,
                     op.getCaptures(), builder.getF32FloatAttr(scale));
                 cloneVariantRegion(derivative, chained.getDerivative());
                 gradScoresF32 = chained;
@@ -301,11 +371,13 @@ LogicalResult BackwardTiler::buildMain() {
                                              kvTileIndex);
               }
               if (order)
-                WaitTurnOp::create(inner, loc, order, b, h, qTileIndex, turn);
+                WaitTurnOp::create(inner, loc, order, seq, h, qTileIndex,
+                                   turn);
               AccumulateTileOp::create(inner, loc, gradQueryPart,
-                                       op.getDqAccum(), b, h, qStart);
+                                       op.getDqAccum(), b, h, qStart, qRows);
               if (order)
-                PassTurnOp::create(inner, loc, order, b, h, qTileIndex, turn);
+                PassTurnOp::create(inner, loc, order, seq, h, qTileIndex,
+                                   turn);
               scf::YieldOp::create(inner, loc,
                                    ValueRange{gradKeyNext, gradValueNext});
             });
@@ -316,10 +388,10 @@ LogicalResult BackwardTiler::buildMain() {
       cast<MemRefType>(op.getGradKey().getType()).getElementType();
   StoreTileOp::create(builder, loc,
                       castTile(builder, loc, headLoop.getResult(0), gradType),
-                      op.getGradKey(), b, kvHead, kvStart);
+                      op.getGradKey(), b, kvHead, kvStart, kvRows);
   StoreTileOp::create(builder, loc,
                       castTile(builder, loc, headLoop.getResult(1), gradType),
-                      op.getGradValue(), b, kvHead, kvStart);
+                      op.getGradValue(), b, kvHead, kvStart, kvRows);
   return success();
 }
 
@@ -328,15 +400,16 @@ void BackwardTiler::buildPostprocess() {
   OpBuilder::InsertionGuard guard(builder);
   GridOp grid;
   Value qStart = openQueryTileGrid(grid, "dq");
-  Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  Value h = grid.getHeadIndex();
+  ProgramRows rows = programRows(grid.getBatchIndex());
   Value accumulated = LoadTileOp::create(
-      builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(), b,
-      h, qStart);
+      builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(),
+      rows.batch, h, qStart, rows.qRows);
   Type gradType =
       cast<MemRefType>(op.getGradQuery().getType()).getElementType();
   StoreTileOp::create(builder, loc,
                       castTile(builder, loc, accumulated, gradType),
-                      op.getGradQuery(), b, h, qStart);
+                      op.getGradQuery(), rows.batch, h, qStart, rows.qRows);
 }
 
 struct FATileBackwardPass

@@ -291,9 +291,16 @@ const StrategyModel &model() {
                  std::to_string(spec.headDim) +
                  " (dK and dV of a warpgroup's 64 rows take head-dim "
                  "registers each per thread; use the mma or simt strategy)";
+        // The dkdv producer's TMA boxes would bring the next sequence's
+        // query rows into a tile whose scores no row mask clears.
+        if (spec.backward && spec.varlen)
+          return "the wgmma backward does not take a varlen batch yet (use "
+                 "the mma or simt strategy)";
         return "";
       },
       [](const KernelSpec &spec) {
+        if (spec.backward && spec.varlen)
+          return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)
                    : takesProblem(spec.dtype, spec.headDim, spec.arch);

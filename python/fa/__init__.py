@@ -1086,18 +1086,20 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
     offsets = cu.tolist()
     if offsets[0] != 0:
         raise ValueError(f"{where}: {name}[0] must be 0, got {offsets[0]}")
+    # The table's own rules first: a length is meaningless until they hold.
     for b in range(len(offsets) - 1):
         if offsets[b + 1] < offsets[b]:
             raise ValueError(f"{where}: {name} must be non-decreasing: "
                              f"{name}[{b + 1}] = {offsets[b + 1]} < "
                              f"{name}[{b}] = {offsets[b]}")
+    if offsets[-1] != total:
+        raise ValueError(f"{where}: {name}[-1] = {offsets[-1]} must be the "
+                         f"packed rows ({total})")
+    for b in range(len(offsets) - 1):
         if offsets[b + 1] - offsets[b] > max_seqlen:
             raise ValueError(f"{where}: sequence {b} has "
                              f"{offsets[b + 1] - offsets[b]} rows, more than "
                              f"{max_name} = {max_seqlen}")
-    if offsets[-1] != total:
-        raise ValueError(f"{where}: {name}[-1] = {offsets[-1]} must be the "
-                         f"packed rows ({total})")
     return cu.contiguous()
 
 
@@ -1178,16 +1180,20 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     max_seqlen_q = _integer("max_seqlen_q", max_seqlen_q)
     max_seqlen_k = _integer("max_seqlen_k", max_seqlen_k)
     values = bool(_flag("check_offsets", check_offsets))
+    # Types and shapes of both tables before either is read back.
+    for name, cu in (("cu_seqlens_q", cu_seqlens_q),
+                     ("cu_seqlens_k", cu_seqlens_k)):
+        _check_cu_seqlens(where, name, cu, q, 0, 0, "", values=False)
+    if cu_seqlens_q.shape != cu_seqlens_k.shape:
+        raise ValueError(f"{where}: cu_seqlens_q {list(cu_seqlens_q.shape)} "
+                         f"and cu_seqlens_k {list(cu_seqlens_k.shape)} must "
+                         "both hold B + 1 offsets")
     cu_seqlens_q = _check_cu_seqlens(where, "cu_seqlens_q", cu_seqlens_q, q,
                                      q.shape[0], max_seqlen_q, "max_seqlen_q",
                                      values)
     cu_seqlens_k = _check_cu_seqlens(where, "cu_seqlens_k", cu_seqlens_k, q,
                                      k.shape[0], max_seqlen_k, "max_seqlen_k",
                                      values)
-    if cu_seqlens_q.shape != cu_seqlens_k.shape:
-        raise ValueError(f"{where}: cu_seqlens_q {list(cu_seqlens_q.shape)} "
-                         f"and cu_seqlens_k {list(cu_seqlens_k.shape)} must "
-                         "both hold B + 1 offsets")
     scale = _check_scale(where, softmax_scale)
     left, right = (int(x) for x in window_size)
     score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),

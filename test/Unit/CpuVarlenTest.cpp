@@ -256,4 +256,175 @@ TEST(CpuVarlen, OffsetsOutsideTheRowsStayInsideTheTensors) {
   EXPECT_FALSE(error) << llvm::toString(std::move(error));
 }
 
+/// The varlen backward against the float64 gradients of each sequence
+/// alone (O and LSE from the varlen forward, which the tests above check):
+/// dQ of rows past the last sequence stays NaN; sinks' gradient sums the
+/// sequences'. Returns the largest error relative to each gradient's
+/// largest magnitude.
+double runBackwardBatches(const Case &c, int64_t spareRows) {
+  CpuKernelConfig config = configFor(c);
+  CpuAttentionKernel &forward = fa::test::getCpuKernel(config);
+  config.backward = true;
+  CpuAttentionKernel &backward = fa::test::getCpuKernel(config);
+  const int64_t hq = 4, hkv = 2, d = kHeadDim;
+  double worst = 0.0;
+  for (const Lengths &lengths : kBatches) {
+    std::vector<int32_t> cuQ = offsetsOf(lengths.q), cuK = offsetsOf(lengths.k);
+    int64_t batch = int64_t(lengths.q.size());
+    int64_t totalQ = cuQ.back() + spareRows, totalK = cuK.back();
+    SCOPED_TRACE(testing::Message()
+                 << "backward tiles " << c.blockM << "x" << c.blockN
+                 << " causal " << c.causal << " softcap+window "
+                 << c.softcapWindow << " sinks " << c.sinks << " sequences "
+                 << batch << " total_q " << totalQ << " total_k " << totalK);
+    std::mt19937_64 rng(7 + totalQ * 5 + totalK);
+    auto q = fa::test::randomNormal(hq * totalQ * d, rng);
+    auto k = fa::test::randomNormal(hkv * totalK * d, rng);
+    auto v = fa::test::randomNormal(hkv * totalK * d, rng);
+    auto gradOutput = fa::test::randomNormal(hq * totalQ * d, rng);
+    std::vector<float> sinks = {0.5f, -INFINITY, 3.0f, -2.0f};
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> o(size_t(hq * totalQ * d), 0.0f),
+        lse(size_t(hq * totalQ), 0.0f);
+    AttentionShape shape{batch, hq, hkv, totalQ, totalK};
+    CpuSequenceOffsets offsets{cuQ.data(), cuK.data()};
+    const float *sinkLogits = c.sinks ? sinks.data() : nullptr;
+    if (llvm::Error error =
+            forward.run(shape, q.data(), k.data(), v.data(), o.data(),
+                        lse.data(), sinkLogits, {}, {}, offsets)) {
+      ADD_FAILURE() << llvm::toString(std::move(error));
+      return INFINITY;
+    }
+    std::vector<float> dq(q.size(), nan), dk(k.size(), nan),
+        dv(v.size(), nan), dsinks(size_t(hq), nan);
+    if (llvm::Error error = backward.runBackward(
+            shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
+            lse.data(), dq.data(), dk.data(), dv.data(), sinkLogits,
+            c.sinks ? dsinks.data() : nullptr, {}, {}, offsets)) {
+      ADD_FAILURE() << llvm::toString(std::move(error));
+      return INFINITY;
+    }
+    std::vector<double> wantSinks(size_t(hq), 0.0);
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sq = lengths.q[b], sk = lengths.k[b];
+      SCOPED_TRACE(testing::Message() << "sequence " << b << " Sq=" << sq
+                                      << " Sk=" << sk);
+      fa::AttentionProblem p;
+      p.batch = 1;
+      p.qHeads = hq;
+      p.kvHeads = hkv;
+      p.qLen = sq;
+      p.kvLen = sk;
+      p.headDim = d;
+      p.causal = c.causal;
+      p.scale = forward.getConfig().scale;
+      if (c.sinks)
+        p.sinks.assign(sinks.begin(), sinks.end());
+      if (c.softcapWindow) {
+        p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+          return 2.0 * std::tanh(s / 2.0);
+        };
+        p.maskMod = [sq, sk](int64_t, int64_t, int64_t i, int64_t j) {
+          int64_t diag = i + sk - sq;
+          return j >= diag - 9 && j <= diag + 2;
+        };
+      }
+      std::vector<float> qs, ks, vs, dos, dqs, dks, dvs;
+      copyRows(q, qs, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(k, ks, hkv, totalK, cuK[b], sk, d, true);
+      copyRows(v, vs, hkv, totalK, cuK[b], sk, d, true);
+      copyRows(gradOutput, dos, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(dq, dqs, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(dk, dks, hkv, totalK, cuK[b], sk, d, true);
+      copyRows(dv, dvs, hkv, totalK, cuK[b], sk, d, true);
+      fa::ReferenceGradients want = fa::referenceAttentionBackward(
+          p, qs.data(), ks.data(), vs.data(), dos.data());
+      auto compare = [&](const std::vector<float> &got,
+                         const std::vector<double> &exact) {
+        double scale = 1.0;
+        for (double x : exact)
+          scale = std::max(scale, std::fabs(x));
+        for (size_t i = 0; i < exact.size(); ++i) {
+          double err = std::fabs(double(got[i]) - exact[i]) / scale;
+          worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+        }
+      };
+      compare(dqs, want.gradQuery);
+      compare(dks, want.gradKey);
+      compare(dvs, want.gradValue);
+      for (size_t h = 0; c.sinks && h < want.gradSinks.size(); ++h)
+        wantSinks[h] += want.gradSinks[h];
+    }
+    if (c.sinks) {
+      std::vector<float> got(dsinks.begin(), dsinks.end());
+      for (size_t h = 0; h < got.size(); ++h) {
+        double err = std::fabs(double(got[h]) - wantSinks[h]) /
+                     std::max(1.0, std::fabs(wantSinks[h]));
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+    }
+    // No program adds to or writes a row that no sequence owns.
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t r = cuQ.back(); r < totalQ; ++r)
+        for (int64_t e = 0; e < d; ++e)
+          if (!std::isnan(dq[size_t((h * totalQ + r) * d + e)])) {
+            ADD_FAILURE() << "spare row " << r << " of head " << h
+                          << " of dQ was written";
+            h = hq;
+            break;
+          }
+  }
+  return worst;
+}
+
+TEST(CpuVarlenBackward, MatchesEachSequenceAlone) {
+  for (bool causal : {false, true})
+    for (auto [bm, bn] : {std::pair<int64_t, int64_t>{8, 32}, {16, 16}})
+      EXPECT_LE(runBackwardBatches({causal, bm, bn}, /*spareRows=*/0),
+                kTolerance);
+}
+
+TEST(CpuVarlenBackward, LeavesRowsPastTheLastSequenceAlone) {
+  EXPECT_LE(runBackwardBatches({/*causal=*/true, 8, 32}, /*spareRows=*/11),
+            kTolerance);
+}
+
+TEST(CpuVarlenBackward, VariantsAndSinksSeeTheSequencesOwnIndices) {
+  for (bool causal : {false, true}) {
+    Case c{causal, 8, 32, /*softcapWindow=*/true, /*sinks=*/true};
+    EXPECT_LE(runBackwardBatches(c, /*spareRows=*/0), kTolerance);
+  }
+}
+
+/// A sanity check of the backward comparison: gradients of a batch whose
+/// key offsets are shifted by one differ from the right ones.
+TEST(CpuVarlenBackward, ShiftedKeyOffsetsAreNoticed) {
+  CpuKernelConfig config = configFor({});
+  config.backward = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  const int64_t hq = 2, hkv = 2, d = kHeadDim;
+  std::vector<int32_t> cuQ = {0, 10, 30}, cuK = {0, 12, 40};
+  std::mt19937_64 rng(6);
+  auto q = fa::test::randomNormal(hq * 30 * d, rng);
+  auto k = fa::test::randomNormal(hkv * 40 * d, rng);
+  auto v = fa::test::randomNormal(hkv * 40 * d, rng);
+  auto o = fa::test::randomNormal(hq * 30 * d, rng);
+  auto gradOutput = fa::test::randomNormal(hq * 30 * d, rng);
+  std::vector<float> lse(size_t(hq * 30), 3.0f);
+  auto runWith = [&](std::vector<int32_t> keys) {
+    std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+    llvm::Error error = kernel.runBackward(
+        {2, hq, hkv, 30, 40}, q.data(), k.data(), v.data(), o.data(),
+        gradOutput.data(), lse.data(), dq.data(), dk.data(), dv.data(),
+        nullptr, nullptr, {}, {}, CpuSequenceOffsets{cuQ.data(), keys.data()});
+    EXPECT_FALSE(error) << llvm::toString(std::move(error));
+    return dk;
+  };
+  std::vector<float> right = runWith(cuK), shifted = runWith({0, 13, 40});
+  double largest = 0.0;
+  for (size_t i = 0; i < right.size(); ++i)
+    largest = std::max(largest, double(std::fabs(right[i] - shifted[i])));
+  EXPECT_GT(largest, 1e-2);
+}
+
 } // namespace

@@ -2161,7 +2161,8 @@ TEST(ArgumentChecks, Varlen) {
   EXPECT_EQ(plan.paramRank(fa::LaunchPlan::Operand::cuSeqlensK), 1);
 }
 
-/// A varlen spec is a kernel of its own, and the backward refuses it.
+/// A varlen spec is a kernel of its own; the deterministic backward and
+/// the wgmma backward refuse it, and auto gives its backward to mma.
 TEST(KernelSpecVarlen, NameKeyAndLimits) {
   fa::KernelSpec spec = smallSpec();
   fa::KernelSpec varlen = spec;
@@ -2170,8 +2171,25 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
   EXPECT_NE(varlen.kernelName().find("_varlen"), std::string::npos);
   EXPECT_EQ(varlen.validate(), "");
   varlen.backward = true;
-  EXPECT_EQ(varlen.validate(),
-            "the backward does not take a varlen batch (cu_seqlens) yet");
+  EXPECT_EQ(varlen.validate(), "");
+  varlen.deterministic = true;
+  EXPECT_EQ(varlen.validate(), "the deterministic backward does not take a "
+                               "varlen batch (cu_seqlens) yet");
+  varlen.deterministic = false;
+  varlen.dtype = fa::ElementType::bf16;
+  varlen.headDim = 128;
+  varlen.arch = "sm_90a";
+  varlen.strategy = fa::Strategy::wgmma;
+  EXPECT_EQ(varlen.validate(), "the wgmma backward does not take a varlen "
+                               "batch yet (use the mma or simt strategy)");
+  varlen.strategy = fa::Strategy::automatic;
+  EXPECT_EQ(varlen.resolvedStrategy(), fa::Strategy::mma);
+  // The backward's operands: the offsets last before the captures.
+  std::vector<fa::LaunchPlan::Operand> params =
+      fa::LaunchPlan::backwardParams(false, false, false, /*varlen=*/true);
+  ASSERT_GE(params.size(), 2u);
+  EXPECT_EQ(params[params.size() - 2], fa::LaunchPlan::Operand::cuSeqlensQ);
+  EXPECT_EQ(params.back(), fa::LaunchPlan::Operand::cuSeqlensK);
 }
 
 /// Interval masks compare keys in 32 bits: with a mask_mod the key length

@@ -92,7 +92,7 @@ static cl::opt<bool> varlen(
     "varlen",
     cl::desc("a packed variable-length batch: the kernel takes Q, O [1, Hq, "
              "total_q, D], K, V [1, Hkv, total_k, D] and the i32 sequence "
-             "offsets cu_seqlens_q, cu_seqlens_k [B + 1] (forward)"),
+             "offsets cu_seqlens_q, cu_seqlens_k [B + 1] (forward and backward)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",

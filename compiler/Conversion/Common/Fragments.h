@@ -166,8 +166,9 @@ struct AccumulateTarget {
       : tile(tile), dest(rewriter.getRemappedValue(op.getDest())),
         batch(rewriter.getRemappedValue(op.getBatch())),
         head(rewriter.getRemappedValue(op.getHead())),
-        row(rewriter.getRemappedValue(op.getRow())) {
-    rowLimit = memref::DimOp::create(rewriter, loc, dest, 2);
+        row(buildSourceRow(rewriter, loc, op.getSequenceFirst(),
+                           rewriter.getRemappedValue(op.getRow()))) {
+    rowLimit = buildRowLimit(rewriter, loc, dest, op.getSequenceEnd());
     if (target.vectorReductions)
       prepareVectorReductions(rewriter, loc);
   }

@@ -458,8 +458,9 @@ struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
     Value dest = adaptor.getDest();
     forEachOwnedValidElement(
         rewriter, loc, tile, tileType, values, dest, adaptor.getBatch(),
-        adaptor.getHead(), adaptor.getRow(), /*limit=*/Value(),
-        /*guard=*/Value(),
+        adaptor.getHead(),
+        buildSourceRow(rewriter, loc, op.getSequenceFirst(), adaptor.getRow()),
+        op.getSequenceEnd(), /*guard=*/Value(),
         [&](OpBuilder &b, Location loc, Value v, ValueRange indices) {
           memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, v,
                                       dest, indices);
