@@ -175,6 +175,13 @@ def _library():
             tensor, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(_Extras),
             ctypes.c_int, ctypes.c_int, ctypes.c_double,
             ctypes.POINTER(_Config), ctypes.c_void_p]
+    if hasattr(lib, "fa_attention_varlen_backward"):
+        lib.fa_attention_varlen_backward.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
+            tensor, tensor, tensor, tensor, tensor, ctypes.c_int64,
+            ctypes.c_int64, ctypes.POINTER(_Extras), ctypes.c_int,
+            ctypes.c_int, ctypes.c_double, ctypes.POINTER(_Config),
+            ctypes.c_void_p]
     if hasattr(lib, "fa_compute_block_mask"):
         lib.fa_compute_block_mask.argtypes = [
             ctypes.c_void_p, tensor, tensor, tensor, tensor,
@@ -1135,6 +1142,48 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     return o, lse
 
 
+def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
+                     cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
+                     score_mod="", mask_mod=""):
+    """dQ [total_q, Hq, D], dK and dV [total_k, Hkv, D] of a packed batch
+    (the forward's O and LSE [Hq, total_q]), launched on the current
+    stream (no autograd)."""
+    import torch
+
+    # Gradients arrive in any layout; the kernels read rows with a
+    # contiguous last dimension.
+    if grad_output.stride(-1) != 1 or grad_output.dtype != q.dtype:
+        grad_output = grad_output.to(q.dtype).contiguous()
+    dq = torch.empty_like(q)
+    dk = torch.empty_like(k)
+    dv = torch.empty_like(v)
+
+    def packed(t):  # [total, H, D] viewed as [1, H, total, D]
+        return t.unsqueeze(0).transpose(1, 2)
+
+    config = _config(0, 0, 0, backward=True, variant=(score_mod, mask_mod),
+                     varlen=True)
+    lib = _library()
+    if not hasattr(lib, "fa_attention_varlen_backward"):
+        raise FaError(0, "this libfa_runtime.so predates the varlen backward "
+                         "(no fa_attention_varlen_backward); rebuild it")
+    _check(lib.fa_attention_varlen_backward(
+        _runtime(_device_index(q)), ctypes.byref(_describe(packed(q))),
+        ctypes.byref(_describe(packed(k))),
+        ctypes.byref(_describe(packed(v))),
+        ctypes.byref(_describe(packed(o))),
+        ctypes.byref(_describe(packed(grad_output))),
+        ctypes.byref(_describe(lse.unsqueeze(0))),
+        ctypes.byref(_describe(packed(dq))),
+        ctypes.byref(_describe(packed(dk))),
+        ctypes.byref(_describe(packed(dv))),
+        ctypes.byref(_describe(cu_seqlens_q)),
+        ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
+        int(max_seqlen_k), None, _dtype_code(q), _flag("causal", causal),
+        float(scale), config, _stream_of(q)))
+    return dq, dk, dv
+
+
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0,
@@ -1152,9 +1201,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     torch.compile): a synchronization with the device that a serving loop
     may skip with check_offsets=False (the kernel then never reads or
     writes outside the tensors, but offsets that break the rules leave
-    rows of O unwritten or mixed). The backward of a varlen batch is not
-    supported yet: inputs that require grad (with grad enabled) are an
-    error."""
+    rows of O unwritten or mixed). Differentiable (q, k, v; the
+    backward runs on the mma or simt strategy, not deterministic)."""
     where = "fa.flash_attn_varlen_func"
     torch = _torch
     if torch is None:
@@ -1173,10 +1221,6 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     if k.shape != v.shape:
         raise ValueError(f"{where}: k {tuple(k.shape)} and v "
                          f"{tuple(v.shape)} must have one shape")
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        raise NotImplementedError(
-            f"{where}: the varlen backward is not supported yet; call it "
-            "under torch.no_grad() or with tensors that do not require grad")
     max_seqlen_q = _integer("max_seqlen_q", max_seqlen_q)
     max_seqlen_k = _integer("max_seqlen_k", max_seqlen_k)
     values = bool(_flag("check_offsets", check_offsets))

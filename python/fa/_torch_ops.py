@@ -24,7 +24,7 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from . import _backward, _forward, _varlen_forward
+from . import _backward, _forward, _varlen_backward, _varlen_forward
 
 
 # The schemas are written out: the captures' type, an optional list of
@@ -167,7 +167,7 @@ def varlen_attention_forward(q: torch.Tensor, k: torch.Tensor,
                              score_mod: str, mask_mod: str
                              ) -> Tuple[torch.Tensor, torch.Tensor]:
     """A packed varlen batch's O [total_q, Hq, D] and LSE [Hq, total_q]
-    (fa.flash_attn_varlen_func; no autograd formula yet)."""
+    (fa.flash_attn_varlen_func; differentiable in q, k and v)."""
     return _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, causal, scale, score_mod, mask_mod)
 
@@ -177,3 +177,50 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
       causal, scale, score_mod, mask_mod):
     return (torch.empty_like(q),
             q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+
+
+@torch.library.custom_op("fa::varlen_attention_backward", mutates_args=(),
+                         device_types="cuda")
+def varlen_attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
+                              k: torch.Tensor, v: torch.Tensor,
+                              o: torch.Tensor, lse: torch.Tensor,
+                              cu_seqlens_q: torch.Tensor,
+                              cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
+                              max_seqlen_k: int, causal: bool, scale: float,
+                              score_mod: str, mask_mod: str
+                              ) -> Tuple[torch.Tensor, torch.Tensor,
+                                         torch.Tensor]:
+    """dQ, dK, dV of a packed varlen batch (packed like q, k, v)."""
+    return _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
+                            cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+                            scale, score_mod, mask_mod)
+
+
+@varlen_attention_backward.register_fake
+def _(grad_output, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+      max_seqlen_k, causal, scale, score_mod, mask_mod):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _varlen_setup_context(ctx, inputs, output):
+    (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+     scale, score_mod, mask_mod) = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
+    ctx.lengths = (max_seqlen_q, max_seqlen_k)
+    ctx.flags = (causal, scale, score_mod, mask_mod)
+    ctx.mark_non_differentiable(lse)
+
+
+def _varlen_grad(ctx, grad_output, grad_lse):
+    q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
+    causal, scale, score_mod, mask_mod = ctx.flags
+    dq, dk, dv = torch.ops.fa.varlen_attention_backward(
+        grad_output, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
+        *ctx.lengths, causal, scale, score_mod, mask_mod)
+    # No gradient for the offsets, the lengths, the flags and the variant.
+    return (dq, dk, dv) + (None,) * 8
+
+
+varlen_attention_forward.register_autograd(
+    _varlen_grad, setup_context=_varlen_setup_context)

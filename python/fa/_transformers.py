@@ -30,8 +30,8 @@ def _unpadded(query, key, value, padding, causal, scaling, window, softcap,
     padding [B, Sk] marks the keys, the queries are the last Sq positions
     (transformers' layout with and without a KV cache). window: None or
     (left, right); softcap: None or the cap. Returns [B, Sq, Hq, D] with
-    zeros at padded query positions. Forward only (the varlen backward is
-    not supported yet: fa.flash_attn_varlen_func says so)."""
+    zeros at padded query positions; differentiable (training on padded
+    batches)."""
     import torch
 
     if sinks is not None:

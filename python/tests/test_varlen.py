@@ -4,13 +4,15 @@ cu_seqlens_q / cu_seqlens_k [B + 1]).
 
 Without a GPU: the varlen kernels compile through the C ABI
 (fa.prepare_kernel with varlen=True, every strategy) and are kernels of
-their own; the backward refuses a varlen batch. With a GPU: O and LSE of
-every sequence against the float64 reference of that sequence alone, with
-FlashAttention's criterion (error at most 2x PyTorch's own at the inputs'
-precision), over random lengths with 0 and 1 among them, causal and not,
-GQA, windows and softcapping; the offsets' checks; the custom op (opcheck)
-and torch.compile; the transformers backend's padding masks (batched
-greedy generation equals one-by-one generation).
+their own, and so are the backward's (mma, simt; wgmma and the
+deterministic mode refuse it by name). With a GPU: O and LSE, and dQ, dK,
+dV through autograd, of every sequence against the float64 reference of
+that sequence alone, with FlashAttention's criterion (error at most 2x
+PyTorch's own at the inputs' precision), over random lengths with 0 and 1
+among them, causal and not, GQA, windows and softcapping; the offsets'
+checks; the custom ops (opcheck) and torch.compile; the transformers
+backend's padding masks (batched greedy generation equals one-by-one
+generation; a padded training step's gradients equal SDPA's).
 Run: python3 python/tests/test_varlen.py (needs the built libfa_runtime.so;
 ctest runs it with FA_RUNTIME_LIB set).
 """
@@ -55,10 +57,19 @@ class CompileTest(unittest.TestCase):
         self.assertNotIn("_varlen", plain["name"])
         self.assertNotEqual(plain["key"], varlen["key"])
 
-    def test_backward_refuses_varlen(self):
-        with self.assertRaisesRegex(fa.FaError, "backward does not take a "
-                                    "varlen batch"):
-            fa.prepare_kernel(64, dtype="float16", varlen=True, backward=True)
+    def test_backward_kernels(self):
+        info = fa.prepare_kernel(64, dtype="float16", varlen=True,
+                                 backward=True)
+        self.assertIn("_varlen", info["name"])
+        self.assertIn("mma", info["name"])
+        with self.assertRaisesRegex(fa.FaError, "wgmma backward does not "
+                                    "take a varlen batch"):
+            fa.prepare_kernel(128, dtype="bfloat16", strategy="wgmma",
+                              varlen=True, backward=True)
+        with self.assertRaisesRegex(fa.FaError, "deterministic backward does "
+                                    "not take a varlen batch"):
+            fa.prepare_kernel(64, dtype="float16", varlen=True, backward=True,
+                              deterministic=True)
 
 
 def _offsets(lengths):
@@ -98,6 +109,36 @@ def _sequence_attention(q, k, v, scale, causal, window, softcap):
     p = torch.nan_to_num(p, nan=0.0).to(q.dtype)
     o = torch.einsum("hij,jhd->ihd", p, vv)
     return o, lse
+
+
+def _sequence_attention_safe(q, k, v, scale, causal, window, softcap):
+    """_sequence_attention's O in a form autograd differentiates to the
+    exact gradients everywhere: rows without keys give O = 0 and no
+    gradient (no NaN from a softmax of -inf alone)."""
+    sq, hq, _ = q.shape
+    sk, hkv, _ = k.shape
+    group = hq // hkv
+    kk = k.repeat_interleave(group, dim=1)
+    vv = v.repeat_interleave(group, dim=1)
+    s = torch.einsum("ihd,jhd->hij", q, kk) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(sk, device=q.device)[None, :]
+    diag = i + sk - sq
+    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if causal:
+        keep &= j <= diag
+    left, right = window
+    if left >= 0:
+        keep &= j >= diag - left
+    if right >= 0:
+        keep &= j <= diag + right
+    seen = keep.any(dim=-1, keepdim=True)
+    s = s.masked_fill(~keep, float("-inf")).masked_fill(~seen, 0.0)
+    p = torch.softmax(s.float() if s.dtype != torch.float64 else s, dim=-1)
+    p = (p * seen).to(q.dtype)
+    return torch.einsum("hij,jhd->ihd", p, vv)
 
 
 @unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
@@ -201,9 +242,79 @@ class GpuVarlenTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "both hold B \\+ 1"):
             call(good, cu_k=torch.tensor([0, 10], dtype=torch.int32,
                                          device="cuda"))
-        with self.assertRaisesRegex(NotImplementedError, "varlen backward"):
-            fa.flash_attn_varlen_func(q.clone().requires_grad_(), q, q, good,
-                                      good, 6, 6)
+
+    def run_backward(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
+                     window=(-1, -1), softcap=0.0, seed=0):
+        """dQ, dK, dV through autograd against each sequence's float64
+        gradients (FlashAttention's criterion, a floor for exact values)."""
+        torch.manual_seed(seed)
+        cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
+                            device="cuda")
+        cu_k = torch.tensor(_offsets(k_lens), dtype=torch.int32,
+                            device="cuda")
+        q = torch.randn(sum(q_lens), hq, d, device="cuda", dtype=dtype)
+        k = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
+        grad = torch.randn(sum(q_lens), hq, d, device="cuda", dtype=dtype)
+        for t in (q, k, v):
+            t.requires_grad_()
+        out = fa.flash_attn_varlen_func(
+            q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
+            window_size=window, softcap=softcap)
+        out.backward(grad)
+        name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
+                f"D={d} {'causal' if causal else 'full'} window={window} "
+                f"softcap={softcap}")
+        oq, ok = _offsets(q_lens), _offsets(k_lens)
+        scale = d ** -0.5
+
+        def grads(rows, keys, as_type):
+            leaves = [t.detach()[s].to(as_type).requires_grad_()
+                      for t, s in ((q, rows), (k, keys), (v, keys))]
+            o = _sequence_attention_safe(*leaves, scale, causal, window,
+                                         softcap)
+            o.backward(grad[rows].to(as_type))
+            return [t.grad if t.grad is not None else torch.zeros_like(t)
+                    for t in leaves]
+
+        for b in range(len(q_lens)):
+            rows = slice(oq[b], oq[b + 1])
+            keys = slice(ok[b], ok[b + 1])
+            if oq[b + 1] == oq[b] and ok[b + 1] == ok[b]:
+                continue
+            exact = grads(rows, keys, torch.float64)
+            own = grads(rows, keys, dtype)
+            got = (q.grad[rows], k.grad[keys], v.grad[keys])
+            for label, g, want, theirs in zip(("dQ", "dK", "dV"), got, exact,
+                                              own):
+                if want.numel() == 0:
+                    continue
+                self.assertFalse(torch.isnan(g).any().item(),
+                                 f"{name}: NaN in {label} of sequence {b}")
+                err = (g.double() - want).abs().max().item()
+                torch_err = (theirs.double() - want).abs().max().item()
+                floor = 1e-5 * max(1.0, want.abs().max().item())
+                self.assertLessEqual(err, 2 * torch_err + floor,
+                                     f"{name}: {label} of sequence {b}")
+
+    def test_backward_random_lengths(self):
+        rng = random.Random(11)
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            for causal in (False, True):
+                for d, hq, hkv in ((64, 4, 2), (128, 4, 4)):
+                    q_lens = [0, 1] + [rng.randint(1, 400) for _ in range(5)]
+                    k_lens = [rng.randint(0, 400) for _ in q_lens]
+                    rng.shuffle(q_lens)
+                    with self.subTest(dtype=dtype, causal=causal, d=d):
+                        self.run_backward(dtype, q_lens, k_lens, hq, hkv, d,
+                                          causal)
+
+    def test_backward_variants(self):
+        lens = [300, 5, 129, 64]
+        self.run_backward(torch.bfloat16, lens, lens, 4, 2, 64, True,
+                          window=(32, 0))
+        self.run_backward(torch.float16, lens, [40, 5, 300, 1], 4, 2, 128,
+                          False, softcap=5.0)
 
     def test_op_and_compile(self):
         lens = [5, 0, 70]
@@ -219,6 +330,28 @@ class GpuVarlenTest(unittest.TestCase):
             lambda *a: fa.flash_attn_varlen_func(*a, causal=True),
             fullgraph=True)(q, k, k, cu, cu, 70, 70)
         self.assertTrue(torch.equal(eager, compiled))
+        # The backward op, and autograd through the forward op.
+        o, lse = torch.ops.fa.varlen_attention_forward(
+            q, k, k, cu, cu, 70, 70, True, 0.125, "", "")
+        torch.library.opcheck(
+            torch.ops.fa.varlen_attention_backward,
+            (torch.randn_like(q), q, k, k, o, lse, cu, cu, 70, 70, True,
+             0.125, "", ""))
+        leaves = [t.clone().requires_grad_() for t in (q, k, k)]
+        torch.library.opcheck(
+            torch.ops.fa.varlen_attention_forward,
+            (*leaves, cu, cu, 70, 70, True, 0.125, "", ""),
+            test_utils=("test_schema", "test_autograd_registration",
+                        "test_faketensor"))
+
+        def step(*a):
+            out = fa.flash_attn_varlen_func(*a, cu, cu, 70, 70, causal=True)
+            return torch.autograd.grad(out.float().sum(), a)
+        eager_grads = step(*leaves)
+        compiled_grads = torch.compile(step)(*leaves)
+        for e, c in zip(eager_grads, compiled_grads):
+            self.assertTrue(torch.allclose(e.float(), c.float(), atol=1e-3,
+                                           rtol=0))
 
 
 @unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
@@ -274,6 +407,50 @@ class GpuTransformersTest(unittest.TestCase):
             theirs = model(input_ids=ids, attention_mask=mask).logits
         real = mask.bool()
         self.assertLess((ours[real] - theirs[real]).abs().max().item(), 1e-3)
+
+    def test_padded_training_step_matches_sdpa(self):
+        try:
+            from transformers import LlamaConfig, LlamaForCausalLM
+        except ImportError:
+            self.skipTest("transformers is not installed")
+        fa.register_transformers()
+        config = LlamaConfig(vocab_size=128, hidden_size=128,
+                             intermediate_size=256, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2,
+                             max_position_embeddings=128,
+                             attn_implementation="fa", pad_token_id=0)
+        torch.manual_seed(1)
+        model = LlamaForCausalLM(config).to(device="cuda",
+                                            dtype=torch.float32)
+        lengths = (9, 33, 2, 20)
+        longest = max(lengths)
+        ids = torch.zeros(len(lengths), longest, dtype=torch.long,
+                          device="cuda")
+        mask = torch.zeros_like(ids)
+        for b, n in enumerate(lengths):  # right padding, as training packs
+            ids[b, :n] = torch.randint(1, 128, (n,))
+            mask[b, :n] = 1
+        labels = ids.masked_fill(mask == 0, -100)
+
+        def gradients(implementation):
+            if hasattr(model, "set_attn_implementation"):
+                model.set_attn_implementation(implementation)
+            else:
+                model.config._attn_implementation = implementation
+            model.zero_grad()
+            loss = model(input_ids=ids, attention_mask=mask,
+                         labels=labels).loss
+            loss.backward()
+            return loss.item(), {n: p.grad.clone()
+                                 for n, p in model.named_parameters()}
+
+        loss, ours = gradients("fa")
+        sdpa_loss, theirs = gradients("sdpa")
+        self.assertAlmostEqual(loss, sdpa_loss, places=4)
+        for name, g in ours.items():
+            scale = max(1.0, theirs[name].abs().max().item())
+            self.assertLess((g - theirs[name]).abs().max().item(),
+                            1e-3 * scale, name)
 
 
 if __name__ == "__main__":

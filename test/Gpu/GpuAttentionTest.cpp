@@ -590,6 +590,209 @@ protected:
                 maxLse);
   }
 
+  /// The backward of one packed varlen batch (flash-attn's layout, as
+  /// runVarlenCase's): O and LSE from the float64 reference of each
+  /// sequence alone, random dO; dQ, dK, dV of every sequence against that
+  /// sequence's exact gradients (the bound of runBackwardCase); dQ rows
+  /// past the last sequence keep their NaN poison.
+  void runVarlenBackwardCase(const VarlenCase &c, const fa::KernelSpec &tiles) {
+    fa::KernelSpec spec = tiles;
+    spec.headDim = c.headDim;
+    spec.causal = c.causal;
+    spec.dtype = c.dtype;
+    spec.varlen = true;
+    spec.arch = "";
+    bool wide = c.dtype == fa::ElementType::f32;
+    size_t elementBytes = wide ? 4 : 2;
+    int64_t batch = int64_t(c.qLens.size());
+    std::vector<int32_t> cuQ = {0}, cuK = {0};
+    int64_t maxQ = 0, maxK = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      cuQ.push_back(cuQ.back() + int32_t(c.qLens[b]));
+      cuK.push_back(cuK.back() + int32_t(c.kvLens[b]));
+      maxQ = std::max(maxQ, c.qLens[b]);
+      maxK = std::max(maxK, c.kvLens[b]);
+    }
+    int64_t totalQ = cuQ.back() + c.spareRows, totalK = cuK.back();
+    int64_t d = c.headDim, hq = c.qHeads, hkv = c.kvHeads;
+    uint64_t seed = std::random_device{}();
+    SCOPED_TRACE(testing::Message()
+                 << "varlen backward seed=" << seed << " strategy="
+                 << fa::toString(spec.resolvedStrategy()) << " D=" << d
+                 << " sequences=" << batch << " Hq=" << hq << " Hkv=" << hkv
+                 << " total_q=" << totalQ << " total_k=" << totalK
+                 << (c.causal ? " causal " : " ") << fa::toString(c.dtype));
+    std::mt19937_64 rng(seed);
+    std::vector<float> q = fa::test::randomNormal(totalQ * hq * d, rng),
+                       k = fa::test::randomNormal(totalK * hkv * d, rng),
+                       v = fa::test::randomNormal(totalK * hkv * d, rng),
+                       gradOutput = fa::test::randomNormal(totalQ * hq * d,
+                                                           rng);
+    DeviceBuffer qBuf(q.size(), elementBytes), kBuf(k.size(), elementBytes),
+        vBuf(v.size(), elementBytes), oBuf(q.size(), elementBytes),
+        doBuf(q.size(), elementBytes), lseBuf(size_t(hq * totalQ)),
+        dqBuf(q.size(), elementBytes), dkBuf(k.size(), elementBytes),
+        dvBuf(v.size(), elementBytes), cuQBuf(cuQ.size()),
+        cuKBuf(cuK.size());
+    // Rounded in place: the references see what the kernel sees.
+    CU_ASSERT(uploadAs(qBuf, q, c.dtype));
+    CU_ASSERT(uploadAs(kBuf, k, c.dtype));
+    CU_ASSERT(uploadAs(vBuf, v, c.dtype));
+    CU_ASSERT(uploadAs(doBuf, gradOutput, c.dtype));
+    CU_ASSERT(driver().cuMemcpyHtoD_v2(cuQBuf.ptr, cuQ.data(), cuQ.size() * 4));
+    CU_ASSERT(driver().cuMemcpyHtoD_v2(cuKBuf.ptr, cuK.data(), cuK.size() * 4));
+
+    // Each sequence alone ([1, H, S, D]) from the packed [total, H, D] rows,
+    // and back.
+    auto alone = [&](const std::vector<float> &from, int64_t heads,
+                     int64_t first, int64_t rows) {
+      std::vector<float> to(size_t(heads * rows * d));
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t e = 0; e < d; ++e)
+            to[size_t((h * rows + i) * d + e)] =
+                from[size_t(((first + i) * heads + h) * d + e)];
+      return to;
+    };
+    auto problemFor = [&](int64_t b) {
+      fa::AttentionProblem p;
+      p.batch = 1;
+      p.qHeads = hq;
+      p.kvHeads = hkv;
+      p.qLen = c.qLens[b];
+      p.kvLen = c.kvLens[b];
+      p.headDim = d;
+      p.causal = c.causal;
+      p.scale = 1.0 / std::sqrt(double(d));
+      return p;
+    };
+    // The forward's O and LSE, packed (spare rows: zero dO, O and LSE).
+    std::vector<float> o(q.size(), 0.0f), lse(size_t(hq * totalQ), 0.0f);
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sq = c.qLens[b], sk = c.kvLens[b];
+      fa::ReferenceResult forward = fa::referenceAttention(
+          problemFor(b), alone(q, hq, cuQ[b], sq).data(),
+          alone(k, hkv, cuK[b], sk).data(), alone(v, hkv, cuK[b], sk).data());
+      for (int64_t h = 0; h < hq; ++h)
+        for (int64_t i = 0; i < sq; ++i) {
+          lse[size_t(h * totalQ + cuQ[b] + i)] =
+              float(forward.lse[size_t(h * sq + i)]);
+          for (int64_t e = 0; e < d; ++e)
+            o[size_t(((cuQ[b] + i) * hq + h) * d + e)] =
+                float(forward.output[size_t((h * sq + i) * d + e)]);
+        }
+    }
+    CU_ASSERT(uploadAs(oBuf, o, c.dtype));
+    CU_ASSERT(driver().cuMemcpyHtoD_v2(lseBuf.ptr, lse.data(), lse.size() * 4));
+    for (const DeviceBuffer *out : {&dqBuf, &dkBuf, &dvBuf})
+      CU_ASSERT(poison(*out, c.dtype));
+
+    auto packed = [](const DeviceBuffer &buffer, int64_t heads, int64_t rows,
+                     int64_t width) {
+      fa::TensorArg t;
+      t.data = buffer.data();
+      int64_t sizes[4] = {1, heads, rows, width};
+      int64_t strides[4] = {rows * heads * width, width, heads * width, 1};
+      std::memcpy(t.sizes, sizes, sizeof(sizes));
+      std::memcpy(t.strides, strides, sizeof(strides));
+      return t;
+    };
+    fa::AttentionBackwardArgs args;
+    args.q = packed(qBuf, hq, totalQ, d);
+    args.k = packed(kBuf, hkv, totalK, d);
+    args.v = packed(vBuf, hkv, totalK, d);
+    args.o = packed(oBuf, hq, totalQ, d);
+    args.gradOutput = packed(doBuf, hq, totalQ, d);
+    args.gradQuery = packed(dqBuf, hq, totalQ, d);
+    args.gradKey = packed(dkBuf, hkv, totalK, d);
+    args.gradValue = packed(dvBuf, hkv, totalK, d);
+    int64_t lseSizes[4] = {1, hq, totalQ, 0};
+    int64_t lseStrides[4] = {hq * totalQ, totalQ, 1, 0};
+    args.lse.data = lseBuf.data();
+    std::memcpy(args.lse.sizes, lseSizes, sizeof(lseSizes));
+    std::memcpy(args.lse.strides, lseStrides, sizeof(lseStrides));
+    for (auto [arg, buffer, count] :
+         {std::tuple<fa::TensorArg *, const DeviceBuffer *, size_t>{
+              &args.cuSeqlensQ, &cuQBuf, cuQ.size()},
+          {&args.cuSeqlensK, &cuKBuf, cuK.size()}}) {
+      arg->data = buffer->data();
+      arg->sizes[0] = int64_t(count);
+      arg->strides[0] = 1;
+    }
+    args.maxSeqlenQ = maxQ;
+    args.maxSeqlenK = maxK;
+    fa::Result r = runtime->backward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    CU_ASSERT(driver().cuCtxSynchronize());
+
+    auto download = [&](const DeviceBuffer &from, size_t n) {
+      std::vector<float> values(n);
+      if (wide) {
+        EXPECT_EQ(driver().cuMemcpyDtoH_v2(values.data(), from.ptr, n * 4),
+                  CUDA_SUCCESS);
+        return values;
+      }
+      std::vector<uint16_t> bits(n);
+      EXPECT_EQ(driver().cuMemcpyDtoH_v2(bits.data(), from.ptr, n * 2),
+                CUDA_SUCCESS);
+      for (size_t i = 0; i < n; ++i)
+        values[i] = fromBits(bits[i], c.dtype);
+      return values;
+    };
+    std::vector<float> dq = download(dqBuf, q.size()),
+                       dk = download(dkBuf, k.size()),
+                       dv = download(dvBuf, v.size());
+    double relative = wide ? 1e-4 : 8 * fa::test::unitRoundoff(c.dtype);
+    double worst[3] = {0, 0, 0};
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sq = c.qLens[b], sk = c.kvLens[b];
+      fa::ReferenceGradients want = fa::referenceAttentionBackward(
+          problemFor(b), alone(q, hq, cuQ[b], sq).data(),
+          alone(k, hkv, cuK[b], sk).data(), alone(v, hkv, cuK[b], sk).data(),
+          alone(gradOutput, hq, cuQ[b], sq).data());
+      struct Grad {
+        const char *name;
+        std::vector<float> got;
+        const std::vector<double> &want;
+      };
+      Grad grads[] = {{"dQ", alone(dq, hq, cuQ[b], sq), want.gradQuery},
+                      {"dK", alone(dk, hkv, cuK[b], sk), want.gradKey},
+                      {"dV", alone(dv, hkv, cuK[b], sk), want.gradValue}};
+      for (int g = 0; g < 3; ++g) {
+        double scaleOf = 0.0;
+        for (double x : grads[g].want)
+          scaleOf = std::max(scaleOf, std::fabs(x));
+        double tolerance = relative * scaleOf + 1e-5;
+        for (size_t i = 0; i < grads[g].want.size(); ++i) {
+          double err = std::fabs(double(grads[g].got[i]) - grads[g].want[i]);
+          if (!(err <= tolerance)) {
+            ADD_FAILURE() << "sequence " << b << " (Sq=" << sq << ", Sk="
+                          << sk << ") " << grads[g].name << "[" << i
+                          << "] = " << grads[g].got[i] << ", expected "
+                          << grads[g].want[i] << " (tolerance " << tolerance
+                          << ")";
+            return;
+          }
+          worst[g] = std::max(worst[g], err / tolerance);
+        }
+      }
+    }
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = cuQ.back(); i < totalQ; ++i)
+        if (!std::isnan(dq[size_t((i * hq + h) * d)])) {
+          ADD_FAILURE() << "spare row " << i << " of head " << h
+                        << " of dQ was written";
+          return;
+        }
+    std::printf("  ok %-5s varlen backward D=%-3ld sequences=%ld Hq=%ld "
+                "Hkv=%ld total_q=%-5ld total_k=%-5ld %-6s %-4s error/tol "
+                "dQ %.2f dK %.2f dV %.2f\n",
+                fa::toString(spec.resolvedStrategy()), long(d), long(batch),
+                long(hq), long(hkv), long(totalQ), long(totalK),
+                c.causal ? "causal" : "full", fa::toString(c.dtype), worst[0],
+                worst[1], worst[2]);
+  }
+
   /// Runs the backward of one case: dQ, dK, dV from random dO and the
   /// forward's O and LSE (the float64 reference's, rounded to the kernel's
   /// types), against the exact float64 gradients; prints each gradient's
@@ -1143,6 +1346,46 @@ TEST_F(GpuAttention, VarlenMatchesEachSequence) {
         runVarlenCase({d, 4, 2, qLens, kvLens, causal, s.dtype, 0}, tiles);
         // Queries and keys of equal lengths, spare rows at the end.
         runVarlenCase({d, 2, 2, qLens, qLens, causal, s.dtype, 5}, tiles);
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+}
+
+/// The varlen backward on the strategies that take it (simt f32, mma
+/// f16/bf16; auto, which gives it to mma on sm_90a too): the lengths of
+/// VarlenMatchesEachSequence (0 and 1 among them, Sq != Sk both ways,
+/// GQA, spare rows), each sequence against its own float64 gradients.
+TEST_F(GpuAttention, VarlenBackwardMatchesEachSequence) {
+  std::mt19937_64 rng(2027);
+  auto lengths = [&](int64_t n, int64_t longest) {
+    std::vector<int64_t> l = {0, 1};
+    std::uniform_int_distribution<int64_t> pick(1, longest);
+    while (int64_t(l.size()) < n)
+      l.push_back(pick(rng));
+    std::shuffle(l.begin(), l.end(), rng);
+    return l;
+  };
+  struct Served {
+    fa::Strategy strategy;
+    fa::ElementType dtype;
+    std::vector<int64_t> headDims;
+  };
+  std::vector<Served> served = {
+      {fa::Strategy::simt, fa::ElementType::f32, {64}},
+      {fa::Strategy::mma, fa::ElementType::f16, {64, 128}},
+      {fa::Strategy::automatic, fa::ElementType::bf16, {128}}};
+  int64_t sequences = quick() ? 4 : 10, longest = quick() ? 200 : 600;
+  for (const Served &s : served)
+    for (int64_t d : s.headDims)
+      for (bool causal : {false, true}) {
+        fa::KernelSpec tiles = defaults();
+        tiles.strategy = s.strategy;
+        std::vector<int64_t> qLens = lengths(sequences, longest);
+        std::vector<int64_t> kvLens = lengths(sequences, longest);
+        runVarlenBackwardCase({d, 4, 2, qLens, kvLens, causal, s.dtype, 0},
+                              tiles);
+        runVarlenBackwardCase({d, 2, 2, qLens, qLens, causal, s.dtype, 5},
+                              tiles);
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
       }
