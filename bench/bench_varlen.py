@@ -2,10 +2,12 @@
 fixed-length kernel on the same total tokens, and SDPA on the same
 sequences (nested jagged tensors where torch supports them, else one SDPA
 call per sequence) and PyTorch's varlen FlashAttention-2 and cuDNN kernels
-on the same packed batch, forward, in one run.
+on the same packed batch, forward, in one run; with --backward the
+backward too (autograd's gradient call alone, the forward's graph kept;
+FLOPs 2.5x the forward's).
 
     python3 bench/bench_varlen.py [--tokens 16384] [--means 512,2048]
-        [--dtype bfloat16] [--head-dims 64,128] [--json out.json]
+        [--dtype bfloat16] [--head-dims 64,128] [--backward] [--json out.json]
 
 Lengths: uniform in [1, 2 * mean] (seeded), drawn until the total reaches
 `--tokens` (the benchmark convention's B * S = 16k); the fixed-length row
@@ -90,12 +92,38 @@ def torch_varlen(backend, q, k, v, cu, max_len, causal):
         return None, None
 
 
+def backward_time(out, inputs):
+    """The gradient call of `out`'s graph alone (kept between calls)."""
+    grad = torch.randn_like(out)
+    return do_bench(lambda: torch.autograd.grad(out, inputs, grad,
+                                                retain_graph=True))
+
+
+def torch_varlen_backward(q, k, v, cu, max_len, causal):
+    """PyTorch's FlashAttention-2 varlen backward on the packed batch, or
+    NaN with the reason printed."""
+    try:
+        out, lse, seed, offset, _ = torch.ops.aten._flash_attention_forward(
+            q, k, v, cu, cu, max_len, max_len, 0.0, causal, False)
+        grad = torch.randn_like(out)
+        call = lambda: torch.ops.aten._flash_attention_backward(  # noqa: E731
+            grad, q, k, v, out, lse, cu, cu, max_len, max_len, 0.0, causal,
+            seed, offset)
+        call()
+        return do_bench(call)
+    except Exception as error:  # noqa: BLE001 (report and go on)
+        print(f"  (torch varlen flash backward: {type(error).__name__}: "
+              f"{str(error).splitlines()[0][:120]})")
+        return float("nan")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=16384)
     parser.add_argument("--means", default="512,2048")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--head-dims", default="64,128")
+    parser.add_argument("--backward", action="store_true")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
@@ -168,6 +196,30 @@ def main():
                        "torch_cudnn_ms": peers["cudnn"]}
                 row["varlen_over_fixed"] = (row["varlen_tflops"]
                                             / row["fixed_tflops"])
+                if args.backward:
+                    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+                    out = fa.flash_attn_varlen_func(
+                        *leaves, cu, cu, max(lengths), max(lengths),
+                        causal=causal, check_offsets=False)
+                    row["varlen_bwd_ms"] = backward_time(out, leaves)
+                    fixed = [t.clone().requires_grad_() for t in (fq, fk, fv)]
+                    out = fa.flash_attn_func(*fixed, causal=causal)
+                    row["fixed_bwd_ms"] = backward_time(out, fixed)
+                    row["torch_flash_bwd_ms"] = torch_varlen_backward(
+                        q, k, v, cu, max(lengths), causal)
+                    del out, leaves, fixed
+                    bwd = {key: 2.5 * f / row[key + "_ms"] / 1e9
+                           for key, f in (("varlen_bwd", flops),
+                                          ("fixed_bwd", fixed_flops),
+                                          ("torch_flash_bwd", flops))}
+                    print(f"       backward: varlen {row['varlen_bwd_ms']:.3f}"
+                          f" ms {bwd['varlen_bwd']:.0f} TF/s, fixed "
+                          f"{row['fixed_bwd_ms']:.3f} ms "
+                          f"{bwd['fixed_bwd']:.0f} TF/s (var/fixed "
+                          f"{bwd['varlen_bwd'] / bwd['fixed_bwd']:.2f}), "
+                          f"torch varlen fa2 "
+                          f"{row['torch_flash_bwd_ms']:.3f} ms "
+                          f"{bwd['torch_flash_bwd']:.0f} TF/s")
                 rows.append(row)
                 print(f"{d:>4} {mean:>5} {len(lengths):>5} "
                       f"{'yes' if causal else 'no':>6} {varlen_ms:>9.3f} "

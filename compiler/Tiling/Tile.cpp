@@ -104,21 +104,19 @@ void AttentionTiler::build() {
   builder.setInsertionPointToStart(&grid.getBodyBlock());
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
   // The rows of the program's sequence: [qFirst, qLimit) of the packed
-  // queries, [kvFirst, kvLimit) of the packed keys; qLen and kvLen become
-  // the sequence's lengths, and every index below counts from its start.
-  Value rowsBatch = b, qFirst, qLimit, kvFirst, kvLimit;
+  // queries, [kvFirst, kvLimit) of the packed keys, as the loads and stores
+  // take them (qRows, kvRows); qLen and kvLen become the sequence's
+  // lengths, and every index below counts from its start.
+  Value rowsBatch = b;
+  SmallVector<Value, 2> qRows, kvRows;
   if (varlen) {
     rowsBatch = indexConst(0);
-    std::tie(qFirst, qLimit) =
+    auto [qFirst, qLimit] =
         buildSequenceRows(builder, loc, cuSeqlensQ, b, qLen);
-    std::tie(kvFirst, kvLimit) =
+    auto [kvFirst, kvLimit] =
         buildSequenceRows(builder, loc, cuSeqlensK, b, kvLen);
     qLen = arith::SubIOp::create(builder, loc, qLimit, qFirst);
     kvLen = arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
-  }
-  // Loads and stores of the sequence's rows (rows count from its start).
-  SmallVector<Value, 2> qRows, kvRows;
-  if (varlen) {
     qRows = {qFirst, qLimit};
     kvRows = {kvFirst, kvLimit};
   }

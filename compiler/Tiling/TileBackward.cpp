@@ -89,11 +89,13 @@ private:
     rows.kvRows = {kvFirst, kvLimit};
     return rows;
   }
-  /// The same for a grid that needs no lengths (the query-tile grids).
-  ProgramRows programRows(Value b) {
+  /// The query rows alone, for the query-tile grids (no lengths).
+  ProgramRows queryRows(Value b) {
     if (!varlen)
       return {b, Value(), Value(), {}, {}};
-    return programRows(b, dim(op.getQuery(), 2), dim(op.getKey(), 2));
+    auto [qFirst, qLimit] = buildSequenceRows(builder, loc, op.getCuSeqlensQ(),
+                                              b, dim(op.getQuery(), 2));
+    return {indexConst(0), Value(), Value(), {qFirst, qLimit}, {}};
   }
   /// The grid's batch: the sequences of a varlen batch, else the tensors'.
   Value gridBatch() {
@@ -137,7 +139,7 @@ void BackwardTiler::buildPreprocess() {
   GridOp grid;
   Value qStart = openQueryTileGrid(grid, "delta");
   Value h = grid.getHeadIndex();
-  ProgramRows rows = programRows(grid.getBatchIndex());
+  ProgramRows rows = queryRows(grid.getBatchIndex());
   Value b = rows.batch;
   auto rowsType = tileType(blockM, elementType);
   Value gradOutput =
@@ -401,7 +403,7 @@ void BackwardTiler::buildPostprocess() {
   GridOp grid;
   Value qStart = openQueryTileGrid(grid, "dq");
   Value h = grid.getHeadIndex();
-  ProgramRows rows = programRows(grid.getBatchIndex());
+  ProgramRows rows = queryRows(grid.getBatchIndex());
   Value accumulated = LoadTileOp::create(
       builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(),
       rows.batch, h, qStart, rows.qRows);

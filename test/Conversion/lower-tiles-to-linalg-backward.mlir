@@ -103,6 +103,24 @@ func.func @accumulate_tile(%t: tensor<16x32xf32>, %dest: memref<?x?x?x32xf32>, %
 
 // -----
 
+// A varlen sequence's dQ rows: counted from its first row, none added at
+// or past its end.
+// CHECK-LABEL: func @accumulate_tile_sequence
+// CHECK-SAME: (%[[T:.*]]: tensor<16x32xf32>, %[[DEST:.*]]: memref<1x?x?x32xf32>, %[[H:.*]]: index, %[[ROW:.*]]: index, %[[FIRST:.*]]: index, %[[END:.*]]: index)
+// CHECK: %[[START:.*]] = arith.addi %[[FIRST]], %[[ROW]]
+// CHECK: %[[LEFT:.*]] = arith.subi %[[END]], %[[START]]
+// CHECK: %[[ROWS:.*]] = arith.minsi %[[LEFT]], %{{.*}}
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %[[ROWS]]
+// CHECK: %[[R:.*]] = arith.addi %[[START]], %[[I]]
+// CHECK: memref.store %{{.*}}, %[[DEST]][%{{.*}}, %[[H]], %[[R]], %{{.*}}]
+func.func @accumulate_tile_sequence(%t: tensor<16x32xf32>, %dest: memref<1x?x?x32xf32>, %h: index, %row: index, %first: index, %end: index) {
+  %c0 = arith.constant 0 : index
+  fa.accumulate_tile %t, %dest[%c0, %h, %row] sequence(%first, %end) : tensor<16x32xf32> -> memref<1x?x?x32xf32>
+  return
+}
+
+// -----
+
 // Programs run in grid order on the CPU: every turn must have come when it
 // is waited for (asserted: on the GPU a turn out of grid order would hang);
 // passing it stores turn + 1.

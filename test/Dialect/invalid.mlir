@@ -689,6 +689,47 @@ func.func @load_tile_sequence(%k: memref<1x?x?x64xf16>, %i: index) -> tensor<32x
 
 // -----
 
+func.func @accumulate_tile_sequence(%t: tensor<16x64xf32>, %acc: memref<1x?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{takes a sequence as (first, end), got 3 values}}
+  fa.accumulate_tile %t, %acc[%i, %i, %i] sequence(%i, %i, %i) : tensor<16x64xf32> -> memref<1x?x?x64xf32>
+  return
+}
+
+// -----
+
+// The varlen backward: both tables, batch 1 everywhere (the workspaces
+// too), not deterministic yet.
+func.func @varlen_backward_batch(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>,
+                                 %acc: memref<2x?x?x64xf32>, %c: memref<?xi32>) {
+  // expected-error @+1 {{dq_accum workspace}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
+      workspace %lse, %acc cu_seqlens(%c, %c) {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>,
+      memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>
+    into memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>
+    workspace memref<1x?x?xf32>, memref<2x?x?x64xf32>
+    cu_seqlens memref<?xi32>, memref<?xi32>
+  return
+}
+
+// -----
+
+func.func @varlen_backward_deterministic(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>,
+                                         %acc: memref<1x?x?x64xf32>, %order: memref<?x?x?xi32>,
+                                         %c: memref<?xi32>) {
+  // expected-error @+1 {{the deterministic backward (dq_order) does not take cu_seqlens yet}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
+      workspace %lse, %acc, %order cu_seqlens(%c, %c) {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>,
+      memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>
+    into memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>
+    workspace memref<1x?x?xf32>, memref<1x?x?x64xf32>, memref<?x?x?xi32>
+    cu_seqlens memref<?xi32>, memref<?xi32>
+  return
+}
+
+// -----
+
 // fa.capture_load marks a load of a captured tensor (fa-hoist-capture-loads
 // may move it): only memref.load carries it.
 func.func @capture_load_on_another_op(%t: memref<?xf32>, %i: index) -> f32 {

@@ -49,6 +49,27 @@ func.func @varlen(%q: memref<1x8x?x64xf16>, %k: memref<1x2x?x64xf16>,
   return
 }
 
+// The varlen backward: the offset tables after the workspaces; a dQ add
+// names its sequence's rows.
+// CHECK-LABEL: func @varlen_backward
+// CHECK: fa.attention_backward {{.*}} workspace %{{.*}}, %{{.*}} cu_seqlens(%{{.*}}, %{{.*}}) {scale = 1.250000e-01 : f32}
+// CHECK-SAME: cu_seqlens memref<?xi32>, memref<?xi32>
+// CHECK: fa.accumulate_tile %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] sequence(%{{.*}}, %{{.*}}) : tensor<16x64xf32> -> memref<1x8x?x64xf32>
+func.func @varlen_backward(%q: memref<1x8x?x64xf16>, %k: memref<1x2x?x64xf16>,
+                           %lse: memref<1x8x?xf32>, %acc: memref<1x8x?x64xf32>,
+                           %cq: memref<?xi32>, %ck: memref<?xi32>,
+                           %part: tensor<16x64xf32>, %i: index) {
+  fa.attention_backward %q, %k, %k, %q, %q, %lse into %q, %k, %k
+      workspace %lse, %acc cu_seqlens(%cq, %ck) {scale = 0.125 : f32}
+    : memref<1x8x?x64xf16>, memref<1x2x?x64xf16>, memref<1x2x?x64xf16>,
+      memref<1x8x?x64xf16>, memref<1x8x?x64xf16>, memref<1x8x?xf32>
+    into memref<1x8x?x64xf16>, memref<1x2x?x64xf16>, memref<1x2x?x64xf16>
+    workspace memref<1x8x?xf32>, memref<1x8x?x64xf32>
+    cu_seqlens memref<?xi32>, memref<?xi32>
+  fa.accumulate_tile %part, %acc[%i, %i, %i] sequence(%i, %i) : tensor<16x64xf32> -> memref<1x8x?x64xf32>
+  return
+}
+
 // Tile level: every op of one program.
 // CHECK-LABEL: func @tile_ops
 // CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %[[T:.*]]) in (%{{.*}}, %{{.*}}, %{{.*}}) {
