@@ -308,6 +308,10 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     size_t cuSeqlensArg = params.size();
     if (spec.varlen)
       params.append(2, MemRefType::get({dyn}, b.getI32Type()));
+    // A KV cache's filled lengths, i32 [B].
+    size_t kvLensArg = params.size();
+    if (spec.kvLens)
+      params.push_back(MemRefType::get({dyn}, b.getI32Type()));
     size_t rangesArg = params.size();
     if (spec.blockMask)
       params.push_back(rangeTableType);
@@ -324,6 +328,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.blockMask ? args[rangesArg] : Value(),
         spec.varlen ? args[cuSeqlensArg] : Value(),
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),
+        spec.kvLens ? args[kvLensArg] : Value(),
         args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
@@ -538,7 +543,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
     Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
                                           plan.threads, plan.sharedBytes,
                                           spec.sinks, spec.blockMask,
-                                          spec.varlen);
+                                          spec.varlen, spec.kvLens);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     plan.addCaptures(captures);

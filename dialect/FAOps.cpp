@@ -357,6 +357,25 @@ LogicalResult AttentionOp::verify() {
                            getLse()},
                           getKeyRanges())))
     return failure();
+  // One used-key count per batch entry, or per varlen sequence.
+  if (Value kvLens = getKvLens()) {
+    int64_t lens = cast<MemRefType>(kvLens.getType()).getShape()[0];
+    int64_t batch =
+        getCuSeqlensQ()
+            ? cast<MemRefType>(getCuSeqlensQ().getType()).getShape()[0]
+            : cast<MemRefType>(getQuery().getType()).getShape()[0];
+    if (getCuSeqlensQ() && !ShapedType::isDynamic(batch))
+      batch -= 1;
+    if (dimsConflict(lens, batch))
+      return emitOpError()
+             << "kv_lens holds " << dimToString(lens)
+             << " entries; it needs one per "
+             << (getCuSeqlensQ() ? "sequence (" : "batch entry (")
+             << dimToString(batch) << ")";
+    if (getKeyRanges())
+      return emitOpError("does not take a block mask (key_ranges) with "
+                         "kv_lens yet");
+  }
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
                                  captures)))

@@ -129,6 +129,13 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     each sequence's bottom right). Offsets outside the rows are clamped to
     them (a sequence never reads another's rows nor past the tensors).
 
+    With `kv_lens` (i32 `[B]`, a KV cache's filled lengths, flash-attn's
+    `cache_seqlens` / `seqused_k`), batch entry (or varlen sequence) `b`
+    uses only its first `kv_lens[b]` keys (clamped to the keys it has):
+    `kv_len` is that count everywhere above, so the causal mask aligns the
+    queries to the end of the filled part, and keys past it are never
+    read into a score.
+
     ```mlir
     fa.attention %q, %k, %v into %o, %lse cu_seqlens(%cq, %ck) {scale = 0.125 : f32}
       : memref<1x8x?x64xf16>, memref<1x2x?x64xf16>, memref<1x2x?x64xf16>
@@ -165,6 +172,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<Optional<FA_RangeTableMemRef>, "block mask: the keys each 16 query rows keep [B, Hb, ceil(Sq / 16), 4]", [MemRead]>:$key_ranges,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
+    Arg<Optional<FA_SeqOffsetsMemRef>, "the keys each batch entry (sequence) uses [B]", [MemRead]>:$kv_lens,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -174,10 +182,12 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
   let assemblyFormat = [{
     $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)?
     (`key_ranges` $key_ranges^)?
-    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)? attr-dict `:`
+    (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)?
+    (`kv_lens` $kv_lens^)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
+    (`kv_lens` type($kv_lens)^)?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];

@@ -114,6 +114,10 @@ std::string KernelSpec::validate() const {
            "(cu_seqlens) yet";
   if (varlen && blockMask)
     return "a block mask does not take a varlen batch (cu_seqlens) yet";
+  if (kvLens && backward)
+    return "the backward does not take kv_lens (a KV cache's lengths)";
+  if (kvLens && blockMask)
+    return "a block mask does not take kv_lens (a KV cache's lengths) yet";
   return "";
 }
 
@@ -168,6 +172,8 @@ std::string KernelSpec::kernelName() const {
     name += "_blockmask";
   if (varlen)
     name += "_varlen";
+  if (kvLens)
+    name += "_kvlens";
   if (hasVariant()) {
     // Which variant: a stable hash of both texts (the cache key has them
     // whole).
@@ -206,7 +212,7 @@ std::string KernelSpec::canonicalText() const {
          // Before the variant texts, which run to the end of the line and
          // may hold any characters.
          (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
-         (varlen ? ";varlen" : "") +
+         (varlen ? ";varlen" : "") + (kvLens ? ";kv_lens" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }

@@ -92,8 +92,14 @@ struct KernelSpec {
   /// fa.attention's cu_seqlens): the forward takes Q, O [1, Hq, total_q,
   /// D], K, V [1, Hkv, total_k, D], LSE [1, Hq, total_q] and the i32
   /// offsets cu_seqlens_q, cu_seqlens_k [B + 1]; sequence b attends only
-  /// within its own rows. Forward only so far; no block mask with it.
+  /// within its own rows. The backward on mma and simt, not deterministic;
+  /// no block mask with it.
   bool varlen = false;
+  /// A KV cache's filled lengths (fa.attention's kv_lens: flash-attn's
+  /// cache_seqlens / seqused_k): the forward takes i32 [B] (per varlen
+  /// sequence with varlen), and batch entry b attends to its first
+  /// kv_lens[b] keys only. Forward only; no block mask with it.
+  bool kvLens = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

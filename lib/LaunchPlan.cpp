@@ -15,7 +15,7 @@ static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
     "sinks", "dsinks", "key_ranges", "query_ranges", "cu_seqlens_q",
-    "cu_seqlens_k",
+    "cu_seqlens_k", "kv_lens",
     "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
     "capture6", "capture7"};
 static_assert(std::size(kOperandNames) ==
@@ -77,6 +77,7 @@ int LaunchPlan::rankOf(Operand operand) {
   case Operand::gradSinks:
   case Operand::cuSeqlensQ:
   case Operand::cuSeqlensK:
+  case Operand::kvLens:
     return 1;
   default:
     return 4;
@@ -86,7 +87,7 @@ int LaunchPlan::rankOf(Operand operand) {
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
                                         bool sinks, bool blockMask,
-                                        bool varlen) {
+                                        bool varlen, bool kvLens) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -100,6 +101,8 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
   if (varlen)
     plan.params.insert(plan.params.end(),
                        {Operand::cuSeqlensQ, Operand::cuSeqlensK});
+  if (kvLens)
+    plan.params.push_back(Operand::kvLens);
   if (blockMask)
     plan.params.push_back(Operand::keyRanges);
   return plan;

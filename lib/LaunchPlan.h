@@ -87,6 +87,8 @@ struct LaunchPlan {
     // A varlen batch (spec.varlen): i32 [B + 1] sequence offsets.
     cuSeqlensQ,
     cuSeqlensK,
+    // A KV cache's filled lengths (spec.kvLens): i32 [B].
+    kvLens,
     // The variant's captured tensors (the score_mod's, then the
     // mask_mod's), `captures` in order.
     capture0,
@@ -151,7 +153,8 @@ struct LaunchPlan {
                                      int64_t threads, int64_t sharedBytes,
                                      bool sinks = false,
                                      bool blockMask = false,
-                                     bool varlen = false);
+                                     bool varlen = false,
+                                     bool kvLens = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and

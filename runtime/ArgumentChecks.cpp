@@ -356,6 +356,17 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   if (spec.varlen)
     if (std::string error = checkVarlen(a); !error.empty())
       return invalid(error);
+  if (spec.kvLens) {
+    int64_t entries = spec.varlen ? a.cuSeqlensQ.sizes[0] - 1 : q.sizes[0];
+    if (a.kvLens.sizes[0] != entries)
+      return invalid("kv_lens holds " + std::to_string(a.kvLens.sizes[0]) +
+                     " lengths; it needs one per " +
+                     (spec.varlen ? "sequence (" : "batch entry (") +
+                     std::to_string(entries) + ")");
+    if (std::string error = checkLayout("kv_lens", a.kvLens, 1, 4);
+        !error.empty())
+      return invalid(error);
+  }
   if (!spec.maskMod.empty() && k.sizes[2] > kMaxMaskModKeyLength)
     return invalid("key length " + std::to_string(k.sizes[2]) +
                    " exceeds " + std::to_string(kMaxMaskModKeyLength) +
@@ -415,6 +426,14 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
       if (overlap(out, sinks))
         return invalid(std::string(out.name) +
                        " overlaps sinks in memory (outputs must not alias "
+                       "the inputs)");
+  }
+  if (spec.kvLens) {
+    Span lens{"kv_lens", byteSpan(a.kvLens, 1, 4)};
+    for (const Span &out : outputs)
+      if (overlap(out, lens))
+        return invalid(std::string(out.name) +
+                       " overlaps kv_lens in memory (outputs must not alias "
                        "the inputs)");
   }
   if (spec.varlen)

@@ -135,7 +135,8 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
                               const fa_kernel_config *config, void *stream,
                               const fa_tensor *cuSeqlensQ,
                               const fa_tensor *cuSeqlensK,
-                              int64_t maxSeqlenQ, int64_t maxSeqlenK) {
+                              int64_t maxSeqlenQ, int64_t maxSeqlenK,
+                              const fa_tensor *kvLens = nullptr) {
   if (!runtime)
     return invalid("runtime is a null pointer");
   if (!q || !k || !v || !o || !lse)
@@ -168,6 +169,10 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     args.maxSeqlenQ = maxSeqlenQ;
     args.maxSeqlenK = maxSeqlenK;
   }
+  // So does the kvcache call.
+  spec.kvLens = kvLens != nullptr;
+  if (spec.kvLens)
+    args.kvLens = fa::tensorFromC(*kvLens);
   args.q = fa::tensorFromC(*q);
   args.k = fa::tensorFromC(*k);
   args.v = fa::tensorFromC(*v);
@@ -200,6 +205,18 @@ fa_status fa_attention_varlen_forward(
   return forwardFromC(runtime, q, k, v, o, lse, extras, dtype, causal, scale,
                       config, stream, cuSeqlensQ, cuSeqlensK, maxSeqlenQ,
                       maxSeqlenK);
+}
+
+fa_status fa_attention_kvcache_forward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *kCache,
+    const fa_tensor *vCache, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *kvLens, const fa_attention_extras *extras, int dtype,
+    int causal, double scale, const fa_kernel_config *config, void *stream) {
+  if (!kvLens)
+    return invalid("the kv_lens descriptor is a null pointer");
+  return forwardFromC(runtime, q, kCache, vCache, o, lse, extras, dtype,
+                      causal, scale, config, stream, nullptr, nullptr, 0, 0,
+                      kvLens);
 }
 
 fa_status fa_attention_backward(

@@ -63,6 +63,9 @@ std::string fa::specFromC(int64_t headDim, int dtype, int causal,
     if (std::string error = flag("varlen", config->varlen, spec.varlen);
         !error.empty())
       return error;
+    if (std::string error = flag("kv_lens", config->kv_lens, spec.kvLens);
+        !error.empty())
+      return error;
   }
   int strategy = config ? config->strategy : FA_STRATEGY_AUTO;
   if (strategy == FA_STRATEGY_AUTO) {

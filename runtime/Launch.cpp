@@ -376,6 +376,8 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
     operands[size_t(LaunchPlan::Operand::cuSeqlensQ)] = &a.cuSeqlensQ;
     operands[size_t(LaunchPlan::Operand::cuSeqlensK)] = &a.cuSeqlensK;
   }
+  if (entry.info.spec.kvLens)
+    operands[size_t(LaunchPlan::Operand::kvLens)] = &a.kvLens;
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;
   addCaptureOperands(a.captures, operands);

@@ -93,6 +93,10 @@ struct AttentionArgs {
   /// device memory to check them (the Python front end does).
   TensorArg cuSeqlensQ, cuSeqlensK;
   int64_t maxSeqlenQ = 0, maxSeqlenK = 0;
+  /// With spec.kvLens: i32 [B] (B the sequences with spec.varlen),
+  /// contiguous, on the device: the keys each batch entry uses (a KV
+  /// cache's filled lengths; larger values are clamped to the keys).
+  TensorArg kvLens;
 };
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output

@@ -84,6 +84,10 @@ typedef struct fa_kernel_config {
   /* 0 or 1: a packed varlen batch (fa_attention_varlen_forward's
      kernels). fa_prepare_kernel reads it; the varlen call sets it. */
   int32_t varlen;
+  /* 0 or 1: a KV cache's filled lengths (fa_attention_kvcache_forward's
+     kernels; in the struct's former tail padding: its size stays 96).
+     fa_prepare_kernel reads it; the kvcache call sets it. */
+  int32_t kv_lens;
 } fa_kernel_config;
 
 /* A tensor a score_mod or mask_mod reads by index (a captured tensor):
@@ -236,6 +240,19 @@ FA_API fa_status fa_attention_varlen_backward(
     int64_t max_seqlen_q, int64_t max_seqlen_k,
     const fa_attention_extras *extras, int dtype, int causal, double scale,
     const fa_kernel_config *config, void *stream);
+
+/* fa_attention_forward_ex where batch entry b attends to its first
+   kv_lens[b] keys only (a KV cache: flash-attn's cache_seqlens): k and v
+   [B, Hkv, S_cache, D] hold the cache, kv_lens (i32 [B], contiguous,
+   device memory) how much of it each entry has filled; the causal mask
+   aligns the queries to the end of the filled part (the last query is the
+   newest token). Lengths past S_cache are clamped to it; keys past a
+   length are never read into a score. Not with a block mask. */
+FA_API fa_status fa_attention_kvcache_forward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k_cache,
+    const fa_tensor *v_cache, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *kv_lens, const fa_attention_extras *extras, int dtype,
+    int causal, double scale, const fa_kernel_config *config, void *stream);
 
 /* The block mask of config->mask_mod (with the causal mask where causal is
    1) on the problem of q [B, Hq, Sq, D] and k [B, Hkv, Sk, D] (their sizes

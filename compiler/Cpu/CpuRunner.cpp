@@ -44,6 +44,7 @@ namespace {
   spec.blockMask = config.blockMask;
   spec.blockMaskProgram = config.blockMaskProgram;
   spec.varlen = config.varlen;
+  spec.kvLens = config.kvLens;
   return spec;
 }
 
@@ -220,7 +221,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     float *lse, const float *sinks,
                                     llvm::ArrayRef<CpuCapture> captures,
                                     CpuRangeTable keyRanges,
-                                    CpuSequenceOffsets sequences) const {
+                                    CpuSequenceOffsets sequences,
+                                    const int32_t *kvLens) const {
   if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
         config.backward ? "this is a backward kernel: call runBackward"
@@ -229,7 +231,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
     return error;
   if (!q || !k || !v || !o || !lse || (config.sinks && !sinks) ||
       (config.blockMask && !keyRanges.data) ||
-      (config.varlen && (!sequences.query || !sequences.key)))
+      (config.varlen && (!sequences.query || !sequences.key)) ||
+      (config.kvLens && !kvLens))
     return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
@@ -247,6 +250,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
     args.add(sequences.query, {s.batch + 1});
     args.add(sequences.key, {s.batch + 1});
   }
+  if (config.kvLens)
+    args.add(kvLens, {s.batch});
   if (config.blockMask)
     args.add(keyRanges.data, {s.batch, keyRanges.heads,
                               ceilGroups(s.qLen), ::fa::kRangeTableColumns});

@@ -51,6 +51,8 @@ struct CpuKernelConfig {
   /// A packed varlen batch (KernelSpec::varlen): run takes the sequence
   /// offsets (CpuSequenceOffsets).
   bool varlen = false;
+  /// A KV cache's filled lengths (KernelSpec::kvLens): run takes them.
+  bool kvLens = false;
 };
 
 /// The sequence offsets of a packed varlen batch (CpuKernelConfig::varlen):
@@ -110,7 +112,8 @@ public:
                   const float *sinks = nullptr,
                   llvm::ArrayRef<CpuCapture> captures = {},
                   CpuRangeTable keyRanges = {},
-                  CpuSequenceOffsets sequences = {}) const;
+                  CpuSequenceOffsets sequences = {},
+                  const int32_t *kvLens = nullptr) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces

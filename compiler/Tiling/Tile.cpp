@@ -58,7 +58,8 @@ private:
   /// own).
   bool needsMask(int64_t staticKvLen) {
     return op.getMask() != MaskKind::none || !op.getMaskMod().empty() ||
-           op.getCuSeqlensK() || ShapedType::isDynamic(staticKvLen) ||
+           op.getCuSeqlensK() || op.getKvLens() ||
+           ShapedType::isDynamic(staticKvLen) ||
            staticKvLen % config.blockN != 0;
   }
 
@@ -119,6 +120,16 @@ void AttentionTiler::build() {
     kvLen = arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
     qRows = {qFirst, qLimit};
     kvRows = {kvFirst, kvLimit};
+  }
+  // A KV cache's filled part: the first kv_lens[b] keys (clamped to the
+  // keys there are) are the program's keys; loads read none past them.
+  if (Value kvLens = op.getKvLens()) {
+    Value used = arith::IndexCastUIOp::create(
+        builder, loc, builder.getIndexType(),
+        memref::LoadOp::create(builder, loc, kvLens, ValueRange{b}));
+    kvLen = arith::MinUIOp::create(builder, loc, used, kvLen);
+    Value kvFirst = varlen ? kvRows[0] : indexConst(0);
+    kvRows = {kvFirst, arith::AddIOp::create(builder, loc, kvFirst, kvLen)};
   }
 
   // GQA/MQA: query head h reads K/V head h / (Hq / Hkv).

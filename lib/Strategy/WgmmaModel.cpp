@@ -296,10 +296,16 @@ const StrategyModel &model() {
         if (spec.backward && spec.varlen)
           return "the wgmma backward does not take a varlen batch yet (use "
                  "the mma or simt strategy)";
+        // TMA reads a cache's rows past its filled length too: P = 0 times
+        // whatever they hold (NaN in a fresh torch.empty cache) is not 0.
+        if (spec.kvLens)
+          return "the wgmma forward does not take kv_lens yet (TMA would "
+                 "read the cache past its filled length; use the mma or "
+                 "simt strategy)";
         return "";
       },
       [](const KernelSpec &spec) {
-        if (spec.backward && spec.varlen)
+        if ((spec.backward && spec.varlen) || spec.kvLens)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

@@ -34,7 +34,8 @@ except ImportError:  # pragma: no cover
     _torch = None
 
 __all__ = ["attention", "attention_backward", "block_mask", "BlockMask",
-           "flash_attn_func", "flash_attn_varlen_func", "prepare_kernel",
+           "flash_attn_func", "flash_attn_varlen_func",
+           "flash_attn_with_kvcache", "prepare_kernel",
            "register_transformers",
            "FaError"]
 
@@ -71,7 +72,8 @@ class _Config(ctypes.Structure):
                 ("sequence_length", ctypes.c_int64),
                 ("score_mod", ctypes.c_char_p), ("mask_mod", ctypes.c_char_p),
                 ("sinks", ctypes.c_int32), ("block_mask", ctypes.c_int32),
-                ("varlen", ctypes.c_int32)]
+                ("varlen", ctypes.c_int32),
+                ("kv_lens", ctypes.c_int32)]
 
 
 class _Capture(ctypes.Structure):
@@ -182,6 +184,11 @@ def _library():
             ctypes.c_int64, ctypes.POINTER(_Extras), ctypes.c_int,
             ctypes.c_int, ctypes.c_double, ctypes.POINTER(_Config),
             ctypes.c_void_p]
+    if hasattr(lib, "fa_attention_kvcache_forward"):
+        lib.fa_attention_kvcache_forward.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
+            ctypes.POINTER(_Extras), ctypes.c_int, ctypes.c_int,
+            ctypes.c_double, ctypes.POINTER(_Config), ctypes.c_void_p]
     if hasattr(lib, "fa_compute_block_mask"):
         lib.fa_compute_block_mask.argtypes = [
             ctypes.c_void_p, tensor, tensor, tensor, tensor,
@@ -239,7 +246,8 @@ def _choice(where, name, value, choices):
 
 def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
             backward=False, deterministic=False, sequence_length=0,
-            variant=None, sinks=False, block_mask=False, varlen=False):
+            variant=None, sinks=False, block_mask=False, varlen=False,
+            kv_lens=False):
     """The fa_kernel_config, or None for all defaults. variant: None or the
     (score_mod, mask_mod) MLIR texts of a traced variant (either may be
     None). sinks: the kernel takes attention sinks; block_mask: a block
@@ -253,14 +261,14 @@ def _config(block_m, block_n, num_warps, stages=0, strategy="auto",
     score_mod, mask_mod = variant or (None, None)
     if not (block_m or block_n or num_warps or stages or strategy != "auto"
             or backward or deterministic or sequence_length or score_mod
-            or mask_mod or sinks or block_mask or varlen):
+            or mask_mod or sinks or block_mask or varlen or kv_lens):
         return None
     return ctypes.byref(_Config(
         block_m, block_n, num_warps, None, stages, _strategies()[strategy],
         int(backward), int(deterministic), sequence_length,
         score_mod.encode() if score_mod else None,
         mask_mod.encode() if mask_mod else None, int(sinks),
-        int(block_mask), int(varlen)))
+        int(block_mask), int(varlen), int(kv_lens)))
 
 
 _Int64x4 = ctypes.c_int64 * 4
@@ -290,7 +298,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    num_warps=0, device=0, dtype="float32", strategy="auto",
                    stages=0, backward=False, deterministic=False,
                    sequence_length=0, score_mod=None, mask_mod=None,
-                   sinks=False, block_mask=False, varlen=False):
+                   sinks=False, block_mask=False, varlen=False,
+                   kv_lens=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
     dtype is "float32", "float16" or "bfloat16" (the inputs' type);
@@ -310,8 +319,9 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     kernel that takes attention sinks (fa.attention's sinks; not with
     deterministic=True). block_mask=True: the kernel that takes a block
     mask's table (fa.attention's block_mask; needs a mask_mod).
-    varlen=True: the forward of a packed varlen batch
-    (flash_attn_varlen_func's kernel)."""
+    varlen=True: the kernels of a packed varlen batch
+    (flash_attn_varlen_func's). kv_lens=True: the forward that takes a KV
+    cache's filled lengths (flash_attn_with_kvcache's)."""
     codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
@@ -326,7 +336,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                 variant=_variant("fa.prepare_kernel", score_mod, mask_mod),
                 sinks=_flag("sinks", sinks),
                 block_mask=_flag("block_mask", block_mask),
-                varlen=_flag("varlen", varlen)),
+                varlen=_flag("varlen", varlen),
+                kv_lens=_flag("kv_lens", kv_lens)),
         ctypes.byref(info)))
     return {"name": info.name.decode(errors="replace"),
             "key": info.key.decode(errors="replace"),
@@ -1070,6 +1081,150 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                      mask_mod=mask_mod).transpose(1, 2)
 
 
+def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
+                     score_mod="", mask_mod=""):
+    """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
+    first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], launched on
+    the current stream (no checks of the lengths' values:
+    flash_attn_with_kvcache's)."""
+    import torch
+
+    batch, q_len, heads, _ = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
+                      device=q.device)
+    config = _config(0, 0, 0, variant=(score_mod, mask_mod), kv_lens=True)
+    lib = _library()
+    if not hasattr(lib, "fa_attention_kvcache_forward"):
+        raise FaError(0, "this libfa_runtime.so predates KV caches (no "
+                         "fa_attention_kvcache_forward); rebuild it")
+    _check(lib.fa_attention_kvcache_forward(
+        _runtime(_device_index(q)), ctypes.byref(_describe(q.transpose(1, 2))),
+        ctypes.byref(_describe(k_cache.transpose(1, 2))),
+        ctypes.byref(_describe(v_cache.transpose(1, 2))),
+        ctypes.byref(_describe(o.transpose(1, 2))),
+        ctypes.byref(_describe(lse)), ctypes.byref(_describe(kv_lens)), None,
+        _dtype_code(q), _flag("causal", causal), float(scale), config,
+        _stream_of(q)))
+    return o, lse
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
+                            cache_seqlens=None, cache_batch_idx=None,
+                            block_table=None, softmax_scale=None,
+                            causal=False, window_size=(-1, -1), softcap=0.0,
+                            num_splits=0, return_softmax_lse=False,
+                            check_lengths=True):
+    """FlashAttention's KV cache call: q [B, Sq, Hq, D] (Sq = 1 to decode
+    one token) against the filled part of a cache k_cache, v_cache [B,
+    S_cache, Hkv, D]. cache_seqlens (an int, or int32 [B] on q's device;
+    None = the whole cache) is how many keys each batch entry has; k, v
+    [B, S_new, Hkv, D] (optional) are the new tokens' keys and values,
+    written into the cache at cache_seqlens[b] (in place) before the
+    attention, which then sees cache_seqlens[b] + S_new keys. The causal
+    mask aligns the queries to the end of those keys (the last query is
+    the newest token); window_size and softcap as flash_attn_func's.
+    Returns O [B, Sq, Hq, D] (and with return_softmax_lse LSE [B, Hq, Sq]
+    float32). The lengths are read back once per call to check them
+    against the cache (outside torch.compile; check_lengths=False skips
+    it: the kernel then clamps them to the cache). Not yet: a paged cache
+    (block_table), cache_batch_idx, splitting the keys (num_splits > 1),
+    gradients (an inference call)."""
+    where = "fa.flash_attn_with_kvcache"
+    torch = _torch
+    if torch is None:
+        raise ImportError(f"{where} needs torch")
+    if block_table is not None:
+        raise NotImplementedError(f"{where}: a paged cache (block_table) is "
+                                  "not supported yet")
+    if cache_batch_idx is not None:
+        raise NotImplementedError(f"{where}: cache_batch_idx is not "
+                                  "supported yet")
+    splits = _integer("num_splits", num_splits)
+    if splits not in (0, 1):
+        raise NotImplementedError(f"{where}: num_splits = {splits}: splitting "
+                                  "the keys is not supported yet (0 or 1)")
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{where}: {name} must be a torch.Tensor")
+        if t.dim() != 4:
+            raise ValueError(f"{where}: {name} must be [B, S, H, D], got "
+                             f"{tuple(t.shape)}")
+    _check_inputs(where, (("q", q.transpose(1, 2)),
+                          ("k_cache", k_cache.transpose(1, 2)),
+                          ("v_cache", v_cache.transpose(1, 2))))
+    if k_cache.shape != v_cache.shape:
+        raise ValueError(f"{where}: k_cache {tuple(k_cache.shape)} and "
+                         f"v_cache {tuple(v_cache.shape)} must have one shape")
+    batch, capacity = k_cache.shape[0], k_cache.shape[1]
+    if q.shape[0] != batch:
+        raise ValueError(f"{where}: q has {q.shape[0]} batch entries, the "
+                         f"cache {batch} (cache_batch_idx is not supported "
+                         "yet)")
+    if (k is None) != (v is None):
+        raise ValueError(f"{where}: give k and v together (the new tokens' "
+                         "keys and values)")
+    new = 0
+    if k is not None:
+        for name, t in (("k", k), ("v", v)):
+            if (not isinstance(t, torch.Tensor) or t.dim() != 4
+                    or t.shape[0] != batch or t.shape[2:] != k_cache.shape[2:]
+                    or t.dtype != k_cache.dtype or t.device != q.device):
+                raise ValueError(
+                    f"{where}: {name} must be [B, S_new, Hkv, D] = [{batch}, "
+                    f"S_new, {k_cache.shape[2]}, {k_cache.shape[3]}] of the "
+                    f"cache's dtype on its device, got "
+                    f"{getattr(t, 'shape', type(t).__name__)}")
+        if k.shape != v.shape:
+            raise ValueError(f"{where}: k {tuple(k.shape)} and v "
+                             f"{tuple(v.shape)} must have one shape")
+        new = k.shape[1]
+    if cache_seqlens is None:
+        lengths = torch.full((batch,), capacity - new, dtype=torch.int32,
+                             device=q.device)
+    elif isinstance(cache_seqlens, int):
+        lengths = torch.full((batch,), cache_seqlens, dtype=torch.int32,
+                             device=q.device)
+    else:
+        lengths = cache_seqlens
+        if not isinstance(lengths, torch.Tensor) or \
+                lengths.dtype != torch.int32 or lengths.shape != (batch,):
+            raise TypeError(f"{where}: cache_seqlens must be an int or an "
+                            f"int32 tensor [B] = [{batch}], got "
+                            f"{getattr(lengths, 'dtype', type(lengths))} "
+                            f"{tuple(getattr(lengths, 'shape', ()))}")
+        if lengths.device != q.device:
+            raise ValueError(f"{where}: cache_seqlens is on {lengths.device}, "
+                             f"q on {q.device}")
+    if (check_lengths and not torch.compiler.is_compiling()
+            and not torch.jit.is_tracing()):
+        values = lengths.tolist()
+        for b, n in enumerate(values):
+            if n < 0 or n + new > capacity:
+                raise ValueError(
+                    f"{where}: batch entry {b} holds {n} keys"
+                    + (f" and appends {new}" if new else "")
+                    + f"; the cache holds {capacity} (cache_seqlens must be "
+                    f"in [0, {capacity - new}])")
+    if new:
+        # The new tokens into rows cache_seqlens[b] ... of each entry.
+        rows = lengths.long()[:, None] + torch.arange(new, device=q.device)
+        entries = torch.arange(batch, device=q.device)[:, None]
+        k_cache[entries, rows] = k
+        v_cache[entries, rows] = v
+    kv_lens = (lengths + new).to(torch.int32).contiguous()
+    scale = _check_scale(where, softmax_scale)
+    left, right = (int(x) for x in window_size)
+    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
+                                         None)
+    captures = []
+    score_text, mask_text = _variant(where, score_mod, mask_mod, captures)
+    o, lse = torch.ops.fa.kvcache_attention_forward(
+        q, k_cache, v_cache, kv_lens, bool(_flag("causal", causal)), scale,
+        score_text or "", mask_text or "")
+    return (o, lse) if return_softmax_lse else o
+
+
 def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
                       values=True):
     """A sequence offset table as the varlen kernels read it: int32 [B + 1]
@@ -1256,9 +1411,9 @@ def register_transformers(name="fa"):
     built with attn_implementation=name (e.g. from_pretrained(...,
     attn_implementation="fa")) runs its attention here. Causal or not as
     the model's attention says. A padding mask (batched generation of
-    prompts of different lengths) runs the real tokens as a varlen batch
-    (forward only: training with padding, padding with sinks, and
-    attention dropout are clear errors)."""
+    prompts of different lengths, training on padded batches) runs the
+    real tokens as a varlen batch (padding with sinks and attention
+    dropout are clear errors)."""
     from . import _transformers
 
     _transformers.register(name)

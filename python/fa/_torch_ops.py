@@ -24,7 +24,8 @@ from typing import List, Optional, Tuple
 
 import torch
 
-from . import _backward, _forward, _varlen_backward, _varlen_forward
+from . import (_backward, _forward, _kvcache_forward, _varlen_backward,
+               _varlen_forward)
 
 
 # The schemas are written out: the captures' type, an optional list of
@@ -224,3 +225,24 @@ def _varlen_grad(ctx, grad_output, grad_lse):
 
 varlen_attention_forward.register_autograd(
     _varlen_grad, setup_context=_varlen_setup_context)
+
+
+@torch.library.custom_op("fa::kvcache_attention_forward", mutates_args=(),
+                         device_types="cuda")
+def kvcache_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
+                              v_cache: torch.Tensor, kv_lens: torch.Tensor,
+                              causal: bool, scale: float, score_mod: str,
+                              mask_mod: str
+                              ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q against the first
+    kv_lens[b] keys of each cache entry (fa.flash_attn_with_kvcache; no
+    gradient)."""
+    return _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
+                            score_mod, mask_mod)
+
+
+@kvcache_attention_forward.register_fake
+def _(q, k_cache, v_cache, kv_lens, causal, scale, score_mod, mask_mod):
+    batch, q_len, heads, _ = q.shape
+    return (torch.empty_like(q),
+            q.new_empty((batch, heads, q_len), dtype=torch.float32))

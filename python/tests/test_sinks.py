@@ -87,13 +87,14 @@ class CompileTest(unittest.TestCase):
 class DescriptorTest(unittest.TestCase):
     """The C structures the _ex calls take (no torch needed)."""
 
-    def test_config_ends_with_the_sinks_block_mask_and_varlen_flags(self):
-        # fa_kernel_config: int32_t sinks, block_mask, varlen after const
-        # char *mask_mod.
-        self.assertEqual(fa._Config._fields_[-3:],
+    def test_config_ends_with_the_sinks_block_mask_varlen_kv_lens_flags(self):
+        # fa_kernel_config: int32_t sinks, block_mask, varlen, kv_lens after
+        # const char *mask_mod.
+        self.assertEqual(fa._Config._fields_[-4:],
                          [("sinks", ctypes.c_int32),
                           ("block_mask", ctypes.c_int32),
-                          ("varlen", ctypes.c_int32)])
+                          ("varlen", ctypes.c_int32),
+                          ("kv_lens", ctypes.c_int32)])
         self.assertEqual(fa._Config.sinks.offset,
                          fa._Config.mask_mod.offset
                          + ctypes.sizeof(ctypes.c_char_p))
@@ -102,6 +103,8 @@ class DescriptorTest(unittest.TestCase):
             self.assertEqual(fa._Config.sinks.offset, 80)
             self.assertEqual(fa._Config.block_mask.offset, 84)
             self.assertEqual(fa._Config.varlen.offset, 88)
+            # kv_lens in the former tail padding: the size is unchanged.
+            self.assertEqual(fa._Config.kv_lens.offset, 92)
             self.assertEqual(ctypes.sizeof(fa._Config), 96)
             # sinks, grad_sinks, captures, num_captures, key_ranges,
             # query_ranges (test_captures.py pins the offsets).

@@ -427,4 +427,134 @@ TEST(CpuVarlenBackward, ShiftedKeyOffsetsAreNoticed) {
   EXPECT_GT(largest, 1e-2);
 }
 
+/// A KV cache's filled lengths (kv_lens): batch entry b attends to its
+/// first kv_lens[b] keys (clamped to the cache), the causal mask aligned
+/// to the end of the filled part; keys past it hold NaN and must never
+/// reach a score or a product. With varlen, the lengths count within each
+/// sequence's keys.
+double runKvLens(bool causal, bool variant, bool varlen) {
+  CpuKernelConfig config = configFor({causal, 8, 32, variant, false});
+  config.varlen = varlen;
+  config.kvLens = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  const int64_t hq = 4, hkv = 2, d = kHeadDim, cache = 70;
+  // Lengths: empty, one key, a tail, a full cache, past the cache.
+  std::vector<int32_t> lens = {0, 1, 37, 70, 75};
+  std::vector<int64_t> qLens = {3, 1, 5, 9, 2};
+  int64_t batch = int64_t(lens.size());
+  // Not varlen: [B, H, S, D] with Sq the longest; varlen: packed rows,
+  // each sequence's cache `cache` keys long.
+  int64_t sq = 9;
+  std::vector<int32_t> cuQ = {0}, cuK = {0};
+  for (int64_t b = 0; b < batch; ++b) {
+    cuQ.push_back(cuQ.back() + int32_t(qLens[b]));
+    cuK.push_back(cuK.back() + int32_t(cache));
+  }
+  int64_t qRows = varlen ? cuQ.back() : batch * sq;
+  int64_t kRows = batch * cache;
+  std::mt19937_64 rng(31 + causal * 2 + variant + varlen * 4);
+  auto q = fa::test::randomNormal(hq * qRows * d, rng);
+  auto k = fa::test::randomNormal(hkv * kRows * d, rng);
+  auto v = fa::test::randomNormal(hkv * kRows * d, rng);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Index of key row r of entry b, head h, in the tensors' layout.
+  auto keyAt = [&](int64_t b, int64_t h, int64_t r) {
+    return varlen ? (h * kRows + cuK[b] + r) * d
+                  : ((b * hkv + h) * cache + r) * d;
+  };
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hkv; ++h)
+      for (int64_t r = std::min<int64_t>(lens[b], cache); r < cache; ++r)
+        for (int64_t e = 0; e < d; ++e)
+          k[size_t(keyAt(b, h, r) + e)] = v[size_t(keyAt(b, h, r) + e)] = nan;
+  std::vector<float> o(q.size(), nan), lse(size_t(hq * qRows), nan);
+  AttentionShape shape{batch, hq, hkv, varlen ? qRows : sq,
+                       varlen ? kRows : cache};
+  llvm::Error error = kernel.run(
+      shape, q.data(), k.data(), v.data(), o.data(), lse.data(), nullptr, {},
+      {}, varlen ? CpuSequenceOffsets{cuQ.data(), cuK.data()}
+                 : CpuSequenceOffsets{},
+      lens.data());
+  if (error) {
+    ADD_FAILURE() << llvm::toString(std::move(error));
+    return INFINITY;
+  }
+  double worst = 0.0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t rows = varlen ? qLens[b] : sq;
+    int64_t used = std::min<int64_t>(lens[b], cache);
+    SCOPED_TRACE(testing::Message() << "entry " << b << " Sq=" << rows
+                                    << " kv_len=" << used << " causal "
+                                    << causal << " variant " << variant
+                                    << " varlen " << varlen);
+    fa::AttentionProblem p;
+    p.batch = 1;
+    p.qHeads = hq;
+    p.kvHeads = hkv;
+    p.qLen = rows;
+    p.kvLen = used;
+    p.headDim = d;
+    p.causal = causal;
+    p.scale = kernel.getConfig().scale;
+    if (variant) {
+      p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+        return 2.0 * std::tanh(s / 2.0);
+      };
+      p.maskMod = [rows, used](int64_t, int64_t, int64_t i, int64_t j) {
+        int64_t diag = i + used - rows;
+        return j >= diag - 9 && j <= diag + 2;
+      };
+    }
+    std::vector<float> qs(size_t(hq * rows * d)), ks(size_t(hkv * used * d)),
+        vs(ks.size());
+    auto queryAt = [&](int64_t h, int64_t i) {
+      return varlen ? (h * qRows + cuQ[b] + i) * d : ((b * hq + h) * sq + i) * d;
+    };
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t e = 0; e < d; ++e)
+          qs[size_t((h * rows + i) * d + e)] = q[size_t(queryAt(h, i) + e)];
+    for (int64_t h = 0; h < hkv; ++h)
+      for (int64_t r = 0; r < used; ++r)
+        for (int64_t e = 0; e < d; ++e) {
+          ks[size_t((h * used + r) * d + e)] = k[size_t(keyAt(b, h, r) + e)];
+          vs[size_t((h * used + r) * d + e)] = v[size_t(keyAt(b, h, r) + e)];
+        }
+    fa::ReferenceResult want =
+        fa::referenceAttention(p, qs.data(), ks.data(), vs.data());
+    for (int64_t h = 0; h < hq; ++h)
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t e = 0; e < d; ++e) {
+          double err = std::fabs(double(o[size_t(queryAt(h, i) + e)]) -
+                                 want.output[size_t((h * rows + i) * d + e)]);
+          worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+        }
+        double wantLse = want.lse[size_t(h * rows + i)];
+        double gotLse = lse[size_t(queryAt(h, i) / d)];
+        double err = std::isinf(wantLse)
+                         ? (gotLse == wantLse ? 0.0 : INFINITY)
+                         : std::fabs(gotLse - wantLse);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+  }
+  return worst;
+}
+
+TEST(CpuKvLens, AttendsToTheFilledPartOnly) {
+  for (bool causal : {false, true})
+    EXPECT_LE(runKvLens(causal, /*variant=*/false, /*varlen=*/false),
+              kTolerance);
+}
+
+TEST(CpuKvLens, VariantsSeeTheFilledLength) {
+  EXPECT_LE(runKvLens(/*causal=*/true, /*variant=*/true, /*varlen=*/false),
+            kTolerance);
+}
+
+TEST(CpuKvLens, CountsWithinEachVarlenSequence) {
+  for (bool causal : {false, true})
+    EXPECT_LE(runKvLens(causal, /*variant=*/false, /*varlen=*/true),
+              kTolerance);
+}
+
 } // namespace

@@ -1810,6 +1810,50 @@ TEST(CApi, VarlenForward) {
   fa_runtime_destroy(runtime);
 }
 
+/// The kvcache call: a null lengths descriptor is named, config->kv_lens
+/// prepares the kernel that takes them, and the lengths' checks run before
+/// the driver is needed.
+TEST(CApi, KvCacheForward) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  fa_tensor t = {nullptr, {2, 2, 0, 32}, {0, 0, 32, 1}};
+  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &t, &t, &t, &t, &t, nullptr,
+                                         nullptr, FA_F32, 0, 0.0, nullptr,
+                                         nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "the kv_lens descriptor is a null pointer");
+  fa_kernel_config config = {};
+  config.arch = "sm_90a";
+  config.kv_lens = 1;
+  fa_kernel_info info;
+  ASSERT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 1, 0.0, &config, &info),
+            FA_OK)
+      << fa_last_error();
+  EXPECT_NE(std::string(info.name).find("_kvlens"), std::string::npos)
+      << info.name;
+  // auto leaves wgmma out: its TMA boxes would read past the lengths.
+  EXPECT_NE(std::string(info.name).find("_mma"), std::string::npos)
+      << info.name;
+  config.kv_lens = 2;
+  EXPECT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 1, 0.0, &config, &info),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "kv_lens must be 0 or 1, got 2");
+  if (!fa_runtime_has_driver(runtime)) {
+    fa_tensor lens = {reinterpret_cast<const void *>(uintptr_t(1) << 40),
+                      {3, 0, 0, 0},
+                      {1, 0, 0, 0}};
+    EXPECT_EQ(fa_attention_kvcache_forward(runtime, &t, &t, &t, &t, &t, &lens,
+                                           nullptr, FA_F32, 0, 0.0, nullptr,
+                                           nullptr),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(fa_last_error(), "kv_lens holds 3 lengths; it needs one per "
+                                  "batch entry (2)");
+  }
+  fa_runtime_destroy(runtime);
+}
+
 /// The C ABI checks codes and flags by value and passes the scale on for
 /// KernelSpec::validate, whose texts Python and fa-compile share: NaN, a
 /// negative scale or one beyond float32 is an error, never the default; a
@@ -2192,6 +2236,38 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
   EXPECT_EQ(params.back(), fa::LaunchPlan::Operand::cuSeqlensK);
 }
 
+/// kv_lens: one length per batch entry (per sequence with varlen),
+/// contiguous, apart from the outputs; a kernel of its own.
+TEST(ArgumentChecks, KvLens) {
+  fa::KernelSpec spec = smallSpec();
+  spec.kvLens = true;
+  fa::AttentionArgs a = validArgs();
+  auto check = [&] { return fa::checkAttentionArgs(spec, a).message; };
+  a.kvLens.data = reinterpret_cast<const void *>(uintptr_t(1) << 45);
+  a.kvLens.sizes[0] = 3;
+  a.kvLens.strides[0] = 1;
+  EXPECT_EQ(check(), "kv_lens holds 3 lengths; it needs one per batch entry "
+                     "(2)");
+  a.kvLens.sizes[0] = 2;
+  a.kvLens.strides[0] = 2;
+  EXPECT_EQ(check(), "kv_lens must be contiguous in its last dimension "
+                     "(stride 1), got stride 2");
+  a.kvLens.strides[0] = 1;
+  EXPECT_EQ(check(), "");
+  a.kvLens.data = a.lse.data;
+  EXPECT_EQ(check(), "lse overlaps kv_lens in memory (outputs must not alias "
+                     "the inputs)");
+  fa::KernelSpec plain = smallSpec();
+  EXPECT_NE(plain.canonicalText(), spec.canonicalText());
+  EXPECT_NE(spec.kernelName().find("_kvlens"), std::string::npos);
+  spec.backward = true;
+  EXPECT_EQ(spec.validate(),
+            "the backward does not take kv_lens (a KV cache's lengths)");
+  fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention(
+      "f", 64, 128, 0, false, false, /*varlen=*/false, /*kvLens=*/true);
+  EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::kvLens);
+}
+
 /// Interval masks compare keys in 32 bits: with a mask_mod the key length
 /// is bounded (and named), without one it is not.
 TEST(ArgumentChecks, MaskModKeyLength) {
@@ -2216,6 +2292,7 @@ static_assert(sizeof(void *) != 8 ||
                   (offsetof(fa_kernel_config, sinks) == 80 &&
                    offsetof(fa_kernel_config, block_mask) == 84 &&
                    offsetof(fa_kernel_config, varlen) == 88 &&
+                   offsetof(fa_kernel_config, kv_lens) == 92 &&
                    sizeof(fa_kernel_config) == 96 &&
                    sizeof(fa_attention_extras) == 48 &&
                    offsetof(fa_attention_extras, captures) == 16 &&

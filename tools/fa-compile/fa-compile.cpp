@@ -94,6 +94,12 @@ static cl::opt<bool> varlen(
              "total_q, D], K, V [1, Hkv, total_k, D] and the i32 sequence "
              "offsets cu_seqlens_q, cu_seqlens_k [B + 1] (forward and backward)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> kvLens(
+    "kv-lens",
+    cl::desc("a KV cache's filled lengths: the forward takes i32 kv_lens [B] "
+             "after the other operands and batch entry b attends to its "
+             "first kv_lens[b] keys (flash-attn's cache_seqlens)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -232,6 +238,7 @@ int main(int argc, char **argv) {
   spec.blockMask = blockMask;
   spec.blockMaskProgram = blockMaskProgram;
   spec.varlen = varlen;
+  spec.kvLens = kvLens;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -342,10 +349,14 @@ int main(int argc, char **argv) {
     if (varlen.getNumOccurrences())
       return fail("--varlen describes a problem built from the options; " +
                   inputFile + " has its cu_seqlens operands or not");
+    if (kvLens.getNumOccurrences())
+      return fail("--kv-lens describes a problem built from the options; " +
+                  inputFile + " has its kv_lens operand or not");
     module->walk([&](AttentionOp op) {
       spec.sinks = op.getSinks() != nullptr;
       spec.blockMask = op.getKeyRanges() != nullptr;
       spec.varlen = op.getCuSeqlensQ() != nullptr;
+      spec.kvLens = op.getKvLens() != nullptr;
     });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;

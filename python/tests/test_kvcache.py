@@ -1,0 +1,210 @@
+"""KV caches: fa.flash_attn_with_kvcache (flash-attn's convention: q [B,
+Sq, Hq, D], k_cache and v_cache [B, S_cache, Hkv, D], int32 cache_seqlens
+[B], new keys and values appended in place).
+
+Without a GPU: the kernels that take a cache's filled lengths compile
+through the C ABI (fa.prepare_kernel with kv_lens=True) and are kernels of
+their own; the wgmma strategy and the backward refuse them by name. With a
+GPU: decoding (Sq = 1) and chunked prefill (Sq > 1) with lengths 0, 1, a
+tail and a full cache, GQA, causal and not, a window and softcapping, the
+new tokens appended, the cache past the lengths holding NaN (never read
+into a result); each batch entry against the float64 reference of its
+filled keys, with FlashAttention's criterion; the lengths' checks; the
+custom op (opcheck) and torch.compile.
+Run: python3 python/tests/test_kvcache.py (needs the built
+libfa_runtime.so; ctest runs it with FA_RUNTIME_LIB set).
+"""
+
+import os
+import sys
+import tempfile
+import unittest
+
+_CACHE = tempfile.TemporaryDirectory(prefix="fa-kvcache-test-")
+os.environ["FA_CACHE_DIR"] = _CACHE.name
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import fa  # noqa: E402
+
+try:
+    import torch
+    HAVE_CUDA = torch.cuda.is_available()
+except ImportError:  # pragma: no cover
+    torch = None
+    HAVE_CUDA = False
+
+
+class CompileTest(unittest.TestCase):
+    """The kv_lens kernels through the compile-only path (no GPU)."""
+
+    def test_kernels_compile(self):
+        for kwargs, head_dim in (({"dtype": "float32"}, 64),
+                                 ({"dtype": "float16", "causal": True}, 128),
+                                 ({"dtype": "bfloat16", "varlen": True}, 64)):
+            with self.subTest(kwargs=sorted(kwargs), head_dim=head_dim):
+                info = fa.prepare_kernel(head_dim, kv_lens=True, **kwargs)
+                self.assertIn("_kvlens", info["name"])
+                self.assertNotIn("wgmma", info["name"])
+                self.assertEqual(info["spill_store_bytes"], 0)
+        plain = fa.prepare_kernel(64, dtype="float16")
+        cached = fa.prepare_kernel(64, dtype="float16", kv_lens=True)
+        self.assertNotEqual(plain["key"], cached["key"])
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(fa.FaError, "wgmma forward does not take "
+                                    "kv_lens"):
+            fa.prepare_kernel(128, dtype="bfloat16", strategy="wgmma",
+                              kv_lens=True)
+        with self.assertRaisesRegex(fa.FaError, "backward does not take "
+                                    "kv_lens"):
+            fa.prepare_kernel(64, dtype="float16", kv_lens=True,
+                              backward=True)
+
+
+def _entry_attention(q, k, v, scale, causal, window, softcap):
+    """One batch entry: q [Sq, Hq, D] against its filled keys k, v [Sk,
+    Hkv, D]; bottom-right causal, window, softcap; rows without keys give
+    0. Returns O [Sq, Hq, D]."""
+    sq, hq, _ = q.shape
+    sk, hkv, _ = k.shape
+    group = hq // hkv
+    kk = k.repeat_interleave(group, dim=1)
+    vv = v.repeat_interleave(group, dim=1)
+    s = torch.einsum("ihd,jhd->hij", q, kk) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    i = torch.arange(sq, device=q.device)[:, None]
+    j = torch.arange(sk, device=q.device)[None, :]
+    diag = i + sk - sq
+    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
+    if causal:
+        keep &= j <= diag
+    left, right = window
+    if left >= 0:
+        keep &= j >= diag - left
+    if right >= 0:
+        keep &= j <= diag + right
+    s = s.masked_fill(~keep, float("-inf"))
+    p = torch.softmax(s.float() if s.dtype != torch.float64 else s, dim=-1)
+    p = torch.nan_to_num(p, nan=0.0).to(q.dtype)
+    return torch.einsum("hij,jhd->ihd", p, vv)
+
+
+@unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
+class GpuKvCacheTest(unittest.TestCase):
+    """flash_attn_with_kvcache against each entry's filled keys."""
+
+    def run_cache(self, dtype, lengths, q_len, new, hq, hkv, d, causal,
+                  capacity=300, window=(-1, -1), softcap=0.0, seed=0):
+        torch.manual_seed(seed)
+        batch = len(lengths)
+        q = torch.randn(batch, q_len, hq, d, device="cuda", dtype=dtype)
+        k_cache = torch.full((batch, capacity, hkv, d), float("nan"),
+                             device="cuda", dtype=dtype)
+        v_cache = torch.full_like(k_cache, float("nan"))
+        for b, n in enumerate(lengths):
+            k_cache[b, :n] = torch.randn(n, hkv, d, device="cuda",
+                                         dtype=dtype)
+            v_cache[b, :n] = torch.randn(n, hkv, d, device="cuda",
+                                         dtype=dtype)
+        k = v = None
+        if new:
+            k = torch.randn(batch, new, hkv, d, device="cuda", dtype=dtype)
+            v = torch.randn(batch, new, hkv, d, device="cuda", dtype=dtype)
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        out, lse = fa.flash_attn_with_kvcache(
+            q, k_cache, v_cache, k, v, cache_seqlens=seqlens, causal=causal,
+            window_size=window, softcap=softcap, return_softmax_lse=True)
+        self.assertEqual(out.shape, q.shape)
+        self.assertEqual(lse.shape, (batch, hq, q_len))
+        name = (f"{dtype} lengths={lengths} Sq={q_len} new={new} Hq={hq} "
+                f"Hkv={hkv} D={d} {'causal' if causal else 'full'} "
+                f"window={window} softcap={softcap}")
+        scale = d ** -0.5
+        for b, n in enumerate(lengths):
+            if new:  # appended in place, the rest of the cache untouched
+                self.assertTrue(torch.equal(k_cache[b, n:n + new], k[b]),
+                                f"{name}: k appended to entry {b}")
+                self.assertTrue(torch.equal(v_cache[b, n:n + new], v[b]),
+                                f"{name}: v appended to entry {b}")
+            used = n + new
+            keys = slice(0, used)
+            exact = _entry_attention(
+                q[b].double(), k_cache[b, keys].double(),
+                v_cache[b, keys].double(), scale, causal, window, softcap)
+            own = _entry_attention(q[b], k_cache[b, keys], v_cache[b, keys],
+                                   scale, causal, window, softcap)
+            got = out[b].double()
+            self.assertFalse(torch.isnan(got).any().item(),
+                             f"{name}: NaN in entry {b}")
+            err = (got - exact).abs().max().item()
+            own_err = (own.double() - exact).abs().max().item()
+            self.assertLessEqual(err, 2 * own_err + 1e-5,
+                                 f"{name}: O of entry {b}")
+
+    def test_decode(self):
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            for causal in (False, True):
+                with self.subTest(dtype=dtype, causal=causal):
+                    self.run_cache(dtype, [0, 1, 37, 299], 1, 1, 8, 2, 128,
+                                   causal)
+                    self.run_cache(dtype, [5, 0, 300, 129], 1, 0, 4, 4, 64,
+                                   causal)
+
+    def test_chunked_prefill(self):
+        for causal in (False, True):
+            with self.subTest(causal=causal):
+                self.run_cache(torch.bfloat16, [0, 17, 200, 250], 7, 7, 8, 2,
+                               128, causal)
+                self.run_cache(torch.float16, [3, 90], 40, 0, 4, 1, 64,
+                               causal)
+
+    def test_variants(self):
+        self.run_cache(torch.bfloat16, [0, 64, 200], 4, 4, 4, 2, 64, True,
+                       window=(32, 0))
+        self.run_cache(torch.float16, [1, 100, 250], 1, 1, 4, 2, 128, False,
+                       softcap=5.0)
+
+    def test_bad_lengths_are_named(self):
+        q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.float16)
+        cache = torch.zeros(2, 16, 2, 64, device="cuda", dtype=torch.float16)
+        new = torch.zeros(2, 1, 2, 64, device="cuda", dtype=torch.float16)
+        lengths = torch.tensor([3, 16], dtype=torch.int32, device="cuda")
+        with self.assertRaisesRegex(ValueError, "entry 1 holds 16 keys and "
+                                    "appends 1; the cache holds 16"):
+            fa.flash_attn_with_kvcache(q, cache, cache.clone(), new, new,
+                                       cache_seqlens=lengths)
+        with self.assertRaisesRegex(TypeError, "int32 tensor"):
+            fa.flash_attn_with_kvcache(q, cache, cache,
+                                       cache_seqlens=lengths.long())
+        with self.assertRaisesRegex(NotImplementedError, "block_table"):
+            fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
+                                       block_table=lengths)
+        with self.assertRaisesRegex(NotImplementedError, "num_splits"):
+            fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
+                                       num_splits=4)
+        # Lengths past the cache, unchecked: clamped to the cache.
+        big = torch.tensor([99, 16], dtype=torch.int32, device="cuda")
+        clamped = fa.flash_attn_with_kvcache(q, cache, cache,
+                                             cache_seqlens=big,
+                                             check_lengths=False)
+        full = fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=16)
+        self.assertTrue(torch.equal(clamped, full))
+
+    def test_op_and_compile(self):
+        q = torch.randn(3, 2, 4, 64, device="cuda", dtype=torch.bfloat16)
+        cache = torch.randn(3, 50, 2, 64, device="cuda", dtype=torch.bfloat16)
+        lens = torch.tensor([0, 7, 50], dtype=torch.int32, device="cuda")
+        torch.library.opcheck(torch.ops.fa.kvcache_attention_forward,
+                              (q, cache, cache, lens, True, 0.125, "", ""))
+        eager = fa.flash_attn_with_kvcache(q, cache, cache,
+                                           cache_seqlens=lens, causal=True)
+        compiled = torch.compile(
+            lambda *a: fa.flash_attn_with_kvcache(*a, causal=True,
+                                                  check_lengths=False),
+            fullgraph=True)(q, cache, cache, None, None, lens)
+        self.assertTrue(torch.equal(eager, compiled))
+
+
+if __name__ == "__main__":
+    unittest.main()
