@@ -338,11 +338,44 @@ static ProblemExtents problemOf(const TensorArg &q, const TensorArg &k) {
   return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[1], k.sizes[2]};
 }
 
-Result Runtime::forward(const KernelSpec &requested, const AttentionArgs &a) {
-  if (requested.backward)
+bool packQueryGroups(KernelSpec &spec, AttentionArgs &a) {
+  int64_t qHeads = a.q.sizes[1], kvHeads = a.k.sizes[1];
+  if (spec.backward || spec.varlen || spec.sinks || spec.blockMask ||
+      spec.blockMaskProgram || spec.hasVariant() || a.q.sizes[2] != 1 ||
+      kvHeads <= 0 || qHeads <= kvHeads || qHeads % kvHeads != 0)
+    return false;
+  // The shapes the checks would refuse stay as given, to be named; so do
+  // LSE heads that are not adjacent (the packed rows of LSE must be).
+  if (a.o.sizes[1] != qHeads || a.o.sizes[2] != 1 ||
+      a.lse.sizes[1] != qHeads || a.lse.sizes[2] != 1 ||
+      a.lse.strides[1] != 1)
+    return false;
+  int64_t group = qHeads / kvHeads;
+  // Query head h * G + g, row 0 -> head h, row g.
+  for (TensorArg *t : {&a.q, &a.o, &a.lse}) {
+    t->sizes[1] = kvHeads;
+    t->sizes[2] = group;
+    t->strides[2] = t->strides[1];
+    t->strides[1] *= group;
+  }
+  spec.causal = false;
+  return true;
+}
+
+Result Runtime::forward(const KernelSpec &requestedSpec,
+                        const AttentionArgs &given) {
+  if (requestedSpec.backward)
     return Result::error(Status::invalidArgument,
                          "forward() runs a forward spec; this one is a "
                          "backward (call backward())");
+  KernelSpec requested = requestedSpec;
+  AttentionArgs packed;
+  bool pack = false;
+  if (given.q.sizes[2] == 1) {
+    packed = given;
+    pack = packQueryGroups(requested, packed);
+  }
+  const AttentionArgs &a = pack ? packed : given;
   // A varlen batch's defaults are those of its longest sequence.
   int64_t queryLength = requested.varlen ? a.maxSeqlenQ : a.q.sizes[2];
   int64_t keyLength = requested.varlen ? a.maxSeqlenK : a.k.sizes[2];

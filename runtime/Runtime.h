@@ -99,6 +99,17 @@ struct AttentionArgs {
   TensorArg kvLens;
 };
 
+/// Decoding with grouped heads (one query row, Hq = G x Hkv, G > 1): the
+/// G query heads of a K/V head become G query rows of one head, so that
+/// one program reads each K/V tile once for all of them (the same bytes,
+/// re-strided: Q, O [B, Hq, 1, D] as [B, Hkv, G, D], LSE [B, Hq, 1] as
+/// [B, Hkv, G]). One row sees every key under the causal mask, so the
+/// packed problem is not causal. Rewrites `spec` and `args` and returns
+/// true where that is the same attention: no variant (its head and row
+/// indices would change meaning), no sinks (per query head), no block mask,
+/// not varlen, not the backward; else leaves them alone.
+bool packQueryGroups(KernelSpec &spec, AttentionArgs &args);
+
 /// The backward's tensors: the forward's inputs, its O and LSE, the output
 /// gradient dO (like O), and the gradients it writes (dQ like Q, dK and dV
 /// like K). The workspaces (D: [B, Hq, Sq] and the dQ accumulator [B, Hq,
@@ -228,7 +239,8 @@ public:
 
   /// O, LSE = attention(Q, K, V) with the kernel for `spec` (head dim,
   /// dtype, mask, scale; tiles 0 = default). All arguments are checked
-  /// before anything is launched.
+  /// before anything is launched. A decode step (one query row) of grouped
+  /// heads runs packed (packQueryGroups).
   Result forward(const KernelSpec &spec, const AttentionArgs &args);
 
   /// dQ, dK, dV = the gradients of attention for dO, from the forward's O

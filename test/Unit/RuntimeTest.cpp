@@ -2268,6 +2268,64 @@ TEST(ArgumentChecks, KvLens) {
   EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::kvLens);
 }
 
+/// A decode step of grouped heads runs as G rows of each K/V head: the
+/// same bytes re-strided, not causal; anything that reads a query head or
+/// row keeps its shape.
+TEST(PackQueryGroups, DecodeOfGroupedHeads) {
+  fa::AttentionArgs a = validArgs(64); // q [2, 8, 100, 64], k [2, 2, 70, 64]
+  // One row: q, o [2, 8, 1, 64], lse [2, 8, 1], contiguous.
+  for (fa::TensorArg *t : {&a.q, &a.o}) {
+    t->sizes[2] = 1;
+    t->strides[0] = 8 * 64;
+    t->strides[1] = t->strides[2] = 64;
+  }
+  a.lse.sizes[2] = 1;
+  a.lse.strides[0] = 8;
+  a.lse.strides[1] = a.lse.strides[2] = 1;
+  fa::KernelSpec spec = smallSpec();
+  spec.headDim = 64;
+  spec.causal = true;
+  fa::AttentionArgs packed = a;
+  fa::KernelSpec packedSpec = spec;
+  ASSERT_TRUE(fa::packQueryGroups(packedSpec, packed));
+  EXPECT_FALSE(packedSpec.causal);
+  for (auto [t, from] : {std::pair<fa::TensorArg *, fa::TensorArg *>{
+                             &packed.q, &a.q},
+                         {&packed.o, &a.o},
+                         {&packed.lse, &a.lse}}) {
+    EXPECT_EQ(t->data, from->data);
+    EXPECT_EQ(t->sizes[0], 2);
+    EXPECT_EQ(t->sizes[1], 2); // the K/V heads
+    EXPECT_EQ(t->sizes[2], 4); // G = 4 rows
+    EXPECT_EQ(t->strides[0], from->strides[0]);
+    EXPECT_EQ(t->strides[1], 4 * from->strides[1]);
+    EXPECT_EQ(t->strides[2], from->strides[1]);
+  }
+  EXPECT_EQ(packed.q.sizes[3], 64);
+  EXPECT_EQ(fa::checkAttentionArgs(packedSpec, packed).message, "");
+  // Left alone: a variant, sinks, two rows, one head per K/V head.
+  auto untouched = [&](fa::KernelSpec s, fa::AttentionArgs args) {
+    fa::AttentionArgs before = args;
+    bool changed = fa::packQueryGroups(s, args);
+    return !changed && std::memcmp(args.q.sizes, before.q.sizes,
+                                   sizeof(args.q.sizes)) == 0;
+  };
+  fa::KernelSpec variant = spec;
+  variant.maskMod = fa::variants::slidingWindow(16, 0);
+  EXPECT_TRUE(untouched(variant, a));
+  fa::KernelSpec sinks = spec;
+  sinks.sinks = true;
+  EXPECT_TRUE(untouched(sinks, a));
+  fa::AttentionArgs twoRows = validArgs(64);
+  EXPECT_TRUE(untouched(spec, twoRows));
+  fa::AttentionArgs mha = a;
+  mha.k.sizes[1] = mha.v.sizes[1] = 8;
+  EXPECT_TRUE(untouched(spec, mha));
+  fa::AttentionArgs spreadLse = a;
+  spreadLse.lse.strides[1] = 2;
+  EXPECT_TRUE(untouched(spec, spreadLse));
+}
+
 /// Interval masks compare keys in 32 bits: with a mask_mod the key length
 /// is bounded (and named), without one it is not.
 TEST(ArgumentChecks, MaskModKeyLength) {
