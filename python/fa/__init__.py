@@ -1081,6 +1081,22 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                      mask_mod=mask_mod).transpose(1, 2)
 
 
+def _packed_rows(t):
+    """A packed tensor [total, H, D] as the C ABI's descriptor of its [1, H,
+    total, D] view (no copy)."""
+    return ctypes.byref(_describe(t.unsqueeze(0).transpose(1, 2)))
+
+
+def _entry_point(name, what):
+    """The C ABI's function `name`, or an error saying the library is older
+    than `what`."""
+    lib = _library()
+    if not hasattr(lib, name):
+        raise FaError(0, f"this libfa_runtime.so predates {what} (no "
+                         f"{name}); rebuild it")
+    return getattr(lib, name)
+
+
 def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                      score_mod="", mask_mod=""):
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
@@ -1094,11 +1110,8 @@ def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
     lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
                       device=q.device)
     config = _config(0, 0, 0, variant=(score_mod, mask_mod), kv_lens=True)
-    lib = _library()
-    if not hasattr(lib, "fa_attention_kvcache_forward"):
-        raise FaError(0, "this libfa_runtime.so predates KV caches (no "
-                         "fa_attention_kvcache_forward); rebuild it")
-    _check(lib.fa_attention_kvcache_forward(
+    call = _entry_point("fa_attention_kvcache_forward", "KV caches")
+    _check(call(
         _runtime(_device_index(q)), ctypes.byref(_describe(q.transpose(1, 2))),
         ctypes.byref(_describe(k_cache.transpose(1, 2))),
         ctypes.byref(_describe(v_cache.transpose(1, 2))),
@@ -1276,19 +1289,11 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     o = torch.empty_like(q)
     lse = torch.empty((heads, total_q), dtype=torch.float32, device=q.device)
 
-    def packed(t):  # [total, H, D] viewed as [1, H, total, D]
-        return t.unsqueeze(0).transpose(1, 2)
-
     config = _config(0, 0, 0, variant=(score_mod, mask_mod), varlen=True)
-    lib = _library()
-    if not hasattr(lib, "fa_attention_varlen_forward"):
-        raise FaError(0, "this libfa_runtime.so predates varlen batches (no "
-                         "fa_attention_varlen_forward); rebuild it")
-    _check(lib.fa_attention_varlen_forward(
-        _runtime(_device_index(q)), ctypes.byref(_describe(packed(q))),
-        ctypes.byref(_describe(packed(k))),
-        ctypes.byref(_describe(packed(v))),
-        ctypes.byref(_describe(packed(o))),
+    call = _entry_point("fa_attention_varlen_forward", "varlen batches")
+    _check(call(
+        _runtime(_device_index(q)), _packed_rows(q), _packed_rows(k),
+        _packed_rows(v), _packed_rows(o),
         ctypes.byref(_describe(lse.unsqueeze(0))),
         ctypes.byref(_describe(cu_seqlens_q)),
         ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
@@ -1313,25 +1318,15 @@ def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
 
-    def packed(t):  # [total, H, D] viewed as [1, H, total, D]
-        return t.unsqueeze(0).transpose(1, 2)
-
     config = _config(0, 0, 0, backward=True, variant=(score_mod, mask_mod),
                      varlen=True)
-    lib = _library()
-    if not hasattr(lib, "fa_attention_varlen_backward"):
-        raise FaError(0, "this libfa_runtime.so predates the varlen backward "
-                         "(no fa_attention_varlen_backward); rebuild it")
-    _check(lib.fa_attention_varlen_backward(
-        _runtime(_device_index(q)), ctypes.byref(_describe(packed(q))),
-        ctypes.byref(_describe(packed(k))),
-        ctypes.byref(_describe(packed(v))),
-        ctypes.byref(_describe(packed(o))),
-        ctypes.byref(_describe(packed(grad_output))),
-        ctypes.byref(_describe(lse.unsqueeze(0))),
-        ctypes.byref(_describe(packed(dq))),
-        ctypes.byref(_describe(packed(dk))),
-        ctypes.byref(_describe(packed(dv))),
+    call = _entry_point("fa_attention_varlen_backward",
+                        "the varlen backward")
+    _check(call(
+        _runtime(_device_index(q)), _packed_rows(q), _packed_rows(k),
+        _packed_rows(v), _packed_rows(o), _packed_rows(grad_output),
+        ctypes.byref(_describe(lse.unsqueeze(0))), _packed_rows(dq),
+        _packed_rows(dk), _packed_rows(dv),
         ctypes.byref(_describe(cu_seqlens_q)),
         ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
         int(max_seqlen_k), None, _dtype_code(q), _flag("causal", causal),

@@ -420,7 +420,56 @@ protected:
     fa::ElementType dtype;
     /// Query rows after the last sequence that no sequence owns.
     int64_t spareRows = 0;
+
+    /// cu_seqlens_q, cu_seqlens_k and the longest sequence's rows, keys.
+    std::tuple<std::vector<int32_t>, std::vector<int32_t>, int64_t, int64_t>
+    offsets() const {
+      std::vector<int32_t> cuQ = {0}, cuK = {0};
+      int64_t maxQ = 0, maxK = 0;
+      for (size_t b = 0; b < qLens.size(); ++b) {
+        cuQ.push_back(cuQ.back() + int32_t(qLens[b]));
+        cuK.push_back(cuK.back() + int32_t(kvLens[b]));
+        maxQ = std::max(maxQ, qLens[b]);
+        maxK = std::max(maxK, kvLens[b]);
+      }
+      return {cuQ, cuK, maxQ, maxK};
+    }
   };
+
+  /// A packed [total, H, width] buffer as [1, H, total, width] (flash-attn's
+  /// varlen layout through strides).
+  static fa::TensorArg packedRows(const DeviceBuffer &buffer, int64_t heads,
+                                  int64_t rows, int64_t width) {
+    fa::TensorArg t;
+    t.data = buffer.data();
+    int64_t sizes[4] = {1, heads, rows, width};
+    int64_t strides[4] = {rows * heads * width, width, heads * width, 1};
+    std::memcpy(t.sizes, sizes, sizeof(sizes));
+    std::memcpy(t.strides, strides, sizeof(strides));
+    return t;
+  }
+
+  /// A varlen batch's LSE [1, H, total] and its two offset tables.
+  static void setPackedLseAndOffsets(fa::TensorArg &lse,
+                                     const DeviceBuffer &lseBuffer,
+                                     int64_t heads, int64_t rows,
+                                     fa::TensorArg &cuSeqlensQ,
+                                     const DeviceBuffer &cuQ,
+                                     fa::TensorArg &cuSeqlensK,
+                                     const DeviceBuffer &cuK) {
+    int64_t lseSizes[4] = {1, heads, rows, 0};
+    int64_t lseStrides[4] = {heads * rows, rows, 1, 0};
+    lse.data = lseBuffer.data();
+    std::memcpy(lse.sizes, lseSizes, sizeof(lseSizes));
+    std::memcpy(lse.strides, lseStrides, sizeof(lseStrides));
+    for (auto [arg, buffer] :
+         {std::pair<fa::TensorArg *, const DeviceBuffer *>{&cuSeqlensQ, &cuQ},
+          {&cuSeqlensK, &cuK}}) {
+      arg->data = buffer->data();
+      arg->sizes[0] = int64_t(buffer->count);
+      arg->strides[0] = 1;
+    }
+  }
 
   /// Runs one varlen forward with flash-attn's layout (q [total_q, Hq, D],
   /// k and v [total_k, Hkv, D], LSE [Hq, total_q]) and compares every
@@ -436,14 +485,7 @@ protected:
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     int64_t batch = int64_t(c.qLens.size());
-    std::vector<int32_t> cuQ = {0}, cuK = {0};
-    int64_t maxQ = 0, maxK = 0;
-    for (int64_t b = 0; b < batch; ++b) {
-      cuQ.push_back(cuQ.back() + int32_t(c.qLens[b]));
-      cuK.push_back(cuK.back() + int32_t(c.kvLens[b]));
-      maxQ = std::max(maxQ, c.qLens[b]);
-      maxK = std::max(maxK, c.kvLens[b]);
-    }
+    auto [cuQ, cuK, maxQ, maxK] = c.offsets();
     int64_t totalQ = cuQ.back() + c.spareRows, totalK = cuK.back();
     int64_t d = c.headDim, hq = c.qHeads, hkv = c.kvHeads;
     uint64_t seed = std::random_device{}();
@@ -469,34 +511,13 @@ protected:
     CU_ASSERT(driver().cuMemsetD32_v2(lseBuf.ptr, 0x7fc00000, lseBuf.count));
 
     // [total, H, D] viewed as [1, H, total, D]; LSE [H, total].
-    auto packed = [](const DeviceBuffer &buffer, int64_t heads, int64_t rows,
-                     int64_t width) {
-      fa::TensorArg t;
-      t.data = buffer.data();
-      int64_t sizes[4] = {1, heads, rows, width};
-      int64_t strides[4] = {rows * heads * width, width, heads * width, 1};
-      std::memcpy(t.sizes, sizes, sizeof(sizes));
-      std::memcpy(t.strides, strides, sizeof(strides));
-      return t;
-    };
     fa::AttentionArgs args;
-    args.q = packed(qBuf, hq, totalQ, d);
-    args.k = packed(kBuf, hkv, totalK, d);
-    args.v = packed(vBuf, hkv, totalK, d);
-    args.o = packed(oBuf, hq, totalQ, d);
-    int64_t lseSizes[4] = {1, hq, totalQ, 0};
-    int64_t lseStrides[4] = {hq * totalQ, totalQ, 1, 0};
-    args.lse.data = lseBuf.data();
-    std::memcpy(args.lse.sizes, lseSizes, sizeof(lseSizes));
-    std::memcpy(args.lse.strides, lseStrides, sizeof(lseStrides));
-    for (auto [arg, buffer, count] :
-         {std::tuple<fa::TensorArg *, const DeviceBuffer *, size_t>{
-              &args.cuSeqlensQ, &cuQBuf, cuQ.size()},
-          {&args.cuSeqlensK, &cuKBuf, cuK.size()}}) {
-      arg->data = buffer->data();
-      arg->sizes[0] = int64_t(count);
-      arg->strides[0] = 1;
-    }
+    args.q = packedRows(qBuf, hq, totalQ, d);
+    args.k = packedRows(kBuf, hkv, totalK, d);
+    args.v = packedRows(vBuf, hkv, totalK, d);
+    args.o = packedRows(oBuf, hq, totalQ, d);
+    setPackedLseAndOffsets(args.lse, lseBuf, hq, totalQ, args.cuSeqlensQ,
+                           cuQBuf, args.cuSeqlensK, cuKBuf);
     args.maxSeqlenQ = maxQ;
     args.maxSeqlenK = maxK;
     fa::Result r = runtime->forward(spec, args);
@@ -605,14 +626,7 @@ protected:
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     int64_t batch = int64_t(c.qLens.size());
-    std::vector<int32_t> cuQ = {0}, cuK = {0};
-    int64_t maxQ = 0, maxK = 0;
-    for (int64_t b = 0; b < batch; ++b) {
-      cuQ.push_back(cuQ.back() + int32_t(c.qLens[b]));
-      cuK.push_back(cuK.back() + int32_t(c.kvLens[b]));
-      maxQ = std::max(maxQ, c.qLens[b]);
-      maxK = std::max(maxK, c.kvLens[b]);
-    }
+    auto [cuQ, cuK, maxQ, maxK] = c.offsets();
     int64_t totalQ = cuQ.back() + c.spareRows, totalK = cuK.back();
     int64_t d = c.headDim, hq = c.qHeads, hkv = c.kvHeads;
     uint64_t seed = std::random_device{}();
@@ -687,38 +701,17 @@ protected:
     for (const DeviceBuffer *out : {&dqBuf, &dkBuf, &dvBuf})
       CU_ASSERT(poison(*out, c.dtype));
 
-    auto packed = [](const DeviceBuffer &buffer, int64_t heads, int64_t rows,
-                     int64_t width) {
-      fa::TensorArg t;
-      t.data = buffer.data();
-      int64_t sizes[4] = {1, heads, rows, width};
-      int64_t strides[4] = {rows * heads * width, width, heads * width, 1};
-      std::memcpy(t.sizes, sizes, sizeof(sizes));
-      std::memcpy(t.strides, strides, sizeof(strides));
-      return t;
-    };
     fa::AttentionBackwardArgs args;
-    args.q = packed(qBuf, hq, totalQ, d);
-    args.k = packed(kBuf, hkv, totalK, d);
-    args.v = packed(vBuf, hkv, totalK, d);
-    args.o = packed(oBuf, hq, totalQ, d);
-    args.gradOutput = packed(doBuf, hq, totalQ, d);
-    args.gradQuery = packed(dqBuf, hq, totalQ, d);
-    args.gradKey = packed(dkBuf, hkv, totalK, d);
-    args.gradValue = packed(dvBuf, hkv, totalK, d);
-    int64_t lseSizes[4] = {1, hq, totalQ, 0};
-    int64_t lseStrides[4] = {hq * totalQ, totalQ, 1, 0};
-    args.lse.data = lseBuf.data();
-    std::memcpy(args.lse.sizes, lseSizes, sizeof(lseSizes));
-    std::memcpy(args.lse.strides, lseStrides, sizeof(lseStrides));
-    for (auto [arg, buffer, count] :
-         {std::tuple<fa::TensorArg *, const DeviceBuffer *, size_t>{
-              &args.cuSeqlensQ, &cuQBuf, cuQ.size()},
-          {&args.cuSeqlensK, &cuKBuf, cuK.size()}}) {
-      arg->data = buffer->data();
-      arg->sizes[0] = int64_t(count);
-      arg->strides[0] = 1;
-    }
+    args.q = packedRows(qBuf, hq, totalQ, d);
+    args.k = packedRows(kBuf, hkv, totalK, d);
+    args.v = packedRows(vBuf, hkv, totalK, d);
+    args.o = packedRows(oBuf, hq, totalQ, d);
+    args.gradOutput = packedRows(doBuf, hq, totalQ, d);
+    args.gradQuery = packedRows(dqBuf, hq, totalQ, d);
+    args.gradKey = packedRows(dkBuf, hkv, totalK, d);
+    args.gradValue = packedRows(dvBuf, hkv, totalK, d);
+    setPackedLseAndOffsets(args.lse, lseBuf, hq, totalQ, args.cuSeqlensQ,
+                           cuQBuf, args.cuSeqlensK, cuKBuf);
     args.maxSeqlenQ = maxQ;
     args.maxSeqlenK = maxK;
     fa::Result r = runtime->backward(spec, args);
