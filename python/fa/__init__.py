@@ -1020,6 +1020,15 @@ def _flash_variant(left, right, softcap, slopes):
     return score_mod, mask_mod
 
 
+def _flash_variant_texts(where, window_size, softcap):
+    """The MLIR texts ("" for none) of FlashAttention's window_size and
+    softcap, as the custom ops that take no captured tensors carry them."""
+    left, right = (int(x) for x in window_size)
+    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
+                                         None)
+    return _variant(where, score_mod, mask_mod, [])
+
+
 def _flash_tensor_variant(left, right, softcap, slopes):
     """_flash_variant with ALiBi slopes read from a CUDA tensor ([Hq] or
     [B, Hq]): a pair of functions per call (they hold the tensor), traced
@@ -1227,14 +1236,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         v_cache[entries, rows] = v
     kv_lens = (lengths + new).to(torch.int32).contiguous()
     scale = _check_scale(where, softmax_scale)
-    left, right = (int(x) for x in window_size)
-    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
-                                         None)
-    captures = []
-    score_text, mask_text = _variant(where, score_mod, mask_mod, captures)
+    score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     o, lse = torch.ops.fa.kvcache_attention_forward(
         q, k_cache, v_cache, kv_lens, bool(_flag("causal", causal)), scale,
-        score_text or "", mask_text or "")
+        score_text, mask_text)
     return (o, lse) if return_softmax_lse else o
 
 
@@ -1389,15 +1394,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                      k.shape[0], max_seqlen_k, "max_seqlen_k",
                                      values)
     scale = _check_scale(where, softmax_scale)
-    left, right = (int(x) for x in window_size)
-    score_mod, mask_mod = _flash_variant(left, right, float(softcap or 0.0),
-                                         None)
-    captures = []
-    score_text, mask_text = _variant(where, score_mod, mask_mod, captures)
+    score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     o, lse = torch.ops.fa.varlen_attention_forward(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-        bool(_flag("causal", causal)), scale, score_text or "",
-        mask_text or "")
+        bool(_flag("causal", causal)), scale, score_text, mask_text)
     return (o, lse) if return_lse else o
 
 

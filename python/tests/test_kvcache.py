@@ -25,6 +25,7 @@ os.environ["FA_CACHE_DIR"] = _CACHE.name
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fa  # noqa: E402
+from sequence_reference import sequence_attention  # noqa: E402
 
 try:
     import torch
@@ -59,35 +60,6 @@ class CompileTest(unittest.TestCase):
                                     "kv_lens"):
             fa.prepare_kernel(64, dtype="float16", kv_lens=True,
                               backward=True)
-
-
-def _entry_attention(q, k, v, scale, causal, window, softcap):
-    """One batch entry: q [Sq, Hq, D] against its filled keys k, v [Sk,
-    Hkv, D]; bottom-right causal, window, softcap; rows without keys give
-    0. Returns O [Sq, Hq, D]."""
-    sq, hq, _ = q.shape
-    sk, hkv, _ = k.shape
-    group = hq // hkv
-    kk = k.repeat_interleave(group, dim=1)
-    vv = v.repeat_interleave(group, dim=1)
-    s = torch.einsum("ihd,jhd->hij", q, kk) * scale
-    if softcap:
-        s = softcap * torch.tanh(s / softcap)
-    i = torch.arange(sq, device=q.device)[:, None]
-    j = torch.arange(sk, device=q.device)[None, :]
-    diag = i + sk - sq
-    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
-    if causal:
-        keep &= j <= diag
-    left, right = window
-    if left >= 0:
-        keep &= j >= diag - left
-    if right >= 0:
-        keep &= j <= diag + right
-    s = s.masked_fill(~keep, float("-inf"))
-    p = torch.softmax(s.float() if s.dtype != torch.float64 else s, dim=-1)
-    p = torch.nan_to_num(p, nan=0.0).to(q.dtype)
-    return torch.einsum("hij,jhd->ihd", p, vv)
 
 
 @unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
@@ -129,11 +101,12 @@ class GpuKvCacheTest(unittest.TestCase):
                                 f"{name}: v appended to entry {b}")
             used = n + new
             keys = slice(0, used)
-            exact = _entry_attention(
+            exact, _ = sequence_attention(
                 q[b].double(), k_cache[b, keys].double(),
                 v_cache[b, keys].double(), scale, causal, window, softcap)
-            own = _entry_attention(q[b], k_cache[b, keys], v_cache[b, keys],
-                                   scale, causal, window, softcap)
+            own, _ = sequence_attention(q[b], k_cache[b, keys],
+                                        v_cache[b, keys], scale, causal,
+                                        window, softcap)
             got = out[b].double()
             self.assertFalse(torch.isnan(got).any().item(),
                              f"{name}: NaN in entry {b}")

@@ -28,6 +28,8 @@ os.environ["FA_CACHE_DIR"] = _CACHE.name
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fa  # noqa: E402
+from sequence_reference import (sequence_attention,  # noqa: E402
+                                sequence_attention_grad)
 
 try:
     import torch
@@ -79,68 +81,6 @@ def _offsets(lengths):
     return offsets
 
 
-def _sequence_attention(q, k, v, scale, causal, window, softcap):
-    """One sequence ([S, H, D] each) in q's dtype and device: the scores,
-    the masks (bottom-right causal, window), softmax; rows without keys
-    give 0. Returns O [Sq, Hq, D] and LSE [Hq, Sq]."""
-    sq, hq, _ = q.shape
-    sk, hkv, _ = k.shape
-    group = hq // hkv
-    kk = k.repeat_interleave(group, dim=1)
-    vv = v.repeat_interleave(group, dim=1)
-    s = torch.einsum("ihd,jhd->hij", q, kk) * scale
-    if softcap:
-        s = softcap * torch.tanh(s / softcap)
-    i = torch.arange(sq, device=q.device)[:, None]
-    j = torch.arange(sk, device=q.device)[None, :]
-    diag = i + sk - sq
-    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
-    if causal:
-        keep &= j <= diag
-    left, right = window
-    if left >= 0:
-        keep &= j >= diag - left
-    if right >= 0:
-        keep &= j <= diag + right
-    s = s.masked_fill(~keep, float("-inf"))
-    lse = torch.logsumexp(s.float() if s.dtype != torch.float64 else s,
-                          dim=-1)
-    p = torch.softmax(s.float() if s.dtype != torch.float64 else s, dim=-1)
-    p = torch.nan_to_num(p, nan=0.0).to(q.dtype)
-    o = torch.einsum("hij,jhd->ihd", p, vv)
-    return o, lse
-
-
-def _sequence_attention_safe(q, k, v, scale, causal, window, softcap):
-    """_sequence_attention's O in a form autograd differentiates to the
-    exact gradients everywhere: rows without keys give O = 0 and no
-    gradient (no NaN from a softmax of -inf alone)."""
-    sq, hq, _ = q.shape
-    sk, hkv, _ = k.shape
-    group = hq // hkv
-    kk = k.repeat_interleave(group, dim=1)
-    vv = v.repeat_interleave(group, dim=1)
-    s = torch.einsum("ihd,jhd->hij", q, kk) * scale
-    if softcap:
-        s = softcap * torch.tanh(s / softcap)
-    i = torch.arange(sq, device=q.device)[:, None]
-    j = torch.arange(sk, device=q.device)[None, :]
-    diag = i + sk - sq
-    keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device)
-    if causal:
-        keep &= j <= diag
-    left, right = window
-    if left >= 0:
-        keep &= j >= diag - left
-    if right >= 0:
-        keep &= j <= diag + right
-    seen = keep.any(dim=-1, keepdim=True)
-    s = s.masked_fill(~keep, float("-inf")).masked_fill(~seen, 0.0)
-    p = torch.softmax(s.float() if s.dtype != torch.float64 else s, dim=-1)
-    p = (p * seen).to(q.dtype)
-    return torch.einsum("hij,jhd->ihd", p, vv)
-
-
 @unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")
 class GpuVarlenTest(unittest.TestCase):
     """flash_attn_varlen_func against each sequence alone, in float64."""
@@ -168,11 +108,11 @@ class GpuVarlenTest(unittest.TestCase):
         for b in range(len(q_lens)):
             rows = slice(oq[b], oq[b + 1])
             keys = slice(ok[b], ok[b + 1])
-            exact, exact_lse = _sequence_attention(
+            exact, exact_lse = sequence_attention(
                 q[rows].double(), k[keys].double(), v[keys].double(), scale,
                 causal, window, softcap)
-            own, _ = _sequence_attention(q[rows], k[keys], v[keys], scale,
-                                         causal, window, softcap)
+            own, _ = sequence_attention(q[rows], k[keys], v[keys], scale,
+                                        causal, window, softcap)
             got = out[rows].double()
             self.assertFalse(torch.isnan(got).any().item(),
                              f"{name}: NaN in sequence {b}")
@@ -271,8 +211,8 @@ class GpuVarlenTest(unittest.TestCase):
         def grads(rows, keys, as_type):
             leaves = [t.detach()[s].to(as_type).requires_grad_()
                       for t, s in ((q, rows), (k, keys), (v, keys))]
-            o = _sequence_attention_safe(*leaves, scale, causal, window,
-                                         softcap)
+            o = sequence_attention_grad(*leaves, scale, causal, window,
+                                        softcap)
             o.backward(grad[rows].to(as_type))
             return [t.grad if t.grad is not None else torch.zeros_like(t)
                     for t in leaves]

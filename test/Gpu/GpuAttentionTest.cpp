@@ -434,6 +434,45 @@ protected:
       }
       return {cuQ, cuK, maxQ, maxK};
     }
+
+    /// The varlen kernel's spec on the tiles and strategy of `tiles`.
+    fa::KernelSpec spec(const fa::KernelSpec &tiles) const {
+      fa::KernelSpec s = tiles;
+      s.headDim = headDim;
+      s.causal = causal;
+      s.dtype = dtype;
+      s.varlen = true;
+      s.arch = "";
+      return s;
+    }
+
+    /// Sequence b alone, as the float64 reference takes it.
+    fa::AttentionProblem problem(size_t b) const {
+      fa::AttentionProblem p;
+      p.batch = 1;
+      p.qHeads = qHeads;
+      p.kvHeads = kvHeads;
+      p.qLen = qLens[b];
+      p.kvLen = kvLens[b];
+      p.headDim = headDim;
+      p.causal = causal;
+      p.scale = 1.0 / std::sqrt(double(headDim));
+      return p;
+    }
+
+    /// Rows [first, first + rows) of packed [total, heads, D] values as one
+    /// sequence's [1, heads, rows, D].
+    std::vector<float> alone(const std::vector<float> &from, int64_t heads,
+                             int64_t first, int64_t rows) const {
+      int64_t d = headDim;
+      std::vector<float> to(size_t(heads * rows * d));
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t e = 0; e < d; ++e)
+            to[size_t((h * rows + i) * d + e)] =
+                from[size_t(((first + i) * heads + h) * d + e)];
+      return to;
+    }
   };
 
   /// A packed [total, H, width] buffer as [1, H, total, width] (flash-attn's
@@ -476,12 +515,7 @@ protected:
   /// sequence with the float64 reference run on it alone; spare rows must
   /// keep their NaN poison.
   void runVarlenCase(const VarlenCase &c, const fa::KernelSpec &tiles) {
-    fa::KernelSpec spec = tiles;
-    spec.headDim = c.headDim;
-    spec.causal = c.causal;
-    spec.dtype = c.dtype;
-    spec.varlen = true;
-    spec.arch = "";
+    fa::KernelSpec spec = c.spec(tiles);
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     int64_t batch = int64_t(c.qLens.size());
@@ -539,30 +573,10 @@ protected:
     double maxOut = 0.0, maxLse = 0.0;
     for (int64_t b = 0; b < batch; ++b) {
       int64_t sq = c.qLens[b], sk = c.kvLens[b];
-      fa::AttentionProblem p;
-      p.batch = 1;
-      p.qHeads = hq;
-      p.kvHeads = hkv;
-      p.qLen = sq;
-      p.kvLen = sk;
-      p.headDim = d;
-      p.causal = c.causal;
-      p.scale = 1.0 / std::sqrt(double(d));
-      // The sequence alone, [1, H, S, D].
-      auto alone = [&](const std::vector<float> &from, int64_t heads,
-                       int64_t first, int64_t rows) {
-        std::vector<float> to(size_t(heads * rows * d));
-        for (int64_t h = 0; h < heads; ++h)
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t e = 0; e < d; ++e)
-              to[size_t((h * rows + i) * d + e)] =
-                  from[size_t(((first + i) * heads + h) * d + e)];
-        return to;
-      };
-      std::vector<float> vs = alone(v, hkv, cuK[b], sk);
-      fa::ReferenceResult want =
-          fa::referenceAttention(p, alone(q, hq, cuQ[b], sq).data(),
-                                 alone(k, hkv, cuK[b], sk).data(), vs.data());
+      std::vector<float> vs = c.alone(v, hkv, cuK[b], sk);
+      fa::ReferenceResult want = fa::referenceAttention(
+          c.problem(size_t(b)), c.alone(q, hq, cuQ[b], sq).data(),
+          c.alone(k, hkv, cuK[b], sk).data(), vs.data());
       double maxV = 0.0;
       for (float x : vs)
         maxV = std::max(maxV, double(std::fabs(x)));
@@ -617,12 +631,7 @@ protected:
   /// sequence's exact gradients (the bound of runBackwardCase); dQ rows
   /// past the last sequence keep their NaN poison.
   void runVarlenBackwardCase(const VarlenCase &c, const fa::KernelSpec &tiles) {
-    fa::KernelSpec spec = tiles;
-    spec.headDim = c.headDim;
-    spec.causal = c.causal;
-    spec.dtype = c.dtype;
-    spec.varlen = true;
-    spec.arch = "";
+    fa::KernelSpec spec = c.spec(tiles);
     bool wide = c.dtype == fa::ElementType::f32;
     size_t elementBytes = wide ? 4 : 2;
     int64_t batch = int64_t(c.qLens.size());
@@ -656,37 +665,14 @@ protected:
     CU_ASSERT(driver().cuMemcpyHtoD_v2(cuQBuf.ptr, cuQ.data(), cuQ.size() * 4));
     CU_ASSERT(driver().cuMemcpyHtoD_v2(cuKBuf.ptr, cuK.data(), cuK.size() * 4));
 
-    // Each sequence alone ([1, H, S, D]) from the packed [total, H, D] rows,
-    // and back.
-    auto alone = [&](const std::vector<float> &from, int64_t heads,
-                     int64_t first, int64_t rows) {
-      std::vector<float> to(size_t(heads * rows * d));
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t e = 0; e < d; ++e)
-            to[size_t((h * rows + i) * d + e)] =
-                from[size_t(((first + i) * heads + h) * d + e)];
-      return to;
-    };
-    auto problemFor = [&](int64_t b) {
-      fa::AttentionProblem p;
-      p.batch = 1;
-      p.qHeads = hq;
-      p.kvHeads = hkv;
-      p.qLen = c.qLens[b];
-      p.kvLen = c.kvLens[b];
-      p.headDim = d;
-      p.causal = c.causal;
-      p.scale = 1.0 / std::sqrt(double(d));
-      return p;
-    };
     // The forward's O and LSE, packed (spare rows: zero dO, O and LSE).
     std::vector<float> o(q.size(), 0.0f), lse(size_t(hq * totalQ), 0.0f);
     for (int64_t b = 0; b < batch; ++b) {
       int64_t sq = c.qLens[b], sk = c.kvLens[b];
       fa::ReferenceResult forward = fa::referenceAttention(
-          problemFor(b), alone(q, hq, cuQ[b], sq).data(),
-          alone(k, hkv, cuK[b], sk).data(), alone(v, hkv, cuK[b], sk).data());
+          c.problem(size_t(b)), c.alone(q, hq, cuQ[b], sq).data(),
+          c.alone(k, hkv, cuK[b], sk).data(),
+          c.alone(v, hkv, cuK[b], sk).data());
       for (int64_t h = 0; h < hq; ++h)
         for (int64_t i = 0; i < sq; ++i) {
           lse[size_t(h * totalQ + cuQ[b] + i)] =
@@ -740,10 +726,10 @@ protected:
     std::vector<fa::ReferenceGradients> wants;
     for (int64_t b = 0; b < batch; ++b)
       wants.push_back(fa::referenceAttentionBackward(
-          problemFor(b), alone(q, hq, cuQ[b], c.qLens[b]).data(),
-          alone(k, hkv, cuK[b], c.kvLens[b]).data(),
-          alone(v, hkv, cuK[b], c.kvLens[b]).data(),
-          alone(gradOutput, hq, cuQ[b], c.qLens[b]).data()));
+          c.problem(size_t(b)), c.alone(q, hq, cuQ[b], c.qLens[b]).data(),
+          c.alone(k, hkv, cuK[b], c.kvLens[b]).data(),
+          c.alone(v, hkv, cuK[b], c.kvLens[b]).data(),
+          c.alone(gradOutput, hq, cuQ[b], c.qLens[b]).data()));
     // Each gradient's bound scales with its largest value over the packed
     // tensor, as runBackwardCase's over a batch: a sequence whose exact
     // gradient is 0 (one key seen by every row: dS = 0) still gets the
@@ -764,9 +750,9 @@ protected:
         std::vector<float> got;
         const std::vector<double> &want;
       };
-      Grad grads[] = {{"dQ", alone(dq, hq, cuQ[b], sq), want.gradQuery},
-                      {"dK", alone(dk, hkv, cuK[b], sk), want.gradKey},
-                      {"dV", alone(dv, hkv, cuK[b], sk), want.gradValue}};
+      Grad grads[] = {{"dQ", c.alone(dq, hq, cuQ[b], sq), want.gradQuery},
+                      {"dK", c.alone(dk, hkv, cuK[b], sk), want.gradKey},
+                      {"dV", c.alone(dv, hkv, cuK[b], sk), want.gradValue}};
       for (int g = 0; g < 3; ++g) {
         double tolerance = relative * scales[g] + 1e-5;
         for (size_t i = 0; i < grads[g].want.size(); ++i) {

@@ -73,6 +73,35 @@ CpuKernelConfig configFor(const Case &c) {
   return config;
 }
 
+/// One sequence of `c` alone (Sq, Sk its own lengths), as the float64
+/// reference takes it: the variant sees the sequence's own indices and
+/// lengths; `sinks` (Hq logits) with c.sinks.
+fa::AttentionProblem sequenceProblem(const Case &c, int64_t sq, int64_t sk,
+                                     int64_t hq, int64_t hkv, double scale,
+                                     const std::vector<float> &sinks) {
+  fa::AttentionProblem p;
+  p.batch = 1;
+  p.qHeads = hq;
+  p.kvHeads = hkv;
+  p.qLen = sq;
+  p.kvLen = sk;
+  p.headDim = kHeadDim;
+  p.causal = c.causal;
+  p.scale = scale;
+  if (c.sinks)
+    p.sinks.assign(sinks.begin(), sinks.end());
+  if (c.softcapWindow) {
+    p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
+      return 2.0 * std::tanh(s / 2.0);
+    };
+    p.maskMod = [sq, sk](int64_t, int64_t, int64_t i, int64_t j) {
+      int64_t diag = i + sk - sq;
+      return j >= diag - 9 && j <= diag + 2;
+    };
+  }
+  return p;
+}
+
 /// Copies rows [first, first + rows) of every head of a packed [1, H,
 /// total, width] buffer (width = D, or 1 for LSE) into a [1, H, rows,
 /// width] one (`toAlone`), or back.
@@ -130,27 +159,8 @@ double runBatches(const Case &c, int64_t spareRows) {
       int64_t sq = lengths.q[b], sk = lengths.k[b];
       SCOPED_TRACE(testing::Message() << "sequence " << b << " Sq=" << sq
                                       << " Sk=" << sk);
-      fa::AttentionProblem p;
-      p.batch = 1;
-      p.qHeads = hq;
-      p.kvHeads = hkv;
-      p.qLen = sq;
-      p.kvLen = sk;
-      p.headDim = d;
-      p.causal = c.causal;
-      p.scale = kernel.getConfig().scale;
-      if (c.sinks)
-        p.sinks.assign(sinks.begin(), sinks.end());
-      if (c.softcapWindow) {
-        // The sequence's own indices and lengths.
-        p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
-          return 2.0 * std::tanh(s / 2.0);
-        };
-        p.maskMod = [sq, sk](int64_t, int64_t, int64_t i, int64_t j) {
-          int64_t diag = i + sk - sq;
-          return j >= diag - 9 && j <= diag + 2;
-        };
-      }
+      fa::AttentionProblem p = sequenceProblem(
+          c, sq, sk, hq, hkv, kernel.getConfig().scale, sinks);
       std::vector<float> qs, ks, vs, os, lses;
       copyRows(q, qs, hq, totalQ, cuQ[b], sq, d, true);
       copyRows(k, ks, hkv, totalK, cuK[b], sk, d, true);
@@ -309,26 +319,8 @@ double runBackwardBatches(const Case &c, int64_t spareRows) {
       int64_t sq = lengths.q[b], sk = lengths.k[b];
       SCOPED_TRACE(testing::Message() << "sequence " << b << " Sq=" << sq
                                       << " Sk=" << sk);
-      fa::AttentionProblem p;
-      p.batch = 1;
-      p.qHeads = hq;
-      p.kvHeads = hkv;
-      p.qLen = sq;
-      p.kvLen = sk;
-      p.headDim = d;
-      p.causal = c.causal;
-      p.scale = forward.getConfig().scale;
-      if (c.sinks)
-        p.sinks.assign(sinks.begin(), sinks.end());
-      if (c.softcapWindow) {
-        p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
-          return 2.0 * std::tanh(s / 2.0);
-        };
-        p.maskMod = [sq, sk](int64_t, int64_t, int64_t i, int64_t j) {
-          int64_t diag = i + sk - sq;
-          return j >= diag - 9 && j <= diag + 2;
-        };
-      }
+      fa::AttentionProblem p = sequenceProblem(
+          c, sq, sk, hq, hkv, forward.getConfig().scale, sinks);
       std::vector<float> qs, ks, vs, dos, dqs, dks, dvs;
       copyRows(q, qs, hq, totalQ, cuQ[b], sq, d, true);
       copyRows(k, ks, hkv, totalK, cuK[b], sk, d, true);
@@ -433,7 +425,8 @@ TEST(CpuVarlenBackward, ShiftedKeyOffsetsAreNoticed) {
 /// reach a score or a product. With varlen, the lengths count within each
 /// sequence's keys.
 double runKvLens(bool causal, bool variant, bool varlen) {
-  CpuKernelConfig config = configFor({causal, 8, 32, variant, false});
+  const Case c{causal, 8, 32, variant, /*sinks=*/false};
+  CpuKernelConfig config = configFor(c);
   config.varlen = varlen;
   config.kvLens = true;
   CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
@@ -487,24 +480,9 @@ double runKvLens(bool causal, bool variant, bool varlen) {
                                     << " kv_len=" << used << " causal "
                                     << causal << " variant " << variant
                                     << " varlen " << varlen);
-    fa::AttentionProblem p;
-    p.batch = 1;
-    p.qHeads = hq;
-    p.kvHeads = hkv;
-    p.qLen = rows;
-    p.kvLen = used;
-    p.headDim = d;
-    p.causal = causal;
-    p.scale = kernel.getConfig().scale;
-    if (variant) {
-      p.scoreMod = [](double s, int64_t, int64_t, int64_t, int64_t) {
-        return 2.0 * std::tanh(s / 2.0);
-      };
-      p.maskMod = [rows, used](int64_t, int64_t, int64_t i, int64_t j) {
-        int64_t diag = i + used - rows;
-        return j >= diag - 9 && j <= diag + 2;
-      };
-    }
+    // The filled length is the reference's key length.
+    fa::AttentionProblem p = sequenceProblem(c, rows, used, hq, hkv,
+                                             kernel.getConfig().scale, {});
     std::vector<float> qs(size_t(hq * rows * d)), ks(size_t(hkv * used * d)),
         vs(ks.size());
     auto queryAt = [&](int64_t h, int64_t i) {
