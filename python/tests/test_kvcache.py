@@ -156,6 +156,18 @@ class GpuKvCacheTest(unittest.TestCase):
         with self.assertRaisesRegex(NotImplementedError, "num_splits"):
             fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
                                        num_splits=4)
+        with self.assertRaisesRegex(NotImplementedError, "cache_batch_idx"):
+            fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
+                                       cache_batch_idx=lengths)
+        with self.assertRaisesRegex(ValueError, "give k and v together"):
+            fa.flash_attn_with_kvcache(q, cache, cache, new, None,
+                                       cache_seqlens=3)
+        with self.assertRaisesRegex(ValueError, "k must be \\[B, S_new"):
+            fa.flash_attn_with_kvcache(q, cache, cache, new[:1], new,
+                                       cache_seqlens=3)
+        with self.assertRaisesRegex(ValueError, "q has 1 batch entries, the "
+                                    "cache 2"):
+            fa.flash_attn_with_kvcache(q[:1], cache, cache, cache_seqlens=3)
         # Lengths past the cache, unchecked: clamped to the cache.
         big = torch.tensor([99, 16], dtype=torch.int32, device="cuda")
         clamped = fa.flash_attn_with_kvcache(q, cache, cache,

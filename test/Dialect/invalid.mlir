@@ -697,6 +697,42 @@ func.func @accumulate_tile_sequence(%t: tensor<16x64xf32>, %acc: memref<1x?x?x64
 
 // -----
 
+// kv_lens: one length per batch entry (per sequence with cu_seqlens).
+func.func @kv_lens_size(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %l: memref<3xi32>) {
+  // expected-error @+1 {{kv_lens holds 3 entries; it needs one per batch entry (2)}}
+  fa.attention %q, %q, %q into %q, %lse kv_lens %l {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      kv_lens memref<3xi32>
+  return
+}
+
+// -----
+
+func.func @kv_lens_varlen_size(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %c: memref<4xi32>, %l: memref<4xi32>) {
+  // expected-error @+1 {{kv_lens holds 4 entries; it needs one per sequence (3)}}
+  fa.attention %q, %q, %q into %q, %lse cu_seqlens(%c, %c) kv_lens %l {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+      cu_seqlens memref<4xi32>, memref<4xi32> kv_lens memref<4xi32>
+  return
+}
+
+// -----
+
+func.func @kv_lens_block_mask(%q: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>, %l: memref<?xi32>, %r: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{does not take a block mask (key_ranges) with kv_lens yet}}
+  fa.attention %q, %q, %q into %q, %lse key_ranges %r kv_lens %l {scale = 1.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16> into memref<?x?x?x64xf16>, memref<?x?x?xf32>
+      key_ranges memref<?x?x?x4xi32> kv_lens memref<?xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %sq: index, %sk: index):
+      %t = arith.cmpi sle, %j, %i : index
+      fa.yield %t : i1
+    }
+  return
+}
+
+// -----
+
 // The varlen backward: both tables, batch 1 everywhere (the workspaces
 // too), not deterministic yet.
 func.func @varlen_backward_batch(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>,

@@ -1779,6 +1779,11 @@ TEST(CApi, VarlenForward) {
                                         nullptr, nullptr),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "a cu_seqlens descriptor is a null pointer");
+  EXPECT_EQ(fa_attention_varlen_backward(runtime, &t, &t, &t, &t, &t, &t, &t,
+                                         &t, &t, &t, nullptr, 0, 0, nullptr,
+                                         FA_F32, 0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "a cu_seqlens descriptor is a null pointer");
   fa_kernel_config config = {};
   config.arch = "sm_90a";
   config.varlen = 1;
@@ -2263,6 +2268,11 @@ TEST(ArgumentChecks, KvLens) {
   spec.backward = true;
   EXPECT_EQ(spec.validate(),
             "the backward does not take kv_lens (a KV cache's lengths)");
+  spec.backward = false;
+  spec.blockMask = true;
+  spec.maskMod = fa::variants::slidingWindow(16, 0);
+  EXPECT_EQ(spec.validate(),
+            "a block mask does not take kv_lens (a KV cache's lengths) yet");
   fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention(
       "f", 64, 128, 0, false, false, /*varlen=*/false, /*kvLens=*/true);
   EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::kvLens);
