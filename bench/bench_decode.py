@@ -1,7 +1,8 @@
 """Decoding one token against a KV cache (fa.flash_attn_with_kvcache):
 time and the HBM bandwidth it reaches reading the cache, against SDPA
 (FlashAttention-2 and cuDNN backends) on the same cache and a plain
-streaming read of a buffer of the same size, in one run.
+streaming read of a buffer of the same size, in one run; fa with the
+runtime's split-KV choice (num_splits=0) and unsplit (num_splits=1).
 
     python3 bench/bench_decode.py [--batches 1,8,64] [--contexts 1024,8192,32768]
         [--heads 32 --kv-heads 8 --head-dim 128] [--dtype bfloat16] [--json out.json]
@@ -41,7 +42,8 @@ def main():
     hq, hkv, d = args.heads, args.kv_heads, args.head_dim
     size = torch.tensor([], dtype=dtype).element_size()
     rows = []
-    print(f"{'B':>4} {'ctx':>6} {'fa us':>8} {'fa GB/s':>8} {'flash us':>9} "
+    print(f"{'B':>4} {'ctx':>6} {'fa us':>8} {'fa GB/s':>8} "
+          f"{'unsplit us':>10} {'x unsplit':>9} {'flash us':>9} "
           f"{'cudnn us':>9} {'read GB/s':>9} {'fa/read':>7}")
     for batch in (int(x) for x in args.batches.split(",")):
         for context in (int(x) for x in args.contexts.split(",")):
@@ -54,6 +56,9 @@ def main():
                               device="cuda")
             ms = do_bench(lambda: fa.flash_attn_with_kvcache(
                 q, k, v, cache_seqlens=lens, check_lengths=False))
+            unsplit_ms = do_bench(lambda: fa.flash_attn_with_kvcache(
+                q, k, v, cache_seqlens=lens, check_lengths=False,
+                num_splits=1))
             # SDPA on the same cache: [B, H, S, D] views, GQA expanded by
             # enable_gqa.
             qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
@@ -78,12 +83,13 @@ def main():
             read_ms = do_bench(lambda: torch.sum(buffer, dtype=torch.float32))
             del buffer
             row = {"batch": batch, "context": context, "fa_ms": ms,
-                   "fa_gbps": nbytes / ms / 1e6,
+                   "fa_gbps": nbytes / ms / 1e6, "unsplit_ms": unsplit_ms,
                    "flash_ms": peers["flash"], "cudnn_ms": peers["cudnn"],
                    "read_gbps": nbytes / read_ms / 1e6}
             rows.append(row)
             print(f"{batch:>4} {context:>6} {ms * 1e3:>8.1f} "
-                  f"{row['fa_gbps']:>8.0f} {peers['flash'] * 1e3:>9.1f} "
+                  f"{row['fa_gbps']:>8.0f} {unsplit_ms * 1e3:>10.1f} "
+                  f"{unsplit_ms / ms:>9.2f} {peers['flash'] * 1e3:>9.1f} "
                   f"{peers['cudnn'] * 1e3:>9.1f} {row['read_gbps']:>9.0f} "
                   f"{row['fa_gbps'] / row['read_gbps']:>7.2f}")
     if args.json:

@@ -312,6 +312,13 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     size_t kvLensArg = params.size();
     if (spec.kvLens)
       params.push_back(MemRefType::get({dyn}, b.getI32Type()));
+    // Split-KV: every part's output and LSE, f32.
+    size_t partialsArg = params.size();
+    if (spec.splitKv) {
+      params.push_back(MemRefType::get({dyn, dyn, dyn, spec.headDim},
+                                       b.getF32Type()));
+      params.push_back(MemRefType::get({dyn, dyn, dyn}, b.getF32Type()));
+    }
     size_t rangesArg = params.size();
     if (spec.blockMask)
       params.push_back(rangeTableType);
@@ -329,6 +336,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.varlen ? args[cuSeqlensArg] : Value(),
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         spec.kvLens ? args[kvLensArg] : Value(),
+        spec.splitKv ? args[partialsArg] : Value(),
+        spec.splitKv ? args[partialsArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
@@ -531,6 +540,25 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                        Plan::GridDim{Plan::Extent::batch, 1}};
           plan.params = {Plan::Operand::query, Plan::Operand::key,
                          Plan::Operand::keyRanges, Plan::Operand::queryRanges};
+          plan.addCaptures(captures);
+        });
+  }
+  if (!spec.backward && spec.splitKv) {
+    // fa-tile's split-KV programs: every part of every query tile, then the
+    // merge of each tile's parts.
+    const std::pair<const char *, Plan::GridDim> programs[] = {
+        {"_split", {}}, {"_combine", {}}};
+    return orderLaunches(
+        module, spec, "the split-KV forward", programs, launches,
+        [&](Plan &plan, Plan::GridDim) {
+          bool combine = StringRef(plan.function).ends_with("_combine");
+          Plan forward = Plan::forwardAttention(
+              plan.function, spec.blockM, plan.threads, plan.sharedBytes,
+              spec.sinks, spec.blockMask, spec.varlen, spec.kvLens,
+              combine ? Plan::ForwardKernel::combine
+                      : Plan::ForwardKernel::split);
+          plan.grid = forward.grid;
+          plan.params = std::move(forward.params);
           plan.addCaptures(captures);
         });
   }

@@ -345,6 +345,55 @@ static LogicalResult verifyVarlen(Operation *op, Value cuSeqlensQ,
   return success();
 }
 
+/// Split-KV partials: f32 [N * B, Hq, Sq, D] and [N * B, Hq, Sq] against
+/// the output and LSE, both or neither, not with a block mask yet.
+static LogicalResult verifyPartials(Operation *op, Value partialOutput,
+                                    Value partialLse, Value output, Value lse,
+                                    Value keyRanges) {
+  if (bool(partialOutput) != bool(partialLse))
+    return op->emitOpError("takes partial_output and partial_lse together");
+  if (!partialOutput)
+    return success();
+  auto check = [&](StringRef name, Value partial, StringRef likeName,
+                   Value like) -> LogicalResult {
+    auto type = cast<MemRefType>(partial.getType());
+    auto likeType = cast<MemRefType>(like.getType());
+    if (!type.getElementType().isF32())
+      return op->emitOpError() << name << " element type "
+                               << type.getElementType() << " must be f32";
+    for (int64_t d = 1; d < type.getRank(); ++d)
+      if (dimsConflict(type.getDimSize(d), likeType.getDimSize(d)) ||
+          (d == 3 && type.getDimSize(d) != likeType.getDimSize(d)))
+        return op->emitOpError()
+               << name << " dimension " << d << " ("
+               << dimToString(type.getDimSize(d)) << ") does not match "
+               << likeName << " (" << dimToString(likeType.getDimSize(d))
+               << ")";
+    int64_t parts = type.getDimSize(0), batch = likeType.getDimSize(0);
+    if (!ShapedType::isDynamic(parts) && !ShapedType::isDynamic(batch) &&
+        (batch == 0 ? parts != 0 : parts % batch != 0))
+      return op->emitOpError()
+             << name << " holds " << parts << " batch entries: it needs "
+             << "one per part and batch entry, a multiple of " << likeName
+             << "'s " << batch;
+    return success();
+  };
+  if (failed(check("partial output", partialOutput, "output", output)) ||
+      failed(check("partial lse", partialLse, "lse", lse)))
+    return failure();
+  int64_t outputParts =
+      cast<MemRefType>(partialOutput.getType()).getDimSize(0);
+  int64_t lseParts = cast<MemRefType>(partialLse.getType()).getDimSize(0);
+  if (dimsConflict(outputParts, lseParts))
+    return op->emitOpError() << "partial output holds " << outputParts
+                             << " batch entries, partial lse " << lseParts
+                             << ": they must match";
+  if (keyRanges)
+    return op->emitOpError("does not take a block mask (key_ranges) with "
+                           "partials (split-KV) yet");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr())) ||
@@ -376,6 +425,9 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("does not take a block mask (key_ranges) with "
                          "kv_lens yet");
   }
+  if (failed(verifyPartials(*this, getPartialOutput(), getPartialLse(),
+                            getOutput(), getLse(), getKeyRanges())))
+    return failure();
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
                                  captures)))
@@ -1002,6 +1054,11 @@ static LogicalResult verifyRowTile(Operation *op, Type type, StringRef name) {
 
 LogicalResult JoinSinkOp::verify() {
   return verifyRowTile(*this, getRunningMax().getType(), "running max");
+}
+
+LogicalResult MergePartialOp::verify() {
+  return verifyRowVector(*this, getOutput().getType(), getLse().getType(),
+                         "output", "lse");
 }
 
 //===----------------------------------------------------------------------===//

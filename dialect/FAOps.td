@@ -136,6 +136,16 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     queries to the end of the filled part, and keys past it are never
     read into a score.
 
+    With `partials(%po, %plse)` (split-KV, for few query rows over many
+    keys), the keys of each query tile are split into `N` contiguous parts
+    of whole K/V tiles, `N = dim(po, 0) / B`: part `s` of batch entry `b`
+    attends its keys only and writes its own normalized output and
+    log-sum-exp, f32, to `po[s * B + b]` (`[N * B, Hq, Sq, D]`) and
+    `plse[s * B + b]` (`[N * B, Hq, Sq]`); then each row's parts are merged
+    by their log-sum-exps (`fa.merge_partial`) into O and LSE. A part that
+    sees no key holds 0 and -inf, which the merge ignores. The sinks join
+    the merged result once.
+
     ```mlir
     fa.attention %q, %k, %v into %o, %lse cu_seqlens(%cq, %ck) {scale = 0.125 : f32}
       : memref<1x8x?x64xf16>, memref<1x2x?x64xf16>, memref<1x2x?x64xf16>
@@ -173,6 +183,8 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Optional<FA_SeqOffsetsMemRef>, "the keys each batch entry (sequence) uses [B]", [MemRead]>:$kv_lens,
+    Arg<Optional<FA_FloatMemRef4D>, "split-KV: each part's output [N * B, Hq, Sq, D], f32", [MemRead, MemWrite]>:$partial_output,
+    Arg<Optional<FA_LseMemRef>, "split-KV: each part's log-sum-exp [N * B, Hq, Sq]", [MemRead, MemWrite]>:$partial_lse,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -183,11 +195,13 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)?
     (`key_ranges` $key_ranges^)?
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)?
-    (`kv_lens` $kv_lens^)? attr-dict `:`
+    (`kv_lens` $kv_lens^)?
+    (`partials` `(` $partial_output^ `,` $partial_lse `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`kv_lens` type($kv_lens)^)?
+    (`partials` type($partial_output)^ `,` type($partial_lse))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -835,6 +849,40 @@ def FA_JoinSinkOp : FA_Op<"join_sink", [Pure,
                       FA_F32Tile:$correction);
   let assemblyFormat = [{
     $sink `,` $running_max `,` $running_sum attr-dict `:` type($running_max)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_MergePartialOp : FA_Op<"merge_partial", [Pure,
+    AllTypesMatch<["output", "partial_output", "new_output"]>,
+    AllTypesMatch<["lse", "partial_lse", "new_lse"]>]> {
+  let summary = "merge two normalized attention results by their log-sum-exps";
+  let description = [{
+    Two results of one query row over disjoint key sets (parts of a
+    split-KV forward; later, the blocks of ring attention), each normalized
+    with its own log-sum-exp, become the result over the union:
+
+    ```
+    lse_new = log(exp(lse) + exp(partial_lse))
+    O_new   = exp(lse - lse_new) * O + exp(partial_lse - lse_new) * partial_O
+    ```
+
+    computed from the larger of the two log-sum-exps so no exponential
+    exceeds 1. A part that saw no key (O = 0, lse = -inf) weighs 0; a row
+    where neither saw one stays 0, -inf. Merging every part into (0, -inf)
+    in any order gives the attention over all keys.
+
+    ```mlir
+    %o2, %lse2 = fa.merge_partial %o, %lse with %po, %plse
+      : tensor<16x128xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$output, FA_F32Tile:$lse,
+                       FA_F32Tile:$partial_output, FA_F32Tile:$partial_lse);
+  let results = (outs FA_F32Tile:$new_output, FA_F32Tile:$new_lse);
+  let assemblyFormat = [{
+    $output `,` $lse `with` $partial_output `,` $partial_lse attr-dict `:`
+    type($output) `,` type($lse)
   }];
   let hasVerifier = 1;
 }

@@ -118,6 +118,11 @@ std::string KernelSpec::validate() const {
     return "the backward does not take kv_lens (a KV cache's lengths)";
   if (kvLens && blockMask)
     return "a block mask does not take kv_lens (a KV cache's lengths) yet";
+  if (splitKv && backward)
+    return "the backward does not split the keys (split-KV is a forward "
+           "for few query rows)";
+  if (splitKv && blockMask)
+    return "a block mask does not take split-KV yet";
   return "";
 }
 
@@ -174,6 +179,8 @@ std::string KernelSpec::kernelName() const {
     name += "_varlen";
   if (kvLens)
     name += "_kvlens";
+  if (splitKv)
+    name += "_splitkv";
   if (hasVariant()) {
     // Which variant: a stable hash of both texts (the cache key has them
     // whole).
@@ -213,6 +220,7 @@ std::string KernelSpec::canonicalText() const {
          // may hold any characters.
          (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
          (varlen ? ";varlen" : "") + (kvLens ? ";kv_lens" : "") +
+         (splitKv ? ";split_kv" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }

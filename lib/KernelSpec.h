@@ -100,6 +100,12 @@ struct KernelSpec {
   /// sequence with varlen), and batch entry b attends to its first
   /// kv_lens[b] keys only. Forward only; no block mask with it.
   bool kvLens = false;
+  /// Split-KV (fa.attention's partials): the forward splits each query
+  /// tile's keys into parts, a kernel each, and a second kernel merges the
+  /// parts by their log-sum-exps. The parts are chosen at launch (the
+  /// kernels take f32 workspaces of every part's output and LSE). Forward
+  /// only; no block mask with it.
+  bool splitKv = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

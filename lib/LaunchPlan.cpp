@@ -10,12 +10,13 @@
 namespace fa {
 
 static constexpr const char *kExtentNames[] = {
-    "query_length", "query_heads", "batch", "key_length", "key_heads"};
+    "query_length", "query_heads", "batch", "key_length", "key_heads",
+    "parts_batch"};
 static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
     "sinks", "dsinks", "key_ranges", "query_ranges", "cu_seqlens_q",
-    "cu_seqlens_k", "kv_lens",
+    "cu_seqlens_k", "kv_lens", "partial_o", "partial_lse",
     "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
     "capture6", "capture7"};
 static_assert(std::size(kOperandNames) ==
@@ -70,6 +71,7 @@ void LaunchPlan::addCaptures(const std::vector<CaptureType> &types) {
 int LaunchPlan::rankOf(Operand operand) {
   switch (operand) {
   case Operand::lse:
+  case Operand::partialLse:
   case Operand::delta:
   case Operand::dqOrder:
     return 3;
@@ -87,11 +89,16 @@ int LaunchPlan::rankOf(Operand operand) {
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
                                         bool sinks, bool blockMask,
-                                        bool varlen, bool kvLens) {
+                                        bool varlen, bool kvLens,
+                                        ForwardKernel kernel) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
                GridDim{Extent::queryHeads, 1}, GridDim{Extent::batch, 1}};
+  if (kernel == ForwardKernel::split)
+    plan.grid[2].extent = Extent::partsBatch;
+  if (kernel == ForwardKernel::combine)
+    plan.grid[0].tile = std::min(blockM, kCombineRows);
   plan.threads = threads;
   plan.sharedBytes = sharedBytes;
   plan.params = {Operand::query, Operand::key, Operand::value,
@@ -103,6 +110,9 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                        {Operand::cuSeqlensQ, Operand::cuSeqlensK});
   if (kvLens)
     plan.params.push_back(Operand::kvLens);
+  if (kernel != ForwardKernel::whole)
+    plan.params.insert(plan.params.end(),
+                       {Operand::partialOutput, Operand::partialLse});
   if (blockMask)
     plan.params.push_back(Operand::keyRanges);
   return plan;
@@ -165,6 +175,9 @@ int64_t LaunchPlan::blocks(int dim, const ProblemExtents &problem) const {
   case Extent::keyHeads:
     extent = problem.keyHeads;
     break;
+  case Extent::partsBatch:
+    extent = problem.batch * problem.parts;
+    break;
   }
   return (extent + g.tile - 1) / g.tile;
 }
@@ -175,7 +188,20 @@ int64_t LaunchPlan::tiles(const ProblemExtents &problem) const {
 
 std::string LaunchPlan::checkLaunch(const ProblemExtents &problem) const {
   constexpr int64_t kMaxPersistentTiles = std::numeric_limits<int32_t>::max();
-  if (!persistent || tiles(problem) <= kMaxPersistentTiles)
+  if (!persistent) {
+    // CUDA's grid limits: 2^31 - 1 blocks along x, 65535 along y and z.
+    static constexpr const char *kAxes[] = {"x", "y", "z"};
+    for (int d = 0; d < 3; ++d) {
+      int64_t limit = d == 0 ? kMaxPersistentTiles : 65535;
+      if (blocks(d, problem) > limit)
+        return function + " needs " + std::to_string(blocks(d, problem)) +
+               " blocks along " + kAxes[d] + " (" +
+               kExtentNames[int(grid[d].extent)] + "), over CUDA's " +
+               std::to_string(limit);
+    }
+    return "";
+  }
+  if (tiles(problem) <= kMaxPersistentTiles)
     return "";
   return "the problem has " + std::to_string(tiles(problem)) + " tiles of " +
          std::to_string(grid[0].tile) + " query rows; " + function +

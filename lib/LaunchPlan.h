@@ -27,7 +27,13 @@ struct ProblemExtents {
   int64_t queryLength = 0;
   int64_t keyHeads = 0;
   int64_t keyLength = 0;
+  /// Split-KV: the parts each query tile's keys are split into.
+  int64_t parts = 1;
 };
+
+/// Query rows per program of a split-KV forward's combine kernel (fewer
+/// when the query tiles are smaller).
+constexpr int64_t kCombineRows = 16;
 
 /// Element types of the tensors a variant captures.
 enum class ScalarType { f32, f16, bf16, i32, i64, i8 };
@@ -58,7 +64,14 @@ constexpr int64_t kRangeTableColumns = 4;
 /// the backward is several, run in order on one stream.
 struct LaunchPlan {
   /// A problem extent that a grid dimension counts.
-  enum class Extent { queryLength, queryHeads, batch, keyLength, keyHeads };
+  enum class Extent {
+    queryLength,
+    queryHeads,
+    batch,
+    keyLength,
+    keyHeads,
+    partsBatch, // batch * parts (split-KV)
+  };
   /// ceil(extent / tile) blocks along one grid dimension.
   struct GridDim {
     Extent extent = Extent::batch;
@@ -89,6 +102,10 @@ struct LaunchPlan {
     cuSeqlensK,
     // A KV cache's filled lengths (spec.kvLens): i32 [B].
     kvLens,
+    // Split-KV (spec.splitKv): f32 workspaces of every part's output
+    // [parts * B, Hq, Sq, D] and log-sum-exp [parts * B, Hq, Sq].
+    partialOutput,
+    partialLse,
     // The variant's captured tensors (the score_mod's, then the
     // mask_mod's), `captures` in order.
     capture0,
@@ -146,15 +163,21 @@ struct LaunchPlan {
   /// The plan of the forward kernels every strategy emits today: block
   /// (x, y, z) runs (query tile of `blockM` rows, query head, batch); the
   /// parameters are Q, K, V, O and LSE (and the sinks with sinks, the
-  /// sequence offsets of a varlen batch, the key ranges with a block mask).
-  /// A varlen batch's query length (for the grid) is its longest
-  /// sequence's, its batch the sequences.
+  /// sequence offsets of a varlen batch, the KV cache's lengths, the
+  /// split-KV partials, the key ranges with a block mask). A varlen batch's
+  /// query length (for the grid) is its longest sequence's, its batch the
+  /// sequences. A split-KV forward's first kernel (`split`) runs every
+  /// part of the batch along z; its second (combine) takes the same
+  /// parameters and runs tiles of min(blockM, kCombineRows) query rows.
+  enum class ForwardKernel { whole, split, combine };
   static LaunchPlan forwardAttention(std::string function, int64_t blockM,
                                      int64_t threads, int64_t sharedBytes,
                                      bool sinks = false,
                                      bool blockMask = false,
                                      bool varlen = false,
-                                     bool kvLens = false);
+                                     bool kvLens = false,
+                                     ForwardKernel kernel =
+                                         ForwardKernel::whole);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and

@@ -161,6 +161,8 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     args.sinks = fa::tensorFromC(*extras->sinks);
   if (spec.blockMask)
     args.keyRanges = fa::tensorFromC(*extras->key_ranges);
+  if (extras)
+    args.kvSplits = extras->kv_splits;
   // The varlen call alone takes (and asks for) the varlen kernels.
   spec.varlen = cuSeqlensQ != nullptr;
   if (spec.varlen) {

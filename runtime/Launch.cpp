@@ -12,6 +12,7 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/EventTiming.h"
 #include "runtime/RuntimeImpl.h"
+#include "lib/SplitKv.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -379,16 +380,54 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   // A varlen batch's defaults are those of its longest sequence.
   int64_t queryLength = requested.varlen ? a.maxSeqlenQ : a.q.sizes[2];
   int64_t keyLength = requested.varlen ? a.maxSeqlenK : a.k.sizes[2];
+  int64_t parts = 1;
+  if (Result r = impl->chooseForwardParts(requested, a, queryLength,
+                                          keyLength, parts);
+      !r)
+    return r;
+  requested.splitKv = parts > 1;
   return impl->runRequest(
       requested, queryLength, keyLength, static_cast<CUstream>(a.stream),
       [&](const KernelSpec &spec) { return checkAttentionArgs(spec, a); },
       [&](const KernelEntry &kernel) {
-        return impl->launchForward(kernel, a);
+        return impl->launchForward(kernel, a, parts);
       });
 }
 
+Result Runtime::Impl::chooseForwardParts(const KernelSpec &requested,
+                                         const AttentionArgs &a,
+                                         int64_t queryLength,
+                                         int64_t keyLength, int64_t &parts) {
+  parts = 1;
+  if (std::string error = checkKvParts(a.kvSplits); !error.empty())
+    return Result::error(Status::invalidArgument, error);
+  if (a.kvSplits >= 1) {
+    parts = a.kvSplits;
+    return {};
+  }
+  // The runtime's choice: only where a strategy that splits may serve
+  // (an explicit wgmma request keeps its kernel), never with a block mask.
+  if (requested.blockMask || requested.blockMaskProgram ||
+      requested.strategy == Strategy::wgmma || !requested.validate().empty())
+    return {};
+  // The tiles of the split kernel's first default candidate.
+  KernelSpec split = requested;
+  split.splitKv = true;
+  if (split.arch.empty())
+    split.arch = arch;
+  split = split.withDefaults(lengthBucket(queryLength, keyLength));
+  if (split.blockM <= 0 || split.blockN <= 0)
+    return {};
+  int64_t batch = requested.varlen ? a.cuSeqlensQ.sizes[0] - 1 : a.q.sizes[0];
+  int64_t programs = batch * a.q.sizes[1] *
+                     ((queryLength + split.blockM - 1) / split.blockM);
+  int64_t keyTiles = (keyLength + split.blockN - 1) / split.blockN;
+  parts = chooseKvParts(programs, keyTiles, multiprocessors);
+  return {};
+}
+
 Result Runtime::Impl::launchForward(const KernelEntry &entry,
-                                    const AttentionArgs &a) {
+                                    const AttentionArgs &a, int64_t parts) {
   ProblemExtents problem = problemOf(a.q, a.k);
   if (entry.info.spec.varlen) {
     // One block per sequence and query tile of the longest sequence.
@@ -414,8 +453,47 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;
   addCaptureOperands(a.captures, operands);
-  return launchAll(entry, operands, problem, entry.info.spec.dtype,
-                   static_cast<CUstream>(a.stream));
+  CUstream stream = static_cast<CUstream>(a.stream);
+  if (!entry.info.spec.splitKv)
+    return launchAll(entry, operands, problem, entry.info.spec.dtype, stream);
+
+  // Split-KV: every part's output [parts * B, Hq, Sq, D] and LSE [parts *
+  // B, Hq, Sq] (B, Sq: Q's, packed for a varlen batch), f32 and
+  // contiguous, in one allocation freed in stream order.
+  problem.parts = parts;
+  int64_t headDim = entry.info.spec.headDim;
+  TensorArg partialOutput, partialLse;
+  int64_t dims[3] = {parts * a.q.sizes[0], a.q.sizes[1], a.q.sizes[2]};
+  for (int d = 0; d < 3; ++d)
+    partialOutput.sizes[d] = partialLse.sizes[d] = dims[d];
+  partialOutput.sizes[3] = headDim;
+  partialOutput.strides[3] = 1;
+  partialOutput.strides[2] = headDim;
+  partialOutput.strides[1] = dims[2] * headDim;
+  partialOutput.strides[0] = dims[1] * dims[2] * headDim;
+  partialLse.strides[2] = 1;
+  partialLse.strides[1] = dims[2];
+  partialLse.strides[0] = dims[1] * dims[2];
+  size_t rows = size_t(dims[0]) * size_t(dims[1]) * size_t(dims[2]);
+  size_t lseOffset = (rows * size_t(headDim) * 4 + 255) / 256 * 256;
+  if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      !r)
+    return r;
+  CUdeviceptr workspace = 0;
+  if (Result r = cudaCheck(
+          driver->cuMemAllocAsync(&workspace, lseOffset + rows * 4, stream),
+          "cuMemAllocAsync (the split-KV parts' workspace)");
+      !r)
+    return r;
+  partialOutput.data = reinterpret_cast<const void *>(workspace);
+  partialLse.data = reinterpret_cast<const void *>(workspace + lseOffset);
+  operands[size_t(LaunchPlan::Operand::partialOutput)] = &partialOutput;
+  operands[size_t(LaunchPlan::Operand::partialLse)] = &partialLse;
+  Result launched =
+      launchAll(entry, operands, problem, entry.info.spec.dtype, stream);
+  Result freed = cudaCheck(driver->cuMemFreeAsync(workspace, stream),
+                           "cuMemFreeAsync (the split-KV parts' workspace)");
+  return launched ? freed : launched;
 }
 
 Result Runtime::backward(const KernelSpec &requestedForward,

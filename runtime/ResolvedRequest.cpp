@@ -16,7 +16,7 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
       scaleBits(0), scoreMod(spec.scoreMod), maskMod(spec.maskMod),
       sinks(spec.sinks), blockMask(spec.blockMask),
       blockMaskProgram(spec.blockMaskProgram), varlen(spec.varlen),
-      kvLens(spec.kvLens),
+      kvLens(spec.kvLens), splitKv(spec.splitKv),
       bucket(bucket),
       tuned(tuned) {
   // Every field of KernelSpec changes the kernel: a new one belongs here,
@@ -29,8 +29,8 @@ static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
                   k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
                   k.scaleBits, k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                  k.blockMaskProgram, k.varlen, k.kvLens, k.bucket,
-                  k.tuned);
+                  k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv,
+                  k.bucket, k.tuned);
 }
 
 bool RequestKey::operator==(const RequestKey &other) const {
@@ -42,8 +42,8 @@ size_t RequestKey::Hash::operator()(const RequestKey &k) const {
                             k.deterministic, k.blockM, k.blockN, k.numWarps,
                             k.stages, int(k.strategy), k.arch, k.scaleBits,
                             k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                            k.blockMaskProgram, k.varlen, k.kvLens, k.bucket,
-                  k.tuned);
+                            k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv,
+                            k.bucket, k.tuned);
 }
 
 } // namespace fa

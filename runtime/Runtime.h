@@ -97,6 +97,14 @@ struct AttentionArgs {
   /// contiguous, on the device: the keys each batch entry uses (a KV
   /// cache's filled lengths; larger values are clamped to the keys).
   TensorArg kvLens;
+  /// Split-KV (see KernelSpec::splitKv): the parts each query tile's keys
+  /// are split into. 0: the runtime's choice (chooseKvParts, from the
+  /// programs, the keys and the SMs; only where the requested strategy is
+  /// automatic, mma or simt, and not with a block mask); 1: never split;
+  /// 2..kMaxKvParts: that many (with a strategy that splits). The parts'
+  /// outputs and LSEs are an f32 workspace the runtime allocates on the
+  /// stream for the call.
+  int64_t kvSplits = 0;
 };
 
 /// Decoding with grouped heads (one query row, Hq = G x Hkv, G > 1): the

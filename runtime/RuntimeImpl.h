@@ -155,7 +155,15 @@ struct Runtime::Impl {
                    CUstream stream);
   /// The launches of forward() and backward() for a loaded kernel whose
   /// spec the arguments were checked against.
-  Result launchForward(const KernelEntry &entry, const AttentionArgs &a);
+  /// The split-KV parts of a forward: the caller's (args.kvSplits), else
+  /// chooseKvParts' for the problem where the request may split; 1 for no
+  /// split. An error names a kvSplits out of range.
+  Result chooseForwardParts(const KernelSpec &requested,
+                            const AttentionArgs &args, int64_t queryLength,
+                            int64_t keyLength, int64_t &parts);
+  /// `parts`: a split-KV kernel's parts (1 for any other kernel).
+  Result launchForward(const KernelEntry &entry, const AttentionArgs &a,
+                       int64_t parts);
   Result launchBackward(const KernelEntry &entry,
                         const AttentionBackwardArgs &a);
   Result cudaCheck(CUresult result, const char *what) const {

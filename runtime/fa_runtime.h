@@ -120,6 +120,13 @@ typedef struct fa_attention_extras {
      Needs config->mask_mod. */
   const fa_tensor *key_ranges;
   const fa_tensor *query_ranges;
+  /* The forwards: split-KV, the parts each query tile's keys are split
+     into (a kernel per part, then one that merges them by their
+     log-sum-exps). 0 = the runtime's choice from the problem and the SMs
+     (it splits decode-like problems: few query tiles over many keys), 1 =
+     never, 2..128 = that many (not with the wgmma strategy or a block
+     mask). The backward ignores it. */
+  int64_t kv_splits;
 } fa_attention_extras;
 
 /* What a kernel is and where it came from. */

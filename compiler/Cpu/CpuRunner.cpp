@@ -45,6 +45,7 @@ namespace {
   spec.blockMaskProgram = config.blockMaskProgram;
   spec.varlen = config.varlen;
   spec.kvLens = config.kvLens;
+  spec.splitKv = config.splitKv;
   return spec;
 }
 
@@ -222,7 +223,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     llvm::ArrayRef<CpuCapture> captures,
                                     CpuRangeTable keyRanges,
                                     CpuSequenceOffsets sequences,
-                                    const int32_t *kvLens) const {
+                                    const int32_t *kvLens,
+                                    int64_t kvParts) const {
   if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
         config.backward ? "this is a backward kernel: call runBackward"
@@ -234,6 +236,11 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
       (config.varlen && (!sequences.query || !sequences.key)) ||
       (config.kvLens && !kvLens))
     return llvm::createStringError("null buffer pointer");
+  if (config.splitKv ? kvParts < 1 : kvParts != 1)
+    return llvm::createStringError(
+        "kvParts is " + std::to_string(kvParts) +
+        (config.splitKv ? ": a split-KV kernel needs at least 1 part"
+                        : ": only a split-KV kernel takes parts"));
 
   int64_t d = config.headDim;
   // A varlen batch's tensors hold one packed batch entry.
@@ -252,6 +259,16 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   }
   if (config.kvLens)
     args.add(kvLens, {s.batch});
+  // Split-KV: every part's output and LSE, f32. NaN makes a read of an
+  // element no part wrote show.
+  std::vector<float> partialOutput, partialLse;
+  if (config.splitKv) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    partialLse.assign(kvParts * entries * s.qHeads * s.qLen, nan);
+    partialOutput.assign(partialLse.size() * d, nan);
+    args.add(partialOutput.data(), {kvParts * entries, s.qHeads, s.qLen, d});
+    args.add(partialLse.data(), {kvParts * entries, s.qHeads, s.qLen});
+  }
   if (config.blockMask)
     args.add(keyRanges.data, {s.batch, keyRanges.heads,
                               ceilGroups(s.qLen), ::fa::kRangeTableColumns});

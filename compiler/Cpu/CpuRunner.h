@@ -53,6 +53,8 @@ struct CpuKernelConfig {
   bool varlen = false;
   /// A KV cache's filled lengths (KernelSpec::kvLens): run takes them.
   bool kvLens = false;
+  /// Split-KV (KernelSpec::splitKv): run takes the parts.
+  bool splitKv = false;
 };
 
 /// The sequence offsets of a packed varlen batch (CpuKernelConfig::varlen):
@@ -113,7 +115,8 @@ public:
                   llvm::ArrayRef<CpuCapture> captures = {},
                   CpuRangeTable keyRanges = {},
                   CpuSequenceOffsets sequences = {},
-                  const int32_t *kvLens = nullptr) const;
+                  const int32_t *kvLens = nullptr,
+                  int64_t kvParts = 1) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces

@@ -555,6 +555,44 @@ static LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
   return success();
 }
 
+/// fa.merge_partial -> per row mx = max(lse, lse_p), s = exp(lse - mx) +
+/// exp(lse_p - mx), lse_new = mx + log(s) (-inf when s = 0); O_new = (O
+/// exp(lse - mx) + O_p exp(lse_p - mx)) / s (0 when s = 0).
+static LogicalResult lowerMergePartial(MergePartialOp op,
+                                       MergePartialOp::Adaptor adaptor,
+                                       ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  SmallVector<Value> rows = mapRows(
+      rewriter, loc, {adaptor.getLse(), adaptor.getPartialLse()}, 3,
+      [](OpBuilder &b, Location loc, ValueRange args) {
+        Value top = arith::MaximumFOp::create(b, loc, args[0], args[1]);
+        Value own = shiftedExp(b, loc, args[0], top);
+        Value other = shiftedExp(b, loc, args[1], top);
+        Value sum = arith::AddFOp::create(b, loc, own, other);
+        Value empty = isEmptyRow(b, loc, sum);
+        Value zero = f32Const(b, loc, 0.0);
+        Value inv = arith::SelectOp::create(
+            b, loc, empty, zero,
+            arith::DivFOp::create(b, loc, f32Const(b, loc, 1.0), sum));
+        Value lse = arith::SelectOp::create(
+            b, loc, empty, negInf(b, loc),
+            arith::AddFOp::create(b, loc, top,
+                                  math::LogOp::create(b, loc, sum)));
+        return SmallVector<Value>{lse, arith::MulFOp::create(b, loc, own, inv),
+                                  arith::MulFOp::create(b, loc, other, inv)};
+      });
+  Value output = mapTile(
+      rewriter, loc, op.getOutput().getType(),
+      {adaptor.getOutput(), adaptor.getPartialOutput(), rows[1], rows[2]},
+      [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+        return math::FmaOp::create(
+            b, loc, args[0], args[2],
+            arith::MulFOp::create(b, loc, args[1], args[3]));
+      });
+  rewriter.replaceOp(op, {output, rows[0]});
+  return success();
+}
+
 /// fa.sink_grad -> per row -exp(sink - lse) D, 0 where D = 0 or lse = -inf.
 static LogicalResult lowerSinkGrad(SinkGradOp op, SinkGradOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
@@ -713,7 +751,7 @@ struct FALowerTilesToLinalgPass
     addLowerings(patterns, lowerGrid, lowerLoadTile, lowerStoreTile,
                  lowerTileMatmul, lowerMask, lowerScoreMod, lowerScoreModGrad,
                  lowerOnlineSoftmax,
-                 lowerRescale, lowerJoinSink, lowerSinkGrad,
+                 lowerRescale, lowerJoinSink, lowerSinkGrad, lowerMergePartial,
                  lowerAccumulateTotal,
                  lowerFinalize, lowerRowDot, lowerRecomputeProbs,
                  lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,

@@ -2,13 +2,16 @@
 //
 // The problem-to-tile step. Each fa.attention becomes a grid of programs; a
 // program owns block-m query rows of one (batch, head) and streams the K/V
-// rows in block-n tiles through the online softmax.
+// rows in block-n tiles through the online softmax. With partials
+// (split-KV) a "split" grid runs each query tile once per part of its keys
+// and a "combine" grid merges the parts by their log-sum-exps.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Passes.h"
 #include "compiler/Tiling/TileArithmetic.h"
 #include "compiler/Tiling/Variants.h"
+#include "lib/LaunchPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -42,6 +45,11 @@ public:
   void build();
 
 private:
+  /// The "combine" grid of a split-KV forward: each query tile's parts
+  /// merged by their log-sum-exps (fa.merge_partial), the sinks joined
+  /// once, O and LSE stored.
+  void buildCombine(Value batch, Value qHeads, Value qLen);
+
   Value indexConst(int64_t v) {
     return arith::ConstantIndexOp::create(builder, op.getLoc(), v);
   }
@@ -100,10 +108,30 @@ void AttentionTiler::build() {
   Value blockM = indexConst(config.blockM);
   Value numQTiles = arith::CeilDivUIOp::create(builder, loc, qLen, blockM);
 
-  auto grid = GridOp::create(builder, loc, batch, qHeads, numQTiles);
+  // Split-KV: part s of batch entry (sequence) b runs as grid batch index
+  // s * batch + b; the parts are dim(partial output, 0) / (O's batch
+  // entries), O's entries being the batch's (1 for a varlen batch).
+  Value partialOutput = op.getPartialOutput();
+  bool split = bool(partialOutput);
+  Value entries = dim(op.getOutput(), 0);
+  Value gridBatch =
+      !split   ? batch
+      : varlen ? arith::MulIOp::create(builder, loc, batch,
+                                       dim(partialOutput, 0))
+               : dim(partialOutput, 0);
+  auto grid = GridOp::create(builder, loc, gridBatch, qHeads, numQTiles);
   grid.setRagged(varlen);
+  if (split)
+    grid.setProgram("split");
   builder.setInsertionPointToStart(&grid.getBodyBlock());
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  Value part, numParts;
+  if (split) {
+    part = arith::DivUIOp::create(builder, loc, b, batch);
+    b = arith::RemUIOp::create(builder, loc, b, batch);
+    numParts =
+        arith::DivUIOp::create(builder, loc, dim(partialOutput, 0), entries);
+  }
   // The rows of the program's sequence: [qFirst, qLimit) of the packed
   // queries, [kvFirst, kvLimit) of the packed keys, as the loads and stores
   // take them (qRows, kvRows); qLen and kvLen become the sequence's
@@ -175,6 +203,20 @@ void AttentionTiler::build() {
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
   Value kvBegin = range.getBegin(), kvEnd = range.getEnd();
+  if (split) {
+    // Part s visits tiles [begin + s c, begin + (s + 1) c) of the range,
+    // c = ceil(tiles / parts), cut at its end (empty for the last parts
+    // of a short range).
+    Value chunk = arith::CeilDivUIOp::create(
+        builder, loc, arith::SubIOp::create(builder, loc, kvEnd, kvBegin),
+        numParts);
+    Value first = arith::AddIOp::create(
+        builder, loc, kvBegin, arith::MulIOp::create(builder, loc, part, chunk));
+    kvBegin = arith::MinUIOp::create(builder, loc, first, kvEnd);
+    kvEnd = arith::MinUIOp::create(
+        builder, loc, arith::AddIOp::create(builder, loc, kvBegin, chunk),
+        kvEnd);
+  }
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.
   std::optional<WholeBounds> wholeKeys;
@@ -234,6 +276,22 @@ void AttentionTiler::build() {
 
   Value finalMax = loop.getResult(0), finalSum = loop.getResult(1),
         finalAcc = loop.getResult(2);
+  if (split) {
+    // The part's own result, normalized, in f32; the sinks join the
+    // merged result.
+    auto finalize =
+        FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum);
+    Value partEntry = arith::AddIOp::create(
+        builder, loc, arith::MulIOp::create(builder, loc, part, entries),
+        rowsBatch);
+    StoreTileOp::create(builder, loc, finalize.getOutput(), partialOutput,
+                        partEntry, h, qStart, qRows);
+    StoreTileOp::create(builder, loc, finalize.getLse(), op.getPartialLse(),
+                        partEntry, h, qStart, qRows);
+    builder.setInsertionPointAfter(grid);
+    buildCombine(batch, qHeads, dim(op.getQuery(), 2));
+    return;
+  }
   if (Value sinks = op.getSinks()) {
     // The head's sink logit joins each row's denominator (no value row).
     Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
@@ -250,6 +308,80 @@ void AttentionTiler::build() {
                       qStart, qRows);
   StoreTileOp::create(builder, loc, finalize.getLse(), op.getLse(), rowsBatch,
                       h, qStart, qRows);
+}
+
+void AttentionTiler::buildCombine(Value batch, Value qHeads, Value qLen) {
+  Location loc = op.getLoc();
+  auto outputType = cast<MemRefType>(op.getOutput().getType());
+  int64_t headDim = op.getHeadDim();
+  Type f32 = builder.getF32Type();
+  // Few rows: the merge reads each part's rows once, and a tile of rows
+  // per program keeps two f32 tiles in registers.
+  int64_t rows = std::min<int64_t>(config.blockM, ::fa::kCombineRows);
+  auto rowVecType = RankedTensorType::get({rows}, f32);
+  auto outType = RankedTensorType::get({rows, headDim}, f32);
+  Value cuSeqlensQ = op.getCuSeqlensQ();
+  bool varlen = bool(cuSeqlensQ);
+  Value numTiles =
+      arith::CeilDivUIOp::create(builder, loc, qLen, indexConst(rows));
+  auto grid = GridOp::create(builder, loc, batch, qHeads, numTiles);
+  grid.setRagged(varlen);
+  grid.setProgram("combine");
+  builder.setInsertionPointToStart(&grid.getBodyBlock());
+  Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
+  Value rowsBatch = b;
+  SmallVector<Value, 2> qRows;
+  if (varlen) {
+    rowsBatch = indexConst(0);
+    auto [qFirst, qLimit] = buildSequenceRows(builder, loc, cuSeqlensQ, b, qLen);
+    qRows = {qFirst, qLimit};
+  }
+  Value qStart =
+      arith::MulIOp::create(builder, loc, grid.getTileIndex(), indexConst(rows));
+  Value entries = dim(op.getOutput(), 0);
+  Value partialOutput = op.getPartialOutput(), partialLse = op.getPartialLse();
+  Value numParts =
+      arith::DivUIOp::create(builder, loc, dim(partialOutput, 0), entries);
+  Value outInit = splat(outType, 0.0f);
+  Value lseInit = splat(rowVecType, -std::numeric_limits<float>::infinity());
+  auto loop = scf::ForOp::create(
+      builder, loc, indexConst(0), numParts, indexConst(1),
+      ValueRange{outInit, lseInit},
+      [&](OpBuilder &nested, Location loc, Value part, ValueRange state) {
+        Value entry = arith::AddIOp::create(
+            nested, loc, arith::MulIOp::create(nested, loc, part, entries),
+            rowsBatch);
+        Value partOut = LoadTileOp::create(nested, loc, outType, partialOutput,
+                                           entry, h, qStart, qRows);
+        Value partLse = LoadTileOp::create(nested, loc, rowVecType, partialLse,
+                                           entry, h, qStart, qRows);
+        auto merge = MergePartialOp::create(nested, loc, state[0], state[1],
+                                            partOut, partLse);
+        scf::YieldOp::create(
+            nested, loc, ValueRange{merge.getNewOutput(), merge.getNewLse()});
+      });
+  Value output = loop.getResult(0), lse = loop.getResult(1);
+  if (Value sinks = op.getSinks()) {
+    // The merged (O, LSE) is the state (acc = O, m = LSE, l = 1) of the
+    // online softmax: the sink joins it as in the unsplit forward (a row
+    // without keys has m = -inf, so its l = 1 is scaled away).
+    Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
+    auto join = JoinSinkOp::create(builder, loc, rowVecType, rowVecType,
+                                   rowVecType, sink, lse,
+                                   splat(rowVecType, 1.0f));
+    Value rescaled =
+        RescaleOp::create(builder, loc, output, join.getCorrection());
+    auto finalize = FinalizeOp::create(builder, loc, rescaled,
+                                       join.getNewMax(), join.getNewSum());
+    output = finalize.getOutput();
+    lse = finalize.getLse();
+  }
+  StoreTileOp::create(builder, loc,
+                      castTile(builder, loc, output,
+                               outputType.getElementType()),
+                      op.getOutput(), rowsBatch, h, qStart, qRows);
+  StoreTileOp::create(builder, loc, lse, op.getLse(), rowsBatch, h, qStart,
+                      qRows);
 }
 
 struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {

@@ -302,10 +302,14 @@ const StrategyModel &model() {
           return "the wgmma forward does not take kv_lens yet (TMA would "
                  "read the cache past its filled length; use the mma or "
                  "simt strategy)";
+        // The warp-specialized producer walks the whole K/V range.
+        if (spec.splitKv)
+          return "the wgmma forward does not split the keys (split-KV) yet "
+                 "(use the mma or simt strategy)";
         return "";
       },
       [](const KernelSpec &spec) {
-        if ((spec.backward && spec.varlen) || spec.kvLens)
+        if ((spec.backward && spec.varlen) || spec.kvLens || spec.splitKv)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

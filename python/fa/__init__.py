@@ -87,13 +87,15 @@ class _Extras(ctypes.Structure):
     """fa_attention_extras: the tensors beyond Q, K, V, O and LSE (NULL:
     none); captures: the score_mod's captured tensors, then the
     mask_mod's (NULL when num_captures = 0); key_ranges / query_ranges: a
-    block mask's tables (the forward's, the backward's)."""
+    block mask's tables (the forward's, the backward's); kv_splits: the
+    forwards' split-KV parts (0: the runtime's choice, 1: no split)."""
     _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
                 ("grad_sinks", ctypes.POINTER(_Tensor)),
                 ("captures", ctypes.POINTER(_Capture)),
                 ("num_captures", ctypes.c_int64),
                 ("key_ranges", ctypes.POINTER(_Tensor)),
-                ("query_ranges", ctypes.POINTER(_Tensor))]
+                ("query_ranges", ctypes.POINTER(_Tensor)),
+                ("kv_splits", ctypes.c_int64)]
 
 
 class _Info(ctypes.Structure):
@@ -584,7 +586,7 @@ def _check_captures(where, captures, q, k, forward=True):
 
 
 def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
-            query_ranges=None):
+            query_ranges=None, kv_splits=0):
     """The fa_attention_extras of the _ex calls: float32 [Hq] sinks (and
     the backward's gradient), and the variant's captured tensors (checked
     and contiguous: _check_captures). The C descriptor of the sinks carries
@@ -613,6 +615,7 @@ def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
         extras.key_ranges = ctypes.pointer(_describe(key_ranges))
     if query_ranges is not None:
         extras.query_ranges = ctypes.pointer(_describe(query_ranges))
+    extras.kv_splits = kv_splits
     return extras
 
 
@@ -1107,11 +1110,11 @@ def _entry_point(name, what):
 
 
 def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
-                     score_mod="", mask_mod=""):
+                     score_mod="", mask_mod="", num_splits=0):
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
-    first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], launched on
-    the current stream (no checks of the lengths' values:
-    flash_attn_with_kvcache's)."""
+    first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], the keys split
+    into num_splits parts (0: the runtime's choice), launched on the current
+    stream (no checks of the lengths' values: flash_attn_with_kvcache's)."""
     import torch
 
     batch, q_len, heads, _ = q.shape
@@ -1125,8 +1128,8 @@ def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
         ctypes.byref(_describe(k_cache.transpose(1, 2))),
         ctypes.byref(_describe(v_cache.transpose(1, 2))),
         ctypes.byref(_describe(o.transpose(1, 2))),
-        ctypes.byref(_describe(lse)), ctypes.byref(_describe(kv_lens)), None,
-        _dtype_code(q), _flag("causal", causal), float(scale), config,
+        ctypes.byref(_describe(lse)), ctypes.byref(_describe(kv_lens)),
+        ctypes.byref(_extras(kv_splits=num_splits)), _dtype_code(q), _flag("causal", causal), float(scale), config,
         _stream_of(q)))
     return o, lse
 
@@ -1149,9 +1152,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     Returns O [B, Sq, Hq, D] (and with return_softmax_lse LSE [B, Hq, Sq]
     float32). The lengths are read back once per call to check them
     against the cache (outside torch.compile; check_lengths=False skips
-    it: the kernel then clamps them to the cache). Not yet: a paged cache
-    (block_table), cache_batch_idx, splitting the keys (num_splits > 1),
-    gradients (an inference call)."""
+    it: the kernel then clamps them to the cache). num_splits: the parts
+    the keys are split into, each a program, merged by their log-sum-exps
+    (split-KV: 0 = the runtime's choice from the problem and the SMs, 1 =
+    no split, up to 128). Not yet: a paged cache (block_table),
+    cache_batch_idx, gradients (an inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:
@@ -1163,9 +1168,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         raise NotImplementedError(f"{where}: cache_batch_idx is not "
                                   "supported yet")
     splits = _integer("num_splits", num_splits)
-    if splits not in (0, 1):
-        raise NotImplementedError(f"{where}: num_splits = {splits}: splitting "
-                                  "the keys is not supported yet (0 or 1)")
+    if not 0 <= splits <= 128:
+        raise ValueError(f"{where}: num_splits = {splits}: it must be 0 (the "
+                         "runtime's choice), 1 (no split) or up to 128")
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{where}: {name} must be a torch.Tensor")
@@ -1239,7 +1244,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     o, lse = torch.ops.fa.kvcache_attention_forward(
         q, k_cache, v_cache, kv_lens, bool(_flag("causal", causal)), scale,
-        score_text, mask_text)
+        score_text, mask_text, splits)
     return (o, lse) if return_softmax_lse else o
 
 

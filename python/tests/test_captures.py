@@ -557,15 +557,16 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(fa._Capture.tensor.offset, 0)
         self.assertEqual(fa._Capture.dtype.offset, 72)
         self.assertEqual(fa._Capture.rank.offset, 76)
-        self.assertEqual(ctypes.sizeof(fa._Extras), 48)
+        self.assertEqual(ctypes.sizeof(fa._Extras), 56)
         self.assertEqual([(name, getattr(fa._Extras, name).offset)
                           for name, _ in fa._Extras._fields_],
                          [("sinks", 0), ("grad_sinks", 8), ("captures", 16),
                           ("num_captures", 24), ("key_ranges", 32),
-                          ("query_ranges", 40)])
+                          ("query_ranges", 40), ("kv_splits", 48)])
         empty = fa._Extras()
         self.assertFalse(empty.captures)  # NULL
         self.assertEqual(empty.num_captures, 0)
+        self.assertEqual(empty.kv_splits, 0)  # the runtime's choice
 
     def test_dtype_codes(self):
         # fa_dtype: FA_F32 0, FA_F16 1, FA_BF16 2, FA_I32 3, FA_I64 4,

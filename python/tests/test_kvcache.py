@@ -9,8 +9,9 @@ GPU: decoding (Sq = 1) and chunked prefill (Sq > 1) with lengths 0, 1, a
 tail and a full cache, GQA, causal and not, a window and softcapping, the
 new tokens appended, the cache past the lengths holding NaN (never read
 into a result); each batch entry against the float64 reference of its
-filled keys, with FlashAttention's criterion; the lengths' checks; the
-custom op (opcheck) and torch.compile.
+filled keys, with FlashAttention's criterion; split-KV (1..128 parts, parts
+without keys, the runtime's choice); the lengths' checks; the custom op
+(opcheck) and torch.compile.
 Run: python3 python/tests/test_kvcache.py (needs the built
 libfa_runtime.so; ctest runs it with FA_RUNTIME_LIB set).
 """
@@ -67,7 +68,8 @@ class GpuKvCacheTest(unittest.TestCase):
     """flash_attn_with_kvcache against each entry's filled keys."""
 
     def run_cache(self, dtype, lengths, q_len, new, hq, hkv, d, causal,
-                  capacity=300, window=(-1, -1), softcap=0.0, seed=0):
+                  capacity=300, window=(-1, -1), softcap=0.0, seed=0,
+                  num_splits=0):
         torch.manual_seed(seed)
         batch = len(lengths)
         q = torch.randn(batch, q_len, hq, d, device="cuda", dtype=dtype)
@@ -86,12 +88,13 @@ class GpuKvCacheTest(unittest.TestCase):
         seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
         out, lse = fa.flash_attn_with_kvcache(
             q, k_cache, v_cache, k, v, cache_seqlens=seqlens, causal=causal,
-            window_size=window, softcap=softcap, return_softmax_lse=True)
+            window_size=window, softcap=softcap, num_splits=num_splits,
+            return_softmax_lse=True)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (batch, hq, q_len))
         name = (f"{dtype} lengths={lengths} Sq={q_len} new={new} Hq={hq} "
                 f"Hkv={hkv} D={d} {'causal' if causal else 'full'} "
-                f"window={window} softcap={softcap}")
+                f"window={window} softcap={softcap} splits={num_splits}")
         scale = d ** -0.5
         for b, n in enumerate(lengths):
             if new:  # appended in place, the rest of the cache untouched
@@ -101,7 +104,7 @@ class GpuKvCacheTest(unittest.TestCase):
                                 f"{name}: v appended to entry {b}")
             used = n + new
             keys = slice(0, used)
-            exact, _ = sequence_attention(
+            exact, exact_lse = sequence_attention(
                 q[b].double(), k_cache[b, keys].double(),
                 v_cache[b, keys].double(), scale, causal, window, softcap)
             own, _ = sequence_attention(q[b], k_cache[b, keys],
@@ -114,6 +117,16 @@ class GpuKvCacheTest(unittest.TestCase):
             own_err = (own.double() - exact).abs().max().item()
             self.assertLessEqual(err, 2 * own_err + 1e-5,
                                  f"{name}: O of entry {b}")
+            # The LSE too (the split-KV merge computes it from the parts'):
+            # rows without keys -inf on both sides, else within f32's error.
+            got_lse = lse[b].double()
+            finite = torch.isfinite(exact_lse)
+            self.assertTrue(torch.equal(finite, torch.isfinite(got_lse)),
+                            f"{name}: LSE rows without keys of entry {b}")
+            if finite.any():
+                lse_err = (got_lse[finite] - exact_lse[finite]).abs().max()
+                self.assertLessEqual(lse_err.item(), 1e-3,
+                                     f"{name}: LSE of entry {b}")
 
     def test_decode(self):
         for dtype in (torch.float16, torch.bfloat16, torch.float32):
@@ -138,6 +151,26 @@ class GpuKvCacheTest(unittest.TestCase):
         self.run_cache(torch.float16, [1, 100, 250], 1, 1, 4, 2, 128, False,
                        softcap=5.0)
 
+    def test_splits(self):
+        # Split-KV: parts 1..32 of 300 keys (64-key tiles: most parts of a
+        # 32-way split see no key), lengths 0 and 1, GQA, causal decode and
+        # a few query rows, a window; and the runtime's choice on a long
+        # cache (B = 1: few programs, so it splits).
+        for splits in (1, 2, 3, 5, 32):
+            with self.subTest(splits=splits):
+                self.run_cache(torch.bfloat16, [0, 1, 37, 299], 1, 1, 8, 2,
+                               128, True, num_splits=splits)
+                self.run_cache(torch.float16, [5, 0, 300, 129], 3, 0, 4, 4,
+                               64, False, num_splits=splits)
+        self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
+                       num_splits=4)
+        self.run_cache(torch.bfloat16, [0, 64, 200], 4, 4, 4, 2, 64, True,
+                       window=(32, 0), num_splits=3)
+        self.run_cache(torch.bfloat16, [9000], 1, 1, 32, 8, 128, True,
+                       capacity=9001)
+        self.run_cache(torch.float16, [8191, 0], 1, 1, 8, 1, 64, False,
+                       capacity=8192, num_splits=128)
+
     def test_bad_lengths_are_named(self):
         q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.float16)
         cache = torch.zeros(2, 16, 2, 64, device="cuda", dtype=torch.float16)
@@ -153,9 +186,11 @@ class GpuKvCacheTest(unittest.TestCase):
         with self.assertRaisesRegex(NotImplementedError, "block_table"):
             fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
                                        block_table=lengths)
-        with self.assertRaisesRegex(NotImplementedError, "num_splits"):
-            fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
-                                       num_splits=4)
+        for splits in (-1, 129):
+            with self.assertRaisesRegex(ValueError, f"num_splits = {splits}: "
+                                        "it must be 0"):
+                fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
+                                           num_splits=splits)
         with self.assertRaisesRegex(NotImplementedError, "cache_batch_idx"):
             fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
                                        cache_batch_idx=lengths)
@@ -181,7 +216,8 @@ class GpuKvCacheTest(unittest.TestCase):
         cache = torch.randn(3, 50, 2, 64, device="cuda", dtype=torch.bfloat16)
         lens = torch.tensor([0, 7, 50], dtype=torch.int32, device="cuda")
         torch.library.opcheck(torch.ops.fa.kvcache_attention_forward,
-                              (q, cache, cache, lens, True, 0.125, "", ""))
+                              (q, cache, cache, lens, True, 0.125, "", "",
+                               0))
         eager = fa.flash_attn_with_kvcache(q, cache, cache,
                                            cache_seqlens=lens, causal=True)
         compiled = torch.compile(

@@ -628,7 +628,7 @@ func.func @q_range_block_disagrees(%q: memref<?x?x?x32xf32>, %n: index) {
 // A varlen batch packs queries and keys alike: both offset tables.
 func.func @varlen_one_table(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cq: memref<?xi32>) {
   // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>, memref<?xi32>) -> ()
   return
 }
@@ -801,5 +801,89 @@ func.func @hoist_capture_loads_not_unit(%c: i1) {
   // expected-error @+1 {{'fa.hoist_capture_loads' is a unit attribute of scf.if}}
   scf.if %c {
   } {fa.hoist_capture_loads = "yes"}
+  return
+}
+
+// -----
+
+// Split-KV partials: f32, the output's heads, rows and head dim, one batch
+// entry per part and batch entry, the LSE's alike.
+func.func @partials_f16(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse: memref<4x?x?xf32>) {
+  // expected-error @+1 {{partial output element type 'f16' must be f32}}
+  fa.attention %q, %q, %q into %q, %lse partials(%q, %plse) {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      partials memref<2x?x?x64xf16>, memref<4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @partials_one(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse: memref<4x?x?xf32>) {
+  // expected-error @+1 {{takes partial_output and partial_lse together}}
+  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>, scale = 1.0 : f32}> ({}, {})
+    : (memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?xf32>, memref<4x?x?xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @partials_parts(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %po: memref<5x?x?x64xf32>, %plse: memref<5x?x?xf32>) {
+  // expected-error @+1 {{partial output holds 5 batch entries: it needs one per part and batch entry, a multiple of output's 2}}
+  fa.attention %q, %q, %q into %q, %lse partials(%po, %plse) {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      partials memref<5x?x?x64xf32>, memref<5x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @partials_head_dim(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %po: memref<4x?x?x32xf32>, %plse: memref<4x?x?xf32>) {
+  // expected-error @+1 {{partial output dimension 3 (32) does not match output (64)}}
+  fa.attention %q, %q, %q into %q, %lse partials(%po, %plse) {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      partials memref<4x?x?x32xf32>, memref<4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @partials_lse_heads(%q: memref<2x8x?x64xf16>, %lse: memref<2x8x?xf32>, %po: memref<4x8x?x64xf32>, %plse: memref<4x4x?xf32>) {
+  // expected-error @+1 {{partial lse dimension 1 (4) does not match lse (8)}}
+  fa.attention %q, %q, %q into %q, %lse partials(%po, %plse) {scale = 1.0 : f32}
+    : memref<2x8x?x64xf16>, memref<2x8x?x64xf16>, memref<2x8x?x64xf16> into memref<2x8x?x64xf16>, memref<2x8x?xf32>
+      partials memref<4x8x?x64xf32>, memref<4x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @partials_mismatch(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %po: memref<4x?x?x64xf32>, %plse: memref<6x?x?xf32>) {
+  // expected-error @+1 {{partial output holds 4 batch entries, partial lse 6: they must match}}
+  fa.attention %q, %q, %q into %q, %lse partials(%po, %plse) {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      partials memref<4x?x?x64xf32>, memref<6x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @partials_block_mask(%q: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>, %po: memref<?x?x?x64xf32>, %plse: memref<?x?x?xf32>, %r: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{does not take a block mask (key_ranges) with partials (split-KV) yet}}
+  fa.attention %q, %q, %q into %q, %lse key_ranges %r partials(%po, %plse) {scale = 1.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16> into memref<?x?x?x64xf16>, memref<?x?x?xf32>
+      key_ranges memref<?x?x?x4xi32> partials memref<?x?x?x64xf32>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %i: index, %j: index, %sq: index, %sk: index):
+      %t = arith.cmpi sle, %j, %i : index
+      fa.yield %t : i1
+    }
+  return
+}
+
+// -----
+
+func.func @merge_rows(%o: tensor<16x64xf32>, %lse: tensor<8xf32>) {
+  // expected-error @+1 {{lse must hold one value per row of output (16), got 'tensor<8xf32>'}}
+  %o2, %l2 = fa.merge_partial %o, %lse with %o, %lse : tensor<16x64xf32>, tensor<8xf32>
   return
 }

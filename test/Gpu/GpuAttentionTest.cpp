@@ -180,6 +180,8 @@ protected:
     /// same for every head), checked against tables computed here from
     /// referenceKeep, passed to the kernel.
     bool blockMask = false;
+    /// Split-KV parts (AttentionArgs::kvSplits: 0 the runtime's choice).
+    int64_t kvSplits = 0;
   };
 
   /// The tables of a block mask of `c` (Hb = 1) in `keyTable` /
@@ -285,7 +287,8 @@ protected:
                  << (c.causal ? " causal" : "") << " "
                  << fa::toString(c.dtype)
                  << (spec.hasVariant() ? " variant " + spec.kernelName() : "")
-                 << (spec.sinks ? " sinks" : ""));
+                 << (spec.sinks ? " sinks" : "") << " kv_splits="
+                 << c.kvSplits);
     fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
     auto random = [&](int64_t n) { return fa::test::randomNormal(n, rng); };
@@ -333,6 +336,7 @@ protected:
       if (HasFatalFailure() || HasNonfatalFailure())
         return;
     }
+    args.kvSplits = c.kvSplits;
     fa::Result r = runtime->forward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
@@ -1305,6 +1309,44 @@ TEST_F(GpuAttention, WgmmaMatchesFloat64Reference) {
 /// ways (causal rows that see no key), sequences of many tiles, GQA, rows
 /// past the last sequence left alone; each sequence against the float64
 /// reference run on it alone.
+/// Split-KV on simt and mma: 1 to 64 parts (many of them without a key:
+/// 1000 keys are 16 tiles of 64), decode rows and query tiles, GQA and
+/// packed decode, causal with rows that see no key (Sq > Sk), sinks, head
+/// dims 64..256; and the runtime's own choice on a long decode.
+TEST_F(GpuAttention, SplitKvMatchesFloat64Reference) {
+  struct Config {
+    fa::Strategy strategy;
+    fa::ElementType dtype;
+  };
+  const Config configs[] = {{fa::Strategy::simt, fa::ElementType::f32},
+                            {fa::Strategy::mma, fa::ElementType::f16},
+                            {fa::Strategy::mma, fa::ElementType::bf16}};
+  std::vector<int64_t> headDims = {64, 128, 256};
+  if (quick())
+    headDims = {128};
+  for (const Config &config : configs)
+    for (int64_t d : headDims)
+      for (bool causal : {false, true})
+        for (int64_t parts : {1, 3, 64}) {
+          fa::KernelSpec spec = defaults();
+          spec.strategy = config.strategy;
+          Case decode{d, 3, 8, 2, 1, 1000, causal, config.dtype};
+          decode.kvSplits = parts;
+          runCase(decode, spec);
+          Case rows{d, 2, 4, 4, 70, 1000, causal, config.dtype};
+          rows.kvSplits = parts;
+          runCase(rows, spec);
+          Case noKeys{d, 1, 2, 1, 300, 200, causal, config.dtype};
+          noKeys.kvSplits = parts;
+          noKeys.sinks = {0.5, -1.0};
+          runCase(noKeys, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+        }
+  Case longDecode{128, 1, 32, 8, 1, 40000, false, fa::ElementType::bf16};
+  runCase(longDecode);
+}
+
 TEST_F(GpuAttention, VarlenMatchesEachSequence) {
   std::mt19937_64 rng(2026);
   auto lengths = [&](int64_t n, int64_t longest) {

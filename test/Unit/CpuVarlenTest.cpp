@@ -125,8 +125,11 @@ void copyRows(std::vector<float> &packed, std::vector<float> &alone,
 /// after the last sequence that no sequence owns) and returns the largest
 /// error against the per-sequence reference; spare rows must keep their
 /// NaN.
-double runBatches(const Case &c, int64_t spareRows) {
-  CpuAttentionKernel &kernel = fa::test::getCpuKernel(configFor(c));
+/// `parts` > 0: the split-KV kernel, the keys in that many parts.
+double runBatches(const Case &c, int64_t spareRows, int64_t parts = 0) {
+  CpuKernelConfig config = configFor(c);
+  config.splitKv = parts > 0;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
   const int64_t hq = 4, hkv = 2, d = kHeadDim;
   double worst = 0.0;
   for (const Lengths &lengths : kBatches) {
@@ -137,7 +140,8 @@ double runBatches(const Case &c, int64_t spareRows) {
                  << "tiles " << c.blockM << "x" << c.blockN << " causal "
                  << c.causal << " softcap+window " << c.softcapWindow
                  << " sinks " << c.sinks << " sequences " << batch
-                 << " total_q " << totalQ << " total_k " << totalK);
+                 << " total_q " << totalQ << " total_k " << totalK
+                 << " parts " << parts);
     std::mt19937_64 rng(99 + totalQ * 7 + totalK);
     auto q = fa::test::randomNormal(hq * totalQ * d, rng);
     auto k = fa::test::randomNormal(hkv * totalK * d, rng);
@@ -150,7 +154,8 @@ double runBatches(const Case &c, int64_t spareRows) {
     llvm::Error error = kernel.run(
         shape, q.data(), k.data(), v.data(), o.data(), lse.data(),
         c.sinks ? sinks.data() : nullptr, {}, {},
-        CpuSequenceOffsets{cuQ.data(), cuK.data()});
+        CpuSequenceOffsets{cuQ.data(), cuK.data()}, nullptr,
+        std::max<int64_t>(parts, 1));
     if (error) {
       ADD_FAILURE() << llvm::toString(std::move(error));
       return INFINITY;
@@ -424,11 +429,16 @@ TEST(CpuVarlenBackward, ShiftedKeyOffsetsAreNoticed) {
 /// to the end of the filled part; keys past it hold NaN and must never
 /// reach a score or a product. With varlen, the lengths count within each
 /// sequence's keys.
-double runKvLens(bool causal, bool variant, bool varlen) {
-  const Case c{causal, 8, 32, variant, /*sinks=*/false};
+/// `parts` > 0: the split-KV kernel, the keys in that many parts; `sinks`:
+/// with a sink logit per head (joined once, after the parts' merge).
+double runKvLens(bool causal, bool variant, bool varlen, int64_t parts = 0,
+                 bool sinks = false) {
+  const Case c{causal, 8, 32, variant, sinks};
   CpuKernelConfig config = configFor(c);
   config.varlen = varlen;
   config.kvLens = true;
+  config.splitKv = parts > 0;
+  std::vector<float> sinkLogits = {0.5f, -INFINITY, 3.0f, -2.0f};
   CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
   const int64_t hq = 4, hkv = 2, d = kHeadDim, cache = 70;
   // Lengths: empty, one key, a tail, a full cache, past the cache.
@@ -464,10 +474,11 @@ double runKvLens(bool causal, bool variant, bool varlen) {
   AttentionShape shape{batch, hq, hkv, varlen ? qRows : sq,
                        varlen ? kRows : cache};
   llvm::Error error = kernel.run(
-      shape, q.data(), k.data(), v.data(), o.data(), lse.data(), nullptr, {},
-      {}, varlen ? CpuSequenceOffsets{cuQ.data(), cuK.data()}
-                 : CpuSequenceOffsets{},
-      lens.data());
+      shape, q.data(), k.data(), v.data(), o.data(), lse.data(),
+      sinks ? sinkLogits.data() : nullptr, {}, {},
+      varlen ? CpuSequenceOffsets{cuQ.data(), cuK.data()}
+             : CpuSequenceOffsets{},
+      lens.data(), std::max<int64_t>(parts, 1));
   if (error) {
     ADD_FAILURE() << llvm::toString(std::move(error));
     return INFINITY;
@@ -479,10 +490,11 @@ double runKvLens(bool causal, bool variant, bool varlen) {
     SCOPED_TRACE(testing::Message() << "entry " << b << " Sq=" << rows
                                     << " kv_len=" << used << " causal "
                                     << causal << " variant " << variant
-                                    << " varlen " << varlen);
+                                    << " varlen " << varlen << " parts "
+                                    << parts << " sinks " << sinks);
     // The filled length is the reference's key length.
-    fa::AttentionProblem p = sequenceProblem(c, rows, used, hq, hkv,
-                                             kernel.getConfig().scale, {});
+    fa::AttentionProblem p = sequenceProblem(
+        c, rows, used, hq, hkv, kernel.getConfig().scale, sinkLogits);
     std::vector<float> qs(size_t(hq * rows * d)), ks(size_t(hkv * used * d)),
         vs(ks.size());
     auto queryAt = [&](int64_t h, int64_t i) {
@@ -533,6 +545,59 @@ TEST(CpuKvLens, CountsWithinEachVarlenSequence) {
   for (bool causal : {false, true})
     EXPECT_LE(runKvLens(causal, /*variant=*/false, /*varlen=*/true),
               kTolerance);
+}
+
+/// Split-KV: the keys of each query tile in parts (a program each), merged
+/// by their log-sum-exps. 1 part; 2, 3 (uneven); 7 and 40 parts of at most
+/// three 32-key tiles (most parts see no key; a part's partial results
+/// start as NaN, so one that is not written shows); with causal rows,
+/// variants, sinks and varlen sequences.
+TEST(CpuSplitKv, MergesThePartsOfTheKeys) {
+  for (int64_t parts : {1, 2, 3, 7, 40})
+    for (bool causal : {false, true})
+      EXPECT_LE(runKvLens(causal, /*variant=*/false, /*varlen=*/false, parts),
+                kTolerance)
+          << parts << " parts";
+}
+
+TEST(CpuSplitKv, JoinsTheSinksOnceAfterTheMerge) {
+  for (int64_t parts : {1, 3})
+    EXPECT_LE(runKvLens(/*causal=*/true, /*variant=*/false, /*varlen=*/false,
+                        parts, /*sinks=*/true),
+              kTolerance)
+        << parts << " parts";
+}
+
+TEST(CpuSplitKv, VariantsAndVarlenSequences) {
+  EXPECT_LE(runKvLens(/*causal=*/true, /*variant=*/true, /*varlen=*/false, 3),
+            kTolerance);
+  EXPECT_LE(runKvLens(/*causal=*/false, /*variant=*/false, /*varlen=*/true, 2),
+            kTolerance);
+  // Without kv_lens: varlen batches (sequences without keys or rows, spare
+  // rows no sequence owns left alone), with sinks and variants.
+  for (int64_t parts : {2, 5}) {
+    EXPECT_LE(runBatches({true, 8, 32, false, false}, 3, parts), kTolerance);
+    EXPECT_LE(runBatches({false, 8, 16, true, true}, 0, parts), kTolerance);
+  }
+}
+
+TEST(CpuSplitKv, PartsAreChecked) {
+  CpuKernelConfig config = configFor({});
+  config.varlen = false;
+  config.splitKv = true;
+  CpuAttentionKernel &split = fa::test::getCpuKernel(config);
+  std::vector<float> t(size_t(kHeadDim), 0.0f), lse(1);
+  AttentionShape shape{1, 1, 1, 1, 1};
+  llvm::Error error = split.run(shape, t.data(), t.data(), t.data(), t.data(),
+                                lse.data(), nullptr, {}, {}, {}, nullptr, 0);
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "kvParts is 0: a split-KV kernel needs at least 1 part");
+  config.splitKv = false;
+  CpuAttentionKernel &whole = fa::test::getCpuKernel(config);
+  error = whole.run(shape, t.data(), t.data(), t.data(), t.data(), lse.data(),
+                    nullptr, {}, {}, {}, nullptr, 2);
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "kvParts is 2: only a split-KV kernel takes parts");
 }
 
 } // namespace

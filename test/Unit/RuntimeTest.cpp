@@ -15,6 +15,7 @@
 #include "compiler/KernelCompiler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/LaunchPlan.h"
+#include "lib/SplitKv.h"
 #include "lib/Strategy/Registry.h"
 #include "runtime/fa_runtime.h"
 
@@ -477,6 +478,72 @@ TEST(LaunchPlan, GridParamsAndJson) {
                       "tensor_maps": [{"operand": "q", "box_rows": 512,
                                        "box_cols": 64}]})")
                          .c_str()));
+}
+
+/// Split-KV: the split kernel runs every part of the batch along z, the
+/// combine kernel tiles of at most kCombineRows rows; both take the
+/// partials after the KV cache's lengths; the parts-batch extent
+/// round-trips through JSON. CUDA's 65535 blocks along z are named.
+TEST(LaunchPlan, SplitKvKernels) {
+  using Plan = fa::LaunchPlan;
+  Plan split = Plan::forwardAttention("f_split", 64, 128, 0, false, false,
+                                      false, /*kvLens=*/true,
+                                      Plan::ForwardKernel::split);
+  Plan combine = Plan::forwardAttention("f_combine", 64, 128, 0, false, false,
+                                        false, true,
+                                        Plan::ForwardKernel::combine);
+  fa::ProblemExtents problem{3, 8, 40, 2, 5000};
+  problem.parts = 7;
+  EXPECT_EQ(split.launchGrid(problem, 132),
+            (std::array<int64_t, 3>{1, 8, 21}));
+  EXPECT_EQ(combine.launchGrid(problem, 132),
+            (std::array<int64_t, 3>{3, 8, 3})); // 40 rows in tiles of 16
+  std::vector<Plan::Operand> params = {
+      Plan::Operand::query,         Plan::Operand::key,
+      Plan::Operand::value,         Plan::Operand::output,
+      Plan::Operand::lse,           Plan::Operand::kvLens,
+      Plan::Operand::partialOutput, Plan::Operand::partialLse};
+  EXPECT_EQ(split.params, params);
+  EXPECT_EQ(combine.params, params);
+  EXPECT_EQ(Plan::rankOf(Plan::Operand::partialOutput), 4);
+  EXPECT_EQ(Plan::rankOf(Plan::Operand::partialLse), 3);
+  // Query tiles smaller than kCombineRows: the combine takes the tile.
+  EXPECT_EQ(Plan::forwardAttention("g", 8, 64, 0, false, false, false, false,
+                                   Plan::ForwardKernel::combine)
+                .grid[0]
+                .tile,
+            8);
+  std::optional<Plan> back = Plan::fromJson(split.toJson());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->grid[2].extent, Plan::Extent::partsBatch);
+  EXPECT_EQ(back->toJson(), split.toJson());
+  EXPECT_EQ(Plan::operandNamed("partial_o"), Plan::Operand::partialOutput);
+  EXPECT_EQ(split.checkLaunch(problem), "");
+  problem.batch = 600;
+  problem.parts = 128;
+  EXPECT_EQ(split.checkLaunch(problem),
+            "f_split needs 76800 blocks along z (parts_batch), over CUDA's "
+            "65535");
+}
+
+/// The parts heuristic: none where the programs fill most SMs or the keys
+/// are a few tiles; about two blocks per SM otherwise, each part at least
+/// kMinTilesPerPart tiles, at most kMaxKvParts; caller values checked.
+TEST(SplitKv, ChoosesPartsFromTheProgramsAndTheKeys) {
+  EXPECT_EQ(fa::chooseKvParts(132, 512, 132), 1);
+  EXPECT_EQ(fa::chooseKvParts(106, 512, 132), 1);  // 80% of a wave
+  EXPECT_EQ(fa::chooseKvParts(8, 512, 132), 33);   // B = 1, 8 K/V heads
+  EXPECT_EQ(fa::chooseKvParts(8, 40, 132), 10);    // 4 tiles a part
+  EXPECT_EQ(fa::chooseKvParts(8, 7, 132), 1);      // too few tiles
+  EXPECT_EQ(fa::chooseKvParts(1, 100000, 132), fa::kMaxKvParts);
+  EXPECT_EQ(fa::chooseKvParts(0, 512, 132), 1);
+  EXPECT_EQ(fa::chooseKvParts(8, 512, 0), 1);      // no device
+  EXPECT_EQ(fa::checkKvParts(0), "");
+  EXPECT_EQ(fa::checkKvParts(128), "");
+  EXPECT_EQ(fa::checkKvParts(-1),
+            "kv splits must be 0 (chosen by the runtime), 1 (no split) or up "
+            "to 128, got -1");
+  EXPECT_NE(fa::checkKvParts(129), "");
 }
 
 /// A wgmma spec at D = 128 with explicit tiles on two consumer warpgroups
@@ -1856,6 +1923,36 @@ TEST(CApi, KvCacheForward) {
     EXPECT_STREQ(fa_last_error(), "kv_lens holds 3 lengths; it needs one per "
                                   "batch entry (2)");
   }
+  // Split-KV parts: out of range, or asked of a strategy that does not
+  // split, named before anything runs (or a driver is needed).
+  fa_tensor q16 = {reinterpret_cast<const void *>(uintptr_t(1) << 40),
+                   {2, 2, 1, 128},
+                   {256, 128, 128, 1}};
+  fa_tensor lse16 = {q16.data, {2, 2, 1, 0}, {2, 1, 1, 0}};
+  fa_tensor lens = {q16.data, {2, 0, 0, 0}, {1, 0, 0, 0}};
+  fa_attention_extras extras = {};
+  for (int64_t parts : {-1, 129}) {
+    extras.kv_splits = parts;
+    EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &q16, &q16, &q16,
+                                           &lse16, &lens, &extras, FA_F16, 0,
+                                           0.0, nullptr, nullptr),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(fa_last_error()),
+              "kv splits must be 0 (chosen by the runtime), 1 (no split) or "
+              "up to 128, got " +
+                  std::to_string(parts));
+  }
+  extras.kv_splits = 4;
+  fa_kernel_config wgmma = {};
+  wgmma.strategy = FA_STRATEGY_WGMMA;
+  wgmma.arch = "sm_90a";
+  EXPECT_EQ(fa_attention_forward_ex(runtime, &q16, &q16, &q16, &q16, &lse16,
+                                    &extras, FA_F16, 0, 0.0, &wgmma, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("the wgmma forward does not split the keys"),
+            std::string::npos)
+      << fa_last_error();
   fa_runtime_destroy(runtime);
 }
 
@@ -2362,11 +2459,12 @@ static_assert(sizeof(void *) != 8 ||
                    offsetof(fa_kernel_config, varlen) == 88 &&
                    offsetof(fa_kernel_config, kv_lens) == 92 &&
                    sizeof(fa_kernel_config) == 96 &&
-                   sizeof(fa_attention_extras) == 48 &&
+                   sizeof(fa_attention_extras) == 56 &&
                    offsetof(fa_attention_extras, captures) == 16 &&
                    offsetof(fa_attention_extras, num_captures) == 24 &&
                    offsetof(fa_attention_extras, key_ranges) == 32 &&
                    offsetof(fa_attention_extras, query_ranges) == 40 &&
+                   offsetof(fa_attention_extras, kv_splits) == 48 &&
                    sizeof(fa_capture) == 80 &&
                    offsetof(fa_capture, dtype) == 72 &&
                    offsetof(fa_capture, rank) == 76),

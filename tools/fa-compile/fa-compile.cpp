@@ -100,6 +100,14 @@ static cl::opt<bool> kvLens(
              "after the other operands and batch entry b attends to its "
              "first kv_lens[b] keys (flash-attn's cache_seqlens)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> splitKv(
+    "split-kv",
+    cl::desc("split-KV (decode): the forward takes f32 partials [N * B, Hq, "
+             "Sq, D] and [N * B, Hq, Sq] after the other operands, runs each "
+             "query tile's keys in N parts (kernel <name>_split) and merges "
+             "them by their log-sum-exps (<name>_combine); N is the "
+             "partials' size at launch"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -239,6 +247,7 @@ int main(int argc, char **argv) {
   spec.blockMaskProgram = blockMaskProgram;
   spec.varlen = varlen;
   spec.kvLens = kvLens;
+  spec.splitKv = splitKv;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -352,11 +361,15 @@ int main(int argc, char **argv) {
     if (kvLens.getNumOccurrences())
       return fail("--kv-lens describes a problem built from the options; " +
                   inputFile + " has its kv_lens operand or not");
+    if (splitKv.getNumOccurrences())
+      return fail("--split-kv describes a problem built from the options; " +
+                  inputFile + " has its partials operands or not");
     module->walk([&](AttentionOp op) {
       spec.sinks = op.getSinks() != nullptr;
       spec.blockMask = op.getKeyRanges() != nullptr;
       spec.varlen = op.getCuSeqlensQ() != nullptr;
       spec.kvLens = op.getKvLens() != nullptr;
+      spec.splitKv = op.getPartialOutput() != nullptr;
     });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;

@@ -500,6 +500,47 @@ LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
   return success();
 }
 
+/// Per row: from the larger log-sum-exp, the two results' weights
+/// exp(lse - top) / s and exp(partial_lse - top) / s, s their sum; lse_new =
+/// top + log(s) (-inf and weights 0 where neither saw a key).
+LogicalResult lowerMergePartial(MergePartialOp op,
+                                MergePartialOp::Adaptor adaptor,
+                                const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  SmallVector<Value> out = r.unpack(adaptor.getOutput());
+  SmallVector<Value> partOut = r.unpack(adaptor.getPartialOutput());
+  SmallVector<Value> lse = r.unpack(adaptor.getLse());
+  SmallVector<Value> partLse = r.unpack(adaptor.getPartialLse());
+  SoftmaxConstants c(b, loc, 1.0);
+  Value one = f32Const(b, loc, 1.0);
+  Value ln2 = f32Const(b, loc, M_LN2);
+  SmallVector<Value> newLse(lse.size());
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value top = arith::MaximumFOp::create(b, loc, lse[row], partLse[row]);
+    Value own = expAbove(b, loc, c, lse[row], top);
+    Value other = expAbove(b, loc, c, partLse[row], top);
+    Value sum = arith::AddFOp::create(b, loc, own, other);
+    Value empty =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, c.zero);
+    Value inv = arith::SelectOp::create(
+        b, loc, empty, c.zero, arith::DivFOp::create(b, loc, one, sum));
+    Value ownWeight = arith::MulFOp::create(b, loc, own, inv);
+    Value otherWeight = arith::MulFOp::create(b, loc, other, inv);
+    for (int64_t slot : r.layout.slotsOfRow(row))
+      out[slot] = math::FmaOp::create(
+          b, loc, out[slot], ownWeight,
+          arith::MulFOp::create(b, loc, partOut[slot], otherWeight));
+    Value logSum =
+        arith::MulFOp::create(b, loc, math::Log2Op::create(b, loc, sum), ln2);
+    newLse[row] = arith::SelectOp::create(
+        b, loc, empty, c.negInf, arith::AddFOp::create(b, loc, top, logSum));
+  }
+  b.replaceOp(op, {r.pack(adaptor.getOutput().getType(), out),
+                   r.pack(adaptor.getLse().getType(), newLse)});
+  return success();
+}
+
 /// Per row: -exp(sink - lse) D, 0 where D is 0 (padding, zero dO) or the
 /// row has neither keys nor a sink (lse = -inf).
 LogicalResult lowerSinkGrad(SinkGradOp op, SinkGradOp::Adaptor adaptor,
@@ -642,6 +683,9 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   patterns.add<LayoutPattern<JoinSinkOp>>(
       typeConverter, ctx, [](JoinSinkOp op) -> Value { return op.getRunningMax(); },
       lowerJoinSink);
+  patterns.add<LayoutPattern<MergePartialOp>>(
+      typeConverter, ctx, [](MergePartialOp op) -> Value { return op.getOutput(); },
+      lowerMergePartial);
   patterns.add<LayoutPattern<SinkGradOp>>(
       typeConverter, ctx, [](SinkGradOp op) -> Value { return op.getLse(); },
       lowerSinkGrad);

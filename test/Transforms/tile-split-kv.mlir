@@ -1,0 +1,63 @@
+// RUN: fa-opt %s --fa-tile="block-m=32 block-n=64" --cse | FileCheck %s
+
+// Split-KV: the forward becomes two programs. "split" runs every part of
+// every query tile: grid batch index p is part p / B of batch entry p % B
+// (N = dim(po, 0) / B parts); the part visits its share of the query
+// tile's K/V range, ceil(tiles / N) tiles from begin + s ceil(tiles / N),
+// cut at the range's end, and stores its normalized output and LSE in f32
+// to batch entry s B + b of the partials (no sinks here).
+// CHECK-LABEL: func.func @split
+// CHECK-SAME: %[[Q:[^:]*]]: memref<?x?x?x128xbf16>, %{{[^:]*}}: memref<?x?x?x128xbf16>, %{{[^:]*}}: memref<?x?x?x128xbf16>, %[[O:[^:]*]]: memref<?x?x?x128xbf16>, %[[LSE:[^:]*]]: memref<?x?x?xf32>, %[[SINKS:[^:]*]]: memref<?xf32>, %[[PO:[^:]*]]: memref<?x?x?x128xf32>, %[[PLSE:[^:]*]]: memref<?x?x?xf32>)
+// CHECK: %[[BATCH:.*]] = memref.dim %[[Q]], %c0
+// CHECK: %[[PARTS_BATCH:.*]] = memref.dim %[[PO]], %c0
+// CHECK: fa.grid (%[[P:.*]], %[[H:.*]], %[[QT:.*]]) in (%[[PARTS_BATCH]], %{{.*}}, %{{.*}}) {
+// CHECK: %[[PART:.*]] = arith.divui %[[P]], %[[BATCH]]
+// CHECK: %[[B:.*]] = arith.remui %[[P]], %[[BATCH]]
+// CHECK: %[[PARTS:.*]] = arith.divui %[[PARTS_BATCH]], %[[BATCH]]
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range
+// CHECK: %[[TILES:.*]] = arith.subi %[[END]], %[[BEGIN]]
+// CHECK: %[[CHUNK:.*]] = arith.ceildivui %[[TILES]], %[[PARTS]]
+// CHECK: %[[SKIP:.*]] = arith.muli %[[PART]], %[[CHUNK]]
+// CHECK: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[SKIP]]
+// CHECK: %[[LO:.*]] = arith.minui %[[FIRST]], %[[END]]
+// CHECK: %[[HI0:.*]] = arith.addi %[[LO]], %[[CHUNK]]
+// CHECK: %[[HI:.*]] = arith.minui %[[HI0]], %[[END]]
+// CHECK: %[[LOOP:.*]]:3 = scf.for %{{.*}} = %[[LO]] to %[[HI]]
+// CHECK-NOT: fa.join_sink
+// CHECK: %[[PO_TILE:.*]], %[[PLSE_TILE:.*]] = fa.finalize %[[LOOP]]#2, %[[LOOP]]#0, %[[LOOP]]#1
+// CHECK: %[[SB:.*]] = arith.muli %[[PART]], %[[BATCH]]
+// CHECK: %[[ENTRY:.*]] = arith.addi %[[SB]], %[[B]]
+// CHECK: fa.store_tile %[[PO_TILE]], %[[PO]][%[[ENTRY]], %[[H]], %{{.*}}] : tensor<32x128xf32>
+// CHECK: fa.store_tile %[[PLSE_TILE]], %[[PLSE]][%[[ENTRY]], %[[H]], %{{.*}}] : tensor<32xf32>
+// CHECK: } attributes {program = "split"}
+
+// "combine" runs each tile of 16 query rows once: it merges the N parts
+// into (0, -inf) by their log-sum-exps, then the sink joins the merged
+// result as the online softmax's state (m = LSE, l = 1), and O (rounded
+// to bf16) and LSE are stored.
+// CHECK: fa.grid (%[[CB:.*]], %[[CH:.*]], %[[CT:.*]]) in (%[[BATCH]], %{{.*}}, %{{.*}}) {
+// CHECK: %[[ROW:.*]] = arith.muli %[[CT]], %c16
+// CHECK: %[[MERGED:.*]]:2 = scf.for %[[S:.*]] = %c0 to %{{.*}} step %c1 iter_args(%[[ACC:.*]] = %{{.*}}, %[[STATE:.*]] = %{{.*}}) -> (tensor<16x128xf32>, tensor<16xf32>)
+// CHECK: %[[SB2:.*]] = arith.muli %[[S]], %[[BATCH]]
+// CHECK: %[[E:.*]] = arith.addi %[[SB2]], %[[CB]]
+// CHECK: %[[T:.*]] = fa.load_tile %[[PO]][%[[E]], %[[CH]], %[[ROW]]] : memref<?x?x?x128xf32> -> tensor<16x128xf32>
+// CHECK: %[[TL:.*]] = fa.load_tile %[[PLSE]][%[[E]], %[[CH]], %[[ROW]]] : memref<?x?x?xf32> -> tensor<16xf32>
+// CHECK: %[[NO:.*]], %[[NL:.*]] = fa.merge_partial %[[ACC]], %[[STATE]] with %[[T]], %[[TL]] : tensor<16x128xf32>, tensor<16xf32>
+// CHECK: scf.yield %[[NO]], %[[NL]]
+// CHECK: %[[SINK:.*]] = memref.load %[[SINKS]][%[[CH]]]
+// CHECK: %[[M:.*]], %[[L:.*]], %[[ALPHA:.*]] = fa.join_sink %[[SINK]], %[[MERGED]]#1, %{{.*}} : tensor<16xf32>
+// CHECK: %[[R:.*]] = fa.rescale %[[MERGED]]#0, %[[ALPHA]]
+// CHECK: %[[OUT:.*]], %[[OUT_LSE:.*]] = fa.finalize %[[R]], %[[M]], %[[L]]
+// CHECK: %[[OUT16:.*]] = arith.truncf %[[OUT]] : tensor<16x128xf32> to tensor<16x128xbf16>
+// CHECK: fa.store_tile %[[OUT16]], %[[O]][%[[CB]], %[[CH]], %[[ROW]]]
+// CHECK: fa.store_tile %[[OUT_LSE]], %[[LSE]][%[[CB]], %[[CH]], %[[ROW]]]
+// CHECK: } attributes {program = "combine"}
+func.func @split(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                 %o: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>, %sinks: memref<?xf32>,
+                 %po: memref<?x?x?x128xf32>, %plse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse sinks %sinks partials(%po, %plse) {scale = 0.125 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    into memref<?x?x?x128xbf16>, memref<?x?x?xf32> sinks memref<?xf32>
+    partials memref<?x?x?x128xf32>, memref<?x?x?xf32>
+  return
+}
