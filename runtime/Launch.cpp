@@ -406,22 +406,39 @@ Result Runtime::Impl::chooseForwardParts(const KernelSpec &requested,
     return {};
   }
   // The runtime's choice: only where a strategy that splits may serve
-  // (an explicit wgmma request keeps its kernel), never with a block mask.
+  // (an explicit wgmma request keeps its kernel), never with a block mask,
+  // and only on a device (its SMs decide).
   if (requested.blockMask || requested.blockMaskProgram ||
-      requested.strategy == Strategy::wgmma || !requested.validate().empty())
+      requested.strategy == Strategy::wgmma || multiprocessors <= 0)
     return {};
-  // The tiles of the split kernel's first default candidate.
+  // The tiles of the split kernel's first default candidate (an invalid
+  // request is left for the checks to name).
   KernelSpec split = requested;
   split.splitKv = true;
   if (split.arch.empty())
     split.arch = arch;
-  split = split.withDefaults(lengthBucket(queryLength, keyLength));
-  if (split.blockM <= 0 || split.blockN <= 0)
+  int64_t bucket = lengthBucket(queryLength, keyLength);
+  std::pair<int64_t, int64_t> tiles;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    RequestKey key(split, bucket, /*tuned=*/false);
+    auto it = splitTiles.find(key);
+    if (it == splitTiles.end()) {
+      std::pair<int64_t, int64_t> chosen = {0, 0};
+      if (split.validate().empty()) {
+        KernelSpec resolved = split.withDefaults(bucket);
+        chosen = {resolved.blockM, resolved.blockN};
+      }
+      it = splitTiles.emplace(key, chosen).first;
+    }
+    tiles = it->second;
+  }
+  if (tiles.first <= 0 || tiles.second <= 0)
     return {};
   int64_t batch = requested.varlen ? a.cuSeqlensQ.sizes[0] - 1 : a.q.sizes[0];
   int64_t programs = batch * a.q.sizes[1] *
-                     ((queryLength + split.blockM - 1) / split.blockM);
-  int64_t keyTiles = (keyLength + split.blockN - 1) / split.blockN;
+                     ((queryLength + tiles.first - 1) / tiles.first);
+  int64_t keyTiles = (keyLength + tiles.second - 1) / tiles.second;
   parts = chooseKvParts(programs, keyTiles, multiprocessors);
   return {};
 }

@@ -89,6 +89,12 @@ struct Runtime::Impl {
   /// Requests resolved before (ResolvedRequest.h): a request seen again
   /// costs one lookup.
   std::unordered_map<RequestKey, ResolvedRequest, RequestKey::Hash> requests;
+  /// A split-KV request (and its length bucket) -> the tiles of its first
+  /// default candidate, which chooseForwardParts counts programs with:
+  /// computed once, not per call.
+  std::unordered_map<RequestKey, std::pair<int64_t, int64_t>,
+                     RequestKey::Hash>
+      splitTiles;
   /// Kernels by the canonical text of their spec: within a runtime the
   /// compiler and the assembler are fixed, so the text names the kernel
   /// and the SHA-256 cache key (which adds both) is computed once per

@@ -1239,7 +1239,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         entries = torch.arange(batch, device=q.device)[:, None]
         k_cache[entries, rows] = k
         v_cache[entries, rows] = v
-    kv_lens = (lengths + new).to(torch.int32).contiguous()
+    # (No kernel launch for the lengths when nothing is appended.)
+    kv_lens = lengths.contiguous() if not new else \
+        (lengths + new).to(torch.int32).contiguous()
     scale = _check_scale(where, softmax_scale)
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     o, lse = torch.ops.fa.kvcache_attention_forward(
