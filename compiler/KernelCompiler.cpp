@@ -312,6 +312,10 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     size_t kvLensArg = params.size();
     if (spec.kvLens)
       params.push_back(MemRefType::get({dyn}, b.getI32Type()));
+    // A paged cache's page table, i32 [B, max_pages].
+    size_t tableArg = params.size();
+    if (spec.pagedKv)
+      params.push_back(MemRefType::get({dyn, dyn}, b.getI32Type()));
     // Split-KV: every part's output and LSE, f32.
     size_t partialsArg = params.size();
     if (spec.splitKv) {
@@ -336,6 +340,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.varlen ? args[cuSeqlensArg] : Value(),
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         spec.kvLens ? args[kvLensArg] : Value(),
+        spec.pagedKv ? args[tableArg] : Value(),
         spec.splitKv ? args[partialsArg] : Value(),
         spec.splitKv ? args[partialsArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);
@@ -556,7 +561,8 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
               plan.function, spec.blockM, plan.threads, plan.sharedBytes,
               spec.sinks, spec.blockMask, spec.varlen, spec.kvLens,
               combine ? Plan::ForwardKernel::combine
-                      : Plan::ForwardKernel::split);
+                      : Plan::ForwardKernel::split,
+              spec.pagedKv);
           plan.grid = forward.grid;
           plan.params = std::move(forward.params);
           plan.addCaptures(captures);
@@ -571,7 +577,9 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
     Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
                                           plan.threads, plan.sharedBytes,
                                           spec.sinks, spec.blockMask,
-                                          spec.varlen, spec.kvLens);
+                                          spec.varlen, spec.kvLens,
+                                          Plan::ForwardKernel::whole,
+                                          spec.pagedKv);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     plan.addCaptures(captures);

@@ -132,10 +132,13 @@ static LogicalResult verifyVariantRegion(Operation *op, Region &region,
 /// The shape rules fa.attention and fa.attention_backward share: Q and O
 /// [B, Hq, Sq, D], K and V [B, Hkv, Sk, D], LSE [B, Hq, Sq], one element type,
 /// a static positive head dim, query heads grouped over K/V heads.
+/// `pagedKeys`: K and V are a paged cache's pool of pages, whose batch
+/// dimension counts pages, not the queries' batch entries.
 static LogicalResult verifyAttentionOperands(Operation *op, Value query,
                                              Value key, Value value,
                                              Value output, Value lse,
-                                             FloatAttr scale) {
+                                             FloatAttr scale,
+                                             bool pagedKeys = false) {
   auto qType = cast<MemRefType>(query.getType());
   auto kType = cast<MemRefType>(key.getType());
   auto vType = cast<MemRefType>(value.getType());
@@ -204,7 +207,8 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
       {"lse sequence length", l[2], "query sequence length", q[2]},
   };
   for (const DimCheck &check : checks)
-    if (dimsConflict(check.size, check.referenceSize))
+    if (dimsConflict(check.size, check.referenceSize) &&
+        !(pagedKeys && &check == &checks[0]))
       return op->emitOpError() << check.what << " " << check.size
                                << " does not match " << check.reference << " "
                                << check.referenceSize;
@@ -396,7 +400,8 @@ static LogicalResult verifyPartials(Operation *op, Value partialOutput,
 
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                     getOutput(), getLse(), getScaleAttr())) ||
+                                     getOutput(), getLse(), getScaleAttr(),
+                                     /*pagedKeys=*/bool(getBlockTable()))) ||
       failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
       failed(verifyCaptures(*this, getCaptures())) ||
       failed(verifyBlockMask(*this, "key_ranges", getKeyRanges(),
@@ -424,6 +429,22 @@ LogicalResult AttentionOp::verify() {
     if (getKeyRanges())
       return emitOpError("does not take a block mask (key_ranges) with "
                          "kv_lens yet");
+  }
+  // A page table: one row per batch entry; not with a varlen batch or a
+  // block mask yet.
+  if (Value table = getBlockTable()) {
+    int64_t rows = cast<MemRefType>(table.getType()).getShape()[0];
+    int64_t batch = cast<MemRefType>(getQuery().getType()).getShape()[0];
+    if (getCuSeqlensQ())
+      return emitOpError("does not take a block_table (paged KV) with "
+                         "cu_seqlens yet");
+    if (getKeyRanges())
+      return emitOpError("does not take a block mask (key_ranges) with a "
+                         "block_table (paged KV) yet");
+    if (dimsConflict(rows, batch))
+      return emitOpError() << "block_table holds " << dimToString(rows)
+                           << " rows; it needs one per batch entry ("
+                           << dimToString(batch) << ")";
   }
   if (failed(verifyPartials(*this, getPartialOutput(), getPartialLse(),
                             getOutput(), getLse(), getKeyRanges())))

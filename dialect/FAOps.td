@@ -26,6 +26,8 @@ def FA_CaptureMemRef : MemRefRankOf<[F32, F16, BF16, I32, I64, I8], [1, 2, 3, 4]
 def FA_RangeTableMemRef : MemRefRankOf<[I32], [4]>;
 // Cumulative sequence lengths of a packed (varlen) batch: i32 [B + 1].
 def FA_SeqOffsetsMemRef : MemRefRankOf<[I32], [1]>;
+// A paged KV cache's page table: i32 [B, max_pages].
+def FA_PageTableMemRef : MemRefRankOf<[I32], [2]>;
 // Tiles (isTileType): rank 1 or 2, static dims in [1, 65536], unplaced or
 // with an fa placement encoding.
 def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
@@ -136,6 +138,15 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     queries to the end of the filled part, and keys past it are never
     read into a score.
 
+    With `block_table` (i32 `[B, max_pages]`, a paged KV cache, flash-attn's
+    `block_table`), K and V are a pool of pages, `[num_pages, Hkv, P, D]`
+    (P = the page size, dim 2), and batch entry `b` has the keys `j` in
+    `[0, max_pages * P)` at `K[block_table[b, j / P], h, j % P]`: page
+    numbers outside the pool are clamped into it. `kv_lens` (usually
+    given with it) counts the keys used from the first. A program reads a
+    K/V tile from one page, so the tiles' block-n must divide P (the
+    caller's to check).
+
     With `partials(%po, %plse)` (split-KV, for few query rows over many
     keys), the keys of each query tile are split into `N` contiguous parts
     of whole K/V tiles, `N = dim(po, 0) / B`: part `s` of batch entry `b`
@@ -183,6 +194,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Optional<FA_SeqOffsetsMemRef>, "the keys each batch entry (sequence) uses [B]", [MemRead]>:$kv_lens,
+    Arg<Optional<FA_PageTableMemRef>, "paged KV: each batch entry's pages [B, max_pages]", [MemRead]>:$block_table,
     Arg<Optional<FA_FloatMemRef4D>, "split-KV: each part's output [N * B, Hq, Sq, D], f32", [MemRead, MemWrite]>:$partial_output,
     Arg<Optional<FA_LseMemRef>, "split-KV: each part's log-sum-exp [N * B, Hq, Sq]", [MemRead, MemWrite]>:$partial_lse,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
@@ -195,12 +207,12 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     $query `,` $key `,` $value `into` $output `,` $lse (`sinks` $sinks^)?
     (`key_ranges` $key_ranges^)?
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)?
-    (`kv_lens` $kv_lens^)?
+    (`kv_lens` $kv_lens^)? (`block_table` $block_table^)?
     (`partials` `(` $partial_output^ `,` $partial_lse `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
-    (`kv_lens` type($kv_lens)^)?
+    (`kv_lens` type($kv_lens)^)? (`block_table` type($block_table)^)?
     (`partials` type($partial_output)^ `,` type($partial_lse))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?

@@ -123,6 +123,13 @@ std::string KernelSpec::validate() const {
            "for few query rows)";
   if (splitKv && blockMask)
     return "a block mask does not take split-KV yet";
+  if (pagedKv && backward)
+    return "the backward does not take a paged KV cache (block_table)";
+  if (pagedKv && varlen)
+    return "a paged KV cache (block_table) does not take a varlen batch "
+           "(cu_seqlens) yet";
+  if (pagedKv && blockMask)
+    return "a block mask does not take a paged KV cache (block_table) yet";
   return "";
 }
 
@@ -179,6 +186,8 @@ std::string KernelSpec::kernelName() const {
     name += "_varlen";
   if (kvLens)
     name += "_kvlens";
+  if (pagedKv)
+    name += "_paged";
   if (splitKv)
     name += "_splitkv";
   if (hasVariant()) {
@@ -220,7 +229,7 @@ std::string KernelSpec::canonicalText() const {
          // may hold any characters.
          (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
          (varlen ? ";varlen" : "") + (kvLens ? ";kv_lens" : "") +
-         (splitKv ? ";split_kv" : "") +
+         (pagedKv ? ";paged_kv" : "") + (splitKv ? ";split_kv" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }

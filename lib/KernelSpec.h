@@ -106,6 +106,12 @@ struct KernelSpec {
   /// kernels take f32 workspaces of every part's output and LSE). Forward
   /// only; no block mask with it.
   bool splitKv = false;
+  /// A paged KV cache (fa.attention's block_table, flash-attn's
+  /// block_table): the forward takes K, V as a pool of pages [num_pages,
+  /// Hkv, P, D] and an i32 page table [B, max_pages]; block-n must divide
+  /// the page size P (checked at launch). Forward only; not with varlen or
+  /// a block mask.
+  bool pagedKv = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

@@ -16,7 +16,7 @@ static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
     "sinks", "dsinks", "key_ranges", "query_ranges", "cu_seqlens_q",
-    "cu_seqlens_k", "kv_lens", "partial_o", "partial_lse",
+    "cu_seqlens_k", "kv_lens", "block_table", "partial_o", "partial_lse",
     "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
     "capture6", "capture7"};
 static_assert(std::size(kOperandNames) ==
@@ -81,6 +81,8 @@ int LaunchPlan::rankOf(Operand operand) {
   case Operand::cuSeqlensK:
   case Operand::kvLens:
     return 1;
+  case Operand::blockTable:
+    return 2;
   default:
     return 4;
   }
@@ -90,7 +92,7 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
                                         bool sinks, bool blockMask,
                                         bool varlen, bool kvLens,
-                                        ForwardKernel kernel) {
+                                        ForwardKernel kernel, bool pagedKv) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -110,6 +112,8 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                        {Operand::cuSeqlensQ, Operand::cuSeqlensK});
   if (kvLens)
     plan.params.push_back(Operand::kvLens);
+  if (pagedKv)
+    plan.params.push_back(Operand::blockTable);
   if (kernel != ForwardKernel::whole)
     plan.params.insert(plan.params.end(),
                        {Operand::partialOutput, Operand::partialLse});

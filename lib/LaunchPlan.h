@@ -102,6 +102,8 @@ struct LaunchPlan {
     cuSeqlensK,
     // A KV cache's filled lengths (spec.kvLens): i32 [B].
     kvLens,
+    // A paged KV cache (spec.pagedKv): i32 [B, max_pages] page numbers.
+    blockTable,
     // Split-KV (spec.splitKv): f32 workspaces of every part's output
     // [parts * B, Hq, Sq, D] and log-sum-exp [parts * B, Hq, Sq].
     partialOutput,
@@ -177,7 +179,8 @@ struct LaunchPlan {
                                      bool varlen = false,
                                      bool kvLens = false,
                                      ForwardKernel kernel =
-                                         ForwardKernel::whole);
+                                         ForwardKernel::whole,
+                                     bool pagedKv = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and

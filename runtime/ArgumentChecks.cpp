@@ -350,9 +350,32 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     if (lse.sizes[d] != q.sizes[d])
       return invalid("lse shape " + shapeString(lse, 3) +
                      " must be q's [B, H, S] = " + shapeString(q, 3));
-  if (k.sizes[0] != q.sizes[0])
+  if (spec.pagedKv) {
+    // K, V: a pool of pages [num_pages, Hkv, P, D]; the table [B,
+    // max_pages], row-major i32; the kernel reads a K/V tile from one page.
+    const TensorArg &table = a.blockTable;
+    if (table.sizes[0] != q.sizes[0])
+      return invalid("block_table has " + std::to_string(table.sizes[0]) +
+                     " rows; it needs one per batch entry (" +
+                     std::to_string(q.sizes[0]) + ")");
+    if (table.sizes[1] < 1 || k.sizes[0] < 1 || k.sizes[2] < 1)
+      return invalid("a paged cache needs at least one page of at least "
+                     "one row and a block_table of at least one column, got "
+                     "k " + shapeString(k, 4) + " and block_table [" +
+                     std::to_string(table.sizes[0]) + ", " +
+                     std::to_string(table.sizes[1]) + "]");
+    if (k.sizes[2] % spec.blockN != 0)
+      return invalid("page size " + std::to_string(k.sizes[2]) +
+                     " (k's dimension 2) must be a multiple of the kernel's "
+                     "block_n " + std::to_string(spec.blockN) +
+                     ": a K/V tile is read from one page");
+    if (std::string error = checkLayout("block_table", table, 2, 4);
+        !error.empty())
+      return invalid(error);
+  } else if (k.sizes[0] != q.sizes[0]) {
     return invalid("k batch " + std::to_string(k.sizes[0]) +
                    " does not match q batch " + std::to_string(q.sizes[0]));
+  }
   if (spec.varlen)
     if (std::string error = checkVarlen(a); !error.empty())
       return invalid(error);
@@ -427,6 +450,14 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         return invalid(std::string(out.name) +
                        " overlaps sinks in memory (outputs must not alias "
                        "the inputs)");
+  }
+  if (spec.pagedKv) {
+    Span table{"block_table", byteSpan(a.blockTable, 2, 4)};
+    for (const Span &out : outputs)
+      if (overlap(out, table))
+        return invalid(std::string(out.name) +
+                       " overlaps block_table in memory (outputs must not "
+                       "alias the inputs)");
   }
   if (spec.kvLens) {
     Span lens{"kv_lens", byteSpan(a.kvLens, 1, 4)};

@@ -163,6 +163,14 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     args.keyRanges = fa::tensorFromC(*extras->key_ranges);
   if (extras)
     args.kvSplits = extras->kv_splits;
+  // A page table: the kvcache call's alone.
+  if (extras && extras->block_table) {
+    if (!kvLens)
+      return invalid("a block_table (paged KV cache) is taken by "
+                     "fa_attention_kvcache_forward only");
+    spec.pagedKv = true;
+    args.blockTable = fa::tensorFromC(*extras->block_table);
+  }
   // The varlen call alone takes (and asks for) the varlen kernels.
   spec.varlen = cuSeqlensQ != nullptr;
   if (spec.varlen) {

@@ -377,9 +377,21 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
     pack = packQueryGroups(requested, packed);
   }
   const AttentionArgs &a = pack ? packed : given;
-  // A varlen batch's defaults are those of its longest sequence.
+  // A varlen batch's defaults are those of its longest sequence; a paged
+  // cache's keys are its table's pages.
   int64_t queryLength = requested.varlen ? a.maxSeqlenQ : a.q.sizes[2];
-  int64_t keyLength = requested.varlen ? a.maxSeqlenK : a.k.sizes[2];
+  int64_t keyLength = requested.varlen    ? a.maxSeqlenK
+                      : requested.pagedKv ? a.blockTable.sizes[1] * a.k.sizes[2]
+                                          : a.k.sizes[2];
+  // A K/V tile is read from one page: tiles left to the defaults get the
+  // largest block-n of 64, 32, 16 that divides the page (a page size that
+  // none divides is named by the checks).
+  if (requested.pagedKv && requested.blockN == 0)
+    for (int64_t blockN : {64, 32, 16})
+      if (a.k.sizes[2] % blockN == 0) {
+        requested.blockN = blockN;
+        break;
+      }
   int64_t parts = 1;
   if (Result r = impl->chooseForwardParts(requested, a, queryLength,
                                           keyLength, parts);
@@ -467,6 +479,12 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
   }
   if (entry.info.spec.kvLens)
     operands[size_t(LaunchPlan::Operand::kvLens)] = &a.kvLens;
+  if (entry.info.spec.pagedKv) {
+    operands[size_t(LaunchPlan::Operand::blockTable)] = &a.blockTable;
+    // The grid's keys: the table's pages (the defaults' and the split's
+    // length too, in forward()).
+    problem.keyLength = a.blockTable.sizes[1] * a.k.sizes[2];
+  }
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;
   addCaptureOperands(a.captures, operands);

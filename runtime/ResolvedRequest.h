@@ -39,7 +39,7 @@ struct RequestKey {
   std::string arch;
   uint64_t scaleBits; // the scale's bits: no rounding in the key
   std::string scoreMod, maskMod; // a variant's texts
-  bool sinks, blockMask, blockMaskProgram, varlen, kvLens, splitKv;
+  bool sinks, blockMask, blockMaskProgram, varlen, kvLens, splitKv, pagedKv;
   int64_t bucket;
   bool tuned;
 

@@ -105,6 +105,11 @@ struct AttentionArgs {
   /// outputs and LSEs are an f32 workspace the runtime allocates on the
   /// stream for the call.
   int64_t kvSplits = 0;
+  /// With spec.pagedKv: i32 [B, max_pages], row-major, on the device: the
+  /// pages (k's batch index) of each batch entry's keys, P = k.sizes[2]
+  /// keys a page (k and v are the pool [num_pages, Hkv, P, D]); numbers
+  /// outside the pool are clamped into it.
+  TensorArg blockTable;
 };
 
 /// Decoding with grouped heads (one query row, Hq = G x Hkv, G > 1): the

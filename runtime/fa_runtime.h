@@ -127,6 +127,14 @@ typedef struct fa_attention_extras {
      never, 2..128 = that many (not with the wgmma strategy or a block
      mask). The backward ignores it. */
   int64_t kv_splits;
+  /* fa_attention_kvcache_forward: a paged cache (flash-attn's block_table):
+     i32 [B, max_pages], row-major, device memory; k_cache and v_cache are
+     then the pool of pages [num_pages, Hkv, P, D] (sizes; a [num_pages, P,
+     Hkv, D] tensor is strides {P * Hkv * D, D, Hkv * D, 1}), and entry b's
+     keys are its pages one after another (its first kv_lens[b] used). P
+     must be a multiple of the kernel's block_n (16 at least); page numbers
+     outside the pool are clamped into it. NULL = not paged. */
+  const fa_tensor *block_table;
 } fa_attention_extras;
 
 /* What a kernel is and where it came from. */

@@ -46,6 +46,7 @@ namespace {
   spec.varlen = config.varlen;
   spec.kvLens = config.kvLens;
   spec.splitKv = config.splitKv;
+  spec.pagedKv = config.pagedKv;
   return spec;
 }
 
@@ -224,7 +225,7 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     CpuRangeTable keyRanges,
                                     CpuSequenceOffsets sequences,
                                     const int32_t *kvLens,
-                                    int64_t kvParts) const {
+                                    int64_t kvParts, CpuPages pages) const {
   if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
         config.backward ? "this is a backward kernel: call runBackward"
@@ -234,8 +235,11 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   if (!q || !k || !v || !o || !lse || (config.sinks && !sinks) ||
       (config.blockMask && !keyRanges.data) ||
       (config.varlen && (!sequences.query || !sequences.key)) ||
-      (config.kvLens && !kvLens))
+      (config.kvLens && !kvLens) || (config.pagedKv && !pages.table))
     return llvm::createStringError("null buffer pointer");
+  if (config.pagedKv && (pages.maxPages < 1 || pages.count < 1))
+    return llvm::createStringError("a paged cache needs a page and a table "
+                                   "column at least");
   if (config.splitKv ? kvParts < 1 : kvParts != 1)
     return llvm::createStringError(
         "kvParts is " + std::to_string(kvParts) +
@@ -247,8 +251,10 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   int64_t entries = config.varlen ? 1 : s.batch;
   Descriptors args;
   args.add(q, {entries, s.qHeads, s.qLen, d});
-  args.add(k, {entries, s.kvHeads, s.kvLen, d});
-  args.add(v, {entries, s.kvHeads, s.kvLen, d});
+  // A paged cache: K, V are the pool of pages, s.kvLen rows each.
+  int64_t kvEntries = config.pagedKv ? pages.count : entries;
+  args.add(k, {kvEntries, s.kvHeads, s.kvLen, d});
+  args.add(v, {kvEntries, s.kvHeads, s.kvLen, d});
   args.add(o, {entries, s.qHeads, s.qLen, d});
   args.add(lse, {entries, s.qHeads, s.qLen});
   if (config.sinks)
@@ -259,6 +265,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   }
   if (config.kvLens)
     args.add(kvLens, {s.batch});
+  if (config.pagedKv)
+    args.add(pages.table, {s.batch, pages.maxPages});
   // Split-KV: every part's output and LSE, f32. NaN makes a read of an
   // element no part wrote show.
   std::vector<float> partialOutput, partialLse;

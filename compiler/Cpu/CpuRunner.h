@@ -55,6 +55,10 @@ struct CpuKernelConfig {
   bool kvLens = false;
   /// Split-KV (KernelSpec::splitKv): run takes the parts.
   bool splitKv = false;
+  /// A paged KV cache (KernelSpec::pagedKv): run takes the page table, K
+  /// and V are the pool [num_pages, Hkv, P, D] (AttentionShape::kvLen = P,
+  /// CpuPages::count pages).
+  bool pagedKv = false;
 };
 
 /// The sequence offsets of a packed varlen batch (CpuKernelConfig::varlen):
@@ -65,6 +69,14 @@ struct CpuKernelConfig {
 struct CpuSequenceOffsets {
   const int32_t *query = nullptr;
   const int32_t *key = nullptr;
+};
+
+/// A paged KV cache's pages (with CpuKernelConfig::pagedKv): i32 [B,
+/// maxPages] page numbers, row-major; the pool holds `count` pages.
+struct CpuPages {
+  const int32_t *table = nullptr;
+  int64_t maxPages = 0;
+  int64_t count = 0;
 };
 
 /// A block mask's range table (with CpuKernelConfig::blockMask): i32
@@ -116,7 +128,7 @@ public:
                   CpuRangeTable keyRanges = {},
                   CpuSequenceOffsets sequences = {},
                   const int32_t *kvLens = nullptr,
-                  int64_t kvParts = 1) const;
+                  int64_t kvParts = 1, CpuPages pages = {}) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces

@@ -105,6 +105,12 @@ void AttentionTiler::build() {
   Value qLen = dim(op.getQuery(), 2);
   Value kvHeads = dim(op.getKey(), 1);
   Value kvLen = dim(op.getKey(), 2);
+  // A paged cache: K and V are pages of P = dim(K, 2) rows; an entry's
+  // keys are its table's pages one after another.
+  Value blockTable = op.getBlockTable();
+  Value pageSize = kvLen;
+  if (blockTable)
+    kvLen = arith::MulIOp::create(builder, loc, dim(blockTable, 1), pageSize);
   Value blockM = indexConst(config.blockM);
   Value numQTiles = arith::CeilDivUIOp::create(builder, loc, qLen, blockM);
 
@@ -234,6 +240,13 @@ void AttentionTiler::build() {
   bool scoreMod = !op.getScoreMod().empty();
   MaskKind mask = op.getMask();
   Value key = op.getKey(), value = op.getValue();
+  // The last index of the page table's rows and of the page pool.
+  Value lastPage, lastEntry, firstRow;
+  if (blockTable) {
+    lastPage = arith::SubIOp::create(builder, loc, dim(blockTable, 1), one);
+    lastEntry = arith::SubIOp::create(builder, loc, dim(key, 0), one);
+    firstRow = indexConst(0);
+  }
 
   auto loop = scf::ForOp::create(
       builder, loc, kvBegin, kvEnd, one,
@@ -241,10 +254,29 @@ void AttentionTiler::build() {
       [&](OpBuilder &nested, Location loc, Value kvTile, ValueRange state) {
         Value runningMax = state[0], runningSum = state[1], acc = state[2];
         Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
+        Value kvBatch = rowsBatch, kvRow = kvStart;
+        SmallVector<Value, 2> kvLoadRows = kvRows;
+        if (blockTable) {
+          // The tile lies in one page (block-n divides P): page
+          // table[b, start / P] (clamped into the pool), rows from
+          // start % P, those before kv_len.
+          Value page = arith::MinUIOp::create(
+              nested, loc, arith::DivUIOp::create(nested, loc, kvStart, pageSize),
+              lastPage);
+          Value entry = arith::IndexCastUIOp::create(
+              nested, loc, nested.getIndexType(),
+              memref::LoadOp::create(nested, loc, blockTable,
+                                     ValueRange{b, page}));
+          kvBatch = arith::MinUIOp::create(nested, loc, entry, lastEntry);
+          kvRow = arith::RemUIOp::create(nested, loc, kvStart, pageSize);
+          Value keysLeft = arith::SubIOp::create(nested, loc, kvLen, kvStart);
+          kvLoadRows = {firstRow,
+                        arith::AddIOp::create(nested, loc, kvRow, keysLeft)};
+        }
         Value kTile = LoadTileOp::create(nested, loc, kvTileType, key,
-                                         rowsBatch, kvHead, kvStart, kvRows);
+                                         kvBatch, kvHead, kvRow, kvLoadRows);
         Value vTile = LoadTileOp::create(nested, loc, kvTileType, value,
-                                         rowsBatch, kvHead, kvStart, kvRows);
+                                         kvBatch, kvHead, kvRow, kvLoadRows);
         // S = Q K^T
         Value scores = TileMatmulOp::create(nested, loc, scoreType, qTile,
                                             kTile, /*acc=*/Value(),

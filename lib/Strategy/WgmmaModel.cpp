@@ -302,6 +302,11 @@ const StrategyModel &model() {
           return "the wgmma forward does not take kv_lens yet (TMA would "
                  "read the cache past its filled length; use the mma or "
                  "simt strategy)";
+        // (TMA boxes of a page would read past its filled rows, as with
+        // kv_lens.)
+        if (spec.pagedKv)
+          return "the wgmma forward does not take a paged KV cache "
+                 "(block_table) yet (use the mma or simt strategy)";
         // The warp-specialized producer walks the whole K/V range.
         if (spec.splitKv)
           return "the wgmma forward does not split the keys (split-KV) yet "
@@ -309,7 +314,8 @@ const StrategyModel &model() {
         return "";
       },
       [](const KernelSpec &spec) {
-        if ((spec.backward && spec.varlen) || spec.kvLens || spec.splitKv)
+        if ((spec.backward && spec.varlen) || spec.kvLens || spec.splitKv ||
+            spec.pagedKv)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

@@ -88,14 +88,16 @@ class _Extras(ctypes.Structure):
     none); captures: the score_mod's captured tensors, then the
     mask_mod's (NULL when num_captures = 0); key_ranges / query_ranges: a
     block mask's tables (the forward's, the backward's); kv_splits: the
-    forwards' split-KV parts (0: the runtime's choice, 1: no split)."""
+    forwards' split-KV parts (0: the runtime's choice, 1: no split);
+    block_table: a paged cache's page table (the kvcache call's)."""
     _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
                 ("grad_sinks", ctypes.POINTER(_Tensor)),
                 ("captures", ctypes.POINTER(_Capture)),
                 ("num_captures", ctypes.c_int64),
                 ("key_ranges", ctypes.POINTER(_Tensor)),
                 ("query_ranges", ctypes.POINTER(_Tensor)),
-                ("kv_splits", ctypes.c_int64)]
+                ("kv_splits", ctypes.c_int64),
+                ("block_table", ctypes.POINTER(_Tensor))]
 
 
 class _Info(ctypes.Structure):
@@ -586,7 +588,7 @@ def _check_captures(where, captures, q, k, forward=True):
 
 
 def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
-            query_ranges=None, kv_splits=0):
+            query_ranges=None, kv_splits=0, block_table=None):
     """The fa_attention_extras of the _ex calls: float32 [Hq] sinks (and
     the backward's gradient), and the variant's captured tensors (checked
     and contiguous: _check_captures). The C descriptor of the sinks carries
@@ -616,6 +618,8 @@ def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
     if query_ranges is not None:
         extras.query_ranges = ctypes.pointer(_describe(query_ranges))
     extras.kv_splits = kv_splits
+    if block_table is not None:
+        extras.block_table = ctypes.pointer(_describe(block_table))
     return extras
 
 
@@ -1110,11 +1114,14 @@ def _entry_point(name, what):
 
 
 def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
-                     score_mod="", mask_mod="", num_splits=0):
+                     score_mod="", mask_mod="", num_splits=0,
+                     block_table=None):
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
     first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], the keys split
     into num_splits parts (0: the runtime's choice), launched on the current
-    stream (no checks of the lengths' values: flash_attn_with_kvcache's)."""
+    stream (no checks of the lengths' values: flash_attn_with_kvcache's).
+    block_table: int32 [B, max_pages] of a paged cache, k_cache and v_cache
+    then the pool [num_pages, P, Hkv, D]."""
     import torch
 
     batch, q_len, heads, _ = q.shape
@@ -1129,7 +1136,8 @@ def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
         ctypes.byref(_describe(v_cache.transpose(1, 2))),
         ctypes.byref(_describe(o.transpose(1, 2))),
         ctypes.byref(_describe(lse)), ctypes.byref(_describe(kv_lens)),
-        ctypes.byref(_extras(kv_splits=num_splits)), _dtype_code(q), _flag("causal", causal), float(scale), config,
+        ctypes.byref(_extras(kv_splits=num_splits, block_table=block_table)),
+        _dtype_code(q), _flag("causal", causal), float(scale), config,
         _stream_of(q)))
     return o, lse
 
@@ -1155,15 +1163,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     it: the kernel then clamps them to the cache). num_splits: the parts
     the keys are split into, each a program, merged by their log-sum-exps
     (split-KV: 0 = the runtime's choice from the problem and the SMs, 1 =
-    no split, up to 128). Not yet: a paged cache (block_table),
-    cache_batch_idx, gradients (an inference call)."""
+    no split, up to 128). block_table (int32 [B, max_pages] on q's
+    device): a paged cache, k_cache and v_cache then the pool of pages
+    [num_pages, P, Hkv, D] and entry b's keys its pages one after another
+    (capacity max_pages x P; the new tokens go into those pages); P must be
+    a multiple of 16 (a K/V tile is read from one page: pages of 64 or more
+    get the widest tiles). Not yet: cache_batch_idx, pages smaller than 16,
+    gradients (an inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:
         raise ImportError(f"{where} needs torch")
-    if block_table is not None:
-        raise NotImplementedError(f"{where}: a paged cache (block_table) is "
-                                  "not supported yet")
     if cache_batch_idx is not None:
         raise NotImplementedError(f"{where}: cache_batch_idx is not "
                                   "supported yet")
@@ -1184,6 +1194,27 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         raise ValueError(f"{where}: k_cache {tuple(k_cache.shape)} and "
                          f"v_cache {tuple(v_cache.shape)} must have one shape")
     batch, capacity = k_cache.shape[0], k_cache.shape[1]
+    if block_table is not None:
+        # A pool of pages: the table's rows are the batch entries.
+        if (not isinstance(block_table, torch.Tensor)
+                or block_table.dtype != torch.int32 or block_table.dim() != 2
+                or block_table.shape[1] < 1):
+            raise TypeError(f"{where}: block_table must be an int32 tensor "
+                            "[B, max_pages] (max_pages >= 1), got "
+                            f"{getattr(block_table, 'dtype', type(block_table))}"
+                            f" {tuple(getattr(block_table, 'shape', ()))}")
+        if block_table.device != q.device:
+            raise ValueError(f"{where}: block_table is on "
+                             f"{block_table.device}, q on {q.device}")
+        page = k_cache.shape[1]
+        if page % 16:
+            raise ValueError(f"{where}: page size {page} (k_cache's dimension "
+                             "1) must be a multiple of 16 (a K/V tile is "
+                             "read from one page; smaller pages are not "
+                             "supported yet)")
+        pages = k_cache.shape[0]
+        batch, capacity = block_table.shape[0], block_table.shape[1] * page
+        block_table = block_table.contiguous()
     if q.shape[0] != batch:
         raise ValueError(f"{where}: q has {q.shape[0]} batch entries, the "
                          f"cache {batch} (cache_batch_idx is not supported "
@@ -1195,7 +1226,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if k is not None:
         for name, t in (("k", k), ("v", v)):
             if (not isinstance(t, torch.Tensor) or t.dim() != 4
-                    or t.shape[0] != batch or t.shape[2:] != k_cache.shape[2:]
+                    or t.shape[0] != batch
+                    or t.shape[2:] != k_cache.shape[2:]
                     or t.dtype != k_cache.dtype or t.device != q.device):
                 raise ValueError(
                     f"{where}: {name} must be [B, S_new, Hkv, D] = [{batch}, "
@@ -1226,6 +1258,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if (check_lengths and not torch.compiler.is_compiling()
             and not torch.jit.is_tracing()):
         values = lengths.tolist()
+        if block_table is not None:
+            used = block_table.tolist()
+            for b, row in enumerate(used):
+                n = (values[b] + new + page - 1) // page
+                for p in row[:n]:
+                    if not 0 <= p < pages:
+                        raise ValueError(
+                            f"{where}: block_table[{b}] names page {p}; the "
+                            f"cache holds pages 0 .. {pages - 1}")
         for b, n in enumerate(values):
             if n < 0 or n + new > capacity:
                 raise ValueError(
@@ -1234,9 +1275,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                     + f"; the cache holds {capacity} (cache_seqlens must be "
                     f"in [0, {capacity - new}])")
     if new:
-        # The new tokens into rows cache_seqlens[b] ... of each entry.
+        # The new tokens into rows cache_seqlens[b] ... of each entry (of a
+        # paged entry: its page j // P, row j % P).
         rows = lengths.long()[:, None] + torch.arange(new, device=q.device)
         entries = torch.arange(batch, device=q.device)[:, None]
+        if block_table is not None:
+            entries = block_table.long().gather(
+                1, (rows // page).clamp(max=block_table.shape[1] - 1))
+            rows = rows % page
         k_cache[entries, rows] = k
         v_cache[entries, rows] = v
     # (No kernel launch for the lengths when nothing is appended.)
@@ -1244,9 +1290,16 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         (lengths + new).to(torch.int32).contiguous()
     scale = _check_scale(where, softmax_scale)
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
-    o, lse = torch.ops.fa.kvcache_attention_forward(
-        q, k_cache, v_cache, kv_lens, bool(_flag("causal", causal)), scale,
-        score_text, mask_text, splits)
+    causal = bool(_flag("causal", causal))
+    # Eagerly, outside tracing and dispatch modes, the op's dispatch (tens
+    # of microseconds, as long as a decode step's kernels) is skipped.
+    if _launch_directly((q, k_cache, v_cache, kv_lens)):
+        o, lse = _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
+                                  score_text, mask_text, splits, block_table)
+    else:
+        o, lse = torch.ops.fa.kvcache_attention_forward(
+            q, k_cache, v_cache, kv_lens, causal, scale, score_text,
+            mask_text, splits, block_table)
     return (o, lse) if return_softmax_lse else o
 
 

@@ -69,7 +69,7 @@ class GpuKvCacheTest(unittest.TestCase):
 
     def run_cache(self, dtype, lengths, q_len, new, hq, hkv, d, causal,
                   capacity=300, window=(-1, -1), softcap=0.0, seed=0,
-                  num_splits=0):
+                  num_splits=0, page=0):
         torch.manual_seed(seed)
         batch = len(lengths)
         q = torch.randn(batch, q_len, hq, d, device="cuda", dtype=dtype)
@@ -86,15 +86,35 @@ class GpuKvCacheTest(unittest.TestCase):
             k = torch.randn(batch, new, hkv, d, device="cuda", dtype=dtype)
             v = torch.randn(batch, new, hkv, d, device="cuda", dtype=dtype)
         seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        # A paged cache: the entries' pages in a shuffled pool with spare
+        # pages of NaN; the logical cache is read back through the table.
+        table = None
+        k_pool, v_pool = k_cache, v_cache
+        if page:
+            assert capacity % page == 0
+            per_entry = capacity // page
+            count = batch * per_entry + 3
+            table = torch.randperm(count, device="cuda")[:batch * per_entry]
+            table = table.view(batch, per_entry).to(torch.int32)
+            k_pool = torch.full((count, page, hkv, d), float("nan"),
+                                device="cuda", dtype=dtype)
+            v_pool = torch.full_like(k_pool, float("nan"))
+            k_pool[table.long()] = k_cache.view(batch, per_entry, page, hkv, d)
+            v_pool[table.long()] = v_cache.view(batch, per_entry, page, hkv, d)
         out, lse = fa.flash_attn_with_kvcache(
-            q, k_cache, v_cache, k, v, cache_seqlens=seqlens, causal=causal,
+            q, k_pool, v_pool, k, v, cache_seqlens=seqlens, block_table=table,
+            causal=causal,
             window_size=window, softcap=softcap, num_splits=num_splits,
             return_softmax_lse=True)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (batch, hq, q_len))
         name = (f"{dtype} lengths={lengths} Sq={q_len} new={new} Hq={hq} "
                 f"Hkv={hkv} D={d} {'causal' if causal else 'full'} "
-                f"window={window} softcap={softcap} splits={num_splits}")
+                f"window={window} softcap={softcap} splits={num_splits} "
+                f"page={page}")
+        if page:  # the logical cache, appended tokens included
+            k_cache = k_pool[table.long()].view(batch, capacity, hkv, d)
+            v_cache = v_pool[table.long()].view(batch, capacity, hkv, d)
         scale = d ** -0.5
         for b, n in enumerate(lengths):
             if new:  # appended in place, the rest of the cache untouched
@@ -171,6 +191,42 @@ class GpuKvCacheTest(unittest.TestCase):
         self.run_cache(torch.float16, [8191, 0], 1, 1, 8, 1, 64, False,
                        capacity=8192, num_splits=128)
 
+    def test_paged(self):
+        # Pages of 16, 64, 256 in a shuffled pool (spare pages of NaN):
+        # decode and a few query rows, appended tokens crossing a page,
+        # GQA, causal, split and not.
+        for page, capacity in ((16, 304), (64, 320), (256, 512)):
+            for splits in (0, 1, 3):
+                with self.subTest(page=page, splits=splits):
+                    self.run_cache(torch.bfloat16, [0, 1, 37, capacity - 2],
+                                   1, 2, 8, 2, 128, True, capacity=capacity,
+                                   num_splits=splits, page=page)
+                    self.run_cache(torch.float16, [15, 0, capacity, 129], 3,
+                                   0, 4, 4, 64, False, capacity=capacity,
+                                   num_splits=splits, page=page)
+        self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
+                       capacity=256, page=64)
+
+    def test_bad_pages_are_named(self):
+        q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.float16)
+        pool = torch.zeros(5, 16, 2, 64, device="cuda", dtype=torch.float16)
+        table = torch.tensor([[0, 1], [2, 7]], dtype=torch.int32,
+                             device="cuda")
+        with self.assertRaisesRegex(ValueError, r"block_table\[1\] names "
+                                    "page 7; the cache holds pages 0 .. 4"):
+            fa.flash_attn_with_kvcache(q, pool, pool, cache_seqlens=20,
+                                       block_table=table)
+        with self.assertRaisesRegex(TypeError, "block_table must be an int32"):
+            fa.flash_attn_with_kvcache(q, pool, pool, cache_seqlens=3,
+                                       block_table=table.long())
+        odd = torch.zeros(5, 24, 2, 64, device="cuda", dtype=torch.float16)
+        with self.assertRaisesRegex(ValueError, "page size 24"):
+            fa.flash_attn_with_kvcache(q, odd, odd, cache_seqlens=3,
+                                       block_table=table)
+        with self.assertRaisesRegex(ValueError, "the cache holds 32"):
+            fa.flash_attn_with_kvcache(q, pool, pool, cache_seqlens=33,
+                                       block_table=table[:, :1].repeat(1, 2))
+
     def test_bad_lengths_are_named(self):
         q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.float16)
         cache = torch.zeros(2, 16, 2, 64, device="cuda", dtype=torch.float16)
@@ -183,9 +239,6 @@ class GpuKvCacheTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "int32 tensor"):
             fa.flash_attn_with_kvcache(q, cache, cache,
                                        cache_seqlens=lengths.long())
-        with self.assertRaisesRegex(NotImplementedError, "block_table"):
-            fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
-                                       block_table=lengths)
         for splits in (-1, 129):
             with self.assertRaisesRegex(ValueError, f"num_splits = {splits}: "
                                         "it must be 0"):
@@ -217,7 +270,7 @@ class GpuKvCacheTest(unittest.TestCase):
         lens = torch.tensor([0, 7, 50], dtype=torch.int32, device="cuda")
         torch.library.opcheck(torch.ops.fa.kvcache_attention_forward,
                               (q, cache, cache, lens, True, 0.125, "", "",
-                               0))
+                               0, None))
         eager = fa.flash_attn_with_kvcache(q, cache, cache,
                                            cache_seqlens=lens, causal=True)
         compiled = torch.compile(

@@ -628,7 +628,7 @@ func.func @q_range_block_disagrees(%q: memref<?x?x?x32xf32>, %n: index) {
 // A varlen batch packs queries and keys alike: both offset tables.
 func.func @varlen_one_table(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cq: memref<?xi32>) {
   // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>, memref<?xi32>) -> ()
   return
 }
@@ -820,7 +820,7 @@ func.func @partials_f16(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse
 
 func.func @partials_one(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse: memref<4x?x?xf32>) {
   // expected-error @+1 {{takes partial_output and partial_lse together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?xf32>, memref<4x?x?xf32>) -> ()
   return
 }
@@ -885,5 +885,27 @@ func.func @partials_block_mask(%q: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>
 func.func @merge_rows(%o: tensor<16x64xf32>, %lse: tensor<8xf32>) {
   // expected-error @+1 {{lse must hold one value per row of output (16), got 'tensor<8xf32>'}}
   %o2, %l2 = fa.merge_partial %o, %lse with %o, %lse : tensor<16x64xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// A page table: one row per batch entry, not with varlen; K's batch is the
+// pool's pages (not checked against Q's).
+func.func @block_table_rows(%q: memref<2x?x?x64xf16>, %k: memref<9x?x?x64xf16>, %lse: memref<2x?x?xf32>, %t: memref<3x?xi32>) {
+  // expected-error @+1 {{block_table holds 3 rows; it needs one per batch entry (2)}}
+  fa.attention %q, %k, %k into %q, %lse block_table %t {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<9x?x?x64xf16>, memref<9x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      block_table memref<3x?xi32>
+  return
+}
+
+// -----
+
+func.func @block_table_varlen(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %c: memref<?xi32>, %t: memref<?x?xi32>) {
+  // expected-error @+1 {{does not take a block_table (paged KV) with cu_seqlens yet}}
+  fa.attention %q, %q, %q into %q, %lse cu_seqlens(%c, %c) block_table %t {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+      cu_seqlens memref<?xi32>, memref<?xi32> block_table memref<?x?xi32>
   return
 }

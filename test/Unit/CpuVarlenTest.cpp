@@ -600,4 +600,99 @@ TEST(CpuSplitKv, PartsAreChecked) {
             "kvParts is 2: only a split-KV kernel takes parts");
 }
 
+/// A paged KV cache: entry b's keys are its table's pages (P rows each) of
+/// a pool, shuffled, with pages no table names full of NaN; kv_lens counts
+/// the filled keys. Against the float64 reference of each entry's
+/// contiguous keys. `parts` > 0: split-KV too.
+double runPaged(int64_t page, int64_t parts, bool causal) {
+  const Case c{causal, 8, 16, /*variant=*/false, /*sinks=*/false};
+  CpuKernelConfig config = configFor(c);
+  config.varlen = false;
+  config.kvLens = true;
+  config.pagedKv = true;
+  config.splitKv = parts > 0;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  const int64_t hq = 4, hkv = 2, d = kHeadDim, sq = 3, maxPages = 5;
+  std::vector<int32_t> lens = {0, 1, int32_t(page + 3),
+                               int32_t(maxPages * page), 7};
+  int64_t batch = int64_t(lens.size()), count = batch * maxPages + 2;
+  // Page p of entry b is pool page table[b, p]: a shuffled permutation.
+  std::vector<int32_t> table(size_t(batch * maxPages));
+  std::vector<int32_t> order(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    order[size_t(i)] = int32_t((i * 7 + 3) % count);
+  std::copy(order.begin(), order.begin() + table.size(), table.begin());
+  std::mt19937_64 rng(77 + page + parts * 3 + causal);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> k(size_t(count * hkv * page * d), nan), v(k.size(), nan);
+  auto q = fa::test::randomNormal(batch * hq * sq * d, rng);
+  // The logical keys of each entry, written through the table.
+  std::vector<std::vector<float>> keys(static_cast<size_t>(batch)),
+      values(static_cast<size_t>(batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t used = lens[size_t(b)];
+    keys[size_t(b)] = fa::test::randomNormal(hkv * used * d, rng);
+    values[size_t(b)] = fa::test::randomNormal(hkv * used * d, rng);
+    for (int64_t h = 0; h < hkv; ++h)
+      for (int64_t j = 0; j < used; ++j) {
+        int64_t at = table[size_t(b * maxPages + j / page)];
+        for (int64_t e = 0; e < d; ++e) {
+          size_t pool = size_t(((at * hkv + h) * page + j % page) * d + e);
+          size_t own = size_t((h * used + j) * d + e);
+          k[pool] = keys[size_t(b)][own];
+          v[pool] = values[size_t(b)][own];
+        }
+      }
+  }
+  std::vector<float> o(q.size(), nan), lse(size_t(batch * hq * sq), nan);
+  AttentionShape shape{batch, hq, hkv, sq, page};
+  llvm::Error error = kernel.run(
+      shape, q.data(), k.data(), v.data(), o.data(), lse.data(), nullptr, {},
+      {}, {}, lens.data(), std::max<int64_t>(parts, 1),
+      CpuPages{table.data(), maxPages, count});
+  if (error) {
+    ADD_FAILURE() << llvm::toString(std::move(error));
+    return INFINITY;
+  }
+  double worst = 0.0;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t used = lens[size_t(b)];
+    SCOPED_TRACE(testing::Message() << "entry " << b << " kv_len=" << used
+                                    << " page " << page << " parts " << parts
+                                    << " causal " << causal);
+    fa::AttentionProblem p = sequenceProblem(c, sq, used, hq, hkv,
+                                             kernel.getConfig().scale, {});
+    std::vector<float> qs(q.begin() + b * hq * sq * d,
+                          q.begin() + (b + 1) * hq * sq * d);
+    fa::ReferenceResult want = fa::referenceAttention(
+        p, qs.data(), keys[size_t(b)].data(), values[size_t(b)].data());
+    for (size_t i = 0; i < want.output.size(); ++i) {
+      double err = std::fabs(double(o[size_t(b * hq * sq * d) + i]) -
+                             want.output[i]);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+    for (size_t i = 0; i < want.lse.size(); ++i) {
+      double got = lse[size_t(b * hq * sq) + i];
+      double err = std::isinf(want.lse[i])
+                       ? (got == want.lse[i] ? 0.0 : INFINITY)
+                       : std::fabs(got - want.lse[i]);
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+  }
+  return worst;
+}
+
+TEST(CpuPagedKv, ReadsEachEntrysPages) {
+  for (int64_t page : {16, 32, 48})
+    for (bool causal : {false, true})
+      EXPECT_LE(runPaged(page, /*parts=*/0, causal), kTolerance)
+          << "page " << page;
+}
+
+TEST(CpuPagedKv, SplitsThePagedKeys) {
+  for (int64_t parts : {2, 7})
+    EXPECT_LE(runPaged(32, parts, /*causal=*/true), kTolerance)
+        << parts << " parts";
+}
+
 } // namespace

@@ -1942,6 +1942,37 @@ TEST(CApi, KvCacheForward) {
               "up to 128, got " +
                   std::to_string(parts));
   }
+  // A paged cache: the table is the kvcache call's; its rows are the batch
+  // entries; the page size must hold whole K/V tiles.
+  extras.kv_splits = 0;
+  fa_tensor table = {q16.data, {2, 3, 0, 0}, {3, 1, 0, 0}};
+  fa_tensor pool = {q16.data, {9, 2, 16, 128}, {4096, 2048, 128, 1}};
+  extras.block_table = &table;
+  EXPECT_EQ(fa_attention_forward_ex(runtime, &q16, &pool, &pool, &q16, &lse16,
+                                    &extras, FA_F16, 0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "a block_table (paged KV cache) is taken by "
+                                "fa_attention_kvcache_forward only");
+  fa_tensor tallTable = {q16.data, {3, 3, 0, 0}, {3, 1, 0, 0}};
+  extras.block_table = &tallTable;
+  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
+                                         &lse16, &lens, &extras, FA_F16, 0,
+                                         0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(),
+               "block_table has 3 rows; it needs one per batch entry (2)");
+  fa_tensor oddPool = {q16.data, {9, 2, 24, 128}, {6144, 3072, 128, 1}};
+  extras.block_table = &table;
+  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &oddPool, &oddPool,
+                                         &q16, &lse16, &lens, &extras, FA_F16,
+                                         0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("page size 24 (k's dimension 2) must be a multiple of "
+                      "the kernel's block_n"),
+            std::string::npos)
+      << fa_last_error();
+  extras.block_table = nullptr;
   extras.kv_splits = 4;
   fa_kernel_config wgmma = {};
   wgmma.strategy = FA_STRATEGY_WGMMA;
@@ -2459,12 +2490,13 @@ static_assert(sizeof(void *) != 8 ||
                    offsetof(fa_kernel_config, varlen) == 88 &&
                    offsetof(fa_kernel_config, kv_lens) == 92 &&
                    sizeof(fa_kernel_config) == 96 &&
-                   sizeof(fa_attention_extras) == 56 &&
+                   sizeof(fa_attention_extras) == 64 &&
                    offsetof(fa_attention_extras, captures) == 16 &&
                    offsetof(fa_attention_extras, num_captures) == 24 &&
                    offsetof(fa_attention_extras, key_ranges) == 32 &&
                    offsetof(fa_attention_extras, query_ranges) == 40 &&
                    offsetof(fa_attention_extras, kv_splits) == 48 &&
+                   offsetof(fa_attention_extras, block_table) == 56 &&
                    sizeof(fa_capture) == 80 &&
                    offsetof(fa_capture, dtype) == 72 &&
                    offsetof(fa_capture, rank) == 76),

@@ -108,6 +108,12 @@ static cl::opt<bool> splitKv(
              "them by their log-sum-exps (<name>_combine); N is the "
              "partials' size at launch"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> pagedKv(
+    "paged-kv",
+    cl::desc("a paged KV cache: the forward takes K, V as a pool of pages "
+             "[num_pages, Hkv, P, D] and an i32 block_table [B, max_pages] "
+             "after kv_lens; block-n must divide P"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -248,6 +254,7 @@ int main(int argc, char **argv) {
   spec.varlen = varlen;
   spec.kvLens = kvLens;
   spec.splitKv = splitKv;
+  spec.pagedKv = pagedKv;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -361,6 +368,9 @@ int main(int argc, char **argv) {
     if (kvLens.getNumOccurrences())
       return fail("--kv-lens describes a problem built from the options; " +
                   inputFile + " has its kv_lens operand or not");
+    if (pagedKv.getNumOccurrences())
+      return fail("--paged-kv describes a problem built from the options; " +
+                  inputFile + " has its block_table operand or not");
     if (splitKv.getNumOccurrences())
       return fail("--split-kv describes a problem built from the options; " +
                   inputFile + " has its partials operands or not");
@@ -370,6 +380,7 @@ int main(int argc, char **argv) {
       spec.varlen = op.getCuSeqlensQ() != nullptr;
       spec.kvLens = op.getKvLens() != nullptr;
       spec.splitKv = op.getPartialOutput() != nullptr;
+      spec.pagedKv = op.getBlockTable() != nullptr;
     });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;

@@ -15,20 +15,34 @@ using namespace mlir::fa;
 namespace {
 
 
+/// The indices a tile copy reads at: the load's batch entry, first row and
+/// sequence (null first and end: none), as one iteration of its loop
+/// computes them (a paged cache's batch entry and rows change from tile to
+/// tile).
+struct TileCopyIndices {
+  Value batch, row, first, end;
+
+  /// The load's own operands.
+  static TileCopyIndices of(LoadTileOp load) {
+    return {load.getBatch(), load.getRow(), load.getSequenceFirst(),
+            load.getSequenceEnd()};
+  }
+};
+
 /// Copies rows [row, row + R) of source[batch, head] into `buffer` ([R,
 /// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
 /// or past `rowLimit` and columns past the head dim (up to the contraction
 /// width) are zero-filled (cp.async with 0 source bytes, address clamped).
-void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
-                  Value buffer, int64_t numThreads,
+void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
+                  const TileCopyIndices &at, Value buffer, int64_t numThreads,
                   const SharedTileCopyLayout &layout) {
   auto type = cast<RankedTensorType>(load.getType());
   int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
   int64_t chunksPerRow = layout.copiedColumns(headDim) / 8;
   int64_t chunks = rows * chunksPerRow;
   Value source = load.getSource();
-  Value rowLimit = buildRowLimit(b, loc, source, load.getSequenceEnd());
-  row = buildSourceRow(b, loc, load.getSequenceFirst(), row);
+  Value rowLimit = buildRowLimit(b, loc, source, at.end);
+  Value row = buildSourceRow(b, loc, at.first, at.row);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value zero = indexConst(b, loc, 0);
   Value full = indexConst(b, loc, 8);
@@ -64,7 +78,7 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load, Value row,
       nvgpu::DeviceAsyncCopyOp::create(
           b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
           layout.chunkIndices(b, loc, r, col), source,
-          ValueRange{load.getBatch(), load.getHead(), srcRow, srcCol},
+          ValueRange{at.batch, load.getHead(), srcRow, srcCol},
           b.getIndexAttr(8), srcElements, b.getUnitAttr());
     };
     if (first + numThreads <= chunks) {
@@ -113,7 +127,8 @@ void lowerSingleLoad(LoadTileOp load, int64_t numThreads,
   OpBuilder b(load);
   Location loc = load.getLoc();
   Value buffer = layout.slotBuffer(b, loc, load, indexConst(b, loc, 0));
-  emitTileCopy(b, loc, load, load.getRow(), buffer, numThreads, layout);
+  emitTileCopy(b, loc, load, TileCopyIndices::of(load), buffer, numThreads,
+               layout);
   waitGroups(b, loc, commitGroup(b, loc), 0);
   if (layout.beforePublish)
     layout.beforePublish(b, loc);
@@ -127,12 +142,13 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
                                 int64_t stages, int64_t numThreads,
                                 const SharedTileCopyLayout &layout) {
   Location loc = loop.getLoc();
+  // (The batch entry and the rows may change from tile to tile: a paged
+  // cache's page; they are computed for the iteration a copy is for.)
   for (LoadTileOp load : loads)
-    for (Value v : {Value(load.getSource()), Value(load.getBatch()),
-                    Value(load.getHead())})
+    for (Value v : {Value(load.getSource()), Value(load.getHead())})
       if (Operation *def = v.getDefiningOp(); def && loop->isAncestor(def))
-        return load.emitOpError("a pipelined tile load needs its source, batch "
-                                "and head defined outside the loop");
+        return load.emitOpError("a pipelined tile load needs its source and "
+                                "head defined outside the loop");
   Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
         step = loop.getStep();
   // Copies the tiles of iteration `iteration` into `slot`, if it runs.
@@ -145,11 +161,17 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
     IRMapping mapping;
     mapping.map(loop.getInductionVar(), iteration);
     for (LoadTileOp load : loads) {
-      FailureOr<Value> row =
-          valueAtIteration(inner, loop, load.getRow(), mapping);
-      if (failed(row))
-        return failure();
-      emitTileCopy(inner, loc, load, *row,
+      TileCopyIndices at = TileCopyIndices::of(load);
+      for (Value *index : {&at.batch, &at.row, &at.first, &at.end}) {
+        if (!*index)
+          continue;
+        FailureOr<Value> value =
+            valueAtIteration(inner, loop, *index, mapping);
+        if (failed(value))
+          return failure();
+        *index = *value;
+      }
+      emitTileCopy(inner, loc, load, at,
                    layout.slotBuffer(inner, loc, load, slot), numThreads,
                    layout);
     }

@@ -1,0 +1,42 @@
+// RUN: fa-opt %s --fa-tile="block-m=16 block-n=32" --cse | FileCheck %s
+
+// A paged KV cache: K and V are a pool of pages of P = dim(K, 2) rows and
+// entry b's keys are the pages block_table[b, 0..] one after another
+// (kv_len = max_pages * P, then the filled length kv_lens[b]). Each K/V
+// tile lies in one page (block-n divides P): the loop reads page
+// table[b, start / P] (clamped into the table's row and the pool) from row
+// start % P, the rows before kv_len, as a load of that page's batch entry.
+// CHECK-LABEL: func.func @paged
+// CHECK-SAME: %[[K:[^:]*]]: memref<?x?x?x64xf16>, %[[V:[^:]*]]: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?xf32>, %[[LENS:[^:]*]]: memref<?xi32>, %[[TABLE:[^:]*]]: memref<?x?xi32>)
+// CHECK: %[[P:.*]] = memref.dim %[[K]], %c2
+// CHECK: %[[PAGES:.*]] = memref.dim %[[TABLE]], %c1
+// CHECK: %[[CAPACITY:.*]] = arith.muli %[[PAGES]], %[[P]]
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// CHECK: %[[USED:.*]] = arith.index_castui
+// CHECK: %[[SK:.*]] = arith.minui %[[USED]], %[[CAPACITY]]
+// CHECK: %[[LAST_PAGE:.*]] = arith.subi %[[PAGES]], %c1
+// CHECK: %[[POOL:.*]] = memref.dim %[[K]], %c0
+// CHECK: %[[LAST_ENTRY:.*]] = arith.subi %[[POOL]], %c1
+// CHECK: scf.for %[[T:.*]] = {{.*}} iter_args
+// CHECK: %[[START:.*]] = arith.muli %[[T]], %c32
+// CHECK: %[[PAGE0:.*]] = arith.divui %[[START]], %[[P]]
+// CHECK: %[[PAGE:.*]] = arith.minui %[[PAGE0]], %[[LAST_PAGE]]
+// CHECK: %[[NUMBER:.*]] = memref.load %[[TABLE]][%[[B]], %[[PAGE]]] : memref<?x?xi32>
+// CHECK: %[[ENTRY0:.*]] = arith.index_castui %[[NUMBER]] : i32 to index
+// CHECK: %[[ENTRY:.*]] = arith.minui %[[ENTRY0]], %[[LAST_ENTRY]]
+// CHECK: %[[ROW:.*]] = arith.remui %[[START]], %[[P]]
+// CHECK: %[[LEFT:.*]] = arith.subi %[[SK]], %[[START]]
+// CHECK: %[[END:.*]] = arith.addi %[[ROW]], %[[LEFT]]
+// CHECK: fa.load_tile %[[K]][%[[ENTRY]], %{{.*}}, %[[ROW]]] sequence(%c0, %[[END]])
+// CHECK: fa.load_tile %[[V]][%[[ENTRY]], %{{.*}}, %[[ROW]]] sequence(%c0, %[[END]])
+// The mask and the K/V range see the logical keys.
+// CHECK: fa.mask %{{.*}}, %{{.*}}, %[[START]], %{{.*}}, %[[SK]]
+func.func @paged(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                 %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>, %lens: memref<?xi32>,
+                 %table: memref<?x?xi32>) {
+  fa.attention %q, %k, %v into %o, %lse kv_lens %lens block_table %table {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    into memref<?x?x?x64xf16>, memref<?x?x?xf32>
+    kv_lens memref<?xi32> block_table memref<?x?xi32>
+  return
+}
