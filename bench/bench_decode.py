@@ -5,10 +5,12 @@ streaming read of a buffer of the same size, in one run; fa with the
 runtime's split-KV choice (num_splits=0) and unsplit (num_splits=1).
 
     python3 bench/bench_decode.py [--batches 1,8,64] [--contexts 1024,8192,32768]
-        [--heads 32 --kv-heads 8 --head-dim 128] [--dtype bfloat16] [--json out.json]
+        [--heads 32 --kv-heads 8 --head-dim 128] [--dtype bfloat16] [--page 0]
+        [--json out.json]
 
 Every batch entry holds `context` keys (cache_seqlens = context; the
-cache is that long). Bytes: K and V of every entry's filled part (B x
+cache is that long). --page P: fa reads a paged cache of P-row pages (the
+pages of all entries shuffled in one pool); SDPA the same keys contiguous. Bytes: K and V of every entry's filled part (B x
 context x Hkv x D x 2 x element size); GB/s = bytes / time. The streaming
 read: torch.sum over a buffer of those bytes (float32 accumulation), as
 the attainable read bandwidth. Timing: triton.testing.do_bench (median,
@@ -77,6 +79,7 @@ def main():
     parser.add_argument("--kv-heads", type=int, default=8)
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--page", type=int, default=0)
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
@@ -98,10 +101,21 @@ def main():
             v = torch.randn_like(k)
             lens = torch.full((batch,), context, dtype=torch.int32,
                               device="cuda")
+            k_fa, v_fa, table = k, v, None
+            if args.page:
+                per_entry = context // args.page
+                order = torch.randperm(batch * per_entry, device="cuda")
+                table = order.view(batch, per_entry).to(torch.int32)
+                k_fa = torch.empty(batch * per_entry, args.page, hkv, d,
+                                   device="cuda", dtype=dtype)
+                v_fa = torch.empty_like(k_fa)
+                k_fa[table.long()] = k.view(batch, per_entry, args.page, hkv, d)
+                v_fa[table.long()] = v.view(batch, per_entry, args.page, hkv, d)
+
             def call(splits=0):
                 return fa.flash_attn_with_kvcache(
-                    q, k, v, cache_seqlens=lens, check_lengths=False,
-                    num_splits=splits)
+                    q, k_fa, v_fa, cache_seqlens=lens, block_table=table,
+                    check_lengths=False, num_splits=splits)
             ms = do_bench(call)
             call_host_ms = host_ms(call)
             fa_kernel_ms = kernel_ms(call, "fa_")
