@@ -229,6 +229,22 @@ fa_status fa_attention_kvcache_forward(
                       kvLens);
 }
 
+fa_status fa_attention_varlen_kvcache_forward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *cuSeqlensQ, const fa_tensor *cuSeqlensK,
+    int64_t maxSeqlenQ, int64_t maxSeqlenK, const fa_tensor *kvLens,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream) {
+  if (!cuSeqlensQ || !cuSeqlensK)
+    return invalid("a cu_seqlens descriptor is a null pointer");
+  if (!kvLens)
+    return invalid("the kv_lens descriptor is a null pointer");
+  return forwardFromC(runtime, q, k, v, o, lse, extras, dtype, causal, scale,
+                      config, stream, cuSeqlensQ, cuSeqlensK, maxSeqlenQ,
+                      maxSeqlenK, kvLens);
+}
+
 fa_status fa_attention_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *gradOutput,

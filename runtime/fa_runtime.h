@@ -269,6 +269,17 @@ FA_API fa_status fa_attention_kvcache_forward(
     const fa_tensor *kv_lens, const fa_attention_extras *extras, int dtype,
     int causal, double scale, const fa_kernel_config *config, void *stream);
 
+/* fa_attention_varlen_forward where sequence b attends to the first
+   kv_lens[b] of its keys only (flash-attn's seqused_k; i32 [B], contiguous,
+   device memory; clamped to the sequence's keys). Forward only. */
+FA_API fa_status fa_attention_varlen_kvcache_forward(
+    fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
+    const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,
+    const fa_tensor *cu_seqlens_q, const fa_tensor *cu_seqlens_k,
+    int64_t max_seqlen_q, int64_t max_seqlen_k, const fa_tensor *kv_lens,
+    const fa_attention_extras *extras, int dtype, int causal, double scale,
+    const fa_kernel_config *config, void *stream);
+
 /* The block mask of config->mask_mod (with the causal mask where causal is
    1) on the problem of q [B, Hq, Sq, D] and k [B, Hkv, Sk, D] (their sizes
    only: data may be NULL): fills key_ranges [B, Hb, ceil(Sq / 16), 4] and

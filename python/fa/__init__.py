@@ -188,6 +188,13 @@ def _library():
             ctypes.c_int64, ctypes.POINTER(_Extras), ctypes.c_int,
             ctypes.c_int, ctypes.c_double, ctypes.POINTER(_Config),
             ctypes.c_void_p]
+    if hasattr(lib, "fa_attention_varlen_kvcache_forward"):
+        lib.fa_attention_varlen_kvcache_forward.argtypes = [
+            ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
+            tensor, ctypes.c_int64, ctypes.c_int64, tensor,
+            ctypes.POINTER(_Extras), ctypes.c_int, ctypes.c_int,
+            ctypes.c_double, ctypes.POINTER(_Config), ctypes.c_void_p]
+        lib.fa_attention_varlen_kvcache_forward.restype = ctypes.c_int
     if hasattr(lib, "fa_attention_kvcache_forward"):
         lib.fa_attention_kvcache_forward.argtypes = [
             ctypes.c_void_p, tensor, tensor, tensor, tensor, tensor, tensor,
@@ -1352,26 +1359,34 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
 
 
 def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                    max_seqlen_k, causal, scale, score_mod="", mask_mod=""):
+                    max_seqlen_k, causal, scale, score_mod="", mask_mod="",
+                    seqused_k=None):
     """O [total_q, Hq, D] and LSE [Hq, total_q] of a packed batch, launched
     on the current stream (no autograd, no checks of the offsets' values:
-    flash_attn_varlen_func's)."""
+    flash_attn_varlen_func's); seqused_k: int32 [B], the keys each sequence
+    uses from its first."""
     import torch
 
     total_q, heads, _ = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((heads, total_q), dtype=torch.float32, device=q.device)
 
-    config = _config(0, 0, 0, variant=(score_mod, mask_mod), varlen=True)
-    call = _entry_point("fa_attention_varlen_forward", "varlen batches")
+    used = seqused_k is not None
+    config = _config(0, 0, 0, variant=(score_mod, mask_mod), varlen=True,
+                     kv_lens=used)
+    name = ("fa_attention_varlen_kvcache_forward" if used
+            else "fa_attention_varlen_forward")
+    call = _entry_point(name, "varlen batches" + (" with seqused_k" if used
+                                                  else ""))
+    lens = (ctypes.byref(_describe(seqused_k)),) if used else ()
     _check(call(
         _runtime(_device_index(q)), _packed_rows(q), _packed_rows(k),
         _packed_rows(v), _packed_rows(o),
         ctypes.byref(_describe(lse.unsqueeze(0))),
         ctypes.byref(_describe(cu_seqlens_q)),
         ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
-        int(max_seqlen_k), None, _dtype_code(q), _flag("causal", causal),
-        float(scale), config, _stream_of(q)))
+        int(max_seqlen_k), *lens, None, _dtype_code(q),
+        _flag("causal", causal), float(scale), config, _stream_of(q)))
     return o, lse
 
 
@@ -1410,7 +1425,8 @@ def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0,
-                           return_lse=False, check_offsets=True):
+                           return_lse=False, check_offsets=True,
+                           seqused_k=None):
     """FlashAttention's varlen convention: a packed batch of sequences of
     their own lengths. q [total_q, Hq, D], k and v [total_k, Hkv, D] hold
     the rows of every sequence one after another; cu_seqlens_q and
@@ -1425,7 +1441,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     may skip with check_offsets=False (the kernel then never reads or
     writes outside the tensors, but offsets that break the rules leave
     rows of O unwritten or mixed). Differentiable (q, k, v; the
-    backward runs on the mma or simt strategy, not deterministic)."""
+    backward runs on the mma or simt strategy, not deterministic).
+    seqused_k (int32 [B] on q's device): sequence b attends to the first
+    seqused_k[b] of its keys only (clamped to them; FlashAttention-3's
+    convention); forward only (no gradient through it yet)."""
     where = "fa.flash_attn_varlen_func"
     torch = _torch
     if torch is None:
@@ -1463,9 +1482,31 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                      values)
     scale = _check_scale(where, softmax_scale)
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
+    causal = bool(_flag("causal", causal))
+    if seqused_k is not None:
+        batch = cu_seqlens_q.shape[0] - 1
+        if (not isinstance(seqused_k, torch.Tensor)
+                or seqused_k.dtype != torch.int32
+                or tuple(seqused_k.shape) != (batch,)):
+            raise TypeError(f"{where}: seqused_k must be an int32 tensor [B] "
+                            f"= [{batch}], got "
+                            f"{getattr(seqused_k, 'dtype', type(seqused_k))}"
+                            f" {tuple(getattr(seqused_k, 'shape', ()))}")
+        if seqused_k.device != q.device:
+            raise ValueError(f"{where}: seqused_k is on {seqused_k.device}, "
+                             f"q on {q.device}")
+        if torch.is_grad_enabled() and any(t.requires_grad
+                                           for t in (q, k, v)):
+            raise NotImplementedError(
+                f"{where}: seqused_k is forward only (the backward does not "
+                "take the used lengths yet): call it under torch.no_grad()")
+        o, lse = torch.ops.fa.varlen_seqused_attention_forward(
+            q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+            causal, scale, score_text, mask_text, seqused_k.contiguous())
+        return (o, lse) if return_lse else o
     o, lse = torch.ops.fa.varlen_attention_forward(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-        bool(_flag("causal", causal)), scale, score_text, mask_text)
+        causal, scale, score_text, mask_text)
     return (o, lse) if return_lse else o
 
 

@@ -180,6 +180,31 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
 
 
+@torch.library.custom_op("fa::varlen_seqused_attention_forward",
+                         mutates_args=(), device_types="cuda")
+def varlen_seqused_attention_forward(q: torch.Tensor, k: torch.Tensor,
+                                     v: torch.Tensor,
+                                     cu_seqlens_q: torch.Tensor,
+                                     cu_seqlens_k: torch.Tensor,
+                                     max_seqlen_q: int, max_seqlen_k: int,
+                                     causal: bool, scale: float,
+                                     score_mod: str, mask_mod: str,
+                                     seqused_k: torch.Tensor
+                                     ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """varlen_attention_forward with each sequence's used keys (seqused_k;
+    no gradient)."""
+    return _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                           max_seqlen_k, causal, scale, score_mod, mask_mod,
+                           seqused_k)
+
+
+@varlen_seqused_attention_forward.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+      causal, scale, score_mod, mask_mod, seqused_k):
+    return (torch.empty_like(q),
+            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+
+
 @torch.library.custom_op("fa::varlen_attention_backward", mutates_args=(),
                          device_types="cuda")
 def varlen_attention_backward(grad_output: torch.Tensor, q: torch.Tensor,

@@ -86,7 +86,7 @@ class GpuVarlenTest(unittest.TestCase):
     """flash_attn_varlen_func against each sequence alone, in float64."""
 
     def run_batch(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
-                  window=(-1, -1), softcap=0.0, seed=0):
+                  window=(-1, -1), softcap=0.0, seed=0, used=None):
         torch.manual_seed(seed)
         cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
                             device="cuda")
@@ -96,9 +96,17 @@ class GpuVarlenTest(unittest.TestCase):
         k = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
         v = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
         scale = d ** -0.5
+        # seqused_k: each sequence's first used[b] keys (the rest NaN).
+        seqused = None
+        if used is not None:
+            seqused = torch.tensor(used, dtype=torch.int32, device="cuda")
+            for b, (first, n) in enumerate(zip(_offsets(k_lens), used)):
+                k[first + n:first + k_lens[b]] = float("nan")
+                v[first + n:first + k_lens[b]] = float("nan")
         out, lse = fa.flash_attn_varlen_func(
             q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
-            window_size=window, softcap=softcap, return_lse=True)
+            window_size=window, softcap=softcap, return_lse=True,
+            seqused_k=seqused)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (hq, q.shape[0]))
         name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
@@ -107,7 +115,8 @@ class GpuVarlenTest(unittest.TestCase):
         oq, ok = _offsets(q_lens), _offsets(k_lens)
         for b in range(len(q_lens)):
             rows = slice(oq[b], oq[b + 1])
-            keys = slice(ok[b], ok[b + 1])
+            keys = slice(ok[b], ok[b + 1] if used is None
+                         else ok[b] + used[b])
             exact, exact_lse = sequence_attention(
                 q[rows].double(), k[keys].double(), v[keys].double(), scale,
                 causal, window, softcap)
@@ -144,6 +153,26 @@ class GpuVarlenTest(unittest.TestCase):
                     with self.subTest(dtype=dtype, causal=causal, d=d):
                         self.run_batch(dtype, q_lens, k_lens, hq, hkv, d,
                                        causal)
+
+    def test_seqused_k(self):
+        # Each sequence's first seqused_k[b] keys (0, 1, a tail, all), the
+        # rest NaN; causal aligned to the used keys' end; split-KV on the
+        # long decode rows.
+        with torch.no_grad():
+            for causal in (False, True):
+                self.run_batch(torch.bfloat16, [3, 1, 40, 7], [50, 9, 300, 20],
+                               8, 2, 128, causal, used=[0, 1, 171, 20])
+                self.run_batch(torch.float16, [1, 1], [4000, 3000], 8, 1, 64,
+                               causal, used=[3999, 17])
+        q = torch.randn(4, 2, 64, device="cuda", dtype=torch.float16,
+                        requires_grad=True)
+        cu = torch.tensor([0, 4], dtype=torch.int32, device="cuda")
+        used = torch.tensor([2], dtype=torch.int32, device="cuda")
+        with self.assertRaisesRegex(NotImplementedError, "forward only"):
+            fa.flash_attn_varlen_func(q, q, q, cu, cu, 4, 4, seqused_k=used)
+        with self.assertRaisesRegex(TypeError, "seqused_k must be an int32"):
+            fa.flash_attn_varlen_func(q.detach(), q.detach(), q.detach(), cu,
+                                      cu, 4, 4, seqused_k=used.long())
 
     def test_variants_per_sequence(self):
         lens = [300, 5, 129, 64]

@@ -1851,6 +1851,32 @@ TEST(CApi, VarlenForward) {
                                          FA_F32, 0, 0.0, nullptr, nullptr),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "a cu_seqlens descriptor is a null pointer");
+  // seqused_k: the varlen call with the used keys of each sequence.
+  EXPECT_EQ(fa_attention_varlen_kvcache_forward(
+                runtime, &t, &t, &t, &t, &t, &t, &t, 0, 0, nullptr, nullptr,
+                FA_F32, 0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "the kv_lens descriptor is a null pointer");
+  EXPECT_EQ(fa_attention_varlen_kvcache_forward(
+                runtime, &t, &t, &t, &t, &t, nullptr, &t, 0, 0, &t, nullptr,
+                FA_F32, 0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "a cu_seqlens descriptor is a null pointer");
+  if (!fa_runtime_has_driver(runtime)) {
+    // Three offsets (two sequences), three lengths: named.
+    const void *device = reinterpret_cast<const void *>(uintptr_t(1) << 40);
+    fa_tensor offsets = {device, {3, 0, 0, 0}, {1, 0, 0, 0}};
+    fa_tensor lens = {device, {3, 0, 0, 0}, {1, 0, 0, 0}};
+    fa_tensor rows = {device, {1, 2, 4, 32}, {256, 128, 32, 1}};
+    fa_tensor lse = {device, {1, 2, 4, 0}, {8, 4, 1, 0}};
+    EXPECT_EQ(fa_attention_varlen_kvcache_forward(
+                  runtime, &rows, &rows, &rows, &rows, &lse, &offsets,
+                  &offsets, 4, 4, &lens, nullptr, FA_F32, 0, 0.0, nullptr,
+                  nullptr),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(fa_last_error(), "kv_lens holds 3 lengths; it needs one per "
+                                  "sequence (2)");
+  }
   fa_kernel_config config = {};
   config.arch = "sm_90a";
   config.varlen = 1;
