@@ -316,6 +316,10 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     size_t tableArg = params.size();
     if (spec.pagedKv)
       params.push_back(MemRefType::get({dyn, dyn}, b.getI32Type()));
+    // K/V entries by index, i32 [B].
+    size_t indexArg = params.size();
+    if (spec.cacheBatchIndex)
+      params.push_back(MemRefType::get({dyn}, b.getI32Type()));
     // Split-KV: every part's output and LSE, f32.
     size_t partialsArg = params.size();
     if (spec.splitKv) {
@@ -341,6 +345,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         spec.kvLens ? args[kvLensArg] : Value(),
         spec.pagedKv ? args[tableArg] : Value(),
+        spec.cacheBatchIndex ? args[indexArg] : Value(),
         spec.splitKv ? args[partialsArg] : Value(),
         spec.splitKv ? args[partialsArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);
@@ -562,7 +567,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
               spec.sinks, spec.blockMask, spec.varlen, spec.kvLens,
               combine ? Plan::ForwardKernel::combine
                       : Plan::ForwardKernel::split,
-              spec.pagedKv);
+              spec.pagedKv, spec.cacheBatchIndex);
           plan.grid = forward.grid;
           plan.params = std::move(forward.params);
           plan.addCaptures(captures);
@@ -579,7 +584,7 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                           spec.sinks, spec.blockMask,
                                           spec.varlen, spec.kvLens,
                                           Plan::ForwardKernel::whole,
-                                          spec.pagedKv);
+                                          spec.pagedKv, spec.cacheBatchIndex);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     plan.addCaptures(captures);

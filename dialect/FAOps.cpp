@@ -132,8 +132,8 @@ static LogicalResult verifyVariantRegion(Operation *op, Region &region,
 /// The shape rules fa.attention and fa.attention_backward share: Q and O
 /// [B, Hq, Sq, D], K and V [B, Hkv, Sk, D], LSE [B, Hq, Sq], one element type,
 /// a static positive head dim, query heads grouped over K/V heads.
-/// `pagedKeys`: K and V are a paged cache's pool of pages, whose batch
-/// dimension counts pages, not the queries' batch entries.
+/// `pagedKeys`: K and V are a paged cache's pool of pages, or caches read
+/// through cache_batch_idx, whose batch dimension is not the queries'.
 static LogicalResult verifyAttentionOperands(Operation *op, Value query,
                                              Value key, Value value,
                                              Value output, Value lse,
@@ -401,7 +401,8 @@ static LogicalResult verifyPartials(Operation *op, Value partialOutput,
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr(),
-                                     /*pagedKeys=*/bool(getBlockTable()))) ||
+                                     /*pagedKeys=*/getBlockTable() ||
+                                         getCacheBatchIdx())) ||
       failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
       failed(verifyCaptures(*this, getCaptures())) ||
       failed(verifyBlockMask(*this, "key_ranges", getKeyRanges(),
@@ -444,6 +445,19 @@ LogicalResult AttentionOp::verify() {
     if (dimsConflict(rows, batch))
       return emitOpError() << "block_table holds " << dimToString(rows)
                            << " rows; it needs one per batch entry ("
+                           << dimToString(batch) << ")";
+  }
+  // K/V entries by index: one per batch entry; not with varlen or pages.
+  if (Value index = getCacheBatchIdx()) {
+    int64_t entries = cast<MemRefType>(index.getType()).getShape()[0];
+    int64_t batch = cast<MemRefType>(getQuery().getType()).getShape()[0];
+    if (getCuSeqlensQ() || getBlockTable())
+      return emitOpError() << "does not take cache_batch_idx with "
+                           << (getCuSeqlensQ() ? "cu_seqlens" : "a block_table")
+                           << " yet";
+    if (dimsConflict(entries, batch))
+      return emitOpError() << "cache_batch_idx holds " << dimToString(entries)
+                           << " entries; it needs one per batch entry ("
                            << dimToString(batch) << ")";
   }
   if (failed(verifyPartials(*this, getPartialOutput(), getPartialLse(),

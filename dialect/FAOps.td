@@ -147,6 +147,11 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     K/V tile from one page, so the tiles' block-n must divide P (the
     caller's to check).
 
+    With `cache_batch_idx` (i32 `[B]`, flash-attn's `cache_batch_idx`),
+    batch entry `b` reads the K/V batch entry `cache_batch_idx[b]` (clamped
+    into K's batch): K and V hold the caches of more (or other) entries
+    than the queries. Not with cu_seqlens or a block_table.
+
     With `partials(%po, %plse)` (split-KV, for few query rows over many
     keys), the keys of each query tile are split into `N` contiguous parts
     of whole K/V tiles, `N = dim(po, 0) / B`: part `s` of batch entry `b`
@@ -195,6 +200,7 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Optional<FA_SeqOffsetsMemRef>, "the keys each batch entry (sequence) uses [B]", [MemRead]>:$kv_lens,
     Arg<Optional<FA_PageTableMemRef>, "paged KV: each batch entry's pages [B, max_pages]", [MemRead]>:$block_table,
+    Arg<Optional<FA_SeqOffsetsMemRef>, "the K/V batch entry of each batch entry [B]", [MemRead]>:$cache_batch_idx,
     Arg<Optional<FA_FloatMemRef4D>, "split-KV: each part's output [N * B, Hq, Sq, D], f32", [MemRead, MemWrite]>:$partial_output,
     Arg<Optional<FA_LseMemRef>, "split-KV: each part's log-sum-exp [N * B, Hq, Sq]", [MemRead, MemWrite]>:$partial_lse,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
@@ -208,11 +214,13 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     (`key_ranges` $key_ranges^)?
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)?
     (`kv_lens` $kv_lens^)? (`block_table` $block_table^)?
+    (`cache_batch_idx` $cache_batch_idx^)?
     (`partials` `(` $partial_output^ `,` $partial_lse `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`kv_lens` type($kv_lens)^)? (`block_table` type($block_table)^)?
+    (`cache_batch_idx` type($cache_batch_idx)^)?
     (`partials` type($partial_output)^ `,` type($partial_lse))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?

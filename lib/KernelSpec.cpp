@@ -130,6 +130,12 @@ std::string KernelSpec::validate() const {
            "(cu_seqlens) yet";
   if (pagedKv && blockMask)
     return "a block mask does not take a paged KV cache (block_table) yet";
+  if (cacheBatchIndex && (backward || varlen || pagedKv || blockMask))
+    return std::string("cache_batch_idx does not take ") +
+           (backward  ? "the backward"
+            : varlen  ? "a varlen batch (cu_seqlens) yet"
+            : pagedKv ? "a paged KV cache (block_table) yet"
+                      : "a block mask yet");
   return "";
 }
 
@@ -188,6 +194,8 @@ std::string KernelSpec::kernelName() const {
     name += "_kvlens";
   if (pagedKv)
     name += "_paged";
+  if (cacheBatchIndex)
+    name += "_kvindex";
   if (splitKv)
     name += "_splitkv";
   if (hasVariant()) {
@@ -229,7 +237,8 @@ std::string KernelSpec::canonicalText() const {
          // may hold any characters.
          (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
          (varlen ? ";varlen" : "") + (kvLens ? ";kv_lens" : "") +
-         (pagedKv ? ";paged_kv" : "") + (splitKv ? ";split_kv" : "") +
+         (pagedKv ? ";paged_kv" : "") +
+         (cacheBatchIndex ? ";cache_batch_idx" : "") + (splitKv ? ";split_kv" : "") +
          (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }

@@ -112,6 +112,11 @@ struct KernelSpec {
   /// the page size P (checked at launch). Forward only; not with varlen or
   /// a block mask.
   bool pagedKv = false;
+  /// K/V entries by index (fa.attention's cache_batch_idx, flash-attn's
+  /// cache_batch_idx): the forward takes i32 [B] and batch entry b reads
+  /// K/V entry index[b]. Forward only; not with varlen, a paged cache or a
+  /// block mask.
+  bool cacheBatchIndex = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 

@@ -16,7 +16,7 @@ static constexpr const char *kOperandNames[] = {
     "q",  "k",  "v",  "o",     "lse",      "do",
     "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
     "sinks", "dsinks", "key_ranges", "query_ranges", "cu_seqlens_q",
-    "cu_seqlens_k", "kv_lens", "block_table", "partial_o", "partial_lse",
+    "cu_seqlens_k", "kv_lens", "block_table", "cache_batch_idx", "partial_o", "partial_lse",
     "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
     "capture6", "capture7"};
 static_assert(std::size(kOperandNames) ==
@@ -80,6 +80,7 @@ int LaunchPlan::rankOf(Operand operand) {
   case Operand::cuSeqlensQ:
   case Operand::cuSeqlensK:
   case Operand::kvLens:
+  case Operand::cacheBatchIdx:
     return 1;
   case Operand::blockTable:
     return 2;
@@ -92,7 +93,8 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
                                         bool sinks, bool blockMask,
                                         bool varlen, bool kvLens,
-                                        ForwardKernel kernel, bool pagedKv) {
+                                        ForwardKernel kernel, bool pagedKv,
+                                        bool cacheBatchIndex) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -114,6 +116,8 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
     plan.params.push_back(Operand::kvLens);
   if (pagedKv)
     plan.params.push_back(Operand::blockTable);
+  if (cacheBatchIndex)
+    plan.params.push_back(Operand::cacheBatchIdx);
   if (kernel != ForwardKernel::whole)
     plan.params.insert(plan.params.end(),
                        {Operand::partialOutput, Operand::partialLse});

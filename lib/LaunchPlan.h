@@ -104,6 +104,8 @@ struct LaunchPlan {
     kvLens,
     // A paged KV cache (spec.pagedKv): i32 [B, max_pages] page numbers.
     blockTable,
+    // K/V entries by index (spec.cacheBatchIndex): i32 [B].
+    cacheBatchIdx,
     // Split-KV (spec.splitKv): f32 workspaces of every part's output
     // [parts * B, Hq, Sq, D] and log-sum-exp [parts * B, Hq, Sq].
     partialOutput,
@@ -180,7 +182,8 @@ struct LaunchPlan {
                                      bool kvLens = false,
                                      ForwardKernel kernel =
                                          ForwardKernel::whole,
-                                     bool pagedKv = false);
+                                     bool pagedKv = false,
+                                     bool cacheBatchIndex = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and

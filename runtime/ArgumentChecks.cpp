@@ -372,6 +372,20 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     if (std::string error = checkLayout("block_table", table, 2, 4);
         !error.empty())
       return invalid(error);
+  } else if (spec.cacheBatchIndex) {
+    // K, V: caches of their own entries, read through the index.
+    if (a.cacheBatchIdx.sizes[0] != q.sizes[0])
+      return invalid("cache_batch_idx holds " +
+                     std::to_string(a.cacheBatchIdx.sizes[0]) +
+                     " entries; it needs one per batch entry (" +
+                     std::to_string(q.sizes[0]) + ")");
+    if (k.sizes[0] < 1 && q.sizes[0] > 0)
+      return invalid("cache_batch_idx needs a K/V cache of at least one "
+                     "entry, got k " + shapeString(k, 4));
+    if (std::string error = checkLayout("cache_batch_idx", a.cacheBatchIdx,
+                                        1, 4);
+        !error.empty())
+      return invalid(error);
   } else if (k.sizes[0] != q.sizes[0]) {
     return invalid("k batch " + std::to_string(k.sizes[0]) +
                    " does not match q batch " + std::to_string(q.sizes[0]));
@@ -450,6 +464,14 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         return invalid(std::string(out.name) +
                        " overlaps sinks in memory (outputs must not alias "
                        "the inputs)");
+  }
+  if (spec.cacheBatchIndex) {
+    Span index{"cache_batch_idx", byteSpan(a.cacheBatchIdx, 1, 4)};
+    for (const Span &out : outputs)
+      if (overlap(out, index))
+        return invalid(std::string(out.name) +
+                       " overlaps cache_batch_idx in memory (outputs must "
+                       "not alias the inputs)");
   }
   if (spec.pagedKv) {
     Span table{"block_table", byteSpan(a.blockTable, 2, 4)};

@@ -163,9 +163,17 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     args.keyRanges = fa::tensorFromC(*extras->key_ranges);
   if (extras)
     args.kvSplits = extras->kv_splits;
+  // A cache index: the kvcache call's alone.
+  if (extras && extras->cache_batch_idx) {
+    if (!kvLens || cuSeqlensQ)
+      return invalid("cache_batch_idx is taken by "
+                     "fa_attention_kvcache_forward only");
+    spec.cacheBatchIndex = true;
+    args.cacheBatchIdx = fa::tensorFromC(*extras->cache_batch_idx);
+  }
   // A page table: the kvcache call's alone.
   if (extras && extras->block_table) {
-    if (!kvLens)
+    if (!kvLens || cuSeqlensQ)
       return invalid("a block_table (paged KV cache) is taken by "
                      "fa_attention_kvcache_forward only");
     spec.pagedKv = true;

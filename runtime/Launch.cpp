@@ -479,6 +479,8 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
   }
   if (entry.info.spec.kvLens)
     operands[size_t(LaunchPlan::Operand::kvLens)] = &a.kvLens;
+  if (entry.info.spec.cacheBatchIndex)
+    operands[size_t(LaunchPlan::Operand::cacheBatchIdx)] = &a.cacheBatchIdx;
   if (entry.info.spec.pagedKv) {
     operands[size_t(LaunchPlan::Operand::blockTable)] = &a.blockTable;
     // The grid's keys: the table's pages (the defaults' and the split's

@@ -17,6 +17,7 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
       sinks(spec.sinks), blockMask(spec.blockMask),
       blockMaskProgram(spec.blockMaskProgram), varlen(spec.varlen),
       kvLens(spec.kvLens), splitKv(spec.splitKv), pagedKv(spec.pagedKv),
+      cacheBatchIndex(spec.cacheBatchIndex),
       bucket(bucket),
       tuned(tuned) {
   // Every field of KernelSpec changes the kernel: a new one belongs here,
@@ -29,7 +30,7 @@ static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
                   k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
                   k.scaleBits, k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                  k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv,
+                  k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv, k.cacheBatchIndex,
                   k.bucket, k.tuned);
 }
 
@@ -42,7 +43,7 @@ size_t RequestKey::Hash::operator()(const RequestKey &k) const {
                             k.deterministic, k.blockM, k.blockN, k.numWarps,
                             k.stages, int(k.strategy), k.arch, k.scaleBits,
                             k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                            k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv,
+                            k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv, k.cacheBatchIndex,
                             k.bucket, k.tuned);
 }
 

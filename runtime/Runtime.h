@@ -110,6 +110,10 @@ struct AttentionArgs {
   /// keys a page (k and v are the pool [num_pages, Hkv, P, D]); numbers
   /// outside the pool are clamped into it.
   TensorArg blockTable;
+  /// With spec.cacheBatchIndex: i32 [B], contiguous, on the device: the
+  /// K/V batch entry of each batch entry (k and v [B_cache, Hkv, S, D];
+  /// numbers past B_cache are clamped to its last entry).
+  TensorArg cacheBatchIdx;
 };
 
 /// Decoding with grouped heads (one query row, Hq = G x Hkv, G > 1): the

@@ -135,6 +135,12 @@ typedef struct fa_attention_extras {
      must be a multiple of the kernel's block_n (16 at least); page numbers
      outside the pool are clamped into it. NULL = not paged. */
   const fa_tensor *block_table;
+  /* fa_attention_kvcache_forward: batch entry b reads cache entry
+     cache_batch_idx[b] (flash-attn's cache_batch_idx; i32 [B], contiguous,
+     device memory; k_cache, v_cache [B_cache, Hkv, S_cache, D]; numbers
+     past B_cache are clamped to its last entry). Not with block_table.
+     NULL = entry b reads cache entry b. */
+  const fa_tensor *cache_batch_idx;
 } fa_attention_extras;
 
 /* What a kernel is and where it came from. */

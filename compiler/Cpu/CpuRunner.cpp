@@ -47,6 +47,7 @@ namespace {
   spec.kvLens = config.kvLens;
   spec.splitKv = config.splitKv;
   spec.pagedKv = config.pagedKv;
+  spec.cacheBatchIndex = config.cacheBatchIndex;
   return spec;
 }
 
@@ -225,7 +226,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
                                     CpuRangeTable keyRanges,
                                     CpuSequenceOffsets sequences,
                                     const int32_t *kvLens,
-                                    int64_t kvParts, CpuPages pages) const {
+                                    int64_t kvParts, CpuPages pages,
+                                    CpuCacheIndex cacheIndex) const {
   if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
         config.backward ? "this is a backward kernel: call runBackward"
@@ -235,7 +237,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   if (!q || !k || !v || !o || !lse || (config.sinks && !sinks) ||
       (config.blockMask && !keyRanges.data) ||
       (config.varlen && (!sequences.query || !sequences.key)) ||
-      (config.kvLens && !kvLens) || (config.pagedKv && !pages.table))
+      (config.kvLens && !kvLens) || (config.pagedKv && !pages.table) ||
+      (config.cacheBatchIndex && !cacheIndex.index))
     return llvm::createStringError("null buffer pointer");
   if (config.pagedKv && (pages.maxPages < 1 || pages.count < 1))
     return llvm::createStringError("a paged cache needs a page and a table "
@@ -252,7 +255,9 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   Descriptors args;
   args.add(q, {entries, s.qHeads, s.qLen, d});
   // A paged cache: K, V are the pool of pages, s.kvLen rows each.
-  int64_t kvEntries = config.pagedKv ? pages.count : entries;
+  int64_t kvEntries = config.pagedKv           ? pages.count
+                      : config.cacheBatchIndex ? cacheIndex.entries
+                                               : entries;
   args.add(k, {kvEntries, s.kvHeads, s.kvLen, d});
   args.add(v, {kvEntries, s.kvHeads, s.kvLen, d});
   args.add(o, {entries, s.qHeads, s.qLen, d});
@@ -267,6 +272,8 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
     args.add(kvLens, {s.batch});
   if (config.pagedKv)
     args.add(pages.table, {s.batch, pages.maxPages});
+  if (config.cacheBatchIndex)
+    args.add(cacheIndex.index, {s.batch});
   // Split-KV: every part's output and LSE, f32. NaN makes a read of an
   // element no part wrote show.
   std::vector<float> partialOutput, partialLse;

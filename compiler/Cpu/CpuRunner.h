@@ -59,6 +59,16 @@ struct CpuKernelConfig {
   /// and V are the pool [num_pages, Hkv, P, D] (AttentionShape::kvLen = P,
   /// CpuPages::count pages).
   bool pagedKv = false;
+  /// K/V entries by index (KernelSpec::cacheBatchIndex): run takes
+  /// CpuCacheIndex.
+  bool cacheBatchIndex = false;
+};
+
+/// The K/V entry of each batch entry (with CpuKernelConfig::
+/// cacheBatchIndex): i32 [B]; K and V hold `entries` entries.
+struct CpuCacheIndex {
+  const int32_t *index = nullptr;
+  int64_t entries = 0;
 };
 
 /// The sequence offsets of a packed varlen batch (CpuKernelConfig::varlen):
@@ -128,7 +138,8 @@ public:
                   CpuRangeTable keyRanges = {},
                   CpuSequenceOffsets sequences = {},
                   const int32_t *kvLens = nullptr,
-                  int64_t kvParts = 1, CpuPages pages = {}) const;
+                  int64_t kvParts = 1, CpuPages pages = {},
+                  CpuCacheIndex cacheIndex = {}) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces

@@ -166,6 +166,18 @@ void AttentionTiler::build() {
     kvRows = {kvFirst, arith::AddIOp::create(builder, loc, kvFirst, kvLen)};
   }
 
+  // K/V entries by index (cache_batch_idx): entry b reads K/V entry
+  // index[b], clamped into K's batch.
+  Value kvEntry = rowsBatch;
+  if (Value index = op.getCacheBatchIdx()) {
+    Value entry = arith::IndexCastUIOp::create(
+        builder, loc, builder.getIndexType(),
+        memref::LoadOp::create(builder, loc, index, ValueRange{b}));
+    kvEntry = arith::MinUIOp::create(
+        builder, loc, entry,
+        arith::SubIOp::create(builder, loc, dim(op.getKey(), 0), one));
+  }
+
   // GQA/MQA: query head h reads K/V head h / (Hq / Hkv).
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
   Value kvHead = arith::DivUIOp::create(builder, loc, h, group);
@@ -254,7 +266,7 @@ void AttentionTiler::build() {
       [&](OpBuilder &nested, Location loc, Value kvTile, ValueRange state) {
         Value runningMax = state[0], runningSum = state[1], acc = state[2];
         Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
-        Value kvBatch = rowsBatch, kvRow = kvStart;
+        Value kvBatch = kvEntry, kvRow = kvStart;
         SmallVector<Value, 2> kvLoadRows = kvRows;
         if (blockTable) {
           // The tile lies in one page (block-n divides P): page

@@ -89,7 +89,8 @@ class _Extras(ctypes.Structure):
     mask_mod's (NULL when num_captures = 0); key_ranges / query_ranges: a
     block mask's tables (the forward's, the backward's); kv_splits: the
     forwards' split-KV parts (0: the runtime's choice, 1: no split);
-    block_table: a paged cache's page table (the kvcache call's)."""
+    block_table: a paged cache's page table, cache_batch_idx: each batch
+    entry's cache entry (both the kvcache call's)."""
     _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
                 ("grad_sinks", ctypes.POINTER(_Tensor)),
                 ("captures", ctypes.POINTER(_Capture)),
@@ -97,7 +98,8 @@ class _Extras(ctypes.Structure):
                 ("key_ranges", ctypes.POINTER(_Tensor)),
                 ("query_ranges", ctypes.POINTER(_Tensor)),
                 ("kv_splits", ctypes.c_int64),
-                ("block_table", ctypes.POINTER(_Tensor))]
+                ("block_table", ctypes.POINTER(_Tensor)),
+                ("cache_batch_idx", ctypes.POINTER(_Tensor))]
 
 
 class _Info(ctypes.Structure):
@@ -595,7 +597,8 @@ def _check_captures(where, captures, q, k, forward=True):
 
 
 def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
-            query_ranges=None, kv_splits=0, block_table=None):
+            query_ranges=None, kv_splits=0, block_table=None,
+            cache_batch_idx=None):
     """The fa_attention_extras of the _ex calls: float32 [Hq] sinks (and
     the backward's gradient), and the variant's captured tensors (checked
     and contiguous: _check_captures). The C descriptor of the sinks carries
@@ -627,6 +630,8 @@ def _extras(sinks=None, grad_sinks=None, captures=(), key_ranges=None,
     extras.kv_splits = kv_splits
     if block_table is not None:
         extras.block_table = ctypes.pointer(_describe(block_table))
+    if cache_batch_idx is not None:
+        extras.cache_batch_idx = ctypes.pointer(_describe(cache_batch_idx))
     return extras
 
 
@@ -1130,13 +1135,14 @@ def _kvcache_config(score_mod, mask_mod):
 
 def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                      score_mod="", mask_mod="", num_splits=0,
-                     block_table=None):
+                     block_table=None, cache_batch_idx=None):
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
     first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], the keys split
     into num_splits parts (0: the runtime's choice), launched on the current
     stream (no checks of the lengths' values: flash_attn_with_kvcache's).
     block_table: int32 [B, max_pages] of a paged cache, k_cache and v_cache
-    then the pool [num_pages, P, Hkv, D]."""
+    then the pool [num_pages, P, Hkv, D]; cache_batch_idx: int32 [B], the
+    cache entry of each batch entry."""
     import torch
 
     batch, q_len, heads, _ = q.shape
@@ -1151,7 +1157,8 @@ def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
         ctypes.byref(_describe(v_cache.transpose(1, 2))),
         ctypes.byref(_describe(o.transpose(1, 2))),
         ctypes.byref(_describe(lse)), ctypes.byref(_describe(kv_lens)),
-        ctypes.byref(_extras(kv_splits=num_splits, block_table=block_table)),
+        ctypes.byref(_extras(kv_splits=num_splits, block_table=block_table,
+                             cache_batch_idx=cache_batch_idx)),
         _dtype_code(q), _flag("causal", causal), float(scale), config,
         _stream_of(q)))
     return o, lse
@@ -1183,15 +1190,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     [num_pages, P, Hkv, D] and entry b's keys its pages one after another
     (capacity max_pages x P; the new tokens go into those pages); P must be
     a multiple of 16 (a K/V tile is read from one page: pages of 64 or more
-    get the widest tiles). Not yet: cache_batch_idx, pages smaller than 16,
-    gradients (an inference call)."""
+    get the widest tiles). cache_batch_idx (int32 [B] on q's device): batch
+    entry b reads (and appends to) cache entry cache_batch_idx[b] of a
+    cache [B_cache, S_cache, Hkv, D] (not with block_table). Not yet: pages
+    smaller than 16, gradients (an inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:
         raise ImportError(f"{where} needs torch")
-    if cache_batch_idx is not None:
-        raise NotImplementedError(f"{where}: cache_batch_idx is not "
-                                  "supported yet")
     splits = _integer("num_splits", num_splits)
     if not 0 <= splits <= 128:
         raise ValueError(f"{where}: num_splits = {splits}: it must be 0 (the "
@@ -1230,10 +1236,28 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         pages = k_cache.shape[0]
         batch, capacity = block_table.shape[0], block_table.shape[1] * page
         block_table = block_table.contiguous()
+    if cache_batch_idx is not None:
+        # The queries' batch entries read cache entries by index.
+        if block_table is not None:
+            raise ValueError(f"{where}: cache_batch_idx does not take a "
+                             "block_table (a paged cache) yet")
+        if (not isinstance(cache_batch_idx, torch.Tensor)
+                or cache_batch_idx.dtype != torch.int32
+                or cache_batch_idx.dim() != 1):
+            raise TypeError(f"{where}: cache_batch_idx must be an int32 "
+                            "tensor [B], got "
+                            f"{getattr(cache_batch_idx, 'dtype', type(cache_batch_idx))}"
+                            f" {tuple(getattr(cache_batch_idx, 'shape', ()))}")
+        if cache_batch_idx.device != q.device:
+            raise ValueError(f"{where}: cache_batch_idx is on "
+                             f"{cache_batch_idx.device}, q on {q.device}")
+        cache_entries = batch
+        batch = cache_batch_idx.shape[0]
+        cache_batch_idx = cache_batch_idx.contiguous()
     if q.shape[0] != batch:
-        raise ValueError(f"{where}: q has {q.shape[0]} batch entries, the "
-                         f"cache {batch} (cache_batch_idx is not supported "
-                         "yet)")
+        raise ValueError(f"{where}: q has {q.shape[0]} batch entries, "
+                         + ("cache_batch_idx" if cache_batch_idx is not None
+                            else "the cache") + f" {batch}")
     if (k is None) != (v is None):
         raise ValueError(f"{where}: give k and v together (the new tokens' "
                          "keys and values)")
@@ -1273,6 +1297,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if (check_lengths and not torch.compiler.is_compiling()
             and not torch.jit.is_tracing()):
         values = lengths.tolist()
+        if cache_batch_idx is not None:
+            for b, entry in enumerate(cache_batch_idx.tolist()):
+                if not 0 <= entry < cache_entries:
+                    raise ValueError(
+                        f"{where}: cache_batch_idx[{b}] is {entry}; the "
+                        f"cache holds entries 0 .. {cache_entries - 1}")
         if block_table is not None:
             used = block_table.tolist()
             for b, row in enumerate(used):
@@ -1298,6 +1328,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
             entries = block_table.long().gather(
                 1, (rows // page).clamp(max=block_table.shape[1] - 1))
             rows = rows % page
+        elif cache_batch_idx is not None:
+            entries = cache_batch_idx.long()[:, None]
         k_cache[entries, rows] = k
         v_cache[entries, rows] = v
     # (No kernel launch for the lengths when nothing is appended.)
@@ -1310,11 +1342,12 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     # of microseconds, as long as a decode step's kernels) is skipped.
     if _launch_directly((q, k_cache, v_cache, kv_lens)):
         o, lse = _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
-                                  score_text, mask_text, splits, block_table)
+                                  score_text, mask_text, splits, block_table,
+                                  cache_batch_idx)
     else:
         o, lse = torch.ops.fa.kvcache_attention_forward(
             q, k_cache, v_cache, kv_lens, causal, scale, score_text,
-            mask_text, splits, block_table)
+            mask_text, splits, block_table, cache_batch_idx)
     return (o, lse) if return_softmax_lse else o
 
 

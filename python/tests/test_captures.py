@@ -557,13 +557,13 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(fa._Capture.tensor.offset, 0)
         self.assertEqual(fa._Capture.dtype.offset, 72)
         self.assertEqual(fa._Capture.rank.offset, 76)
-        self.assertEqual(ctypes.sizeof(fa._Extras), 64)
+        self.assertEqual(ctypes.sizeof(fa._Extras), 72)
         self.assertEqual([(name, getattr(fa._Extras, name).offset)
                           for name, _ in fa._Extras._fields_],
                          [("sinks", 0), ("grad_sinks", 8), ("captures", 16),
                           ("num_captures", 24), ("key_ranges", 32),
                           ("query_ranges", 40), ("kv_splits", 48),
-                          ("block_table", 56)])
+                          ("block_table", 56), ("cache_batch_idx", 64)])
         empty = fa._Extras()
         self.assertFalse(empty.captures)  # NULL
         self.assertEqual(empty.num_captures, 0)

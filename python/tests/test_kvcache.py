@@ -207,6 +207,45 @@ class GpuKvCacheTest(unittest.TestCase):
         self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
                        capacity=256, page=64)
 
+    def test_cache_batch_idx(self):
+        # Three queries' entries read (and append to) entries 4, 0 and 2 of
+        # a five-entry cache; the other entries and the cache past the
+        # lengths hold NaN; split and not.
+        torch.manual_seed(3)
+        dtype, hq, hkv, d, capacity, new = torch.bfloat16, 8, 2, 128, 200, 2
+        index = [4, 0, 2]
+        lengths = [150, 0, 37]
+        cache_k = torch.full((5, capacity, hkv, d), float("nan"),
+                             device="cuda", dtype=dtype)
+        cache_v = torch.full_like(cache_k, float("nan"))
+        for b, n in zip(index, lengths):
+            cache_k[b, :n] = torch.randn(n, hkv, d, device="cuda", dtype=dtype)
+            cache_v[b, :n] = torch.randn(n, hkv, d, device="cuda", dtype=dtype)
+        q = torch.randn(3, 1, hq, d, device="cuda", dtype=dtype)
+        k = torch.randn(3, new, hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn_like(k)
+        idx = torch.tensor(index, dtype=torch.int32, device="cuda")
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        for splits in (1, 3):
+            ks, vs = cache_k.clone(), cache_v.clone()
+            out = fa.flash_attn_with_kvcache(
+                q, ks, vs, k, v, cache_seqlens=seqlens, cache_batch_idx=idx,
+                causal=True, num_splits=splits)
+            for b, (entry, n) in enumerate(zip(index, lengths)):
+                self.assertTrue(torch.equal(ks[entry, n:n + new], k[b]),
+                                f"k appended to cache entry {entry}")
+                keys = slice(0, n + new)
+                exact, _ = sequence_attention(
+                    q[b].double(), ks[entry, keys].double(),
+                    vs[entry, keys].double(), d ** -0.5, True)
+                own, _ = sequence_attention(q[b], ks[entry, keys],
+                                            vs[entry, keys], d ** -0.5, True)
+                err = (out[b].double() - exact).abs().max().item()
+                own_err = (own.double() - exact).abs().max().item()
+                self.assertLessEqual(err, 2 * own_err + 1e-5,
+                                     f"entry {b} (cache {entry}) splits "
+                                     f"{splits}")
+
     def test_bad_pages_are_named(self):
         q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.float16)
         pool = torch.zeros(5, 16, 2, 64, device="cuda", dtype=torch.float16)
@@ -244,9 +283,12 @@ class GpuKvCacheTest(unittest.TestCase):
                                         "it must be 0"):
                 fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
                                            num_splits=splits)
-        with self.assertRaisesRegex(NotImplementedError, "cache_batch_idx"):
-            fa.flash_attn_with_kvcache(q, cache, cache, cache_seqlens=3,
-                                       cache_batch_idx=lengths)
+        with self.assertRaisesRegex(ValueError, r"cache_batch_idx\[1\] is 2; "
+                                    "the cache holds entries 0 .. 1"):
+            fa.flash_attn_with_kvcache(
+                q, cache, cache, cache_seqlens=3,
+                cache_batch_idx=torch.tensor([0, 2], dtype=torch.int32,
+                                             device="cuda"))
         with self.assertRaisesRegex(ValueError, "give k and v together"):
             fa.flash_attn_with_kvcache(q, cache, cache, new, None,
                                        cache_seqlens=3)
@@ -270,7 +312,7 @@ class GpuKvCacheTest(unittest.TestCase):
         lens = torch.tensor([0, 7, 50], dtype=torch.int32, device="cuda")
         torch.library.opcheck(torch.ops.fa.kvcache_attention_forward,
                               (q, cache, cache, lens, True, 0.125, "", "",
-                               0, None))
+                               0, None, None))
         eager = fa.flash_attn_with_kvcache(q, cache, cache,
                                            cache_seqlens=lens, causal=True)
         compiled = torch.compile(

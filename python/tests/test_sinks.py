@@ -107,9 +107,9 @@ class DescriptorTest(unittest.TestCase):
             self.assertEqual(fa._Config.kv_lens.offset, 92)
             self.assertEqual(ctypes.sizeof(fa._Config), 96)
             # sinks, grad_sinks, captures, num_captures, key_ranges,
-            # query_ranges, kv_splits, block_table (test_captures.py pins
-            # the offsets).
-            self.assertEqual(ctypes.sizeof(fa._Extras), 64)
+            # query_ranges, kv_splits, block_table, cache_batch_idx
+            # (test_captures.py pins the offsets).
+            self.assertEqual(ctypes.sizeof(fa._Extras), 72)
         config = fa._config(0, 0, 0, sinks=True)
         self.assertIsNotNone(config)  # not all defaults
         self.assertEqual(config._obj.sinks, 1)
@@ -129,9 +129,9 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual([name for name, _ in fa._Extras._fields_],
                          ["sinks", "grad_sinks", "captures", "num_captures",
                           "key_ranges", "query_ranges", "kv_splits",
-                          "block_table"])
+                          "block_table", "cache_batch_idx"])
         self.assertEqual(ctypes.sizeof(fa._Extras),
-                         6 * ctypes.sizeof(ctypes.c_void_p) + 16)
+                         7 * ctypes.sizeof(ctypes.c_void_p) + 16)
         self.assertFalse(fa._Extras().grad_sinks)  # NULL by default
 
 

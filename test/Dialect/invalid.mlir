@@ -628,7 +628,7 @@ func.func @q_range_block_disagrees(%q: memref<?x?x?x32xf32>, %n: index) {
 // A varlen batch packs queries and keys alike: both offset tables.
 func.func @varlen_one_table(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cq: memref<?xi32>) {
   // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>, memref<?xi32>) -> ()
   return
 }
@@ -820,7 +820,7 @@ func.func @partials_f16(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse
 
 func.func @partials_one(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse: memref<4x?x?xf32>) {
   // expected-error @+1 {{takes partial_output and partial_lse together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?xf32>, memref<4x?x?xf32>) -> ()
   return
 }
@@ -907,5 +907,26 @@ func.func @block_table_varlen(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>,
   fa.attention %q, %q, %q into %q, %lse cu_seqlens(%c, %c) block_table %t {scale = 1.0 : f32}
     : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
       cu_seqlens memref<?xi32>, memref<?xi32> block_table memref<?x?xi32>
+  return
+}
+
+// -----
+
+// K/V entries by index: one per batch entry, not with pages.
+func.func @cache_batch_idx_size(%q: memref<2x?x?x64xf16>, %k: memref<5x?x?x64xf16>, %lse: memref<2x?x?xf32>, %i: memref<3xi32>) {
+  // expected-error @+1 {{cache_batch_idx holds 3 entries; it needs one per batch entry (2)}}
+  fa.attention %q, %k, %k into %q, %lse cache_batch_idx %i {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<5x?x?x64xf16>, memref<5x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      cache_batch_idx memref<3xi32>
+  return
+}
+
+// -----
+
+func.func @cache_batch_idx_paged(%q: memref<2x?x?x64xf16>, %k: memref<5x?x?x64xf16>, %lse: memref<2x?x?xf32>, %i: memref<2xi32>, %t: memref<2x?xi32>) {
+  // expected-error @+1 {{does not take cache_batch_idx with a block_table yet}}
+  fa.attention %q, %k, %k into %q, %lse block_table %t cache_batch_idx %i {scale = 1.0 : f32}
+    : memref<2x?x?x64xf16>, memref<5x?x?x64xf16>, memref<5x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
+      block_table memref<2x?xi32> cache_batch_idx memref<2xi32>
   return
 }

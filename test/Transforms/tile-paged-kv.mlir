@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-tile="block-m=16 block-n=32" --cse | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile="block-m=16 block-n=32" --cse | FileCheck %s
 
 // A paged KV cache: K and V are a pool of pages of P = dim(K, 2) rows and
 // entry b's keys are the pages block_table[b, 0..] one after another
@@ -38,5 +38,28 @@ func.func @paged(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<
     : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
     into memref<?x?x?x64xf16>, memref<?x?x?xf32>
     kv_lens memref<?xi32> block_table memref<?x?xi32>
+  return
+}
+
+// -----
+
+// K/V entries by index (cache_batch_idx): the program's K/V loads read
+// entry index[b], clamped into K's batch; Q, O and LSE stay entry b's.
+// CHECK-LABEL: func.func @indexed
+// CHECK-SAME: %[[Q:[^:]*]]: memref<?x?x?x64xf16>, %[[K:[^:]*]]: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?xf32>, %[[INDEX:[^:]*]]: memref<?xi32>)
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// CHECK: %[[ENTRY0:.*]] = memref.load %[[INDEX]][%[[B]]] : memref<?xi32>
+// CHECK: %[[ENTRY1:.*]] = arith.index_castui %[[ENTRY0]] : i32 to index
+// CHECK: %[[ENTRIES:.*]] = memref.dim %[[K]], %c0
+// CHECK: %[[LAST:.*]] = arith.subi %[[ENTRIES]], %c1
+// CHECK: %[[ENTRY:.*]] = arith.minui %[[ENTRY1]], %[[LAST]]
+// CHECK: fa.load_tile %[[Q]][%[[B]], %[[H]]
+// CHECK: fa.load_tile %[[K]][%[[ENTRY]],
+func.func @indexed(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                   %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>, %index: memref<?xi32>) {
+  fa.attention %q, %k, %v into %o, %lse cache_batch_idx %index {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    into memref<?x?x?x64xf16>, memref<?x?x?xf32>
+    cache_batch_idx memref<?xi32>
   return
 }

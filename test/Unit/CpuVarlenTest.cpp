@@ -695,4 +695,65 @@ TEST(CpuPagedKv, SplitsThePagedKeys) {
         << parts << " parts";
 }
 
+/// K/V entries by index (cache_batch_idx): batch entry b reads cache entry
+/// index[b] of a cache with more entries than queries; the entries no
+/// index names, and each entry past its length, hold NaN.
+TEST(CpuCacheBatchIndex, ReadsTheIndexedEntries) {
+  for (int64_t parts : {0, 3}) {
+    const Case c{/*causal=*/true, 8, 16, false, false};
+    CpuKernelConfig config = configFor(c);
+    config.varlen = false;
+    config.kvLens = true;
+    config.cacheBatchIndex = true;
+    config.splitKv = parts > 0;
+    CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+    const int64_t hq = 4, hkv = 2, d = kHeadDim, sq = 2, cache = 40;
+    const int64_t entries = 4;
+    std::vector<int32_t> index = {3, 0, 2}, lens = {33, 0, 40};
+    int64_t batch = int64_t(index.size());
+    std::mt19937_64 rng(5 + parts);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    auto q = fa::test::randomNormal(batch * hq * sq * d, rng);
+    std::vector<float> k(size_t(entries * hkv * cache * d), nan),
+        v(k.size(), nan);
+    std::vector<std::vector<float>> keys, values;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t used = lens[size_t(b)], entry = index[size_t(b)];
+      keys.push_back(fa::test::randomNormal(hkv * used * d, rng));
+      values.push_back(fa::test::randomNormal(hkv * used * d, rng));
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t j = 0; j < used; ++j)
+          for (int64_t e = 0; e < d; ++e) {
+            size_t at = size_t(((entry * hkv + h) * cache + j) * d + e);
+            k[at] = keys.back()[size_t((h * used + j) * d + e)];
+            v[at] = values.back()[size_t((h * used + j) * d + e)];
+          }
+    }
+    std::vector<float> o(q.size(), nan), lse(size_t(batch * hq * sq), nan);
+    AttentionShape shape{batch, hq, hkv, sq, cache};
+    llvm::Error error = kernel.run(
+        shape, q.data(), k.data(), v.data(), o.data(), lse.data(), nullptr,
+        {}, {}, {}, lens.data(), std::max<int64_t>(parts, 1), {},
+        CpuCacheIndex{index.data(), entries});
+    ASSERT_FALSE(error) << llvm::toString(std::move(error));
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t used = lens[size_t(b)];
+      fa::AttentionProblem p = sequenceProblem(c, sq, used, hq, hkv,
+                                               kernel.getConfig().scale, {});
+      std::vector<float> qs(q.begin() + b * hq * sq * d,
+                            q.begin() + (b + 1) * hq * sq * d);
+      fa::ReferenceResult want = fa::referenceAttention(
+          p, qs.data(), keys[size_t(b)].data(), values[size_t(b)].data());
+      double worst = 0.0;
+      for (size_t i = 0; i < want.output.size(); ++i) {
+        double err = std::fabs(double(o[size_t(b * hq * sq * d) + i]) -
+                               want.output[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+      EXPECT_LE(worst, kTolerance) << "entry " << b << " (cache entry "
+                                   << index[size_t(b)] << ") parts " << parts;
+    }
+  }
+}
+
 } // namespace

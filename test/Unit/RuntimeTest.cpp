@@ -2516,13 +2516,14 @@ static_assert(sizeof(void *) != 8 ||
                    offsetof(fa_kernel_config, varlen) == 88 &&
                    offsetof(fa_kernel_config, kv_lens) == 92 &&
                    sizeof(fa_kernel_config) == 96 &&
-                   sizeof(fa_attention_extras) == 64 &&
+                   sizeof(fa_attention_extras) == 72 &&
                    offsetof(fa_attention_extras, captures) == 16 &&
                    offsetof(fa_attention_extras, num_captures) == 24 &&
                    offsetof(fa_attention_extras, key_ranges) == 32 &&
                    offsetof(fa_attention_extras, query_ranges) == 40 &&
                    offsetof(fa_attention_extras, kv_splits) == 48 &&
                    offsetof(fa_attention_extras, block_table) == 56 &&
+                   offsetof(fa_attention_extras, cache_batch_idx) == 64 &&
                    sizeof(fa_capture) == 80 &&
                    offsetof(fa_capture, dtype) == 72 &&
                    offsetof(fa_capture, rank) == 76),

@@ -114,6 +114,12 @@ static cl::opt<bool> pagedKv(
              "[num_pages, Hkv, P, D] and an i32 block_table [B, max_pages] "
              "after kv_lens; block-n must divide P"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> cacheBatchIndex(
+    "cache-batch-idx",
+    cl::desc("K/V entries by index: the forward takes an i32 "
+             "cache_batch_idx [B] after block_table, and batch entry b reads "
+             "K/V entry cache_batch_idx[b]"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> deterministic(
     "deterministic",
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
@@ -255,6 +261,7 @@ int main(int argc, char **argv) {
   spec.kvLens = kvLens;
   spec.splitKv = splitKv;
   spec.pagedKv = pagedKv;
+  spec.cacheBatchIndex = cacheBatchIndex;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{
             scoreModFile, spec.scoreMod, "--score-mod"},
@@ -368,6 +375,10 @@ int main(int argc, char **argv) {
     if (kvLens.getNumOccurrences())
       return fail("--kv-lens describes a problem built from the options; " +
                   inputFile + " has its kv_lens operand or not");
+    if (cacheBatchIndex.getNumOccurrences())
+      return fail("--cache-batch-idx describes a problem built from the "
+                  "options; " +
+                  inputFile + " has its cache_batch_idx operand or not");
     if (pagedKv.getNumOccurrences())
       return fail("--paged-kv describes a problem built from the options; " +
                   inputFile + " has its block_table operand or not");
@@ -381,6 +392,7 @@ int main(int argc, char **argv) {
       spec.kvLens = op.getKvLens() != nullptr;
       spec.splitKv = op.getPartialOutput() != nullptr;
       spec.pagedKv = op.getBlockTable() != nullptr;
+      spec.cacheBatchIndex = op.getCacheBatchIdx() != nullptr;
     });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;
