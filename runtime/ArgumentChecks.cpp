@@ -441,9 +441,24 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     const char *name;
     std::optional<std::pair<uintptr_t, uintptr_t>> bytes;
   };
-  Span inputs[] = {{"q", byteSpan(q, 4, elementBytes)},
-                   {"k", byteSpan(k, 4, elementBytes)},
-                   {"v", byteSpan(v, 4, elementBytes)}};
+  // Every input the spec reads: Q, K, V and the optional tables.
+  std::vector<Span> inputs = {{"q", byteSpan(q, 4, elementBytes)},
+                              {"k", byteSpan(k, 4, elementBytes)},
+                              {"v", byteSpan(v, 4, elementBytes)}};
+  if (spec.sinks)
+    inputs.push_back({"sinks", byteSpan(a.sinks, 1, 4)});
+  if (spec.cacheBatchIndex)
+    inputs.push_back({"cache_batch_idx", byteSpan(a.cacheBatchIdx, 1, 4)});
+  if (spec.pagedKv)
+    inputs.push_back({"block_table", byteSpan(a.blockTable, 2, 4)});
+  if (spec.kvLens)
+    inputs.push_back({"kv_lens", byteSpan(a.kvLens, 1, 4)});
+  if (spec.varlen) {
+    inputs.push_back({"cu_seqlens_q", byteSpan(a.cuSeqlensQ, 1, 4)});
+    inputs.push_back({"cu_seqlens_k", byteSpan(a.cuSeqlensK, 1, 4)});
+  }
+  if (spec.blockMask)
+    inputs.push_back({"key_ranges", byteSpan(a.keyRanges, 4, 4)});
   Span outputs[] = {{"o", byteSpan(o, 4, elementBytes)},
                     {"lse", byteSpan(lse, 3, 4)}};
   auto overlap = [](const Span &a, const Span &b) {
@@ -457,57 +472,6 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                        " in memory (outputs must not alias the inputs)");
   if (overlap(outputs[0], outputs[1]))
     return invalid("o overlaps lse in memory");
-  if (spec.sinks) {
-    Span sinks{"sinks", byteSpan(a.sinks, 1, 4)};
-    for (const Span &out : outputs)
-      if (overlap(out, sinks))
-        return invalid(std::string(out.name) +
-                       " overlaps sinks in memory (outputs must not alias "
-                       "the inputs)");
-  }
-  if (spec.cacheBatchIndex) {
-    Span index{"cache_batch_idx", byteSpan(a.cacheBatchIdx, 1, 4)};
-    for (const Span &out : outputs)
-      if (overlap(out, index))
-        return invalid(std::string(out.name) +
-                       " overlaps cache_batch_idx in memory (outputs must "
-                       "not alias the inputs)");
-  }
-  if (spec.pagedKv) {
-    Span table{"block_table", byteSpan(a.blockTable, 2, 4)};
-    for (const Span &out : outputs)
-      if (overlap(out, table))
-        return invalid(std::string(out.name) +
-                       " overlaps block_table in memory (outputs must not "
-                       "alias the inputs)");
-  }
-  if (spec.kvLens) {
-    Span lens{"kv_lens", byteSpan(a.kvLens, 1, 4)};
-    for (const Span &out : outputs)
-      if (overlap(out, lens))
-        return invalid(std::string(out.name) +
-                       " overlaps kv_lens in memory (outputs must not alias "
-                       "the inputs)");
-  }
-  if (spec.varlen)
-    for (auto [name, t] :
-         {std::pair<const char *, const TensorArg *>{"cu_seqlens_q",
-                                                     &a.cuSeqlensQ},
-          {"cu_seqlens_k", &a.cuSeqlensK}}) {
-      Span offsets{name, byteSpan(*t, 1, 4)};
-      for (const Span &out : outputs)
-        if (overlap(out, offsets))
-          return invalid(std::string(out.name) + " overlaps " + name +
-                         " in memory (outputs must not alias the inputs)");
-    }
-  if (spec.blockMask) {
-    Span table{"key_ranges", byteSpan(a.keyRanges, 4, 4)};
-    for (const Span &out : outputs)
-      if (overlap(out, table))
-        return invalid(std::string(out.name) +
-                       " overlaps key_ranges in memory (outputs must not "
-                       "alias the inputs)");
-  }
   if (std::string error = checkCapturesApart(
           a.captures, {{"o", outputs[0].bytes}, {"lse", outputs[1].bytes}});
       !error.empty())
