@@ -1998,6 +1998,44 @@ TEST(CApi, KvCacheForward) {
                       "the kernel's block_n"),
             std::string::npos)
       << fa_last_error();
+  // A pool without pages, or a table without columns: named.
+  fa_tensor emptyTable = {q16.data, {2, 0, 0, 0}, {1, 1, 0, 0}};
+  extras.block_table = &emptyTable;
+  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
+                                         &lse16, &lens, &extras, FA_F16, 0,
+                                         0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("a paged cache needs at least one page of at least one "
+                      "row and a block_table of at least one column"),
+            std::string::npos)
+      << fa_last_error();
+  // cache_batch_idx: the kvcache call's; one entry per batch entry; not
+  // with a page table.
+  extras.block_table = nullptr;
+  fa_tensor index = {q16.data, {3, 0, 0, 0}, {1, 0, 0, 0}};
+  extras.cache_batch_idx = &index;
+  EXPECT_EQ(fa_attention_forward_ex(runtime, &q16, &pool, &pool, &q16, &lse16,
+                                    &extras, FA_F16, 0, 0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "cache_batch_idx is taken by "
+                                "fa_attention_kvcache_forward only");
+  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
+                                         &lse16, &lens, &extras, FA_F16, 0,
+                                         0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(),
+               "cache_batch_idx holds 3 entries; it needs one per batch entry "
+               "(2)");
+  index.sizes[0] = 2;
+  extras.block_table = &table;
+  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
+                                         &lse16, &lens, &extras, FA_F16, 0,
+                                         0.0, nullptr, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "cache_batch_idx does not take a paged KV "
+                                "cache (block_table) yet");
+  extras.cache_batch_idx = nullptr;
   extras.block_table = nullptr;
   extras.kv_splits = 4;
   fa_kernel_config wgmma = {};
