@@ -159,7 +159,8 @@ std::string DeviceTiming::create(const AttentionProblem &problem, int runs,
   return "";
 }
 
-TimedSchedule DeviceTiming::measure(const KernelSpec &requested) {
+TimedSchedule DeviceTiming::measure(const KernelSpec &requested,
+                                    int64_t kvSplits) {
   TimedSchedule out;
   const CudaDriver &driver = *impl->driver;
   KernelSpec spec = requested;
@@ -183,7 +184,9 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested) {
       out.check = e;
       return out;
     }
-    if (Result r = impl->runtime->forward(spec, impl->argsOf(small, t)); !r) {
+    AttentionArgs checked = impl->argsOf(small, t);
+    checked.kvSplits = kvSplits;
+    if (Result r = impl->runtime->forward(spec, checked); !r) {
       out.check = r.message;
       return out;
     }
@@ -233,6 +236,7 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested) {
     impl->timedType = spec.dtype;
   }
   AttentionArgs args = impl->argsOf(p, *impl->timed);
+  args.kvSplits = kvSplits;
   if (Result r = medianMilliseconds(
           driver, /*stream=*/nullptr, /*warmups=*/2, impl->runs,
           [&] { return impl->runtime->forward(spec, args); },

@@ -35,8 +35,10 @@ public:
                             std::unique_ptr<DeviceTiming> &timing);
   ~DeviceTiming();
 
-  /// Checks and times the forward kernel of `spec` (tiles set).
-  TimedSchedule measure(const KernelSpec &spec);
+  /// Checks and times the forward kernel of `spec` (tiles set), its keys
+  /// split into `kvSplits` parts (AttentionArgs::kvSplits: 0 = the
+  /// runtime's choice, 1 = no split).
+  TimedSchedule measure(const KernelSpec &spec, int64_t kvSplits = 0);
 
   struct Impl;
 

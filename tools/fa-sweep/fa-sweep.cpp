@@ -21,6 +21,7 @@
 #include "lib/GpuTarget.h"
 #include "lib/IOModel.h"
 #include "lib/KernelSpec.h"
+#include "lib/SplitKv.h"
 #include "lib/Strategy/Registry.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -83,6 +84,12 @@ static cl::opt<std::string> timeShape(
     cl::desc("B,Hq,Hkv,Sq,Sk of the timed problem (default: "
              "FlashAttention's benchmark shape, B=4, H=2048/D, S=4096)"),
     cl::init(""), cl::cat(category));
+static cl::list<int64_t> kvSplitCounts(
+    "kv-splits",
+    cl::desc("with --time: time each schedule with its keys split into each "
+             "of these parts (split-KV: 0 = the runtime's choice, 1 = no "
+             "split, up to 128; default 0)"),
+    cl::CommaSeparated, cl::cat(category));
 static cl::opt<int> timeRuns("time-runs",
                              cl::desc("timed runs per schedule (median)"),
                              cl::init(10), cl::cat(category));
@@ -100,6 +107,7 @@ static int fail(const llvm::Twine &message) {
 /// One schedule and what it needs, or why it was rejected.
 struct Row {
   int64_t blockM, blockN, warps, stages;
+  int64_t kvSplits = 0; // the timed runs' split-KV parts (0: the runtime's)
   std::string status; // "ok", "spills" or "rejected"
   std::string reason; // why rejected
   int64_t registers = 0, spillStores = 0, spillLoads = 0;
@@ -126,6 +134,7 @@ struct Row {
     o["occupancy_limited_by"] = occupancyLimit;
     o["model_hbm_bytes"] = hbmBytes;
     if (timed) {
+      o["kv_splits"] = kvSplits;
       o["check"] = measured.check;
       o["check_max_error"] = measured.maxError;
       o["check_bound"] = measured.bound;
@@ -199,6 +208,14 @@ int main(int argc, char **argv) {
       if (value < 1 || value > highest)
         return fail(llvm::Twine(name) + " values must be in [1, " +
                     llvm::Twine(highest) + "], got " + llvm::Twine(value));
+  std::vector<int64_t> splits(kvSplitCounts.begin(), kvSplitCounts.end());
+  if (splits.empty())
+    splits.push_back(0);
+  for (int64_t parts : splits)
+    if (std::string why = fa::checkKvParts(parts); !why.empty())
+      return fail("--kv-splits: " + why);
+  if (!kvSplitCounts.empty() && !timeOnDevice)
+    return fail("--kv-splits sets the timed runs' parts: it needs --time");
   // Each schedule is a compile (and with --time a run): the grid is
   // bounded, so that a long list fails at once instead of running for hours.
   size_t total = ms.size() * ns.size() * ws.size() * ss.size();
@@ -272,7 +289,8 @@ int main(int argc, char **argv) {
                      "spill_st", "spill_ld", "shared", "threads", "blk/SM",
                      "limited by", "model HBM");
   if (device)
-    os << llvm::format(" | %-6s %9s %8s", "check", "ms", "TFLOP/s");
+    os << llvm::format(" | %6s %-6s %9s %8s", "splits", "check", "ms",
+                       "TFLOP/s");
   os << "\n";
   os.flush();
   auto printRow = [&](const Row &row) {
@@ -294,7 +312,7 @@ int main(int argc, char **argv) {
                        fa::formatBytes(row.hbmBytes).c_str());
     if (row.timed) {
       bool checked = row.measured.check == "ok" || row.measured.check == "wrong";
-      os << llvm::format(" | %-6s %9.3f %8.1f",
+      os << llvm::format(" | %6lld %-6s %9.3f %8.1f", (long long)row.kvSplits,
                          checked ? row.measured.check.c_str() : "error",
                          row.measured.milliseconds, row.measured.tflops);
       if (row.measured.check == "wrong")
@@ -357,12 +375,18 @@ int main(int argc, char **argv) {
           row.occupancyLimit = occ.limitedBy;
           row.status = r.spills() ? "spills" : "ok";
           row.hbmBytes = fa::tiledForwardIO(io, elementBytes, m, n).bytes();
-          if (device) {
-            row.timed = true;
-            row.measured = device->measure(spec);
+          if (!device) {
+            rows.push_back(row);
+            printRow(row);
+            continue;
           }
-          rows.push_back(row);
-          printRow(row);
+          row.timed = true;
+          for (int64_t parts : splits) {
+            row.kvSplits = parts;
+            row.measured = device->measure(spec, parts);
+            rows.push_back(row);
+            printRow(row);
+          }
         }
   if (!quiet)
     llvm::errs() << "\n";
@@ -388,15 +412,15 @@ int main(int argc, char **argv) {
     std::string text = "block_m,block_n,num_warps,stages,status,reason,"
                        "registers,spill_store_bytes,spill_load_bytes,"
                        "shared_bytes,threads,blocks_per_sm,"
-                       "occupancy_limited_by,model_hbm_bytes,check,"
-                       "milliseconds,tflops\n";
+                       "occupancy_limited_by,model_hbm_bytes,kv_splits,"
+                       "check,milliseconds,tflops\n";
     for (const Row &row : rows) {
       text += llvm::formatv("{0},{1},{2},{3},{4},{5},", row.blockM,
                             row.blockN, row.warps, row.stages, row.status,
                             csvField(row.reason))
                   .str();
       if (row.status == "rejected") {
-        text += ",,,,,,,,,,\n";
+        text += ",,,,,,,,,,,\n";
         continue;
       }
       text += llvm::formatv("{0},{1},{2},{3},{4},{5},{6},{7},", row.registers,
@@ -405,11 +429,12 @@ int main(int argc, char **argv) {
                             int64_t(row.hbmBytes))
                   .str();
       if (row.timed)
-        text += llvm::formatv("{0},{1},{2}\n", csvField(row.measured.check),
+        text += llvm::formatv("{0},{1},{2},{3}\n", row.kvSplits,
+                              csvField(row.measured.check),
                               row.measured.milliseconds, row.measured.tflops)
                     .str();
       else
-        text += ",,\n";
+        text += ",,,\n";
     }
     if (!writeFile(csvFile, text, error))
       return fail(error);
