@@ -34,6 +34,13 @@ struct ProblemExtents {
 /// Query rows per program of a split-KV forward's combine kernel (fewer
 /// when the query tiles are smaller).
 constexpr int64_t kCombineRows = 16;
+/// Parts the combine kernel reads before it merges them: the merge of one
+/// part waits for the previous one, so a loop that loaded and merged one
+/// part at a time would wait out a global load's latency per part.
+constexpr int64_t kCombinePartsInFlight = 4;
+/// Warps of a combine kernel's block (fewer where its tiles are too small
+/// for them), whatever the split kernel's.
+constexpr int64_t kCombineWarps = 4;
 
 /// Element types of the tensors a variant captures.
 enum class ScalarType { f32, f16, bf16, i32, i64, i8 };

@@ -9,6 +9,7 @@
 #include "compiler/Placement/Placement.h"
 #include "lib/GpuTarget.h"
 #include "lib/KernelSpec.h"
+#include "lib/LaunchPlan.h"
 #include "lib/Strategy/SimtModel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -129,21 +130,45 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
   });
   if (rowExtents.empty())
     return grid.emitOpError("has no tiles to place");
-  int64_t numThreads = numWarps * 32;
-  int64_t threadCols = 32;
-  while (threadCols > 1 && llvm::any_of(colExtents, [&](int64_t c) {
-           return c % threadCols != 0;
-         }))
-    threadCols /= 2;
-  int64_t threadRows = numThreads / threadCols;
-  for (int64_t rows : rowExtents)
-    if (rows % threadRows != 0)
-      return grid.emitOpError()
-             << "thread grid " << threadRows << "x" << threadCols
-             << " (num-warps=" << int64_t(numWarps)
-             << ") does not divide a tile of " << rows
-             << " rows: use tiles that are multiples of " << threadRows
-             << " rows or fewer warps";
+  // The thread grid of `warps` warps: as many thread columns (up to a
+  // warp) as divide every tile's columns; 0 rows where the rows do not
+  // divide every tile's rows.
+  auto threadGrid = [&](int64_t warps) -> std::pair<int64_t, int64_t> {
+    int64_t cols = 32;
+    while (cols > 1 && llvm::any_of(colExtents, [&](int64_t c) {
+             return c % cols != 0;
+           }))
+      cols /= 2;
+    int64_t rows = warps * 32 / cols;
+    bool divides = llvm::all_of(rowExtents,
+                                [&](int64_t r) { return r % rows == 0; });
+    return {divides ? rows : 0, cols};
+  };
+  // A split-KV forward's merge of the parts takes its own warps, not the
+  // strategy's: its tiles are a few rows of every part, read and merged at
+  // the same speed under any strategy (fewer warps where the rows are too
+  // few for them).
+  bool mergesParts = false;
+  grid.walk([&](MergePartialOp) { mergesParts = true; });
+  int64_t warps = numWarps;
+  if (mergesParts) {
+    warps = ::fa::kCombineWarps;
+    while (warps > 1 && threadGrid(warps).first == 0)
+      warps /= 2;
+  }
+  int64_t numThreads = warps * 32;
+  auto [threadRows, threadCols] = threadGrid(warps);
+  if (threadRows == 0) {
+    int64_t rowsNeeded = numThreads / threadCols;
+    for (int64_t rows : rowExtents)
+      if (rows % rowsNeeded != 0)
+        return grid.emitOpError()
+               << "thread grid " << rowsNeeded << "x" << threadCols
+               << " (num-warps=" << warps
+               << ") does not divide a tile of " << rows
+               << " rows: use tiles that are multiples of " << rowsNeeded
+               << " rows or fewer warps";
+  }
   auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
   if (pad < 0 || pad > kMaxRowPad)
     return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
@@ -175,7 +200,7 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
     return grid.emitOpError()
            << "needs " << sharedBytes
            << " bytes of shared memory per block (num-warps="
-           << int64_t(numWarps) << "), over the " << available
+           << warps << "), over the " << available
            << " bytes available on " << target.name;
 
   // Registers, roughly: a thread's elements of the loop-carried tiles (the
@@ -204,7 +229,7 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
   int64_t registers = carried + (hasMatmul ? 4 : 1) * largest + 32;
   int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
   if (registers > registerLimit)
-    grid.emitWarning() << "placement (num-warps=" << int64_t(numWarps)
+    grid.emitWarning() << "placement (num-warps=" << warps
                        << ") needs about " << registers
                        << " registers per thread, over the " << registerLimit
                        << " available: the kernel will spill";

@@ -388,17 +388,51 @@ void AttentionTiler::buildCombine(Value batch, Value qHeads, Value qLen) {
       arith::DivUIOp::create(builder, loc, dim(partialOutput, 0), entries);
   Value outInit = splat(outType, 0.0f);
   Value lseInit = splat(rowVecType, -std::numeric_limits<float>::infinity());
-  auto loop = scf::ForOp::create(
-      builder, loc, indexConst(0), numParts, indexConst(1),
+  // Part `part`'s output and LSE tiles.
+  auto loadPart = [&](OpBuilder &b, Location loc,
+                      Value part) -> std::pair<Value, Value> {
+    Value entry = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, part, entries), rowsBatch);
+    Value partOut = LoadTileOp::create(b, loc, outType, partialOutput, entry,
+                                       h, qStart, qRows);
+    Value partLse = LoadTileOp::create(b, loc, rowVecType, partialLse, entry,
+                                       h, qStart, qRows);
+    return {partOut, partLse};
+  };
+  // Parts in chunks of kCombinePartsInFlight: a chunk's loads come before
+  // its merges (each merge waits for the one before), so the loads of a
+  // chunk are in flight together. The parts past the last whole chunk are
+  // merged one at a time.
+  int64_t inFlight = ::fa::kCombinePartsInFlight;
+  SmallVector<Value> offsets;
+  for (int64_t i = 1; i < inFlight; ++i)
+    offsets.push_back(indexConst(i));
+  Value wholeChunks = arith::MulIOp::create(
+      builder, loc,
+      arith::DivUIOp::create(builder, loc, numParts, indexConst(inFlight)),
+      indexConst(inFlight));
+  auto chunks = scf::ForOp::create(
+      builder, loc, indexConst(0), wholeChunks, indexConst(inFlight),
       ValueRange{outInit, lseInit},
+      [&](OpBuilder &nested, Location loc, Value first, ValueRange state) {
+        SmallVector<std::pair<Value, Value>> parts = {
+            loadPart(nested, loc, first)};
+        for (Value offset : offsets)
+          parts.push_back(loadPart(
+              nested, loc, arith::AddIOp::create(nested, loc, first, offset)));
+        Value out = state[0], lse = state[1];
+        for (auto [partOut, partLse] : parts) {
+          auto merge =
+              MergePartialOp::create(nested, loc, out, lse, partOut, partLse);
+          out = merge.getNewOutput();
+          lse = merge.getNewLse();
+        }
+        scf::YieldOp::create(nested, loc, ValueRange{out, lse});
+      });
+  auto loop = scf::ForOp::create(
+      builder, loc, wholeChunks, numParts, indexConst(1), chunks.getResults(),
       [&](OpBuilder &nested, Location loc, Value part, ValueRange state) {
-        Value entry = arith::AddIOp::create(
-            nested, loc, arith::MulIOp::create(nested, loc, part, entries),
-            rowsBatch);
-        Value partOut = LoadTileOp::create(nested, loc, outType, partialOutput,
-                                           entry, h, qStart, qRows);
-        Value partLse = LoadTileOp::create(nested, loc, rowVecType, partialLse,
-                                           entry, h, qStart, qRows);
+        auto [partOut, partLse] = loadPart(nested, loc, part);
         auto merge = MergePartialOp::create(nested, loc, state[0], state[1],
                                             partOut, partLse);
         scf::YieldOp::create(
