@@ -38,9 +38,13 @@ constexpr int64_t kCombineRows = 16;
 /// part waits for the previous one, so a loop that loaded and merged one
 /// part at a time would wait out a global load's latency per part.
 constexpr int64_t kCombinePartsInFlight = 4;
-/// Warps of a combine kernel's block (fewer where its tiles are too small
-/// for them), whatever the split kernel's.
-constexpr int64_t kCombineWarps = 4;
+/// Elements of a part's output tile a thread of the combine kernel holds:
+/// its block takes as many warps as that needs (whatever the split
+/// kernel's), from kCombineMinWarps up to kCombineMaxWarps, so that the
+/// parts in flight fit the registers.
+constexpr int64_t kCombineElementsPerThread = 16;
+constexpr int64_t kCombineMinWarps = 4;
+constexpr int64_t kCombineMaxWarps = 8;
 
 /// Element types of the tensors a variant captures.
 enum class ScalarType { f32, f16, bf16, i32, i64, i8 };

@@ -1,5 +1,6 @@
 //===- SplitKv.cpp - How many parts a split-KV forward uses -------*- C++ -*-===//
 #include "lib/SplitKv.h"
+#include "lib/Strategy/Registry.h"
 
 #include <algorithm>
 
@@ -15,6 +16,43 @@ int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
   int64_t wanted = (2 * multiprocessors + programs - 1) / programs;
   int64_t byTiles = keyTiles / kMinTilesPerPart;
   return std::max<int64_t>(1, std::min({wanted, byTiles, kMaxKvParts}));
+}
+
+KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
+                         int64_t pageRows, const std::string &arch) {
+  if (request.backward || request.blockMaskProgram || queryRows < 1 ||
+      queryRows > kDecodeRows || request.blockM || request.numWarps ||
+      request.stages)
+    return request;
+  KernelSpec decode = request;
+  if (decode.arch.empty())
+    decode.arch = arch;
+  // The split kernel's strategy: auto asks the strategies in order.
+  decode.splitKv = true;
+  for (const StrategyModel *model : registeredStrategies()) {
+    if (request.strategy != Strategy::automatic &&
+        request.strategy != model->kind)
+      continue;
+    if (!model->decodeTiles || !model->takesProblem(decode))
+      continue;
+    KernelSpec candidate = decode;
+    candidate.strategy = model->kind;
+    std::optional<KernelSpec> tiles = model->decodeTiles(candidate);
+    if (tiles && pageRows > 0 && pageRows % tiles->blockN != 0) {
+      // A K/V tile lies in one page: the widest halving of the model's
+      // block-n that divides the page, if the model takes it.
+      candidate.blockN = tiles->blockN;
+      while (candidate.blockN > 1 && pageRows % candidate.blockN != 0)
+        candidate.blockN /= 2;
+      tiles = model->decodeTiles(candidate);
+    }
+    if (!tiles || (pageRows > 0 && pageRows % tiles->blockN != 0))
+      return request;
+    tiles->arch = request.arch;
+    tiles->splitKv = request.splitKv;
+    return tiles->validate().empty() ? *tiles : request;
+  }
+  return request;
 }
 
 std::string checkKvParts(int64_t parts) {

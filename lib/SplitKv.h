@@ -10,6 +10,8 @@
 #ifndef FA_LIB_SPLITKV_H
 #define FA_LIB_SPLITKV_H
 
+#include "lib/KernelSpec.h"
+
 #include <cstdint>
 #include <string>
 
@@ -28,6 +30,22 @@ constexpr int64_t kMinTilesPerPart = 4;
 /// kMaxKvParts.
 int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
                       int64_t multiprocessors);
+
+/// Query rows a head (after the query groups are packed) up to which a
+/// forward is a decode: its query tile holds every row, and its time is
+/// the K/V read.
+constexpr int64_t kDecodeRows = 16;
+
+/// `request` with the decode tiles of the strategy it resolves to (the
+/// first registered one with decode tiles that takes the problem, for
+/// auto; StrategyModel::decodeTiles) where it is a forward of at most
+/// kDecodeRows query rows a head whose tiles are left to the defaults, on
+/// `arch` where the request names none. `pageRows` > 0: a paged cache of
+/// pages of that many rows, which the block-n must divide (a block-n the
+/// request sets is kept; else the widest halving of the decode tiles'
+/// that divides the page). Otherwise `request` unchanged.
+KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
+                         int64_t pageRows, const std::string &arch);
 
 /// "" when `parts` is a number of parts a caller may ask for (0: the
 /// heuristic's choice, 1: no split, up to kMaxKvParts), else why not.

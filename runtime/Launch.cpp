@@ -383,6 +383,11 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   int64_t keyLength = requested.varlen    ? a.maxSeqlenK
                       : requested.pagedKv ? a.blockTable.sizes[1] * a.k.sizes[2]
                                           : a.k.sizes[2];
+  // A decode (a few query rows a head) left to the defaults takes its
+  // strategy's decode tiles: its time is the K/V read, which small tiles
+  // and many blocks stream fastest.
+  requested = decodeRequest(requested, queryLength,
+                            requested.pagedKv ? a.k.sizes[2] : 0, impl->arch);
   // A K/V tile is read from one page: tiles left to the defaults get the
   // largest block-n of 64, 32, 16 that divides the page (a page size that
   // none divides is named by the checks).

@@ -282,6 +282,34 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
   return std::move(collector).take({16 * warps, 16 * warps, warps, 1});
 }
 
+/// Decode tiles: 32 query rows on two warps, 32 keys a tile, two K/V
+/// tiles in flight. A decode tile holds a few real rows (the packed query
+/// heads of one K/V head), so its time is the K/V tiles' read: small tiles
+/// keep the registers low (163 a thread) and five blocks on an SM, which
+/// with the parts' blocks streams the cache at 79% of the H200's DRAM
+/// peak (ncu, B 8, 8k keys; 128 x 64 tiles on four warps: 255 registers,
+/// two blocks an SM, 42%). docs/benchmarks.md (l) has the sweep. Head dims
+/// past 128 take 16 keys a tile (32 spill: a warp's 16 x D accumulator
+/// and Q fragments fill the registers). A block-n the request sets (a
+/// paged cache's) is kept.
+std::optional<KernelSpec> decodeTiles(const KernelSpec &request) {
+  if (request.backward || !takesProblem(request.dtype, request.headDim))
+    return std::nullopt;
+  KernelSpec spec = request;
+  spec.strategy = Strategy::mma;
+  spec.blockM = 32;
+  spec.numWarps = 2;
+  spec.stages = 2;
+  if (!spec.blockN)
+    spec.blockN = spec.headDim <= 128 ? 32 : 16;
+  std::optional<GpuArch> arch = lookupGpuArch(spec.arch);
+  Config config{spec.headDim, spec.blockM,   spec.blockN,
+                spec.numWarps, spec.stages, spec.dtype == ElementType::f32 ? 4 : 2};
+  if (!arch || !checkFits(config, *arch).empty())
+    return std::nullopt;
+  return spec;
+}
+
 /// mma.sync on tensor cores: 16-bit inputs, forward and backward.
 const StrategyModel &model() {
   static const StrategyModel entry{
@@ -300,7 +328,8 @@ const StrategyModel &model() {
       /*tensorMapInputs=*/false, /*abiCode=*/2,
       /*blockedRegisterTiles=*/false, /*warpSpecialized=*/false,
       /*sharedRowChunkBytes=*/16,
-      /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}}};
+      /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}},
+      decodeTiles};
   return entry;
 }
 

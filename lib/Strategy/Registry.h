@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,14 @@ struct StrategyModel {
   int64_t sharedRowChunkBytes;
   /// The tiles fa-sweep measures by default.
   TileGrid sweepGrid;
+  /// Decode: a forward of at most kDecodeRows query rows a head (one token
+  /// of a group of heads, packed; lib/SplitKv.h), whose keys the runtime
+  /// splits over parts. `request` (strategy resolved to this one, tiles
+  /// unset but for a paged cache's block-n) with the tiles that stream the
+  /// keys fastest, or nullopt where the strategy has none for it (the
+  /// defaults serve). Null: no decode tiles.
+  std::optional<KernelSpec> (*decodeTiles)(const KernelSpec &request) =
+      nullptr;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

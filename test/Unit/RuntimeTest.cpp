@@ -526,6 +526,90 @@ TEST(LaunchPlan, SplitKvKernels) {
             "65535");
 }
 
+/// Decode: a forward of a few query rows a head left to the defaults takes
+/// its strategy's decode tiles (mma: 32 x 32 on two warps, two stages);
+/// anything else is left as it is.
+/// Tiles left to the defaults, as the C ABI's zeros leave them.
+static fa::KernelSpec defaultTiles(fa::KernelSpec spec) {
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  return spec;
+}
+
+TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
+  fa::KernelSpec request = defaultTiles({});
+  request.headDim = 128;
+  request.dtype = fa::ElementType::bf16;
+  request.kvLens = true;
+  fa::KernelSpec decode = fa::decodeRequest(request, 4, 0, "sm_90a");
+  EXPECT_EQ(decode.strategy, fa::Strategy::mma);
+  EXPECT_EQ(std::tuple(decode.blockM, decode.blockN, decode.numWarps,
+                       decode.stages),
+            std::tuple(32, 32, 2, 2));
+  EXPECT_FALSE(decode.splitKv); // the parts decide that
+  EXPECT_EQ(decode.arch, request.arch);
+  EXPECT_EQ(fa::decodeRequest(request, fa::kDecodeRows, 0, "sm_80").blockM,
+            32);
+  // Not a decode, or not left to the defaults: unchanged.
+  auto unchanged = [&](const fa::KernelSpec &r, int64_t rows, int64_t page) {
+    fa::KernelSpec got = fa::decodeRequest(r, rows, page, "sm_90a");
+    return got.canonicalText() == r.canonicalText();
+  };
+  EXPECT_TRUE(unchanged(request, fa::kDecodeRows + 1, 0));
+  EXPECT_TRUE(unchanged(request, 0, 0));
+  fa::KernelSpec tiled = request;
+  tiled.blockM = 64;
+  EXPECT_TRUE(unchanged(tiled, 4, 0));
+  fa::KernelSpec wgmma = request;
+  wgmma.strategy = fa::Strategy::wgmma;
+  EXPECT_TRUE(unchanged(wgmma, 4, 0));
+  fa::KernelSpec f32 = request;
+  f32.dtype = fa::ElementType::f32; // simt: no decode tiles
+  EXPECT_TRUE(unchanged(f32, 4, 0));
+  fa::KernelSpec backward = request;
+  backward.backward = true;
+  backward.kvLens = false;
+  EXPECT_TRUE(unchanged(backward, 4, 0));
+  // A paged cache: 32 keys a tile where they divide the page, else 16; a
+  // block-n the caller set is kept; a page 16 does not divide is left for
+  // the checks to name.
+  fa::KernelSpec paged = request;
+  paged.pagedKv = true;
+  EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a").blockN, 32);
+  EXPECT_EQ(fa::decodeRequest(paged, 4, 16, "sm_90a").blockN, 16);
+  EXPECT_EQ(fa::decodeRequest(paged, 4, 48, "sm_90a").blockN, 16);
+  fa::KernelSpec wide = request;
+  wide.headDim = 256; // 16 keys a tile
+  EXPECT_EQ(fa::decodeRequest(wide, 4, 0, "sm_90a").blockN, 16);
+  paged.blockN = 64;
+  EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a").blockN, 64);
+  paged.blockN = 0;
+  EXPECT_TRUE(unchanged(paged, 4, 24));
+}
+
+/// The decode tiles compile without spills for every head dim the mma
+/// forward takes, split or not.
+TEST(SplitKv, DecodeTilesDoNotSpill) {
+  if (llvm::Expected<std::string> version = fa::ptxasVersion(); !version)
+    GTEST_SKIP() << llvm::toString(version.takeError());
+  for (int64_t headDim : {64, 128, 256})
+    for (bool split : {false, true}) {
+      fa::KernelSpec request = defaultTiles({});
+      request.headDim = headDim;
+      request.dtype = fa::ElementType::bf16;
+      request.kvLens = true;
+      request.arch = "sm_90a";
+      fa::KernelSpec spec = fa::decodeRequest(request, 4, 0, "sm_90a");
+      spec.splitKv = split;
+      ASSERT_EQ(spec.blockM, 32) << headDim;
+      llvm::Expected<mlir::fa::CompiledKernel> kernel =
+          mlir::fa::compileKernel(spec, /*assemble=*/true);
+      ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+      for (const fa::KernelResources &r : kernel->resources)
+        EXPECT_FALSE(r.spills()) << r.name << ": " << r.spillStoreBytes
+                                 << " bytes of spill stores";
+    }
+}
+
 /// The parts heuristic: none where the programs fill most SMs or the keys
 /// are a few tiles; about two blocks per SM otherwise, each part at least
 /// kMinTilesPerPart tiles, at most kMaxKvParts; caller values checked.
