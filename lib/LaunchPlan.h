@@ -36,15 +36,18 @@ struct ProblemExtents {
 constexpr int64_t kCombineRows = 16;
 /// Parts the combine kernel reads before it merges them: the merge of one
 /// part waits for the previous one, so a loop that loaded and merged one
-/// part at a time would wait out a global load's latency per part.
-constexpr int64_t kCombinePartsInFlight = 4;
-/// Elements of a part's output tile a thread of the combine kernel holds:
-/// its block takes as many warps as that needs (whatever the split
-/// kernel's), from kCombineMinWarps up to kCombineMaxWarps, so that the
-/// parts in flight fit the registers.
-constexpr int64_t kCombineElementsPerThread = 16;
-constexpr int64_t kCombineMinWarps = 4;
-constexpr int64_t kCombineMaxWarps = 8;
+/// part at a time would wait out a global load's latency per part. At
+/// B = 1 a decode's combine is 8 blocks walking up to 128 parts: the
+/// rounds of loads are its time (H200: 33 parts, 4 a round, 16 us).
+/// Head dims past 128 load half as many (registers).
+constexpr int64_t combinePartsInFlight(int64_t headDim) {
+  return headDim <= 128 ? 8 : 4;
+}
+/// Warps of a combine kernel's block, whatever the split kernel's (fewer
+/// where its tiles have too few rows for them): a thread then holds at most
+/// two rows of a 16-row tile, each row costing its own addresses and
+/// exponentials for every part in flight.
+constexpr int64_t kCombineWarps = 8;
 
 /// Element types of the tensors a variant captures.
 enum class ScalarType { f32, f16, bf16, i32, i64, i8 };

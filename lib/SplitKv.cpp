@@ -48,9 +48,11 @@ KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
     }
     if (!tiles || (pageRows > 0 && pageRows % tiles->blockN != 0))
       return request;
-    tiles->arch = request.arch;
     tiles->splitKv = request.splitKv;
-    return tiles->validate().empty() ? *tiles : request;
+    if (!tiles->validate().empty()) // on the arch it will run on
+      return request;
+    tiles->arch = request.arch;
+    return *tiles;
   }
   return request;
 }

@@ -145,21 +145,12 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
     return {divides ? rows : 0, cols};
   };
   // A split-KV forward's merge of the parts takes its own warps, not the
-  // strategy's: at least kCombineMinWarps (a thread's rows each cost their
-  // own addresses and exponentials per part), more until a thread holds
-  // kCombineElementsPerThread of a part's output tile (it loads several
-  // parts before merging them), fewer where the rows are too few.
-  int64_t partElements = 0;
-  grid.walk([&](MergePartialOp op) {
-    partElements = cast<RankedTensorType>(op.getPartialOutput().getType())
-                       .getNumElements();
-  });
+  // strategy's (kCombineWarps; fewer where the rows are too few for them).
+  bool mergesParts = false;
+  grid.walk([&](MergePartialOp) { mergesParts = true; });
   int64_t warps = numWarps;
-  if (partElements) {
-    warps = ::fa::kCombineMinWarps;
-    while (warps < ::fa::kCombineMaxWarps &&
-           warps * 32 * ::fa::kCombineElementsPerThread < partElements)
-      warps *= 2;
+  if (mergesParts) {
+    warps = ::fa::kCombineWarps;
     while (warps > 1 && threadGrid(warps).first == 0)
       warps /= 2;
   }

@@ -399,11 +399,11 @@ void AttentionTiler::buildCombine(Value batch, Value qHeads, Value qLen) {
                                        h, qStart, qRows);
     return {partOut, partLse};
   };
-  // Parts in chunks of kCombinePartsInFlight: a chunk's loads come before
+  // Parts in chunks of combinePartsInFlight: a chunk's loads come before
   // its merges (each merge waits for the one before), so the loads of a
   // chunk are in flight together. The parts past the last whole chunk are
   // merged one at a time.
-  int64_t inFlight = ::fa::kCombinePartsInFlight;
+  int64_t inFlight = ::fa::combinePartsInFlight(headDim);
   SmallVector<Value> offsets;
   for (int64_t i = 1; i < inFlight; ++i)
     offsets.push_back(indexConst(i));

@@ -191,6 +191,41 @@ class GpuKvCacheTest(unittest.TestCase):
         self.run_cache(torch.float16, [8191, 0], 1, 1, 8, 1, 64, False,
                        capacity=8192, num_splits=128)
 
+    def test_cuda_graph(self):
+        # A decode step captured in a CUDA graph, as serving stacks replay
+        # one per step: a replay on new queries and lengths gives the eager
+        # call's result bit for bit, split (the parts' workspace allocated
+        # in stream order inside the graph) or not.
+        torch.manual_seed(0)
+        for splits in (0, 1):
+            with self.subTest(splits=splits):
+                q = torch.randn(2, 1, 8, 128, device="cuda",
+                                dtype=torch.bfloat16)
+                k_cache = torch.randn(2, 4096, 2, 128, device="cuda",
+                                      dtype=torch.bfloat16)
+                v_cache = torch.randn_like(k_cache)
+                lens = torch.tensor([4000, 1000], dtype=torch.int32,
+                                    device="cuda")
+
+                def step():
+                    return fa.flash_attn_with_kvcache(
+                        q, k_cache, v_cache, cache_seqlens=lens,
+                        num_splits=splits, check_lengths=False)
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):  # compiled outside the graph
+                    step()
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = step()
+                q.copy_(torch.randn_like(q))
+                lens.copy_(torch.tensor([17, 4096], dtype=torch.int32))
+                graph.replay()
+                torch.cuda.synchronize()
+                self.assertTrue(torch.equal(out, step()))
+                self.assertFalse(torch.isnan(out).any().item())
+
     def test_paged(self):
         # Pages of 16, 64, 256 in a shuffled pool (spare pages of NaN):
         # decode and a few query rows, appended tokens crossing a page,

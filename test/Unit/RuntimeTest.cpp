@@ -549,6 +549,13 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   EXPECT_EQ(decode.arch, request.arch);
   EXPECT_EQ(fa::decodeRequest(request, fa::kDecodeRows, 0, "sm_80").blockM,
             32);
+  // A request without an arch (the C ABI's) is checked on the device's and
+  // keeps none.
+  fa::KernelSpec archless = request;
+  archless.arch = "";
+  fa::KernelSpec fromC = fa::decodeRequest(archless, 4, 0, "sm_90a");
+  EXPECT_EQ(fromC.blockM, 32);
+  EXPECT_EQ(fromC.arch, "");
   // Not a decode, or not left to the defaults: unchanged.
   auto unchanged = [&](const fa::KernelSpec &r, int64_t rows, int64_t page) {
     fa::KernelSpec got = fa::decodeRequest(r, rows, page, "sm_90a");
