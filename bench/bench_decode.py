@@ -42,10 +42,11 @@ def _device_us(event):
     return 0.0
 
 
-def kernel_ms(fn, prefix="", calls=20):
-    """Device time per call of the kernels fn launches whose names start
-    with `prefix` (all of them for ""), L2 flushed before each call."""
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+def device_times(fn, calls=20, flush=None):
+    """Device microseconds per call of each kernel fn launches, by name, L2
+    flushed before each call (the flush's own fill left out)."""
+    if flush is None:
+        flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     fn()
     torch.cuda.synchronize()
     activity = torch.profiler.ProfilerActivity.CUDA
@@ -54,9 +55,15 @@ def kernel_ms(fn, prefix="", calls=20):
             flush.zero_()
             fn()
         torch.cuda.synchronize()
-    total = sum(_device_us(e) for e in prof.key_averages()
-                if e.key.startswith(prefix) and "FillFunctor" not in e.key)
-    return total / calls / 1e3
+    return {e.key: _device_us(e) / calls for e in prof.key_averages()
+            if "FillFunctor" not in e.key}
+
+
+def kernel_ms(fn, prefix="", calls=20):
+    """Device time per call of the kernels fn launches whose names start
+    with `prefix` (all of them for ""), L2 flushed before each call."""
+    return sum(us for name, us in device_times(fn, calls).items()
+               if name.startswith(prefix)) / 1e3
 
 
 def host_ms(fn, calls=200):

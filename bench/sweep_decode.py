@@ -26,39 +26,21 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+sys.path.insert(0, os.path.dirname(__file__))
 import fa  # noqa: E402
-
-
-def _device_us(event):
-    for attr in ("self_device_time_total", "self_cuda_time_total"):
-        value = getattr(event, attr, None)
-        if value:
-            return value
-    return 0.0
+from bench_decode import device_times  # noqa: E402
 
 
 def kernel_us(fn, flush, calls=10):
     """(split, combine, other) device microseconds per call."""
-    fn()
-    torch.cuda.synchronize()
-    activity = torch.profiler.ProfilerActivity.CUDA
-    with torch.profiler.profile(activities=[activity]) as prof:
-        for _ in range(calls):
-            flush.zero_()
-            fn()
-        torch.cuda.synchronize()
     split = combine = other = 0.0
-    for e in prof.key_averages():
-        if "FillFunctor" in e.key:
-            continue
-        t = _device_us(e) / calls
-        if e.key.startswith("fa_"):
-            if e.key.endswith("_combine"):
-                combine += t
-            else:
-                split += t
+    for name, us in device_times(fn, calls, flush).items():
+        if not name.startswith("fa_"):
+            other += us
+        elif name.endswith("_combine"):
+            combine += us
         else:
-            other += t
+            split += us
     return split, combine, other
 
 
