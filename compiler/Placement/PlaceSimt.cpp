@@ -55,6 +55,13 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
   }
 
   LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
+  /// The `pad` option in range, or an error on `grid` naming it.
+  LogicalResult checkPadOption(GridOp grid) {
+    if (pad >= 0 && pad <= kMaxRowPad)
+      return success();
+    return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
+                              << "] (0: the default), got " << int64_t(pad);
+  }
   LogicalResult placeForwardProgram(GridOp grid, const ::fa::GpuArch &target);
   LogicalResult placeBackwardProgram(GridOp grid,
                                      const ::fa::GpuArch &target);
@@ -168,9 +175,8 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
                << " rows or fewer warps";
   }
   auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
-  if (pad < 0 || pad > kMaxRowPad)
-    return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
-                              << "] (0: the default), got " << int64_t(pad);
+  if (failed(checkPadOption(grid)))
+    return failure();
   int64_t rowPad = pad;
   if (rowPad == 0)
     rowPad = llvm::all_of(colExtents, [](int64_t c) { return c % 4 == 0; })
@@ -263,9 +269,8 @@ LogicalResult FAPlaceSimtPass::placeForwardProgram(GridOp grid,
   // A padding of 4 keeps 16-byte rows for vector loads along the rows and
   // still spreads a column over the banks for 16-byte accesses; a padding
   // of 1 suits scalar column reads.
-  if (pad < 0 || pad > kMaxRowPad)
-    return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
-                              << "] (0: the default), got " << int64_t(pad);
+  if (failed(checkPadOption(grid)))
+    return failure();
   int64_t rowPad = pad;
   if (rowPad == 0)
     rowPad = ::fa::simt::rowPad(shape.blockN, shape.headDim);
