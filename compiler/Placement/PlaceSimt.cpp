@@ -142,13 +142,12 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
   // divide every tile's rows.
   auto threadGrid = [&](int64_t warps) -> std::pair<int64_t, int64_t> {
     int64_t cols = 32;
-    while (cols > 1 && llvm::any_of(colExtents, [&](int64_t c) {
-             return c % cols != 0;
-           }))
+    while (cols > 1 &&
+           llvm::any_of(colExtents, [&](int64_t c) { return c % cols != 0; }))
       cols /= 2;
     int64_t rows = warps * 32 / cols;
-    bool divides = llvm::all_of(rowExtents,
-                                [&](int64_t r) { return r % rows == 0; });
+    bool divides =
+        llvm::all_of(rowExtents, [&](int64_t r) { return r % rows == 0; });
     return {divides ? rows : 0, cols};
   };
   // A split-KV forward's merge of the parts takes its own warps, not the
@@ -169,10 +168,9 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
       if (rows % rowsNeeded != 0)
         return grid.emitOpError()
                << "thread grid " << rowsNeeded << "x" << threadCols
-               << " (num-warps=" << warps
-               << ") does not divide a tile of " << rows
-               << " rows: use tiles that are multiples of " << rowsNeeded
-               << " rows or fewer warps";
+               << " (num-warps=" << warps << ") does not divide a tile of "
+               << rows << " rows: use tiles that are multiples of "
+               << rowsNeeded << " rows or fewer warps";
   }
   auto blocked = BlockedEncodingAttr::get(&getContext(), threadRows, threadCols);
   if (failed(checkPadOption(grid)))
@@ -203,9 +201,9 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
   if (sharedBytes > available)
     return grid.emitOpError()
            << "needs " << sharedBytes
-           << " bytes of shared memory per block (num-warps="
-           << warps << "), over the " << available
-           << " bytes available on " << target.name;
+           << " bytes of shared memory per block (num-warps=" << warps
+           << "), over the " << available << " bytes available on "
+           << target.name;
 
   // Registers, roughly: a thread's elements of the loop-carried tiles (the
   // dK, dV accumulators), four of the largest other register tile (scores,
@@ -233,10 +231,9 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
   int64_t registers = carried + (hasMatmul ? 4 : 1) * largest + 32;
   int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
   if (registers > registerLimit)
-    grid.emitWarning() << "placement (num-warps=" << warps
-                       << ") needs about " << registers
-                       << " registers per thread, over the " << registerLimit
-                       << " available: the kernel will spill";
+    grid.emitWarning() << "placement (num-warps=" << warps << ") needs about "
+                       << registers << " registers per thread, over the "
+                       << registerLimit << " available: the kernel will spill";
   grid->setAttr(FADialect::getLaunchAttrName(),
                 LaunchAttr::get(&getContext(), StrategyKind::simt, numThreads,
                                 sharedBytes, /*stages=*/1, registers));

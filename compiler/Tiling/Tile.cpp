@@ -393,10 +393,10 @@ void AttentionTiler::buildCombine(Value batch, Value qHeads, Value qLen) {
                       Value part) -> std::pair<Value, Value> {
     Value entry = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, part, entries), rowsBatch);
-    Value partOut = LoadTileOp::create(b, loc, outType, partialOutput, entry,
-                                       h, qStart, qRows);
-    Value partLse = LoadTileOp::create(b, loc, rowVecType, partialLse, entry,
-                                       h, qStart, qRows);
+    Value partOut = LoadTileOp::create(b, loc, outType, partialOutput, entry, h,
+                                       qStart, qRows);
+    Value partLse = LoadTileOp::create(b, loc, rowVecType, partialLse, entry, h,
+                                       qStart, qRows);
     return {partOut, partLse};
   };
   // Parts in chunks of combinePartsInFlight: a chunk's loads come before

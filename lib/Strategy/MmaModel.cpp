@@ -303,8 +303,9 @@ std::optional<KernelSpec> decodeTiles(const KernelSpec &request) {
   if (!spec.blockN)
     spec.blockN = spec.headDim <= 128 ? 32 : 16;
   std::optional<GpuArch> arch = lookupGpuArch(spec.arch);
-  Config config{spec.headDim, spec.blockM,   spec.blockN,
-                spec.numWarps, spec.stages, spec.dtype == ElementType::f32 ? 4 : 2};
+  int64_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  Config config{spec.headDim, spec.blockM, spec.blockN,
+                spec.numWarps, spec.stages, elementBytes};
   if (!arch || !checkFits(config, *arch).empty())
     return std::nullopt;
   return spec;

@@ -77,8 +77,7 @@ struct StrategyModel {
   /// unset but for a paged cache's block-n) with the tiles that stream the
   /// keys fastest, or nullopt where the strategy has none for it (the
   /// defaults serve). Null: no decode tiles.
-  std::optional<KernelSpec> (*decodeTiles)(const KernelSpec &request) =
-      nullptr;
+  std::optional<KernelSpec> (*decodeTiles)(const KernelSpec &request) = nullptr;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

@@ -542,13 +542,12 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   request.kvLens = true;
   fa::KernelSpec decode = fa::decodeRequest(request, 4, 0, "sm_90a");
   EXPECT_EQ(decode.strategy, fa::Strategy::mma);
-  EXPECT_EQ(std::tuple(decode.blockM, decode.blockN, decode.numWarps,
-                       decode.stages),
-            std::tuple(32, 32, 2, 2));
+  EXPECT_EQ(
+      std::tuple(decode.blockM, decode.blockN, decode.numWarps, decode.stages),
+      std::tuple(32, 32, 2, 2));
   EXPECT_FALSE(decode.splitKv); // the parts decide that
   EXPECT_EQ(decode.arch, request.arch);
-  EXPECT_EQ(fa::decodeRequest(request, fa::kDecodeRows, 0, "sm_80").blockM,
-            32);
+  EXPECT_EQ(fa::decodeRequest(request, fa::kDecodeRows, 0, "sm_80").blockM, 32);
   // A request without an arch (the C ABI's) is checked on the device's and
   // keeps none.
   fa::KernelSpec archless = request;
@@ -612,8 +611,8 @@ TEST(SplitKv, DecodeTilesDoNotSpill) {
           mlir::fa::compileKernel(spec, /*assemble=*/true);
       ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
       for (const fa::KernelResources &r : kernel->resources)
-        EXPECT_FALSE(r.spills()) << r.name << ": " << r.spillStoreBytes
-                                 << " bytes of spill stores";
+        EXPECT_FALSE(r.spills())
+            << r.name << ": " << r.spillStoreBytes << " bytes of spill stores";
     }
 }
 

@@ -15,7 +15,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/fa-sweep/DeviceTiming.h"
 #include "compiler/KernelCompiler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
@@ -23,6 +22,7 @@
 #include "lib/KernelSpec.h"
 #include "lib/SplitKv.h"
 #include "lib/Strategy/Registry.h"
+#include "tools/fa-sweep/DeviceTiming.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
