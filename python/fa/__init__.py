@@ -1125,6 +1125,19 @@ def _entry_point(name, what):
     return getattr(lib, name)
 
 
+def _check_int32_table(where, name, t, q, shape_text, shape_ok):
+    """A TypeError unless `t` is an int32 tensor whose shape passes
+    shape_ok (shape_text says which), a ValueError unless it is on q's
+    device: the index tables of the cache and varlen calls."""
+    if (not isinstance(t, _torch.Tensor) or t.dtype != _torch.int32
+            or not shape_ok(tuple(t.shape))):
+        raise TypeError(f"{where}: {name} must be an int32 tensor "
+                        f"{shape_text}, got {getattr(t, 'dtype', type(t))} "
+                        f"{tuple(getattr(t, 'shape', ()))}")
+    if t.device != q.device:
+        raise ValueError(f"{where}: {name} is on {t.device}, q on {q.device}")
+
+
 @functools.lru_cache(maxsize=64)
 def _kvcache_config(score_mod, mask_mod):
     """The kvcache call's fa_kernel_config (defaults, kv_lens, the variant),
@@ -1217,16 +1230,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     batch, capacity = k_cache.shape[0], k_cache.shape[1]
     if block_table is not None:
         # A pool of pages: the table's rows are the batch entries.
-        if (not isinstance(block_table, torch.Tensor)
-                or block_table.dtype != torch.int32 or block_table.dim() != 2
-                or block_table.shape[1] < 1):
-            raise TypeError(f"{where}: block_table must be an int32 tensor "
-                            "[B, max_pages] (max_pages >= 1), got "
-                            f"{getattr(block_table, 'dtype', type(block_table))}"
-                            f" {tuple(getattr(block_table, 'shape', ()))}")
-        if block_table.device != q.device:
-            raise ValueError(f"{where}: block_table is on "
-                             f"{block_table.device}, q on {q.device}")
+        _check_int32_table(where, "block_table", block_table, q,
+                           "[B, max_pages] (max_pages >= 1)",
+                           lambda shape: len(shape) == 2 and shape[1] >= 1)
         page = k_cache.shape[1]
         if page % 16:
             raise ValueError(f"{where}: page size {page} (k_cache's dimension "
@@ -1241,16 +1247,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
         if block_table is not None:
             raise ValueError(f"{where}: cache_batch_idx does not take a "
                              "block_table (a paged cache) yet")
-        if (not isinstance(cache_batch_idx, torch.Tensor)
-                or cache_batch_idx.dtype != torch.int32
-                or cache_batch_idx.dim() != 1):
-            raise TypeError(f"{where}: cache_batch_idx must be an int32 "
-                            "tensor [B], got "
-                            f"{getattr(cache_batch_idx, 'dtype', type(cache_batch_idx))}"
-                            f" {tuple(getattr(cache_batch_idx, 'shape', ()))}")
-        if cache_batch_idx.device != q.device:
-            raise ValueError(f"{where}: cache_batch_idx is on "
-                             f"{cache_batch_idx.device}, q on {q.device}")
+        _check_int32_table(where, "cache_batch_idx", cache_batch_idx, q,
+                           "[B]", lambda shape: len(shape) == 1)
         cache_entries = batch
         batch = cache_batch_idx.shape[0]
         cache_batch_idx = cache_batch_idx.contiguous()
@@ -1518,16 +1516,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     causal = bool(_flag("causal", causal))
     if seqused_k is not None:
         batch = cu_seqlens_q.shape[0] - 1
-        if (not isinstance(seqused_k, torch.Tensor)
-                or seqused_k.dtype != torch.int32
-                or tuple(seqused_k.shape) != (batch,)):
-            raise TypeError(f"{where}: seqused_k must be an int32 tensor [B] "
-                            f"= [{batch}], got "
-                            f"{getattr(seqused_k, 'dtype', type(seqused_k))}"
-                            f" {tuple(getattr(seqused_k, 'shape', ()))}")
-        if seqused_k.device != q.device:
-            raise ValueError(f"{where}: seqused_k is on {seqused_k.device}, "
-                             f"q on {q.device}")
+        _check_int32_table(where, "seqused_k", seqused_k, q,
+                           f"[B] = [{batch}]",
+                           lambda shape: shape == (batch,))
         if torch.is_grad_enabled() and any(t.requires_grad
                                            for t in (q, k, v)):
             raise NotImplementedError(
