@@ -18,6 +18,14 @@ int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
   return std::max<int64_t>(1, std::min({wanted, byTiles, kMaxKvParts}));
 }
 
+int64_t blockNForPage(int64_t pageRows, int64_t widest, int64_t narrowest) {
+  for (int64_t blockN = widest; blockN >= std::max<int64_t>(narrowest, 1);
+       blockN /= 2)
+    if (pageRows % blockN == 0)
+      return blockN;
+  return 0;
+}
+
 KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
                          int64_t pageRows, const std::string &arch) {
   if (request.backward || request.blockMaskProgram || queryRows < 1 ||
@@ -39,11 +47,9 @@ KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
     candidate.strategy = model->kind;
     std::optional<KernelSpec> tiles = model->decodeTiles(candidate);
     if (tiles && pageRows > 0 && pageRows % tiles->blockN != 0) {
-      // A K/V tile lies in one page: the widest halving of the model's
-      // block-n that divides the page, if the model takes it.
-      candidate.blockN = tiles->blockN;
-      while (candidate.blockN > 1 && pageRows % candidate.blockN != 0)
-        candidate.blockN /= 2;
+      // The widest halving of the model's block-n that divides the page, if
+      // the model takes it.
+      candidate.blockN = blockNForPage(pageRows, tiles->blockN, 1);
       tiles = model->decodeTiles(candidate);
     }
     if (!tiles || (pageRows > 0 && pageRows % tiles->blockN != 0))

@@ -31,6 +31,11 @@ constexpr int64_t kMinTilesPerPart = 4;
 int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
                       int64_t multiprocessors);
 
+/// The widest of `widest`, widest / 2, ... down to `narrowest` that divides
+/// `pageRows` (a K/V tile lies in one page of a paged cache), or 0 if none
+/// does.
+int64_t blockNForPage(int64_t pageRows, int64_t widest, int64_t narrowest);
+
 /// Query rows a head (after the query groups are packed) up to which a
 /// forward is a decode: its query tile holds every row, and its time is
 /// the K/V read.

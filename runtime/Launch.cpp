@@ -392,11 +392,7 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   // largest block-n of 64, 32, 16 that divides the page (a page size that
   // none divides is named by the checks).
   if (requested.pagedKv && requested.blockN == 0)
-    for (int64_t blockN : {64, 32, 16})
-      if (a.k.sizes[2] % blockN == 0) {
-        requested.blockN = blockN;
-        break;
-      }
+    requested.blockN = blockNForPage(a.k.sizes[2], 64, 16);
   int64_t parts = 1;
   if (Result r = impl->chooseForwardParts(requested, a, queryLength,
                                           keyLength, parts);

@@ -296,7 +296,6 @@ std::optional<KernelSpec> decodeTiles(const KernelSpec &request) {
   if (request.backward || !takesProblem(request.dtype, request.headDim))
     return std::nullopt;
   KernelSpec spec = request;
-  spec.strategy = Strategy::mma;
   spec.blockM = 32;
   spec.numWarps = 2;
   spec.stages = 2;

@@ -590,6 +590,11 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a").blockN, 64);
   paged.blockN = 0;
   EXPECT_TRUE(unchanged(paged, 4, 24));
+  // The page rule both the defaults and the decode tiles use.
+  EXPECT_EQ(fa::blockNForPage(256, 64, 16), 64);
+  EXPECT_EQ(fa::blockNForPage(48, 64, 16), 16);
+  EXPECT_EQ(fa::blockNForPage(24, 64, 16), 0);
+  EXPECT_EQ(fa::blockNForPage(24, 32, 1), 8);
 }
 
 /// The decode tiles compile without spills for every head dim the mma
