@@ -2052,12 +2052,15 @@ TEST(CApi, KvCacheForward) {
   fa_tensor lse16 = {q16.data, {2, 2, 1, 0}, {2, 1, 1, 0}};
   fa_tensor lens = {q16.data, {2, 0, 0, 0}, {1, 0, 0, 0}};
   fa_attention_extras extras = {};
+  // The kvcache call on q16's problem with the cache `kv` and `extras`.
+  auto kvcache = [&](const fa_tensor &kv) {
+    return fa_attention_kvcache_forward(runtime, &q16, &kv, &kv, &q16, &lse16,
+                                        &lens, &extras, FA_F16, 0, 0.0, nullptr,
+                                        nullptr);
+  };
   for (int64_t parts : {-1, 129}) {
     extras.kv_splits = parts;
-    EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &q16, &q16, &q16,
-                                           &lse16, &lens, &extras, FA_F16, 0,
-                                           0.0, nullptr, nullptr),
-              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(kvcache(q16), FA_ERROR_INVALID_ARGUMENT);
     EXPECT_EQ(std::string(fa_last_error()),
               "kv splits must be 0 (chosen by the runtime), 1 (no split) or "
               "up to 128, got " +
@@ -2076,18 +2079,12 @@ TEST(CApi, KvCacheForward) {
                                 "fa_attention_kvcache_forward only");
   fa_tensor tallTable = {q16.data, {3, 3, 0, 0}, {3, 1, 0, 0}};
   extras.block_table = &tallTable;
-  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
-                                         &lse16, &lens, &extras, FA_F16, 0,
-                                         0.0, nullptr, nullptr),
-            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvcache(pool), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(),
                "block_table has 3 rows; it needs one per batch entry (2)");
   fa_tensor oddPool = {q16.data, {9, 2, 24, 128}, {6144, 3072, 128, 1}};
   extras.block_table = &table;
-  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &oddPool, &oddPool,
-                                         &q16, &lse16, &lens, &extras, FA_F16,
-                                         0, 0.0, nullptr, nullptr),
-            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvcache(oddPool), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fa_last_error())
                 .find("page size 24 (k's dimension 2) must be a multiple of "
                       "the kernel's block_n"),
@@ -2096,10 +2093,7 @@ TEST(CApi, KvCacheForward) {
   // A pool without pages, or a table without columns: named.
   fa_tensor emptyTable = {q16.data, {2, 0, 0, 0}, {1, 1, 0, 0}};
   extras.block_table = &emptyTable;
-  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
-                                         &lse16, &lens, &extras, FA_F16, 0,
-                                         0.0, nullptr, nullptr),
-            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvcache(pool), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(fa_last_error())
                 .find("a paged cache needs at least one page of at least one "
                       "row and a block_table of at least one column"),
@@ -2115,19 +2109,13 @@ TEST(CApi, KvCacheForward) {
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "cache_batch_idx is taken by "
                                 "fa_attention_kvcache_forward only");
-  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
-                                         &lse16, &lens, &extras, FA_F16, 0,
-                                         0.0, nullptr, nullptr),
-            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvcache(pool), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(),
                "cache_batch_idx holds 3 entries; it needs one per batch entry "
                "(2)");
   index.sizes[0] = 2;
   extras.block_table = &table;
-  EXPECT_EQ(fa_attention_kvcache_forward(runtime, &q16, &pool, &pool, &q16,
-                                         &lse16, &lens, &extras, FA_F16, 0,
-                                         0.0, nullptr, nullptr),
-            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kvcache(pool), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "cache_batch_idx does not take a paged KV "
                                 "cache (block_table) yet");
   extras.cache_batch_idx = nullptr;
