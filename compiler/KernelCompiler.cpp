@@ -426,7 +426,7 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
     PassManager pm(module.getContext());
     switch (next) {
     case Stage::tiled:
-      buildTilePipeline(pm, {spec.blockM, spec.blockN});
+      buildTilePipeline(pm, {spec.blockM, spec.blockN, spec.pageGather});
       break;
     case Stage::placed:
       buildPlacePipeline(pm, gpu);

@@ -22,6 +22,11 @@ def FATile : Pass<"fa-tile", "::mlir::func::FuncOp"> {
            "query rows per tile (B_r)">,
     Option<"blockN", "block-n", "int64_t", /*default=*/"64",
            "key/value rows per tile (B_c)">,
+    Option<"pageGather", "page-gather", "bool", /*default=*/"false",
+           "read a paged cache's K/V tiles row by row, each row's page "
+           "looked up in the table (pages that need not hold whole tiles); "
+           "otherwise a K/V tile is read from one page (block-n divides the "
+           "page size)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -36,6 +36,7 @@ void mlir::fa::buildTilePipeline(OpPassManager &pm,
   FATileOptions tile;
   tile.blockM = options.blockM;
   tile.blockN = options.blockN;
+  tile.pageGather = options.pageGather;
   pm.addNestedPass<func::FuncOp>(createFATile(tile));
   FATileBackwardOptions tileBackward;
   tileBackward.blockM = options.blockM;
@@ -164,7 +165,11 @@ struct TilePipelineOptions : public PassPipelineOptions<TilePipelineOptions> {
   Option<int64_t> blockN{*this, "block-n",
                          llvm::cl::desc("key/value rows per tile (B_c)"),
                          llvm::cl::init(64)};
-  TileOptions get() const { return {blockM, blockN}; }
+  Option<bool> pageGather{
+      *this, "page-gather",
+      llvm::cl::desc("read a paged cache's K/V tiles row by row"),
+      llvm::cl::init(false)};
+  TileOptions get() const { return {blockM, blockN, pageGather}; }
 };
 /// Registers a pipeline over GpuPipelineOptions whose strategy option must
 /// name a registered strategy: an unknown name is an error that lists them

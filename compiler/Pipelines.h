@@ -19,6 +19,8 @@ namespace mlir::fa {
 struct TileOptions {
   int64_t blockM = 64;
   int64_t blockN = 64;
+  /// A paged cache read row by row (fa-tile's page-gather).
+  bool pageGather = false;
 };
 
 /// fa -> tiled: fa.attention becomes the tiled FlashAttention-2 algorithm.

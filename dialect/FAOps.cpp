@@ -793,6 +793,26 @@ Value mlir::fa::buildSourceRow(OpBuilder &b, Location loc, Value first,
   return first ? arith::AddIOp::create(b, loc, first, row).getResult() : row;
 }
 
+std::pair<Value, Value>
+mlir::fa::buildSourceRowAddress(OpBuilder &b, Location loc, Value source,
+                                Value pages, Value batch, Value index) {
+  if (!pages)
+    return {batch, index};
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value pageRows = memref::DimOp::create(b, loc, source, 2);
+  Value lastPage = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, pages, 1), one);
+  Value lastEntry = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, source, 0), one);
+  Value page = arith::MinUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, index, pageRows), lastPage);
+  Value number = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(),
+      memref::LoadOp::create(b, loc, pages, ValueRange{batch, page}));
+  return {arith::MinUIOp::create(b, loc, number, lastEntry),
+          arith::RemUIOp::create(b, loc, index, pageRows)};
+}
+
 /// A sequence is its first row and its end: two values or none.
 static LogicalResult verifySequence(Operation *op, ValueRange sequence) {
   if (!sequence.empty() && sequence.size() != 2)
@@ -804,6 +824,9 @@ static LogicalResult verifySequence(Operation *op, ValueRange sequence) {
 LogicalResult LoadTileOp::verify() {
   if (failed(verifySequence(*this, getSequence())))
     return failure();
+  if (getPages() && getSequence().empty())
+    return emitOpError("a paged load (pages) needs its sequence(first, end): "
+                       "the end is the number of rows its pages hold");
   return verifyTileOfMemRef(*this, cast<RankedTensorType>(getTile().getType()),
                             cast<MemRefType>(getSource().getType()));
 }

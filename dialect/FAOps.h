@@ -42,6 +42,16 @@ Value buildRowLimit(OpBuilder &b, Location loc, Value memref, Value end);
 /// with a sequence (a packed varlen batch), else `row`.
 Value buildSourceRow(OpBuilder &b, Location loc, Value first, Value row);
 
+/// The (batch entry, row) of `source` that holds row `index` (a source row,
+/// as buildSourceRow gives) of a tile load: (batch, index), or, for a
+/// paged load (its `pages` table non-null), row index % P of page
+/// pages[batch, index / P] (P = the source's dimension 2), the page index
+/// clamped into the table's row and the page number into the pool: any
+/// index addresses the buffers.
+std::pair<Value, Value> buildSourceRowAddress(OpBuilder &b, Location loc,
+                                              Value source, Value pages,
+                                              Value batch, Value index);
+
 } // namespace mlir::fa
 
 #endif // FA_DIALECT_FAOPS_H

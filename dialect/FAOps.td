@@ -469,7 +469,7 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
   }];
 }
 
-def FA_LoadTileOp : FA_Op<"load_tile"> {
+def FA_LoadTileOp : FA_Op<"load_tile", [AttrSizedOperandSegments]> {
   let summary = "load a tile of rows of one (batch, head) into a tile value";
   let description = [{
     Reads rows `[row, row + R)` of `source[batch, head]` into a tile whose
@@ -481,25 +481,44 @@ def FA_LoadTileOp : FA_Op<"load_tile"> {
     occupies rows `[first, end)` of `source[batch, head]` (within its rows):
     `row` counts from `first`, and rows at or past `end` read as zero.
 
+    With `pages(%table)` (a paged KV cache whose pages need not hold whole
+    tiles) the source is a pool of pages `[num_pages, H, P, ...]` and
+    `batch` is a row of the i32 page table `[B, max_pages]`: the sequence
+    is the pages `table[batch, 0]`, `table[batch, 1]`, ... one after
+    another, so its row `k` is row `k % P` of page `table[batch, k / P]`,
+    looked up row by row (the page index clamped into the table's row and
+    the page number into the pool, so that no row reads outside them).
+    `row` and `sequence` count in that sequence; the sequence is required
+    (its end is the number of keys).
+
     ```mlir
     %q_tile = fa.load_tile %q[%b, %h, %q_start]
       : memref<?x?x?x64xf32> -> tensor<16x64xf32>
     %k_tile = fa.load_tile %k[%c0, %h, %kv_start] sequence(%first, %end)
       : memref<1x?x?x64xf32> -> tensor<32x64xf32>
+    %k_rows = fa.load_tile %k[%b, %h, %kv_start] sequence(%c0, %kv_len)
+      pages(%table : memref<?x?xi32>) : memref<?x?x?x64xf16> -> tensor<32x64xf16>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$source, Index:$batch,
-                       Index:$head, Index:$row, Variadic<Index>:$sequence);
+                       Index:$head, Index:$row, Variadic<Index>:$sequence,
+                       Arg<Optional<FA_PageTableMemRef>, "", [MemRead]>:$pages);
   let results = (outs FA_AnyFloatTile:$tile);
   let assemblyFormat = [{
-    $source `[` $batch `,` $head `,` $row `]` (`sequence` `(` $sequence^ `)`)? attr-dict `:` type($source) `->` type($tile)
+    $source `[` $batch `,` $head `,` $row `]` (`sequence` `(` $sequence^ `)`)? (`pages` `(` $pages^ `:` type($pages) `)`)? attr-dict `:` type($source) `->` type($tile)
   }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$tile, "::mlir::Value":$source,
                    "::mlir::Value":$batch, "::mlir::Value":$head,
                    "::mlir::Value":$row), [{
       build($_builder, $_state, tile, source, batch, head, row,
-            ::mlir::ValueRange());
+            ::mlir::ValueRange(), ::mlir::Value());
+    }]>,
+    OpBuilder<(ins "::mlir::Type":$tile, "::mlir::Value":$source,
+                   "::mlir::Value":$batch, "::mlir::Value":$head,
+                   "::mlir::Value":$row, "::mlir::ValueRange":$sequence), [{
+      build($_builder, $_state, tile, source, batch, head, row, sequence,
+            ::mlir::Value());
     }]>
   ];
   let extraClassDeclaration = [{

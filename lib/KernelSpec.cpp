@@ -130,6 +130,9 @@ std::string KernelSpec::validate() const {
            "(cu_seqlens) yet";
   if (pagedKv && blockMask)
     return "a block mask does not take a paged KV cache (block_table) yet";
+  if (pageGather && !pagedKv)
+    return "page_gather reads a paged KV cache row by row; it needs "
+           "paged_kv (a block_table)";
   if (cacheBatchIndex && (backward || varlen || pagedKv || blockMask))
     return std::string("cache_batch_idx does not take ") +
            (backward  ? "the backward"
@@ -193,7 +196,7 @@ std::string KernelSpec::kernelName() const {
   if (kvLens)
     name += "_kvlens";
   if (pagedKv)
-    name += "_paged";
+    name += pageGather ? "_pagedrows" : "_paged";
   if (cacheBatchIndex)
     name += "_kvindex";
   if (splitKv)
@@ -224,22 +227,23 @@ std::string KernelSpec::canonicalText() const {
          (backward ? (deterministic ? "attention_bwd_deterministic"
                                     : "attention_bwd")
                    : "attention_fwd") +
-         ";strategy=" +
-         toString(resolvedStrategy()) + ";head_dim=" +
-         std::to_string(headDim) + ";dtype=" + toString(dtype) +
+         ";strategy=" + toString(resolvedStrategy()) +
+         ";head_dim=" + std::to_string(headDim) + ";dtype=" + toString(dtype) +
          ";mask=" + (causal ? "causal" : "none") +
          ";block_m=" + std::to_string(blockM) +
          ";block_n=" + std::to_string(blockN) +
          ";num_warps=" + std::to_string(numWarps) +
-         ";stages=" + std::to_string(stages) + ";arch=" + arch +
-         ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
+         ";stages=" + std::to_string(stages) + ";arch=" + arch + ";scale=0x" +
+         llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
          // Before the variant texts, which run to the end of the line and
          // may hold any characters.
          (sinks ? ";sinks" : "") + (blockMask ? ";block_mask" : "") +
          (varlen ? ";varlen" : "") + (kvLens ? ";kv_lens" : "") +
-         (pagedKv ? ";paged_kv" : "") +
-         (cacheBatchIndex ? ";cache_batch_idx" : "") + (splitKv ? ";split_kv" : "") +
-         (scoreMod.empty() ? "" : ";score_mod=" + escapedVariantText(scoreMod)) +
+         (pagedKv ? ";paged_kv" : "") + (pageGather ? ";page_gather" : "") +
+         (cacheBatchIndex ? ";cache_batch_idx" : "") +
+         (splitKv ? ";split_kv" : "") +
+         (scoreMod.empty() ? ""
+                           : ";score_mod=" + escapedVariantText(scoreMod)) +
          (maskMod.empty() ? "" : ";mask_mod=" + escapedVariantText(maskMod));
 }
 

@@ -109,9 +109,14 @@ struct KernelSpec {
   /// A paged KV cache (fa.attention's block_table, flash-attn's
   /// block_table): the forward takes K, V as a pool of pages [num_pages,
   /// Hkv, P, D] and an i32 page table [B, max_pages]; block-n must divide
-  /// the page size P (checked at launch). Forward only; not with varlen or
-  /// a block mask.
+  /// the page size P (checked at launch) unless pageGather. Forward only;
+  /// not with varlen or a block mask.
   bool pagedKv = false;
+  /// With pagedKv: the K/V tiles are read row by row, each row's page
+  /// looked up in the table, so that any page size (1 up) serves any
+  /// block-n; without it a tile is read from one page (one lookup a
+  /// tile). The runtime sets it where block-n does not divide the page.
+  bool pageGather = false;
   /// K/V entries by index (fa.attention's cache_batch_idx, flash-attn's
   /// cache_batch_idx): the forward takes i32 [B] and batch entry b reads
   /// K/V entry index[b]. Forward only; not with varlen, a paged cache or a

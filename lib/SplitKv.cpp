@@ -26,6 +26,16 @@ int64_t blockNForPage(int64_t pageRows, int64_t widest, int64_t narrowest) {
   return 0;
 }
 
+KernelSpec fitToPages(KernelSpec spec, int64_t pageRows, int64_t widest) {
+  if (!spec.pagedKv || spec.pageGather || pageRows < 1)
+    return spec;
+  if (spec.blockN == 0)
+    spec.blockN = blockNForPage(pageRows, widest, kNarrowestPageTile);
+  if (spec.blockN == 0 || pageRows % spec.blockN != 0)
+    spec.pageGather = true;
+  return spec;
+}
+
 KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
                          int64_t pageRows, const std::string &arch) {
   if (request.backward || request.blockMaskProgram || queryRows < 1 ||
@@ -46,14 +56,20 @@ KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
     KernelSpec candidate = decode;
     candidate.strategy = model->kind;
     std::optional<KernelSpec> tiles = model->decodeTiles(candidate);
-    if (tiles && pageRows > 0 && pageRows % tiles->blockN != 0) {
-      // The widest halving of the model's block-n that divides the page, if
-      // the model takes it.
-      candidate.blockN = blockNForPage(pageRows, tiles->blockN, 1);
-      tiles = model->decodeTiles(candidate);
-    }
-    if (!tiles || (pageRows > 0 && pageRows % tiles->blockN != 0))
+    if (!tiles)
       return request;
+    if (pageRows > 0 && pageRows % tiles->blockN != 0) {
+      // The widest halving of the model's block-n that divides the page, if
+      // the model takes it; else the model's tiles, gathering the rows.
+      candidate.blockN =
+          blockNForPage(pageRows, tiles->blockN, kNarrowestPageTile);
+      std::optional<KernelSpec> whole =
+          candidate.blockN ? model->decodeTiles(candidate) : std::nullopt;
+      if (whole)
+        tiles = whole;
+      else
+        tiles->pageGather = true;
+    }
     tiles->splitKv = request.splitKv;
     if (!tiles->validate().empty()) // on the arch it will run on
       return request;

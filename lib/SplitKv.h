@@ -36,6 +36,19 @@ int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
 /// does.
 int64_t blockNForPage(int64_t pageRows, int64_t widest, int64_t narrowest);
 
+/// The narrowest K/V tile a paged cache is read in a tile at a time (one
+/// page lookup a tile); a page that no tile this wide or wider divides is
+/// read row by row (KernelSpec::pageGather), as narrower tiles would cost
+/// more than the lookups.
+constexpr int64_t kNarrowestPageTile = 16;
+
+/// `spec` (a paged forward) fitted to pages of `pageRows` rows: a block-n
+/// left to the defaults becomes the widest of `widest`, widest / 2, ...
+/// down to kNarrowestPageTile that divides the page; where none does, or
+/// the spec's own block-n does not, the rows are gathered (pageGather).
+/// Other specs unchanged.
+KernelSpec fitToPages(KernelSpec spec, int64_t pageRows, int64_t widest);
+
 /// Query rows a head (after the query groups are packed) up to which a
 /// forward is a decode: its query tile holds every row, and its time is
 /// the K/V read.
@@ -46,9 +59,10 @@ constexpr int64_t kDecodeRows = 16;
 /// auto; StrategyModel::decodeTiles) where it is a forward of at most
 /// kDecodeRows query rows a head whose tiles are left to the defaults, on
 /// `arch` where the request names none. `pageRows` > 0: a paged cache of
-/// pages of that many rows, which the block-n must divide (a block-n the
-/// request sets is kept; else the widest halving of the decode tiles'
-/// that divides the page). Otherwise `request` unchanged.
+/// pages of that many rows (a block-n the request sets is kept; else the
+/// widest halving of the decode tiles' down to kNarrowestPageTile that
+/// divides the page; where none does, the decode tiles with pageGather).
+/// Otherwise `request` unchanged.
 KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
                          int64_t pageRows, const std::string &arch);
 

@@ -364,11 +364,13 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
                      "k " + shapeString(k, 4) + " and block_table [" +
                      std::to_string(table.sizes[0]) + ", " +
                      std::to_string(table.sizes[1]) + "]");
-    if (k.sizes[2] % spec.blockN != 0)
+    if (!spec.pageGather && k.sizes[2] % spec.blockN != 0)
       return invalid("page size " + std::to_string(k.sizes[2]) +
                      " (k's dimension 2) must be a multiple of the kernel's "
-                     "block_n " + std::to_string(spec.blockN) +
-                     ": a K/V tile is read from one page");
+                     "block_n " +
+                     std::to_string(spec.blockN) +
+                     ": a K/V tile is read from one page (a page_gather "
+                     "kernel reads any page size)");
     if (std::string error = checkLayout("block_table", table, 2, 4);
         !error.empty())
       return invalid(error);

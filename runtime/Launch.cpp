@@ -388,11 +388,11 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   // and many blocks stream fastest.
   requested = decodeRequest(requested, queryLength,
                             requested.pagedKv ? a.k.sizes[2] : 0, impl->arch);
-  // A K/V tile is read from one page: tiles left to the defaults get the
-  // largest block-n of 64, 32, 16 that divides the page (a page size that
-  // none divides is named by the checks).
-  if (requested.pagedKv && requested.blockN == 0)
-    requested.blockN = blockNForPage(a.k.sizes[2], 64, 16);
+  // A K/V tile is read from one page where it can be: tiles left to the
+  // defaults get the largest block-n of 64, 32, 16 that divides the page;
+  // other pages are read row by row.
+  if (requested.pagedKv)
+    requested = fitToPages(requested, a.k.sizes[2], 64);
   int64_t parts = 1;
   if (Result r = impl->chooseForwardParts(requested, a, queryLength,
                                           keyLength, parts);

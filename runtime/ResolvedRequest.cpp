@@ -17,9 +17,8 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
       sinks(spec.sinks), blockMask(spec.blockMask),
       blockMaskProgram(spec.blockMaskProgram), varlen(spec.varlen),
       kvLens(spec.kvLens), splitKv(spec.splitKv), pagedKv(spec.pagedKv),
-      cacheBatchIndex(spec.cacheBatchIndex),
-      bucket(bucket),
-      tuned(tuned) {
+      pageGather(spec.pageGather), cacheBatchIndex(spec.cacheBatchIndex),
+      bucket(bucket), tuned(tuned) {
   // Every field of KernelSpec changes the kernel: a new one belongs here,
   // in fields() and in the hash.
   static_assert(sizeof(scaleBits) == sizeof(spec.scale));
@@ -30,8 +29,8 @@ static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.causal, k.backward, k.deterministic,
                   k.blockM, k.blockN, k.numWarps, k.stages, k.strategy, k.arch,
                   k.scaleBits, k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                  k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv, k.cacheBatchIndex,
-                  k.bucket, k.tuned);
+                  k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv,
+                  k.pageGather, k.cacheBatchIndex, k.bucket, k.tuned);
 }
 
 bool RequestKey::operator==(const RequestKey &other) const {
@@ -39,12 +38,12 @@ bool RequestKey::operator==(const RequestKey &other) const {
 }
 
 size_t RequestKey::Hash::operator()(const RequestKey &k) const {
-  return llvm::hash_combine(k.headDim, int(k.dtype), k.causal, k.backward,
-                            k.deterministic, k.blockM, k.blockN, k.numWarps,
-                            k.stages, int(k.strategy), k.arch, k.scaleBits,
-                            k.scoreMod, k.maskMod, k.sinks, k.blockMask,
-                            k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv, k.cacheBatchIndex,
-                            k.bucket, k.tuned);
+  return llvm::hash_combine(
+      k.headDim, int(k.dtype), k.causal, k.backward, k.deterministic, k.blockM,
+      k.blockN, k.numWarps, k.stages, int(k.strategy), k.arch, k.scaleBits,
+      k.scoreMod, k.maskMod, k.sinks, k.blockMask, k.blockMaskProgram, k.varlen,
+      k.kvLens, k.splitKv, k.pagedKv, k.pageGather, k.cacheBatchIndex, k.bucket,
+      k.tuned);
 }
 
 } // namespace fa

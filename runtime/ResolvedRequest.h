@@ -40,7 +40,7 @@ struct RequestKey {
   uint64_t scaleBits; // the scale's bits: no rounding in the key
   std::string scoreMod, maskMod; // a variant's texts
   bool sinks, blockMask, blockMaskProgram, varlen, kvLens, splitKv, pagedKv,
-      cacheBatchIndex;
+      pageGather, cacheBatchIndex;
   int64_t bucket;
   bool tuned;
 

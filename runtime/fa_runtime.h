@@ -131,9 +131,10 @@ typedef struct fa_attention_extras {
      i32 [B, max_pages], row-major, device memory; k_cache and v_cache are
      then the pool of pages [num_pages, Hkv, P, D] (sizes; a [num_pages, P,
      Hkv, D] tensor is strides {P * Hkv * D, D, Hkv * D, 1}), and entry b's
-     keys are its pages one after another (its first kv_lens[b] used). P
-     must be a multiple of the kernel's block_n (16 at least); page numbers
-     outside the pool are clamped into it. NULL = not paged. */
+     keys are its pages one after another (its first kv_lens[b] used). Any
+     P >= 1: where the kernel's block_n divides P a K/V tile is read from
+     one page, else row by row (a page_gather kernel); page numbers outside
+     the pool are clamped into it. NULL = not paged. */
   const fa_tensor *block_table;
   /* fa_attention_kvcache_forward: batch entry b reads cache entry
      cache_batch_idx[b] (flash-attn's cache_batch_idx; i32 [B], contiguous,

@@ -47,6 +47,7 @@ namespace {
   spec.kvLens = config.kvLens;
   spec.splitKv = config.splitKv;
   spec.pagedKv = config.pagedKv;
+  spec.pageGather = config.tiles.pageGather;
   spec.cacheBatchIndex = config.cacheBatchIndex;
   return spec;
 }
@@ -243,6 +244,14 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   if (config.pagedKv && (pages.maxPages < 1 || pages.count < 1))
     return llvm::createStringError("a paged cache needs a page and a table "
                                    "column at least");
+  if (config.pagedKv && !config.tiles.pageGather &&
+      s.kvLen % config.tiles.blockN != 0)
+    return llvm::createStringError(
+        "page size " + std::to_string(s.kvLen) +
+        " must be a multiple of block_n " +
+        std::to_string(config.tiles.blockN) +
+        " (a K/V tile is read from one page; pageGather reads any page "
+        "size)");
   if (config.splitKv ? kvParts < 1 : kvParts != 1)
     return llvm::createStringError(
         "kvParts is " + std::to_string(kvParts) +

@@ -58,6 +58,8 @@ struct CpuKernelConfig {
   /// A paged KV cache (KernelSpec::pagedKv): run takes the page table, K
   /// and V are the pool [num_pages, Hkv, P, D] (AttentionShape::kvLen = P,
   /// CpuPages::count pages).
+  /// (tiles.pageGather: its K/V rows read one by one through the table,
+  /// any page size, KernelSpec::pageGather.)
   bool pagedKv = false;
   /// K/V entries by index (KernelSpec::cacheBatchIndex): run takes
   /// CpuCacheIndex.

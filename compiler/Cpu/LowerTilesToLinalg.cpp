@@ -257,9 +257,9 @@ static LogicalResult lowerLoadTile(LoadTileOp op, LoadTileOp::Adaptor adaptor,
         Value row = arith::AddIOp::create(b, loc, firstRow, idx[0]);
         tensor::YieldOp::create(
             b, loc,
-            buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
-                                adaptor.getHead(), row, rowLimit,
-                                idx.drop_front()));
+            buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
+                                adaptor.getBatch(), adaptor.getHead(), row,
+                                rowLimit, idx.drop_front()));
       });
   rewriter.replaceOp(op, generate.getResult());
   return success();

@@ -579,13 +579,21 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // nest around them; LSE and D are register tiles the consumers load.
   bool forward = isForwardProgram(grid);
   SmallVector<LoadTileOp> once, streamedLoads;
+  LoadTileOp pagedLoad;
   grid.walk([&](LoadTileOp op) {
+    if (op.getPages())
+      pagedLoad = op;
     if (!forward && !isa<SwizzledSharedEncodingAttr>(op.getType().getEncoding()))
       return;
     (op->hasAttr(FADialect::getPipelineStagesAttrName()) ? streamedLoads
                                                          : once)
         .push_back(op);
   });
+  // A TMA copy reads one box of rows: it cannot look each row's page up.
+  if (pagedLoad)
+    return pagedLoad.emitOpError(
+        "a warp-specialized (TMA) program cannot read a paged tile row by row "
+        "(pages)");
   SmallVector<KVTileRangeOp> ranges;
   grid.walk([&](KVTileRangeOp op) { ranges.push_back(op); });
   std::array<LoadedTensor, 4> storage;

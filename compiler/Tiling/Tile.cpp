@@ -34,6 +34,9 @@ namespace {
 struct TileConfig {
   int64_t blockM;
   int64_t blockN;
+  /// A paged cache's K/V tiles read row by row (fa.load_tile's pages):
+  /// pages that need not hold whole tiles.
+  bool pageGather = false;
 };
 
 /// Builds the tiled form of one fa.attention in front of it.
@@ -268,7 +271,12 @@ void AttentionTiler::build() {
         Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
         Value kvBatch = kvEntry, kvRow = kvStart;
         SmallVector<Value, 2> kvLoadRows = kvRows;
-        if (blockTable) {
+        if (blockTable && config.pageGather) {
+          // Pages that need not hold whole tiles: the load looks each
+          // row's page up in the table (row k of entry b's keys).
+          kvBatch = b;
+          kvLoadRows = {firstRow, kvLen};
+        } else if (blockTable) {
           // The tile lies in one page (block-n divides P): page
           // table[b, start / P] (clamped into the pool), rows from
           // start % P, those before kv_len.
@@ -285,10 +293,12 @@ void AttentionTiler::build() {
           kvLoadRows = {firstRow,
                         arith::AddIOp::create(nested, loc, kvRow, keysLeft)};
         }
-        Value kTile = LoadTileOp::create(nested, loc, kvTileType, key,
-                                         kvBatch, kvHead, kvRow, kvLoadRows);
-        Value vTile = LoadTileOp::create(nested, loc, kvTileType, value,
-                                         kvBatch, kvHead, kvRow, kvLoadRows);
+        Value pages = config.pageGather ? blockTable : Value();
+        Value kTile = LoadTileOp::create(nested, loc, kvTileType, key, kvBatch,
+                                         kvHead, kvRow, kvLoadRows, pages);
+        Value vTile =
+            LoadTileOp::create(nested, loc, kvTileType, value, kvBatch, kvHead,
+                               kvRow, kvLoadRows, pages);
         // S = Q K^T
         Value scores = TileMatmulOp::create(nested, loc, scoreType, qTile,
                                             kTile, /*acc=*/Value(),
@@ -471,7 +481,7 @@ struct FATilePass : public mlir::fa::impl::FATileBase<FATilePass> {
     SmallVector<AttentionOp> ops;
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
     for (AttentionOp op : ops) {
-      AttentionTiler(op, {blockM, blockN}).build();
+      AttentionTiler(op, {blockM, blockN, pageGather}).build();
       op.erase();
     }
   }

@@ -31,14 +31,23 @@ Value mlir::fa::buildIsMasked(OpBuilder &b, Location loc, MaskKind mask,
 }
 
 Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
-                                    Value batch, Value head, Value row,
-                                    Value rowLimit, ValueRange trailing) {
+                                    Value pages, Value batch, Value head,
+                                    Value row, Value rowLimit,
+                                    ValueRange trailing) {
   Value inBounds =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rowLimit);
-  Value lastRow = arith::SubIOp::create(
-      b, loc, rowLimit, arith::ConstantIndexOp::create(b, loc, 1));
-  Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
-  SmallVector<Value> indices = {batch, head, clamped};
+  SmallVector<Value> indices;
+  if (pages) {
+    // A paged row's address is clamped into the pool whatever the row.
+    auto [entry, pageRow] =
+        buildSourceRowAddress(b, loc, source, pages, batch, row);
+    indices = {entry, head, pageRow};
+  } else {
+    Value lastRow = arith::SubIOp::create(
+        b, loc, rowLimit, arith::ConstantIndexOp::create(b, loc, 1));
+    Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
+    indices = {batch, head, clamped};
+  }
   llvm::append_range(indices, trailing);
   Value loaded = memref::LoadOp::create(b, loc, source, indices);
   Type elementType = loaded.getType();

@@ -24,8 +24,10 @@ Value buildIsMasked(OpBuilder &b, Location loc, MaskKind mask, Value row,
 
 /// Loads source[batch, head, row, trailing...] as zero when `row` is at or
 /// past `rowLimit` (the padding of a tail tile). The index is clamped, so
-/// the load never leaves the buffer.
-Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
+/// the load never leaves the buffer. With a page table `pages` (a paged
+/// fa.load_tile) the row is looked up in batch entry `batch`'s pages
+/// (buildSourceRowAddress).
+Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source, Value pages,
                           Value batch, Value head, Value row, Value rowLimit,
                           ValueRange trailing);
 

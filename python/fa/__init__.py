@@ -1201,12 +1201,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     no split, up to 128). block_table (int32 [B, max_pages] on q's
     device): a paged cache, k_cache and v_cache then the pool of pages
     [num_pages, P, Hkv, D] and entry b's keys its pages one after another
-    (capacity max_pages x P; the new tokens go into those pages); P must be
-    a multiple of 16 (a K/V tile is read from one page: pages of 64 or more
-    get the widest tiles). cache_batch_idx (int32 [B] on q's device): batch
-    entry b reads (and appends to) cache entry cache_batch_idx[b] of a
-    cache [B_cache, S_cache, Hkv, D] (not with block_table). Not yet: pages
-    smaller than 16, gradients (an inference call)."""
+    (capacity max_pages x P; the new tokens go into those pages); any page
+    size P >= 1: where a K/V tile of 16 rows or more divides P a tile is
+    read from one page (one table lookup a tile), other pages are read row
+    by row (a lookup a row). cache_batch_idx (int32 [B] on q's device):
+    batch entry b reads (and appends to) cache entry cache_batch_idx[b] of
+    a cache [B_cache, S_cache, Hkv, D] (not with block_table). Not yet:
+    gradients (an inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:
@@ -1234,11 +1235,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                            "[B, max_pages] (max_pages >= 1)",
                            lambda shape: len(shape) == 2 and shape[1] >= 1)
         page = k_cache.shape[1]
-        if page % 16:
+        if page < 1:
             raise ValueError(f"{where}: page size {page} (k_cache's dimension "
-                             "1) must be a multiple of 16 (a K/V tile is "
-                             "read from one page; smaller pages are not "
-                             "supported yet)")
+                             "1) must be at least 1")
         pages = k_cache.shape[0]
         batch, capacity = block_table.shape[0], block_table.shape[1] * page
         block_table = block_table.contiguous()

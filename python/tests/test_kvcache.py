@@ -227,10 +227,12 @@ class GpuKvCacheTest(unittest.TestCase):
                 self.assertFalse(torch.isnan(out).any().item())
 
     def test_paged(self):
-        # Pages of 16, 64, 256 in a shuffled pool (spare pages of NaN):
-        # decode and a few query rows, appended tokens crossing a page,
-        # GQA, causal, split and not.
-        for page, capacity in ((16, 304), (64, 320), (256, 512)):
+        # Pages of 1, 3, 16, 24, 64, 256 in a shuffled pool (spare pages of
+        # NaN): decode and a few query rows, appended tokens crossing a
+        # page, GQA, causal, split and not. Pages of 1, 3 and 24 hold no
+        # whole K/V tile: their rows are gathered.
+        for page, capacity in ((1, 97), (3, 150), (16, 304), (24, 312),
+                               (64, 320), (256, 512)):
             for splits in (0, 1, 3):
                 with self.subTest(page=page, splits=splits):
                     self.run_cache(torch.bfloat16, [0, 1, 37, capacity - 2],
@@ -239,8 +241,9 @@ class GpuKvCacheTest(unittest.TestCase):
                     self.run_cache(torch.float16, [15, 0, capacity, 129], 3,
                                    0, 4, 4, 64, False, capacity=capacity,
                                    num_splits=splits, page=page)
-        self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
-                       capacity=256, page=64)
+        for page in (5, 64):  # simt: gathered and whole pages
+            self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
+                           capacity=260 if page == 5 else 256, page=page)
 
     def test_cache_batch_idx(self):
         # Three queries' entries read (and append to) entries 4, 0 and 2 of
@@ -293,9 +296,9 @@ class GpuKvCacheTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "block_table must be an int32"):
             fa.flash_attn_with_kvcache(q, pool, pool, cache_seqlens=3,
                                        block_table=table.long())
-        odd = torch.zeros(5, 24, 2, 64, device="cuda", dtype=torch.float16)
-        with self.assertRaisesRegex(ValueError, "page size 24"):
-            fa.flash_attn_with_kvcache(q, odd, odd, cache_seqlens=3,
+        empty = torch.zeros(5, 0, 2, 64, device="cuda", dtype=torch.float16)
+        with self.assertRaisesRegex(ValueError, "page size 0"):
+            fa.flash_attn_with_kvcache(q, empty, empty, cache_seqlens=0,
                                        block_table=table)
         with self.assertRaisesRegex(ValueError, "the cache holds 32"):
             fa.flash_attn_with_kvcache(q, pool, pool, cache_seqlens=33,

@@ -689,6 +689,24 @@ func.func @load_tile_sequence(%k: memref<1x?x?x64xf16>, %i: index) -> tensor<32x
 
 // -----
 
+// A paged load counts its rows in the sequence its pages hold: it needs the
+// sequence's end.
+func.func @load_tile_pages_without_sequence(%k: memref<?x?x?x64xf16>, %table: memref<?x?xi32>, %i: index) -> tensor<32x64xf16> {
+  // expected-error @+1 {{a paged load (pages) needs its sequence(first, end): the end is the number of rows its pages hold}}
+  %t = fa.load_tile %k[%i, %i, %i] pages(%table : memref<?x?xi32>) : memref<?x?x?x64xf16> -> tensor<32x64xf16>
+  return %t : tensor<32x64xf16>
+}
+
+// -----
+
+func.func @load_tile_pages_type(%k: memref<?x?x?x64xf16>, %table: memref<?x?xi64>, %i: index) -> tensor<32x64xf16> {
+  // expected-error @+1 {{must be 2D memref of 32-bit signless integer values, but got 'memref<?x?xi64>'}}
+  %t = fa.load_tile %k[%i, %i, %i] sequence(%i, %i) pages(%table : memref<?x?xi64>) : memref<?x?x?x64xf16> -> tensor<32x64xf16>
+  return %t : tensor<32x64xf16>
+}
+
+// -----
+
 func.func @accumulate_tile_sequence(%t: tensor<16x64xf32>, %acc: memref<1x?x?x64xf32>, %i: index) {
   // expected-error @+1 {{takes a sequence as (first, end), got 3 values}}
   fa.accumulate_tile %t, %acc[%i, %i, %i] sequence(%i, %i, %i) : tensor<16x64xf32> -> memref<1x?x?x64xf32>

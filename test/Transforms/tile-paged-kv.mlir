@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --split-input-file --fa-tile="block-m=16 block-n=32" --cse | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile="block-m=16 block-n=32 page-gather" --cse | FileCheck %s --check-prefix=GATHER
 
 // A paged KV cache: K and V are a pool of pages of P = dim(K, 2) rows and
 // entry b's keys are the pages block_table[b, 0..] one after another
@@ -31,6 +32,19 @@
 // CHECK: fa.load_tile %[[V]][%[[ENTRY]], %{{.*}}, %[[ROW]]] sequence(%c0, %[[END]])
 // The mask and the K/V range see the logical keys.
 // CHECK: fa.mask %{{.*}}, %{{.*}}, %[[START]], %{{.*}}, %[[SK]]
+// With page-gather (pages that need not hold whole tiles), the loads
+// themselves look each row's page up: they read entry b's sequence of
+// pages from key start, its keys ending at kv_len; the loop reads no page.
+// GATHER-LABEL: func.func @paged
+// GATHER-SAME: %[[K:[^:]*]]: memref<?x?x?x64xf16>, %[[V:[^:]*]]: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?xf32>, %[[LENS:[^:]*]]: memref<?xi32>, %[[TABLE:[^:]*]]: memref<?x?xi32>)
+// GATHER: fa.grid (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// GATHER: %[[SK:.*]] = arith.minui
+// GATHER: scf.for %[[T:.*]] = {{.*}} iter_args
+// GATHER: %[[START:.*]] = arith.muli %[[T]], %c32
+// GATHER-NOT: memref.load
+// GATHER: fa.load_tile %[[K]][%[[B]], %{{.*}}, %[[START]]] sequence(%c0, %[[SK]]) pages(%[[TABLE]] : memref<?x?xi32>) : memref<?x?x?x64xf16> -> tensor<32x64xf16>
+// GATHER: fa.load_tile %[[V]][%[[B]], %{{.*}}, %[[START]]] sequence(%c0, %[[SK]]) pages(%[[TABLE]] : memref<?x?xi32>)
+// GATHER: fa.mask %{{.*}}, %{{.*}}, %[[START]], %{{.*}}, %[[SK]]
 func.func @paged(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
                  %o: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>, %lens: memref<?xi32>,
                  %table: memref<?x?xi32>) {

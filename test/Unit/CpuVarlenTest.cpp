@@ -603,18 +603,21 @@ TEST(CpuSplitKv, PartsAreChecked) {
 /// A paged KV cache: entry b's keys are its table's pages (P rows each) of
 /// a pool, shuffled, with pages no table names full of NaN; kv_lens counts
 /// the filled keys. Against the float64 reference of each entry's
-/// contiguous keys. `parts` > 0: split-KV too.
-double runPaged(int64_t page, int64_t parts, bool causal) {
+/// contiguous keys. `parts` > 0: split-KV too. `gather`: each K/V row's
+/// page looked up on its own (any page size; K/V tiles of 16 rows).
+double runPaged(int64_t page, int64_t parts, bool causal, bool gather = false) {
   const Case c{causal, 8, 16, /*variant=*/false, /*sinks=*/false};
   CpuKernelConfig config = configFor(c);
   config.varlen = false;
   config.kvLens = true;
   config.pagedKv = true;
+  config.tiles.pageGather = gather;
   config.splitKv = parts > 0;
   CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
   const int64_t hq = 4, hkv = 2, d = kHeadDim, sq = 3, maxPages = 5;
   std::vector<int32_t> lens = {0, 1, int32_t(page + 3),
-                               int32_t(maxPages * page), 7};
+                               int32_t(maxPages * page),
+                               int32_t(std::min<int64_t>(7, maxPages * page))};
   int64_t batch = int64_t(lens.size()), count = batch * maxPages + 2;
   // Page p of entry b is pool page table[b, p]: a shuffled permutation.
   std::vector<int32_t> table(size_t(batch * maxPages));
@@ -657,9 +660,10 @@ double runPaged(int64_t page, int64_t parts, bool causal) {
   double worst = 0.0;
   for (int64_t b = 0; b < batch; ++b) {
     int64_t used = lens[size_t(b)];
-    SCOPED_TRACE(testing::Message() << "entry " << b << " kv_len=" << used
-                                    << " page " << page << " parts " << parts
-                                    << " causal " << causal);
+    SCOPED_TRACE(testing::Message()
+                 << "entry " << b << " kv_len=" << used << " page " << page
+                 << " parts " << parts << " causal " << causal << " gather "
+                 << gather);
     fa::AttentionProblem p = sequenceProblem(c, sq, used, hq, hkv,
                                              kernel.getConfig().scale, {});
     std::vector<float> qs(q.begin() + b * hq * sq * d,
@@ -693,6 +697,36 @@ TEST(CpuPagedKv, SplitsThePagedKeys) {
   for (int64_t parts : {2, 7})
     EXPECT_LE(runPaged(32, parts, /*causal=*/true), kTolerance)
         << parts << " parts";
+}
+
+// Pages smaller than a K/V tile, or that it does not divide: each row's
+// page is looked up (a 16-row tile spans up to 16 pages of 1 row, or
+// straddles pages of 3, 5 or 24), with and without split-KV.
+TEST(CpuPagedKv, GathersRowsOfAnyPageSize) {
+  for (int64_t page : {1, 3, 5, 16, 24})
+    for (bool causal : {false, true})
+      EXPECT_LE(runPaged(page, /*parts=*/0, causal, /*gather=*/true),
+                kTolerance)
+          << "page " << page;
+  for (int64_t parts : {2, 7})
+    EXPECT_LE(runPaged(3, parts, /*causal=*/true, /*gather=*/true), kTolerance)
+        << parts << " parts";
+}
+
+TEST(CpuPagedKv, TilesThatStraddlePagesNeedTheGather) {
+  CpuKernelConfig config = configFor({false, 8, 16, false, false});
+  config.varlen = false;
+  config.pagedKv = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  std::vector<float> t(size_t(4 * kHeadDim), 0.0f), lse(1);
+  std::vector<int32_t> table = {0};
+  AttentionShape shape{1, 1, 1, 1, /*kvLen (the page)=*/4};
+  llvm::Error error =
+      kernel.run(shape, t.data(), t.data(), t.data(), t.data(), lse.data(),
+                 nullptr, {}, {}, {}, nullptr, 1, CpuPages{table.data(), 1, 1});
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "page size 4 must be a multiple of block_n 16 (a K/V tile is read "
+            "from one page; pageGather reads any page size)");
 }
 
 /// K/V entries by index (cache_batch_idx): batch entry b reads cache entry

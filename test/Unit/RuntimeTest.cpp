@@ -576,25 +576,63 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   backward.kvLens = false;
   EXPECT_TRUE(unchanged(backward, 4, 0));
   // A paged cache: 32 keys a tile where they divide the page, else 16; a
-  // block-n the caller set is kept; a page 16 does not divide is left for
-  // the checks to name.
+  // block-n the caller set is kept; a page 16 does not divide gets the
+  // decode tiles, its rows gathered.
   fa::KernelSpec paged = request;
   paged.pagedKv = true;
   EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a").blockN, 32);
   EXPECT_EQ(fa::decodeRequest(paged, 4, 16, "sm_90a").blockN, 16);
   EXPECT_EQ(fa::decodeRequest(paged, 4, 48, "sm_90a").blockN, 16);
+  EXPECT_FALSE(fa::decodeRequest(paged, 4, 48, "sm_90a").pageGather);
+  for (int64_t page : {1, 8, 24}) {
+    fa::KernelSpec gathered = fa::decodeRequest(paged, 4, page, "sm_90a");
+    EXPECT_EQ(std::tuple(gathered.blockM, gathered.blockN, gathered.pageGather),
+              std::tuple(32, 32, true))
+        << "page " << page;
+  }
   fa::KernelSpec wide = request;
   wide.headDim = 256; // 16 keys a tile
   EXPECT_EQ(fa::decodeRequest(wide, 4, 0, "sm_90a").blockN, 16);
   paged.blockN = 64;
   EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a").blockN, 64);
-  paged.blockN = 0;
-  EXPECT_TRUE(unchanged(paged, 4, 24));
   // The page rule both the defaults and the decode tiles use.
   EXPECT_EQ(fa::blockNForPage(256, 64, 16), 64);
   EXPECT_EQ(fa::blockNForPage(48, 64, 16), 16);
   EXPECT_EQ(fa::blockNForPage(24, 64, 16), 0);
   EXPECT_EQ(fa::blockNForPage(24, 32, 1), 8);
+}
+
+TEST(SplitKv, FitToPagesGathersPagesNoTileDivides) {
+  fa::KernelSpec request = defaultTiles({});
+  request.dtype = fa::ElementType::f16;
+  request.pagedKv = true;
+  using Fit = std::pair<int64_t, bool>; // block-n, pageGather
+  auto fit = [&](int64_t blockN, int64_t page) {
+    fa::KernelSpec spec = request;
+    spec.blockN = blockN;
+    fa::KernelSpec got = fa::fitToPages(spec, page, 64);
+    EXPECT_EQ(got.validate(), "");
+    return Fit(got.blockN, got.pageGather);
+  };
+  // Defaults: the widest of 64, 32, 16 that divides the page, else the
+  // defaults' own block-n (0, chosen later) with the rows gathered.
+  EXPECT_EQ(fit(0, 256), Fit(64, false));
+  EXPECT_EQ(fit(0, 48), Fit(16, false));
+  EXPECT_EQ(fit(0, 8), Fit(0, true));
+  EXPECT_EQ(fit(0, 1), Fit(0, true));
+  // A caller's block-n is kept: gathered where it does not divide.
+  EXPECT_EQ(fit(32, 64), Fit(32, false));
+  EXPECT_EQ(fit(32, 16), Fit(32, true));
+  // Not paged: unchanged.
+  fa::KernelSpec plain = request;
+  plain.pagedKv = false;
+  EXPECT_EQ(fa::fitToPages(plain, 3, 64).canonicalText(),
+            plain.canonicalText());
+  // pageGather names a paged cache.
+  plain.pageGather = true;
+  EXPECT_NE(plain.validate().find("page_gather reads a paged KV cache row "
+                                  "by row; it needs paged_kv"),
+            std::string::npos);
 }
 
 /// The decode tiles compile without spills for every head dim the mma
@@ -2067,7 +2105,7 @@ TEST(CApi, KvCacheForward) {
                   std::to_string(parts));
   }
   // A paged cache: the table is the kvcache call's; its rows are the batch
-  // entries; the page size must hold whole K/V tiles.
+  // entries.
   extras.kv_splits = 0;
   fa_tensor table = {q16.data, {2, 3, 0, 0}, {3, 1, 0, 0}};
   fa_tensor pool = {q16.data, {9, 2, 16, 128}, {4096, 2048, 128, 1}};
@@ -2082,14 +2120,13 @@ TEST(CApi, KvCacheForward) {
   EXPECT_EQ(kvcache(pool), FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(),
                "block_table has 3 rows; it needs one per batch entry (2)");
+  // Pages no K/V tile divides (24) are read row by row: the page checks
+  // pass and the call stops at the next one (these tensors overlap).
   fa_tensor oddPool = {q16.data, {9, 2, 24, 128}, {6144, 3072, 128, 1}};
   extras.block_table = &table;
   EXPECT_EQ(kvcache(oddPool), FA_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(fa_last_error())
-                .find("page size 24 (k's dimension 2) must be a multiple of "
-                      "the kernel's block_n"),
-            std::string::npos)
-      << fa_last_error();
+  EXPECT_STREQ(fa_last_error(), "o overlaps q in memory (outputs must not "
+                                "alias the inputs)");
   // A pool without pages, or a table without columns: named.
   fa_tensor emptyTable = {q16.data, {2, 0, 0, 0}, {1, 1, 0, 0}};
   extras.block_table = &emptyTable;

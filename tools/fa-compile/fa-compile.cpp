@@ -112,7 +112,13 @@ static cl::opt<bool> pagedKv(
     "paged-kv",
     cl::desc("a paged KV cache: the forward takes K, V as a pool of pages "
              "[num_pages, Hkv, P, D] and an i32 block_table [B, max_pages] "
-             "after kv_lens; block-n must divide P"),
+             "after kv_lens; block-n must divide P unless --page-gather"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> pageGather(
+    "page-gather",
+    cl::desc("with a paged KV cache: read the K/V tiles row by row, each "
+             "row's page looked up in the block_table, so that the kernel "
+             "takes any page size (kernel name ..._pagedrows)"),
     cl::init(false), cl::cat(category));
 static cl::opt<bool> cacheBatchIndex(
     "cache-batch-idx",
@@ -261,6 +267,7 @@ int main(int argc, char **argv) {
   spec.kvLens = kvLens;
   spec.splitKv = splitKv;
   spec.pagedKv = pagedKv;
+  spec.pageGather = pageGather;
   spec.cacheBatchIndex = cacheBatchIndex;
   for (auto [file, text, option] :
        {std::tuple<const std::string &, std::string &, const char *>{

@@ -72,13 +72,19 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
       Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                              col, indexConst(b, loc, headDim));
       Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
-      Value srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
+      // A paged row: its page and row in it (clamped into the pool).
+      Value srcBatch = at.batch, srcRow;
+      if (Value pages = load.getPages())
+        std::tie(srcBatch, srcRow) =
+            buildSourceRowAddress(b, loc, source, pages, at.batch, globalRow);
+      else
+        srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
       Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
       Value srcElements = arith::SelectOp::create(b, loc, valid, full, zero);
       nvgpu::DeviceAsyncCopyOp::create(
           b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), buffer,
           layout.chunkIndices(b, loc, r, col), source,
-          ValueRange{at.batch, load.getHead(), srcRow, srcCol},
+          ValueRange{srcBatch, load.getHead(), srcRow, srcCol},
           b.getIndexAttr(8), srcElements, b.getUnitAttr());
     };
     if (first + numThreads <= chunks) {

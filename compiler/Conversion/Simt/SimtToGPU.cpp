@@ -138,8 +138,9 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
     // Tile element (r, c) from global row `row + r`, column c.
     auto loadElement = [&](OpBuilder &b, Location loc, Value r, Value c) {
       Value row = arith::AddIOp::create(b, loc, firstRow, r);
-      return buildZeroPaddedLoad(b, loc, source, adaptor.getBatch(),
-                                 adaptor.getHead(), row, rowLimit, c);
+      return buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
+                                 adaptor.getBatch(), adaptor.getHead(), row,
+                                 rowLimit, c);
     };
 
     if (numThreads % cols == 0 && (rows * cols) % numThreads == 0) {

@@ -1,0 +1,36 @@
+// RUN: fa-opt %s --fa-tile-pipeline="block-m=32 block-n=32 page-gather" --fa-place-mma="num-warps=2 stages=2" --fa-convert-placed-to-gpu | FileCheck %s
+
+// A paged K/V tile read row by row (fa.load_tile's pages): each 16-byte
+// cp.async chunk's row k of entry b's keys is row k % P of page
+// table[b, k / P], the page index clamped into the table's row and the page
+// number into the pool; no lookup per tile in the loop itself.
+// CHECK-LABEL: gpu.func @paged
+// CHECK-SAME: %[[K:[^:]*]]: memref<?x?x?x128xf16>, %[[V:[^:]*]]: memref<?x?x?x128xf16>, %{{[^:]*}}: memref<?x?x?x128xf16>, %{{[^:]*}}: memref<?x?x?xf32>, %{{[^:]*}}: memref<?xi32>, %[[TABLE:[^:]*]]: memref<?x?xi32>)
+// The prologue's K_0 copy.
+// CHECK: scf.if
+// CHECK: %[[P:.*]] = memref.dim %[[K]], %c2
+// CHECK: %[[PAGES:.*]] = memref.dim %[[TABLE]], %c1
+// CHECK: %[[LAST_PAGE:.*]] = arith.subi %[[PAGES]], %c1
+// CHECK: %[[POOL:.*]] = memref.dim %[[K]], %c0
+// CHECK: %[[LAST_ENTRY:.*]] = arith.subi %[[POOL]], %c1
+// CHECK: %[[PAGE0:.*]] = arith.divui %[[ROW:.*]], %[[P]]
+// CHECK: %[[PAGE:.*]] = arith.minui %[[PAGE0]], %[[LAST_PAGE]]
+// CHECK: %[[NUMBER:.*]] = memref.load %[[TABLE]][%{{.*}}, %[[PAGE]]]
+// CHECK: %[[ENTRY0:.*]] = arith.index_castui %[[NUMBER]]
+// CHECK: %[[ENTRY:.*]] = arith.minui %[[ENTRY0]], %[[LAST_ENTRY]]
+// CHECK: %[[IN_PAGE:.*]] = arith.remui %[[ROW]], %[[P]]
+// CHECK: nvgpu.device_async_copy %[[K]][%[[ENTRY]], %{{.*}}, %[[IN_PAGE]], %{{.*}}]
+// CHECK: scf.for
+// CHECK: memref.load %[[TABLE]]
+// CHECK: nvgpu.device_async_copy %[[K]]
+// CHECK: memref.load %[[TABLE]]
+// CHECK: nvgpu.device_async_copy %[[V]]
+func.func @paged(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
+                 %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>, %lens: memref<?xi32>,
+                 %table: memref<?x?xi32>) {
+  fa.attention %q, %k, %v into %o, %lse kv_lens %lens block_table %table {scale = 0.125 : f32}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    into memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    kv_lens memref<?xi32> block_table memref<?x?xi32>
+  return
+}
