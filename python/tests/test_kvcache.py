@@ -231,7 +231,7 @@ class GpuKvCacheTest(unittest.TestCase):
         # NaN): decode and a few query rows, appended tokens crossing a
         # page, GQA, causal, split and not. Pages of 1, 3 and 24 hold no
         # whole K/V tile: their rows are gathered.
-        for page, capacity in ((1, 97), (3, 150), (16, 304), (24, 312),
+        for page, capacity in ((1, 160), (3, 150), (16, 304), (24, 312),
                                (64, 320), (256, 512)):
             for splits in (0, 1, 3):
                 with self.subTest(page=page, splits=splits):

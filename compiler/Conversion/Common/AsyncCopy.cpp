@@ -54,6 +54,24 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
   Value threadRow = arith::DivUIOp::create(b, loc, tid, chunksPerRowV);
   Value threadCol =
       mulConst(b, loc, arith::RemUIOp::create(b, loc, tid, chunksPerRowV), 8);
+  // A paged load looks every round's row up first: the table reads are
+  // independent, so the copies wait for one load latency, not one each.
+  // (The addresses are clamped into the pool: a round past the tile's
+  // chunks may look up too.)
+  SmallVector<std::pair<Value, Value>> pagedRows;
+  if (Value pages = load.getPages())
+    for (int64_t first = 0; first < chunks; first += numThreads) {
+      // (The tile row of the thread's chunk in this round, as below.)
+      Value r = wholeRows
+                    ? addConst(b, loc, threadRow, first / chunksPerRow)
+                    : arith::DivUIOp::create(b, loc,
+                                             addConst(b, loc, tid, first),
+                                             chunksPerRowV)
+                          .getResult();
+      pagedRows.push_back(
+          buildSourceRowAddress(b, loc, source, pages, at.batch,
+                                arith::AddIOp::create(b, loc, row, r)));
+    }
   for (int64_t first = 0; first < chunks; first += numThreads) {
     Value chunk = addConst(b, loc, tid, first);
     auto copyChunk = [&](OpBuilder &b, Location loc) {
@@ -72,11 +90,9 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
       Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                              col, indexConst(b, loc, headDim));
       Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
-      // A paged row: its page and row in it (clamped into the pool).
       Value srcBatch = at.batch, srcRow;
-      if (Value pages = load.getPages())
-        std::tie(srcBatch, srcRow) =
-            buildSourceRowAddress(b, loc, source, pages, at.batch, globalRow);
+      if (!pagedRows.empty())
+        std::tie(srcBatch, srcRow) = pagedRows[first / numThreads];
       else
         srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
       Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
