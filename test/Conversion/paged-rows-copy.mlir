@@ -3,10 +3,12 @@
 // A paged K/V tile read row by row (fa.load_tile's pages): each 16-byte
 // cp.async chunk's row k of entry b's keys is row k % P of page
 // table[b, k / P], the page index clamped into the table's row and the page
-// number into the pool; no lookup per tile in the loop itself.
+// number into the pool. A thread looks up the rows of all its rounds (8
+// here) before its first copy (independent loads: one latency), and V's
+// copies take K's lookups (the same rows of a pool of the same shape).
 // CHECK-LABEL: gpu.func @paged
 // CHECK-SAME: %[[K:[^:]*]]: memref<?x?x?x128xf16>, %[[V:[^:]*]]: memref<?x?x?x128xf16>, %{{[^:]*}}: memref<?x?x?x128xf16>, %{{[^:]*}}: memref<?x?x?xf32>, %{{[^:]*}}: memref<?xi32>, %[[TABLE:[^:]*]]: memref<?x?xi32>)
-// The prologue's K_0 copy.
+// The prologue's copies of tile 0.
 // CHECK: scf.if
 // CHECK: %[[P:.*]] = memref.dim %[[K]], %c2
 // CHECK: %[[PAGES:.*]] = memref.dim %[[TABLE]], %c1
@@ -19,12 +21,20 @@
 // CHECK: %[[ENTRY0:.*]] = arith.index_castui %[[NUMBER]]
 // CHECK: %[[ENTRY:.*]] = arith.minui %[[ENTRY0]], %[[LAST_ENTRY]]
 // CHECK: %[[IN_PAGE:.*]] = arith.remui %[[ROW]], %[[P]]
+// CHECK-COUNT-7: memref.load %[[TABLE]]
+// CHECK-NOT: memref.load
 // CHECK: nvgpu.device_async_copy %[[K]][%[[ENTRY]], %{{.*}}, %[[IN_PAGE]], %{{.*}}]
+// CHECK-COUNT-7: nvgpu.device_async_copy %[[K]]
+// CHECK-NOT: memref.load
+// CHECK: nvgpu.device_async_copy %[[V]][%[[ENTRY]], %{{.*}}, %[[IN_PAGE]], %{{.*}}]
+// CHECK-COUNT-7: nvgpu.device_async_copy %[[V]]
+// The loop's copies of tile j + 1: the same, eight lookups for K and V.
 // CHECK: scf.for
-// CHECK: memref.load %[[TABLE]]
-// CHECK: nvgpu.device_async_copy %[[K]]
-// CHECK: memref.load %[[TABLE]]
-// CHECK: nvgpu.device_async_copy %[[V]]
+// CHECK-COUNT-8: memref.load %[[TABLE]]
+// CHECK-NOT: memref.load
+// CHECK-COUNT-8: nvgpu.device_async_copy %[[K]]
+// CHECK-NOT: memref.load
+// CHECK-COUNT-8: nvgpu.device_async_copy %[[V]]
 func.func @paged(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>, %v: memref<?x?x?x128xf16>,
                  %o: memref<?x?x?x128xf16>, %lse: memref<?x?x?xf32>, %lens: memref<?xi32>,
                  %table: memref<?x?xi32>) {

@@ -33,9 +33,14 @@ struct TileCopyIndices {
 /// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
 /// or past `rowLimit` and columns past the head dim (up to the contraction
 /// width) are zero-filled (cp.async with 0 source bytes, address clamped).
+///
+/// A paged load's row addresses (page, row in it, per round) are taken from
+/// `pagedRows` where it holds them (another load's of the same rows), else
+/// looked up and stored there.
 void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
                   const TileCopyIndices &at, Value buffer, int64_t numThreads,
-                  const SharedTileCopyLayout &layout) {
+                  const SharedTileCopyLayout &layout,
+                  SmallVectorImpl<std::pair<Value, Value>> *pagedRows = nullptr) {
   auto type = cast<RankedTensorType>(load.getType());
   int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
   int64_t chunksPerRow = layout.copiedColumns(headDim) / 8;
@@ -58,8 +63,13 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
   // independent, so the copies wait for one load latency, not one each.
   // (The addresses are clamped into the pool: a round past the tile's
   // chunks may look up too.)
-  SmallVector<std::pair<Value, Value>> pagedRows;
-  if (Value pages = load.getPages())
+  SmallVector<std::pair<Value, Value>> ownPagedRows;
+  if (!pagedRows)
+    pagedRows = &ownPagedRows;
+  Value pages = load.getPages();
+  if (!pages)
+    pagedRows->clear();
+  else if (pagedRows->empty())
     for (int64_t first = 0; first < chunks; first += numThreads) {
       // (The tile row of the thread's chunk in this round, as below.)
       Value r = wholeRows
@@ -68,7 +78,7 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
                                              addConst(b, loc, tid, first),
                                              chunksPerRowV)
                           .getResult();
-      pagedRows.push_back(
+      pagedRows->push_back(
           buildSourceRowAddress(b, loc, source, pages, at.batch,
                                 arith::AddIOp::create(b, loc, row, r)));
     }
@@ -91,8 +101,8 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
                                              col, indexConst(b, loc, headDim));
       Value valid = arith::AndIOp::create(b, loc, rowValid, colValid);
       Value srcBatch = at.batch, srcRow;
-      if (!pagedRows.empty())
-        std::tie(srcBatch, srcRow) = pagedRows[first / numThreads];
+      if (pages)
+        std::tie(srcBatch, srcRow) = (*pagedRows)[first / numThreads];
       else
         srcRow = arith::SelectOp::create(b, loc, rowValid, globalRow, zero);
       Value srcCol = arith::SelectOp::create(b, loc, colValid, col, zero);
@@ -182,6 +192,22 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
     OpBuilder inner = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
     IRMapping mapping;
     mapping.map(loop.getInductionVar(), iteration);
+    // K and V of a paged cache read the same rows of pools of one shape
+    // (fa.attention's K and V have one shape): V's copy takes K's page
+    // lookups.
+    SmallVector<std::pair<LoadTileOp, SmallVector<std::pair<Value, Value>>>>
+        lookups;
+    auto lookupsFor = [&](LoadTileOp load) {
+      for (auto &[other, rows] : lookups)
+        if (other.getPages() == load.getPages() &&
+            other.getBatch() == load.getBatch() &&
+            other.getRow() == load.getRow() &&
+            other.getSequence() == load.getSequence() &&
+            other.getType().getDimSize(0) == load.getType().getDimSize(0))
+          return &rows;
+      lookups.push_back({load, {}});
+      return &lookups.back().second;
+    };
     for (LoadTileOp load : loads) {
       TileCopyIndices at = TileCopyIndices::of(load);
       for (Value *index : {&at.batch, &at.row, &at.first, &at.end}) {
@@ -195,7 +221,7 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
       }
       emitTileCopy(inner, loc, load, at,
                    layout.slotBuffer(inner, loc, load, slot), numThreads,
-                   layout);
+                   layout, load.getPages() ? lookupsFor(load) : nullptr);
     }
     return success();
   };
