@@ -798,19 +798,25 @@ mlir::fa::buildSourceRowAddress(OpBuilder &b, Location loc, Value source,
                                 Value pages, Value batch, Value index) {
   if (!pages)
     return {batch, index};
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value pageRows = memref::DimOp::create(b, loc, source, 2);
+  Value entry = buildPageEntry(b, loc, source, pages, batch,
+                               arith::DivUIOp::create(b, loc, index, pageRows));
+  return {entry, arith::RemUIOp::create(b, loc, index, pageRows)};
+}
+
+Value mlir::fa::buildPageEntry(OpBuilder &b, Location loc, Value source,
+                               Value pages, Value batch, Value page) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value lastPage = arith::SubIOp::create(
       b, loc, memref::DimOp::create(b, loc, pages, 1), one);
   Value lastEntry = arith::SubIOp::create(
       b, loc, memref::DimOp::create(b, loc, source, 0), one);
-  Value page = arith::MinUIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, index, pageRows), lastPage);
   Value number = arith::IndexCastUIOp::create(
       b, loc, b.getIndexType(),
-      memref::LoadOp::create(b, loc, pages, ValueRange{batch, page}));
-  return {arith::MinUIOp::create(b, loc, number, lastEntry),
-          arith::RemUIOp::create(b, loc, index, pageRows)};
+      memref::LoadOp::create(
+          b, loc, pages,
+          ValueRange{batch, arith::MinUIOp::create(b, loc, page, lastPage)}));
+  return arith::MinUIOp::create(b, loc, number, lastEntry);
 }
 
 /// A sequence is its first row and its end: two values or none.

@@ -52,6 +52,13 @@ std::pair<Value, Value> buildSourceRowAddress(OpBuilder &b, Location loc,
                                               Value source, Value pages,
                                               Value batch, Value index);
 
+/// The batch entry of `source` that holds page `page` of a paged load's
+/// sequence: pages[batch, page], the page index clamped into the table's
+/// row and the number into the source's batch (buildSourceRowAddress's
+/// lookup, for a lowering that splits rows into pages itself).
+Value buildPageEntry(OpBuilder &b, Location loc, Value source, Value pages,
+                     Value batch, Value page);
+
 } // namespace mlir::fa
 
 #endif // FA_DIALECT_FAOPS_H

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -28,6 +29,40 @@ struct TileCopyIndices {
             load.getSequenceEnd()};
   }
 };
+
+/// The (page entry, row in it) of rows first, first + step, ... (`count`
+/// rows) of a paged load's sequence, appended to `addresses`: one division
+/// by the page size for the first row, then each row from the previous one
+/// by adding step's whole pages and remaining rows (a carry where the rows
+/// pass the page's end), where a division a row would cost more than the
+/// copies' own instructions.
+void lookUpSteppedRows(OpBuilder &b, Location loc, LoadTileOp load,
+                       Value batch, Value first, int64_t step, int64_t count,
+                       SmallVectorImpl<std::pair<Value, Value>> &addresses) {
+  Value source = load.getSource(), pages = load.getPages();
+  Value pageRows = memref::DimOp::create(b, loc, source, 2);
+  Value stepV = indexConst(b, loc, step);
+  // (P is the same for every tile: these two divisions leave the loop.)
+  Value stepPages = arith::DivUIOp::create(b, loc, stepV, pageRows);
+  Value stepRows = arith::RemUIOp::create(b, loc, stepV, pageRows);
+  Value page = arith::DivUIOp::create(b, loc, first, pageRows);
+  Value rowInPage = arith::RemUIOp::create(b, loc, first, pageRows);
+  for (int64_t i = 0; i < count; ++i) {
+    if (i > 0) {
+      Value next = arith::AddIOp::create(b, loc, rowInPage, stepRows);
+      Value carry = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                          next, pageRows);
+      rowInPage = arith::SelectOp::create(
+          b, loc, carry, arith::SubIOp::create(b, loc, next, pageRows), next);
+      page = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, page, stepPages),
+          arith::SelectOp::create(b, loc, carry, indexConst(b, loc, 1),
+                                  indexConst(b, loc, 0)));
+    }
+    addresses.push_back(
+        {buildPageEntry(b, loc, source, pages, batch, page), rowInPage});
+  }
+}
 
 /// Copies rows [row, row + R) of source[batch, head] into `buffer` ([R,
 /// pitch]) in 16-byte chunks, thread t taking chunks t, t + T, ...: rows at
@@ -69,15 +104,15 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
   Value pages = load.getPages();
   if (!pages)
     pagedRows->clear();
+  else if (pagedRows->empty() && wholeRows)
+    lookUpSteppedRows(b, loc, load, at.batch,
+                      arith::AddIOp::create(b, loc, row, threadRow),
+                      numThreads / chunksPerRow, llvm::divideCeil(chunks, numThreads),
+                      *pagedRows);
   else if (pagedRows->empty())
     for (int64_t first = 0; first < chunks; first += numThreads) {
-      // (The tile row of the thread's chunk in this round, as below.)
-      Value r = wholeRows
-                    ? addConst(b, loc, threadRow, first / chunksPerRow)
-                    : arith::DivUIOp::create(b, loc,
-                                             addConst(b, loc, tid, first),
-                                             chunksPerRowV)
-                          .getResult();
+      Value r = arith::DivUIOp::create(b, loc, addConst(b, loc, tid, first),
+                                       chunksPerRowV);
       pagedRows->push_back(
           buildSourceRowAddress(b, loc, source, pages, at.batch,
                                 arith::AddIOp::create(b, loc, row, r)));
