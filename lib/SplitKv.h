@@ -36,10 +36,10 @@ int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
 /// does.
 int64_t blockNForPage(int64_t pageRows, int64_t widest, int64_t narrowest);
 
-/// The narrowest K/V tile a paged cache is read in a tile at a time (one
-/// page lookup a tile); a page that no tile this wide or wider divides is
-/// read row by row (KernelSpec::pageGather), as narrower tiles would cost
-/// more than the lookups.
+/// The narrowest K/V tile a paged cache's prefill defaults read a tile a
+/// page (one page lookup a tile); a page that no tile this wide or wider
+/// divides is read row by row (KernelSpec::pageGather). (The decode tiles
+/// gather any page they do not fit: measured faster than narrower tiles.)
 constexpr int64_t kNarrowestPageTile = 16;
 
 /// `spec` (a paged forward) fitted to pages of `pageRows` rows: a block-n
@@ -59,10 +59,9 @@ constexpr int64_t kDecodeRows = 16;
 /// auto; StrategyModel::decodeTiles) where it is a forward of at most
 /// kDecodeRows query rows a head whose tiles are left to the defaults, on
 /// `arch` where the request names none. `pageRows` > 0: a paged cache of
-/// pages of that many rows (a block-n the request sets is kept; else the
-/// widest halving of the decode tiles' down to kNarrowestPageTile that
-/// divides the page; where none does, the decode tiles with pageGather).
-/// Otherwise `request` unchanged.
+/// pages of that many rows (a block-n the request sets is kept), read a
+/// tile a page where the block-n divides the page, else row by row
+/// (pageGather). Otherwise `request` unchanged.
 KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
                          int64_t pageRows, const std::string &arch);
 

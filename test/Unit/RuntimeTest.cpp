@@ -575,16 +575,13 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   backward.backward = true;
   backward.kvLens = false;
   EXPECT_TRUE(unchanged(backward, 4, 0));
-  // A paged cache: 32 keys a tile where they divide the page, else 16; a
-  // block-n the caller set is kept; a page 16 does not divide gets the
-  // decode tiles, its rows gathered.
+  // A paged cache: the decode tiles, a tile a page where 32 keys divide
+  // the page, else their rows gathered; a block-n the caller set is kept.
   fa::KernelSpec paged = request;
   paged.pagedKv = true;
   EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a").blockN, 32);
-  EXPECT_EQ(fa::decodeRequest(paged, 4, 16, "sm_90a").blockN, 16);
-  EXPECT_EQ(fa::decodeRequest(paged, 4, 48, "sm_90a").blockN, 16);
-  EXPECT_FALSE(fa::decodeRequest(paged, 4, 48, "sm_90a").pageGather);
-  for (int64_t page : {1, 8, 24}) {
+  EXPECT_FALSE(fa::decodeRequest(paged, 4, 256, "sm_90a").pageGather);
+  for (int64_t page : {1, 8, 16, 24, 48}) {
     fa::KernelSpec gathered = fa::decodeRequest(paged, 4, page, "sm_90a");
     EXPECT_EQ(std::tuple(gathered.blockM, gathered.blockN, gathered.pageGather),
               std::tuple(32, 32, true))
