@@ -391,8 +391,7 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   // A K/V tile is read from one page where it can be: tiles left to the
   // defaults get the largest block-n of 64, 32, 16 that divides the page;
   // other pages are read row by row.
-  if (requested.pagedKv)
-    requested = fitToPages(requested, a.k.sizes[2], 64);
+  requested = fitToPages(requested, a.k.sizes[2], 64);
   int64_t parts = 1;
   if (Result r = impl->chooseForwardParts(requested, a, queryLength,
                                           keyLength, parts);

@@ -1204,10 +1204,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     (capacity max_pages x P; the new tokens go into those pages); any page
     size P >= 1: where the kernel's K/V tile divides P (decode: 32 keys;
     prefill: 64, 32 or 16) a tile is read from one page (one table lookup
-    a tile), other pages are read row by row (a lookup a row). cache_batch_idx (int32 [B] on q's device):
-    batch entry b reads (and appends to) cache entry cache_batch_idx[b] of
-    a cache [B_cache, S_cache, Hkv, D] (not with block_table). Not yet:
-    gradients (an inference call)."""
+    a tile), other pages are read row by row (a lookup a row).
+    cache_batch_idx (int32 [B] on q's device): batch entry b reads (and
+    appends to) cache entry cache_batch_idx[b] of a cache [B_cache,
+    S_cache, Hkv, D] (not with block_table). Not yet: gradients (an
+    inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:

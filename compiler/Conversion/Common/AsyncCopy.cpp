@@ -75,7 +75,8 @@ void lookUpSteppedRows(OpBuilder &b, Location loc, LoadTileOp load,
 void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
                   const TileCopyIndices &at, Value buffer, int64_t numThreads,
                   const SharedTileCopyLayout &layout,
-                  SmallVectorImpl<std::pair<Value, Value>> *pagedRows = nullptr) {
+                  SmallVectorImpl<std::pair<Value, Value>> *pagedRows =
+                      nullptr) {
   auto type = cast<RankedTensorType>(load.getType());
   int64_t rows = type.getDimSize(0), headDim = type.getDimSize(1);
   int64_t chunksPerRow = layout.copiedColumns(headDim) / 8;
@@ -102,14 +103,12 @@ void emitTileCopy(OpBuilder &b, Location loc, LoadTileOp load,
   if (!pagedRows)
     pagedRows = &ownPagedRows;
   Value pages = load.getPages();
-  if (!pages)
-    pagedRows->clear();
-  else if (pagedRows->empty() && wholeRows)
+  if (pages && pagedRows->empty() && wholeRows)
     lookUpSteppedRows(b, loc, load, at.batch,
                       arith::AddIOp::create(b, loc, row, threadRow),
-                      numThreads / chunksPerRow, llvm::divideCeil(chunks, numThreads),
-                      *pagedRows);
-  else if (pagedRows->empty())
+                      numThreads / chunksPerRow,
+                      llvm::divideCeil(chunks, numThreads), *pagedRows);
+  else if (pages && pagedRows->empty())
     for (int64_t first = 0; first < chunks; first += numThreads) {
       Value r = arith::DivUIOp::create(b, loc, addConst(b, loc, tid, first),
                                        chunksPerRowV);
