@@ -4,6 +4,7 @@
 #include "compiler/Registration.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -194,7 +195,7 @@ OwningOpRef<ModuleOp>
 mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   OpBuilder b(&ctx);
   // Diagnostics about the kernel then start with its name.
-  Location loc = NameLoc::get(b.getStringAttr(spec.kernelName()));
+  Location loc = NameLoc::get(b.getStringAttr(kernelName(spec)));
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
   Type element;
@@ -239,7 +240,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
                                                         {dyn, dyn, dyn, dyn}));
     SmallVector<Type> params = {sized, sized, rangeTableType, rangeTableType};
     llvm::append_range(params, *captures);
-    auto func = func::FuncOp::create(b, loc, spec.kernelName(),
+    auto func = func::FuncOp::create(b, loc, kernelName(spec),
                                      b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -280,7 +281,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     // the captures.
     size_t firstCapture = params.size();
     llvm::append_range(params, *captures);
-    auto func = func::FuncOp::create(b, loc, spec.kernelName(),
+    auto func = func::FuncOp::create(b, loc, kernelName(spec),
                                      b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -332,7 +333,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
       params.push_back(rangeTableType);
     size_t firstCapture = params.size();
     llvm::append_range(params, *captures);
-    auto func = func::FuncOp::create(b, loc, spec.kernelName(),
+    auto func = func::FuncOp::create(b, loc, kernelName(spec),
                                      b.getFunctionType(params, {}));
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -414,10 +415,10 @@ mlir::fa::lowerModule(ModuleOp module, Stage from, Stage to,
                       const ::fa::KernelSpec &spec,
                       llvm::function_ref<void(Stage, ModuleOp)> onStage) {
   GpuOptions gpu{spec.arch, spec.numWarps,
-                 ::fa::toString(spec.resolvedStrategy()), spec.stages};
+                 ::fa::toString(resolveStrategy(spec)), spec.stages};
   if (spec.backward && to > Stage::tiled)
     if (std::string error = ::fa::checkLowersBackward(
-            ::fa::strategyModel(spec.resolvedStrategy()));
+            ::fa::strategyModel(resolveStrategy(spec)));
         !error.empty())
       return module.emitError() << error;
   for (Stage next : kStages) {
@@ -508,7 +509,7 @@ static LogicalResult orderLaunches(
         complete) {
   std::vector<::fa::LaunchPlan> ordered;
   for (auto [suffix, tiles] : programs) {
-    std::string function = spec.kernelName() + suffix;
+    std::string function = kernelName(spec) + suffix;
     auto it = llvm::find_if(launches, [&](const ::fa::LaunchPlan &plan) {
       return plan.function == function;
     });
@@ -613,10 +614,10 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
 
 llvm::Expected<CompiledKernel>
 mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
-  std::string error = requested.validate();
+  std::string error = validateSpec(requested);
   if (!error.empty())
     return llvm::createStringError(error);
-  ::fa::KernelSpec spec = requested.withDefaults();
+  ::fa::KernelSpec spec = withDefaults(requested);
   std::unique_ptr<MLIRContext> ctx = createCompilerContext();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &diag) {
@@ -628,7 +629,7 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
   if (!module)
     return llvm::createStringError(diagnostics);
   CompiledKernel kernel;
-  kernel.name = spec.kernelName();
+  kernel.name = kernelName(spec);
   std::vector<::fa::CaptureType> captures = captureTypesOf(*module);
   if (failed(lowerModule(*module, Stage::fa, Stage::llvm, spec, {})))
     return llvm::createStringError(diagnostics);

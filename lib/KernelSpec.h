@@ -35,9 +35,11 @@ constexpr int64_t kMaxHeadDim = 512;
 /// head dims mma does not take).
 enum class Strategy { automatic, simt, mma, wgmma };
 
-/// Every parameter that changes the generated code of an attention kernel.
-/// Batch, heads (and so GQA/MQA grouping), lengths and strides are runtime
-/// arguments of the kernel and not part of the spec. A new field also goes
+/// Every parameter that changes the generated code of an attention kernel:
+/// plain data. Batch, heads (and so GQA/MQA grouping), lengths and strides
+/// are runtime arguments of the kernel and not part of the spec. What the
+/// strategies make of a spec (validation, resolution, defaults, names,
+/// canonical text) is in lib/Strategy/SpecRules.h. A new field also goes
 /// into canonicalText() and the runtime's request key
 /// (runtime/ResolvedRequest.h).
 struct KernelSpec {
@@ -52,7 +54,7 @@ struct KernelSpec {
   /// (bitwise identical dQ run to run) instead of in any order.
   bool deterministic = false;
   /// Tiles, warps and stages; 0 = the default for (head dim, dtype, arch,
-  /// strategy), see withDefaults().
+  /// strategy), see withDefaults() (lib/Strategy/SpecRules.h).
   int64_t blockM = 8;   // query rows per tile (B_r)
   int64_t blockN = 32;  // key/value rows per tile (B_c)
   int64_t numWarps = 8; // warps per thread block
@@ -127,39 +129,9 @@ struct KernelSpec {
 
   double effectiveScale() const;
 
-  /// The strategy that serves this spec: the explicit one, else simt for
-  /// f32 and wgmma (sm_90a) or mma for f16/bf16 (simt where neither can
-  /// serve the head dim).
-  Strategy resolvedStrategy() const;
-
-  /// "" when the spec is valid, else what is wrong, naming value and limit.
-  std::string validate() const;
-
-  /// A C identifier naming the kernel, e.g. fa_fwd_d128_f32_causal_8x32_w8
-  /// (simt) or fa_fwd_d128_f16_full_128x64_w8_s2_mma; fa_bwd_... for the
-  /// backward.
-  std::string kernelName() const;
-
-  /// One line that determines the generated code; equal specs (after
-  /// withDefaults) have equal text.
-  std::string canonicalText() const;
-
   /// Whether a field is left to the defaults (strategy auto, or a tile
   /// size, warps or stages of 0).
   bool needsDefaults() const;
-
-  /// This spec with the strategy resolved and zero tile sizes / warps /
-  /// stages replaced by the defaults: the first of defaultCandidates().
-  KernelSpec withDefaults(int64_t length = 0) const;
-
-  /// The configs the defaults choose from, best first: the measured ranking
-  /// filtered by the fields already set, the arch's shared memory and a
-  /// register estimate. The estimate cannot see ptxas's allocation, so the
-  /// runtime takes the first candidate that compiles without spills.
-  /// `length`: the longer of the query and key lengths the kernel is for
-  /// (the runtime passes it rounded up to a power of two), where a strategy
-  /// ranks by length; 0 = not known, the ranking measured at S = 4k.
-  std::vector<KernelSpec> defaultCandidates(int64_t length = 0) const;
 };
 
 /// The rule for defaulted tiles (the runtime's and fa-compile's): of the
@@ -172,19 +144,11 @@ std::optional<size_t> chooseDefaultCandidate(
     const std::function<std::optional<bool>(const KernelSpec &)>
         &compileAndSpills);
 
-/// Hex SHA-256 of everything that determines a compiled kernel: the compiler
-/// version, the canonical spec, the target arch and the ptxas version.
-std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
-                     const std::string &ptxasVersion);
-
 /// The compiler's version (project version and source revision), part of
 /// every cache key.
 const char *compilerVersion();
 
 const char *toString(ElementType type);
-const char *toString(Strategy strategy);
-/// Parses "auto", "simt", "mma", "wgmma"; false if unknown.
-bool parseStrategy(const std::string &text, Strategy &strategy);
 /// Parses "f32", "f16", "bf16"; false if unknown.
 bool parseElementType(const std::string &text, ElementType &type);
 

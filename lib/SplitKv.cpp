@@ -1,6 +1,7 @@
 //===- SplitKv.cpp - How many parts a split-KV forward uses -------*- C++ -*-===//
 #include "lib/SplitKv.h"
 #include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 
 #include <algorithm>
 
@@ -65,7 +66,7 @@ KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
     if (pageRows > 0 && pageRows % tiles->blockN != 0)
       tiles->pageGather = true;
     tiles->splitKv = request.splitKv;
-    if (!tiles->validate().empty()) // on the arch it will run on
+    if (!validateSpec(*tiles).empty()) // on the arch it will run on
       return request;
     tiles->arch = request.arch;
     return *tiles;

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/ArgumentChecks.h"
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/Runtime.h"
 
 #include "lib/Strategy/Registry.h"
@@ -480,7 +481,7 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     return invalid(error);
   // Strategies that copy Q/K/V rows in 16-byte chunks (cp.async, TMA) store
   // O rows in 16-byte chunks; TMA has its own size and stride limits.
-  const StrategyModel &model = strategyModel(spec.resolvedStrategy());
+  const StrategyModel &model = strategyModel(resolveStrategy(spec));
   if (model.inputAccessElements) {
     for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                            {"k", &k},
@@ -511,7 +512,7 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   // Grid limits, by the tiles of the kernel that runs (the runtime passes
   // its spec; a caller's spec may leave them to the defaults).
   int64_t blockM =
-      spec.needsDefaults() ? spec.withDefaults().blockM : spec.blockM;
+      spec.needsDefaults() ? withDefaults(spec).blockM : spec.blockM;
   int64_t queryLength = spec.varlen ? a.maxSeqlenQ : q.sizes[2];
   int64_t qTiles = (queryLength + blockM - 1) / blockM;
   if (qTiles > kMaxGridX)
@@ -570,7 +571,7 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
       return invalid(error);
   // A backward that copies dO rows and stores dK, dV rows in 16-byte chunks
   // (the dkdv kernels of mma and wgmma) has the forward's rules for Q and O.
-  const StrategyModel &model = strategyModel(spec.resolvedStrategy());
+  const StrategyModel &model = strategyModel(resolveStrategy(spec));
   if (model.inputAccessElements) {
     if (std::string error = checkAccessWidth(
             "do", a.gradOutput, model.inputAccessElements, elementBytes,
@@ -682,7 +683,7 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     return invalid(error);
   // The main grid runs one block per K/V tile of a K/V head.
   int64_t blockN =
-      spec.needsDefaults() ? spec.withDefaults().blockN : spec.blockN;
+      spec.needsDefaults() ? withDefaults(spec).blockN : spec.blockN;
   int64_t keyLength = spec.varlen ? a.maxSeqlenK : a.k.sizes[2];
   int64_t kvTiles = (keyLength + blockN - 1) / blockN;
   if (kvTiles > kMaxGridX)

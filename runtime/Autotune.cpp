@@ -1,5 +1,6 @@
 //===- Autotune.cpp - Timed choice among the default candidates --*- C++ -*-===//
 #include "runtime/Autotune.h"
+#include "lib/Strategy/SpecRules.h"
 #include "lib/TextNesting.h"
 #include "runtime/KernelMetadata.h"
 
@@ -24,7 +25,7 @@ std::string autotuneKey(const KernelSpec &request, int64_t bucket,
                         const std::string &assemblerId) {
   llvm::SHA256 hash;
   for (const std::string &part :
-       {std::string("fa-autotune v1"), compilerVersion, request.canonicalText(),
+       {std::string("fa-autotune v1"), compilerVersion, canonicalText(request),
         request.arch, "bucket=" + std::to_string(bucket), assemblerId}) {
     hash.update(part);
     hash.update(llvm::StringRef("\n"));
@@ -51,7 +52,7 @@ std::string tunedChoiceJson(const std::string &key, const KernelSpec &request,
     timed.push_back(std::move(entry));
   }
   llvm::json::Object root{{"key", key},
-                          {"request", request.canonicalText()},
+                          {"request", canonicalText(request)},
                           {"bucket", bucket},
                           {"chosen", tilesOf(chosen)},
                           {"timings", std::move(timed)}};
@@ -80,7 +81,7 @@ std::string parseTunedChoice(const std::string &json,
   if (!root)
     return "not a JSON object";
   std::optional<llvm::StringRef> text = root->getString("request");
-  if (!text || *text != request.canonicalText())
+  if (!text || *text != canonicalText(request))
     return "it was made for another request";
   if (root->getInteger("bucket") != bucket)
     return "it was made for another length bucket";
@@ -98,10 +99,10 @@ std::string parseTunedChoice(const std::string &json,
   if (!field("block_m", spec.blockM) || !field("block_n", spec.blockN) ||
       !field("num_warps", spec.numWarps) || !field("stages", spec.stages))
     return "its tiles are incomplete";
-  spec.strategy = request.resolvedStrategy();
+  spec.strategy = resolveStrategy(request);
   if (spec.needsDefaults())
     return "its tiles are incomplete";
-  if (std::string error = spec.validate(); !error.empty())
+  if (std::string error = validateSpec(spec); !error.empty())
     return "its tiles are invalid: " + error;
   chosen = spec;
   return "";

@@ -1,8 +1,9 @@
 //===- CApi.cpp - C ABI of the fa attention runtime -----------------*- C++ -*-===//
-#include "runtime/fa_runtime.h"
+#include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/CRequest.h"
 #include "runtime/Runtime.h"
-#include "lib/Strategy/Registry.h"
+#include "runtime/fa_runtime.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -106,8 +107,7 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
     info->source = int32_t(kernel.source);
     info->compile_seconds = kernel.compileSeconds;
-    info->strategy =
-        fa::strategyModel(kernel.spec.resolvedStrategy()).abiCode;
+    info->strategy = fa::strategyModel(resolveStrategy(kernel.spec)).abiCode;
     info->block_m = kernel.spec.blockM;
     info->block_n = kernel.spec.blockN;
     info->num_warps = kernel.spec.numWarps;

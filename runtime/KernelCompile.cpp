@@ -7,6 +7,7 @@
 // requests that remember the result.
 //
 //===----------------------------------------------------------------------===//
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/KernelMetadata.h"
 #include "runtime/RuntimeImpl.h"
 
@@ -26,12 +27,12 @@ namespace fa {
 
 Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
                                     std::shared_ptr<KernelEntry> &entry) {
-  if (std::string error = spec.validate(); !error.empty())
+  if (std::string error = validateSpec(spec); !error.empty())
     return Result::error(Status::invalidArgument, error);
   if (assemblerId.empty())
     if (Result r = chooseAssemblerLocked(); !r)
       return r;
-  std::string text = spec.canonicalText();
+  std::string text = canonicalText(spec);
   if (auto it = kernels.find(text); it != kernels.end()) {
     entry = it->second;
     entry->info.source = KernelSource::memoryCache;
@@ -90,13 +91,13 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
         spec, /*assemble=*/assembler == Assembler::ptxas);
     if (!compiled)
       return Result::error(Status::compileError,
-                           spec.kernelName() + ": " +
+                           kernelName(spec) + ": " +
                                llvm::toString(compiled.takeError()));
     if (assembler == Assembler::nvjitlink) {
       auto assembled = runNvJitLink(compiled->ptx, spec.arch);
       if (!assembled)
         return Result::error(Status::compileError,
-                             spec.kernelName() + ": " +
+                             kernelName(spec) + ": " +
                                  llvm::toString(assembled.takeError()));
       compiled->cubin = std::move(assembled->cubin);
       compiled->resources = std::move(assembled->kernels);
@@ -106,7 +107,7 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
       if (Result r = assembleWithDriver(compiled->ptx, compiled->cubin, log);
           !r)
         return Result::error(Status::compileError,
-                             spec.kernelName() + ": " + r.message);
+                             kernelName(spec) + ": " + r.message);
       compiled->resources = parsePtxasReport(log);
     }
     fresh.info.assembler = assemblerId;
@@ -233,14 +234,14 @@ Result Runtime::Impl::prepareDefaultedLocked(
   // Before the remembered choices: their keys (canonicalText) fold what
   // validate() refuses (a negative or NaN scale reads as the default, a
   // forward's deterministic flag as absent) into valid requests.
-  if (std::string error = requested.validate(); !error.empty())
+  if (std::string error = validateSpec(requested); !error.empty())
     return Result::error(Status::invalidArgument, error);
-  std::string request = requested.canonicalText();
+  std::string request = canonicalText(requested);
   if (length > 0)
     request += ";length=" + std::to_string(length);
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
-  std::vector<KernelSpec> candidates = requested.defaultCandidates(length);
+  std::vector<KernelSpec> candidates = defaultCandidates(requested, length);
   std::vector<std::shared_ptr<KernelEntry>> compiled(candidates.size());
   Result firstError;
   size_t next = 0;

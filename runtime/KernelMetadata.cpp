@@ -1,5 +1,6 @@
 //===- KernelMetadata.cpp - A kernel's cache metadata -----------*- C++ -*-===//
 #include "runtime/KernelMetadata.h"
+#include "lib/Strategy/SpecRules.h"
 #include "lib/TextNesting.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -34,7 +35,7 @@ std::string toMetadata(const KernelInfo &info) {
   llvm::json::Object object{
       {"key", info.key},
       {"name", info.name},
-      {"spec", info.spec.canonicalText()},
+      {"spec", canonicalText(info.spec)},
       {"num_threads", info.numThreads},
       {"shared_memory_bytes", info.sharedMemoryBytes},
       {"registers", info.ptxas.registers},
@@ -74,7 +75,7 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
   };
   std::optional<llvm::StringRef> name = object->getString("name");
   std::optional<llvm::StringRef> specText = object->getString("spec");
-  if (!specText || *specText != spec.canonicalText())
+  if (!specText || *specText != canonicalText(spec))
     return false;
   if (!name || !integer("num_threads", info.numThreads) ||
       !integer("shared_memory_bytes", info.sharedMemoryBytes))
@@ -111,7 +112,7 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
       !inRange(info.ptxas.stackFrameBytes, 0, kMaxLocalBytes) ||
       !inRange(info.ptxas.spillStoreBytes, 0, kMaxLocalBytes) ||
       !inRange(info.ptxas.spillLoadBytes, 0, kMaxLocalBytes) ||
-      info.name != spec.kernelName())
+      info.name != kernelName(spec))
     return false;
   for (const LaunchPlan &plan : info.launches) {
     if (!inRange(plan.threads, 1, kMaxThreads) ||

@@ -7,12 +7,13 @@
 // plans with the operands' memref descriptors and TMA tensor maps.
 //
 //===----------------------------------------------------------------------===//
+#include "lib/SplitKv.h"
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/ArgumentChecks.h"
 #include "runtime/Autotune.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/EventTiming.h"
 #include "runtime/RuntimeImpl.h"
-#include "lib/SplitKv.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -44,7 +45,7 @@ Result Runtime::Impl::autotuneLocked(const KernelSpec &request, int64_t bucket,
   // process; a stored choice that does not read back for this request is
   // ignored.
   std::string memoryKey =
-      request.canonicalText() + ";bucket=" + std::to_string(bucket);
+      canonicalText(request) + ";bucket=" + std::to_string(bucket);
   if (auto it = tunedChoice.find(memoryKey); it != tunedChoice.end())
     return prepareAndLoadLocked(*this, it->second, entry);
   std::string key =
@@ -63,7 +64,7 @@ Result Runtime::Impl::autotuneLocked(const KernelSpec &request, int64_t bucket,
   }
 
   // Time the first candidates (a few; and stop once the budget is spent).
-  std::vector<KernelSpec> candidates = request.defaultCandidates(bucket);
+  std::vector<KernelSpec> candidates = defaultCandidates(request, bucket);
   if (candidates.size() > kAutotuneCandidates)
     candidates.resize(kAutotuneCandidates);
   auto start = std::chrono::steady_clock::now();
@@ -268,8 +269,8 @@ Result Runtime::Impl::runRequest(const KernelSpec &requested,
   KernelSpec first = requested;
   if (first.arch.empty())
     first.arch = arch;
-  first = first.withDefaults(bucket);
-  if (std::string error = first.validate(); !error.empty())
+  first = withDefaults(first, bucket);
+  if (std::string error = validateSpec(first); !error.empty())
     return Result::error(Status::invalidArgument, error);
   if (Result r = check(first); !r)
     return r;
@@ -437,8 +438,8 @@ Result Runtime::Impl::chooseForwardParts(const KernelSpec &requested,
     auto it = splitTiles.find(key);
     if (it == splitTiles.end()) {
       std::pair<int64_t, int64_t> chosen = {0, 0};
-      if (split.validate().empty()) {
-        KernelSpec resolved = split.withDefaults(bucket);
+      if (validateSpec(split).empty()) {
+        KernelSpec resolved = withDefaults(split, bucket);
         chosen = {resolved.blockM, resolved.blockN};
       }
       it = splitTiles.emplace(key, chosen).first;

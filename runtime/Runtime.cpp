@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Runtime.h"
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/Autotune.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/DiskCache.h"
@@ -145,7 +146,7 @@ static int64_t defaultsBucket(int64_t length) {
 KernelSpec Runtime::resolve(KernelSpec spec, int64_t length) const {
   if (spec.arch.empty())
     spec.arch = impl->arch;
-  return spec.withDefaults(defaultsBucket(length));
+  return withDefaults(spec, defaultsBucket(length));
 }
 
 bool Runtime::autotunes() const { return impl->autotune; }

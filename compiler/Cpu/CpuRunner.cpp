@@ -1,8 +1,9 @@
 //===- CpuRunner.cpp - Run fa.attention on the CPU ------------------*- C++ -*-===//
 #include "compiler/Cpu/CpuRunner.h"
-#include "compiler/Passes.h"
 #include "compiler/KernelCompiler.h"
+#include "compiler/Passes.h"
 #include "dialect/FAOps.h"
+#include "lib/Strategy/SpecRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -149,9 +150,8 @@ CpuAttentionKernel::compile(const CpuKernelConfig &config) {
   auto engine = ExecutionEngine::create(*module, options);
   if (!engine)
     return engine.takeError();
-  return std::unique_ptr<CpuAttentionKernel>(
-      new CpuAttentionKernel(config, spec.kernelName(), std::move(*engine),
-                             std::move(captureTypes)));
+  return std::unique_ptr<CpuAttentionKernel>(new CpuAttentionKernel(
+      config, kernelName(spec), std::move(*engine), std::move(captureTypes)));
 }
 
 llvm::Error CpuAttentionKernel::checkShape(const AttentionShape &s) {

@@ -27,6 +27,18 @@ using namespace mlir::fa;
 
 namespace {
 
+/// The program's fa.launch: every thread of the block computes, within its
+/// share of the register file.
+void setMmaLaunch(GridOp grid, StringRef what, const ::fa::mma::Config &config,
+                  int64_t registers, int64_t sharedBytes) {
+  int64_t numThreads = config.numWarps * 32;
+  setPlacedLaunch(
+      grid, what, StrategyKind::mma,
+      {config.blockM, config.blockN, config.headDim, config.numWarps},
+      numThreads, sharedBytes, config.stages, registers,
+      ::fa::maxRegistersPerThread(numThreads));
+}
+
 struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
   using FAPlaceMmaBase::FAPlaceMmaBase;
 
@@ -39,28 +51,7 @@ struct FAPlaceMmaPass : public mlir::fa::impl::FAPlaceMmaBase<FAPlaceMmaPass> {
   }
 
   LogicalResult placeProgram(GridOp grid, const ::fa::GpuArch &target);
-  LogicalResult placeBackwardProgram(GridOp grid,
-                                     const ::fa::GpuArch &target);
-
-  /// The program's fa.launch, and a warning when the model's register
-  /// estimate is over the thread's budget (the kernel will spill).
-  void setLaunch(GridOp grid, StringRef what,
-                 const ::fa::mma::Config &config, int64_t registers,
-                 int64_t sharedBytes) {
-    int64_t numThreads = config.numWarps * 32;
-    int64_t registerLimit = ::fa::maxRegistersPerThread(numThreads);
-    if (registers > registerLimit)
-      grid.emitWarning() << what << " block-m=" << config.blockM
-                         << " block-n=" << config.blockN
-                         << " head-dim=" << config.headDim
-                         << " num-warps=" << config.numWarps << " needs about "
-                         << registers << " registers per thread, over the "
-                         << registerLimit
-                         << " available: the kernel will spill";
-    grid->setAttr(FADialect::getLaunchAttrName(),
-                  LaunchAttr::get(&getContext(), StrategyKind::mma, numThreads,
-                                  sharedBytes, config.stages, registers));
-  }
+  LogicalResult placeBackwardProgram(GridOp grid, const ::fa::GpuArch &target);
 };
 
 LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
@@ -71,14 +62,9 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
   FailureOr<ProgramShape> shape = readProgramShape(grid);
   if (failed(shape))
     return failure();
-  // The inputs' element type, from the tiles the program loads.
-  Type elementType;
-  grid.walk([&](LoadTileOp op) {
-    elementType = cast<RankedTensorType>(op.getType()).getElementType();
-  });
-  if (!elementType || !(elementType.isF16() || elementType.isBF16()))
-    return grid.emitOpError("the mma strategy needs f16 or bf16 tiles, got ")
-           << elementType;
+  if (failed(checkSixteenBitTiles(grid, loadedElementType(grid), "mma")) ||
+      failed(checkRightOperandsLoaded(grid, "mma")))
+    return failure();
 
   ::fa::mma::Config config{shape->headDim, shape->blockM, shape->blockN,
                            numWarps,       stages,        2};
@@ -99,7 +85,7 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
   // read from shared memory by the matmul itself.
   bool qInRegisters = ::fa::mma::keepQInRegisters(config);
   llvm::DenseMap<Value, Value> operandOf;
-  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+  grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
     if (!operandOf.count(lhs)) {
       OpBuilder builder(op);
@@ -115,15 +101,7 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
     } else {
       op.getLhsMutable().assign(operandOf[lhs]);
     }
-    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
-      op.emitOpError("the mma strategy reads the right operand from a loaded "
-                     "shared tile");
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
   });
-  if (walk.wasInterrupted())
-    return failure();
 
   // Shared memory, as the model lays it out: the tile loaded once (Q), then
   // a ring of `stages` slots for each tile the K/V loop streams (K, V).
@@ -131,20 +109,9 @@ LogicalResult FAPlaceMmaPass::placeProgram(GridOp grid,
                                  layout.kOffset, layout.vOffset, stages)))
     return failure();
 
-  setLaunch(grid, "mma placement", config,
-            ::fa::mma::estimateRegisters(config), layout.totalBytes);
+  setMmaLaunch(grid, "mma placement", config,
+               ::fa::mma::estimateRegisters(config), layout.totalBytes);
   return success();
-}
-
-/// The element type of the tiles a program loads from its 2-d inputs.
-static Type loadedElementType(GridOp grid) {
-  Type elementType;
-  grid.walk([&](LoadTileOp op) {
-    auto type = cast<RankedTensorType>(op.getType());
-    if (type.getRank() == 2)
-      elementType = type.getElementType();
-  });
-  return elementType;
 }
 
 /// The backward's dkdv program (lib/Strategy/MmaModel.h describes the
@@ -159,10 +126,9 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
   grid.walk([&](TileMatmulOp) { hasMatmul = true; });
   if (!hasMatmul)
     return success();
-  Type elementType = loadedElementType(grid);
-  if (!elementType || !(elementType.isF16() || elementType.isBF16()))
-    return grid.emitOpError("the mma strategy needs f16 or bf16 tiles, got ")
-           << elementType;
+  if (failed(checkSixteenBitTiles(grid, loadedElementType(grid), "mma")) ||
+      failed(checkRightOperandsLoaded(grid, "mma")))
+    return failure();
 
   FailureOr<BackwardLoads> loads = readBackwardLoads(grid, "mma");
   if (failed(loads))
@@ -214,7 +180,7 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
     }
     op.getLhsMutable().assign(moved);
   };
-  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+  grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
     bool lhsInShared = isa<SharedEncodingAttr>(
         cast<RankedTensorType>(lhs.getType()).getEncoding());
@@ -230,15 +196,7 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
       }
       op.getLhsMutable().assign(converted);
     }
-    if (!op.getRhs().getDefiningOp<LoadTileOp>()) {
-      op.emitOpError("the mma strategy reads the right operand from a loaded "
-                     "shared tile");
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
   });
-  if (walk.wasInterrupted())
-    return failure();
 
   // Registers (the 128 x 128 tiles at D = 128 need all 255): no form of P
   // stays in registers while dP accumulates. dS = P (dP - D) needs P at f32
@@ -300,8 +258,8 @@ FAPlaceMmaPass::placeBackwardProgram(GridOp grid,
       }
   });
 
-  setLaunch(grid, "mma backward placement", config,
-            ::fa::mma::estimateBackwardRegisters(config), layout.totalBytes);
+  setMmaLaunch(grid, "mma backward placement", config,
+               ::fa::mma::estimateBackwardRegisters(config), layout.totalBytes);
   return success();
 }
 

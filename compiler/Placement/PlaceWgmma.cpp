@@ -28,19 +28,6 @@ using namespace mlir::fa;
 
 namespace {
 
-/// wgmma reads B through a shared-memory descriptor: every matmul's right
-/// operand is a loaded shared tile.
-LogicalResult checkRightOperandsLoaded(GridOp grid) {
-  WalkResult walk = grid.walk([&](TileMatmulOp op) {
-    if (op.getRhs().getDefiningOp<LoadTileOp>())
-      return WalkResult::advance();
-    op.emitOpError("the wgmma strategy reads the right operand from a "
-                   "loaded shared tile");
-    return WalkResult::interrupt();
-  });
-  return failure(walk.wasInterrupted());
-}
-
 struct FAPlaceWgmmaPass
     : public mlir::fa::impl::FAPlaceWgmmaBase<FAPlaceWgmmaPass> {
   using FAPlaceWgmmaBase::FAPlaceWgmmaBase;
@@ -66,13 +53,10 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   FailureOr<ProgramShape> shape = readProgramShape(grid);
   if (failed(shape))
     return failure();
-  Type elementType;
-  grid.walk([&](LoadTileOp op) {
-    elementType = cast<RankedTensorType>(op.getType()).getElementType();
-  });
-  if (!elementType || !(elementType.isF16() || elementType.isBF16()))
-    return grid.emitOpError("the wgmma strategy needs f16 or bf16 tiles, got ")
-           << elementType;
+  // wgmma reads B through a shared-memory descriptor.
+  if (failed(checkSixteenBitTiles(grid, loadedElementType(grid), "wgmma")) ||
+      failed(checkRightOperandsLoaded(grid, "wgmma")))
+    return failure();
 
   ::fa::wgmma::Config config{shape->headDim, shape->blockM, shape->blockN,
                              numWarps,       stages,        2};
@@ -86,8 +70,6 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   auto operand = MmaOperandEncodingAttr::get(ctx, numWarps);
   auto shared =
       SwizzledSharedEncodingAttr::get(ctx, ::fa::wgmma::kSwizzleBytes);
-  if (failed(checkRightOperandsLoaded(grid)))
-    return failure();
   rematerializeHoistedConstants(grid);
   placeTiles(grid, accumulator, shared);
 
@@ -109,21 +91,13 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
                                  layout.kOffset, layout.vOffset, stages)))
     return failure();
 
-  int64_t numThreads = numWarps * 32;
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps));
-  if (registers > registerLimit)
-    grid.emitWarning() << "wgmma placement block-m=" << shape->blockM
-                       << " block-n=" << shape->blockN
-                       << " head-dim=" << shape->headDim
-                       << " num-warps=" << int64_t(numWarps) << " needs about "
-                       << registers << " registers per thread, over the "
-                       << registerLimit << " available: the kernel will spill";
-
-  grid->setAttr(FADialect::getLaunchAttrName(),
-                LaunchAttr::get(ctx, StrategyKind::wgmma, numThreads,
-                                layout.totalBytes, stages, registers));
+  setPlacedLaunch(grid, "wgmma placement", StrategyKind::wgmma,
+                  {shape->blockM, shape->blockN, shape->headDim, numWarps},
+                  numWarps * 32, layout.totalBytes, stages, registers,
+                  registerLimit);
   return success();
 }
 
@@ -144,14 +118,12 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   if (!hasMatmul)
     return success();
   FailureOr<BackwardLoads> loads = readBackwardLoads(grid, "wgmma");
-  if (failed(loads) || failed(checkRightOperandsLoaded(grid)))
+  if (failed(loads) || failed(checkRightOperandsLoaded(grid, "wgmma")))
     return failure();
   auto keyTile = cast<RankedTensorType>(loads->resident[0].getType());
   auto queryTile = cast<RankedTensorType>(loads->streamed[0].getType());
-  Type elementType = keyTile.getElementType();
-  if (!(elementType.isF16() || elementType.isBF16()))
-    return grid.emitOpError("the wgmma strategy needs f16 or bf16 tiles, got ")
-           << elementType;
+  if (failed(checkSixteenBitTiles(grid, keyTile.getElementType(), "wgmma")))
+    return failure();
   ::fa::wgmma::Config config{keyTile.getDimSize(1), queryTile.getDimSize(0),
                              keyTile.getDimSize(0), numWarps, stages, 2};
   if (std::string error = ::fa::wgmma::checkBackwardFits(config, target);
@@ -247,16 +219,10 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   // fa-warp-specialize adds the producer warpgroup (not persistent).
   int64_t registerLimit =
       ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false);
-  if (registers > registerLimit)
-    grid.emitWarning() << "wgmma backward placement block-m=" << config.blockM
-                       << " block-n=" << config.blockN
-                       << " head-dim=" << config.headDim
-                       << " num-warps=" << int64_t(numWarps) << " needs about "
-                       << registers << " registers per thread, over the "
-                       << registerLimit << " available: the kernel will spill";
-  grid->setAttr(FADialect::getLaunchAttrName(),
-                LaunchAttr::get(ctx, StrategyKind::wgmma, numWarps * 32,
-                                layout.totalBytes, stages, registers));
+  setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
+                  {config.blockM, config.blockN, config.headDim, numWarps},
+                  numWarps * 32, layout.totalBytes, stages, registers,
+                  registerLimit);
   return success();
 }
 

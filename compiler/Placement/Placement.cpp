@@ -183,3 +183,52 @@ void mlir::fa::placeTiles(
           placeValue(arg, /*inRegisters=*/true);
   });
 }
+
+LogicalResult mlir::fa::checkSixteenBitTiles(GridOp grid, Type elementType,
+                                             StringRef strategy) {
+  if (elementType && (elementType.isF16() || elementType.isBF16()))
+    return success();
+  return grid.emitOpError("the ")
+         << strategy << " strategy needs f16 or bf16 tiles, got "
+         << elementType;
+}
+
+LogicalResult mlir::fa::checkRightOperandsLoaded(GridOp grid,
+                                                 StringRef strategy) {
+  WalkResult walk = grid.walk([&](TileMatmulOp op) {
+    if (op.getRhs().getDefiningOp<LoadTileOp>())
+      return WalkResult::advance();
+    op.emitOpError("the ") << strategy
+                           << " strategy reads the right operand from a "
+                              "loaded shared tile";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+void mlir::fa::setPlacedLaunch(GridOp grid, StringRef what,
+                               StrategyKind strategy, const PlacedTiles &tiles,
+                               int64_t numThreads, int64_t sharedBytes,
+                               int64_t stages, int64_t registers,
+                               int64_t registerLimit) {
+  if (registers > registerLimit)
+    grid.emitWarning() << what << " block-m=" << tiles.blockM
+                       << " block-n=" << tiles.blockN
+                       << " head-dim=" << tiles.headDim
+                       << " num-warps=" << tiles.numWarps << " needs about "
+                       << registers << " registers per thread, over the "
+                       << registerLimit << " available: the kernel will spill";
+  grid->setAttr(FADialect::getLaunchAttrName(),
+                LaunchAttr::get(grid.getContext(), strategy, numThreads,
+                                sharedBytes, stages, registers));
+}
+
+Type mlir::fa::loadedElementType(GridOp grid) {
+  Type elementType;
+  grid.walk([&](LoadTileOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (type.getRank() == 2)
+      elementType = type.getElementType();
+  });
+  return elementType;
+}

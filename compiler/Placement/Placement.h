@@ -73,6 +73,31 @@ void placeBackwardLoads(const BackwardLoads &loads, Attribute rowEncoding,
                         int64_t kOffset, int64_t vOffset, int64_t qOffset,
                         int64_t gradOutputOffset, int64_t stages);
 
+/// The element type of the tiles a program loads from its 2-d inputs.
+Type loadedElementType(GridOp grid);
+
+/// An error on `grid`, naming `strategy`, unless `elementType` (the tiles
+/// it loads) is f16 or bf16: the tensor cores' inputs.
+LogicalResult checkSixteenBitTiles(GridOp grid, Type elementType,
+                                   StringRef strategy);
+
+/// An error on the first matmul whose right operand is not a loaded shared
+/// tile, naming `strategy` (it reads that operand from shared memory).
+LogicalResult checkRightOperandsLoaded(GridOp grid, StringRef strategy);
+
+/// The placed tiles of a program, for the over-budget warning.
+struct PlacedTiles {
+  int64_t blockM, blockN, headDim, numWarps;
+};
+
+/// Sets the program's fa.launch, warning (`what`: which placement) when the
+/// model's register estimate is over `registerLimit` (the kernel will
+/// spill).
+void setPlacedLaunch(GridOp grid, StringRef what, StrategyKind strategy,
+                     const PlacedTiles &tiles, int64_t numThreads,
+                     int64_t sharedBytes, int64_t stages, int64_t registers,
+                     int64_t registerLimit);
+
 /// Gives every unplaced tile value of the program `registers` (constants,
 /// op results and region arguments), except fa.load_tile results, which get
 /// `shared`.

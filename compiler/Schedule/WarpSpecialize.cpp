@@ -61,9 +61,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Utils/IRUtils.h"
 #include "compiler/Passes.h"
 #include "compiler/Schedule/PersistentSchedule.h"
+#include "compiler/Schedule/WarpSpecialization.h"
+#include "compiler/Utils/IRUtils.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
 
@@ -88,129 +89,10 @@ namespace mlir::fa {
 
 using namespace mlir;
 using namespace mlir::fa;
+using namespace mlir::fa::warp_specialization;
 namespace model = ::fa::wgmma;
 
 namespace {
-
-/// Polls of one mbarrier try_wait before it suspends the thread again.
-constexpr int64_t kWaitTicks = 10000000;
-
-/// The block's mbarriers, in this order in shared memory: the full barrier
-/// of each resident tensor (forward: q_full; dkdv: k_full, v_full), the
-/// full barriers of the two streamed tensors' rings (forward: k_full[stages],
-/// v_full[stages]; dkdv: q_full[stages], do_full[stages]), their empty
-/// barriers (k_empty, v_empty; q_empty, do_empty) and, persistent, the
-/// resident Q's q_empty. A ring's barrier of slot s is its slot-0 index + s.
-/// Each streamed tensor has its own empty barriers: a K slot is free as
-/// soon as Q K^T has read it, a V slot only after P V.
-struct BarrierLayout {
-  int64_t resident;
-  int64_t stages;
-  bool persistent;
-
-  int64_t residentFull(int64_t i) const { return i; }
-  int64_t streamedFull(int64_t j) const { return resident + j * stages; }
-  int64_t streamedEmpty(int64_t j) const {
-    return resident + (2 + j) * stages;
-  }
-  /// -1 without one (Q is loaded once per block).
-  int64_t residentEmpty() const {
-    return persistent ? resident + 4 * stages : -1;
-  }
-  int64_t count() const { return resident + 4 * stages + (persistent ? 1 : 0); }
-  /// Empty barriers complete on every consumer thread's arrival; full ones
-  /// on the producer's one arrival (expect_tx) and the copies' bytes.
-  bool isEmpty(int64_t barrier) const { return barrier >= streamedEmpty(0); }
-};
-
-/// One tensor the producer copies: its loads in the program (a resident
-/// tensor: one; forward K, V: one per tile the program reads, inside the
-/// K/V loop or, after fa-wgmma-pipeline, also before or after it; dkdv Q,
-/// dO: one in the loop nest), its barriers and its placement in shared
-/// memory.
-struct LoadedTensor {
-  SmallVector<LoadTileOp> loads;
-  const char *name;     // "q", "k", "v", "do" (the runtime's operand names)
-  int64_t fullBarrier = -1;  // the full barrier of slot 0
-  int64_t emptyBarrier = -1; // the empty barrier of slot 0 (-1: none)
-  Value map;            // its tensor map parameter
-  RankedTensorType type;
-  int64_t offset = 0, slotBytes = 0;
-};
-
-/// What the producer's and the consumers' builders of one program share:
-/// the tensors and their rings, the barriers, the aligned shared base and
-/// the persistent schedule.
-struct Specialization {
-  MLIRContext *ctx;
-  Location loc;
-  GridOp grid;
-  /// The forward's K/V loop range; null in a dkdv program, whose streamed
-  /// tiles follow `streamLoops` (outermost first).
-  KVTileRangeOp range;
-  SmallVector<scf::ForOp> streamLoops;
-  /// dkdv consumers: the count of the loop nest's iterations before the
-  /// current one, carried by the loops (countIterations).
-  Value streamPosition;
-  int64_t stages, computeThreads;
-  bool isPersistent, mirrored;
-  /// Loaded once (forward: Q; dkdv: K, V), streamed through the rings
-  /// (forward: K, V; dkdv: Q, dO), and all of them, resident first.
-  SmallVector<LoadedTensor *> resident, streamed, tensors;
-  Value tid, computeThreadsV, pad, barriers;
-  WorkRounds work;
-  Value sectionPairs;
-  Region &programRegion;
-
-  /// The first byte of `slot` of `tensor`'s ring.
-  Value slotBase(OpBuilder &at, const LoadedTensor &tensor, Value slot) const {
-    return arith::AddIOp::create(
-               at, loc, pad,
-               arith::AddIOp::create(
-                   at, loc, indexConst(at, loc, tensor.offset),
-                   arith::MulIOp::create(at, loc, slot,
-                                         indexConst(at, loc, tensor.slotBytes))))
-        .getResult();
-  }
-  /// The position n of a streamed `load` in its ring's fills: forward, its
-  /// K/V tile (row / block-n) - kv_begin, plus the visit's `ringBase`
-  /// (persistent); dkdv, the iterations of `streamLoops` before this one
-  /// (`streamPosition`, counted in the loops).
-  Value ringPosition(OpBuilder &at, LoadTileOp load, int64_t blockRows,
-                     Value ringBase) {
-    if (!range)
-      return streamPosition;
-    Value n = arith::SubIOp::create(
-        at, loc,
-        arith::DivUIOp::create(at, loc, load.getRow(),
-                               indexConst(at, loc, blockRows)),
-        range.getResult(0));
-    if (ringBase)
-      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
-    return n;
-  }
-  /// The slot of the n-th K/V tile and the parity of its fill (n / stages).
-  std::pair<Value, Value> slotAndParity(OpBuilder &at, Value n) const {
-    Value stagesV = indexConst(at, loc, stages);
-    Value parity =
-        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, stagesV));
-    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
-  }
-
-  /// The producer warpgroup (`producer`): gives registers back; one thread
-  /// issues every copy, the resident tensors first, then the streamed ones
-  /// of each tile in order (forward: K and V of the K/V range; dkdv: Q and
-  /// dO of the loop nest), each after the consumers released its slot.
-  LogicalResult buildProducer(Block &producer);
-  /// dkdv consumers: threads an iteration counter through `streamLoops`
-  /// (each directly in the body of the one before) and sets
-  /// `streamPosition` to its value in the innermost body.
-  LogicalResult countIterations();
-  /// The consumers (`consumer`, holding the program): take the registers;
-  /// each load becomes a wait on its full barrier and a view of its slot,
-  /// and (K, V; Q persistent) a release right after its last use.
-  LogicalResult rewriteConsumers(Block &consumer, WorkLoops &consumerWork);
-};
 
 struct FAWarpSpecializePass
     : public mlir::fa::impl::FAWarpSpecializeBase<FAWarpSpecializePass> {
@@ -237,184 +119,7 @@ struct FAWarpSpecializePass
   LogicalResult specialize(GridOp grid);
 };
 
-LogicalResult Specialization::buildProducer(Block &producer) {
-  // Producer: the warpgroup gives registers back; one thread issues every
-  // copy, the resident tensors first, then the streamed ones tile by tile.
-  OpBuilder p = OpBuilder::atBlockBegin(&producer);
-  NVVM::SetMaxRegisterOp::create(
-      p, loc, p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
-      NVVM::SetMaxRegisterActionAttr::get(
-          ctx, NVVM::SetMaxRegisterAction::decrease));
-  Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
-                                        computeThreadsV);
-  auto issue = scf::IfOp::create(p, loc, elected);
-  p.setInsertionPointToStart(&issue.getThenRegion().front());
-  IRMapping mapping;
-  // Persistent: the same visits as the consumers; the visit's K/V ring
-  // positions start at `ringBase`, and Q's slot is free again once the
-  // consumers released the previous visit's Q.
-  Value ringBase;
-  WorkLoops producerWork;
-  if (isPersistent) {
-    producerWork = buildWorkLoops(p, loc, grid, work, sectionPairs, mirrored);
-    p.setInsertionPointToEnd(producerWork.visits.getBody());
-    ringBase = producerWork.ringBase();
-    mapping.map(grid.getBatchIndex(), producerWork.item.batch);
-    mapping.map(grid.getHeadIndex(), producerWork.item.head);
-    mapping.map(grid.getTileIndex(), producerWork.tile);
-    Value freed = arith::XOrIOp::create(
-        p, loc, parityOf(p, loc, producerWork.visited()),
-        arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
-    nvgpu::MBarrierTryWaitParityOp::create(
-        p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
-        indexConst(p, loc, resident.front()->emptyBarrier));
-  }
-  // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
-  // `barrier`: one TMA box per 64-column block.
-  auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
-                      Value slot, Value barrier) -> LogicalResult {
-    LoadTileOp load = tensor.loads.front();
-    FailureOr<Value> head =
-        cloneSliceInto(at, programRegion, load.getHead(), mapping);
-    FailureOr<Value> batch =
-        cloneSliceInto(at, programRegion, load.getBatch(), mapping);
-    if (failed(head) || failed(batch))
-      return failure();
-    // A varlen sequence's rows start at its first row.
-    if (Value first = load.getSequenceFirst()) {
-      FailureOr<Value> firstRow =
-          cloneSliceInto(at, programRegion, first, mapping);
-      if (failed(firstRow))
-        return failure();
-      row = arith::AddIOp::create(at, loc, *firstRow, row);
-    }
-    int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
-    Type element = tensor.type.getElementType();
-    auto box = MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
-                               MemRefLayoutAttrInterface(),
-                               workgroupSpace(ctx));
-    auto mapType = nvgpu::TensorMapDescriptorType::get(
-        ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
-        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
-        nvgpu::TensorMapOOBKind::OOB_ZERO,
-        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
-    Value map =
-        UnrealizedConversionCastOp::create(at, loc, mapType, tensor.map)
-            .getResult(0);
-    // The whole box counts, rows past the tensor's end too (zero-filled).
-    nvgpu::MBarrierArriveExpectTxOp::create(
-        at, loc, barriers,
-        indexConst(at, loc,
-                   rows * cols * element.getIntOrFloatBitWidth() / 8),
-        barrier, Value());
-    Value first = slotBase(at, tensor, slot);
-    for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
-      Value dst = sharedBufferAt(
-          at, loc,
-          addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
-      // Coordinates innermost first: (column, row, head, batch).
-      nvgpu::TmaAsyncLoadOp::create(
-          at, loc, dst, barriers, map,
-          ValueRange{indexConst(at, loc, block * model::kColumnBlock), row,
-                     *head, *batch},
-          barrier, Value(), Value());
-    }
-    return success();
-  };
-  for (const LoadedTensor *tensor : resident) {
-    FailureOr<Value> row = cloneSliceInto(
-        p, programRegion, LoadTileOp(tensor->loads.front()).getRow(), mapping);
-    if (failed(row) ||
-        failed(copyTile(p, *tensor, *row, indexConst(p, loc, 0),
-                        indexConst(p, loc, tensor->fullBarrier))))
-      return failure();
-  }
-  // Before each copy of a streamed tile, wait until the consumers released
-  // the slot's previous tile (a fresh barrier passes parity 1).
-  auto copyStreamed = [&](OpBuilder &at, Value n,
-                          function_ref<Value(OpBuilder &, const LoadedTensor &)>
-                              rowOf) -> LogicalResult {
-    auto [slot, parity] = slotAndParity(at, n);
-    Value previous = arith::XOrIOp::create(
-        at, loc, parity,
-        arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
-    for (const LoadedTensor *tensor : streamed) {
-      nvgpu::MBarrierTryWaitParityOp::create(
-          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
-          addConst(at, loc, slot, tensor->emptyBarrier));
-      Value row = rowOf(at, *tensor);
-      if (!row || failed(copyTile(at, *tensor, row, slot,
-                                  addConst(at, loc, slot, tensor->fullBarrier))))
-        return failure();
-    }
-    return success();
-  };
-  if (!range) {
-    // dkdv: the consumers' loop nest (an inner loop's bounds may depend on
-    // the outer ones: a mask_mod narrows each query head's range), each
-    // load's row at its iteration; the loops carry the iteration count n.
-    SmallVector<scf::ForOp> loops;
-    OpBuilder at = p;
-    Value n = indexConst(at, loc, 0);
-    for (scf::ForOp loop : streamLoops) {
-      SmallVector<Value, 3> bounds;
-      for (Value bound :
-           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
-        FailureOr<Value> cloned =
-            cloneSliceInto(at, programRegion, bound, mapping);
-        if (failed(cloned))
-          return failure();
-        bounds.push_back(*cloned);
-      }
-      auto copy =
-          scf::ForOp::create(at, loc, bounds[0], bounds[1], bounds[2], n);
-      mapping.map(loop.getInductionVar(), copy.getInductionVar());
-      if (!loops.empty())
-        scf::YieldOp::create(at, loc, copy.getResult(0));
-      loops.push_back(copy);
-      at = OpBuilder::atBlockBegin(copy.getBody());
-      n = copy.getRegionIterArg(0);
-    }
-    if (failed(copyStreamed(
-            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
-              FailureOr<Value> row = cloneSliceInto(
-                  in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
-                  mapping);
-              return succeeded(row) ? *row : Value();
-            })))
-      return failure();
-    scf::YieldOp::create(at, loc, addConst(at, loc, n, 1));
-    return success();
-  }
-  // Forward: K/V tiles kv_begin .. kv_end - 1.
-  FailureOr<Value> kvBegin =
-      cloneSliceInto(p, programRegion, range.getResult(0), mapping);
-  FailureOr<Value> kvEnd =
-      cloneSliceInto(p, programRegion, range.getResult(1), mapping);
-  if (failed(kvBegin) || failed(kvEnd))
-    return failure();
-  auto fill = scf::ForOp::create(p, loc, *kvBegin, *kvEnd,
-                                 indexConst(p, loc, 1));
-  {
-    OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
-    Value tile = fill.getInductionVar();
-    Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
-    if (isPersistent)
-      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
-    if (failed(copyStreamed(
-            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
-              return arith::MulIOp::create(
-                  in, loc, tile,
-                  indexConst(in, loc, tensor.type.getDimSize(0)));
-            })))
-      return failure();
-  }
-  if (isPersistent) {
-    p.setInsertionPointAfter(fill);
-    yieldVisit(p, loc, producerWork, *kvBegin, *kvEnd);
-  }
-  return success();
-}
+} // namespace
 
 LogicalResult Specialization::countIterations() {
   // Outermost first: each loop gets an iter_arg starting at its parent's
@@ -558,6 +263,8 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
     }
   return success();
 }
+
+namespace {
 
 LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   MLIRContext *ctx = &getContext();

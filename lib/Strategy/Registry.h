@@ -12,6 +12,7 @@
 #define FA_LIB_STRATEGY_REGISTRY_H
 
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/Candidates.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -78,6 +79,11 @@ struct StrategyModel {
   /// keys fastest, or nullopt where the strategy has none for it (the
   /// defaults serve). Null: no decode tiles.
   std::optional<KernelSpec> (*decodeTiles)(const KernelSpec &request) = nullptr;
+  /// fa-compile's reference kernel: the tiles it fills the tile options a
+  /// user leaves out from, for `spec` as given (tile fields 0 where left
+  /// out), or nullopt where the defaults serve, as in the runtime. Null:
+  /// none (simt's is the lecture's 8 x 32 on 8 warps).
+  std::optional<TileConfig> (*referenceTiles)(const KernelSpec &spec) = nullptr;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

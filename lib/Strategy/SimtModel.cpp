@@ -179,6 +179,17 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
   return candidates;
 }
 
+/// The lecture's kernel (B_r = 8, B_c = 32, 8 warps) for the forward: its
+/// fields fill those a request leaves out; with none given, only where its
+/// 8 x 32 thread grid divides the tiles (32 thread columns: head dims that
+/// are multiples of 32).
+static std::optional<TileConfig> lectureTiles(const KernelSpec &spec) {
+  bool anyGiven = spec.blockM || spec.blockN || spec.numWarps;
+  if (spec.backward || !(anyGiven || threadColumns(32, spec.headDim) == 32))
+    return std::nullopt;
+  return TileConfig{8, 32, 8, 1};
+}
+
 /// f32 arithmetic on CUDA cores: any problem; no K/V pipeline (stages 1).
 const StrategyModel &model() {
   static const StrategyModel entry{
@@ -198,12 +209,12 @@ const StrategyModel &model() {
                                 : defaultCandidates(request, limit);
       },
       /*pipelined=*/false,
-      /*lowersBackward=*/true,
-      0, 0, /*tensorMapInputs=*/false, /*abiCode=*/1,
+      /*lowersBackward=*/true, 0, 0, /*tensorMapInputs=*/false, /*abiCode=*/1,
       /*blockedRegisterTiles=*/true, /*warpSpecialized=*/false,
       /*sharedRowChunkBytes=*/0,
       // The lecture's B_r x B_c grid around its 8 x 32 tile.
-      /*sweepGrid=*/{{4, 8, 16}, {16, 32, 64}, {4}, {1}}};
+      /*sweepGrid=*/{{4, 8, 16}, {16, 32, 64}, {4}, {1}},
+      /*decodeTiles=*/nullptr, lectureTiles};
   return entry;
 }
 

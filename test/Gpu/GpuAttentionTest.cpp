@@ -11,13 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/ReferenceAttention.h"
+#include "lib/Strategy/SpecRules.h"
 #include "lib/Variants.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/Runtime.h"
 #include "test/Common/BlockMaskTables.h"
 #include "test/Common/LowPrecision.h"
-#include "tools/fa-sweep/DeviceTiming.h"
 #include "test/Common/Random.h"
+#include "tools/fa-sweep/DeviceTiming.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -279,16 +280,15 @@ protected:
     spec.arch = "";
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
-                 << "seed=" << seed << " strategy="
-                 << fa::toString(spec.resolvedStrategy()) << " D=" << c.headDim
-                 << " B=" << c.batch
-                 << " Hq=" << c.qHeads << " Hkv=" << c.kvHeads
-                 << " Sq=" << c.qLen << " Sk=" << c.kvLen
-                 << (c.causal ? " causal" : "") << " "
+                 << "seed=" << seed
+                 << " strategy=" << fa::toString(resolveStrategy(spec))
+                 << " D=" << c.headDim << " B=" << c.batch << " Hq=" << c.qHeads
+                 << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
+                 << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
                  << fa::toString(c.dtype)
-                 << (spec.hasVariant() ? " variant " + spec.kernelName() : "")
-                 << (spec.sinks ? " sinks" : "") << " kv_splits="
-                 << c.kvSplits);
+                 << (spec.hasVariant() ? " variant " + kernelName(spec) : "")
+                 << (spec.sinks ? " sinks" : "")
+                 << " kv_splits=" << c.kvSplits);
     fa::AttentionProblem p = problemOf(c);
     std::mt19937_64 rng(seed);
     auto random = [&](int64_t n) { return fa::test::randomNormal(n, rng); };
@@ -403,17 +403,14 @@ protected:
       }
       maxLse = std::max(maxLse, err);
     }
-    std::printf("  ok %-4s%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
-                "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
-                fa::toString(spec.resolvedStrategy()),
-                spec.hasVariant() || spec.sinks
-                    ? (" " + spec.kernelName()).c_str()
-                    : "",
-                long(c.headDim),
-                long(c.batch), long(c.qHeads),
-                long(c.kvHeads), long(c.qLen), long(c.kvLen),
-                c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
-                outputTolerance, maxLse);
+    std::printf(
+        "  ok %-4s%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
+        "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
+        fa::toString(resolveStrategy(spec)),
+        spec.hasVariant() || spec.sinks ? (" " + kernelName(spec)).c_str() : "",
+        long(c.headDim), long(c.batch), long(c.qHeads), long(c.kvHeads),
+        long(c.qLen), long(c.kvLen), c.causal ? "causal" : "full",
+        fa::toString(c.dtype), maxOut, outputTolerance, maxLse);
   }
 
   /// A packed varlen batch: per sequence, its query and key lengths.
@@ -529,7 +526,7 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "varlen seed=" << seed << " strategy="
-                 << fa::toString(spec.resolvedStrategy()) << " D=" << d
+                 << fa::toString(resolveStrategy(spec)) << " D=" << d
                  << " sequences=" << batch << " Hq=" << hq << " Hkv=" << hkv
                  << " total_q=" << totalQ << " total_k=" << totalK
                  << (c.causal ? " causal " : " ") << fa::toString(c.dtype));
@@ -623,7 +620,7 @@ protected:
     std::printf("  ok %-5s varlen D=%-3ld sequences=%ld Hq=%ld Hkv=%ld "
                 "total_q=%-5ld total_k=%-5ld max_q=%-4ld %-6s %-4s "
                 "max|dO|=%.2e max|dLSE|=%.2e\n",
-                fa::toString(spec.resolvedStrategy()), long(d), long(batch),
+                fa::toString(resolveStrategy(spec)), long(d), long(batch),
                 long(hq), long(hkv), long(totalQ), long(totalK), long(maxQ),
                 c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
                 maxLse);
@@ -645,7 +642,7 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "varlen backward seed=" << seed << " strategy="
-                 << fa::toString(spec.resolvedStrategy()) << " D=" << d
+                 << fa::toString(resolveStrategy(spec)) << " D=" << d
                  << " sequences=" << batch << " Hq=" << hq << " Hkv=" << hkv
                  << " total_q=" << totalQ << " total_k=" << totalK
                  << (c.causal ? " causal " : " ") << fa::toString(c.dtype));
@@ -783,7 +780,7 @@ protected:
     std::printf("  ok %-5s varlen backward D=%-3ld sequences=%ld Hq=%ld "
                 "Hkv=%ld total_q=%-5ld total_k=%-5ld %-6s %-4s error/tol "
                 "dQ %.2f dK %.2f dV %.2f\n",
-                fa::toString(spec.resolvedStrategy()), long(d), long(batch),
+                fa::toString(resolveStrategy(spec)), long(d), long(batch),
                 long(hq), long(hkv), long(totalQ), long(totalK),
                 c.causal ? "causal" : "full", fa::toString(c.dtype), worst[0],
                 worst[1], worst[2]);
@@ -808,9 +805,8 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "backward seed=" << seed << (spec.sinks ? " sinks" : "")
-                 << " strategy=" << fa::toString(spec.resolvedStrategy())
-                 << " D=" << c.headDim
-                 << " B=" << c.batch << " Hq=" << c.qHeads
+                 << " strategy=" << fa::toString(resolveStrategy(spec))
+                 << " D=" << c.headDim << " B=" << c.batch << " Hq=" << c.qHeads
                  << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
                  << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
                  << fa::toString(c.dtype));
@@ -1960,9 +1956,9 @@ TEST_F(GpuAttention, SweepTimingChecksAndTimes) {
     fa::TimedSchedule t = timing->measure(spec);
     std::printf("  sweep timing %s: check %s (max error %.2e, bound %.2e), "
                 "%.4f ms, %.2f TFLOP/s\n",
-                spec.kernelName().c_str(), t.check.c_str(), t.maxError,
-                t.bound, t.milliseconds, t.tflops);
-    EXPECT_EQ(t.check, "ok") << spec.kernelName();
+                kernelName(spec).c_str(), t.check.c_str(), t.maxError, t.bound,
+                t.milliseconds, t.tflops);
+    EXPECT_EQ(t.check, "ok") << kernelName(spec);
     EXPECT_LE(t.maxError, t.bound);
     EXPECT_GT(t.milliseconds, 0.0);
     EXPECT_GT(t.tflops, 0.0);

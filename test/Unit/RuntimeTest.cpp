@@ -5,18 +5,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/ArgumentChecks.h"
-#include "runtime/Autotune.h"
-#include "runtime/CRequest.h"
-#include "runtime/DiskCache.h"
-#include "runtime/KernelMetadata.h"
-#include "lib/Variants.h"
 #include "runtime/Runtime.h"
 #include "compiler/KernelCompiler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/LaunchPlan.h"
 #include "lib/SplitKv.h"
 #include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
+#include "lib/Variants.h"
+#include "runtime/ArgumentChecks.h"
+#include "runtime/Autotune.h"
+#include "runtime/CRequest.h"
+#include "runtime/DiskCache.h"
+#include "runtime/KernelMetadata.h"
 #include "runtime/fa_runtime.h"
 
 #include <tuple>
@@ -79,16 +80,16 @@ std::unique_ptr<fa::Runtime> makeRuntime(const std::string &dir,
 
 TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
   fa::KernelSpec spec = smallSpec();
-  EXPECT_EQ(spec.canonicalText(),
+  EXPECT_EQ(canonicalText(spec),
             "fa-kernel-spec v2;op=attention_fwd;strategy=simt;head_dim=32;"
             "dtype=f32;mask=none;block_m=8;block_n=32;num_warps=8;stages=1;"
             "arch=sm_90a;scale=0x3fc6a09e667f3bcc");
-  std::set<std::string> texts = {spec.canonicalText()};
+  std::set<std::string> texts = {canonicalText(spec)};
   auto vary = [&](auto mutate) {
     fa::KernelSpec other = spec;
     mutate(other);
-    EXPECT_TRUE(texts.insert(other.canonicalText()).second)
-        << other.canonicalText();
+    EXPECT_TRUE(texts.insert(canonicalText(other)).second)
+        << canonicalText(other);
   };
   vary([](fa::KernelSpec &s) { s.headDim = 64; });
   vary([](fa::KernelSpec &s) { s.dtype = fa::ElementType::f16; });
@@ -114,7 +115,7 @@ TEST(KernelKey, CanonicalTextNamesEveryCodeChangingField) {
   sinksWindow.sinks = true;
   sinksWindow.maskMod = fa::variants::slidingWindow(8, 0);
   tailedWindow.maskMod = sinksWindow.maskMod + ";sinks";
-  EXPECT_NE(sinksWindow.canonicalText(), tailedWindow.canonicalText());
+  EXPECT_NE(canonicalText(sinksWindow), canonicalText(tailedWindow));
 }
 
 TEST(KernelKey, KeyDependsOnCompilerAndPtxasVersions) {
@@ -133,17 +134,17 @@ TEST(KernelKey, DefaultsFillOnlyWhatIsUnset) {
   fa::KernelSpec spec;
   spec.headDim = 128;
   spec.blockM = spec.blockN = spec.numWarps = 0;
-  fa::KernelSpec resolved = spec.withDefaults();
-  EXPECT_EQ(resolved.validate(), "");
+  fa::KernelSpec resolved = withDefaults(spec);
+  EXPECT_EQ(validateSpec(resolved), "");
   EXPECT_GT(resolved.blockM, 0);
   spec.blockN = 64;
-  EXPECT_EQ(spec.withDefaults().blockN, 64);
+  EXPECT_EQ(withDefaults(spec).blockN, 64);
   // Every head dim gets defaults whose thread grid divides the tiles.
   for (int64_t d : {1, 3, 8, 24, 40, 72, 100, 128, 200, 256}) {
     fa::KernelSpec s;
     s.headDim = d;
     s.blockM = s.blockN = s.numWarps = 0;
-    fa::KernelSpec r = s.withDefaults();
+    fa::KernelSpec r = withDefaults(s);
     int64_t cols = 32;
     while (r.blockN % cols || d % cols)
       cols /= 2;
@@ -193,24 +194,24 @@ TEST(KernelKey, DefaultsSkipCandidatesThatSpill) {
     spec.dtype = dtype;
     spec.arch = "sm_90a";
     spec.blockM = spec.blockN = spec.numWarps = 0;
-    std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+    std::vector<fa::KernelSpec> candidates = defaultCandidates(spec);
     ASSERT_GT(candidates.size(), 1u);
-    EXPECT_EQ(candidates.front().canonicalText(),
-              spec.withDefaults().canonicalText());
+    EXPECT_EQ(canonicalText(candidates.front()),
+              canonicalText(withDefaults(spec)));
     // The expected choice, compiling each candidate explicitly.
     std::string expected;
     for (const fa::KernelSpec &candidate : candidates) {
       fa::KernelInfo info;
       ASSERT_TRUE(bool(runtime->prepare(candidate, &info)));
       if (!info.ptxas.spills()) {
-        expected = candidate.canonicalText();
+        expected = canonicalText(candidate);
         break;
       }
     }
     ASSERT_NE(expected, "") << "every candidate spills";
     fa::KernelInfo chosen;
     ASSERT_TRUE(bool(runtime->prepare(spec, &chosen)));
-    EXPECT_EQ(chosen.spec.canonicalText(), expected);
+    EXPECT_EQ(canonicalText(chosen.spec), expected);
     EXPECT_FALSE(chosen.ptxas.spills());
     // Remembered: the same kernel, from memory.
     fa::KernelInfo again;
@@ -244,9 +245,9 @@ TEST(KernelKey, DefaultsFollowTheSequenceLength) {
   EXPECT_EQ(prepared(4096), "fa_fwd_d64_f16_causal_192x128_w12_s2_wgmma");
   EXPECT_EQ(prepared(0), "fa_fwd_d64_f16_causal_192x128_w12_s2_wgmma");
   EXPECT_EQ(prepared(512), "fa_fwd_d64_f16_causal_128x128_w8_s2_wgmma");
-  EXPECT_EQ(runtime->resolve(spec, 1000).kernelName(),
+  EXPECT_EQ(kernelName(runtime->resolve(spec, 1000)),
             "fa_fwd_d64_f16_causal_128x128_w8_s2_wgmma");
-  EXPECT_EQ(runtime->resolve(spec).kernelName(),
+  EXPECT_EQ(kernelName(runtime->resolve(spec)),
             "fa_fwd_d64_f16_causal_192x128_w12_s2_wgmma");
 }
 
@@ -558,7 +559,7 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   // Not a decode, or not left to the defaults: unchanged.
   auto unchanged = [&](const fa::KernelSpec &r, int64_t rows, int64_t page) {
     fa::KernelSpec got = fa::decodeRequest(r, rows, page, "sm_90a");
-    return got.canonicalText() == r.canonicalText();
+    return canonicalText(got) == canonicalText(r);
   };
   EXPECT_TRUE(unchanged(request, fa::kDecodeRows + 1, 0));
   EXPECT_TRUE(unchanged(request, 0, 0));
@@ -608,7 +609,7 @@ TEST(SplitKv, FitToPagesGathersPagesNoTileDivides) {
     fa::KernelSpec spec = request;
     spec.blockN = blockN;
     fa::KernelSpec got = fa::fitToPages(spec, page, 64);
-    EXPECT_EQ(got.validate(), "");
+    EXPECT_EQ(validateSpec(got), "");
     return Fit(got.blockN, got.pageGather);
   };
   // Defaults: the widest of 64, 32, 16 that divides the page, else the
@@ -623,12 +624,11 @@ TEST(SplitKv, FitToPagesGathersPagesNoTileDivides) {
   // Not paged: unchanged.
   fa::KernelSpec plain = request;
   plain.pagedKv = false;
-  EXPECT_EQ(fa::fitToPages(plain, 3, 64).canonicalText(),
-            plain.canonicalText());
+  EXPECT_EQ(fa::canonicalText(fitToPages(plain, 3, 64)), canonicalText(plain));
   // pageGather names a paged cache.
   plain.pageGather = true;
-  EXPECT_NE(plain.validate().find("page_gather reads a paged KV cache row "
-                                  "by row; it needs paged_kv"),
+  EXPECT_NE(validateSpec(plain).find("page_gather reads a paged KV cache row "
+                                     "by row; it needs paged_kv"),
             std::string::npos);
 }
 
@@ -1130,9 +1130,9 @@ TEST(KernelCache, EntryForAnotherSpecIsRebuilt) {
   fa::KernelSpec other = smallSpec();
   other.causal = true;
   std::string text = entry.metadata;
-  size_t at = text.find(smallSpec().canonicalText());
+  size_t at = text.find(canonicalText(smallSpec()));
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, smallSpec().canonicalText().size(), other.canonicalText());
+  text.replace(at, canonicalText(smallSpec()).size(), canonicalText(other));
   entry.metadata = text;
   ASSERT_EQ(disk.write(info.key, entry), "");
   auto fresh = makeRuntime(dir.str());
@@ -1184,8 +1184,8 @@ TEST(KernelCache, ForgedEntriesAreRebuilt) {
   fa::KernelSpec other = smallSpec();
   other.blockN = 16;
   fa::CachedKernel name = good;
-  name.metadata = replaced("\"name\":\"" + smallSpec().kernelName(),
-                           "\"name\":\"" + other.withDefaults().kernelName());
+  name.metadata = replaced("\"name\":\"" + kernelName(smallSpec()),
+                           "\"name\":\"" + kernelName(withDefaults(other)));
   forged.push_back({"another kernel's name", name});
   fa::CachedKernel truncated = good;
   truncated.cubin.resize(8);
@@ -2263,14 +2263,14 @@ TEST(Autotune, BucketsKeysAndStoredChoices) {
   causal.causal = true;
   EXPECT_NE(key, fa::autotuneKey(causal, 4096, "v1", "ptxas 13.0"));
 
-  std::vector<fa::KernelSpec> candidates = request.defaultCandidates();
+  std::vector<fa::KernelSpec> candidates = defaultCandidates(request);
   ASSERT_GE(candidates.size(), 2u);
   const fa::KernelSpec &second = candidates[1];
   std::string json = fa::tunedChoiceJson(
       key, request, 4096, second, {{candidates[0], 2.5}, {second, 1.5}});
   fa::KernelSpec chosen;
   EXPECT_EQ(fa::parseTunedChoice(json, request, 4096, chosen), "");
-  EXPECT_EQ(chosen.canonicalText(), second.canonicalText());
+  EXPECT_EQ(canonicalText(chosen), canonicalText(second));
   // Stored in and read back from the disk cache, whose entries name their
   // key.
   TempDir dir;
@@ -2281,7 +2281,7 @@ TEST(Autotune, BucketsKeysAndStoredChoices) {
   std::string why;
   ASSERT_EQ(disk.read(key, stored, why), fa::DiskCache::Lookup::hit) << why;
   EXPECT_EQ(fa::parseTunedChoice(stored.metadata, request, 4096, chosen), "");
-  EXPECT_EQ(chosen.canonicalText(), second.canonicalText());
+  EXPECT_EQ(canonicalText(chosen), canonicalText(second));
   EXPECT_EQ(fa::parseTunedChoice(json, request, 8192, chosen),
             "it was made for another length bucket");
   EXPECT_EQ(fa::parseTunedChoice(json, causal, 4096, chosen),
@@ -2525,23 +2525,23 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
   fa::KernelSpec spec = smallSpec();
   fa::KernelSpec varlen = spec;
   varlen.varlen = true;
-  EXPECT_NE(spec.canonicalText(), varlen.canonicalText());
-  EXPECT_NE(varlen.kernelName().find("_varlen"), std::string::npos);
-  EXPECT_EQ(varlen.validate(), "");
+  EXPECT_NE(canonicalText(spec), canonicalText(varlen));
+  EXPECT_NE(kernelName(varlen).find("_varlen"), std::string::npos);
+  EXPECT_EQ(validateSpec(varlen), "");
   varlen.backward = true;
-  EXPECT_EQ(varlen.validate(), "");
+  EXPECT_EQ(validateSpec(varlen), "");
   varlen.deterministic = true;
-  EXPECT_EQ(varlen.validate(), "the deterministic backward does not take a "
-                               "varlen batch (cu_seqlens) yet");
+  EXPECT_EQ(validateSpec(varlen), "the deterministic backward does not take a "
+                                  "varlen batch (cu_seqlens) yet");
   varlen.deterministic = false;
   varlen.dtype = fa::ElementType::bf16;
   varlen.headDim = 128;
   varlen.arch = "sm_90a";
   varlen.strategy = fa::Strategy::wgmma;
-  EXPECT_EQ(varlen.validate(), "the wgmma backward does not take a varlen "
-                               "batch yet (use the mma or simt strategy)");
+  EXPECT_EQ(validateSpec(varlen), "the wgmma backward does not take a varlen "
+                                  "batch yet (use the mma or simt strategy)");
   varlen.strategy = fa::Strategy::automatic;
-  EXPECT_EQ(varlen.resolvedStrategy(), fa::Strategy::mma);
+  EXPECT_EQ(resolveStrategy(varlen), fa::Strategy::mma);
   // The backward's operands: the offsets last before the captures.
   std::vector<fa::LaunchPlan::Operand> params =
       fa::LaunchPlan::backwardParams(false, false, false, /*varlen=*/true);
@@ -2572,15 +2572,15 @@ TEST(ArgumentChecks, KvLens) {
   EXPECT_EQ(check(), "lse overlaps kv_lens in memory (outputs must not alias "
                      "the inputs)");
   fa::KernelSpec plain = smallSpec();
-  EXPECT_NE(plain.canonicalText(), spec.canonicalText());
-  EXPECT_NE(spec.kernelName().find("_kvlens"), std::string::npos);
+  EXPECT_NE(canonicalText(plain), canonicalText(spec));
+  EXPECT_NE(kernelName(spec).find("_kvlens"), std::string::npos);
   spec.backward = true;
-  EXPECT_EQ(spec.validate(),
+  EXPECT_EQ(validateSpec(spec),
             "the backward does not take kv_lens (a KV cache's lengths)");
   spec.backward = false;
   spec.blockMask = true;
   spec.maskMod = fa::variants::slidingWindow(16, 0);
-  EXPECT_EQ(spec.validate(),
+  EXPECT_EQ(validateSpec(spec),
             "a block mask does not take kv_lens (a KV cache's lengths) yet");
   fa::LaunchPlan plan = fa::LaunchPlan::forwardAttention(
       "f", 64, 128, 0, false, false, /*varlen=*/false, /*kvLens=*/true);
@@ -3040,17 +3040,17 @@ TEST(CompiledKernels, BlockMaskParameters) {
   program.maskMod = fa::variants::document();
   program.causal = true;
   program.blockMaskProgram = true;
-  EXPECT_EQ(program.validate(), "");
+  EXPECT_EQ(validateSpec(program), "");
   EXPECT_FALSE(program.needsDefaults());
   llvm::Expected<mlir::fa::CompiledKernel> compiled =
       mlir::fa::compileKernel(program, /*assemble=*/false);
   ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
   ASSERT_EQ(compiled->launches.size(), 5u);
-  EXPECT_EQ(compiled->launches[2].function, program.kernelName() + "_ranges");
+  EXPECT_EQ(compiled->launches[2].function, kernelName(program) + "_ranges");
   EXPECT_EQ(compiled->launches[3].function,
-            program.kernelName() + "_whole_keys");
+            kernelName(program) + "_whole_keys");
   EXPECT_EQ(compiled->launches[4].function,
-            program.kernelName() + "_whole_queries");
+            kernelName(program) + "_whole_queries");
   fa::ProblemExtents problem{2, 1, 100, 2, 70};
   EXPECT_EQ(compiled->launches[0].blocks(0, problem), 1); // 7 entries
   EXPECT_EQ(compiled->launches[2].blocks(0, problem), 7); // 7 groups
@@ -3067,7 +3067,7 @@ TEST(CompiledKernels, BlockMaskParameters) {
   other.headDim = 128;
   other.dtype = fa::ElementType::bf16;
   other.blockM = 64;
-  EXPECT_EQ(other.canonicalText(), program.canonicalText());
+  EXPECT_EQ(canonicalText(other), canonicalText(program));
   other.causal = false;
-  EXPECT_NE(other.canonicalText(), program.canonicalText());
+  EXPECT_NE(canonicalText(other), canonicalText(program));
 }

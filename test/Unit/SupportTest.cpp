@@ -1,14 +1,15 @@
 //===- SupportTest.cpp - Kernel spec and ptxas report parsing -------*- C++ -*-===//
+#include "lib/Assembler.h"
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
 #include "lib/IOModel.h"
 #include "lib/KernelSpec.h"
-#include "lib/Assembler.h"
-#include "lib/TextNesting.h"
-#include "lib/Variants.h"
 #include "lib/Strategy/MmaModel.h"
 #include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 #include "lib/Strategy/WgmmaModel.h"
+#include "lib/TextNesting.h"
+#include "lib/Variants.h"
 
 #include "gtest/gtest.h"
 #include "llvm/ADT/STLExtras.h"
@@ -54,16 +55,16 @@ TEST(PtxasReport, IgnoresTextWithoutKernels) {
 
 TEST(KernelSpec, DefaultIsTheLectureKernel) {
   fa::KernelSpec spec;
-  EXPECT_EQ(spec.validate(), "");
-  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f32_full_8x32_w8");
+  EXPECT_EQ(validateSpec(spec), "");
+  EXPECT_EQ(kernelName(spec), "fa_fwd_d128_f32_full_8x32_w8");
   EXPECT_DOUBLE_EQ(spec.effectiveScale(), 1.0 / std::sqrt(128.0));
   spec.causal = true;
   spec.dtype = fa::ElementType::bf16;
   spec.strategy = fa::Strategy::simt;
-  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_bf16_causal_8x32_w8");
+  EXPECT_EQ(kernelName(spec), "fa_fwd_d128_bf16_causal_8x32_w8");
   spec.strategy = fa::Strategy::mma;
   spec.stages = 2;
-  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_bf16_causal_8x32_w8_s2_mma");
+  EXPECT_EQ(kernelName(spec), "fa_fwd_d128_bf16_causal_8x32_w8_s2_mma");
 }
 
 /// A variant's texts: bounded in size, refused for the deterministic
@@ -72,31 +73,30 @@ TEST(KernelSpec, VariantRules) {
   fa::KernelSpec spec;
   spec.maskMod = "func.func @mask_mod";
   spec.backward = spec.deterministic = true;
-  EXPECT_EQ(spec.validate(),
+  EXPECT_EQ(validateSpec(spec),
             "the deterministic backward does not take a mask_mod yet (its "
             "dQ turn order assumes the K/V range of a plain or causal mask)");
   spec.deterministic = false;
-  EXPECT_EQ(spec.validate(), "");
+  EXPECT_EQ(validateSpec(spec), "");
   spec.scoreMod = std::string(fa::kMaxVariantTextBytes + 1, ' ');
-  EXPECT_EQ(spec.validate(), "score_mod text must be at most 65536 bytes, "
-                             "got 65537");
+  EXPECT_EQ(validateSpec(spec), "score_mod text must be at most 65536 bytes, "
+                                "got 65537");
   // Nesting that would overflow MLIR's recursive parser (every API that
   // takes a variant: the C ABI, Python, fa-compile's --score-mod).
   spec.scoreMod = std::string(300, '(');
-  EXPECT_EQ(spec.validate(),
+  EXPECT_EQ(validateSpec(spec),
             "score_mod text nests brackets more than 256 deep (at line 1, "
             "column 257); the limit is 256");
   spec.scoreMod = "";
   fa::KernelSpec plain, window = plain, wider = plain;
   window.maskMod = "a\nb";
   wider.maskMod = "a\nc";
-  EXPECT_EQ(plain.kernelName().find("_mod"), std::string::npos);
-  EXPECT_NE(window.kernelName(), wider.kernelName());
-  EXPECT_NE(window.kernelName().find("_mod"), std::string::npos);
+  EXPECT_EQ(kernelName(plain).find("_mod"), std::string::npos);
+  EXPECT_NE(kernelName(window), kernelName(wider));
+  EXPECT_NE(kernelName(window).find("_mod"), std::string::npos);
   // One line: the newline is escaped.
-  EXPECT_NE(window.canonicalText().find(";mask_mod=a\\nb"),
-            std::string::npos);
-  EXPECT_EQ(plain.canonicalText().find("mod="), std::string::npos);
+  EXPECT_NE(canonicalText(window).find(";mask_mod=a\\nb"), std::string::npos);
+  EXPECT_EQ(canonicalText(plain).find("mod="), std::string::npos);
 }
 
 /// A block mask program is one for both directions.
@@ -104,34 +104,34 @@ TEST(KernelSpec, BlockMaskProgramIsNotABackward) {
   fa::KernelSpec program;
   program.maskMod = fa::variants::document();
   program.blockMaskProgram = true;
-  EXPECT_EQ(program.validate(), "");
+  EXPECT_EQ(validateSpec(program), "");
   program.backward = true;
-  EXPECT_EQ(program.validate(),
+  EXPECT_EQ(validateSpec(program),
             "a block mask program serves the forward and the backward "
             "alike: it is not a backward");
 }
 
 TEST(KernelSpec, AutomaticStrategyByDtypeAndHeadDim) {
   fa::KernelSpec spec;
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt); // f32
   spec.dtype = fa::ElementType::f16;
   // sm_90a (the default arch): warpgroup MMA for whole 64-column blocks.
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
   spec.headDim = 72;
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
   spec.headDim = 128;
   spec.arch = "sm_80";
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
   spec.arch = "sm_90";
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
   spec.arch = "sm_90a";
   spec.headDim = 36; // not a multiple of 8: the tensor-core tiles cannot
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt);
   spec.headDim = 512; // over mma's 256
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt);
   spec.headDim = 64;
   spec.strategy = fa::Strategy::simt;
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt);
   fa::Strategy parsed;
   ASSERT_TRUE(fa::parseStrategy("mma", parsed));
   EXPECT_EQ(parsed, fa::Strategy::mma);
@@ -142,21 +142,21 @@ TEST(KernelSpec, StrategyRulesNameValueAndLimit) {
   fa::KernelSpec spec;
   spec.strategy = fa::Strategy::mma;
   spec.stages = 2;
-  EXPECT_EQ(spec.validate(), "the mma strategy computes on f16 or bf16 "
-                             "inputs, got f32 (use the simt strategy)");
+  EXPECT_EQ(validateSpec(spec), "the mma strategy computes on f16 or bf16 "
+                                "inputs, got f32 (use the simt strategy)");
   spec.dtype = fa::ElementType::bf16;
-  EXPECT_EQ(spec.validate(), "");
+  EXPECT_EQ(validateSpec(spec), "");
   spec.headDim = 36;
-  EXPECT_EQ(spec.validate(), "the mma strategy needs a head dim that is a "
-                             "multiple of 8 and at most 256, got 36");
+  EXPECT_EQ(validateSpec(spec), "the mma strategy needs a head dim that is a "
+                                "multiple of 8 and at most 256, got 36");
   spec.headDim = 64;
   spec.stages = 5;
-  EXPECT_EQ(spec.validate(), "stages must be in [1, 4] for the mma strategy "
-                             "(0 = default), got 5");
+  EXPECT_EQ(validateSpec(spec), "stages must be in [1, 4] for the mma strategy "
+                                "(0 = default), got 5");
   spec.strategy = fa::Strategy::simt;
   spec.stages = 2;
-  EXPECT_EQ(spec.validate(), "stages must be in [1, 1], got 2 (the simt "
-                             "strategy has no K/V pipeline)");
+  EXPECT_EQ(validateSpec(spec), "stages must be in [1, 1], got 2 (the simt "
+                                "strategy has no K/V pipeline)");
 }
 
 /// The mma resource model: fragment divisibility, shared memory per arch,
@@ -219,6 +219,32 @@ TEST(StrategyRegistry, SweepGrids) {
   EXPECT_TRUE(llvm::is_contained(simt.blockN, 32));
 }
 
+TEST(StrategyRegistry, ReferenceTilesFillWhatIsLeftOut) {
+  const fa::StrategyModel &simt = fa::strategyModel(fa::Strategy::simt);
+  ASSERT_NE(simt.referenceTiles, nullptr);
+  fa::KernelSpec spec;
+  spec.strategy = fa::Strategy::simt;
+  spec.blockM = spec.blockN = spec.numWarps = 0;
+  spec.headDim = 128; // 32 thread columns: the lecture's grid fits
+  std::optional<fa::TileConfig> tiles = simt.referenceTiles(spec);
+  ASSERT_TRUE(tiles);
+  EXPECT_EQ(tiles->blockM, 8);
+  EXPECT_EQ(tiles->blockN, 32);
+  EXPECT_EQ(tiles->numWarps, 8);
+  // A head dim the grid does not fit: the defaults serve, unless a tile
+  // field is given (the others then come from the lecture's kernel).
+  spec.headDim = 40;
+  EXPECT_FALSE(simt.referenceTiles(spec));
+  spec.blockM = 16;
+  EXPECT_TRUE(simt.referenceTiles(spec));
+  // The backward has no reference kernel.
+  spec.backward = true;
+  EXPECT_FALSE(simt.referenceTiles(spec));
+  // The tensor-core strategies take their defaults.
+  EXPECT_EQ(fa::strategyModel(fa::Strategy::mma).referenceTiles, nullptr);
+  EXPECT_EQ(fa::strategyModel(fa::Strategy::wgmma).referenceTiles, nullptr);
+}
+
 TEST(StrategyRegistry, BackwardAndKernelNames) {
   EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::simt)), "");
   EXPECT_EQ(fa::checkLowersBackward(fa::strategyModel(fa::Strategy::mma)), "");
@@ -226,22 +252,22 @@ TEST(StrategyRegistry, BackwardAndKernelNames) {
             "");
   // Pipelined strategies name their stages and themselves; simt neither.
   fa::KernelSpec spec;
-  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f32_full_8x32_w8");
+  EXPECT_EQ(kernelName(spec), "fa_fwd_d128_f32_full_8x32_w8");
   spec.dtype = fa::ElementType::f16;
   spec.strategy = fa::Strategy::mma;
   spec.blockM = 128;
   spec.blockN = 64;
   spec.numWarps = 4;
   spec.stages = 2;
-  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f16_full_128x64_w4_s2_mma");
+  EXPECT_EQ(kernelName(spec), "fa_fwd_d128_f16_full_128x64_w4_s2_mma");
   spec.strategy = fa::Strategy::wgmma;
-  EXPECT_EQ(spec.kernelName(), "fa_fwd_d128_f16_full_128x64_w4_s2_wgmma");
+  EXPECT_EQ(kernelName(spec), "fa_fwd_d128_f16_full_128x64_w4_s2_wgmma");
   // The simt strategy has no K/V pipeline: stages other than 0 and 1 are
   // refused with the value and the limit.
   fa::KernelSpec simt;
   simt.stages = 2;
-  EXPECT_EQ(simt.validate(), "stages must be in [1, 1], got 2 (the simt "
-                             "strategy has no K/V pipeline)");
+  EXPECT_EQ(validateSpec(simt), "stages must be in [1, 1], got 2 (the simt "
+                                "strategy has no K/V pipeline)");
 }
 
 TEST(MmaModel, FitsAndWhyNot) {
@@ -295,20 +321,20 @@ TEST(MmaModel, DefaultsFitAndKeepWhatIsSet) {
       spec.strategy = fa::Strategy::mma;
       spec.arch = arch;
       spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-      std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+      std::vector<fa::KernelSpec> candidates = defaultCandidates(spec);
       ASSERT_FALSE(candidates.empty());
       for (const fa::KernelSpec &c : candidates) {
-        EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::mma);
-        EXPECT_EQ(c.validate(), "");
+        EXPECT_EQ(resolveStrategy(c), fa::Strategy::mma);
+        EXPECT_EQ(validateSpec(c), "");
         fa::mma::Config config{d, c.blockM, c.blockN, c.numWarps, c.stages, 2};
         EXPECT_EQ(fa::mma::checkFits(config, *fa::lookupGpuArch(arch)), "")
-            << c.kernelName();
+            << kernelName(c);
         EXPECT_LE(fa::mma::estimateRegisters(config),
                   fa::maxRegistersPerThread(32 * c.numWarps));
       }
       spec.blockN = 32;
       spec.stages = 3;
-      fa::KernelSpec withN = spec.withDefaults();
+      fa::KernelSpec withN = withDefaults(spec);
       EXPECT_EQ(withN.blockN, 32);
       EXPECT_EQ(withN.stages, 3);
     }
@@ -364,18 +390,18 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
   fa::KernelSpec spec;
   spec.backward = true;
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt); // f32
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt); // f32
   spec.dtype = fa::ElementType::bf16;
   spec.arch = "sm_80"; // (sm_90a: wgmma at 64 and 128, WgmmaModel's test)
   for (int64_t d : {8, 64, 72, 128}) {
     spec.headDim = d;
-    EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma) << d;
+    EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << d;
   }
   spec.headDim = 256; // would spill on mma: simt unless asked for
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt);
   spec.strategy = fa::Strategy::wgmma;
   spec.arch = "sm_90a";
-  EXPECT_EQ(spec.validate(),
+  EXPECT_EQ(validateSpec(spec),
             "the wgmma backward needs a head dim of 64 or 128, got 256 (dK and "
             "dV of a warpgroup's 64 rows take head-dim registers each per "
             "thread; use the mma or simt strategy)");
@@ -384,19 +410,19 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
     for (int64_t d = 8; d <= 128; d += 8) {
       spec.headDim = d;
       spec.arch = arch;
-      std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+      std::vector<fa::KernelSpec> candidates = defaultCandidates(spec);
       ASSERT_FALSE(candidates.empty());
       if (std::string(arch) == "sm_90a" && (d == 64 || d == 128)) {
-        EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma) << d;
+        EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma) << d;
         continue;
       }
       for (const fa::KernelSpec &c : candidates) {
-        EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::mma);
-        EXPECT_EQ(c.validate(), "");
+        EXPECT_EQ(resolveStrategy(c), fa::Strategy::mma);
+        EXPECT_EQ(validateSpec(c), "");
         fa::mma::Config config{d, c.blockM, c.blockN, c.numWarps, c.stages, 2};
         EXPECT_EQ(fa::mma::checkBackwardFits(config, *fa::lookupGpuArch(arch)),
                   "")
-            << c.kernelName();
+            << kernelName(c);
         EXPECT_LE(fa::mma::estimateBackwardRegisters(config),
                   fa::maxRegistersPerThread(32 * c.numWarps));
       }
@@ -404,7 +430,7 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
   // The fields a caller sets are kept.
   spec.headDim = 64;
   spec.numWarps = 4;
-  fa::KernelSpec chosen = spec.withDefaults();
+  fa::KernelSpec chosen = withDefaults(spec);
   EXPECT_EQ(chosen.numWarps, 4);
   EXPECT_EQ(chosen.blockN % 64, 0);
 }
@@ -454,19 +480,19 @@ TEST(WgmmaModel, FitsAndWhyNot) {
   spec.dtype = fa::ElementType::f16;
   spec.headDim = 128;
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-  EXPECT_EQ(spec.validate(), "");
-  EXPECT_EQ(spec.withDefaults().kernelName(),
+  EXPECT_EQ(validateSpec(spec), "");
+  EXPECT_EQ(kernelName(withDefaults(spec)),
             "fa_fwd_d128_f16_full_128x128_w8_s2_wgmma");
   spec.arch = "sm_80";
-  EXPECT_EQ(spec.validate(), "the wgmma strategy needs arch sm_90a (wgmma "
-                             "exists only there), got sm_80");
+  EXPECT_EQ(validateSpec(spec), "the wgmma strategy needs arch sm_90a (wgmma "
+                                "exists only there), got sm_80");
   spec.arch = "sm_90a";
   spec.headDim = 72;
-  EXPECT_NE(spec.validate().find("multiple of 64 and at most 256, got 72"),
+  EXPECT_NE(validateSpec(spec).find("multiple of 64 and at most 256, got 72"),
             std::string::npos);
   spec.headDim = 64;
   spec.dtype = fa::ElementType::f32;
-  EXPECT_NE(spec.validate().find("f16 or bf16 inputs, got f32"),
+  EXPECT_NE(validateSpec(spec).find("f16 or bf16 inputs, got f32"),
             std::string::npos);
   fa::Strategy parsed;
   ASSERT_TRUE(fa::parseStrategy("wgmma", parsed));
@@ -505,22 +531,21 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
     spec.dtype = fa::ElementType::bf16;
     spec.strategy = fa::Strategy::wgmma;
     spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-    std::vector<fa::KernelSpec> candidates = spec.defaultCandidates();
+    std::vector<fa::KernelSpec> candidates = defaultCandidates(spec);
     ASSERT_FALSE(candidates.empty());
     for (const fa::KernelSpec &c : candidates) {
-      EXPECT_EQ(c.resolvedStrategy(), fa::Strategy::wgmma);
-      EXPECT_EQ(c.validate(), "");
+      EXPECT_EQ(resolveStrategy(c), fa::Strategy::wgmma);
+      EXPECT_EQ(validateSpec(c), "");
       fa::wgmma::Config config{d, c.blockM, c.blockN, c.numWarps, c.stages, 2};
-      EXPECT_EQ(fa::wgmma::checkFits(config, *fa::lookupGpuArch("sm_90a")),
-                "")
-          << c.kernelName();
+      EXPECT_EQ(fa::wgmma::checkFits(config, *fa::lookupGpuArch("sm_90a")), "")
+          << kernelName(c);
       EXPECT_LE(fa::wgmma::estimateRegisters(config),
                 fa::wgmma::consumerRegisters(c.numWarps,
                                              fa::wgmma::runsPersistent(d, c.numWarps)));
     }
     spec.blockN = 64;
     spec.stages = 1;
-    fa::KernelSpec withN = spec.withDefaults();
+    fa::KernelSpec withN = withDefaults(spec);
     EXPECT_EQ(withN.blockN, 64);
     EXPECT_EQ(withN.stages, 1);
     EXPECT_EQ(withN.blockM, 16 * withN.numWarps);
@@ -615,35 +640,35 @@ TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
   // faster than mma's on every row), mma's elsewhere.
   for (int64_t d : {64, 128}) {
     spec.headDim = d;
-    EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma) << d;
+    EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma) << d;
   }
   for (int64_t d : {32, 72, 96}) {
     spec.headDim = d;
-    EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma) << d;
+    EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << d;
   }
   spec.headDim = 128;
   spec.arch = "sm_90";
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::mma);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
   spec.arch = "sm_90a";
   spec.dtype = fa::ElementType::f32;
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::simt);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt);
   spec.dtype = fa::ElementType::bf16;
   spec.strategy = fa::Strategy::wgmma;
-  EXPECT_EQ(spec.validate(), "");
+  EXPECT_EQ(validateSpec(spec), "");
   // Three Q/dO stages first, then two and one; never one warpgroup.
-  fa::KernelSpec defaults = spec.withDefaults();
-  EXPECT_EQ(defaults.kernelName(), "fa_bwd_d128_bf16_full_64x128_w8_s3_wgmma");
+  fa::KernelSpec defaults = withDefaults(spec);
+  EXPECT_EQ(kernelName(defaults), "fa_bwd_d128_bf16_full_64x128_w8_s3_wgmma");
   spec.headDim = 64;
   std::vector<std::string> names;
-  for (const fa::KernelSpec &c : spec.defaultCandidates(0))
-    names.push_back(c.kernelName());
+  for (const fa::KernelSpec &c : defaultCandidates(spec, 0))
+    names.push_back(kernelName(c));
   EXPECT_EQ(names, (std::vector<std::string>{
                        "fa_bwd_d64_bf16_full_64x128_w8_s3_wgmma",
                        "fa_bwd_d64_bf16_full_64x128_w8_s2_wgmma",
                        "fa_bwd_d64_bf16_full_64x128_w8_s1_wgmma"}));
   spec.headDim = 96;
-  EXPECT_NE(spec.validate().find("multiple of 64"), std::string::npos)
-      << spec.validate();
+  EXPECT_NE(validateSpec(spec).find("multiple of 64"), std::string::npos)
+      << validateSpec(spec);
 }
 
 /// Bracket nesting is counted as MLIR's parser would descend: strings,
@@ -679,21 +704,21 @@ TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {
   spec.dtype = fa::ElementType::f16;
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
   auto first = [&](int64_t length) {
-    fa::KernelSpec c = spec.withDefaults(length);
+    fa::KernelSpec c = withDefaults(spec, length);
     return std::to_string(c.blockM) + "x" + std::to_string(c.blockN) + " w" +
            std::to_string(c.numWarps);
   };
-  EXPECT_EQ(spec.resolvedStrategy(), fa::Strategy::wgmma);
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
   EXPECT_EQ(first(0), "192x128 w12");
   EXPECT_EQ(first(512), "128x128 w8");
   EXPECT_EQ(first(fa::wgmma::kShortLength), "128x128 w8");
   EXPECT_EQ(first(2 * fa::wgmma::kShortLength), "192x128 w12");
   // The same candidates, in another order.
   std::vector<std::string> shortNames, longNames;
-  for (const fa::KernelSpec &c : spec.defaultCandidates(1024))
-    shortNames.push_back(c.kernelName());
-  for (const fa::KernelSpec &c : spec.defaultCandidates(0))
-    longNames.push_back(c.kernelName());
+  for (const fa::KernelSpec &c : defaultCandidates(spec, 1024))
+    shortNames.push_back(kernelName(c));
+  for (const fa::KernelSpec &c : defaultCandidates(spec, 0))
+    longNames.push_back(kernelName(c));
   std::sort(shortNames.begin(), shortNames.end());
   std::sort(longNames.begin(), longNames.end());
   EXPECT_EQ(shortNames, longNames);
@@ -702,12 +727,12 @@ TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {
   EXPECT_EQ(first(512), "192x128 w12");
   spec.numWarps = 0;
   spec.headDim = 128;
-  EXPECT_EQ(spec.withDefaults(512).kernelName(),
-            spec.withDefaults(0).kernelName());
+  EXPECT_EQ(kernelName(withDefaults(spec, 512)),
+            kernelName(withDefaults(spec, 0)));
   spec.headDim = 64;
   spec.strategy = fa::Strategy::mma;
-  EXPECT_EQ(spec.withDefaults(512).kernelName(),
-            spec.withDefaults(0).kernelName());
+  EXPECT_EQ(kernelName(withDefaults(spec, 512)),
+            kernelName(withDefaults(spec, 0)));
 }
 
 /// ptxas where the toolkit is installed, else the driver's JIT; FA_ASSEMBLER
@@ -791,24 +816,24 @@ TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
   fa::KernelSpec spec;
   spec.headDim = 1000;
-  EXPECT_EQ(spec.validate(), "head-dim must be in [1, 512], got 1000");
+  EXPECT_EQ(validateSpec(spec), "head-dim must be in [1, 512], got 1000");
   spec = {};
   spec.blockM = -1;
-  EXPECT_EQ(spec.validate(), "block-m must be in [1, 1024], got -1");
+  EXPECT_EQ(validateSpec(spec), "block-m must be in [1, 1024], got -1");
   spec.blockM = 0; // the default
-  EXPECT_EQ(spec.validate(), "");
+  EXPECT_EQ(validateSpec(spec), "");
   spec = {};
   spec.numWarps = 64;
-  EXPECT_EQ(spec.validate(), "num-warps must be in [1, 32], got 64");
+  EXPECT_EQ(validateSpec(spec), "num-warps must be in [1, 32], got 64");
   spec = {};
   spec.arch = "sm_75";
-  EXPECT_EQ(spec.validate(), "unsupported arch 'sm_75'; expected one of "
-                             "sm_80, sm_86, sm_89, sm_90, sm_90a");
+  EXPECT_EQ(validateSpec(spec), "unsupported arch 'sm_75'; expected one of "
+                                "sm_80, sm_86, sm_89, sm_90, sm_90a");
   // Whatever the caller passes is quoted in part, not echoed in full.
   spec.arch = std::string(1 << 20, 'x');
-  EXPECT_EQ(spec.validate(), "unsupported arch '" + std::string(32, 'x') +
-                                 "'... (1048576 bytes); expected one of "
-                                 "sm_80, sm_86, sm_89, sm_90, sm_90a");
+  EXPECT_EQ(validateSpec(spec), "unsupported arch '" + std::string(32, 'x') +
+                                    "'... (1048576 bytes); expected one of "
+                                    "sm_80, sm_86, sm_89, sm_90, sm_90a");
 }
 
 /// Defaults are derived only from a valid spec: an out-of-range field (here
@@ -818,14 +843,14 @@ TEST(KernelSpec, DefaultsLeaveInvalidSpecsAlone) {
   fa::KernelSpec spec;
   spec.blockM = spec.blockN = 0;
   spec.numWarps = int64_t(1) << 59;
-  fa::KernelSpec resolved = spec.withDefaults();
+  fa::KernelSpec resolved = withDefaults(spec);
   EXPECT_EQ(resolved.numWarps, spec.numWarps);
-  EXPECT_EQ(resolved.validate(),
+  EXPECT_EQ(validateSpec(resolved),
             "num-warps must be in [1, 32], got 576460752303423488");
   spec.numWarps = 0;
   spec.dtype = fa::ElementType::f16;
   spec.stages = int64_t(1) << 40;
-  EXPECT_EQ(spec.defaultCandidates().size(), 1u);
+  EXPECT_EQ(defaultCandidates(spec).size(), 1u);
 }
 
 TEST(KernelSpec, ParsesElementTypes) {

@@ -14,9 +14,9 @@
 #include "dialect/FAOps.h"
 #include "lib/CudaToolkit.h"
 #include "lib/IOModel.h"
-#include "lib/Strategy/SimtModel.h"
 #include "lib/KernelSpec.h"
 #include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -423,24 +423,23 @@ int main(int argc, char **argv) {
   spec.blockN = blockN;
   spec.numWarps = numWarps;
   spec.stages = stages;
-  // The simt forward's default is the lecture's kernel (B_r = 8, B_c = 32,
-  // 8 warps), its fields filling those not given; with none given, only
-  // where its 8 x 32 thread grid divides the tiles (32 thread columns: head
-  // dims that are multiples of 32). The backward, other strategies and
-  // other head dims take their resource model's first default, as the
-  // runtime does.
-  bool lectureFits = ::fa::simt::threadColumns(32, spec.headDim) == 32;
-  if (spec.resolvedStrategy() == ::fa::Strategy::simt && !spec.backward &&
-      (blockM || blockN || numWarps || lectureFits)) {
-    // int64_t(...): `opt ? opt : 8` would convert the option to int (the
-    // other operand's type) and truncate values beyond 32 bits.
-    spec.blockM = blockM ? int64_t(blockM) : 8;
-    spec.blockN = blockN ? int64_t(blockN) : 32;
-    spec.numWarps = numWarps ? int64_t(numWarps) : 8;
+  // A strategy's reference kernel (simt's: the lecture's) fills the tile
+  // options left out; elsewhere the resource model's first default, as the
+  // runtime takes.
+  if (auto *reference =
+          ::fa::strategyModel(::fa::resolveStrategy(spec)).referenceTiles) {
+    if (std::optional<::fa::TileConfig> tiles = reference(spec)) {
+      if (!spec.blockM)
+        spec.blockM = tiles->blockM;
+      if (!spec.blockN)
+        spec.blockN = tiles->blockN;
+      if (!spec.numWarps)
+        spec.numWarps = tiles->numWarps;
+    }
   }
   spec.arch = arch;
   spec.scale = scale;
-  if (std::string error = spec.validate(); !error.empty())
+  if (std::string error = validateSpec(spec); !error.empty())
     return fail(error);
   if (sequenceLength < 0)
     return fail("--length must be >= 0 (0 = not known), got " +
@@ -455,7 +454,7 @@ int main(int argc, char **argv) {
         {name, std::chrono::duration<double>(now - stepStart).count()});
     stepStart = now;
   };
-  spec = spec.withDefaults(sequenceLength);
+  spec = withDefaults(spec, sequenceLength);
   // Defaulted tiles, where ptxas is at hand: the runtime's rule
   // (Runtime::prepare), the first candidate that assembles without spills,
   // else the first that compiles; every stage with tiles shows that kernel.
@@ -464,7 +463,7 @@ int main(int argc, char **argv) {
   std::vector<::fa::KernelSpec> candidates;
   if (requested.needsDefaults() && inputFile.empty() &&
       (report || *target != Stage::fa))
-    candidates = requested.defaultCandidates(sequenceLength);
+    candidates = defaultCandidates(requested, sequenceLength);
   // One candidate leaves nothing to choose: no trial compile.
   if (candidates.size() > 1) {
     if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
@@ -631,14 +630,20 @@ int main(int argc, char **argv) {
                                 {"flops", e.flops}};
     };
     llvm::json::Object doc{
-        {"batch", io.batch},       {"q_heads", io.qHeads},
-        {"kv_heads", io.kvHeads},  {"q_len", io.qLen},
-        {"kv_len", io.kvLen},      {"head_dim", io.headDim},
-        {"causal", io.causal},     {"dtype", ::fa::toString(spec.dtype)},
+        {"batch", io.batch},
+        {"q_heads", io.qHeads},
+        {"kv_heads", io.kvHeads},
+        {"q_len", io.qLen},
+        {"kv_len", io.kvLen},
+        {"head_dim", io.headDim},
+        {"causal", io.causal},
+        {"dtype", ::fa::toString(spec.dtype)},
         {"backward", spec.backward},
-        {"strategy", ::fa::toString(spec.resolvedStrategy())},
-        {"block_m", spec.blockM},  {"block_n", spec.blockN},
-        {"tiled", estimate(tiled)}, {"standard", estimate(standard)},
+        {"strategy", ::fa::toString(resolveStrategy(spec))},
+        {"block_m", spec.blockM},
+        {"block_n", spec.blockN},
+        {"tiled", estimate(tiled)},
+        {"standard", estimate(standard)},
         {"compulsory", estimate(::fa::compulsoryForwardIO(io, elementBytes))}};
     std::string text;
     llvm::raw_string_ostream json(text);

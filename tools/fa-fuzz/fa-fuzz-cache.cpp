@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/Autotune.h"
 #include "runtime/DiskCache.h"
 #include "runtime/KernelMetadata.h"
@@ -29,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string rest(reinterpret_cast<const char *>(data) + 1, size - 1);
   fa::KernelSpec spec; // the lecture kernel, sm_90a
   spec.arch = "sm_90a";
-  spec = spec.withDefaults();
+  spec = withDefaults(spec);
   const std::string key(64, 'a');
   fa::CachedKernel entry;
   std::string why;

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/SpecRules.h"
 #include "runtime/ArgumentChecks.h"
 #include "runtime/Autotune.h"
 #include "runtime/CRequest.h"
@@ -175,15 +176,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                        : 0;
   fa::RequestKey key(requested, bucket, /*tuned=*/false);
   (void)key;
-  fa::KernelSpec first = requested.withDefaults(bucket);
-  if (!first.validate().empty())
+  fa::KernelSpec first = withDefaults(requested, bucket);
+  if (!validateSpec(first).empty())
     return 0;
-  (void)first.kernelName();
-  (void)first.canonicalText();
-  for (const fa::KernelSpec &candidate :
-       requested.defaultCandidates(bucket)) {
-    (void)candidate.validate();
-    (void)candidate.kernelName();
+  (void)kernelName(first);
+  (void)canonicalText(first);
+  for (const fa::KernelSpec &candidate : defaultCandidates(requested, bucket)) {
+    (void)validateSpec(candidate);
+    (void)kernelName(candidate);
   }
   if (first.backward) {
     fa::AttentionBackwardArgs args;

@@ -13,11 +13,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/KernelCompiler.h"
-#include "lib/Strategy/Registry.h"
 #include "dialect/FAOps.h"
 #include "lib/KernelSpec.h"
-#include "tools/fa-fuzz/IRMutator.h"
+#include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 #include "lib/TextNesting.h"
+#include "tools/fa-fuzz/IRMutator.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -122,9 +123,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       spec.numWarps = 8;
       spec.stages = 1;
     }
-    if (!spec.validate().empty())
+    if (!validateSpec(spec).empty())
       continue;
-    spec = spec.withDefaults();
+    spec = withDefaults(spec);
     OwningOpRef<ModuleOp> copy = module->clone();
     if (succeeded(lowerModule(*copy, *stage, Stage::llvm, spec, {})))
       (void)emitPtx(*copy);

@@ -22,6 +22,7 @@
 #include "lib/KernelSpec.h"
 #include "lib/SplitKv.h"
 #include "lib/Strategy/Registry.h"
+#include "lib/Strategy/SpecRules.h"
 #include "tools/fa-sweep/DeviceTiming.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -347,7 +348,7 @@ int main(int argc, char **argv) {
           spec.blockN = n;
           spec.numWarps = w;
           spec.stages = st;
-          std::string error = spec.validate();
+          std::string error = validateSpec(spec);
           llvm::Expected<mlir::fa::CompiledKernel> kernel =
               error.empty() ? mlir::fa::compileKernel(spec, /*assemble=*/true)
                             : llvm::Expected<mlir::fa::CompiledKernel>(

@@ -1,0 +1,140 @@
+//===- WarpSpecialization.h - fa-warp-specialize's shared state -*- C++ -*-===//
+//
+// Internal to fa-warp-specialize (WarpSpecialize.cpp: the pass and the
+// consumers' rewrite; WarpSpecializeProducer.cpp: the producer builder):
+// the barrier ring, the tensors the producer copies and the state both
+// roles' builders share. WarpSpecialize.cpp's header describes the schedule.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FA_COMPILER_SCHEDULE_WARPSPECIALIZATION_H
+#define FA_COMPILER_SCHEDULE_WARPSPECIALIZATION_H
+
+#include "compiler/Schedule/PersistentSchedule.h"
+#include "compiler/Utils/IRUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mlir::fa::warp_specialization {
+
+/// Polls of one mbarrier try_wait before it suspends the thread again.
+constexpr int64_t kWaitTicks = 10000000;
+
+/// The block's mbarriers, in this order in shared memory: the full barrier
+/// of each resident tensor (forward: q_full; dkdv: k_full, v_full), the
+/// full barriers of the two streamed tensors' rings (forward: k_full[stages],
+/// v_full[stages]; dkdv: q_full[stages], do_full[stages]), their empty
+/// barriers (k_empty, v_empty; q_empty, do_empty) and, persistent, the
+/// resident Q's q_empty. A ring's barrier of slot s is its slot-0 index + s.
+/// Each streamed tensor has its own empty barriers: a K slot is free as
+/// soon as Q K^T has read it, a V slot only after P V.
+struct BarrierLayout {
+  int64_t resident;
+  int64_t stages;
+  bool persistent;
+
+  int64_t residentFull(int64_t i) const { return i; }
+  int64_t streamedFull(int64_t j) const { return resident + j * stages; }
+  int64_t streamedEmpty(int64_t j) const { return resident + (2 + j) * stages; }
+  /// -1 without one (Q is loaded once per block).
+  int64_t residentEmpty() const {
+    return persistent ? resident + 4 * stages : -1;
+  }
+  int64_t count() const { return resident + 4 * stages + (persistent ? 1 : 0); }
+  /// Empty barriers complete on every consumer thread's arrival; full ones
+  /// on the producer's one arrival (expect_tx) and the copies' bytes.
+  bool isEmpty(int64_t barrier) const { return barrier >= streamedEmpty(0); }
+};
+
+/// One tensor the producer copies: its loads in the program (a resident
+/// tensor: one; forward K, V: one per tile the program reads, inside the
+/// K/V loop or, after fa-wgmma-pipeline, also before or after it; dkdv Q,
+/// dO: one in the loop nest), its barriers and its placement in shared
+/// memory.
+struct LoadedTensor {
+  SmallVector<LoadTileOp> loads;
+  const char *name;         // "q", "k", "v", "do" (the runtime's operand names)
+  int64_t fullBarrier = -1; // the full barrier of slot 0
+  int64_t emptyBarrier = -1; // the empty barrier of slot 0 (-1: none)
+  Value map;                 // its tensor map parameter
+  RankedTensorType type;
+  int64_t offset = 0, slotBytes = 0;
+};
+
+/// What the producer's and the consumers' builders of one program share:
+/// the tensors and their rings, the barriers, the aligned shared base and
+/// the persistent schedule.
+struct Specialization {
+  MLIRContext *ctx;
+  Location loc;
+  GridOp grid;
+  /// The forward's K/V loop range; null in a dkdv program, whose streamed
+  /// tiles follow `streamLoops` (outermost first).
+  KVTileRangeOp range;
+  SmallVector<scf::ForOp> streamLoops;
+  /// dkdv consumers: the count of the loop nest's iterations before the
+  /// current one, carried by the loops (countIterations).
+  Value streamPosition;
+  int64_t stages, computeThreads;
+  bool isPersistent, mirrored;
+  /// Loaded once (forward: Q; dkdv: K, V), streamed through the rings
+  /// (forward: K, V; dkdv: Q, dO), and all of them, resident first.
+  SmallVector<LoadedTensor *> resident, streamed, tensors;
+  Value tid, computeThreadsV, pad, barriers;
+  WorkRounds work;
+  Value sectionPairs;
+  Region &programRegion;
+
+  /// The first byte of `slot` of `tensor`'s ring.
+  Value slotBase(OpBuilder &at, const LoadedTensor &tensor, Value slot) const {
+    return arith::AddIOp::create(
+               at, loc, pad,
+               arith::AddIOp::create(
+                   at, loc, indexConst(at, loc, tensor.offset),
+                   arith::MulIOp::create(
+                       at, loc, slot, indexConst(at, loc, tensor.slotBytes))))
+        .getResult();
+  }
+  /// The position n of a streamed `load` in its ring's fills: forward, its
+  /// K/V tile (row / block-n) - kv_begin, plus the visit's `ringBase`
+  /// (persistent); dkdv, the iterations of `streamLoops` before this one
+  /// (`streamPosition`, counted in the loops).
+  Value ringPosition(OpBuilder &at, LoadTileOp load, int64_t blockRows,
+                     Value ringBase) {
+    if (!range)
+      return streamPosition;
+    Value n = arith::SubIOp::create(
+        at, loc,
+        arith::DivUIOp::create(at, loc, load.getRow(),
+                               indexConst(at, loc, blockRows)),
+        range.getResult(0));
+    if (ringBase)
+      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
+    return n;
+  }
+  /// The slot of the n-th K/V tile and the parity of its fill (n / stages).
+  std::pair<Value, Value> slotAndParity(OpBuilder &at, Value n) const {
+    Value stagesV = indexConst(at, loc, stages);
+    Value parity =
+        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, stagesV));
+    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
+  }
+
+  /// The producer warpgroup (`producer`): gives registers back; one thread
+  /// issues every copy, the resident tensors first, then the streamed ones
+  /// of each tile in order (forward: K and V of the K/V range; dkdv: Q and
+  /// dO of the loop nest), each after the consumers released its slot.
+  LogicalResult buildProducer(Block &producer);
+  /// dkdv consumers: threads an iteration counter through `streamLoops`
+  /// (each directly in the body of the one before) and sets
+  /// `streamPosition` to its value in the innermost body.
+  LogicalResult countIterations();
+  /// The consumers (`consumer`, holding the program): take the registers;
+  /// each load becomes a wait on its full barrier and a view of its slot,
+  /// and (K, V; Q persistent) a release right after its last use.
+  LogicalResult rewriteConsumers(Block &consumer, WorkLoops &consumerWork);
+};
+
+} // namespace mlir::fa::warp_specialization
+
+#endif // FA_COMPILER_SCHEDULE_WARPSPECIALIZATION_H

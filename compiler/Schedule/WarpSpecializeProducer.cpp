@@ -1,0 +1,212 @@
+//===- WarpSpecializeProducer.cpp - fa-warp-specialize's producer -*- C++
+//-*-===//
+//
+// The producer warpgroup of a warp-specialized program: one thread issues
+// every TMA copy into the rings, each after the consumers released its
+// slot (WarpSpecialize.cpp describes the schedule and the barriers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Passes.h"
+#include "compiler/Schedule/PersistentSchedule.h"
+#include "compiler/Schedule/WarpSpecialization.h"
+#include "compiler/Utils/IRUtils.h"
+#include "lib/GpuTarget.h"
+#include "lib/Strategy/WgmmaModel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <array>
+
+using namespace mlir;
+using namespace mlir::fa;
+using namespace mlir::fa::warp_specialization;
+namespace model = ::fa::wgmma;
+
+LogicalResult Specialization::buildProducer(Block &producer) {
+  // Producer: the warpgroup gives registers back; one thread issues every
+  // copy, the resident tensors first, then the streamed ones tile by tile.
+  OpBuilder p = OpBuilder::atBlockBegin(&producer);
+  NVVM::SetMaxRegisterOp::create(
+      p, loc,
+      p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
+      NVVM::SetMaxRegisterActionAttr::get(
+          ctx, NVVM::SetMaxRegisterAction::decrease));
+  Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
+                                        computeThreadsV);
+  auto issue = scf::IfOp::create(p, loc, elected);
+  p.setInsertionPointToStart(&issue.getThenRegion().front());
+  IRMapping mapping;
+  // Persistent: the same visits as the consumers; the visit's K/V ring
+  // positions start at `ringBase`, and Q's slot is free again once the
+  // consumers released the previous visit's Q.
+  Value ringBase;
+  WorkLoops producerWork;
+  if (isPersistent) {
+    producerWork = buildWorkLoops(p, loc, grid, work, sectionPairs, mirrored);
+    p.setInsertionPointToEnd(producerWork.visits.getBody());
+    ringBase = producerWork.ringBase();
+    mapping.map(grid.getBatchIndex(), producerWork.item.batch);
+    mapping.map(grid.getHeadIndex(), producerWork.item.head);
+    mapping.map(grid.getTileIndex(), producerWork.tile);
+    Value freed = arith::XOrIOp::create(
+        p, loc, parityOf(p, loc, producerWork.visited()),
+        arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
+    nvgpu::MBarrierTryWaitParityOp::create(
+        p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
+        indexConst(p, loc, resident.front()->emptyBarrier));
+  }
+  // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
+  // `barrier`: one TMA box per 64-column block.
+  auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
+                      Value slot, Value barrier) -> LogicalResult {
+    LoadTileOp load = tensor.loads.front();
+    FailureOr<Value> head =
+        cloneSliceInto(at, programRegion, load.getHead(), mapping);
+    FailureOr<Value> batch =
+        cloneSliceInto(at, programRegion, load.getBatch(), mapping);
+    if (failed(head) || failed(batch))
+      return failure();
+    // A varlen sequence's rows start at its first row.
+    if (Value first = load.getSequenceFirst()) {
+      FailureOr<Value> firstRow =
+          cloneSliceInto(at, programRegion, first, mapping);
+      if (failed(firstRow))
+        return failure();
+      row = arith::AddIOp::create(at, loc, *firstRow, row);
+    }
+    int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
+    Type element = tensor.type.getElementType();
+    auto box =
+        MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
+                        MemRefLayoutAttrInterface(), workgroupSpace(ctx));
+    auto mapType = nvgpu::TensorMapDescriptorType::get(
+        ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
+        nvgpu::TensorMapOOBKind::OOB_ZERO,
+        nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    Value map = UnrealizedConversionCastOp::create(at, loc, mapType, tensor.map)
+                    .getResult(0);
+    // The whole box counts, rows past the tensor's end too (zero-filled).
+    nvgpu::MBarrierArriveExpectTxOp::create(
+        at, loc, barriers,
+        indexConst(at, loc, rows * cols * element.getIntOrFloatBitWidth() / 8),
+        barrier, Value());
+    Value first = slotBase(at, tensor, slot);
+    for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
+      Value dst = sharedBufferAt(
+          at, loc,
+          addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
+      // Coordinates innermost first: (column, row, head, batch).
+      nvgpu::TmaAsyncLoadOp::create(
+          at, loc, dst, barriers, map,
+          ValueRange{indexConst(at, loc, block * model::kColumnBlock), row,
+                     *head, *batch},
+          barrier, Value(), Value());
+    }
+    return success();
+  };
+  for (const LoadedTensor *tensor : resident) {
+    FailureOr<Value> row = cloneSliceInto(
+        p, programRegion, LoadTileOp(tensor->loads.front()).getRow(), mapping);
+    if (failed(row) ||
+        failed(copyTile(p, *tensor, *row, indexConst(p, loc, 0),
+                        indexConst(p, loc, tensor->fullBarrier))))
+      return failure();
+  }
+  // Before each copy of a streamed tile, wait until the consumers released
+  // the slot's previous tile (a fresh barrier passes parity 1).
+  auto copyStreamed =
+      [&](OpBuilder &at, Value n,
+          function_ref<Value(OpBuilder &, const LoadedTensor &)> rowOf)
+      -> LogicalResult {
+    auto [slot, parity] = slotAndParity(at, n);
+    Value previous = arith::XOrIOp::create(
+        at, loc, parity,
+        arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
+    for (const LoadedTensor *tensor : streamed) {
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
+          addConst(at, loc, slot, tensor->emptyBarrier));
+      Value row = rowOf(at, *tensor);
+      if (!row ||
+          failed(copyTile(at, *tensor, row, slot,
+                          addConst(at, loc, slot, tensor->fullBarrier))))
+        return failure();
+    }
+    return success();
+  };
+  if (!range) {
+    // dkdv: the consumers' loop nest (an inner loop's bounds may depend on
+    // the outer ones: a mask_mod narrows each query head's range), each
+    // load's row at its iteration; the loops carry the iteration count n.
+    SmallVector<scf::ForOp> loops;
+    OpBuilder at = p;
+    Value n = indexConst(at, loc, 0);
+    for (scf::ForOp loop : streamLoops) {
+      SmallVector<Value, 3> bounds;
+      for (Value bound :
+           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
+        FailureOr<Value> cloned =
+            cloneSliceInto(at, programRegion, bound, mapping);
+        if (failed(cloned))
+          return failure();
+        bounds.push_back(*cloned);
+      }
+      auto copy =
+          scf::ForOp::create(at, loc, bounds[0], bounds[1], bounds[2], n);
+      mapping.map(loop.getInductionVar(), copy.getInductionVar());
+      if (!loops.empty())
+        scf::YieldOp::create(at, loc, copy.getResult(0));
+      loops.push_back(copy);
+      at = OpBuilder::atBlockBegin(copy.getBody());
+      n = copy.getRegionIterArg(0);
+    }
+    if (failed(copyStreamed(
+            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
+              FailureOr<Value> row = cloneSliceInto(
+                  in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
+                  mapping);
+              return succeeded(row) ? *row : Value();
+            })))
+      return failure();
+    scf::YieldOp::create(at, loc, addConst(at, loc, n, 1));
+    return success();
+  }
+  // Forward: K/V tiles kv_begin .. kv_end - 1.
+  FailureOr<Value> kvBegin =
+      cloneSliceInto(p, programRegion, range.getResult(0), mapping);
+  FailureOr<Value> kvEnd =
+      cloneSliceInto(p, programRegion, range.getResult(1), mapping);
+  if (failed(kvBegin) || failed(kvEnd))
+    return failure();
+  auto fill =
+      scf::ForOp::create(p, loc, *kvBegin, *kvEnd, indexConst(p, loc, 1));
+  {
+    OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
+    Value tile = fill.getInductionVar();
+    Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
+    if (isPersistent)
+      n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
+    if (failed(copyStreamed(
+            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
+              return arith::MulIOp::create(
+                  in, loc, tile,
+                  indexConst(in, loc, tensor.type.getDimSize(0)));
+            })))
+      return failure();
+  }
+  if (isPersistent) {
+    p.setInsertionPointAfter(fill);
+    yieldVisit(p, loc, producerWork, *kvBegin, *kvEnd);
+  }
+  return success();
+}

@@ -1,0 +1,296 @@
+//===- SpecRules.cpp - What the strategies make of a kernel spec
+//-----------===//
+//
+// The rules that need the strategy registry: validation, the strategy auto
+// resolves to, names, canonical text, cache keys and defaults. KernelSpec
+// itself is plain data (lib/KernelSpec.h).
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Strategy/SpecRules.h"
+#include "lib/GpuTarget.h"
+#include "lib/Strategy/Registry.h"
+#include "lib/TextNesting.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+namespace fa {
+
+static constexpr int64_t kMaxBlockSize = 1024;
+
+/// A scale as a person writes it ("nan", "-1", "1e+39"), with the digits
+/// that tell a value just past float32's range from one inside it.
+static std::string formatScale(double scale) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", scale);
+  return text;
+}
+
+/// The limits of a variant text (`name`: score_mod or mask_mod).
+static std::string checkVariantText(const char *name, const std::string &text) {
+  if (text.size() > kMaxVariantTextBytes)
+    return std::string(name) + " text must be at most " +
+           std::to_string(kMaxVariantTextBytes) + " bytes, got " +
+           std::to_string(text.size());
+  return checkTextNesting(text, std::string(name) + " text");
+}
+
+std::string validateSpec(const KernelSpec &spec) {
+  if (spec.blockMaskProgram) {
+    if (spec.maskMod.empty())
+      return "a block mask program computes a mask_mod's tables: give a "
+             "mask_mod";
+    if (spec.backward)
+      return "a block mask program serves the forward and the backward "
+             "alike: it is not a backward";
+    if (!lookupGpuArch(spec.arch))
+      return unsupportedArchMessage(spec.arch);
+    return checkVariantText("mask_mod", spec.maskMod);
+  }
+  auto range = [](const char *name, int64_t value, int64_t lo, int64_t hi) {
+    if (value >= lo && value <= hi)
+      return std::string();
+    return std::string(name) + " must be in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "], got " + std::to_string(value);
+  };
+  // Tile fields may be 0: the strategy's default.
+  auto rangeOrDefault = [&](const char *name, int64_t value, int64_t hi) {
+    if (value == 0)
+      return std::string();
+    return range(name, value, 1, hi);
+  };
+  for (std::string error :
+       {range("head-dim", spec.headDim, 1, kMaxHeadDim),
+        rangeOrDefault("block-m", spec.blockM, kMaxBlockSize),
+        rangeOrDefault("block-n", spec.blockN, kMaxBlockSize),
+        rangeOrDefault("num-warps", spec.numWarps, 32)})
+    if (!error.empty())
+      return error;
+  if (std::string error = strategyModel(resolveStrategy(spec)).checkSpec(spec);
+      !error.empty())
+    return error;
+  if (!lookupGpuArch(spec.arch))
+    return unsupportedArchMessage(spec.arch);
+  // 0 is the default 1/sqrt(head-dim); the kernels compute in float32.
+  if (spec.scale != 0.0) {
+    float asFloat = static_cast<float>(spec.scale);
+    if (!(spec.scale > 0.0) || !std::isfinite(spec.scale) ||
+        !std::isfinite(asFloat) || asFloat < std::numeric_limits<float>::min())
+      return "softmax scale must be positive and finite in float32 (0 for "
+             "the default 1/sqrt(head-dim)), got " +
+             formatScale(spec.scale);
+  }
+  if (spec.deterministic && !spec.backward)
+    return "deterministic applies to the backward (the forward has no "
+           "accumulation across programs)";
+  for (auto [name, text] : {std::pair<const char *, const std::string *>{
+                                "score_mod", &spec.scoreMod},
+                            {"mask_mod", &spec.maskMod}}) {
+    if (std::string error = checkVariantText(name, *text); !error.empty())
+      return error;
+  }
+  if (spec.deterministic && !spec.maskMod.empty())
+    return "the deterministic backward does not take a mask_mod yet (its dQ "
+           "turn order assumes the K/V range of a plain or causal mask)";
+  if (spec.blockMask && spec.maskMod.empty())
+    return "a block mask bounds the tiles of a mask_mod's kept scores: give "
+           "a mask_mod with it";
+  if (spec.deterministic && spec.sinks)
+    return "the deterministic backward does not take sinks yet (their "
+           "gradient is added in any order)";
+  if (spec.varlen && spec.deterministic)
+    return "the deterministic backward does not take a varlen batch "
+           "(cu_seqlens) yet";
+  if (spec.varlen && spec.blockMask)
+    return "a block mask does not take a varlen batch (cu_seqlens) yet";
+  if (spec.kvLens && spec.backward)
+    return "the backward does not take kv_lens (a KV cache's lengths)";
+  if (spec.kvLens && spec.blockMask)
+    return "a block mask does not take kv_lens (a KV cache's lengths) yet";
+  if (spec.splitKv && spec.backward)
+    return "the backward does not split the keys (split-KV is a forward "
+           "for few query rows)";
+  if (spec.splitKv && spec.blockMask)
+    return "a block mask does not take split-KV yet";
+  if (spec.pagedKv && spec.backward)
+    return "the backward does not take a paged KV cache (block_table)";
+  if (spec.pagedKv && spec.varlen)
+    return "a paged KV cache (block_table) does not take a varlen batch "
+           "(cu_seqlens) yet";
+  if (spec.pagedKv && spec.blockMask)
+    return "a block mask does not take a paged KV cache (block_table) yet";
+  if (spec.pageGather && !spec.pagedKv)
+    return "page_gather reads a paged KV cache row by row; it needs "
+           "paged_kv (a block_table)";
+  if (spec.cacheBatchIndex &&
+      (spec.backward || spec.varlen || spec.pagedKv || spec.blockMask))
+    return std::string("cache_batch_idx does not take ") +
+           (spec.backward  ? "the backward"
+            : spec.varlen  ? "a varlen batch (cu_seqlens) yet"
+            : spec.pagedKv ? "a paged KV cache (block_table) yet"
+                           : "a block mask yet");
+  return "";
+}
+
+/// The variant texts as one line: backslashes and newlines escaped.
+static std::string escapedVariantText(const std::string &text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '\\')
+      escaped += "\\\\";
+    else if (c == '\n')
+      escaped += "\\n";
+    else
+      escaped += c;
+  }
+  return escaped;
+}
+
+Strategy resolveStrategy(const KernelSpec &spec) {
+  if (spec.strategy != Strategy::automatic)
+    return spec.strategy;
+  // The first registered strategy that takes the problem (the last takes
+  // every one): see registeredStrategies() for the order.
+  for (const StrategyModel *model : registeredStrategies())
+    if (model->takesProblem(spec))
+      return model->kind;
+  return registeredStrategies().back()->kind;
+}
+
+std::string kernelName(const KernelSpec &spec) {
+  if (spec.blockMaskProgram)
+    return std::string("fa_block_mask_") + (spec.causal ? "causal" : "full") +
+           "_mod" +
+           llvm::utohexstr(llvm::xxh3_64bits(spec.maskMod) >> 32,
+                           /*LowerCase=*/true, /*Width=*/8);
+  std::string name =
+      std::string(spec.backward ? "fa_bwd_d" : "fa_fwd_d") +
+      std::to_string(spec.headDim) + "_" + toString(spec.dtype) +
+      (spec.causal ? "_causal_" : "_full_") + std::to_string(spec.blockM) +
+      "x" + std::to_string(spec.blockN) + "_w" + std::to_string(spec.numWarps);
+  if (spec.backward && spec.deterministic)
+    name += "_det";
+  if (spec.sinks)
+    name += "_sinks";
+  if (spec.blockMask)
+    name += "_blockmask";
+  if (spec.varlen)
+    name += "_varlen";
+  if (spec.kvLens)
+    name += "_kvlens";
+  if (spec.pagedKv)
+    name += spec.pageGather ? "_pagedrows" : "_paged";
+  if (spec.cacheBatchIndex)
+    name += "_kvindex";
+  if (spec.splitKv)
+    name += "_splitkv";
+  if (spec.hasVariant()) {
+    // Which variant: a stable hash of both texts (the cache key has them
+    // whole).
+    uint64_t hash = llvm::xxh3_64bits(spec.scoreMod + '\0' + spec.maskMod);
+    name += "_mod" + llvm::utohexstr(hash >> 32, /*LowerCase=*/true,
+                                     /*Width=*/8);
+  }
+  const StrategyModel &model = strategyModel(resolveStrategy(spec));
+  if (model.pipelined)
+    name += "_s" + std::to_string(spec.stages) + "_" + model.name;
+  return name;
+}
+
+std::string canonicalText(const KernelSpec &spec) {
+  if (spec.blockMaskProgram)
+    return std::string("fa-kernel-spec v2;op=block_mask;mask=") +
+           (spec.causal ? "causal" : "none") + ";arch=" + spec.arch +
+           ";mask_mod=" + escapedVariantText(spec.maskMod);
+  // The scale as the bits of the double: no rounding in the key.
+  uint64_t scaleBits;
+  double s = spec.effectiveScale();
+  std::memcpy(&scaleBits, &s, sizeof(s));
+  return std::string("fa-kernel-spec v2;op=") +
+         (spec.backward ? (spec.deterministic ? "attention_bwd_deterministic"
+                                              : "attention_bwd")
+                        : "attention_fwd") +
+         ";strategy=" + toString(resolveStrategy(spec)) +
+         ";head_dim=" + std::to_string(spec.headDim) +
+         ";dtype=" + toString(spec.dtype) +
+         ";mask=" + (spec.causal ? "causal" : "none") +
+         ";block_m=" + std::to_string(spec.blockM) +
+         ";block_n=" + std::to_string(spec.blockN) +
+         ";num_warps=" + std::to_string(spec.numWarps) +
+         ";stages=" + std::to_string(spec.stages) + ";arch=" + spec.arch +
+         ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
+         // Before the variant texts, which run to the end of the line and
+         // may hold any characters.
+         (spec.sinks ? ";sinks" : "") + (spec.blockMask ? ";block_mask" : "") +
+         (spec.varlen ? ";varlen" : "") + (spec.kvLens ? ";kv_lens" : "") +
+         (spec.pagedKv ? ";paged_kv" : "") +
+         (spec.pageGather ? ";page_gather" : "") +
+         (spec.cacheBatchIndex ? ";cache_batch_idx" : "") +
+         (spec.splitKv ? ";split_kv" : "") +
+         (spec.scoreMod.empty()
+              ? ""
+              : ";score_mod=" + escapedVariantText(spec.scoreMod)) +
+         (spec.maskMod.empty()
+              ? ""
+              : ";mask_mod=" + escapedVariantText(spec.maskMod));
+}
+
+/// The first `limit` default candidates of `request`, from its strategy's
+/// resource model.
+static std::vector<KernelSpec>
+collectDefaultCandidates(KernelSpec request, size_t limit, int64_t length) {
+  // Nothing derives from an invalid spec (the models' arithmetic assumes
+  // the validated ranges): it comes back as it is, for validateSpec() to name.
+  if (!validateSpec(request).empty() || request.blockMaskProgram)
+    return {request};
+  request.strategy = resolveStrategy(request);
+  return strategyModel(request.strategy)
+      .defaultCandidates(request, limit, length);
+}
+
+std::vector<KernelSpec> defaultCandidates(const KernelSpec &spec,
+                                          int64_t length) {
+  return collectDefaultCandidates(spec, SIZE_MAX, length);
+}
+
+KernelSpec withDefaults(const KernelSpec &spec, int64_t length) {
+  return collectDefaultCandidates(spec, 1, length).front();
+}
+
+std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
+                     const std::string &ptxasVersion) {
+  llvm::SHA256 hash;
+  for (const std::string &part :
+       {compilerVersion, canonicalText(spec), spec.arch, ptxasVersion}) {
+    hash.update(part);
+    hash.update(llvm::StringRef("\n"));
+  }
+  std::array<uint8_t, 32> digest = hash.final();
+  return llvm::toHex(digest, /*LowerCase=*/true);
+}
+
+const char *toString(Strategy strategy) {
+  if (strategy == Strategy::automatic)
+    return "auto";
+  return strategyModel(strategy).name;
+}
+
+bool parseStrategy(const std::string &text, Strategy &strategy) {
+  if (text == "auto") {
+    strategy = Strategy::automatic;
+    return true;
+  }
+  const StrategyModel *model = lookupStrategy(text);
+  if (model)
+    strategy = model->kind;
+  return model != nullptr;
+}
+
+} // namespace fa
