@@ -297,17 +297,6 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
         createComputeBarrier(rewriter, loc, op);
     };
     barrier();
-    auto store = [&](Value row, Value col, Value first, Value second) {
-      Value pair = vector::FromElementsOp::create(rewriter, loc, pairType,
-                                                  ValueRange{first, second});
-      // A pair never straddles a 16-byte chunk (col is even): aligned to
-      // its size, whatever LLVM can prove of the swizzled index.
-      vector::StoreOp::create(
-          rewriter, loc, pair, buffer,
-          sharedElementIndices(rewriter, loc, resultType, row, col),
-          /*nontemporal=*/false,
-          llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
-    };
     // f32 pairs (8 bytes) in the 128-byte swizzle (dQ for the TMA
     // reduction): a 64-bit store is served a half-warp (rows g = 0..3 or
     // 4..7) at a time, and with one column block for all lanes, lanes
@@ -316,35 +305,45 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     // bank conflict (ncu: twice the ideal wavefronts). At block ni's turn,
     // lanes t = 2, 3 store block ni ^ 2 instead (the same 32-column box):
     // the half-warp's pairs then cover all 8 chunks once.
-    if (swizzled && type.getElementTypeBitWidth() == 32 &&
-        tile.accColBlocks % 4 == 0) {
-      Value upperLanes =
+    auto swizzle =
+        dyn_cast<SwizzledSharedEncodingAttr>(resultType.getEncoding());
+    Value upperLanes;
+    if (swizzle && swizzle.getBytes() == 128 &&
+        type.getElementTypeBitWidth() == 32 && tile.accColBlocks % 4 == 0)
+      upperLanes =
           arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge,
                                 lane.t, indexConst(rewriter, loc, 2));
-      for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
-        for (int64_t h = 0; h < 2; ++h) {
-          Value row = tile.row(rewriter, loc, mi, h);
-          for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
-            int64_t mine = tile.accSlot(mi, ni, 2 * h);
-            int64_t exchanged = tile.accSlot(mi, ni ^ 2, 2 * h);
-            auto pick = [&](Value upper, Value lower) {
+    for (int64_t mi = 0; mi < tile.rowBlocks; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = tile.row(rewriter, loc, mi, h);
+        for (int64_t ni = 0; ni < tile.accColBlocks; ++ni) {
+          int64_t slot = tile.accSlot(mi, ni, 2 * h);
+          Value first = values[slot], second = values[slot + 1];
+          Value col;
+          if (upperLanes) {
+            int64_t other = tile.accSlot(mi, ni ^ 2, 2 * h);
+            auto pick = [&](Value upper, Value lower) -> Value {
               return arith::SelectOp::create(rewriter, loc, upperLanes, upper,
-                                             lower)
-                  .getResult();
+                                             lower);
             };
-            store(row,
-                  pick(tile.accCol(rewriter, loc, ni ^ 2, 2 * h),
-                       tile.accCol(rewriter, loc, ni, 2 * h)),
-                  pick(values[exchanged], values[mine]),
-                  pick(values[exchanged + 1], values[mine + 1]));
+            Value otherCol = tile.accCol(rewriter, loc, ni ^ 2, 2 * h);
+            col = pick(otherCol, tile.accCol(rewriter, loc, ni, 2 * h));
+            first = pick(values[other], first);
+            second = pick(values[other + 1], second);
+          } else {
+            col = tile.accCol(rewriter, loc, ni, 2 * h);
           }
+          Value pair = vector::FromElementsOp::create(
+              rewriter, loc, pairType, ValueRange{first, second});
+          // A pair never straddles a 16-byte chunk (col is even): aligned
+          // to its size, whatever LLVM can prove of the swizzled index.
+          vector::StoreOp::create(
+              rewriter, loc, pair, buffer,
+              sharedElementIndices(rewriter, loc, resultType, row, col),
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(2 * type.getElementTypeBitWidth() / 8));
         }
-    } else {
-      tile.forEachElementPair(rewriter, loc,
-                              [&](Value row, Value col, int64_t slot) {
-                                store(row, col, values[slot], values[slot + 1]);
-                              });
-    }
+      }
     if (swizzled)
       NVVM::FenceProxyOp::create(
           rewriter, loc,
