@@ -39,7 +39,7 @@ static std::string checkVariantText(const char *name, const std::string &text) {
     return std::string(name) + " text must be at most " +
            std::to_string(kMaxVariantTextBytes) + " bytes, got " +
            std::to_string(text.size());
-  return checkTextNesting(text, std::string(name) + " text");
+  return checkTextBeforeParsing(text, std::string(name) + " text");
 }
 
 std::string validateSpec(const KernelSpec &spec) {

@@ -87,6 +87,12 @@ TEST(KernelSpec, VariantRules) {
   EXPECT_EQ(validateSpec(spec),
             "score_mod text nests brackets more than 256 deep (at line 1, "
             "column 257); the limit is 256");
+  // A dense array of index elements would crash MLIR's parser.
+  spec.scoreMod = "func.func @s() attributes {a = array<index: 1>} {}";
+  EXPECT_EQ(validateSpec(spec).rfind("score_mod text has a dense array of "
+                                     "index elements",
+                                     0),
+            0u);
   spec.scoreMod = "";
   fa::KernelSpec plain, window = plain, wider = plain;
   window.maskMod = "a\nb";
@@ -696,6 +702,36 @@ TEST(TextNesting, CountsBracketsOnly) {
                      std::string(fa::kMaxTextNesting, '>');
   EXPECT_EQ(fa::checkTextNesting(deep, "x"), "");
   EXPECT_NE(fa::checkTextNesting("<" + deep, "x"), "");
+}
+
+/// Dense arrays of index elements crash MLIR 22's parser: they are refused
+/// (written out or through an alias), wherever they stand and however they
+/// are spaced; other element types, strings, comments and longer names that
+/// end in "array" are not.
+TEST(TextNesting, RefusesDenseArraysOfIndex) {
+  EXPECT_EQ(fa::checkDenseArrayElements("{a = array<index: 1, 0>}", "t"),
+            "t has a dense array of index elements (array<index ...>, at "
+            "line 1, column 6), which MLIR's parser cannot read; use i64 "
+            "elements");
+  EXPECT_NE(fa::checkDenseArrayElements("x\n(array\n<\tindex>)", "t"), "");
+  EXPECT_NE(fa::checkDenseArrayElements("array<index>", "t"), "");
+  EXPECT_EQ(fa::checkDenseArrayElements("{a = array<!t: 1>}", "t"),
+            "t has a dense array whose element type is a type alias "
+            "(array<!...>, at line 1, column 6); write the element type out "
+            "(an alias may name index, which MLIR's parser cannot read in a "
+            "dense array)");
+  for (const char *fine :
+       {"array<i64: 1>", "array<indexed: 1>", "myarray<index>",
+        "#fa.array<index>", "x_array<index>", "\"array<index>\"",
+        "// array<index>\n", "array", "array<", "array<index_t>",
+        "tensor<2xindex>"})
+    EXPECT_EQ(fa::checkDenseArrayElements(fine, "t"), "") << fine;
+  // The combined check runs both, nesting first.
+  EXPECT_NE(fa::checkTextBeforeParsing("array<index>", "t"), "");
+  EXPECT_EQ(
+      fa::checkTextBeforeParsing(std::string(300, '(') + "array<index>", "t")
+          .find("nests brackets"),
+      2u);
 }
 
 TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {

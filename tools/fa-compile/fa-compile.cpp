@@ -330,9 +330,9 @@ int main(int argc, char **argv) {
     if (!buffer)
       return fail("cannot read " + inputFile + ": " +
                   buffer.getError().message());
-    // Deep nesting would overflow MLIR's recursive parser.
+    // Input MLIR's parser cannot take (deep nesting, index dense arrays).
     if (std::string error =
-            ::fa::checkTextNesting((*buffer)->getBuffer(), inputFile);
+            ::fa::checkTextBeforeParsing((*buffer)->getBuffer(), inputFile);
         !error.empty())
       return fail(error);
     sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());

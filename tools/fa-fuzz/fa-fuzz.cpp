@@ -94,8 +94,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const char *upstream : {"gpu.", "llvm.", "nvvm.", "nvgpu."})
     if (text.contains(upstream))
       return 0;
-  // The tools refuse input nested deeper than the recursive parser takes.
-  if (!::fa::checkTextNesting(text, "input").empty())
+  // The tools refuse input the parser cannot take (nesting deeper than its
+  // recursion takes, dense arrays of index elements).
+  if (!::fa::checkTextBeforeParsing(text, "input").empty())
     return 0;
   // The tools parse NUL-terminated file buffers; so does the target. (A run
   // of this session caught MLIR 22.1.8's parser reading 18 bytes past the

@@ -27,9 +27,9 @@ int main(int argc, char **argv) {
   if (config.shouldShowDialects() || config.shouldListPasses())
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry));
-  // The input is read here, not by MlirOptMain, so that its nesting is
-  // checked before MLIR's recursive parser sees it (deep nesting would
-  // overflow the stack).
+  // The input is read here, not by MlirOptMain, so that it is checked
+  // before MLIR's parser sees it (deep nesting would overflow the stack; a
+  // dense array of index elements crashes the parser).
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputFile, &error);
@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     llvm::errs() << "fa-opt: error: " << error << "\n";
     return 1;
   }
-  error = ::fa::checkTextNesting(input->getBuffer(), inputFile);
+  error = ::fa::checkTextBeforeParsing(input->getBuffer(), inputFile);
   if (!error.empty()) {
     llvm::errs() << "fa-opt: error: " << error << "\n";
     return 1;
