@@ -14,10 +14,13 @@
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
-#   FA_GPU_TEST_SHARDS, FA_GPU_TEST_SHARD  run only shard SHARD (0-based) of
-#                        SHARDS of the tests step (gtest's sharding: the full
-#                        suite takes close to one device call's 10 minutes,
-#                        so run it as e.g. 3 calls with SHARD = 0, 1, 2)
+#   FA_GPU_TEST_SHARDS   the tests step's gtest shards (default 8; the long
+#                        tests come in parts, so each shard is ~1/8 of the
+#                        suite, which is more than one device call's limit)
+#   FA_GPU_TEST_SHARD    the shards to run, e.g. 0,1,2 (default: all). They
+#                        run in parallel over the visible GPUs, one at a time
+#                        per GPU (logs gpu-tests-shard<i>.log); on one GPU,
+#                        run a few per call.
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
 #   FA_BENCH_BACKWARD_ARGS  extra arguments of bench/bench_backward.py
 set -uo pipefail
@@ -46,17 +49,44 @@ run() { # name command...
   [ "$rc" -eq 0 ] || failed+=("$name")
 }
 
+# The GPU suite's shards: those of FA_GPU_TEST_SHARD, spread over the GPUs
+# (shard i on GPU k % gpus for its position k in the list), each GPU's in
+# turn. Each shard is a step of its own (gpu-tests-shard<i>).
+run_test_shards() {
+  local total=${FA_GPU_TEST_SHARDS:-8}
+  local list=${FA_GPU_TEST_SHARD:-$(seq -s, 0 $((total - 1)))}
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  [ "$gpus" -ge 1 ] || gpus=1
+  local shards=() k=0 g
+  IFS=, read -r -a shards <<< "$list"
+  for g in $(seq 0 $((gpus - 1))); do
+    (
+      for k in "${!shards[@]}"; do
+        [ $((k % gpus)) -eq "$g" ] || continue
+        local i=${shards[$k]} start=$SECONDS
+        CUDA_VISIBLE_DEVICES=$g GTEST_TOTAL_SHARDS=$total GTEST_SHARD_INDEX=$i \
+          /tmp/fa-bin/fa-gpu-tests --gtest_filter="${FA_GPU_TEST_FILTER:-*}" \
+          > "$OUT/gpu-tests-shard$i.log" 2>&1
+        echo "$? $((SECONDS - start))" > "$OUT/gpu-tests-shard$i.rc"
+      done
+    ) &
+  done
+  wait
+  for i in "${shards[@]}"; do
+    local rc=1 seconds=?
+    [ -f "$OUT/gpu-tests-shard$i.rc" ] && read -r rc seconds < "$OUT/gpu-tests-shard$i.rc"
+    grep -E '^\[ *(OK|FAILED|SKIPPED) *\]|tests? ran' "$OUT/gpu-tests-shard$i.log" | tail -n 30
+    echo "== gpu-tests-shard$i (of $total): rc=$rc in $seconds s"
+    [ "$rc" -eq 0 ] || failed+=("gpu-tests-shard$i")
+  done
+}
+
 steps=${*:-all}
 for step in $steps; do
   case $step in
   tests | all)
-    if [ -n "${FA_GPU_TEST_SHARDS:-}" ]; then
-      export GTEST_TOTAL_SHARDS=$FA_GPU_TEST_SHARDS
-      export GTEST_SHARD_INDEX=${FA_GPU_TEST_SHARD:?FA_GPU_TEST_SHARD names the shard}
-    fi
-    run gpu-tests /tmp/fa-bin/fa-gpu-tests \
-      --gtest_filter="${FA_GPU_TEST_FILTER:-*}"
-    unset GTEST_TOTAL_SHARDS GTEST_SHARD_INDEX ;;&
+    run_test_shards ;;&
   quick-tests)
     FA_GPU_TEST_QUICK=1 run gpu-tests-quick /tmp/fa-bin/fa-gpu-tests ;;
   sanitize | all)
