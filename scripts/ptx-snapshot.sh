@@ -54,6 +54,7 @@ specs=(
   "bwd-mma-d128-f16-causal-det --backward --head-dim=128 --dtype=f16 --causal --deterministic --strategy=mma"
   "bwd-mma-d96-f16-sm80 --backward --head-dim=96 --dtype=f16 --arch=sm_80"
   "bwd-wgmma-d64-f16    --backward --head-dim=64 --dtype=f16"
+  "bwd-wgmma-d128-bf16  --backward --head-dim=128 --dtype=bf16"
   "bwd-wgmma-d128-bf16-causal --backward --head-dim=128 --dtype=bf16 --causal"
   "bwd-wgmma-d128-f16-det --backward --head-dim=128 --dtype=f16 --deterministic"
   "bwd-simt-d64-f32     --backward --head-dim=64"

@@ -101,14 +101,39 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   return success();
 }
 
+/// Whether a backward program masks scores only past the lengths (no
+/// causal mask, no mask_mod or score_mod, no sinks) and takes no
+/// deterministic turns: the program whose registers leave room for LSE one
+/// query tile ahead at head dim 128.
+static bool isPlainBackwardProgram(GridOp grid) {
+  WalkResult found = grid.walk([](Operation *op) {
+    auto mask = dyn_cast<MaskOp>(op);
+    if ((mask &&
+         (mask.getMask() != MaskKind::none || !mask.getMaskMod().empty())) ||
+        isa<ScoreModOp, ScoreModGradOp, SinkGradOp, WaitTurnOp>(op))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !found.wasInterrupted();
+}
+
+/// Whether a row-vector load is the LSE that fa.recompute_probs reads (the
+/// other one is D, which fa.softmax_grad reads).
+static bool readsAsLogSumExp(LoadTileOp load) {
+  return llvm::any_of(load->getUsers(), [&](Operation *user) {
+    auto probs = dyn_cast<RecomputeProbsOp>(user);
+    return probs && probs.getLse() == load.getResult();
+  });
+}
+
 /// The backward's dkdv program (lib/Strategy/WgmmaModel.h describes the
 /// split): K, V once and Q, dO in rings in 128-byte-swizzled shared memory;
 /// LSE and D straight into the row slots of S's layout; P and dS staged in
 /// swizzled shared memory, where every product that reads them finds them
 /// (dV += P^T dO and dK += dS^T Q read them transposed, dQ = dS K across
 /// all keys); dQ's f32 part staged too, for the TMA engine to add
-/// (fa-tma-reduce, between the deterministic mode's turns); LSE and D
-/// marked fa.prefetch where the model says so. The delta
+/// (fa-tma-reduce, between the deterministic mode's turns); LSE and D, or
+/// LSE alone, marked fa.prefetch where the model says so. The delta
 /// and dq programs (no matmul) are left to fa-place-simt.
 LogicalResult
 FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
@@ -157,9 +182,14 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       shared);
   placeBackwardLoads(*loads, queryRows, layout.kOffset, layout.vOffset,
                      layout.qOffset, layout.gradOutputOffset, stages);
-  // LSE and D one query tile ahead where the registers allow.
-  if (::fa::wgmma::prefetchesRowValues(config))
-    for (LoadTileOp op : loads->rowVectors)
+  // LSE and D (or LSE alone) one query tile ahead where the registers
+  // allow.
+  ::fa::wgmma::RowValuePrefetch prefetch =
+      ::fa::wgmma::prefetchedRowValues(config, isPlainBackwardProgram(grid));
+  for (LoadTileOp op : loads->rowVectors)
+    if (prefetch == ::fa::wgmma::RowValuePrefetch::both ||
+        (prefetch == ::fa::wgmma::RowValuePrefetch::logSumExp &&
+         readsAsLogSumExp(op)))
       op->setAttr(FADialect::getPrefetchAttrName(), UnitAttr::get(ctx));
 
   // Left operands that are register tiles (the rounded P and dS) are

@@ -204,7 +204,11 @@ int64_t backwardWarpgroups(const Config &c) {
   return c.numWarps / kWarpsPerWarpgroup;
 }
 
-bool prefetchesRowValues(const Config &c) { return c.headDim <= 64; }
+RowValuePrefetch prefetchedRowValues(const Config &c, bool plainProgram) {
+  if (c.headDim <= 64)
+    return RowValuePrefetch::both;
+  return plainProgram ? RowValuePrefetch::logSumExp : RowValuePrefetch::none;
+}
 
 int64_t estimateBackwardRegisters(const Config &c) {
   int64_t warpgroups = std::max<int64_t>(1, backwardWarpgroups(c));

@@ -165,12 +165,19 @@ struct BackwardSharedLayout {
 
 BackwardSharedLayout backwardSharedLayout(const Config &config);
 
-/// Whether the dkdv loop loads LSE and D one query tile ahead
-/// (fa-prefetch-row-values: 4 more registers per thread). Measured on the
-/// H200 (docs/benchmarks.md, 2026-12-02 (c)): 4-6% faster at head dim 64;
-/// at 128, where dK and dV take 128 of the consumers' 240 registers, ptxas
-/// spills (120 bytes) and the gain is gone.
-bool prefetchesRowValues(const Config &config);
+/// The row values the dkdv loop loads one query tile ahead
+/// (fa-prefetch-row-values: 2 more registers per thread for each).
+enum class RowValuePrefetch { none, logSumExp, both };
+
+/// Which row values to load ahead. Measured on the H200: LSE and D at head
+/// dim 64, 4-6% faster (docs/benchmarks.md, 2026-12-02 (c)). At 128, where
+/// dK and dV take 128 of the consumers' 240 registers, both spill (120
+/// bytes); LSE alone (the value the iteration needs first, right after
+/// S = Q K^T; D waits for dP) fits in a `plainProgram` (no mask beyond the
+/// lengths, no score_mod, no deterministic turns) and is 2-3% faster there
+/// (2026-12-04 (o)); a causal mask, a variant or the turns take the
+/// registers it needs (ptxas spilled 20-72 bytes).
+RowValuePrefetch prefetchedRowValues(const Config &config, bool plainProgram);
 
 /// Warpgroups of a backward config (num-warps / 4).
 int64_t backwardWarpgroups(const Config &config);

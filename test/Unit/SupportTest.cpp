@@ -612,12 +612,18 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
                 .find("num-warps must be 4 or 8"),
             std::string::npos);
   // LSE and D one query tile ahead where registers are left: at head dim
-  // 64 (dK and dV take 64 registers each), not at 128 (128 each; ptxas
-  // spilled with the extra rows).
+  // 64 (dK and dV take 64 registers each) both; at 128 (128 each; ptxas
+  // spilled with both) LSE alone in a plain program, nothing otherwise.
+  using fa::wgmma::RowValuePrefetch;
   fa::wgmma::Config narrow = c;
   narrow.headDim = 64;
-  EXPECT_TRUE(fa::wgmma::prefetchesRowValues(narrow));
-  EXPECT_FALSE(fa::wgmma::prefetchesRowValues(c));
+  EXPECT_EQ(fa::wgmma::prefetchedRowValues(narrow, true),
+            RowValuePrefetch::both);
+  EXPECT_EQ(fa::wgmma::prefetchedRowValues(narrow, false),
+            RowValuePrefetch::both);
+  EXPECT_EQ(fa::wgmma::prefetchedRowValues(c, true),
+            RowValuePrefetch::logSumExp);
+  EXPECT_EQ(fa::wgmma::prefetchedRowValues(c, false), RowValuePrefetch::none);
   // Three Q/dO slots fit with the dQ staging (230400 bytes of the 232448),
   // four do not (the deterministic mode stages dQ too).
   fa::wgmma::Config deep = c;
