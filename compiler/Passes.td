@@ -344,6 +344,19 @@ def FAMarkTensorMapParams : Pass<"fa-mark-tensor-map-params", "::mlir::gpu::GPUM
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
 }
 
+def FAExternDynamicShared : Pass<"fa-extern-dynamic-shared", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Declare the dynamic shared-memory base as an external symbol";
+  let description = [{
+    After convert-gpu-to-nvvm: the zero-size shared globals that
+    `gpu.dynamic_shared_memory` lowered to get external linkage, so that the
+    NVPTX back end declares them `.extern .shared ... []` (the start of the
+    dynamic region, after every static shared variable) rather than as a
+    1-byte static variable that ptxas may place in front of the kernel's
+    static mbarriers, where the tiles aligned from it would overlap them.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def FALowerBlockMask : Pass<"fa-lower-block-mask", "::mlir::ModuleOp"> {
   let summary = "Lower fa.block_mask to the program that fills its range tables";
   let description = [{

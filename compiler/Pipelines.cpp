@@ -131,6 +131,9 @@ void mlir::fa::buildGpuToNVVMPipeline(OpPassManager &pm,
   // their operands are lowered.
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVGPUToNVVMPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // The dynamic shared base at the dynamic region's start, after the static
+  // mbarriers (not a static variable in front of them).
+  pm.addNestedPass<gpu::GPUModuleOp>(createFAExternDynamicShared());
   // NVVM ops built as inline PTX (mbarrier waits of the wgmma strategy).
   pm.addNestedPass<gpu::GPUModuleOp>(createConvertNVVMToLLVMPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createFAMarkTensorMapParams());

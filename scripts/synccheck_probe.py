@@ -17,7 +17,10 @@ descriptors over a tile of ones: every result is 16), wgmma_rega (A in
 registers), wgmma_bulk (the
 same tile copied in by cp.async.bulk), tma_param and tma_global (a TMA
 tensor copy, its tensor map a kernel parameter as in fa's kernels, or in
-global memory), named (named barriers of one
+global memory), tma_oob (a box partly out of bounds), ws_ring (a warp-specialized ring: one producer thread
+copying 8 tiles through 2 slots for two consumer warpgroups, with
+setmaxnreg and the producer warpgroup's other threads exiting), named
+(named barriers of one
 warpgroup and of two), setmaxnreg (two warpgroups move registers between
 them), or all (each in a child process). Prints "PROBE: ok", "PROBE: wrong (...)" or "PROBE: error (...)"
 and exits non-zero unless ok.
@@ -333,6 +336,142 @@ WAIT:
   ret;
 }
 """, lambda words, inputs: words == inputs),
+    # The tma_param copy of a 30 x 30 tensor: the box's last rows and
+    # columns are out of bounds, filled with zeros by the engine (as the
+    # tiles past a sequence's end in fa's kernels).
+    "tma_oob": (128, 1024, r"""
+.visible .entry probe(.param .u64 out, .param .u64 in, .param .align 64 .b8 tmap[128])
+{
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
+  .shared .align 1024 .b8 tile[4096];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra INITED;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+  fence.mbarrier_init.release.cluster;
+INITED:
+  bar.sync 0;
+  @%p1 bra ISSUED;
+  mov.b64 %rd1, tmap;
+  cvta.param.u64 %rd2, %rd1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 4096;
+  mov.b32 %r9, 0;
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [tile], [%rd2, {%r9, %r9}], [bar];
+ISSUED:
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra WAIT;
+  mov.u32 %r2, tile;
+  shl.b32 %r3, %r1, 5;
+  add.u32 %r4, %r2, %r3;
+  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4];
+  ld.param.u64 %rd4, [out];
+  cvta.to.global.u64 %rd5, %rd4;
+  mul.wide.u32 %rd6, %r1, 32;
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.v4.u32 [%rd7], {%r5, %r6, %r7, %r8};
+  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4+16];
+  st.global.v4.u32 [%rd7+16], {%r5, %r6, %r7, %r8};
+  ret;
+}
+""", lambda words, inputs: words == [
+        inputs[i] if i // 32 < 30 and i % 32 < 30 else 0 for i in range(1024)]),
+    # A warp-specialized ring as fa's kernels run one: 3 warpgroups; the
+    # last gives registers back and one of its threads (the others exit)
+    # copies 8 tiles of 1 KB with cp.async.bulk into a ring of 2 slots
+    # (full barriers: the copy's bytes; empty barriers: 256 consumer
+    # arrivals); the two consumer warpgroups take registers, wait for each
+    # tile, add their word of it, meet at their warpgroup's named barrier
+    # and release the slot. Each consumer thread writes its sum.
+    "ws_ring": (384, 256, r"""
+.visible .entry probe(.param .u64 out, .param .u64 in)
+.maxnreg 168
+{
+  .reg .b32 %r<24>; .reg .b64 %rd<16>; .reg .pred %p<8>;
+  .shared .align 128 .b8 ring[2048];
+  .shared .align 8 .b64 full[2];
+  .shared .align 8 .b64 empty[2];
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra INITED;
+  mbarrier.init.shared::cta.b64 [full], 1;
+  mbarrier.init.shared::cta.b64 [full+8], 1;
+  mbarrier.init.shared::cta.b64 [empty], 256;
+  mbarrier.init.shared::cta.b64 [empty+8], 256;
+  fence.mbarrier_init.release.cluster;
+INITED:
+  bar.sync 0;
+  mov.u32 %r20, ring;
+  mov.u32 %r21, full;
+  mov.u32 %r22, empty;
+  setp.lt.u32 %p2, %r1, 256;
+  @%p2 bra CONSUMER;
+  setmaxnreg.dec.sync.aligned.u32 24;
+  setp.ne.u32 %p3, %r1, 256;
+  @%p3 bra EXIT;
+  ld.param.u64 %rd1, [in];
+  cvta.to.global.u64 %rd2, %rd1;
+  mov.u32 %r2, 0;
+PRODUCE:
+  and.b32 %r3, %r2, 1;
+  shr.u32 %r4, %r2, 1;
+  and.b32 %r5, %r4, 1;
+  xor.b32 %r6, %r5, 1;
+  shl.b32 %r7, %r3, 3;
+  add.u32 %r8, %r22, %r7;
+  add.u32 %r9, %r21, %r7;
+WAIT_EMPTY:
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r8], %r6, 10000000;
+  @!%p4 bra WAIT_EMPTY;
+  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [%r9], 1024;
+  shl.b32 %r10, %r3, 10;
+  add.u32 %r11, %r20, %r10;
+  mul.wide.u32 %rd4, %r2, 1024;
+  add.s64 %rd5, %rd2, %rd4;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r11], [%rd5], 1024, [%r9];
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p5, %r2, 8;
+  @%p5 bra PRODUCE;
+  bra EXIT;
+CONSUMER:
+  setmaxnreg.inc.sync.aligned.u32 232;
+  shr.u32 %r12, %r1, 7;
+  add.u32 %r13, %r12, 9;
+  mov.u32 %r2, 0;
+  mov.u32 %r14, 0;
+CONSUME:
+  and.b32 %r3, %r2, 1;
+  shr.u32 %r4, %r2, 1;
+  and.b32 %r5, %r4, 1;
+  shl.b32 %r7, %r3, 3;
+  add.u32 %r8, %r22, %r7;
+  add.u32 %r9, %r21, %r7;
+WAIT_FULL:
+  mbarrier.try_wait.parity.shared::cta.b64 %p4, [%r9], %r5, 10000000;
+  @!%p4 bra WAIT_FULL;
+  shl.b32 %r10, %r3, 10;
+  add.u32 %r11, %r20, %r10;
+  shl.b32 %r15, %r1, 2;
+  add.u32 %r16, %r11, %r15;
+  ld.shared.u32 %r17, [%r16];
+  add.u32 %r14, %r14, %r17;
+  bar.sync %r13, 128;
+  mbarrier.arrive.shared::cta.b64 %rd6, [%r8];
+  add.u32 %r2, %r2, 1;
+  setp.lt.u32 %p5, %r2, 8;
+  @%p5 bra CONSUME;
+  ld.param.u64 %rd7, [out];
+  cvta.to.global.u64 %rd8, %rd7;
+  mul.wide.u32 %rd9, %r1, 4;
+  add.s64 %rd10, %rd8, %rd9;
+  st.global.u32 [%rd10], %r14;
+EXIT:
+  ret;
+}
+""", lambda words, inputs: words == [
+        sum(inputs[n * 256 + t] for n in range(8)) & 0xFFFFFFFF
+        for t in range(256)]),
     # Two warpgroups: the first gives registers back, the second takes
     # more (the warp-specialized kernels' producer and consumers).
     "setmaxnreg": (256, 256, r"""
@@ -383,6 +522,8 @@ def run(name):
     # The input: distinct words, or a tile of f16 ones for wgmma_bulk.
     if name == "wgmma_bulk":
         inputs = [0x3C003C00] * 1024
+    elif name == "ws_ring":
+        inputs = [(0x01020304 * (i + 1)) & 0xFFFFFFFF for i in range(8 * 256)]
     else:
         inputs = [(0x01020304 * (i + 1)) & 0xFFFFFFFF for i in range(words)]
     out, source = ctypes.c_uint64(), ctypes.c_uint64()
@@ -400,10 +541,12 @@ def run(name):
         u64, u32 = ctypes.c_uint64, ctypes.c_uint32
         storage = ctypes.create_string_buffer(128 + 64)
         address = ctypes.addressof(storage) + (-ctypes.addressof(storage)) % 64
+        extent = 30 if name == "tma_oob" else 32
         call("cuTensorMapEncodeTiled", ctypes.c_void_p(address), 2, 2,
-             ctypes.c_void_p(source.value), (u64 * 2)(32, 32), (u64 * 1)(128),
+             ctypes.c_void_p(source.value), (u64 * 2)(extent, extent),
+             (u64 * 1)(128),
              (u32 * 2)(32, 32), (u32 * 2)(1, 1), 0, 0, 0, 0)
-        if name == "tma_param":
+        if name != "tma_global":
             params.append(ctypes.c_void_p(address))
         else:
             device_map = ctypes.c_uint64()

@@ -14,6 +14,12 @@
 // ARCH: the wgmma strategy needs arch sm_90a (wgmma exists only there), got sm_80
 
 // CHECK: .target sm_90a
+// The tiles live in the dynamic region, declared extern: its start follows
+// the static mbarrier array below, and the tiles are aligned up from there
+// (a static 1-byte base ptxas placed in front of the barriers made the Q
+// tile cover them).
+// CHECK: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
+// CHECK-NOT: .shared .align 16 .b8 __dynamic_shmem__0;
 // The tensor maps of Q, K and V come first, by value (grid constants).
 // CHECK: .visible .entry attention(
 // CHECK-NEXT: .param .align 64 .b8 attention_param_0[128],

@@ -17,12 +17,13 @@
 // CHECK: .target sm_90a
 // SM80: .version 8.0
 // SM80: .target sm_80
+// The dynamic shared memory that holds Q_i, K_j, V_j and P: an extern
+// symbol, the dynamic region's start (fa-extern-dynamic-shared).
+// CHECK: .extern .shared .align 16 .b8 __dynamic_shmem__0[];
 // The kernel entry with the memref descriptors of Q, K, V, O and LSE.
 // CHECK: .visible .entry attention(
 // CHECK-NEXT: .param .u64 {{.*}}attention_param_0
 // CHECK: .maxntid 256, 1, 1
-// The dynamic shared memory that holds Q_i, K_j, V_j and P.
-// CHECK: .shared .align 16 .b8 __dynamic_shmem__0
 // Global -> shared tile copies between barriers.
 // CHECK: ld.global
 // CHECK: st.shared
