@@ -33,9 +33,8 @@ import sys
 
 HEADER = ".version 8.1\n.target sm_90a\n.address_size 64\n"
 
-PROBES = {
-    # 128 threads arrive on one mbarrier and wait for its phase.
-    "mbarrier": (128, 128, r"""
+# The mbarrier probe (mbarrier_hint: the wait with a suspend-time hint).
+MBARRIER = r"""
 .visible .entry probe(.param .u64 out, .param .u64 in)
 {
   .reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .pred %p<4>;
@@ -58,165 +57,13 @@ WAIT:
   st.global.u32 [%rd5], %r2;
   ret;
 }
-""", lambda words, inputs: all(w == 1 for w in words)),
-    # The same wait with a suspend-time hint (10 ms), as fa's rings wait.
-    "mbarrier_hint": (128, 128, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in)
-{
-  .reg .b32 %r<4>; .reg .b64 %rd<8>; .reg .pred %p<4>;
-  .shared .align 8 .b64 bar;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra INITED;
-  mbarrier.init.shared::cta.b64 [bar], 128;
-INITED:
-  bar.sync 0;
-  mbarrier.arrive.shared::cta.b64 %rd1, [bar];
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0, 10000000;
-  @!%p2 bra WAIT;
-  ld.param.u64 %rd2, [out];
-  cvta.to.global.u64 %rd3, %rd2;
-  mul.wide.u32 %rd4, %r1, 4;
-  add.s64 %rd5, %rd3, %rd4;
-  mov.b32 %r2, 1;
-  st.global.u32 [%rd5], %r2;
-  ret;
-}
-""", lambda words, inputs: all(w == 1 for w in words)),
-    # Thread 0 copies 512 bytes global -> shared with cp.async.bulk, which
-    # completes the transaction on an mbarrier; every thread waits, then
-    # copies its word back out.
-    "bulk": (128, 128, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in)
-{
-  .reg .b32 %r<8>; .reg .b64 %rd<12>; .reg .pred %p<4>;
-  .shared .align 128 .b8 buf[512];
-  .shared .align 8 .b64 bar;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra INITED;
-  mbarrier.init.shared::cta.b64 [bar], 1;
-  fence.mbarrier_init.release.cluster;
-INITED:
-  bar.sync 0;
-  @%p1 bra ISSUED;
-  ld.param.u64 %rd1, [in];
-  cvta.to.global.u64 %rd2, %rd1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 512;
-  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [buf], [%rd2], 512, [bar];
-ISSUED:
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
-  @!%p2 bra WAIT;
-  mov.u32 %r2, buf;
-  shl.b32 %r3, %r1, 2;
-  add.u32 %r4, %r2, %r3;
-  ld.shared.u32 %r5, [%r4];
-  ld.param.u64 %rd4, [out];
-  cvta.to.global.u64 %rd5, %rd4;
-  mul.wide.u32 %rd6, %r1, 4;
-  add.s64 %rd7, %rd5, %rd6;
-  st.global.u32 [%rd7], %r5;
-  ret;
-}
-""", lambda words, inputs: words == inputs),
-    # A 4 KB shared tile of f16 ones, read by one wgmma m64n8k16 through
-    # two descriptors (no swizzle, leading byte offset 128, stride byte
-    # offset 256: every address stays inside the tile): D = 16 everywhere.
-    "wgmma": (128, 512, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in)
-{
-  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<8>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 tile[4096];
-  mov.u32 %r1, %tid.x;
-  mov.u32 %r2, tile;
-  shl.b32 %r3, %r1, 5;
-  add.u32 %r4, %r2, %r3;
-  mov.b32 %r5, 0x3C003C00;
-  st.shared.v4.b32 [%r4], {%r5, %r5, %r5, %r5};
-  st.shared.v4.b32 [%r4+16], {%r5, %r5, %r5, %r5};
-  fence.proxy.async.shared::cta;
-  bar.sync 0;
-  cvt.u64.u32 %rd1, %r2;
-  and.b64 %rd2, %rd1, 262143;
-  shr.u64 %rd3, %rd2, 4;
-  or.b64 %rd4, %rd3, 524288;
-  or.b64 %rd5, %rd4, 68719476736;
-  mov.b32 %r6, 0;
-  setp.ne.b32 %p1, %r6, 0;
-  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd5, %rd5, %p1, 1, 1, 0, 0;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-  ld.param.u64 %rd6, [out];
-  cvta.to.global.u64 %rd7, %rd6;
-  mul.wide.u32 %rd8, %r1, 16;
-  add.s64 %rd9, %rd7, %rd8;
-  st.global.v4.f32 [%rd9], {%f1, %f2, %f3, %f4};
-  ret;
-}
-""", lambda words, inputs: all(w == 0x41800000 for w in words)),
-    # The same product with A (ones) in registers, as fa's P V.
-    "wgmma_rega": (128, 512, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in)
-{
-  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<8>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 tile[4096];
-  mov.u32 %r1, %tid.x;
-  mov.u32 %r2, tile;
-  shl.b32 %r3, %r1, 5;
-  add.u32 %r4, %r2, %r3;
-  mov.b32 %r5, 0x3C003C00;
-  st.shared.v4.b32 [%r4], {%r5, %r5, %r5, %r5};
-  st.shared.v4.b32 [%r4+16], {%r5, %r5, %r5, %r5};
-  fence.proxy.async.shared::cta;
-  bar.sync 0;
-  cvt.u64.u32 %rd1, %r2;
-  and.b64 %rd2, %rd1, 262143;
-  shr.u64 %rd3, %rd2, 4;
-  or.b64 %rd4, %rd3, 524288;
-  or.b64 %rd5, %rd4, 68719476736;
-  mov.b32 %r6, 0;
-  setp.ne.b32 %p1, %r6, 0;
-  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, {%r5, %r5, %r5, %r5}, %rd5, %p1, 1, 1, 1;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-  ld.param.u64 %rd6, [out];
-  cvta.to.global.u64 %rd7, %rd6;
-  mul.wide.u32 %rd8, %r1, 16;
-  add.s64 %rd9, %rd7, %rd8;
-  st.global.v4.f32 [%rd9], {%f1, %f2, %f3, %f4};
-  ret;
-}
-""", lambda words, inputs: all(w == 0x41800000 for w in words)),
-    # The wgmma probe with its tile of ones copied in by cp.async.bulk
-    # (written and read by the async proxy, as the TMA producer's tiles).
-    "wgmma_bulk": (128, 512, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in)
-{
-  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<8>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 tile[4096];
-  .shared .align 8 .b64 bar;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra INITED;
-  mbarrier.init.shared::cta.b64 [bar], 1;
-  fence.mbarrier_init.release.cluster;
-INITED:
-  bar.sync 0;
-  @%p1 bra ISSUED;
-  ld.param.u64 %rd1, [in];
-  cvta.to.global.u64 %rd2, %rd1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 4096;
-  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [tile], [%rd2], 4096, [bar];
-ISSUED:
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
-  @!%p2 bra WAIT;
-  mov.u32 %r2, tile;
-  cvt.u64.u32 %rd1, %r2;
+"""
+
+# The wgmma probes' product: one m64n8k16 over the tile at %r2 (f16 ones)
+# through two descriptors (no swizzle, leading byte offset 128, stride byte
+# offset 256: every address stays inside the tile): D = 16 everywhere; each
+# thread stores its 4 results.
+WGMMA_PRODUCT = r"""  cvt.u64.u32 %rd1, %r2;
   and.b64 %rd2, %rd1, 262143;
   shr.u64 %rd3, %rd2, 4;
   or.b64 %rd4, %rd3, 524288;
@@ -234,7 +81,151 @@ WAIT:
   st.global.v4.f32 [%rd9], {%f1, %f2, %f3, %f4};
   ret;
 }
-""", lambda words, inputs: all(w == 0x41800000 for w in words)),
+"""
+
+# The tile of ones written by every thread (st.shared), fenced for the
+# async proxy.
+WGMMA_FILLED = r"""
+.visible .entry probe(.param .u64 out, .param .u64 in)
+{
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<8>; .reg .pred %p<4>;
+  .shared .align 1024 .b8 tile[4096];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, tile;
+  shl.b32 %r3, %r1, 5;
+  add.u32 %r4, %r2, %r3;
+  mov.b32 %r5, 0x3C003C00;
+  st.shared.v4.b32 [%r4], {%r5, %r5, %r5, %r5};
+  st.shared.v4.b32 [%r4+16], {%r5, %r5, %r5, %r5};
+  fence.proxy.async.shared::cta;
+  bar.sync 0;
+""" + WGMMA_PRODUCT
+
+# A TMA tensor copy of a 32 x 32 u32 tile into shared memory, each thread
+# storing 8 words of it back; ENTRY declares the tensor map parameter and
+# MAP makes %rd2 its address.
+TMA = r"""
+ENTRY
+{
+  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
+  .shared .align 1024 .b8 tile[4096];
+  .shared .align 8 .b64 bar;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra INITED;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+  fence.mbarrier_init.release.cluster;
+INITED:
+  bar.sync 0;
+  @%p1 bra ISSUED;
+MAP
+  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 4096;
+  mov.b32 %r9, 0;
+  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [tile], [%rd2, {%r9, %r9}], [bar];
+ISSUED:
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra WAIT;
+  mov.u32 %r2, tile;
+  shl.b32 %r3, %r1, 5;
+  add.u32 %r4, %r2, %r3;
+  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4];
+  ld.param.u64 %rd4, [out];
+  cvta.to.global.u64 %rd5, %rd4;
+  mul.wide.u32 %rd6, %r1, 32;
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.v4.u32 [%rd7], {%r5, %r6, %r7, %r8};
+  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4+16];
+  st.global.v4.u32 [%rd7+16], {%r5, %r6, %r7, %r8};
+  ret;
+}
+"""
+TMA_MAP_PARAM = (
+    ".visible .entry probe(.param .u64 out, .param .u64 in, .param .align 64 .b8 tmap[128])",
+    "  mov.b64 %rd1, tmap;\n  cvta.param.u64 %rd2, %rd1;\n")
+TMA_MAP_GLOBAL = (
+    ".visible .entry probe(.param .u64 out, .param .u64 in, .param .u64 tmap)",
+    "  ld.param.u64 %rd2, [tmap];\n")
+
+
+def tma(map_kind):
+    entry, address = map_kind
+    return TMA.replace("ENTRY", entry).replace("MAP\n", address)
+
+
+def bulk_copied(declarations, buffer, size):
+    """The start of a probe whose thread 0 copies `size` bytes of `in` into
+    the shared `buffer` with cp.async.bulk, completing on the mbarrier
+    `bar` (both among `declarations`), while every thread waits for it."""
+    return (r"""
+.visible .entry probe(.param .u64 out, .param .u64 in)
+{
+@@DECL@@  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra INITED;
+  mbarrier.init.shared::cta.b64 [bar], 1;
+  fence.mbarrier_init.release.cluster;
+INITED:
+  bar.sync 0;
+  @%p1 bra ISSUED;
+  ld.param.u64 %rd1, [in];
+  cvta.to.global.u64 %rd2, %rd1;
+  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], @@SIZE@@;
+  cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [@@BUFFER@@], [%rd2], @@SIZE@@, [bar];
+ISSUED:
+WAIT:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
+  @!%p2 bra WAIT;
+""".replace("@@DECL@@", declarations)
+            .replace("@@BUFFER@@", buffer).replace("@@SIZE@@", str(size)))
+
+
+PROBES = {
+    # 128 threads arrive on one mbarrier and wait for its phase.
+    "mbarrier": (128, 128, MBARRIER,
+      lambda words, inputs: all(w == 1 for w in words)),
+    # The same wait with a suspend-time hint (10 ms), as fa's rings wait.
+    "mbarrier_hint": (128, 128, MBARRIER.replace("[bar], 0;", "[bar], 0, 10000000;"),
+      lambda words, inputs: all(w == 1 for w in words)),
+    # Thread 0 copies 512 bytes global -> shared with cp.async.bulk, which
+    # completes the transaction on an mbarrier; every thread waits, then
+    # copies its word back out.
+    "bulk": (128, 128, bulk_copied(
+        r"""  .reg .b32 %r<8>; .reg .b64 %rd<12>; .reg .pred %p<4>;
+  .shared .align 128 .b8 buf[512];
+  .shared .align 8 .b64 bar;
+""", "buf", 512) + r"""  mov.u32 %r2, buf;
+  shl.b32 %r3, %r1, 2;
+  add.u32 %r4, %r2, %r3;
+  ld.shared.u32 %r5, [%r4];
+  ld.param.u64 %rd4, [out];
+  cvta.to.global.u64 %rd5, %rd4;
+  mul.wide.u32 %rd6, %r1, 4;
+  add.s64 %rd7, %rd5, %rd6;
+  st.global.u32 [%rd7], %r5;
+  ret;
+}
+""",
+      lambda words, inputs: words == inputs),
+    # A 4 KB shared tile of f16 ones, read by one wgmma m64n8k16 through
+    # two descriptors (no swizzle, leading byte offset 128, stride byte
+    # offset 256: every address stays inside the tile): D = 16 everywhere.
+    "wgmma": (128, 512, WGMMA_FILLED,
+      lambda words, inputs: all(w == 0x41800000 for w in words)),
+    # The same product with A (ones) in registers, as fa's P V.
+    "wgmma_rega": (128, 512, WGMMA_FILLED.replace(
+         "%rd5, %rd5, %p3, 1, 1, 0, 0;",
+         "{%r5, %r5, %r5, %r5}, %rd5, %p3, 1, 1, 1;"),
+      lambda words, inputs: all(w == 0x41800000 for w in words)),
+    # The wgmma probe with its tile of ones copied in by cp.async.bulk
+    # (written and read by the async proxy, as the TMA producer's tiles).
+    "wgmma_bulk": (128, 512, bulk_copied(
+        r"""  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .f32 %f<8>; .reg .pred %p<4>;
+  .shared .align 1024 .b8 tile[4096];
+  .shared .align 8 .b64 bar;
+""", "tile", 4096) + r"""  mov.u32 %r2, tile;
+""" + WGMMA_PRODUCT,
+      lambda words, inputs: all(w == 0x41800000 for w in words)),
     # Named barriers with part of the block (each warpgroup its own, then
     # both), as the consumers' warpgroup-local and compute barriers.
     "named": (256, 256, r"""
@@ -258,124 +249,21 @@ LOOP:
   st.global.u32 [%rd5], %r4;
   ret;
 }
-""", lambda words, inputs: all(w == 8 for w in words)),
+""",
+      lambda words, inputs: all(w == 8 for w in words)),
     # A TMA tensor copy (cp.async.bulk.tensor.2d of a 32 x 32 u32 tile)
     # whose tensor map is a 64-byte aligned kernel parameter read through
     # its generic address (cvta.param), as fa's kernels pass theirs ...
-    "tma_param": (128, 1024, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in, .param .align 64 .b8 tmap[128])
-{
-  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 tile[4096];
-  .shared .align 8 .b64 bar;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra INITED;
-  mbarrier.init.shared::cta.b64 [bar], 1;
-  fence.mbarrier_init.release.cluster;
-INITED:
-  bar.sync 0;
-  @%p1 bra ISSUED;
-  mov.b64 %rd1, tmap;
-  cvta.param.u64 %rd2, %rd1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 4096;
-  mov.b32 %r9, 0;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [tile], [%rd2, {%r9, %r9}], [bar];
-ISSUED:
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
-  @!%p2 bra WAIT;
-  mov.u32 %r2, tile;
-  shl.b32 %r3, %r1, 5;
-  add.u32 %r4, %r2, %r3;
-  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4];
-  ld.param.u64 %rd4, [out];
-  cvta.to.global.u64 %rd5, %rd4;
-  mul.wide.u32 %rd6, %r1, 32;
-  add.s64 %rd7, %rd5, %rd6;
-  st.global.v4.u32 [%rd7], {%r5, %r6, %r7, %r8};
-  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4+16];
-  st.global.v4.u32 [%rd7+16], {%r5, %r6, %r7, %r8};
-  ret;
-}
-""", lambda words, inputs: words == inputs),
+    "tma_param": (128, 1024, tma(TMA_MAP_PARAM),
+      lambda words, inputs: words == inputs),
     # ... and the same copy with the tensor map in global memory.
-    "tma_global": (128, 1024, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in, .param .u64 tmap)
-{
-  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 tile[4096];
-  .shared .align 8 .b64 bar;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra INITED;
-  mbarrier.init.shared::cta.b64 [bar], 1;
-  fence.mbarrier_init.release.cluster;
-INITED:
-  bar.sync 0;
-  @%p1 bra ISSUED;
-  ld.param.u64 %rd2, [tmap];
-  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 4096;
-  mov.b32 %r9, 0;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [tile], [%rd2, {%r9, %r9}], [bar];
-ISSUED:
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
-  @!%p2 bra WAIT;
-  mov.u32 %r2, tile;
-  shl.b32 %r3, %r1, 5;
-  add.u32 %r4, %r2, %r3;
-  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4];
-  ld.param.u64 %rd4, [out];
-  cvta.to.global.u64 %rd5, %rd4;
-  mul.wide.u32 %rd6, %r1, 32;
-  add.s64 %rd7, %rd5, %rd6;
-  st.global.v4.u32 [%rd7], {%r5, %r6, %r7, %r8};
-  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4+16];
-  st.global.v4.u32 [%rd7+16], {%r5, %r6, %r7, %r8};
-  ret;
-}
-""", lambda words, inputs: words == inputs),
+    "tma_global": (128, 1024, tma(TMA_MAP_GLOBAL),
+      lambda words, inputs: words == inputs),
     # The tma_param copy of a 30 x 30 tensor: the box's last rows and
     # columns are out of bounds, filled with zeros by the engine (as the
     # tiles past a sequence's end in fa's kernels).
-    "tma_oob": (128, 1024, r"""
-.visible .entry probe(.param .u64 out, .param .u64 in, .param .align 64 .b8 tmap[128])
-{
-  .reg .b32 %r<12>; .reg .b64 %rd<12>; .reg .pred %p<4>;
-  .shared .align 1024 .b8 tile[4096];
-  .shared .align 8 .b64 bar;
-  mov.u32 %r1, %tid.x;
-  setp.ne.u32 %p1, %r1, 0;
-  @%p1 bra INITED;
-  mbarrier.init.shared::cta.b64 [bar], 1;
-  fence.mbarrier_init.release.cluster;
-INITED:
-  bar.sync 0;
-  @%p1 bra ISSUED;
-  mov.b64 %rd1, tmap;
-  cvta.param.u64 %rd2, %rd1;
-  mbarrier.arrive.expect_tx.shared::cta.b64 %rd3, [bar], 4096;
-  mov.b32 %r9, 0;
-  cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [tile], [%rd2, {%r9, %r9}], [bar];
-ISSUED:
-WAIT:
-  mbarrier.try_wait.parity.shared::cta.b64 %p2, [bar], 0;
-  @!%p2 bra WAIT;
-  mov.u32 %r2, tile;
-  shl.b32 %r3, %r1, 5;
-  add.u32 %r4, %r2, %r3;
-  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4];
-  ld.param.u64 %rd4, [out];
-  cvta.to.global.u64 %rd5, %rd4;
-  mul.wide.u32 %rd6, %r1, 32;
-  add.s64 %rd7, %rd5, %rd6;
-  st.global.v4.u32 [%rd7], {%r5, %r6, %r7, %r8};
-  ld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [%r4+16];
-  st.global.v4.u32 [%rd7+16], {%r5, %r6, %r7, %r8};
-  ret;
-}
-""", lambda words, inputs: words == [
+    "tma_oob": (128, 1024, tma(TMA_MAP_PARAM),
+      lambda words, inputs: words == [
         inputs[i] if i // 32 < 30 and i % 32 < 30 else 0 for i in range(1024)]),
     # A warp-specialized ring as fa's kernels run one: 3 warpgroups; the
     # last gives registers back and one of its threads (the others exit)
@@ -469,7 +357,8 @@ WAIT_FULL:
 EXIT:
   ret;
 }
-""", lambda words, inputs: words == [
+""",
+      lambda words, inputs: words == [
         sum(inputs[n * 256 + t] for n in range(8)) & 0xFFFFFFFF
         for t in range(256)]),
     # Two warpgroups: the first gives registers back, the second takes
@@ -495,7 +384,8 @@ DONE:
   st.global.u32 [%rd5], %r2;
   ret;
 }
-""", lambda words, inputs: all(w == 1 for w in words)),
+""",
+      lambda words, inputs: all(w == 1 for w in words)),
 }
 
 
