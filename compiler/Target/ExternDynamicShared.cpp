@@ -1,5 +1,4 @@
-//===- ExternDynamicShared.cpp - The dynamic shared base as extern -*- C++
-//-*-=//
+//===- ExternDynamicShared.cpp - Dynamic shared base, extern ----*- C++ -*-===//
 //
 // convert-gpu-to-nvvm lowers gpu.dynamic_shared_memory to an *internal*
 // zero-size shared global, which the NVPTX back end emits as an ordinary
