@@ -15,6 +15,8 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <chrono>
+
 using namespace mlir;
 using namespace mlir::fa;
 
@@ -618,6 +620,14 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
   if (!error.empty())
     return llvm::createStringError(error);
   ::fa::KernelSpec spec = withDefaults(requested);
+  auto start = std::chrono::steady_clock::now();
+  // Seconds since `start`, which moves on: each stage's own time.
+  auto lap = [&start] {
+    auto now = std::chrono::steady_clock::now();
+    double seconds = std::chrono::duration<double>(now - start).count();
+    start = now;
+    return seconds;
+  };
   std::unique_ptr<MLIRContext> ctx = createCompilerContext();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(ctx.get(), [&](Diagnostic &diag) {
@@ -639,10 +649,12 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
       failed(planLaunches(*module, spec, captures, *launches)))
     return llvm::createStringError(diagnostics);
   kernel.launches = std::move(*launches);
+  kernel.seconds.lower = lap();
   FailureOr<std::string> ptx = emitPtx(*module);
   if (failed(ptx))
     return llvm::createStringError(diagnostics);
   kernel.ptx = std::move(*ptx);
+  kernel.seconds.codegen = lap();
   if (!assemble)
     return kernel;
   auto assembled = ::fa::runPtxas(kernel.ptx, spec.arch);
@@ -650,5 +662,6 @@ mlir::fa::compileKernel(const ::fa::KernelSpec &requested, bool assemble) {
     return assembled.takeError();
   kernel.cubin = std::move(assembled->cubin);
   kernel.resources = std::move(assembled->kernels);
+  kernel.seconds.assemble = lap();
   return kernel;
 }

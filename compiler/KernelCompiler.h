@@ -75,6 +75,7 @@ struct CompiledKernel {
   /// How the runtime launches it: one launch per kernel of the module, in
   /// the order they run (the forward has one, the backward three).
   std::vector<::fa::LaunchPlan> launches;
+  ::fa::CompileSeconds seconds; // assemble: 0 unless assembled
 };
 
 /// The launches of the kernels of a module at the gpu or llvm stage, in

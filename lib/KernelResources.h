@@ -20,6 +20,16 @@ struct KernelResources {
   bool spills() const { return spillStoreBytes > 0 || spillLoadBytes > 0; }
 };
 
+/// Where a compile's wall time went, in seconds: building the problem and
+/// the MLIR passes down to the LLVM dialect, LLVM's NVPTX back end (PTX),
+/// and the assembler (PTX -> cubin). All zero for a kernel read from a
+/// cache.
+struct CompileSeconds {
+  double lower = 0.0;
+  double codegen = 0.0;
+  double assemble = 0.0;
+};
+
 } // namespace fa
 
 #endif // FA_LIB_KERNELRESOURCES_H

@@ -107,6 +107,9 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
     info->source = int32_t(kernel.source);
     info->compile_seconds = kernel.compileSeconds;
+    info->lower_seconds = kernel.compileStages.lower;
+    info->codegen_seconds = kernel.compileStages.codegen;
+    info->assemble_seconds = kernel.compileStages.assemble;
     info->strategy = fa::strategyModel(resolveStrategy(kernel.spec)).abiCode;
     info->block_m = kernel.spec.blockM;
     info->block_n = kernel.spec.blockN;

@@ -93,6 +93,7 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
       return Result::error(Status::compileError,
                            kernelName(spec) + ": " +
                                llvm::toString(compiled.takeError()));
+    auto assembleStart = std::chrono::steady_clock::now();
     if (assembler == Assembler::nvjitlink) {
       auto assembled = runNvJitLink(compiled->ptx, spec.arch);
       if (!assembled)
@@ -110,6 +111,9 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
                              kernelName(spec) + ": " + r.message);
       compiled->resources = parsePtxasReport(log);
     }
+    fresh.info.compileStages = compiled->seconds;
+    if (assembler != Assembler::ptxas)
+      fresh.info.compileStages.assemble = secondsSince(assembleStart);
     fresh.info.assembler = assemblerId;
     fresh.info.name = compiled->name;
     fresh.info.launches = compiled->launches;

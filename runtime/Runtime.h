@@ -185,6 +185,7 @@ struct KernelInfo {
   bool replacedCorruptEntry = false; // a bad disk entry was rebuilt
   std::string cacheWarning; // why the kernel could not be written to disk
   double compileSeconds = 0.0;       // compile (or disk read) time
+  CompileSeconds compileStages;      // its split (0 when read from disk)
   double loadSeconds = 0.0;          // cuModuleLoadData time
 };
 

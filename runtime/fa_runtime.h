@@ -161,6 +161,11 @@ typedef struct fa_kernel_info {
   int64_t num_warps;
   int64_t stages;
   char assembler[64];        /* what made the cubin: "ptxas 13.0.88", "driver 13000" */
+  /* compile_seconds split (all 0 for a kernel read from the disk cache): the
+     MLIR passes down to LLVM IR, LLVM's NVPTX back end, the assembler. */
+  double lower_seconds;
+  double codegen_seconds;
+  double assemble_seconds;
 } fa_kernel_info;
 
 typedef struct fa_runtime fa_runtime;

@@ -81,7 +81,10 @@ class _Info(ctypes.Structure):
                 ("source", ctypes.c_int32), ("compile_seconds", ctypes.c_double),
                 ("strategy", ctypes.c_int32), ("block_m", ctypes.c_int64),
                 ("block_n", ctypes.c_int64), ("num_warps", ctypes.c_int64),
-                ("stages", ctypes.c_int64), ("assembler", ctypes.c_char * 64)]
+                ("stages", ctypes.c_int64), ("assembler", ctypes.c_char * 64),
+                ("lower_seconds", ctypes.c_double),
+                ("codegen_seconds", ctypes.c_double),
+                ("assemble_seconds", ctypes.c_double)]
 
 _strategy_codes = None
 

@@ -54,6 +54,14 @@ class PrepareKernelTest(unittest.TestCase):
         self.assertIn(first["source"], ("compiled", "disk"))
         self.assertEqual(again["source"], "memory")
         self.assertEqual(again["key"], first["key"])
+        # A compile reports where its time went; a disk read compiles nothing.
+        stages = first["compile_stages"]
+        if first["source"] == "compiled":
+            self.assertGreater(stages["lower"], 0.0)
+            self.assertGreater(stages["codegen"], 0.0)
+            self.assertLessEqual(sum(stages.values()), first["compile_seconds"])
+        else:
+            self.assertEqual(sum(stages.values()), 0.0)
 
     def test_assembler_is_reported(self):
         # Without FA_ASSEMBLER, ptxas where the toolkit is (as on CI).

@@ -1934,6 +1934,12 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
   EXPECT_EQ(std::string(info.key).size(), 64u);
   EXPECT_EQ(info.num_threads, 256);
   EXPECT_EQ(info.source, 0);
+  // Compiled here: the split of compile_seconds, each stage timed.
+  EXPECT_GT(info.lower_seconds, 0.0);
+  EXPECT_GT(info.codegen_seconds, 0.0);
+  EXPECT_GT(info.assemble_seconds, 0.0) << info.assembler;
+  EXPECT_LE(info.lower_seconds + info.codegen_seconds + info.assemble_seconds,
+            info.compile_seconds);
   ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
             FA_OK);
   EXPECT_EQ(info.source, 2);

@@ -464,32 +464,51 @@ int main(int argc, char **argv) {
   if (requested.needsDefaults() && inputFile.empty() &&
       (report || *target != Stage::fa))
     candidates = defaultCandidates(requested, sequenceLength);
-  // One candidate leaves nothing to choose: no trial compile.
+  // One candidate leaves nothing to choose: no trial compile. The chosen
+  // trial's PTX and cubin are the kernel's: they are not made twice.
+  std::optional<CompiledKernel> chosenTrial;
+  size_t trialsCompiled = 0;
   if (candidates.size() > 1) {
     if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
+      std::vector<std::optional<CompiledKernel>> trials(candidates.size());
+      size_t next = 0;
       std::optional<size_t> chosen = ::fa::chooseDefaultCandidate(
           candidates,
-          [](const ::fa::KernelSpec &candidate) -> std::optional<bool> {
+          [&](const ::fa::KernelSpec &candidate) -> std::optional<bool> {
             llvm::Expected<CompiledKernel> compiled =
                 compileKernel(candidate, /*assemble=*/true);
+            std::optional<CompiledKernel> &trial = trials[next++];
             if (!compiled) {
               llvm::consumeError(compiled.takeError());
               return std::nullopt;
             }
-            return llvm::any_of(compiled->resources,
-                                [](const ::fa::KernelResources &k) {
-                                  return k.spills();
-                                });
+            trial = std::move(*compiled);
+            return llvm::any_of(
+                trial->resources,
+                [](const ::fa::KernelResources &k) { return k.spills(); });
           });
-      if (chosen)
+      trialsCompiled = next;
+      if (chosen) {
         spec = candidates[*chosen];
+        chosenTrial = std::move(trials[*chosen]);
+      }
     } else {
       llvm::consumeError(ptxas.takeError());
     }
   }
-  if (candidates.size() > 1)
-    endStep("default tiles (trial compiles of " +
-            std::to_string(candidates.size()) + " candidates)");
+  if (candidates.size() > 1) {
+    std::string label =
+        "default tiles (trial compiles: " + std::to_string(trialsCompiled) +
+        " of " + std::to_string(candidates.size()) + " candidates";
+    if (chosenTrial)
+      label += llvm::formatv(", the chosen one's: lower {0:F3}, NVPTX "
+                             "{1:F3}, ptxas {2:F3}; reused",
+                             chosenTrial->seconds.lower,
+                             chosenTrial->seconds.codegen,
+                             chosenTrial->seconds.assemble)
+                   .str();
+    endStep(label + ")");
+  }
   if (inputFile.empty()) {
     module = buildAttentionModule(*ctx, spec);
     if (!module)
@@ -556,15 +575,22 @@ int main(int argc, char **argv) {
       if (report)
         return fail("--report needs --emit=llvm, ptx or cubin");
     }
-    FailureOr<std::string> emitted = emitPtx(*module);
-    if (failed(emitted))
-      return 1;
-    ptx = std::move(*emitted);
-    endStep("ptx (NVPTX back end)");
+    if (chosenTrial) {
+      ptx = chosenTrial->ptx;
+    } else {
+      FailureOr<std::string> emitted = emitPtx(*module);
+      if (failed(emitted))
+        return 1;
+      ptx = std::move(*emitted);
+      endStep("ptx (NVPTX back end)");
+    }
     if (!dumpDir.empty() &&
         !writeFile(dumpPath(Stage::ptx, ".ptx"), ptx, error))
       return fail(error);
-    if (*target == Stage::cubin || report) {
+    if (chosenTrial) {
+      assembled.cubin = std::move(chosenTrial->cubin);
+      assembled.kernels = std::move(chosenTrial->resources);
+    } else if (*target == Stage::cubin || report) {
       stepStart = std::chrono::steady_clock::now();
       auto result = ::fa::runPtxas(ptx, spec.arch);
       if (!result)
