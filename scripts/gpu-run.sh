@@ -18,9 +18,15 @@
 #                        tests come in parts, so each shard is ~1/8 of the
 #                        suite, which is more than one device call's limit)
 #   FA_GPU_TEST_SHARD    the shards to run, e.g. 0,1,2 (default: all). They
-#                        run in parallel over the visible GPUs, one at a time
-#                        per GPU (logs gpu-tests-shard<i>.log); on one GPU,
-#                        run a few per call.
+#                        run in parallel over the visible GPUs (logs
+#                        gpu-tests-shard<i>.log); on one GPU, run a few per
+#                        call.
+#   FA_GPU_TEST_PER_GPU  shards run at once on each GPU (default 1). The
+#                        suite's time is the host's (compiles, the float64
+#                        references), so several share a GPU well.
+#   FA_GPU_TEST_CACHE_DIR  the kernel cache every test and shard shares
+#                        (default /tmp/fa-gpu-test-cache): a kernel compiles
+#                        once per machine.
 #   FA_BENCH_ARGS        extra arguments of bench/bench_attention.py
 #   FA_BENCH_BACKWARD_ARGS  extra arguments of bench/bench_backward.py
 set -uo pipefail
@@ -50,22 +56,27 @@ run() { # name command...
 }
 
 # The GPU suite's shards: those of FA_GPU_TEST_SHARD, spread over the GPUs
-# (shard i on GPU k % gpus for its position k in the list), each GPU's in
-# turn. Each shard is a step of its own (gpu-tests-shard<i>).
+# and FA_GPU_TEST_PER_GPU lanes on each (shard i, at position k in the
+# list, in lane k % lanes), each lane's in turn. Each shard is a step of its
+# own (gpu-tests-shard<i>).
 run_test_shards() {
   local total=${FA_GPU_TEST_SHARDS:-8}
   local list=${FA_GPU_TEST_SHARD:-$(seq -s, 0 $((total - 1)))}
+  local perGpu=${FA_GPU_TEST_PER_GPU:-1}
   local gpus
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   [ "$gpus" -ge 1 ] || gpus=1
-  local shards=() k=0 g
+  local lanes=$((gpus * perGpu))
+  export FA_GPU_TEST_CACHE_DIR=${FA_GPU_TEST_CACHE_DIR:-/tmp/fa-gpu-test-cache}
+  local shards=() k=0 lane
   IFS=, read -r -a shards <<< "$list"
-  for g in $(seq 0 $((gpus - 1))); do
+  for lane in $(seq 0 $((lanes - 1))); do
     (
       for k in "${!shards[@]}"; do
-        [ $((k % gpus)) -eq "$g" ] || continue
+        [ $((k % lanes)) -eq "$lane" ] || continue
         local i=${shards[$k]} start=$SECONDS
-        CUDA_VISIBLE_DEVICES=$g GTEST_TOTAL_SHARDS=$total GTEST_SHARD_INDEX=$i \
+        CUDA_VISIBLE_DEVICES=$((lane % gpus)) GTEST_TOTAL_SHARDS=$total \
+          GTEST_SHARD_INDEX=$i \
           /tmp/fa-bin/fa-gpu-tests --gtest_filter="${FA_GPU_TEST_FILTER:-*}" \
           > "$OUT/gpu-tests-shard$i.log" 2>&1
         echo "$? $((SECONDS - start))" > "$OUT/gpu-tests-shard$i.rc"

@@ -142,12 +142,42 @@ using fa::test::fromBits;
 using fa::test::nanBits;
 using fa::test::toBits;
 
+/// Wall seconds since construction.
+struct Stopwatch {
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  }
+};
+
+/// Where a case's time went (the suite's shards must fit a device call):
+/// the whole case, the runtime's call (a compile on the first use of a
+/// kernel, then the launch) and the float64 reference.
+std::string caseTimes(double whole, double call, double reference) {
+  char text[96];
+  std::snprintf(text, sizeof(text), "%.2f s: call %.2f, reference %.2f", whole,
+                call, reference);
+  return text;
+}
+
 class GpuAttention : public testing::Test {
 protected:
   void SetUp() override {
     if (!driver().available())
       GTEST_SKIP() << "no GPU: " << driver().loadError();
-    llvm::sys::fs::createUniqueDirectory("fa-gpu-test-cache", cacheDir);
+    // FA_GPU_TEST_CACHE_DIR: one kernel cache for every test and shard
+    // (scripts/gpu-run.sh), so that a kernel compiles once per suite run;
+    // else a fresh folder per test.
+    if (const char *shared = std::getenv("FA_GPU_TEST_CACHE_DIR");
+        shared && *shared) {
+      cacheDir = shared;
+      ASSERT_FALSE(llvm::sys::fs::create_directories(cacheDir)) << shared;
+    } else {
+      useFreshCache();
+    }
     fa::RuntimeOptions options;
     options.cacheDir = std::string(cacheDir);
     fa::Result r = fa::Runtime::create(options, runtime);
@@ -163,8 +193,27 @@ protected:
   }
   void TearDown() override {
     runtime.reset();
-    if (!cacheDir.empty())
+    if (ownsCacheDir)
       llvm::sys::fs::remove_directories(cacheDir);
+  }
+
+  /// A new empty cache folder of this test's own (removed at the end), for
+  /// the tests that count what a cache holds or where a kernel came from;
+  /// `runtime` is then recreated on it.
+  void useFreshCache() {
+    if (ownsCacheDir)
+      llvm::sys::fs::remove_directories(cacheDir);
+    cacheDir.clear();
+    ASSERT_FALSE(
+        llvm::sys::fs::createUniqueDirectory("fa-gpu-test-cache", cacheDir));
+    ownsCacheDir = true;
+    if (runtime) {
+      fa::RuntimeOptions options;
+      options.cacheDir = std::string(cacheDir);
+      runtime.reset();
+      fa::Result r = fa::Runtime::create(options, runtime);
+      ASSERT_TRUE(bool(r)) << r.message;
+    }
   }
 
   struct Case {
@@ -269,6 +318,7 @@ protected:
   /// Runs one case with the strategy and tiles of `tiles` (0 = default);
   /// prints the max |error| of O and LSE.
   void runCase(const Case &c, const fa::KernelSpec &tiles = defaults()) {
+    Stopwatch whole;
     fa::KernelSpec spec = tiles;
     spec.headDim = c.headDim;
     spec.causal = c.causal;
@@ -342,9 +392,11 @@ protected:
         return;
     }
     args.kvSplits = c.kvSplits;
+    Stopwatch call;
     fa::Result r = runtime->forward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
+    double callSeconds = call.seconds();
 
     std::vector<float> out(q.size()), lse(p.lseElements());
     if (wide) {
@@ -356,8 +408,10 @@ protected:
         out[i] = fromBits(bits[i], c.dtype);
     }
     CU_ASSERT(driver().cuMemcpyDtoH_v2(lse.data(), dlse.ptr, lse.size() * 4));
+    Stopwatch reference;
     fa::ReferenceResult want =
         fa::referenceAttention(p, q.data(), k.data(), v.data());
+    double referenceSeconds = reference.seconds();
     // 16-bit: P is rounded before P V and O before the store, each by at most
     // u = 2^-11 (f16) or 2^-8 (bf16) relative; O is a convex combination of
     // V rows, so |O - O_ref| <= 2 u max|V| on top of the f32 tolerance.
@@ -410,12 +464,13 @@ protected:
     }
     std::printf(
         "  ok %-4s%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
-        "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e\n",
+        "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e [%s]\n",
         fa::toString(resolveStrategy(spec)),
         spec.hasVariant() || spec.sinks ? (" " + kernelName(spec)).c_str() : "",
         long(c.headDim), long(c.batch), long(c.qHeads), long(c.kvHeads),
         long(c.qLen), long(c.kvLen), c.causal ? "causal" : "full",
-        fa::toString(c.dtype), maxOut, outputTolerance, maxLse);
+        fa::toString(c.dtype), maxOut, outputTolerance, maxLse,
+        caseTimes(whole.seconds(), callSeconds, referenceSeconds).c_str());
   }
 
   /// A packed varlen batch: per sequence, its query and key lengths.
@@ -796,6 +851,7 @@ protected:
   /// types), against the exact float64 gradients; prints each gradient's
   /// max |error| as a fraction of its tolerance.
   void runBackwardCase(const Case &c, const fa::KernelSpec &tiles = defaults()) {
+    Stopwatch whole;
     fa::KernelSpec spec = tiles;
     spec.headDim = c.headDim;
     spec.causal = c.causal;
@@ -832,8 +888,10 @@ protected:
     round(k);
     round(v);
     round(gradOutput);
+    Stopwatch reference;
     fa::ReferenceResult forward =
         fa::referenceAttention(p, q.data(), k.data(), v.data());
+    double referenceSeconds = reference.seconds();
     std::vector<float> o(forward.output.begin(), forward.output.end());
     std::vector<float> lse(forward.lse.begin(), forward.lse.end());
     round(o);
@@ -908,9 +966,11 @@ protected:
       if (HasFatalFailure() || HasNonfatalFailure())
         return;
     }
+    Stopwatch call;
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     CU_ASSERT(driver().cuCtxSynchronize());
+    double callSeconds = call.seconds();
     // Deterministic: runs again on the same inputs give the same bits.
     if (spec.deterministic) {
       auto bytesOf = [&](const DeviceBuffer &buffer) {
@@ -946,8 +1006,10 @@ protected:
         values[i] = fromBits(bits[i], c.dtype);
       return values;
     };
+    reference = Stopwatch();
     fa::ReferenceGradients want = fa::referenceAttentionBackward(
         p, q.data(), k.data(), v.data(), gradOutput.data());
+    referenceSeconds += reference.seconds();
     // f32: the exp2 approximation and the atomic dQ sums (any order) keep
     // errors near 1e-6 of the gradient's size; 16-bit: P, dS and the
     // gradients are rounded, a few u (the CPU suite's bound, 8 u).
@@ -1024,14 +1086,15 @@ protected:
       }
       std::printf("  dsinks max |error| / tolerance %.3f\n", sinkError);
     }
-    std::printf("  ok bwd%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
-                "%-4s max |error| / tolerance: dQ %.3f dK %.3f dV %.3f "
-                "(tolerance %.1e x max|grad| + 1e-5)\n",
-                spec.deterministic ? " det" : "",
-                long(c.headDim), long(c.batch), long(c.qHeads),
-                long(c.kvHeads), long(c.qLen), long(c.kvLen),
-                c.causal ? "causal" : "full", fa::toString(c.dtype), errors[0],
-                errors[1], errors[2], relative);
+    std::printf(
+        "  ok bwd%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
+        "%-4s max |error| / tolerance: dQ %.3f dK %.3f dV %.3f "
+        "(tolerance %.1e x max|grad| + 1e-5) [%s]\n",
+        spec.deterministic ? " det" : "", long(c.headDim), long(c.batch),
+        long(c.qHeads), long(c.kvHeads), long(c.qLen), long(c.kvLen),
+        c.causal ? "causal" : "full", fa::toString(c.dtype), errors[0],
+        errors[1], errors[2], relative,
+        caseTimes(whole.seconds(), callSeconds, referenceSeconds).c_str());
   }
 
   /// A built-in variant (lib/Variants.h) with its twin in plain C++.
@@ -1162,6 +1225,7 @@ protected:
   }
 
   llvm::SmallString<128> cacheDir;
+  bool ownsCacheDir = false;
   std::unique_ptr<fa::Runtime> runtime;
   CUcontext context = nullptr;
 };
@@ -1522,16 +1586,21 @@ TEST_P(GpuAttentionPart, BackwardVariantsMatchFloat64Gradients) {
 /// rows that see no key (Sq > Sk, causal: O = 0, LSE = the sink). The
 /// logits range from below the scores to far above them (12: the row's
 /// weight goes almost all to the sink).
-TEST_F(GpuAttention, SinksMatchFloat64Reference) {
+TEST_P(GpuAttentionPart, SinksMatchFloat64Reference) {
   const int64_t heads = 4;
   std::vector<Config> configs = variantConfigs();
   Variant plain{"plain", "", "", false, {}, {}};
   Variant causal{"causal", "", "", true, {}, {}};
   Variant window = builtInVariants(heads)[6]; // softcap + window, causal
   ASSERT_EQ(std::string(window.name), "softcap+window");
+  int64_t item = 0;
   for (const Variant &variant : {plain, causal, window})
     for (Config config : configs)
       for (int64_t d : {64, 128}) {
+        if (quick() && d != 64)
+          break;
+        if (!ownsItem(item++))
+          continue;
         fa::KernelSpec spec = defaults();
         spec.strategy = config.strategy;
         for (Shape s : {Shape{2, heads, 2, 300, 700},
@@ -1547,8 +1616,6 @@ TEST_F(GpuAttention, SinksMatchFloat64Reference) {
           if (HasFatalFailure() || HasNonfatalFailure())
             return;
         }
-        if (quick())
-          break;
       }
 }
 
@@ -1557,7 +1624,7 @@ TEST_F(GpuAttention, SinksMatchFloat64Reference) {
 /// runs of 1 to 300 keys; causal and not; Sq > Sk gives rows in no
 /// document), a bias table (f16 [Hq, Sq, Sk]) and ALiBi with its slopes
 /// read per head (f32 [Hq]).
-TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
+TEST_P(GpuAttentionPart, CapturesMatchFloat64Reference) {
   const int64_t heads = 4;
   std::vector<Config> configs = variantConfigs();
   std::mt19937 rng(7);
@@ -1600,8 +1667,13 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
     c.captures = {capture};
     return c;
   };
+  int64_t item = 0;
   for (Config config : configs)
     for (int64_t d : {64, 128}) {
+      if (quick() && d != 64)
+        break;
+      if (!ownsItem(item++))
+        continue;
       fa::KernelSpec spec = defaults();
       spec.strategy = config.strategy;
       for (Shape s : {Shape{2, heads, 2, 300, 700},
@@ -1622,8 +1694,6 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
             return;
         }
       }
-      if (quick())
-        break;
     }
 }
 
@@ -1631,11 +1701,16 @@ TEST_F(GpuAttention, CapturesMatchFloat64Reference) {
 /// tables (checked against tables computed on the host), and the forward
 /// and backward that visit only the tiles they meet match float64, on
 /// every strategy, causal or not, Sq < Sk, Sq > Sk and GQA.
-TEST_F(GpuAttention, BlockMaskMatchesFloat64Reference) {
+TEST_P(GpuAttentionPart, BlockMaskMatchesFloat64Reference) {
   const int64_t heads = 4;
   std::mt19937 rng(11);
+  int64_t item = 0;
   for (Config config : variantConfigs())
     for (int64_t d : {64, 128}) {
+      if (quick() && d != 64)
+        break;
+      if (!ownsItem(item++))
+        continue;
       fa::KernelSpec spec = defaults();
       spec.strategy = config.strategy;
       for (Shape s : {Shape{2, heads, 2, 300, 700},
@@ -1652,8 +1727,6 @@ TEST_F(GpuAttention, BlockMaskMatchesFloat64Reference) {
           if (HasFatalFailure() || HasNonfatalFailure())
             return;
         }
-      if (quick())
-        break;
     }
 }
 
@@ -1961,6 +2034,7 @@ TEST_F(GpuAttention, ClearMemoryCacheWhileLaunching) {
 /// a second runtime (as a second process would) reads it instead of timing;
 /// another length bucket is tuned again. Forward and backward.
 TEST_F(GpuAttention, AutotuneChoosesPersistsAndReuses) {
+  useFreshCache();
   fa::RuntimeOptions options;
   options.cacheDir = std::string(cacheDir);
   options.autotune = true;
@@ -2032,6 +2106,7 @@ TEST_F(GpuAttention, SweepTimingChecksAndTimes) {
 }
 
 TEST_F(GpuAttention, JitAndCacheTimes) {
+  useFreshCache();
   fa::KernelSpec spec;
   spec.headDim = 96;
   spec.causal = true;
