@@ -587,23 +587,24 @@ int main(int argc, char **argv) {
     if (!dumpDir.empty() &&
         !writeFile(dumpPath(Stage::ptx, ".ptx"), ptx, error))
       return fail(error);
+    bool assemble = *target == Stage::cubin || report;
     if (chosenTrial) {
       assembled.cubin = std::move(chosenTrial->cubin);
       assembled.kernels = std::move(chosenTrial->resources);
-    } else if (*target == Stage::cubin || report) {
+    } else if (assemble) {
       stepStart = std::chrono::steady_clock::now();
       auto result = ::fa::runPtxas(ptx, spec.arch);
       if (!result)
         return fail(llvm::toString(result.takeError()));
       assembled = std::move(*result);
       endStep("cubin (ptxas)");
-      if (!dumpDir.empty() &&
-          !writeFile(dumpPath(Stage::cubin, ".cubin"),
-                     llvm::StringRef(assembled.cubin.data(),
-                                     assembled.cubin.size()),
-                     error))
-        return fail(error);
     }
+    if (assemble && !dumpDir.empty() &&
+        !writeFile(
+            dumpPath(Stage::cubin, ".cubin"),
+            llvm::StringRef(assembled.cubin.data(), assembled.cubin.size()),
+            error))
+      return fail(error);
   }
 
   if (timings) {
