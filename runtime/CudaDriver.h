@@ -50,10 +50,7 @@ namespace fa {
   X(cuEventElapsedTime_v2)                                                     \
   X(cuEventDestroy_v2)                                                         \
   X(cuTensorMapEncodeTiled)                                                    \
-  X(cuLinkCreate_v2)                                                           \
-  X(cuLinkAddData_v2)                                                          \
-  X(cuLinkComplete)                                                            \
-  X(cuLinkDestroy)
+  X(cuModuleLoadDataEx)
 
 class CudaDriver {
 public:

@@ -53,7 +53,9 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     switch (disk.read(key, cached, why)) {
     case DiskCache::Lookup::hit:
       if (fromMetadata(cached.metadata, spec, fresh.info) &&
-          checkCubinImage(cached.cubin, spec).empty()) {
+          (assembler == Assembler::driver ? checkPtxImage(cached.cubin, spec)
+                                          : checkCubinImage(cached.cubin, spec))
+              .empty()) {
         fresh.cubin = std::move(cached.cubin);
         fresh.info.source = KernelSource::diskCache;
         return true;
@@ -105,10 +107,16 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     }
     if (assembler == Assembler::driver) {
       std::string log;
-      if (Result r = assembleWithDriver(compiled->ptx, compiled->cubin, log);
-          !r)
+      CUmodule module = nullptr;
+      if (Result r = assembleWithDriver(compiled->ptx, module, log); !r)
         return Result::error(Status::compileError,
                              kernelName(spec) + ": " + r.message);
+      // Loaded already: loadLocked configures this module.
+      fresh.module = module;
+      fresh.driver = driver;
+      fresh.context = context;
+      compiled->cubin.assign(compiled->ptx.begin(), compiled->ptx.end());
+      compiled->cubin.push_back('\0');
       compiled->resources = parsePtxasReport(log);
     }
     fresh.info.compileStages = compiled->seconds;
@@ -175,12 +183,14 @@ Result Runtime::Impl::chooseAssemblerLocked() {
   return {};
 }
 
-/// PTX -> cubin by the driver's JIT (the same optimizing assembler as
+/// PTX -> a module by the driver's JIT (the same optimizing assembler as
 /// ptxas, built into libcuda), for the context's device, with the verbose
-/// log that reports registers, spills and stack like `ptxas -v`.
+/// log that reports registers, spills and stack like `ptxas -v`. Not through
+/// cuLink*: the linker compiles PTX as relocatable code, where the
+/// warp-specialized kernels' per-warpgroup register budgets (setmaxnreg) go
+/// unused and they spill (docs/benchmarks.md, 2026-12-04 (p)).
 Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
-                                         std::vector<char> &cubin,
-                                         std::string &log) {
+                                         CUmodule &module, std::string &log) {
   if (Result r = cudaCheck(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
       !r)
     return r;
@@ -196,31 +206,15 @@ Result Runtime::Impl::assembleWithDriver(const std::string &ptx,
                     reinterpret_cast<void *>(uintptr_t(errors.size())),
                     reinterpret_cast<void *>(uintptr_t(1)),
                     reinterpret_cast<void *>(uintptr_t(4))};
-  CUlinkState state = nullptr;
-  if (Result r = cudaCheck(driver->cuLinkCreate_v2(6, options, values, &state),
-                           "cuLinkCreate");
-      !r)
-    return r;
-  auto fail = [&](CUresult result, const char *what) {
-    Result r = cudaCheck(result, what);
+  CUresult loaded =
+      driver->cuModuleLoadDataEx(&module, ptx.c_str(), 6, options, values);
+  if (loaded != CUDA_SUCCESS) {
+    module = nullptr;
+    Result r = cudaCheck(loaded, "cuModuleLoadDataEx (the driver's PTX JIT)");
     r.message += std::string(": ") + errors.data();
-    driver->cuLinkDestroy(state);
     return r;
-  };
-  CUresult added = driver->cuLinkAddData_v2(
-      state, CU_JIT_INPUT_PTX, const_cast<char *>(ptx.c_str()),
-      ptx.size() + 1, "fa.ptx", 0, nullptr, nullptr);
-  if (added != CUDA_SUCCESS)
-    return fail(added, "cuLinkAddData (the driver's PTX JIT)");
-  void *image = nullptr;
-  size_t size = 0;
-  CUresult completed = driver->cuLinkComplete(state, &image, &size);
-  if (completed != CUDA_SUCCESS)
-    return fail(completed, "cuLinkComplete (the driver's PTX JIT)");
-  cubin.assign(static_cast<const char *>(image),
-               static_cast<const char *>(image) + size);
+  }
   log = info.data();
-  driver->cuLinkDestroy(state);
   return {};
 }
 
@@ -282,11 +276,13 @@ Result Runtime::Impl::loadLocked(KernelEntry &entry) {
                              "allows " +
                              std::to_string(maxSharedMemory));
   auto start = std::chrono::steady_clock::now();
-  if (Result r = cudaCheck(
-          driver->cuModuleLoadData(&entry.module, entry.cubin.data()),
-          "cuModuleLoadData");
-      !r)
-    return r;
+  // A kernel the driver's JIT just compiled is loaded already.
+  if (!entry.module)
+    if (Result r = cudaCheck(
+            driver->cuModuleLoadData(&entry.module, entry.cubin.data()),
+            "cuModuleLoadData");
+        !r)
+      return r;
   entry.driver = driver;
   entry.context = context;
   // Once the module is loaded, any later failure unloads it again: the

@@ -159,4 +159,28 @@ std::string checkCubinImage(const std::vector<char> &cubin,
   return "";
 }
 
+std::string checkPtxImage(const std::vector<char> &image,
+                          const KernelSpec &spec) {
+  if (image.empty() || image.back() != '\0')
+    return "the PTX image does not end in a NUL";
+  llvm::StringRef text(image.data(), image.size() - 1);
+  if (text.contains('\0'))
+    return "the PTX image holds a NUL before its end";
+  // The target directive: ".target sm_90a" (optionally followed by
+  // ", debug" etc.), on a line of its own.
+  llvm::SmallVector<llvm::StringRef> lines;
+  text.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    llvm::StringRef rest = line.trim();
+    if (!rest.consume_front(".target"))
+      continue;
+    llvm::StringRef target = rest.trim().take_until(
+        [](char c) { return c == ',' || c == ' ' || c == '\t'; });
+    if (target == spec.arch)
+      return "";
+    return "the PTX targets " + target.str() + ", the spec " + spec.arch;
+  }
+  return "the PTX image has no .target line";
+}
+
 } // namespace fa

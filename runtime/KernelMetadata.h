@@ -41,6 +41,12 @@ bool fromMetadata(const std::string &text, const KernelSpec &spec,
 std::string checkCubinImage(const std::vector<char> &cubin,
                             const KernelSpec &spec);
 
+/// The same for the driver's JIT, whose image is the PTX it compiles at
+/// load: "" when `image` is text ending in its only NUL that targets
+/// `spec`'s arch (a `.target` line naming it), else what it is not.
+std::string checkPtxImage(const std::vector<char> &image,
+                          const KernelSpec &spec);
+
 } // namespace fa
 
 #endif // FA_RUNTIME_KERNELMETADATA_H

@@ -139,7 +139,11 @@ struct Runtime::Impl {
   Result prepareLocked(const KernelSpec &spec,
                        std::shared_ptr<KernelEntry> &entry);
   Result chooseAssemblerLocked();
-  Result assembleWithDriver(const std::string &ptx, std::vector<char> &cubin,
+  /// PTX -> a module loaded by the driver's JIT, compiled as a whole
+  /// program (cuModuleLoadDataEx), and its verbose log. The entry's image is
+  /// then the PTX itself (NUL-terminated): cuModuleLoadData compiles it the
+  /// same way in a later process (the driver keeps its own JIT cache).
+  Result assembleWithDriver(const std::string &ptx, CUmodule &module,
                             std::string &log);
   /// `length`: the length bucket the defaults are chosen for (0 = none).
   Result prepareDefaultedLocked(KernelSpec requested,

@@ -1231,6 +1231,30 @@ TEST(KernelCache, CubinImageCheck) {
             "the cubin is 10 bytes, shorter than an ELF header");
 }
 
+/// The driver's entries hold PTX (compiled by the driver's JIT at load):
+/// NUL-terminated text whose .target is the spec's arch.
+TEST(KernelCache, PtxImageCheck) {
+  fa::KernelSpec spec = smallSpec(); // sm_90a
+  auto image = [](std::string text) {
+    return std::vector<char>(text.c_str(), text.c_str() + text.size() + 1);
+  };
+  std::string ptx = "//\n.version 8.1\n.target sm_90a\n.address_size 64\n";
+  EXPECT_EQ(fa::checkPtxImage(image(ptx), spec), "");
+  EXPECT_EQ(fa::checkPtxImage(image(".target sm_90a, debug\n"), spec), "");
+  EXPECT_EQ(fa::checkPtxImage(image(".version 8.1\n.target sm_80\n"), spec),
+            "the PTX targets sm_80, the spec sm_90a");
+  EXPECT_EQ(fa::checkPtxImage(image(".version 8.1\n"), spec),
+            "the PTX image has no .target line");
+  std::vector<char> unterminated(ptx.begin(), ptx.end());
+  EXPECT_EQ(fa::checkPtxImage(unterminated, spec),
+            "the PTX image does not end in a NUL");
+  std::vector<char> inner = image(ptx);
+  inner[3] = '\0';
+  EXPECT_EQ(fa::checkPtxImage(inner, spec),
+            "the PTX image holds a NUL before its end");
+  EXPECT_EQ(fa::checkPtxImage({}, spec), "the PTX image does not end in a NUL");
+}
+
 /// Another user's entry in this user's folder (group-writable folders are
 /// the norm) is not trusted: rebuilt, and the rebuilt entry is this
 /// user's. Needs root to make a file of another owner; skipped otherwise.
