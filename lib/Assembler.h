@@ -3,7 +3,8 @@
 // The runtime assembles the compiler's PTX with ptxas where a CUDA toolkit
 // is installed, else with libnvJitLink where it can be loaded (PyTorch's
 // wheels depend on the pip package that ships it), else with the CUDA
-// driver's own JIT (cuLink*), which every machine that runs kernels has.
+// driver's own JIT (a whole-program compile at module load), which every
+// machine that runs kernels has.
 // FA_ASSEMBLER=ptxas|nvjitlink|driver forces one.
 //
 //===----------------------------------------------------------------------===//
