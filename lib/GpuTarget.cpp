@@ -10,12 +10,18 @@ namespace fa {
 // ISA with sm_90a; it also covers the older targets. Hopper takes PTX 8.1
 // for red.global.add.v2.f32 (vector reductions need sm_90 and PTX 8.1).
 // Per SM: shared memory, resident threads and blocks (the same table).
+// PTX ISA 8.0 came with CUDA 12.0, 8.1 with 12.1 (the PTX ISA's release
+// notes): the oldest drivers whose JIT reads them.
 static constexpr GpuArch kArchs[] = {
-    {"sm_80", 166912, "+ptx80", 167936, 2048, 32, false}, // 163 KB, 164 KB/SM
-    {"sm_86", 101376, "+ptx80", 102400, 1536, 16, false}, // 99 KB, 100 KB/SM
-    {"sm_89", 101376, "+ptx80", 102400, 1536, 24, false}, // 99 KB, 100 KB/SM
-    {"sm_90", 232448, "+ptx81", 233472, 2048, 32, true},  // 227 KB, 228 KB/SM
-    {"sm_90a", 232448, "+ptx81", 233472, 2048, 32, true},
+    {"sm_80", 166912, "+ptx80", 167936, 2048, 32, false,
+     12000}, // 163 KB, 164 KB/SM
+    {"sm_86", 101376, "+ptx80", 102400, 1536, 16, false,
+     12000}, // 99 KB, 100 KB/SM
+    {"sm_89", 101376, "+ptx80", 102400, 1536, 24, false,
+     12000}, // 99 KB, 100 KB/SM
+    {"sm_90", 232448, "+ptx81", 233472, 2048, 32, true,
+     12010}, // 227 KB, 228 KB/SM
+    {"sm_90a", 232448, "+ptx81", 233472, 2048, 32, true, 12010},
 };
 
 Occupancy occupancy(const GpuArch &arch, int64_t threads, int64_t registers,

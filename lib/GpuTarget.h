@@ -18,6 +18,9 @@ struct GpuArch {
   int64_t maxThreadsPerSM;          // resident threads of one SM
   int64_t maxBlocksPerSM;           // resident blocks of one SM
   bool vectorReductions;            // red.global.add.v2.f32 (sm_90, PTX 8.1)
+  /// The oldest CUDA driver whose JIT takes that PTX ISA, as
+  /// cuDriverGetVersion reports it (1000 * major + 10 * minor).
+  int minimumDriverVersion;
 };
 
 /// The architecture called `name`, or nullopt if we do not generate for it.

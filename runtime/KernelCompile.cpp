@@ -14,6 +14,7 @@
 #include "compiler/KernelCompiler.h"
 #include "lib/Assembler.h"
 #include "lib/CudaToolkit.h"
+#include "lib/GpuTarget.h"
 
 #include "llvm/Support/LockFileManager.h"
 
@@ -158,6 +159,15 @@ Result Runtime::Impl::chooseAssemblerLocked() {
     have.nvjitlinkWhyNot = llvm::toString(nvjitlink.takeError());
   have.driver = driver != nullptr;
   have.driverWhyNot = driverError;
+  if (driver) {
+    if (Result r = cudaCheck(driver->cuDriverGetVersion(&have.driverVersion),
+                             "cuDriverGetVersion");
+        !r)
+      return r;
+  }
+  // The device's kernels' PTX ISA: the oldest driver whose JIT reads it.
+  if (std::optional<GpuArch> target = lookupGpuArch(arch))
+    have.driverVersionNeeded = target->minimumDriverVersion;
   llvm::Expected<Assembler> chosen =
       chooseAssembler(std::getenv("FA_ASSEMBLER"), have);
   if (!chosen)
@@ -173,12 +183,7 @@ Result Runtime::Impl::chooseAssemblerLocked() {
   } else if (assembler == Assembler::nvjitlink) {
     assemblerId = "nvjitlink " + *nvjitlink;
   } else {
-    int version = 0;
-    if (Result r = cudaCheck(driver->cuDriverGetVersion(&version),
-                             "cuDriverGetVersion");
-        !r)
-      return r;
-    assemblerId = "driver " + std::to_string(version);
+    assemblerId = "driver " + std::to_string(have.driverVersion);
   }
   return {};
 }

@@ -11,8 +11,10 @@
 #include "lib/TextNesting.h"
 #include "lib/Variants.h"
 
-#include "gtest/gtest.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "gtest/gtest.h"
 
 #include <algorithm>
 #include <cmath>
@@ -777,12 +779,37 @@ TEST(WgmmaModel, ShortSequencesRankTwoWarpgroupsFirstAtD64) {
             kernelName(withDefaults(spec, 0)));
 }
 
-/// ptxas where the toolkit is installed, else the driver's JIT; FA_ASSEMBLER
-/// forces one; what is missing is named.
+/// Each target's oldest driver matches its PTX ISA: ISA 8.N for N <= 5 came
+/// with CUDA 12.N (a target on a newer ISA must state its driver here).
+TEST(GpuTarget, MinimumDriverFollowsThePtxIsa) {
+  std::string list = fa::supportedGpuArchs();
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(list).split(names, ", ");
+  ASSERT_FALSE(names.empty());
+  for (llvm::StringRef name : names) {
+    std::optional<fa::GpuArch> arch = fa::lookupGpuArch(name.str());
+    ASSERT_TRUE(arch) << name.str();
+    llvm::StringRef isa(arch->ptxFeatures.data(), arch->ptxFeatures.size());
+    ASSERT_TRUE(isa.consume_front("+ptx")) << name.str();
+    ASSERT_EQ(isa.size(), 2u) << name.str();
+    int major = isa[0] - '0', minor = isa[1] - '0';
+    ASSERT_TRUE(major == 8 && minor <= 5)
+        << name.str() << ": PTX ISA " << major << "." << minor
+        << " needs its driver version stated in this test";
+    EXPECT_EQ(arch->minimumDriverVersion, 12000 + 10 * minor) << name.str();
+  }
+}
+
+/// ptxas where the toolkit is installed, else the driver's JIT where it reads
+/// the PTX, else libnvJitLink; FA_ASSEMBLER forces one; what is missing is
+/// named.
 TEST(Assembler, SelectionOrderAndErrors) {
   auto choose = [](const char *forced, bool ptxas, bool driver,
-                   bool nvjitlink = false) {
+                   bool nvjitlink = false, int driverVersion = 0,
+                   int driverVersionNeeded = 0) {
     fa::AssemblerAvailability have;
+    have.driverVersion = driverVersion;
+    have.driverVersionNeeded = driverVersionNeeded;
     have.ptxas = ptxas;
     have.ptxasWhyNot = ptxas ? "" : "ptxas not found in PATH, $CUDA_ROOT/bin";
     have.nvjitlink = nvjitlink;
@@ -801,9 +828,25 @@ TEST(Assembler, SelectionOrderAndErrors) {
             "error: no PTX assembler: ptxas not found in PATH, $CUDA_ROOT/bin; "
             "libnvJitLink.so.13 not found; and the CUDA driver's JIT is not "
             "usable: libcuda.so.1 not found");
-  // nvJitLink comes between ptxas and the driver.
+  // The driver's JIT (a whole program, as ptxas) comes before libnvJitLink
+  // (relocatable code, where the warp-specialized kernels spill) ...
   EXPECT_EQ(choose(nullptr, true, true, true), "ptxas");
-  EXPECT_EQ(choose(nullptr, false, true, true), "nvjitlink");
+  EXPECT_EQ(choose(nullptr, false, true, true), "driver");
+  EXPECT_EQ(choose(nullptr, false, true, true, 13000, 12010), "driver");
+  EXPECT_EQ(choose(nullptr, false, true, true, 12010, 12010), "driver");
+  EXPECT_EQ(choose(nullptr, false, false, true), "nvjitlink");
+  // ... unless the driver is older than the PTX's ISA (PTX 8.1: CUDA 12.1).
+  EXPECT_EQ(choose(nullptr, false, true, true, 12000, 12010), "nvjitlink");
+  EXPECT_EQ(choose(nullptr, true, true, false, 12000, 12010), "ptxas");
+  EXPECT_EQ(choose(nullptr, false, true, false, 12000, 12010),
+            "error: no PTX assembler: ptxas not found in PATH, "
+            "$CUDA_ROOT/bin; libnvJitLink.so.13 not found; and the CUDA "
+            "driver's JIT cannot read the kernels' PTX: the CUDA driver's "
+            "version 12.0 is older than the 12.1 whose JIT reads the "
+            "kernels' PTX ISA");
+  EXPECT_EQ(choose("driver", true, true, true, 11080, 12000),
+            "error: FA_ASSEMBLER=driver, but the CUDA driver's version 11.8 "
+            "is older than the 12.0 whose JIT reads the kernels' PTX ISA");
   EXPECT_EQ(choose("nvjitlink", true, true, true), "nvjitlink");
   EXPECT_EQ(choose("nvjitlink", true, true, false),
             "error: FA_ASSEMBLER=nvjitlink, but libnvJitLink.so.13 not found");
