@@ -159,12 +159,9 @@ Result Runtime::Impl::chooseAssemblerLocked() {
     have.nvjitlinkWhyNot = llvm::toString(nvjitlink.takeError());
   have.driver = driver != nullptr;
   have.driverWhyNot = driverError;
-  if (driver) {
-    if (Result r = cudaCheck(driver->cuDriverGetVersion(&have.driverVersion),
-                             "cuDriverGetVersion");
-        !r)
-      return r;
-  }
+  // (Not known, 0, if the driver cannot tell: then it is tried.)
+  if (driver && driver->cuDriverGetVersion(&have.driverVersion) != CUDA_SUCCESS)
+    have.driverVersion = 0;
   // The device's kernels' PTX ISA: the oldest driver whose JIT reads it.
   if (std::optional<GpuArch> target = lookupGpuArch(arch))
     have.driverVersionNeeded = target->minimumDriverVersion;

@@ -7,7 +7,7 @@
 # stall reasons; the SMs' active cycles (min / mean / max: the grid's
 # balance) and the L2 hit rate beside. Writes to $OUT/<target>-*.
 #   scripts/profile-source.sh TARGET...
-# TARGET: dkdv-d128, or <strategy>-d<D>[-s<S>][-causal][-<M>x<N>w<W>s<ST>]
+# TARGET: dkdv-d<D>[-causal], or <strategy>-d<D>[-s<S>][-causal][-<M>x<N>w<W>s<ST>]
 #   e.g. wgmma-d128, wgmma-d64-s1024-causal, wgmma-d64-s1024-128x128w8s2
 #   (S = 4096 and the default tiles unless named).
 set -uo pipefail
@@ -17,8 +17,13 @@ status=0
 for target in "${@:-dkdv-d128}"; do
   s=4096 causal=False tiles=""
   case $target in
-  dkdv-d128) d=128 kernel=dkdv call='o, lse = fa.attention(q, k, v, return_lse=True)
-fa.attention_backward(torch.randn_like(q), q, k, v, o, lse)' ;;
+  dkdv-d*)
+    # The backward's dK/dV kernel: dkdv-d<D>[-causal].
+    d=${target#dkdv-d} d=${d%%-*} kernel=dkdv
+    [[ $target == *-causal ]] && causal=True
+    [[ $d =~ ^[0-9]+$ ]] || { echo "bad head dim in $target"; status=2; continue; }
+    call="o, lse = fa.attention(q, k, v, causal=$causal, return_lse=True)
+fa.attention_backward(torch.randn_like(q), q, k, v, o, lse, causal=$causal)" ;;
   wgmma-d* | mma-d*)
     strategy=${target%%-*} kernel=fa_fwd
     for part in $(echo "${target#*-}" | tr '-' ' '); do
