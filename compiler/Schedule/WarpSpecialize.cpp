@@ -76,6 +76,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <array>
@@ -156,6 +157,72 @@ LogicalResult Specialization::countIterations() {
   return success();
 }
 
+/// Zeroes the rows of a consumer's view of a TMA-loaded tile past its varlen
+/// sequence's end. TMA fills with zeros only the rows past the tensor: rows
+/// between the sequence's end and the tensor's end arrive as the next
+/// sequence's, and although their scores are masked (P = 0), a V row that
+/// holds inf or NaN makes the product NaN. Only a tile that reaches past the
+/// end clears rows (a uniform branch). Each consumer warpgroup clears them
+/// all itself (the same zeros into the same bytes) and publishes them to its
+/// own products (fence to the async proxy, then its own barrier), so no
+/// warpgroup waits for another (fa-pingpong staggers them). A row is whole
+/// 128-byte lines of the swizzled buffer [column blocks, rows, block
+/// columns]: the swizzle permutes chunks within a line, so no swizzle here.
+/// (Where a row's 16-byte chunks do not divide the warpgroup's 128 lanes,
+/// head dim 192, a few lanes clear a chunk that another clears too.)
+static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
+                                  RankedTensorType type, Value view) {
+  auto buffer = cast<MemRefType>(view.getType());
+  int64_t rows = buffer.getDimSize(1), blockColumns = buffer.getDimSize(2);
+  int64_t chunkElements = 128 / type.getElementTypeBitWidth();
+  int64_t chunksPerRow = type.getDimSize(1) / chunkElements;
+  // Rows [kept, rows) of the tile are past the sequence's end.
+  Value firstRow =
+      arith::AddIOp::create(b, loc, load.getSequenceFirst(), load.getRow());
+  Value end = arith::MaxUIOp::create(b, loc, load.getSequenceEnd(), firstRow);
+  Value kept = arith::SubIOp::create(b, loc, end, firstRow);
+  Value pastEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, kept,
+                                        indexConst(b, loc, rows));
+  auto clear = scf::IfOp::create(b, loc, pastEnd, /*withElseRegion=*/false);
+  OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
+  // Lane l clears 16-byte chunk l % chunksPerRow of rows kept + l /
+  // chunksPerRow, stepping by the rows the warpgroup's lanes cover at once
+  // (a loop of a few iterations with one address a row).
+  Value lane = arith::RemUIOp::create(
+      in, loc, gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x),
+      indexConst(in, loc, kWarpgroupThreads));
+  Value column = arith::MulIOp::create(
+      in, loc,
+      arith::RemUIOp::create(in, loc, lane, indexConst(in, loc, chunksPerRow)),
+      indexConst(in, loc, chunkElements));
+  Value block = arith::DivUIOp::create(in, loc, column,
+                                       indexConst(in, loc, blockColumns));
+  Value inBlock = arith::RemUIOp::create(in, loc, column,
+                                         indexConst(in, loc, blockColumns));
+  Value firstCleared = arith::AddIOp::create(
+      in, loc, kept,
+      arith::DivUIOp::create(in, loc, lane, indexConst(in, loc, chunksPerRow)));
+  auto chunkType = VectorType::get({chunkElements}, type.getElementType());
+  Value zeros = arith::ConstantOp::create(
+      in, loc, chunkType,
+      DenseElementsAttr::get(chunkType, in.getZeroAttr(type.getElementType())));
+  scf::ForOp::create(
+      in, loc, firstCleared, indexConst(in, loc, rows),
+      indexConst(in, loc, kWarpgroupThreads / chunksPerRow), ValueRange{},
+      [&](OpBuilder &at, Location loc, Value row, ValueRange) {
+        vector::StoreOp::create(at, loc, zeros, view,
+                                ValueRange{block, row, inBlock},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+        scf::YieldOp::create(at, loc);
+      });
+  NVVM::FenceProxyOp::create(
+      in, loc,
+      NVVM::ProxyKindAttr::get(in.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(in.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  createWarpgroupBarrier(in, loc);
+}
+
 LogicalResult Specialization::rewriteConsumers(Block &consumer,
                                                WorkLoops &consumerWork) {
   // Consumers: the warpgroups take the registers; the program as it was,
@@ -230,6 +297,9 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
           addConst(at, loc, slot, tensor->fullBarrier));
       Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
                                   sharedBufferType(tensor->type));
+      // V's rows past a varlen sequence: see clearRowsPastSequence.
+      if (StringRef(tensor->name) == "v" && load.getSequenceEnd())
+        clearRowsPastSequence(at, loc, load, tensor->type, view);
       auto cast =
           UnrealizedConversionCastOp::create(at, loc, tensor->type, view);
       load.getResult().replaceAllUsesWith(cast.getResult(0));
@@ -329,8 +399,9 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     streamed = {&k, &v};
     // TMA fills only rows past the tensor with zeros: rows between a
     // varlen sequence's end and the tensor's end arrive as the next
-    // sequence's. The forward masks those keys' scores (P = 0) and stores
-    // no query row past the sequence, so they change nothing.
+    // sequence's. The forward masks those keys' scores (P = 0), clears
+    // those V rows (clearRowsPastSequence: 0 * inf is NaN) and stores no
+    // query row past the sequence.
   } else {
     // A dkdv program would add such rows' products into dK and dV.
     for (LoadTileOp load : llvm::concat<LoadTileOp>(once, streamedLoads))

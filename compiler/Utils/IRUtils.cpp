@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -120,4 +121,17 @@ Value mlir::fa::f32Const(OpBuilder &b, Location loc, double value) {
 
 Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
+  Value warpgroup = arith::DivUIOp::create(
+      b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+      indexConst(b, loc, kWarpgroupThreads));
+  Value id = arith::IndexCastUIOp::create(
+      b, loc, b.getI32Type(), addConst(b, loc, warpgroup, kWarpgroupBarrier));
+  NVVM::BarrierOp::create(
+      b, loc, TypeRange{}, id,
+      arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(int32_t(kWarpgroupThreads))),
+      NVVM::BarrierReductionAttr(), Value());
 }

@@ -49,6 +49,20 @@ MemRefType sharedBufferType(RankedTensorType type);
 /// Threads of a warpgroup (4 consecutive warps: one wgmma).
 constexpr int64_t kWarpgroupThreads = 128;
 
+/// Named barrier of a warp-specialized kernel's consumer warpgroups
+/// (fa-warp-specialize): its producer never arrives at the block-wide
+/// barrier 0. fa-pingpong's turns take barriers 1 .. consumer warpgroups,
+/// warpgroup-local stagings kWarpgroupBarrier (9) + warpgroup.
+constexpr int32_t kComputeBarrier = 8;
+
+/// Named barriers kWarpgroupBarrier + g: warpgroup g's 128 threads only.
+constexpr int32_t kWarpgroupBarrier = 9;
+
+/// A barrier of the calling thread's warpgroup (kWarpgroupBarrier + its
+/// index), placed before the builder's insertion point: for tiles each
+/// warpgroup writes and reads back alone.
+void createWarpgroupBarrier(OpBuilder &b, Location loc);
+
 /// When `tile`'s layout gives each warpgroup (4 consecutive warps) one
 /// slice of its columns across all its rows (#fa.mma with rows_first and
 /// warps / warps_n = 4, warps_n > 1: the wgmma backward's query-row tiles),

@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <thread>
@@ -481,6 +482,10 @@ protected:
     fa::ElementType dtype;
     /// Query rows after the last sequence that no sequence owns.
     int64_t spareRows = 0;
+    /// V rows of every odd sequence are NaN: an even sequence, whose last
+    /// K/V tile may reach into the next sequence's rows (TMA reads whole
+    /// tiles), must not see them; the odd ones are not compared.
+    bool poisonOddSequences = false;
 
     /// cu_seqlens_q, cu_seqlens_k and the longest sequence's rows, keys.
     std::tuple<std::vector<int32_t>, std::vector<int32_t>, int64_t, int64_t>
@@ -594,6 +599,11 @@ protected:
     std::vector<float> q = fa::test::randomNormal(totalQ * hq * d, rng),
                        k = fa::test::randomNormal(totalK * hkv * d, rng),
                        v = fa::test::randomNormal(totalK * hkv * d, rng);
+    if (c.poisonOddSequences)
+      for (int64_t b = 1; b < batch; b += 2)
+        std::fill(v.begin() + cuK[b] * hkv * d,
+                  v.begin() + cuK[b + 1] * hkv * d,
+                  std::numeric_limits<float>::quiet_NaN());
     DeviceBuffer qBuf(q.size(), elementBytes), kBuf(k.size(), elementBytes),
         vBuf(v.size(), elementBytes), oBuf(q.size(), elementBytes),
         lseBuf(size_t(hq * totalQ)), cuQBuf(cuQ.size()), cuKBuf(cuK.size());
@@ -633,6 +643,8 @@ protected:
     double unit = wide ? 0.0 : fa::test::unitRoundoff(c.dtype);
     double maxOut = 0.0, maxLse = 0.0;
     for (int64_t b = 0; b < batch; ++b) {
+      if (c.poisonOddSequences && b % 2)
+        continue;
       int64_t sq = c.qLens[b], sk = c.kvLens[b];
       std::vector<float> vs = c.alone(v, hkv, cuK[b], sk);
       fa::ReferenceResult want = fa::referenceAttention(
@@ -678,12 +690,12 @@ protected:
           return;
         }
     std::printf("  ok %-5s varlen D=%-3ld sequences=%ld Hq=%ld Hkv=%ld "
-                "total_q=%-5ld total_k=%-5ld max_q=%-4ld %-6s %-4s "
+                "total_q=%-5ld total_k=%-5ld max_q=%-4ld %-6s %-4s%s "
                 "max|dO|=%.2e max|dLSE|=%.2e\n",
                 fa::toString(resolveStrategy(spec)), long(d), long(batch),
                 long(hq), long(hkv), long(totalQ), long(totalK), long(maxQ),
-                c.causal ? "causal" : "full", fa::toString(c.dtype), maxOut,
-                maxLse);
+                c.causal ? "causal" : "full", fa::toString(c.dtype),
+                c.poisonOddSequences ? " NaN in odd V" : "", maxOut, maxLse);
   }
 
   /// The backward of one packed varlen batch (flash-attn's layout, as
@@ -1482,6 +1494,11 @@ TEST_F(GpuAttention, VarlenMatchesEachSequence) {
         runVarlenCase({d, 4, 2, qLens, kvLens, causal, s.dtype, 0}, tiles);
         // Queries and keys of equal lengths, spare rows at the end.
         runVarlenCase({d, 2, 2, qLens, qLens, causal, s.dtype, 5}, tiles);
+        // NaN in the values of the odd sequences, which the even ones'
+        // last K/V tiles may read.
+        VarlenCase poisoned{d, 2, 2, qLens, kvLens, causal, s.dtype, 0};
+        poisoned.poisonOddSequences = true;
+        runVarlenCase(poisoned, tiles);
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
       }

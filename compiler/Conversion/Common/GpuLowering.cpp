@@ -283,19 +283,6 @@ void mlir::fa::createComputeBarrier(OpBuilder &b, Location loc,
       NVVM::BarrierReductionAttr(), Value());
 }
 
-void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
-  Value warpgroup = arith::DivUIOp::create(
-      b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-      indexConst(b, loc, kWarpgroupThreads));
-  Value id = arith::IndexCastUIOp::create(
-      b, loc, b.getI32Type(), addConst(b, loc, warpgroup, kWarpgroupBarrier));
-  NVVM::BarrierOp::create(
-      b, loc, TypeRange{}, id,
-      arith::ConstantOp::create(b, loc,
-                                b.getI32IntegerAttr(int32_t(kWarpgroupThreads))),
-      NVVM::BarrierReductionAttr(), Value());
-}
-
 //===----------------------------------------------------------------------===//
 // The deterministic backward's turns (any strategy: one thread per block
 // waits and hands on)

@@ -67,25 +67,11 @@ SmallVector<Value> sharedElementIndices(OpBuilder &b, Location loc,
 void keepLaneAddressesInLoops(Operation *kernel,
                               function_ref<bool(Operation *)> marks);
 
-/// Named barrier of a warp-specialized kernel's consumer warpgroups
-/// (fa-warp-specialize): its producer never arrives at the block-wide
-/// barrier 0. fa-pingpong's turns take barriers 1 .. consumer warpgroups,
-/// warpgroup-local stagings kWarpgroupBarrier (9) + warpgroup.
-constexpr int32_t kComputeBarrier = 8;
-
 /// A barrier of the threads that run the program's tile ops, placed before
 /// the builder's insertion point: the block (barrier 0), or in a kernel
 /// whose fa.launch has producer warps (an ancestor of `at`) only its
 /// consumers (kComputeBarrier over their threads).
 void createComputeBarrier(OpBuilder &b, Location loc, Operation *at);
-
-/// Named barriers kWarpgroupBarrier + g: warpgroup g's 128 threads only.
-constexpr int32_t kWarpgroupBarrier = 9;
-
-/// A barrier of the calling thread's warpgroup (kWarpgroupBarrier + its
-/// index), placed before the builder's insertion point: for tiles each
-/// warpgroup writes and reads back alone.
-void createWarpgroupBarrier(OpBuilder &b, Location loc);
 
 /// The elements of a register tile (a vector), in register order.
 SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector);
