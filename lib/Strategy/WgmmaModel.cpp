@@ -286,7 +286,8 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
 /// Warpgroup MMA on sm_90a: 16-bit inputs, forward and backward.
 const StrategyModel &model() {
   static const StrategyModel entry{
-      Strategy::wgmma, "wgmma",
+      Strategy::wgmma,
+      "wgmma",
       [](const KernelSpec &spec) -> std::string {
         if (std::string error = checkSpec(spec); !error.empty())
           return error;
@@ -300,12 +301,6 @@ const StrategyModel &model() {
         if (spec.backward && spec.varlen)
           return "the wgmma backward does not take a varlen batch yet (use "
                  "the mma or simt strategy)";
-        // TMA reads a cache's rows past its filled length too: P = 0 times
-        // whatever they hold (NaN in a fresh torch.empty cache) is not 0.
-        if (spec.kvLens)
-          return "the wgmma forward does not take kv_lens yet (TMA would "
-                 "read the cache past its filled length; use the mma or "
-                 "simt strategy)";
         // (TMA boxes of a page would read past its filled rows, as with
         // kv_lens.)
         if (spec.pagedKv)
@@ -322,8 +317,8 @@ const StrategyModel &model() {
         return "";
       },
       [](const KernelSpec &spec) {
-        if ((spec.backward && spec.varlen) || spec.kvLens || spec.splitKv ||
-            spec.pagedKv || spec.cacheBatchIndex)
+        if ((spec.backward && spec.varlen) || spec.splitKv || spec.pagedKv ||
+            spec.cacheBatchIndex)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)
@@ -335,9 +330,12 @@ const StrategyModel &model() {
       },
       /*pipelined=*/true,
       /*lowersBackward=*/true,
-      kInputAccessElements, kOutputAccessElements,
-      /*tensorMapInputs=*/true, /*abiCode=*/3,
-      /*blockedRegisterTiles=*/false, /*warpSpecialized=*/true,
+      kInputAccessElements,
+      kOutputAccessElements,
+      /*tensorMapInputs=*/true,
+      /*abiCode=*/3,
+      /*blockedRegisterTiles=*/false,
+      /*warpSpecialized=*/true,
       /*sharedRowChunkBytes=*/0,
       /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}}};
   return entry;

@@ -46,17 +46,12 @@ class CompileTest(unittest.TestCase):
             with self.subTest(kwargs=sorted(kwargs), head_dim=head_dim):
                 info = fa.prepare_kernel(head_dim, kv_lens=True, **kwargs)
                 self.assertIn("_kvlens", info["name"])
-                self.assertNotIn("wgmma", info["name"])
                 self.assertEqual(info["spill_store_bytes"], 0)
         plain = fa.prepare_kernel(64, dtype="float16")
         cached = fa.prepare_kernel(64, dtype="float16", kv_lens=True)
         self.assertNotEqual(plain["key"], cached["key"])
 
     def test_refusals(self):
-        with self.assertRaisesRegex(fa.FaError, "wgmma forward does not take "
-                                    "kv_lens"):
-            fa.prepare_kernel(128, dtype="bfloat16", strategy="wgmma",
-                              kv_lens=True)
         with self.assertRaisesRegex(fa.FaError, "backward does not take "
                                     "kv_lens"):
             fa.prepare_kernel(64, dtype="float16", kv_lens=True,
