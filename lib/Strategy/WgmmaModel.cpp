@@ -301,8 +301,7 @@ const StrategyModel &model() {
         if (spec.backward && spec.varlen)
           return "the wgmma backward does not take a varlen batch yet (use "
                  "the mma or simt strategy)";
-        // (TMA boxes of a page would read past its filled rows, as with
-        // kv_lens.)
+        // (The producer's TMA boxes do not look pages up in a table.)
         if (spec.pagedKv)
           return "the wgmma forward does not take a paged KV cache "
                  "(block_table) yet (use the mma or simt strategy)";
