@@ -157,11 +157,12 @@ LogicalResult Specialization::countIterations() {
   return success();
 }
 
-/// Zeroes the rows of a consumer's view of a TMA-loaded tile past its varlen
-/// sequence's end. TMA fills with zeros only the rows past the tensor: rows
-/// between the sequence's end and the tensor's end arrive as the next
-/// sequence's, and although their scores are masked (P = 0), a V row that
-/// holds inf or NaN makes the product NaN. Only a tile that reaches past the
+/// Zeroes the rows of a consumer's view of a TMA-loaded tile past the end of
+/// its load's sequence (a varlen sequence's rows, or a KV cache's filled
+/// keys). TMA fills with zeros only the rows past the tensor: rows between
+/// the sequence's end and the tensor's end arrive as they are (the next
+/// sequence's, the cache's unfilled part), and although their scores are
+/// masked (P = 0), a V row that holds inf or NaN makes the product NaN. Only a tile that reaches past the
 /// end clears rows (a uniform branch). Each consumer warpgroup clears them
 /// all itself (the same zeros into the same bytes) and publishes them to its
 /// own products (fence to the async proxy, then its own barrier), so no
@@ -297,7 +298,7 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
           addConst(at, loc, slot, tensor->fullBarrier));
       Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
                                   sharedBufferType(tensor->type));
-      // V's rows past a varlen sequence: see clearRowsPastSequence.
+      // V's rows past its sequence: see clearRowsPastSequence.
       if (StringRef(tensor->name) == "v" && load.getSequenceEnd())
         clearRowsPastSequence(at, loc, load, tensor->type, view);
       auto cast =
