@@ -162,11 +162,12 @@ LogicalResult Specialization::countIterations() {
 /// keys). TMA fills with zeros only the rows past the tensor: rows between
 /// the sequence's end and the tensor's end arrive as they are (the next
 /// sequence's, the cache's unfilled part), and although their scores are
-/// masked (P = 0), a V row that holds inf or NaN makes the product NaN. Only a tile that reaches past the
-/// end clears rows (a uniform branch). Each consumer warpgroup clears them
-/// all itself (the same zeros into the same bytes) and publishes them to its
-/// own products (fence to the async proxy, then its own barrier), so no
-/// warpgroup waits for another (fa-pingpong staggers them). A row is whole
+/// masked (P = 0), a V row that holds inf or NaN makes the product NaN. Only
+/// a tile that reaches past the end clears rows (a uniform branch). Each
+/// consumer warpgroup clears them all itself (the same zeros into the same
+/// bytes) and publishes them to its own products (fence to the async proxy,
+/// then its own barrier), so no warpgroup waits for another (fa-pingpong
+/// staggers them). A row is whole
 /// 128-byte lines of the swizzled buffer [column blocks, rows, block
 /// columns]: the swizzle permutes chunks within a line, so no swizzle here.
 /// (Where a row's 16-byte chunks do not divide the warpgroup's 128 lanes,
