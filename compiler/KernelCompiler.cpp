@@ -200,18 +200,20 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
   Location loc = NameLoc::get(b.getStringAttr(kernelName(spec)));
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(module->getBody());
-  Type element;
-  switch (spec.dtype) {
-  case ::fa::ElementType::f32:
-    element = b.getF32Type();
-    break;
-  case ::fa::ElementType::f16:
-    element = b.getF16Type();
-    break;
-  case ::fa::ElementType::bf16:
-    element = b.getBF16Type();
-    break;
-  }
+  auto typeOf = [&](::fa::ElementType dtype) -> Type {
+    switch (dtype) {
+    case ::fa::ElementType::f32:
+      return b.getF32Type();
+    case ::fa::ElementType::f16:
+      return b.getF16Type();
+    case ::fa::ElementType::bf16:
+      return b.getBF16Type();
+    case ::fa::ElementType::e4m3:
+      return b.getType<Float8E4M3FNType>();
+    }
+    return Type();
+  };
+  Type element = typeOf(spec.dtype);
   // Any batch/head/row strides (e.g. [B, S, H, D] tensors viewed as
   // [B, H, S, D]); the head dim is contiguous.
   int64_t dyn = ShapedType::kDynamic;
@@ -304,8 +306,11 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
       return nullptr;
   } else {
     // (Q, K, V, O, LSE), and the sink logits f32 [Hq] with sinks, the
-    // sequence offsets i32 [B + 1] of a varlen batch.
-    SmallVector<Type> params = {tensor4, tensor4, tensor4, tensor4, lseType};
+    // sequence offsets i32 [B + 1] of a varlen batch. O of FP8 inputs is
+    // 16-bit.
+    auto outputType = MemRefType::get({dyn, dyn, dyn, spec.headDim},
+                                      typeOf(spec.outputDtype()), rowsLayout);
+    SmallVector<Type> params = {tensor4, tensor4, tensor4, outputType, lseType};
     if (spec.sinks)
       params.push_back(sinksType);
     size_t cuSeqlensArg = params.size();
@@ -333,6 +338,13 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     size_t rangesArg = params.size();
     if (spec.blockMask)
       params.push_back(rangeTableType);
+    // FP8: the descale factors of Q, K and V, f32 [B, Hkv] each.
+    size_t descalesArg = params.size();
+    bool float8 = spec.dtype == ::fa::ElementType::e4m3;
+    if (float8)
+      params.append(
+          3, MemRefType::get({dyn, dyn}, b.getF32Type(),
+                             StridedLayoutAttr::get(&ctx, dyn, {dyn, dyn})));
     size_t firstCapture = params.size();
     llvm::append_range(params, *captures);
     auto func = func::FuncOp::create(b, loc, kernelName(spec),
@@ -340,18 +352,21 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
     auto args = entry->getArguments();
-    auto attention = AttentionOp::create(
-        b, loc, args[0], args[1], args[2], args[3], args[4],
-        spec.sinks ? args[5] : Value(),
-        spec.blockMask ? args[rangesArg] : Value(),
-        spec.varlen ? args[cuSeqlensArg] : Value(),
-        spec.varlen ? args[cuSeqlensArg + 1] : Value(),
-        spec.kvLens ? args[kvLensArg] : Value(),
-        spec.pagedKv ? args[tableArg] : Value(),
-        spec.cacheBatchIndex ? args[indexArg] : Value(),
-        spec.splitKv ? args[partialsArg] : Value(),
-        spec.splitKv ? args[partialsArg + 1] : Value(),
-        args.drop_front(firstCapture), scale, mask);
+    auto attention =
+        AttentionOp::create(b, loc, args[0], args[1], args[2], args[3], args[4],
+                            spec.sinks ? args[5] : Value(),
+                            spec.blockMask ? args[rangesArg] : Value(),
+                            spec.varlen ? args[cuSeqlensArg] : Value(),
+                            spec.varlen ? args[cuSeqlensArg + 1] : Value(),
+                            spec.kvLens ? args[kvLensArg] : Value(),
+                            spec.pagedKv ? args[tableArg] : Value(),
+                            spec.cacheBatchIndex ? args[indexArg] : Value(),
+                            spec.splitKv ? args[partialsArg] : Value(),
+                            spec.splitKv ? args[partialsArg + 1] : Value(),
+                            float8 ? args[descalesArg] : Value(),
+                            float8 ? args[descalesArg + 1] : Value(),
+                            float8 ? args[descalesArg + 2] : Value(),
+                            args.drop_front(firstCapture), scale, mask);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
     if (spec.hasVariant() && failed(verify(attention)))
@@ -403,7 +418,9 @@ std::optional<ProblemType> mlir::fa::readProblemType(ModuleOp module) {
       Type element = memref.getElementType();
       ::fa::ElementType dtype = element.isF16()    ? ::fa::ElementType::f16
                                 : element.isBF16() ? ::fa::ElementType::bf16
-                                                   : ::fa::ElementType::f32;
+                                : isa<Float8E4M3FNType>(element)
+                                    ? ::fa::ElementType::e4m3
+                                    : ::fa::ElementType::f32;
       problem = ProblemType{memref.getDimSize(3), dtype};
       return WalkResult::interrupt();
     }

@@ -76,6 +76,21 @@ def FATileBackward : Pass<"fa-tile-backward", "::mlir::func::FuncOp"> {
   ];
 }
 
+def FAExpandFloat8Casts : Pass<"fa-expand-float8-casts"> {
+  let summary = "Spell out f8E4M3FN conversions as integer arithmetic (CPU)";
+  let description = [{
+    LLVM has no 8-bit float type and the CPU has no e4m3 instructions, so the
+    CPU lowering expands `arith.extf` from f8E4M3FN and `arith.truncf` to it
+    into integer arithmetic on the bits (`arith.bitcast` to and from i8):
+    the widening is exact; the narrowing rounds to nearest even, saturates
+    to +-448 (as the GPU's `cvt.rn.satfinite` does) and keeps NaN.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+  ];
+}
+
 def FALowerTilesToLinalg : Pass<"fa-lower-tiles-to-linalg", "::mlir::func::FuncOp"> {
   let summary = "Lower the tile level to linalg/tensor/scf for CPU execution";
   let description = [{

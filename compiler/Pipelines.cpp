@@ -64,7 +64,9 @@ void mlir::fa::buildCpuLoopsPipeline(OpPassManager &pm) {
 }
 
 void mlir::fa::buildCpuToLLVMPipeline(OpPassManager &pm) {
-  // bf16 conversions as integer arithmetic: no libcalls the JIT lacks.
+  // FP8 and bf16 conversions as integer arithmetic: no libcalls the JIT
+  // lacks.
+  pm.addPass(createFAExpandFloat8Casts());
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));

@@ -140,11 +140,10 @@ LogicalResult mlir::fa::detail::verifyVariantRegion(Operation *op,
 /// a static positive head dim, query heads grouped over K/V heads.
 /// `pagedKeys`: K and V are a paged cache's pool of pages, or caches read
 /// through cache_batch_idx, whose batch dimension is not the queries'.
-static LogicalResult verifyAttentionOperands(Operation *op, Value query,
-                                             Value key, Value value,
-                                             Value output, Value lse,
-                                             FloatAttr scale,
-                                             bool pagedKeys = false) {
+static LogicalResult
+verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+                        Value output, Value lse, FloatAttr scale,
+                        bool pagedKeys = false, bool allowFloat8 = false) {
   auto qType = cast<MemRefType>(query.getType());
   auto kType = cast<MemRefType>(key.getType());
   auto vType = cast<MemRefType>(value.getType());
@@ -179,9 +178,26 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
                         "got "
              << type;
   }
+  // FP8 inputs (the forward only) write a 16-bit output.
+  bool float8 = isa<Float8E4M3FNType>(qType.getElementType());
+  if (float8 && !allowFloat8)
+    return op->emitOpError("takes f16, bf16 or f32 tensors: f8E4M3FN is a "
+                           "forward input type");
+  if (float8 && !oType.getElementType().isF16() &&
+      !oType.getElementType().isBF16())
+    return op->emitOpError()
+           << "with f8E4M3FN inputs writes an f16 or bf16 output, got "
+           << oType.getElementType();
   for (auto [name, type] : {std::pair<StringRef, MemRefType>{"key", kType},
                             {"value", vType},
                             {"output", oType}}) {
+    if (float8 && name == "output") {
+      if (type.getShape()[3] != q[3])
+        return op->emitOpError()
+               << name << " head dimension " << dimToString(type.getShape()[3])
+               << " does not match query head dimension " << q[3];
+      continue;
+    }
     if (type.getElementType() != qType.getElementType())
       return op->emitOpError()
              << name << " element type " << type.getElementType()
@@ -404,19 +420,51 @@ static LogicalResult verifyPartials(Operation *op, Value partialOutput,
   return success();
 }
 
+/// FP8's descale factors: all three or none, only with f8E4M3FN inputs,
+/// each [B, Hkv] like K's batch and heads.
+static LogicalResult verifyDescales(AttentionOp op) {
+  Value descales[] = {op.getQDescale(), op.getKDescale(), op.getVDescale()};
+  int given = llvm::count_if(descales, [](Value v) { return bool(v); });
+  if (given == 0)
+    return success();
+  if (given != 3)
+    return op.emitOpError("takes the three descales (q, k, v) or none");
+  auto kType = cast<MemRefType>(op.getKey().getType());
+  if (!isa<Float8E4M3FNType>(kType.getElementType()))
+    return op.emitOpError() << "takes descales with f8E4M3FN inputs only, got "
+                            << kType.getElementType();
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"q_descale", descales[0]},
+        {"k_descale", descales[1]},
+        {"v_descale", descales[2]}}) {
+    ArrayRef<int64_t> shape = cast<MemRefType>(value.getType()).getShape();
+    if (dimsConflict(shape[0], kType.getShape()[0]) ||
+        dimsConflict(shape[1], kType.getShape()[1]))
+      return op.emitOpError()
+             << name << " is [" << dimToString(shape[0]) << ", "
+             << dimToString(shape[1])
+             << "]; it needs one factor per batch entry and K/V head ["
+             << dimToString(kType.getShape()[0]) << ", "
+             << dimToString(kType.getShape()[1]) << "]";
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr(),
                                      /*pagedKeys=*/getBlockTable() ||
-                                         getCacheBatchIdx())) ||
+                                         getCacheBatchIdx(),
+                                     /*allowFloat8=*/true)) ||
+      failed(verifyDescales(*this)) ||
       failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
       failed(verifyCaptures(*this, getCaptures())) ||
-      failed(verifyBlockMask(*this, "key_ranges", getKeyRanges(),
-                             getMaskMod())) ||
-      failed(verifyVarlen(*this, getCuSeqlensQ(), getCuSeqlensK(),
-                          {getQuery(), getKey(), getValue(), getOutput(),
-                           getLse()},
-                          getKeyRanges())))
+      failed(
+          verifyBlockMask(*this, "key_ranges", getKeyRanges(), getMaskMod())) ||
+      failed(verifyVarlen(
+          *this, getCuSeqlensQ(), getCuSeqlensK(),
+          {getQuery(), getKey(), getValue(), getOutput(), getLse()},
+          getKeyRanges())))
     return failure();
   // One used-key count per batch entry, or per varlen sequence.
   if (Value kvLens = getKvLens()) {

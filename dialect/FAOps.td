@@ -15,7 +15,9 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
-def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32], [4]>;
+def FA_FloatMemRef4D : MemRefRankOf<[F16, BF16, F32, F8E4M3FN], [4]>;
+// FP8 descale factors, one per batch entry and K/V head: f32 [B, Hkv].
+def FA_DescaleMemRef : MemRefRankOf<[F32], [2]>;
 def FA_LseMemRef : MemRefRankOf<[F32], [3]>;
 def FA_SinkMemRef : MemRefRankOf<[F32], [1]>;
 // A tensor a score_mod / mask_mod reads by index (a captured tensor):
@@ -34,9 +36,9 @@ def FA_TilePred : CPred<"::mlir::fa::isTileType($_self)">;
 def FA_F32Tile : Type<And<[RankedTensorOf<[F32]>.predicate, FA_TilePred]>,
     "f32 tile (rank 1 or 2, static dims in [1, 65536], no encoding or an fa "
     "placement)", "::mlir::RankedTensorType">;
-def FA_AnyFloatTile : Type<And<[RankedTensorOf<[F16, BF16, F32]>.predicate,
+def FA_AnyFloatTile : Type<And<[RankedTensorOf<[F16, BF16, F32, F8E4M3FN]>.predicate,
                                 FA_TilePred]>,
-    "f16, bf16 or f32 tile (rank 1 or 2, static dims in [1, 65536], no "
+    "f16, bf16, f32 or f8E4M3FN tile (rank 1 or 2, static dims in [1, 65536], no "
     "encoding or an fa placement)", "::mlir::RankedTensorType">;
 
 //===----------------------------------------------------------------------===//
@@ -203,6 +205,9 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<Optional<FA_SeqOffsetsMemRef>, "the K/V batch entry of each batch entry [B]", [MemRead]>:$cache_batch_idx,
     Arg<Optional<FA_FloatMemRef4D>, "split-KV: each part's output [N * B, Hq, Sq, D], f32", [MemRead, MemWrite]>:$partial_output,
     Arg<Optional<FA_LseMemRef>, "split-KV: each part's log-sum-exp [N * B, Hq, Sq]", [MemRead, MemWrite]>:$partial_lse,
+    Arg<Optional<FA_DescaleMemRef>, "FP8: Q's descale factors [B, Hkv]", [MemRead]>:$q_descale,
+    Arg<Optional<FA_DescaleMemRef>, "FP8: K's descale factors [B, Hkv]", [MemRead]>:$k_descale,
+    Arg<Optional<FA_DescaleMemRef>, "FP8: V's descale factors [B, Hkv]", [MemRead]>:$v_descale,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
     DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
@@ -215,13 +220,15 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)?
     (`kv_lens` $kv_lens^)? (`block_table` $block_table^)?
     (`cache_batch_idx` $cache_batch_idx^)?
-    (`partials` `(` $partial_output^ `,` $partial_lse `)`)? attr-dict `:`
+    (`partials` `(` $partial_output^ `,` $partial_lse `)`)?
+    (`descales` `(` $q_descale^ `,` $k_descale `,` $v_descale `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `into` type($output) `,` type($lse)
     (`sinks` type($sinks)^)? (`key_ranges` type($key_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`kv_lens` type($kv_lens)^)? (`block_table` type($block_table)^)?
     (`cache_batch_idx` type($cache_batch_idx)^)?
     (`partials` type($partial_output)^ `,` type($partial_lse))?
+    (`descales` type($q_descale)^ `,` type($k_descale) `,` type($v_descale))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
   }];
@@ -790,22 +797,32 @@ def FA_OnlineSoftmaxOp : FA_Op<"online_softmax", [Pure,
     `alpha` are 0 (the subtraction uses 0 instead of -inf), never NaN. The
     accumulator is rescaled by `alpha` (`fa.rescale`) before `p * V` is added.
 
+    A runtime `factor` (an f32 scalar: FP8's Q and K descales) multiplies
+    the scale: `x = scale * factor * s`. `probs_scale` (a power of two)
+    scales the probabilities the op yields, `p = probs_scale * exp(x -
+    m_new)`, while `l` keeps the sum of the unscaled ones: FP8's P is
+    quantized from `256 p`, so that the small probabilities stay normal
+    numbers, and `fa.finalize` divides the 256 out again.
+
     ```mlir
     %m_new, %p, %l_new, %alpha = fa.online_softmax %s, %m, %l {scale = 0.125 : f32}
       : tensor<16x32xf32>, tensor<16xf32>
     ```
   }];
   let arguments = (ins FA_F32Tile:$scores, FA_F32Tile:$running_max,
-                       FA_F32Tile:$running_sum, F32Attr:$scale);
+                       FA_F32Tile:$running_sum, Optional<F32>:$scale_factor,
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$probs_scale);
   let results = (outs FA_F32Tile:$new_max, FA_F32Tile:$probs,
                       FA_F32Tile:$new_sum, FA_F32Tile:$correction);
   let assemblyFormat = [{
-    $scores `,` $running_max `,` $running_sum attr-dict `:` type($scores) `,` type($running_max)
+    $scores `,` $running_max `,` $running_sum (`factor` $scale_factor^)? attr-dict `:` type($scores) `,` type($running_max)
   }];
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "::mlir::Value":$scores, "::mlir::Value":$runningMax,
-                   "::mlir::Value":$runningSum, "float":$scale)>
+                   "::mlir::Value":$runningSum, "float":$scale,
+                   CArg<"::mlir::Value", "{}">:$scaleFactor,
+                   CArg<"float", "1.0f">:$probsScale)>
   ];
 }
 
@@ -839,20 +856,24 @@ def FA_FinalizeOp : FA_Op<"finalize", [Pure,
     LSE[i]  = m[i] + log(l[i])        (-inf when l[i] == 0)
     ```
 
+    With `scaled %c` (an f32 scalar: FP8's V descale over the probabilities'
+    scale), `O[i, :] = c * acc[i, :] / l[i]`.
+
     ```mlir
     %o, %lse = fa.finalize %acc, %m, %l : tensor<16x64xf32>, tensor<16xf32>
     ```
   }];
   let arguments = (ins FA_F32Tile:$acc, FA_F32Tile:$running_max,
-                       FA_F32Tile:$running_sum);
+                       FA_F32Tile:$running_sum, Optional<F32>:$output_scale);
   let results = (outs FA_F32Tile:$output, FA_F32Tile:$lse);
   let assemblyFormat = [{
-    $acc `,` $running_max `,` $running_sum attr-dict `:` type($acc) `,` type($running_max)
+    $acc `,` $running_max `,` $running_sum (`scaled` $output_scale^)? attr-dict `:` type($acc) `,` type($running_max)
   }];
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "::mlir::Value":$acc, "::mlir::Value":$runningMax,
-                   "::mlir::Value":$runningSum)>
+                   "::mlir::Value":$runningSum,
+                   CArg<"::mlir::Value", "{}">:$outputScale)>
   ];
 }
 

@@ -20,6 +20,8 @@
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::fa;
 using namespace mlir::fa::detail;
@@ -555,10 +557,11 @@ LogicalResult ScoreModOp::verify() {
 
 void OnlineSoftmaxOp::build(OpBuilder &builder, OperationState &state,
                             Value scores, Value runningMax, Value runningSum,
-                            float scale) {
+                            float scale, Value scaleFactor, float probsScale) {
   Type rowType = runningMax.getType();
   build(builder, state, rowType, scores.getType(), rowType, rowType, scores,
-        runningMax, runningSum, builder.getF32FloatAttr(scale));
+        runningMax, runningSum, scaleFactor, builder.getF32FloatAttr(scale),
+        probsScale == 1.0f ? FloatAttr() : builder.getF32FloatAttr(probsScale));
 }
 
 LogicalResult OnlineSoftmaxOp::verify() {
@@ -566,6 +569,15 @@ LogicalResult OnlineSoftmaxOp::verify() {
                              getRunningMax().getType(), "scores",
                              "running max")))
     return failure();
+  // A power of two: scaling p and dividing it out again is then exact.
+  if (auto probsScale = getProbsScaleAttr()) {
+    int exponent;
+    double value = probsScale.getValueAsDouble();
+    if (!(value > 0.0) || !std::isfinite(value) ||
+        std::frexp(value, &exponent) != 0.5)
+      return emitOpError()
+             << "probs_scale must be a positive power of two, got " << value;
+  }
   return verifyScale(*this, getScaleAttr());
 }
 
@@ -575,9 +587,9 @@ LogicalResult RescaleOp::verify() {
 }
 
 void FinalizeOp::build(OpBuilder &builder, OperationState &state, Value acc,
-                       Value runningMax, Value runningSum) {
+                       Value runningMax, Value runningSum, Value outputScale) {
   build(builder, state, acc.getType(), runningMax.getType(), acc, runningMax,
-        runningSum);
+        runningSum, outputScale);
 }
 
 LogicalResult FinalizeOp::verify() {

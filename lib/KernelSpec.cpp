@@ -48,12 +48,15 @@ const char *toString(ElementType type) {
     return "f16";
   case ElementType::bf16:
     return "bf16";
+  case ElementType::e4m3:
+    return "e4m3";
   }
   return "?";
 }
 
 bool parseElementType(const std::string &text, ElementType &type) {
-  for (ElementType t : {ElementType::f32, ElementType::f16, ElementType::bf16})
+  for (ElementType t : {ElementType::f32, ElementType::f16, ElementType::bf16,
+                        ElementType::e4m3})
     if (text == toString(t)) {
       type = t;
       return true;

@@ -10,7 +10,16 @@
 
 namespace fa {
 
-enum class ElementType { f32, f16, bf16 };
+/// Element types of Q, K, V (and O). `e4m3` is FP8 (f8E4M3FN: 4 exponent
+/// bits, 3 mantissa bits, no infinities, largest 448): the forward on
+/// Hopper's 8-bit wgmma, with per-(batch, K/V head) descale factors and O
+/// in a 16-bit type (KernelSpec::outDtype).
+enum class ElementType { f32, f16, bf16, e4m3 };
+
+/// Bytes per element in memory.
+inline int64_t elementBytes(ElementType type) {
+  return type == ElementType::f32 ? 4 : type == ElementType::e4m3 ? 1 : 2;
+}
 
 /// The longest variant text (KernelSpec::scoreMod, maskMod) accepted: a
 /// variant is a scalar function of a few dozen ops, not a program.
@@ -45,6 +54,10 @@ enum class Strategy { automatic, simt, mma, wgmma };
 struct KernelSpec {
   int64_t headDim = 128;
   ElementType dtype = ElementType::f32;
+  /// O's element type where it differs from Q, K, V's: FP8 inputs give a
+  /// 16-bit O (f16 or bf16; unset means bf16). Unset for the other types,
+  /// whose O has their type. See outputDtype().
+  std::optional<ElementType> outDtype;
   bool causal = false;
   /// The backward (dQ, dK, dV from dO and the forward's LSE) instead of the
   /// forward. It has a tile level and a CPU lowering; no GPU strategy
@@ -127,6 +140,13 @@ struct KernelSpec {
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
 
+  /// O's element type: outDtype, else bf16 for FP8 inputs, else dtype.
+  ElementType outputDtype() const {
+    if (outDtype)
+      return *outDtype;
+    return dtype == ElementType::e4m3 ? ElementType::bf16 : dtype;
+  }
+
   double effectiveScale() const;
 
   /// Whether a field is left to the defaults (strategy auto, or a tile
@@ -149,7 +169,7 @@ std::optional<size_t> chooseDefaultCandidate(
 const char *compilerVersion();
 
 const char *toString(ElementType type);
-/// Parses "f32", "f16", "bf16"; false if unknown.
+/// Parses "f32", "f16", "bf16", "e4m3"; false if unknown.
 bool parseElementType(const std::string &text, ElementType &type);
 
 } // namespace fa

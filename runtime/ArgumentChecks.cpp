@@ -327,7 +327,7 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   auto invalid = [](std::string message) {
     return Result::error(Status::invalidArgument, std::move(message));
   };
-  size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  size_t elementBytes = size_t(fa::elementBytes(spec.dtype));
   const TensorArg &q = a.q, &k = a.k, &v = a.v, &o = a.o, &lse = a.lse;
   // Shapes.
   for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
@@ -544,7 +544,7 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
   forwardSpec.blockMask = false;
   if (Result r = checkAttentionArgs(forwardSpec, forward); !r)
     return r;
-  size_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  size_t elementBytes = size_t(fa::elementBytes(spec.dtype));
   struct Like {
     const char *name;
     const TensorArg *tensor;

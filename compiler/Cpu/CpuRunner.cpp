@@ -33,6 +33,7 @@ namespace {
   ::fa::KernelSpec spec;
   spec.headDim = config.headDim;
   spec.dtype = config.dtype;
+  spec.outDtype = config.outDtype;
   spec.causal = config.causal;
   spec.blockM = config.tiles.blockM;
   spec.blockN = config.tiles.blockN;
@@ -220,15 +221,13 @@ llvm::Error CpuAttentionKernel::runBlockMask(
   return args.invoke(*engine, entryName);
 }
 
-llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
-                                    const void *k, const void *v, void *o,
-                                    float *lse, const float *sinks,
-                                    llvm::ArrayRef<CpuCapture> captures,
-                                    CpuRangeTable keyRanges,
-                                    CpuSequenceOffsets sequences,
-                                    const int32_t *kvLens,
-                                    int64_t kvParts, CpuPages pages,
-                                    CpuCacheIndex cacheIndex) const {
+llvm::Error
+CpuAttentionKernel::run(const AttentionShape &s, const void *q, const void *k,
+                        const void *v, void *o, float *lse, const float *sinks,
+                        llvm::ArrayRef<CpuCapture> captures,
+                        CpuRangeTable keyRanges, CpuSequenceOffsets sequences,
+                        const int32_t *kvLens, int64_t kvParts, CpuPages pages,
+                        CpuCacheIndex cacheIndex, CpuDescales descales) const {
   if (config.backward || config.blockMaskProgram)
     return llvm::createStringError(
         config.backward ? "this is a backward kernel: call runBackward"
@@ -241,6 +240,10 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
       (config.kvLens && !kvLens) || (config.pagedKv && !pages.table) ||
       (config.cacheBatchIndex && !cacheIndex.index))
     return llvm::createStringError("null buffer pointer");
+  bool float8 = config.dtype == ::fa::ElementType::e4m3;
+  if (float8 && (!descales.query || !descales.key || !descales.value))
+    return llvm::createStringError(
+        "null buffer pointer (an e4m3 kernel takes q, k and v descales)");
   if (config.pagedKv && (pages.maxPages < 1 || pages.count < 1))
     return llvm::createStringError("a paged cache needs a page and a table "
                                    "column at least");
@@ -296,6 +299,9 @@ llvm::Error CpuAttentionKernel::run(const AttentionShape &s, const void *q,
   if (config.blockMask)
     args.add(keyRanges.data, {s.batch, keyRanges.heads,
                               ceilGroups(s.qLen), ::fa::kRangeTableColumns});
+  if (float8)
+    for (const float *factors : {descales.query, descales.key, descales.value})
+      args.add(factors, {s.batch, s.kvHeads});
   if (llvm::Error error = addCaptures(args, captures))
     return error;
   return args.invoke(*engine, entryName);

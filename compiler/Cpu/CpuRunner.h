@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,10 @@ namespace mlir::fa {
 /// What changes the generated code.
 struct CpuKernelConfig {
   int64_t headDim = 64;
-  /// Element type of Q, K, V and O (LSE is always f32).
+  /// Element type of Q, K, V and O (LSE is always f32); O's where it
+  /// differs (FP8 inputs: KernelSpec::outDtype).
   ::fa::ElementType dtype = ::fa::ElementType::f32;
+  std::optional<::fa::ElementType> outDtype;
   TileOptions tiles;
   bool causal = false;
   float scale = 0.125f;
@@ -64,6 +67,14 @@ struct CpuKernelConfig {
   /// K/V entries by index (KernelSpec::cacheBatchIndex): run takes
   /// CpuCacheIndex.
   bool cacheBatchIndex = false;
+};
+
+/// FP8's descale factors (e4m3 kernels take them): f32 [B, Hkv] each,
+/// row-major.
+struct CpuDescales {
+  const float *query = nullptr;
+  const float *key = nullptr;
+  const float *value = nullptr;
 };
 
 /// The K/V entry of each batch entry (with CpuKernelConfig::
@@ -133,15 +144,13 @@ public:
   /// (f16/bf16 as their 16-bit patterns); rejects inconsistent shapes.
   /// With sinks, `sinks` holds the Hq sink logits; `captures` are the
   /// variant's captured tensors (the score_mod's, then the mask_mod's).
-  llvm::Error run(const AttentionShape &shape, const void *q, const void *k,
-                  const void *v, void *o, float *lse,
-                  const float *sinks = nullptr,
-                  llvm::ArrayRef<CpuCapture> captures = {},
-                  CpuRangeTable keyRanges = {},
-                  CpuSequenceOffsets sequences = {},
-                  const int32_t *kvLens = nullptr,
-                  int64_t kvParts = 1, CpuPages pages = {},
-                  CpuCacheIndex cacheIndex = {}) const;
+  llvm::Error
+  run(const AttentionShape &shape, const void *q, const void *k, const void *v,
+      void *o, float *lse, const float *sinks = nullptr,
+      llvm::ArrayRef<CpuCapture> captures = {}, CpuRangeTable keyRanges = {},
+      CpuSequenceOffsets sequences = {}, const int32_t *kvLens = nullptr,
+      int64_t kvParts = 1, CpuPages pages = {}, CpuCacheIndex cacheIndex = {},
+      CpuDescales descales = {}) const;
 
   /// Runs the backward: dQ, dK, dV (shaped like Q, K, V) from the forward's
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces

@@ -464,19 +464,27 @@ static LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
                                         OnlineSoftmaxOp::Adaptor adaptor,
                                         ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
-  float scale = op.getScale().convertToFloat();
   Value scores = adaptor.getScores(), runningMax = adaptor.getRunningMax();
+  // scale * factor (FP8's descales), a scalar the bodies read.
+  Value scale = f32Const(rewriter, loc, op.getScale().convertToDouble());
+  if (Value factor = adaptor.getScaleFactor())
+    scale = arith::MulFOp::create(rewriter, loc, scale, factor);
 
   // m_new = max(m, rowmax(scale * s))
   Value newMax = reduceRows(
       rewriter, loc, scores, runningMax,
       [&](OpBuilder &b, Location loc, ValueRange s, Value max) -> Value {
-        return arith::MaximumFOp::create(b, loc, max,
-                                         scaled(b, loc, s[0], scale));
+        return arith::MaximumFOp::create(
+            b, loc, max, arith::MulFOp::create(b, loc, s[0], scale));
       });
 
   // p = exp(scale * s - m_new)
-  Value probs = buildProbs(rewriter, loc, scores, newMax, scale);
+  Value probs = mapTile(
+      rewriter, loc, scores.getType(), {scores, newMax},
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        return shiftedExp(b, loc, arith::MulFOp::create(b, loc, args[0], scale),
+                          args[1]);
+      });
 
   // alpha = exp(m - m_new); l_scaled = alpha * l
   SmallVector<Value> correction =
@@ -493,6 +501,14 @@ static LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
       [](OpBuilder &b, Location loc, ValueRange p, Value sum) -> Value {
         return arith::AddFOp::create(b, loc, sum, p[0]);
       });
+
+  // The yielded p scaled by probs_scale; l sums the unscaled ones.
+  if (auto probsScale = op.getProbsScaleAttr())
+    probs = mapTile(rewriter, loc, probs.getType(), probs,
+                    [&](OpBuilder &b, Location loc, ValueRange p) -> Value {
+                      return scaled(b, loc, p[0],
+                                    probsScale.getValue().convertToFloat());
+                    });
 
   rewriter.replaceOp(op, {newMax, probs, newSum, correction[0]});
   return success();
@@ -515,10 +531,13 @@ static LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
   Value sum = adaptor.getRunningSum();
+  Value outputScale = adaptor.getOutputScale();
   Value output = mapTile(
       rewriter, loc, op.getAcc().getType(), {adaptor.getAcc(), sum},
-      [](OpBuilder &b, Location loc, ValueRange args) -> Value {
+      [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
         Value normalized = arith::DivFOp::create(b, loc, args[0], args[1]);
+        if (outputScale)
+          normalized = arith::MulFOp::create(b, loc, normalized, outputScale);
         Value empty = isEmptyRow(b, loc, args[1]);
         return arith::SelectOp::create(b, loc, empty, f32Const(b, loc, 0.0),
                                        normalized);

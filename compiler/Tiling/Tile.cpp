@@ -14,6 +14,7 @@
 #include "lib/LaunchPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -30,6 +31,12 @@ using namespace mlir;
 using namespace mlir::fa;
 
 namespace {
+
+/// FP8's probabilities are quantized from kFloat8ProbsScale * p: p <= 1
+/// becomes at most 256 (e4m3's largest is 448), and probabilities down to
+/// 2^-14 stay normal e4m3 numbers (2^-6 and up) instead of flushing to
+/// subnormals (2^-9 the smallest).
+constexpr float kFloat8ProbsScale = 256.0f;
 
 struct TileConfig {
   int64_t blockM;
@@ -263,6 +270,26 @@ void AttentionTiler::build() {
     firstRow = indexConst(0);
   }
 
+  // FP8 inputs: S is scaled by Q's and K's descales (a factor of the
+  // softmax scale); P is quantized from 256 p, so that small probabilities
+  // stay normal numbers, and O = V's descale / 256 * acc / l.
+  bool float8 = isa<Float8E4M3FNType>(elementType);
+  Value scoreFactor, outputScale;
+  if (float8) {
+    outputScale = arith::ConstantOp::create(
+        builder, loc, builder.getF32FloatAttr(1.0f / kFloat8ProbsScale));
+    if (op.getQDescale()) {
+      auto descale = [&](Value factors) -> Value {
+        return memref::LoadOp::create(builder, loc, factors,
+                                      ValueRange{kvEntry, kvHead});
+      };
+      scoreFactor = arith::MulFOp::create(
+          builder, loc, descale(op.getQDescale()), descale(op.getKDescale()));
+      outputScale = arith::MulFOp::create(builder, loc, outputScale,
+                                          descale(op.getVDescale()));
+    }
+  }
+
   auto loop = scf::ForOp::create(
       builder, loc, kvBegin, kvEnd, one,
       ValueRange{maxInit, sumInit, accInit},
@@ -313,9 +340,10 @@ void AttentionTiler::build() {
                                     op.getMaskMod(), mask, maskScores, scale,
                                     qStart, kvStart, qLen, kvLen, b, h,
                                     op.getCaptures(), keptWhole);
-        auto softmax = OnlineSoftmaxOp::create(nested, loc, scores,
-                                               runningMax, runningSum,
-                                               scoreMod ? 1.0f : scale);
+        auto softmax =
+            OnlineSoftmaxOp::create(nested, loc, scores, runningMax, runningSum,
+                                    scoreMod ? 1.0f : scale, scoreFactor,
+                                    float8 ? kFloat8ProbsScale : 1.0f);
         // acc = alpha * acc + P V
         Value rescaled = RescaleOp::create(nested, loc, acc,
                                            softmax.getCorrection());
@@ -355,7 +383,8 @@ void AttentionTiler::build() {
     finalSum = join.getNewSum();
     finalAcc = RescaleOp::create(builder, loc, finalAcc, join.getCorrection());
   }
-  auto finalize = FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum);
+  auto finalize = FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum,
+                                     outputScale);
   Value output =
       castTile(builder, loc, finalize.getOutput(), outputType.getElementType());
   StoreTileOp::create(builder, loc, output, op.getOutput(), rowsBatch, h,

@@ -60,8 +60,8 @@ int64_t estimateRegisters(const Config &c) {
 }
 
 bool takesProblem(ElementType dtype, int64_t headDim) {
-  return dtype != ElementType::f32 && headDim % kN == 0 && headDim > 0 &&
-         headDim <= kMaxHeadDim;
+  return (dtype == ElementType::f16 || dtype == ElementType::bf16) &&
+         headDim % kN == 0 && headDim > 0 && headDim <= kMaxHeadDim;
 }
 
 std::string checkSpec(const KernelSpec &spec) {
@@ -69,6 +69,9 @@ std::string checkSpec(const KernelSpec &spec) {
   if (spec.dtype == ElementType::f32)
     return "the mma strategy computes on f16 or bf16 inputs, got f32 (use "
            "the simt strategy)";
+  if (spec.dtype == ElementType::e4m3)
+    return "the mma strategy computes on f16 or bf16 inputs, got e4m3 (FP8 "
+           "runs on the wgmma strategy, sm_90a)";
   if (spec.headDim % kN != 0 || spec.headDim > kMaxHeadDim)
     return "the mma strategy needs a head dim that is a multiple of 8 and at "
            "most " +
@@ -146,7 +149,7 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
       : request.headDim <= 128 ? llvm::ArrayRef<TileConfig>(kMediumHeads)
                                : llvm::ArrayRef<TileConfig>(kLargeHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
-  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = fa::elementBytes(request.dtype);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM,   t.blockN,
                   t.numWarps,      t.stages, elementBytes};
@@ -240,7 +243,7 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
   if (request.blockM && request.blockN && request.numWarps && request.stages)
     return {request};
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
-  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = fa::elementBytes(request.dtype);
   // Configs ranked by measurement are checked against the arch's limits
   // only (the register estimate is rough; the runtime skips a candidate
   // that ptxas spills); the generic search also against the estimate.
@@ -302,7 +305,7 @@ std::optional<KernelSpec> decodeTiles(const KernelSpec &request) {
   if (!spec.blockN)
     spec.blockN = spec.headDim <= 128 ? 32 : 16;
   std::optional<GpuArch> arch = lookupGpuArch(spec.arch);
-  int64_t elementBytes = spec.dtype == ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = fa::elementBytes(spec.dtype);
   Config config{spec.headDim, spec.blockM, spec.blockN,
                 spec.numWarps, spec.stages, elementBytes};
   if (!arch || !checkFits(config, *arch).empty())

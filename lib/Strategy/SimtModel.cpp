@@ -72,7 +72,7 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   static constexpr Config kLargeHeads[] = {{128, 64, 8}, {64, 128, 8},
                                            {64, 64, 8},  {32, 64, 4},
                                            {32, 32, 4},  {16, 32, 4}};
-  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = fa::elementBytes(request.dtype);
   int64_t maxShared = 48 * 1024;
   if (std::optional<GpuArch> target = lookupGpuArch(request.arch))
     maxShared = target->maxSharedMemoryPerBlock;
@@ -141,7 +141,7 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
   static constexpr Config kConfigs[] = {
       {64, 64, 8}, {32, 64, 8}, {32, 32, 4}, {16, 32, 4},  {16, 16, 4},
       {8, 8, 2},   {32, 32, 1}, {64, 64, 2}, {128, 128, 4}};
-  int64_t elementBytes = request.dtype == ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = fa::elementBytes(request.dtype);
   int64_t maxShared = 48 * 1024;
   if (std::optional<GpuArch> target = lookupGpuArch(request.arch))
     maxShared = target->maxSharedMemoryPerBlock;
@@ -195,6 +195,9 @@ const StrategyModel &model() {
   static const StrategyModel entry{
       Strategy::simt, "simt",
       [](const KernelSpec &spec) -> std::string {
+        if (spec.dtype == ElementType::e4m3)
+          return "the simt strategy computes on f32, f16 or bf16 inputs, got "
+                 "e4m3 (FP8 runs on the wgmma strategy, sm_90a)";
         if (spec.stages == 0 || spec.stages == 1)
           return "";
         return "stages must be in [1, 1], got " + std::to_string(spec.stages) +

@@ -42,6 +42,38 @@ static std::string checkVariantText(const char *name, const std::string &text) {
   return checkTextBeforeParsing(text, std::string(name) + " text");
 }
 
+/// The rules of FP8 inputs and of O's type; "" when they hold.
+static std::string checkFloat8(const KernelSpec &spec) {
+  bool float8 = spec.dtype == ElementType::e4m3;
+  if (spec.outDtype && !float8 && *spec.outDtype != spec.dtype)
+    return std::string("O's dtype differs from the inputs' only for e4m3 "
+                       "inputs; got inputs ") +
+           toString(spec.dtype) + ", O " + toString(*spec.outDtype);
+  if (!float8)
+    return "";
+  ElementType out = spec.outputDtype();
+  if (out != ElementType::f16 && out != ElementType::bf16)
+    return std::string("e4m3 (FP8) attention writes O in f16 or bf16, got ") +
+           toString(out);
+  if (spec.backward)
+    return "the backward takes 16-bit inputs: e4m3 (FP8) is a forward "
+           "format (quantize in the forward only)";
+  const char *unsupported = spec.hasVariant()      ? "a score_mod or mask_mod"
+                            : spec.sinks           ? "sinks"
+                            : spec.blockMask       ? "a block mask"
+                            : spec.varlen          ? "a varlen batch"
+                            : spec.kvLens          ? "kv_lens"
+                            : spec.splitKv         ? "split-KV"
+                            : spec.pagedKv         ? "a paged KV cache"
+                            : spec.cacheBatchIndex ? "cache_batch_idx"
+                                                   : nullptr;
+  if (unsupported)
+    return std::string("e4m3 (FP8) attention takes plain or causal masks "
+                       "(with GQA/MQA) so far, not ") +
+           unsupported;
+  return "";
+}
+
 std::string validateSpec(const KernelSpec &spec) {
   if (spec.blockMaskProgram) {
     if (spec.maskMod.empty())
@@ -73,6 +105,8 @@ std::string validateSpec(const KernelSpec &spec) {
         rangeOrDefault("num-warps", spec.numWarps, 32)})
     if (!error.empty())
       return error;
+  if (std::string error = checkFloat8(spec); !error.empty())
+    return error;
   if (std::string error = strategyModel(resolveStrategy(spec)).checkSpec(spec);
       !error.empty())
     return error;
@@ -173,6 +207,9 @@ std::string kernelName(const KernelSpec &spec) {
   std::string name =
       std::string(spec.backward ? "fa_bwd_d" : "fa_fwd_d") +
       std::to_string(spec.headDim) + "_" + toString(spec.dtype) +
+      (spec.dtype == ElementType::e4m3
+           ? std::string("_o") + toString(spec.outputDtype())
+           : std::string()) +
       (spec.causal ? "_causal_" : "_full_") + std::to_string(spec.blockM) +
       "x" + std::to_string(spec.blockN) + "_w" + std::to_string(spec.numWarps);
   if (spec.backward && spec.deterministic)
@@ -220,6 +257,9 @@ std::string canonicalText(const KernelSpec &spec) {
          ";strategy=" + toString(resolveStrategy(spec)) +
          ";head_dim=" + std::to_string(spec.headDim) +
          ";dtype=" + toString(spec.dtype) +
+         (spec.dtype == ElementType::e4m3
+              ? std::string(";out_dtype=") + toString(spec.outputDtype())
+              : std::string()) +
          ";mask=" + (spec.causal ? "causal" : "none") +
          ";block_m=" + std::to_string(spec.blockM) +
          ";block_n=" + std::to_string(spec.blockN) +

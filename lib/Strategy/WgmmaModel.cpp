@@ -54,8 +54,8 @@ bool overlapsSoftmax(int64_t headDim) { return headDim <= 128; }
 
 bool takesProblem(ElementType dtype, int64_t headDim,
                   const std::string &arch) {
-  return dtype != ElementType::f32 && headDim > 0 &&
-         headDim % kColumnBlock == 0 && headDim <= kMaxHeadDim &&
+  return (dtype == ElementType::f16 || dtype == ElementType::bf16) &&
+         headDim > 0 && headDim % kColumnBlock == 0 && headDim <= kMaxHeadDim &&
          arch == "sm_90a";
 }
 
@@ -64,6 +64,11 @@ std::string checkSpec(const KernelSpec &spec) {
   if (spec.dtype == ElementType::f32)
     return "the wgmma strategy computes on f16 or bf16 inputs, got f32 (use "
            "the simt strategy)";
+  // The tile level and the CPU path run FP8 (fa-tile's quantized P); the
+  // 8-bit wgmma lowering (k32 steps, the V transpose) is not written yet.
+  if (spec.dtype == ElementType::e4m3)
+    return "no GPU strategy compiles e4m3 (FP8) kernels yet: the tile level "
+           "and the CPU path run them";
   if (spec.headDim % kColumnBlock != 0 || spec.headDim > kMaxHeadDim)
     return "the wgmma strategy needs a head dim that is a multiple of 64 and "
            "at most " +

@@ -47,14 +47,28 @@ getCpuKernel(const mlir::fa::CpuKernelConfig &config) {
                          bool, bool, bool, bool, bool>;
   static auto &cache =
       *new std::map<Key, std::unique_ptr<mlir::fa::CpuAttentionKernel>>();
-  Key key{
-      config.headDim,          int(config.dtype),    config.tiles.blockM,
-      config.tiles.blockN,     config.causal,        config.scale,
-      config.backward,         config.deterministic, config.scoreMod,
-      config.maskMod,          config.sinks,         config.blockMask,
-      config.blockMaskProgram, config.varlen,        config.kvLens,
-      config.splitKv,          config.pagedKv,       config.tiles.pageGather,
-      config.cacheBatchIndex};
+  // The input type and O's, where it differs.
+  int types =
+      int(config.dtype) * 8 + (config.outDtype ? 1 + int(*config.outDtype) : 0);
+  Key key{config.headDim,
+          types,
+          config.tiles.blockM,
+          config.tiles.blockN,
+          config.causal,
+          config.scale,
+          config.backward,
+          config.deterministic,
+          config.scoreMod,
+          config.maskMod,
+          config.sinks,
+          config.blockMask,
+          config.blockMaskProgram,
+          config.varlen,
+          config.kvLens,
+          config.splitKv,
+          config.pagedKv,
+          config.tiles.pageGather,
+          config.cacheBatchIndex};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto kernel = mlir::fa::CpuAttentionKernel::compile(config);

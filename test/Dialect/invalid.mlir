@@ -28,7 +28,7 @@ func.func @value_element_type(%q: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf16>
 // -----
 
 func.func @unsupported_element_type(%q: memref<?x?x?x64xf64>, %lse: memref<?x?x?xf32>) {
-  // expected-error @+1 {{operand #0 must be 4D memref of 16-bit float or bfloat16 type or 32-bit float values}}
+  // expected-error @+1 {{operand #0 must be 4D memref of 16-bit float or bfloat16 type or 32-bit float or f8E4M3FN type values}}
   fa.attention %q, %q, %q into %q, %lse {scale = 1.0 : f32}
     : memref<?x?x?x64xf64>, memref<?x?x?x64xf64>, memref<?x?x?x64xf64> into memref<?x?x?x64xf64>, memref<?x?x?xf32>
   return
@@ -273,7 +273,7 @@ func.func @strided_rows(%q: memref<?x?x?x64xf16, strided<[?, ?, 1, ?]>>, %lse: m
 // Tiles are ranked 1 or 2, with fa placements as encodings.
 func.func @rank0(%src: memref<?x?xf32>, %n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
-    // expected-error @+1 {{result #0 must be f16, bf16 or f32 tile (rank 1 or 2, static dims in [1, 65536], no encoding or an fa placement)}}
+    // expected-error @+1 {{result #0 must be f16, bf16, f32 or f8E4M3FN tile (rank 1 or 2, static dims in [1, 65536], no encoding or an fa placement)}}
     %a = fa.load_tile %src[%b, %h, %n] : memref<?x?xf32> -> tensor<f32>
   }
   return
@@ -628,7 +628,7 @@ func.func @q_range_block_disagrees(%q: memref<?x?x?x32xf32>, %n: index) {
 // A varlen batch packs queries and keys alike: both offset tables.
 func.func @varlen_one_table(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cq: memref<?xi32>) {
   // expected-error @+1 {{takes cu_seqlens_q and cu_seqlens_k together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %cq) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>, memref<?xi32>) -> ()
   return
 }
@@ -838,7 +838,7 @@ func.func @partials_f16(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse
 
 func.func @partials_one(%q: memref<2x?x?x64xf16>, %lse: memref<2x?x?xf32>, %plse: memref<4x?x?xf32>) {
   // expected-error @+1 {{takes partial_output and partial_lse together}}
-  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>, scale = 1.0 : f32}> ({}, {})
+  "fa.attention"(%q, %q, %q, %q, %lse, %plse) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
     : (memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?x64xf16>, memref<2x?x?xf32>, memref<4x?x?xf32>) -> ()
   return
 }
@@ -946,5 +946,70 @@ func.func @cache_batch_idx_paged(%q: memref<2x?x?x64xf16>, %k: memref<5x?x?x64xf
   fa.attention %q, %k, %k into %q, %lse block_table %t cache_batch_idx %i {scale = 1.0 : f32}
     : memref<2x?x?x64xf16>, memref<5x?x?x64xf16>, memref<5x?x?x64xf16> into memref<2x?x?x64xf16>, memref<2x?x?xf32>
       block_table memref<2x?xi32> cache_batch_idx memref<2xi32>
+  return
+}
+
+// -----
+
+func.func @float8_output(%q: memref<?x?x?x64xf8E4M3FN>, %o: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{with f8E4M3FN inputs writes an f16 or bf16 output, got 'f32'}}
+  fa.attention %q, %q, %q into %o, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN> into memref<?x?x?x64xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @float8_key_type(%q: memref<?x?x?x64xf8E4M3FN>, %k: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>) {
+  // expected-error @+1 {{key element type 'bf16' does not match query element type 'f8E4M3FN'}}
+  fa.attention %q, %k, %q into %o, %lse {scale = 1.0 : f32}
+    : memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xbf16>, memref<?x?x?x64xf8E4M3FN> into memref<?x?x?x64xbf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @descales_without_float8(%q: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>, %d: memref<?x?xf32>) {
+  // expected-error @+1 {{takes descales with f8E4M3FN inputs only, got 'bf16'}}
+  fa.attention %q, %q, %q into %q, %lse descales(%d, %d, %d) {scale = 1.0 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16> into memref<?x?x?x64xbf16>, memref<?x?x?xf32>
+    descales memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @descale_shape(%q: memref<2x8x16x64xf8E4M3FN>, %k: memref<2x4x16x64xf8E4M3FN>, %o: memref<2x8x16x64xbf16>, %lse: memref<2x8x16xf32>, %d: memref<2x4xf32>, %bad: memref<2x8xf32>) {
+  // expected-error @+1 {{v_descale is [2, 8]; it needs one factor per batch entry and K/V head [2, 4]}}
+  fa.attention %q, %k, %k into %o, %lse descales(%d, %d, %bad) {scale = 1.0 : f32}
+    : memref<2x8x16x64xf8E4M3FN>, memref<2x4x16x64xf8E4M3FN>, memref<2x4x16x64xf8E4M3FN> into memref<2x8x16x64xbf16>, memref<2x8x16xf32>
+    descales memref<2x4xf32>, memref<2x4xf32>, memref<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @descales_all_or_none(%q: memref<?x?x?x64xf8E4M3FN>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>, %d: memref<?x?xf32>) {
+  // expected-error @+1 {{takes the three descales (q, k, v) or none}}
+  "fa.attention"(%q, %q, %q, %o, %lse, %d) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>, scale = 1.0 : f32}> ({}, {})
+    : (memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xbf16>, memref<?x?x?xf32>, memref<?x?xf32>) -> ()
+  return
+}
+
+// -----
+
+func.func @float8_backward(%q: memref<?x?x?x64xf8E4M3FN>, %lse: memref<?x?x?xf32>, %acc: memref<?x?x?x64xf32>) {
+  // expected-error @+1 {{takes f16, bf16 or f32 tensors: f8E4M3FN is a forward input type}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %acc {scale = 1.0 : f32}
+    : memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?xf32>
+    into memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN>, memref<?x?x?x64xf8E4M3FN> workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @probs_scale(%s: tensor<16x8xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{probs_scale must be a positive power of two, got 3}}
+  %a, %b, %c, %d = fa.online_softmax %s, %m, %m {scale = 1.0 : f32, probs_scale = 3.0 : f32} : tensor<16x8xf32>, tensor<16xf32>
   return
 }

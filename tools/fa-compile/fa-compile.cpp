@@ -51,8 +51,16 @@ static cl::opt<std::string> inputFile(
     cl::init(""), cl::cat(category));
 static cl::opt<int64_t> headDim("head-dim", cl::desc("head dimension D"),
                                 cl::init(128), cl::cat(category));
-static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
-                                  cl::init("f32"), cl::cat(category));
+static cl::opt<std::string>
+    dtype("dtype",
+          cl::desc("f32 | f16 | bf16 | e4m3 (FP8: the forward, with Q, K "
+                   "and V descales f32 [B, Hkv] after the other operands)"),
+          cl::init("f32"), cl::cat(category));
+static cl::opt<std::string>
+    outDtype("out-dtype",
+             cl::desc("O's element type with --dtype=e4m3: bf16 (default) | "
+                      "f16"),
+             cl::init(""), cl::cat(category));
 static cl::opt<bool> causal("causal", cl::desc("causal mask (bottom-right)"),
                             cl::init(false), cl::cat(category));
 static cl::opt<bool> backward(
@@ -256,7 +264,15 @@ int main(int argc, char **argv) {
   ::fa::KernelSpec spec;
   spec.headDim = headDim;
   if (!::fa::parseElementType(dtype, spec.dtype))
-    return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
+    return fail("unknown --dtype '" + dtype +
+                "'; expected f32, f16, bf16 or e4m3");
+  if (!outDtype.empty()) {
+    ::fa::ElementType out;
+    if (!::fa::parseElementType(outDtype, out))
+      return fail("unknown --out-dtype '" + outDtype +
+                  "'; expected f16 or bf16");
+    spec.outDtype = out;
+  }
   spec.causal = causal;
   spec.backward = backward;
   spec.deterministic = deterministic;
@@ -400,6 +416,11 @@ int main(int argc, char **argv) {
       spec.splitKv = op.getPartialOutput() != nullptr;
       spec.pagedKv = op.getBlockTable() != nullptr;
       spec.cacheBatchIndex = op.getCacheBatchIdx() != nullptr;
+      // FP8 inputs: O's own type.
+      Type output = cast<MemRefType>(op.getOutput().getType()).getElementType();
+      if (output != cast<MemRefType>(op.getQuery().getType()).getElementType())
+        spec.outDtype =
+            output.isF16() ? ::fa::ElementType::f16 : ::fa::ElementType::bf16;
     });
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;
@@ -635,7 +656,7 @@ int main(int argc, char **argv) {
   // asked for: its per-tile sums grow with the lengths).
   io.headDim = spec.headDim;
   io.causal = spec.causal;
-  int64_t elementBytes = spec.dtype == ::fa::ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = ::fa::elementBytes(spec.dtype);
   ::fa::IOEstimate tiled, standard;
   // (The IO model is attention's: a block mask program has none.)
   bool attentionIO = !spec.blockMaskProgram;

@@ -239,7 +239,7 @@ int main(int argc, char **argv) {
   io.qLen = io.kvLen = 4096;
   io.headDim = headDim;
   io.causal = causal;
-  int64_t elementBytes = base.dtype == fa::ElementType::f32 ? 4 : 2;
+  int64_t elementBytes = fa::elementBytes(base.dtype);
 
   // The timed problem: FlashAttention's benchmark shape unless stated.
   fa::AttentionProblem timedProblem = io;

@@ -129,16 +129,22 @@ Value mlir::fa::pack(OpBuilder &b, Location loc, Type type,
                                         elements);
 }
 
-SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale)
+SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale,
+                                   Value factor)
     : scaleLog2e(f32Const(b, loc, scale * M_LOG2E)),
       scale(f32Const(b, loc, scale)), log2e(f32Const(b, loc, M_LOG2E)),
-      negInf(f32Const(b, loc, -INFINITY)), zero(f32Const(b, loc, 0.0)) {}
+      negInf(f32Const(b, loc, -INFINITY)), zero(f32Const(b, loc, 0.0)) {
+  if (factor) {
+    scaleLog2e = arith::MulFOp::create(b, loc, scaleLog2e, factor);
+    this->scale = arith::MulFOp::create(b, loc, this->scale, factor);
+  }
+}
 
 OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
-    function_ref<Value(Value, function_ref<Value(Value, Value)>)>
-        rowAllReduce) {
+    function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
+    double probsScale) {
   auto max = [&](Value x, Value y) -> Value {
     return arith::MaximumFOp::create(b, loc, x, y);
   };
@@ -158,15 +164,23 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
   Value base = arith::SelectOp::create(b, loc, empty, c.zero, row.newMax);
   Value baseLog2 = arith::MulFOp::create(b, loc, base, c.log2e);
   Value negBaseLog2 = arith::NegFOp::create(b, loc, baseLog2);
-  // p = exp2(s * c - m_new * log2 e)
+  // p = exp2(s * c - m_new * log2 e), times probs_scale: its log2 joins
+  // the row's term, and the row sum divides it out.
+  Value probsBias = negBaseLog2;
+  if (probsScale != 1.0)
+    probsBias = arith::AddFOp::create(b, loc, negBaseLog2,
+                                      f32Const(b, loc, std::log2(probsScale)));
   Value rowSum;
   for (Value s : scores) {
-    Value x = math::FmaOp::create(b, loc, s, c.scaleLog2e, negBaseLog2);
+    Value x = math::FmaOp::create(b, loc, s, c.scaleLog2e, probsBias);
     Value p = math::Exp2Op::create(b, loc, x);
     row.probs.push_back(p);
     rowSum = rowSum ? add(rowSum, p) : p;
   }
   rowSum = rowAllReduce(rowSum, add);
+  if (probsScale != 1.0)
+    rowSum = arith::MulFOp::create(b, loc, rowSum,
+                                   f32Const(b, loc, 1.0 / probsScale));
   // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
   row.alpha = math::Exp2Op::create(
       b, loc, math::FmaOp::create(b, loc, runningMax, c.log2e, negBaseLog2));

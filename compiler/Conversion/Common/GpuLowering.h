@@ -92,7 +92,9 @@ void addRegisterTileLegality(ConversionTarget &target,
 
 /// The f32 constants of one fa.online_softmax lowering.
 struct SoftmaxConstants {
-  SoftmaxConstants(OpBuilder &b, Location loc, double scale);
+  /// `factor`, where given, is a runtime f32 multiplying the scale.
+  SoftmaxConstants(OpBuilder &b, Location loc, double scale,
+                   Value factor = Value());
   Value scaleLog2e, scale, log2e, negInf, zero;
 };
 
@@ -102,6 +104,8 @@ struct SoftmaxConstants {
 ///   m_new = max(m, scale * rowmax(s)); base = m_new, or 0 if it is -inf
 ///   p = exp2(s * c - base * log2 e);  l_new = exp2((m - base) log2 e) l +
 ///   rowsum(p)
+/// With `probsScale` (fa.online_softmax's probs_scale), p is that much
+/// larger and l still sums the unscaled p.
 struct OnlineSoftmaxRow {
   Value newMax, newSum, alpha;
   SmallVector<Value> probs;
@@ -109,7 +113,8 @@ struct OnlineSoftmaxRow {
 OnlineSoftmaxRow buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
-    function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce);
+    function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
+    double probsScale = 1.0);
 /// The backward's recomputed P of one row, in base 2: with base = LSE (0
 /// when LSE is -inf: the row's scores are all masked),
 ///   baseLog2 = base * log2 e,  p = exp2(s * scale * log2 e - baseLog2).

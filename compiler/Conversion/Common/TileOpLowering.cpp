@@ -404,7 +404,10 @@ LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
   SmallVector<Value> s = r.unpack(adaptor.getScores());
   SmallVector<Value> m = r.unpack(adaptor.getRunningMax());
   SmallVector<Value> l = r.unpack(adaptor.getRunningSum());
-  SoftmaxConstants constants(r.b, r.loc, op.getScale().convertToDouble());
+  SoftmaxConstants constants(r.b, r.loc, op.getScale().convertToDouble(),
+                             adaptor.getScaleFactor());
+  double probsScale =
+      op.getProbsScaleAttr() ? op.getProbsScaleAttr().getValueAsDouble() : 1.0;
   auto acrossRow = [&](Value value, function_ref<Value(Value, Value)> combine) {
     return rowAllReduce(r.b, r.loc, r.layout, value, combine);
   };
@@ -415,8 +418,9 @@ LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
     SmallVector<Value> rowScores;
     for (int64_t slot : slots)
       rowScores.push_back(s[slot]);
-    OnlineSoftmaxRow step = buildOnlineSoftmaxRow(
-        r.b, r.loc, constants, rowScores, m[row], l[row], acrossRow);
+    OnlineSoftmaxRow step =
+        buildOnlineSoftmaxRow(r.b, r.loc, constants, rowScores, m[row], l[row],
+                              acrossRow, probsScale);
     for (auto [slot, p] : llvm::zip(slots, step.probs))
       probs[slot] = p;
     newMax[row] = step.newMax;
@@ -454,12 +458,17 @@ LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
   Value one = f32Const(b, loc, 1.0);
   Value ln2 = f32Const(b, loc, M_LN2);
   Value negInf = f32Const(b, loc, -INFINITY);
+  // O's factor (FP8's V descale over the probabilities' scale) joins the
+  // per-row 1 / l.
+  Value numerator = one;
+  if (Value outputScale = adaptor.getOutputScale())
+    numerator = outputScale;
   SmallVector<Value> lse(m.size());
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                         l[row], zero);
     Value inv = arith::SelectOp::create(
-        b, loc, empty, zero, arith::DivFOp::create(b, loc, one, l[row]));
+        b, loc, empty, zero, arith::DivFOp::create(b, loc, numerator, l[row]));
     for (int64_t slot : r.layout.slotsOfRow(row))
       acc[slot] = arith::MulFOp::create(b, loc, acc[slot], inv);
     Value logSum = arith::MulFOp::create(
