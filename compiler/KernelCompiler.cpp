@@ -507,6 +507,8 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
         m.operand = *::fa::LaunchPlan::operandNamed(tensor);
         m.boxRows = dict.getAs<IntegerAttr>("box_rows").getInt();
         m.boxCols = dict.getAs<IntegerAttr>("box_cols").getInt();
+        if (auto bytes = dict.getAs<IntegerAttr>("element_bytes"))
+          m.elementBytes = bytes.getInt();
         plan.tensorMaps.push_back(m);
       }
     launches.push_back(std::move(plan));
@@ -587,7 +589,8 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
               spec.sinks, spec.blockMask, spec.varlen, spec.kvLens,
               combine ? Plan::ForwardKernel::combine
                       : Plan::ForwardKernel::split,
-              spec.pagedKv, spec.cacheBatchIndex);
+              spec.pagedKv, spec.cacheBatchIndex,
+              spec.dtype == ::fa::ElementType::e4m3);
           plan.grid = forward.grid;
           plan.params = std::move(forward.params);
           plan.addCaptures(captures);
@@ -599,12 +602,11 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
                                 << launches.size();
     // The kernel's grid and parameters; the rest as read from it.
     Plan &plan = launches.front();
-    Plan forward = Plan::forwardAttention(plan.function, spec.blockM,
-                                          plan.threads, plan.sharedBytes,
-                                          spec.sinks, spec.blockMask,
-                                          spec.varlen, spec.kvLens,
-                                          Plan::ForwardKernel::whole,
-                                          spec.pagedKv, spec.cacheBatchIndex);
+    Plan forward = Plan::forwardAttention(
+        plan.function, spec.blockM, plan.threads, plan.sharedBytes, spec.sinks,
+        spec.blockMask, spec.varlen, spec.kvLens, Plan::ForwardKernel::whole,
+        spec.pagedKv, spec.cacheBatchIndex,
+        spec.dtype == ::fa::ElementType::e4m3);
     plan.grid = forward.grid;
     plan.params = std::move(forward.params);
     plan.addCaptures(captures);

@@ -418,8 +418,9 @@ MmaOperandEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
 // SwizzledSharedEncodingAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult SwizzledSharedEncodingAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, int64_t bytes) {
+LogicalResult
+SwizzledSharedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t bytes, bool transposed) {
   if (bytes != 128)
     return emitError() << "the swizzle width must be 128 bytes, got " << bytes;
   return success();
@@ -428,21 +429,34 @@ LogicalResult SwizzledSharedEncodingAttr::verify(
 LogicalResult SwizzledSharedEncodingAttr::verifyEncoding(
     ArrayRef<int64_t> shape, Type elementType,
     function_ref<InFlightDiagnostic()> emitError) const {
-  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32())
-    return emitError() << "#fa.swizzled_shared holds f16, bf16 or f32, got "
+  bool float8 = isa<Float8E4M3FNType>(elementType);
+  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32() &&
+      !float8)
+    return emitError() << "#fa.swizzled_shared holds f16, bf16, f32 or "
+                          "f8E4M3FN, got "
                        << elementType;
   if (shape.size() != 2)
     return emitError() << "#fa.swizzled_shared tiles are 2-d, got rank "
                        << shape.size();
+  if (getTransposed() && !float8)
+    return emitError() << "#fa.swizzled_shared stores 8-bit tiles transposed "
+                          "(the K-major B of 8-bit wgmma), got "
+                       << elementType;
+  // A transposed tile's columns are its storage rows and the other way
+  // round.
+  int64_t storedRows = getTransposed() ? shape[1] : shape[0];
+  int64_t storedColumns = getTransposed() ? shape[0] : shape[1];
   int64_t block = getBlockColumns(elementType);
-  if (shape[1] % block != 0)
-    return emitError() << "#fa.swizzled_shared needs columns in multiples of "
-                       << block << " (" << getBytes() << "-byte rows), got "
-                       << shape[1];
-  if (shape[0] % 8 != 0)
-    return emitError() << "#fa.swizzled_shared needs rows in multiples of 8 "
-                          "(1024-byte swizzle atoms), got "
-                       << shape[0];
+  if (storedColumns % block != 0)
+    return emitError() << "#fa.swizzled_shared needs "
+                       << (getTransposed() ? "rows" : "columns")
+                       << " in multiples of " << block << " (" << getBytes()
+                       << "-byte rows), got " << storedColumns;
+  if (storedRows % 8 != 0)
+    return emitError() << "#fa.swizzled_shared needs "
+                       << (getTransposed() ? "columns" : "rows")
+                       << " in multiples of 8 (1024-byte swizzle atoms), got "
+                       << storedRows;
   return verifyTileBudget("#fa.swizzled_shared", *this, shape, elementType,
                           emitError);
 }
@@ -590,22 +604,29 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
       auto tensor = dict.getAs<StringAttr>("tensor");
       auto rows = dict.getAs<IntegerAttr>("box_rows");
       auto cols = dict.getAs<IntegerAttr>("box_cols");
+      auto bytes = dict.getAs<IntegerAttr>("element_bytes");
       if (!arg || arg.getInt() < 0 || !tensor ||
           !llvm::is_contained({"q", "k", "v", "do", "dq_accum"},
                               tensor.getValue()) ||
-          !rows || rows.getInt() < 1 || !cols || cols.getInt() < 1)
+          !rows || rows.getInt() < 1 || !cols || cols.getInt() < 1 ||
+          (dict.get("element_bytes") &&
+           (!bytes || !llvm::is_contained({1, 2, 4}, bytes.getInt()))))
         return bad();
       // The runtime encodes each map once, with the 128-byte swizzle: a TMA
-      // box is at most 256 rows of 128 bytes.
+      // box is at most 256 rows of 128 bytes. Elements are 2 bytes (the
+      // f32 dQ accumulator: 4) unless element_bytes says (FP8: 1).
       bool isF32 = tensor.getValue() == "dq_accum";
-      int64_t maxCols = kTensorMapBoxBytes / (isF32 ? 4 : 2);
+      int64_t elementBytes = bytes ? bytes.getInt() : isF32 ? 4 : 2;
+      int64_t maxCols = kTensorMapBoxBytes / elementBytes;
       if (rows.getInt() > kMaxTensorMapBoxRows || cols.getInt() > maxCols)
         return op->emitOpError()
                << "'" << name << "' box of " << tensor << " is "
                << rows.getInt() << " x " << cols.getInt()
                << ": a TMA box has at most " << kMaxTensorMapBoxRows
                << " rows of " << maxCols << " columns (128 bytes of "
-               << (isF32 ? "f32" : "16-bit")
+               << (elementBytes == 4   ? "f32"
+                   : elementBytes == 1 ? "8-bit"
+                                       : "16-bit")
                << " elements, the swizzle span)";
       if (!args.insert(arg.getInt()).second)
         return op->emitOpError()

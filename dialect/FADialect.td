@@ -406,17 +406,34 @@ def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding"
     16-byte cp.async per lane of 8 lanes) touches in one chunk column fall
     into 8 different bank groups. Tiles start on 1024-byte boundaries.
 
-    16-bit tiles are wgmma's operands; f32 tiles are staged for the TMA
-    engine's reductions (the backward's dQ part).
+    16-bit and 8-bit (f8E4M3FN) tiles are wgmma's operands; f32 tiles are
+    staged for the TMA engine's reductions (the backward's dQ part).
+
+    `transposed` (8-bit tiles): the tile is stored by columns, as its
+    transpose would be by rows: storage row `c` holds column `c`, the tile's
+    rows along it, in column blocks of 128 rows. 8-bit wgmma reads both
+    shared operands K-major, so the B operand of P V (V, `[keys, D]`) is
+    stored so: its rows (keys) along storage rows. Within each group of 32
+    keys the storage columns hold the keys in the order in which a thread's
+    8-bit A fragment of P holds them as the f32 accumulator left them:
+    storage column `4t + i` (+16) holds key `2t + (i % 2) + 8 (i / 2)`
+    (+16), so that P becomes an A operand without moving between lanes.
 
     ```mlir
     tensor<128x128xf16, #fa.swizzled_shared<bytes = 128>>  // 2 blocks of 16 KiB
     tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>   // 4 blocks of 8 KiB
+    tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
     ```
   }];
-  let parameters = (ins "int64_t":$bytes);
-  let assemblyFormat = "`<` `bytes` `=` $bytes `>`";
+  let parameters = (ins "int64_t":$bytes,
+                        DefaultValuedParameter<"bool", "false">:$transposed);
+  let assemblyFormat = "`<` `bytes` `=` $bytes (`,` `transposed` `=` $transposed^)? `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$bytes), [{
+      return $_get($_ctxt, bytes, /*transposed=*/false);
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// Elements of one column block (one swizzled row).
     int64_t getBlockColumns(::mlir::Type elementType) const {

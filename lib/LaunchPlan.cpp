@@ -12,13 +12,40 @@ namespace fa {
 static constexpr const char *kExtentNames[] = {
     "query_length", "query_heads", "batch", "key_length", "key_heads",
     "parts_batch"};
-static constexpr const char *kOperandNames[] = {
-    "q",  "k",  "v",  "o",     "lse",      "do",
-    "dq", "dk", "dv", "delta", "dq_accum", "dq_order",
-    "sinks", "dsinks", "key_ranges", "query_ranges", "cu_seqlens_q",
-    "cu_seqlens_k", "kv_lens", "block_table", "cache_batch_idx", "partial_o", "partial_lse",
-    "capture0", "capture1", "capture2", "capture3", "capture4", "capture5",
-    "capture6", "capture7"};
+static constexpr const char *kOperandNames[] = {"q",
+                                                "k",
+                                                "v",
+                                                "o",
+                                                "lse",
+                                                "do",
+                                                "dq",
+                                                "dk",
+                                                "dv",
+                                                "delta",
+                                                "dq_accum",
+                                                "dq_order",
+                                                "sinks",
+                                                "dsinks",
+                                                "key_ranges",
+                                                "query_ranges",
+                                                "cu_seqlens_q",
+                                                "cu_seqlens_k",
+                                                "kv_lens",
+                                                "block_table",
+                                                "cache_batch_idx",
+                                                "partial_o",
+                                                "partial_lse",
+                                                "q_descale",
+                                                "k_descale",
+                                                "v_descale",
+                                                "capture0",
+                                                "capture1",
+                                                "capture2",
+                                                "capture3",
+                                                "capture4",
+                                                "capture5",
+                                                "capture6",
+                                                "capture7"};
 static_assert(std::size(kOperandNames) ==
                   size_t(LaunchPlan::Operand::lastCapture) + 1,
               "one name per operand");
@@ -83,6 +110,9 @@ int LaunchPlan::rankOf(Operand operand) {
   case Operand::cacheBatchIdx:
     return 1;
   case Operand::blockTable:
+  case Operand::queryDescale:
+  case Operand::keyDescale:
+  case Operand::valueDescale:
     return 2;
   default:
     return 4;
@@ -91,10 +121,10 @@ int LaunchPlan::rankOf(Operand operand) {
 
 LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                                         int64_t threads, int64_t sharedBytes,
-                                        bool sinks, bool blockMask,
-                                        bool varlen, bool kvLens,
-                                        ForwardKernel kernel, bool pagedKv,
-                                        bool cacheBatchIndex) {
+                                        bool sinks, bool blockMask, bool varlen,
+                                        bool kvLens, ForwardKernel kernel,
+                                        bool pagedKv, bool cacheBatchIndex,
+                                        bool descales) {
   LaunchPlan plan;
   plan.function = std::move(function);
   plan.grid = {GridDim{Extent::queryLength, blockM},
@@ -123,6 +153,10 @@ LaunchPlan LaunchPlan::forwardAttention(std::string function, int64_t blockM,
                        {Operand::partialOutput, Operand::partialLse});
   if (blockMask)
     plan.params.push_back(Operand::keyRanges);
+  if (descales)
+    plan.params.insert(
+        plan.params.end(),
+        {Operand::queryDescale, Operand::keyDescale, Operand::valueDescale});
   return plan;
 }
 
@@ -234,10 +268,14 @@ llvm::json::Value LaunchPlan::toJson() const {
   for (Operand p : params)
     paramsJson.push_back(kOperandNames[int(p)]);
   llvm::json::Array mapsJson;
-  for (const TensorMap &m : tensorMaps)
-    mapsJson.push_back(llvm::json::Object{{"operand", kOperandNames[int(m.operand)]},
-                                          {"box_rows", m.boxRows},
-                                          {"box_cols", m.boxCols}});
+  for (const TensorMap &m : tensorMaps) {
+    llvm::json::Object map{{"operand", kOperandNames[int(m.operand)]},
+                           {"box_rows", m.boxRows},
+                           {"box_cols", m.boxCols}};
+    if (m.elementBytes)
+      map["element_bytes"] = m.elementBytes;
+    mapsJson.push_back(std::move(map));
+  }
   llvm::json::Array capturesJson;
   for (const CaptureType &c : captures)
     capturesJson.push_back(llvm::json::Object{
@@ -323,13 +361,20 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
           parseName<Operand>(kOperandNames, map->getString("operand"));
       std::optional<int64_t> rows = map->getInteger("box_rows");
       std::optional<int64_t> cols = map->getInteger("box_cols");
+      // FP8 inputs: 1-byte elements (absent: the operand's usual).
+      int64_t elementBytes = map->getInteger("element_bytes").value_or(0);
+      if (!operand)
+        return std::nullopt;
+      TensorMap parsed{*operand, rows.value_or(0), cols.value_or(0),
+                       elementBytes};
       // TMA boxes: at most 256 rows of 128 bytes (the runtime's 128-byte
       // swizzle).
-      if (!operand || !readByTensorMap(*operand) || !rows || *rows < 1 ||
-          *rows > 256 || !cols || *cols < 1 ||
-          *cols * tensorMapElementBytes(*operand) > 128)
+      if (!readByTensorMap(*operand) || parsed.boxRows < 1 ||
+          parsed.boxRows > 256 || parsed.boxCols < 1 ||
+          !llvm::is_contained({0, 1, 2, 4}, elementBytes) ||
+          parsed.boxCols * parsed.bytesPerElement() > 128)
         return std::nullopt;
-      plan.tensorMaps.push_back({*operand, *rows, *cols});
+      plan.tensorMaps.push_back(parsed);
     }
   }
   plan.threads = *threads;

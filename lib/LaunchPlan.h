@@ -124,6 +124,10 @@ struct LaunchPlan {
     // [parts * B, Hq, Sq, D] and log-sum-exp [parts * B, Hq, Sq].
     partialOutput,
     partialLse,
+    // FP8 inputs (spec.dtype e4m3): f32 [B, Hkv] descale factors.
+    queryDescale,
+    keyDescale,
+    valueDescale,
     // The variant's captured tensors (the score_mod's, then the
     // mask_mod's), `captures` in order.
     capture0,
@@ -147,6 +151,12 @@ struct LaunchPlan {
   struct TensorMap {
     Operand operand = Operand::query;
     int64_t boxRows = 0, boxCols = 0;
+    /// Bytes of one element; 0: the operand's usual (tensorMapElementBytes).
+    /// FP8 inputs are 1.
+    int64_t elementBytes = 0;
+    int64_t bytesPerElement() const {
+      return elementBytes ? elementBytes : tensorMapElementBytes(operand);
+    }
   };
   /// The operands a tensor map can name: the 16-bit [B, H, S, D] inputs
   /// (Q, K, V; dO in the backward) and the f32 dQ accumulator.
@@ -188,16 +198,12 @@ struct LaunchPlan {
   /// part of the batch along z; its second (combine) takes the same
   /// parameters and runs tiles of min(blockM, kCombineRows) query rows.
   enum class ForwardKernel { whole, split, combine };
-  static LaunchPlan forwardAttention(std::string function, int64_t blockM,
-                                     int64_t threads, int64_t sharedBytes,
-                                     bool sinks = false,
-                                     bool blockMask = false,
-                                     bool varlen = false,
-                                     bool kvLens = false,
-                                     ForwardKernel kernel =
-                                         ForwardKernel::whole,
-                                     bool pagedKv = false,
-                                     bool cacheBatchIndex = false);
+  static LaunchPlan forwardAttention(
+      std::string function, int64_t blockM, int64_t threads,
+      int64_t sharedBytes, bool sinks = false, bool blockMask = false,
+      bool varlen = false, bool kvLens = false,
+      ForwardKernel kernel = ForwardKernel::whole, bool pagedKv = false,
+      bool cacheBatchIndex = false, bool descales = false);
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and

@@ -50,6 +50,26 @@ std::string shapeString(const TensorArg &t, int rank) {
 
 /// Strides are non-negative, the last dimension contiguous, and the
 /// largest offset representable.
+/// FP8 descale factors: f32 [batch, kvHeads], any non-negative strides
+/// (an expanded scalar, stride 0, is common).
+static std::string checkDescale(const char *name, const TensorArg &t,
+                                int64_t batch, int64_t kvHeads) {
+  if (t.sizes[0] != batch || t.sizes[1] != kvHeads)
+    return std::string(name) + " is [" + std::to_string(t.sizes[0]) + ", " +
+           std::to_string(t.sizes[1]) +
+           "]; it needs one f32 factor per batch entry and K/V head [" +
+           std::to_string(batch) + ", " + std::to_string(kvHeads) + "]";
+  if (t.strides[0] < 0 || t.strides[1] < 0)
+    return std::string(name) + " has a negative stride (not supported)";
+  if (batch == 0 || kvHeads == 0)
+    return "";
+  if (!t.data)
+    return std::string(name) + " is a null pointer";
+  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
+    return std::string(name) + " is not aligned to its 4-byte elements";
+  return "";
+}
+
 std::string checkLayout(const char *name, const TensorArg &t, int rank,
                         size_t elementBytes) {
   for (int d = 0; d < rank; ++d) {
@@ -328,6 +348,8 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     return Result::error(Status::invalidArgument, std::move(message));
   };
   size_t elementBytes = size_t(fa::elementBytes(spec.dtype));
+  // FP8 inputs write a 16-bit O.
+  size_t outputBytes = size_t(fa::elementBytes(spec.outputDtype()));
   const TensorArg &q = a.q, &k = a.k, &v = a.v, &o = a.o, &lse = a.lse;
   // Shapes.
   for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
@@ -419,7 +441,9 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         {"v", &v, 4},
         {"o", &o, 4},
         {"lse", &lse, 3}}) {
-    size_t bytes = std::string(name) == "lse" ? 4 : elementBytes;
+    size_t bytes = std::string(name) == "lse" ? 4
+                   : std::string(name) == "o" ? outputBytes
+                                              : elementBytes;
     if (std::string error = checkLayout(name, *t, rank, bytes); !error.empty())
       return invalid(error);
   }
@@ -432,6 +456,15 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     if (std::string error = checkSinks("sinks", a.sinks, q.sizes[1]);
         !error.empty())
       return invalid(error);
+  bool float8 = spec.dtype == ElementType::e4m3;
+  if (float8)
+    for (auto [name, t] :
+         {std::pair<const char *, const TensorArg *>{"q_descale", &a.qDescale},
+          {"k_descale", &a.kDescale},
+          {"v_descale", &a.vDescale}})
+      if (std::string error = checkDescale(name, *t, q.sizes[0], k.sizes[1]);
+          !error.empty())
+        return invalid(error);
   if (spec.blockMask)
     if (std::string error =
             checkRangeTable("key_ranges", "the query length", a.keyRanges,
@@ -462,7 +495,12 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   }
   if (spec.blockMask)
     inputs.push_back({"key_ranges", byteSpan(a.keyRanges, 4, 4)});
-  Span outputs[] = {{"o", byteSpan(o, 4, elementBytes)},
+  if (float8) {
+    inputs.push_back({"q_descale", byteSpan(a.qDescale, 2, 4)});
+    inputs.push_back({"k_descale", byteSpan(a.kDescale, 2, 4)});
+    inputs.push_back({"v_descale", byteSpan(a.vDescale, 2, 4)});
+  }
+  Span outputs[] = {{"o", byteSpan(o, 4, outputBytes)},
                     {"lse", byteSpan(lse, 3, 4)}};
   auto overlap = [](const Span &a, const Span &b) {
     return a.bytes && b.bytes && a.bytes->first <= b.bytes->second &&
@@ -483,12 +521,15 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
   // O rows in 16-byte chunks; TMA has its own size and stride limits.
   const StrategyModel &model = strategyModel(resolveStrategy(spec));
   if (model.inputAccessElements) {
+    // (The model counts 16-bit elements; an 8-bit chunk holds twice as
+    // many.)
+    int64_t inputChunk = model.inputAccessElements * 2 / int64_t(elementBytes);
     for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &q},
                            {"k", &k},
                            {"v", &v}}) {
-      if (std::string error = checkAccessWidth(
-              name, *t, model.inputAccessElements, elementBytes, model.name,
-              "rows are copied in 16-byte chunks");
+      if (std::string error =
+              checkAccessWidth(name, *t, inputChunk, elementBytes, model.name,
+                               "rows are copied in 16-byte chunks");
           !error.empty())
         return invalid(error);
       if (model.tensorMapInputs)
@@ -496,9 +537,9 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
             !error.empty())
           return invalid(error);
     }
-    if (std::string error = checkAccessWidth(
-            "o", o, model.outputAccessElements, elementBytes, model.name,
-            "O rows are stored in 16-byte chunks");
+    if (std::string error =
+            checkAccessWidth("o", o, model.outputAccessElements, outputBytes,
+                             model.name, "O rows are stored in 16-byte chunks");
         !error.empty())
       return invalid(error);
   }

@@ -160,9 +160,11 @@ Result Runtime::Impl::launchAll(
       std::memset(&maps[i], 0, sizeof(maps[i]));
       if (numElements(t, 4) == 0)
         continue; // no tile of it is ever loaded
-      const int64_t elementBytes = LaunchPlan::tensorMapElementBytes(m.operand);
+      const int64_t elementBytes = m.bytesPerElement();
+      // FP8 inputs as bytes (TMA copies them unchanged).
       CUtensorMapDataType elementType =
-          elementBytes == 4               ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+          elementBytes == 4            ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+          : elementBytes == 1          ? CU_TENSOR_MAP_DATA_TYPE_UINT8
           : dtype == ElementType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
       cuuint64_t dims[4] = {cuuint64_t(t.sizes[3]), cuuint64_t(t.sizes[2]),
@@ -482,6 +484,11 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
     operands[size_t(LaunchPlan::Operand::kvLens)] = &a.kvLens;
   if (entry.info.spec.cacheBatchIndex)
     operands[size_t(LaunchPlan::Operand::cacheBatchIdx)] = &a.cacheBatchIdx;
+  if (entry.info.spec.dtype == ElementType::e4m3) {
+    operands[size_t(LaunchPlan::Operand::queryDescale)] = &a.qDescale;
+    operands[size_t(LaunchPlan::Operand::keyDescale)] = &a.kDescale;
+    operands[size_t(LaunchPlan::Operand::valueDescale)] = &a.vDescale;
+  }
   if (entry.info.spec.pagedKv) {
     operands[size_t(LaunchPlan::Operand::blockTable)] = &a.blockTable;
     // The grid's keys: the table's pages (the defaults' and the split's

@@ -33,6 +33,7 @@ struct RequestKey {
 
   int64_t headDim;
   ElementType dtype;
+  ElementType outDtype; // O's (KernelSpec::outputDtype)
   bool causal, backward, deterministic;
   int64_t blockM, blockN, numWarps, stages;
   Strategy strategy;

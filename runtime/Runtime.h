@@ -114,6 +114,10 @@ struct AttentionArgs {
   /// K/V batch entry of each batch entry (k and v [B_cache, Hkv, S, D];
   /// numbers past B_cache are clamped to its last entry).
   TensorArg cacheBatchIdx;
+  /// With spec.dtype e4m3 (FP8 q, k, v): f32 [B, Hkv] descale factors, any
+  /// strides, on the device (flash-attn's q_descale, k_descale,
+  /// v_descale): S = scale q_descale k_descale Q K^T, O = v_descale P V.
+  TensorArg qDescale, kDescale, vDescale;
 };
 
 /// Decoding with grouped heads (one query row, Hq = G x Hkv, G > 1): the

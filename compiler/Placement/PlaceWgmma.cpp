@@ -54,12 +54,18 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   if (failed(shape))
     return failure();
   // wgmma reads B through a shared-memory descriptor.
-  if (failed(checkSixteenBitTiles(grid, loadedElementType(grid), "wgmma")) ||
+  Type elementType = loadedElementType(grid);
+  bool float8 = isa_and_nonnull<Float8E4M3FNType>(elementType);
+  if ((!float8 && failed(checkSixteenBitTiles(grid, elementType, "wgmma"))) ||
       failed(checkRightOperandsLoaded(grid, "wgmma")))
     return failure();
+  if (float8 && shape->headDim % 128 != 0)
+    return grid.emitOpError("8-bit wgmma needs a head dim in whole 128-byte "
+                            "rows (a multiple of 128), got ")
+           << shape->headDim;
 
   ::fa::wgmma::Config config{shape->headDim, shape->blockM, shape->blockN,
-                             numWarps,       stages,        2};
+                             numWarps,       stages,        float8 ? 1 : 2};
   if (std::string error = ::fa::wgmma::checkFits(config, target);
       !error.empty())
     return grid.emitOpError(error);
@@ -90,6 +96,26 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   if (failed(placeAttentionTiles(grid, "wgmma", layout.qOffset,
                                  layout.kOffset, layout.vOffset, stages)))
     return failure();
+
+  // 8-bit wgmma reads B K-major only: P V reads V transposed, each
+  // warpgroup's copy at the model's offset (the lowering adds the
+  // warpgroup's share).
+  if (float8) {
+    auto transposed = SwizzledSharedEncodingAttr::get(
+        ctx, ::fa::wgmma::kSwizzleBytes, /*transposed=*/true);
+    grid.walk([&](TileMatmulOp op) {
+      Value rhs = op.getRhs();
+      if (op.getTransposeRhs() || !rhs.getDefiningOp<LoadTileOp>())
+        return;
+      OpBuilder builder(op);
+      auto converted = ConvertLayoutOp::create(
+          builder, op.getLoc(), withEncoding(rhs.getType(), transposed), rhs);
+      converted->setAttr(
+          FADialect::getSharedOffsetAttrName(),
+          builder.getI64IntegerAttr(layout.transposedValueOffset));
+      op.getRhsMutable().assign(converted);
+    });
+  }
 
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(

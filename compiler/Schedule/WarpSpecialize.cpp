@@ -513,13 +513,19 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     MemRefType buffer = sharedBufferType(tensor->type);
     tensor->slotBytes =
         buffer.getNumElements() * buffer.getElementTypeBitWidth() / 8;
-    maps.push_back(attrs.getDictionaryAttr(
-        {attrs.getNamedAttr("arg", attrs.getI64IntegerAttr(i)),
-         attrs.getNamedAttr("tensor", attrs.getStringAttr(tensor->name)),
-         attrs.getNamedAttr("box_rows",
-                            attrs.getI64IntegerAttr(tensor->type.getDimSize(0))),
-         attrs.getNamedAttr("box_cols",
-                            attrs.getI64IntegerAttr(model::kColumnBlock))}));
+    int64_t elementBytes = buffer.getElementTypeBitWidth() / 8;
+    SmallVector<NamedAttribute> map = {
+        attrs.getNamedAttr("arg", attrs.getI64IntegerAttr(i)),
+        attrs.getNamedAttr("tensor", attrs.getStringAttr(tensor->name)),
+        attrs.getNamedAttr("box_rows",
+                           attrs.getI64IntegerAttr(tensor->type.getDimSize(0))),
+        attrs.getNamedAttr("box_cols", attrs.getI64IntegerAttr(
+                                           model::columnBlock(elementBytes)))};
+    // FP8 inputs: bytes (the 16-bit inputs' 2 is the default).
+    if (elementBytes == 1)
+      map.push_back(
+          attrs.getNamedAttr("element_bytes", attrs.getI64IntegerAttr(1)));
+    maps.push_back(attrs.getDictionaryAttr(map));
   }
   int64_t numBarriers = barrierLayout.count();
 

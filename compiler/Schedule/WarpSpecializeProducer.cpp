@@ -84,9 +84,12 @@ LogicalResult Specialization::buildProducer(Block &producer) {
       row = arith::AddIOp::create(at, loc, *firstRow, row);
     }
     int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
-    Type element = tensor.type.getElementType();
+    // 8-bit floats travel as bytes; a box is one 128-byte row wide.
+    Type element = sharedBufferType(tensor.type).getElementType();
+    int64_t columnBlock =
+        model::columnBlock(element.getIntOrFloatBitWidth() / 8);
     auto box =
-        MemRefType::get({1, 1, rows, model::kColumnBlock}, element,
+        MemRefType::get({1, 1, rows, columnBlock}, element,
                         MemRefLayoutAttrInterface(), workgroupSpace(ctx));
     auto mapType = nvgpu::TensorMapDescriptorType::get(
         ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
@@ -101,15 +104,15 @@ LogicalResult Specialization::buildProducer(Block &producer) {
         indexConst(at, loc, rows * cols * element.getIntOrFloatBitWidth() / 8),
         barrier, Value());
     Value first = slotBase(at, tensor, slot);
-    for (int64_t block = 0; block * model::kColumnBlock < cols; ++block) {
+    for (int64_t block = 0; block * columnBlock < cols; ++block) {
       Value dst = sharedBufferAt(
           at, loc,
           addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
       // Coordinates innermost first: (column, row, head, batch).
       nvgpu::TmaAsyncLoadOp::create(
           at, loc, dst, barriers, map,
-          ValueRange{indexConst(at, loc, block * model::kColumnBlock), row,
-                     *head, *batch},
+          ValueRange{indexConst(at, loc, block * columnBlock), row, *head,
+                     *batch},
           barrier, Value(), Value());
     }
     return success();

@@ -20,10 +20,17 @@ MemRefType mlir::fa::sharedBufferType(RankedTensorType type) {
   if (auto swizzled =
           dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding())) {
     int64_t block = swizzled.getBlockColumns(type.getElementType());
-    return MemRefType::get(
-        {type.getDimSize(1) / block, type.getDimSize(0), block},
-        type.getElementType(), MemRefLayoutAttrInterface(),
-        workgroupSpace(type.getContext()));
+    // Stored rows of column blocks; a transposed tile's stored rows are its
+    // columns. 8-bit floats as bytes (LLVM has no 8-bit float type).
+    int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
+    if (swizzled.getTransposed())
+      std::swap(rows, columns);
+    Type element = type.getElementType();
+    if (isa<Float8E4M3FNType>(element))
+      element = IntegerType::get(type.getContext(), 8);
+    return MemRefType::get({columns / block, rows, block}, element,
+                           MemRefLayoutAttrInterface(),
+                           workgroupSpace(type.getContext()));
   }
   auto encoding = cast<SharedEncodingAttr>(type.getEncoding());
   SmallVector<int64_t> shape(type.getShape());

@@ -71,7 +71,8 @@ std::string checkSpec(const KernelSpec &spec) {
            "the simt strategy)";
   if (spec.dtype == ElementType::e4m3)
     return "the mma strategy computes on f16 or bf16 inputs, got e4m3 (FP8 "
-           "runs on the wgmma strategy, sm_90a)";
+           "runs on the wgmma strategy: "
+           "sm_90a, head dims in multiples of 128)";
   if (spec.headDim % kN != 0 || spec.headDim > kMaxHeadDim)
     return "the mma strategy needs a head dim that is a multiple of 8 and at "
            "most " +

@@ -21,8 +21,12 @@ SharedLayout sharedLayout(const Config &c) {
   layout.kOffset = c.blockM * rowBytes;
   layout.kvSlotBytes = c.blockN * rowBytes;
   layout.vOffset = layout.kOffset + c.stages * layout.kvSlotBytes;
-  layout.totalBytes =
-      layout.vOffset + c.stages * layout.kvSlotBytes + kSwizzleAtomBytes;
+  int64_t end = layout.vOffset + c.stages * layout.kvSlotBytes;
+  if (c.elementBytes == 1) {
+    layout.transposedValueOffset = end;
+    end += (c.numWarps / kWarpsPerWarpgroup) * layout.kvSlotBytes;
+  }
+  layout.totalBytes = end + kSwizzleAtomBytes;
   return layout;
 }
 
@@ -54,9 +58,10 @@ bool overlapsSoftmax(int64_t headDim) { return headDim <= 128; }
 
 bool takesProblem(ElementType dtype, int64_t headDim,
                   const std::string &arch) {
-  return (dtype == ElementType::f16 || dtype == ElementType::bf16) &&
-         headDim > 0 && headDim % kColumnBlock == 0 && headDim <= kMaxHeadDim &&
-         arch == "sm_90a";
+  // FP8: head dims in whole 128-byte rows of 128 elements.
+  int64_t block = dtype == ElementType::e4m3 ? 128 : kColumnBlock;
+  return dtype != ElementType::f32 && headDim > 0 && headDim % block == 0 &&
+         headDim <= kMaxHeadDim && arch == "sm_90a";
 }
 
 std::string checkSpec(const KernelSpec &spec) {
@@ -64,11 +69,11 @@ std::string checkSpec(const KernelSpec &spec) {
   if (spec.dtype == ElementType::f32)
     return "the wgmma strategy computes on f16 or bf16 inputs, got f32 (use "
            "the simt strategy)";
-  // The tile level and the CPU path run FP8 (fa-tile's quantized P); the
-  // 8-bit wgmma lowering (k32 steps, the V transpose) is not written yet.
-  if (spec.dtype == ElementType::e4m3)
-    return "no GPU strategy compiles e4m3 (FP8) kernels yet: the tile level "
-           "and the CPU path run them";
+  // An 8-bit row of 128 bytes holds 128 elements (one swizzled row).
+  if (spec.dtype == ElementType::e4m3 && spec.headDim % 128 != 0)
+    return "e4m3 (FP8) on the wgmma strategy needs a head dim that is a "
+           "multiple of 128 (one 128-byte swizzled row), got " +
+           text(spec.headDim);
   if (spec.headDim % kColumnBlock != 0 || spec.headDim > kMaxHeadDim)
     return "the wgmma strategy needs a head dim that is a multiple of 64 and "
            "at most " +
@@ -133,6 +138,10 @@ std::string checkFits(const Config &c, const GpuArch &arch) {
     return "wgmma placement (" + config +
            "): block-n must be a multiple of 16 up to " + text(kMaxN) +
            " (the N of Q K^T, and whole k16 steps of P V)";
+  if (c.elementBytes == 1 && c.blockN % 128 != 0)
+    return "wgmma placement (" + config +
+           "): 8-bit block-n must be a multiple of 128 (V's transposed copy "
+           "holds the keys along 128-byte swizzled rows)";
   int64_t available = arch.maxSharedMemoryPerBlock - kStaticSharedMemoryReserve;
   int64_t shared = sharedLayout(c).totalBytes;
   if (shared > available)
@@ -172,7 +181,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
     ranked = kMediumHeads;
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
-    Config config{request.headDim, t.blockM, t.blockN, t.numWarps, t.stages, 2};
+    Config config{request.headDim, t.blockM, t.blockN,
+                  t.numWarps,      t.stages, fa::elementBytes(request.dtype)};
     return arch && checkFits(config, *arch).empty() &&
            estimateRegisters(config) <=
                consumerRegisters(t.numWarps, runsPersistent(request.headDim, t.numWarps));

@@ -42,6 +42,11 @@ constexpr int64_t kMaxStages = 4;
 /// name: columns in blocks of 64 16-bit elements (one 128-byte row each).
 constexpr int64_t kSwizzleBytes = 128;
 constexpr int64_t kColumnBlock = 64;
+/// Elements of one column block (one swizzled row): 64 of 16 bits, 128 of
+/// 8 bits (FP8, whose head dims come in blocks of 128).
+constexpr int64_t columnBlock(int64_t elementBytes) {
+  return kSwizzleBytes / elementBytes;
+}
 /// The swizzle pattern repeats every 8 rows of 128 bytes: tiles start on
 /// 1024-byte boundaries, and the kernel aligns its dynamic shared memory
 /// to one (up to this many bytes of slack).
@@ -59,9 +64,13 @@ struct Config {
 /// Shared-memory layout of one program, in bytes from the 1024-aligned
 /// base: the Q tile, then `stages` K slots, then `stages` V slots. A tile of
 /// R rows is stored as head-dim / 64 column blocks of R x 128 bytes.
+/// 8-bit (FP8) programs add one transposed V tile per consumer warpgroup
+/// (8-bit wgmma reads B K-major only; each warpgroup transposes the V
+/// slot into its own tile before P V).
 struct SharedLayout {
   int64_t qOffset = 0, kOffset = 0, vOffset = 0;
   int64_t kvSlotBytes = 0;
+  int64_t transposedValueOffset = 0; // 8-bit only (0: none)
   /// Dynamic shared memory of the block: the tiles plus the alignment slack.
   int64_t totalBytes = 0;
 };

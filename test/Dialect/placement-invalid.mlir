@@ -148,9 +148,9 @@ func.func @launch_producer_warps(%n: index) {
 
 // -----
 
-// The 128-byte swizzle holds 16-bit elements (wgmma's operands) or f32
+// The 128-byte swizzle holds 16-bit or 8-bit elements (wgmma's operands) or f32
 // (the staged dQ part the TMA engine adds) ...
-// expected-error @+1 {{#fa.swizzled_shared holds f16, bf16 or f32, got 'f64'}}
+// expected-error @+1 {{#fa.swizzled_shared holds f16, bf16, f32 or f8E4M3FN, got 'f64'}}
 func.func @swizzled_f64(%x: tensor<64x64xf64, #fa.swizzled_shared<bytes = 128>>) {
   return
 }
@@ -348,5 +348,21 @@ func.func @prefetch_shared(%q: memref<?x?x?x64xf16>, %n: index) {
     // expected-error @below {{'fa.prefetch' prefetches per-row values into registers: a rank-1 tile with a register encoding, got 'tensor<64x64xf16, #fa.shared<pad = 8>>'}}
     %x = fa.load_tile %q[%b, %h, %t] {fa.prefetch} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 8>>
   }
+  return
+}
+
+// -----
+
+// Only 8-bit tiles are stored transposed (the K-major B of 8-bit wgmma) ...
+// expected-error @+1 {{#fa.swizzled_shared stores 8-bit tiles transposed (the K-major B of 8-bit wgmma), got 'f16'}}
+func.func @swizzled_transposed_f16(%x: tensor<64x64xf16, #fa.swizzled_shared<bytes = 128, transposed = true>>) {
+  return
+}
+
+// -----
+
+// ... whose rows then run along the 128-byte storage rows: 128 of them.
+// expected-error @+1 {{#fa.swizzled_shared needs rows in multiples of 128 (128-byte rows), got 64}}
+func.func @swizzled_transposed_rows(%x: tensor<64x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>) {
   return
 }

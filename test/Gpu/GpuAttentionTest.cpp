@@ -1819,6 +1819,171 @@ TEST_P(GpuAttentionPart, WgmmaExplicitConfigs) {
   }
 }
 
+/// FP8 (e4m3) forward on wgmma against the float64 reference on the
+/// dequantized inputs: Q, K, V normal values divided by per-(batch, K/V
+/// head) descales in [0.5, 4) and quantized; O in bf16 or f16. Criterion:
+/// P is quantized from 256 p, a relative error of at most 2^-4 (below
+/// 2^-14, 2^-18 absolute each, Sk of them), and O rounded to its type
+/// (u_out); O is a convex combination of V rows, so |O - O_ref| <= (2^-4 +
+/// u_out + Sk 2^-18) max|V|, plus 2^-9 max|V| for the scores: 8-bit wgmma
+/// accumulates with about 14 bits of mantissa (relative 2^-14 of a score's
+/// |terms|, at most ~8 here: 5e-4 in a score, LSE's tolerance 4e-3).
+/// Head dims 128 and 256, causal and not, GQA, Sq != Sk both ways, lengths
+/// 1 .. 2048 and the tail tile.
+TEST_F(GpuAttention, Float8MatchesFloat64Reference) {
+  if (runtime->deviceArch() != "sm_90a")
+    GTEST_SKIP() << "FP8 runs on wgmma, which needs sm_90a; the device is "
+                 << runtime->deviceArch();
+  struct Shape {
+    int64_t batch, qHeads, kvHeads, qLen, kvLen;
+  };
+  std::vector<Shape> shapes = {{1, 2, 2, 1, 1},      {1, 2, 2, 17, 17},
+                               {1, 2, 2, 128, 128},  {1, 2, 2, 1000, 1000},
+                               {2, 8, 2, 128, 333},  {1, 4, 1, 1000, 17},
+                               {1, 2, 2, 2048, 2048}};
+  if (quick())
+    shapes = {{1, 2, 2, 17, 17}, {2, 8, 2, 128, 333}};
+  for (int64_t d : {128, 256})
+    for (bool causal : {false, true})
+      for (fa::ElementType out : {fa::ElementType::bf16, fa::ElementType::f16})
+        for (Shape sh : shapes) {
+          if (out == fa::ElementType::f16 && sh.qLen != sh.kvLen)
+            continue;
+          fa::KernelSpec spec = defaults();
+          spec.headDim = d;
+          spec.causal = causal;
+          spec.dtype = fa::ElementType::e4m3;
+          spec.outDtype = out;
+          spec.arch = "";
+          uint64_t seed = std::random_device{}();
+          SCOPED_TRACE(testing::Message()
+                       << "seed=" << seed << " D=" << d << " B=" << sh.batch
+                       << " Hq=" << sh.qHeads << " Hkv=" << sh.kvHeads
+                       << " Sq=" << sh.qLen << " Sk=" << sh.kvLen
+                       << (causal ? " causal" : "") << " O "
+                       << fa::toString(out));
+          fa::AttentionProblem p;
+          p.batch = sh.batch;
+          p.qHeads = sh.qHeads;
+          p.kvHeads = sh.kvHeads;
+          p.qLen = sh.qLen;
+          p.kvLen = sh.kvLen;
+          p.headDim = d;
+          p.causal = causal;
+          p.scale = 1.0 / std::sqrt(double(d));
+          std::mt19937_64 rng(seed);
+          std::uniform_real_distribution<float> factor(0.5f, 4.0f);
+          auto descales = [&] {
+            std::vector<float> f(sh.batch * sh.kvHeads);
+            for (float &x : f)
+              x = factor(rng);
+            return f;
+          };
+          std::vector<float> qd = descales(), kd = descales(), vd = descales();
+          int64_t group = sh.qHeads / sh.kvHeads;
+          // Quantizes normal values with the factor of each element's
+          // (batch, K/V head): `heads` heads of `rows` x D per batch entry.
+          auto quantize = [&](int64_t heads, int64_t rows, int64_t perKv,
+                              const std::vector<float> &factors,
+                              std::vector<uint8_t> &bits,
+                              std::vector<float> &values) {
+            values = fa::test::randomNormal(sh.batch * heads * rows * d, rng);
+            bits.resize(values.size());
+            for (size_t i = 0; i < values.size(); ++i) {
+              int64_t head = int64_t(i) / (rows * d);
+              int64_t b = head / heads, h = head % heads;
+              float f = factors[b * sh.kvHeads + h / perKv];
+              bits[i] = uint8_t(toBits(values[i] / f, fa::ElementType::e4m3));
+              values[i] = fromBits(bits[i], fa::ElementType::e4m3) * f;
+            }
+          };
+          std::vector<uint8_t> qBits, kBits, vBits;
+          std::vector<float> q, k, v;
+          quantize(sh.qHeads, sh.qLen, group, qd, qBits, q);
+          quantize(sh.kvHeads, sh.kvLen, 1, kd, kBits, k);
+          quantize(sh.kvHeads, sh.kvLen, 1, vd, vBits, v);
+          DeviceBuffer dq(q.size(), 1), dk(k.size(), 1), dv(v.size(), 1),
+              dout(q.size(), 2), dlse(p.lseElements()), dqd(qd.size()),
+              dkd(kd.size()), dvd(vd.size());
+          CU_ASSERT(driver().cuMemcpyHtoD_v2(dq.ptr, qBits.data(), q.size()));
+          CU_ASSERT(driver().cuMemcpyHtoD_v2(dk.ptr, kBits.data(), k.size()));
+          CU_ASSERT(driver().cuMemcpyHtoD_v2(dv.ptr, vBits.data(), v.size()));
+          CU_ASSERT(
+              driver().cuMemcpyHtoD_v2(dqd.ptr, qd.data(), qd.size() * 4));
+          CU_ASSERT(
+              driver().cuMemcpyHtoD_v2(dkd.ptr, kd.data(), kd.size() * 4));
+          CU_ASSERT(
+              driver().cuMemcpyHtoD_v2(dvd.ptr, vd.data(), vd.size() * 4));
+          CU_ASSERT(poison(dout, out));
+          CU_ASSERT(driver().cuMemsetD32_v2(dlse.ptr, 0x7fc00000, dlse.count));
+          fa::AttentionArgs args;
+          args.q = tensorArg(dq, sh.batch, sh.qHeads, sh.qLen, d);
+          args.k = tensorArg(dk, sh.batch, sh.kvHeads, sh.kvLen, d);
+          args.v = tensorArg(dv, sh.batch, sh.kvHeads, sh.kvLen, d);
+          args.o = tensorArg(dout, sh.batch, sh.qHeads, sh.qLen, d);
+          args.lse = tensorArg(dlse, sh.batch, sh.qHeads, sh.qLen, 1);
+          args.lse.strides[0] = sh.qHeads * sh.qLen;
+          args.lse.strides[1] = sh.qLen;
+          args.lse.strides[2] = 1;
+          for (auto [arg, buffer] : {std::pair<fa::TensorArg *, DeviceBuffer *>{
+                                         &args.qDescale, &dqd},
+                                     {&args.kDescale, &dkd},
+                                     {&args.vDescale, &dvd}}) {
+            arg->data = buffer->data();
+            arg->sizes[0] = sh.batch;
+            arg->sizes[1] = sh.kvHeads;
+            arg->strides[0] = sh.kvHeads;
+            arg->strides[1] = 1;
+          }
+          fa::Result r = runtime->forward(spec, args);
+          ASSERT_TRUE(bool(r)) << r.message;
+          CU_ASSERT(driver().cuCtxSynchronize());
+          std::vector<uint16_t> outBits(q.size());
+          std::vector<float> lse(p.lseElements());
+          CU_ASSERT(driver().cuMemcpyDtoH_v2(outBits.data(), dout.ptr,
+                                             outBits.size() * 2));
+          CU_ASSERT(
+              driver().cuMemcpyDtoH_v2(lse.data(), dlse.ptr, lse.size() * 4));
+          fa::ReferenceResult want =
+              fa::referenceAttention(p, q.data(), k.data(), v.data());
+          double maxV = 0.0;
+          for (float x : v)
+            maxV = std::max(maxV, double(std::fabs(x)));
+          double tolerance =
+              (std::ldexp(1.0, -4) + fa::test::unitRoundoff(out) +
+               std::ldexp(1.0, -9) + double(sh.kvLen) * std::ldexp(1.0, -18)) *
+                  maxV +
+              kOutputTolerance;
+          double maxError = 0.0, maxLseError = 0.0;
+          for (size_t i = 0; i < outBits.size(); ++i) {
+            double err =
+                std::fabs(double(fromBits(outBits[i], out)) - want.output[i]);
+            ASSERT_LE(err, tolerance) << "O[" << i << "]";
+            maxError = std::max(maxError, err);
+          }
+          for (size_t i = 0; i < lse.size(); ++i) {
+            if (std::isinf(want.lse[i])) {
+              ASSERT_TRUE(std::isinf(lse[i]) && lse[i] < 0)
+                  << "LSE[" << i << "]";
+              continue;
+            }
+            double err = std::fabs(double(lse[i]) - want.lse[i]);
+            ASSERT_LE(err, 4e-3) << "LSE[" << i << "]";
+            maxLseError = std::max(maxLseError, err);
+          }
+          // Not vacuous: P's quantization shows (measured 9e-4 .. 1.4e-2 of
+          // max|V| on these cases; a 16-bit P would give ~1e-4).
+          if (sh.qLen * sh.kvLen > 1000)
+            EXPECT_GT(maxError, 3e-4 * maxV) << "suspiciously exact";
+          std::printf(
+              "  fp8 D=%lld %s Sq=%lld Sk=%lld Hq=%lld Hkv=%lld O %s: "
+              "max |O err| %.3g (%.3g of max|V|), |LSE err| %.3g\n",
+              (long long)d, causal ? "causal" : "full", (long long)sh.qLen,
+              (long long)sh.kvLen, (long long)sh.qHeads, (long long)sh.kvHeads,
+              fa::toString(out), maxError, maxError / maxV, maxLseError);
+        }
+}
+
 TEST_F(GpuAttention, ExplicitTileConfigs) {
   // The lecture's kernel, and the B_r x B_c sweep corners.
   for (auto [bm, bn, warps] : {std::tuple<int64_t, int64_t, int64_t>{8, 32, 8},

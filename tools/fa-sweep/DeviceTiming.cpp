@@ -61,11 +61,14 @@ struct DeviceTiming::Impl {
   /// `p`, and the rounded host inputs.
   struct Problem {
     Buffer q, k, v, o, lse;
+    /// FP8: descale factors of 1, [B, Hkv] (every input's).
+    Buffer descales;
     std::vector<float> hostQ, hostK, hostV;
   };
+  /// `outType`: O's element type (FP8 inputs write a 16-bit O).
   std::string upload(const AttentionProblem &p, ElementType dtype,
-                     bool keepHost, Problem &out) {
-    size_t bytes = dtype == ElementType::f32 ? 4 : 2;
+                     ElementType outType, bool keepHost, Problem &out) {
+    size_t bytes = size_t(elementBytes(dtype));
     std::mt19937_64 rng(1234);
     std::normal_distribution<float> normal;
     auto fill = [&](Buffer &buffer, int64_t count,
@@ -78,6 +81,7 @@ struct DeviceTiming::Impl {
       for (float &x : values)
         x = normal(rng);
       std::vector<uint16_t> bits;
+      std::vector<uint8_t> bytesOf;
       const void *data = values.data();
       if (dtype != ElementType::f32) {
         bits.resize(count);
@@ -86,6 +90,10 @@ struct DeviceTiming::Impl {
           values[i] = fromBits(bits[i], dtype);
         }
         data = bits.data();
+      }
+      if (dtype == ElementType::e4m3) {
+        bytesOf.assign(bits.begin(), bits.end());
+        data = bytesOf.data();
       }
       if (CUresult r = driver->cuMemcpyHtoD_v2(buffer.ptr, data, count * bytes))
         return error(r, "cuMemcpyHtoD");
@@ -100,9 +108,19 @@ struct DeviceTiming::Impl {
                      keepHost ? &out.hostV : nullptr}})
       if (std::string e = fill(*buffer, count, host); !e.empty())
         return e;
-    out.o.driver = out.lse.driver = driver;
-    if (CUresult r = driver->cuMemAlloc_v2(&out.o.ptr, p.qElements() * bytes))
+    out.o.driver = out.lse.driver = out.descales.driver = driver;
+    if (CUresult r = driver->cuMemAlloc_v2(
+            &out.o.ptr, p.qElements() * size_t(elementBytes(outType))))
       return error(r, "cuMemAlloc");
+    if (dtype == ElementType::e4m3) {
+      std::vector<float> ones(p.batch * p.kvHeads, 1.0f);
+      if (CUresult r =
+              driver->cuMemAlloc_v2(&out.descales.ptr, ones.size() * 4 + 4))
+        return error(r, "cuMemAlloc");
+      if (CUresult r = driver->cuMemcpyHtoD_v2(out.descales.ptr, ones.data(),
+                                               ones.size() * 4))
+        return error(r, "cuMemcpyHtoD");
+    }
     if (CUresult r = driver->cuMemAlloc_v2(&out.lse.ptr, p.lseElements() * 4))
       return error(r, "cuMemAlloc");
     return "";
@@ -120,6 +138,14 @@ struct DeviceTiming::Impl {
     a.v = tensorOf(t.v, p.batch, p.kvHeads, p.kvLen, p.headDim);
     a.o = tensorOf(t.o, p.batch, p.qHeads, p.qLen, p.headDim);
     a.lse = tensorOf(t.lse, p.batch, p.qHeads, p.qLen, 0);
+    if (t.descales.ptr)
+      for (TensorArg *descale : {&a.qDescale, &a.kDescale, &a.vDescale}) {
+        descale->data = reinterpret_cast<const void *>(t.descales.ptr);
+        descale->sizes[0] = p.batch;
+        descale->sizes[1] = p.kvHeads;
+        descale->strides[0] = p.kvHeads;
+        descale->strides[1] = 1;
+      }
     return a;
   }
 };
@@ -180,7 +206,9 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested,
   small.scale = spec.effectiveScale();
   {
     Impl::Problem t;
-    if (std::string e = impl->upload(small, spec.dtype, true, t); !e.empty()) {
+    if (std::string e =
+            impl->upload(small, spec.dtype, spec.outputDtype(), true, t);
+        !e.empty()) {
       out.check = e;
       return out;
     }
@@ -194,26 +222,37 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested,
       out.check = impl->error(r, "cuCtxSynchronize");
       return out;
     }
-    size_t bytes = spec.dtype == ElementType::f32 ? 4 : 2;
+    ElementType outType = spec.outputDtype();
+    size_t bytes = size_t(elementBytes(outType));
     std::vector<float> o(small.qElements());
     std::vector<uint16_t> bits(small.qElements());
-    void *host = spec.dtype == ElementType::f32 ? static_cast<void *>(o.data())
-                                                : bits.data();
+    void *host = outType == ElementType::f32 ? static_cast<void *>(o.data())
+                                             : bits.data();
     if (CUresult r = driver.cuMemcpyDtoH_v2(host, t.o.ptr, o.size() * bytes)) {
       out.check = impl->error(r, "cuMemcpyDtoH");
       return out;
     }
-    if (spec.dtype != ElementType::f32)
+    if (outType != ElementType::f32)
       for (size_t i = 0; i < o.size(); ++i)
-        o[i] = fromBits(bits[i], spec.dtype);
+        o[i] = fromBits(bits[i], outType);
     ReferenceResult want =
         referenceAttention(small, t.hostQ.data(), t.hostK.data(),
                            t.hostV.data());
     double scaleOf = 0.0;
     for (double x : want.output)
       scaleOf = std::max(scaleOf, std::fabs(x));
-    out.bound = spec.dtype == ElementType::f32
-                    ? 1e-4
+    // FP8: P quantized from 256 p (2^-4 relative, 2^-18 absolute below
+    // 2^-14), O rounded, the scores' 8-bit accumulation (2^-9): of max|V|
+    // (the GPU suite's Float8MatchesFloat64Reference derives it).
+    double maxV = 0.0;
+    for (float x : t.hostV)
+      maxV = std::max(maxV, double(std::fabs(x)));
+    out.bound = spec.dtype == ElementType::f32 ? 1e-4
+                : spec.dtype == ElementType::e4m3
+                    ? (1.0 / 16 + unitRoundoff(outType) + 1.0 / 512 +
+                       double(small.kvLen) * std::ldexp(1.0, -18)) *
+                              maxV +
+                          1e-4
                     : 8 * unitRoundoff(spec.dtype) * std::max(1.0, scaleOf);
     for (size_t i = 0; i < o.size(); ++i) {
       double err = std::fabs(double(o[i]) - want.output[i]);
@@ -227,7 +266,8 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested,
   if (!impl->timed || impl->timedType != spec.dtype) {
     impl->timed.reset();
     auto fresh = std::make_unique<Impl::Problem>();
-    if (std::string e = impl->upload(p, spec.dtype, false, *fresh);
+    if (std::string e =
+            impl->upload(p, spec.dtype, spec.outputDtype(), false, *fresh);
         !e.empty()) {
       out.check = e;
       return out;

@@ -45,7 +45,7 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("fa-sweep options");
 static cl::opt<int64_t> headDim("head-dim", cl::desc("head dimension D"),
                                 cl::init(128), cl::cat(category));
-static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16"),
+static cl::opt<std::string> dtype("dtype", cl::desc("f32 | f16 | bf16 | e4m3"),
                                   cl::init("f32"), cl::cat(category));
 static cl::opt<bool> causal("causal", cl::desc("causal mask"), cl::init(false),
                             cl::cat(category));
@@ -177,7 +177,8 @@ int main(int argc, char **argv) {
   base.causal = causal;
   base.arch = arch;
   if (!fa::parseElementType(dtype, base.dtype))
-    return fail("unknown --dtype '" + dtype + "'; expected f32, f16 or bf16");
+    return fail("unknown --dtype '" + dtype +
+                "'; expected f32, f16, bf16 or e4m3");
   if (!fa::parseStrategy(strategy, base.strategy) ||
       base.strategy == fa::Strategy::automatic)
     return fail("unknown --strategy '" + strategy + "'; expected one of " +

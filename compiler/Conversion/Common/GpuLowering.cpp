@@ -26,8 +26,12 @@ PlacedTileTypeConverter::PlacedTileTypeConverter() {
       return std::nullopt; // an unplaced tile cannot be lowered
     if (encoding.isShared())
       return sharedBufferType(type);
+    // 8-bit floats as bytes: LLVM has no 8-bit float type.
+    Type element = type.getElementType();
+    if (isa<Float8E4M3FNType>(element))
+      element = IntegerType::get(type.getContext(), 8);
     return VectorType::get({encoding.getRegistersPerThread(type.getShape())},
-                           type.getElementType());
+                           element);
   });
 }
 
@@ -243,10 +247,60 @@ struct RegisterElementwiseLowering : OpConversionPattern<ElementwiseOp> {
   }
 };
 
+/// f32 register tile -> f8E4M3FN (bytes): pairs of elements through
+/// cvt.rn.satfinite.e4m3x2.f32 (sm_89+; no LLVM op narrows to 8-bit
+/// floats), which puts its first operand in the high byte: element 2i in
+/// byte 0, element 2i + 1 in byte 1. Out-of-range values saturate to
+/// +-448, NaN stays NaN (the CPU lowering's fa-expand-float8-casts rounds
+/// alike).
+struct Float8TruncLowering : OpConversionPattern<arith::TruncFOp> {
+  Float8TruncLowering(const TypeConverter &typeConverter, MLIRContext *ctx)
+      : OpConversionPattern(typeConverter, ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(arith::TruncFOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = dyn_cast<RankedTensorType>(op.getType());
+    auto type = dyn_cast_or_null<VectorType>(
+        getTypeConverter()->convertType(op.getType()));
+    if (!resultType || !type ||
+        !isa<Float8E4M3FNType>(resultType.getElementType()))
+      return rewriter.notifyMatchFailure(op, "not an 8-bit register tile");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<Value> in = unpack(rewriter, loc, adaptor.getIn());
+    if (in.size() % 2 != 0)
+      return op.emitOpError("an 8-bit register tile holds pairs of elements "
+                            "per thread, got ")
+             << in.size();
+    SmallVector<Value> bytes;
+    Type i8 = rewriter.getI8Type(), i16 = rewriter.getI16Type();
+    for (size_t i = 0; i < in.size(); i += 2) {
+      auto cvt = LLVM::InlineAsmOp::create(
+          rewriter, loc, i16, ValueRange{in[i + 1], in[i]},
+          rewriter.getStringAttr("cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;"),
+          rewriter.getStringAttr("=h,f,f"), /*has_side_effects=*/UnitAttr(),
+          /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+          /*operand_attrs=*/ArrayAttr());
+      Value pair = cvt.getResult(0);
+      bytes.push_back(arith::TruncIOp::create(rewriter, loc, i8, pair));
+      bytes.push_back(arith::TruncIOp::create(
+          rewriter, loc, i8,
+          arith::ShRUIOp::create(
+              rewriter, loc, pair,
+              arith::ConstantOp::create(rewriter, loc,
+                                        rewriter.getI16IntegerAttr(8)))));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, type, bytes));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::populateRegisterTilePatterns(const TypeConverter &typeConverter,
                                             RewritePatternSet &patterns) {
+  patterns.add<Float8TruncLowering>(typeConverter, patterns.getContext());
   patterns.add<ConstantLowering, RegisterElementwiseLowering<arith::TruncFOp>,
                RegisterElementwiseLowering<arith::ExtFOp>,
                RegisterElementwiseLowering<arith::AddFOp>,

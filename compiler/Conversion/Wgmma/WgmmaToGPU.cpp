@@ -187,9 +187,10 @@ SmallVector<Value> fenceRegisters(OpBuilder &b, Location loc,
   return out;
 }
 
-/// One wgmma.mma_async.m64nNk16 with f32 accumulators `acc` (N / 2 per
-/// thread, tied in and out). A is a descriptor (one i64) or the 4 A
-/// registers (i32); `accumulate` false ignores acc's input (D = A B).
+/// One wgmma.mma_async.m64nNk16 (8-bit: m64nNk32) with f32 accumulators
+/// `acc` (N / 2 per thread, tied in and out). A is a descriptor (one i64)
+/// or the 4 A registers (i32); `accumulate` false ignores acc's input
+/// (D = A B).
 SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
                               int64_t n, ArrayRef<Value> acc,
                               ArrayRef<Value> a, Value bDescriptor,
@@ -197,11 +198,15 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
                               bool transposeB) {
   MLIRContext *ctx = b.getContext();
   int64_t count = int64_t(acc.size());
-  std::string type = elementType.isBF16() ? "bf16" : "f16";
+  // 8-bit: k32 steps, both shared operands K-major (no transpose
+  // immediates).
+  bool float8 = isa<Float8E4M3FNType>(elementType);
+  std::string type = float8 ? "e4m3" : elementType.isBF16() ? "bf16" : "f16";
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
                      std::to_string(2 * count + a.size() + 1) +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
-                     std::to_string(n) + "k16.f32." + type + "." + type + " {";
+                     std::to_string(n) + (float8 ? "k32.f32." : "k16.f32.") +
+                     type + "." + type + " {";
   std::string constraints;
   for (int64_t i = 0; i < count; ++i) {
     text += (i ? ", $" : "$") + std::to_string(i);
@@ -225,10 +230,13 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
   text += ", $" + std::to_string(next++) + ", p, 1, 1";
   constraints += ",l,r";
   // The descriptor-A form takes imm-trans-a (0: K-major, 1: MN-major)
-  // before imm-trans-b.
-  if (a.size() == 1)
-    text += transposeA ? ", 1" : ", 0";
-  text += transposeB ? ", 1;\n}" : ", 0;\n}";
+  // before imm-trans-b; the 8-bit forms take neither.
+  if (!float8) {
+    if (a.size() == 1)
+      text += transposeA ? ", 1" : ", 0";
+    text += transposeB ? ", 1" : ", 0";
+  }
+  text += ";\n}";
 
   SmallVector<Value> operands(acc.begin(), acc.end());
   operands.append(a.begin(), a.end());
@@ -251,6 +259,31 @@ SmallVector<Value> wgmmaAsync(OpBuilder &b, Location loc, Type elementType,
 }
 
 bool isSwizzled(Value v) { return hasEncoding<SwizzledSharedEncodingAttr>(v); }
+
+/// The 4 A registers of k32 step `k` of an 8-bit #fa.mma_operand tile
+/// (bytes, 8 per 16 columns in the slot order of the 16-bit A fragment:
+/// (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1), then columns 2t+8, 2t+9).
+/// 8-bit wgmma's A register r holds row g (r = 0, 2) or g + 8 (r = 1, 3)
+/// and k 4t .. 4t + 3 (+16 for r = 2, 3), byte 0 lowest; its k 4t + i is
+/// the key 2t + (i % 2) + 8 (i / 2) (+16), the order in which the
+/// transposed V (#fa.swizzled_shared<transposed>) stores its keys. So each
+/// register is 4 of the thread's own bytes: no lane exchanges.
+SmallVector<Value> float8Registers(OpBuilder &b, Location loc,
+                                   ArrayRef<Value> bytes, int64_t k) {
+  static constexpr int64_t kSlots[2][4] = {{0, 1, 4, 5}, {2, 3, 6, 7}};
+  SmallVector<Value> regs;
+  auto quadType = VectorType::get({4}, b.getI8Type());
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t row = 0; row < 2; ++row) {
+      int64_t base = (2 * k + half) * ::fa::mma::OperandAFragment::kElements;
+      SmallVector<Value> quad;
+      for (int64_t slot : kSlots[row])
+        quad.push_back(bytes[base + slot]);
+      Value packed = vector::FromElementsOp::create(b, loc, quadType, quad);
+      regs.push_back(LLVM::BitcastOp::create(b, loc, b.getI32Type(), packed));
+    }
+  return regs;
+}
 bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
 bool isAccumulator(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
 
@@ -294,15 +327,29 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       return op.emitOpError("wgmma reads a transposed left operand from "
                             "shared memory only");
     Type elementType = rhsType.getElementType();
-    bool transposed = op.getTransposeRhs();
+    // K-major B: stored [n][k], as K with transpose_rhs, or an 8-bit V
+    // stored transposed (#fa.swizzled_shared<transposed>).
+    bool storedTransposed =
+        cast<SwizzledSharedEncodingAttr>(rhsType.getEncoding()).getTransposed();
+    bool transposed = op.getTransposeRhs() || storedTransposed;
     int64_t n = resultType.getDimSize(1) / warpsN;
     int64_t contraction =
-        transposed ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
+        op.getTransposeRhs() ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
+    // One wgmma's k: 32 bytes of each row (16 16-bit elements, 32 8-bit);
+    // a column block: one 128-byte swizzled row.
+    bool float8 = isa<Float8E4M3FNType>(elementType);
+    int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+    int64_t kStep = 32 / elementBytes;
+    int64_t columnBlock = model::columnBlock(elementBytes);
+    if (float8 && !transposed)
+      return op.emitOpError("8-bit wgmma reads B K-major only: the right "
+                            "operand must be transpose_rhs or stored "
+                            "transposed");
     if (resultType.getDimSize(0) != 16 * warpsM || n % 8 != 0 ||
-        n > model::kMaxN || contraction % 16 != 0)
+        n > model::kMaxN || contraction % kStep != 0)
       return op.emitOpError("wgmma lowering needs 64 rows per warpgroup (16 "
                             "per warp), an N that is a multiple of 8 up to ")
-             << model::kMaxN << " and a contraction in k16 steps";
+             << model::kMaxN << " and a contraction in k" << kStep << " steps";
     constexpr int64_t rowBytes = model::kSwizzleBytes;
     constexpr int64_t groupBytes = 8 * rowBytes; // 8 rows: SBO
 
@@ -346,10 +393,12 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       if (sharedLhs && transposedLhs)
         return {lhsDescriptor->at(rewriter, loc, k * 16 * rowBytes)};
       if (sharedLhs) {
-        int64_t offset = (k * 16 / model::kColumnBlock) * lhsRows * rowBytes +
-                         (k * 16 % model::kColumnBlock) * 2;
+        int64_t offset = (k * kStep / columnBlock) * lhsRows * rowBytes +
+                         (k * kStep % columnBlock) * elementBytes;
         return {lhsDescriptor->at(rewriter, loc, offset)};
       }
+      if (float8)
+        return float8Registers(rewriter, loc, lhsElements, k);
       SmallVector<Value> regs;
       int64_t base = k * ::fa::mma::OperandAFragment::kElements;
       auto pairType = VectorType::get({2}, elementType);
@@ -363,7 +412,9 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       return regs;
     };
     Value rhsBase = sharedAddress(rewriter, loc, adaptor.getRhs());
-    int64_t rhsRows = rhsType.getDimSize(0);
+    // Rows as stored: a transposed tile's are its columns.
+    int64_t rhsRows =
+        storedTransposed ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
     if (columnSlice) {
       // The warpgroup's first column: rows of K-major B, a column block
       // (and 16-bit columns inside it) of MN-major B.
@@ -391,10 +442,9 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
                                     groupBytes);
     auto bDescriptor = [&](int64_t k) {
       if (transposed)
-        return rhsDescriptor.at(
-            rewriter, loc,
-            (k * 16 / model::kColumnBlock) * rhsRows * rowBytes +
-                (k * 16 % model::kColumnBlock) * 2);
+        return rhsDescriptor.at(rewriter, loc,
+                                (k * kStep / columnBlock) * rhsRows * rowBytes +
+                                    (k * kStep % columnBlock) * elementBytes);
       return rhsDescriptor.at(rewriter, loc, k * 16 * rowBytes);
     };
 
@@ -410,7 +460,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     SmallVector<Value> fenced(acc);
     int64_t aRegisters = 0;
     SmallVector<SmallVector<Value>> aOperands;
-    for (int64_t k = 0; k < contraction / 16; ++k)
+    for (int64_t k = 0; k < contraction / kStep; ++k)
       aOperands.push_back(aOperand(k));
     if (!sharedLhs) {
       for (auto &regs : aOperands)
@@ -432,7 +482,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
             r = kept[next++];
     }
     NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
-    for (int64_t k = 0; k < contraction / 16; ++k)
+    for (int64_t k = 0; k < contraction / kStep; ++k)
       acc = wgmmaAsync(rewriter, loc, elementType, n, acc, aOperands[k],
                        bDescriptor(k), accumulate || k > 0, transposedLhs,
                        /*transposeB=*/!transposed);
@@ -445,6 +495,160 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     rewriter.replaceOp(
         op, pack(rewriter, loc, getTypeConverter()->convertType(resultType),
                  acc));
+    return success();
+  }
+};
+
+/// An 8-bit shared tile -> its transposed copy (#fa.swizzled_shared<
+/// transposed>): V of P V, which 8-bit wgmma reads K-major only. Each
+/// warpgroup writes its own copy (at fa.shared_offset + warpgroup x tile
+/// bytes), so no warpgroup waits for another: a P V of this warpgroup's is
+/// done before its next transpose (the pipelined loop waits for each P V
+/// before the next iteration's).
+///
+/// Work unit: the 4 keys a storage word of the copy holds (keys 2t, 2t+1,
+/// 2t+8, 2t+9 of a 16-key half group, see the encoding) x 4 head-dim
+/// columns: 4 32-bit loads (one per key row), a 4 x 4 byte transpose (8
+/// prmt), 4 32-bit stores (one per head-dim row). Lane (x, q) = (lane / 4,
+/// lane % 4) of a warp takes storage word 4 (x ^ a) + q of a 128-key block
+/// and head-dim word 8 blk + x; the warps and steps walk (block, blk, a).
+/// In the 128-byte swizzle both the loads (8 chunk positions x 4 words)
+/// and the stores (the same) then meet 32 different banks.
+struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto sourceType = cast<RankedTensorType>(op.getSource().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto source =
+        dyn_cast<SwizzledSharedEncodingAttr>(sourceType.getEncoding());
+    auto result =
+        dyn_cast<SwizzledSharedEncodingAttr>(resultType.getEncoding());
+    if (!source || !result || source.getTransposed() || !result.getTransposed())
+      return rewriter.notifyMatchFailure(op, "not a shared transpose");
+    auto offset =
+        op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
+    if (!offset)
+      return op.emitOpError("has no fa.shared_offset (run fa-place-wgmma)");
+    int64_t keys = sourceType.getDimSize(0), cols = sourceType.getDimSize(1);
+    if (keys % 128 != 0 || cols % 32 != 0)
+      return op.emitOpError("transposes 8-bit tiles of 128-key blocks and "
+                            "32-column steps, got ")
+             << keys << " x " << cols;
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+    auto c64 = [&](int64_t v) { return i64Const(rewriter, loc, v); };
+    auto add = [&](Value a, Value b) -> Value {
+      return arith::AddIOp::create(rewriter, loc, a, b);
+    };
+    auto mul = [&](Value a, int64_t b) -> Value {
+      return arith::MulIOp::create(rewriter, loc, a, c64(b));
+    };
+    auto div = [&](Value a, int64_t b) -> Value {
+      return arith::DivUIOp::create(rewriter, loc, a, c64(b));
+    };
+    auto rem = [&](Value a, int64_t b) -> Value {
+      return arith::RemUIOp::create(rewriter, loc, a, c64(b));
+    };
+    auto xori = [&](Value a, Value b) -> Value {
+      return arith::XOrIOp::create(rewriter, loc, a, b);
+    };
+    // Byte offset of element (row, col) of a 128-byte swizzled store of
+    // `rows` rows.
+    auto swizzled = [&](Value row, Value col, int64_t rows) -> Value {
+      Value chunk = xori(div(rem(col, 128), 16), rem(row, 8));
+      return add(add(mul(div(col, 128), rows * 128), mul(row, 128)),
+                 add(mul(chunk, 16), rem(col, 16)));
+    };
+    auto pointer = [&](Value base, Value byteOffset) -> Value {
+      return LLVM::IntToPtrOp::create(rewriter, loc,
+                                      LLVM::LLVMPointerType::get(ctx, 3),
+                                      add(base, byteOffset));
+    };
+    auto prmt = [&](Value a, Value b, const char *selector) -> Value {
+      auto asmOp = LLVM::InlineAsmOp::create(
+          rewriter, loc, i32, ValueRange{a, b},
+          rewriter.getStringAttr(std::string("prmt.b32 $0, $1, $2, ") +
+                                 selector + ";"),
+          rewriter.getStringAttr("=r,r,r"), /*has_side_effects=*/UnitAttr(),
+          /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+          /*operand_attrs=*/ArrayAttr());
+      return asmOp.getResult(0);
+    };
+
+    Value tid = arith::IndexCastUIOp::create(
+        rewriter, loc, i64,
+        gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x));
+    Value warpgroup = div(tid, model::kWarpgroupThreads);
+    Value inGroup = rem(tid, model::kWarpgroupThreads);
+    Value warp = div(inGroup, 32), lane = rem(inGroup, 32);
+    Value q = rem(lane, 4), x = div(lane, 4);
+
+    // The warpgroup's copy: fa.shared_offset + warpgroup x tile bytes past
+    // the first swizzle atom.
+    int64_t tileBytes = keys * cols;
+    Value sourceBase = sharedAddress(rewriter, loc, adaptor.getSource());
+    Value bufferOffset = arith::AddIOp::create(
+        rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
+        sharedAtomPad(rewriter, loc, model::kSwizzleAtomBytes));
+    bufferOffset = arith::AddIOp::create(
+        rewriter, loc, bufferOffset,
+        arith::IndexCastUIOp::create(rewriter, loc, rewriter.getIndexType(),
+                                     mul(warpgroup, tileBytes)));
+    Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
+                                  sharedBufferType(resultType));
+    Value destinationBase = sharedAddress(rewriter, loc, buffer);
+
+    int64_t blks = cols / 32, blocks = keys / 128;
+    int64_t units = blocks * blks * 8; // (block, blk, a)
+    int64_t warps = model::kWarpsPerWarpgroup;
+    static constexpr int64_t kKeyOfByte[4] = {0, 1, 8, 9};
+    for (int64_t step = 0; step * warps < units; ++step) {
+      // Combination step x warps + warp: a, then blk, then the block.
+      Value combination = add(c64(step * warps), warp);
+      Value a = rem(combination, 8);
+      Value blk = rem(div(combination, 8), blks);
+      Value block = div(combination, 8 * blks);
+      Value word = add(mul(block, 32), add(mul(xori(x, a), 4), q));
+      Value d0 = mul(add(mul(blk, 8), x), 4);
+      // The storage word's first key: 32 (word / 8) + 16 ((word / 4) % 2)
+      // + 2 (word % 4).
+      Value firstKey =
+          add(add(mul(div(word, 8), 32), mul(rem(div(word, 4), 2), 16)),
+              mul(rem(word, 4), 2));
+      Value rowsIn[4];
+      for (int64_t i = 0; i < 4; ++i) {
+        Value key = add(firstKey, c64(kKeyOfByte[i]));
+        rowsIn[i] = LLVM::LoadOp::create(
+            rewriter, loc, i32, pointer(sourceBase, swizzled(key, d0, keys)),
+            /*alignment=*/4);
+      }
+      // Bytes (key i, column j) -> (column j, key i).
+      Value low01 = prmt(rowsIn[0], rowsIn[1], "0x5140");
+      Value low23 = prmt(rowsIn[2], rowsIn[3], "0x5140");
+      Value high01 = prmt(rowsIn[0], rowsIn[1], "0x7362");
+      Value high23 = prmt(rowsIn[2], rowsIn[3], "0x7362");
+      Value rowsOut[4] = {
+          prmt(low01, low23, "0x5410"), prmt(low01, low23, "0x7632"),
+          prmt(high01, high23, "0x5410"), prmt(high01, high23, "0x7632")};
+      Value column = mul(word, 4);
+      for (int64_t j = 0; j < 4; ++j)
+        LLVM::StoreOp::create(
+            rewriter, loc, rowsOut[j],
+            pointer(destinationBase, swizzled(add(d0, c64(j)), column, cols)),
+            /*alignment=*/4);
+    }
+    // wgmma reads the copy through the async proxy; the warpgroup's
+    // threads all wrote theirs.
+    NVVM::FenceProxyOp::create(
+        rewriter, loc,
+        NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    createWarpgroupBarrier(rewriter, loc);
+    rewriter.replaceOp(op, buffer);
     return success();
   }
 };
@@ -490,12 +694,13 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel,
       failed(lowerTileLoads(kernel, swizzledLayout(alignmentPad(kernel)))))
     return failure();
   if (failed(applyFragmentConversion(
-      kernel, [&](const TypeConverter &typeConverter,
-                  RewritePatternSet &patterns) {
-        patterns.add<TileMatmulLowering, AsyncWaitLowering>(
-            typeConverter, patterns.getContext());
-        populateAccumulatePatterns(typeConverter, patterns, target);
-      })))
+          kernel,
+          [&](const TypeConverter &typeConverter, RewritePatternSet &patterns) {
+            patterns.add<TileMatmulLowering, AsyncWaitLowering,
+                         SharedTransposeLowering>(typeConverter,
+                                                  patterns.getContext());
+            populateAccumulatePatterns(typeConverter, patterns, target);
+          })))
     return failure();
   // The dkdv loop's staging stores and dQ's atomics (keepLaneAddressesInLoops:
   // 156 bytes of spills at D = 128 otherwise).
