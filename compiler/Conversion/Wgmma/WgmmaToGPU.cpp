@@ -510,10 +510,18 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 /// 2t+8, 2t+9 of a 16-key half group, see the encoding) x 4 head-dim
 /// columns: 4 32-bit loads (one per key row), a 4 x 4 byte transpose (8
 /// prmt), 4 32-bit stores (one per head-dim row). Lane (x, q) = (lane / 4,
-/// lane % 4) of a warp takes storage word 4 (x ^ a) + q of a 128-key block
-/// and head-dim word 8 blk + x; the warps and steps walk (block, blk, a).
-/// In the 128-byte swizzle both the loads (8 chunk positions x 4 words)
-/// and the stores (the same) then meet 32 different banks.
+/// lane % 4) of warp w takes, in step s, storage word 4 (x ^ a) + q of key
+/// block `block` and head-dim word 8 blk + x, where a = (4 s + w) % 8 and
+/// (block, blk) count the rest of 4 s + w. In the 128-byte swizzle both the
+/// loads (8 chunk positions x 4 words) and the stores meet 32 different
+/// banks.
+///
+/// The swizzled byte offsets then split into bit fields that do not
+/// overlap: a lane's own part, XORed with a constant of the step and the
+/// byte (row) index, plus a constant of the step. Each access is one XOR
+/// and one add on a 32-bit shared address, in the same asm as the access:
+/// values LLVM could hoist out of the K/V loop would hold 64 addresses per
+/// thread across it (D 256 spilled 436 bytes).
 struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -538,34 +546,35 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
              << keys << " x " << cols;
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
-    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
-    auto c64 = [&](int64_t v) { return i64Const(rewriter, loc, v); };
-    auto add = [&](Value a, Value b) -> Value {
-      return arith::AddIOp::create(rewriter, loc, a, b);
+    Type i32 = rewriter.getI32Type();
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getI32IntegerAttr(int32_t(v)));
     };
-    auto mul = [&](Value a, int64_t b) -> Value {
-      return arith::MulIOp::create(rewriter, loc, a, c64(b));
+    auto bin = [&](auto tag, Value a, Value b) -> Value {
+      return decltype(tag)::create(rewriter, loc, a, b);
     };
-    auto div = [&](Value a, int64_t b) -> Value {
-      return arith::DivUIOp::create(rewriter, loc, a, c64(b));
+    auto shl = [&](Value a, int64_t n) {
+      return bin(arith::ShLIOp(), a, c32(n));
     };
-    auto rem = [&](Value a, int64_t b) -> Value {
-      return arith::RemUIOp::create(rewriter, loc, a, c64(b));
+    auto shr = [&](Value a, int64_t n) {
+      return bin(arith::ShRUIOp(), a, c32(n));
     };
-    auto xori = [&](Value a, Value b) -> Value {
-      return arith::XOrIOp::create(rewriter, loc, a, b);
+    auto band = [&](Value a, int64_t m) {
+      return bin(arith::AndIOp(), a, c32(m));
     };
-    // Byte offset of element (row, col) of a 128-byte swizzled store of
-    // `rows` rows.
-    auto swizzled = [&](Value row, Value col, int64_t rows) -> Value {
-      Value chunk = xori(div(rem(col, 128), 16), rem(row, 8));
-      return add(add(mul(div(col, 128), rows * 128), mul(row, 128)),
-                 add(mul(chunk, 16), rem(col, 16)));
-    };
-    auto pointer = [&](Value base, Value byteOffset) -> Value {
-      return LLVM::IntToPtrOp::create(rewriter, loc,
-                                      LLVM::LLVMPointerType::get(ctx, 3),
-                                      add(base, byteOffset));
+    auto xori = [&](Value a, Value b) { return bin(arith::XOrIOp(), a, b); };
+    auto ori = [&](Value a, Value b) { return bin(arith::OrIOp(), a, b); };
+    auto inlineAsm = [&](Type result, ValueRange operands,
+                         const std::string &text,
+                         const char *constraints) -> Operation * {
+      return LLVM::InlineAsmOp::create(
+          rewriter, loc, result ? TypeRange{result} : TypeRange{}, operands,
+          rewriter.getStringAttr(text), rewriter.getStringAttr(constraints),
+          /*has_side_effects=*/rewriter.getUnitAttr(),
+          /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+          /*operand_attrs=*/ArrayAttr());
     };
     auto prmt = [&](Value a, Value b, const char *selector) -> Value {
       auto asmOp = LLVM::InlineAsmOp::create(
@@ -578,53 +587,68 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
           /*operand_attrs=*/ArrayAttr());
       return asmOp.getResult(0);
     };
+    // A 32-bit shared address (the shared window is below 4 GiB).
+    auto address32 = [&](Value buffer) -> Value {
+      return arith::TruncIOp::create(rewriter, loc, i32,
+                                     sharedAddress(rewriter, loc, buffer));
+    };
 
     Value tid = arith::IndexCastUIOp::create(
-        rewriter, loc, i64,
+        rewriter, loc, i32,
         gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x));
-    Value warpgroup = div(tid, model::kWarpgroupThreads);
-    Value inGroup = rem(tid, model::kWarpgroupThreads);
-    Value warp = div(inGroup, 32), lane = rem(inGroup, 32);
-    Value q = rem(lane, 4), x = div(lane, 4);
+    Value inGroup = band(tid, model::kWarpgroupThreads - 1);
+    Value w = shr(inGroup, 5), lane = band(inGroup, 31);
+    Value q = band(lane, 3), x = shr(lane, 2);
+    // The lanes' fields: loads 2048 (x ^ w) | 256 q | ((x / 4 ^ 2 q) << 4)
+    // | 4 (x % 4); stores 512 x | ((x ^ w ^ 4 (x % 2)) << 4) | 4 q.
+    Value laneSource = ori(
+        ori(shl(xori(x, w), 11), shl(q, 8)),
+        ori(shl(band(xori(shr(x, 2), shl(q, 1)), 7), 4), shl(band(x, 3), 2)));
+    Value laneCopy = ori(
+        ori(shl(x, 9), shl(band(xori(xori(x, w), shl(band(x, 1), 2)), 7), 4)),
+        shl(q, 2));
 
     // The warpgroup's copy: fa.shared_offset + warpgroup x tile bytes past
     // the first swizzle atom.
     int64_t tileBytes = keys * cols;
-    Value sourceBase = sharedAddress(rewriter, loc, adaptor.getSource());
+    Value warpgroup = arith::DivUIOp::create(
+        rewriter, loc,
+        gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x),
+        indexConst(rewriter, loc, model::kWarpgroupThreads));
     Value bufferOffset = arith::AddIOp::create(
         rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
         sharedAtomPad(rewriter, loc, model::kSwizzleAtomBytes));
     bufferOffset = arith::AddIOp::create(
         rewriter, loc, bufferOffset,
-        arith::IndexCastUIOp::create(rewriter, loc, rewriter.getIndexType(),
-                                     mul(warpgroup, tileBytes)));
+        arith::MulIOp::create(rewriter, loc, warpgroup,
+                              indexConst(rewriter, loc, tileBytes)));
     Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
                                   sharedBufferType(resultType));
-    Value destinationBase = sharedAddress(rewriter, loc, buffer);
+    Value sourceBase = address32(adaptor.getSource());
+    Value copyBase = address32(buffer);
 
     int64_t blks = cols / 32, blocks = keys / 128;
     int64_t units = blocks * blks * 8; // (block, blk, a)
     int64_t warps = model::kWarpsPerWarpgroup;
     static constexpr int64_t kKeyOfByte[4] = {0, 1, 8, 9};
     for (int64_t step = 0; step * warps < units; ++step) {
-      // Combination step x warps + warp: a, then blk, then the block.
-      Value combination = add(c64(step * warps), warp);
-      Value a = rem(combination, 8);
-      Value blk = rem(div(combination, 8), blks);
-      Value block = div(combination, 8 * blks);
-      Value word = add(mul(block, 32), add(mul(xori(x, a), 4), q));
-      Value d0 = mul(add(mul(blk, 8), x), 4);
-      // The storage word's first key: 32 (word / 8) + 16 ((word / 4) % 2)
-      // + 2 (word % 4).
-      Value firstKey =
-          add(add(mul(div(word, 8), 32), mul(rem(div(word, 4), 2), 16)),
-              mul(rem(word, 4), 2));
+      // Combination 4 step + w: a = 4 (step % 2) ^ w, then blk, block.
+      int64_t blk = (step / 2) % blks, block = (step / 2) / blks;
+      int64_t flip = step % 2;
       Value rowsIn[4];
       for (int64_t i = 0; i < 4; ++i) {
-        Value key = add(firstKey, c64(kKeyOfByte[i]));
-        rowsIn[i] = LLVM::LoadOp::create(
-            rewriter, loc, i32, pointer(sourceBase, swizzled(key, d0, keys)),
-            /*alignment=*/4);
+        int64_t key = kKeyOfByte[i];
+        int64_t fields =
+            (8192 * flip) ^ (128 * key) ^ (((2 * (blk % 4)) ^ (key % 2)) << 4);
+        int64_t constant = (blk / 4) * keys * 128 + block * 16384;
+        rowsIn[i] =
+            inlineAsm(i32, ValueRange{laneSource, sourceBase},
+                      "{\n.reg .b32 a;\nxor.b32 a, $1, " +
+                          std::to_string(fields) +
+                          ";\nadd.u32 a, a, $2;\nld.shared.b32 $0, [a+" +
+                          std::to_string(constant) + "];\n}",
+                      "=r,r,r")
+                ->getResult(0);
       }
       // Bytes (key i, column j) -> (column j, key i).
       Value low01 = prmt(rowsIn[0], rowsIn[1], "0x5140");
@@ -634,12 +658,15 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
       Value rowsOut[4] = {
           prmt(low01, low23, "0x5410"), prmt(low01, low23, "0x7632"),
           prmt(high01, high23, "0x5410"), prmt(high01, high23, "0x7632")};
-      Value column = mul(word, 4);
-      for (int64_t j = 0; j < 4; ++j)
-        LLVM::StoreOp::create(
-            rewriter, loc, rowsOut[j],
-            pointer(destinationBase, swizzled(add(d0, c64(j)), column, cols)),
-            /*alignment=*/4);
+      for (int64_t j = 0; j < 4; ++j) {
+        int64_t fields = (128 * j) ^ (((4 * flip) ^ j) << 4);
+        int64_t constant = block * cols * 128 + 4096 * blk;
+        inlineAsm(Type(), ValueRange{laneCopy, copyBase, rowsOut[j]},
+                  "{\n.reg .b32 a;\nxor.b32 a, $0, " + std::to_string(fields) +
+                      ";\nadd.u32 a, a, $1;\nst.shared.b32 [a+" +
+                      std::to_string(constant) + "], $2;\n}",
+                  "r,r,r");
+      }
     }
     // wgmma reads the copy through the async proxy; the warpgroup's
     // threads all wrote theirs.
