@@ -190,6 +190,34 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     args.maxSeqlenQ = maxSeqlenQ;
     args.maxSeqlenK = maxSeqlenK;
   }
+  // FP8: the three descales and O's type; the other dtypes take neither.
+  bool float8 = spec.dtype == fa::ElementType::e4m3;
+  bool anyDescale =
+      extras && (extras->q_descale || extras->k_descale || extras->v_descale);
+  if (float8 && !(anyDescale && extras->q_descale && extras->k_descale &&
+                  extras->v_descale))
+    return invalid("an FA_E4M3 forward takes extras->q_descale, k_descale "
+                   "and v_descale (f32 [B, Hkv] each)");
+  if (!float8 && anyDescale)
+    return invalid("descales (extras->q_descale, k_descale, v_descale) go "
+                   "with dtype FA_E4M3 only");
+  if (extras && extras->out_dtype != 0) {
+    if (!float8)
+      return invalid("extras->out_dtype is O's type for dtype FA_E4M3 only "
+                     "(0 otherwise)");
+    if (extras->out_dtype != FA_BF16 && extras->out_dtype != FA_F16)
+      return invalid(("extras->out_dtype must be 0, FA_F16 (1) or FA_BF16 "
+                      "(2), got " +
+                      std::to_string(extras->out_dtype))
+                         .c_str());
+    spec.outDtype = extras->out_dtype == FA_F16 ? fa::ElementType::f16
+                                                : fa::ElementType::bf16;
+  }
+  if (float8) {
+    args.qDescale = fa::tensorFromC(*extras->q_descale);
+    args.kDescale = fa::tensorFromC(*extras->k_descale);
+    args.vDescale = fa::tensorFromC(*extras->v_descale);
+  }
   // So does the kvcache call.
   spec.kvLens = kvLens != nullptr;
   if (spec.kvLens)

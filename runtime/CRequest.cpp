@@ -23,8 +23,12 @@ std::string fa::specFromC(int64_t headDim, int dtype, int causal,
   case FA_BF16:
     spec.dtype = ElementType::bf16;
     break;
+  case FA_E4M3:
+    spec.dtype = ElementType::e4m3;
+    break;
   default:
-    return "dtype must be FA_F32 (0), FA_F16 (1) or FA_BF16 (2), got " +
+    return "dtype must be FA_F32 (0), FA_F16 (1), FA_BF16 (2) or FA_E4M3 "
+           "(6), got " +
            std::to_string(dtype);
   }
   auto flag = [](const char *name, int value, bool &out) -> std::string {

@@ -28,14 +28,19 @@ typedef enum fa_status {
 
 /* Element types. Functions take them as int (a C caller may pass any
    value; an unknown one is an error, not undefined behaviour). Q, K and V
-   are FA_F32, FA_F16 or FA_BF16; a captured tensor may be any of them. */
+   are FA_F32, FA_F16, FA_BF16 or FA_E4M3; a captured tensor may be any of
+   the first six. */
 typedef enum fa_dtype {
   FA_F32 = 0,
   FA_F16 = 1,
   FA_BF16 = 2,
   FA_I32 = 3,
   FA_I64 = 4,
-  FA_I8 = 5 /* also a bool tensor's bytes */
+  FA_I8 = 5, /* also a bool tensor's bytes */
+  /* FP8 (float8_e4m3fn) Q, K, V: the forward on sm_90a (the wgmma strategy,
+     head dims in multiples of 128), with extras->q_descale, k_descale,
+     v_descale and O in extras->out_dtype. */
+  FA_E4M3 = 6
 } fa_dtype;
 
 /* How the kernel computes: auto = simt for f32, mma for f16/bf16. */
@@ -142,6 +147,17 @@ typedef struct fa_attention_extras {
      past B_cache are clamped to its last entry). Not with block_table.
      NULL = entry b reads cache entry b. */
   const fa_tensor *cache_batch_idx;
+  /* The forwards with dtype FA_E4M3 (and only they): the descale factors
+     of Q, K and V (flash-attn's q_descale, k_descale, v_descale), f32
+     [B, Hkv], any non-negative strides (an expanded scalar has strides 0),
+     device memory; S = scale q_descale k_descale Q K^T, O = v_descale P V.
+     All three are required. */
+  const fa_tensor *q_descale;
+  const fa_tensor *k_descale;
+  const fa_tensor *v_descale;
+  /* O's element type with dtype FA_E4M3: FA_BF16 or FA_F16; 0 = FA_BF16.
+     Must be 0 for the other dtypes (O has the inputs' type). */
+  int32_t out_dtype;
 } fa_attention_extras;
 
 /* What a kernel is and where it came from. */

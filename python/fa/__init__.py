@@ -37,7 +37,7 @@ __all__ = ["attention", "attention_backward", "block_mask", "BlockMask",
            "FaError"]
 
 from ._abi import (  # noqa: F401  (fa._config etc. for the tests)
-    _BF16, _F16, _F32, FaError, _Capture, _check, _choice, _config,
+    _BF16, _E4M3, _F16, _F32, FaError, _Capture, _check, _choice, _config,
     _Config, _describe, _describe_capture, _Extras, _flag, _Info, _integer,
     _library, _runtime, _strategies, _Tensor)
 
@@ -50,7 +50,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
                    kv_lens=False):
     """Compiles (or finds in the caches) a kernel; returns its description.
 
-    dtype is "float32", "float16" or "bfloat16" (the inputs' type);
+    dtype is "float32", "float16", "bfloat16" or "float8_e4m3fn" (the
+    inputs' type; FP8 gives the forward with a bfloat16 O);
     strategy "auto" (simt for float32, mma for 16-bit), "simt", "mma" or
     "wgmma" (Hopper, arch sm_90a);
     tiles, warps and stages 0 take the strategy's defaults. backward=True
@@ -70,7 +71,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     varlen=True: the kernels of a packed varlen batch
     (flash_attn_varlen_func's). kv_lens=True: the forward that takes a KV
     cache's filled lengths (flash_attn_with_kvcache's)."""
-    codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16}
+    codes = {"float32": _F32, "float16": _F16, "bfloat16": _BF16,
+             "float8_e4m3fn": _E4M3}
     dtype = _choice("fa.prepare_kernel", "dtype", dtype, codes)
     scale = _check_scale("fa.prepare_kernel", scale)
     info = _Info()
@@ -581,7 +583,8 @@ def _check_block_mask(where, block_mask, mask_mod, causal, q, k):
 def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
               block_n=0, num_warps=0, strategy="auto", stages=0,
               deterministic=False, score_mod=None, mask_mod=None,
-              sinks=None, block_mask=None):
+              sinks=None, block_mask=None, q_descale=None, k_descale=None,
+              v_descale=None, out_dtype=None):
 
     """Scaled dot-product attention of [B, H, S, D] CUDA tensors.
 
@@ -644,7 +647,31 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     for masks the compiler cannot bound by itself (those that read tensors,
     such as document ids). Not with deterministic=True (its backward takes
     no mask_mod yet).
+
+    FP8: q, k, v in torch.float8_e4m3fn (the forward only, no autograd; on
+    sm_90a with head dims in multiples of 128, plain or causal masks, GQA)
+    with q_descale, k_descale, v_descale (float32 [B, Hkv] or any shape
+    that expands to it, e.g. [1, 1]; None = 1), as flash-attn's FP8
+    interface: S = scale q_descale k_descale Q K^T, O = v_descale P V. O is
+    out_dtype (torch.bfloat16, the default, or torch.float16); P is
+    quantized to e4m3 from 256 p before P V (docs/benchmarks.md has the
+    errors measured against float64).
     """
+    if _torch is not None and isinstance(q, _torch.Tensor) and \
+            q.dtype == getattr(_torch, "float8_e4m3fn", None):
+        if (score_mod is not None or mask_mod is not None or sinks is not None
+                or block_mask is not None or deterministic):
+            raise ValueError("fa.attention: float8_e4m3fn inputs take plain "
+                             "or causal masks so far (no score_mod, "
+                             "mask_mod, sinks, block_mask or deterministic)")
+        return _attention_float8(q, k, v, causal, scale, return_lse,
+                                 block_m, block_n, num_warps, strategy,
+                                 stages, q_descale, k_descale, v_descale,
+                                 out_dtype)
+    if (q_descale is not None or k_descale is not None
+            or v_descale is not None or out_dtype is not None):
+        raise ValueError("fa.attention: q_descale, k_descale, v_descale and "
+                         "out_dtype go with float8_e4m3fn inputs")
     _check_inputs("fa.attention", (("q", q), ("k", k), ("v", v)))
     scale = _check_scale("fa.attention", scale)
     config = (_integer("block_m", block_m), _integer("block_n", block_n),
@@ -682,6 +709,69 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
         o, lse = _torch.ops.fa.attention_forward(
             q, k, v, causal, scale, *config, deterministic, *variant,
             *_optional_arguments(sinks, captures, tables))
+    return (o, lse) if return_lse else o
+
+
+def _attention_float8(q, k, v, causal, scale, return_lse, block_m, block_n,
+                      num_warps, strategy, stages, q_descale, k_descale,
+                      v_descale, out_dtype):
+    """fa.attention's FP8 forward (see there): launched on the current
+    stream through fa_attention_forward_ex with the descales and O's type
+    in the extras."""
+    torch = _torch
+    where = "fa.attention"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or not t.is_cuda or t.dim() != 4:
+            raise ValueError(f"{where}: {name} must be a 4-d CUDA tensor "
+                             "[B, H, S, D]")
+        if t.dtype != q.dtype or t.device != q.device:
+            raise TypeError(f"{where}: {name} is {t.dtype} on {t.device}, q "
+                            f"is {q.dtype} on {q.device}")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        raise ValueError(f"{where}: float8_e4m3fn attention is a forward "
+                         "only (the backward takes 16-bit inputs)")
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    if out_dtype not in (torch.bfloat16, torch.float16):
+        raise TypeError(f"{where}: out_dtype must be torch.bfloat16 or "
+                        f"torch.float16, got {out_dtype}")
+    scale = _check_scale(where, scale)
+    batch, heads, length, _ = q.shape
+    kv_heads = k.shape[1]
+
+    def descale(name, t):
+        if t is None:
+            return torch.ones((1, 1), dtype=torch.float32,
+                              device=q.device).expand(batch, kv_heads)
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32 or \
+                t.device != q.device:
+            raise TypeError(f"{where}: {name} must be a float32 tensor on "
+                            f"{q.device}")
+        try:
+            return t.expand(batch, kv_heads)
+        except RuntimeError:
+            raise ValueError(f"{where}: {name} is {tuple(t.shape)}; it needs "
+                             f"[B, Hkv] = [{batch}, {kv_heads}] (or a shape "
+                             "that expands to it)") from None
+
+    factors = [descale("q_descale", q_descale),
+               descale("k_descale", k_descale),
+               descale("v_descale", v_descale)]
+    # O takes q's layout (a [B, S, H, D] q gives a [B, S, H, D] O).
+    o = torch.empty_like(q, dtype=out_dtype)
+    lse = torch.empty((batch, heads, length), dtype=torch.float32,
+                      device=q.device)
+    extras = _Extras()
+    extras.q_descale = ctypes.pointer(_describe(factors[0]))
+    extras.k_descale = ctypes.pointer(_describe(factors[1]))
+    extras.v_descale = ctypes.pointer(_describe(factors[2]))
+    extras.out_dtype = _F16 if out_dtype == torch.float16 else _BF16
+    config = _config(block_m, block_n, num_warps, stages, strategy)
+    _check(_library().fa_attention_forward_ex(
+        _runtime(_device_index(q)), ctypes.byref(_describe(q)),
+        ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
+        ctypes.byref(_describe(o)), ctypes.byref(_describe(lse)),
+        ctypes.byref(extras), _E4M3, _flag("causal", causal), float(scale),
+        config, _stream_of(q)))
     return (o, lse) if return_lse else o
 
 

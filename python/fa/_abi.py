@@ -9,6 +9,7 @@ import os
 import threading
 
 _F32, _F16, _BF16 = 0, 1, 2
+_E4M3 = 6  # fa_dtype FA_E4M3: float8_e4m3fn q, k, v (the forward)
 _STATUS = {1: "invalid argument", 2: "no CUDA driver", 3: "CUDA error",
            4: "compile error", 5: "cache error"}
 
@@ -68,7 +69,11 @@ class _Extras(ctypes.Structure):
                 ("query_ranges", ctypes.POINTER(_Tensor)),
                 ("kv_splits", ctypes.c_int64),
                 ("block_table", ctypes.POINTER(_Tensor)),
-                ("cache_batch_idx", ctypes.POINTER(_Tensor))]
+                ("cache_batch_idx", ctypes.POINTER(_Tensor)),
+                ("q_descale", ctypes.POINTER(_Tensor)),
+                ("k_descale", ctypes.POINTER(_Tensor)),
+                ("v_descale", ctypes.POINTER(_Tensor)),
+                ("out_dtype", ctypes.c_int32)]
 
 
 class _Info(ctypes.Structure):

@@ -220,7 +220,7 @@ class BadArgumentsTest(unittest.TestCase):
         # Unhashable choices get the choice's message, not a TypeError.
         with self.assertRaisesRegex(ValueError, r"dtype must be one of "
                                                 r"float32, float16, bfloat16, "
-                                                r"got \[1\]"):
+                                                r"float8_e4m3fn, got \[1\]"):
             fa.prepare_kernel(64, dtype=[1])
         with self.assertRaisesRegex(ValueError, "strategy must be one of"):
             fa.prepare_kernel(64, strategy={})

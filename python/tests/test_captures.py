@@ -557,13 +557,15 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(fa._Capture.tensor.offset, 0)
         self.assertEqual(fa._Capture.dtype.offset, 72)
         self.assertEqual(fa._Capture.rank.offset, 76)
-        self.assertEqual(ctypes.sizeof(fa._Extras), 72)
+        self.assertEqual(ctypes.sizeof(fa._Extras), 104)
         self.assertEqual([(name, getattr(fa._Extras, name).offset)
                           for name, _ in fa._Extras._fields_],
                          [("sinks", 0), ("grad_sinks", 8), ("captures", 16),
                           ("num_captures", 24), ("key_ranges", 32),
                           ("query_ranges", 40), ("kv_splits", 48),
-                          ("block_table", 56), ("cache_batch_idx", 64)])
+                          ("block_table", 56), ("cache_batch_idx", 64),
+                          ("q_descale", 72), ("k_descale", 80),
+                          ("v_descale", 88), ("out_dtype", 96)])
         empty = fa._Extras()
         self.assertFalse(empty.captures)  # NULL
         self.assertEqual(empty.num_captures, 0)

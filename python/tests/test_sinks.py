@@ -107,9 +107,9 @@ class DescriptorTest(unittest.TestCase):
             self.assertEqual(fa._Config.kv_lens.offset, 92)
             self.assertEqual(ctypes.sizeof(fa._Config), 96)
             # sinks, grad_sinks, captures, num_captures, key_ranges,
-            # query_ranges, kv_splits, block_table, cache_batch_idx
-            # (test_captures.py pins the offsets).
-            self.assertEqual(ctypes.sizeof(fa._Extras), 72)
+            # query_ranges, kv_splits, block_table, cache_batch_idx,
+            # q/k/v_descale, out_dtype (test_captures.py pins the offsets).
+            self.assertEqual(ctypes.sizeof(fa._Extras), 104)
         config = fa._config(0, 0, 0, sinks=True)
         self.assertIsNotNone(config)  # not all defaults
         self.assertEqual(config._obj.sinks, 1)
@@ -129,9 +129,11 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual([name for name, _ in fa._Extras._fields_],
                          ["sinks", "grad_sinks", "captures", "num_captures",
                           "key_ranges", "query_ranges", "kv_splits",
-                          "block_table", "cache_batch_idx"])
+                          "block_table", "cache_batch_idx", "q_descale",
+                          "k_descale", "v_descale", "out_dtype"])
+        # Ten pointers, two int64 and an int32 padded to 8 bytes.
         self.assertEqual(ctypes.sizeof(fa._Extras),
-                         7 * ctypes.sizeof(ctypes.c_void_p) + 16)
+                         10 * ctypes.sizeof(ctypes.c_void_p) + 24)
         self.assertFalse(fa._Extras().grad_sinks)  # NULL by default
 
 

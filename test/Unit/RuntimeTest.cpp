@@ -2198,6 +2198,80 @@ TEST(CApi, KvCacheForward) {
   fa_runtime_destroy(runtime);
 }
 
+/// FP8 through the C ABI: FA_E4M3 takes the three descales and O's type in
+/// the extras, the other dtypes neither; the descales' shapes are checked
+/// with the other arguments, before anything runs.
+TEST(CApi, Float8TakesDescalesAndAnOutputType) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  // Distinct (never dereferenced) device addresses: nothing overlaps.
+  auto at = [](uintptr_t gib) {
+    return reinterpret_cast<const void *>(gib << 30);
+  };
+  fa_tensor q = {at(1), {2, 4, 128, 128}, {65536, 16384, 128, 1}};
+  fa_tensor k = {at(2), {2, 2, 128, 128}, {32768, 16384, 128, 1}};
+  fa_tensor v = {at(3), {2, 2, 128, 128}, {32768, 16384, 128, 1}};
+  fa_tensor o = {at(4), {2, 4, 128, 128}, {65536, 16384, 128, 1}};
+  fa_tensor lse = {at(5), {2, 4, 128, 0}, {512, 128, 1, 0}};
+  fa_tensor qd = {at(6), {2, 2, 0, 0}, {2, 1, 0, 0}};
+  fa_tensor kd = {at(7), {2, 2, 0, 0}, {0, 0, 0, 0}}; // an expanded scalar
+  fa_tensor vd = {at(8), {2, 2, 0, 0}, {2, 1, 0, 0}};
+  fa_kernel_config config = {};
+  config.arch = "sm_90a";
+  fa_attention_extras extras = {};
+  auto forward = [&](int dtype) {
+    fa_status status =
+        fa_attention_forward_ex(runtime, &q, &k, &v, &o, &lse, &extras, dtype,
+                                0, 0.0, &config, nullptr);
+    return std::make_pair(status, std::string(fa_last_error()));
+  };
+  using Outcome = std::pair<fa_status, std::string>;
+  EXPECT_EQ(forward(FA_E4M3),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "an FA_E4M3 forward takes extras->q_descale, k_descale "
+                    "and v_descale (f32 [B, Hkv] each)"));
+  extras.q_descale = &qd;
+  extras.k_descale = &kd;
+  EXPECT_EQ(forward(FA_E4M3).first, FA_ERROR_INVALID_ARGUMENT);
+  extras.v_descale = &vd;
+  EXPECT_EQ(forward(FA_BF16),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "descales (extras->q_descale, k_descale, v_descale) go "
+                    "with dtype FA_E4M3 only"));
+  extras.out_dtype = 7;
+  EXPECT_EQ(forward(FA_E4M3),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "extras->out_dtype must be 0, FA_F16 (1) or FA_BF16 (2), "
+                    "got 7"));
+  extras = {};
+  extras.out_dtype = FA_F16;
+  EXPECT_EQ(forward(FA_BF16),
+            Outcome(FA_ERROR_INVALID_ARGUMENT,
+                    "extras->out_dtype is O's type for dtype FA_E4M3 only (0 "
+                    "otherwise)"));
+  // A descale of the wrong shape: named with the shape it needs.
+  fa_tensor wide = {at(9), {2, 4, 0, 0}, {4, 1, 0, 0}};
+  extras = {};
+  extras.q_descale = &wide;
+  extras.k_descale = &kd;
+  extras.v_descale = &vd;
+  Outcome wrong = forward(FA_E4M3);
+  EXPECT_EQ(wrong.first, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wrong.second,
+            "q_descale is [2, 4]; it needs one f32 factor per batch entry and "
+            "K/V head [2, 2]");
+  // The backward takes 16-bit inputs.
+  config.backward = 1;
+  EXPECT_EQ(fa_prepare_kernel(runtime, 128, FA_E4M3, 0, 0.0, &config, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(fa_last_error(), "the backward takes 16-bit inputs: e4m3 (FP8) "
+                                "is a forward format (quantize in the forward "
+                                "only)");
+  fa_runtime_destroy(runtime);
+}
+
 /// The C ABI checks codes and flags by value and passes the scale on for
 /// KernelSpec::validate, whose texts Python and fa-compile share: NaN, a
 /// negative scale or one beyond float32 is an error, never the default; a
@@ -2234,8 +2308,8 @@ TEST(CApi, RejectsBadCodesFlagsAndScales) {
   using Outcome = std::pair<fa_status, std::string>;
   EXPECT_EQ(prepare(7, 0, 0.0, nullptr),
             Outcome(FA_ERROR_INVALID_ARGUMENT,
-                    "dtype must be FA_F32 (0), FA_F16 (1) or FA_BF16 (2), "
-                    "got 7"));
+                    "dtype must be FA_F32 (0), FA_F16 (1), FA_BF16 (2) or "
+                    "FA_E4M3 (6), got 7"));
   EXPECT_EQ(prepare(FA_F32, 2, 0.0, nullptr),
             Outcome(FA_ERROR_INVALID_ARGUMENT, "causal must be 0 or 1, got 2"));
   const std::string scaleRule = "softmax scale must be positive and finite in "
@@ -2701,7 +2775,7 @@ static_assert(sizeof(void *) != 8 ||
                    offsetof(fa_kernel_config, varlen) == 88 &&
                    offsetof(fa_kernel_config, kv_lens) == 92 &&
                    sizeof(fa_kernel_config) == 96 &&
-                   sizeof(fa_attention_extras) == 72 &&
+                   sizeof(fa_attention_extras) == 104 &&
                    offsetof(fa_attention_extras, captures) == 16 &&
                    offsetof(fa_attention_extras, num_captures) == 24 &&
                    offsetof(fa_attention_extras, key_ranges) == 32 &&
@@ -2709,6 +2783,10 @@ static_assert(sizeof(void *) != 8 ||
                    offsetof(fa_attention_extras, kv_splits) == 48 &&
                    offsetof(fa_attention_extras, block_table) == 56 &&
                    offsetof(fa_attention_extras, cache_batch_idx) == 64 &&
+                   offsetof(fa_attention_extras, q_descale) == 72 &&
+                   offsetof(fa_attention_extras, k_descale) == 80 &&
+                   offsetof(fa_attention_extras, v_descale) == 88 &&
+                   offsetof(fa_attention_extras, out_dtype) == 96 &&
                    sizeof(fa_capture) == 80 &&
                    offsetof(fa_capture, dtype) == 72 &&
                    offsetof(fa_capture, rank) == 76),

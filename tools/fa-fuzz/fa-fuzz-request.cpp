@@ -139,6 +139,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   extras.captures = in.ConsumeBool() ? captures.data() : nullptr;
   extras.num_captures =
       in.ConsumeIntegralInRange<int64_t>(-1, fa::kMaxCaptures + 1);
+  // FP8's descales and O's type, each given or not, any code.
+  extras.q_descale = in.ConsumeBool() ? &extraTensors[4] : nullptr;
+  extras.k_descale = in.ConsumeBool() ? &extraTensors[5] : nullptr;
+  extras.v_descale = in.ConsumeBool() ? &extraTensors[6] : nullptr;
+  extras.out_dtype = in.ConsumeIntegralInRange<int32_t>(-1, 7);
   bool withExtras = in.ConsumeBool();
   std::vector<fa::CaptureArg> captureArgs;
   if (fa::capturesFromC(withExtras ? &extras : nullptr, captureArgs).empty())
@@ -208,6 +213,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       args.sinks = fa::tensorFromC(*extras.sinks);
     if (first.blockMask)
       args.keyRanges = fa::tensorFromC(*extras.key_ranges);
+    // FP8: the descales the request gives (an absent one stays empty, as
+    // the C ABI refuses before it gets here).
+    if (first.dtype == fa::ElementType::e4m3) {
+      if (extras.q_descale)
+        args.qDescale = fa::tensorFromC(*extras.q_descale);
+      if (extras.k_descale)
+        args.kDescale = fa::tensorFromC(*extras.k_descale);
+      if (extras.v_descale)
+        args.vDescale = fa::tensorFromC(*extras.v_descale);
+    }
     (void)fa::checkAttentionArgs(first, args);
   }
   return 0;
