@@ -38,10 +38,11 @@ constexpr int64_t kMaxHeadDim = 512;
 /// How the kernel computes. `simt`: f32 arithmetic on CUDA cores (the
 /// lecture's kernel; f16/bf16 inputs are widened as read). `mma`: f16/bf16
 /// on tensor cores with mma.sync m16n8k16, ldmatrix and cp.async pipelines
-/// (sm_80+). `wgmma`: f16/bf16 on Hopper's warpgroup MMA (sm_90a only).
-/// `automatic` resolves to simt for f32; for f16/bf16 to wgmma on sm_90a
-/// when the head dim is a multiple of 64 up to 256, else to mma (simt for
-/// head dims mma does not take).
+/// (sm_80+). `wgmma`: f16/bf16 and e4m3 on Hopper's warpgroup MMA (sm_90a
+/// only). `automatic` resolves to simt for f32; for f16/bf16 to wgmma on
+/// sm_90a when the head dim is a multiple of 64 up to 256, else to mma
+/// (simt for head dims mma does not take); for e4m3 to wgmma (head dims in
+/// multiples of 128 on sm_90a; elsewhere simt, which refuses it by name).
 enum class Strategy { automatic, simt, mma, wgmma };
 
 /// Every parameter that changes the generated code of an attention kernel:

@@ -122,9 +122,9 @@ bool overlapsSoftmax(int64_t headDim);
 /// numbers.
 std::string checkFits(const Config &config, const GpuArch &arch);
 
-/// Whether the strategy computes this problem on `arch` (16-bit inputs, a
-/// head dim in whole 64-column blocks up to kMaxHeadDim, sm_90a): what
-/// `auto` asks.
+/// Whether the strategy computes this problem on `arch` (16-bit inputs
+/// with a head dim in whole 64-column blocks, e4m3 with one in whole
+/// 128-column blocks, up to kMaxHeadDim; sm_90a): what `auto` asks.
 bool takesProblem(ElementType dtype, int64_t headDim, const std::string &arch);
 
 /// "" when the strategy can serve the spec's problem (dtype, head dim,
