@@ -50,28 +50,10 @@ std::string shapeString(const TensorArg &t, int rank) {
 
 /// Strides are non-negative, the last dimension contiguous, and the
 /// largest offset representable.
-/// FP8 descale factors: f32 [batch, kvHeads], any non-negative strides
-/// (an expanded scalar, stride 0, is common).
-static std::string checkDescale(const char *name, const TensorArg &t,
-                                int64_t batch, int64_t kvHeads) {
-  if (t.sizes[0] != batch || t.sizes[1] != kvHeads)
-    return std::string(name) + " is [" + std::to_string(t.sizes[0]) + ", " +
-           std::to_string(t.sizes[1]) +
-           "]; it needs one f32 factor per batch entry and K/V head [" +
-           std::to_string(batch) + ", " + std::to_string(kvHeads) + "]";
-  if (t.strides[0] < 0 || t.strides[1] < 0)
-    return std::string(name) + " has a negative stride (not supported)";
-  if (batch == 0 || kvHeads == 0)
-    return "";
-  if (!t.data)
-    return std::string(name) + " is a null pointer";
-  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
-    return std::string(name) + " is not aligned to its 4-byte elements";
-  return "";
-}
-
+/// `contiguousLast` false: any stride in the last dimension too (FP8's
+/// descales, often an expanded scalar).
 std::string checkLayout(const char *name, const TensorArg &t, int rank,
-                        size_t elementBytes) {
+                        size_t elementBytes, bool contiguousLast = true) {
   for (int d = 0; d < rank; ++d) {
     if (t.sizes[d] < 0)
       return std::string(name) + " has a negative size " +
@@ -81,7 +63,7 @@ std::string checkLayout(const char *name, const TensorArg &t, int rank,
              std::to_string(t.strides[d]) + " in dimension " +
              std::to_string(d) + " (not supported)";
   }
-  if (t.sizes[rank - 1] > 1 && t.strides[rank - 1] != 1)
+  if (contiguousLast && t.sizes[rank - 1] > 1 && t.strides[rank - 1] != 1)
     return std::string(name) + " must be contiguous in its last dimension "
            "(stride 1), got stride " + std::to_string(t.strides[rank - 1]);
   int64_t maxOffset = 0;
@@ -111,6 +93,19 @@ std::string checkLayout(const char *name, const TensorArg &t, int rank,
            std::to_string(elementBytes) + " bytes from " +
            std::to_string(reinterpret_cast<uintptr_t>(t.data)) + ")";
   return "";
+}
+
+/// FP8 descale factors: f32 [batch, kvHeads] with the layout rules of
+/// every tensor (sizes, span, pointer, alignment) but any non-negative
+/// strides (an expanded scalar, stride 0, is common).
+std::string checkDescale(const char *name, const TensorArg &t, int64_t batch,
+                         int64_t kvHeads) {
+  if (t.sizes[0] != batch || t.sizes[1] != kvHeads)
+    return std::string(name) + " is [" + std::to_string(t.sizes[0]) + ", " +
+           std::to_string(t.sizes[1]) +
+           "]; it needs one f32 factor per batch entry and K/V head [" +
+           std::to_string(batch) + ", " + std::to_string(kvHeads) + "]";
+  return checkLayout(name, t, 2, 4, /*contiguousLast=*/false);
 }
 
 /// Pointer and strides (of dimensions with more than one element) are

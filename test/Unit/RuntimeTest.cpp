@@ -2262,6 +2262,13 @@ TEST(CApi, Float8TakesDescalesAndAnOutputType) {
   EXPECT_EQ(wrong.second,
             "q_descale is [2, 4]; it needs one f32 factor per batch entry and "
             "K/V head [2, 2]");
+  // Strides past 64-bit indexing: named, not computed with.
+  fa_tensor far = {at(9), {2, 2, 0, 0}, {INT64_MAX, 1, 0, 0}};
+  extras.q_descale = &far;
+  wrong = forward(FA_E4M3);
+  EXPECT_EQ(wrong.first, FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wrong.second,
+            "q_descale spans more elements than 64-bit indexing can address");
   // The backward takes 16-bit inputs.
   config.backward = 1;
   EXPECT_EQ(fa_prepare_kernel(runtime, 128, FA_E4M3, 0, 0.0, &config, nullptr),
