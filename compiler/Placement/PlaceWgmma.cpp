@@ -59,10 +59,6 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   if ((!float8 && failed(checkSixteenBitTiles(grid, elementType, "wgmma"))) ||
       failed(checkRightOperandsLoaded(grid, "wgmma")))
     return failure();
-  if (float8 && shape->headDim % 128 != 0)
-    return grid.emitOpError("8-bit wgmma needs a head dim in whole 128-byte "
-                            "rows (a multiple of 128), got ")
-           << shape->headDim;
 
   ::fa::wgmma::Config config{shape->headDim, shape->blockM, shape->blockN,
                              numWarps,       stages,        float8 ? 1 : 2};

@@ -138,6 +138,10 @@ std::string checkFits(const Config &c, const GpuArch &arch) {
     return "wgmma placement (" + config +
            "): block-n must be a multiple of 16 up to " + text(kMaxN) +
            " (the N of Q K^T, and whole k16 steps of P V)";
+  if (c.elementBytes == 1 && c.headDim % 128 != 0)
+    return "wgmma placement (" + config +
+           "): an 8-bit head dim must be a multiple of 128 (whole 128-byte "
+           "swizzled rows)";
   if (c.elementBytes == 1 && c.blockN % 128 != 0)
     return "wgmma placement (" + config +
            "): 8-bit block-n must be a multiple of 128 (V's transposed copy "
