@@ -356,8 +356,10 @@ MmaOperandEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult MmaOperandEncodingAttr::verifyEncoding(
     ArrayRef<int64_t> shape, Type elementType,
     function_ref<InFlightDiagnostic()> emitError) const {
-  if (!elementType.isF16() && !elementType.isBF16())
-    return emitError() << "#fa.mma_operand holds f16 or bf16, got "
+  // e4m3: the wgmma strategy's 8-bit A operand (P of P V).
+  if (!elementType.isF16() && !elementType.isBF16() &&
+      !isa<Float8E4M3FNType>(elementType))
+    return emitError() << "#fa.mma_operand holds f16, bf16 or f8E4M3FN, got "
                        << elementType;
   if (shape.size() != 2)
     return emitError() << "#fa.mma_operand tiles are 2-d, got rank "

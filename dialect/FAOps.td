@@ -1244,6 +1244,31 @@ def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FA_CopyTileOp : FA_Op<"copy_tile"> {
+  let summary = "write a shared tile into another shared buffer, in its layout";
+  let description = [{
+    `dest` is a shared tile that stands for a buffer (a view of a ring slot
+    made by fa-warp-specialize); the threads that run the op write `source`'s
+    values into it in `dest`'s layout. It moves a layout change out of the
+    threads that read the result: the producer warpgroup writes V
+    transposed for 8-bit `P V` (wgmma reads an 8-bit B operand K-major
+    only), once per tile for every consumer. Only the writing threads see
+    the copy afterwards: publishing it to its readers (a fence to the async
+    proxy, a barrier) is the program's job.
+
+    ```mlir
+    fa.copy_tile %v into %v_t
+      : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>>
+        into tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+    ```
+  }];
+  let arguments = (ins FA_AnyFloatTile:$source, FA_AnyFloatTile:$dest);
+  let assemblyFormat = [{
+    $source `into` $dest attr-dict `:` type($source) `into` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
 def FA_AsyncWaitOp : FA_Op<"async_wait",
     [AllTypesMatch<["tile", "result"]>]> {
   let summary = "the result of an asynchronous fa.tile_matmul, once it is done";

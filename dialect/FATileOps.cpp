@@ -693,6 +693,21 @@ LogicalResult ConvertLayoutOp::verify() {
   return success();
 }
 
+LogicalResult CopyTileOp::verify() {
+  auto source = cast<RankedTensorType>(getSource().getType());
+  auto dest = cast<RankedTensorType>(getDest().getType());
+  if (source.getShape() != dest.getShape() ||
+      source.getElementType() != dest.getElementType())
+    return emitOpError("must keep the shape and element type, got ")
+           << source << " into " << dest;
+  if (!isa_and_nonnull<SwizzledSharedEncodingAttr>(source.getEncoding()) ||
+      !isa_and_nonnull<SwizzledSharedEncodingAttr>(dest.getEncoding()))
+    return emitOpError("copies between shared buffers: both types need a "
+                       "#fa.swizzled_shared placement, got ")
+           << source << " into " << dest;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Readable SSA names: the printed tile level reads like the algorithm.
 //===----------------------------------------------------------------------===//

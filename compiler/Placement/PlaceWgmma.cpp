@@ -115,7 +115,8 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
-      numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps));
+      numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps),
+      /*transposesValue=*/float8);
   setPlacedLaunch(grid, "wgmma placement", StrategyKind::wgmma,
                   {shape->blockM, shape->blockN, shape->headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,
@@ -270,7 +271,8 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
   // fa-warp-specialize adds the producer warpgroup (not persistent).
   int64_t registerLimit =
-      ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false);
+      ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false,
+                                     /*transposesValue=*/false);
   setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
                   {config.blockM, config.blockN, config.headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

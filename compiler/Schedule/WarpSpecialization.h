@@ -27,11 +27,14 @@ constexpr int64_t kWaitTicks = 10000000;
 /// barriers (k_empty, v_empty; q_empty, do_empty) and, persistent, the
 /// resident Q's q_empty. A ring's barrier of slot s is its slot-0 index + s.
 /// Each streamed tensor has its own empty barriers: a K slot is free as
-/// soon as Q K^T has read it, a V slot only after P V.
+/// soon as Q K^T has read it, a V slot only after P V. With 8-bit V the
+/// producer transposes each V tile into a ring of `transposedSlots`, whose
+/// full and empty barriers come last (v_t_full[slots], v_t_empty[slots]).
 struct BarrierLayout {
   int64_t resident;
   int64_t stages;
   bool persistent;
+  int64_t transposedSlots = 0;
 
   int64_t residentFull(int64_t i) const { return i; }
   int64_t streamedFull(int64_t j) const { return resident + j * stages; }
@@ -40,10 +43,27 @@ struct BarrierLayout {
   int64_t residentEmpty() const {
     return persistent ? resident + 4 * stages : -1;
   }
-  int64_t count() const { return resident + 4 * stages + (persistent ? 1 : 0); }
-  /// Empty barriers complete on every consumer thread's arrival; full ones
-  /// on the producer's one arrival (expect_tx) and the copies' bytes.
-  bool isEmpty(int64_t barrier) const { return barrier >= streamedEmpty(0); }
+  int64_t transposedFull(int64_t slot) const {
+    return resident + 4 * stages + (persistent ? 1 : 0) + slot;
+  }
+  int64_t transposedEmpty(int64_t slot) const {
+    return transposedFull(transposedSlots) + slot;
+  }
+  int64_t count() const { return transposedFull(2 * transposedSlots); }
+  /// The arrivals that complete a phase of `barrier`: a copy's full barrier,
+  /// the producer's one arrival (expect_tx) and the copies' bytes; an empty
+  /// barrier, every consumer thread. With the transposed ring, V's empty
+  /// barriers and the ring's full ones take the producer warpgroup's
+  /// threads (each releases V and publishes its share of the copy).
+  int64_t arrivals(int64_t barrier, int64_t computeThreads) const {
+    bool producerThreads =
+        transposedSlots > 0 &&
+        ((barrier >= streamedEmpty(1) && barrier < streamedEmpty(2)) ||
+         (barrier >= transposedFull(0) && barrier < transposedEmpty(0)));
+    if (producerThreads)
+      return kWarpgroupThreads;
+    return barrier >= streamedEmpty(0) ? computeThreads : 1;
+  }
 };
 
 /// One tensor the producer copies: its loads in the program (a resident
@@ -59,6 +79,7 @@ struct LoadedTensor {
   Value map;                 // its tensor map parameter
   RankedTensorType type;
   int64_t offset = 0, slotBytes = 0;
+  int64_t slots = 1; // the ring's (a resident tensor: 1)
 };
 
 /// What the producer's and the consumers' builders of one program share:
@@ -80,6 +101,10 @@ struct Specialization {
   /// Loaded once (forward: Q; dkdv: K, V), streamed through the rings
   /// (forward: K, V; dkdv: Q, dO), and all of them, resident first.
   SmallVector<LoadedTensor *> resident, streamed, tensors;
+  /// 8-bit V (forward): the ring of V tiles transposed by the producer's
+  /// threads (fa.copy_tile), which the consumers read instead of V's ring
+  /// (no loads, no tensor map); null otherwise.
+  LoadedTensor *transposedValue;
   Value tid, computeThreadsV, pad, barriers;
   WorkRounds work;
   Value sectionPairs;
@@ -112,19 +137,27 @@ struct Specialization {
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
     return n;
   }
-  /// The slot of the n-th K/V tile and the parity of its fill (n / stages).
-  std::pair<Value, Value> slotAndParity(OpBuilder &at, Value n) const {
-    Value stagesV = indexConst(at, loc, stages);
+  /// The slot of the n-th tile of a ring of `slots` and the parity of its
+  /// fill (n / slots).
+  std::pair<Value, Value> slotAndParity(OpBuilder &at, Value n,
+                                        int64_t slots) const {
+    Value slotsV = indexConst(at, loc, slots);
     Value parity =
-        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, stagesV));
-    return {arith::RemUIOp::create(at, loc, n, stagesV), parity};
+        parityOf(at, loc, arith::DivUIOp::create(at, loc, n, slotsV));
+    return {arith::RemUIOp::create(at, loc, n, slotsV), parity};
   }
 
   /// The producer warpgroup (`producer`): gives registers back; one thread
   /// issues every copy, the resident tensors first, then the streamed ones
   /// of each tile in order (forward: K and V of the K/V range; dkdv: Q and
   /// dO of the loop nest), each after the consumers released its slot.
+  /// With `transposedValue`, all its threads then transpose each V tile
+  /// into that ring, one tile behind the copies.
   LogicalResult buildProducer(Block &producer);
+  /// The producer's threads: wait for V tile `n` and a free slot of
+  /// `transposedValue`'s ring, transpose it there (fa.copy_tile), publish
+  /// the copy and release V's slot.
+  void transposeValueTile(OpBuilder &at, Value n);
   /// dkdv consumers: threads an iteration counter through `streamLoops`
   /// (each directly in the body of the one before) and sets
   /// `streamPosition` to its value in the innermost body.

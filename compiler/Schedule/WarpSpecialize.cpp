@@ -233,8 +233,9 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
   // right after its last use (for an async matmul: after its fa.async_wait).
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
-      c, loc, c.getI32IntegerAttr(
-               int32_t(model::consumerRegisters(computeThreads / 32, isPersistent))),
+      c, loc,
+      c.getI32IntegerAttr(int32_t(model::consumerRegisters(
+          computeThreads / 32, isPersistent, transposedValue != nullptr))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
   Value consumerRingBase, consumerCount;
@@ -255,11 +256,22 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
     return failure();
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
+      // What the consumers read: the loaded tile from its ring or, for 8-bit
+      // V, its transposed copy (the fa.convert_layout that is V's only user)
+      // from the producer's ring.
+      Value tile = load.getResult();
+      const LoadedTensor *ring = tensor;
+      Operation *convert = nullptr;
+      if (transposedValue && tensor == streamed[1]) {
+        convert = *load->user_begin();
+        tile = convert->getResult(0);
+        ring = transposedValue;
+      }
       // The tile's uses: its users and, for an async matmul, the waits that
       // retire it (it reads the tile until then; the verifier of
       // fa.tile_matmul lets only fa.async_wait read an async result).
       SmallVector<Operation *> uses;
-      for (Operation *user : load.getResult().getUsers()) {
+      for (Operation *user : tile.getUsers()) {
         uses.push_back(user);
         if (auto matmul = dyn_cast<TileMatmulOp>(user);
             matmul && matmul.getAsync())
@@ -291,27 +303,30 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
                      : arith::ConstantOp::create(at, loc, at.getBoolAttr(false))
                            .getResult();
       if (llvm::is_contained(streamed, tensor))
-        std::tie(slot, parity) = slotAndParity(
-            at, ringPosition(at, load, tensor->type.getDimSize(0),
-                             consumerRingBase));
+        std::tie(slot, parity) =
+            slotAndParity(at,
+                          ringPosition(at, load, tensor->type.getDimSize(0),
+                                       consumerRingBase),
+                          ring->slots);
       nvgpu::MBarrierTryWaitParityOp::create(
           at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
-          addConst(at, loc, slot, tensor->fullBarrier));
-      Value view = sharedBufferAt(at, loc, slotBase(at, *tensor, slot),
-                                  sharedBufferType(tensor->type));
+          addConst(at, loc, slot, ring->fullBarrier));
+      Value view = sharedBufferAt(at, loc, slotBase(at, *ring, slot),
+                                  sharedBufferType(ring->type));
       // V's rows past its sequence: see clearRowsPastSequence.
       if (StringRef(tensor->name) == "v" && load.getSequenceEnd())
         clearRowsPastSequence(at, loc, load, tensor->type, view);
-      auto cast =
-          UnrealizedConversionCastOp::create(at, loc, tensor->type, view);
-      load.getResult().replaceAllUsesWith(cast.getResult(0));
+      auto cast = UnrealizedConversionCastOp::create(at, loc, ring->type, view);
+      tile.replaceAllUsesWith(cast.getResult(0));
+      if (convert)
+        convert->erase();
       load.erase();
-      if (tensor->emptyBarrier < 0 || !last)
+      if (ring->emptyBarrier < 0 || !last)
         continue;
       auto release = [&](OpBuilder &at) {
         nvgpu::MBarrierArriveOp::create(
             at, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
-            addConst(at, loc, slot, tensor->emptyBarrier));
+            addConst(at, loc, slot, ring->emptyBarrier));
       };
       // A tile last used inside both branches of an scf.if (Q in the
       // pipelined program: its K/V loop, under kv_begin < kv_end) is
@@ -377,6 +392,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   grid.walk([&](KVTileRangeOp op) { ranges.push_back(op); });
   std::array<LoadedTensor, 4> storage;
   SmallVector<LoadedTensor *> resident, streamed;
+  SmallVector<ConvertLayoutOp> transposeLoads;
+  LoadedTensor *transposedValue = nullptr;
   Value keySource;
   SmallVector<scf::ForOp> streamLoops;
   if (forward) {
@@ -399,6 +416,47 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       return grid.emitOpError("warp specialization expects K and V tiles");
     resident = {&q};
     streamed = {&k, &v};
+    // 8-bit V: P V reads it transposed (fa-place-wgmma's fa.convert_layout
+    // to #fa.swizzled_shared<transposed>); the producer writes that copy.
+    for (LoadTileOp load : v.loads)
+      for (Operation *user : load->getUsers())
+        if (auto convert = dyn_cast<ConvertLayoutOp>(user)) {
+          auto encoding = dyn_cast<SwizzledSharedEncodingAttr>(
+              convert.getType().getEncoding());
+          if (encoding && encoding.getTransposed())
+            transposeLoads.push_back(convert);
+        }
+    if (!transposeLoads.empty()) {
+      for (LoadTileOp load : v.loads)
+        if (!load->hasOneUse() ||
+            !llvm::is_contained(transposeLoads, *load->user_begin()))
+          return load.emitOpError(
+              "a V tile read transposed must have that copy as its only use "
+              "(the producer writes it)");
+      if (v.loads.front().getSequenceEnd())
+        return v.loads.front().emitOpError(
+            "the producer's transposed V does not take a varlen sequence "
+            "(its rows past the sequence are not cleared)");
+      auto offset = transposeLoads.front()->getAttrOfType<IntegerAttr>(
+          FADialect::getSharedOffsetAttrName());
+      if (!offset)
+        return transposeLoads.front().emitOpError(
+            "has no fa.shared_offset (run fa-place-wgmma)");
+      for (ConvertLayoutOp convert : transposeLoads)
+        if (convert.getType() != transposeLoads.front().getType() ||
+            convert->getAttr(FADialect::getSharedOffsetAttrName()) != offset)
+          return convert.emitOpError("transposed V copies must share their "
+                                     "tile type and shared ring");
+      LoadedTensor &transposed = storage[3];
+      transposed.name = "v_t";
+      transposed.type = transposeLoads.front().getType();
+      transposed.offset = offset.getInt();
+      MemRefType buffer = sharedBufferType(transposed.type);
+      transposed.slotBytes =
+          buffer.getNumElements() * buffer.getElementTypeBitWidth() / 8;
+      transposed.slots = model::kTransposedValueRingSlots;
+      transposedValue = &transposed;
+    }
     // TMA fills only rows past the tensor with zeros: rows between a
     // varlen sequence's end and the tensor's end arrive as the next
     // sequence's. The forward masks those keys' scores (P = 0), clears
@@ -466,7 +524,12 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       model::runsPersistent(
           cast<RankedTensorType>(once[0].getType()).getDimSize(1),
           computeThreads / 32);
-  BarrierLayout barrierLayout{int64_t(resident.size()), stages, isPersistent};
+  BarrierLayout barrierLayout{int64_t(resident.size()), stages, isPersistent,
+                              transposedValue ? transposedValue->slots : 0};
+  if (transposedValue) {
+    transposedValue->fullBarrier = barrierLayout.transposedFull(0);
+    transposedValue->emptyBarrier = barrierLayout.transposedEmpty(0);
+  }
   for (auto [i, tensor] : llvm::enumerate(resident)) {
     tensor->fullBarrier = barrierLayout.residentFull(i);
     if (i == 0)
@@ -475,6 +538,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   for (auto [j, tensor] : llvm::enumerate(streamed)) {
     tensor->fullBarrier = barrierLayout.streamedFull(j);
     tensor->emptyBarrier = barrierLayout.streamedEmpty(j);
+    tensor->slots = stages;
   }
   SmallVector<LoadedTensor *> tensors = resident;
   llvm::append_range(tensors, streamed);
@@ -559,7 +623,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     for (int64_t i = 0; i < numBarriers; ++i)
       nvgpu::MBarrierInitOp::create(
           in, loc, barriers,
-          indexConst(in, loc, barrierLayout.isEmpty(i) ? computeThreads : 1),
+          indexConst(in, loc, barrierLayout.arrivals(i, computeThreads)),
           indexConst(in, loc, i), Value());
   }
   NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -621,13 +685,17 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   }
   Region &programRegion = roles.getElseRegion();
 
-  Specialization specialization{
-      ctx,          loc,          grid,     forward ? ranges[0] : nullptr,
-      streamLoops,  /*streamPosition=*/Value(), stages, computeThreads,
-      isPersistent, mirrored,     resident, streamed,
-      tensors,      tid,          computeThreadsV,
-      pad,          barriers,     work,     sectionPairs,
-      programRegion};
+  Specialization specialization{ctx,          loc,
+                                grid,         forward ? ranges[0] : nullptr,
+                                streamLoops,  /*streamPosition=*/Value(),
+                                stages,       computeThreads,
+                                isPersistent, mirrored,
+                                resident,     streamed,
+                                tensors,      transposedValue,
+                                tid,          computeThreadsV,
+                                pad,          barriers,
+                                work,         sectionPairs,
+                                programRegion};
   if (failed(specialization.buildProducer(producer)) ||
       failed(specialization.rewriteConsumers(consumer, consumerWork)))
     return failure();

@@ -37,14 +37,35 @@ LogicalResult Specialization::buildProducer(Block &producer) {
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
       p, loc,
-      p.getI32IntegerAttr(int32_t(model::producerRegisters(isPersistent))),
+      p.getI32IntegerAttr(int32_t(
+          model::producerRegisters(isPersistent, transposedValue != nullptr))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::decrease));
   Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
                                         computeThreadsV);
-  auto issue = scf::IfOp::create(p, loc, elected);
-  p.setInsertionPointToStart(&issue.getThenRegion().front());
+  // Only the elected thread has work, unless the warpgroup transposes V:
+  // then all its threads walk the tiles and the copies are the elected
+  // thread's (`asElected`).
+  if (!transposedValue) {
+    auto issue = scf::IfOp::create(p, loc, elected);
+    p.setInsertionPointToStart(&issue.getThenRegion().front());
+  }
   IRMapping mapping;
+  auto asElected = [&](OpBuilder &at, Value condition,
+                       function_ref<LogicalResult(OpBuilder &)> body) {
+    if (!transposedValue)
+      return body(at);
+    if (condition)
+      condition = arith::AndIOp::create(at, loc, condition, elected);
+    auto onlyElected =
+        scf::IfOp::create(at, loc, condition ? condition : elected);
+    OpBuilder in = OpBuilder::atBlockBegin(onlyElected.thenBlock());
+    // What the body clones stays inside the branch.
+    IRMapping outside = mapping;
+    LogicalResult built = body(in);
+    mapping = outside;
+    return built;
+  };
   // Persistent: the same visits as the consumers; the visit's K/V ring
   // positions start at `ringBase`, and Q's slot is free again once the
   // consumers released the previous visit's Q.
@@ -57,12 +78,6 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     mapping.map(grid.getBatchIndex(), producerWork.item.batch);
     mapping.map(grid.getHeadIndex(), producerWork.item.head);
     mapping.map(grid.getTileIndex(), producerWork.tile);
-    Value freed = arith::XOrIOp::create(
-        p, loc, parityOf(p, loc, producerWork.visited()),
-        arith::ConstantOp::create(p, loc, p.getBoolAttr(true)));
-    nvgpu::MBarrierTryWaitParityOp::create(
-        p, loc, barriers, freed, indexConst(p, loc, kWaitTicks),
-        indexConst(p, loc, resident.front()->emptyBarrier));
   }
   // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
   // `barrier`: one TMA box per 64-column block.
@@ -117,21 +132,35 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     }
     return success();
   };
-  for (const LoadedTensor *tensor : resident) {
-    FailureOr<Value> row = cloneSliceInto(
-        p, programRegion, LoadTileOp(tensor->loads.front()).getRow(), mapping);
-    if (failed(row) ||
-        failed(copyTile(p, *tensor, *row, indexConst(p, loc, 0),
-                        indexConst(p, loc, tensor->fullBarrier))))
-      return failure();
-  }
+  auto copyResident = [&](OpBuilder &at) -> LogicalResult {
+    if (isPersistent) {
+      Value freed = arith::XOrIOp::create(
+          at, loc, parityOf(at, loc, producerWork.visited()),
+          arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
+      nvgpu::MBarrierTryWaitParityOp::create(
+          at, loc, barriers, freed, indexConst(at, loc, kWaitTicks),
+          indexConst(at, loc, resident.front()->emptyBarrier));
+    }
+    for (const LoadedTensor *tensor : resident) {
+      FailureOr<Value> row =
+          cloneSliceInto(at, programRegion,
+                         LoadTileOp(tensor->loads.front()).getRow(), mapping);
+      if (failed(row) ||
+          failed(copyTile(at, *tensor, *row, indexConst(at, loc, 0),
+                          indexConst(at, loc, tensor->fullBarrier))))
+        return failure();
+    }
+    return success();
+  };
+  if (failed(asElected(p, Value(), copyResident)))
+    return failure();
   // Before each copy of a streamed tile, wait until the consumers released
   // the slot's previous tile (a fresh barrier passes parity 1).
   auto copyStreamed =
       [&](OpBuilder &at, Value n,
           function_ref<Value(OpBuilder &, const LoadedTensor &)> rowOf)
       -> LogicalResult {
-    auto [slot, parity] = slotAndParity(at, n);
+    auto [slot, parity] = slotAndParity(at, n, stages);
     Value previous = arith::XOrIOp::create(
         at, loc, parity,
         arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
@@ -191,25 +220,80 @@ LogicalResult Specialization::buildProducer(Block &producer) {
       cloneSliceInto(p, programRegion, range.getResult(1), mapping);
   if (failed(kvBegin) || failed(kvEnd))
     return failure();
+  // Transposing, the loop runs one tile more: iteration `tile` copies K/V
+  // tile `tile` (if any) and then transposes V tile `tile` - 1 (if any), so
+  // the copy's latency passes while the previous tile is transposed.
+  Value fillEnd = *kvEnd;
+  if (transposedValue)
+    fillEnd = addConst(p, loc, fillEnd, 1);
   auto fill =
-      scf::ForOp::create(p, loc, *kvBegin, *kvEnd, indexConst(p, loc, 1));
+      scf::ForOp::create(p, loc, *kvBegin, fillEnd, indexConst(p, loc, 1));
   {
     OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
     Value tile = fill.getInductionVar();
     Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
     if (isPersistent)
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
-    if (failed(copyStreamed(
-            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
-              return arith::MulIOp::create(
-                  in, loc, tile,
-                  indexConst(in, loc, tensor.type.getDimSize(0)));
-            })))
+    Value inRange;
+    if (transposedValue)
+      inRange = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ult, tile,
+                                      *kvEnd);
+    if (failed(asElected(at, inRange, [&](OpBuilder &in) {
+          return copyStreamed(
+              in, n, [&](OpBuilder &row, const LoadedTensor &tensor) -> Value {
+                return arith::MulIOp::create(
+                    row, loc, tile,
+                    indexConst(row, loc, tensor.type.getDimSize(0)));
+              });
+        })))
       return failure();
+    if (transposedValue) {
+      Value hasPrevious = arith::CmpIOp::create(
+          at, loc, arith::CmpIPredicate::ugt, tile, *kvBegin);
+      auto previous = scf::IfOp::create(at, loc, hasPrevious);
+      OpBuilder in = OpBuilder::atBlockBegin(previous.thenBlock());
+      transposeValueTile(in, addConst(in, loc, n, -1));
+    }
   }
   if (isPersistent) {
     p.setInsertionPointAfter(fill);
     yieldVisit(p, loc, producerWork, *kvBegin, *kvEnd);
   }
   return success();
+}
+
+void Specialization::transposeValueTile(OpBuilder &at, Value n) {
+  // V tile n has landed in its slot; the ring's slot of tile n is free once
+  // every consumer thread released tile n - slots (a fresh barrier passes
+  // parity 1).
+  const LoadedTensor &value = *streamed[1], &transposed = *transposedValue;
+  auto [slot, parity] = slotAndParity(at, n, stages);
+  nvgpu::MBarrierTryWaitParityOp::create(
+      at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
+      addConst(at, loc, slot, value.fullBarrier));
+  auto [copySlot, copyParity] = slotAndParity(at, n, transposed.slots);
+  Value freed = arith::XOrIOp::create(
+      at, loc, copyParity,
+      arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
+  nvgpu::MBarrierTryWaitParityOp::create(
+      at, loc, barriers, freed, indexConst(at, loc, kWaitTicks),
+      addConst(at, loc, copySlot, transposed.emptyBarrier));
+  auto view = [&](const LoadedTensor &ring, Value slot) -> Value {
+    Value buffer = sharedBufferAt(at, loc, slotBase(at, ring, slot),
+                                  sharedBufferType(ring.type));
+    return UnrealizedConversionCastOp::create(at, loc, ring.type, buffer)
+        .getResult(0);
+  };
+  CopyTileOp::create(at, loc, view(value, slot), view(transposed, copySlot));
+  // Each thread publishes its share to wgmma (the async proxy), then
+  // announces it and gives V's slot back.
+  NVVM::FenceProxyOp::create(
+      at, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  auto token = nvgpu::MBarrierTokenType::get(ctx);
+  nvgpu::MBarrierArriveOp::create(
+      at, loc, token, barriers,
+      addConst(at, loc, copySlot, transposed.fullBarrier));
+  nvgpu::MBarrierArriveOp::create(at, loc, token, barriers,
+                                  addConst(at, loc, slot, value.emptyBarrier));
 }

@@ -24,7 +24,9 @@ SharedLayout sharedLayout(const Config &c) {
   int64_t end = layout.vOffset + c.stages * layout.kvSlotBytes;
   if (c.elementBytes == 1) {
     layout.transposedValueOffset = end;
-    end += (c.numWarps / kWarpsPerWarpgroup) * layout.kvSlotBytes;
+    layout.transposedValueSlots =
+        std::max(kTransposedValueRingSlots, c.numWarps / kWarpsPerWarpgroup);
+    end += layout.transposedValueSlots * layout.kvSlotBytes;
   }
   layout.totalBytes = end + kSwizzleAtomBytes;
   return layout;
@@ -38,12 +40,18 @@ int64_t entryRegisters(int64_t threads) {
   return std::min<int64_t>(255, kRegistersPerBlock / threads) / 8 * 8;
 }
 
-int64_t producerRegisters(bool persistent) { return persistent ? 40 : 24; }
+int64_t producerRegisters(bool persistent, bool transposesValue) {
+  if (transposesValue)
+    return 56;
+  return persistent ? 40 : 24;
+}
 
-int64_t consumerRegisters(int64_t numWarps, bool persistent) {
+int64_t consumerRegisters(int64_t numWarps, bool persistent,
+                          bool transposesValue) {
   int64_t consumerThreads = 32 * numWarps;
   int64_t entry = entryRegisters(consumerThreads + kWarpgroupThreads);
-  int64_t released = (entry - producerRegisters(persistent)) * kWarpgroupThreads;
+  int64_t released = (entry - producerRegisters(persistent, transposesValue)) *
+                     kWarpgroupThreads;
   int64_t perThread = entry + released / consumerThreads;
   return std::min<int64_t>(240, perThread / 8 * 8);
 }
@@ -189,7 +197,9 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                   t.numWarps,      t.stages, fa::elementBytes(request.dtype)};
     return arch && checkFits(config, *arch).empty() &&
            estimateRegisters(config) <=
-               consumerRegisters(t.numWarps, runsPersistent(request.headDim, t.numWarps));
+               consumerRegisters(t.numWarps,
+                                 runsPersistent(request.headDim, t.numWarps),
+                                 /*transposesValue=*/config.elementBytes == 1);
   });
   for (const TileConfig &config : ranked)
     collector.consider(config);

@@ -64,18 +64,25 @@ struct Config {
 /// Shared-memory layout of one program, in bytes from the 1024-aligned
 /// base: the Q tile, then `stages` K slots, then `stages` V slots. A tile of
 /// R rows is stored as head-dim / 64 column blocks of R x 128 bytes.
-/// 8-bit (FP8) programs add one transposed V tile per consumer warpgroup
-/// (8-bit wgmma reads B K-major only; each warpgroup transposes the V
-/// slot into its own tile before P V).
+/// 8-bit (FP8) programs add transposedValueSlots transposed V tiles (8-bit
+/// wgmma reads B K-major only): the ring the producer warpgroup transposes
+/// V into (fa-warp-specialize) or, in a program without one, a tile per
+/// consumer warpgroup.
 struct SharedLayout {
   int64_t qOffset = 0, kOffset = 0, vOffset = 0;
   int64_t kvSlotBytes = 0;
   int64_t transposedValueOffset = 0; // 8-bit only (0: none)
+  int64_t transposedValueSlots = 0;
   /// Dynamic shared memory of the block: the tiles plus the alignment slack.
   int64_t totalBytes = 0;
 };
 
 SharedLayout sharedLayout(const Config &config);
+
+/// The slots of the producer's transposed-V ring: two, so that the producer
+/// transposes tile n + 1 while the consumers' P V reads tile n, whatever
+/// the K/V ring's stages (one at head dim 256).
+constexpr int64_t kTransposedValueRingSlots = 2;
 
 /// A persistent kernel walks the (batch, head) pairs in sections whose K and
 /// V take at most this many bytes: a section's tiles run side by side on all
@@ -99,13 +106,16 @@ int64_t entryRegisters(int64_t threads);
 
 /// Registers the producer warpgroup keeps (setmaxnreg.dec): it computes
 /// coordinates and issues copies; persistent, it also walks the schedule
-/// (24 spill then).
-int64_t producerRegisters(bool persistent);
+/// (24 spill then); transposing 8-bit V tiles (`transposesValue`), all its
+/// threads hold a tile step's words and addresses (ptxas spilled at 40 and
+/// 48 at head dims 128 and 256).
+int64_t producerRegisters(bool persistent, bool transposesValue);
 
 /// Registers each consumer thread can take (setmaxnreg.inc) next to the
 /// producer warpgroup: its entry registers plus its share of those the
 /// producer gave back, in steps of 8, at most 240.
-int64_t consumerRegisters(int64_t numWarps, bool persistent);
+int64_t consumerRegisters(int64_t numWarps, bool persistent,
+                          bool transposesValue);
 
 /// 32-bit registers per consumer thread: O (head-dim / 2), S (block-n / 2),
 /// with the softmax overlap also the previous tile's P (block-n / 4:

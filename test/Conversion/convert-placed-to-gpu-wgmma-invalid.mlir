@@ -47,3 +47,19 @@ func.func @sibling_tensor_map(%map: !llvm.ptr, %q: memref<?x?x?x64xf16>, %n: ind
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 384, shared_bytes = 8192, stages = 1, registers = 240, producer_warps = 4>, fa.tensor_maps = [{arg = 0 : i64, box_cols = 64 : i64, box_rows = 64 : i64, tensor = "k"}], program = "dkdv"}
   return
 }
+
+// -----
+
+// fa.copy_tile on wgmma writes an 8-bit tile transposed (the producer's V
+// for 8-bit P V); other copies have no lowering.
+#sw = #fa.swizzled_shared<bytes = 128>
+func.func @copy_tile_not_a_transpose(%v: memref<?x?x?x64xf16>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %a = fa.load_tile %v[%b, %h, %n] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    %c = fa.load_tile %v[%b, %h, %n] {fa.shared_offset = 8192 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
+    // expected-error @+2 {{copies an 8-bit swizzled tile into its transposed layout only}}
+    // expected-error @+1 {{failed to legalize operation 'fa.copy_tile'}}
+    fa.copy_tile %a into %c : tensor<64x64xf16, #sw> into tensor<64x64xf16, #sw>
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 17408, stages = 1, registers = 64>}
+  return
+}

@@ -1013,3 +1013,21 @@ func.func @probs_scale(%s: tensor<16x8xf32>, %m: tensor<16xf32>) {
   %a, %b, %c, %d = fa.online_softmax %s, %m, %m {scale = 1.0 : f32, probs_scale = 3.0 : f32} : tensor<16x8xf32>, tensor<16xf32>
   return
 }
+
+// -----
+
+// fa.copy_tile keeps the shape and element type.
+func.func @copy_tile_shape(%v: tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>>, %v_t: tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>) {
+  // expected-error @+1 {{must keep the shape and element type}}
+  fa.copy_tile %v into %v_t : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>> into tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+  return
+}
+
+// -----
+
+// fa.copy_tile copies between shared buffers only.
+func.func @copy_tile_registers(%v: tensor<128x128xf16, #fa.mma<warps = 4>>, %v_t: tensor<128x128xf16, #fa.swizzled_shared<bytes = 128>>) {
+  // expected-error @+1 {{copies between shared buffers: both types need a #fa.swizzled_shared placement}}
+  fa.copy_tile %v into %v_t : tensor<128x128xf16, #fa.mma<warps = 4>> into tensor<128x128xf16, #fa.swizzled_shared<bytes = 128>>
+  return
+}

@@ -118,6 +118,15 @@ func.func @mma_placement(%p: tensor<128x64xf16, #fa.mma<warps = 4>>, %n: index) 
   return
 }
 
+// A shared-to-shared copy into a buffer of another layout (the producer's
+// transposed 8-bit V).
+// CHECK-LABEL: func @copy_tile_transposed
+// CHECK: fa.copy_tile %{{.*}} into %{{.*}} : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>> into tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+func.func @copy_tile_transposed(%v: tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>>, %v_t: tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>) {
+  fa.copy_tile %v into %v_t : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>> into tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+  return
+}
+
 // A 2-d warp grid round-trips; warps_n = 1 is the default and not printed.
 // CHECK-LABEL: func private @mma_grid
 // CHECK-SAME: tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>

@@ -133,7 +133,7 @@ func.func private @mma_grid_cols(tensor<64x40xf32, #fa.mma<warps = 8, warps_n = 
 
 // -----
 
-// expected-error @+1 {{#fa.mma_operand holds f16 or bf16, got 'f32'}}
+// expected-error @+1 {{#fa.mma_operand holds f16, bf16 or f8E4M3FN, got 'f32'}}
 func.func private @operand_type(tensor<64x64xf32, #fa.mma_operand<warps = 4>>)
 
 // -----

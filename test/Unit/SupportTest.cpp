@@ -513,23 +513,30 @@ TEST(WgmmaModel, FitsAndWhyNot) {
 /// every block shape, per-tile and persistent.
 TEST(WgmmaModel, ConsumersTakeOnlyWhatTheProducerGivesBack) {
   for (bool persistent : {false, true})
-    for (int64_t warps : {4, 8, 12, 16}) {
-      int64_t consumerThreads = 32 * warps;
-      int64_t entry = fa::wgmma::entryRegisters(consumerThreads + 128);
-      int64_t producer = fa::wgmma::producerRegisters(persistent);
-      int64_t consumer = fa::wgmma::consumerRegisters(warps, persistent);
-      EXPECT_LE((consumer - entry) * consumerThreads, (entry - producer) * 128)
-          << warps << " warps, persistent " << persistent;
-      EXPECT_EQ(consumer % 8, 0);
-      EXPECT_LE(consumer, 240);
-    }
+    for (bool transposes : {false, true})
+      for (int64_t warps : {4, 8, 12, 16}) {
+        int64_t consumerThreads = 32 * warps;
+        int64_t entry = fa::wgmma::entryRegisters(consumerThreads + 128);
+        int64_t producer = fa::wgmma::producerRegisters(persistent, transposes);
+        int64_t consumer =
+            fa::wgmma::consumerRegisters(warps, persistent, transposes);
+        EXPECT_LE((consumer - entry) * consumerThreads,
+                  (entry - producer) * 128)
+            << warps << " warps, persistent " << persistent << ", transposes "
+            << transposes;
+        EXPECT_EQ(consumer % 8, 0);
+        EXPECT_LE(consumer, 240);
+      }
   // Two consumer warpgroups: 168 at entry; all 240 per tile (the producer
-  // keeps 24), 232 persistent (it keeps 40). Three: 160 per tile.
+  // keeps 24), 232 persistent (it keeps 40), 224 with the producer
+  // transposing 8-bit V (it keeps 56). Three: 160 per tile.
   EXPECT_EQ(fa::wgmma::entryRegisters(384), 168);
-  EXPECT_EQ(fa::wgmma::consumerRegisters(8, false), 240);
-  EXPECT_EQ(fa::wgmma::consumerRegisters(8, true), 232);
-  EXPECT_EQ(fa::wgmma::consumerRegisters(12, false), 160);
-  EXPECT_EQ(fa::wgmma::consumerRegisters(16, false), 112);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, false, false), 240);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, true, false), 232);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, false, true), 224);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, true, true), 224);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(12, false, false), 160);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(16, false, false), 112);
 }
 
 TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
@@ -548,8 +555,9 @@ TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
       EXPECT_EQ(fa::wgmma::checkFits(config, *fa::lookupGpuArch("sm_90a")), "")
           << kernelName(c);
       EXPECT_LE(fa::wgmma::estimateRegisters(config),
-                fa::wgmma::consumerRegisters(c.numWarps,
-                                             fa::wgmma::runsPersistent(d, c.numWarps)));
+                fa::wgmma::consumerRegisters(
+                    c.numWarps, fa::wgmma::runsPersistent(d, c.numWarps),
+                    /*transposesValue=*/false));
     }
     spec.blockN = 64;
     spec.stages = 1;
@@ -587,7 +595,8 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
     EXPECT_EQ(offset % fa::wgmma::kSwizzleAtomBytes, 0) << offset;
   // dK, dV (128 each at D = 128), P and dP (32 each), within what the
   // consumers take next to the producer warpgroup (240).
-  EXPECT_EQ(fa::wgmma::consumerRegisters(c.numWarps, /*persistent=*/false),
+  EXPECT_EQ(fa::wgmma::consumerRegisters(c.numWarps, /*persistent=*/false,
+                                         /*transposesValue=*/false),
             240);
   EXPECT_LE(fa::wgmma::estimateBackwardRegisters(c), 240);
   EXPECT_GT(fa::wgmma::estimateBackwardRegisters(c), 2 * 64 + 2 * 32);

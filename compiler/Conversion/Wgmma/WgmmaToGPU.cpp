@@ -499,12 +499,11 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
   }
 };
 
-/// An 8-bit shared tile -> its transposed copy (#fa.swizzled_shared<
-/// transposed>): V of P V, which 8-bit wgmma reads K-major only. Each
-/// warpgroup writes its own copy (at fa.shared_offset + warpgroup x tile
-/// bytes), so no warpgroup waits for another: a P V of this warpgroup's is
-/// done before its next transpose (the pipelined loop waits for each P V
-/// before the next iteration's).
+/// Writes the 8-bit swizzled tile at shared address `sourceBase` (keys x
+/// cols, #fa.swizzled_shared) transposed at `copyBase` (#fa.swizzled_shared<
+/// transposed>): V of P V, which 8-bit wgmma reads K-major only. The 128
+/// threads of the running warpgroup (thread id % 128) share the work; the
+/// copy is visible to them only (the caller publishes it).
 ///
 /// Work unit: the 4 keys a storage word of the copy holds (keys 2t, 2t+1,
 /// 2t+8, 2t+9 of a 16-key half group, see the encoding) x 4 head-dim
@@ -522,6 +521,141 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 /// and one add on a 32-bit shared address, in the same asm as the access:
 /// values LLVM could hoist out of the K/V loop would hold 64 addresses per
 /// thread across it (D 256 spilled 436 bytes).
+static void emitTransposedCopy(OpBuilder &rewriter, Location loc,
+                               Value sourceBase, Value copyBase, int64_t keys,
+                               int64_t cols) {
+  MLIRContext *ctx = rewriter.getContext();
+  Type i32 = rewriter.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantOp::create(rewriter, loc,
+                                     rewriter.getI32IntegerAttr(int32_t(v)));
+  };
+  auto bin = [&](auto tag, Value a, Value b) -> Value {
+    return decltype(tag)::create(rewriter, loc, a, b);
+  };
+  auto shl = [&](Value a, int64_t n) {
+    return bin(arith::ShLIOp(), a, c32(n));
+  };
+  auto shr = [&](Value a, int64_t n) {
+    return bin(arith::ShRUIOp(), a, c32(n));
+  };
+  auto band = [&](Value a, int64_t m) {
+    return bin(arith::AndIOp(), a, c32(m));
+  };
+  auto xori = [&](Value a, Value b) { return bin(arith::XOrIOp(), a, b); };
+  auto ori = [&](Value a, Value b) { return bin(arith::OrIOp(), a, b); };
+  auto inlineAsm = [&](Type result, ValueRange operands,
+                       const std::string &text,
+                       const char *constraints) -> Operation * {
+    return LLVM::InlineAsmOp::create(
+        rewriter, loc, result ? TypeRange{result} : TypeRange{}, operands,
+        rewriter.getStringAttr(text), rewriter.getStringAttr(constraints),
+        /*has_side_effects=*/rewriter.getUnitAttr(),
+        /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+  };
+  auto prmt = [&](Value a, Value b, const char *selector) -> Value {
+    auto asmOp = LLVM::InlineAsmOp::create(
+        rewriter, loc, i32, ValueRange{a, b},
+        rewriter.getStringAttr(std::string("prmt.b32 $0, $1, $2, ") + selector +
+                               ";"),
+        rewriter.getStringAttr("=r,r,r"), /*has_side_effects=*/UnitAttr(),
+        /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+        LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+        /*operand_attrs=*/ArrayAttr());
+    return asmOp.getResult(0);
+  };
+
+  Value tid = arith::IndexCastUIOp::create(
+      rewriter, loc, i32,
+      gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x));
+  Value inGroup = band(tid, model::kWarpgroupThreads - 1);
+  Value w = shr(inGroup, 5), lane = band(inGroup, 31);
+  Value q = band(lane, 3), x = shr(lane, 2);
+  // The lanes' fields: loads 2048 (x ^ w) | 256 q | ((x / 4 ^ 2 q) << 4)
+  // | 4 (x % 4); stores 512 x | ((x ^ w ^ 4 (x % 2)) << 4) | 4 q.
+  Value laneSource =
+      ori(ori(shl(xori(x, w), 11), shl(q, 8)),
+          ori(shl(band(xori(shr(x, 2), shl(q, 1)), 7), 4), shl(band(x, 3), 2)));
+  Value laneCopy =
+      ori(ori(shl(x, 9), shl(band(xori(xori(x, w), shl(band(x, 1), 2)), 7), 4)),
+          shl(q, 2));
+
+  int64_t blks = cols / 32, blocks = keys / 128;
+  int64_t units = blocks * blks * 8; // (block, blk, a)
+  int64_t warps = model::kWarpsPerWarpgroup;
+  static constexpr int64_t kKeyOfByte[4] = {0, 1, 8, 9};
+  for (int64_t step = 0; step * warps < units; ++step) {
+    // Combination 4 step + w: a = 4 (step % 2) ^ w, then blk, block.
+    int64_t blk = (step / 2) % blks, block = (step / 2) / blks;
+    int64_t flip = step % 2;
+    Value rowsIn[4];
+    for (int64_t i = 0; i < 4; ++i) {
+      int64_t key = kKeyOfByte[i];
+      int64_t fields =
+          (8192 * flip) ^ (128 * key) ^ (((2 * (blk % 4)) ^ (key % 2)) << 4);
+      int64_t constant = (blk / 4) * keys * 128 + block * 16384;
+      rowsIn[i] = inlineAsm(i32, ValueRange{laneSource, sourceBase},
+                            "{\n.reg .b32 a;\nxor.b32 a, $1, " +
+                                std::to_string(fields) +
+                                ";\nadd.u32 a, a, $2;\nld.shared.b32 $0, [a+" +
+                                std::to_string(constant) + "];\n}",
+                            "=r,r,r")
+                      ->getResult(0);
+    }
+    // Bytes (key i, column j) -> (column j, key i).
+    Value low01 = prmt(rowsIn[0], rowsIn[1], "0x5140");
+    Value low23 = prmt(rowsIn[2], rowsIn[3], "0x5140");
+    Value high01 = prmt(rowsIn[0], rowsIn[1], "0x7362");
+    Value high23 = prmt(rowsIn[2], rowsIn[3], "0x7362");
+    Value rowsOut[4] = {
+        prmt(low01, low23, "0x5410"), prmt(low01, low23, "0x7632"),
+        prmt(high01, high23, "0x5410"), prmt(high01, high23, "0x7632")};
+    for (int64_t j = 0; j < 4; ++j) {
+      int64_t fields = (128 * j) ^ (((4 * flip) ^ j) << 4);
+      int64_t constant = block * cols * 128 + 4096 * blk;
+      inlineAsm(Type(), ValueRange{laneCopy, copyBase, rowsOut[j]},
+                "{\n.reg .b32 a;\nxor.b32 a, $0, " + std::to_string(fields) +
+                    ";\nadd.u32 a, a, $1;\nst.shared.b32 [a+" +
+                    std::to_string(constant) + "], $2;\n}",
+                "r,r,r");
+    }
+  }
+}
+
+/// The tile shapes emitTransposedCopy takes: 128-key blocks, 32-column steps.
+static LogicalResult checkTransposable(Operation *op, RankedTensorType type) {
+  int64_t keys = type.getDimSize(0), cols = type.getDimSize(1);
+  if (keys % 128 != 0 || cols % 32 != 0 || type.getElementTypeBitWidth() != 8)
+    return op->emitOpError("transposes 8-bit tiles of 128-key blocks and "
+                           "32-column steps, got ")
+           << type;
+  return success();
+}
+
+/// Whether `source` -> `result` is an 8-bit shared tile -> its transposed
+/// copy.
+static bool isSharedTranspose(RankedTensorType source,
+                              RankedTensorType result) {
+  auto from = dyn_cast<SwizzledSharedEncodingAttr>(source.getEncoding());
+  auto to = dyn_cast<SwizzledSharedEncodingAttr>(result.getEncoding());
+  return from && to && !from.getTransposed() && to.getTransposed();
+}
+
+/// A 32-bit shared address (the shared window is below 4 GiB).
+static Value sharedAddress32(OpBuilder &b, Location loc, Value buffer) {
+  return arith::TruncIOp::create(b, loc, b.getI32Type(),
+                                 sharedAddress(b, loc, buffer));
+}
+
+/// An 8-bit shared tile -> its transposed copy (#fa.swizzled_shared<
+/// transposed>) in a program that is not warp-specialized: each warpgroup
+/// writes its own copy (at fa.shared_offset + warpgroup x tile bytes), so
+/// no warpgroup waits for another: a P V of this warpgroup's is done before
+/// its next transpose (the pipelined loop waits for each P V before the
+/// next iteration's). fa-warp-specialize moves the transpose to the
+/// producer instead (fa.copy_tile, once per tile).
 struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -529,88 +663,18 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
                   ConversionPatternRewriter &rewriter) const override {
     auto sourceType = cast<RankedTensorType>(op.getSource().getType());
     auto resultType = cast<RankedTensorType>(op.getType());
-    auto source =
-        dyn_cast<SwizzledSharedEncodingAttr>(sourceType.getEncoding());
-    auto result =
-        dyn_cast<SwizzledSharedEncodingAttr>(resultType.getEncoding());
-    if (!source || !result || source.getTransposed() || !result.getTransposed())
+    if (!isSharedTranspose(sourceType, resultType))
       return rewriter.notifyMatchFailure(op, "not a shared transpose");
     auto offset =
         op->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
     if (!offset)
       return op.emitOpError("has no fa.shared_offset (run fa-place-wgmma)");
-    int64_t keys = sourceType.getDimSize(0), cols = sourceType.getDimSize(1);
-    if (keys % 128 != 0 || cols % 32 != 0)
-      return op.emitOpError("transposes 8-bit tiles of 128-key blocks and "
-                            "32-column steps, got ")
-             << keys << " x " << cols;
+    if (failed(checkTransposable(op, sourceType)))
+      return failure();
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
-    Type i32 = rewriter.getI32Type();
-    auto c32 = [&](int64_t v) {
-      return arith::ConstantOp::create(rewriter, loc,
-                                       rewriter.getI32IntegerAttr(int32_t(v)));
-    };
-    auto bin = [&](auto tag, Value a, Value b) -> Value {
-      return decltype(tag)::create(rewriter, loc, a, b);
-    };
-    auto shl = [&](Value a, int64_t n) {
-      return bin(arith::ShLIOp(), a, c32(n));
-    };
-    auto shr = [&](Value a, int64_t n) {
-      return bin(arith::ShRUIOp(), a, c32(n));
-    };
-    auto band = [&](Value a, int64_t m) {
-      return bin(arith::AndIOp(), a, c32(m));
-    };
-    auto xori = [&](Value a, Value b) { return bin(arith::XOrIOp(), a, b); };
-    auto ori = [&](Value a, Value b) { return bin(arith::OrIOp(), a, b); };
-    auto inlineAsm = [&](Type result, ValueRange operands,
-                         const std::string &text,
-                         const char *constraints) -> Operation * {
-      return LLVM::InlineAsmOp::create(
-          rewriter, loc, result ? TypeRange{result} : TypeRange{}, operands,
-          rewriter.getStringAttr(text), rewriter.getStringAttr(constraints),
-          /*has_side_effects=*/rewriter.getUnitAttr(),
-          /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
-          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-          /*operand_attrs=*/ArrayAttr());
-    };
-    auto prmt = [&](Value a, Value b, const char *selector) -> Value {
-      auto asmOp = LLVM::InlineAsmOp::create(
-          rewriter, loc, i32, ValueRange{a, b},
-          rewriter.getStringAttr(std::string("prmt.b32 $0, $1, $2, ") +
-                                 selector + ";"),
-          rewriter.getStringAttr("=r,r,r"), /*has_side_effects=*/UnitAttr(),
-          /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
-          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-          /*operand_attrs=*/ArrayAttr());
-      return asmOp.getResult(0);
-    };
-    // A 32-bit shared address (the shared window is below 4 GiB).
-    auto address32 = [&](Value buffer) -> Value {
-      return arith::TruncIOp::create(rewriter, loc, i32,
-                                     sharedAddress(rewriter, loc, buffer));
-    };
-
-    Value tid = arith::IndexCastUIOp::create(
-        rewriter, loc, i32,
-        gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x));
-    Value inGroup = band(tid, model::kWarpgroupThreads - 1);
-    Value w = shr(inGroup, 5), lane = band(inGroup, 31);
-    Value q = band(lane, 3), x = shr(lane, 2);
-    // The lanes' fields: loads 2048 (x ^ w) | 256 q | ((x / 4 ^ 2 q) << 4)
-    // | 4 (x % 4); stores 512 x | ((x ^ w ^ 4 (x % 2)) << 4) | 4 q.
-    Value laneSource = ori(
-        ori(shl(xori(x, w), 11), shl(q, 8)),
-        ori(shl(band(xori(shr(x, 2), shl(q, 1)), 7), 4), shl(band(x, 3), 2)));
-    Value laneCopy = ori(
-        ori(shl(x, 9), shl(band(xori(xori(x, w), shl(band(x, 1), 2)), 7), 4)),
-        shl(q, 2));
-
     // The warpgroup's copy: fa.shared_offset + warpgroup x tile bytes past
     // the first swizzle atom.
-    int64_t tileBytes = keys * cols;
+    int64_t tileBytes = sourceType.getNumElements();
     Value warpgroup = arith::DivUIOp::create(
         rewriter, loc,
         gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x),
@@ -624,58 +688,46 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
                               indexConst(rewriter, loc, tileBytes)));
     Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
                                   sharedBufferType(resultType));
-    Value sourceBase = address32(adaptor.getSource());
-    Value copyBase = address32(buffer);
-
-    int64_t blks = cols / 32, blocks = keys / 128;
-    int64_t units = blocks * blks * 8; // (block, blk, a)
-    int64_t warps = model::kWarpsPerWarpgroup;
-    static constexpr int64_t kKeyOfByte[4] = {0, 1, 8, 9};
-    for (int64_t step = 0; step * warps < units; ++step) {
-      // Combination 4 step + w: a = 4 (step % 2) ^ w, then blk, block.
-      int64_t blk = (step / 2) % blks, block = (step / 2) / blks;
-      int64_t flip = step % 2;
-      Value rowsIn[4];
-      for (int64_t i = 0; i < 4; ++i) {
-        int64_t key = kKeyOfByte[i];
-        int64_t fields =
-            (8192 * flip) ^ (128 * key) ^ (((2 * (blk % 4)) ^ (key % 2)) << 4);
-        int64_t constant = (blk / 4) * keys * 128 + block * 16384;
-        rowsIn[i] =
-            inlineAsm(i32, ValueRange{laneSource, sourceBase},
-                      "{\n.reg .b32 a;\nxor.b32 a, $1, " +
-                          std::to_string(fields) +
-                          ";\nadd.u32 a, a, $2;\nld.shared.b32 $0, [a+" +
-                          std::to_string(constant) + "];\n}",
-                      "=r,r,r")
-                ->getResult(0);
-      }
-      // Bytes (key i, column j) -> (column j, key i).
-      Value low01 = prmt(rowsIn[0], rowsIn[1], "0x5140");
-      Value low23 = prmt(rowsIn[2], rowsIn[3], "0x5140");
-      Value high01 = prmt(rowsIn[0], rowsIn[1], "0x7362");
-      Value high23 = prmt(rowsIn[2], rowsIn[3], "0x7362");
-      Value rowsOut[4] = {
-          prmt(low01, low23, "0x5410"), prmt(low01, low23, "0x7632"),
-          prmt(high01, high23, "0x5410"), prmt(high01, high23, "0x7632")};
-      for (int64_t j = 0; j < 4; ++j) {
-        int64_t fields = (128 * j) ^ (((4 * flip) ^ j) << 4);
-        int64_t constant = block * cols * 128 + 4096 * blk;
-        inlineAsm(Type(), ValueRange{laneCopy, copyBase, rowsOut[j]},
-                  "{\n.reg .b32 a;\nxor.b32 a, $0, " + std::to_string(fields) +
-                      ";\nadd.u32 a, a, $1;\nst.shared.b32 [a+" +
-                      std::to_string(constant) + "], $2;\n}",
-                  "r,r,r");
-      }
-    }
+    emitTransposedCopy(rewriter, loc,
+                       sharedAddress32(rewriter, loc, adaptor.getSource()),
+                       sharedAddress32(rewriter, loc, buffer),
+                       sourceType.getDimSize(0), sourceType.getDimSize(1));
     // wgmma reads the copy through the async proxy; the warpgroup's
     // threads all wrote theirs.
     NVVM::FenceProxyOp::create(
         rewriter, loc,
-        NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+        NVVM::ProxyKindAttr::get(rewriter.getContext(),
+                                 NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(rewriter.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
     createWarpgroupBarrier(rewriter, loc);
     rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+/// fa.copy_tile of an 8-bit shared tile into a transposed buffer: the
+/// running warpgroup (fa-warp-specialize's producer) writes it; the program
+/// publishes it.
+struct CopyTileLowering : OpConversionPattern<CopyTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(CopyTileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto sourceType = cast<RankedTensorType>(op.getSource().getType());
+    auto destType = cast<RankedTensorType>(op.getDest().getType());
+    if (!isSharedTranspose(sourceType, destType))
+      return op.emitOpError("copies an 8-bit swizzled tile into its "
+                            "transposed layout only, got ")
+             << sourceType << " into " << destType;
+    if (failed(checkTransposable(op, sourceType)))
+      return failure();
+    Location loc = op.getLoc();
+    emitTransposedCopy(rewriter, loc,
+                       sharedAddress32(rewriter, loc, adaptor.getSource()),
+                       sharedAddress32(rewriter, loc, adaptor.getDest()),
+                       sourceType.getDimSize(0), sourceType.getDimSize(1));
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -724,8 +776,8 @@ LogicalResult mlir::fa::lowerWgmmaKernel(gpu::GPUFuncOp kernel,
           kernel,
           [&](const TypeConverter &typeConverter, RewritePatternSet &patterns) {
             patterns.add<TileMatmulLowering, AsyncWaitLowering,
-                         SharedTransposeLowering>(typeConverter,
-                                                  patterns.getContext());
+                         SharedTransposeLowering, CopyTileLowering>(
+                typeConverter, patterns.getContext());
             populateAccumulatePatterns(typeConverter, patterns, target);
           })))
     return failure();
