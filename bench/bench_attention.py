@@ -20,7 +20,10 @@ inputs), SDPA FLASH_ATTENTION and CUDNN_ATTENTION on the same inputs, and
 the ratios fa/flash and fa/cuDNN; on sm_90 devices also fa's Hopper strategy
 (wgmma) and its ratios (--no-wgmma skips it). --simt adds fa's CUDA-core strategy on the
 same 16-bit inputs; --f32 adds fa f32 (simt) and SDPA's float32 peer (the
-memory-efficient backend).
+memory-efficient backend). --fp8 adds, on sm_90 devices at head dims in
+multiples of 128, fa's FP8 forward on the same inputs quantized to
+float8_e4m3fn (fa.fp8.quantize, outside the timing; bf16 O) and its ratios
+to fa wgmma and cuDNN on the 16-bit inputs.
 """
 
 import argparse
@@ -154,6 +157,22 @@ def fa_ms(q, k, v, causal, args, strategy="auto"):
     return bench(run)
 
 
+def fa_fp8_ms(q, k, v, causal, args):
+    """Median ms of fa's FP8 forward on q, k, v quantized to e4m3."""
+    q8, k8, v8, descales = fa.fp8.quantize(q, k, v)
+
+    def run():
+        return fa.attention(q8, k8, v8, causal=causal, block_m=args.block_m,
+                            block_n=args.block_n, num_warps=args.num_warps,
+                            stages=args.stages, **descales)
+    try:
+        run()
+    except fa.FaError as error:
+        print(f"  fa fp8: {error}")
+        return None
+    return bench(run)
+
+
 def sdpa(backend, q, k, v, causal):
     def run():
         with sdpa_kernel(backend):
@@ -177,6 +196,7 @@ def main():
                         help="skip fa's Hopper strategy (it runs by default "
                              "on sm_90 devices)")
     parser.add_argument("--f32", action="store_true")
+    parser.add_argument("--fp8", action="store_true")
     parser.add_argument("--block-m", type=int, default=0)
     parser.add_argument("--block-n", type=int, default=0)
     parser.add_argument("--num-warps", type=int, default=0)
@@ -234,6 +254,8 @@ def main():
                             SDPBackend.EFFICIENT_ATTENTION, q32, k32, v32,
                             causal))
                         del q32, k32, v32
+                    if args.fp8 and wgmma and d % 128 == 0:
+                        row["fa_fp8"] = rate(fa_fp8_ms(q, k, v, causal, args))
                     rows.append(row)
                     def ratio(x, key="fa_mma"):
                         return (f"{row[key] / x:6.3f}" if x and row.get(key)
@@ -246,7 +268,11 @@ def main():
                           f"{ratio(row['sdpa_flash'], 'fa_wgmma')} "
                           f"{ratio(row['sdpa_cudnn'], 'fa_wgmma')} | "
                           f"{fmt(row.get('fa_simt'))} {fmt(row.get('fa_f32'))} "
-                          f"{fmt(row.get('sdpa_efficient_f32'))}", flush=True)
+                          f"{fmt(row.get('sdpa_efficient_f32'))}"
+                          + (f" | fp8 {fmt(row.get('fa_fp8'))} "
+                             f"{ratio(row.get('fa_wgmma'), 'fa_fp8')} /wgmma "
+                             f"{ratio(row['sdpa_cudnn'], 'fa_fp8')} /cudnn"
+                             if "fa_fp8" in row else ""), flush=True)
                     del q, k, v
     if args.json:
         with open(args.json, "w") as f:

@@ -248,6 +248,12 @@ LogicalResult Specialization::buildProducer(Block &producer) {
         })))
       return failure();
     if (transposedValue) {
+      // The elected thread's warp waits for it: its other lanes would
+      // otherwise spin on V's full barrier for copies their own warp has
+      // not issued yet (a spinning warp need not let its other path run).
+      NVVM::SyncWarpOp::create(
+          at, loc,
+          arith::ConstantOp::create(at, loc, at.getI32IntegerAttr(-1)));
       Value hasPrevious = arith::CmpIOp::create(
           at, loc, arith::CmpIPredicate::ugt, tile, *kvBegin);
       auto previous = scf::IfOp::create(at, loc, hasPrevious);

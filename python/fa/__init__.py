@@ -14,6 +14,8 @@
     bm = fa.block_mask(fa.variants.document(doc), B, None, S, S)    # tiles to visit
     o = fa.attention(q, k, v, block_mask=bm)   # skips the tiles across documents
     fa.register_transformers()   # attn_implementation="fa" in transformers
+    q8, k8, v8, descales = fa.fp8.quantize(q, k, v, hadamard=True)  # FP8 in
+    o = fa.attention(q8, k8, v8, **descales)   # e4m3 forward (sm_90a), bf16 O
 
 Kernels are compiled on first use for the head dim, dtype, mask and tiles,
 cached in memory and on disk ($FA_CACHE_DIR, default ~/.cache/fa), and
@@ -899,7 +901,9 @@ def _flash_tensor_variant(left, right, softcap, slopes):
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
-                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None):
+                    window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                    q_descale=None, k_descale=None, v_descale=None,
+                    out_dtype=None):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
     [B, Sk, Hkv, D]; returns O [B, Sq, Hq, D]. No copies: the [B, S, H, D]
     tensors are read (and O written) through strides; differentiable.
@@ -909,7 +913,35 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     -slope * |i + Sk - Sq - j|, as FlashAttention's: a float32 CUDA tensor
     [Hq] or [B, Hq] (slope alibi_slopes[b, h]) that the kernel reads (one
     kernel for any slopes; no gradient), or a list of Hq numbers (constants
-    in the kernel)."""
+    in the kernel).
+
+    FP8, as flash-attn's FP8 interface: q, k, v in torch.float8_e4m3fn with
+    q_descale, k_descale, v_descale (float32 [B, Hkv]; None = 1) and O in
+    out_dtype (torch.bfloat16 by default, or torch.float16); the forward
+    only, plain or causal (fa.attention's FP8 path, which states the
+    rest)."""
+    torch = _torch
+    if torch is not None and isinstance(q, torch.Tensor) and \
+            q.dtype == getattr(torch, "float8_e4m3fn", None):
+        if (tuple(int(x) for x in window_size) != (-1, -1)
+                or float(softcap or 0.0) != 0.0 or alibi_slopes is not None):
+            raise ValueError("fa.flash_attn_func: float8_e4m3fn inputs take "
+                             "plain or causal attention so far (no "
+                             "window_size, softcap or alibi_slopes)")
+        for name, t in (("q", q), ("k", k), ("v", v)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 4:
+                raise ValueError(f"fa.flash_attn_func: {name} must be a 4-d "
+                                 "tensor [B, S, H, D]")
+        return attention(q.transpose(1, 2), k.transpose(1, 2),
+                         v.transpose(1, 2), causal=causal,
+                         scale=softmax_scale, q_descale=q_descale,
+                         k_descale=k_descale, v_descale=v_descale,
+                         out_dtype=out_dtype).transpose(1, 2)
+    if (q_descale is not None or k_descale is not None
+            or v_descale is not None or out_dtype is not None):
+        raise ValueError("fa.flash_attn_func: q_descale, k_descale, "
+                         "v_descale and out_dtype go with float8_e4m3fn "
+                         "inputs")
     _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)))
     left, right = (int(x) for x in window_size)
     softcap = float(softcap or 0.0)
@@ -959,6 +991,7 @@ def register_transformers(name="fa"):
 
 
 from . import variants  # noqa: E402  (fa.variants)
+from . import fp8  # noqa: E402  (fa.fp8: quantize, incoherent processing)
 
 if _torch is not None:  # registers torch.ops.fa.*
     from . import _torch_ops  # noqa: E402,F401

@@ -138,5 +138,94 @@ class Fp8Test(unittest.TestCase):
                                                                 device="cuda"))
 
 
+@unittest.skipUnless(torch is not None and hasattr(torch, "float8_e4m3fn"),
+                     "needs torch with float8_e4m3fn")
+class QuantizeTest(unittest.TestCase):
+    """fa.fp8 on the host (no kernel)."""
+
+    def test_hadamard_rotation_is_orthogonal(self):
+        r = fa.fp8.hadamard_rotation(128, seed=3, device="cpu").double()
+        self.assertLess((r @ r.T - torch.eye(128, dtype=torch.float64))
+                        .abs().max().item(), 1e-6)
+        # Not the identity: every entry is +-1/sqrt(D).
+        self.assertTrue(torch.allclose(r.abs(), torch.full_like(r, 128 ** -0.5)))
+        with self.assertRaisesRegex(ValueError, "power of 2"):
+            fa.fp8.hadamard_rotation(96, device="cpu")
+
+    def test_quantize_keeps_scores_and_uses_the_range(self):
+        torch.manual_seed(0)
+        q = torch.randn(2, 8, 64, 128)
+        k, v = torch.randn(2, 2, 64, 128), torch.randn(2, 2, 64, 128)
+        for hadamard in (False, True):
+            q8, k8, v8, ds = fa.fp8.quantize(q, k, v, hadamard=hadamard)
+            self.assertEqual(q8.dtype, torch.float8_e4m3fn)
+            self.assertEqual(tuple(ds["q_descale"].shape), (2, 2))
+            # Each (b, K/V head) reaches e4m3's largest value.
+            amax = k8.float().abs().amax(dim=(2, 3))
+            self.assertTrue(torch.equal(amax, torch.full_like(amax, 448.0)))
+            # Dequantized scores match the originals (R R^T = I) within
+            # e4m3's rounding.
+            qd = q8.float() * ds["q_descale"].repeat_interleave(4, 1)[
+                :, :, None, None]
+            kd = (k8.float() * ds["k_descale"][:, :, None, None]
+                  ).repeat_interleave(4, 1)
+            want = q @ k.repeat_interleave(4, 1).transpose(-1, -2)
+            got = qd @ kd.transpose(-1, -2)
+            self.assertLess((got - want).abs().max().item(),
+                            0.15 * want.abs().max().item())
+        with self.assertRaisesRegex(ValueError, "layout"):
+            fa.fp8.quantize(q, k, v, layout="sbhd")
+        with self.assertRaisesRegex(ValueError, "multiple"):
+            fa.fp8.quantize(torch.randn(1, 3, 8, 128), k[:1], v[:1])
+
+
+@unittest.skipUnless(HOPPER, "needs an sm_90a GPU (FP8 runs on wgmma)")
+class FrontEndTest(unittest.TestCase):
+    def test_flash_attn_func_takes_descales(self):
+        torch.manual_seed(5)
+        b, s, hq, hkv, d = 2, 300, 8, 2, 128
+        q = torch.randn(b, s, hq, d, device="cuda")
+        k = torch.randn(b, s, hkv, d, device="cuda")
+        v = torch.randn(b, s, hkv, d, device="cuda")
+        q8, k8, v8, ds = fa.fp8.quantize(q, k, v, layout="bshd")
+        o = fa.flash_attn_func(q8, k8, v8, causal=True, **ds)
+        self.assertEqual(tuple(o.shape), (b, s, hq, d))
+        self.assertEqual(o.dtype, torch.bfloat16)
+        want, _ = reference(q8.transpose(1, 2), k8.transpose(1, 2),
+                            v8.transpose(1, 2), ds["q_descale"],
+                            ds["k_descale"], ds["v_descale"], True,
+                            d ** -0.5)
+        max_v = (v8.double() * ds["v_descale"].double()[:, None, :, None]
+                 ).abs().max()
+        bound = (2.0 ** -4 + 2.0 ** -8 + 2.0 ** -9 + s * 2.0 ** -18) * max_v
+        self.assertLessEqual(
+            (o.transpose(1, 2).double() - want).abs().max().item(),
+            bound.item() + 1e-4)
+        with self.assertRaisesRegex(ValueError, "plain or causal"):
+            fa.flash_attn_func(q8, k8, v8, window_size=(64, 0), **ds)
+        with self.assertRaisesRegex(ValueError, "go with float8_e4m3fn"):
+            fa.flash_attn_func(q.half(), k.half(), v.half(),
+                               q_descale=ds["q_descale"])
+
+    def test_incoherent_processing_shrinks_outlier_channel_error(self):
+        # Four channels of Q and K 16x larger: their products dominate the
+        # scores and carry e4m3's relative error; rotated, they spread.
+        g = torch.Generator(device="cuda").manual_seed(11)
+        b, h, s, d = 1, 4, 1024, 128
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", generator=g)
+                   for _ in range(3))
+        channels = torch.tensor([3, 40, 77, 100], device="cuda")
+        q[..., channels] *= 16.0
+        k[..., channels] *= 16.0
+        sc = q.double() @ k.double().transpose(-1, -2) * d ** -0.5
+        want = torch.softmax(sc, -1) @ v.double()
+        errors = {}
+        for hadamard in (False, True):
+            q8, k8, v8, ds = fa.fp8.quantize(q, k, v, hadamard=hadamard)
+            o = fa.attention(q8, k8, v8, **ds)
+            errors[hadamard] = (o.double() - want).pow(2).mean().sqrt().item()
+        self.assertLess(errors[True] * 1.5, errors[False], errors)
+
+
 if __name__ == "__main__":
     unittest.main()

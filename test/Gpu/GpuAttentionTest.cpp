@@ -1880,34 +1880,26 @@ TEST_F(GpuAttention, Float8MatchesFloat64Reference) {
             return f;
           };
           std::vector<float> qd = descales(), kd = descales(), vd = descales();
-          int64_t group = sh.qHeads / sh.kvHeads;
-          // Quantizes normal values with the factor of each element's
-          // (batch, K/V head): `heads` heads of `rows` x D per batch entry.
-          auto quantize = [&](int64_t heads, int64_t rows, int64_t perKv,
-                              const std::vector<float> &factors,
-                              std::vector<uint8_t> &bits,
-                              std::vector<float> &values) {
-            values = fa::test::randomNormal(sh.batch * heads * rows * d, rng);
-            bits.resize(values.size());
-            for (size_t i = 0; i < values.size(); ++i) {
-              int64_t head = int64_t(i) / (rows * d);
-              int64_t b = head / heads, h = head % heads;
-              float f = factors[b * sh.kvHeads + h / perKv];
-              bits[i] = uint8_t(toBits(values[i] / f, fa::ElementType::e4m3));
-              values[i] = fromBits(bits[i], fa::ElementType::e4m3) * f;
-            }
-          };
-          std::vector<uint8_t> qBits, kBits, vBits;
-          std::vector<float> q, k, v;
-          quantize(sh.qHeads, sh.qLen, group, qd, qBits, q);
-          quantize(sh.kvHeads, sh.kvLen, 1, kd, kBits, k);
-          quantize(sh.kvHeads, sh.kvLen, 1, vd, vBits, v);
-          DeviceBuffer dq(q.size(), 1), dk(k.size(), 1), dv(v.size(), 1),
-              dout(q.size(), 2), dlse(p.lseElements()), dqd(qd.size()),
-              dkd(kd.size()), dvd(vd.size());
-          CU_ASSERT(driver().cuMemcpyHtoD_v2(dq.ptr, qBits.data(), q.size()));
-          CU_ASSERT(driver().cuMemcpyHtoD_v2(dk.ptr, kBits.data(), k.size()));
-          CU_ASSERT(driver().cuMemcpyHtoD_v2(dv.ptr, vBits.data(), v.size()));
+          fa::Float8Values q = fa::quantizeFloat8(
+              fa::test::randomNormal(sh.batch * sh.qHeads * sh.qLen * d, rng),
+              fa::perQueryHead(qd, sh.batch, sh.qHeads, sh.kvHeads),
+              sh.qLen * d);
+          fa::Float8Values k = fa::quantizeFloat8(
+              fa::test::randomNormal(sh.batch * sh.kvHeads * sh.kvLen * d, rng),
+              kd, sh.kvLen * d);
+          fa::Float8Values v = fa::quantizeFloat8(
+              fa::test::randomNormal(sh.batch * sh.kvHeads * sh.kvLen * d, rng),
+              vd, sh.kvLen * d);
+          DeviceBuffer dq(q.codes.size(), 1), dk(k.codes.size(), 1),
+              dv(v.codes.size(), 1), dout(q.codes.size(), 2),
+              dlse(p.lseElements()), dqd(qd.size()), dkd(kd.size()),
+              dvd(vd.size());
+          for (auto [buffer, tensor] :
+               {std::pair<DeviceBuffer *, fa::Float8Values *>{&dq, &q},
+                {&dk, &k},
+                {&dv, &v}})
+            CU_ASSERT(driver().cuMemcpyHtoD_v2(
+                buffer->ptr, tensor->codes.data(), tensor->codes.size()));
           CU_ASSERT(
               driver().cuMemcpyHtoD_v2(dqd.ptr, qd.data(), qd.size() * 4));
           CU_ASSERT(
@@ -1938,20 +1930,19 @@ TEST_F(GpuAttention, Float8MatchesFloat64Reference) {
           fa::Result r = runtime->forward(spec, args);
           ASSERT_TRUE(bool(r)) << r.message;
           CU_ASSERT(driver().cuCtxSynchronize());
-          std::vector<uint16_t> outBits(q.size());
+          std::vector<uint16_t> outBits(q.values.size());
           std::vector<float> lse(p.lseElements());
           CU_ASSERT(driver().cuMemcpyDtoH_v2(outBits.data(), dout.ptr,
                                              outBits.size() * 2));
           CU_ASSERT(
               driver().cuMemcpyDtoH_v2(lse.data(), dlse.ptr, lse.size() * 4));
-          fa::ReferenceResult want =
-              fa::referenceAttention(p, q.data(), k.data(), v.data());
+          fa::ReferenceResult want = fa::referenceAttention(
+              p, q.values.data(), k.values.data(), v.values.data());
           double maxV = 0.0;
-          for (float x : v)
+          for (float x : v.values)
             maxV = std::max(maxV, double(std::fabs(x)));
           double tolerance =
-              (std::ldexp(1.0, -4) + fa::test::unitRoundoff(out) +
-               std::ldexp(1.0, -9) + double(sh.kvLen) * std::ldexp(1.0, -18)) *
+              fa::float8OutputBound(out, sh.kvLen, /*eightBitMma=*/true) *
                   maxV +
               kOutputTolerance;
           double maxError = 0.0, maxLseError = 0.0;

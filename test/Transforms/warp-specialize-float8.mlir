@@ -36,7 +36,10 @@
 // CHECK: nvgpu.tma.async.load
 // CHECK: nvgpu.tma.async.load
 // CHECK: }
-// CHECK: %[[PREVIOUS:.*]] = arith.cmpi ugt, %[[J]], %kv_begin
+// The elected thread's warp waits for it (its other lanes must not spin on
+// copies their own warp has yet to issue).
+// CHECK: nvvm.bar.warp.sync
+// CHECK-NEXT: %[[PREVIOUS:.*]] = arith.cmpi ugt, %[[J]], %kv_begin
 // CHECK: scf.if %[[PREVIOUS]] {
 // CHECK: %[[M:.*]] = arith.addi %[[N]], %c-1
 // Wait for V tile m (v_full[m % 2], parity m / 2) and for the ring's slot

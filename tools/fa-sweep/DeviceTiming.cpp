@@ -241,16 +241,15 @@ TimedSchedule DeviceTiming::measure(const KernelSpec &requested,
     double scaleOf = 0.0;
     for (double x : want.output)
       scaleOf = std::max(scaleOf, std::fabs(x));
-    // FP8: P quantized from 256 p (2^-4 relative, 2^-18 absolute below
-    // 2^-14), O rounded, the scores' 8-bit accumulation (2^-9): of max|V|
-    // (the GPU suite's Float8MatchesFloat64Reference derives it).
+    // FP8: float8OutputBound (P quantized from 256 p, O rounded, 8-bit
+    // wgmma's accumulation) of max|V|.
     double maxV = 0.0;
     for (float x : t.hostV)
       maxV = std::max(maxV, double(std::fabs(x)));
     out.bound = spec.dtype == ElementType::f32 ? 1e-4
                 : spec.dtype == ElementType::e4m3
-                    ? (1.0 / 16 + unitRoundoff(outType) + 1.0 / 512 +
-                       double(small.kvLen) * std::ldexp(1.0, -18)) *
+                    ? float8OutputBound(outType, small.kvLen,
+                                        /*eightBitMma=*/true) *
                               maxV +
                           1e-4
                     : 8 * unitRoundoff(spec.dtype) * std::max(1.0, scaleOf);
