@@ -318,6 +318,12 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "one block per SM walks the tiles where the register model "
            "allows it (else always one block per tile)">,
+    Option<"producerTransposesValue", "producer-transposes-value", "bool",
+           /*default=*/"false",
+           "8-bit V: the producer warpgroup writes the transposed copy P V "
+           "reads, once per tile for all consumers (fa.copy_tile into a "
+           "ring), instead of each consumer warpgroup its own (the "
+           "pipeline passes WgmmaModel's kProducerTransposesValue)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -10,6 +10,7 @@
 #include "compiler/Conversion/Simt/SimtToGPU.h"
 #include "compiler/Conversion/Wgmma/WgmmaToGPU.h"
 #include "compiler/Passes.h"
+#include "lib/Strategy/WgmmaModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -56,7 +57,9 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.arch = options.arch;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
-  pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize());
+  FAWarpSpecializeOptions specialize;
+  specialize.producerTransposesValue = ::fa::wgmma::kProducerTransposesValue;
+  pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize(specialize));
   pm.addNestedPass<func::FuncOp>(createFATmaReduce());
   pm.addNestedPass<func::FuncOp>(createFAPrefetchRowValues());
   pm.addNestedPass<func::FuncOp>(createFAPingPong());

@@ -116,7 +116,7 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps),
-      /*transposesValue=*/float8);
+      /*transposesValue=*/float8 && ::fa::wgmma::kProducerTransposesValue);
   setPlacedLaunch(grid, "wgmma placement", StrategyKind::wgmma,
                   {shape->blockM, shape->blockN, shape->headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

@@ -417,8 +417,10 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     resident = {&q};
     streamed = {&k, &v};
     // 8-bit V: P V reads it transposed (fa-place-wgmma's fa.convert_layout
-    // to #fa.swizzled_shared<transposed>); the producer writes that copy.
-    for (LoadTileOp load : v.loads)
+    // to #fa.swizzled_shared<transposed>); with producer-transposes-value
+    // the producer writes that copy (else each consumer warpgroup does).
+    for (LoadTileOp load :
+         producerTransposesValue ? v.loads : SmallVector<LoadTileOp>())
       for (Operation *user : load->getUsers())
         if (auto convert = dyn_cast<ConvertLayoutOp>(user)) {
           auto encoding = dyn_cast<SwizzledSharedEncodingAttr>(

@@ -199,7 +199,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
            estimateRegisters(config) <=
                consumerRegisters(t.numWarps,
                                  runsPersistent(request.headDim, t.numWarps),
-                                 /*transposesValue=*/config.elementBytes == 1);
+                                 /*transposesValue=*/config.elementBytes == 1 &&
+                                     kProducerTransposesValue);
   });
   for (const TileConfig &config : ranked)
     collector.consider(config);

@@ -79,6 +79,14 @@ struct SharedLayout {
 
 SharedLayout sharedLayout(const Config &config);
 
+/// Whether fa-warp-specialize moves 8-bit V's transpose to the producer
+/// warpgroup (its option producer-transposes-value in the pipeline). Off
+/// until that schedule has been run on the H200: the first run of it hung
+/// (fixed since by the warp sync after the elected thread's copies, not
+/// yet run); each consumer warpgroup transposes its own copy meanwhile,
+/// the schedule measured in docs/benchmarks.md.
+constexpr bool kProducerTransposesValue = false;
+
 /// The slots of the producer's transposed-V ring: two, so that the producer
 /// transposes tile n + 1 while the consumers' P V reads tile n, whatever
 /// the K/V ring's stages (one at head dim 256).

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-warp-specialize="persistent=false" --cse | FileCheck %s
+// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-warp-specialize="persistent=false producer-transposes-value=true" --cse | FileCheck %s
 
 // 8-bit V: P V reads V transposed (8-bit wgmma takes B K-major only). The
 // producer warpgroup writes the transposed copy once per tile for both
@@ -90,3 +90,12 @@ func.func @float8(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref<?x?x?x128xf8E4M3FN>
     descales memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>
   return
 }
+
+// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-warp-specialize="persistent=false" --cse | FileCheck %s --check-prefix=CONSUMERS
+// Without producer-transposes-value (the pipeline's default until the
+// schedule above has run on the H200) each consumer warpgroup keeps its own
+// transposed copy: the usual 9 barriers, no fa.copy_tile.
+// CONSUMERS: num_barriers = 9
+// CONSUMERS-NOT: fa.copy_tile
+// CONSUMERS: nvvm.setmaxregister  increase 240
+// CONSUMERS: fa.convert_layout %{{.*}} {fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>> -> tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>

@@ -499,9 +499,10 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
   }
 };
 
-/// Writes the 8-bit swizzled tile at shared address `sourceBase` (keys x
-/// cols, #fa.swizzled_shared) transposed at `copyBase` (#fa.swizzled_shared<
-/// transposed>): V of P V, which 8-bit wgmma reads K-major only. The 128
+/// Writes an 8-bit swizzled tile (keys x cols, #fa.swizzled_shared)
+/// transposed (#fa.swizzled_shared<transposed>): V of P V, which 8-bit
+/// wgmma reads K-major only. `bases` gives the 32-bit shared addresses of
+/// the tile and of the copy (built after the lanes' fields). The 128
 /// threads of the running warpgroup (thread id % 128) share the work; the
 /// copy is visible to them only (the caller publishes it).
 ///
@@ -521,9 +522,9 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 /// and one add on a 32-bit shared address, in the same asm as the access:
 /// values LLVM could hoist out of the K/V loop would hold 64 addresses per
 /// thread across it (D 256 spilled 436 bytes).
-static void emitTransposedCopy(OpBuilder &rewriter, Location loc,
-                               Value sourceBase, Value copyBase, int64_t keys,
-                               int64_t cols) {
+static void emitTransposedCopy(OpBuilder &rewriter, Location loc, int64_t keys,
+                               int64_t cols,
+                               function_ref<std::pair<Value, Value>()> bases) {
   MLIRContext *ctx = rewriter.getContext();
   Type i32 = rewriter.getI32Type();
   auto c32 = [&](int64_t v) {
@@ -581,6 +582,7 @@ static void emitTransposedCopy(OpBuilder &rewriter, Location loc,
   Value laneCopy =
       ori(ori(shl(x, 9), shl(band(xori(xori(x, w), shl(band(x, 1), 2)), 7), 4)),
           shl(q, 2));
+  auto [sourceBase, copyBase] = bases();
 
   int64_t blks = cols / 32, blocks = keys / 128;
   int64_t units = blocks * blks * 8; // (block, blk, a)
@@ -672,26 +674,29 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
     if (failed(checkTransposable(op, sourceType)))
       return failure();
     Location loc = op.getLoc();
-    // The warpgroup's copy: fa.shared_offset + warpgroup x tile bytes past
-    // the first swizzle atom.
-    int64_t tileBytes = sourceType.getNumElements();
-    Value warpgroup = arith::DivUIOp::create(
-        rewriter, loc,
-        gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x),
-        indexConst(rewriter, loc, model::kWarpgroupThreads));
-    Value bufferOffset = arith::AddIOp::create(
-        rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
-        sharedAtomPad(rewriter, loc, model::kSwizzleAtomBytes));
-    bufferOffset = arith::AddIOp::create(
-        rewriter, loc, bufferOffset,
-        arith::MulIOp::create(rewriter, loc, warpgroup,
-                              indexConst(rewriter, loc, tileBytes)));
-    Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
+    Value buffer;
+    emitTransposedCopy(
+        rewriter, loc, sourceType.getDimSize(0), sourceType.getDimSize(1),
+        [&]() -> std::pair<Value, Value> {
+          // The warpgroup's copy: fa.shared_offset + warpgroup x tile
+          // bytes past the first swizzle atom.
+          int64_t tileBytes = sourceType.getNumElements();
+          Value warpgroup = arith::DivUIOp::create(
+              rewriter, loc,
+              gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x),
+              indexConst(rewriter, loc, model::kWarpgroupThreads));
+          Value bufferOffset = arith::AddIOp::create(
+              rewriter, loc, indexConst(rewriter, loc, offset.getInt()),
+              sharedAtomPad(rewriter, loc, model::kSwizzleAtomBytes));
+          bufferOffset = arith::AddIOp::create(
+              rewriter, loc, bufferOffset,
+              arith::MulIOp::create(rewriter, loc, warpgroup,
+                                    indexConst(rewriter, loc, tileBytes)));
+          buffer = sharedBufferAt(rewriter, loc, bufferOffset,
                                   sharedBufferType(resultType));
-    emitTransposedCopy(rewriter, loc,
-                       sharedAddress32(rewriter, loc, adaptor.getSource()),
-                       sharedAddress32(rewriter, loc, buffer),
-                       sourceType.getDimSize(0), sourceType.getDimSize(1));
+          return {sharedAddress32(rewriter, loc, adaptor.getSource()),
+                  sharedAddress32(rewriter, loc, buffer)};
+        });
     // wgmma reads the copy through the async proxy; the warpgroup's
     // threads all wrote theirs.
     NVVM::FenceProxyOp::create(
@@ -723,10 +728,12 @@ struct CopyTileLowering : OpConversionPattern<CopyTileOp> {
     if (failed(checkTransposable(op, sourceType)))
       return failure();
     Location loc = op.getLoc();
-    emitTransposedCopy(rewriter, loc,
-                       sharedAddress32(rewriter, loc, adaptor.getSource()),
-                       sharedAddress32(rewriter, loc, adaptor.getDest()),
-                       sourceType.getDimSize(0), sourceType.getDimSize(1));
+    emitTransposedCopy(
+        rewriter, loc, sourceType.getDimSize(0), sourceType.getDimSize(1),
+        [&]() -> std::pair<Value, Value> {
+          return {sharedAddress32(rewriter, loc, adaptor.getSource()),
+                  sharedAddress32(rewriter, loc, adaptor.getDest())};
+        });
     rewriter.eraseOp(op);
     return success();
   }
