@@ -9,7 +9,7 @@
 #                       profile-backward-source|profile-source|grad-seeds|
 #                       host-overhead|clock-probe|bench-sinks|
 #                       block-mask|bench-variants|profile-block-mask|
-#                       bench-varlen|
+#                       bench-varlen|fp8|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -130,6 +130,27 @@ for step in $steps; do
       --tool memcheck --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
       --gtest_filter='*BlockMask*'
     run python-captures python3 python/tests/test_captures.py ;;&
+  fp8)
+    # FP8 (e4m3, wgmma): the quick cases first (a hang ends here, inside
+    # its timeout), then the whole test, the sanitizers on the quick cases,
+    # the speed next to bf16 and SDPA, the RMSE table, the Python tests.
+    FA_GPU_TEST_QUICK=1 run fp8-quick timeout 60 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*Float8*'
+    if grep -q '^\[  PASSED  \]' "$OUT/fp8-quick.log"; then
+      run fp8-tests timeout 200 /tmp/fa-bin/fa-gpu-tests \
+        --gtest_filter='*Float8*'
+      for tool in memcheck racecheck synccheck; do
+        FA_GPU_TEST_QUICK=1 run "fp8-sanitizer-$tool" timeout 120 \
+          compute-sanitizer --tool "$tool" --error-exitcode 9 \
+          /tmp/fa-bin/fa-gpu-tests --gtest_filter='*Float8*'
+      done
+      run fp8-bench timeout 240 python3 bench/bench_attention.py \
+        --dtypes bfloat16 --dims 128,256 --seqs 4096,16384 --fp8 \
+        --json "$OUT/fp8-bench.json"
+      run fp8-accuracy timeout 120 python3 bench/fp8_accuracy.py \
+        --json "$OUT/fp8-accuracy.json"
+      run python-fp8 timeout 120 python3 python/tests/test_fp8.py
+    fi ;;&
   bench-varlen)
     # Packed varlen batches against the fixed-length kernel and SDPA.
     run bench-varlen python3 bench/bench_varlen.py \
