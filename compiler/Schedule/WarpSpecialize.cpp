@@ -21,6 +21,17 @@
 // use. No block-wide barrier remains in the loop, so the consumer
 // warpgroups run on their own clocks.
 //
+// 8-bit V (FP8) with producer-transposes-value: P V reads V transposed, and
+// the producer's 128 threads write that copy (fa.copy_tile), one tile
+// behind the elected thread's copies, into a ring of its own:
+//
+//   v_t_full[t]            V tile n transposed into slot t = n % 2
+//                          (the producer's 128 threads -> consumers)
+//   v_t_empty[t]           every consumer thread is done with slot t
+//                          (consumers -> producer)
+//
+// V's own empty barriers then count the producer's threads (they read V).
+//
 // The producer gives registers back (setmaxnreg.dec) and the consumers take
 // them (setmaxnreg.inc); the kernel's parameters gain one TMA tensor map per
 // loaded tensor (recorded in fa.tensor_maps for the runtime).
