@@ -443,6 +443,29 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
   EXPECT_EQ(chosen.blockN % 64, 0);
 }
 
+/// 8-bit programs add transposed V tiles after the V ring: at least the
+/// producer's ring of kTransposedValueRingSlots, and one per consumer
+/// warpgroup where each transposes its own; 16-bit programs none.
+TEST(WgmmaModel, Float8LayoutHoldsTheTransposedValueRing) {
+  for (int64_t warps : {4, 8}) {
+    fa::wgmma::Config c{256, 16 * warps, 128, warps, 2, /*elementBytes=*/1};
+    fa::wgmma::SharedLayout layout = fa::wgmma::sharedLayout(c);
+    EXPECT_EQ(layout.transposedValueOffset,
+              layout.vOffset + 2 * layout.kvSlotBytes);
+    EXPECT_EQ(
+        layout.transposedValueSlots,
+        std::max<int64_t>(fa::wgmma::kTransposedValueRingSlots, warps / 4));
+    EXPECT_EQ(layout.transposedValueOffset % 1024, 0);
+    EXPECT_EQ(layout.totalBytes,
+              layout.transposedValueOffset +
+                  layout.transposedValueSlots * layout.kvSlotBytes + 1024);
+  }
+  fa::wgmma::SharedLayout sixteen =
+      fa::wgmma::sharedLayout({128, 128, 128, 8, 2, 2});
+  EXPECT_EQ(sixteen.transposedValueSlots, 0);
+  EXPECT_EQ(sixteen.transposedValueOffset, 0);
+}
+
 TEST(WgmmaModel, FitsAndWhyNot) {
   const fa::GpuArch sm90a = *fa::lookupGpuArch("sm_90a");
   const fa::GpuArch sm90 = *fa::lookupGpuArch("sm_90");
