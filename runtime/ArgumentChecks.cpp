@@ -89,7 +89,7 @@ std::string checkLayout(const char *name, const TensorArg &t, int rank,
   if (!extent ||
       reinterpret_cast<uintptr_t>(t.data) > UINTPTR_MAX - *extent)
     return std::string(name) + " spans past the end of the address space (" +
-           std::to_string(maxOffset + 1) + " elements of " +
+           std::to_string(uint64_t(maxOffset) + 1) + " elements of " +
            std::to_string(elementBytes) + " bytes from " +
            std::to_string(reinterpret_cast<uintptr_t>(t.data)) + ")";
   return "";

@@ -1534,7 +1534,9 @@ TEST(ArgumentChecks, RejectsBadArgumentsWithSpecificMessages) {
       {"k has a negative stride -1 in dimension 2 (not supported)",
        [](fa::AttentionArgs &a) { a.k.strides[2] = -1; }},
       {"q has a negative size -1 in dimension 2",
-       [](fa::AttentionArgs &a) { a.q.sizes[2] = a.o.sizes[2] = a.lse.sizes[2] = -1; }},
+       [](fa::AttentionArgs &a) {
+         a.q.sizes[2] = a.o.sizes[2] = a.lse.sizes[2] = -1;
+       }},
       {"o has overlapping elements (stride 16 is smaller than the 32 "
        "elements of the inner dimensions)",
        [](fa::AttentionArgs &a) { a.o.strides[2] = 16; }},
@@ -1545,6 +1547,14 @@ TEST(ArgumentChecks, RejectsBadArgumentsWithSpecificMessages) {
       {"q spans past the end of the address space (4611686018427413504 "
        "elements of 4 bytes from 1099511627776)",
        [](fa::AttentionArgs &a) { a.q.strides[0] = int64_t(1) << 62; }},
+      // The last element at index 2^63 - 1: its count does not fit int64
+      // (fa-fuzz-request: signed overflow in the message).
+      {"q spans past the end of the address space (9223372036854775808 "
+       "elements of 4 bytes from 1099511627776)",
+       [](fa::AttentionArgs &a) {
+         a.q.strides[0] =
+             INT64_MAX - (7 * a.q.strides[1] + 99 * a.q.strides[2] + 31);
+       }},
       {"o spans past the end of the address space (51200 elements of 4 "
        "bytes from 18446744073709551552)",
        [](fa::AttentionArgs &a) {
