@@ -430,15 +430,15 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     // 8-bit V: P V reads it transposed (fa-place-wgmma's fa.convert_layout
     // to #fa.swizzled_shared<transposed>); with producer-transposes-value
     // the producer writes that copy (else each consumer warpgroup does).
-    for (LoadTileOp load :
-         producerTransposesValue ? v.loads : SmallVector<LoadTileOp>())
-      for (Operation *user : load->getUsers())
-        if (auto convert = dyn_cast<ConvertLayoutOp>(user)) {
-          auto encoding = dyn_cast<SwizzledSharedEncodingAttr>(
-              convert.getType().getEncoding());
-          if (encoding && encoding.getTransposed())
-            transposeLoads.push_back(convert);
-        }
+    if (producerTransposesValue)
+      for (LoadTileOp load : v.loads)
+        for (Operation *user : load->getUsers())
+          if (auto convert = dyn_cast<ConvertLayoutOp>(user)) {
+            auto encoding = dyn_cast<SwizzledSharedEncodingAttr>(
+                convert.getType().getEncoding());
+            if (encoding && encoding.getTransposed())
+              transposeLoads.push_back(convert);
+          }
     if (!transposeLoads.empty()) {
       for (LoadTileOp load : v.loads)
         if (!load->hasOneUse() ||
