@@ -177,6 +177,10 @@ class QuantizeTest(unittest.TestCase):
             fa.fp8.quantize(q, k, v, layout="sbhd")
         with self.assertRaisesRegex(ValueError, "multiple"):
             fa.fp8.quantize(torch.randn(1, 3, 8, 128), k[:1], v[:1])
+        with self.assertRaisesRegex(TypeError, "q is torch.float64"):
+            fa.fp8.quantize(q.double(), k, v)
+        with self.assertRaisesRegex(ValueError, "k must be a 4-d tensor"):
+            fa.fp8.quantize(q, k[0], v)
 
 
 @unittest.skipUnless(HOPPER, "needs an sm_90a GPU (FP8 runs on wgmma)")
