@@ -450,11 +450,11 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
         return v.loads.front().emitOpError(
             "the producer's transposed V does not take a varlen sequence "
             "(its rows past the sequence are not cleared)");
+      // The verifier requires an fa.shared_offset on a convert into shared
+      // memory in a placed program.
       auto offset = transposeLoads.front()->getAttrOfType<IntegerAttr>(
           FADialect::getSharedOffsetAttrName());
-      if (!offset)
-        return transposeLoads.front().emitOpError(
-            "has no fa.shared_offset (run fa-place-wgmma)");
+      assert(offset && "a placed shared convert has an fa.shared_offset");
       for (ConvertLayoutOp convert : transposeLoads)
         if (convert.getType() != transposeLoads.front().getType() ||
             convert->getAttr(FADialect::getSharedOffsetAttrName()) != offset)
