@@ -10,7 +10,9 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Target/LLVM/ModuleToObject.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
 
 namespace mlir::fa {
 #define GEN_PASS_DEF_FASERIALIZETOPTX
@@ -29,6 +31,44 @@ public:
                        target.getFeatures(), target.getO()) {}
 
 protected:
+  /// LLVM's default pipeline at the target's level (as ModuleToObject runs
+  /// it), without the SLP vectorizer: on these kernels it vectorizes nothing
+  /// that reaches the PTX (byte-identical output on every kernel of
+  /// scripts/ptx-snapshot.sh) and took a third of the pipeline's time.
+  LogicalResult optimizeModule(llvm::Module &module, int optLevel) override {
+    if (optLevel < 0 || optLevel > 3)
+      return getOperation().emitError() << "invalid LLVM optimization level "
+                                        << optLevel << " (expected 0 to 3)";
+    FailureOr<llvm::TargetMachine *> machine = getOrCreateTargetMachine();
+    if (failed(machine))
+      return getOperation().emitError()
+             << "no NVPTX target machine for " << triple << " " << chip;
+    (*machine)->setOptLevel(static_cast<llvm::CodeGenOptLevel>(optLevel));
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopUnrolling = true;
+    tuning.LoopInterleaving = true;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = false;
+    llvm::LoopAnalysisManager loops;
+    llvm::FunctionAnalysisManager functions;
+    llvm::CGSCCAnalysisManager sccs;
+    llvm::ModuleAnalysisManager modules;
+    llvm::PassBuilder builder(*machine, tuning);
+    builder.registerModuleAnalyses(modules);
+    builder.registerCGSCCAnalyses(sccs);
+    builder.registerFunctionAnalyses(functions);
+    builder.registerLoopAnalyses(loops);
+    builder.crossRegisterProxies(loops, functions, sccs, modules);
+    const llvm::OptimizationLevel levels[] = {
+        llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+        llvm::OptimizationLevel::O2, llvm::OptimizationLevel::O3};
+    llvm::ModulePassManager pipeline =
+        optLevel == 0 ? builder.buildO0DefaultPipeline(levels[0])
+                      : builder.buildPerModuleDefaultPipeline(levels[optLevel]);
+    pipeline.run(module, modules);
+    return success();
+  }
+
   FailureOr<SmallVector<char, 0>>
   moduleToObject(llvm::Module &llvmModule) override {
     FailureOr<llvm::TargetMachine *> machine = getOrCreateTargetMachine();
