@@ -3,16 +3,18 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
-#include "llvm/Support/DynamicLibrary.h"
 
 #include <nvJitLink.h>
 
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 
 namespace fa {
@@ -101,6 +103,47 @@ llvm::Expected<std::string> readFile(llvm::StringRef path) {
 }
 } // namespace
 
+size_t countEntryPoints(llvm::StringRef ptx) {
+  size_t count = 0;
+  llvm::SmallVector<llvm::StringRef> lines;
+  ptx.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    line = line.ltrim();
+    line.consume_front(".visible ");
+    line.consume_front(".weak ");
+    count += line.starts_with(".entry ");
+  }
+  return count;
+}
+
+/// Whether `ptxas` takes --split-compile (its --help lists it), asked once
+/// per ptxas path.
+static bool ptxasSplitsCompiles(const std::string &ptxas) {
+  static std::mutex mutex;
+  static llvm::StringMap<bool> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(ptxas); it != known.end())
+    return it->second;
+  bool splits = false;
+  TempFile help;
+  if (llvm::Error e = makeTemp("log", help))
+    llvm::consumeError(std::move(e));
+  else {
+    llvm::SmallVector<llvm::StringRef> args = {ptxas, "--help"};
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, help.path.str(),
+                                                  help.path.str()};
+    if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 30) ==
+        0) {
+      if (auto text = readFile(help.path))
+        splits = llvm::StringRef(*text).contains("--split-compile");
+      else
+        llvm::consumeError(text.takeError());
+    }
+  }
+  known[ptxas] = splits;
+  return splits;
+}
+
 llvm::Expected<PtxasResult> runPtxas(const std::string &ptx,
                                      const std::string &arch) {
   auto ptxas = findPtxas();
@@ -120,8 +163,18 @@ llvm::Expected<PtxasResult> runPtxas(const std::string &ptx,
     os << ptx;
   }
   std::string archFlag = "-arch=" + arch;
-  llvm::SmallVector<llvm::StringRef> args = {*ptxas, archFlag, "-O3", "-v",
-                                             input.path, "-o", output.path};
+  llvm::SmallVector<llvm::StringRef> args = {*ptxas, archFlag, "-O3", "-v"};
+  // A module of several kernels (the backward's three, split-KV's forward
+  // and combine) is assembled a kernel per thread where this ptxas can: the
+  // same code and report (checked on the backward: identical .text and
+  // -v lines), less wall time.
+  std::string splitFlag;
+  if (size_t kernels = countEntryPoints(ptx);
+      kernels > 1 && ptxasSplitsCompiles(*ptxas)) {
+    splitFlag = "--split-compile=" + std::to_string(kernels);
+    args.push_back(splitFlag);
+  }
+  args.append({input.path, "-o", output.path});
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
                                                 log.path.str()};
   std::string errorMessage;

@@ -3,6 +3,7 @@
 #define FA_LIB_CUDATOOLKIT_H
 
 #include "lib/KernelResources.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -24,7 +25,11 @@ struct PtxasResult {
   std::vector<KernelResources> kernels;
 };
 
-/// Assembles `ptx` for `arch` (e.g. sm_90a) with ptxas -O3 -v.
+/// The kernels (`.entry` functions) a PTX module defines.
+size_t countEntryPoints(llvm::StringRef ptx);
+
+/// Assembles `ptx` for `arch` (e.g. sm_90a) with ptxas -O3 -v; a module of
+/// several kernels with --split-compile where this ptxas takes it.
 llvm::Expected<PtxasResult> runPtxas(const std::string &ptx,
                                      const std::string &arch);
 

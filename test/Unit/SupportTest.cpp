@@ -55,6 +55,25 @@ TEST(PtxasReport, IgnoresTextWithoutKernels) {
   EXPECT_TRUE(fa::parsePtxasReport("ptxas info : 0 bytes gmem\n").empty());
 }
 
+/// ptxas assembles a module of several kernels a kernel per thread
+/// (--split-compile): the count comes from the module's .entry lines only.
+TEST(PtxasReport, CountsTheModulesKernels) {
+  EXPECT_EQ(fa::countEntryPoints(""), 0u);
+  EXPECT_EQ(fa::countEntryPoints(".version 8.1\n.target sm_90a\n"
+                                 ".visible .entry fa_fwd(\n.param .u64 a\n)\n"
+                                 "{\n\tret;\n}\n"),
+            1u);
+  // The backward: three entry points, one of them not .visible; a comment
+  // and a call target that merely mention ".entry" do not count.
+  EXPECT_EQ(fa::countEntryPoints("\t// .globl\tfa_bwd_delta\n"
+                                 ".visible .entry fa_bwd_delta()\n{ ret; }\n"
+                                 "  .entry fa_bwd_dkdv()\n{ ret; }\n"
+                                 ".weak .entry fa_bwd_dq()\n{ ret; }\n"
+                                 "// .entry in a comment\n"
+                                 ".func helper_entry()\n{ ret; }\n"),
+            3u);
+}
+
 TEST(KernelSpec, DefaultIsTheLectureKernel) {
   fa::KernelSpec spec;
   EXPECT_EQ(validateSpec(spec), "");
