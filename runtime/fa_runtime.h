@@ -223,7 +223,8 @@ FA_API fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
    stream order. config->deterministic = 1 gives bitwise identical dQ run
    to run (default: dQ's shares are added in any order). By default 16-bit
    inputs run on the wgmma strategy at head dims 64 and 128 on sm_90a, on
-   the mma strategy at other head dims up to 128; the rest on simt. */
+   the mma strategy at other head dims up to 128 (on sm_80/sm_90 also
+   multiples of 16 up to 256); the rest on simt. */
 FA_API fa_status fa_attention_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,

@@ -59,7 +59,8 @@ specs=(
   "bwd-wgmma-d128-f16-det --backward --head-dim=128 --dtype=f16 --deterministic"
   "bwd-simt-d64-f32     --backward --head-dim=64"
   "bwd-simt-d128-f32-causal --backward --head-dim=128 --causal"
-  "bwd-simt-d256-bf16   --backward --head-dim=256 --dtype=bf16"
+  "bwd-simt-d256-bf16   --backward --head-dim=256 --dtype=bf16 --strategy=simt"
+  "bwd-mma-d256-bf16-causal --backward --head-dim=256 --dtype=bf16 --causal"
   "bwd-simt-d64-f32-det --backward --head-dim=64 --causal --deterministic"
 )
 

@@ -235,8 +235,21 @@ std::string checkBackwardFits(const Config &c, const GpuArch &arch) {
   return "";
 }
 
-bool takesBackwardProblem(ElementType dtype, int64_t headDim) {
-  return takesProblem(dtype, headDim) && headDim <= 128;
+bool takesBackwardProblem(ElementType dtype, int64_t headDim,
+                          const std::string &arch) {
+  if (!takesProblem(dtype, headDim))
+    return false;
+  if (headDim <= 128)
+    return true;
+  // Past 128 only the 4 x 2 warp grid of 8 warps keeps dK and dV in the
+  // registers (a warp's 16 rows x half the head dim, so head dims in
+  // multiples of 16): 64 x 64 tiles, whose K/V and Q/dO tiles need the
+  // shared memory of sm_80 or sm_90 (ptxas 13.0: 238-254 registers, no
+  // spills, at head dims 144-256). Past 144 the 99 KB of sm_86/sm_89 hold
+  // only 32-row tiles, which spill; simt serves those.
+  std::optional<GpuArch> target = lookupGpuArch(arch);
+  Config config{headDim, 64, 64, 8, 1, fa::elementBytes(dtype)};
+  return target && checkBackwardFits(config, *target).empty();
 }
 
 std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
@@ -317,10 +330,13 @@ std::optional<KernelSpec> decodeTiles(const KernelSpec &request) {
 /// mma.sync on tensor cores: 16-bit inputs, forward and backward.
 const StrategyModel &model() {
   static const StrategyModel entry{
-      Strategy::mma, "mma", checkSpec,
+      Strategy::mma,
+      "mma",
+      checkSpec,
       [](const KernelSpec &spec) {
-        return spec.backward ? takesBackwardProblem(spec.dtype, spec.headDim)
-                             : takesProblem(spec.dtype, spec.headDim);
+        return spec.backward
+                   ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)
+                   : takesProblem(spec.dtype, spec.headDim);
       },
       [](const KernelSpec &request, size_t limit, int64_t) {
         return request.backward ? backwardCandidates(request, limit)
@@ -328,9 +344,12 @@ const StrategyModel &model() {
       },
       /*pipelined=*/true,
       /*lowersBackward=*/true,
-      kInputAccessElements, kOutputAccessElements,
-      /*tensorMapInputs=*/false, /*abiCode=*/2,
-      /*blockedRegisterTiles=*/false, /*warpSpecialized=*/false,
+      kInputAccessElements,
+      kOutputAccessElements,
+      /*tensorMapInputs=*/false,
+      /*abiCode=*/2,
+      /*blockedRegisterTiles=*/false,
+      /*warpSpecialized=*/false,
       /*sharedRowChunkBytes=*/16,
       /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}},
       decodeTiles};

@@ -163,10 +163,11 @@ int64_t estimateBackwardRegisters(const Config &config);
 std::string checkBackwardFits(const Config &config, const GpuArch &arch);
 
 /// Whether `auto` runs the backward of this problem on mma: 16-bit inputs
-/// and a head dim up to 128 (past it a warp's dK and dV fragments alone
-/// take the thread's 255 registers; an explicit mma request still compiles,
-/// spilling).
-bool takesBackwardProblem(ElementType dtype, int64_t headDim);
+/// and a head dim up to 128, or up to 256 where `arch`'s shared memory holds
+/// the 64 x 64 tiles of the 8-warp grid (sm_80, sm_90: past 128 only its
+/// warps' halves of dK and dV fit the registers).
+bool takesBackwardProblem(ElementType dtype, int64_t headDim,
+                          const std::string &arch);
 
 /// The backward's default candidates (the request's strategy is mma).
 std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,

@@ -58,7 +58,8 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
     "wgmma" (Hopper, arch sm_90a);
     tiles, warps and stages 0 take the strategy's defaults. backward=True
     prepares the backward's kernels ("auto" for 16-bit inputs: wgmma for
-    head dims 64 and 128 on sm_90a, mma for other head dims up to 128;
+    head dims 64 and 128 on sm_90a, mma for other head dims up to 128 and,
+    on sm_80/sm_90, multiples of 16 up to 256;
     else simt; deterministic=True: the mode that adds dQ in a fixed
     order). scale: None for 1/sqrt(head_dim), as in attention.
     sequence_length: the longer of the query and key lengths the default
@@ -796,8 +797,9 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     fa.attention(..., return_lse=True) returns them). Same shapes, layouts
     and mask as fa.attention; the gradients have q's, k's and v's layout.
     strategy: "auto" (float16/bfloat16: head dims 64 and 128 on Hopper's
-    warpgroup MMA, "wgmma", on sm_90a; other head dims up to 128 on tensor
-    cores, "mma"; else "simt"), "simt", "mma" or "wgmma"; block_m (query
+    warpgroup MMA, "wgmma", on sm_90a; other head dims up to 128, and on
+    sm_80/sm_90 multiples of 16 up to 256, on tensor cores, "mma"; else
+    "simt"), "simt", "mma" or "wgmma"; block_m (query
     tile),
     block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
     strategy's defaults. score_mod and mask_mod: the forward's variant

@@ -2078,15 +2078,23 @@ TEST_F(GpuAttention, BackwardExplicitTiles) {
 /// per warp, 1 to 8 warps, Q/dO rings of 1 to 3 stages, head dims that are
 /// odd multiples of 8 (the contraction padded to 16); on 8 warps the 4 x 2
 /// warp grid (64 x 128 and 128 x 128 tiles) and, where the head dim does
-/// not split in 16-column halves (D = 40), whole rows.
+/// not split in 16-column halves (D = 40), whole rows; past head dim 128
+/// the defaults' 64 x 64 tiles on the 8-warp grid (D = 160, 192).
 TEST_F(GpuAttention, BackwardMmaExplicitTiles) {
   struct Config {
     int64_t bm, bn, warps, stages, headDim;
   };
-  for (Config c : {Config{64, 64, 4, 2, 64}, {128, 128, 8, 2, 64},
-                   {64, 128, 4, 1, 64}, {32, 32, 2, 3, 40}, {16, 16, 1, 2, 24},
-                   {128, 64, 4, 2, 128}, {64, 64, 4, 1, 128},
-                   {64, 128, 8, 1, 128}, {128, 128, 8, 1, 40}}) {
+  for (Config c : {Config{64, 64, 4, 2, 64},
+                   {128, 128, 8, 2, 64},
+                   {64, 128, 4, 1, 64},
+                   {32, 32, 2, 3, 40},
+                   {16, 16, 1, 2, 24},
+                   {128, 64, 4, 2, 128},
+                   {64, 64, 4, 1, 128},
+                   {64, 128, 8, 1, 128},
+                   {128, 128, 8, 1, 40},
+                   {64, 64, 8, 1, 160},
+                   {64, 64, 8, 2, 192}}) {
     fa::KernelSpec tiles;
     tiles.strategy = fa::Strategy::mma;
     tiles.blockM = c.bm;

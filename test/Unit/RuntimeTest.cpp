@@ -179,6 +179,33 @@ TEST(KernelKey, DefaultConfigsCompileWithoutSpills) {
       }
 }
 
+/// The 16-bit backward past head dim 128 runs on tensor cores where the
+/// 8-warp grid's tiles fit (sm_80, sm_90a): its default kernels compile
+/// without spills (ptxas decides; the model only ranks).
+TEST(KernelKey, WideHeadBackwardDefaultsRunOnTensorCores) {
+  TempDir dir;
+  std::unique_ptr<fa::Runtime> runtime =
+      makeRuntime(dir.str(), /*diskCache=*/false);
+  ASSERT_TRUE(runtime);
+  for (const char *arch : {"sm_80", "sm_90a"})
+    for (int64_t d : {192, 256}) {
+      fa::KernelSpec spec;
+      spec.headDim = d;
+      spec.dtype = fa::ElementType::bf16;
+      spec.arch = arch;
+      spec.backward = true;
+      spec.causal = d == 256;
+      spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+      fa::KernelInfo info;
+      fa::Result r = runtime->prepare(spec, &info);
+      ASSERT_TRUE(bool(r)) << arch << " d=" << d << ": " << r.message;
+      EXPECT_EQ(info.spec.strategy, fa::Strategy::mma) << info.name;
+      EXPECT_EQ(info.spec.numWarps, 8) << info.name;
+      EXPECT_FALSE(info.ptxas.spills())
+          << info.name << " spills " << info.ptxas.spillStoreBytes << " bytes";
+    }
+}
+
 /// With tiles left to the defaults, the runtime uses the first candidate
 /// that compiles without spills, not just the first by rank: the register
 /// estimate behind the ranking cannot see ptxas's allocation (head dim 8 in

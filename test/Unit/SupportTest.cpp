@@ -424,8 +424,33 @@ TEST(MmaModel, BackwardStrategyAndDefaults) {
     spec.headDim = d;
     EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << d;
   }
-  spec.headDim = 256; // would spill on mma: simt unless asked for
-  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt);
+  // Past 128: mma where the 8-warp grid's 64 x 64 tiles fit the shared
+  // memory (sm_80, sm_90 up to 256); past 144 the 99 KB of sm_86/sm_89 leave
+  // it to simt (the 32-row mma tiles that fit there spill 132-332 bytes
+  // with ptxas 13.0).
+  for (int64_t d : {144, 192, 256}) {
+    spec.headDim = d;
+    for (const char *arch : {"sm_80", "sm_90", "sm_90a"}) {
+      spec.arch = arch;
+      EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << arch << " " << d;
+    }
+    // 64 x 64 tiles on 8 warps fit the 99 KB of sm_86/sm_89 up to head dim
+    // 144 (96 KB; 242-244 registers there, no spills).
+    for (const char *arch : {"sm_86", "sm_89"}) {
+      spec.arch = arch;
+      EXPECT_EQ(resolveStrategy(spec),
+                d <= 144 ? fa::Strategy::mma : fa::Strategy::simt)
+          << arch << " " << d;
+    }
+  }
+  spec.arch = "sm_80";
+  // Head dims that do not split into two 16-column halves have no 8-warp
+  // grid; and past the mma strategy's largest head dim.
+  for (int64_t d : {136, 248, 264}) {
+    spec.headDim = d;
+    EXPECT_EQ(resolveStrategy(spec), fa::Strategy::simt) << d;
+  }
+  spec.headDim = 256;
   spec.strategy = fa::Strategy::wgmma;
   spec.arch = "sm_90a";
   EXPECT_EQ(validateSpec(spec),
