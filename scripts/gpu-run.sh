@@ -9,7 +9,7 @@
 #                       profile-backward-source|profile-source|grad-seeds|
 #                       host-overhead|clock-probe|bench-sinks|
 #                       block-mask|bench-variants|profile-block-mask|
-#                       bench-varlen|fp8|
+#                       bench-varlen|fp8|wide-backward|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -151,6 +151,16 @@ for step in $steps; do
         --json "$OUT/fp8-accuracy.json"
       run python-fp8 timeout 120 python3 python/tests/test_fp8.py
     fi ;;&
+  wide-backward)
+    # The 16-bit backward past head dim 128 on mma (the default there on
+    # sm_90 since 2026-12-04): its explicit-tile cases (D 160, 192), then
+    # its speed against the simt kernel it replaced, SDPA and cuDNN.
+    run wide-backward-tests timeout 300 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*BackwardMmaExplicitTiles*'
+    run wide-backward-bench timeout 280 python3 bench/bench_backward.py \
+      --dtypes bfloat16 --dims 192,256 --seqs 1024,4096 \
+      --configs simt:32x32w4s1,64x64w8s1,64x64w8s2 \
+      --json "$OUT/wide-backward.json" ;;&
   bench-varlen)
     # Packed varlen batches against the fixed-length kernel and SDPA.
     run bench-varlen python3 bench/bench_varlen.py \
