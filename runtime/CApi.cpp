@@ -86,6 +86,13 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
                             fa_kernel_info *info) {
   if (!runtime)
     return invalid("runtime is a null pointer");
+  fa_kernel_config configCopy;
+  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+    return invalid(error.c_str());
+  if (config)
+    config = &configCopy;
+  if (std::string error = fa::checkInfoSize(info); !error.empty())
+    return invalid(error.c_str());
   fa::KernelSpec spec;
   if (std::string error = fa::specFromC(headDim, dtype, causal, scale, config, spec);
       !error.empty())
@@ -98,6 +105,12 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
   fa::KernelInfo kernel;
   fa::Result r = runtime->runtime->prepare(spec, &kernel, length);
   if (r && info) {
+    // Written whole here, then as much of it as the caller's struct holds.
+    fa_kernel_info full = {};
+    int64_t callerSize = info->struct_size;
+    fa_kernel_info *caller = info;
+    info = &full;
+    info->struct_size = callerSize;
     copyName(info->name, sizeof(info->name), kernel.name);
     copyName(info->key, sizeof(info->key), kernel.key);
     info->num_threads = kernel.numThreads;
@@ -116,6 +129,7 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
     info->num_warps = kernel.spec.numWarps;
     info->stages = kernel.spec.stages;
     copyName(info->assembler, sizeof(info->assembler), kernel.assembler);
+    std::memcpy(static_cast<void *>(caller), info, size_t(callerSize));
   }
   return toStatus(r);
 }
@@ -144,6 +158,16 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     return invalid("runtime is a null pointer");
   if (!q || !k || !v || !o || !lse)
     return invalid("a tensor descriptor is a null pointer");
+  fa_kernel_config configCopy;
+  fa_attention_extras extrasCopy;
+  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+    return invalid(error.c_str());
+  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
+    return invalid(error.c_str());
+  if (config)
+    config = &configCopy;
+  if (extras)
+    extras = &extrasCopy;
   fa::KernelSpec spec;
   if (std::string error =
           fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
@@ -309,6 +333,16 @@ static fa_status backwardFromC(
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
       !gradValue)
     return invalid("a tensor descriptor is a null pointer");
+  fa_kernel_config configCopy;
+  fa_attention_extras extrasCopy;
+  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+    return invalid(error.c_str());
+  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
+    return invalid(error.c_str());
+  if (config)
+    config = &configCopy;
+  if (extras)
+    extras = &extrasCopy;
   fa::KernelSpec spec;
   if (std::string error =
           fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
@@ -388,6 +422,16 @@ fa_status fa_compute_block_mask(fa_runtime *runtime, const fa_tensor *q,
     return invalid("runtime is a null pointer");
   if (!q || !k || !keyRanges || !queryRanges)
     return invalid("a tensor descriptor is a null pointer");
+  fa_kernel_config configCopy;
+  fa_attention_extras extrasCopy;
+  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+    return invalid(error.c_str());
+  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
+    return invalid(error.c_str());
+  if (config)
+    config = &configCopy;
+  if (extras)
+    extras = &extrasCopy;
   if (extras && (extras->sinks || extras->grad_sinks || extras->key_ranges ||
                  extras->query_ranges))
     return invalid("fa_compute_block_mask takes the mask_mod's captured "

@@ -9,6 +9,62 @@
 #include <utility>
 #include <vector>
 
+// The layouts struct_size came in with: a struct only grows past them.
+static_assert(sizeof(fa_kernel_config) >= fa::kFirstConfigSize &&
+                  sizeof(fa_attention_extras) >= fa::kFirstExtrasSize &&
+                  sizeof(fa_kernel_info) >= fa::kFirstInfoSize,
+              "a versioned C struct shrank");
+
+namespace {
+/// "" when `size` (a struct_size) names a layout of struct `name` this
+/// library reads and writes: from its first versioned size to its own.
+std::string checkStructSize(int64_t size, const char *name, int64_t first,
+                            size_t current) {
+  if (size >= first && size <= int64_t(current))
+    return "";
+  return std::string(name) + "->struct_size must be sizeof(" + name +
+         ") as fa_runtime.h defines it: " + std::to_string(first) + " to " +
+         std::to_string(current) + " bytes for this library, got " +
+         std::to_string(size) +
+         (size > int64_t(current) ? " (built against a newer fa_runtime.h?)"
+                                  : " (start from its _INIT macro)");
+}
+
+/// `in`'s first struct_size bytes into `out` (zeroed; NULL: all zero), or
+/// why not.
+template <typename Struct>
+std::string readVersioned(const Struct *in, Struct &out, const char *name,
+                          int64_t first) {
+  out = Struct{};
+  out.struct_size = int64_t(sizeof(Struct));
+  if (!in)
+    return "";
+  if (std::string error =
+          checkStructSize(in->struct_size, name, first, sizeof(Struct));
+      !error.empty())
+    return error;
+  std::memcpy(static_cast<void *>(&out), in, size_t(in->struct_size));
+  out.struct_size = int64_t(sizeof(Struct));
+  return "";
+}
+} // namespace
+
+std::string fa::configFromC(const fa_kernel_config *config,
+                            fa_kernel_config &out) {
+  return readVersioned(config, out, "fa_kernel_config", kFirstConfigSize);
+}
+
+std::string fa::extrasFromC(const fa_attention_extras *extras,
+                            fa_attention_extras &out) {
+  return readVersioned(extras, out, "fa_attention_extras", kFirstExtrasSize);
+}
+
+std::string fa::checkInfoSize(const fa_kernel_info *info) {
+  return info ? checkStructSize(info->struct_size, "fa_kernel_info",
+                                kFirstInfoSize, sizeof(fa_kernel_info))
+              : "";
+}
+
 std::string fa::specFromC(int64_t headDim, int dtype, int causal,
                           double scale, const fa_kernel_config *config,
                           KernelSpec &spec) {

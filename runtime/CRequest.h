@@ -47,6 +47,24 @@ std::string blockMaskFromC(const fa_attention_extras *extras, bool backward,
 std::string capturesFromC(const fa_attention_extras *extras,
                           std::vector<CaptureArg> &captures);
 
+/// The oldest struct_size each versioned struct may have (its size when
+/// struct_size came in); fields appended since read as 0 from an older
+/// caller.
+constexpr int64_t kFirstConfigSize = 104, kFirstExtrasSize = 112,
+                  kFirstInfoSize = 392;
+
+/// A caller's fa_kernel_config (NULL: all defaults) as this library's
+/// struct: its first struct_size bytes, the rest 0. "" or what is wrong
+/// with struct_size (below the first versioned layout, past this library's
+/// struct).
+std::string configFromC(const fa_kernel_config *config, fa_kernel_config &out);
+/// The same for fa_attention_extras (NULL: none).
+std::string extrasFromC(const fa_attention_extras *extras,
+                        fa_attention_extras &out);
+/// "" when `info` (or NULL) may be written: its struct_size is a layout
+/// this library writes (the first struct_size bytes of its own).
+std::string checkInfoSize(const fa_kernel_info *info);
+
 /// A C tensor descriptor as the runtime takes it (its values unchecked:
 /// the argument checks judge them).
 TensorArg tensorFromC(const fa_tensor &t);

@@ -51,6 +51,17 @@ typedef enum fa_strategy {
   FA_STRATEGY_WGMMA = 3 /* f16/bf16 warpgroup MMA (wgmma), sm_90a */
 } fa_strategy;
 
+/* The structs a caller fills in or lets the library fill in
+   (fa_kernel_config, fa_attention_extras, fa_kernel_info) begin with
+   struct_size = sizeof of the struct as the caller's fa_runtime.h defines it,
+   so that a library whose structs grew (fields are only ever appended) reads
+   and writes only what the caller has: fields past struct_size read as 0.
+   A struct_size below the first versioned layout, or above the library's
+   own struct (a caller built against a newer header), is an error naming
+   both sizes. In C start from FA_KERNEL_CONFIG_INIT,
+   FA_ATTENTION_EXTRAS_INIT or FA_KERNEL_INFO_INIT (all other fields 0); in
+   C++ value-initialize the struct and set struct_size = sizeof it. */
+
 /* A device tensor [B, H, S, D] (LSE: [B, H, S]); strides in elements. */
 typedef struct fa_tensor {
   const void *data;
@@ -60,6 +71,7 @@ typedef struct fa_tensor {
 
 /* Code-generation choices; 0 (or NULL arch) = the default. */
 typedef struct fa_kernel_config {
+  int64_t struct_size; /* sizeof(fa_kernel_config) */
   int64_t block_m;
   int64_t block_n;
   int64_t num_warps;
@@ -90,10 +102,12 @@ typedef struct fa_kernel_config {
      kernels). fa_prepare_kernel reads it; the varlen call sets it. */
   int32_t varlen;
   /* 0 or 1: a KV cache's filled lengths (fa_attention_kvcache_forward's
-     kernels; in the struct's former tail padding: its size stays 96).
-     fa_prepare_kernel reads it; the kvcache call sets it. */
+     kernels). fa_prepare_kernel reads it; the kvcache call sets it. */
   int32_t kv_lens;
 } fa_kernel_config;
+
+#define FA_KERNEL_CONFIG_INIT                                                  \
+  { .struct_size = (int64_t)sizeof(fa_kernel_config) }
 
 /* A tensor a score_mod or mask_mod reads by index (a captured tensor):
    `rank` (1-4) sizes and strides of tensor, contiguous row-major, of
@@ -107,6 +121,7 @@ typedef struct fa_capture {
 
 /* Tensors beyond Q, K, V, O and LSE (the _ex calls); NULL fields = none. */
 typedef struct fa_attention_extras {
+  int64_t struct_size; /* sizeof(fa_attention_extras) */
   /* [Hq] f32 sink logits, contiguous: sizes[0] = Hq, strides[0] = 1. */
   const fa_tensor *sinks;
   /* The backward with sinks: their gradient, [Hq] f32 contiguous, set by
@@ -160,8 +175,12 @@ typedef struct fa_attention_extras {
   int32_t out_dtype;
 } fa_attention_extras;
 
+#define FA_ATTENTION_EXTRAS_INIT                                               \
+  { .struct_size = (int64_t)sizeof(fa_attention_extras) }
+
 /* What a kernel is and where it came from. */
 typedef struct fa_kernel_info {
+  int64_t struct_size; /* sizeof(fa_kernel_info), set by the caller */
   char name[128];
   char key[65];
   int64_t num_threads;
@@ -183,6 +202,9 @@ typedef struct fa_kernel_info {
   double codegen_seconds;
   double assemble_seconds;
 } fa_kernel_info;
+
+#define FA_KERNEL_INFO_INIT                                                    \
+  { .struct_size = (int64_t)sizeof(fa_kernel_info) }
 
 typedef struct fa_runtime fa_runtime;
 

@@ -33,8 +33,17 @@ class _Tensor(ctypes.Structure):
                 ("strides", ctypes.c_int64 * 4)]
 
 
-class _Config(ctypes.Structure):
-    _fields_ = [("block_m", ctypes.c_int64), ("block_n", ctypes.c_int64),
+class _Versioned(ctypes.Structure):
+    """A struct of fa_runtime.h that begins with struct_size: set here to
+    the struct's size; positional arguments fill the fields after it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(ctypes.sizeof(type(self)), *args, **kwargs)
+
+
+class _Config(_Versioned):
+    _fields_ = [("struct_size", ctypes.c_int64),
+                ("block_m", ctypes.c_int64), ("block_n", ctypes.c_int64),
                 ("num_warps", ctypes.c_int64), ("arch", ctypes.c_char_p),
                 ("stages", ctypes.c_int64), ("strategy", ctypes.c_int32),
                 ("backward", ctypes.c_int32),
@@ -53,7 +62,7 @@ class _Capture(ctypes.Structure):
                 ("rank", ctypes.c_int32)]
 
 
-class _Extras(ctypes.Structure):
+class _Extras(_Versioned):
     """fa_attention_extras: the tensors beyond Q, K, V, O and LSE (NULL:
     none); captures: the score_mod's captured tensors, then the
     mask_mod's (NULL when num_captures = 0); key_ranges / query_ranges: a
@@ -61,7 +70,8 @@ class _Extras(ctypes.Structure):
     forwards' split-KV parts (0: the runtime's choice, 1: no split);
     block_table: a paged cache's page table, cache_batch_idx: each batch
     entry's cache entry (both the kvcache call's)."""
-    _fields_ = [("sinks", ctypes.POINTER(_Tensor)),
+    _fields_ = [("struct_size", ctypes.c_int64),
+                ("sinks", ctypes.POINTER(_Tensor)),
                 ("grad_sinks", ctypes.POINTER(_Tensor)),
                 ("captures", ctypes.POINTER(_Capture)),
                 ("num_captures", ctypes.c_int64),
@@ -76,8 +86,9 @@ class _Extras(ctypes.Structure):
                 ("out_dtype", ctypes.c_int32)]
 
 
-class _Info(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char * 128), ("key", ctypes.c_char * 65),
+class _Info(_Versioned):
+    _fields_ = [("struct_size", ctypes.c_int64),
+                ("name", ctypes.c_char * 128), ("key", ctypes.c_char * 65),
                 ("num_threads", ctypes.c_int64),
                 ("shared_memory_bytes", ctypes.c_int64),
                 ("registers", ctypes.c_int64),

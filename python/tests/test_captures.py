@@ -557,16 +557,18 @@ class DescriptorTest(unittest.TestCase):
         self.assertEqual(fa._Capture.tensor.offset, 0)
         self.assertEqual(fa._Capture.dtype.offset, 72)
         self.assertEqual(fa._Capture.rank.offset, 76)
-        self.assertEqual(ctypes.sizeof(fa._Extras), 104)
+        self.assertEqual(ctypes.sizeof(fa._Extras), 112)
         self.assertEqual([(name, getattr(fa._Extras, name).offset)
                           for name, _ in fa._Extras._fields_],
-                         [("sinks", 0), ("grad_sinks", 8), ("captures", 16),
-                          ("num_captures", 24), ("key_ranges", 32),
-                          ("query_ranges", 40), ("kv_splits", 48),
-                          ("block_table", 56), ("cache_batch_idx", 64),
-                          ("q_descale", 72), ("k_descale", 80),
-                          ("v_descale", 88), ("out_dtype", 96)])
+                         [("struct_size", 0), ("sinks", 8),
+                          ("grad_sinks", 16), ("captures", 24),
+                          ("num_captures", 32), ("key_ranges", 40),
+                          ("query_ranges", 48), ("kv_splits", 56),
+                          ("block_table", 64), ("cache_batch_idx", 72),
+                          ("q_descale", 80), ("k_descale", 88),
+                          ("v_descale", 96), ("out_dtype", 104)])
         empty = fa._Extras()
+        self.assertEqual(empty.struct_size, 112)  # fa_runtime.h's sizeof
         self.assertFalse(empty.captures)  # NULL
         self.assertEqual(empty.num_captures, 0)
         self.assertEqual(empty.kv_splits, 0)  # the runtime's choice

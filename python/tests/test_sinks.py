@@ -100,16 +100,20 @@ class DescriptorTest(unittest.TestCase):
                          + ctypes.sizeof(ctypes.c_char_p))
         # The C side pins the same layout (RuntimeTest's Sinks.CExtras).
         if ctypes.sizeof(ctypes.c_void_p) == 8:
-            self.assertEqual(fa._Config.sinks.offset, 80)
-            self.assertEqual(fa._Config.block_mask.offset, 84)
-            self.assertEqual(fa._Config.varlen.offset, 88)
-            # kv_lens in the former tail padding: the size is unchanged.
-            self.assertEqual(fa._Config.kv_lens.offset, 92)
-            self.assertEqual(ctypes.sizeof(fa._Config), 96)
-            # sinks, grad_sinks, captures, num_captures, key_ranges,
-            # query_ranges, kv_splits, block_table, cache_batch_idx,
-            # q/k/v_descale, out_dtype (test_captures.py pins the offsets).
-            self.assertEqual(ctypes.sizeof(fa._Extras), 104)
+            # struct_size first (fa_runtime.h's versioned structs).
+            self.assertEqual(fa._Config.struct_size.offset, 0)
+            self.assertEqual(fa._Config.sinks.offset, 88)
+            self.assertEqual(fa._Config.block_mask.offset, 92)
+            self.assertEqual(fa._Config.varlen.offset, 96)
+            self.assertEqual(fa._Config.kv_lens.offset, 100)
+            self.assertEqual(ctypes.sizeof(fa._Config), 104)
+            # struct_size, sinks, grad_sinks, captures, num_captures,
+            # key_ranges, query_ranges, kv_splits, block_table,
+            # cache_batch_idx, q/k/v_descale, out_dtype (test_captures.py
+            # pins the offsets).
+            self.assertEqual(ctypes.sizeof(fa._Extras), 112)
+            self.assertEqual(ctypes.sizeof(fa._Info), 392)
+        self.assertEqual(fa._Info().struct_size, ctypes.sizeof(fa._Info))
         config = fa._config(0, 0, 0, sinks=True)
         self.assertIsNotNone(config)  # not all defaults
         self.assertEqual(config._obj.sinks, 1)
@@ -127,13 +131,15 @@ class DescriptorTest(unittest.TestCase):
 
     def test_extras_structure(self):
         self.assertEqual([name for name, _ in fa._Extras._fields_],
-                         ["sinks", "grad_sinks", "captures", "num_captures",
+                         ["struct_size", "sinks", "grad_sinks", "captures",
+                          "num_captures",
                           "key_ranges", "query_ranges", "kv_splits",
                           "block_table", "cache_batch_idx", "q_descale",
                           "k_descale", "v_descale", "out_dtype"])
-        # Ten pointers, two int64 and an int32 padded to 8 bytes.
+        # struct_size, ten pointers, two int64 and an int32 padded to 8
+        # bytes.
         self.assertEqual(ctypes.sizeof(fa._Extras),
-                         10 * ctypes.sizeof(ctypes.c_void_p) + 24)
+                         10 * ctypes.sizeof(ctypes.c_void_p) + 32)
         self.assertFalse(fa._Extras().grad_sinks)  # NULL by default
 
 

@@ -20,6 +20,7 @@
 #include "runtime/KernelMetadata.h"
 #include "runtime/fa_runtime.h"
 
+#include <cstring>
 #include <tuple>
 
 #include "llvm/ADT/SmallString.h"
@@ -72,6 +73,24 @@ std::unique_ptr<fa::Runtime> makeRuntime(const std::string &dir,
   fa::Result r = fa::Runtime::create(options, runtime);
   EXPECT_TRUE(bool(r)) << r.message;
   return runtime;
+}
+
+/// The C ABI's versioned structs as a C++ caller starts them: zero, with
+/// struct_size = their size.
+fa_kernel_config cConfig() {
+  fa_kernel_config config{};
+  config.struct_size = sizeof(config);
+  return config;
+}
+fa_attention_extras cExtras() {
+  fa_attention_extras extras{};
+  extras.struct_size = sizeof(extras);
+  return extras;
+}
+fa_kernel_info cInfo() {
+  fa_kernel_info info{};
+  info.struct_size = sizeof(info);
+  return info;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1986,8 +2005,9 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
                               nullptr),
             FA_ERROR_INVALID_ARGUMENT);
 
-  fa_kernel_config config = {8, 32, 8, "sm_90a", 0, FA_STRATEGY_AUTO, 0, 0};
-  fa_kernel_info info;
+  fa_kernel_config config = {sizeof(fa_kernel_config), 8, 32, 8, "sm_90a", 0,
+                             FA_STRATEGY_AUTO,         0, 0};
+  fa_kernel_info info = cInfo();
   ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 1, 0.0, &config, &info),
             FA_OK)
       << fa_last_error();
@@ -2006,8 +2026,8 @@ TEST(CApi, ReportsErrorsAndPreparesKernels) {
   EXPECT_EQ(info.source, 2);
 
   // The sequence length the defaults are chosen for.
-  fa_kernel_config byLength = {0, 0, 0, "sm_90a", 0, FA_STRATEGY_AUTO, 0, 0,
-                               1000};
+  fa_kernel_config byLength = {sizeof(fa_kernel_config), 0, 0, 0,   "sm_90a", 0,
+                               FA_STRATEGY_AUTO,         0, 0, 1000};
   ASSERT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 0, 0.0, &byLength, &info),
             FA_OK)
       << fa_last_error();
@@ -2074,10 +2094,10 @@ TEST(CApi, VarlenForward) {
     EXPECT_STREQ(fa_last_error(), "kv_lens holds 3 lengths; it needs one per "
                                   "sequence (2)");
   }
-  fa_kernel_config config = {};
+  fa_kernel_config config = cConfig();
   config.arch = "sm_90a";
   config.varlen = 1;
-  fa_kernel_info info;
+  fa_kernel_info info = cInfo();
   ASSERT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 1, 0.0, &config, &info),
             FA_OK)
       << fa_last_error();
@@ -2119,10 +2139,10 @@ TEST(CApi, KvCacheForward) {
                                          nullptr),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "the kv_lens descriptor is a null pointer");
-  fa_kernel_config config = {};
+  fa_kernel_config config = cConfig();
   config.arch = "sm_90a";
   config.kv_lens = 1;
-  fa_kernel_info info;
+  fa_kernel_info info = cInfo();
   ASSERT_EQ(fa_prepare_kernel(runtime, 64, FA_F16, 1, 0.0, &config, &info),
             FA_OK)
       << fa_last_error();
@@ -2153,7 +2173,7 @@ TEST(CApi, KvCacheForward) {
                    {256, 128, 128, 1}};
   fa_tensor lse16 = {q16.data, {2, 2, 1, 0}, {2, 1, 1, 0}};
   fa_tensor lens = {q16.data, {2, 0, 0, 0}, {1, 0, 0, 0}};
-  fa_attention_extras extras = {};
+  fa_attention_extras extras = cExtras();
   // The kvcache call on q16's problem with the cache `kv` and `extras`.
   auto kvcache = [&](const fa_tensor &kv) {
     return fa_attention_kvcache_forward(runtime, &q16, &kv, &kv, &q16, &lse16,
@@ -2222,7 +2242,7 @@ TEST(CApi, KvCacheForward) {
   extras.cache_batch_idx = nullptr;
   extras.block_table = nullptr;
   extras.kv_splits = 4;
-  fa_kernel_config wgmma = {};
+  fa_kernel_config wgmma = cConfig();
   wgmma.strategy = FA_STRATEGY_WGMMA;
   wgmma.arch = "sm_90a";
   EXPECT_EQ(fa_attention_forward_ex(runtime, &q16, &q16, &q16, &q16, &lse16,
@@ -2255,9 +2275,9 @@ TEST(CApi, Float8TakesDescalesAndAnOutputType) {
   fa_tensor qd = {at(6), {2, 2, 0, 0}, {2, 1, 0, 0}};
   fa_tensor kd = {at(7), {2, 2, 0, 0}, {0, 0, 0, 0}}; // an expanded scalar
   fa_tensor vd = {at(8), {2, 2, 0, 0}, {2, 1, 0, 0}};
-  fa_kernel_config config = {};
+  fa_kernel_config config = cConfig();
   config.arch = "sm_90a";
-  fa_attention_extras extras = {};
+  fa_attention_extras extras = cExtras();
   auto forward = [&](int dtype) {
     fa_status status =
         fa_attention_forward_ex(runtime, &q, &k, &v, &o, &lse, &extras, dtype,
@@ -2282,7 +2302,7 @@ TEST(CApi, Float8TakesDescalesAndAnOutputType) {
             Outcome(FA_ERROR_INVALID_ARGUMENT,
                     "extras->out_dtype must be 0, FA_F16 (1) or FA_BF16 (2), "
                     "got 7"));
-  extras = {};
+  extras = cExtras();
   extras.out_dtype = FA_F16;
   EXPECT_EQ(forward(FA_BF16),
             Outcome(FA_ERROR_INVALID_ARGUMENT,
@@ -2290,7 +2310,7 @@ TEST(CApi, Float8TakesDescalesAndAnOutputType) {
                     "otherwise)"));
   // A descale of the wrong shape: named with the shape it needs.
   fa_tensor wide = {at(9), {2, 4, 0, 0}, {4, 1, 0, 0}};
-  extras = {};
+  extras = cExtras();
   extras.q_descale = &wide;
   extras.k_descale = &kd;
   extras.v_descale = &vd;
@@ -2334,6 +2354,85 @@ TEST(CApi, StrategyCodesAreTheRegistrys) {
   EXPECT_EQ(fa::lookupStrategyCode(4), nullptr);
 }
 
+/// The versioned structs: a struct_size the library cannot read (0: not
+/// set; past its own struct: a newer header) is refused, naming the sizes,
+/// before anything else; fields past a struct_size read as 0 and a
+/// fa_kernel_info is written only up to its struct_size.
+TEST(CApi, VersionedStructsAreReadByTheirSize) {
+  TempDir dir;
+  fa_runtime *runtime = nullptr;
+  ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
+      << fa_last_error();
+  fa_kernel_config config = cConfig();
+  config.block_m = 8;
+  config.block_n = 32;
+  config.num_warps = 8;
+  config.arch = "sm_90a";
+  fa_kernel_info info = cInfo();
+  ASSERT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 0, 0.0, &config, &info),
+            FA_OK)
+      << fa_last_error();
+  EXPECT_STREQ(info.name, "fa_fwd_d32_f32_full_8x32_w8");
+  EXPECT_EQ(info.struct_size, int64_t(sizeof(info))); // the caller's, kept
+
+  std::string sizes = " bytes for this library, got ";
+  for (int64_t size : {int64_t(0), int64_t(-8), int64_t(sizeof(config) - 8),
+                       int64_t(sizeof(config) + 8)}) {
+    fa_kernel_config bad = config;
+    bad.struct_size = size;
+    EXPECT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 0, 0.0, &bad, &info),
+              FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(fa_last_error(),
+              "fa_kernel_config->struct_size must be sizeof(fa_kernel_config) "
+              "as fa_runtime.h defines it: " +
+                  std::to_string(fa::kFirstConfigSize) + " to " +
+                  std::to_string(sizeof(config)) + sizes +
+                  std::to_string(size) +
+                  (size > int64_t(sizeof(config))
+                       ? " (built against a newer fa_runtime.h?)"
+                       : " (start from its _INIT macro)"));
+  }
+  // An info the library cannot fill is refused before the compile, and
+  // left as it was.
+  fa_kernel_info unset{};
+  std::memset(unset.name, 'x', 4);
+  EXPECT_EQ(fa_prepare_kernel(runtime, 32, FA_F32, 0, 0.0, &config, &unset),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("fa_kernel_info->struct_size must be "
+                      "sizeof(fa_kernel_info)"),
+            std::string::npos)
+      << fa_last_error();
+  EXPECT_EQ(unset.name[0], 'x');
+  // Extras: checked before the tensors meet a driver.
+  fa_tensor t{};
+  fa_attention_extras extras = cExtras();
+  extras.struct_size = 0;
+  EXPECT_EQ(fa_attention_forward_ex(runtime, &t, &t, &t, &t, &t, &extras,
+                                    FA_F32, 0, 0.0, &config, nullptr),
+            FA_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(fa_last_error())
+                .find("fa_attention_extras->struct_size must be"),
+            std::string::npos)
+      << fa_last_error();
+  extras.struct_size = sizeof(extras);
+  EXPECT_NE(fa_attention_forward_ex(runtime, &t, &t, &t, &t, &t, &extras,
+                                    FA_F32, 0, 0.0, &config, nullptr),
+            FA_OK); // the empty descriptors' own errors: not struct_size's
+  EXPECT_EQ(std::string(fa_last_error()).find("struct_size"), std::string::npos)
+      << fa_last_error();
+  fa_runtime_destroy(runtime);
+
+  // The reading itself: the caller's bytes up to struct_size, zero past it.
+  fa_kernel_config read;
+  ASSERT_EQ(fa::configFromC(&config, read), "");
+  EXPECT_EQ(read.block_m, 8);
+  EXPECT_STREQ(read.arch, "sm_90a");
+  ASSERT_EQ(fa::configFromC(nullptr, read), "");
+  EXPECT_EQ(read.struct_size, int64_t(sizeof(read)));
+  EXPECT_EQ(read.block_m, 0);
+}
+
 TEST(CApi, RejectsBadCodesFlagsAndScales) {
   TempDir dir;
   fa_runtime *runtime = nullptr;
@@ -2369,16 +2468,19 @@ TEST(CApi, RejectsBadCodesFlagsAndScales) {
     EXPECT_EQ(got.first, FA_ERROR_INVALID_ARGUMENT) << text;
     EXPECT_EQ(got.second.rfind(scaleRule, 0), 0u) << got.second;
   }
-  fa_kernel_config config = {0, 0, 0, nullptr, 0, 9, 0, 0};
+  fa_kernel_config config = {
+      sizeof(fa_kernel_config), 0, 0, 0, nullptr, 0, 9, 0, 0};
   EXPECT_EQ(prepare(FA_F16, 0, 0.0, &config),
             Outcome(FA_ERROR_INVALID_ARGUMENT,
                     "strategy must be FA_STRATEGY_AUTO (0), FA_STRATEGY_SIMT "
                     "(1), FA_STRATEGY_MMA (2) or FA_STRATEGY_WGMMA (3), got 9"));
-  config = {0, 0, 0, nullptr, 0, FA_STRATEGY_AUTO, -1, 0};
+  config = {sizeof(fa_kernel_config), 0,  0, 0, nullptr, 0,
+            FA_STRATEGY_AUTO,         -1, 0};
   EXPECT_EQ(prepare(FA_F32, 0, 0.0, &config),
             Outcome(FA_ERROR_INVALID_ARGUMENT,
                     "backward must be 0 or 1, got -1"));
-  config = {0, 0, 0, nullptr, 0, FA_STRATEGY_AUTO, 0, 1};
+  config = {sizeof(fa_kernel_config), 0, 0, 0, nullptr, 0,
+            FA_STRATEGY_AUTO,         0, 1};
   EXPECT_EQ(prepare(FA_F32, 0, 0.0, &config),
             Outcome(FA_ERROR_INVALID_ARGUMENT,
                     "deterministic applies to the backward (the forward has "
@@ -2814,29 +2916,35 @@ TEST(ArgumentChecks, MaskModKeyLength) {
 /// The C ABI's extras decide spec.sinks, and what does not fit is named.
 /// (Python's ctypes mirror asserts the same layout: test_sinks.py.)
 static_assert(sizeof(void *) != 8 ||
-                  (offsetof(fa_kernel_config, sinks) == 80 &&
-                   offsetof(fa_kernel_config, block_mask) == 84 &&
-                   offsetof(fa_kernel_config, varlen) == 88 &&
-                   offsetof(fa_kernel_config, kv_lens) == 92 &&
-                   sizeof(fa_kernel_config) == 96 &&
-                   sizeof(fa_attention_extras) == 104 &&
-                   offsetof(fa_attention_extras, captures) == 16 &&
-                   offsetof(fa_attention_extras, num_captures) == 24 &&
-                   offsetof(fa_attention_extras, key_ranges) == 32 &&
-                   offsetof(fa_attention_extras, query_ranges) == 40 &&
-                   offsetof(fa_attention_extras, kv_splits) == 48 &&
-                   offsetof(fa_attention_extras, block_table) == 56 &&
-                   offsetof(fa_attention_extras, cache_batch_idx) == 64 &&
-                   offsetof(fa_attention_extras, q_descale) == 72 &&
-                   offsetof(fa_attention_extras, k_descale) == 80 &&
-                   offsetof(fa_attention_extras, v_descale) == 88 &&
-                   offsetof(fa_attention_extras, out_dtype) == 96 &&
-                   sizeof(fa_capture) == 80 &&
+                  (offsetof(fa_kernel_config, struct_size) == 0 &&
+                   offsetof(fa_kernel_config, sinks) == 88 &&
+                   offsetof(fa_kernel_config, block_mask) == 92 &&
+                   offsetof(fa_kernel_config, varlen) == 96 &&
+                   offsetof(fa_kernel_config, kv_lens) == 100 &&
+                   sizeof(fa_kernel_config) == 104 &&
+                   offsetof(fa_attention_extras, struct_size) == 0 &&
+                   sizeof(fa_attention_extras) == 112 &&
+                   offsetof(fa_attention_extras, captures) == 24 &&
+                   offsetof(fa_attention_extras, num_captures) == 32 &&
+                   offsetof(fa_attention_extras, key_ranges) == 40 &&
+                   offsetof(fa_attention_extras, query_ranges) == 48 &&
+                   offsetof(fa_attention_extras, kv_splits) == 56 &&
+                   offsetof(fa_attention_extras, block_table) == 64 &&
+                   offsetof(fa_attention_extras, cache_batch_idx) == 72 &&
+                   offsetof(fa_attention_extras, q_descale) == 80 &&
+                   offsetof(fa_attention_extras, k_descale) == 88 &&
+                   offsetof(fa_attention_extras, v_descale) == 96 &&
+                   offsetof(fa_attention_extras, out_dtype) == 104 &&
+                   offsetof(fa_kernel_info, struct_size) == 0 &&
+                   offsetof(fa_kernel_info, name) == 8 &&
+                   offsetof(fa_kernel_info, assembler) == 304 &&
+                   offsetof(fa_kernel_info, assemble_seconds) == 384 &&
+                   sizeof(fa_kernel_info) == 392 && sizeof(fa_capture) == 80 &&
                    offsetof(fa_capture, dtype) == 72 &&
                    offsetof(fa_capture, rank) == 76),
-              "fa_kernel_config / fa_attention_extras / fa_capture changed: "
-              "update python/fa/__init__.py's _Config / _Extras / _Capture "
-              "and their test");
+              "fa_kernel_config / fa_attention_extras / fa_kernel_info / "
+              "fa_capture changed: update python/fa/_abi.py's _Config / "
+              "_Extras / _Info / _Capture and their test");
 /// A plan's captures (their types and ranks) survive the cache's JSON; a
 /// capture parameter without its listed type, or a bad type or rank, is
 /// not a plan.
@@ -2931,7 +3039,7 @@ TEST(ArgumentChecks, CapturesFromC) {
   fa_capture capture{};
   capture.dtype = FA_I32;
   capture.rank = 2;
-  fa_attention_extras extras{};
+  fa_attention_extras extras = cExtras();
   extras.captures = &capture;
   extras.num_captures = 1;
   std::vector<fa::CaptureArg> captures;
@@ -2961,26 +3069,26 @@ TEST(Sinks, CExtras) {
   fa::KernelSpec spec;
   EXPECT_EQ(fa::sinksFromC(nullptr, false, spec), "");
   EXPECT_FALSE(spec.sinks);
-  fa_attention_extras extras{&logits, nullptr};
+  fa_attention_extras extras{sizeof(fa_attention_extras), &logits, nullptr};
   EXPECT_EQ(fa::sinksFromC(&extras, false, spec), "");
   EXPECT_TRUE(spec.sinks);
   spec = {};
   EXPECT_EQ(fa::sinksFromC(&extras, true, spec),
             "the backward with sinks writes their gradient: "
             "extras->grad_sinks is NULL");
-  extras = {&logits, &grad};
+  extras = {sizeof(fa_attention_extras), &logits, &grad};
   EXPECT_EQ(fa::sinksFromC(&extras, true, spec), "");
   EXPECT_TRUE(spec.sinks);
   EXPECT_EQ(fa::sinksFromC(&extras, false, spec),
             "extras->grad_sinks is the backward's: the forward takes only "
             "extras->sinks");
-  extras = {nullptr, &grad};
+  extras = {sizeof(fa_attention_extras), nullptr, &grad};
   spec = {};
   EXPECT_EQ(fa::sinksFromC(&extras, true, spec),
             "extras->grad_sinks is given without extras->sinks");
   // fa_kernel_config.sinks = 1 (what fa_prepare_kernel reads) needs the
   // logits in a call.
-  fa_kernel_config config{};
+  fa_kernel_config config = cConfig();
   config.sinks = 1;
   spec = {};
   EXPECT_EQ(fa::specFromC(32, FA_F32, 0, 0.0, &config, spec), "");
@@ -3111,7 +3219,7 @@ TEST(CApi, ComputeBlockMaskRefusesBadRequests) {
   ASSERT_EQ(fa_runtime_create(dir.str().c_str(), 0, &runtime), FA_OK)
       << fa_last_error();
   fa_tensor t = {nullptr, {2, 8, 100, 64}, {51200, 6400, 64, 1}};
-  fa_kernel_config config{};
+  fa_kernel_config config = cConfig();
   config.mask_mod = nullptr;
   EXPECT_EQ(fa_compute_block_mask(runtime, &t, &t, &t, &t, nullptr, 1,
                                   &config, nullptr),
@@ -3121,7 +3229,7 @@ TEST(CApi, ComputeBlockMaskRefusesBadRequests) {
                "config->mask_mod is NULL or empty");
   std::string mask = fa::variants::document();
   config.mask_mod = mask.c_str();
-  fa_attention_extras extras{};
+  fa_attention_extras extras = cExtras();
   extras.sinks = &t;
   EXPECT_EQ(fa_compute_block_mask(runtime, &t, &t, &t, &t, &extras, 1,
                                   &config, nullptr),
@@ -3140,7 +3248,7 @@ TEST(CApi, ComputeBlockMaskRefusesBadRequests) {
 /// takes each.
 TEST(ArgumentChecks, BlockMaskFromC) {
   fa_tensor table{};
-  fa_attention_extras extras{};
+  fa_attention_extras extras = cExtras();
   fa::KernelSpec spec;
   EXPECT_EQ(fa::blockMaskFromC(nullptr, false, spec), "");
   EXPECT_FALSE(spec.blockMask);

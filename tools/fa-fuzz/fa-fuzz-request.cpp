@@ -105,7 +105,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                         : in.ConsumeRandomLengthString(16);
   std::string scoreMod = in.ConsumeBool() ? "" : in.ConsumeRandomLengthString(256);
   std::string maskMod = in.ConsumeBool() ? "" : in.ConsumeRandomLengthString(256);
+  // The versioned structs' struct_size: their size, or any value (the
+  // library's read must refuse what it cannot read, never read past it).
+  auto pickStructSize = [&](size_t size) -> int64_t {
+    return in.ConsumeBool() ? int64_t(size)
+                            : in.ConsumeIntegralInRange<int64_t>(-8, 4096);
+  };
   fa_kernel_config config{};
+  config.struct_size = pickStructSize(sizeof(config));
   config.block_m = pickInteger(in);
   config.block_n = pickInteger(in);
   config.num_warps = pickInteger(in);
@@ -122,8 +129,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::array<fa_tensor, 9> tensors = pickTensors(in);
   // The _ex calls' extras: sinks and their gradient, each given or not.
   std::array<fa_tensor, 9> extraTensors = pickTensors(in);
-  fa_attention_extras extras{in.ConsumeBool() ? &extraTensors[0] : nullptr,
-                             in.ConsumeBool() ? &extraTensors[1] : nullptr};
+  fa_attention_extras extras{};
+  extras.struct_size = pickStructSize(sizeof(extras));
+  extras.sinks = in.ConsumeBool() ? &extraTensors[0] : nullptr;
+  extras.grad_sinks = in.ConsumeBool() ? &extraTensors[1] : nullptr;
   // Captured tensors: arbitrary codes, counts and descriptors, checked as
   // the launch checks them against a kernel reading an i32 [B, S] tensor.
   // (As many as the count may claim: capturesFromC reads them all.)
@@ -144,6 +153,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   extras.k_descale = in.ConsumeBool() ? &extraTensors[5] : nullptr;
   extras.v_descale = in.ConsumeBool() ? &extraTensors[6] : nullptr;
   extras.out_dtype = in.ConsumeIntegralInRange<int32_t>(-1, 7);
+  // CApi's first step: the caller's structs read by their struct_size.
+  fa_kernel_config configRead;
+  fa_attention_extras extrasRead;
+  if (!fa::configFromC(&config, configRead).empty() ||
+      !fa::extrasFromC(&extras, extrasRead).empty())
+    return 0;
+  config = configRead;
+  extras = extrasRead;
   bool withExtras = in.ConsumeBool();
   std::vector<fa::CaptureArg> captureArgs;
   if (fa::capturesFromC(withExtras ? &extras : nullptr, captureArgs).empty())
