@@ -105,31 +105,28 @@ fa_status fa_prepare_kernel(fa_runtime *runtime, int64_t headDim,
   fa::KernelInfo kernel;
   fa::Result r = runtime->runtime->prepare(spec, &kernel, length);
   if (r && info) {
-    // Written whole here, then as much of it as the caller's struct holds.
-    fa_kernel_info full = {};
-    int64_t callerSize = info->struct_size;
-    fa_kernel_info *caller = info;
-    info = &full;
-    info->struct_size = callerSize;
-    copyName(info->name, sizeof(info->name), kernel.name);
-    copyName(info->key, sizeof(info->key), kernel.key);
-    info->num_threads = kernel.numThreads;
-    info->shared_memory_bytes = kernel.sharedMemoryBytes;
-    info->registers = kernel.ptxas.registers;
-    info->spill_store_bytes = kernel.ptxas.spillStoreBytes;
-    info->spill_load_bytes = kernel.ptxas.spillLoadBytes;
-    info->source = int32_t(kernel.source);
-    info->compile_seconds = kernel.compileSeconds;
-    info->lower_seconds = kernel.compileStages.lower;
-    info->codegen_seconds = kernel.compileStages.codegen;
-    info->assemble_seconds = kernel.compileStages.assemble;
-    info->strategy = fa::strategyModel(resolveStrategy(kernel.spec)).abiCode;
-    info->block_m = kernel.spec.blockM;
-    info->block_n = kernel.spec.blockN;
-    info->num_warps = kernel.spec.numWarps;
-    info->stages = kernel.spec.stages;
-    copyName(info->assembler, sizeof(info->assembler), kernel.assembler);
-    std::memcpy(static_cast<void *>(caller), info, size_t(callerSize));
+    // Filled whole here, then copied as far as the caller's struct reaches.
+    fa_kernel_info out = {};
+    out.struct_size = info->struct_size;
+    copyName(out.name, sizeof(out.name), kernel.name);
+    copyName(out.key, sizeof(out.key), kernel.key);
+    out.num_threads = kernel.numThreads;
+    out.shared_memory_bytes = kernel.sharedMemoryBytes;
+    out.registers = kernel.ptxas.registers;
+    out.spill_store_bytes = kernel.ptxas.spillStoreBytes;
+    out.spill_load_bytes = kernel.ptxas.spillLoadBytes;
+    out.source = int32_t(kernel.source);
+    out.compile_seconds = kernel.compileSeconds;
+    out.lower_seconds = kernel.compileStages.lower;
+    out.codegen_seconds = kernel.compileStages.codegen;
+    out.assemble_seconds = kernel.compileStages.assemble;
+    out.strategy = fa::strategyModel(resolveStrategy(kernel.spec)).abiCode;
+    out.block_m = kernel.spec.blockM;
+    out.block_n = kernel.spec.blockN;
+    out.num_warps = kernel.spec.numWarps;
+    out.stages = kernel.spec.stages;
+    copyName(out.assembler, sizeof(out.assembler), kernel.assembler);
+    std::memcpy(static_cast<void *>(info), &out, size_t(out.struct_size));
   }
   return toStatus(r);
 }
