@@ -156,7 +156,7 @@ for step in $steps; do
     # sm_90 since 2026-12-04): its explicit-tile cases (D 160, 192), then
     # its speed against the simt kernel it replaced, SDPA and cuDNN.
     run wide-backward-tests timeout 300 /tmp/fa-bin/fa-gpu-tests \
-      --gtest_filter='*BackwardMmaExplicitTiles*'
+      --gtest_filter='*BackwardMmaExplicitTiles*:*WideHeadBackwardDefaults*'
     run wide-backward-bench timeout 280 python3 bench/bench_backward.py \
       --dtypes bfloat16 --dims 192,256 --seqs 1024,4096 \
       --configs simt:32x32w4s1,64x64w8s1,64x64w8s2 \

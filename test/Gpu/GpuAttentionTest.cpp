@@ -2114,6 +2114,34 @@ TEST_F(GpuAttention, BackwardMmaExplicitTiles) {
   }
 }
 
+/// The 16-bit backward past head dim 128 with everything left to `auto`:
+/// mma's 64 x 64 tiles on 8 warps where they fit (sm_80, sm_90), simt
+/// elsewhere; head dims 160, 192 and 256, GQA, Sq != Sk both ways, causal
+/// rows that see no key, both 16-bit types.
+TEST_F(GpuAttention, WideHeadBackwardDefaults) {
+  std::string arch = runtime->deviceArch();
+  bool tensorCores = arch == "sm_80" || arch == "sm_90" || arch == "sm_90a";
+  for (int64_t d : {160, 192, 256})
+    for (fa::ElementType type : {fa::ElementType::f16, fa::ElementType::bf16})
+      for (bool causal : {false, true}) {
+        fa::KernelSpec spec = defaults();
+        spec.headDim = d;
+        spec.dtype = type;
+        spec.causal = causal;
+        spec.backward = true;
+        fa::KernelInfo info;
+        ASSERT_TRUE(bool(runtime->prepare(spec, &info)));
+        EXPECT_EQ(info.spec.strategy,
+                  tensorCores ? fa::Strategy::mma : fa::Strategy::simt)
+            << info.name;
+        EXPECT_FALSE(info.ptxas.spills()) << info.name;
+        runBackwardCase({d, 1, 4, 2, 333, 200, causal, type});
+        runBackwardCase({d, 2, 2, 2, 100, 257, causal, type});
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+}
+
 /// The backward on the Hopper strategy (sm_90a only; skipped elsewhere):
 /// head dims 64 and 128, lengths that are and are not multiples of the
 /// tiles up to 16k, Sq != Sk both ways (causal rows that see no key),
