@@ -1,0 +1,184 @@
+//===- FakeDriverTest.cpp - The runtime's launch path without a GPU -------===//
+//
+// Runs against test/FakeCuda's libcuda.so.1 (ctest puts it first on the
+// library path): a fake H200 that records the launches. What a machine
+// without a GPU otherwise never runs: the device query, module loads, the
+// launch plans' grids, blocks and shared memory, the backward's launch
+// order and its workspace's allocations.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Strategy/SpecRules.h"
+#include "runtime/Runtime.h"
+
+#include "llvm/Support/FileSystem.h"
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace {
+
+/// The fake driver's record, or nulls where the process loaded another
+/// libcuda.so.1 (a real driver: the tests skip).
+struct FakeCuda {
+  int64_t (*launchCount)() = nullptr;
+  const char *(*launch)(int64_t, unsigned *, unsigned *, unsigned *) = nullptr;
+  void (*allocations)(int64_t *, int64_t *, int64_t *) = nullptr;
+  void (*reset)() = nullptr;
+
+  static const FakeCuda &get() {
+    static const FakeCuda fake = [] {
+      FakeCuda f;
+      void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (!library)
+        return f;
+      f.launchCount = reinterpret_cast<decltype(f.launchCount)>(
+          dlsym(library, "fake_cuda_launch_count"));
+      f.launch = reinterpret_cast<decltype(f.launch)>(
+          dlsym(library, "fake_cuda_launch"));
+      f.allocations = reinterpret_cast<decltype(f.allocations)>(
+          dlsym(library, "fake_cuda_allocations"));
+      f.reset = reinterpret_cast<decltype(f.reset)>(
+          dlsym(library, "fake_cuda_reset"));
+      return f;
+    }();
+    return fake;
+  }
+  bool present() const { return launchCount && launch && allocations && reset; }
+};
+
+struct Launch {
+  std::string name;
+  unsigned grid[3], block[3], sharedBytes;
+};
+
+Launch launchAt(int64_t i) {
+  Launch l;
+  const char *name = FakeCuda::get().launch(i, l.grid, l.block, &l.sharedBytes);
+  l.name = name ? name : "";
+  return l;
+}
+
+fa::TensorArg tensor(int &next, int64_t b, int64_t h, int64_t s, int64_t d) {
+  fa::TensorArg t;
+  t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * ++next);
+  int64_t sizes[4] = {b, h, s, d};
+  int64_t strides[4] = {h * s * d, s * d, d, 1};
+  std::copy(sizes, sizes + 4, t.sizes);
+  std::copy(strides, strides + 4, t.strides);
+  return t;
+}
+
+fa::TensorArg rowValues(int &next, int64_t b, int64_t h, int64_t s) {
+  fa::TensorArg t = tensor(next, b, h, s, 1);
+  t.sizes[3] = 0;
+  t.strides[0] = h * s, t.strides[1] = s, t.strides[2] = 1, t.strides[3] = 0;
+  return t;
+}
+
+class FakeDriver : public testing::Test {
+protected:
+  void SetUp() override {
+    if (!FakeCuda::get().present())
+      GTEST_SKIP() << "libcuda.so.1 is not test/FakeCuda's (run through "
+                      "ctest, which puts it on LD_LIBRARY_PATH)";
+    llvm::SmallString<128> dir;
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("fa-fake-driver", dir));
+    cacheDir = std::string(dir);
+    fa::RuntimeOptions options;
+    options.cacheDir = cacheDir;
+    ASSERT_TRUE(bool(fa::Runtime::create(options, runtime)));
+    ASSERT_TRUE(runtime->hasDriver()) << runtime->driverError();
+    FakeCuda::get().reset();
+  }
+  void TearDown() override {
+    if (!cacheDir.empty())
+      llvm::sys::fs::remove_directories(cacheDir);
+  }
+  std::string cacheDir;
+  std::unique_ptr<fa::Runtime> runtime;
+};
+
+/// The fake describes an sm_90 part with 132 SMs: the runtime targets
+/// sm_90a and launches the default forward's one plan with the compiled
+/// kernel's threads and shared memory, over a grid that covers the query
+/// tiles (or, persistent, at most one program per SM).
+TEST_F(FakeDriver, ForwardLaunchesItsPlan) {
+  EXPECT_EQ(runtime->deviceArch(), "sm_90a");
+  for (fa::ElementType dtype : {fa::ElementType::bf16, fa::ElementType::f32}) {
+    FakeCuda::get().reset();
+    int next = 0;
+    fa::AttentionArgs args;
+    args.q = tensor(next, 2, 8, 1000, 128);
+    args.k = tensor(next, 2, 2, 1000, 128);
+    args.v = tensor(next, 2, 2, 1000, 128);
+    args.o = tensor(next, 2, 8, 1000, 128);
+    args.lse = rowValues(next, 2, 8, 1000);
+    fa::KernelSpec spec;
+    spec.headDim = 128;
+    spec.dtype = dtype;
+    spec.causal = true;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    fa::Result r = runtime->forward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    fa::KernelInfo info;
+    ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
+    ASSERT_EQ(FakeCuda::get().launchCount(), 1) << info.name;
+    Launch l = launchAt(0);
+    EXPECT_EQ(l.name, info.name);
+    EXPECT_EQ(int64_t(l.block[0]) * l.block[1] * l.block[2], info.numThreads);
+    EXPECT_EQ(int64_t(l.sharedBytes), info.sharedMemoryBytes);
+    int64_t programs = int64_t(l.grid[0]) * l.grid[1] * l.grid[2];
+    int64_t tiles = (1000 + info.spec.blockM - 1) / info.spec.blockM * 8 * 2;
+    if (info.launches[0].persistent)
+      EXPECT_TRUE(programs >= 1 && programs <= 132) << programs;
+    else
+      EXPECT_EQ(programs, tiles) << info.name;
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_EQ(loaded, 1);
+    EXPECT_EQ(allocated, freed);
+  }
+}
+
+/// The backward: its plans in order (D per query tile, dK/dV per K/V tile,
+/// dQ), and every workspace it allocates freed again.
+TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
+  for (fa::ElementType dtype : {fa::ElementType::bf16, fa::ElementType::f16}) {
+    FakeCuda::get().reset();
+    int next = 0;
+    fa::AttentionBackwardArgs args;
+    args.q = tensor(next, 1, 4, 700, 128);
+    args.k = tensor(next, 1, 2, 500, 128);
+    args.v = tensor(next, 1, 2, 500, 128);
+    args.o = tensor(next, 1, 4, 700, 128);
+    args.lse = rowValues(next, 1, 4, 700);
+    args.gradOutput = tensor(next, 1, 4, 700, 128);
+    args.gradQuery = tensor(next, 1, 4, 700, 128);
+    args.gradKey = tensor(next, 1, 2, 500, 128);
+    args.gradValue = tensor(next, 1, 2, 500, 128);
+    fa::KernelSpec spec;
+    spec.headDim = 128;
+    spec.dtype = dtype;
+    spec.backward = true;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    fa::Result r = runtime->backward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    int64_t count = FakeCuda::get().launchCount();
+    ASSERT_GE(count, 3);
+    std::string first = launchAt(0).name, last = launchAt(count - 1).name;
+    EXPECT_NE(first.find("_delta"), std::string::npos) << first;
+    EXPECT_NE(launchAt(1).name.find("_dkdv"), std::string::npos)
+        << launchAt(1).name;
+    EXPECT_NE(last.find("_dq"), std::string::npos) << last;
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_GE(allocated, 1); // D and the f32 dQ accumulator
+    EXPECT_EQ(allocated, freed);
+  }
+}
+
+} // namespace
