@@ -144,10 +144,13 @@ TEST_F(FakeDriver, ForwardLaunchesItsPlan) {
   }
 }
 
-/// The backward: its plans in order (D per query tile, dK/dV per K/V tile,
-/// dQ), and every workspace it allocates freed again.
+/// The backward (wgmma, its deterministic mode, simt): its plans in order
+/// (D per query tile, dK/dV per K/V tile, dQ) over their grids, and every
+/// workspace it allocates freed again.
 TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
-  for (fa::ElementType dtype : {fa::ElementType::bf16, fa::ElementType::f16}) {
+  for (auto [dtype, deterministic] : {std::pair{fa::ElementType::bf16, false},
+                                      std::pair{fa::ElementType::f16, true},
+                                      std::pair{fa::ElementType::f32, false}}) {
     FakeCuda::get().reset();
     int next = 0;
     fa::AttentionBackwardArgs args;
@@ -164,21 +167,68 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
     spec.headDim = 128;
     spec.dtype = dtype;
     spec.backward = true;
+    spec.deterministic = deterministic;
     spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
-    int64_t count = FakeCuda::get().launchCount();
-    ASSERT_GE(count, 3);
-    std::string first = launchAt(0).name, last = launchAt(count - 1).name;
-    EXPECT_NE(first.find("_delta"), std::string::npos) << first;
-    EXPECT_NE(launchAt(1).name.find("_dkdv"), std::string::npos)
-        << launchAt(1).name;
-    EXPECT_NE(last.find("_dq"), std::string::npos) << last;
+    fa::KernelInfo info;
+    ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
+    ASSERT_EQ(FakeCuda::get().launchCount(), 3) << info.name;
+    Launch delta = launchAt(0), dkdv = launchAt(1), dq = launchAt(2);
+    EXPECT_EQ(delta.name, info.name + "_delta");
+    EXPECT_EQ(dkdv.name, info.name + "_dkdv");
+    EXPECT_EQ(dq.name, info.name + "_dq");
+    // D and dQ per query tile of each query head, dK/dV per K/V tile of
+    // each K/V head (the GQA group's query heads inside), per batch entry.
+    int64_t queryTiles = (700 + info.spec.blockM - 1) / info.spec.blockM;
+    int64_t keyTiles = (500 + info.spec.blockN - 1) / info.spec.blockN;
+    for (const Launch *l : {&delta, &dq}) {
+      EXPECT_EQ(l->grid[0], unsigned(queryTiles)) << l->name;
+      EXPECT_EQ(l->grid[1], 4u) << l->name;
+      EXPECT_EQ(l->grid[2], 1u) << l->name;
+    }
+    EXPECT_EQ(dkdv.grid[0], unsigned(keyTiles)) << dkdv.name;
+    EXPECT_EQ(dkdv.grid[1], 2u) << dkdv.name;
+    EXPECT_EQ(int64_t(dkdv.block[0]), info.numThreads) << dkdv.name;
+    EXPECT_EQ(int64_t(dkdv.sharedBytes), info.sharedMemoryBytes) << dkdv.name;
     int64_t allocated, freed, loaded;
     FakeCuda::get().allocations(&allocated, &freed, &loaded);
     EXPECT_GE(allocated, 1); // D and the f32 dQ accumulator
     EXPECT_EQ(allocated, freed);
   }
+}
+
+/// Decode (one query token a head, many keys): the keys split over parts
+/// (one program per part and K/V head, the GQA group's query heads packed
+/// into its rows), then one combine over the parts' partials, whose
+/// workspace is freed again.
+TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
+  int next = 0;
+  fa::AttentionArgs args;
+  args.q = tensor(next, 1, 32, 1, 128);
+  args.k = tensor(next, 1, 8, 4096, 128);
+  args.v = tensor(next, 1, 8, 4096, 128);
+  args.o = tensor(next, 1, 32, 1, 128);
+  args.lse = rowValues(next, 1, 32, 1);
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::bf16;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  fa::Result r = runtime->forward(spec, args);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(FakeCuda::get().launchCount(), 2);
+  Launch split = launchAt(0), combine = launchAt(1);
+  EXPECT_NE(split.name.find("_splitkv"), std::string::npos) << split.name;
+  EXPECT_EQ(split.name.substr(split.name.size() - 6), "_split");
+  EXPECT_EQ(combine.name.substr(combine.name.size() - 8), "_combine");
+  EXPECT_EQ(split.grid[1], 8u) << "a program per K/V head";
+  EXPECT_GE(split.grid[2], 2u) << "parts";
+  EXPECT_EQ(combine.grid[1], 8u);
+  EXPECT_EQ(combine.grid[2], 1u);
+  int64_t allocated, freed, loaded;
+  FakeCuda::get().allocations(&allocated, &freed, &loaded);
+  EXPECT_EQ(allocated, 1); // the parts' O and LSE
+  EXPECT_EQ(freed, 1);
 }
 
 } // namespace
