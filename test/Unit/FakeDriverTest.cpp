@@ -198,6 +198,43 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
   }
 }
 
+/// FP8 (e4m3 Q, K, V with their descales, a bf16 O): the wgmma kernel's
+/// plan, its 8-bit tensor maps and descale operands accepted by the
+/// launch path.
+TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
+  int next = 0;
+  fa::AttentionArgs args;
+  args.q = tensor(next, 2, 8, 700, 128);
+  args.k = tensor(next, 2, 2, 900, 128);
+  args.v = tensor(next, 2, 2, 900, 128);
+  args.o = tensor(next, 2, 8, 700, 128);
+  args.lse = rowValues(next, 2, 8, 700);
+  // Descales f32 [B, Hkv].
+  for (fa::TensorArg *descale :
+       {&args.qDescale, &args.kDescale, &args.vDescale}) {
+    *descale = tensor(next, 2, 2, 1, 1);
+    descale->sizes[2] = descale->sizes[3] = 0;
+    descale->strides[0] = 2, descale->strides[1] = 1;
+    descale->strides[2] = descale->strides[3] = 0;
+  }
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::e4m3;
+  spec.outDtype = fa::ElementType::bf16;
+  spec.causal = true;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  fa::Result r = runtime->forward(spec, args);
+  ASSERT_TRUE(bool(r)) << r.message;
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
+  ASSERT_EQ(FakeCuda::get().launchCount(), 1) << info.name;
+  Launch l = launchAt(0);
+  EXPECT_EQ(l.name, info.name);
+  EXPECT_NE(l.name.find("_e4m3_"), std::string::npos) << l.name;
+  EXPECT_EQ(int64_t(l.block[0]), info.numThreads);
+  EXPECT_EQ(int64_t(l.sharedBytes), info.sharedMemoryBytes);
+}
+
 /// Decode (one query token a head, many keys): the keys split over parts
 /// (one program per part and K/V head, the GQA group's query heads packed
 /// into its rows), then one combine over the parts' partials, whose
