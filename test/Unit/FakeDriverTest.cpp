@@ -235,6 +235,48 @@ TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
   EXPECT_EQ(int64_t(l.sharedBytes), info.sharedMemoryBytes);
 }
 
+/// A packed varlen batch (3 sequences of at most 300 rows and 400 keys):
+/// the grid covers the longest sequence's query tiles for every sequence
+/// and query head, whatever the offsets hold (the runtime never reads
+/// them).
+TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
+  int next = 0;
+  fa::AttentionArgs args;
+  args.q = tensor(next, 1, 8, 600, 64);
+  args.k = tensor(next, 1, 2, 800, 64);
+  args.v = tensor(next, 1, 2, 800, 64);
+  args.o = tensor(next, 1, 8, 600, 64);
+  args.lse = rowValues(next, 1, 8, 600);
+  for (fa::TensorArg *offsets : {&args.cuSeqlensQ, &args.cuSeqlensK}) {
+    *offsets = tensor(next, 4, 1, 1, 1);
+    offsets->sizes[1] = offsets->sizes[2] = offsets->sizes[3] = 0;
+    offsets->strides[0] = 1;
+    offsets->strides[1] = offsets->strides[2] = offsets->strides[3] = 0;
+  }
+  args.maxSeqlenQ = 300;
+  args.maxSeqlenK = 400;
+  fa::KernelSpec spec;
+  spec.headDim = 64;
+  spec.dtype = fa::ElementType::f16;
+  spec.causal = true;
+  spec.varlen = true;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  fa::Result r = runtime->forward(spec, args);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(FakeCuda::get().launchCount(), 1);
+  Launch l = launchAt(0);
+  EXPECT_NE(l.name.find("_varlen"), std::string::npos) << l.name;
+  fa::KernelInfo info;
+  ASSERT_TRUE(bool(runtime->prepare(spec, &info, 512)));
+  EXPECT_EQ(l.name, info.name);
+  int64_t programs = int64_t(l.grid[0]) * l.grid[1] * l.grid[2];
+  int64_t tiles = (300 + info.spec.blockM - 1) / info.spec.blockM * 3 * 8;
+  if (info.launches[0].persistent)
+    EXPECT_TRUE(programs >= 1 && programs <= 132) << programs;
+  else
+    EXPECT_EQ(programs, tiles) << l.name;
+}
+
 /// Decode (one query token a head, many keys): the keys split over parts
 /// (one program per part and K/V head, the GQA group's query heads packed
 /// into its rows), then one combine over the parts' partials, whose
