@@ -277,6 +277,50 @@ TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
     EXPECT_EQ(programs, tiles) << l.name;
 }
 
+/// A paged KV cache (pages of 256 keys, 4 pages an entry, each entry's
+/// filled length in kv_lens): decode reads the pages through the table,
+/// split over the keys, then combined.
+TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
+  int next = 0;
+  fa::AttentionArgs args;
+  args.q = tensor(next, 4, 32, 1, 128);
+  args.k = tensor(next, 16, 8, 256, 128); // the pool of pages
+  args.v = tensor(next, 16, 8, 256, 128);
+  args.o = tensor(next, 4, 32, 1, 128);
+  args.lse = rowValues(next, 4, 32, 1);
+  args.blockTable = tensor(next, 4, 4, 1, 1);
+  args.blockTable.sizes[2] = args.blockTable.sizes[3] = 0;
+  args.blockTable.strides[0] = 4, args.blockTable.strides[1] = 1;
+  args.blockTable.strides[2] = args.blockTable.strides[3] = 0;
+  args.kvLens = tensor(next, 4, 1, 1, 1);
+  args.kvLens.sizes[1] = args.kvLens.sizes[2] = args.kvLens.sizes[3] = 0;
+  args.kvLens.strides[0] = 1;
+  args.kvLens.strides[1] = args.kvLens.strides[2] = args.kvLens.strides[3] = 0;
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::bf16;
+  spec.pagedKv = true;
+  spec.kvLens = true;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  fa::Result r = runtime->forward(spec, args);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(FakeCuda::get().launchCount(), 2);
+  Launch split = launchAt(0), combine = launchAt(1);
+  for (const Launch *l : {&split, &combine})
+    EXPECT_NE(l->name.find("_kvlens_paged_splitkv"), std::string::npos)
+        << l->name;
+  EXPECT_EQ(split.name.substr(split.name.size() - 6), "_split");
+  EXPECT_EQ(combine.name.substr(combine.name.size() - 8), "_combine");
+  EXPECT_EQ(split.grid[1], 8u) << "a program per K/V head";
+  EXPECT_EQ(split.grid[2] % 4, 0u) << "parts x batch entries";
+  EXPECT_GE(split.grid[2], 8u) << "at least two parts an entry";
+  EXPECT_EQ(combine.grid[1], 8u);
+  EXPECT_EQ(combine.grid[2], 4u) << "a program per batch entry";
+  int64_t allocated, freed, loaded;
+  FakeCuda::get().allocations(&allocated, &freed, &loaded);
+  EXPECT_EQ(allocated, freed);
+}
+
 /// Decode (one query token a head, many keys): the keys split over parts
 /// (one program per part and K/V head, the GQA group's query heads packed
 /// into its rows), then one combine over the parts' partials, whose
