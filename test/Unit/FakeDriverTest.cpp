@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Strategy/SpecRules.h"
 #include "runtime/Runtime.h"
+#include "runtime/fa_runtime.h"
 
 #include "llvm/Support/FileSystem.h"
 #include <gtest/gtest.h>
@@ -319,6 +320,46 @@ TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
   int64_t allocated, freed, loaded;
   FakeCuda::get().allocations(&allocated, &freed, &loaded);
   EXPECT_EQ(allocated, freed);
+}
+
+/// The C ABI's whole path: a forward with attention sinks through
+/// fa_attention_forward_ex (the versioned config and extras read by their
+/// struct_size), launched once.
+TEST_F(FakeDriver, CApiForwardWithSinks) {
+  fa_runtime *c = nullptr;
+  ASSERT_EQ(fa_runtime_create(cacheDir.c_str(), 0, &c), FA_OK)
+      << fa_last_error();
+  ASSERT_TRUE(fa_runtime_has_driver(c));
+  int next = 0;
+  auto describe = [](const fa::TensorArg &t) {
+    fa_tensor d{};
+    d.data = t.data;
+    std::copy(t.sizes, t.sizes + 4, d.sizes);
+    std::copy(t.strides, t.strides + 4, d.strides);
+    return d;
+  };
+  fa_tensor q = describe(tensor(next, 1, 8, 300, 64));
+  fa_tensor k = describe(tensor(next, 1, 8, 300, 64));
+  fa_tensor v = describe(tensor(next, 1, 8, 300, 64));
+  fa_tensor o = describe(tensor(next, 1, 8, 300, 64));
+  fa_tensor lse = describe(rowValues(next, 1, 8, 300));
+  fa_tensor sinks = describe(tensor(next, 8, 1, 1, 1));
+  std::fill(sinks.sizes + 1, sinks.sizes + 4, 0);
+  sinks.strides[0] = 1;
+  std::fill(sinks.strides + 1, sinks.strides + 4, 0);
+  fa_kernel_config config{};
+  config.struct_size = sizeof(config);
+  fa_attention_extras extras{};
+  extras.struct_size = sizeof(extras);
+  extras.sinks = &sinks;
+  ASSERT_EQ(fa_attention_forward_ex(c, &q, &k, &v, &o, &lse, &extras, FA_F16, 1,
+                                    0.0, &config, nullptr),
+            FA_OK)
+      << fa_last_error();
+  ASSERT_EQ(FakeCuda::get().launchCount(), 1);
+  EXPECT_NE(launchAt(0).name.find("_sinks"), std::string::npos)
+      << launchAt(0).name;
+  fa_runtime_destroy(c);
 }
 
 /// Decode (one query token a head, many keys): the keys split over parts
