@@ -140,6 +140,23 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
                                  causal, scale, config, stream);
 }
 
+/// A call's config and extras read by their struct_size into the copies,
+/// the pointers then pointing at them (NULL stays NULL); "" or why not.
+static std::string readVersioned(const fa_kernel_config *&config,
+                                 fa_kernel_config &configCopy,
+                                 const fa_attention_extras *&extras,
+                                 fa_attention_extras &extrasCopy) {
+  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+    return error;
+  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
+    return error;
+  if (config)
+    config = &configCopy;
+  if (extras)
+    extras = &extrasCopy;
+  return "";
+}
+
 /// The forward's request from the C arguments (varlen: with the offsets).
 static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
                               const fa_tensor *k, const fa_tensor *v,
@@ -157,14 +174,9 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     return invalid("a tensor descriptor is a null pointer");
   fa_kernel_config configCopy;
   fa_attention_extras extrasCopy;
-  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+  if (std::string error = readVersioned(config, configCopy, extras, extrasCopy);
+      !error.empty())
     return invalid(error.c_str());
-  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
-    return invalid(error.c_str());
-  if (config)
-    config = &configCopy;
-  if (extras)
-    extras = &extrasCopy;
   fa::KernelSpec spec;
   if (std::string error =
           fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
@@ -332,14 +344,9 @@ static fa_status backwardFromC(
     return invalid("a tensor descriptor is a null pointer");
   fa_kernel_config configCopy;
   fa_attention_extras extrasCopy;
-  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+  if (std::string error = readVersioned(config, configCopy, extras, extrasCopy);
+      !error.empty())
     return invalid(error.c_str());
-  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
-    return invalid(error.c_str());
-  if (config)
-    config = &configCopy;
-  if (extras)
-    extras = &extrasCopy;
   fa::KernelSpec spec;
   if (std::string error =
           fa::specFromC(q->sizes[3], dtype, causal, scale, config, spec);
@@ -421,14 +428,9 @@ fa_status fa_compute_block_mask(fa_runtime *runtime, const fa_tensor *q,
     return invalid("a tensor descriptor is a null pointer");
   fa_kernel_config configCopy;
   fa_attention_extras extrasCopy;
-  if (std::string error = fa::configFromC(config, configCopy); !error.empty())
+  if (std::string error = readVersioned(config, configCopy, extras, extrasCopy);
+      !error.empty())
     return invalid(error.c_str());
-  if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
-    return invalid(error.c_str());
-  if (config)
-    config = &configCopy;
-  if (extras)
-    extras = &extrasCopy;
   if (extras && (extras->sinks || extras->grad_sinks || extras->key_ranges ||
                  extras->query_ranges))
     return invalid("fa_compute_block_mask takes the mask_mod's captured "

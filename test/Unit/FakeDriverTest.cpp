@@ -80,6 +80,20 @@ fa::TensorArg rowValues(int &next, int64_t b, int64_t h, int64_t s) {
   return t;
 }
 
+/// A forward's Q, K, V, O and LSE: B x Hq query rows Sq, B x Hkv keys Sk
+/// (kvBatch entries of them: a paged cache's pool), head dim D.
+fa::AttentionArgs forwardArgs(int &next, int64_t b, int64_t hq, int64_t hkv,
+                              int64_t sq, int64_t sk, int64_t d,
+                              int64_t kvBatch = 0) {
+  fa::AttentionArgs args;
+  args.q = tensor(next, b, hq, sq, d);
+  args.k = tensor(next, kvBatch ? kvBatch : b, hkv, sk, d);
+  args.v = tensor(next, kvBatch ? kvBatch : b, hkv, sk, d);
+  args.o = tensor(next, b, hq, sq, d);
+  args.lse = rowValues(next, b, hq, sq);
+  return args;
+}
+
 class FakeDriver : public testing::Test {
 protected:
   void SetUp() override {
@@ -112,12 +126,7 @@ TEST_F(FakeDriver, ForwardLaunchesItsPlan) {
   for (fa::ElementType dtype : {fa::ElementType::bf16, fa::ElementType::f32}) {
     FakeCuda::get().reset();
     int next = 0;
-    fa::AttentionArgs args;
-    args.q = tensor(next, 2, 8, 1000, 128);
-    args.k = tensor(next, 2, 2, 1000, 128);
-    args.v = tensor(next, 2, 2, 1000, 128);
-    args.o = tensor(next, 2, 8, 1000, 128);
-    args.lse = rowValues(next, 2, 8, 1000);
+    fa::AttentionArgs args = forwardArgs(next, 2, 8, 2, 1000, 1000, 128);
     fa::KernelSpec spec;
     spec.headDim = 128;
     spec.dtype = dtype;
@@ -204,12 +213,7 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
 /// launch path.
 TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
   int next = 0;
-  fa::AttentionArgs args;
-  args.q = tensor(next, 2, 8, 700, 128);
-  args.k = tensor(next, 2, 2, 900, 128);
-  args.v = tensor(next, 2, 2, 900, 128);
-  args.o = tensor(next, 2, 8, 700, 128);
-  args.lse = rowValues(next, 2, 8, 700);
+  fa::AttentionArgs args = forwardArgs(next, 2, 8, 2, 700, 900, 128);
   // Descales f32 [B, Hkv].
   for (fa::TensorArg *descale :
        {&args.qDescale, &args.kDescale, &args.vDescale}) {
@@ -242,12 +246,7 @@ TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
 /// them).
 TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
   int next = 0;
-  fa::AttentionArgs args;
-  args.q = tensor(next, 1, 8, 600, 64);
-  args.k = tensor(next, 1, 2, 800, 64);
-  args.v = tensor(next, 1, 2, 800, 64);
-  args.o = tensor(next, 1, 8, 600, 64);
-  args.lse = rowValues(next, 1, 8, 600);
+  fa::AttentionArgs args = forwardArgs(next, 1, 8, 2, 600, 800, 64);
   for (fa::TensorArg *offsets : {&args.cuSeqlensQ, &args.cuSeqlensK}) {
     *offsets = tensor(next, 4, 1, 1, 1);
     offsets->sizes[1] = offsets->sizes[2] = offsets->sizes[3] = 0;
@@ -283,12 +282,9 @@ TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
 /// split over the keys, then combined.
 TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
   int next = 0;
-  fa::AttentionArgs args;
-  args.q = tensor(next, 4, 32, 1, 128);
-  args.k = tensor(next, 16, 8, 256, 128); // the pool of pages
-  args.v = tensor(next, 16, 8, 256, 128);
-  args.o = tensor(next, 4, 32, 1, 128);
-  args.lse = rowValues(next, 4, 32, 1);
+  // the pool of pages
+  fa::AttentionArgs args =
+      forwardArgs(next, 4, 32, 8, 1, 256, 128, /*kvBatch=*/16);
   args.blockTable = tensor(next, 4, 4, 1, 1);
   args.blockTable.sizes[2] = args.blockTable.sizes[3] = 0;
   args.blockTable.strides[0] = 4, args.blockTable.strides[1] = 1;
@@ -368,12 +364,7 @@ TEST_F(FakeDriver, CApiForwardWithSinks) {
 /// workspace is freed again.
 TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   int next = 0;
-  fa::AttentionArgs args;
-  args.q = tensor(next, 1, 32, 1, 128);
-  args.k = tensor(next, 1, 8, 4096, 128);
-  args.v = tensor(next, 1, 8, 4096, 128);
-  args.o = tensor(next, 1, 32, 1, 128);
-  args.lse = rowValues(next, 1, 32, 1);
+  fa::AttentionArgs args = forwardArgs(next, 1, 32, 8, 1, 4096, 128);
   fa::KernelSpec spec;
   spec.headDim = 128;
   spec.dtype = fa::ElementType::bf16;
