@@ -113,6 +113,22 @@ protected:
     if (!cacheDir.empty())
       llvm::sys::fs::remove_directories(cacheDir);
   }
+  /// Runs the forward of `spec` on `args` and checks its one launch
+  /// against the kernel prepare() gives the request at `length`: its name,
+  /// threads and shared memory.
+  void launchOnce(const fa::KernelSpec &spec, const fa::AttentionArgs &args,
+                  int64_t length, Launch &launch, fa::KernelInfo &info) {
+    fa::Result r = runtime->forward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    ASSERT_TRUE(bool(runtime->prepare(spec, &info, length)));
+    ASSERT_EQ(FakeCuda::get().launchCount(), 1) << info.name;
+    launch = launchAt(0);
+    EXPECT_EQ(launch.name, info.name);
+    EXPECT_EQ(int64_t(launch.block[0]) * launch.block[1] * launch.block[2],
+              info.numThreads);
+    EXPECT_EQ(int64_t(launch.sharedBytes), info.sharedMemoryBytes);
+  }
+
   std::string cacheDir;
   std::unique_ptr<fa::Runtime> runtime;
 };
@@ -132,15 +148,11 @@ TEST_F(FakeDriver, ForwardLaunchesItsPlan) {
     spec.dtype = dtype;
     spec.causal = true;
     spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-    fa::Result r = runtime->forward(spec, args);
-    ASSERT_TRUE(bool(r)) << r.message;
+    Launch l;
     fa::KernelInfo info;
-    ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
-    ASSERT_EQ(FakeCuda::get().launchCount(), 1) << info.name;
-    Launch l = launchAt(0);
-    EXPECT_EQ(l.name, info.name);
-    EXPECT_EQ(int64_t(l.block[0]) * l.block[1] * l.block[2], info.numThreads);
-    EXPECT_EQ(int64_t(l.sharedBytes), info.sharedMemoryBytes);
+    launchOnce(spec, args, 1024, l, info);
+    if (HasFatalFailure())
+      return;
     int64_t programs = int64_t(l.grid[0]) * l.grid[1] * l.grid[2];
     int64_t tiles = (1000 + info.spec.blockM - 1) / info.spec.blockM * 8 * 2;
     if (info.launches[0].persistent)
@@ -228,16 +240,12 @@ TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
   spec.outDtype = fa::ElementType::bf16;
   spec.causal = true;
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-  fa::Result r = runtime->forward(spec, args);
-  ASSERT_TRUE(bool(r)) << r.message;
+  Launch l;
   fa::KernelInfo info;
-  ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
-  ASSERT_EQ(FakeCuda::get().launchCount(), 1) << info.name;
-  Launch l = launchAt(0);
-  EXPECT_EQ(l.name, info.name);
+  launchOnce(spec, args, 1024, l, info);
+  if (HasFatalFailure())
+    return;
   EXPECT_NE(l.name.find("_e4m3_"), std::string::npos) << l.name;
-  EXPECT_EQ(int64_t(l.block[0]), info.numThreads);
-  EXPECT_EQ(int64_t(l.sharedBytes), info.sharedMemoryBytes);
 }
 
 /// A packed varlen batch (3 sequences of at most 300 rows and 400 keys):
@@ -261,14 +269,12 @@ TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
   spec.causal = true;
   spec.varlen = true;
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
-  fa::Result r = runtime->forward(spec, args);
-  ASSERT_TRUE(bool(r)) << r.message;
-  ASSERT_EQ(FakeCuda::get().launchCount(), 1);
-  Launch l = launchAt(0);
-  EXPECT_NE(l.name.find("_varlen"), std::string::npos) << l.name;
+  Launch l;
   fa::KernelInfo info;
-  ASSERT_TRUE(bool(runtime->prepare(spec, &info, 512)));
-  EXPECT_EQ(l.name, info.name);
+  launchOnce(spec, args, 512, l, info);
+  if (HasFatalFailure())
+    return;
+  EXPECT_NE(l.name.find("_varlen"), std::string::npos) << l.name;
   int64_t programs = int64_t(l.grid[0]) * l.grid[1] * l.grid[2];
   int64_t tiles = (300 + info.spec.blockM - 1) / info.spec.blockM * 3 * 8;
   if (info.launches[0].persistent)
@@ -282,7 +288,7 @@ TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
 /// split over the keys, then combined.
 TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
   int next = 0;
-  // the pool of pages
+  // K and V: a pool of 16 pages of 256 keys.
   fa::AttentionArgs args =
       forwardArgs(next, 4, 32, 8, 1, 256, 128, /*kvBatch=*/16);
   args.blockTable = tensor(next, 4, 4, 1, 1);
