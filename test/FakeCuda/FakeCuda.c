@@ -28,6 +28,10 @@ typedef struct fake_launch {
 } fake_launch;
 
 static fake_launch launches[FAKE_MAX_LAUNCHES];
+/* An injected failure: the `fail_after`-th next call (0 = the next) of the
+   function named fail_name returns an error. */
+static char fail_name[64];
+static int64_t fail_after = -1;
 static int64_t launch_count, allocations, frees, modules_loaded;
 static uint64_t next_address = 0x7f0000000000ull;
 static int context_token, module_token;
@@ -54,6 +58,18 @@ fake_cuda_allocations(int64_t *allocated, int64_t *freed, int64_t *loaded) {
 }
 __attribute__((visibility("default"))) void fake_cuda_reset(void) {
   launch_count = allocations = frees = modules_loaded = 0;
+  fail_after = -1;
+}
+/* Makes the `after`-th next call of `name` (0 = the next) fail. */
+__attribute__((visibility("default"))) void fake_cuda_fail(const char *name,
+                                                           int64_t after) {
+  strncpy(fail_name, name, sizeof(fail_name) - 1);
+  fail_after = after;
+}
+static int fails(const char *name) {
+  if (fail_after < 0 || strcmp(name, fail_name) != 0)
+    return 0;
+  return fail_after-- == 0;
 }
 
 CUresult cuInit(unsigned flags) {
@@ -115,7 +131,7 @@ CUresult cuCtxGetCurrent(CUcontext *context) {
 CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   /* A cubin (ELF) or PTX text, as the runtime passes them. */
-  if (!image)
+  if (!image || fails("cuModuleLoadData"))
     return CUDA_ERROR_INVALID_IMAGE;
   ++modules_loaded;
   *module = (CUmodule)&module_token;
@@ -164,6 +180,8 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
   (void)extra;
   if (!function || !params)
     return CUDA_ERROR_INVALID_VALUE;
+  if (fails("cuLaunchKernel"))
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   if (launch_count < FAKE_MAX_LAUNCHES) {
     fake_launch *l = &launches[launch_count];
     memcpy(l->name, ((fake_function *)function)->name, FAKE_NAME_BYTES);
@@ -185,6 +203,8 @@ CUresult cuGetErrorString(CUresult error, const char **text) {
   return CUDA_SUCCESS;
 }
 static CUresult allocate(CUdeviceptr *pointer, size_t bytes) {
+  if (fails("cuMemAlloc"))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   ++allocations;
   *pointer = (CUdeviceptr)next_address;
   next_address += (bytes + 4095) / 4096 * 4096 + 4096;

@@ -30,6 +30,7 @@ struct FakeCuda {
   const char *(*launch)(int64_t, unsigned *, unsigned *, unsigned *) = nullptr;
   void (*allocations)(int64_t *, int64_t *, int64_t *) = nullptr;
   void (*reset)() = nullptr;
+  void (*fail)(const char *, int64_t) = nullptr;
 
   static const FakeCuda &get() {
     static const FakeCuda fake = [] {
@@ -45,11 +46,15 @@ struct FakeCuda {
           dlsym(library, "fake_cuda_allocations"));
       f.reset = reinterpret_cast<decltype(f.reset)>(
           dlsym(library, "fake_cuda_reset"));
+      f.fail =
+          reinterpret_cast<decltype(f.fail)>(dlsym(library, "fake_cuda_fail"));
       return f;
     }();
     return fake;
   }
-  bool present() const { return launchCount && launch && allocations && reset; }
+  bool present() const {
+    return launchCount && launch && allocations && reset && fail;
+  }
 };
 
 struct Launch {
@@ -398,6 +403,53 @@ TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   FakeCuda::get().allocations(&allocated, &freed, &loaded);
   EXPECT_EQ(allocated, 1); // the parts' O and LSE
   EXPECT_EQ(freed, 1);
+}
+
+/// A driver call that fails mid-request is an error naming the call, and
+/// what the request allocated is freed again: a launch of the backward
+/// (after D's, with the workspace allocated), the workspace's own
+/// allocation, a module load. The runtime then serves the next request.
+TEST_F(FakeDriver, DriverFailuresAreReportedAndCleanedUp) {
+  int next = 0;
+  fa::AttentionBackwardArgs args;
+  fa::AttentionArgs forward = forwardArgs(next, 1, 4, 2, 300, 300, 64);
+  args.q = forward.q, args.k = forward.k, args.v = forward.v;
+  args.o = forward.o, args.lse = forward.lse;
+  args.gradOutput = tensor(next, 1, 4, 300, 64);
+  args.gradQuery = tensor(next, 1, 4, 300, 64);
+  args.gradKey = tensor(next, 1, 2, 300, 64);
+  args.gradValue = tensor(next, 1, 2, 300, 64);
+  fa::KernelSpec spec = defaultsFor(64, fa::ElementType::bf16, true);
+  spec.backward = true;
+  struct Injected {
+    const char *function;
+    int64_t after;
+    const char *named;
+  };
+  for (Injected injected : {Injected{"cuLaunchKernel", 1, "cuLaunchKernel"},
+                            Injected{"cuMemAlloc", 0, "cuMemAllocAsync"},
+                            Injected{"cuModuleLoadData", 0, "cuModuleLoad"}}) {
+    SCOPED_TRACE(injected.function);
+    // A fresh runtime: the module load happens on its first request.
+    fa::RuntimeOptions options;
+    options.cacheDir = cacheDir;
+    std::unique_ptr<fa::Runtime> fresh;
+    ASSERT_TRUE(bool(fa::Runtime::create(options, fresh)));
+    FakeCuda::get().reset();
+    FakeCuda::get().fail(injected.function, injected.after);
+    fa::Result r = fresh->backward(spec, args);
+    ASSERT_FALSE(bool(r));
+    EXPECT_EQ(r.status, fa::Status::cudaError) << r.message;
+    EXPECT_NE(r.message.find(injected.named), std::string::npos) << r.message;
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_EQ(allocated, freed);
+    // The failure was the call's, not the runtime's state.
+    FakeCuda::get().reset();
+    r = fresh->backward(spec, args);
+    EXPECT_TRUE(bool(r)) << r.message;
+    EXPECT_EQ(FakeCuda::get().launchCount(), 3);
+  }
 }
 
 } // namespace
