@@ -303,7 +303,8 @@ CUresult cuTensorMapEncodeTiled(
   (void)promotion;
   (void)fill;
   /* The driver's own limits that the runtime must respect. */
-  if (rank < 1 || rank > 5 || ((uintptr_t)address & 15) != 0)
+  if (rank < 1 || rank > 5 || ((uintptr_t)address & 15) != 0 ||
+      fails("cuTensorMapEncodeTiled"))
     return CUDA_ERROR_INVALID_VALUE;
   memset(map, 0, sizeof(*map));
   return CUDA_SUCCESS;

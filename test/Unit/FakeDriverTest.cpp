@@ -452,4 +452,35 @@ TEST_F(FakeDriver, DriverFailuresAreReportedAndCleanedUp) {
   }
 }
 
+/// The same for a decode: its combine's launch fails after the parts ran
+/// (their partials' workspace allocated), or a tensor map of the wgmma
+/// forward cannot be encoded.
+TEST_F(FakeDriver, ForwardFailuresAreReportedAndCleanedUp) {
+  int next = 0;
+  fa::AttentionArgs decode = forwardArgs(next, 1, 32, 8, 1, 4096, 128);
+  fa::AttentionArgs prefill = forwardArgs(next, 2, 8, 2, 1000, 1000, 128);
+  fa::KernelSpec spec = defaultsFor(128, fa::ElementType::bf16, false);
+  struct Injected {
+    const char *function;
+    int64_t after;
+    fa::AttentionArgs *args;
+  };
+  for (Injected injected : {Injected{"cuLaunchKernel", 1, &decode},
+                            Injected{"cuTensorMapEncodeTiled", 0, &prefill}}) {
+    SCOPED_TRACE(injected.function);
+    fa::Result r = runtime->forward(spec, *injected.args);
+    ASSERT_TRUE(bool(r)) << r.message; // compiled and loaded first
+    FakeCuda::get().reset();
+    FakeCuda::get().fail(injected.function, injected.after);
+    r = runtime->forward(spec, *injected.args);
+    ASSERT_FALSE(bool(r));
+    EXPECT_EQ(r.status, fa::Status::cudaError) << r.message;
+    EXPECT_NE(r.message.find(injected.function), std::string::npos)
+        << r.message;
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_EQ(allocated, freed);
+  }
+}
+
 } // namespace
