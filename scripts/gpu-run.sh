@@ -175,8 +175,10 @@ for step in $steps; do
     # back to back (D=128, S=4k and 16k; FA_CLOCK_ARGS adds arguments).
     run clock-probe python3 bench/clock_probe.py ${FA_CLOCK_ARGS:-} ;;
   host-overhead)
-    # CPU time per call of fa.attention and of SDPA (D=128, S=4k).
-    run host-overhead python3 bench/bench_attention.py --host-overhead ;;
+    # CPU time per call of fa.attention and of SDPA (D=128, S=4k); then per
+    # C ABI call, without Python (fa-host-overhead, the real driver).
+    run host-overhead python3 bench/bench_attention.py --host-overhead
+    run host-overhead-c /tmp/fa-bin/fa-host-overhead 20000 ;;
   bench-backward | all)
     run bench-backward python3 bench/bench_backward.py \
       --json "$OUT/bench-backward.json" ${FA_BENCH_BACKWARD_ARGS:-} ;;&

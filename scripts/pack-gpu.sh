@@ -2,7 +2,8 @@
 # Builds the GPU-facing binaries with static MLIR/LLVM (build-static/),
 # strips and xz-compresses them into .gpu/ (git-ignored), for the device
 # tool to carry: fa-gpu-tests, libfa_runtime.so (the Python binding's
-# library, JIT compiler included) and fa-sweep (its timed mode).
+# library, JIT compiler included), fa-sweep (its timed mode) and
+# fa-host-overhead (host time per C ABI call; it links libfa_runtime.so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -f build-static/build.ninja ]; then
@@ -10,11 +11,12 @@ if [ ! -f build-static/build.ninja ]; then
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-22 \
     -DCMAKE_CXX_COMPILER=clang++-22 >/dev/null
 fi
-ninja -C build-static -j "${FA_JOBS:-2}" fa-gpu-tests fa_runtime fa-sweep
+ninja -C build-static -j "${FA_JOBS:-2}" fa-gpu-tests fa_runtime fa-sweep \
+  fa-host-overhead
 mkdir -p .gpu
 rm -f .gpu/*.xz .gpu/*.cubin
 for f in build-static/test/Gpu/fa-gpu-tests build-static/lib/libfa_runtime.so \
-  build-static/bin/fa-sweep; do
+  build-static/bin/fa-sweep build-static/bin/fa-host-overhead; do
   strip -o "/tmp/$(basename "$f")" "$f"
   xz -T2 -6 -c "/tmp/$(basename "$f")" > ".gpu/$(basename "$f").xz"
 done
