@@ -1,13 +1,13 @@
 //===- FakeDriverTest.cpp - The runtime's launch path without a GPU -------===//
 //
 // Runs against test/FakeCuda's libcuda.so.1 (ctest puts it first on the
-// library path): a fake H200 that records the launches. What a machine
-// without a GPU otherwise never runs: the device query, module loads, the
-// launch plans' grids, blocks and shared memory, the backward's launch
-// order and its workspace's allocations.
+// library path): a fake H200 that records the launches and fails a call on
+// request. What a machine without a GPU otherwise never runs: the device
+// query, module loads, the launch plans' grids, blocks and shared memory,
+// the backward's launch order, workspaces allocated and freed, and the
+// driver's failures reported and cleaned up.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/Strategy/SpecRules.h"
 #include "runtime/Runtime.h"
 #include "runtime/fa_runtime.h"
 
