@@ -5,8 +5,10 @@
 |* load, argument packing, workspace allocation, launches) on a machine with *|
 |* no GPU. It describes one H200 (sm_90, 132 SMs, 227 KB of shared memory a  *|
 |* block), hands out distinct fake device addresses that are never           *|
-|* dereferenced, copies nothing, and records every launch so that a test    *|
-|* can read what the runtime asked for (fake_cuda_* below).                  *|
+|* dereferenced, copies nothing, records the first 64 launches so that a    *|
+|* test can read what the runtime asked for, and fails a chosen call on     *|
+|* request (fake_cuda_* below). One thread at a time; function handles live *|
+|* until the process ends.                                                    *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 #include <cuda.h>
