@@ -142,10 +142,10 @@ fa_status fa_attention_forward(fa_runtime *runtime, const fa_tensor *q,
 
 /// A call's config and extras read by their struct_size into the copies,
 /// the pointers then pointing at them (NULL stays NULL); "" or why not.
-static std::string readVersioned(const fa_kernel_config *&config,
-                                 fa_kernel_config &configCopy,
-                                 const fa_attention_extras *&extras,
-                                 fa_attention_extras &extrasCopy) {
+static std::string readConfigAndExtras(const fa_kernel_config *&config,
+                                       fa_kernel_config &configCopy,
+                                       const fa_attention_extras *&extras,
+                                       fa_attention_extras &extrasCopy) {
   if (std::string error = fa::configFromC(config, configCopy); !error.empty())
     return error;
   if (std::string error = fa::extrasFromC(extras, extrasCopy); !error.empty())
@@ -174,7 +174,8 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     return invalid("a tensor descriptor is a null pointer");
   fa_kernel_config configCopy;
   fa_attention_extras extrasCopy;
-  if (std::string error = readVersioned(config, configCopy, extras, extrasCopy);
+  if (std::string error =
+          readConfigAndExtras(config, configCopy, extras, extrasCopy);
       !error.empty())
     return invalid(error.c_str());
   fa::KernelSpec spec;
@@ -344,7 +345,8 @@ static fa_status backwardFromC(
     return invalid("a tensor descriptor is a null pointer");
   fa_kernel_config configCopy;
   fa_attention_extras extrasCopy;
-  if (std::string error = readVersioned(config, configCopy, extras, extrasCopy);
+  if (std::string error =
+          readConfigAndExtras(config, configCopy, extras, extrasCopy);
       !error.empty())
     return invalid(error.c_str());
   fa::KernelSpec spec;
@@ -428,7 +430,8 @@ fa_status fa_compute_block_mask(fa_runtime *runtime, const fa_tensor *q,
     return invalid("a tensor descriptor is a null pointer");
   fa_kernel_config configCopy;
   fa_attention_extras extrasCopy;
-  if (std::string error = readVersioned(config, configCopy, extras, extrasCopy);
+  if (std::string error =
+          readConfigAndExtras(config, configCopy, extras, extrasCopy);
       !error.empty())
     return invalid(error.c_str());
   if (extras && (extras->sinks || extras->grad_sinks || extras->key_ranges ||

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Runtime.h"
 #include "runtime/fa_runtime.h"
+#include "test/Common/FakeTensors.h"
 
 #include "llvm/Support/FileSystem.h"
 #include <gtest/gtest.h>
@@ -69,18 +70,10 @@ Launch launchAt(int64_t i) {
   return l;
 }
 
-fa::TensorArg tensor(int &next, int64_t b, int64_t h, int64_t s, int64_t d) {
-  fa::TensorArg t;
-  t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * ++next);
-  int64_t sizes[4] = {b, h, s, d};
-  int64_t strides[4] = {h * s * d, s * d, d, 1};
-  std::copy(sizes, sizes + 4, t.sizes);
-  std::copy(strides, strides + 4, t.strides);
-  return t;
-}
+using fa::test::fakeTensor;
 
 fa::TensorArg rowValues(int &next, int64_t b, int64_t h, int64_t s) {
-  fa::TensorArg t = tensor(next, b, h, s, 1);
+  fa::TensorArg t = fakeTensor(next, b, h, s, 1);
   t.sizes[3] = 0;
   t.strides[0] = h * s, t.strides[1] = s, t.strides[2] = 1, t.strides[3] = 0;
   return t;
@@ -92,10 +85,10 @@ fa::AttentionArgs forwardArgs(int &next, int64_t b, int64_t hq, int64_t hkv,
                               int64_t sq, int64_t sk, int64_t d,
                               int64_t kvBatch = 0) {
   fa::AttentionArgs args;
-  args.q = tensor(next, b, hq, sq, d);
-  args.k = tensor(next, kvBatch ? kvBatch : b, hkv, sk, d);
-  args.v = tensor(next, kvBatch ? kvBatch : b, hkv, sk, d);
-  args.o = tensor(next, b, hq, sq, d);
+  args.q = fakeTensor(next, b, hq, sq, d);
+  args.k = fakeTensor(next, kvBatch ? kvBatch : b, hkv, sk, d);
+  args.v = fakeTensor(next, kvBatch ? kvBatch : b, hkv, sk, d);
+  args.o = fakeTensor(next, b, hq, sq, d);
   args.lse = rowValues(next, b, hq, sq);
   return args;
 }
@@ -198,15 +191,15 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
     FakeCuda::get().reset();
     int next = 0;
     fa::AttentionBackwardArgs args;
-    args.q = tensor(next, 1, 4, 700, 128);
-    args.k = tensor(next, 1, 2, 500, 128);
-    args.v = tensor(next, 1, 2, 500, 128);
-    args.o = tensor(next, 1, 4, 700, 128);
+    args.q = fakeTensor(next, 1, 4, 700, 128);
+    args.k = fakeTensor(next, 1, 2, 500, 128);
+    args.v = fakeTensor(next, 1, 2, 500, 128);
+    args.o = fakeTensor(next, 1, 4, 700, 128);
     args.lse = rowValues(next, 1, 4, 700);
-    args.gradOutput = tensor(next, 1, 4, 700, 128);
-    args.gradQuery = tensor(next, 1, 4, 700, 128);
-    args.gradKey = tensor(next, 1, 2, 500, 128);
-    args.gradValue = tensor(next, 1, 2, 500, 128);
+    args.gradOutput = fakeTensor(next, 1, 4, 700, 128);
+    args.gradQuery = fakeTensor(next, 1, 4, 700, 128);
+    args.gradKey = fakeTensor(next, 1, 2, 500, 128);
+    args.gradValue = fakeTensor(next, 1, 2, 500, 128);
     fa::KernelSpec spec;
     spec.headDim = 128;
     spec.dtype = dtype;
@@ -251,7 +244,7 @@ TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
   // Descales f32 [B, Hkv].
   for (fa::TensorArg *descale :
        {&args.qDescale, &args.kDescale, &args.vDescale}) {
-    *descale = tensor(next, 2, 2, 1, 1);
+    *descale = fakeTensor(next, 2, 2, 1, 1);
     descale->sizes[2] = descale->sizes[3] = 0;
     descale->strides[0] = 2, descale->strides[1] = 1;
     descale->strides[2] = descale->strides[3] = 0;
@@ -278,7 +271,7 @@ TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
   int next = 0;
   fa::AttentionArgs args = forwardArgs(next, 1, 8, 2, 600, 800, 64);
   for (fa::TensorArg *offsets : {&args.cuSeqlensQ, &args.cuSeqlensK}) {
-    *offsets = tensor(next, 4, 1, 1, 1);
+    *offsets = fakeTensor(next, 4, 1, 1, 1);
     offsets->sizes[1] = offsets->sizes[2] = offsets->sizes[3] = 0;
     offsets->strides[0] = 1;
     offsets->strides[1] = offsets->strides[2] = offsets->strides[3] = 0;
@@ -304,11 +297,11 @@ TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
   // K and V: a pool of 16 pages of 256 keys.
   fa::AttentionArgs args =
       forwardArgs(next, 4, 32, 8, 1, 256, 128, /*kvBatch=*/16);
-  args.blockTable = tensor(next, 4, 4, 1, 1);
+  args.blockTable = fakeTensor(next, 4, 4, 1, 1);
   args.blockTable.sizes[2] = args.blockTable.sizes[3] = 0;
   args.blockTable.strides[0] = 4, args.blockTable.strides[1] = 1;
   args.blockTable.strides[2] = args.blockTable.strides[3] = 0;
-  args.kvLens = tensor(next, 4, 1, 1, 1);
+  args.kvLens = fakeTensor(next, 4, 1, 1, 1);
   args.kvLens.sizes[1] = args.kvLens.sizes[2] = args.kvLens.sizes[3] = 0;
   args.kvLens.strides[0] = 1;
   args.kvLens.strides[1] = args.kvLens.strides[2] = args.kvLens.strides[3] = 0;
@@ -353,12 +346,12 @@ TEST_F(FakeDriver, CApiForwardWithSinks) {
     std::copy(t.strides, t.strides + 4, d.strides);
     return d;
   };
-  fa_tensor q = describe(tensor(next, 1, 8, 300, 64));
-  fa_tensor k = describe(tensor(next, 1, 8, 300, 64));
-  fa_tensor v = describe(tensor(next, 1, 8, 300, 64));
-  fa_tensor o = describe(tensor(next, 1, 8, 300, 64));
+  fa_tensor q = describe(fakeTensor(next, 1, 8, 300, 64));
+  fa_tensor k = describe(fakeTensor(next, 1, 8, 300, 64));
+  fa_tensor v = describe(fakeTensor(next, 1, 8, 300, 64));
+  fa_tensor o = describe(fakeTensor(next, 1, 8, 300, 64));
   fa_tensor lse = describe(rowValues(next, 1, 8, 300));
-  fa_tensor sinks = describe(tensor(next, 8, 1, 1, 1));
+  fa_tensor sinks = describe(fakeTensor(next, 8, 1, 1, 1));
   std::fill(sinks.sizes + 1, sinks.sizes + 4, 0);
   sinks.strides[0] = 1;
   std::fill(sinks.strides + 1, sinks.strides + 4, 0);
@@ -415,10 +408,10 @@ TEST_F(FakeDriver, DriverFailuresAreReportedAndCleanedUp) {
   fa::AttentionArgs forward = forwardArgs(next, 1, 4, 2, 300, 300, 64);
   args.q = forward.q, args.k = forward.k, args.v = forward.v;
   args.o = forward.o, args.lse = forward.lse;
-  args.gradOutput = tensor(next, 1, 4, 300, 64);
-  args.gradQuery = tensor(next, 1, 4, 300, 64);
-  args.gradKey = tensor(next, 1, 2, 300, 64);
-  args.gradValue = tensor(next, 1, 2, 300, 64);
+  args.gradOutput = fakeTensor(next, 1, 4, 300, 64);
+  args.gradQuery = fakeTensor(next, 1, 4, 300, 64);
+  args.gradKey = fakeTensor(next, 1, 2, 300, 64);
+  args.gradValue = fakeTensor(next, 1, 2, 300, 64);
   fa::KernelSpec spec = defaultsFor(64, fa::ElementType::bf16, true);
   spec.backward = true;
   struct Injected {

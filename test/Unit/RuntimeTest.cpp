@@ -19,6 +19,7 @@
 #include "runtime/DiskCache.h"
 #include "runtime/KernelMetadata.h"
 #include "runtime/fa_runtime.h"
+#include "test/Common/FakeTensors.h"
 
 #include <cstring>
 #include <tuple>
@@ -1365,13 +1366,7 @@ fa::AttentionArgs validArgs(int64_t headDim = 32) {
   fa::AttentionArgs a;
   int next = 0;
   auto tensor = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
-    fa::TensorArg t;
-    t.data = reinterpret_cast<const void *>((uintptr_t(1) << 40) * ++next);
-    int64_t sizes[4] = {b, h, s, d};
-    int64_t strides[4] = {h * s * d, s * d, d, 1};
-    std::copy(sizes, sizes + 4, t.sizes);
-    std::copy(strides, strides + 4, t.strides);
-    return t;
+    return fa::test::fakeTensor(next, b, h, s, d);
   };
   a.q = tensor(2, 8, 100, headDim);
   a.k = tensor(2, 2, 70, headDim);

@@ -1,5 +1,4 @@
-//===- fa-host-overhead.cpp - Host time of a C ABI call
-//--------------------===//
+//===- fa-host-overhead.cpp - Host time of a C ABI call -----------------===//
 //
 // How long the host spends in one fa_attention_* call of the C ABI (what
 // the Python binding calls) once its kernel is compiled and loaded: the
@@ -23,7 +22,6 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include <vector>
 
 namespace {
 
