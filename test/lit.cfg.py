@@ -16,6 +16,12 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
     ["fa-opt", "fa-compile", "fa-sweep"], [config.fa_tools_dir])
+# fa-host-overhead links the shared libfa_runtime.so, which the sanitizer
+# build does not make: its tests run where the tool was built.
+if os.path.exists(os.path.join(config.fa_tools_dir, "fa-host-overhead")):
+    llvm_config.add_tool_substitutions(["fa-host-overhead"],
+                                       [config.fa_tools_dir])
+    config.available_features.add("fa-host-overhead")
 
 # ptxas assembles every generated PTX in the tests; it ships with the CUDA
 # toolkit (on every machine of this project). Tests that need it say
