@@ -451,6 +451,11 @@ static LogicalResult verifyDescales(AttentionOp op) {
 }
 
 LogicalResult AttentionOp::verify() {
+  // A varlen batch packs its rows into one batch entry; with a block_table
+  // K and V are the pool of pages instead.
+  SmallVector<Value, 5> packed = {getQuery(), getOutput(), getLse()};
+  if (!getBlockTable())
+    packed.append({getKey(), getValue()});
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                      getOutput(), getLse(), getScaleAttr(),
                                      /*pagedKeys=*/getBlockTable() ||
@@ -461,10 +466,8 @@ LogicalResult AttentionOp::verify() {
       failed(verifyCaptures(*this, getCaptures())) ||
       failed(
           verifyBlockMask(*this, "key_ranges", getKeyRanges(), getMaskMod())) ||
-      failed(verifyVarlen(
-          *this, getCuSeqlensQ(), getCuSeqlensK(),
-          {getQuery(), getKey(), getValue(), getOutput(), getLse()},
-          getKeyRanges())))
+      failed(verifyVarlen(*this, getCuSeqlensQ(), getCuSeqlensK(), packed,
+                          getKeyRanges())))
     return failure();
   // One used-key count per batch entry, or per varlen sequence.
   if (Value kvLens = getKvLens()) {
@@ -485,20 +488,23 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("does not take a block mask (key_ranges) with "
                          "kv_lens yet");
   }
-  // A page table: one row per batch entry; not with a varlen batch or a
-  // block mask yet.
+  // A page table: one row per batch entry (varlen: per sequence); not
+  // with a block mask yet.
   if (Value table = getBlockTable()) {
     int64_t rows = cast<MemRefType>(table.getType()).getShape()[0];
-    int64_t batch = cast<MemRefType>(getQuery().getType()).getShape()[0];
-    if (getCuSeqlensQ())
-      return emitOpError("does not take a block_table (paged KV) with "
-                         "cu_seqlens yet");
+    int64_t batch =
+        getCuSeqlensQ()
+            ? cast<MemRefType>(getCuSeqlensQ().getType()).getShape()[0]
+            : cast<MemRefType>(getQuery().getType()).getShape()[0];
+    if (getCuSeqlensQ() && !ShapedType::isDynamic(batch))
+      batch -= 1;
     if (getKeyRanges())
       return emitOpError("does not take a block mask (key_ranges) with a "
                          "block_table (paged KV) yet");
     if (dimsConflict(rows, batch))
       return emitOpError() << "block_table holds " << dimToString(rows)
-                           << " rows; it needs one per batch entry ("
+                           << " rows; it needs one per "
+                           << (getCuSeqlensQ() ? "sequence (" : "batch entry (")
                            << dimToString(batch) << ")";
   }
   // K/V entries by index: one per batch entry; not with varlen or pages.

@@ -145,7 +145,10 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     (P = the page size, dim 2), and batch entry `b` has the keys `j` in
     `[0, max_pages * P)` at `K[block_table[b, j / P], h, j % P]`: page
     numbers outside the pool are clamped into it. `kv_lens` (usually
-    given with it) counts the keys used from the first. A program reads a
+    given with it) counts the keys used from the first. With `cu_seqlens`
+    too, the table has a row per sequence, only Q, O and LSE are packed,
+    and sequence `b` has the first `cu_seqlens_k[b + 1] - cu_seqlens_k[b]`
+    keys of its pages (at most `max_pages * P`). A program reads a
     K/V tile from one page, so the tiles' block-n must divide P (the
     caller's to check).
 

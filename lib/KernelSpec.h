@@ -125,8 +125,10 @@ struct KernelSpec {
   /// A paged KV cache (fa.attention's block_table, flash-attn's
   /// block_table): the forward takes K, V as a pool of pages [num_pages,
   /// Hkv, P, D] and an i32 page table [B, max_pages]; block-n must divide
-  /// the page size P (checked at launch) unless pageGather. Forward only;
-  /// not with varlen or a block mask.
+  /// the page size P (checked at launch) unless pageGather. With varlen,
+  /// the table has a row per sequence and only Q, O, LSE are packed (the
+  /// key offsets give each sequence's key count). Forward only; no block
+  /// mask with it.
   bool pagedKv = false;
   /// With pagedKv: the K/V tiles are read row by row, each row's page
   /// looked up in the table, so that any page size (1 up) serves any

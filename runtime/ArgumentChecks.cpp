@@ -302,10 +302,12 @@ std::string checkCapturesApart(
 
 /// A varlen batch (see AttentionArgs::cuSeqlensQ): one packed batch
 /// entry, offset tables of B + 1 i32 each, maxima within the totals.
-static std::string checkVarlen(const AttentionArgs &a) {
+/// With a paged cache (`paged`), K and V are the pool of pages and a
+/// sequence's keys are at most its table row's.
+static std::string checkVarlen(const AttentionArgs &a, bool paged) {
   for (auto [name, t] : {std::pair<const char *, const TensorArg *>{"q", &a.q},
-                         {"k", &a.k}})
-    if (t->sizes[0] != 1)
+                         {"k", paged ? nullptr : &a.k}})
+    if (t && t->sizes[0] != 1)
       return std::string("a varlen batch packs its sequences into one batch "
                          "entry: ") +
              name + " batch must be 1, got " + std::to_string(t->sizes[0]);
@@ -328,13 +330,21 @@ static std::string checkVarlen(const AttentionArgs &a) {
   if (a.cuSeqlensQ.sizes[0] - 1 > kMaxGridYZ)
     return "a varlen batch of " + std::to_string(a.cuSeqlensQ.sizes[0] - 1) +
            " sequences exceeds the grid limit " + std::to_string(kMaxGridYZ);
-  for (auto [name, value, total] :
-       {std::tuple<const char *, int64_t, int64_t>{"max_seqlen_q",
-                                                   a.maxSeqlenQ, a.q.sizes[2]},
-        {"max_seqlen_k", a.maxSeqlenK, a.k.sizes[2]}})
+  // (A table or pages without rows are named by the paged cache's checks.)
+  int64_t keys = a.k.sizes[2];
+  if (paged && (a.blockTable.sizes[1] < 1 || keys < 1))
+    return "";
+  if (paged)
+    keys = multiplied(a.blockTable.sizes[1], keys)
+               .value_or(std::numeric_limits<int64_t>::max());
+  for (auto [name, value, total, what] :
+       {std::tuple<const char *, int64_t, int64_t, const char *>{
+            "max_seqlen_q", a.maxSeqlenQ, a.q.sizes[2], "the packed rows"},
+        {"max_seqlen_k", a.maxSeqlenK, keys,
+         paged ? "a table row's pages' rows" : "the packed rows"}})
     if (value < 0 || value > total)
       return std::string(name) + " must be in [0, " + std::to_string(total) +
-             "] (the packed rows), got " + std::to_string(value);
+             "] (" + what + "), got " + std::to_string(value);
   return "";
 }
 
@@ -388,14 +398,20 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     if (lse.sizes[d] != q.sizes[d])
       return invalid("lse shape " + shapeString(lse, 3) +
                      " must be q's [B, H, S] = " + shapeString(q, 3));
+  if (spec.varlen)
+    if (std::string error = checkVarlen(a, spec.pagedKv); !error.empty())
+      return invalid(error);
   if (spec.pagedKv) {
     // K, V: a pool of pages [num_pages, Hkv, P, D]; the table [B,
     // max_pages], row-major i32; the kernel reads a K/V tile from one page.
+    // A varlen batch: a row per sequence.
     const TensorArg &table = a.blockTable;
-    if (table.sizes[0] != q.sizes[0])
+    int64_t entries = spec.varlen ? a.cuSeqlensQ.sizes[0] - 1 : q.sizes[0];
+    if (table.sizes[0] != entries)
       return invalid("block_table has " + std::to_string(table.sizes[0]) +
-                     " rows; it needs one per batch entry (" +
-                     std::to_string(q.sizes[0]) + ")");
+                     " rows; it needs one per " +
+                     (spec.varlen ? "sequence (" : "batch entry (") +
+                     std::to_string(entries) + ")");
     if (table.sizes[1] < 1 || k.sizes[0] < 1 || k.sizes[2] < 1)
       return invalid("a paged cache needs at least one page of at least "
                      "one row and a block_table of at least one column, got "
@@ -430,9 +446,6 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
     return invalid("k batch " + std::to_string(k.sizes[0]) +
                    " does not match q batch " + std::to_string(q.sizes[0]));
   }
-  if (spec.varlen)
-    if (std::string error = checkVarlen(a); !error.empty())
-      return invalid(error);
   if (spec.kvLens) {
     int64_t entries = spec.varlen ? a.cuSeqlensQ.sizes[0] - 1 : q.sizes[0];
     if (a.kvLens.sizes[0] != entries)

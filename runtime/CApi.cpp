@@ -208,11 +208,12 @@ static fa_status forwardFromC(fa_runtime *runtime, const fa_tensor *q,
     spec.cacheBatchIndex = true;
     args.cacheBatchIdx = fa::tensorFromC(*extras->cache_batch_idx);
   }
-  // A page table: the kvcache call's alone.
+  // A page table: the kvcache and varlen calls'.
   if (extras && extras->block_table) {
-    if (!kvLens || cuSeqlensQ)
+    if (!kvLens && !cuSeqlensQ)
       return invalid("a block_table (paged KV cache) is taken by "
-                     "fa_attention_kvcache_forward only");
+                     "fa_attention_kvcache_forward and the varlen forwards "
+                     "only");
     spec.pagedKv = true;
     args.blockTable = fa::tensorFromC(*extras->block_table);
   }

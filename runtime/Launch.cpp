@@ -380,8 +380,8 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
     pack = packQueryGroups(requested, packed);
   }
   const AttentionArgs &a = pack ? packed : given;
-  // A varlen batch's defaults are those of its longest sequence; a paged
-  // cache's keys are its table's pages.
+  // A varlen batch's defaults are those of its longest sequence (paged or
+  // not); a paged cache's keys are its table's pages.
   int64_t queryLength = requested.varlen ? a.maxSeqlenQ : a.q.sizes[2];
   int64_t keyLength = requested.varlen    ? a.maxSeqlenK
                       : requested.pagedKv ? a.blockTable.sizes[1] * a.k.sizes[2]
@@ -492,8 +492,9 @@ Result Runtime::Impl::launchForward(const KernelEntry &entry,
   if (entry.info.spec.pagedKv) {
     operands[size_t(LaunchPlan::Operand::blockTable)] = &a.blockTable;
     // The grid's keys: the table's pages (the defaults' and the split's
-    // length too, in forward()).
-    problem.keyLength = a.blockTable.sizes[1] * a.k.sizes[2];
+    // length too, in forward()); a varlen batch's longest sequence's.
+    if (!entry.info.spec.varlen)
+      problem.keyLength = a.blockTable.sizes[1] * a.k.sizes[2];
   }
   if (Result r = checkCaptureOperands(entry, a.captures); !r)
     return r;

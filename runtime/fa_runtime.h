@@ -154,7 +154,10 @@ typedef struct fa_attention_extras {
      keys are its pages one after another (its first kv_lens[b] used). Any
      P >= 1: where the kernel's block_n divides P a K/V tile is read from
      one page, else row by row (a page_gather kernel); page numbers outside
-     the pool are clamped into it. NULL = not paged. */
+     the pool are clamped into it. The varlen forwards take it too: a row
+     per sequence, k and v the pool (only q, o and lse packed), sequence b's
+     keys the first cu_seqlens_k[b + 1] - cu_seqlens_k[b] of its pages
+     (max_seqlen_k at most max_pages * P). NULL = not paged. */
   const fa_tensor *block_table;
   /* fa_attention_kvcache_forward: batch entry b reads cache entry
      cache_batch_idx[b] (flash-attn's cache_batch_idx; i32 [B], contiguous,

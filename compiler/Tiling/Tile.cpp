@@ -158,10 +158,17 @@ void AttentionTiler::build() {
     rowsBatch = indexConst(0);
     auto [qFirst, qLimit] =
         buildSequenceRows(builder, loc, cuSeqlensQ, b, qLen);
+    // Keys in a paged cache: sequence b's are the first cu_seqlens_k[b + 1]
+    // - cu_seqlens_k[b] rows of its table's pages, not packed rows.
+    Value pagedKeys =
+        blockTable ? buildSequenceLength(builder, loc, cuSeqlensK, b, kvLen)
+                   : Value();
     auto [kvFirst, kvLimit] =
-        buildSequenceRows(builder, loc, cuSeqlensK, b, kvLen);
+        blockTable ? std::make_pair(indexConst(0), pagedKeys)
+                   : buildSequenceRows(builder, loc, cuSeqlensK, b, kvLen);
     qLen = arith::SubIOp::create(builder, loc, qLimit, qFirst);
-    kvLen = arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
+    kvLen = blockTable ? pagedKeys
+                       : arith::SubIOp::create(builder, loc, kvLimit, kvFirst);
     qRows = {qFirst, qLimit};
     kvRows = {kvFirst, kvLimit};
   }

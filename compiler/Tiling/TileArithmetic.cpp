@@ -280,6 +280,22 @@ std::pair<Value, Value> mlir::fa::buildSequenceRows(OpBuilder &b, Location loc,
   return {start, end};
 }
 
+Value mlir::fa::buildSequenceLength(OpBuilder &b, Location loc, Value offsets,
+                                    Value index, Value limit) {
+  // Unsigned: a negative offset becomes large; the length is then at most
+  // the limit.
+  auto offsetAt = [&](Value i) -> Value {
+    Value offset = memref::LoadOp::create(b, loc, offsets, i);
+    return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), offset);
+  };
+  Value start = offsetAt(index);
+  Value next = arith::AddIOp::create(b, loc, index,
+                                     arith::ConstantIndexOp::create(b, loc, 1));
+  Value end = arith::MaxUIOp::create(b, loc, offsetAt(next), start);
+  return arith::MinUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, end, start), limit);
+}
+
 Value mlir::fa::castTile(OpBuilder &b, Location loc, Value tile,
                          Type elementType) {
   auto type = cast<RankedTensorType>(tile.getType());

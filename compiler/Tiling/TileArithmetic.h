@@ -39,6 +39,13 @@ std::pair<Value, Value> buildSequenceRows(OpBuilder &b, Location loc,
                                           Value offsets, Value index,
                                           Value rows);
 
+/// The length of sequence `index` whose keys live in a paged cache:
+/// offsets[index + 1] - offsets[index] (i32, at least 0), at most `limit`
+/// (its table's rows). The offsets count the sequences' keys but address
+/// no packed rows.
+Value buildSequenceLength(OpBuilder &b, Location loc, Value offsets,
+                          Value index, Value limit);
+
 /// Rounds an f32 tile to `elementType` (f16/bf16 inputs), or returns it as
 /// is: P before P V, as tensor-core kernels do, and outputs before a store.
 Value castTile(OpBuilder &b, Location loc, Value tile, Type elementType);

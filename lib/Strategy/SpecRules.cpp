@@ -155,9 +155,6 @@ std::string validateSpec(const KernelSpec &spec) {
     return "a block mask does not take split-KV yet";
   if (spec.pagedKv && spec.backward)
     return "the backward does not take a paged KV cache (block_table)";
-  if (spec.pagedKv && spec.varlen)
-    return "a paged KV cache (block_table) does not take a varlen batch "
-           "(cu_seqlens) yet";
   if (spec.pagedKv && spec.blockMask)
     return "a block mask does not take a paged KV cache (block_table) yet";
   if (spec.pageGather && !spec.pagedKv)

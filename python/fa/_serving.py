@@ -256,7 +256,8 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
                       values=True):
     """A sequence offset table as the varlen kernels read it: int32 [B + 1]
     on q's device, and (with `values`: read back, outside tracing) 0 first,
-    non-decreasing, `total` last, no sequence longer than max_seqlen."""
+    non-decreasing, `total` last (None: any, a paged cache's keys), no
+    sequence longer than max_seqlen."""
     torch = _torch
     if not isinstance(cu, torch.Tensor):
         raise TypeError(f"{where}: {name} must be a torch.Tensor (int32 "
@@ -281,7 +282,7 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
             raise ValueError(f"{where}: {name} must be non-decreasing: "
                              f"{name}[{b + 1}] = {offsets[b + 1]} < "
                              f"{name}[{b}] = {offsets[b]}")
-    if offsets[-1] != total:
+    if total is not None and offsets[-1] != total:
         raise ValueError(f"{where}: {name}[-1] = {offsets[-1]} must be the "
                          f"packed rows ({total})")
     for b in range(len(offsets) - 1):
@@ -294,11 +295,12 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
 
 def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                     max_seqlen_k, causal, scale, score_mod="", mask_mod="",
-                    seqused_k=None):
+                    seqused_k=None, block_table=None):
     """O [total_q, Hq, D] and LSE [Hq, total_q] of a packed batch, launched
     on the current stream (no autograd, no checks of the offsets' values:
     flash_attn_varlen_func's); seqused_k: int32 [B], the keys each sequence
-    uses from its first."""
+    uses from its first; block_table: int32 [B, max_pages], k and v then
+    the pool of pages [num_pages, P, Hkv, D]."""
     import torch
 
     total_q, heads, _ = q.shape
@@ -313,13 +315,17 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     call = _entry_point(name, "varlen batches" + (" with seqused_k" if used
                                                   else ""))
     lens = (ctypes.byref(_describe(seqused_k)),) if used else ()
+    # A paged cache's pool [num_pages, P, Hkv, D] as [num_pages, Hkv, P, D].
+    pool = ((lambda t: ctypes.byref(_describe(t.transpose(1, 2))))
+            if block_table is not None else _packed_rows)
+    extras = (ctypes.byref(_extras(block_table=block_table))
+              if block_table is not None else None)
     _check(call(
-        _runtime(_device_index(q)), _packed_rows(q), _packed_rows(k),
-        _packed_rows(v), _packed_rows(o),
-        ctypes.byref(_describe(lse.unsqueeze(0))),
+        _runtime(_device_index(q)), _packed_rows(q), pool(k), pool(v),
+        _packed_rows(o), ctypes.byref(_describe(lse.unsqueeze(0))),
         ctypes.byref(_describe(cu_seqlens_q)),
         ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
-        int(max_seqlen_k), *lens, None, _dtype_code(q),
+        int(max_seqlen_k), *lens, extras, _dtype_code(q),
         _flag("causal", causal), float(scale), config, _stream_of(q)))
     return o, lse
 
@@ -360,7 +366,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0,
                            return_lse=False, check_offsets=True,
-                           seqused_k=None):
+                           seqused_k=None, block_table=None):
     """FlashAttention's varlen convention: a packed batch of sequences of
     their own lengths. q [total_q, Hq, D], k and v [total_k, Hkv, D] hold
     the rows of every sequence one after another; cu_seqlens_q and
@@ -378,7 +384,15 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     backward runs on the mma or simt strategy, not deterministic).
     seqused_k (int32 [B] on q's device): sequence b attends to the first
     seqused_k[b] of its keys only (clamped to them; FlashAttention-3's
-    convention); forward only (no gradient through it yet)."""
+    convention); forward only (no gradient through it yet).
+    block_table (int32 [B, max_pages] on q's device; forward only): the
+    keys live in a paged cache (FlashAttention-2's convention, as vLLM's
+    chunked prefill uses it): k and v are the pool of pages [num_pages, P,
+    Hkv, D], sequence b's keys the first cu_seqlens_k[b + 1] -
+    cu_seqlens_k[b] rows of its pages one after another (at most max_pages
+    x P, checked), cu_seqlens_k[-1] any total; page numbers are checked
+    against the pool with the offsets. Any page size P >= 1 (where the
+    kernel's K/V tile divides P a tile is read from one page)."""
     where = "fa.flash_attn_varlen_func"
     torch = _torch
     if torch is None:
@@ -386,14 +400,22 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{where}: {name} must be a torch.Tensor")
-        if t.dim() != 3:
-            raise ValueError(f"{where}: {name} must be [total, H, D], got "
-                             f"{tuple(t.shape)}")
     # The same rules as fa.attention's tensors, on their [1, H, total, D]
-    # views.
-    _check_inputs(where, tuple((name, t.unsqueeze(0).transpose(1, 2))
-                               for name, t in (("q", q), ("k", k),
-                                               ("v", v))))
+    # views (with block_table, k and v are a pool of pages: [num_pages,
+    # Hkv, P, D]).
+    paged = block_table is not None
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        pool = paged and name != "q"
+        if t.dim() != (4 if pool else 3):
+            raise ValueError(
+                f"{where}: {name} must be "
+                + ("the pool of pages [num_pages, P, Hkv, D] (with "
+                   "block_table)" if pool else "[total, H, D]")
+                + f", got {tuple(t.shape)}")
+    _check_inputs(where, tuple(
+        (name, t.transpose(1, 2) if t.dim() == 4
+         else t.unsqueeze(0).transpose(1, 2))
+        for name, t in (("q", q), ("k", k), ("v", v))))
     if k.shape != v.shape:
         raise ValueError(f"{where}: k {tuple(k.shape)} and v "
                          f"{tuple(v.shape)} must have one shape")
@@ -411,9 +433,37 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     cu_seqlens_q = _check_cu_seqlens(where, "cu_seqlens_q", cu_seqlens_q, q,
                                      q.shape[0], max_seqlen_q, "max_seqlen_q",
                                      values)
+    # A paged sequence's keys are rows of its pages, not packed rows: any
+    # total, each at most the table row's capacity.
+    if paged:
+        _check_int32_table(where, "block_table", block_table, q,
+                           f"[B, max_pages] = [{cu_seqlens_q.shape[0] - 1}, "
+                           "max_pages >= 1]",
+                           lambda shape: len(shape) == 2
+                           and shape[0] == cu_seqlens_q.shape[0] - 1
+                           and shape[1] >= 1)
+        if k.shape[1] < 1:
+            raise ValueError(f"{where}: page size {k.shape[1]} (k's "
+                             "dimension 1) must be at least 1")
+        capacity = block_table.shape[1] * k.shape[1]
+        if not 0 <= max_seqlen_k <= capacity:
+            raise ValueError(f"{where}: max_seqlen_k = {max_seqlen_k} must "
+                             f"be in [0, {capacity}] (max_pages x P)")
+        block_table = block_table.contiguous()
     cu_seqlens_k = _check_cu_seqlens(where, "cu_seqlens_k", cu_seqlens_k, q,
-                                     k.shape[0], max_seqlen_k, "max_seqlen_k",
-                                     values)
+                                     None if paged else k.shape[0],
+                                     max_seqlen_k, "max_seqlen_k", values)
+    if paged and values and not (torch.compiler.is_compiling()
+                                 or torch.jit.is_tracing()):
+        offsets = cu_seqlens_k.tolist()
+        pages, page = k.shape[0], k.shape[1]
+        for b, row in enumerate(block_table.tolist()):
+            n = (offsets[b + 1] - offsets[b] + page - 1) // page
+            for p in row[:n]:
+                if not 0 <= p < pages:
+                    raise ValueError(
+                        f"{where}: block_table[{b}] names page {p}; the "
+                        f"cache holds pages 0 .. {pages - 1}")
     scale = _check_scale(where, softmax_scale)
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     causal = bool(_flag("causal", causal))
@@ -422,14 +472,24 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
         _check_int32_table(where, "seqused_k", seqused_k, q,
                            f"[B] = [{batch}]",
                            lambda shape: shape == (batch,))
-        if torch.is_grad_enabled() and any(t.requires_grad
-                                           for t in (q, k, v)):
-            raise NotImplementedError(
-                f"{where}: seqused_k is forward only (the backward does not "
-                "take the used lengths yet): call it under torch.no_grad()")
+        seqused_k = seqused_k.contiguous()
+    # The backward reads neither the used lengths nor a paged cache yet.
+    forward_only = ("block_table" if paged
+                    else "seqused_k" if seqused_k is not None else None)
+    if forward_only and torch.is_grad_enabled() and any(
+            t.requires_grad for t in (q, k, v)):
+        raise NotImplementedError(
+            f"{where}: {forward_only} is forward only (the backward does not "
+            "take it yet): call it under torch.no_grad()")
+    if paged:
+        o, lse = torch.ops.fa.varlen_paged_attention_forward(
+            q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+            causal, scale, score_text, mask_text, block_table, seqused_k)
+        return (o, lse) if return_lse else o
+    if seqused_k is not None:
         o, lse = torch.ops.fa.varlen_seqused_attention_forward(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-            causal, scale, score_text, mask_text, seqused_k.contiguous())
+            causal, scale, score_text, mask_text, seqused_k)
         return (o, lse) if return_lse else o
     o, lse = torch.ops.fa.varlen_attention_forward(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

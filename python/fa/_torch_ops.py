@@ -205,6 +205,34 @@ def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
 
 
+@torch.library.custom_op("fa::varlen_paged_attention_forward",
+                         mutates_args=(), device_types="cuda")
+def varlen_paged_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
+                                   v_cache: torch.Tensor,
+                                   cu_seqlens_q: torch.Tensor,
+                                   cu_seqlens_k: torch.Tensor,
+                                   max_seqlen_q: int, max_seqlen_k: int,
+                                   causal: bool, scale: float,
+                                   score_mod: str, mask_mod: str,
+                                   block_table: torch.Tensor,
+                                   seqused_k: Optional[torch.Tensor]
+                                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """varlen_attention_forward with the keys in a paged cache (the pool
+    [num_pages, P, Hkv, D], block_table [B, max_pages]; seqused_k
+    optional; no gradient)."""
+    return _varlen_forward(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k,
+                           max_seqlen_q, max_seqlen_k, causal, scale,
+                           score_mod, mask_mod, seqused_k, block_table)
+
+
+@varlen_paged_attention_forward.register_fake
+def _(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+      max_seqlen_k, causal, scale, score_mod, mask_mod, block_table,
+      seqused_k):
+    return (torch.empty_like(q),
+            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+
+
 @torch.library.custom_op("fa::varlen_attention_backward", mutates_args=(),
                          device_types="cuda")
 def varlen_attention_backward(grad_output: torch.Tensor, q: torch.Tensor,

@@ -9,8 +9,8 @@ deterministic mode refuse it by name). With a GPU: O and LSE, and dQ, dK,
 dV through autograd, of every sequence against the float64 reference of
 that sequence alone, with FlashAttention's criterion (error at most 2x
 PyTorch's own at the inputs' precision), over random lengths with 0 and 1
-among them, causal and not, GQA, windows and softcapping; the offsets'
-checks; the custom ops (opcheck) and torch.compile; the transformers
+among them, causal and not, GQA, windows and softcapping, keys in a paged
+cache (pages of 1 to 256 rows); the offsets' and the page table's checks; the custom ops (opcheck) and torch.compile; the transformers
 backend's padding masks (batched greedy generation equals one-by-one
 generation; a padded training step's gradients equal SDPA's).
 Run: python3 python/tests/test_varlen.py (needs the built libfa_runtime.so;
@@ -86,7 +86,7 @@ class GpuVarlenTest(unittest.TestCase):
     """flash_attn_varlen_func against each sequence alone, in float64."""
 
     def run_batch(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
-                  window=(-1, -1), softcap=0.0, seed=0, used=None):
+                  window=(-1, -1), softcap=0.0, seed=0, used=None, page=None):
         torch.manual_seed(seed)
         cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
                             device="cuda")
@@ -103,15 +103,32 @@ class GpuVarlenTest(unittest.TestCase):
             for b, (first, n) in enumerate(zip(_offsets(k_lens), used)):
                 k[first + n:first + k_lens[b]] = float("nan")
                 v[first + n:first + k_lens[b]] = float("nan")
+        keys, values, table = k, v, None
+        if page is not None:
+            # A paged cache: sequence b's keys in its table row's pages of
+            # a shuffled pool [num_pages, P, Hkv, D]; unnamed pages NaN.
+            max_pages = max(1, -(-max(k_lens) // page))
+            count = len(k_lens) * max_pages + 3
+            order = torch.randperm(count, device="cuda").int()
+            table = order[:len(k_lens) * max_pages].view(len(k_lens),
+                                                         max_pages)
+            keys = torch.full((count, page, hkv, d), float("nan"),
+                              device="cuda", dtype=dtype)
+            values = keys.clone()
+            for b, (first, n) in enumerate(zip(_offsets(k_lens), k_lens)):
+                rows = torch.arange(n, device="cuda")
+                pages = table[b].long()[rows // page]
+                keys[pages, rows % page] = k[first:first + n]
+                values[pages, rows % page] = v[first:first + n]
         out, lse = fa.flash_attn_varlen_func(
-            q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
-            window_size=window, softcap=softcap, return_lse=True,
-            seqused_k=seqused)
+            q, keys, values, cu_q, cu_k, max(q_lens), max(k_lens),
+            causal=causal, window_size=window, softcap=softcap,
+            return_lse=True, seqused_k=seqused, block_table=table)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (hq, q.shape[0]))
         name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
                 f"D={d} {'causal' if causal else 'full'} window={window} "
-                f"softcap={softcap}")
+                f"softcap={softcap} page={page}")
         oq, ok = _offsets(q_lens), _offsets(k_lens)
         for b in range(len(q_lens)):
             rows = slice(oq[b], oq[b + 1])
@@ -174,6 +191,64 @@ class GpuVarlenTest(unittest.TestCase):
             fa.flash_attn_varlen_func(q.detach(), q.detach(), q.detach(), cu,
                                       cu, 4, 4, seqused_k=used.long())
 
+    def test_paged_keys(self):
+        # vLLM's chunked prefill: packed queries, each sequence's keys in a
+        # paged cache (pages of 1, 16, 64 and 256 rows: read row by row
+        # where no K/V tile divides them), with seqused_k, decode rows
+        # split over long keys, GQA, causal and not.
+        rng = random.Random(11)
+        with torch.no_grad():
+            for page in (1, 16, 64, 256):
+                for causal in (False, True):
+                    q_lens = [0, 1] + [rng.randint(1, 300) for _ in range(4)]
+                    k_lens = [n + rng.randint(0, 400) for n in q_lens]
+                    with self.subTest(page=page, causal=causal):
+                        self.run_batch(torch.bfloat16, q_lens, k_lens, 8, 2,
+                                       128, causal, page=page)
+            self.run_batch(torch.float16, [3, 1, 40, 7], [50, 9, 300, 20],
+                           8, 2, 64, True, used=[0, 1, 171, 20], page=16)
+            self.run_batch(torch.float16, [1, 1], [4000, 3000], 8, 1, 128,
+                           True, page=256)
+            self.run_batch(torch.float32, [5, 17], [60, 17], 4, 4, 64, True,
+                           page=32)
+
+    def test_paged_keys_checks(self):
+        q = torch.randn(10, 2, 64, device="cuda", dtype=torch.float16)
+        pool = torch.randn(4, 16, 2, 64, device="cuda", dtype=torch.float16)
+        cu_q = torch.tensor([0, 4, 10], dtype=torch.int32, device="cuda")
+        cu_k = torch.tensor([0, 20, 52], dtype=torch.int32, device="cuda")
+        table = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32,
+                             device="cuda")
+
+        def call(table=table, max_k=32, cu_k=cu_k, k=pool, q=q):
+            return fa.flash_attn_varlen_func(q, k, k, cu_q, cu_k, 6, max_k,
+                                             block_table=table)
+
+        with torch.no_grad():
+            call()
+            cases = [
+                ({"max_k": 33}, ValueError, r"max_seqlen_k = 33 must be in "
+                 r"\[0, 32\]"),
+                ({"table": table[:1]}, TypeError, "block_table must be an "
+                 "int32 tensor"),
+                ({"table": table.long()}, TypeError, "block_table must be an "
+                 "int32 tensor"),
+                ({"table": torch.tensor([[0, 1], [2, 4]], dtype=torch.int32,
+                                        device="cuda")},
+                 ValueError, r"block_table\[1\] names page 4"),
+                ({"cu_k": torch.tensor([0, 20, 53], dtype=torch.int32,
+                                       device="cuda")},
+                 ValueError, "more than max_seqlen_k = 32"),
+                ({"k": pool[0]}, ValueError, "pool of pages"),
+            ]
+            for kwargs, error, message in cases:
+                with self.subTest(message=message):
+                    with self.assertRaisesRegex(error, message):
+                        call(**kwargs)
+        with self.assertRaisesRegex(NotImplementedError,
+                                    "block_table is forward only"):
+            call(q=q.clone().requires_grad_())
+
     def test_variants_per_sequence(self):
         lens = [300, 5, 129, 64]
         for dtype in (torch.float16, torch.bfloat16):
@@ -233,7 +308,7 @@ class GpuVarlenTest(unittest.TestCase):
         out.backward(grad)
         name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
                 f"D={d} {'causal' if causal else 'full'} window={window} "
-                f"softcap={softcap}")
+                f"softcap={softcap} page={page}")
         oq, ok = _offsets(q_lens), _offsets(k_lens)
         scale = d ** -0.5
 

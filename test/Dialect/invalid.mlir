@@ -920,11 +920,12 @@ func.func @block_table_rows(%q: memref<2x?x?x64xf16>, %k: memref<9x?x?x64xf16>, 
 
 // -----
 
-func.func @block_table_varlen(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %c: memref<?xi32>, %t: memref<?x?xi32>) {
-  // expected-error @+1 {{does not take a block_table (paged KV) with cu_seqlens yet}}
-  fa.attention %q, %q, %q into %q, %lse cu_seqlens(%c, %c) block_table %t {scale = 1.0 : f32}
-    : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
-      cu_seqlens memref<?xi32>, memref<?xi32> block_table memref<?x?xi32>
+// A paged varlen batch: a table row per sequence (K, V: the pool).
+func.func @block_table_varlen(%q: memref<1x?x?x64xf16>, %k: memref<9x?x?x64xf16>, %lse: memref<1x?x?xf32>, %c: memref<4xi32>, %t: memref<2x?xi32>) {
+  // expected-error @+1 {{block_table holds 2 rows; it needs one per sequence (3)}}
+  fa.attention %q, %k, %k into %q, %lse cu_seqlens(%c, %c) block_table %t {scale = 1.0 : f32}
+    : memref<1x?x?x64xf16>, memref<9x?x?x64xf16>, memref<9x?x?x64xf16> into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+      cu_seqlens memref<4xi32>, memref<4xi32> block_table memref<2x?xi32>
   return
 }
 

@@ -77,3 +77,44 @@ func.func @indexed(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memre
     cache_batch_idx memref<?xi32>
   return
 }
+
+// -----
+
+// A paged varlen batch: Q, O, LSE are packed (batch 0, the sequence's rows
+// from cu_seqlens_q); K and V are the pool. Sequence b's keys are the first
+// cu_seqlens_k[b + 1] - cu_seqlens_k[b] (at least 0, at most the table
+// row's max_pages * P) of its pages: table row b, rows from 0, as for a
+// batch entry. The mask sees the sequence's lengths (causal aligned to its
+// bottom right).
+// CHECK-LABEL: func.func @paged_varlen
+// CHECK-SAME: %[[Q:[^:]*]]: memref<1x?x?x64xf16>, %[[K:[^:]*]]: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<?x?x?x64xf16>, %{{[^:]*}}: memref<1x?x?x64xf16>, %{{[^:]*}}: memref<1x?x?xf32>, %[[CUQ:[^:]*]]: memref<?xi32>, %[[CUK:[^:]*]]: memref<?xi32>, %[[TABLE:[^:]*]]: memref<?x?xi32>)
+// CHECK: %[[P:.*]] = memref.dim %[[K]], %c2
+// CHECK: %[[PAGES:.*]] = memref.dim %[[TABLE]], %c1
+// CHECK: %[[CAPACITY:.*]] = arith.muli %[[PAGES]], %[[P]]
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %{{.*}}) in
+// CHECK: %[[NEXT:.*]] = arith.addi %[[B]], %c1
+// CHECK: %[[FIRST0:.*]] = memref.load %[[CUK]][%[[B]]]
+// CHECK: %[[FIRST:.*]] = arith.index_castui %[[FIRST0]]
+// CHECK: %[[LAST0:.*]] = memref.load %[[CUK]][%[[NEXT]]]
+// CHECK: %[[LAST1:.*]] = arith.index_castui %[[LAST0]]
+// CHECK: %[[LAST:.*]] = arith.maxui %[[LAST1]], %[[FIRST]]
+// CHECK: %[[COUNT:.*]] = arith.subi %[[LAST]], %[[FIRST]]
+// CHECK: %[[SK:.*]] = arith.minui %[[COUNT]], %[[CAPACITY]]
+// CHECK: %[[SQ:.*]] = arith.subi
+// CHECK: fa.load_tile %[[Q]][%c0, %[[H]]
+// CHECK: scf.for %[[T:.*]] = {{.*}} iter_args
+// CHECK: %[[START:.*]] = arith.muli %[[T]], %c32
+// CHECK: memref.load %[[TABLE]][%[[B]], %{{.*}}] : memref<?x?xi32>
+// CHECK: %[[LEFT:.*]] = arith.subi %[[SK]], %[[START]]
+// CHECK: %[[END:.*]] = arith.addi %{{.*}}, %[[LEFT]]
+// CHECK: fa.load_tile %[[K]][%{{.*}}, %{{.*}}, %{{.*}}] sequence(%c0, %[[END]])
+// CHECK: fa.mask %{{.*}}, %{{.*}}, %[[START]], %[[SQ]], %[[SK]] {mask = #fa.mask<causal>}
+func.func @paged_varlen(%q: memref<1x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
+                        %o: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>, %cuq: memref<?xi32>,
+                        %cuk: memref<?xi32>, %table: memref<?x?xi32>) {
+  fa.attention %q, %k, %v into %o, %lse cu_seqlens(%cuq, %cuk) block_table %table {scale = 0.125 : f32, mask = #fa.mask<causal>}
+    : memref<1x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    into memref<1x?x?x64xf16>, memref<1x?x?xf32>
+    cu_seqlens memref<?xi32>, memref<?xi32> block_table memref<?x?xi32>
+  return
+}

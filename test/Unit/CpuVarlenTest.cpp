@@ -20,6 +20,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -727,6 +728,132 @@ TEST(CpuPagedKv, TilesThatStraddlePagesNeedTheGather) {
   EXPECT_EQ(llvm::toString(std::move(error)),
             "page size 4 must be a multiple of block_n 16 (a K/V tile is read "
             "from one page; pageGather reads any page size)");
+}
+
+/// A paged varlen batch: the packed queries of kBatches' sequences against
+/// keys in a paged pool (table row b = sequence b; cu_seqlens_k counts
+/// each sequence's keys), pages no table names full of NaN. `usedKeys`:
+/// kv_lens too, some shorter than the sequence's keys and one longer
+/// (clamped to them). Against the float64 reference of each sequence alone.
+double runPagedVarlen(int64_t page, int64_t parts, bool causal, bool gather,
+                      bool usedKeys) {
+  const Case c{causal, 8, 16, /*variant=*/false, /*sinks=*/false};
+  CpuKernelConfig config = configFor(c);
+  config.pagedKv = true;
+  config.tiles.pageGather = gather;
+  config.splitKv = parts > 0;
+  config.kvLens = usedKeys;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  const int64_t hq = 4, hkv = 2, d = kHeadDim;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  double worst = 0.0;
+  for (const Lengths &lengths : kBatches) {
+    std::vector<int32_t> cuQ = offsetsOf(lengths.q), cuK = offsetsOf(lengths.k);
+    int64_t batch = int64_t(lengths.q.size()), totalQ = cuQ.back();
+    int64_t longest = *std::max_element(lengths.k.begin(), lengths.k.end());
+    int64_t maxPages = std::max<int64_t>((longest + page - 1) / page, 1);
+    // Pool pages (i * 7 + 3) % count: a permutation, count prime to 7.
+    int64_t count = batch * maxPages + 2;
+    if (count % 7 == 0)
+      ++count;
+    // Sequence b's keys: the first used[b] of its cu_seqlens_k count.
+    std::vector<int32_t> lens(static_cast<size_t>(batch));
+    for (int64_t b = 0; b < batch; ++b)
+      lens[size_t(b)] =
+          int32_t(b == 1 ? lengths.k[b] + 5 : lengths.k[b] * 2 / 3);
+    SCOPED_TRACE(testing::Message()
+                 << "page " << page << " parts " << parts << " causal "
+                 << causal << " gather " << gather << " kv_lens " << usedKeys
+                 << " sequences " << batch);
+    std::vector<int32_t> table(static_cast<size_t>(batch * maxPages));
+    for (int64_t i = 0; i < int64_t(table.size()); ++i)
+      table[size_t(i)] = int32_t((i * 7 + 3) % count);
+    std::mt19937_64 rng(31 + page + parts * 3 + causal + totalQ);
+    auto q = fa::test::randomNormal(hq * totalQ * d, rng);
+    std::vector<float> k(size_t(count * hkv * page * d), nan), v(k.size(), nan);
+    std::vector<std::vector<float>> keys, values;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sk = lengths.k[b];
+      keys.push_back(fa::test::randomNormal(hkv * sk * d, rng));
+      values.push_back(fa::test::randomNormal(hkv * sk * d, rng));
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t j = 0; j < sk; ++j) {
+          int64_t at = table[size_t(b * maxPages + j / page)];
+          for (int64_t e = 0; e < d; ++e) {
+            size_t pool = size_t(((at * hkv + h) * page + j % page) * d + e);
+            size_t own = size_t((h * sk + j) * d + e);
+            k[pool] = keys.back()[own];
+            v[pool] = values.back()[own];
+          }
+        }
+    }
+    std::vector<float> o(q.size(), nan), lse(size_t(hq * totalQ), nan);
+    AttentionShape shape{batch, hq, hkv, totalQ, page};
+    llvm::Error error = kernel.run(
+        shape, q.data(), k.data(), v.data(), o.data(), lse.data(), nullptr, {},
+        {}, CpuSequenceOffsets{cuQ.data(), cuK.data()},
+        usedKeys ? lens.data() : nullptr, std::max<int64_t>(parts, 1),
+        CpuPages{table.data(), maxPages, count});
+    if (error) {
+      ADD_FAILURE() << llvm::toString(std::move(error));
+      return INFINITY;
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t sq = lengths.q[b], stored = lengths.k[b];
+      int64_t sk =
+          usedKeys ? std::min<int64_t>(lens[size_t(b)], stored) : stored;
+      SCOPED_TRACE(testing::Message()
+                   << "sequence " << b << " Sq=" << sq << " Sk=" << sk);
+      // The reference's K, V: the first sk keys of the sequence's.
+      std::vector<float> ks(size_t(hkv * sk * d)), vs(ks.size());
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t j = 0; j < sk * d; ++j) {
+          ks[size_t(h * sk * d + j)] =
+              keys[size_t(b)][size_t(h * stored * d + j)];
+          vs[size_t(h * sk * d + j)] =
+              values[size_t(b)][size_t(h * stored * d + j)];
+        }
+      fa::AttentionProblem p =
+          sequenceProblem(c, sq, sk, hq, hkv, kernel.getConfig().scale, {});
+      std::vector<float> qs, os, lses;
+      copyRows(q, qs, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(o, os, hq, totalQ, cuQ[b], sq, d, true);
+      copyRows(lse, lses, hq, totalQ, cuQ[b], sq, 1, true);
+      fa::ReferenceResult want =
+          fa::referenceAttention(p, qs.data(), ks.data(), vs.data());
+      for (size_t i = 0; i < want.output.size(); ++i) {
+        double err = std::fabs(double(os[i]) - want.output[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+      for (size_t i = 0; i < want.lse.size(); ++i) {
+        double err = std::isinf(want.lse[i])
+                         ? (lses[i] == float(want.lse[i]) ? 0.0 : INFINITY)
+                         : std::fabs(double(lses[i]) - want.lse[i]);
+        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+      }
+    }
+  }
+  return worst;
+}
+
+TEST(CpuPagedVarlen, ReadsEachSequencesPages) {
+  for (int64_t page : {16, 48})
+    for (bool causal : {false, true})
+      EXPECT_LE(runPagedVarlen(page, /*parts=*/0, causal, /*gather=*/false,
+                               /*usedKeys=*/false),
+                kTolerance)
+          << "page " << page << " causal " << causal;
+}
+
+TEST(CpuPagedVarlen, UsedKeysSplitsAndRowByRowPages) {
+  for (bool gather : {false, true})
+    for (int64_t parts : {0, 3})
+      EXPECT_LE(runPagedVarlen(gather ? 5 : 16, parts, /*causal=*/true, gather,
+                               /*usedKeys=*/true),
+                kTolerance);
+  EXPECT_LE(runPagedVarlen(1, /*parts=*/0, /*causal=*/false, /*gather=*/true,
+                           /*usedKeys=*/false),
+            kTolerance);
 }
 
 /// K/V entries by index (cache_batch_idx): batch entry b reads cache entry

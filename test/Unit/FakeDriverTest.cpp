@@ -79,6 +79,24 @@ fa::TensorArg rowValues(int &next, int64_t b, int64_t h, int64_t s) {
   return t;
 }
 
+/// An i32 vector [n] (offsets, lengths), contiguous.
+fa::TensorArg int32Vector(int &next, int64_t n) {
+  fa::TensorArg t = fakeTensor(next, n, 1, 1, 1);
+  t.sizes[1] = t.sizes[2] = t.sizes[3] = 0;
+  t.strides[0] = 1;
+  t.strides[1] = t.strides[2] = t.strides[3] = 0;
+  return t;
+}
+
+/// An i32 table [rows, columns] (a paged cache's), row-major.
+fa::TensorArg int32Table(int &next, int64_t rows, int64_t columns) {
+  fa::TensorArg t = fakeTensor(next, rows, columns, 1, 1);
+  t.sizes[2] = t.sizes[3] = 0;
+  t.strides[0] = columns, t.strides[1] = 1;
+  t.strides[2] = t.strides[3] = 0;
+  return t;
+}
+
 /// A forward's Q, K, V, O and LSE: B x Hq query rows Sq, B x Hkv keys Sk
 /// (kvBatch entries of them: a paged cache's pool), head dim D.
 fa::AttentionArgs forwardArgs(int &next, int64_t b, int64_t hq, int64_t hkv,
@@ -270,12 +288,8 @@ TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
 TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
   int next = 0;
   fa::AttentionArgs args = forwardArgs(next, 1, 8, 2, 600, 800, 64);
-  for (fa::TensorArg *offsets : {&args.cuSeqlensQ, &args.cuSeqlensK}) {
-    *offsets = fakeTensor(next, 4, 1, 1, 1);
-    offsets->sizes[1] = offsets->sizes[2] = offsets->sizes[3] = 0;
-    offsets->strides[0] = 1;
-    offsets->strides[1] = offsets->strides[2] = offsets->strides[3] = 0;
-  }
+  args.cuSeqlensQ = int32Vector(next, 4);
+  args.cuSeqlensK = int32Vector(next, 4);
   args.maxSeqlenQ = 300;
   args.maxSeqlenK = 400;
   fa::KernelSpec spec = defaultsFor(64, fa::ElementType::f16, /*causal=*/true);
@@ -297,14 +311,8 @@ TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
   // K and V: a pool of 16 pages of 256 keys.
   fa::AttentionArgs args =
       forwardArgs(next, 4, 32, 8, 1, 256, 128, /*kvBatch=*/16);
-  args.blockTable = fakeTensor(next, 4, 4, 1, 1);
-  args.blockTable.sizes[2] = args.blockTable.sizes[3] = 0;
-  args.blockTable.strides[0] = 4, args.blockTable.strides[1] = 1;
-  args.blockTable.strides[2] = args.blockTable.strides[3] = 0;
-  args.kvLens = fakeTensor(next, 4, 1, 1, 1);
-  args.kvLens.sizes[1] = args.kvLens.sizes[2] = args.kvLens.sizes[3] = 0;
-  args.kvLens.strides[0] = 1;
-  args.kvLens.strides[1] = args.kvLens.strides[2] = args.kvLens.strides[3] = 0;
+  args.blockTable = int32Table(next, 4, 4);
+  args.kvLens = int32Vector(next, 4);
   fa::KernelSpec spec;
   spec.headDim = 128;
   spec.dtype = fa::ElementType::bf16;
@@ -328,6 +336,53 @@ TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
   int64_t allocated, freed, loaded;
   FakeCuda::get().allocations(&allocated, &freed, &loaded);
   EXPECT_EQ(allocated, freed);
+}
+
+/// A paged varlen batch (3 sequences; a pool of 20 pages of 64 keys, 5
+/// pages a sequence): prefill covers the longest sequence's query tiles
+/// with one kernel; decode (a query row a sequence over up to 4k keys)
+/// splits the keys, then combines a program per sequence.
+TEST_F(FakeDriver, PagedVarlenPrefillAndDecode) {
+  for (bool decode : {false, true}) {
+    SCOPED_TRACE(decode ? "decode" : "prefill");
+    FakeCuda::get().reset();
+    int next = 0;
+    int64_t page = decode ? 256 : 64, pages = decode ? 16 : 5;
+    fa::AttentionArgs args =
+        forwardArgs(next, 1, 8, 2, decode ? 3 : 600, page, 64, /*kvBatch=*/20);
+    args.cuSeqlensQ = int32Vector(next, 4);
+    args.cuSeqlensK = int32Vector(next, 4);
+    args.blockTable = int32Table(next, 3, pages);
+    args.maxSeqlenQ = decode ? 1 : 300;
+    args.maxSeqlenK = pages * page;
+    fa::KernelSpec spec =
+        defaultsFor(64, fa::ElementType::f16, /*causal=*/!decode);
+    spec.varlen = true;
+    spec.pagedKv = true;
+    fa::Result r = runtime->forward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    ASSERT_EQ(FakeCuda::get().launchCount(), decode ? 2 : 1);
+    Launch first = launchAt(0);
+    EXPECT_NE(first.name.find("_varlen_paged"), std::string::npos)
+        << first.name;
+    EXPECT_EQ(first.grid[1], 8u) << "a program per query head";
+    if (!decode) {
+      fa::KernelInfo info;
+      ASSERT_TRUE(bool(runtime->prepare(spec, &info, 300)));
+      EXPECT_EQ(first.name, info.name);
+      expectCoversQueryTiles(first, info, 300, 3 * 8);
+      continue;
+    }
+    Launch combine = launchAt(1);
+    EXPECT_EQ(first.name.substr(first.name.size() - 6), "_split");
+    EXPECT_EQ(combine.name.substr(combine.name.size() - 8), "_combine");
+    EXPECT_EQ(first.grid[2] % 3, 0u) << "parts x sequences";
+    EXPECT_GE(first.grid[2], 6u) << "at least two parts a sequence";
+    EXPECT_EQ(combine.grid[2], 3u) << "a program per sequence";
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_EQ(allocated, freed);
+  }
 }
 
 /// The C ABI's whole path: a forward with attention sinks through

@@ -2193,7 +2193,8 @@ TEST(CApi, KvCacheForward) {
                                     &extras, FA_F16, 0, 0.0, nullptr, nullptr),
             FA_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(fa_last_error(), "a block_table (paged KV cache) is taken by "
-                                "fa_attention_kvcache_forward only");
+                                "fa_attention_kvcache_forward and the varlen "
+                                "forwards only");
   fa_tensor tallTable = {q16.data, {3, 3, 0, 0}, {3, 1, 0, 0}};
   extras.block_table = &tallTable;
   EXPECT_EQ(kvcache(pool), FA_ERROR_INVALID_ARGUMENT);
@@ -2215,6 +2216,30 @@ TEST(CApi, KvCacheForward) {
                       "row and a block_table of at least one column"),
             std::string::npos)
       << fa_last_error();
+  // A paged varlen batch: a table row per sequence (K, V: the pool, not
+  // packed); a sequence's keys at most its row's pages' rows (3 x 16).
+  {
+    fa_tensor packedQ = {q16.data, {1, 2, 5, 128}, {1280, 128, 256, 1}};
+    fa_tensor packedLse = {q16.data, {1, 2, 5, 0}, {10, 5, 1, 0}};
+    fa_tensor offsets = {q16.data, {3, 0, 0, 0}, {1, 0, 0, 0}};
+    auto varlen = [&](int64_t maxSeqlenK) {
+      return fa_attention_varlen_forward(
+          runtime, &packedQ, &pool, &pool, &packedQ, &packedLse, &offsets,
+          &offsets, 5, maxSeqlenK, &extras, FA_F16, 0, 0.0, nullptr, nullptr);
+    };
+    extras.block_table = &tallTable;
+    EXPECT_EQ(varlen(48), FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(fa_last_error(),
+                 "block_table has 3 rows; it needs one per sequence (2)");
+    extras.block_table = &table;
+    EXPECT_EQ(varlen(49), FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(fa_last_error(), "max_seqlen_k must be in [0, 48] (a table "
+                                  "row's pages' rows), got 49");
+    // Within them, the call stops at the next check (these overlap).
+    EXPECT_EQ(varlen(48), FA_ERROR_INVALID_ARGUMENT);
+    EXPECT_STREQ(fa_last_error(), "o overlaps q in memory (outputs must not "
+                                  "alias the inputs)");
+  }
   // cache_batch_idx: the kvcache call's; one entry per batch entry; not
   // with a page table.
   extras.block_table = nullptr;
