@@ -575,12 +575,11 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod,
                                  captures)))
     return failure();
-  // The turn counters count the K/V tiles of a query tile from 0: with a
-  // mask_mod the visiting tiles need not start at 0 nor be exactly those
-  // of the K/V range.
-  if (getDqOrder() && !getMaskMod().empty())
+  // The turns count the K/V tiles the mask_mod's own ranges give a query
+  // tile (fa-tile-backward); a block mask's tables may visit others.
+  if (getDqOrder() && getQueryRanges())
     return emitOpError("the deterministic backward (dq_order) does not take "
-                       "a mask_mod yet");
+                       "a block mask (query_ranges) yet");
   if (bool(getSinks()) != bool(getGradSinks()))
     return emitOpError("takes sinks and grad_sinks together (the sinks' "
                        "gradient is an output whenever sinks are an input)");

@@ -275,7 +275,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     may differ from run to run. With a third workspace `dq_order` (i32, one
     counter per query tile) the backward is deterministic: the shares are
     added in K/V tile order (`fa.wait_turn`, `fa.pass_turn`), which gives
-    bitwise identical dQ run to run.
+    bitwise identical dQ run to run. With a mask_mod the turns count the
+    K/V tiles that visit each query tile; not with a block mask yet.
 
     With the forward's `sinks`, `grad_sinks` (f32 [Hq], which the caller
     zeroes) receives their gradient, added program by program (its last

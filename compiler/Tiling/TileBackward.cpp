@@ -216,7 +216,13 @@ LogicalResult BackwardTiler::buildMain() {
   // while holding its SM. Tiles wait only for tiles launched before them,
   // so the grid runs the K/V tiles last to first too.
   Value order = op.getDqOrder();
-  bool lastToFirst = order && mask == MaskKind::causal;
+  // A mask_mod narrows the ranges where it can (affine, no captures); the
+  // deterministic mode counts its turns by them only where both sides of
+  // the ranges agree (tileRangesAgree), else it visits every tile. Its
+  // turns then run first to last from the query tile's first K/V tile.
+  bool rangeMask = maskMod && !readsCapturedTensors(op.getMaskMod()) &&
+                   (!order || tileRangesAgree(op.getMaskMod()));
+  bool lastToFirst = order && mask == MaskKind::causal && !rangeMask;
   Value kvTileIndex = grid.getTileIndex();
   if (lastToFirst)
     kvTileIndex = arith::SubIOp::create(
@@ -252,10 +258,8 @@ LogicalResult BackwardTiler::buildMain() {
   Value group = arith::DivUIOp::create(builder, loc, qHeads, kvHeads);
   Value firstHead = arith::MulIOp::create(builder, loc, kvHead, group);
   // With a mask_mod the query tiles depend on the query head: the range is
-  // taken per head, inside the head loop. A mask that reads a captured
-  // tensor narrows no range.
+  // taken per head, inside the head loop (rangeMask, above).
   // A block mask's query ranges are per head too.
-  bool rangeMask = maskMod && !readsCapturedTensors(op.getMaskMod());
   Value queryRanges = op.getQueryRanges();
   bool perHeadRange = rangeMask || queryRanges;
   auto queryTileRange = [&](OpBuilder &at, Value h) {
@@ -364,7 +368,17 @@ LogicalResult BackwardTiler::buildMain() {
                   inner, loc, qAccType, gradScores, kTile, Value(),
                   /*transpose_rhs=*/false);
               Value turn = kvTileIndex;
-              if (lastToFirst) {
+              if (order && rangeMask) {
+                // The K/V tiles that visit this query tile are [begin,
+                // end) of its range (tileRangesAgree): this one's turn
+                // counts from begin.
+                auto kvRange = KVTileRangeOp::create(
+                    inner, loc, inner.getIndexType(), inner.getIndexType(),
+                    qStart, qLen, kvLen, seq, h, Value(), blockM, blockN, mask);
+                cloneMaskWithoutCaptures(op.getMaskMod(), kvRange.getMaskMod());
+                turn = arith::SubIOp::create(inner, loc, kvTileIndex,
+                                             kvRange.getBegin());
+              } else if (lastToFirst) {
                 auto kvRange = KVTileRangeOp::create(
                     inner, loc, qStart, qLen, kvLen, blockM, blockN, mask);
                 Value lastKvTile =

@@ -504,6 +504,34 @@ bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
   return false;
 }
 
+/// See tileRangesAgree: `formula` is a conjunction of constraints that
+/// bound kv_idx and q_idx alike.
+static bool boundsBothIndicesAlike(const MaskFormula &formula) {
+  using Kind = MaskFormula::Kind;
+  switch (formula.kind) {
+  case Kind::keepAll:
+  case Kind::keepNone:
+    return true;
+  case Kind::constraint: {
+    auto unit = [&](unsigned arg) {
+      int64_t c = formula.form.coefficients[arg];
+      return c == 1 || c == -1;
+    };
+    return unit(kKeyIndexArg) == unit(kQueryIndexArg);
+  }
+  case Kind::allOf:
+    return llvm::all_of(formula.children, boundsBothIndicesAlike);
+  case Kind::anyOf:
+    return false;
+  }
+  return false;
+}
+
+bool mlir::fa::tileRangesAgree(Region &maskMod) {
+  std::optional<MaskFormula> formula = analyzeAffineMask(maskMod);
+  return !formula || boundsBothIndicesAlike(*formula);
+}
+
 //===----------------------------------------------------------------------===//
 // The derivative of a score_mod
 //===----------------------------------------------------------------------===//

@@ -139,6 +139,16 @@ IndexBounds buildIndexBounds(OpBuilder &b, Location loc,
 /// row's mask is two compares per score instead of the region.
 bool keepsAKeyIntervalPerRow(const MaskFormula &formula);
 
+/// Whether fa.kv_tile_range and fa.q_tile_range of mask_mod `maskMod`
+/// describe one set of tile pairs, seen from either side, with contiguous
+/// ranges: its formula is a conjunction of constraints in each of which
+/// kv_idx and q_idx both have coefficient +1 or -1 (each side then keeps
+/// the tiles whose index box meets the constraint), or neither has (no side
+/// bounds by it); or the mask is not affine (no side narrows). The
+/// deterministic backward counts a query tile's dQ turns from its first
+/// K/V tile by these ranges; other masks take every tile there.
+bool tileRangesAgree(Region &maskMod);
+
 /// Builds in `derivative` (empty) the derivative of the score_mod region
 /// `scoreMod` with respect to its score, same arguments (forward-mode over
 /// the arith and math ops). Fails, naming the op, on a float op without a

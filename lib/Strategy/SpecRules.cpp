@@ -130,12 +130,12 @@ std::string validateSpec(const KernelSpec &spec) {
     if (std::string error = checkVariantText(name, *text); !error.empty())
       return error;
   }
-  if (spec.deterministic && !spec.maskMod.empty())
-    return "the deterministic backward does not take a mask_mod yet (its dQ "
-           "turn order assumes the K/V range of a plain or causal mask)";
   if (spec.blockMask && spec.maskMod.empty())
     return "a block mask bounds the tiles of a mask_mod's kept scores: give "
            "a mask_mod with it";
+  if (spec.deterministic && spec.blockMask)
+    return "the deterministic backward does not take a block mask yet (its "
+           "dQ turns count the tiles of the mask_mod's own ranges)";
   if (spec.deterministic && spec.sinks)
     return "the deterministic backward does not take sinks yet (their "
            "gradient is added in any order)";

@@ -648,8 +648,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     of the mask_mod to use, when mask_mod is None), causal flag and shape:
     the kernels then visit only the tiles whose scores the mask can keep,
     for masks the compiler cannot bound by itself (those that read tensors,
-    such as document ids). Not with deterministic=True (its backward takes
-    no mask_mod yet).
+    such as document ids). Not with deterministic=True yet (its backward
+    takes a mask_mod, counting the dQ turns by the mask_mod's own ranges,
+    but no block mask).
 
     FP8: q, k, v in torch.float8_e4m3fn (the forward only, no autograd; on
     sm_90a with head dims in multiples of 128, plain or causal masks, GQA)

@@ -143,17 +143,20 @@ func.func @mask_without_program(%s: tensor<16x32xf32>, %i: index) -> tensor<16x3
 
 // -----
 
-func.func @deterministic_mask_mod(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
-                                  %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
-                                  %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
-                                  %acc: memref<?x8x?x64xf32>, %order: memref<?x8x?xi32>) {
-  // expected-error @+1 {{the deterministic backward (dq_order) does not take a mask_mod yet}}
+// The deterministic backward takes a mask_mod (its turns count the tiles
+// of the mask_mod's own ranges) but not a block mask's tables yet.
+func.func @deterministic_block_mask(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+                                    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+                                    %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
+                                    %acc: memref<?x8x?x64xf32>, %order: memref<?x8x?xi32>,
+                                    %qr: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{the deterministic backward (dq_order) does not take a block mask (query_ranges) yet}}
   fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
-      workspace %delta, %acc, %order {scale = 0.125 : f32}
+      workspace %delta, %acc, %order query_ranges %qr {scale = 0.125 : f32}
     : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>,
       memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
     into memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
-    workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>, memref<?x8x?xi32>
+    workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>, memref<?x8x?xi32> query_ranges memref<?x?x?x4xi32>
     mask_mod {
     ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
       %keep = arith.cmpi sle, %ki, %qi : index

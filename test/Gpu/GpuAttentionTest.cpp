@@ -1598,6 +1598,32 @@ TEST_P(GpuAttentionPart, BackwardVariantsMatchFloat64Gradients) {
       }
 }
 
+/// The deterministic backward of the built-in variants on mma and wgmma
+/// (16-bit): bitwise identical gradients run to run (runBackwardCase runs
+/// it twice) and the float64 gradients' accuracy. A window's dQ turns count
+/// from each query tile's first K/V tile; prefix-LM (an or) visits every
+/// tile. A program off its turn would hang: the part's timeout catches it.
+TEST_P(GpuAttentionPart, DeterministicBackwardVariants) {
+  const int64_t heads = 4;
+  int64_t item = 0;
+  for (const Variant &variant : builtInVariants(heads))
+    for (Config config : variantConfigs()) {
+      if (config.strategy == fa::Strategy::simt || !ownsItem(item++))
+        continue;
+      fa::KernelSpec spec = defaults();
+      spec.strategy = config.strategy;
+      spec.deterministic = true;
+      for (Shape s :
+           {Shape{1, heads, heads, 700, 700}, Shape{2, heads, 2, 300, 700},
+            Shape{1, heads, 1, 700, 300}}) {
+        std::printf("  deterministic %s:\n", variant.name);
+        runBackwardCase(variantCase(variant, 64, config.dtype, s), spec);
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+    }
+}
+
 /// Attention sinks (forward and backward, with the sinks' gradient) on
 /// every strategy and 16-bit type, causal or not, with a window, GQA and
 /// rows that see no key (Sq > Sk, causal: O = 0, LSE = the sink). The

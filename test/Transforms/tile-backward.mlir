@@ -164,3 +164,75 @@ func.func @deterministic_full(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>,
     workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
   return
 }
+
+// -----
+
+// Deterministic with a window (a mask_mod whose ranges agree from both
+// sides): the grid and the turns run first to last, and K/V tile J's turn
+// at query tile I counts from I's first K/V tile, the begin of I's range
+// with the mask_mod (a window's first tile is not 0).
+// CHECK-LABEL: func @deterministic_window
+// CHECK: } attributes {program = "delta"}
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK-NEXT: %[[KVSTART:.*]] = arith.muli %[[J]], %c32
+// CHECK: fa.q_tile_range %[[KVSTART]]
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[QSTART:.*]] = arith.muli %[[I]]
+// CHECK: %[[BEGIN:.*]], %{{.*}} = fa.kv_tile_range %[[QSTART]], {{.*}} at(%[[B]], %[[H:.*]]) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+// CHECK: %[[TURN:.*]] = arith.subi %[[J]], %[[BEGIN]] : index
+// CHECK-NEXT: fa.wait_turn %{{.*}}[%[[B]], %[[H]], %[[I]]], %[[TURN]]
+// CHECK-NEXT: fa.accumulate_tile
+// CHECK-NEXT: fa.pass_turn %{{.*}}[%[[B]], %[[H]], %[[I]]], %[[TURN]]
+// CHECK: } attributes {program = "dkdv"}
+func.func @deterministic_window(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
+                                %order: memref<?x4x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %w = arith.constant 40 : index
+      %first = arith.subi %qi, %w : index
+      %after = arith.cmpi sge, %ki, %first : index
+      %before = arith.cmpi sle, %ki, %qi : index
+      %keep = arith.andi %after, %before : i1
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+// Deterministic with prefix-LM's or (ranges that need not agree from both
+// sides): every K/V tile visits every query tile (one range for every
+// head, without the mask_mod), the turn is J itself.
+// CHECK-LABEL: func @deterministic_prefix
+// CHECK: } attributes {program = "delta"}
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: fa.q_tile_range %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} {block_m = 16 : i64, block_n = 32 : i64}{{$}}
+// CHECK: scf.for
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NOT: fa.kv_tile_range
+// CHECK: fa.wait_turn %{{.*}}[%[[B]], %[[H:.*]], %[[I]]], %[[J]]
+// CHECK: } attributes {program = "dkdv"}
+func.func @deterministic_prefix(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
+                                %order: memref<?x4x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %n = arith.constant 70 : index
+      %prefix = arith.cmpi slt, %ki, %n : index
+      %causal = arith.cmpi sle, %ki, %qi : index
+      %keep = arith.ori %prefix, %causal : i1
+      fa.yield %keep : i1
+    }
+  return
+}

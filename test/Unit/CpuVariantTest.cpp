@@ -398,10 +398,13 @@ TEST(CpuVariantMutation, DifferentSoftcapIsCaught) {
 /// shapes, against the float64 gradients of the same variant in C++ (its
 /// score_mod differentiated numerically); returns the largest error as a
 /// fraction of each gradient's size.
+/// `deterministic`: dQ added in the turn order (the CPU lowering asserts
+/// that every program comes on its turn).
 double runVariantBackward(const Variant &variant, const Variant &reference,
                           int64_t blockM, int64_t blockN,
-                          bool expectMatch = true) {
+                          bool expectMatch = true, bool deterministic = false) {
   CpuKernelConfig config;
+  config.deterministic = deterministic;
   config.headDim = 32;
   config.tiles = {blockM, blockN};
   config.scale = 1.0f / std::sqrt(32.0f);
@@ -491,6 +494,27 @@ TEST_P(CpuVariantBackward, MatchesFloat64Gradients) {
 
 INSTANTIATE_TEST_SUITE_P(
     BuiltIns, CpuVariantBackward,
+    testing::Combine(testing::Range(0, kNumVariants),
+                     testing::Values(std::pair<int64_t, int64_t>{8, 32},
+                                     std::pair<int64_t, int64_t>{16, 16})));
+
+/// The deterministic backward of every built-in: the turns count the K/V
+/// tiles that visit each query tile (a window's from its first tile, not
+/// from 0), or every tile where the mask's ranges do not agree from both
+/// sides (prefix-LM's or) or read captured tensors; a program off its
+/// turn fails the CPU run.
+class CpuVariantDeterministicBackward
+    : public testing::TestWithParam<VariantParam> {};
+
+TEST_P(CpuVariantDeterministicBackward, MatchesFloat64Gradients) {
+  auto [index, tiles] = GetParam();
+  Variant variant = variantAt(index);
+  runVariantBackward(variant, variant, tiles.first, tiles.second,
+                     /*expectMatch=*/true, /*deterministic=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BuiltIns, CpuVariantDeterministicBackward,
     testing::Combine(testing::Range(0, kNumVariants),
                      testing::Values(std::pair<int64_t, int64_t>{8, 32},
                                      std::pair<int64_t, int64_t>{16, 16})));

@@ -88,16 +88,19 @@ TEST(KernelSpec, DefaultIsTheLectureKernel) {
   EXPECT_EQ(kernelName(spec), "fa_fwd_d128_bf16_causal_8x32_w8_s2_mma");
 }
 
-/// A variant's texts: bounded in size, refused for the deterministic
-/// backward's turn order, part of the kernel's name and canonical text.
+/// A variant's texts: bounded in size, the deterministic backward's with
+/// a mask_mod but not a block mask, part of the kernel's name and
+/// canonical text.
 TEST(KernelSpec, VariantRules) {
   fa::KernelSpec spec;
   spec.maskMod = "func.func @mask_mod";
   spec.backward = spec.deterministic = true;
+  EXPECT_EQ(validateSpec(spec), "");
+  spec.blockMask = true;
   EXPECT_EQ(validateSpec(spec),
-            "the deterministic backward does not take a mask_mod yet (its "
-            "dQ turn order assumes the K/V range of a plain or causal mask)");
-  spec.deterministic = false;
+            "the deterministic backward does not take a block mask yet (its "
+            "dQ turns count the tiles of the mask_mod's own ranges)");
+  spec.blockMask = spec.deterministic = false;
   EXPECT_EQ(validateSpec(spec), "");
   spec.scoreMod = std::string(fa::kMaxVariantTextBytes + 1, ' ');
   EXPECT_EQ(validateSpec(spec), "score_mod text must be at most 65536 bytes, "
