@@ -10,6 +10,7 @@
 #                       host-overhead|clock-probe|bench-sinks|
 #                       block-mask|bench-variants|profile-block-mask|
 #                       bench-varlen|fp8|wide-backward|
+#                       paged-varlen-deterministic|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -161,6 +162,18 @@ for step in $steps; do
       --dtypes bfloat16 --dims 192,256 --seqs 1024,4096 \
       --configs simt:32x32w4s1,64x64w8s1,64x64w8s2 \
       --json "$OUT/wide-backward.json" ;;&
+  paged-varlen-deterministic)
+    # Added 2026-12-05, not yet run on a GPU: a paged varlen batch
+    # (flash_attn_varlen_func with block_table; its Python cases, then under
+    # memcheck) and the deterministic backward of every built-in variant
+    # (a dQ turn off by one hangs: the timeout says so).
+    run paged-varlen timeout 300 bash -c "cd python/tests && python3 -m \
+      unittest -v test_varlen -k test_paged_keys"
+    run paged-varlen-memcheck timeout 400 bash -c "cd python/tests && \
+      compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m \
+      unittest test_varlen -k test_paged_keys_checks"
+    run deterministic-variants timeout 400 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*DeterministicBackwardVariants*' ;;&
   bench-varlen)
     # Packed varlen batches against the fixed-length kernel and SDPA.
     run bench-varlen python3 bench/bench_varlen.py \
