@@ -564,11 +564,6 @@ LogicalResult AttentionBackwardOp::verify() {
                            getDqAccum()},
                           getQueryRanges())))
     return failure();
-  // The turn counters are per (batch entry, head, query tile) of the
-  // tensors, not per sequence.
-  if (getDqOrder() && getCuSeqlensQ())
-    return emitOpError("the deterministic backward (dq_order) does not take "
-                       "cu_seqlens yet");
   TypeRange captures = getCaptures().getTypes();
   if (failed(verifyVariantRegion(*this, getScoreMod(), VariantRegion::scoreMod,
                                  captures)) ||
@@ -590,13 +585,25 @@ LogicalResult AttentionBackwardOp::verify() {
   if (getDqOrder() && getSinks())
     return emitOpError("the deterministic backward (dq_order) does not take "
                        "sinks yet (their gradient is added in any order)");
+  // The turn counters: per (batch entry, head, query tile), or with
+  // cu_seqlens per (sequence, head, query tile of the sequence).
   if (Value order = getDqOrder()) {
     ArrayRef<int64_t> o = typeOf(order).getShape(), q = qType.getShape();
-    for (int d = 0; d < 2; ++d)
-      if (dimsConflict(o[d], q[d]))
-        return emitOpError() << "dq_order dimension " << d << " ("
-                             << dimToString(o[d]) << ") does not match query ("
-                             << dimToString(q[d]) << ")";
+    int64_t entries = q[0];
+    if (Value offsets = getCuSeqlensQ()) {
+      entries = typeOf(offsets).getShape()[0];
+      if (!ShapedType::isDynamic(entries))
+        entries -= 1;
+    }
+    if (dimsConflict(o[0], entries))
+      return emitOpError() << "dq_order dimension 0 (" << dimToString(o[0])
+                           << ") does not match the "
+                           << (getCuSeqlensQ() ? "sequences (" : "query (")
+                           << dimToString(entries) << ")";
+    if (dimsConflict(o[1], q[1]))
+      return emitOpError() << "dq_order dimension 1 (" << dimToString(o[1])
+                           << ") does not match query (" << dimToString(q[1])
+                           << ")";
   }
   return success();
 }

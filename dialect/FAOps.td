@@ -303,13 +303,15 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     LSE this backward reads): with a score_mod `s' = score_mod(s)`, `P =
     exp(s' - LSE)` and `dS` is multiplied by `d score_mod / d s` (the
     compiler differentiates the region; an op without a derivative rule is
-    an error). The deterministic mode does not take a mask_mod yet.
+    an error). The deterministic mode counts a mask_mod's K/V tiles per
+    query tile (its block mask tables: not yet).
 
     With `cu_seqlens` (a packed varlen batch, as `fa.attention`'s): every
     tensor holds the rows of all sequences one after another (batch 1;
     `delta` and `dq_accum` too), and sequence `b`'s queries see only its
     own keys; dK and dV rows of a sequence gather only its own queries'
-    shares. The deterministic mode does not take it yet.
+    shares. The deterministic mode's `dq_order` is then `[B, Hq,
+    ceil(max_seqlen_q / block-m)]`, a counter per sequence's query tile.
 
     ```mlir
     fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv
@@ -332,7 +334,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<FA_FloatMemRef4D, "gradient of the values [B, Hkv, Sk, D]", [MemWrite]>:$grad_value,
     Arg<FA_LseMemRef, "workspace for D = rowsum(dO * O) [B, Hq, Sq]", [MemRead, MemWrite]>:$delta,
     Arg<MemRefRankOf<[F32], [4]>, "workspace accumulating dQ [B, Hq, Sq, D]", [MemRead, MemWrite]>:$dq_accum,
-    Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)]", [MemRead, MemWrite]>:$dq_order,
+    Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$dq_order,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
     Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 4]", [MemRead]>:$query_ranges,

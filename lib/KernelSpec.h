@@ -84,8 +84,9 @@ struct KernelSpec {
   /// i1, true where the score is kept. Their bodies hold arith and math ops
   /// and end in func.return. Part of the canonical text (and so of the
   /// cache key); the kernel name carries a hash of them. The backward
-  /// differentiates the score_mod; the deterministic backward takes no
-  /// mask_mod yet.
+  /// differentiates the score_mod; the deterministic backward counts its
+  /// dQ turns by the mask_mod's own ranges where they agree from both sides
+  /// (fa-tile-backward).
   std::string scoreMod;
   std::string maskMod;
   /// Attention sinks (see fa.attention): the kernel takes one f32 logit per
@@ -108,8 +109,8 @@ struct KernelSpec {
   /// fa.attention's cu_seqlens): the forward takes Q, O [1, Hq, total_q,
   /// D], K, V [1, Hkv, total_k, D], LSE [1, Hq, total_q] and the i32
   /// offsets cu_seqlens_q, cu_seqlens_k [B + 1]; sequence b attends only
-  /// within its own rows. The backward on mma and simt, not deterministic;
-  /// no block mask with it.
+  /// within its own rows. The backward on mma and simt (deterministic: turn
+  /// counters per sequence); no block mask with it.
   bool varlen = false;
   /// A KV cache's filled lengths (fa.attention's kv_lens: flash-attn's
   /// cache_seqlens / seqused_k): the forward takes i32 [B] (per varlen

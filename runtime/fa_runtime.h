@@ -298,8 +298,9 @@ FA_API fa_status fa_attention_varlen_forward(
 /* fa_attention_backward_ex of a packed batch fa_attention_varlen_forward
    ran: every tensor packed as that call's (do like o; dq like q; dk, dv
    like k), the same offsets and maxima. Sequence b's dK, dV rows gather
-   only its own queries' shares. Not deterministic (config->deterministic
-   is an error) and not on the wgmma strategy yet (auto picks mma). */
+   only its own queries' shares. config->deterministic: each sequence's dQ
+   shares in a fixed K/V tile order (turn counters per sequence). Not on
+   the wgmma strategy yet (auto picks mma). */
 FA_API fa_status fa_attention_varlen_backward(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *grad_output,

@@ -224,11 +224,24 @@ LogicalResult BackwardTiler::buildMain() {
                    (!order || tileRangesAgree(op.getMaskMod()));
   bool lastToFirst = order && mask == MaskKind::causal && !rangeMask;
   Value kvTileIndex = grid.getTileIndex();
-  if (lastToFirst)
+  if (lastToFirst && !varlen) {
     kvTileIndex = arith::SubIOp::create(
         builder, loc,
         arith::SubIOp::create(builder, loc, numKvTiles, indexConst(1)),
         kvTileIndex);
+  } else if (lastToFirst) {
+    // A sequence's own K/V tiles last to first; the grid's slots past them
+    // (it counts the packed keys' tiles) stay past them, seeing no key.
+    Value tiles =
+        arith::CeilDivUIOp::create(builder, loc, kvLen, indexConst(blockN));
+    Value slot = kvTileIndex;
+    Value own = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::ult,
+                                      slot, tiles);
+    Value reversed = arith::SubIOp::create(
+        builder, loc, arith::SubIOp::create(builder, loc, tiles, indexConst(1)),
+        slot);
+    kvTileIndex = arith::SelectOp::create(builder, loc, own, reversed, slot);
+  }
   Value kvStart =
       arith::MulIOp::create(builder, loc, kvTileIndex, indexConst(blockN));
 

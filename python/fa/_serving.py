@@ -332,7 +332,7 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
 def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
                      cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
-                     score_mod="", mask_mod=""):
+                     score_mod="", mask_mod="", deterministic=False):
     """dQ [total_q, Hq, D], dK and dV [total_k, Hkv, D] of a packed batch
     (the forward's O and LSE [Hq, total_q]), launched on the current
     stream (no autograd)."""
@@ -346,8 +346,8 @@ def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
     dk = torch.empty_like(k)
     dv = torch.empty_like(v)
 
-    config = _config(0, 0, 0, backward=True, variant=(score_mod, mask_mod),
-                     varlen=True)
+    config = _config(0, 0, 0, backward=True, deterministic=deterministic,
+                     variant=(score_mod, mask_mod), varlen=True)
     call = _entry_point("fa_attention_varlen_backward",
                         "the varlen backward")
     _check(call(
@@ -366,7 +366,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0,
                            return_lse=False, check_offsets=True,
-                           seqused_k=None, block_table=None):
+                           seqused_k=None, block_table=None,
+                           deterministic=False):
     """FlashAttention's varlen convention: a packed batch of sequences of
     their own lengths. q [total_q, Hq, D], k and v [total_k, Hkv, D] hold
     the rows of every sequence one after another; cu_seqlens_q and
@@ -381,7 +382,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     may skip with check_offsets=False (the kernel then never reads or
     writes outside the tensors, but offsets that break the rules leave
     rows of O unwritten or mixed). Differentiable (q, k, v; the
-    backward runs on the mma or simt strategy, not deterministic).
+    backward runs on the mma or simt strategy; deterministic=True adds
+    each query tile's dQ shares in a fixed K/V tile order, bitwise the
+    same gradients run to run).
     seqused_k (int32 [B] on q's device): sequence b attends to the first
     seqused_k[b] of its keys only (clamped to them; FlashAttention-3's
     convention); forward only (no gradient through it yet).
@@ -491,7 +494,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
             causal, scale, score_text, mask_text, seqused_k)
         return (o, lse) if return_lse else o
+    deterministic = bool(_flag("deterministic", deterministic))
+    # (Without it the op's call is the one it always was.)
+    extra = (True,) if deterministic else ()
     o, lse = torch.ops.fa.varlen_attention_forward(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-        causal, scale, score_text, mask_text)
+        causal, scale, score_text, mask_text, *extra)
     return (o, lse) if return_lse else o

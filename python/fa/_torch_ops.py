@@ -165,17 +165,20 @@ def varlen_attention_forward(q: torch.Tensor, k: torch.Tensor,
                              v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                              cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
                              max_seqlen_k: int, causal: bool, scale: float,
-                             score_mod: str, mask_mod: str
+                             score_mod: str, mask_mod: str,
+                             deterministic: bool = False
                              ) -> Tuple[torch.Tensor, torch.Tensor]:
     """A packed varlen batch's O [total_q, Hq, D] and LSE [Hq, total_q]
-    (fa.flash_attn_varlen_func; differentiable in q, k and v)."""
+    (fa.flash_attn_varlen_func; differentiable in q, k and v;
+    `deterministic` is the backward's mode, kept for the autograd
+    formula)."""
     return _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, causal, scale, score_mod, mask_mod)
 
 
 @varlen_attention_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-      causal, scale, score_mod, mask_mod):
+      causal, scale, score_mod, mask_mod, deterministic=False):
     return (torch.empty_like(q),
             q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
 
@@ -241,39 +244,43 @@ def varlen_attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                               cu_seqlens_q: torch.Tensor,
                               cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
                               max_seqlen_k: int, causal: bool, scale: float,
-                              score_mod: str, mask_mod: str
+                              score_mod: str, mask_mod: str,
+                              deterministic: bool = False
                               ) -> Tuple[torch.Tensor, torch.Tensor,
                                          torch.Tensor]:
-    """dQ, dK, dV of a packed varlen batch (packed like q, k, v)."""
+    """dQ, dK, dV of a packed varlen batch (packed like q, k, v); dQ in a
+    fixed order with `deterministic`."""
     return _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
                             cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                            scale, score_mod, mask_mod)
+                            scale, score_mod, mask_mod, deterministic)
 
 
 @varlen_attention_backward.register_fake
 def _(grad_output, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-      max_seqlen_k, causal, scale, score_mod, mask_mod):
+      max_seqlen_k, causal, scale, score_mod, mask_mod, deterministic=False):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _varlen_setup_context(ctx, inputs, output):
     (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-     scale, score_mod, mask_mod) = inputs
+     scale, score_mod, mask_mod) = inputs[:11]
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
     ctx.lengths = (max_seqlen_q, max_seqlen_k)
-    ctx.flags = (causal, scale, score_mod, mask_mod)
+    # The optional `deterministic`: absent when the op was called without.
+    deterministic = inputs[11] if len(inputs) > 11 else False
+    ctx.flags = (causal, scale, score_mod, mask_mod, deterministic)
     ctx.mark_non_differentiable(lse)
 
 
 def _varlen_grad(ctx, grad_output, grad_lse):
     q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
-    causal, scale, score_mod, mask_mod = ctx.flags
     dq, dk, dv = torch.ops.fa.varlen_attention_backward(
         grad_output, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
-        *ctx.lengths, causal, scale, score_mod, mask_mod)
-    # No gradient for the offsets, the lengths, the flags and the variant.
-    return (dq, dk, dv) + (None,) * 8
+        *ctx.lengths, *ctx.flags)
+    # No gradient for the offsets, the lengths, the flags and the variant
+    # (as many as the call gave inputs).
+    return ((dq, dk, dv) + (None,) * 9)[:len(ctx.needs_input_grad)]
 
 
 varlen_attention_forward.register_autograd(

@@ -4,8 +4,8 @@ cu_seqlens_q / cu_seqlens_k [B + 1]).
 
 Without a GPU: the varlen kernels compile through the C ABI
 (fa.prepare_kernel with varlen=True, every strategy) and are kernels of
-their own, and so are the backward's (mma, simt; wgmma and the
-deterministic mode refuse it by name). With a GPU: O and LSE, and dQ, dK,
+their own, and so are the backward's (mma, simt, deterministic too;
+wgmma refuses it by name). With a GPU: O and LSE, and dQ, dK,
 dV through autograd, of every sequence against the float64 reference of
 that sequence alone, with FlashAttention's criterion (error at most 2x
 PyTorch's own at the inputs' precision), over random lengths with 0 and 1
@@ -68,10 +68,10 @@ class CompileTest(unittest.TestCase):
                                     "take a varlen batch"):
             fa.prepare_kernel(128, dtype="bfloat16", strategy="wgmma",
                               varlen=True, backward=True)
-        with self.assertRaisesRegex(fa.FaError, "deterministic backward does "
-                                    "not take a varlen batch"):
-            fa.prepare_kernel(64, dtype="float16", varlen=True, backward=True,
-                              deterministic=True)
+        # The deterministic backward: turn counters per sequence.
+        info = fa.prepare_kernel(64, dtype="float16", varlen=True,
+                                 backward=True, deterministic=True)
+        self.assertIn("_det_varlen", info["name"])
 
 
 def _offsets(lengths):
@@ -288,9 +288,11 @@ class GpuVarlenTest(unittest.TestCase):
                                          device="cuda"))
 
     def run_backward(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
-                     window=(-1, -1), softcap=0.0, seed=0):
+                     window=(-1, -1), softcap=0.0, seed=0,
+                     deterministic=False):
         """dQ, dK, dV through autograd against each sequence's float64
-        gradients (FlashAttention's criterion, a floor for exact values)."""
+        gradients (FlashAttention's criterion, a floor for exact values);
+        deterministic: a second run gives the same bits."""
         torch.manual_seed(seed)
         cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
                             device="cuda")
@@ -304,11 +306,22 @@ class GpuVarlenTest(unittest.TestCase):
             t.requires_grad_()
         out = fa.flash_attn_varlen_func(
             q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
-            window_size=window, softcap=softcap)
+            window_size=window, softcap=softcap, deterministic=deterministic)
         out.backward(grad)
+        if deterministic:
+            first = [t.grad.clone() for t in (q, k, v)]
+            for t in (q, k, v):
+                t.grad = None
+            fa.flash_attn_varlen_func(
+                q, k, v, cu_q, cu_k, max(q_lens), max(k_lens),
+                causal=causal, window_size=window, softcap=softcap,
+                deterministic=True).backward(grad)
+            for label, a, t in zip(("dQ", "dK", "dV"), first, (q, k, v)):
+                self.assertTrue(torch.equal(a, t.grad),
+                                f"deterministic {label} differs run to run")
         name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
                 f"D={d} {'causal' if causal else 'full'} window={window} "
-                f"softcap={softcap} page={page}")
+                f"softcap={softcap} deterministic={deterministic}")
         oq, ok = _offsets(q_lens), _offsets(k_lens)
         scale = d ** -0.5
 
@@ -352,6 +365,21 @@ class GpuVarlenTest(unittest.TestCase):
                     with self.subTest(dtype=dtype, causal=causal, d=d):
                         self.run_backward(dtype, q_lens, k_lens, hq, hkv, d,
                                           causal)
+
+    def test_backward_deterministic(self):
+        # Turn counters per sequence; causal turns over each sequence's
+        # own K/V tiles last to first; a window's from each query tile's
+        # first K/V tile. Many K/V tiles per query tile (long keys).
+        rng = random.Random(13)
+        for dtype in (torch.bfloat16, torch.float32):
+            for causal in (False, True):
+                q_lens = [0, 1] + [rng.randint(1, 500) for _ in range(4)]
+                k_lens = [rng.randint(0, 900) for _ in q_lens]
+                with self.subTest(dtype=dtype, causal=causal):
+                    self.run_backward(dtype, q_lens, k_lens, 4, 2, 64, causal,
+                                      deterministic=True)
+        self.run_backward(torch.float16, [300, 5, 129], [700, 5, 129], 4, 2,
+                          128, True, window=(64, 0), deterministic=True)
 
     def test_backward_variants(self):
         lens = [300, 5, 129, 64]

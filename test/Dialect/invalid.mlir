@@ -768,17 +768,19 @@ func.func @varlen_backward_batch(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf3
 
 // -----
 
+// A varlen batch's turn counters: one per sequence (not per the packed
+// tensors' one batch entry).
 func.func @varlen_backward_deterministic(%q: memref<1x?x?x64xf16>, %lse: memref<1x?x?xf32>,
-                                         %acc: memref<1x?x?x64xf32>, %order: memref<?x?x?xi32>,
-                                         %c: memref<?xi32>) {
-  // expected-error @+1 {{the deterministic backward (dq_order) does not take cu_seqlens yet}}
+                                         %acc: memref<1x?x?x64xf32>, %order: memref<1x?x?xi32>,
+                                         %c: memref<4xi32>) {
+  // expected-error @+1 {{dq_order dimension 0 (1) does not match the sequences (3)}}
   fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
       workspace %lse, %acc, %order cu_seqlens(%c, %c) {scale = 1.0 : f32}
     : memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>,
       memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?xf32>
     into memref<1x?x?x64xf16>, memref<1x?x?x64xf16>, memref<1x?x?x64xf16>
-    workspace memref<1x?x?xf32>, memref<1x?x?x64xf32>, memref<?x?x?xi32>
-    cu_seqlens memref<?xi32>, memref<?xi32>
+    workspace memref<1x?x?xf32>, memref<1x?x?x64xf32>, memref<1x?x?xi32>
+    cu_seqlens memref<4xi32>, memref<4xi32>
   return
 }
 

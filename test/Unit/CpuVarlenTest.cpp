@@ -39,6 +39,7 @@ struct Case {
   int64_t blockM = 8, blockN = 32;
   bool softcapWindow = false; // score_mod and mask_mod of the sequence
   bool sinks = false;
+  bool deterministic = false; // the backward's
 };
 
 /// Query and key lengths per sequence: empty sequences, a single row, more
@@ -281,6 +282,7 @@ double runBackwardBatches(const Case &c, int64_t spareRows) {
   CpuKernelConfig config = configFor(c);
   CpuAttentionKernel &forward = fa::test::getCpuKernel(config);
   config.backward = true;
+  config.deterministic = c.deterministic;
   CpuAttentionKernel &backward = fa::test::getCpuKernel(config);
   const int64_t hq = 4, hkv = 2, d = kHeadDim;
   double worst = 0.0;
@@ -380,6 +382,21 @@ TEST(CpuVarlenBackward, MatchesEachSequenceAlone) {
     for (auto [bm, bn] : {std::pair<int64_t, int64_t>{8, 32}, {16, 16}})
       EXPECT_LE(runBackwardBatches({causal, bm, bn}, /*spareRows=*/0),
                 kTolerance);
+}
+
+/// The deterministic mode: each sequence's turn counters; with the causal
+/// mask its own K/V tiles last to first (the grid's slots past them see no
+/// key), with a window first to last from each query tile's first tile.
+/// The CPU lowering asserts every turn.
+TEST(CpuVarlenBackward, DeterministicTurnsPerSequence) {
+  for (bool causal : {false, true})
+    for (auto [bm, bn] : {std::pair<int64_t, int64_t>{8, 32}, {16, 16}}) {
+      Case c{causal, bm, bn};
+      c.deterministic = true;
+      EXPECT_LE(runBackwardBatches(c, /*spareRows=*/0), kTolerance);
+      c.softcapWindow = true;
+      EXPECT_LE(runBackwardBatches(c, /*spareRows=*/5), kTolerance);
+    }
 }
 
 TEST(CpuVarlenBackward, LeavesRowsPastTheLastSequenceAlone) {

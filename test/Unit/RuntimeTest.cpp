@@ -2789,8 +2789,8 @@ TEST(ArgumentChecks, Varlen) {
   EXPECT_EQ(plan.paramRank(fa::LaunchPlan::Operand::cuSeqlensK), 1);
 }
 
-/// A varlen spec is a kernel of its own; the deterministic backward and
-/// the wgmma backward refuse it, and auto gives its backward to mma.
+/// A varlen spec is a kernel of its own; the deterministic backward takes
+/// it, the wgmma backward refuses it, and auto gives its backward to mma.
 TEST(KernelSpecVarlen, NameKeyAndLimits) {
   fa::KernelSpec spec = smallSpec();
   fa::KernelSpec varlen = spec;
@@ -2801,8 +2801,9 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
   varlen.backward = true;
   EXPECT_EQ(validateSpec(varlen), "");
   varlen.deterministic = true;
-  EXPECT_EQ(validateSpec(varlen), "the deterministic backward does not take a "
-                                  "varlen batch (cu_seqlens) yet");
+  EXPECT_EQ(validateSpec(varlen), "");
+  EXPECT_NE(kernelName(varlen).find("_det_varlen"), std::string::npos)
+      << kernelName(varlen);
   varlen.deterministic = false;
   varlen.dtype = fa::ElementType::bf16;
   varlen.headDim = 128;
