@@ -450,6 +450,15 @@ static LogicalResult verifyDescales(AttentionOp op) {
   return success();
 }
 
+/// The problem's batch entries: the query's batch, or with cu_seqlens
+/// (i32 [B + 1]) its sequences; dynamic where the size is.
+static int64_t problemEntries(Value query, Value cuSeqlensQ) {
+  if (!cuSeqlensQ)
+    return cast<MemRefType>(query.getType()).getShape()[0];
+  int64_t offsets = cast<MemRefType>(cuSeqlensQ.getType()).getShape()[0];
+  return ShapedType::isDynamic(offsets) ? offsets : offsets - 1;
+}
+
 LogicalResult AttentionOp::verify() {
   // A varlen batch packs its rows into one batch entry; with a block_table
   // K and V are the pool of pages instead.
@@ -470,14 +479,9 @@ LogicalResult AttentionOp::verify() {
                           getKeyRanges())))
     return failure();
   // One used-key count per batch entry, or per varlen sequence.
+  int64_t batch = problemEntries(getQuery(), getCuSeqlensQ());
   if (Value kvLens = getKvLens()) {
     int64_t lens = cast<MemRefType>(kvLens.getType()).getShape()[0];
-    int64_t batch =
-        getCuSeqlensQ()
-            ? cast<MemRefType>(getCuSeqlensQ().getType()).getShape()[0]
-            : cast<MemRefType>(getQuery().getType()).getShape()[0];
-    if (getCuSeqlensQ() && !ShapedType::isDynamic(batch))
-      batch -= 1;
     if (dimsConflict(lens, batch))
       return emitOpError()
              << "kv_lens holds " << dimToString(lens)
@@ -492,12 +496,6 @@ LogicalResult AttentionOp::verify() {
   // with a block mask yet.
   if (Value table = getBlockTable()) {
     int64_t rows = cast<MemRefType>(table.getType()).getShape()[0];
-    int64_t batch =
-        getCuSeqlensQ()
-            ? cast<MemRefType>(getCuSeqlensQ().getType()).getShape()[0]
-            : cast<MemRefType>(getQuery().getType()).getShape()[0];
-    if (getCuSeqlensQ() && !ShapedType::isDynamic(batch))
-      batch -= 1;
     if (getKeyRanges())
       return emitOpError("does not take a block mask (key_ranges) with a "
                          "block_table (paged KV) yet");
@@ -510,7 +508,6 @@ LogicalResult AttentionOp::verify() {
   // K/V entries by index: one per batch entry; not with varlen or pages.
   if (Value index = getCacheBatchIdx()) {
     int64_t entries = cast<MemRefType>(index.getType()).getShape()[0];
-    int64_t batch = cast<MemRefType>(getQuery().getType()).getShape()[0];
     if (getCuSeqlensQ() || getBlockTable())
       return emitOpError() << "does not take cache_batch_idx with "
                            << (getCuSeqlensQ() ? "cu_seqlens" : "a block_table")
@@ -589,12 +586,7 @@ LogicalResult AttentionBackwardOp::verify() {
   // cu_seqlens per (sequence, head, query tile of the sequence).
   if (Value order = getDqOrder()) {
     ArrayRef<int64_t> o = typeOf(order).getShape(), q = qType.getShape();
-    int64_t entries = q[0];
-    if (Value offsets = getCuSeqlensQ()) {
-      entries = typeOf(offsets).getShape()[0];
-      if (!ShapedType::isDynamic(entries))
-        entries -= 1;
-    }
+    int64_t entries = problemEntries(getQuery(), getCuSeqlensQ());
     if (dimsConflict(o[0], entries))
       return emitOpError() << "dq_order dimension 0 (" << dimToString(o[0])
                            << ") does not match the "

@@ -159,6 +159,13 @@ attention_forward.register_autograd(_attention_grad,
                                     setup_context=_setup_context)
 
 
+def _varlen_outputs_like(q):
+    """A packed varlen batch's O [total_q, Hq, D] and LSE [Hq, total_q]
+    (empty: the ops' fake implementations)."""
+    return (torch.empty_like(q),
+            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+
+
 @torch.library.custom_op("fa::varlen_attention_forward", mutates_args=(),
                          device_types="cuda")
 def varlen_attention_forward(q: torch.Tensor, k: torch.Tensor,
@@ -179,8 +186,7 @@ def varlen_attention_forward(q: torch.Tensor, k: torch.Tensor,
 @varlen_attention_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
       causal, scale, score_mod, mask_mod, deterministic=False):
-    return (torch.empty_like(q),
-            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+    return _varlen_outputs_like(q)
 
 
 @torch.library.custom_op("fa::varlen_seqused_attention_forward",
@@ -204,8 +210,7 @@ def varlen_seqused_attention_forward(q: torch.Tensor, k: torch.Tensor,
 @varlen_seqused_attention_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
       causal, scale, score_mod, mask_mod, seqused_k):
-    return (torch.empty_like(q),
-            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+    return _varlen_outputs_like(q)
 
 
 @torch.library.custom_op("fa::varlen_paged_attention_forward",
@@ -232,8 +237,7 @@ def varlen_paged_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
 def _(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
       max_seqlen_k, causal, scale, score_mod, mask_mod, block_table,
       seqused_k):
-    return (torch.empty_like(q),
-            q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32))
+    return _varlen_outputs_like(q)
 
 
 @torch.library.custom_op("fa::varlen_attention_backward", mutates_args=(),

@@ -123,6 +123,26 @@ void copyRows(std::vector<float> &packed, std::vector<float> &alone,
       }
 }
 
+/// The largest |error| of one sequence's O and LSE against the float64
+/// reference (infinite for a NaN, or an LSE of -inf where the reference's
+/// is finite or the reverse).
+double forwardError(const fa::ReferenceResult &want,
+                    const std::vector<float> &output,
+                    const std::vector<float> &lse) {
+  double worst = 0.0;
+  for (size_t i = 0; i < want.output.size(); ++i) {
+    double err = std::fabs(double(output[i]) - want.output[i]);
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  for (size_t i = 0; i < want.lse.size(); ++i) {
+    double err = std::isinf(want.lse[i])
+                     ? (lse[i] == float(want.lse[i]) ? 0.0 : INFINITY)
+                     : std::fabs(double(lse[i]) - want.lse[i]);
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  return worst;
+}
+
 /// Runs `c` on each batch of kBatches (Hq = 4, Hkv = 2; `spareRows` rows
 /// after the last sequence that no sequence owns) and returns the largest
 /// error against the per-sequence reference; spare rows must keep their
@@ -176,16 +196,7 @@ double runBatches(const Case &c, int64_t spareRows, int64_t parts = 0) {
       copyRows(lse, lses, hq, totalQ, cuQ[b], sq, 1, true);
       fa::ReferenceResult want =
           fa::referenceAttention(p, qs.data(), ks.data(), vs.data());
-      for (size_t i = 0; i < want.output.size(); ++i) {
-        double err = std::fabs(double(os[i]) - want.output[i]);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-      }
-      for (size_t i = 0; i < want.lse.size(); ++i) {
-        double err = std::isinf(want.lse[i])
-                         ? (lses[i] == float(want.lse[i]) ? 0.0 : INFINITY)
-                         : std::fabs(double(lses[i]) - want.lse[i]);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-      }
+      worst = std::max(worst, forwardError(want, os, lses));
     }
     // No program writes a row that no sequence owns.
     for (int64_t h = 0; h < hq; ++h)
@@ -838,16 +849,7 @@ double runPagedVarlen(int64_t page, int64_t parts, bool causal, bool gather,
       copyRows(lse, lses, hq, totalQ, cuQ[b], sq, 1, true);
       fa::ReferenceResult want =
           fa::referenceAttention(p, qs.data(), ks.data(), vs.data());
-      for (size_t i = 0; i < want.output.size(); ++i) {
-        double err = std::fabs(double(os[i]) - want.output[i]);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-      }
-      for (size_t i = 0; i < want.lse.size(); ++i) {
-        double err = std::isinf(want.lse[i])
-                         ? (lses[i] == float(want.lse[i]) ? 0.0 : INFINITY)
-                         : std::fabs(double(lses[i]) - want.lse[i]);
-        worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-      }
+      worst = std::max(worst, forwardError(want, os, lses));
     }
   }
   return worst;
