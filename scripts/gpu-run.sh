@@ -111,6 +111,8 @@ for step in $steps; do
     run python-tests python3 python/tests/test_attention.py
     run python-sinks python3 python/tests/test_sinks.py
     run python-varlen python3 python/tests/test_varlen.py
+    run python-variants python3 python/tests/test_variants.py
+    run python-kvcache python3 python/tests/test_kvcache.py
     run python-training python3 python/tests/test_training.py ;;&
   grad-seeds | all)
     # FlashAttention's gradient criterion over 40 seeds per shape (median,
@@ -173,7 +175,10 @@ for step in $steps; do
       compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m \
       unittest test_varlen -k test_paged_keys_checks"
     run deterministic-variants timeout 400 /tmp/fa-bin/fa-gpu-tests \
-      --gtest_filter='*DeterministicBackwardVariants*' ;;&
+      --gtest_filter='*DeterministicBackwardVariants*'
+    run deterministic-python timeout 300 bash -c "cd python/tests && \
+      python3 -m unittest -v test_varlen -k test_backward_deterministic && \
+      python3 -m unittest -v test_variants -k deterministic_window" ;;&
   bench-varlen)
     # Packed varlen batches against the fixed-length kernel and SDPA.
     run bench-varlen python3 bench/bench_varlen.py \

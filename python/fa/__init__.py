@@ -906,7 +906,7 @@ def _flash_tensor_variant(left, right, softcap, slopes):
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                     q_descale=None, k_descale=None, v_descale=None,
-                    out_dtype=None):
+                    out_dtype=None, deterministic=False):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
     [B, Sk, Hkv, D]; returns O [B, Sq, Hq, D]. No copies: the [B, S, H, D]
     tensors are read (and O written) through strides; differentiable.
@@ -916,7 +916,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     -slope * |i + Sk - Sq - j|, as FlashAttention's: a float32 CUDA tensor
     [Hq] or [B, Hq] (slope alibi_slopes[b, h]) that the kernel reads (one
     kernel for any slopes; no gradient), or a list of Hq numbers (constants
-    in the kernel).
+    in the kernel). deterministic=True: the backward adds dQ in a fixed
+    order (bitwise the same gradients run to run; with a window too).
 
     FP8, as flash-attn's FP8 interface: q, k, v in torch.float8_e4m3fn with
     q_descale, k_descale, v_descale (float32 [B, Hkv]; None = 1) and O in
@@ -970,7 +971,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
         score_mod, mask_mod = _flash_variant(left, right, softcap, slopes)
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale, score_mod=score_mod,
-                     mask_mod=mask_mod).transpose(1, 2)
+                     mask_mod=mask_mod,
+                     deterministic=deterministic).transpose(1, 2)
 
 
 # The serving entry points (a module of their own: fa/_serving.py).
