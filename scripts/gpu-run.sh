@@ -169,14 +169,14 @@ for step in $steps; do
     # (flash_attn_varlen_func with block_table; its Python cases, then under
     # memcheck) and the deterministic backward of every built-in variant
     # (a dQ turn off by one hangs: the timeout says so).
-    run paged-varlen timeout 300 bash -c "cd python/tests && python3 -m \
+    run paged-varlen timeout 150 bash -c "cd python/tests && python3 -m \
       unittest -v test_varlen -k test_paged_keys"
-    run paged-varlen-memcheck timeout 400 bash -c "cd python/tests && \
+    run paged-varlen-memcheck timeout 100 bash -c "cd python/tests && \
       compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m \
       unittest test_varlen -k test_paged_keys_checks"
-    run deterministic-variants timeout 400 /tmp/fa-bin/fa-gpu-tests \
+    run deterministic-variants timeout 220 /tmp/fa-bin/fa-gpu-tests \
       --gtest_filter='*DeterministicBackwardVariants*'
-    run deterministic-python timeout 300 bash -c "cd python/tests && \
+    run deterministic-python timeout 110 bash -c "cd python/tests && \
       python3 -m unittest -v test_varlen -k test_backward_deterministic && \
       python3 -m unittest -v test_variants -k deterministic_window" ;;&
   bench-varlen)
