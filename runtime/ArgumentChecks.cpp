@@ -330,22 +330,28 @@ static std::string checkVarlen(const AttentionArgs &a, bool paged) {
   if (a.cuSeqlensQ.sizes[0] - 1 > kMaxGridYZ)
     return "a varlen batch of " + std::to_string(a.cuSeqlensQ.sizes[0] - 1) +
            " sequences exceeds the grid limit " + std::to_string(kMaxGridYZ);
-  // (A table or pages without rows are named by the paged cache's checks.)
-  int64_t keys = a.k.sizes[2];
-  if (paged && (a.blockTable.sizes[1] < 1 || keys < 1))
+  auto outside = [](const char *name, int64_t value, int64_t total,
+                    const char *what) -> std::string {
+    if (value >= 0 && value <= total)
+      return "";
+    return std::string(name) + " must be in [0, " + std::to_string(total) +
+           "] (" + what + "), got " + std::to_string(value);
+  };
+  if (std::string error = outside("max_seqlen_q", a.maxSeqlenQ, a.q.sizes[2],
+                                  "the packed rows");
+      !error.empty())
+    return error;
+  if (!paged)
+    return outside("max_seqlen_k", a.maxSeqlenK, a.k.sizes[2],
+                   "the packed rows");
+  // A sequence's keys: at most a table row's pages' rows (a table or pages
+  // without rows are named by the paged cache's checks).
+  if (a.blockTable.sizes[1] < 1 || a.k.sizes[2] < 1)
     return "";
-  if (paged)
-    keys = multiplied(a.blockTable.sizes[1], keys)
-               .value_or(std::numeric_limits<int64_t>::max());
-  for (auto [name, value, total, what] :
-       {std::tuple<const char *, int64_t, int64_t, const char *>{
-            "max_seqlen_q", a.maxSeqlenQ, a.q.sizes[2], "the packed rows"},
-        {"max_seqlen_k", a.maxSeqlenK, keys,
-         paged ? "a table row's pages' rows" : "the packed rows"}})
-    if (value < 0 || value > total)
-      return std::string(name) + " must be in [0, " + std::to_string(total) +
-             "] (" + what + "), got " + std::to_string(value);
-  return "";
+  int64_t keys = multiplied(a.blockTable.sizes[1], a.k.sizes[2])
+                     .value_or(std::numeric_limits<int64_t>::max());
+  return outside("max_seqlen_k", a.maxSeqlenK, keys,
+                 "a table row's pages' rows");
 }
 
 std::string checkCaptures(const std::vector<CaptureType> &expected,

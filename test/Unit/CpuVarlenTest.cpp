@@ -629,6 +629,25 @@ TEST(CpuSplitKv, PartsAreChecked) {
             "kvParts is 2: only a split-KV kernel takes parts");
 }
 
+/// Writes one entry's `rows` keys and values ([Hkv, rows, D] each) into a
+/// pool of pages [pages, Hkv, P, D] through its table row `pages` (key j
+/// at page pages[j / P], row j % P).
+void writeThroughPages(const std::vector<float> &keys,
+                       const std::vector<float> &values, int64_t rows,
+                       const int32_t *pages, int64_t page, int64_t hkv,
+                       int64_t d, std::vector<float> &k,
+                       std::vector<float> &v) {
+  for (int64_t h = 0; h < hkv; ++h)
+    for (int64_t j = 0; j < rows; ++j)
+      for (int64_t e = 0; e < d; ++e) {
+        size_t pool =
+            size_t(((pages[j / page] * hkv + h) * page + j % page) * d + e);
+        size_t own = size_t((h * rows + j) * d + e);
+        k[pool] = keys[own];
+        v[pool] = values[own];
+      }
+}
+
 /// A paged KV cache: entry b's keys are its table's pages (P rows each) of
 /// a pool, shuffled, with pages no table names full of NaN; kv_lens counts
 /// the filled keys. Against the float64 reference of each entry's
@@ -665,16 +684,8 @@ double runPaged(int64_t page, int64_t parts, bool causal, bool gather = false) {
     int64_t used = lens[size_t(b)];
     keys[size_t(b)] = fa::test::randomNormal(hkv * used * d, rng);
     values[size_t(b)] = fa::test::randomNormal(hkv * used * d, rng);
-    for (int64_t h = 0; h < hkv; ++h)
-      for (int64_t j = 0; j < used; ++j) {
-        int64_t at = table[size_t(b * maxPages + j / page)];
-        for (int64_t e = 0; e < d; ++e) {
-          size_t pool = size_t(((at * hkv + h) * page + j % page) * d + e);
-          size_t own = size_t((h * used + j) * d + e);
-          k[pool] = keys[size_t(b)][own];
-          v[pool] = values[size_t(b)][own];
-        }
-      }
+    writeThroughPages(keys[size_t(b)], values[size_t(b)], used,
+                      &table[size_t(b * maxPages)], page, hkv, d, k, v);
   }
   std::vector<float> o(q.size(), nan), lse(size_t(batch * hq * sq), nan);
   AttentionShape shape{batch, hq, hkv, sq, page};
@@ -804,16 +815,8 @@ double runPagedVarlen(int64_t page, int64_t parts, bool causal, bool gather,
       int64_t sk = lengths.k[b];
       keys.push_back(fa::test::randomNormal(hkv * sk * d, rng));
       values.push_back(fa::test::randomNormal(hkv * sk * d, rng));
-      for (int64_t h = 0; h < hkv; ++h)
-        for (int64_t j = 0; j < sk; ++j) {
-          int64_t at = table[size_t(b * maxPages + j / page)];
-          for (int64_t e = 0; e < d; ++e) {
-            size_t pool = size_t(((at * hkv + h) * page + j % page) * d + e);
-            size_t own = size_t((h * sk + j) * d + e);
-            k[pool] = keys.back()[own];
-            v[pool] = values.back()[own];
-          }
-        }
+      writeThroughPages(keys.back(), values.back(), sk,
+                        &table[size_t(b * maxPages)], page, hkv, d, k, v);
     }
     std::vector<float> o(q.size(), nan), lse(size_t(hq * totalQ), nan);
     AttentionShape shape{batch, hq, hkv, totalQ, page};
