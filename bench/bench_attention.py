@@ -130,7 +130,10 @@ def tensor_map_encoder(t):
     # SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3, FLOAT_OOB_FILL_NONE = 0.
     address = ctypes.addressof(out) + (-ctypes.addressof(out)) % 64
 
-    def run():
+    # `run` names `out` so that the buffer lives as long as the closure: the
+    # address alone would let it be freed, and each call would then write
+    # 128 bytes into freed memory (a crash at interpreter exit).
+    def run(storage=out):
         status = fn(ctypes.c_void_p(address), 6, 4,
                     ctypes.c_void_p(t.data_ptr()), dims, strides, box, ones,
                     0, 3, 3, 0)
