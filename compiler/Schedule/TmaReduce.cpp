@@ -101,10 +101,6 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
   if (!launch || launch.getStrategy() != StrategyKind::wgmma)
     return op.emitOpError("a tile staged in swizzled shared memory is added "
                           "by the TMA engine: only in a placed wgmma program");
-  // The box would add its rows past a sequence's end into the next one's.
-  if (!op.getSequence().empty())
-    return op.emitOpError("a tile of a varlen sequence is not added by the "
-                          "TMA engine yet");
   auto staging = op.getTile().getDefiningOp<ConvertLayoutOp>();
   if (!staging || staging->getBlock() != op->getBlock())
     return op.emitOpError("expects its tile staged by an fa.convert_layout "
@@ -179,6 +175,51 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
                             "reduction would not be ordered by the turn");
   }
 
+  // A varlen sequence's tile: the box adds its rows past the sequence's end
+  // into the next sequence's rows. Those rows of the staged dQ = dS K are
+  // 0 x K, NaN where this sequence's K holds inf or NaN: each issuing group
+  // zeroes them in its columns of the staged tile, after the staging's
+  // barrier and before its issuer reads them (a uniform branch, taken by
+  // the sequence's last query tile).
+  if (Value first = op.getSequenceFirst()) {
+    b.setInsertionPointAfter(staging);
+    Value firstRow = arith::AddIOp::create(b, loc, first, op.getRow());
+    Value end = arith::MaxUIOp::create(b, loc, op.getSequenceEnd(), firstRow);
+    Value kept = arith::SubIOp::create(b, loc, end, firstRow);
+    Value pastEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          kept, indexConst(b, loc, rows));
+    auto clear = scf::IfOp::create(b, loc, pastEnd, /*withElseRegion=*/false);
+    OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
+    Value tid = gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x);
+    Value lane = arith::RemUIOp::create(in, loc, tid,
+                                        indexConst(in, loc, issuerThreads));
+    Value issuer = arith::DivUIOp::create(in, loc, tid,
+                                          indexConst(in, loc, issuerThreads));
+    Value staged = UnrealizedConversionCastOp::create(
+                       in, loc, sharedBufferType(type), op.getTile())
+                       .getResult(0);
+    Value start = toI32(
+        in, loc,
+        arith::AddIOp::create(
+            in, loc,
+            memref::ExtractAlignedPointerAsIndexOp::create(in, loc, staged),
+            mulConst(in, loc, issuer, issuerColumns * rows * 4)));
+    clearSharedRowsPastEnd(in, loc, start, issuerColumns / boxCols, rows, kept,
+                           lane, issuerThreads);
+    NVVM::FenceProxyOp::create(
+        in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    if (perWarpgroup)
+      createWarpgroupBarrier(in, loc);
+    else if (launch.getProducerWarps() > 0)
+      NVVM::BarrierOp::create(
+          in, loc, TypeRange{}, i32Const(in, loc, kComputeBarrier),
+          i32Const(in, loc, int32_t(launch.getComputeThreads())),
+          NVVM::BarrierReductionAttr(), Value());
+    else
+      gpu::BarrierOp::create(in, loc);
+  }
+
   // The reduction, box by box: (column, row, head, batch), innermost first.
   b.setInsertionPoint(op);
   MemRefType buffer = sharedBufferType(type);
@@ -198,7 +239,14 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
         in, loc, in.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(in, loc, tile));
     auto sharedPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
-    Value row = toI32(in, loc, op.getRow()), head = toI32(in, loc, op.getHead()),
+    // A varlen sequence's rows start at its first row. The box also adds
+    // its rows past the sequence's end into the next sequence's: zeros
+    // (cleared above), which leave an accumulator that started at +0 bit
+    // for bit as it was (x + 0 = x; a sum from +0 is never -0).
+    Value tileRow = op.getRow();
+    if (Value first = op.getSequenceFirst())
+      tileRow = arith::AddIOp::create(in, loc, first, tileRow);
+    Value row = toI32(in, loc, tileRow), head = toI32(in, loc, op.getHead()),
           batch = toI32(in, loc, op.getBatch());
     // Box k of the tile (columns 32 k ..) lies rows x 128 bytes after box
     // k - 1.

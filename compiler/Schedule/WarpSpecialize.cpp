@@ -176,19 +176,15 @@ LogicalResult Specialization::countIterations() {
 /// masked (P = 0), a V row that holds inf or NaN makes the product NaN. Only
 /// a tile that reaches past the end clears rows (a uniform branch). Each
 /// consumer warpgroup clears them all itself (the same zeros into the same
-/// bytes) and publishes them to its own products (fence to the async proxy,
-/// then its own barrier), so no warpgroup waits for another (fa-pingpong
-/// staggers them). A row is whole
-/// 128-byte lines of the swizzled buffer [column blocks, rows, block
-/// columns]: the swizzle permutes chunks within a line, so no swizzle here.
-/// (Where a row's 16-byte chunks do not divide the warpgroup's 128 lanes,
-/// head dim 192, a few lanes clear a chunk that another clears too.)
+/// bytes; clearSharedRowsPastEnd) and publishes them to its own products
+/// (fence to the async proxy, then its own barrier), so no warpgroup waits
+/// for another (fa-pingpong staggers them).
 static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
-                                  RankedTensorType type, Value view) {
+                                  Value view) {
   auto buffer = cast<MemRefType>(view.getType());
-  int64_t rows = buffer.getDimSize(1), blockColumns = buffer.getDimSize(2);
-  int64_t chunkElements = 128 / type.getElementTypeBitWidth();
-  int64_t chunksPerRow = type.getDimSize(1) / chunkElements;
+  int64_t rows = buffer.getDimSize(1);
+  assert(buffer.getDimSize(2) * buffer.getElementTypeBitWidth() == 8 * 128 &&
+         "a swizzled tile's buffer is 128-byte lines");
   // Rows [kept, rows) of the tile are past the sequence's end.
   Value firstRow =
       arith::AddIOp::create(b, loc, load.getSequenceFirst(), load.getRow());
@@ -198,41 +194,17 @@ static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
                                         indexConst(b, loc, rows));
   auto clear = scf::IfOp::create(b, loc, pastEnd, /*withElseRegion=*/false);
   OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
-  // Lane l clears 16-byte chunk l % chunksPerRow of rows kept + l /
-  // chunksPerRow, stepping by the rows the warpgroup's lanes cover at once
-  // (a loop of a few iterations with one address a row).
   Value lane = arith::RemUIOp::create(
       in, loc, gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x),
       indexConst(in, loc, kWarpgroupThreads));
-  Value column = arith::MulIOp::create(
-      in, loc,
-      arith::RemUIOp::create(in, loc, lane, indexConst(in, loc, chunksPerRow)),
-      indexConst(in, loc, chunkElements));
-  Value block = arith::DivUIOp::create(in, loc, column,
-                                       indexConst(in, loc, blockColumns));
-  Value inBlock = arith::RemUIOp::create(in, loc, column,
-                                         indexConst(in, loc, blockColumns));
-  Value firstCleared = arith::AddIOp::create(
-      in, loc, kept,
-      arith::DivUIOp::create(in, loc, lane, indexConst(in, loc, chunksPerRow)));
-  auto chunkType = VectorType::get({chunkElements}, type.getElementType());
-  Value zeros = arith::ConstantOp::create(
-      in, loc, chunkType,
-      DenseElementsAttr::get(chunkType, in.getZeroAttr(type.getElementType())));
-  scf::ForOp::create(
-      in, loc, firstCleared, indexConst(in, loc, rows),
-      indexConst(in, loc, kWarpgroupThreads / chunksPerRow), ValueRange{},
-      [&](OpBuilder &at, Location loc, Value row, ValueRange) {
-        vector::StoreOp::create(at, loc, zeros, view,
-                                ValueRange{block, row, inBlock},
-                                /*nontemporal=*/false, llvm::MaybeAlign(16));
-        scf::YieldOp::create(at, loc);
-      });
+  Value start = toI32(
+      in, loc, memref::ExtractAlignedPointerAsIndexOp::create(in, loc, view));
+  clearSharedRowsPastEnd(in, loc, start, buffer.getDimSize(0), rows, kept, lane,
+                         kWarpgroupThreads);
+  MLIRContext *ctx = b.getContext();
   NVVM::FenceProxyOp::create(
-      in, loc,
-      NVVM::ProxyKindAttr::get(in.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(in.getContext(),
-                                 NVVM::SharedSpace::shared_cta));
+      in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
   createWarpgroupBarrier(in, loc);
 }
 
@@ -324,9 +296,15 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
           addConst(at, loc, slot, ring->fullBarrier));
       Value view = sharedBufferAt(at, loc, slotBase(at, *ring, slot),
                                   sharedBufferType(ring->type));
-      // V's rows past its sequence: see clearRowsPastSequence.
-      if (StringRef(tensor->name) == "v" && load.getSequenceEnd())
-        clearRowsPastSequence(at, loc, load, tensor->type, view);
+      // Rows past the sequence (see clearRowsPastSequence): the forward's
+      // V, whose zero probabilities there would still meet inf or NaN in
+      // P V; every tile of a dkdv program: with K and V cleared the keys
+      // past the end give dS = 0 and nothing to dQ = dS K, and with Q and
+      // dO cleared (LSE and D load as 0 there) so do the query rows past
+      // the end (P = 1, dP = 0, dS = 0): their dV, dK and dQ parts are 0.
+      if (load.getSequenceEnd() &&
+          (!isForwardProgram(grid) || StringRef(tensor->name) == "v"))
+        clearRowsPastSequence(at, loc, load, view);
       auto cast = UnrealizedConversionCastOp::create(at, loc, ring->type, view);
       tile.replaceAllUsesWith(cast.getResult(0));
       if (convert)
@@ -476,12 +454,9 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     // those V rows (clearRowsPastSequence: 0 * inf is NaN) and stores no
     // query row past the sequence.
   } else {
-    // A dkdv program would add such rows' products into dK and dV.
-    for (LoadTileOp load : llvm::concat<LoadTileOp>(once, streamedLoads))
-      if (!load.getSequence().empty())
-        return load.emitOpError("warp specialization of a dkdv program does "
-                                "not take loads of a varlen sequence yet: "
-                                "TMA would read the next sequence's rows");
+    // A varlen dkdv program: TMA brings the next sequence's rows past a
+    // tile's end too; the consumers clear them in all four tiles (see
+    // rewriteConsumers), so that they add nothing to dK, dV or dQ.
     // The backward's operands (fa-tile-backward): Q, K, V, O, dO, ...
     auto argumentOf = [&](LoadTileOp load) -> int64_t {
       auto arg = dyn_cast<BlockArgument>(load.getSource());

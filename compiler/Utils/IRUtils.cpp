@@ -130,6 +130,37 @@ Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
+void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
+                                      int64_t boxes, int64_t rows, Value kept,
+                                      Value lane, int64_t threads) {
+  constexpr int64_t kLineBytes = 128, kChunkBytes = 16;
+  constexpr int64_t kChunksPerLine = kLineBytes / kChunkBytes;
+  int64_t rowsAtOnce = threads / kChunksPerLine;
+  assert(threads % kChunksPerLine == 0 && rows % rowsAtOnce == 0 &&
+         "the threads cover whole lines and whole groups of rows");
+  Value laneStart = arith::AddIOp::create(
+      b, loc, start, toI32(b, loc, mulConst(b, loc, lane, kChunkBytes)));
+  // kept - the lane's first row, in 32 bits (negative once past it).
+  Value keptFromLaneRow =
+      toI32(b, loc,
+            arith::SubIOp::create(
+                b, loc, kept,
+                arith::DivUIOp::create(b, loc, lane,
+                                       indexConst(b, loc, kChunksPerLine))));
+  for (int64_t j = 0; j < rows / rowsAtOnce; ++j) {
+    Value rowPastEnd = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sle, keptFromLaneRow,
+        i32Const(b, loc, int32_t(j * rowsAtOnce)));
+    for (int64_t box = 0; box < boxes; ++box)
+      NVVM::InlinePtxOp::create(
+          b, loc, TypeRange{}, ValueRange{laneStart}, ValueRange{},
+          "st.shared.v4.b32 [$0+" +
+              std::to_string((box * rows + j * rowsAtOnce) * kLineBytes) +
+              "], {0, 0, 0, 0};",
+          rowPastEnd);
+  }
+}
+
 void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
   Value warpgroup = arith::DivUIOp::create(
       b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),

@@ -63,6 +63,22 @@ constexpr int32_t kWarpgroupBarrier = 9;
 /// warpgroup writes and reads back alone.
 void createWarpgroupBarrier(OpBuilder &b, Location loc);
 
+/// Zeroes rows [kept, rows) of `boxes` consecutive boxes of `rows` 128-byte
+/// lines in shared memory from the 32-bit shared address `start` (a
+/// swizzled tile's [column blocks, rows, block columns] buffer, or a slice
+/// of whole blocks of it: the swizzle permutes 16-byte chunks within a
+/// line, so whole lines need no swizzle), using `threads` threads, `lane`
+/// (index) being the calling thread's place among them. Lane l clears chunk
+/// l % 8 of rows l / 8 + (threads / 8) j of every box: stores predicated on
+/// their row (kept - l / 8 <= (threads / 8) j), each at an immediate offset
+/// from one address register (nvvm.inline_ptx): as a loop, or in LLVM's
+/// unrolled form (an address register per store, hoisted out of the
+/// program's loops), ptxas spilled the wgmma dkdv program's accumulators
+/// around them. The caller publishes the zeros (fences, barriers).
+void clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
+                            int64_t boxes, int64_t rows, Value kept, Value lane,
+                            int64_t threads);
+
 /// When `tile`'s layout gives each warpgroup (4 consecutive warps) one
 /// slice of its columns across all its rows (#fa.mma with rows_first and
 /// warps / warps_n = 4, warps_n > 1: the wgmma backward's query-row tiles),

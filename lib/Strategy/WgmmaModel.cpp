@@ -326,11 +326,6 @@ const StrategyModel &model() {
                  std::to_string(spec.headDim) +
                  " (dK and dV of a warpgroup's 64 rows take head-dim "
                  "registers each per thread; use the mma or simt strategy)";
-        // The dkdv producer's TMA boxes would bring the next sequence's
-        // query rows into a tile whose scores no row mask clears.
-        if (spec.backward && spec.varlen)
-          return "the wgmma backward does not take a varlen batch yet (use "
-                 "the mma or simt strategy)";
         // (The producer's TMA boxes do not look pages up in a table.)
         if (spec.pagedKv)
           return "the wgmma forward does not take a paged KV cache "
@@ -346,8 +341,7 @@ const StrategyModel &model() {
         return "";
       },
       [](const KernelSpec &spec) {
-        if ((spec.backward && spec.varlen) || spec.splitKv || spec.pagedKv ||
-            spec.cacheBatchIndex)
+        if (spec.splitKv || spec.pagedKv || spec.cacheBatchIndex)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

@@ -382,7 +382,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     may skip with check_offsets=False (the kernel then never reads or
     writes outside the tensors, but offsets that break the rules leave
     rows of O unwritten or mixed). Differentiable (q, k, v; the
-    backward runs on the mma or simt strategy; deterministic=True adds
+    16-bit backward runs on the wgmma strategy on sm_90a at head dims 64
+    and 128, else on mma, f32 on simt; deterministic=True adds
     each query tile's dQ shares in a fixed K/V tile order, bitwise the
     same gradients run to run).
     seqused_k (int32 [B] on q's device): sequence b attends to the first

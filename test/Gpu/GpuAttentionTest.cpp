@@ -724,6 +724,19 @@ protected:
                        v = fa::test::randomNormal(totalK * hkv * d, rng),
                        gradOutput = fa::test::randomNormal(totalQ * hq * d,
                                                            rng);
+    // Odd sequences: NaN in all their inputs (an even sequence's boxes may
+    // reach into them; their own dQ rows past their end must not reach the
+    // next even sequence's).
+    auto poisoned = [&](int64_t b) { return c.poisonOddSequences && b % 2; };
+    for (int64_t b = 1; c.poisonOddSequences && b < batch; b += 2) {
+      float nan = std::numeric_limits<float>::quiet_NaN();
+      for (std::vector<float> *rows : {&q, &gradOutput})
+        std::fill(rows->begin() + cuQ[b] * hq * d,
+                  rows->begin() + cuQ[b + 1] * hq * d, nan);
+      for (std::vector<float> *rows : {&k, &v})
+        std::fill(rows->begin() + cuK[b] * hkv * d,
+                  rows->begin() + cuK[b + 1] * hkv * d, nan);
+    }
     DeviceBuffer qBuf(q.size(), elementBytes), kBuf(k.size(), elementBytes),
         vBuf(v.size(), elementBytes), oBuf(q.size(), elementBytes),
         doBuf(q.size(), elementBytes), lseBuf(size_t(hq * totalQ)),
@@ -741,6 +754,8 @@ protected:
     // The forward's O and LSE, packed (spare rows: zero dO, O and LSE).
     std::vector<float> o(q.size(), 0.0f), lse(size_t(hq * totalQ), 0.0f);
     for (int64_t b = 0; b < batch; ++b) {
+      if (poisoned(b))
+        continue;
       int64_t sq = c.qLens[b], sk = c.kvLens[b];
       fa::ReferenceResult forward = fa::referenceAttention(
           c.problem(size_t(b)), c.alone(q, hq, cuQ[b], sq).data(),
@@ -798,11 +813,15 @@ protected:
     double worst[3] = {0, 0, 0};
     std::vector<fa::ReferenceGradients> wants;
     for (int64_t b = 0; b < batch; ++b)
-      wants.push_back(fa::referenceAttentionBackward(
-          c.problem(size_t(b)), c.alone(q, hq, cuQ[b], c.qLens[b]).data(),
-          c.alone(k, hkv, cuK[b], c.kvLens[b]).data(),
-          c.alone(v, hkv, cuK[b], c.kvLens[b]).data(),
-          c.alone(gradOutput, hq, cuQ[b], c.qLens[b]).data()));
+      wants.push_back(
+          poisoned(b)
+              ? fa::ReferenceGradients{}
+              : fa::referenceAttentionBackward(
+                    c.problem(size_t(b)),
+                    c.alone(q, hq, cuQ[b], c.qLens[b]).data(),
+                    c.alone(k, hkv, cuK[b], c.kvLens[b]).data(),
+                    c.alone(v, hkv, cuK[b], c.kvLens[b]).data(),
+                    c.alone(gradOutput, hq, cuQ[b], c.qLens[b]).data()));
     // Each gradient's bound scales with its largest value over the packed
     // tensor, as runBackwardCase's over a batch: a sequence whose exact
     // gradient is 0 (one key seen by every row: dS = 0) still gets the
@@ -816,6 +835,8 @@ protected:
         for (double x : *values)
           scales[g] = std::max(scales[g], std::fabs(x));
     for (int64_t b = 0; b < batch; ++b) {
+      if (poisoned(b))
+        continue;
       int64_t sq = c.qLens[b], sk = c.kvLens[b];
       const fa::ReferenceGradients &want = wants[size_t(b)];
       struct Grad {
@@ -850,11 +871,12 @@ protected:
           return;
         }
     std::printf("  ok %-5s varlen backward D=%-3ld sequences=%ld Hq=%ld "
-                "Hkv=%ld total_q=%-5ld total_k=%-5ld %-6s %-4s error/tol "
+                "Hkv=%ld total_q=%-5ld total_k=%-5ld %-6s %-4s%s error/tol "
                 "dQ %.2f dK %.2f dV %.2f\n",
                 fa::toString(resolveStrategy(spec)), long(d), long(batch),
                 long(hq), long(hkv), long(totalQ), long(totalK),
-                c.causal ? "causal" : "full", fa::toString(c.dtype), worst[0],
+                c.causal ? "causal" : "full", fa::toString(c.dtype),
+                c.poisonOddSequences ? " NaN in odd inputs" : "", worst[0],
                 worst[1], worst[2]);
   }
 
@@ -1505,9 +1527,12 @@ TEST_F(GpuAttention, VarlenMatchesEachSequence) {
 }
 
 /// The varlen backward on the strategies that take it (simt f32, mma
-/// f16/bf16; auto, which gives it to mma on sm_90a too): the lengths of
-/// VarlenMatchesEachSequence (0 and 1 among them, Sq != Sk both ways,
-/// GQA, spare rows), each sequence against its own float64 gradients.
+/// f16/bf16, wgmma on sm_90a; auto: wgmma on sm_90a, mma elsewhere): the
+/// lengths of VarlenMatchesEachSequence (0 and 1 among them, Sq != Sk both
+/// ways, GQA, spare rows), each sequence against its own float64
+/// gradients; and NaN in every input of the odd sequences, which the even
+/// ones' TMA boxes read (wgmma) and whose dQ boxes reach into the even
+/// ones' rows.
 TEST_F(GpuAttention, VarlenBackwardMatchesEachSequence) {
   std::mt19937_64 rng(2027);
   auto lengths = [&](int64_t n, int64_t longest) {
@@ -1527,6 +1552,8 @@ TEST_F(GpuAttention, VarlenBackwardMatchesEachSequence) {
       {fa::Strategy::simt, fa::ElementType::f32, {64}},
       {fa::Strategy::mma, fa::ElementType::f16, {64, 128}},
       {fa::Strategy::automatic, fa::ElementType::bf16, {128}}};
+  if (runtime->deviceArch() == "sm_90a")
+    served.push_back({fa::Strategy::wgmma, fa::ElementType::f16, {64, 128}});
   int64_t sequences = quick() ? 4 : 10, longest = quick() ? 200 : 600;
   for (const Served &s : served)
     for (int64_t d : s.headDims)
@@ -1539,6 +1566,9 @@ TEST_F(GpuAttention, VarlenBackwardMatchesEachSequence) {
                               tiles);
         runVarlenBackwardCase({d, 2, 2, qLens, qLens, causal, s.dtype, 5},
                               tiles);
+        VarlenCase poisoned{d, 4, 2, qLens, kvLens, causal, s.dtype, 0};
+        poisoned.poisonOddSequences = true;
+        runVarlenBackwardCase(poisoned, tiles);
         if (HasFatalFailure() || HasNonfatalFailure())
           return;
       }

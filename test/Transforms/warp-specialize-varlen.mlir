@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @varlen
 // Q K^T: K's wait, no clear.
 // CHECK: nvgpu.mbarrier.try_wait.parity
-// CHECK-NOT: vector.store
+// CHECK-NOT: nvvm.inline_ptx
 // CHECK: fa.tile_matmul {{.*}} {async, transpose_rhs}
 // P V in the loop: V's wait, then rows [kept, 128) of the tile cleared, kept
 // = max(end, first + row) - (first + row).
@@ -22,17 +22,27 @@
 // CHECK: %[[KEPT:.*]] = arith.subi %[[END]], %[[FIRST]] : index
 // CHECK: %[[PAST:.*]] = arith.cmpi ult, %[[KEPT]], %c128{{.*}} : index
 // CHECK: scf.if %[[PAST]] {
-// Lane l clears chunk l % 16 (its column block and column) of rows kept +
-// l / 16, kept + l / 16 + 8, ... (16 chunks a row of 128 f16).
+// Lane l clears 16-byte chunk l % 8 of rows l / 8 + 16 j in both column
+// blocks of 128 rows x 128 bytes: predicated stores (row past the end iff
+// kept - l / 8 <= 16 j) at immediate offsets from one 32-bit address.
 // CHECK: %[[LANE:.*]] = arith.remui %{{.*}}, %c128
-// CHECK: %[[CHUNK:.*]] = arith.remui %[[LANE]], %c16
-// CHECK: %[[COL:.*]] = arith.muli %[[CHUNK]], %c8
-// CHECK: %[[BLOCK:.*]] = arith.divui %[[COL]], %c64
-// CHECK: %[[INBLOCK:.*]] = arith.remui %[[COL]], %c64
-// CHECK: %[[LANEROW:.*]] = arith.divui %[[LANE]], %c16
-// CHECK: %[[FROM:.*]] = arith.addi %[[KEPT]], %[[LANEROW]]
-// CHECK: scf.for %[[ROW:.*]] = %[[FROM]] to %c128{{.*}} step %c8
-// CHECK: vector.store %{{.*}}, %[[VIEW]][%[[BLOCK]], %[[ROW]], %[[INBLOCK]]] {alignment = 16 : i64} : memref<2x128x64xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[VIEW]]
+// CHECK: %[[BASE:.*]] = arith.index_castui %[[PTR]] : index to i32
+// CHECK: %[[OFF:.*]] = arith.muli %[[LANE]], %c16
+// CHECK: %[[OFF32:.*]] = arith.index_castui %[[OFF]] : index to i32
+// CHECK: %[[START:.*]] = arith.addi %[[BASE]], %[[OFF32]] : i32
+// CHECK: %[[LANEROW:.*]] = arith.divui %[[LANE]], %c8
+// CHECK: %[[LEFT:.*]] = arith.subi %[[KEPT]], %[[LANEROW]] : index
+// CHECK: %[[LEFT32:.*]] = arith.index_castui %[[LEFT]] : index to i32
+// CHECK: %[[P0:.*]] = arith.cmpi sle, %[[LEFT32]], %c0_i32 : i32
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0+0], {0, 0, 0, 0};" ro(%[[START]] : i32), predicate = %[[P0]]
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0+16384], {0, 0, 0, 0};" ro(%[[START]] : i32), predicate = %[[P0]]
+// CHECK: %[[P1:.*]] = arith.cmpi sle, %[[LEFT32]], %c16_i32 : i32
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0+2048], {0, 0, 0, 0};" ro(%[[START]] : i32), predicate = %[[P1]]
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0+18432], {0, 0, 0, 0};" ro(%[[START]] : i32), predicate = %[[P1]]
+// CHECK: %[[P7:.*]] = arith.cmpi sle, %[[LEFT32]], %c112_i32 : i32
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0+14336], {0, 0, 0, 0};" ro(%[[START]] : i32), predicate = %[[P7]]
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32 [$0+30720], {0, 0, 0, 0};" ro(%[[START]] : i32), predicate = %[[P7]]
 // CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK: }
@@ -41,7 +51,7 @@
 // The last P V, after the loop, clears its tile too.
 // CHECK: nvgpu.mbarrier.try_wait.parity
 // CHECK: scf.if
-// CHECK: vector.store
+// CHECK: nvvm.inline_ptx "st.shared.v4.b32
 // CHECK: nvvm.fence.proxy
 // CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK: fa.tile_matmul %{{.*}}, %{{.*}} acc(

@@ -303,6 +303,63 @@ TEST_F(FakeDriver, VarlenForwardCoversTheLongestSequence) {
   expectCoversQueryTiles(l, info, 300, 3 * 8);
 }
 
+/// The varlen backward (3 sequences of at most 300 query rows and 400 keys,
+/// GQA 8/2) takes the wgmma kernels by default on sm_90a: D per query tile
+/// of the longest sequence, dK/dV per K/V tile of the longest sequence's
+/// keys, for every head and sequence (the runtime never reads the offsets);
+/// the workspaces freed again.
+TEST_F(FakeDriver, VarlenBackwardRunsOnWgmma) {
+  for (bool deterministic : {false, true}) {
+    FakeCuda::get().reset();
+    int next = 0;
+    fa::AttentionBackwardArgs args;
+    args.q = fakeTensor(next, 1, 8, 600, 128);
+    args.k = fakeTensor(next, 1, 2, 800, 128);
+    args.v = fakeTensor(next, 1, 2, 800, 128);
+    args.o = fakeTensor(next, 1, 8, 600, 128);
+    args.lse = rowValues(next, 1, 8, 600);
+    args.gradOutput = fakeTensor(next, 1, 8, 600, 128);
+    args.gradQuery = fakeTensor(next, 1, 8, 600, 128);
+    args.gradKey = fakeTensor(next, 1, 2, 800, 128);
+    args.gradValue = fakeTensor(next, 1, 2, 800, 128);
+    args.cuSeqlensQ = int32Vector(next, 4);
+    args.cuSeqlensK = int32Vector(next, 4);
+    args.maxSeqlenQ = 300;
+    args.maxSeqlenK = 400;
+    fa::KernelSpec spec;
+    spec.headDim = 128;
+    spec.dtype = fa::ElementType::bf16;
+    spec.backward = true;
+    spec.varlen = true;
+    spec.causal = true;
+    spec.deterministic = deterministic;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    fa::Result r = runtime->backward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    fa::KernelInfo info;
+    ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
+    EXPECT_EQ(info.spec.strategy, fa::Strategy::wgmma) << info.name;
+    ASSERT_EQ(FakeCuda::get().launchCount(), 3) << info.name;
+    Launch delta = launchAt(0), dkdv = launchAt(1), dq = launchAt(2);
+    EXPECT_EQ(dkdv.name, info.name + "_dkdv");
+    EXPECT_NE(dkdv.name.find("_varlen_"), std::string::npos) << dkdv.name;
+    int64_t queryTiles = (300 + info.spec.blockM - 1) / info.spec.blockM;
+    int64_t keyTiles = (400 + info.spec.blockN - 1) / info.spec.blockN;
+    for (const Launch *l : {&delta, &dq}) {
+      EXPECT_EQ(l->grid[0], unsigned(queryTiles)) << l->name;
+      EXPECT_EQ(l->grid[1], 8u) << l->name;
+      EXPECT_EQ(l->grid[2], 3u) << l->name;
+    }
+    EXPECT_EQ(dkdv.grid[0], unsigned(keyTiles)) << dkdv.name;
+    EXPECT_EQ(dkdv.grid[1], 2u) << dkdv.name;
+    EXPECT_EQ(dkdv.grid[2], 3u) << dkdv.name;
+    EXPECT_EQ(int64_t(dkdv.block[0]), info.numThreads) << dkdv.name;
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_EQ(allocated, freed);
+  }
+}
+
 /// A paged KV cache (pages of 256 keys, 4 pages an entry, each entry's
 /// filled length in kv_lens): decode reads the pages through the table,
 /// split over the keys, then combined.

@@ -2809,10 +2809,14 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
   varlen.headDim = 128;
   varlen.arch = "sm_90a";
   varlen.strategy = fa::Strategy::wgmma;
-  EXPECT_EQ(validateSpec(varlen), "the wgmma backward does not take a varlen "
-                                  "batch yet (use the mma or simt strategy)");
+  EXPECT_EQ(validateSpec(varlen), "");
+  // The 16-bit varlen backward on sm_90a is wgmma's by default, mma's on
+  // sm_80.
   varlen.strategy = fa::Strategy::automatic;
+  EXPECT_EQ(resolveStrategy(varlen), fa::Strategy::wgmma);
+  varlen.arch = "sm_80";
   EXPECT_EQ(resolveStrategy(varlen), fa::Strategy::mma);
+  varlen.arch = "sm_90a";
   // The backward's operands: the offsets last before the captures.
   std::vector<fa::LaunchPlan::Operand> params =
       fa::LaunchPlan::backwardParams(false, false, false, /*varlen=*/true);
