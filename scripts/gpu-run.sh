@@ -10,7 +10,7 @@
 #                       host-overhead|clock-probe|bench-sinks|
 #                       block-mask|bench-variants|profile-block-mask|
 #                       bench-varlen|fp8|wide-backward|
-#                       paged-varlen-deterministic|
+#                       paged-varlen-deterministic|varlen-backward|
 #                       driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -179,6 +179,26 @@ for step in $steps; do
     run deterministic-python timeout 110 bash -c "cd python/tests && \
       python3 -m unittest -v test_varlen -k test_backward_deterministic && \
       python3 -m unittest -v test_variants -k deterministic_window" ;;&
+  varlen-backward)
+    # The varlen backward on wgmma (2026-12-05): the varlen GPU cases (every
+    # strategy; NaN in every input of the odd sequences), memcheck and
+    # racecheck on the quick backward cases, the Python varlen and KV-cache
+    # tests (auto: wgmma on sm_90a, deterministic too), then the speed
+    # against the fixed-length kernel and FlashAttention-2's varlen
+    # backward, and the host-overhead bench (its crash at exit fixed).
+    run varlen-gpu-tests timeout 240 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*Varlen*'
+    for tool in memcheck racecheck; do
+      FA_GPU_TEST_QUICK=1 run "varlen-$tool" timeout 100 compute-sanitizer \
+        --tool "$tool" --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
+        --gtest_filter='*VarlenBackward*'
+    done
+    run python-varlen timeout 150 python3 python/tests/test_varlen.py
+    run python-kvcache timeout 100 python3 python/tests/test_kvcache.py
+    run bench-varlen-backward timeout 150 python3 bench/bench_varlen.py \
+      --backward --json "$OUT/varlen-backward.json"
+    run host-overhead timeout 60 python3 bench/bench_attention.py \
+      --host-overhead ;;&
   bench-varlen)
     # Packed varlen batches against the fixed-length kernel and SDPA.
     run bench-varlen python3 bench/bench_varlen.py \

@@ -330,10 +330,6 @@ const StrategyModel &model() {
         if (spec.pagedKv)
           return "the wgmma forward does not take a paged KV cache "
                  "(block_table) yet (use the mma or simt strategy)";
-        // (Its TMA coordinates take the program's batch entry.)
-        if (spec.cacheBatchIndex)
-          return "the wgmma forward does not take cache_batch_idx yet (use "
-                 "the mma or simt strategy)";
         // The warp-specialized producer walks the whole K/V range.
         if (spec.splitKv)
           return "the wgmma forward does not split the keys (split-KV) yet "
@@ -341,7 +337,7 @@ const StrategyModel &model() {
         return "";
       },
       [](const KernelSpec &spec) {
-        if (spec.splitKv || spec.pagedKv || spec.cacheBatchIndex)
+        if (spec.splitKv || spec.pagedKv)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

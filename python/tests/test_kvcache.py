@@ -243,9 +243,15 @@ class GpuKvCacheTest(unittest.TestCase):
     def test_cache_batch_idx(self):
         # Three queries' entries read (and append to) entries 4, 0 and 2 of
         # a five-entry cache; the other entries and the cache past the
-        # lengths hold NaN; split and not.
+        # lengths hold NaN; decode (split and not) and a chunked prefill of
+        # 40 rows (on sm_90a the wgmma kernel, whose TMA boxes take the
+        # cache entry as their batch coordinate).
+        for rows, new, splits in ((1, 2, 1), (1, 2, 3), (40, 40, 1)):
+            self.run_cache_batch_idx(rows, new, splits)
+
+    def run_cache_batch_idx(self, rows, new, splits):
         torch.manual_seed(3)
-        dtype, hq, hkv, d, capacity, new = torch.bfloat16, 8, 2, 128, 200, 2
+        dtype, hq, hkv, d, capacity = torch.bfloat16, 8, 2, 128, 200
         index = [4, 0, 2]
         lengths = [150, 0, 37]
         cache_k = torch.full((5, capacity, hkv, d), float("nan"),
@@ -254,30 +260,29 @@ class GpuKvCacheTest(unittest.TestCase):
         for b, n in zip(index, lengths):
             cache_k[b, :n] = torch.randn(n, hkv, d, device="cuda", dtype=dtype)
             cache_v[b, :n] = torch.randn(n, hkv, d, device="cuda", dtype=dtype)
-        q = torch.randn(3, 1, hq, d, device="cuda", dtype=dtype)
+        q = torch.randn(3, rows, hq, d, device="cuda", dtype=dtype)
         k = torch.randn(3, new, hkv, d, device="cuda", dtype=dtype)
         v = torch.randn_like(k)
         idx = torch.tensor(index, dtype=torch.int32, device="cuda")
         seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
-        for splits in (1, 3):
-            ks, vs = cache_k.clone(), cache_v.clone()
-            out = fa.flash_attn_with_kvcache(
-                q, ks, vs, k, v, cache_seqlens=seqlens, cache_batch_idx=idx,
-                causal=True, num_splits=splits)
-            for b, (entry, n) in enumerate(zip(index, lengths)):
-                self.assertTrue(torch.equal(ks[entry, n:n + new], k[b]),
-                                f"k appended to cache entry {entry}")
-                keys = slice(0, n + new)
-                exact, _ = sequence_attention(
-                    q[b].double(), ks[entry, keys].double(),
-                    vs[entry, keys].double(), d ** -0.5, True)
-                own, _ = sequence_attention(q[b], ks[entry, keys],
-                                            vs[entry, keys], d ** -0.5, True)
-                err = (out[b].double() - exact).abs().max().item()
-                own_err = (own.double() - exact).abs().max().item()
-                self.assertLessEqual(err, 2 * own_err + 1e-5,
-                                     f"entry {b} (cache {entry}) splits "
-                                     f"{splits}")
+        ks, vs = cache_k.clone(), cache_v.clone()
+        out = fa.flash_attn_with_kvcache(
+            q, ks, vs, k, v, cache_seqlens=seqlens, cache_batch_idx=idx,
+            causal=True, num_splits=splits)
+        for b, (entry, n) in enumerate(zip(index, lengths)):
+            self.assertTrue(torch.equal(ks[entry, n:n + new], k[b]),
+                            f"k appended to cache entry {entry}")
+            keys = slice(0, n + new)
+            exact, _ = sequence_attention(
+                q[b].double(), ks[entry, keys].double(),
+                vs[entry, keys].double(), d ** -0.5, True)
+            own, _ = sequence_attention(q[b], ks[entry, keys],
+                                        vs[entry, keys], d ** -0.5, True)
+            err = (out[b].double() - exact).abs().max().item()
+            own_err = (own.double() - exact).abs().max().item()
+            self.assertLessEqual(err, 2 * own_err + 1e-5,
+                                 f"entry {b} (cache {entry}) rows "
+                                 f"{rows} splits {splits}")
 
     def test_bad_pages_are_named(self):
         q = torch.randn(2, 1, 4, 64, device="cuda", dtype=torch.float16)

@@ -2825,6 +2825,30 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
   EXPECT_EQ(params.back(), fa::LaunchPlan::Operand::cuSeqlensK);
 }
 
+/// A KV cache's entries by index (cache_batch_idx) with its lengths: the
+/// 16-bit forward takes wgmma by default on sm_90a (its TMA boxes take the
+/// entry as their batch coordinate), mma on sm_80; a paged cache stays off
+/// wgmma.
+TEST(KernelSpecKvCache, CacheBatchIndexRunsOnWgmma) {
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::bf16;
+  spec.kvLens = true;
+  spec.cacheBatchIndex = true;
+  spec.causal = true;
+  spec.arch = "sm_90a";
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
+  spec.strategy = fa::Strategy::wgmma;
+  EXPECT_EQ(validateSpec(spec), "");
+  spec.strategy = fa::Strategy::automatic;
+  spec.arch = "sm_80";
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
+  spec.arch = "sm_90a";
+  spec.cacheBatchIndex = false;
+  spec.pagedKv = true;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
+}
+
 /// kv_lens: one length per batch entry (per sequence with varlen),
 /// contiguous, apart from the outputs; a kernel of its own.
 TEST(ArgumentChecks, KvLens) {
