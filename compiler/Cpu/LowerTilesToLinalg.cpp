@@ -259,7 +259,8 @@ static LogicalResult lowerLoadTile(LoadTileOp op, LoadTileOp::Adaptor adaptor,
             b, loc,
             buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
                                 adaptor.getBatch(), adaptor.getHead(), row,
-                                rowLimit, idx.drop_front()));
+                                rowLimit, idx.drop_front(),
+                                bool(op.getSequenceEnd())));
       });
   rewriter.replaceOp(op, generate.getResult());
   return success();

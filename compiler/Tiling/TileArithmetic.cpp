@@ -33,7 +33,7 @@ Value mlir::fa::buildIsMasked(OpBuilder &b, Location loc, MaskKind mask,
 Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
                                     Value pages, Value batch, Value head,
                                     Value row, Value rowLimit,
-                                    ValueRange trailing) {
+                                    ValueRange trailing, bool limitMayBeZero) {
   Value inBounds =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, rowLimit);
   SmallVector<Value> indices;
@@ -42,6 +42,11 @@ Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
     auto [entry, pageRow] =
         buildSourceRowAddress(b, loc, source, pages, batch, row);
     indices = {entry, head, pageRow};
+  } else if (limitMayBeZero) {
+    // (The last row would be row -1 of an empty sequence at the start.)
+    Value clamped = arith::SelectOp::create(
+        b, loc, inBounds, row, arith::ConstantIndexOp::create(b, loc, 0));
+    indices = {batch, head, clamped};
   } else {
     Value lastRow = arith::SubIOp::create(
         b, loc, rowLimit, arith::ConstantIndexOp::create(b, loc, 1));

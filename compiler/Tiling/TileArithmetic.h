@@ -24,12 +24,15 @@ Value buildIsMasked(OpBuilder &b, Location loc, MaskKind mask, Value row,
 
 /// Loads source[batch, head, row, trailing...] as zero when `row` is at or
 /// past `rowLimit` (the padding of a tail tile). The index is clamped, so
-/// the load never leaves the buffer. With a page table `pages` (a paged
-/// fa.load_tile) the row is looked up in batch entry `batch`'s pages
+/// the load never leaves the buffer: to the limit's last row, or, where the
+/// limit may be 0 (`limitMayBeZero`: a varlen sequence's or a KV cache
+/// entry's end, which an empty sequence puts at row 0), to row 0, which
+/// the tensor of any launched program has. With a page table `pages` (a
+/// paged fa.load_tile) the row is looked up in batch entry `batch`'s pages
 /// (buildSourceRowAddress).
 Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source, Value pages,
                           Value batch, Value head, Value row, Value rowLimit,
-                          ValueRange trailing);
+                          ValueRange trailing, bool limitMayBeZero);
 
 /// The rows [start, end) of sequence `index` of a packed varlen batch:
 /// offsets[index] and offsets[index + 1] (i32) clamped into [0, rows], end

@@ -41,7 +41,9 @@ func.func @load_tile(%src: memref<?x?x?x8xf16>, %b: index, %h: index, %row: inde
 // -----
 
 // A varlen sequence's rows: `row` counts from its first row, and its end
-// (not the tensor's) bounds the rows read.
+// (not the tensor's) bounds the rows read. A row past the end reads row 0
+// (zero selected): an empty sequence at the start ends at row 0, so the
+// last row before its end would be row -1.
 // CHECK-LABEL: func @load_tile_sequence
 // CHECK-SAME: (%[[SRC:.*]]: memref<1x?x?x8xf16>, %[[H:.*]]: index, %[[ROW:.*]]: index, %[[FIRST:.*]]: index, %[[END:.*]]: index)
 // CHECK-NOT: memref.dim
@@ -50,9 +52,10 @@ func.func @load_tile(%src: memref<?x?x?x8xf16>, %b: index, %h: index, %row: inde
 // CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index):
 // CHECK: %[[R:.*]] = arith.addi %[[START]], %[[I]]
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[R]], %[[END]]
-// CHECK: %[[LAST:.*]] = arith.subi %[[END]], %{{.*}}
-// CHECK: %[[CLAMPED:.*]] = arith.minui %[[R]], %[[LAST]]
-// CHECK: memref.load %[[SRC]][%{{.*}}, %[[H]], %[[CLAMPED]], %[[J]]]
+// CHECK-NOT: arith.subi
+// CHECK: %[[CLAMPED:.*]] = arith.select %[[IN]], %[[R]], %c0{{.*}} : index
+// CHECK: %[[X:.*]] = memref.load %[[SRC]][%{{.*}}, %[[H]], %[[CLAMPED]], %[[J]]]
+// CHECK: arith.select %[[IN]], %[[X]], %{{.*}} : f16
 func.func @load_tile_sequence(%src: memref<1x?x?x8xf16>, %h: index, %row: index, %first: index, %end: index) -> tensor<4x8xf16> {
   %c0 = arith.constant 0 : index
   %t = fa.load_tile %src[%c0, %h, %row] sequence(%first, %end) : memref<1x?x?x8xf16> -> tensor<4x8xf16>

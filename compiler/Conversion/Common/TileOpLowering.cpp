@@ -658,9 +658,10 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
       SmallVector<Value> trailing;
       if (r.layout.is2d())
         trailing.push_back(thread.col(b, loc, slot));
-      values[slot] = buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
-                                         adaptor.getBatch(), adaptor.getHead(),
-                                         index, rowLimit, trailing);
+      values[slot] =
+          buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
+                              adaptor.getBatch(), adaptor.getHead(), index,
+                              rowLimit, trailing, bool(op.getSequenceEnd()));
     }
   }
   b.replaceOp(op, r.pack(r.converter.convertType(type), values));

@@ -140,7 +140,7 @@ struct LoadTileLowering : PlacedPattern<LoadTileOp> {
       Value row = arith::AddIOp::create(b, loc, firstRow, r);
       return buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
                                  adaptor.getBatch(), adaptor.getHead(), row,
-                                 rowLimit, c);
+                                 rowLimit, c, bool(op.getSequenceEnd()));
     };
 
     if (numThreads % cols == 0 && (rows * cols) % numThreads == 0) {
