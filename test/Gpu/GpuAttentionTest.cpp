@@ -309,6 +309,14 @@ protected:
     return p;
   }
 
+  /// The strategy `spec` runs on this device (its arch left empty, as the
+  /// runtime reads it: the device's).
+  fa::Strategy strategyOnDevice(fa::KernelSpec spec) const {
+    if (spec.arch.empty())
+      spec.arch = runtime->deviceArch();
+    return resolveStrategy(spec);
+  }
+
   /// A spec whose strategy, tiles, warps and stages are the defaults.
   static fa::KernelSpec defaults() {
     fa::KernelSpec spec;
@@ -337,7 +345,7 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "seed=" << seed
-                 << " strategy=" << fa::toString(resolveStrategy(spec))
+                 << " strategy=" << fa::toString(strategyOnDevice(spec))
                  << " D=" << c.headDim << " B=" << c.batch << " Hq=" << c.qHeads
                  << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
                  << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
@@ -466,7 +474,7 @@ protected:
     std::printf(
         "  ok %-4s%s D=%-3ld B=%ld Hq=%ld Hkv=%ld Sq=%-5ld Sk=%-5ld %-6s "
         "%-4s max|dO|=%.2e (bound %.1e) max|dLSE|=%.2e [%s]\n",
-        fa::toString(resolveStrategy(spec)),
+        fa::toString(strategyOnDevice(spec)),
         spec.hasVariant() || spec.sinks ? (" " + kernelName(spec)).c_str() : "",
         long(c.headDim), long(c.batch), long(c.qHeads), long(c.kvHeads),
         long(c.qLen), long(c.kvLen), c.causal ? "causal" : "full",
@@ -591,7 +599,7 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "varlen seed=" << seed << " strategy="
-                 << fa::toString(resolveStrategy(spec)) << " D=" << d
+                 << fa::toString(strategyOnDevice(spec)) << " D=" << d
                  << " sequences=" << batch << " Hq=" << hq << " Hkv=" << hkv
                  << " total_q=" << totalQ << " total_k=" << totalK
                  << (c.causal ? " causal " : " ") << fa::toString(c.dtype));
@@ -692,7 +700,7 @@ protected:
     std::printf("  ok %-5s varlen D=%-3ld sequences=%ld Hq=%ld Hkv=%ld "
                 "total_q=%-5ld total_k=%-5ld max_q=%-4ld %-6s %-4s%s "
                 "max|dO|=%.2e max|dLSE|=%.2e\n",
-                fa::toString(resolveStrategy(spec)), long(d), long(batch),
+                fa::toString(strategyOnDevice(spec)), long(d), long(batch),
                 long(hq), long(hkv), long(totalQ), long(totalK), long(maxQ),
                 c.causal ? "causal" : "full", fa::toString(c.dtype),
                 c.poisonOddSequences ? " NaN in odd V" : "", maxOut, maxLse);
@@ -714,7 +722,7 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "varlen backward seed=" << seed << " strategy="
-                 << fa::toString(resolveStrategy(spec)) << " D=" << d
+                 << fa::toString(strategyOnDevice(spec)) << " D=" << d
                  << " sequences=" << batch << " Hq=" << hq << " Hkv=" << hkv
                  << " total_q=" << totalQ << " total_k=" << totalK
                  << (c.causal ? " causal " : " ") << fa::toString(c.dtype));
@@ -873,7 +881,7 @@ protected:
     std::printf("  ok %-5s varlen backward D=%-3ld sequences=%ld Hq=%ld "
                 "Hkv=%ld total_q=%-5ld total_k=%-5ld %-6s %-4s%s error/tol "
                 "dQ %.2f dK %.2f dV %.2f\n",
-                fa::toString(resolveStrategy(spec)), long(d), long(batch),
+                fa::toString(strategyOnDevice(spec)), long(d), long(batch),
                 long(hq), long(hkv), long(totalQ), long(totalK),
                 c.causal ? "causal" : "full", fa::toString(c.dtype),
                 c.poisonOddSequences ? " NaN in odd inputs" : "", worst[0],
@@ -900,7 +908,7 @@ protected:
     uint64_t seed = std::random_device{}();
     SCOPED_TRACE(testing::Message()
                  << "backward seed=" << seed << (spec.sinks ? " sinks" : "")
-                 << " strategy=" << fa::toString(resolveStrategy(spec))
+                 << " strategy=" << fa::toString(strategyOnDevice(spec))
                  << " D=" << c.headDim << " B=" << c.batch << " Hq=" << c.qHeads
                  << " Hkv=" << c.kvHeads << " Sq=" << c.qLen
                  << " Sk=" << c.kvLen << (c.causal ? " causal" : "") << " "
