@@ -42,14 +42,15 @@ Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
     auto [entry, pageRow] =
         buildSourceRowAddress(b, loc, source, pages, batch, row);
     indices = {entry, head, pageRow};
-  } else if (limitMayBeZero) {
-    // (The last row would be row -1 of an empty sequence at the start.)
-    Value clamped = arith::SelectOp::create(
-        b, loc, inBounds, row, arith::ConstantIndexOp::create(b, loc, 0));
-    indices = {batch, head, clamped};
   } else {
-    Value lastRow = arith::SubIOp::create(
-        b, loc, rowLimit, arith::ConstantIndexOp::create(b, loc, 1));
+    // (An empty sequence at the start ends at row 0: its "last row" would
+    // be row -1, so such a limit counts as 1.)
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value limit =
+        limitMayBeZero
+            ? arith::MaxUIOp::create(b, loc, rowLimit, one).getResult()
+            : rowLimit;
+    Value lastRow = arith::SubIOp::create(b, loc, limit, one);
     Value clamped = arith::MinUIOp::create(b, loc, row, lastRow);
     indices = {batch, head, clamped};
   }

@@ -23,11 +23,11 @@ Value buildIsMasked(OpBuilder &b, Location loc, MaskKind mask, Value row,
                     Value col, Value qLen, Value kvLen);
 
 /// Loads source[batch, head, row, trailing...] as zero when `row` is at or
-/// past `rowLimit` (the padding of a tail tile). The index is clamped, so
-/// the load never leaves the buffer: to the limit's last row, or, where the
+/// past `rowLimit` (the padding of a tail tile). The index is clamped to
+/// the limit's last row, so the load never leaves the buffer; where the
 /// limit may be 0 (`limitMayBeZero`: a varlen sequence's or a KV cache
-/// entry's end, which an empty sequence puts at row 0), to row 0, which
-/// the tensor of any launched program has. With a page table `pages` (a
+/// entry's end, which an empty sequence puts at row 0) to row 0 then,
+/// which the tensor of any launched program has. With a page table `pages` (a
 /// paged fa.load_tile) the row is looked up in batch entry `batch`'s pages
 /// (buildSourceRowAddress).
 Value buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source, Value pages,

@@ -41,9 +41,9 @@ func.func @load_tile(%src: memref<?x?x?x8xf16>, %b: index, %h: index, %row: inde
 // -----
 
 // A varlen sequence's rows: `row` counts from its first row, and its end
-// (not the tensor's) bounds the rows read. A row past the end reads row 0
-// (zero selected): an empty sequence at the start ends at row 0, so the
-// last row before its end would be row -1.
+// (not the tensor's) bounds the rows read. A row past the end reads the
+// sequence's last row (zero selected), row 0 for an empty sequence at the
+// start, which ends at row 0 (its last row would be row -1).
 // CHECK-LABEL: func @load_tile_sequence
 // CHECK-SAME: (%[[SRC:.*]]: memref<1x?x?x8xf16>, %[[H:.*]]: index, %[[ROW:.*]]: index, %[[FIRST:.*]]: index, %[[END:.*]]: index)
 // CHECK-NOT: memref.dim
@@ -52,8 +52,9 @@ func.func @load_tile(%src: memref<?x?x?x8xf16>, %b: index, %h: index, %row: inde
 // CHECK-NEXT: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index):
 // CHECK: %[[R:.*]] = arith.addi %[[START]], %[[I]]
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %[[R]], %[[END]]
-// CHECK-NOT: arith.subi
-// CHECK: %[[CLAMPED:.*]] = arith.select %[[IN]], %[[R]], %c0{{.*}} : index
+// CHECK: %[[LIMIT:.*]] = arith.maxui %[[END]], %[[ONE:.*]] : index
+// CHECK: %[[LAST:.*]] = arith.subi %[[LIMIT]], %[[ONE]]
+// CHECK: %[[CLAMPED:.*]] = arith.minui %[[R]], %[[LAST]]
 // CHECK: %[[X:.*]] = memref.load %[[SRC]][%{{.*}}, %[[H]], %[[CLAMPED]], %[[J]]]
 // CHECK: arith.select %[[IN]], %[[X]], %{{.*}} : f16
 func.func @load_tile_sequence(%src: memref<1x?x?x8xf16>, %h: index, %row: index, %first: index, %end: index) -> tensor<4x8xf16> {
