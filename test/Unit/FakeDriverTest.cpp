@@ -79,6 +79,24 @@ fa::TensorArg rowValues(int &next, int64_t b, int64_t h, int64_t s) {
   return t;
 }
 
+/// A backward's tensors: Q, O, dO, dQ [b, hq, sq, d]; K, V, dK, dV
+/// [b, hkv, sk, d]; LSE [b, hq, sq].
+fa::AttentionBackwardArgs backwardArgs(int &next, int64_t b, int64_t hq,
+                                       int64_t hkv, int64_t sq, int64_t sk,
+                                       int64_t d) {
+  fa::AttentionBackwardArgs args;
+  args.q = fakeTensor(next, b, hq, sq, d);
+  args.k = fakeTensor(next, b, hkv, sk, d);
+  args.v = fakeTensor(next, b, hkv, sk, d);
+  args.o = fakeTensor(next, b, hq, sq, d);
+  args.lse = rowValues(next, b, hq, sq);
+  args.gradOutput = fakeTensor(next, b, hq, sq, d);
+  args.gradQuery = fakeTensor(next, b, hq, sq, d);
+  args.gradKey = fakeTensor(next, b, hkv, sk, d);
+  args.gradValue = fakeTensor(next, b, hkv, sk, d);
+  return args;
+}
+
 /// An i32 vector [n] (offsets, lengths), contiguous.
 fa::TensorArg int32Vector(int &next, int64_t n) {
   fa::TensorArg t = fakeTensor(next, n, 1, 1, 1);
@@ -208,16 +226,7 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
                                       std::pair{fa::ElementType::f32, false}}) {
     FakeCuda::get().reset();
     int next = 0;
-    fa::AttentionBackwardArgs args;
-    args.q = fakeTensor(next, 1, 4, 700, 128);
-    args.k = fakeTensor(next, 1, 2, 500, 128);
-    args.v = fakeTensor(next, 1, 2, 500, 128);
-    args.o = fakeTensor(next, 1, 4, 700, 128);
-    args.lse = rowValues(next, 1, 4, 700);
-    args.gradOutput = fakeTensor(next, 1, 4, 700, 128);
-    args.gradQuery = fakeTensor(next, 1, 4, 700, 128);
-    args.gradKey = fakeTensor(next, 1, 2, 500, 128);
-    args.gradValue = fakeTensor(next, 1, 2, 500, 128);
+    fa::AttentionBackwardArgs args = backwardArgs(next, 1, 4, 2, 700, 500, 128);
     fa::KernelSpec spec;
     spec.headDim = 128;
     spec.dtype = dtype;
@@ -312,16 +321,7 @@ TEST_F(FakeDriver, VarlenBackwardRunsOnWgmma) {
   for (bool deterministic : {false, true}) {
     FakeCuda::get().reset();
     int next = 0;
-    fa::AttentionBackwardArgs args;
-    args.q = fakeTensor(next, 1, 8, 600, 128);
-    args.k = fakeTensor(next, 1, 2, 800, 128);
-    args.v = fakeTensor(next, 1, 2, 800, 128);
-    args.o = fakeTensor(next, 1, 8, 600, 128);
-    args.lse = rowValues(next, 1, 8, 600);
-    args.gradOutput = fakeTensor(next, 1, 8, 600, 128);
-    args.gradQuery = fakeTensor(next, 1, 8, 600, 128);
-    args.gradKey = fakeTensor(next, 1, 2, 800, 128);
-    args.gradValue = fakeTensor(next, 1, 2, 800, 128);
+    fa::AttentionBackwardArgs args = backwardArgs(next, 1, 8, 2, 600, 800, 128);
     args.cuSeqlensQ = int32Vector(next, 4);
     args.cuSeqlensK = int32Vector(next, 4);
     args.maxSeqlenQ = 300;
