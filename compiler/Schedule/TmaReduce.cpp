@@ -181,9 +181,13 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
   // zeroes them in its columns of the staged tile, after the staging's
   // barrier and before its issuer reads them (a uniform branch, taken by
   // the sequence's last query tile).
-  if (Value first = op.getSequenceFirst()) {
-    b.setInsertionPointAfter(staging);
-    Value firstRow = arith::AddIOp::create(b, loc, first, op.getRow());
+  // The tile's first row in the destination: a varlen sequence's rows
+  // start at its first row.
+  b.setInsertionPointAfter(staging);
+  Value firstRow = op.getRow();
+  if (Value first = op.getSequenceFirst())
+    firstRow = arith::AddIOp::create(b, loc, first, firstRow);
+  if (op.getSequenceFirst()) {
     Value end = arith::MaxUIOp::create(b, loc, op.getSequenceEnd(), firstRow);
     Value kept = arith::SubIOp::create(b, loc, end, firstRow);
     Value pastEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
@@ -211,13 +215,8 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     if (perWarpgroup)
       createWarpgroupBarrier(in, loc);
-    else if (launch.getProducerWarps() > 0)
-      NVVM::BarrierOp::create(
-          in, loc, TypeRange{}, i32Const(in, loc, kComputeBarrier),
-          i32Const(in, loc, int32_t(launch.getComputeThreads())),
-          NVVM::BarrierReductionAttr(), Value());
     else
-      gpu::BarrierOp::create(in, loc);
+      createComputeBarrier(in, loc, op);
   }
 
   // The reduction, box by box: (column, row, head, batch), innermost first.
@@ -239,14 +238,11 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
         in, loc, in.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(in, loc, tile));
     auto sharedPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
-    // A varlen sequence's rows start at its first row. The box also adds
-    // its rows past the sequence's end into the next sequence's: zeros
-    // (cleared above), which leave an accumulator that started at +0 bit
-    // for bit as it was (x + 0 = x; a sum from +0 is never -0).
-    Value tileRow = op.getRow();
-    if (Value first = op.getSequenceFirst())
-      tileRow = arith::AddIOp::create(in, loc, first, tileRow);
-    Value row = toI32(in, loc, tileRow), head = toI32(in, loc, op.getHead()),
+    // A varlen sequence's box also adds its rows past the sequence's end
+    // into the next sequence's: zeros (cleared above), which leave an
+    // accumulator that started at +0 bit for bit as it was (x + 0 = x; a
+    // sum from +0 is never -0).
+    Value row = toI32(in, loc, firstRow), head = toI32(in, loc, op.getHead()),
           batch = toI32(in, loc, op.getBatch());
     // Box k of the tile (columns 32 k ..) lies rows x 128 bytes after box
     // k - 1.

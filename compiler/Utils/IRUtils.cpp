@@ -130,6 +130,22 @@ Value mlir::fa::indexConst(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
+void mlir::fa::createComputeBarrier(OpBuilder &b, Location loc, Operation *at) {
+  LaunchAttr launch;
+  for (Operation *op = at; op && !launch; op = op->getParentOp())
+    launch = op->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if (!launch || launch.getProducerWarps() == 0) {
+    gpu::BarrierOp::create(b, loc);
+    return;
+  }
+  NVVM::BarrierOp::create(
+      b, loc, TypeRange{},
+      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kComputeBarrier)),
+      arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(int32_t(launch.getComputeThreads()))),
+      NVVM::BarrierReductionAttr(), Value());
+}
+
 void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
                                       int64_t boxes, int64_t rows, Value kept,
                                       Value lane, int64_t threads) {

@@ -63,6 +63,12 @@ constexpr int32_t kWarpgroupBarrier = 9;
 /// warpgroup writes and reads back alone.
 void createWarpgroupBarrier(OpBuilder &b, Location loc);
 
+/// A barrier of the threads that run the program's tile ops, placed before
+/// the builder's insertion point: the block (barrier 0), or in a kernel
+/// whose fa.launch has producer warps (an ancestor of `at`) only its
+/// consumers (kComputeBarrier over their threads).
+void createComputeBarrier(OpBuilder &b, Location loc, Operation *at);
+
 /// Zeroes rows [kept, rows) of `boxes` consecutive boxes of `rows` 128-byte
 /// lines in shared memory from the 32-bit shared address `start` (a
 /// swizzled tile's [column blocks, rows, block columns] buffer, or a slice

@@ -334,23 +334,6 @@ void mlir::fa::reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
   }
 }
 
-void mlir::fa::createComputeBarrier(OpBuilder &b, Location loc,
-                                    Operation *at) {
-  LaunchAttr launch;
-  for (Operation *op = at; op && !launch; op = op->getParentOp())
-    launch = op->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
-  if (!launch || launch.getProducerWarps() == 0) {
-    gpu::BarrierOp::create(b, loc);
-    return;
-  }
-  NVVM::BarrierOp::create(
-      b, loc, TypeRange{},
-      arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(kComputeBarrier)),
-      arith::ConstantOp::create(
-          b, loc, b.getI32IntegerAttr(int32_t(launch.getComputeThreads()))),
-      NVVM::BarrierReductionAttr(), Value());
-}
-
 //===----------------------------------------------------------------------===//
 // The deterministic backward's turns (any strategy: one thread per block
 // waits and hands on)

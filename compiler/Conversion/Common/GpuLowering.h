@@ -67,12 +67,6 @@ SmallVector<Value> sharedElementIndices(OpBuilder &b, Location loc,
 void keepLaneAddressesInLoops(Operation *kernel,
                               function_ref<bool(Operation *)> marks);
 
-/// A barrier of the threads that run the program's tile ops, placed before
-/// the builder's insertion point: the block (barrier 0), or in a kernel
-/// whose fa.launch has producer warps (an ancestor of `at`) only its
-/// consumers (kComputeBarrier over their threads).
-void createComputeBarrier(OpBuilder &b, Location loc, Operation *at);
-
 /// The elements of a register tile (a vector), in register order.
 SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector);
 /// A register tile of `type` (a vector) from its elements.
