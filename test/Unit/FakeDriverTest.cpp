@@ -97,6 +97,33 @@ fa::AttentionBackwardArgs backwardArgs(int &next, int64_t b, int64_t hq,
   return args;
 }
 
+/// The backward's three launches of `info`'s kernel, in order: D and dQ a
+/// program per query tile (of `qRows`) of each of the `hq` query heads, dK/dV
+/// per K/V tile (of `kvRows`) of each of the `hkv` K/V heads (the GQA
+/// group's query heads inside), for each of the `entries` batch entries or
+/// sequences; dK/dV with the kernel's threads and shared memory.
+void expectBackwardLaunches(const fa::KernelInfo &info, int64_t qRows,
+                            int64_t kvRows, unsigned hq, unsigned hkv,
+                            unsigned entries) {
+  ASSERT_EQ(FakeCuda::get().launchCount(), 3) << info.name;
+  Launch delta = launchAt(0), dkdv = launchAt(1), dq = launchAt(2);
+  EXPECT_EQ(delta.name, info.name + "_delta");
+  EXPECT_EQ(dkdv.name, info.name + "_dkdv");
+  EXPECT_EQ(dq.name, info.name + "_dq");
+  int64_t queryTiles = (qRows + info.spec.blockM - 1) / info.spec.blockM;
+  int64_t keyTiles = (kvRows + info.spec.blockN - 1) / info.spec.blockN;
+  for (const Launch *l : {&delta, &dq}) {
+    EXPECT_EQ(l->grid[0], unsigned(queryTiles)) << l->name;
+    EXPECT_EQ(l->grid[1], hq) << l->name;
+    EXPECT_EQ(l->grid[2], entries) << l->name;
+  }
+  EXPECT_EQ(dkdv.grid[0], unsigned(keyTiles)) << dkdv.name;
+  EXPECT_EQ(dkdv.grid[1], hkv) << dkdv.name;
+  EXPECT_EQ(dkdv.grid[2], entries) << dkdv.name;
+  EXPECT_EQ(int64_t(dkdv.block[0]), info.numThreads) << dkdv.name;
+  EXPECT_EQ(int64_t(dkdv.sharedBytes), info.sharedMemoryBytes) << dkdv.name;
+}
+
 /// An i32 vector [n] (offsets, lengths), contiguous.
 fa::TensorArg int32Vector(int &next, int64_t n) {
   fa::TensorArg t = fakeTensor(next, n, 1, 1, 1);
@@ -237,24 +264,9 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
     ASSERT_TRUE(bool(r)) << r.message;
     fa::KernelInfo info;
     ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
-    ASSERT_EQ(FakeCuda::get().launchCount(), 3) << info.name;
-    Launch delta = launchAt(0), dkdv = launchAt(1), dq = launchAt(2);
-    EXPECT_EQ(delta.name, info.name + "_delta");
-    EXPECT_EQ(dkdv.name, info.name + "_dkdv");
-    EXPECT_EQ(dq.name, info.name + "_dq");
-    // D and dQ per query tile of each query head, dK/dV per K/V tile of
-    // each K/V head (the GQA group's query heads inside), per batch entry.
-    int64_t queryTiles = (700 + info.spec.blockM - 1) / info.spec.blockM;
-    int64_t keyTiles = (500 + info.spec.blockN - 1) / info.spec.blockN;
-    for (const Launch *l : {&delta, &dq}) {
-      EXPECT_EQ(l->grid[0], unsigned(queryTiles)) << l->name;
-      EXPECT_EQ(l->grid[1], 4u) << l->name;
-      EXPECT_EQ(l->grid[2], 1u) << l->name;
-    }
-    EXPECT_EQ(dkdv.grid[0], unsigned(keyTiles)) << dkdv.name;
-    EXPECT_EQ(dkdv.grid[1], 2u) << dkdv.name;
-    EXPECT_EQ(int64_t(dkdv.block[0]), info.numThreads) << dkdv.name;
-    EXPECT_EQ(int64_t(dkdv.sharedBytes), info.sharedMemoryBytes) << dkdv.name;
+    expectBackwardLaunches(info, 700, 500, 4, 2, 1);
+    if (HasFatalFailure())
+      return;
     int64_t allocated, freed, loaded;
     FakeCuda::get().allocations(&allocated, &freed, &loaded);
     EXPECT_GE(allocated, 1); // D and the f32 dQ accumulator
@@ -339,21 +351,11 @@ TEST_F(FakeDriver, VarlenBackwardRunsOnWgmma) {
     fa::KernelInfo info;
     ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
     EXPECT_EQ(info.spec.strategy, fa::Strategy::wgmma) << info.name;
-    ASSERT_EQ(FakeCuda::get().launchCount(), 3) << info.name;
-    Launch delta = launchAt(0), dkdv = launchAt(1), dq = launchAt(2);
-    EXPECT_EQ(dkdv.name, info.name + "_dkdv");
-    EXPECT_NE(dkdv.name.find("_varlen_"), std::string::npos) << dkdv.name;
-    int64_t queryTiles = (300 + info.spec.blockM - 1) / info.spec.blockM;
-    int64_t keyTiles = (400 + info.spec.blockN - 1) / info.spec.blockN;
-    for (const Launch *l : {&delta, &dq}) {
-      EXPECT_EQ(l->grid[0], unsigned(queryTiles)) << l->name;
-      EXPECT_EQ(l->grid[1], 8u) << l->name;
-      EXPECT_EQ(l->grid[2], 3u) << l->name;
-    }
-    EXPECT_EQ(dkdv.grid[0], unsigned(keyTiles)) << dkdv.name;
-    EXPECT_EQ(dkdv.grid[1], 2u) << dkdv.name;
-    EXPECT_EQ(dkdv.grid[2], 3u) << dkdv.name;
-    EXPECT_EQ(int64_t(dkdv.block[0]), info.numThreads) << dkdv.name;
+    EXPECT_NE(info.name.find("_varlen_"), std::string::npos) << info.name;
+    // The longest sequence's tiles for each of the 3 sequences.
+    expectBackwardLaunches(info, 300, 400, 8, 2, 3);
+    if (HasFatalFailure())
+      return;
     int64_t allocated, freed, loaded;
     FakeCuda::get().allocations(&allocated, &freed, &loaded);
     EXPECT_EQ(allocated, freed);
