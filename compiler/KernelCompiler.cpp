@@ -270,10 +270,16 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     if (spec.deterministic)
       params.push_back(
           MemRefType::get({dyn, dyn, dyn}, b.getI32Type(), lseLayout));
-    // Sinks: the logits and their gradient, f32 [Hq] each.
+    // Sinks: the logits and their gradient, f32 [Hq] each; deterministic,
+    // then each query tile's share of the gradient, f32 [B, Hq, query
+    // tiles].
     size_t sinksArg = params.size();
+    bool sinkShares = spec.sinks && spec.deterministic;
     if (spec.sinks)
       params.append({sinksType, sinksType});
+    if (sinkShares)
+      params.push_back(
+          MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout));
     size_t rangesArg = params.size();
     if (spec.blockMask)
       params.push_back(rangeTableType);
@@ -296,6 +302,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.deterministic ? args[11] : Value(),
         spec.sinks ? args[sinksArg] : Value(),
         spec.sinks ? args[sinksArg + 1] : Value(),
+        sinkShares ? args[sinksArg + 2] : Value(),
         spec.blockMask ? args[rangesArg] : Value(),
         spec.varlen ? args[cuSeqlensArg] : Value(),
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),

@@ -578,24 +578,40 @@ LogicalResult AttentionBackwardOp::verify() {
   if (failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
       failed(verifySinks(*this, "grad_sinks", getGradSinks(), getQuery())))
     return failure();
-  // The sinks' gradient is added in any order.
-  if (getDqOrder() && getSinks())
-    return emitOpError("the deterministic backward (dq_order) does not take "
-                       "sinks yet (their gradient is added in any order)");
+  // The deterministic mode sums the sinks' gradient through its own
+  // workspace (one share per query tile, like the turn counters).
+  if (bool(getSinkShares()) != (getDqOrder() && getSinks()))
+    return emitOpError("takes sink_shares exactly when it is deterministic "
+                       "(dq_order) and has sinks (the shares make their "
+                       "gradient's sum deterministic)");
   // The turn counters: per (batch entry, head, query tile), or with
   // cu_seqlens per (sequence, head, query tile of the sequence).
-  if (Value order = getDqOrder()) {
-    ArrayRef<int64_t> o = typeOf(order).getShape(), q = qType.getShape();
+  for (auto [name, perTile] :
+       {std::pair<StringRef, Value>{"dq_order", getDqOrder()},
+        {"sink_shares", getSinkShares()}}) {
+    if (!perTile)
+      continue;
+    ArrayRef<int64_t> o = typeOf(perTile).getShape(), q = qType.getShape();
     int64_t entries = problemEntries(getQuery(), getCuSeqlensQ());
     if (dimsConflict(o[0], entries))
-      return emitOpError() << "dq_order dimension 0 (" << dimToString(o[0])
+      return emitOpError() << name << " dimension 0 (" << dimToString(o[0])
                            << ") does not match the "
                            << (getCuSeqlensQ() ? "sequences (" : "query (")
                            << dimToString(entries) << ")";
     if (dimsConflict(o[1], q[1]))
-      return emitOpError() << "dq_order dimension 1 (" << dimToString(o[1])
+      return emitOpError() << name << " dimension 1 (" << dimToString(o[1])
                            << ") does not match query (" << dimToString(q[1])
                            << ")";
+  }
+  // Both count the same query tiles.
+  if (Value shares = getSinkShares()) {
+    int64_t tiles = typeOf(getDqOrder()).getShape()[2],
+            shareTiles = typeOf(shares).getShape()[2];
+    if (dimsConflict(tiles, shareTiles))
+      return emitOpError() << "sink_shares dimension 2 ("
+                           << dimToString(shareTiles)
+                           << ") does not match dq_order's ("
+                           << dimToString(tiles) << ")";
   }
   return success();
 }

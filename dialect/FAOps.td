@@ -280,12 +280,16 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
 
     With the forward's `sinks`, `grad_sinks` (f32 [Hq], which the caller
     zeroes) receives their gradient, added program by program (its last
-    bits may differ from run to run; the deterministic mode does not take
-    sinks yet):
+    bits may differ from run to run):
 
     ```
     dsink[h] += -sum_{b, i} exp(sink[h] - LSE[b, h, i]) D[b, h, i]
     ```
+
+    The deterministic mode takes a fourth workspace with the sinks,
+    `sink_shares` (f32, shaped like `dq_order`): each query tile's share of
+    the sum is stored in its own element, and one program per head adds
+    them in (batch, tile) order and stores `dsink[h]`.
 
     (a sink's probability times the gradient of its score, whose value row
     is zero). The other gradients need nothing new: P comes from the LSE,
@@ -337,6 +341,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$dq_order,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
+    Arg<Optional<MemRefRankOf<[F32], [3]>>, "deterministic mode with sinks: each query tile's share of the sinks' gradient [B, Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$sink_shares,
     Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 4]", [MemRead]>:$query_ranges,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
@@ -352,6 +357,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     `into` $grad_query `,` $grad_key `,` $grad_value
     (`grad_sinks` $grad_sinks^)?
     `workspace` $delta `,` $dq_accum (`,` $dq_order^)?
+    (`sink_shares` $sink_shares^)?
     (`query_ranges` $query_ranges^)?
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($output) `,`
@@ -359,6 +365,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     `into` type($grad_query) `,` type($grad_key) `,` type($grad_value)
     (`grad_sinks` type($grad_sinks)^)?
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
+    (`sink_shares` type($sink_shares)^)?
     (`query_ranges` type($query_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
@@ -1135,6 +1142,29 @@ def FA_AccumulateTotalOp : FA_Op<"accumulate_total"> {
                        Index:$index);
   let assemblyFormat = [{
     $tile `,` $dest `[` $index `]` attr-dict `:` type($tile) `->` type($dest)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_TileTotalOp : FA_Op<"tile_total"> {
+  let summary = "the sum of a row tile, the same bits in every run";
+  let description = [{
+    `total = sum_i tile[i]`, in an order fixed by the layout, and the same
+    value in every thread of the program: the deterministic counterpart of
+    `fa.accumulate_total` (the deterministic backward's sinks gradient,
+    summed per query tile and then per head). A parallel lowering sums
+    each thread's rows, then each warp's lanes (a butterfly), then the
+    warps' sums in warp order through shared memory; every thread of the
+    program must reach it (it synchronizes them).
+
+    ```mlir
+    %total = fa.tile_total %share : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FA_F32Tile:$tile);
+  let results = (outs F32:$total);
+  let assemblyFormat = [{
+    $tile attr-dict `:` type($tile)
   }];
   let hasVerifier = 1;
 }

@@ -651,6 +651,10 @@ LogicalResult AccumulateTotalOp::verify() {
   return verifyRowTile(*this, getTile().getType(), "tile");
 }
 
+LogicalResult TileTotalOp::verify() {
+  return verifyRowTile(*this, getTile().getType(), "tile");
+}
+
 LogicalResult AccumulateTileOp::verify() {
   if (failed(verifySequence(*this, getSequence())))
     return failure();

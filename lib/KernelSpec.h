@@ -91,8 +91,8 @@ struct KernelSpec {
   std::string maskMod;
   /// Attention sinks (see fa.attention): the kernel takes one f32 logit per
   /// query head that joins every row's softmax denominator; the backward
-  /// also adds the sinks' gradient. The deterministic backward takes none
-  /// yet.
+  /// also adds the sinks' gradient (the deterministic one in a fixed
+  /// order, through a workspace of per-query-tile shares).
   bool sinks = false;
   /// A block mask (see fa.attention's key_ranges): the forward takes the
   /// keys each 16 query rows keep, the backward the query rows that keep

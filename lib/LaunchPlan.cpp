@@ -26,6 +26,7 @@ static constexpr const char *kOperandNames[] = {"q",
                                                 "dq_order",
                                                 "sinks",
                                                 "dsinks",
+                                                "sink_shares",
                                                 "key_ranges",
                                                 "query_ranges",
                                                 "cu_seqlens_q",
@@ -101,6 +102,7 @@ int LaunchPlan::rankOf(Operand operand) {
   case Operand::partialLse:
   case Operand::delta:
   case Operand::dqOrder:
+  case Operand::sinkShares:
     return 3;
   case Operand::sinks:
   case Operand::gradSinks:
@@ -191,6 +193,8 @@ std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
     params.push_back(Operand::dqOrder);
   if (sinks)
     params.insert(params.end(), {Operand::sinks, Operand::gradSinks});
+  if (sinks && deterministic)
+    params.push_back(Operand::sinkShares);
   if (blockMask)
     params.push_back(Operand::queryRanges);
   if (varlen)

@@ -108,6 +108,8 @@ struct LaunchPlan {
     dqOrder,    // i32 workspace [B, Hq, query tiles]: deterministic turns
     sinks,      // f32 [Hq]: the sink logits (with sinks)
     gradSinks,  // f32 [Hq]: their gradient, added to (backward with sinks)
+    sinkShares, // f32 workspace [B, Hq, query tiles]: deterministic sinks'
+                // gradient per query tile
     // A block mask (spec.blockMask): i32 [B, Hb, groups, 4] ranges.
     keyRanges,   // forward: the keys each 16 query rows keep
     queryRanges, // backward: the query rows that keep each 16 keys
@@ -207,8 +209,8 @@ struct LaunchPlan {
 
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and
-  /// their gradient with sinks; the query ranges with a block mask; the
-  /// sequence offsets of a varlen batch).
+  /// their gradient with sinks, and with both the sink shares; the query
+  /// ranges with a block mask; the sequence offsets of a varlen batch).
   static std::vector<Operand> backwardParams(bool deterministic = false,
                                              bool sinks = false,
                                              bool blockMask = false,

@@ -582,7 +582,7 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
       !r)
     return r;
   // Sinks: their gradient is added to, program by program, from zero (and
-  // is zero for an empty batch).
+  // is zero for an empty batch; the deterministic mode stores it).
   if (spec.sinks)
     if (Result r = cudaCheck(
             driver.cuMemsetD32Async(
@@ -621,17 +621,21 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   dqOrder.strides[2] = 1;
   dqOrder.strides[1] = qTiles;
   dqOrder.strides[0] = problem.queryHeads * qTiles;
-  // Offsets in the allocation: D first, then the accumulator and the
-  // counters, each 256-byte aligned.
+  // Deterministic with sinks: each query tile's share of their gradient,
+  // f32, shaped like the counters.
+  TensorArg sinkShares = dqOrder;
+  // Offsets in the allocation: D first, then the accumulator, the counters
+  // and the shares, each 256-byte aligned.
   auto align = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  size_t perTileBytes =
+      size_t(problem.batch) * size_t(problem.queryHeads) * size_t(qTiles) * 4;
   size_t accumOffset = align(size_t(rows) * 4);
   size_t orderOffset =
       align(accumOffset + size_t(rows) * size_t(headDim) * 4);
-  size_t bytes = spec.deterministic
-                     ? orderOffset + size_t(problem.batch) *
-                                         size_t(problem.queryHeads) *
-                                         size_t(qTiles) * 4
-                     : orderOffset;
+  size_t sharesOffset = align(orderOffset + perTileBytes);
+  size_t bytes = !spec.deterministic ? orderOffset
+                 : spec.sinks        ? sharesOffset + perTileBytes
+                                     : orderOffset + perTileBytes;
   CUdeviceptr workspace = 0;
   if (rows > 0) {
     if (Result r = cudaCheck(
@@ -642,6 +646,7 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
     delta.data = reinterpret_cast<const void *>(workspace);
     dqAccum.data = reinterpret_cast<const void *>(workspace + accumOffset);
     dqOrder.data = reinterpret_cast<const void *>(workspace + orderOffset);
+    sinkShares.data = reinterpret_cast<const void *>(workspace + sharesOffset);
   }
   std::array<const TensorArg *, kNumOperands> operands =
       forwardOperands(a.q, a.k, a.v, a.o, a.lse);
@@ -655,6 +660,7 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   if (spec.sinks) {
     operands[size_t(LaunchPlan::Operand::sinks)] = &a.sinks;
     operands[size_t(LaunchPlan::Operand::gradSinks)] = &a.gradSinks;
+    operands[size_t(LaunchPlan::Operand::sinkShares)] = &sinkShares;
   }
   if (spec.blockMask)
     operands[size_t(LaunchPlan::Operand::queryRanges)] = &a.queryRanges;

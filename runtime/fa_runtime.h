@@ -259,8 +259,8 @@ FA_API fa_status fa_attention_backward(
 
 /* fa_attention_forward / fa_attention_backward with extra tensors (NULL
    extras = none): with extras->sinks the kernel takes attention sinks, and
-   the backward then needs extras->grad_sinks. The deterministic backward
-   takes no sinks yet. */
+   the backward then needs extras->grad_sinks (the deterministic backward
+   gives the same bits of it in every run, as of dQ). */
 FA_API fa_status fa_attention_forward_ex(
     fa_runtime *runtime, const fa_tensor *q, const fa_tensor *k,
     const fa_tensor *v, const fa_tensor *o, const fa_tensor *lse,

@@ -356,12 +356,19 @@ llvm::Error CpuAttentionKernel::runBackward(
   args.add(gradQueryAccum.data(), qShape);
   if (config.deterministic)
     args.add(order.data(), {s.batch, s.qHeads, qTiles});
+  // Deterministic with sinks: the query tiles' shares of their gradient
+  // (NaN until the delta program writes them).
+  std::vector<float> sinkShares(
+      config.deterministic && config.sinks ? order.size() : 0, nan);
   if (config.sinks) {
-    // The kernel adds the rows' shares to a zeroed gradient.
-    std::fill(gradSinks, gradSinks + s.qHeads, 0.0f);
+    // The kernel adds the rows' shares to a zeroed gradient; the
+    // deterministic one stores their sum (NaN shows a head it missed).
+    std::fill(gradSinks, gradSinks + s.qHeads, sinkShares.empty() ? 0.0f : nan);
     args.add(sinks, {s.qHeads});
     args.add(gradSinks, {s.qHeads});
   }
+  if (!sinkShares.empty())
+    args.add(sinkShares.data(), {s.batch, s.qHeads, qTiles});
   if (config.blockMask)
     args.add(queryRanges.data, {s.batch, queryRanges.heads,
                                 ceilGroups(s.kvLen),

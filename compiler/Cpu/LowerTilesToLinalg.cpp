@@ -638,31 +638,44 @@ static LogicalResult lowerSinkGrad(SinkGradOp op, SinkGradOp::Adaptor adaptor,
   return success();
 }
 
-/// fa.accumulate_total -> dest[index] += the tile's sum (the CPU runs the
-/// programs one after another).
-static LogicalResult
-lowerAccumulateTotal(AccumulateTotalOp op, AccumulateTotalOp::Adaptor adaptor,
-                     ConversionPatternRewriter &rewriter) {
-  Location loc = op.getLoc();
-  Value tile = adaptor.getTile();
+/// The sum of a row tile, rows in order.
+static Value sumOfRows(OpBuilder &b, Location loc, Value tile) {
   int64_t rows = cast<RankedTensorType>(tile.getType()).getDimSize(0);
-  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   auto loop = scf::ForOp::create(
-      rewriter, loc, zero, arith::ConstantIndexOp::create(rewriter, loc, rows),
-      arith::ConstantIndexOp::create(rewriter, loc, 1),
-      ValueRange{f32Const(rewriter, loc, 0.0)},
+      b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+      arith::ConstantIndexOp::create(b, loc, rows),
+      arith::ConstantIndexOp::create(b, loc, 1),
+      ValueRange{f32Const(b, loc, 0.0)},
       [&](OpBuilder &b, Location loc, Value i, ValueRange sum) {
         Value element = tensor::ExtractOp::create(b, loc, tile, i);
         scf::YieldOp::create(b, loc,
                              arith::AddFOp::create(b, loc, sum[0], element)
                                  .getResult());
       });
+  return loop.getResult(0);
+}
+
+/// fa.accumulate_total -> dest[index] += the tile's sum (the CPU runs the
+/// programs one after another).
+static LogicalResult lowerAccumulateTotal(AccumulateTotalOp op,
+                                          AccumulateTotalOp::Adaptor adaptor,
+                                          ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  Value sum = sumOfRows(rewriter, loc, adaptor.getTile());
   Value dest = adaptor.getDest();
   Value old = memref::LoadOp::create(rewriter, loc, dest, adaptor.getIndex());
-  memref::StoreOp::create(
-      rewriter, loc, arith::AddFOp::create(rewriter, loc, old, loop.getResult(0)),
-      dest, adaptor.getIndex());
+  memref::StoreOp::create(rewriter, loc,
+                          arith::AddFOp::create(rewriter, loc, old, sum), dest,
+                          adaptor.getIndex());
   rewriter.eraseOp(op);
+  return success();
+}
+
+/// fa.tile_total -> the tile's sum (one thread: always in row order).
+static LogicalResult lowerTileTotal(TileTotalOp op,
+                                    TileTotalOp::Adaptor adaptor,
+                                    ConversionPatternRewriter &rewriter) {
+  rewriter.replaceOp(op, sumOfRows(rewriter, op.getLoc(), adaptor.getTile()));
   return success();
 }
 
@@ -770,9 +783,8 @@ struct FALowerTilesToLinalgPass
     RewritePatternSet patterns(ctx);
     addLowerings(patterns, lowerGrid, lowerLoadTile, lowerStoreTile,
                  lowerTileMatmul, lowerMask, lowerScoreMod, lowerScoreModGrad,
-                 lowerOnlineSoftmax,
-                 lowerRescale, lowerJoinSink, lowerSinkGrad, lowerMergePartial,
-                 lowerAccumulateTotal,
+                 lowerOnlineSoftmax, lowerRescale, lowerJoinSink, lowerSinkGrad,
+                 lowerMergePartial, lowerAccumulateTotal, lowerTileTotal,
                  lowerFinalize, lowerRowDot, lowerRecomputeProbs,
                  lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,
                  lowerPassTurn);

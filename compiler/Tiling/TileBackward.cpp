@@ -14,6 +14,7 @@
 #include "compiler/Tiling/Variants.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #define DEBUG_TYPE "fa-tile-backward"
@@ -122,6 +123,7 @@ private:
   void buildPreprocess();
   LogicalResult buildMain();
   void buildPostprocess();
+  void sumSinkShares(GridOp grid);
 
   AttentionBackwardOp op;
   int64_t blockM, blockN;
@@ -160,7 +162,16 @@ void BackwardTiler::buildPreprocess() {
     Value lse = LoadTileOp::create(builder, loc, rowType, op.getLse(), b, h,
                                    qStart, rows.qRows);
     Value share = SinkGradOp::create(builder, loc, rowType, sink, lse, delta);
-    AccumulateTotalOp::create(builder, loc, share, op.getGradSinks(), h);
+    // Deterministic: the tile's total in its own element (the dq grid sums
+    // a head's in a fixed order).
+    if (Value shares = op.getSinkShares()) {
+      Value total = TileTotalOp::create(builder, loc, share);
+      memref::StoreOp::create(
+          builder, loc, total, shares,
+          ValueRange{grid.getBatchIndex(), h, grid.getTileIndex()});
+    } else {
+      AccumulateTotalOp::create(builder, loc, share, op.getGradSinks(), h);
+    }
   }
   StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
                       b, h, qStart, rows.qRows);
@@ -439,6 +450,61 @@ void BackwardTiler::buildPostprocess() {
   StoreTileOp::create(builder, loc,
                       castTile(builder, loc, accumulated, gradType),
                       op.getGradQuery(), rows.batch, h, qStart, rows.qRows);
+  if (op.getSinkShares())
+    sumSinkShares(grid);
+}
+
+/// The deterministic sinks' gradient: program (0, h, 0) adds head h's
+/// query tiles' shares in (batch entry, tile) order, block-m tiles at a
+/// time, and stores the total. The other programs run the loops zero times
+/// but reach fa.tile_total too (it synchronizes the program's threads).
+void BackwardTiler::sumSinkShares(GridOp grid) {
+  Value shares = op.getSinkShares();
+  Value h = grid.getHeadIndex();
+  Value zero = indexConst(0), one = indexConst(1);
+  Value blockMValue = indexConst(blockM);
+  auto isZero = [&](Value v) {
+    return arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, v,
+                                 zero);
+  };
+  Value summing = arith::AndIOp::create(
+      builder, loc, isZero(grid.getBatchIndex()), isZero(grid.getTileIndex()));
+  Value entries =
+      arith::SelectOp::create(builder, loc, summing, dim(shares, 0), zero);
+  Value allTiles = dim(shares, 2), packedRows = dim(op.getQuery(), 2);
+  auto rowType = RankedTensorType::get({blockM}, builder.getF32Type());
+  auto perEntry = scf::ForOp::create(
+      builder, loc, zero, entries, one, ValueRange{zeros({blockM})},
+      [&](OpBuilder &nested, Location loc, Value entry, ValueRange sum) {
+        // The entry's query tiles: a varlen sequence's own, else all.
+        Value tiles = allTiles;
+        if (varlen) {
+          auto [first, limit] = buildSequenceRows(
+              nested, loc, op.getCuSeqlensQ(), entry, packedRows);
+          tiles = arith::CeilDivUIOp::create(
+              nested, loc, arith::SubIOp::create(nested, loc, limit, first),
+              blockMValue);
+        }
+        auto perChunk = scf::ForOp::create(
+            nested, loc, zero, tiles, blockMValue, sum,
+            [&](OpBuilder &inner, Location loc, Value chunk,
+                ValueRange partial) {
+              // Shares past the entry's tiles read as zero.
+              Value part =
+                  LoadTileOp::create(inner, loc, rowType, shares, entry, h,
+                                     chunk, ValueRange{zero, tiles});
+              scf::YieldOp::create(inner, loc,
+                                   ValueRange{arith::AddFOp::create(
+                                       inner, loc, partial[0], part)});
+            });
+        scf::YieldOp::create(nested, loc, perChunk.getResults());
+      });
+  Value total = TileTotalOp::create(builder, loc, perEntry.getResult(0));
+  auto store = scf::IfOp::create(builder, loc, summing);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(store.thenBlock()->getTerminator());
+  memref::StoreOp::create(builder, loc, total, op.getGradSinks(),
+                          ValueRange{h});
 }
 
 struct FATileBackwardPass

@@ -136,9 +136,6 @@ std::string validateSpec(const KernelSpec &spec) {
   if (spec.deterministic && spec.blockMask)
     return "the deterministic backward does not take a block mask yet (its "
            "dQ turns count the tiles of the mask_mod's own ranges)";
-  if (spec.deterministic && spec.sinks)
-    return "the deterministic backward does not take sinks yet (their "
-           "gradient is added in any order)";
   if (spec.varlen && spec.blockMask)
     return "a block mask does not take a varlen batch (cu_seqlens) yet";
   if (spec.kvLens && spec.backward)

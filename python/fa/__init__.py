@@ -640,9 +640,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     kernels read float32; other floating dtypes (a bfloat16 model's
     parameter) are converted with .float() before the op, so the gradient
     (-sum over batches and rows of exp(s_h - LSE) * rowsum(dO * O)) flows
-    back to the tensor given. Sinks with deterministic=True are not
-    supported yet (the deterministic backward takes none): an error when a
-    gradient is wanted.
+    back to the tensor given. With deterministic=True their gradient, like
+    dQ, has the same bits in every run.
 
     block_mask: an fa.block_mask(mask_mod, ...) of the call's mask_mod (or
     of the mask_mod to use, when mask_mod is None), causal flag and shape:
@@ -696,12 +695,6 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     if sinks is not None:
         sinks = _check_sinks("fa.attention", sinks, q)
         tensors = (q, k, v, sinks)
-        if deterministic and _torch.is_grad_enabled() and any(
-                t.requires_grad for t in tensors):
-            # Said here, not in .backward() far from this call.
-            raise ValueError("fa.attention: the deterministic backward does "
-                             "not take sinks yet; use deterministic=False "
-                             "with sinks")
     if _launch_directly(tensors + tuple(captures)):
         # What the op's implementation runs (_torch_ops.attention_forward).
         o, lse = _forward(q, k, v, causal, scale, *config, *variant,
@@ -805,9 +798,8 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
     block_n (K/V tile), num_warps and stages (of the Q/dO ring) 0 take the
     strategy's defaults. score_mod and mask_mod: the forward's variant
     (with the tensors it captures now: pass the forward's). sinks: the
-    forward's attention sinks ([Hq], see fa.attention; the
-    deterministic backward takes none yet): then dQ, dK, dV and dSinks, the
-    sinks' gradient as float32 [Hq]. block_mask: the forward's (see
+    forward's attention sinks ([Hq], see fa.attention): then dQ, dK, dV and
+    dSinks, the sinks' gradient as float32 [Hq]. block_mask: the forward's (see
     fa.attention)."""
     _check_inputs("fa.attention_backward",
                   (("q", q), ("k", k), ("v", v), ("o", o),

@@ -3,7 +3,7 @@ transformers) through fa.attention's `sinks`.
 
 Without a GPU: the sinks kernels compile through the C ABI (fa.prepare_kernel
 with sinks=True, forward and backward, every strategy), the deterministic
-backward refuses them, the flag and the ctypes descriptors; with torch (no
+backward takes them, the flag and the ctypes descriptors; with torch (no
 GPU needed): the argument checks, the custom ops' fake implementations and
 their autograd formula (gradient positions) on meta tensors.
 With a GPU: O, LSE and the gradients dQ, dK, dV, dSinks against a float64
@@ -71,11 +71,13 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(again["key"], sinks["key"])
             self.assertEqual(again["source"], "memory")
 
-    def test_deterministic_backward_refuses_sinks(self):
-        with self.assertRaisesRegex(fa.FaError, "deterministic backward does "
-                                                "not take sinks"):
-            fa.prepare_kernel(64, dtype="float16", backward=True,
-                              deterministic=True, sinks=True)
+    def test_deterministic_backward_takes_sinks(self):
+        info = fa.prepare_kernel(64, dtype="float16", backward=True,
+                                 deterministic=True, sinks=True)
+        self.assertIn("_det_sinks", info["name"])
+        plain = fa.prepare_kernel(64, dtype="float16", backward=True,
+                                  sinks=True)
+        self.assertNotEqual(info["key"], plain["key"])
 
     def test_sinks_is_a_flag(self):
         for wrong in (2, "yes", None):
@@ -441,10 +443,17 @@ class GpuSinksTest(unittest.TestCase):
         # Without sinks: three gradients, as before.
         self.assertEqual(len(fa.attention_backward(grad, q, k, v, o, lse,
                                                    causal=True)), 3)
-        with self.assertRaisesRegex(fa.FaError, "deterministic backward "
-                                                "does not take sinks"):
-            fa.attention_backward(grad, q, k, v, o, lse, causal=True,
-                                  deterministic=True, sinks=sinks.detach())
+        # Deterministic: the same bits in every run, dSinks included.
+        first = fa.attention_backward(grad, q, k, v, o, lse, causal=True,
+                                      deterministic=True,
+                                      sinks=sinks.detach())
+        again = fa.attention_backward(grad, q, k, v, o, lse, causal=True,
+                                      deterministic=True,
+                                      sinks=sinks.detach())
+        for got, want, other in zip(first, again, grads):
+            self.assertTrue(torch.equal(got, want))
+            scale = max(1.0, other.abs().max().item())
+            self.assertLess(_max_error(got, other), 1e-2 * scale)
 
     def test_no_grad_launch_matches_the_op(self):
         q, k, v = (torch.randn(2, 4, 100, 64, device="cuda",
@@ -486,14 +495,16 @@ class GpuSinksTest(unittest.TestCase):
         # float64 is converted too.
         fa.attention(q, q, q, sinks=torch.zeros(4, device="cuda",
                                                 dtype=torch.float64))
-        # The deterministic backward takes no sinks: said at the forward
-        # when a gradient is wanted, not in .backward().
+        # The deterministic backward trains the sinks too, the same bits
+        # in every run.
         sinks = torch.zeros(4, device="cuda", requires_grad=True)
-        with self.assertRaisesRegex(ValueError, "deterministic backward does "
-                                                "not take sinks"):
-            fa.attention(q, q, q, sinks=sinks, deterministic=True)
-        with torch.no_grad():
-            fa.attention(q, q, q, sinks=sinks, deterministic=True)
+        runs = []
+        for _ in range(2):
+            sinks.grad = None
+            fa.attention(q, q, q, sinks=sinks,
+                         deterministic=True).sum().backward()
+            runs.append(sinks.grad.clone())
+        self.assertTrue(torch.equal(runs[0], runs[1]))
 
 
 @unittest.skipUnless(HAVE_CUDA, "needs torch with CUDA")

@@ -305,3 +305,38 @@ func.func @sinks(%sinks: memref<?xf32>, %dsinks: memref<?xf32>, %n: index) {
   } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
   return
 }
+
+// -----
+
+// fa.tile_total, the deterministic sum: the warp's sum as for
+// fa.accumulate_total (its lanes' first copies, xor 16 .. 1), then lane 0
+// of each warp stores it in the module's static shared array (one f32 per
+// warp), a barrier, every thread adds the 2 warps' sums (64 threads) in
+// warp order, and a barrier before the array may be written again.
+#blocked = #fa.blocked<threads = [16, 4]>
+// CHECK: memref.global "private" @fa_warp_sums : memref<32xf32, #gpu.address_space<workgroup>> = uninitialized {alignment = 16 : i64}
+// CHECK-LABEL: gpu.func @tile_total
+func.func @tile_total(%shares: memref<?x?x?xf32>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %share = arith.constant dense<1.0> : tensor<32xf32, #blocked>
+    // CHECK: %[[OWN:.*]] = arith.select
+    // CHECK: gpu.shuffle xor %[[OWN]], %c16_i32
+    // CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+    // CHECK: %[[WARP:.*]] = arith.addf
+    // CHECK: %[[SUMS:.*]] = memref.get_global @fa_warp_sums
+    // CHECK: %[[TID:.*]] = gpu.thread_id x
+    // CHECK: %[[W:.*]] = arith.divui %[[TID]], %c32
+    // CHECK: scf.if
+    // CHECK-NEXT: memref.store %[[WARP]], %[[SUMS]][%[[W]]]
+    // CHECK: gpu.barrier
+    // CHECK: %[[W0:.*]] = memref.load %[[SUMS]][%c0{{[_0-9]*}}]
+    // CHECK: %[[W1:.*]] = memref.load %[[SUMS]][%c1{{[_0-9]*}}]
+    // CHECK: %[[TOTAL:.*]] = arith.addf %[[W0]], %[[W1]]
+    // CHECK-NOT: memref.load %[[SUMS]]
+    // CHECK: gpu.barrier
+    // CHECK: memref.store %[[TOTAL]], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}]
+    %total = fa.tile_total %share : tensor<32xf32, #blocked>
+    memref.store %total, %shares[%b, %h, %t] : memref<?x?x?xf32>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}

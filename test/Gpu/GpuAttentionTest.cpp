@@ -1022,8 +1022,18 @@ protected:
                   CUDA_SUCCESS);
         return bytes;
       };
+      // The sinks' gradient is f32 whatever the inputs.
+      auto sinkBytes = [&]() {
+        std::vector<float> values(gradSinksBuf.count);
+        if (spec.sinks)
+          EXPECT_EQ(driver().cuMemcpyDtoH_v2(values.data(), gradSinksBuf.ptr,
+                                             values.size() * 4),
+                    CUDA_SUCCESS);
+        return values;
+      };
       std::vector<char> first[3] = {bytesOf(dqBuf), bytesOf(dkBuf),
                                     bytesOf(dvBuf)};
+      std::vector<float> firstSinks = sinkBytes();
       for (int run = 0; run < 3; ++run) {
         r = runtime->backward(spec, args);
         ASSERT_TRUE(bool(r)) << r.message;
@@ -1031,6 +1041,11 @@ protected:
         EXPECT_EQ(bytesOf(dqBuf), first[0]) << "dQ differs in run " << run + 2;
         EXPECT_EQ(bytesOf(dkBuf), first[1]) << "dK differs in run " << run + 2;
         EXPECT_EQ(bytesOf(dvBuf), first[2]) << "dV differs in run " << run + 2;
+        std::vector<float> sinksAgain = sinkBytes();
+        EXPECT_EQ(std::memcmp(sinksAgain.data(), firstSinks.data(),
+                              firstSinks.size() * 4),
+                  0)
+            << "dSinks differs in run " << run + 2;
       }
     }
 
@@ -1694,6 +1709,14 @@ TEST_P(GpuAttentionPart, SinksMatchFloat64Reference) {
           if (HasFatalFailure() || HasNonfatalFailure())
             return;
           runBackwardCase(c, spec);
+          if (HasFatalFailure() || HasNonfatalFailure())
+            return;
+          // Deterministic: dSinks summed per query tile, then per head in
+          // order (runBackwardCase repeats it and compares the bits).
+          fa::KernelSpec deterministic = spec;
+          deterministic.deterministic = true;
+          std::printf("  sinks, deterministic, %s:\n", variant.name);
+          runBackwardCase(c, deterministic);
           if (HasFatalFailure() || HasNonfatalFailure())
             return;
         }

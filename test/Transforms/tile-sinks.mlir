@@ -50,3 +50,51 @@ func.func @backward(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memr
     workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>
   return
 }
+
+// -----
+
+// Sinks in the deterministic backward: the delta program stores its query
+// tile's total (fa.tile_total: the same bits in every run) in the tile's
+// own element of sink_shares, with no atomic add. The dq program
+// (0, h, 0) adds head h's shares, 16 (block-m) at a time, batch entry by
+// batch entry, and stores the gradient; the other dq programs run the
+// loops zero times but reach fa.tile_total too (it synchronizes a
+// program's threads), and store nothing.
+// CHECK-LABEL: func.func @deterministic_backward
+// CHECK-SAME: %[[DSINKS:[^:]*]]: memref<?xf32>, %[[SHARES:[^:]*]]: memref<?x?x?xf32>)
+// CHECK: fa.grid (%[[B:.*]], %[[H:.*]], %[[T:.*]]) in
+// CHECK: %[[SHARE:.*]] = fa.sink_grad
+// CHECK-NEXT: %[[TOTAL:.*]] = fa.tile_total %[[SHARE]] : tensor<16xf32>
+// CHECK-NEXT: memref.store %[[TOTAL]], %[[SHARES]][%[[B]], %[[H]], %[[T]]] : memref<?x?x?xf32>
+// CHECK-NOT: fa.accumulate_total
+// CHECK: program = "delta"
+// CHECK: program = "dkdv"
+// CHECK: fa.grid (%[[QB:.*]], %[[QH:.*]], %[[QT:.*]]) in
+// CHECK: fa.store_tile
+// CHECK: %[[FIRSTB:.*]] = arith.cmpi eq, %[[QB]], %c0
+// CHECK: %[[FIRSTT:.*]] = arith.cmpi eq, %[[QT]], %c0
+// CHECK: %[[SUMMING:.*]] = arith.andi %[[FIRSTB]], %[[FIRSTT]]
+// CHECK: %[[ENTRIES:.*]] = arith.select %[[SUMMING]], %{{.*}}, %c0
+// CHECK: %[[TILES:.*]] = memref.dim %[[SHARES]], %c2
+// CHECK: %[[SUM:.*]] = scf.for %[[E:.*]] = %c0 to %[[ENTRIES]] step %c1 iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<16xf32>)
+// CHECK-NEXT: %[[CHUNKS:.*]] = scf.for %[[C:.*]] = %c0 to %[[TILES]] step %c16 iter_args(%[[PART:.*]] = %[[ACC]]) -> (tensor<16xf32>)
+// CHECK-NEXT: %[[ROWS:.*]] = fa.load_tile %[[SHARES]][%[[E]], %[[QH]], %[[C]]] sequence(%c0, %[[TILES]]) : memref<?x?x?xf32> -> tensor<16xf32>
+// CHECK-NEXT: %[[ADDED:.*]] = arith.addf %[[PART]], %[[ROWS]] : tensor<16xf32>
+// CHECK-NEXT: scf.yield %[[ADDED]]
+// CHECK: %[[HEAD:.*]] = fa.tile_total %[[SUM]] : tensor<16xf32>
+// CHECK-NEXT: scf.if %[[SUMMING]] {
+// CHECK-NEXT: memref.store %[[HEAD]], %[[DSINKS]][%[[QH]]] : memref<?xf32>
+// CHECK: program = "dq"
+func.func @deterministic_backward(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf32>,
+                    %o: memref<?x?x?x64xf32>, %do: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>,
+                    %dq: memref<?x?x?x64xf32>, %dk: memref<?x?x?x64xf32>, %dv: memref<?x?x?x64xf32>,
+                    %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x64xf32>, %order: memref<?x?x?xi32>,
+                    %sinks: memref<?xf32>, %dsinks: memref<?xf32>, %shares: memref<?x?x?xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse sinks %sinks into %dq, %dk, %dv grad_sinks %dsinks
+      workspace %delta, %accum, %order sink_shares %shares {scale = 0.125 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>,
+      memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?xf32> sinks memref<?xf32>
+    into memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32> grad_sinks memref<?xf32>
+    workspace memref<?x?x?xf32>, memref<?x?x?x64xf32>, memref<?x?x?xi32> sink_shares memref<?x?x?xf32>
+  return
+}

@@ -52,6 +52,8 @@ struct Case {
   bool causal = false;
   std::string maskMod; // a window, or none
   int64_t blockM = 8, blockN = 32;
+  /// The backward's: dQ in turns, the sinks' gradient summed in order.
+  bool deterministic = false;
 };
 
 CpuKernelConfig configFor(const Case &c, bool backward) {
@@ -63,6 +65,7 @@ CpuKernelConfig configFor(const Case &c, bool backward) {
   config.maskMod = c.maskMod;
   config.backward = backward;
   config.sinks = true;
+  config.deterministic = backward && c.deterministic;
   return config;
 }
 
@@ -128,15 +131,17 @@ double runForward(const Case &c, bool referenceSinks, bool expectMatch) {
 /// The backward's largest relative error (dQ, dK, dV and the sinks'
 /// gradient) over kShapes, from the reference's O and LSE.
 /// `referenceSinkGrad` false compares the sinks' gradient with zero.
-double runBackward(const Case &c, bool referenceSinkGrad, bool expectMatch) {
+double runBackward(const Case &c, bool referenceSinkGrad, bool expectMatch,
+                   llvm::ArrayRef<Shape> shapes = kShapes) {
   CpuAttentionKernel &kernel = fa::test::getCpuKernel(configFor(c, true));
   double worst = 0.0;
-  for (const Shape &s : kShapes) {
+  for (const Shape &s : shapes) {
     SCOPED_TRACE(testing::Message()
                  << "backward tiles " << c.blockM << "x" << c.blockN
                  << " causal " << c.causal << " window " << !c.maskMod.empty()
-                 << " B=" << s.b << " Hq=" << s.hq << " Hkv=" << s.hkv
-                 << " Sq=" << s.sq << " Sk=" << s.sk);
+                 << " deterministic " << c.deterministic << " B=" << s.b
+                 << " Hq=" << s.hq << " Hkv=" << s.hkv << " Sq=" << s.sq
+                 << " Sk=" << s.sk);
     AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
     fa::AttentionProblem p = fa::test::problemFor(kernel.getConfig(), shape);
     addWindow(c, p, s);
@@ -211,6 +216,19 @@ TEST_P(CpuSinks, BackwardMatchesFloat64Gradients) {
   runBackward(cases()[GetParam()], /*referenceSinkGrad=*/true, true);
 }
 
+/// The deterministic backward: each query tile's share stored, then summed
+/// per head in (batch, tile) order, block-m shares at a time (the last
+/// shape has more query tiles than block-m: several chunks, the last one
+/// partly past the tiles). The gradient is stored, not added: the runner
+/// fills it with NaN first.
+TEST_P(CpuSinks, DeterministicBackwardMatchesFloat64Gradients) {
+  Case c = cases()[GetParam()];
+  c.deterministic = true;
+  std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.push_back({3, 4, 2, 150, 40});
+  runBackward(c, /*referenceSinkGrad=*/true, true, shapes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Masks, CpuSinks, testing::Range(0, 6));
 
 // The comparisons can fail: the reference without the sinks is another
@@ -221,8 +239,12 @@ TEST(CpuSinkMutation, ForwardWithoutTheSinksIsCaught) {
 }
 
 TEST(CpuSinkMutation, ZeroSinkGradientIsCaught) {
-  double worst = runBackward(cases()[0], /*referenceSinkGrad=*/false, false);
-  EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
+  for (bool deterministic : {false, true}) {
+    Case c = cases()[0];
+    c.deterministic = deterministic;
+    double worst = runBackward(c, /*referenceSinkGrad=*/false, false);
+    EXPECT_GT(worst, 100 * kBackwardRelativeTolerance);
+  }
 }
 
 } // namespace

@@ -274,6 +274,42 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
   }
 }
 
+/// The deterministic backward with sinks (wgmma, simt): the three plans
+/// take the sinks, their gradient and the query tiles' shares of it last;
+/// the shares' workspace is allocated with the others and freed again.
+TEST_F(FakeDriver, DeterministicSinksBackwardLaunches) {
+  for (fa::ElementType dtype : {fa::ElementType::bf16, fa::ElementType::f32}) {
+    FakeCuda::get().reset();
+    int next = 0;
+    fa::AttentionBackwardArgs args = backwardArgs(next, 2, 4, 2, 700, 500, 128);
+    // f32 [Hq] each: contiguous vectors like the i32 ones.
+    args.sinks = int32Vector(next, 4);
+    args.gradSinks = int32Vector(next, 4);
+    fa::KernelSpec spec;
+    spec.headDim = 128;
+    spec.dtype = dtype;
+    spec.backward = true;
+    spec.deterministic = true;
+    spec.sinks = true;
+    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+    fa::Result r = runtime->backward(spec, args);
+    ASSERT_TRUE(bool(r)) << r.message;
+    fa::KernelInfo info;
+    ASSERT_TRUE(bool(runtime->prepare(spec, &info, 1024)));
+    EXPECT_NE(info.name.find("_det_sinks"), std::string::npos) << info.name;
+    expectBackwardLaunches(info, 700, 500, 4, 2, 2);
+    if (HasFatalFailure())
+      return;
+    for (const fa::LaunchPlan &plan : info.launches)
+      EXPECT_EQ(plan.params.back(), fa::LaunchPlan::Operand::sinkShares)
+          << plan.function;
+    int64_t allocated, freed, loaded;
+    FakeCuda::get().allocations(&allocated, &freed, &loaded);
+    EXPECT_GE(allocated, 1);
+    EXPECT_EQ(allocated, freed);
+  }
+}
+
 /// FP8 (e4m3 Q, K, V with their descales, a bf16 O): the wgmma kernel's
 /// plan, its 8-bit tensor maps and descale operands accepted by the
 /// launch path.

@@ -2640,13 +2640,20 @@ TEST(Sinks, KernelsTakeTheLogitsAndResolveApart) {
   for (size_t i = 0; i < 3; ++i)
     EXPECT_EQ(fromDisk.launches[i].toJson(), c.launches[i].toJson());
 
-  // The deterministic backward does not take sinks yet.
+  // The deterministic backward takes the turn counters, then (after the
+  // sinks and their gradient) the query tiles' shares of the gradient.
   fa::KernelSpec deterministic = backward;
   deterministic.deterministic = true;
-  r = rt->prepare(deterministic);
-  EXPECT_EQ(r.status, fa::Status::invalidArgument);
-  EXPECT_EQ(r.message, "the deterministic backward does not take sinks yet "
-                       "(their gradient is added in any order)");
+  fa::KernelInfo d;
+  r = rt->prepare(deterministic, &d);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(d.launches.size(), 3u);
+  for (const fa::LaunchPlan &launch : d.launches) {
+    EXPECT_EQ(launch.params, fa::LaunchPlan::backwardParams(true, true));
+    EXPECT_EQ(launch.params.back(), Operand::sinkShares);
+  }
+  EXPECT_EQ(fa::LaunchPlan::rankOf(Operand::sinkShares), 3);
+  EXPECT_EQ(fa::LaunchPlan::operandNamed("sink_shares"), Operand::sinkShares);
 }
 
 /// The sinks' arguments: Hq values, a non-negative stride, a pointer; the

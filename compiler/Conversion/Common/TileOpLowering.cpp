@@ -574,16 +574,14 @@ LogicalResult lowerSinkGrad(SinkGradOp op, SinkGradOp::Adaptor adaptor,
   return success();
 }
 
-/// The tile's sum added to dest[index]: each thread sums the rows it holds
-/// the first copy of, the warp sums its lanes (butterfly), and lane 0 adds
-/// the warp's sum atomically: one add per warp, whatever the layout.
-LogicalResult lowerAccumulateTotal(AccumulateTotalOp op,
-                                   AccumulateTotalOp::Adaptor adaptor,
-                                   const TileRewrite &r) {
+/// The sum of a row tile's elements in the calling thread's warp, in every
+/// lane: each thread sums the rows it holds the first copy of, then the
+/// lanes (butterfly). The same order in every run.
+static Value warpSumOfRows(const TileRewrite &r, Value tile, Value lowered) {
   ConversionPatternRewriter &b = r.b;
   Location loc = r.loc;
-  ThreadElements thread(b, loc, cast<RankedTensorType>(op.getTile().getType()));
-  SmallVector<Value> values = r.unpack(adaptor.getTile());
+  ThreadElements thread(b, loc, cast<RankedTensorType>(tile.getType()));
+  SmallVector<Value> values = r.unpack(lowered);
   Value sum = values.front();
   for (Value v : ArrayRef<Value>(values).drop_front())
     sum = arith::AddFOp::create(b, loc, sum, v);
@@ -596,12 +594,79 @@ LogicalResult lowerAccumulateTotal(AccumulateTotalOp op,
                                           gpu::ShuffleMode::XOR);
     sum = arith::AddFOp::create(b, loc, sum, shuffle.getShuffleResult());
   }
+  return sum;
+}
+
+/// The tile's sum added to dest[index]: lane 0 of each warp adds the
+/// warp's sum atomically: one add per warp, whatever the layout.
+LogicalResult lowerAccumulateTotal(AccumulateTotalOp op,
+                                   AccumulateTotalOp::Adaptor adaptor,
+                                   const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  Value sum = warpSumOfRows(r, op.getTile(), adaptor.getTile());
   auto laneZero = scf::IfOp::create(b, loc, isFirstOfThreadGroup(b, loc, 32));
   OpBuilder in = OpBuilder::atBlockBegin(&laneZero.getThenRegion().front());
   in.setInsertionPoint(laneZero.getThenRegion().front().getTerminator());
   memref::AtomicRMWOp::create(in, loc, arith::AtomicRMWKind::addf, sum,
                               adaptor.getDest(), ValueRange{adaptor.getIndex()});
   b.eraseOp(op);
+  return success();
+}
+
+/// The kernel's static shared array of one f32 per warp (a kernel has at
+/// most 32), declared once per module.
+static Value warpSumsBuffer(ConversionPatternRewriter &b, Location loc,
+                            Operation *user) {
+  static constexpr StringLiteral kName = "fa_warp_sums";
+  auto type = MemRefType::get({32}, b.getF32Type(), MemRefLayoutAttrInterface(),
+                              workgroupSpace(b.getContext()));
+  auto module = user->getParentOfType<gpu::GPUModuleOp>();
+  if (!SymbolTable::lookupSymbolIn(module, kName)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    memref::GlobalOp::create(b, loc, kName, b.getStringAttr("private"), type,
+                             /*initial_value=*/b.getUnitAttr(),
+                             /*constant=*/false,
+                             /*alignment=*/b.getI64IntegerAttr(16));
+  }
+  return memref::GetGlobalOp::create(b, loc, type, kName);
+}
+
+/// The tile's total in every thread: each warp's sum (warpSumOfRows) goes
+/// to shared memory, then every thread adds the warps' sums in warp order.
+/// Two barriers of the whole block: after the stores, and before a later
+/// total may store again.
+LogicalResult lowerTileTotal(TileTotalOp op, TileTotalOp::Adaptor adaptor,
+                             const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  auto kernel = op->getParentOfType<gpu::GPUFuncOp>();
+  std::optional<ArrayRef<int32_t>> blockSize =
+      kernel ? kernel.getKnownBlockSize() : std::nullopt;
+  if (!blockSize || (*blockSize)[0] % 32 != 0 || (*blockSize)[0] > 1024)
+    return op.emitOpError("needs a kernel of whole warps with a known block "
+                          "size (at most 1024 threads)");
+  int64_t warps = (*blockSize)[0] / 32;
+  Value sum = warpSumOfRows(r, op.getTile(), adaptor.getTile());
+  Value sums = warpSumsBuffer(b, loc, op);
+  Value warp = arith::DivUIOp::create(
+      b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+      indexConst(b, loc, 32));
+  auto laneZero = scf::IfOp::create(b, loc, isFirstOfThreadGroup(b, loc, 32));
+  OpBuilder in = OpBuilder::atBlockBegin(&laneZero.getThenRegion().front());
+  in.setInsertionPoint(laneZero.getThenRegion().front().getTerminator());
+  memref::StoreOp::create(in, loc, sum, sums, ValueRange{warp});
+  gpu::BarrierOp::create(b, loc);
+  Value total =
+      memref::LoadOp::create(b, loc, sums, ValueRange{indexConst(b, loc, 0)});
+  for (int64_t w = 1; w < warps; ++w)
+    total = arith::AddFOp::create(
+        b, loc, total,
+        memref::LoadOp::create(b, loc, sums,
+                               ValueRange{indexConst(b, loc, w)}));
+  gpu::BarrierOp::create(b, loc);
+  b.replaceOp(op, total);
   return success();
 }
 
@@ -702,6 +767,9 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   patterns.add<LayoutPattern<AccumulateTotalOp>>(
       typeConverter, ctx, [](AccumulateTotalOp op) -> Value { return op.getTile(); },
       lowerAccumulateTotal);
+  patterns.add<LayoutPattern<TileTotalOp>>(
+      typeConverter, ctx, [](TileTotalOp op) -> Value { return op.getTile(); },
+      lowerTileTotal);
   patterns.add<LayoutPattern<RecomputeProbsOp>>(
       typeConverter, ctx, [](RecomputeProbsOp op) -> Value { return op.getScores(); },
       lowerRecomputeProbs);
