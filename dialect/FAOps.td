@@ -613,14 +613,21 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
     problem's `key_ranges`, and `at(%b, %h)`), it is narrowed to the tiles
     that meet the keys of the tile's 16-row groups.
 
+    With `part(%p of %n)` (split-KV) the range is part `p` of `n` equal
+    parts of it: `c = ceildiv(end - begin, n)` tiles from `begin + p c`,
+    cut at `end` (empty for the last parts of a short range).
+
     ```mlir
     %begin, %end = fa.kv_tile_range %q_start, %sq, %sk
       {block_m = 64 : i64, block_n = 64 : i64, mask = #fa.mask<causal>}
+    %part_begin, %part_end = fa.kv_tile_range %q_start, %sq, %sk
+      part(%p of %parts) {block_m = 64 : i64, block_n = 64 : i64}
     ```
   }];
   let arguments = (ins Index:$q_start, Index:$q_len, Index:$kv_len,
                        Optional<Index>:$batch, Optional<Index>:$head,
                        Optional<FA_RangeTableMemRef>:$ranges,
+                       Optional<Index>:$part, Optional<Index>:$num_parts,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
                        ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
                        DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask);
@@ -628,7 +635,8 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
   let regions = (region MaxSizedRegion<1>:$mask_mod);
   let assemblyFormat = [{
     $q_start `,` $q_len `,` $kv_len (`at` `(` $batch^ `,` $head `)`)?
-    (`ranges` $ranges^ `:` type($ranges))? attr-dict
+    (`ranges` $ranges^ `:` type($ranges))?
+    (`part` `(` $part^ `of` $num_parts `)`)? attr-dict
     (`mask_mod` $mask_mod^)?
   }];
   let builders = [

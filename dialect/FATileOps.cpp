@@ -454,7 +454,8 @@ void KVTileRangeOp::build(OpBuilder &builder, OperationState &state,
                           int64_t blockN, MaskKind mask) {
   Type index = builder.getIndexType();
   build(builder, state, index, index, qStart, qLen, kvLen, /*batch=*/Value(),
-        /*head=*/Value(), /*ranges=*/Value(), blockM, blockN, mask);
+        /*head=*/Value(), /*ranges=*/Value(), /*part=*/Value(),
+        /*num_parts=*/Value(), blockM, blockN, mask);
 }
 
 /// The loops a tile range bounds (its end is their upper bound) load tiles
@@ -515,6 +516,8 @@ LogicalResult KVTileRangeOp::verify() {
                                    {}, getRanges())) ||
       failed(verifyRangeTable(*this, "ranges", getRanges())))
     return failure();
+  if (bool(getPart()) != bool(getNumParts()))
+    return emitOpError("takes a part and the number of parts together");
   return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockN(), "block_n");
 }
 

@@ -11,7 +11,7 @@
 #                       block-mask|bench-variants|profile-block-mask|
 #                       bench-varlen|fp8|wide-backward|
 #                       paged-varlen-deterministic|varlen-backward|
-#                       driver-only|
+#                       sinks-serving-wgmma|driver-only|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -199,6 +199,28 @@ for step in $steps; do
       --backward --json "$OUT/varlen-backward.json"
     run host-overhead timeout 60 python3 bench/bench_attention.py \
       --host-overhead ;;&
+  sinks-serving-wgmma)
+    # Added 2026-12-05 (third session), not yet run on a GPU. The
+    # deterministic backward with sinks (the GPU sinks cases now also run
+    # it, three repeats compared bit for bit, dSinks included; a program
+    # waiting on the shares' barriers would hang: the timeout says so),
+    # racecheck on it (a static shared array between two barriers), the
+    # Python sinks tests (flash_attn_func's s_aux too); then wgmma with a
+    # paged cache and with split-KV (by name: auto keeps mma): the Python
+    # KV-cache cases, memcheck on them, and their speed against mma.
+    run sinks-gpu-tests timeout 280 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*SinksMatchFloat64Reference*:*BackwardDeterministic'
+    FA_GPU_TEST_QUICK=1 run sinks-racecheck timeout 150 compute-sanitizer \
+      --tool racecheck --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*SinksMatchFloat64Reference*'
+    run python-sinks timeout 150 python3 python/tests/test_sinks.py
+    run python-kvcache-wgmma timeout 150 bash -c "cd python/tests && \
+      python3 -m unittest -v test_kvcache"
+    run kvcache-wgmma-memcheck timeout 150 bash -c "cd python/tests && \
+      compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m \
+      unittest test_kvcache -k wgmma"
+    run bench-prefill timeout 200 python3 bench/bench_prefill.py \
+      --json "$OUT/prefill.json" ;;&
   bench-varlen)
     # Packed varlen batches against the fixed-length kernel and SDPA.
     run bench-varlen python3 bench/bench_varlen.py \

@@ -31,6 +31,23 @@ using namespace mlir::fa;
 using namespace mlir::fa::warp_specialization;
 namespace model = ::fa::wgmma;
 
+/// The block table read that gives a paged K/V tile load its batch entry
+/// (the page: `minui(index_castui(table[b, column]), last page)`, see
+/// buildPagedTile), or null for a load of a batch entry's own rows (or of
+/// the entry cache_batch_idx[b] names, a rank-1 table).
+static memref::LoadOp pageTableLoad(LoadTileOp load) {
+  auto clamp = load.getBatch().getDefiningOp<arith::MinUIOp>();
+  if (!clamp)
+    return {};
+  auto page = clamp.getLhs().getDefiningOp<arith::IndexCastUIOp>();
+  if (!page)
+    return {};
+  auto table = page.getIn().getDefiningOp<memref::LoadOp>();
+  if (!table || table.getIndices().size() != 2)
+    return {};
+  return table;
+}
+
 LogicalResult Specialization::buildProducer(Block &producer) {
   // Producer: the warpgroup gives registers back; one thread issues every
   // copy, the resident tensors first, then the streamed ones tile by tile.
@@ -81,13 +98,16 @@ LogicalResult Specialization::buildProducer(Block &producer) {
   }
   // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
   // `barrier`: one TMA box per 64-column block.
+  // (`page`: a paged cache's pool entry, in place of the load's batch.)
   auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
-                      Value slot, Value barrier) -> LogicalResult {
+                      Value slot, Value barrier,
+                      Value page = Value()) -> LogicalResult {
     LoadTileOp load = tensor.loads.front();
     FailureOr<Value> head =
         cloneSliceInto(at, programRegion, load.getHead(), mapping);
     FailureOr<Value> batch =
-        cloneSliceInto(at, programRegion, load.getBatch(), mapping);
+        page ? page
+             : cloneSliceInto(at, programRegion, load.getBatch(), mapping);
     if (failed(head) || failed(batch))
       return failure();
     // A varlen sequence's rows start at its first row.
@@ -158,7 +178,7 @@ LogicalResult Specialization::buildProducer(Block &producer) {
   // the slot's previous tile (a fresh barrier passes parity 1).
   auto copyStreamed =
       [&](OpBuilder &at, Value n,
-          function_ref<Value(OpBuilder &, const LoadedTensor &)> rowOf)
+          function_ref<Value(OpBuilder &, const LoadedTensor &, Value &)> rowOf)
       -> LogicalResult {
     auto [slot, parity] = slotAndParity(at, n, stages);
     Value previous = arith::XOrIOp::create(
@@ -168,10 +188,11 @@ LogicalResult Specialization::buildProducer(Block &producer) {
       nvgpu::MBarrierTryWaitParityOp::create(
           at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
           addConst(at, loc, slot, tensor->emptyBarrier));
-      Value row = rowOf(at, *tensor);
+      Value page;
+      Value row = rowOf(at, *tensor, page);
       if (!row ||
           failed(copyTile(at, *tensor, row, slot,
-                          addConst(at, loc, slot, tensor->fullBarrier))))
+                          addConst(at, loc, slot, tensor->fullBarrier), page)))
         return failure();
     }
     return success();
@@ -203,7 +224,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
       n = copy.getRegionIterArg(0);
     }
     if (failed(copyStreamed(
-            at, n, [&](OpBuilder &in, const LoadedTensor &tensor) -> Value {
+            at, n,
+            [&](OpBuilder &in, const LoadedTensor &tensor, Value &) -> Value {
               FailureOr<Value> row = cloneSliceInto(
                   in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
                   mapping);
@@ -213,6 +235,29 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     scf::YieldOp::create(at, loc, addConst(at, loc, n, 1));
     return success();
   }
+  // A paged cache's K/V tile lies in one page, which the consumers' loads
+  // take from the block table in their K/V loop (pipelined: the loads of
+  // a tile may sit in an earlier iteration or before the loop). The
+  // producer looks its own tile up, as the tiling did: its pool entry (the
+  // box's batch coordinate) and its first row in the page.
+  auto lookUpPage = [&](OpBuilder &at, const LoadedTensor &tensor,
+                        memref::LoadOp table, Value start,
+                        Value &page) -> Value {
+    FailureOr<Value> entry =
+        cloneSliceInto(at, programRegion, table.getIndices().front(), mapping);
+    if (failed(entry))
+      return Value();
+    Value pool = LoadTileOp(tensor.loads.front()).getSource();
+    auto lastOf = [&](Value memref, int64_t d) {
+      return addConst(at, loc, memref::DimOp::create(at, loc, memref, d), -1);
+    };
+    PagedTile paged =
+        buildPagedTile(at, loc, table.getMemRef(), *entry, start,
+                       memref::DimOp::create(at, loc, pool, 2),
+                       lastOf(table.getMemRef(), 1), lastOf(pool, 0));
+    page = paged.page;
+    return paged.row;
+  };
   // Forward: K/V tiles kv_begin .. kv_end - 1.
   FailureOr<Value> kvBegin =
       cloneSliceInto(p, programRegion, range.getResult(0), mapping);
@@ -240,10 +285,17 @@ LogicalResult Specialization::buildProducer(Block &producer) {
                                       *kvEnd);
     if (failed(asElected(at, inRange, [&](OpBuilder &in) {
           return copyStreamed(
-              in, n, [&](OpBuilder &row, const LoadedTensor &tensor) -> Value {
-                return arith::MulIOp::create(
+              in, n,
+              [&](OpBuilder &row, const LoadedTensor &tensor,
+                  Value &page) -> Value {
+                Value start = arith::MulIOp::create(
                     row, loc, tile,
                     indexConst(row, loc, tensor.type.getDimSize(0)));
+                memref::LoadOp table =
+                    pageTableLoad(LoadTileOp(tensor.loads.front()));
+                if (!table)
+                  return start;
+                return lookUpPage(row, tensor, table, start, page);
               });
         })))
       return failure();

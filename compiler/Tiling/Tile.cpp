@@ -11,6 +11,7 @@
 #include "compiler/Passes.h"
 #include "compiler/Tiling/TileArithmetic.h"
 #include "compiler/Tiling/Variants.h"
+#include "compiler/Utils/IRUtils.h"
 #include "lib/LaunchPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -233,25 +234,13 @@ void AttentionTiler::build() {
   }
   auto range = KVTileRangeOp::create(
       builder, loc, builder.getIndexType(), builder.getIndexType(), qStart,
-      qLen, rangeKvLen, modBatch, modHead, keyRanges, config.blockM,
+      qLen, rangeKvLen, modBatch, modHead, keyRanges,
+      // Split-KV: part s visits its share of the range's tiles.
+      split ? part : Value(), split ? numParts : Value(), config.blockM,
       config.blockN, op.getMask());
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
   Value kvBegin = range.getBegin(), kvEnd = range.getEnd();
-  if (split) {
-    // Part s visits tiles [begin + s c, begin + (s + 1) c) of the range,
-    // c = ceil(tiles / parts), cut at its end (empty for the last parts
-    // of a short range).
-    Value chunk = arith::CeilDivUIOp::create(
-        builder, loc, arith::SubIOp::create(builder, loc, kvEnd, kvBegin),
-        numParts);
-    Value first = arith::AddIOp::create(
-        builder, loc, kvBegin, arith::MulIOp::create(builder, loc, part, chunk));
-    kvBegin = arith::MinUIOp::create(builder, loc, first, kvEnd);
-    kvEnd = arith::MinUIOp::create(
-        builder, loc, arith::AddIOp::create(builder, loc, kvBegin, chunk),
-        kvEnd);
-  }
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.
   std::optional<WholeBounds> wholeKeys;
@@ -269,11 +258,11 @@ void AttentionTiler::build() {
   bool scoreMod = !op.getScoreMod().empty();
   MaskKind mask = op.getMask();
   Value key = op.getKey(), value = op.getValue();
-  // The last index of the page table's rows and of the page pool.
-  Value lastPage, lastEntry, firstRow;
+  // The last column of the page table and the last page of the pool.
+  Value lastColumn, lastPage, firstRow;
   if (blockTable) {
-    lastPage = arith::SubIOp::create(builder, loc, dim(blockTable, 1), one);
-    lastEntry = arith::SubIOp::create(builder, loc, dim(key, 0), one);
+    lastColumn = arith::SubIOp::create(builder, loc, dim(blockTable, 1), one);
+    lastPage = arith::SubIOp::create(builder, loc, dim(key, 0), one);
     firstRow = indexConst(0);
   }
 
@@ -314,15 +303,10 @@ void AttentionTiler::build() {
           // The tile lies in one page (block-n divides P): page
           // table[b, start / P] (clamped into the pool), rows from
           // start % P, those before kv_len.
-          Value page = arith::MinUIOp::create(
-              nested, loc, arith::DivUIOp::create(nested, loc, kvStart, pageSize),
-              lastPage);
-          Value entry = arith::IndexCastUIOp::create(
-              nested, loc, nested.getIndexType(),
-              memref::LoadOp::create(nested, loc, blockTable,
-                                     ValueRange{b, page}));
-          kvBatch = arith::MinUIOp::create(nested, loc, entry, lastEntry);
-          kvRow = arith::RemUIOp::create(nested, loc, kvStart, pageSize);
+          PagedTile paged = buildPagedTile(nested, loc, blockTable, b, kvStart,
+                                           pageSize, lastColumn, lastPage);
+          kvBatch = paged.page;
+          kvRow = paged.row;
           Value keysLeft = arith::SubIOp::create(nested, loc, kvLen, kvStart);
           kvLoadRows = {firstRow,
                         arith::AddIOp::create(nested, loc, kvRow, keysLeft)};

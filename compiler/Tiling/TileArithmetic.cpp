@@ -146,10 +146,34 @@ static std::pair<Value, Value> buildWholeRange(OpBuilder &b, Location loc,
   return {meet.getResult(0), hi};
 }
 
-/// [begin, end) of fa.kv_tile_range.
+/// [begin, end) of fa.kv_tile_range without its part.
+static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
+                                                     KVTileRangeOp op,
+                                                     Value qStart, Value qLen,
+                                                     Value kvLen);
+
+/// [begin, end) of fa.kv_tile_range: with `part(%p of %n)` the p-th of n
+/// parts of c = ceil(tiles / n) tiles, cut at the range's end.
 static std::pair<Value, Value> buildKVTileRange(OpBuilder &b, Location loc,
                                                 KVTileRangeOp op, Value qStart,
                                                 Value qLen, Value kvLen) {
+  auto [begin, end] = buildWholeKVTileRange(b, loc, op, qStart, qLen, kvLen);
+  if (!op.getPart())
+    return {begin, end};
+  Value chunk = arith::CeilDivUIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, end, begin), op.getNumParts());
+  Value first = arith::AddIOp::create(
+      b, loc, begin, arith::MulIOp::create(b, loc, op.getPart(), chunk));
+  Value partBegin = arith::MinUIOp::create(b, loc, first, end);
+  Value partEnd = arith::MinUIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, partBegin, chunk), end);
+  return {partBegin, partEnd};
+}
+
+static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
+                                                     KVTileRangeOp op,
+                                                     Value qStart, Value qLen,
+                                                     Value kvLen) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
   Value numTiles = arith::CeilDivUIOp::create(b, loc, kvLen, blockN);
@@ -386,10 +410,9 @@ mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
   for (int64_t qStart = 0; qStart < qLen; qStart += blockM) {
     auto range = KVTileRangeOp::create(
         b, loc, b.getIndexType(), b.getIndexType(), constant(qStart),
-        constant(qLen), constant(kvLen),
-        rangeMask ? constant(batch) : Value(),
-        rangeMask ? constant(head) : Value(), /*ranges=*/Value(), blockM,
-        blockN, mask);
+        constant(qLen), constant(kvLen), rangeMask ? constant(batch) : Value(),
+        rangeMask ? constant(head) : Value(), /*ranges=*/Value(),
+        /*part=*/Value(), /*num_parts=*/Value(), blockM, blockN, mask);
     if (rangeMask)
       cloneMaskWithoutCaptures(maskMod, range.getMaskMod());
     counts.push_back(

@@ -398,7 +398,9 @@ LogicalResult BackwardTiler::buildMain() {
                 // counts from begin.
                 auto kvRange = KVTileRangeOp::create(
                     inner, loc, inner.getIndexType(), inner.getIndexType(),
-                    qStart, qLen, kvLen, seq, h, Value(), blockM, blockN, mask);
+                    qStart, qLen, kvLen, seq, h, /*ranges=*/Value(),
+                    /*part=*/Value(), /*num_parts=*/Value(), blockM, blockN,
+                    mask);
                 cloneMaskWithoutCaptures(op.getMaskMod(), kvRange.getMaskMod());
                 turn = arith::SubIOp::create(inner, loc, kvTileIndex,
                                              kvRange.getBegin());

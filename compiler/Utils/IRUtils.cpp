@@ -189,3 +189,15 @@ void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
           b, loc, b.getI32IntegerAttr(int32_t(kWarpgroupThreads))),
       NVVM::BarrierReductionAttr(), Value());
 }
+
+PagedTile mlir::fa::buildPagedTile(OpBuilder &b, Location loc, Value table,
+                                   Value entry, Value start, Value pageSize,
+                                   Value lastColumn, Value lastPage) {
+  Value column = arith::MinUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, start, pageSize), lastColumn);
+  Value page = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(),
+      memref::LoadOp::create(b, loc, table, ValueRange{entry, column}));
+  return {arith::MinUIOp::create(b, loc, page, lastPage),
+          arith::RemUIOp::create(b, loc, start, pageSize)};
+}

@@ -115,6 +115,18 @@ bool isForwardProgram(Operation *program);
 /// `offset`.
 Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);
 
+/// Where a K/V tile of a paged cache whose pages hold whole tiles lives:
+/// the keys from `start` of batch entry `entry` are in pool entry (page)
+/// table[entry, min(start / pageSize, lastColumn)] (i32, clamped to
+/// `lastPage`), from row start % pageSize. The tiling's K/V loop and the
+/// TMA producer (which looks its own tiles up) build it alike.
+struct PagedTile {
+  Value page, row;
+};
+PagedTile buildPagedTile(OpBuilder &b, Location loc, Value table, Value entry,
+                         Value start, Value pageSize, Value lastColumn,
+                         Value lastPage);
+
 /// Clones into `b` the ops inside `region` that compute `value` (its
 /// backward slice), through `mapping`: mapped values and values defined
 /// outside `region` are used as they are, and every clone is recorded in

@@ -326,17 +326,17 @@ const StrategyModel &model() {
                  std::to_string(spec.headDim) +
                  " (dK and dV of a warpgroup's 64 rows take head-dim "
                  "registers each per thread; use the mma or simt strategy)";
-        // (The producer's TMA boxes do not look pages up in a table.)
-        if (spec.pagedKv)
-          return "the wgmma forward does not take a paged KV cache "
-                 "(block_table) yet (use the mma or simt strategy)";
-        // The warp-specialized producer walks the whole K/V range.
-        if (spec.splitKv)
-          return "the wgmma forward does not split the keys (split-KV) yet "
-                 "(use the mma or simt strategy)";
+        // A TMA box reads rows of one page: the tile must lie in one.
+        if (spec.pagedKv && spec.pageGather)
+          return "the wgmma forward reads a paged KV cache a tile per page "
+                 "(block-n dividing the page size), not row by row "
+                 "(page_gather: use the mma or simt strategy)";
         return "";
       },
       [](const KernelSpec &spec) {
+        // A paged cache and split-KV stay on mma by default until the H200
+        // has checked the wgmma kernels with them (the strategy may be
+        // asked for).
         if (spec.splitKv || spec.pagedKv)
           return false;
         return spec.backward

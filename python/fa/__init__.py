@@ -898,7 +898,7 @@ def _flash_tensor_variant(left, right, softcap, slopes):
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
                     q_descale=None, k_descale=None, v_descale=None,
-                    out_dtype=None, deterministic=False):
+                    out_dtype=None, deterministic=False, s_aux=None):
     """FlashAttention's calling convention: q [B, Sq, Hq, D], k and v
     [B, Sk, Hkv, D]; returns O [B, Sq, Hq, D]. No copies: the [B, S, H, D]
     tensors are read (and O written) through strides; differentiable.
@@ -910,6 +910,9 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     kernel for any slopes; no gradient), or a list of Hq numbers (constants
     in the kernel). deterministic=True: the backward adds dQ in a fixed
     order (bitwise the same gradients run to run; with a window too).
+    s_aux: attention sinks, one logit per query head ([Hq], any float
+    dtype; the name of vLLM's and transformers' FlashAttention-3 kernels,
+    gpt-oss's sinks): fa.attention's sinks, differentiable.
 
     FP8, as flash-attn's FP8 interface: q, k, v in torch.float8_e4m3fn with
     q_descale, k_descale, v_descale (float32 [B, Hkv]; None = 1) and O in
@@ -920,10 +923,11 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
     if torch is not None and isinstance(q, torch.Tensor) and \
             q.dtype == getattr(torch, "float8_e4m3fn", None):
         if (tuple(int(x) for x in window_size) != (-1, -1)
-                or float(softcap or 0.0) != 0.0 or alibi_slopes is not None):
+                or float(softcap or 0.0) != 0.0 or alibi_slopes is not None
+                or s_aux is not None):
             raise ValueError("fa.flash_attn_func: float8_e4m3fn inputs take "
                              "plain or causal attention so far (no "
-                             "window_size, softcap or alibi_slopes)")
+                             "window_size, softcap, alibi_slopes or s_aux)")
         for name, t in (("q", q), ("k", k), ("v", v)):
             if not isinstance(t, torch.Tensor) or t.dim() != 4:
                 raise ValueError(f"fa.flash_attn_func: {name} must be a 4-d "
@@ -963,8 +967,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
         score_mod, mask_mod = _flash_variant(left, right, softcap, slopes)
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale, score_mod=score_mod,
-                     mask_mod=mask_mod,
-                     deterministic=deterministic).transpose(1, 2)
+                     mask_mod=mask_mod, deterministic=deterministic,
+                     sinks=s_aux).transpose(1, 2)
 
 
 # The serving entry points (a module of their own: fa/_serving.py).

@@ -6,10 +6,11 @@ with the checks of their offset and index tables. Part of the fa package
 import ctypes
 import functools
 
-from . import (FaError, _check, _check_inputs, _check_scale, _config,
-               _describe, _device_index, _dtype_code, _extras, _flag,
+from . import (FaError, _check, _check_inputs, _check_scale, _choice,
+               _config, _describe, _device_index, _dtype_code, _extras, _flag,
                _flash_variant_texts, _integer, _launch_directly, _library,
-               _runtime, _stream_of, _torch, attention, flash_attn_func)
+               _runtime, _stream_of, _strategies, _torch, attention,
+               flash_attn_func)
 
 
 def _packed_rows(t):
@@ -42,30 +43,31 @@ def _check_int32_table(where, name, t, q, shape_text, shape_ok):
 
 
 @functools.lru_cache(maxsize=64)
-def _kvcache_config(score_mod, mask_mod):
-    """The kvcache call's fa_kernel_config (defaults, kv_lens, the variant),
-    built once per variant: a decode step is short enough for the
-    structure's checks to show."""
-    return _config(0, 0, 0, variant=(score_mod, mask_mod), kv_lens=True)._obj
+def _kvcache_config(score_mod, mask_mod, strategy="auto"):
+    """The kvcache call's fa_kernel_config (defaults, kv_lens, the variant,
+    the strategy), built once per variant: a decode step is short enough
+    for the structure's checks to show."""
+    return _config(0, 0, 0, strategy=strategy, variant=(score_mod, mask_mod),
+                   kv_lens=True)._obj
 
 
 def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                      score_mod="", mask_mod="", num_splits=0,
-                     block_table=None, cache_batch_idx=None):
+                     block_table=None, cache_batch_idx=None, strategy="auto"):
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
     first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], the keys split
     into num_splits parts (0: the runtime's choice), launched on the current
     stream (no checks of the lengths' values: flash_attn_with_kvcache's).
     block_table: int32 [B, max_pages] of a paged cache, k_cache and v_cache
     then the pool [num_pages, P, Hkv, D]; cache_batch_idx: int32 [B], the
-    cache entry of each batch entry."""
+    cache entry of each batch entry; strategy: fa.attention's."""
     import torch
 
     batch, q_len, heads, _ = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
                       device=q.device)
-    config = ctypes.byref(_kvcache_config(score_mod, mask_mod))
+    config = ctypes.byref(_kvcache_config(score_mod, mask_mod, strategy))
     call = _entry_point("fa_attention_kvcache_forward", "KV caches")
     _check(call(
         _runtime(_device_index(q)), ctypes.byref(_describe(q.transpose(1, 2))),
@@ -85,7 +87,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                             block_table=None, softmax_scale=None,
                             causal=False, window_size=(-1, -1), softcap=0.0,
                             num_splits=0, return_softmax_lse=False,
-                            check_lengths=True):
+                            check_lengths=True, strategy="auto"):
     """FlashAttention's KV cache call: q [B, Sq, Hq, D] (Sq = 1 to decode
     one token) against the filled part of a cache k_cache, v_cache [B,
     S_cache, Hkv, D]. cache_seqlens (an int, or int32 [B] on q's device;
@@ -110,13 +112,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     a tile), other pages are read row by row (a lookup a row).
     cache_batch_idx (int32 [B] on q's device): batch entry b reads (and
     appends to) cache entry cache_batch_idx[b] of a cache [B_cache,
-    S_cache, Hkv, D] (not with block_table). Not yet: gradients (an
-    inference call)."""
+    S_cache, Hkv, D] (not with block_table). strategy (not flash-attn's):
+    fa.attention's; "auto" takes the split-KV mma kernels to decode and, on
+    sm_90a, wgmma for a chunked prefill (mma with a block_table: "wgmma"
+    asks for it where the K/V tile divides the page). Not yet: gradients
+    (an inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:
         raise ImportError(f"{where} needs torch")
     splits = _integer("num_splits", num_splits)
+    strategy = _choice(where, "strategy", strategy, _strategies())
     if not 0 <= splits <= 128:
         raise ValueError(f"{where}: num_splits = {splits}: it must be 0 (the "
                          "runtime's choice), 1 (no split) or up to 128")
@@ -244,11 +250,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     if _launch_directly((q, k_cache, v_cache, kv_lens)):
         o, lse = _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                                   score_text, mask_text, splits, block_table,
-                                  cache_batch_idx)
+                                  cache_batch_idx, strategy)
     else:
         o, lse = torch.ops.fa.kvcache_attention_forward(
             q, k_cache, v_cache, kv_lens, causal, scale, score_text,
-            mask_text, splits, block_table, cache_batch_idx)
+            mask_text, splits, block_table, cache_batch_idx, strategy)
     return (o, lse) if return_softmax_lse else o
 
 

@@ -298,7 +298,8 @@ def kvcache_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
                               causal: bool, scale: float, score_mod: str,
                               mask_mod: str, num_splits: int,
                               block_table: Optional[torch.Tensor],
-                              cache_batch_idx: Optional[torch.Tensor]
+                              cache_batch_idx: Optional[torch.Tensor],
+                              strategy: str = "auto"
                               ) -> Tuple[torch.Tensor, torch.Tensor]:
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q against the first
     kv_lens[b] keys of each cache entry, the keys in num_splits parts (0:
@@ -306,12 +307,12 @@ def kvcache_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
     block_table's pages or cache_batch_idx's entries where given."""
     return _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                             score_mod, mask_mod, num_splits, block_table,
-                            cache_batch_idx)
+                            cache_batch_idx, strategy)
 
 
 @kvcache_attention_forward.register_fake
 def _(q, k_cache, v_cache, kv_lens, causal, scale, score_mod, mask_mod,
-      num_splits, block_table, cache_batch_idx):
+      num_splits, block_table, cache_batch_idx, strategy="auto"):
     batch, q_len, heads, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, q_len), dtype=torch.float32))

@@ -64,7 +64,7 @@ class GpuKvCacheTest(unittest.TestCase):
 
     def run_cache(self, dtype, lengths, q_len, new, hq, hkv, d, causal,
                   capacity=300, window=(-1, -1), softcap=0.0, seed=0,
-                  num_splits=0, page=0):
+                  num_splits=0, page=0, strategy="auto"):
         torch.manual_seed(seed)
         batch = len(lengths)
         q = torch.randn(batch, q_len, hq, d, device="cuda", dtype=dtype)
@@ -100,13 +100,13 @@ class GpuKvCacheTest(unittest.TestCase):
             q, k_pool, v_pool, k, v, cache_seqlens=seqlens, block_table=table,
             causal=causal,
             window_size=window, softcap=softcap, num_splits=num_splits,
-            return_softmax_lse=True)
+            return_softmax_lse=True, strategy=strategy)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (batch, hq, q_len))
         name = (f"{dtype} lengths={lengths} Sq={q_len} new={new} Hq={hq} "
                 f"Hkv={hkv} D={d} {'causal' if causal else 'full'} "
                 f"window={window} softcap={softcap} splits={num_splits} "
-                f"page={page}")
+                f"page={page} strategy={strategy}")
         if page:  # the logical cache, appended tokens included
             k_cache = k_pool[table.long()].view(batch, capacity, hkv, d)
             v_cache = v_pool[table.long()].view(batch, capacity, hkv, d)
@@ -239,6 +239,28 @@ class GpuKvCacheTest(unittest.TestCase):
         for page in (5, 64):  # simt: gathered and whole pages
             self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
                            capacity=260 if page == 5 else 256, page=page)
+
+    def test_paged_and_split_prefill_on_wgmma(self):
+        # A chunked prefill on wgmma (sm_90a, by name) from a paged cache
+        # (each 64-key tile lies in one page, read by TMA boxes at the page
+        # the producer looks up; the rest of a page past the entry's keys
+        # and the pool's spare pages hold NaN), with the keys split in 1 or
+        # 3 parts (the producer walks the part's tiles), and split without
+        # pages. Pages of 64, 128, 256; GQA; empty, short and full entries;
+        # appended tokens crossing pages.
+        if torch.cuda.get_device_capability() != (9, 0):
+            self.skipTest("wgmma needs sm_90a")
+        for page, capacity in ((64, 320), (128, 384), (256, 512), (0, 300)):
+            for splits in (1, 3):
+                with self.subTest(page=page, splits=splits):
+                    self.run_cache(torch.bfloat16, [0, 1, 150, capacity - 40],
+                                   40, 40, 8, 2, 128, True, capacity=capacity,
+                                   num_splits=splits, page=page,
+                                   strategy="wgmma")
+                    self.run_cache(torch.float16, [15, 0, capacity - 129, 129],
+                                   129, 0, 4, 4, 64, False, capacity=capacity,
+                                   num_splits=splits, page=page,
+                                   strategy="wgmma")
 
     def test_cache_batch_idx(self):
         # Three queries' entries read (and append to) entries 4, 0 and 2 of

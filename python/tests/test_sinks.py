@@ -482,6 +482,38 @@ class GpuSinksTest(unittest.TestCase):
                         1e-2 * max(1.0, as_float.grad.abs().max().item()))
         self.assertGreater(as_float.grad.abs().max().item(), 0.0)
 
+    def test_flash_attn_func_takes_s_aux(self):
+        # flash_attn_func's s_aux is fa.attention's sinks on the [B, S, H,
+        # D] layout: the same kernel, the same output and gradients (the
+        # deterministic backward: the same bits).
+        q, k, v = (torch.randn(2, 100, 4, 64, device="cuda",
+                               dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        sinks = _sink_values(4, "cuda").requires_grad_()
+        grad = torch.randn(2, 100, 4, 64, device="cuda", dtype=torch.bfloat16)
+        runs = []
+        for flash in (True, False):
+            for t in (q, k, v, sinks):
+                t.grad = None
+            if flash:
+                out = fa.flash_attn_func(q, k, v, causal=True, s_aux=sinks,
+                                         deterministic=True)
+            else:
+                out = fa.attention(q.transpose(1, 2), k.transpose(1, 2),
+                                   v.transpose(1, 2), causal=True,
+                                   sinks=sinks,
+                                   deterministic=True).transpose(1, 2)
+            out.backward(grad)
+            runs.append([out.detach()] + [t.grad.clone()
+                                          for t in (q, k, v, sinks)])
+        for got, want in zip(*runs):
+            self.assertTrue(torch.equal(got, want))
+        with self.assertRaisesRegex(ValueError, "s_aux"):
+            fa.flash_attn_func(q.detach().to(torch.float8_e4m3fn),
+                               k.detach().to(torch.float8_e4m3fn),
+                               v.detach().to(torch.float8_e4m3fn),
+                               s_aux=sinks.detach())
+
     def test_arguments_on_the_gpu(self):
         q = torch.randn(1, 4, 16, 64, device="cuda", dtype=torch.float16)
         bad = [(ValueError, r"sinks must be \[Hq\] = \[4\]",

@@ -136,6 +136,27 @@ func.func @kv_range_causal(%q0: index, %sq: index, %sk: index) -> (index, index)
 
 // -----
 
+// Part p of n (split-KV): c = ceil((end - begin) / n) tiles from begin + p c,
+// both ends cut at the range's end.
+// CHECK-LABEL: func @kv_range_part
+// CHECK-SAME: (%[[Q0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index, %[[P:.*]]: index, %[[NP:.*]]: index)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[N:.*]] = arith.ceildivui %[[SK]], %{{.*}}
+// CHECK: %[[TILES:.*]] = arith.subi %[[N]], %[[C0]]
+// CHECK: %[[CHUNK:.*]] = arith.ceildivui %[[TILES]], %[[NP]]
+// CHECK: %[[SKIP:.*]] = arith.muli %[[P]], %[[CHUNK]]
+// CHECK: %[[FIRST:.*]] = arith.addi %[[C0]], %[[SKIP]]
+// CHECK: %[[LO:.*]] = arith.minui %[[FIRST]], %[[N]]
+// CHECK: %[[HI0:.*]] = arith.addi %[[LO]], %[[CHUNK]]
+// CHECK: %[[HI:.*]] = arith.minui %[[HI0]], %[[N]]
+// CHECK: return %[[LO]], %[[HI]]
+func.func @kv_range_part(%q0: index, %sq: index, %sk: index, %p: index, %np: index) -> (index, index) {
+  %b, %e = fa.kv_tile_range %q0, %sq, %sk part(%p of %np) {block_m = 16 : i64, block_n = 32 : i64}
+  return %b, %e : index, index
+}
+
+// -----
+
 // S = Q K^T: a (i, j, k) contraction with K read as (j, k); f16 products
 // are formed in f32.
 // CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>

@@ -1034,3 +1034,13 @@ func.func @copy_tile_registers(%v: tensor<128x128xf16, #fa.mma<warps = 4>>, %v_t
   fa.copy_tile %v into %v_t : tensor<128x128xf16, #fa.mma<warps = 4>> into tensor<128x128xf16, #fa.swizzled_shared<bytes = 128>>
   return
 }
+
+// -----
+
+// A part without the number of parts (only the generic form can say it).
+func.func @kv_range_part_alone(%i: index) {
+  // expected-error @+1 {{'fa.kv_tile_range' op takes a part and the number of parts together}}
+  %b, %e = "fa.kv_tile_range"(%i, %i, %i, %i) <{block_m = 16 : i64, block_n = 8 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0>}> ({
+  }) : (index, index, index, index) -> (index, index)
+  return
+}

@@ -107,6 +107,14 @@ func.func @tile_ops(%q: memref<?x?x?x32xf32>, %kv: memref<?x?x?x32xf32>,
   return
 }
 
+// A split-KV part of a K/V tile range.
+// CHECK-LABEL: func @kv_range_part
+// CHECK: fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} part(%{{.*}} of %{{.*}}) {block_m = 16 : i64, block_n = 8 : i64}
+func.func @kv_range_part(%q_start: index, %sq: index, %sk: index, %p: index, %n: index) -> (index, index) {
+  %begin, %end = fa.kv_tile_range %q_start, %sq, %sk part(%p of %n) {block_m = 16 : i64, block_n = 8 : i64}
+  return %begin, %end : index, index
+}
+
 // Placement level of the mma strategy: fragment encodings and the launch.
 // CHECK-LABEL: func @mma_placement
 // CHECK: fa.convert_layout %{{.*}} : tensor<128x64xf16, #fa.mma<warps = 4>> -> tensor<128x64xf16, #fa.mma_operand<warps = 4>>

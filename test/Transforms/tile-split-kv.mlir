@@ -3,9 +3,10 @@
 // Split-KV: the forward becomes two programs. "split" runs every part of
 // every query tile: grid batch index p is part p / B of batch entry p % B
 // (N = dim(po, 0) / B parts); the part visits its share of the query
-// tile's K/V range, ceil(tiles / N) tiles from begin + s ceil(tiles / N),
-// cut at the range's end, and stores its normalized output and LSE in f32
-// to batch entry s B + b of the partials (no sinks here).
+// tile's K/V range (fa.kv_tile_range's part(s of N): ceil(tiles / N) tiles
+// from begin + s ceil(tiles / N), cut at the range's end), and stores its
+// normalized output and LSE in f32 to batch entry s B + b of the partials
+// (no sinks here).
 // CHECK-LABEL: func.func @split
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x?x?x128xbf16>, %{{[^:]*}}: memref<?x?x?x128xbf16>, %{{[^:]*}}: memref<?x?x?x128xbf16>, %[[O:[^:]*]]: memref<?x?x?x128xbf16>, %[[LSE:[^:]*]]: memref<?x?x?xf32>, %[[SINKS:[^:]*]]: memref<?xf32>, %[[PO:[^:]*]]: memref<?x?x?x128xf32>, %[[PLSE:[^:]*]]: memref<?x?x?xf32>)
 // CHECK: %[[BATCH:.*]] = memref.dim %[[Q]], %c0
@@ -14,14 +15,7 @@
 // CHECK: %[[PART:.*]] = arith.divui %[[P]], %[[BATCH]]
 // CHECK: %[[B:.*]] = arith.remui %[[P]], %[[BATCH]]
 // CHECK: %[[PARTS:.*]] = arith.divui %[[PARTS_BATCH]], %[[BATCH]]
-// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range
-// CHECK: %[[TILES:.*]] = arith.subi %[[END]], %[[BEGIN]]
-// CHECK: %[[CHUNK:.*]] = arith.ceildivui %[[TILES]], %[[PARTS]]
-// CHECK: %[[SKIP:.*]] = arith.muli %[[PART]], %[[CHUNK]]
-// CHECK: %[[FIRST:.*]] = arith.addi %[[BEGIN]], %[[SKIP]]
-// CHECK: %[[LO:.*]] = arith.minui %[[FIRST]], %[[END]]
-// CHECK: %[[HI0:.*]] = arith.addi %[[LO]], %[[CHUNK]]
-// CHECK: %[[HI:.*]] = arith.minui %[[HI0]], %[[END]]
+// CHECK: %[[LO:.*]], %[[HI:.*]] = fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} part(%[[PART]] of %[[PARTS]])
 // CHECK: %[[LOOP:.*]]:3 = scf.for %{{.*}} = %[[LO]] to %[[HI]]
 // CHECK-NOT: fa.join_sink
 // CHECK: %[[PO_TILE:.*]], %[[PLSE_TILE:.*]] = fa.finalize %[[LOOP]]#2, %[[LOOP]]#0, %[[LOOP]]#1
