@@ -158,11 +158,12 @@ fa::AttentionArgs forwardArgs(int &next, int64_t b, int64_t hq, int64_t hkv,
 
 /// A request with every tile choice left to the defaults.
 fa::KernelSpec defaultsFor(int64_t headDim, fa::ElementType dtype,
-                           bool causal) {
+                           bool causal, bool backward = false) {
   fa::KernelSpec spec;
   spec.headDim = headDim;
   spec.dtype = dtype;
   spec.causal = causal;
+  spec.backward = backward;
   spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
   return spec;
 }
@@ -254,12 +255,9 @@ TEST_F(FakeDriver, BackwardLaunchesDeltaThenGradients) {
     FakeCuda::get().reset();
     int next = 0;
     fa::AttentionBackwardArgs args = backwardArgs(next, 1, 4, 2, 700, 500, 128);
-    fa::KernelSpec spec;
-    spec.headDim = 128;
-    spec.dtype = dtype;
-    spec.backward = true;
+    fa::KernelSpec spec =
+        defaultsFor(128, dtype, /*causal=*/false, /*backward=*/true);
     spec.deterministic = deterministic;
-    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     fa::KernelInfo info;
@@ -285,13 +283,10 @@ TEST_F(FakeDriver, DeterministicSinksBackwardLaunches) {
     // f32 [Hq] each: contiguous vectors like the i32 ones.
     args.sinks = int32Vector(next, 4);
     args.gradSinks = int32Vector(next, 4);
-    fa::KernelSpec spec;
-    spec.headDim = 128;
-    spec.dtype = dtype;
-    spec.backward = true;
+    fa::KernelSpec spec =
+        defaultsFor(128, dtype, /*causal=*/false, /*backward=*/true);
     spec.deterministic = true;
     spec.sinks = true;
-    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     fa::KernelInfo info;
@@ -324,12 +319,9 @@ TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
     descale->strides[0] = 2, descale->strides[1] = 1;
     descale->strides[2] = descale->strides[3] = 0;
   }
-  fa::KernelSpec spec;
-  spec.headDim = 128;
-  spec.dtype = fa::ElementType::e4m3;
+  fa::KernelSpec spec =
+      defaultsFor(128, fa::ElementType::e4m3, /*causal=*/true);
   spec.outDtype = fa::ElementType::bf16;
-  spec.causal = true;
-  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
   Launch l;
   fa::KernelInfo info;
   launchOnce(spec, args, 1024, l, info);
@@ -374,14 +366,10 @@ TEST_F(FakeDriver, VarlenBackwardRunsOnWgmma) {
     args.cuSeqlensK = int32Vector(next, 4);
     args.maxSeqlenQ = 300;
     args.maxSeqlenK = 400;
-    fa::KernelSpec spec;
-    spec.headDim = 128;
-    spec.dtype = fa::ElementType::bf16;
-    spec.backward = true;
+    fa::KernelSpec spec = defaultsFor(128, fa::ElementType::bf16,
+                                      /*causal=*/true, /*backward=*/true);
     spec.varlen = true;
-    spec.causal = true;
     spec.deterministic = deterministic;
-    spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
     fa::Result r = runtime->backward(spec, args);
     ASSERT_TRUE(bool(r)) << r.message;
     fa::KernelInfo info;
@@ -408,12 +396,10 @@ TEST_F(FakeDriver, PagedCacheDecodeLaunches) {
       forwardArgs(next, 4, 32, 8, 1, 256, 128, /*kvBatch=*/16);
   args.blockTable = int32Table(next, 4, 4);
   args.kvLens = int32Vector(next, 4);
-  fa::KernelSpec spec;
-  spec.headDim = 128;
-  spec.dtype = fa::ElementType::bf16;
+  fa::KernelSpec spec =
+      defaultsFor(128, fa::ElementType::bf16, /*causal=*/false);
   spec.pagedKv = true;
   spec.kvLens = true;
-  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
   fa::Result r = runtime->forward(spec, args);
   ASSERT_TRUE(bool(r)) << r.message;
   ASSERT_EQ(FakeCuda::get().launchCount(), 2);
@@ -527,10 +513,8 @@ TEST_F(FakeDriver, CApiForwardWithSinks) {
 TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   int next = 0;
   fa::AttentionArgs args = forwardArgs(next, 1, 32, 8, 1, 4096, 128);
-  fa::KernelSpec spec;
-  spec.headDim = 128;
-  spec.dtype = fa::ElementType::bf16;
-  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  fa::KernelSpec spec =
+      defaultsFor(128, fa::ElementType::bf16, /*causal=*/false);
   fa::Result r = runtime->forward(spec, args);
   ASSERT_TRUE(bool(r)) << r.message;
   ASSERT_EQ(FakeCuda::get().launchCount(), 2);
