@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -655,6 +656,13 @@ LogicalResult AccumulateTotalOp::verify() {
 }
 
 LogicalResult TileTotalOp::verify() {
+  // Every thread of the program reaches it (it synchronizes them): at the
+  // top level of the program (the grid, or the kernel outlined from it).
+  Operation *parent = getOperation()->getParentOp();
+  if (!isa<GridOp, FunctionOpInterface>(parent))
+    return emitOpError("must be at the top level of a program (every thread "
+                       "reaches it: it synchronizes them), not inside '")
+           << parent->getName() << "'";
   return verifyRowTile(*this, getTile().getType(), "tile");
 }
 

@@ -13,9 +13,21 @@
 #include "compiler/Utils/IRUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::fa::warp_specialization {
+
+/// The block table read that gives a paged K/V tile load its batch entry
+/// (the page: `minui(index_castui(table[b, column]), last page)`, see
+/// buildPagedTile), or null for a load of a batch entry's own rows (or of
+/// the entry cache_batch_idx[b] names, a rank-1 table).
+memref::LoadOp pageTableLoad(LoadTileOp load);
+
+/// The first key of a K/V tile load: its row, or for a paged tile (whose
+/// row is `start % P`, its row in the page) `start`; null for a paged load
+/// of another form.
+Value tileStartOf(LoadTileOp load);
 
 /// Polls of one mbarrier try_wait before it suspends the thread again.
 constexpr int64_t kWaitTicks = 10000000;
@@ -121,16 +133,16 @@ struct Specialization {
         .getResult();
   }
   /// The position n of a streamed `load` in its ring's fills: forward, its
-  /// K/V tile (row / block-n) - kv_begin, plus the visit's `ringBase`
-  /// (persistent); dkdv, the iterations of `streamLoops` before this one
-  /// (`streamPosition`, counted in the loops).
+  /// K/V tile (first key / block-n; tileStartOf) - kv_begin, plus the
+  /// visit's `ringBase` (persistent); dkdv, the iterations of `streamLoops`
+  /// before this one (`streamPosition`, counted in the loops).
   Value ringPosition(OpBuilder &at, LoadTileOp load, int64_t blockRows,
                      Value ringBase) {
     if (!range)
       return streamPosition;
     Value n = arith::SubIOp::create(
         at, loc,
-        arith::DivUIOp::create(at, loc, load.getRow(),
+        arith::DivUIOp::create(at, loc, tileStartOf(load),
                                indexConst(at, loc, blockRows)),
         range.getResult(0));
     if (ringBase)

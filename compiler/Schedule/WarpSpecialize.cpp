@@ -104,6 +104,26 @@ using namespace mlir::fa;
 using namespace mlir::fa::warp_specialization;
 namespace model = ::fa::wgmma;
 
+memref::LoadOp warp_specialization::pageTableLoad(LoadTileOp load) {
+  auto clamp = load.getBatch().getDefiningOp<arith::MinUIOp>();
+  if (!clamp)
+    return {};
+  auto page = clamp.getLhs().getDefiningOp<arith::IndexCastUIOp>();
+  if (!page)
+    return {};
+  auto table = page.getIn().getDefiningOp<memref::LoadOp>();
+  if (!table || table.getIndices().size() != 2)
+    return {};
+  return table;
+}
+
+Value warp_specialization::tileStartOf(LoadTileOp load) {
+  if (!pageTableLoad(load))
+    return load.getRow();
+  auto inPage = load.getRow().getDefiningOp<arith::RemUIOp>();
+  return inPage ? inPage.getLhs() : Value();
+}
+
 namespace {
 
 struct FAWarpSpecializePass
@@ -377,6 +397,13 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     return pagedLoad.emitOpError(
         "a warp-specialized (TMA) program cannot read a paged tile row by row "
         "(pages)");
+  // A tile a page holds: its ring position counts from its first key, its
+  // row being the one in its page (buildPagedTile's form).
+  for (LoadTileOp load : streamedLoads)
+    if (!tileStartOf(load))
+      return load.emitOpError(
+          "reads a paged K/V tile whose row is not its first key modulo the "
+          "page size (the form the tiling builds)");
   SmallVector<KVTileRangeOp> ranges;
   grid.walk([&](KVTileRangeOp op) { ranges.push_back(op); });
   std::array<LoadedTensor, 4> storage;

@@ -31,23 +31,6 @@ using namespace mlir::fa;
 using namespace mlir::fa::warp_specialization;
 namespace model = ::fa::wgmma;
 
-/// The block table read that gives a paged K/V tile load its batch entry
-/// (the page: `minui(index_castui(table[b, column]), last page)`, see
-/// buildPagedTile), or null for a load of a batch entry's own rows (or of
-/// the entry cache_batch_idx[b] names, a rank-1 table).
-static memref::LoadOp pageTableLoad(LoadTileOp load) {
-  auto clamp = load.getBatch().getDefiningOp<arith::MinUIOp>();
-  if (!clamp)
-    return {};
-  auto page = clamp.getLhs().getDefiningOp<arith::IndexCastUIOp>();
-  if (!page)
-    return {};
-  auto table = page.getIn().getDefiningOp<memref::LoadOp>();
-  if (!table || table.getIndices().size() != 2)
-    return {};
-  return table;
-}
-
 LogicalResult Specialization::buildProducer(Block &producer) {
   // Producer: the warpgroup gives registers back; one thread issues every
   // copy, the resident tensors first, then the streamed ones tile by tile.
@@ -291,8 +274,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
                 Value start = arith::MulIOp::create(
                     row, loc, tile,
                     indexConst(row, loc, tensor.type.getDimSize(0)));
-                memref::LoadOp table =
-                    pageTableLoad(LoadTileOp(tensor.loads.front()));
+                memref::LoadOp table = warp_specialization::pageTableLoad(
+                    LoadTileOp(tensor.loads.front()));
                 if (!table)
                   return start;
                 return lookUpPage(row, tensor, table, start, page);

@@ -457,9 +457,13 @@ void BackwardTiler::buildPostprocess() {
 }
 
 /// The deterministic sinks' gradient: program (0, h, 0) adds head h's
-/// query tiles' shares in (batch entry, tile) order, block-m tiles at a
-/// time, and stores the total. The other programs run the loops zero times
-/// but reach fa.tile_total too (it synchronizes the program's threads).
+/// query tiles' shares into a block-m vector, entry after entry, block-m
+/// tiles at a time (tile t into element t mod block-m), and stores the
+/// vector's fa.tile_total: the same operations in the same order in every
+/// run. The other programs run the loops zero times but reach
+/// fa.tile_total too (it synchronizes the program's threads). The entries
+/// are walked one after another: a varlen batch of thousands of sequences
+/// makes it a long tail of the dq kernel.
 void BackwardTiler::sumSinkShares(GridOp grid) {
   Value shares = op.getSinkShares();
   Value h = grid.getHeadIndex();
@@ -483,9 +487,14 @@ void BackwardTiler::sumSinkShares(GridOp grid) {
         if (varlen) {
           auto [first, limit] = buildSequenceRows(
               nested, loc, op.getCuSeqlensQ(), entry, packedRows);
-          tiles = arith::CeilDivUIOp::create(
-              nested, loc, arith::SubIOp::create(nested, loc, limit, first),
-              blockMValue);
+          // (At most the workspace's: a max_seqlen_q below a sequence's
+          // length must not read another head's shares.)
+          tiles = arith::MinUIOp::create(
+              nested, loc,
+              arith::CeilDivUIOp::create(
+                  nested, loc, arith::SubIOp::create(nested, loc, limit, first),
+                  blockMValue),
+              allTiles);
         }
         auto perChunk = scf::ForOp::create(
             nested, loc, zero, tiles, blockMValue, sum,

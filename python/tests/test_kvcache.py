@@ -4,7 +4,7 @@ Sq, Hq, D], k_cache and v_cache [B, S_cache, Hkv, D], int32 cache_seqlens
 
 Without a GPU: the kernels that take a cache's filled lengths compile
 through the C ABI (fa.prepare_kernel with kv_lens=True) and are kernels of
-their own; the wgmma strategy and the backward refuse them by name. With a
+their own; the backward refuses them by name. With a
 GPU: decoding (Sq = 1) and chunked prefill (Sq > 1) with lengths 0, 1, a
 tail and a full cache, GQA, causal and not, a window and softcapping, the
 new tokens appended, the cache past the lengths holding NaN (never read

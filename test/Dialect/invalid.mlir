@@ -1044,3 +1044,17 @@ func.func @kv_range_part_alone(%i: index) {
   }) : (index, index, index, index) -> (index, index)
   return
 }
+
+// -----
+
+// fa.tile_total synchronizes the program's threads: not inside a loop or a
+// branch that some may skip.
+func.func @tile_total_in_a_loop(%t: tensor<16xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %n step %c1 {
+    // expected-error @+1 {{'fa.tile_total' op must be at the top level of a program (every thread reaches it: it synchronizes them), not inside 'scf.for'}}
+    %total = fa.tile_total %t : tensor<16xf32>
+  }
+  return
+}

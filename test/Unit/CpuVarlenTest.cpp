@@ -51,6 +51,9 @@ const Lengths kBatches[] = {
     {{5, 0, 1, 37, 20, 9}, {5, 3, 70, 37, 45, 0}},
     {{64}, {64}},
     {{1, 1, 1}, {1, 17, 33}},
+    // An empty first sequence, then one of more than 8 x 8 rows (the
+    // deterministic sinks' sum takes its shares in two chunks).
+    {{0, 150, 3}, {7, 90, 0}},
 };
 
 std::vector<int32_t> offsetsOf(const std::vector<int64_t> &lengths) {
@@ -416,8 +419,8 @@ TEST(CpuVarlenBackward, LeavesRowsPastTheLastSequenceAlone) {
 }
 
 /// Deterministic too: the sinks' gradient from each sequence's own query
-/// tiles' shares (the slots past a sequence's tiles are never written: NaN
-/// in the CPU runner, so reading one shows).
+/// tiles' shares, summed per head in a fixed order (the CPU's delta grid
+/// also runs the tiles past a sequence's rows, whose shares are 0).
 TEST(CpuVarlenBackward, VariantsAndSinksSeeTheSequencesOwnIndices) {
   for (bool deterministic : {false, true})
     for (bool causal : {false, true}) {

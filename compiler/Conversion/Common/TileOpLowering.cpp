@@ -647,6 +647,12 @@ LogicalResult lowerTileTotal(TileTotalOp op, TileTotalOp::Adaptor adaptor,
   if (!blockSize || (*blockSize)[0] % 32 != 0 || (*blockSize)[0] > 1024)
     return op.emitOpError("needs a kernel of whole warps with a known block "
                           "size (at most 1024 threads)");
+  // A warp-specialized kernel's producer warps never reach the barriers.
+  auto launch =
+      kernel->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  if (launch && launch.getProducerWarps() > 0)
+    return op.emitOpError("cannot synchronize a warp-specialized kernel's "
+                          "threads (its producer warps do not reach it)");
   int64_t warps = (*blockSize)[0] / 32;
   Value sum = warpSumOfRows(r, op.getTile(), adaptor.getTile());
   Value sums = warpSumsBuffer(b, loc, op);
