@@ -1,8 +1,11 @@
 //===- KernelSpec.cpp - Everything that changes a generated kernel --*- C++ -*-===//
 #include "lib/KernelSpec.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "CompilerSourceHash.h"
 
@@ -24,9 +27,16 @@ bool KernelSpec::needsDefaults() const {
 std::optional<size_t> chooseDefaultCandidate(
     const std::vector<KernelSpec> &candidates,
     const std::function<std::optional<bool>(const KernelSpec &)>
-        &compileAndSpills) {
+        &compileAndSpills,
+    const std::function<void(size_t first, size_t last)> &compileAhead,
+    size_t wave) {
   std::optional<size_t> chosen;
+  size_t aheadEnd = 1; // the first candidate is compiled alone
   for (size_t i = 0; i < candidates.size(); ++i) {
+    if (compileAhead && wave > 1 && i >= aheadEnd) {
+      aheadEnd = std::min(candidates.size(), i + wave);
+      compileAhead(i, aheadEnd);
+    }
     std::optional<bool> spills = compileAndSpills(candidates[i]);
     if (!spills)
       continue;
@@ -36,6 +46,25 @@ std::optional<size_t> chooseDefaultCandidate(
       break;
   }
   return chosen;
+}
+
+size_t trialWave() {
+  if (const char *wave = std::getenv("FA_TRIAL_WAVE"))
+    if (int value = std::atoi(wave); value >= 1 && value <= 64)
+      return size_t(value);
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+}
+
+void runConcurrently(size_t first, size_t last,
+                     const std::function<void(size_t)> &work) {
+  if (first >= last)
+    return;
+  std::vector<std::thread> others;
+  for (size_t i = first + 1; i < last; ++i)
+    others.emplace_back(work, i);
+  work(first);
+  for (std::thread &t : others)
+    t.join();
 }
 
 const char *compilerVersion() { return FA_COMPILER_VERSION; }

@@ -163,10 +163,28 @@ struct KernelSpec {
 /// first that compiles. `compileAndSpills` compiles one: nullopt when it
 /// does not compile, else whether ptxas spilled. The index of the choice,
 /// nullopt when none compiles.
+///
+/// Once the first candidate has spilled a trial is unavoidable: with
+/// `compileAhead`, the candidates [i, i + wave) are handed to it together
+/// before candidate i is judged (it compiles them at once, see
+/// runConcurrently), so that `compileAndSpills` finds them compiled.
 std::optional<size_t> chooseDefaultCandidate(
     const std::vector<KernelSpec> &candidates,
     const std::function<std::optional<bool>(const KernelSpec &)>
-        &compileAndSpills);
+        &compileAndSpills,
+    const std::function<void(size_t first, size_t last)> &compileAhead =
+        nullptr,
+    size_t wave = 1);
+
+/// Candidates compiled at once after a spill: FA_TRIAL_WAVE (1 to 64; 1 =
+/// one at a time), else the host's hardware threads, at most 4 (a
+/// candidate's compile is mostly one ptxas process).
+size_t trialWave();
+
+/// Runs `work(i)` for every i in [first, last) at once, each on a thread
+/// of its own (the first on the calling one), and returns when all have.
+void runConcurrently(size_t first, size_t last,
+                     const std::function<void(size_t)> &work);
 
 /// The compiler's version (project version and source revision), part of
 /// every cache key.

@@ -16,18 +16,32 @@
 #include "lib/CudaToolkit.h"
 #include "lib/GpuTarget.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/LockFileManager.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
 
 namespace fa {
 
+/// Default candidates compiled together after the first one spilled, by
+/// canonical text, until their trial takes them (prepareLocked).
+struct CompiledAhead {
+  std::map<std::string, llvm::Expected<mlir::fa::CompiledKernel>> kernels;
+  ~CompiledAhead() {
+    for (auto &[text, compiled] : kernels)
+      if (!compiled)
+        llvm::consumeError(compiled.takeError());
+  }
+};
+
 Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
-                                    std::shared_ptr<KernelEntry> &entry) {
+                                    std::shared_ptr<KernelEntry> &entry,
+                                    CompiledAhead *ahead) {
   if (std::string error = validateSpec(spec); !error.empty())
     return Result::error(Status::invalidArgument, error);
   if (assemblerId.empty())
@@ -90,8 +104,16 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
     }
   }
   if (!found) {
-    auto compiled = mlir::fa::compileKernel(
-        spec, /*assemble=*/assembler == Assembler::ptxas);
+    std::optional<llvm::Expected<mlir::fa::CompiledKernel>> made;
+    if (ahead)
+      if (auto it = ahead->kernels.find(text); it != ahead->kernels.end()) {
+        made.emplace(std::move(it->second));
+        ahead->kernels.erase(it);
+      }
+    if (!made)
+      made.emplace(mlir::fa::compileKernel(spec, /*assemble=*/assembler ==
+                                                     Assembler::ptxas));
+    llvm::Expected<mlir::fa::CompiledKernel> &compiled = *made;
     if (!compiled)
       return Result::error(Status::compileError,
                            kernelName(spec) + ": " +
@@ -245,16 +267,46 @@ Result Runtime::Impl::prepareDefaultedLocked(
   std::vector<std::shared_ptr<KernelEntry>> compiled(candidates.size());
   Result firstError;
   size_t next = 0;
+  // After a spill, the next candidates neither in memory nor on disk are
+  // compiled at once (ptxas's, the assembler that reports registers while
+  // compiling; the others stay one at a time).
+  CompiledAhead ahead;
+  auto compileAhead = [&](size_t first, size_t last) {
+    if (assembler != Assembler::ptxas)
+      return;
+    std::vector<size_t> missing;
+    for (size_t i = first; i < last; ++i) {
+      const KernelSpec &candidate = candidates[i];
+      if (!validateSpec(candidate).empty() ||
+          kernels.count(canonicalText(candidate)) ||
+          (options.diskCache &&
+           llvm::sys::fs::exists(disk.pathFor(
+               cacheKey(candidate, compilerVersion(), assemblerId)))))
+        continue;
+      missing.push_back(i);
+    }
+    std::vector<std::optional<llvm::Expected<mlir::fa::CompiledKernel>>>
+        results(missing.size());
+    runConcurrently(0, missing.size(), [&](size_t j) {
+      results[j].emplace(
+          mlir::fa::compileKernel(candidates[missing[j]], /*assemble=*/true));
+    });
+    for (size_t j = 0; j < missing.size(); ++j)
+      ahead.kernels.emplace(canonicalText(candidates[missing[j]]),
+                            std::move(*results[j]));
+  };
   std::optional<size_t> chosen = chooseDefaultCandidate(
-      candidates, [&](const KernelSpec &candidate) -> std::optional<bool> {
+      candidates,
+      [&](const KernelSpec &candidate) -> std::optional<bool> {
         std::shared_ptr<KernelEntry> &prepared = compiled[next++];
-        if (Result r = prepareLocked(candidate, prepared); !r) {
+        if (Result r = prepareLocked(candidate, prepared, &ahead); !r) {
           if (firstError)
             firstError = r;
           return std::nullopt;
         }
         return prepared->info.ptxas.spills();
-      });
+      },
+      compileAhead, trialWave());
   if (!chosen)
     return firstError;
   entry = compiled[*chosen];

@@ -36,6 +36,9 @@ inline double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// Candidates compiled ahead of their trial (KernelCompile.cpp).
+struct CompiledAhead;
+
 /// A kernel known to this runtime: compiled (or read from disk), and loaded
 /// once a launch needs it.
 struct KernelEntry {
@@ -136,8 +139,12 @@ struct Runtime::Impl {
                               CUstream stream, Launch run,
                               ResolvedRequest *&resolved);
 
+  /// `ahead`: candidates compiled before their trial
+  /// (prepareDefaultedLocked), by canonical text; one found there is taken
+  /// instead of compiled.
   Result prepareLocked(const KernelSpec &spec,
-                       std::shared_ptr<KernelEntry> &entry);
+                       std::shared_ptr<KernelEntry> &entry,
+                       CompiledAhead *ahead = nullptr);
   Result chooseAssemblerLocked();
   /// PTX -> a module loaded by the driver's JIT, compiled as a whole
   /// program (cuModuleLoadDataEx), and its verbose log. The entry's image is

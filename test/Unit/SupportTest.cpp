@@ -17,7 +17,10 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 
 namespace {
 
@@ -975,6 +978,68 @@ TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
   // Nothing compiles.
   EXPECT_EQ(choose({std::nullopt, std::nullopt, std::nullopt, std::nullopt}),
             std::nullopt);
+}
+
+/// After the first candidate spills, the next ones are handed to
+/// compileAhead a wave at a time before they are judged; the rule is
+/// unchanged, and no wave starts past the choice.
+TEST(KernelSpec, CandidatesAfterASpillAreCompiledAheadInWaves) {
+  std::vector<fa::KernelSpec> candidates(6);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    candidates[i].blockM = int64_t(i + 1);
+  std::vector<std::optional<bool>> outcome = {true,  true,  true,
+                                              false, false, std::nullopt};
+  std::vector<std::pair<size_t, size_t>> waves;
+  std::vector<size_t> judged;
+  std::optional<size_t> chosen = fa::chooseDefaultCandidate(
+      candidates,
+      [&](const fa::KernelSpec &c) {
+        judged.push_back(size_t(c.blockM - 1));
+        return outcome[size_t(c.blockM - 1)];
+      },
+      [&](size_t first, size_t last) {
+        waves.push_back({first, last});
+      },
+      /*wave=*/2);
+  EXPECT_EQ(chosen, std::optional<size_t>(3));
+  EXPECT_EQ(judged, (std::vector<size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(waves, (std::vector<std::pair<size_t, size_t>>{{1, 3}, {3, 5}}));
+  // A first candidate without spills: no wave at all.
+  waves.clear();
+  outcome[0] = false;
+  EXPECT_EQ(fa::chooseDefaultCandidate(
+                candidates,
+                [&](const fa::KernelSpec &c) {
+                  return outcome[size_t(c.blockM - 1)];
+                },
+                [&](size_t first, size_t last) {
+                  waves.push_back({first, last});
+                },
+                /*wave=*/4),
+            std::optional<size_t>(0));
+  EXPECT_TRUE(waves.empty());
+}
+
+/// runConcurrently runs every item once, all at the same time: each item
+/// waits until all have started (one at a time, the first would wait out
+/// the bound).
+TEST(KernelSpec, RunConcurrentlyRunsTheItemsAtOnce) {
+  std::mutex mutex;
+  std::condition_variable allStarted;
+  size_t started = 0;
+  std::vector<int> runs(5, 0);
+  std::vector<char> sawAll(5, 0);
+  fa::runConcurrently(1, 5, [&](size_t i) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ++runs[i];
+    ++started;
+    allStarted.notify_all();
+    sawAll[i] = allStarted.wait_for(lock, std::chrono::seconds(60),
+                                    [&] { return started == 4; });
+  });
+  EXPECT_EQ(runs, (std::vector<int>{0, 1, 1, 1, 1}));
+  EXPECT_EQ(sawAll, (std::vector<char>{0, 1, 1, 1, 1}));
+  fa::runConcurrently(3, 3, [&](size_t) { ADD_FAILURE() << "no items"; });
 }
 
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {

@@ -491,24 +491,37 @@ int main(int argc, char **argv) {
   size_t trialsCompiled = 0;
   if (candidates.size() > 1) {
     if (llvm::Expected<std::string> ptxas = ::fa::findPtxas()) {
+      // Each trial is compiled once: by itself, or with the wave it
+      // belongs to (after a spill, several at once).
       std::vector<std::optional<CompiledKernel>> trials(candidates.size());
+      std::vector<char> compiledYet(candidates.size(), 0);
+      auto compileTrial = [&](size_t i) {
+        llvm::Expected<CompiledKernel> compiled =
+            compileKernel(candidates[i], /*assemble=*/true);
+        if (compiled)
+          trials[i] = std::move(*compiled);
+        else
+          llvm::consumeError(compiled.takeError());
+        compiledYet[i] = 1;
+      };
       size_t next = 0;
       std::optional<size_t> chosen = ::fa::chooseDefaultCandidate(
           candidates,
-          [&](const ::fa::KernelSpec &candidate) -> std::optional<bool> {
-            llvm::Expected<CompiledKernel> compiled =
-                compileKernel(candidate, /*assemble=*/true);
-            std::optional<CompiledKernel> &trial = trials[next++];
-            if (!compiled) {
-              llvm::consumeError(compiled.takeError());
+          [&](const ::fa::KernelSpec &) -> std::optional<bool> {
+            size_t i = next++;
+            if (!compiledYet[i])
+              compileTrial(i);
+            if (!trials[i])
               return std::nullopt;
-            }
-            trial = std::move(*compiled);
             return llvm::any_of(
-                trial->resources,
+                trials[i]->resources,
                 [](const ::fa::KernelResources &k) { return k.spills(); });
-          });
-      trialsCompiled = next;
+          },
+          [&](size_t first, size_t last) {
+            ::fa::runConcurrently(first, last, compileTrial);
+          },
+          ::fa::trialWave());
+      trialsCompiled = llvm::count(compiledYet, 1);
       if (chosen) {
         spec = candidates[*chosen];
         chosenTrial = std::move(trials[*chosen]);
