@@ -13,11 +13,64 @@
 
 #include <nvJitLink.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 namespace fa {
+
+/// Trial compiles run ptxas on several threads at once, which
+/// llvm::sys::ExecuteAndWait's timeout does not allow: it arms the
+/// process-wide alarm() and swaps SIGALRM's handler, so concurrent calls
+/// cancel each other's timeouts and leave a handler behind. Here each call
+/// waits for its own child, and a watchdog thread of its own kills it at
+/// the deadline.
+int runWithTimeout(llvm::StringRef program,
+                   llvm::ArrayRef<llvm::StringRef> args,
+                   llvm::ArrayRef<std::optional<llvm::StringRef>> redirects,
+                   unsigned seconds, std::string *error) {
+  std::string message;
+  llvm::sys::ProcessInfo child = llvm::sys::ExecuteNoWait(
+      program, args, std::nullopt, redirects, 0, &message);
+  if (child.Pid == llvm::sys::ProcessInfo::InvalidPid) {
+    if (error)
+      *error = message;
+    return -1;
+  }
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false, killed = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!finished.wait_for(lock, std::chrono::seconds(seconds),
+                           [&] { return done; })) {
+      ::kill(child.Pid, SIGKILL);
+      killed = true;
+    }
+  });
+  llvm::sys::ProcessInfo result =
+      llvm::sys::Wait(child, /*SecondsToWait=*/std::nullopt, &message);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  watchdog.join();
+  if (killed) {
+    if (error)
+      *error =
+          (program + " ran past " + llvm::Twine(seconds) + " s and was killed")
+              .str();
+    return -1;
+  }
+  if (result.ReturnCode != 0 && error)
+    *error = message;
+  return result.ReturnCode;
+}
 
 llvm::Expected<std::string> findPtxas() {
   if (auto onPath = llvm::sys::findProgramByName("ptxas"))
@@ -132,8 +185,7 @@ static bool ptxasSplitsCompiles(const std::string &ptxas) {
     llvm::SmallVector<llvm::StringRef> args = {ptxas, "--help"};
     std::optional<llvm::StringRef> redirects[] = {std::nullopt, help.path.str(),
                                                   help.path.str()};
-    if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects, 30) ==
-        0) {
+    if (runWithTimeout(ptxas, args, redirects, 30) == 0) {
       if (auto text = readFile(help.path))
         splits = llvm::StringRef(*text).contains("--split-compile");
       else
@@ -178,8 +230,8 @@ llvm::Expected<PtxasResult> runPtxas(const std::string &ptx,
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
                                                 log.path.str()};
   std::string errorMessage;
-  int rc = llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects,
-                                     /*SecondsToWait=*/120, 0, &errorMessage);
+  int rc =
+      runWithTimeout(*ptxas, args, redirects, /*seconds=*/120, &errorMessage);
   auto logText = readFile(log.path);
   if (!logText)
     return logText.takeError();
@@ -208,7 +260,7 @@ llvm::Expected<std::string> ptxasVersion() {
   llvm::SmallVector<llvm::StringRef> args = {*ptxas, "--version"};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.path.str(),
                                                 log.path.str()};
-  if (llvm::sys::ExecuteAndWait(*ptxas, args, std::nullopt, redirects, 30) != 0)
+  if (runWithTimeout(*ptxas, args, redirects, 30) != 0)
     return llvm::createStringError("ptxas --version failed");
   auto text = readFile(log.path);
   if (!text)

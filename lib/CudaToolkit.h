@@ -3,10 +3,12 @@
 #define FA_LIB_CUDATOOLKIT_H
 
 #include "lib/KernelResources.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,15 @@ namespace fa {
 /// ptxas from $PATH, then $CUDA_ROOT/bin, then /usr/local/cuda/bin; an error
 /// that names the places looked at when it is nowhere.
 llvm::Expected<std::string> findPtxas();
+
+/// Runs `program` (args[0] is its name) with `redirects` (stdin, stdout,
+/// stderr; nullopt = inherited) and waits for it, killing it after
+/// `seconds`: its exit code, or -1 with `error` when it could not run or
+/// was killed. Safe on several threads at once (no alarm()).
+int runWithTimeout(llvm::StringRef program,
+                   llvm::ArrayRef<llvm::StringRef> args,
+                   llvm::ArrayRef<std::optional<llvm::StringRef>> redirects,
+                   unsigned seconds, std::string *error = nullptr);
 
 /// Parses the `ptxas -v` output: one entry per function, in order.
 std::vector<KernelResources> parsePtxasReport(const std::string &text);

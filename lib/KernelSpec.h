@@ -164,9 +164,9 @@ struct KernelSpec {
 /// does not compile, else whether ptxas spilled. The index of the choice,
 /// nullopt when none compiles.
 ///
-/// Once the first candidate has spilled a trial is unavoidable: with
-/// `compileAhead`, the candidates [i, i + wave) are handed to it together
-/// before candidate i is judged (it compiles them at once, see
+/// Once the first candidate has spilled (or failed) a trial is unavoidable:
+/// with `compileAhead`, the candidates [i, i + wave) are handed to it
+/// together before candidate i is judged (it compiles them at once, see
 /// runConcurrently), so that `compileAndSpills` finds them compiled.
 std::optional<size_t> chooseDefaultCandidate(
     const std::vector<KernelSpec> &candidates,

@@ -31,11 +31,15 @@ namespace fa {
 /// Default candidates compiled together after the first one spilled, by
 /// canonical text, until their trial takes them (prepareLocked).
 struct CompiledAhead {
-  std::map<std::string, llvm::Expected<mlir::fa::CompiledKernel>> kernels;
+  struct Kernel {
+    llvm::Expected<mlir::fa::CompiledKernel> compiled;
+    double seconds = 0; // the compile's own wall time
+  };
+  std::map<std::string, Kernel> kernels;
   ~CompiledAhead() {
-    for (auto &[text, compiled] : kernels)
-      if (!compiled)
-        llvm::consumeError(compiled.takeError());
+    for (auto &[text, kernel] : kernels)
+      if (!kernel.compiled)
+        llvm::consumeError(kernel.compiled.takeError());
   }
 };
 
@@ -90,8 +94,16 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
   // lock file next to the entry, the others wait for it (bounded) and read
   // its entry. Without a lock (an error, a timeout) each compiles; the
   // atomic rename keeps the entry whole either way.
+  // A kernel compiled ahead (prepareDefaultedLocked's waves) does not wait
+  // for another process's lock: it is here already, and is written as is.
+  auto aheadOf = [&]() -> CompiledAhead::Kernel * {
+    if (!ahead)
+      return nullptr;
+    auto it = ahead->kernels.find(text);
+    return it == ahead->kernels.end() ? nullptr : &it->second;
+  };
   std::optional<llvm::LockFileManager> fillLock;
-  if (!found && options.diskCache) {
+  if (!found && options.diskCache && !aheadOf()) {
     fillLock.emplace(disk.pathFor(key));
     llvm::Expected<bool> owned = fillLock->tryLock();
     if (!owned) {
@@ -105,11 +117,13 @@ Result Runtime::Impl::prepareLocked(const KernelSpec &spec,
   }
   if (!found) {
     std::optional<llvm::Expected<mlir::fa::CompiledKernel>> made;
-    if (ahead)
-      if (auto it = ahead->kernels.find(text); it != ahead->kernels.end()) {
-        made.emplace(std::move(it->second));
-        ahead->kernels.erase(it);
-      }
+    if (CompiledAhead::Kernel *kernel = aheadOf()) {
+      made.emplace(std::move(kernel->compiled));
+      // Its compile ran before this call: count it.
+      start -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(kernel->seconds));
+      ahead->kernels.erase(text);
+    }
     if (!made)
       made.emplace(mlir::fa::compileKernel(spec, /*assemble=*/assembler ==
                                                      Assembler::ptxas));
@@ -267,12 +281,12 @@ Result Runtime::Impl::prepareDefaultedLocked(
   std::vector<std::shared_ptr<KernelEntry>> compiled(candidates.size());
   Result firstError;
   size_t next = 0;
-  // After a spill, the next candidates neither in memory nor on disk are
-  // compiled at once (ptxas's, the assembler that reports registers while
-  // compiling; the others stay one at a time).
+  // After a spill (or a failure), the next candidates neither in memory nor
+  // on disk are compiled at once (ptxas's, the assembler that reports registers
+  // while compiling; the others stay one at a time).
   CompiledAhead ahead;
   auto compileAhead = [&](size_t first, size_t last) {
-    if (assembler != Assembler::ptxas)
+    if (assemblerId.empty() || assembler != Assembler::ptxas)
       return;
     std::vector<size_t> missing;
     for (size_t i = first; i < last; ++i) {
@@ -287,13 +301,17 @@ Result Runtime::Impl::prepareDefaultedLocked(
     }
     std::vector<std::optional<llvm::Expected<mlir::fa::CompiledKernel>>>
         results(missing.size());
+    std::vector<double> seconds(missing.size());
     runConcurrently(0, missing.size(), [&](size_t j) {
+      auto jobStart = std::chrono::steady_clock::now();
       results[j].emplace(
           mlir::fa::compileKernel(candidates[missing[j]], /*assemble=*/true));
+      seconds[j] = secondsSince(jobStart);
     });
     for (size_t j = 0; j < missing.size(); ++j)
-      ahead.kernels.emplace(canonicalText(candidates[missing[j]]),
-                            std::move(*results[j]));
+      ahead.kernels.emplace(
+          canonicalText(candidates[missing[j]]),
+          CompiledAhead::Kernel{std::move(*results[j]), seconds[j]});
   };
   std::optional<size_t> chosen = chooseDefaultCandidate(
       candidates,

@@ -14,6 +14,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Program.h"
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -1040,6 +1041,35 @@ TEST(KernelSpec, RunConcurrentlyRunsTheItemsAtOnce) {
   EXPECT_EQ(runs, (std::vector<int>{0, 1, 1, 1, 1}));
   EXPECT_EQ(sawAll, (std::vector<char>{0, 1, 1, 1, 1}));
   fa::runConcurrently(3, 3, [&](size_t) { ADD_FAILURE() << "no items"; });
+}
+
+/// runWithTimeout: the child's exit code; a child past its deadline is
+/// killed (-1, named); several at once on threads each wait for their own.
+TEST(CudaToolkit, RunWithTimeoutKillsLateChildrenOnAnyThread) {
+  auto sh = llvm::sys::findProgramByName("sh");
+  if (!sh)
+    GTEST_SKIP() << "no sh";
+  std::optional<llvm::StringRef> inherit[] = {std::nullopt, std::nullopt,
+                                              std::nullopt};
+  auto run = [&](const std::string &script, unsigned seconds,
+                 std::string *error = nullptr) {
+    llvm::StringRef args[] = {*sh, "-c", script};
+    return fa::runWithTimeout(*sh, args, inherit, seconds, error);
+  };
+  EXPECT_EQ(run("exit 0", 10), 0);
+  EXPECT_EQ(run("exit 3", 10), 3);
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(run("sleep 30", 1, &error), -1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_NE(error.find("ran past 1 s and was killed"), std::string::npos)
+      << error;
+  // Four at once, each with its own exit code.
+  std::vector<int> codes(4, -7);
+  fa::runConcurrently(0, 4, [&](size_t i) {
+    codes[i] = run("sleep 0.2; exit " + std::to_string(i), 10);
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(KernelSpec, RejectsOutOfRangeValuesNamingTheLimit) {
