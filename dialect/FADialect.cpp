@@ -235,9 +235,65 @@ static int64_t rowBlocksPerWarp(int64_t rows, int64_t warps) {
   return llvm::divideCeil(llvm::divideCeil(rows, warps), 16);
 }
 
+Attribute MmaEncodingAttr::parse(AsmParser &parser, Type) {
+  int64_t warps = 0, warpsN = 1, rowsFirst = 0;
+  bool transposed = false;
+  if (parser.parseLess() || parser.parseKeyword("warps") ||
+      parser.parseEqual() || parser.parseInteger(warps))
+    return {};
+  llvm::StringSet<> seen;
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    llvm::SMLoc at = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    if (!seen.insert(key).second) {
+      parser.emitError(at) << "#fa.mma sets " << key << " twice";
+      return {};
+    }
+    ParseResult parsed = failure();
+    if (key == "warps_n") {
+      parsed = parser.parseInteger(warpsN);
+    } else if (key == "rows_first") {
+      parsed = parser.parseInteger(rowsFirst);
+    } else if (key == "transposed") {
+      StringRef value;
+      parsed = parser.parseKeyword(&value);
+      if (succeeded(parsed) && value != "true" && value != "false") {
+        parser.emitError(at) << "transposed is true or false, got " << value;
+        return {};
+      }
+      transposed = value == "true";
+    } else {
+      parser.emitError(at) << "#fa.mma has warps, warps_n, rows_first and "
+                              "transposed, got "
+                           << key;
+      return {};
+    }
+    if (failed(parsed))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<MmaEncodingAttr>(parser.getContext(), warps, warpsN,
+                                            rowsFirst, transposed);
+}
+
+void MmaEncodingAttr::print(AsmPrinter &printer) const {
+  printer << "<warps = " << getWarps();
+  if (getWarpsN() != 1)
+    printer << ", warps_n = " << getWarpsN();
+  if (getRowsFirst() != 0)
+    printer << ", rows_first = " << getRowsFirst();
+  if (getTransposed())
+    printer << ", transposed = true";
+  printer << ">";
+}
+
 LogicalResult
 MmaEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        int64_t warps, int64_t warpsN, int64_t rowsFirst) {
+                        int64_t warps, int64_t warpsN, int64_t rowsFirst,
+                        bool transposed) {
   if (failed(verifyWarps(emitError, warps)))
     return failure();
   if (warpsN < 1 || warps % warpsN != 0)
@@ -276,18 +332,38 @@ verifyFragmentTile(StringRef name, int64_t warps, ArrayRef<int64_t> shape,
   return success();
 }
 
+/// The shape of a transposed tile's twin (2-d: the columns and rows
+/// swapped).
+static SmallVector<int64_t, 2> twinShape(ArrayRef<int64_t> shape) {
+  return {shape.rbegin(), shape.rend()};
+}
+
 LogicalResult MmaEncodingAttr::verifyEncoding(
     ArrayRef<int64_t> shape, Type elementType,
     function_ref<InFlightDiagnostic()> emitError) const {
-  if (failed(verifyFragmentTile("#fa.mma", getWarpsM(), shape, 2, emitError,
-                                getWarpsN())))
+  if (getTransposed() && shape.size() == 1) {
+    // The per-row values of a transposed tile: the twin's columns.
+    if (shape[0] % (8 * getWarpsN()) != 0)
+      return emitError() << "a 1-d transposed #fa.mma tile holds the twin's "
+                            "columns: rows in multiples of 8 x "
+                         << getWarpsN() << " = " << 8 * getWarpsN() << ", got "
+                         << shape[0];
+  } else if (failed(verifyFragmentTile(
+                 getTransposed() ? "#fa.mma (transposed: its twin)" : "#fa.mma",
+                 getWarpsM(), getTransposed() ? twinShape(shape) : shape, 2,
+                 emitError, getWarpsN()))) {
     return failure();
+  }
   return verifyTileBudget("#fa.mma", *this, shape, elementType, emitError);
 }
 
 bool MmaEncodingAttr::isShared() const { return false; }
 
 int64_t MmaEncodingAttr::getRegistersPerThread(ArrayRef<int64_t> shape) const {
+  if (getTransposed())
+    return shape.size() == 1
+               ? 2 * llvm::divideCeil(shape[0], 8 * getWarpsN())
+               : getTwin().getRegistersPerThread(twinShape(shape));
   int64_t rowBlocks = rowBlocksPerWarp(shape[0], getWarpsM());
   if (shape.size() == 1)
     return rowBlocks * 2;
@@ -304,8 +380,47 @@ int64_t MmaEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
 /// (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of each m16 row
 /// block and columns 2t, 2t + 1 of each n8 block. The 4 lanes of a quad
 /// share a row.
+/// A transposed tile's layout from its twin's (see `transposed`): rows
+/// and columns swapped; a row (the twin's column) is held by the lanes of
+/// one t in each warp of the twin's row slices.
+static RegisterLayout transposedLayout(const RegisterLayout &twin,
+                                       bool oneDimensional,
+                                       int64_t twinWarpsM) {
+  RegisterLayout layout;
+  layout.rowBase = twin.colBase;
+  layout.colBase = twin.rowBase;
+  // The thread's rows: the twin's distinct column offsets, in slot order.
+  for (int64_t col : twin.colOffset)
+    if (!llvm::is_contained(layout.rowSlotOffset, col))
+      layout.rowSlotOffset.push_back(col);
+  layout.rowReduceMasks = {4, 8, 16};
+  layout.rowsInOneWarp = twinWarpsM == 1;
+  if (oneDimensional) {
+    layout.rowOffset = layout.rowSlotOffset;
+    for (int64_t r = 0; r < layout.numRowSlots(); ++r)
+      layout.rowSlotOf.push_back(r);
+    return layout;
+  }
+  layout.rowOffset = twin.colOffset;
+  layout.colOffset = twin.rowOffset;
+  for (int64_t col : twin.colOffset)
+    layout.rowSlotOf.push_back(llvm::find(layout.rowSlotOffset, col) -
+                               layout.rowSlotOffset.begin());
+  return layout;
+}
+
 FailureOr<RegisterLayout>
 MmaEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
+  if (getTransposed()) {
+    // A 1-d tile: the columns of a twin with one row block a warp.
+    SmallVector<int64_t, 2> twin =
+        shape.size() == 1 ? SmallVector<int64_t, 2>{16 * getWarpsM(), shape[0]}
+                          : twinShape(shape);
+    FailureOr<RegisterLayout> twinLayout = getTwin().getRegisterLayout(twin);
+    if (failed(twinLayout))
+      return failure();
+    return transposedLayout(*twinLayout, shape.size() == 1, getWarpsM());
+  }
   namespace frag = ::fa::mma;
   using Acc = frag::AccumulatorFragment;
   int64_t warpsN = getWarpsN();

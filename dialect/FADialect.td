@@ -320,21 +320,40 @@ def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
     ```mlir
     tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
     ```
+
+    `transposed` holds the tile's transpose: element `(r, c)` of an
+    `R x C` tile lives where the same encoding without `transposed` puts
+    element `(c, r)` of a `C x R` tile (its twin). The wgmma backward
+    computes S^T = K Q^T and dP^T = V dO^T so that each warpgroup's
+    accumulator rows are its keys (P^T and dS^T are then A operands of
+    dV and dK in registers), while the tile ops still see S and dP, query
+    rows by key columns. A 1-d tile holds the per-row values of those rows:
+    the twin's columns (LSE and D of the thread's queries).
+
+    ```mlir
+    tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>>  // twin 128 x 64
+    tensor<64xf32, #fa.mma<warps = 8, transposed = true>>      // 16 a thread
+    ```
   }];
   let parameters = (ins "int64_t":$warps,
                         DefaultValuedParameter<"int64_t", "1">:$warpsN,
-                        DefaultValuedParameter<"int64_t", "0">:$rowsFirst);
+                        DefaultValuedParameter<"int64_t", "0">:$rowsFirst,
+                        DefaultValuedParameter<"bool", "false">:$transposed);
   let builders = [
     AttrBuilder<(ins "int64_t":$warps), [{
-      return $_get($_ctxt, warps, 1, 0);
+      return $_get($_ctxt, warps, 1, 0, false);
     }]>,
     AttrBuilder<(ins "int64_t":$warps, "int64_t":$warpsN), [{
-      return $_get($_ctxt, warps, warpsN, 0);
+      return $_get($_ctxt, warps, warpsN, 0, false);
+    }]>,
+    AttrBuilder<(ins "int64_t":$warps, "int64_t":$warpsN,
+                     "int64_t":$rowsFirst), [{
+      return $_get($_ctxt, warps, warpsN, rowsFirst, false);
     }]>
   ];
-  let assemblyFormat =
-      "`<` `warps` `=` $warps (`,` `warps_n` `=` $warpsN^)? "
-      "(`,` `rows_first` `=` $rowsFirst^)? `>`";
+  // `<warps = W` and then, in any order, the parameters that differ from
+  // their defaults (printed in declaration order).
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Warps along the rows.
@@ -345,6 +364,12 @@ def FA_MmaEncodingAttr : AttrDef<FA_Dialect, "MmaEncoding",
     }
     int64_t warpColumnSlice(int64_t warp) const {
       return getRowsFirst() ? warp / getWarpsM() : warp % getWarpsN();
+    }
+    /// The same warps with `transposed` flipped: the encoding of the
+    /// tile's transpose in the same registers.
+    MmaEncodingAttr getTwin() const {
+      return get(getContext(), getWarps(), getWarpsN(), getRowsFirst(),
+                 !getTransposed());
     }
   }];
 }

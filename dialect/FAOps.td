@@ -1288,6 +1288,31 @@ def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FA_TransposeOp : FA_Op<"transpose", [Pure]> {
+  let summary = "a tile's transpose, in the registers that hold the tile";
+  let description = [{
+    The `C x R` transpose of an `R x C` register tile whose encoding puts
+    each element `(c, r)` of the result in the register slot where the
+    source holds `(r, c)`: the same registers, read the other way (a
+    placement's choice, never a data movement). The wgmma backward computes
+    S^T = K Q^T and reads it as S through `fa.transpose` (`#fa.mma` with
+    `transposed`), and takes P^T and dS^T back the same way for the
+    register-A products dV += P^T dO and dK += dS^T Q. Verified: shapes
+    swapped, the same element type, and register layouts that are each
+    other's transposes (rows and columns of every thread's slots swapped).
+
+    ```mlir
+    %s = fa.transpose %s_t
+      : tensor<128x64xf32, #fa.mma<warps = 8>>
+        -> tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>>
+    ```
+  }];
+  let arguments = (ins FA_AnyFloatTile:$source);
+  let results = (outs FA_AnyFloatTile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def FA_CopyTileOp : FA_Op<"copy_tile"> {
   let summary = "write a shared tile into another shared buffer, in its layout";
   let description = [{

@@ -708,6 +708,41 @@ LogicalResult ConvertLayoutOp::verify() {
   return success();
 }
 
+LogicalResult TransposeOp::verify() {
+  auto source = cast<RankedTensorType>(getSource().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (source.getRank() != 2 || result.getRank() != 2 ||
+      source.getDimSize(0) != result.getDimSize(1) ||
+      source.getDimSize(1) != result.getDimSize(0) ||
+      source.getElementType() != result.getElementType())
+    return emitOpError("transposes a 2-d tile: the result's shape is the "
+                       "source's swapped, of the same element type, got ")
+           << source << " -> " << result;
+  auto sourceEncoding =
+      dyn_cast_or_null<TileEncodingInterface>(source.getEncoding());
+  auto resultEncoding =
+      dyn_cast_or_null<TileEncodingInterface>(result.getEncoding());
+  FailureOr<RegisterLayout> from =
+      sourceEncoding ? sourceEncoding.getRegisterLayout(source.getShape())
+                     : FailureOr<RegisterLayout>(failure());
+  FailureOr<RegisterLayout> to =
+      resultEncoding ? resultEncoding.getRegisterLayout(result.getShape())
+                     : FailureOr<RegisterLayout>(failure());
+  if (failed(from) || failed(to))
+    return emitOpError("reads a register tile the other way: both types "
+                       "need a register encoding, got ")
+           << source << " -> " << result;
+  // Every thread's slot s holds (r, c) in the source and (c, r) in the
+  // result: the terms and offsets swapped.
+  if (from->rowBase != to->colBase || from->colBase != to->rowBase ||
+      from->rowOffset != to->colOffset || from->colOffset != to->rowOffset)
+    return emitOpError("needs encodings whose register layouts are each "
+                       "other's transposes (e.g. #fa.mma and its "
+                       "`transposed` twin), got ")
+           << source.getEncoding() << " -> " << result.getEncoding();
+  return success();
+}
+
 LogicalResult CopyTileOp::verify() {
   auto source = cast<RankedTensorType>(getSource().getType());
   auto dest = cast<RankedTensorType>(getDest().getType());

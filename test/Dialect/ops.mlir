@@ -135,6 +135,21 @@ func.func @copy_tile_transposed(%v: tensor<128x128xf8E4M3FN, #fa.swizzled_shared
   return
 }
 
+// The wgmma backward reads S^T's accumulator as S: #fa.mma with
+// `transposed` (false is the default and not printed), and the same
+// registers the other way round for P^T (fa.transpose).
+// CHECK-LABEL: func @mma_transposed
+// CHECK-SAME: tensor<64xf32, #fa.mma<warps = 8, transposed = true>>
+// CHECK: fa.transpose %{{.*}} : tensor<128x64xf32, #fa.mma<warps = 8>> -> tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>>
+// CHECK: %[[P:.*]] = fa.recompute_probs
+// CHECK: fa.transpose %[[P]] : tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>> -> tensor<128x64xf32, #fa.mma<warps = 8>>
+func.func @mma_transposed(%s_t: tensor<128x64xf32, #fa.mma<warps = 8, transposed = false>>, %lse: tensor<64xf32, #fa.mma<warps = 8, transposed = true>>) -> tensor<128x64xf32, #fa.mma<warps = 8>> {
+  %s = fa.transpose %s_t : tensor<128x64xf32, #fa.mma<warps = 8>> -> tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>>
+  %p = fa.recompute_probs %s, %lse {scale = 1.0 : f32} : tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>>, tensor<64xf32, #fa.mma<warps = 8, transposed = true>>
+  %p_t = fa.transpose %p : tensor<64x128xf32, #fa.mma<warps = 8, transposed = true>> -> tensor<128x64xf32, #fa.mma<warps = 8>>
+  return %p_t : tensor<128x64xf32, #fa.mma<warps = 8>>
+}
+
 // A 2-d warp grid round-trips; warps_n = 1 is the default and not printed.
 // CHECK-LABEL: func private @mma_grid
 // CHECK-SAME: tensor<128x128xf32, #fa.mma<warps = 8, warps_n = 2>>

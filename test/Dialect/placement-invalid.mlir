@@ -133,6 +133,56 @@ func.func private @mma_grid_cols(tensor<64x40xf32, #fa.mma<warps = 8, warps_n = 
 
 // -----
 
+// expected-error @+1 {{#fa.mma sets warps_n twice}}
+func.func private @mma_twice(tensor<64x64xf32, #fa.mma<warps = 8, warps_n = 2, warps_n = 2>>)
+
+// -----
+
+// expected-error @+1 {{#fa.mma has warps, warps_n, rows_first and transposed, got cols}}
+func.func private @mma_unknown(tensor<64x64xf32, #fa.mma<warps = 8, cols = 2>>)
+
+// -----
+
+// expected-error @+1 {{transposed is true or false, got yes}}
+func.func private @mma_transposed_value(tensor<64x64xf32, #fa.mma<warps = 4, transposed = yes>>)
+
+// -----
+
+// A transposed tile is verified as its twin (128 x 36 over 8 warps).
+// expected-error @+1 {{#fa.mma (transposed: its twin) needs columns in multiples of 8, got 36}}
+func.func private @mma_transposed_twin(tensor<36x128xf32, #fa.mma<warps = 8, transposed = true>>)
+
+// -----
+
+// expected-error @+1 {{a 1-d transposed #fa.mma tile holds the twin's columns: rows in multiples of 8 x 2 = 16, got 40}}
+func.func private @mma_transposed_rows(tensor<40xf32, #fa.mma<warps = 8, warps_n = 2, transposed = true>>)
+
+// -----
+
+func.func @transpose_shape(%s: tensor<128x64xf32, #fa.mma<warps = 8>>) {
+  // expected-error @+1 {{transposes a 2-d tile: the result's shape is the source's swapped}}
+  %t = fa.transpose %s : tensor<128x64xf32, #fa.mma<warps = 8>> -> tensor<64x128xf16, #fa.mma<warps = 8, transposed = true>>
+  return
+}
+
+// -----
+
+func.func @transpose_layouts(%s: tensor<128x64xf32, #fa.mma<warps = 8>>) {
+  // expected-error @+1 {{needs encodings whose register layouts are each other's transposes}}
+  %t = fa.transpose %s : tensor<128x64xf32, #fa.mma<warps = 8>> -> tensor<64x128xf32, #fa.mma<warps = 4, transposed = true>>
+  return
+}
+
+// -----
+
+func.func @transpose_shared(%s: tensor<128x64xf16, #fa.swizzled_shared<bytes = 128>>) {
+  // expected-error @+1 {{reads a register tile the other way: both types need a register encoding}}
+  %t = fa.transpose %s : tensor<128x64xf16, #fa.swizzled_shared<bytes = 128>> -> tensor<64x128xf16, #fa.mma<warps = 8, transposed = true>>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{#fa.mma_operand holds f16, bf16 or f8E4M3FN, got 'f32'}}
 func.func private @operand_type(tensor<64x64xf32, #fa.mma_operand<warps = 4>>)
 

@@ -211,6 +211,68 @@ TEST_F(RegisterLayoutTest, MmaWarpGridRowsFirst) {
   expectCovers(rows, 256, 64, 1, 8);
 }
 
+// A transposed #fa.mma tile: each thread holds, in the same slots, the
+// transposes of its twin's elements (the wgmma backward's S as S^T's
+// accumulator); its per-row values are the twin's columns, and the row
+// slots of the 2-d and 1-d tiles agree.
+TEST_F(RegisterLayoutTest, MmaTransposedIsItsTwinSwapped) {
+  auto transposed = MmaEncodingAttr::get(&context, 8, 1, 0, true);
+  auto twin = MmaEncodingAttr::get(&context, 8);
+  EXPECT_EQ(transposed.getTwin(), twin);
+  EXPECT_EQ(twin.getTwin(), transposed);
+  // S: 64 queries x 128 keys; the twin S^T: 128 keys (16 a warp) x 64.
+  RegisterLayout layout = layoutOf(transposed, {64, 128});
+  RegisterLayout twinLayout = layoutOf(twin, {128, 64});
+  ASSERT_EQ(layout.numSlots(), twinLayout.numSlots());
+  for (int64_t t = 0; t < 256; ++t)
+    for (int64_t s = 0; s < layout.numSlots(); ++s) {
+      auto [row, col] = twinLayout.elementOf(t, s);
+      EXPECT_EQ(layout.elementOf(t, s), std::make_pair(col, row));
+    }
+  EXPECT_EQ(cast<TileEncodingInterface>(Attribute(transposed))
+                .getRegistersPerThread({64, 128}),
+            32);
+  expectCovers(layout, 256, 64, 128, 1);
+  expectRowSlotsConsistent(layout);
+  EXPECT_FALSE(layout.rowsInOneWarp);
+  EXPECT_EQ(layout.vectorWidth, 1);
+  // Lane (g, t) = (1, 1) of warp 5 holds queries 2, 3, 10, 11, ... (16
+  // rows) and keys 5 * 16 + 1 and + 9.
+  int64_t thread = 5 * 32 + 5;
+  EXPECT_EQ(layout.numRowSlots(), 16);
+  EXPECT_EQ(layout.elementOf(thread, 0),
+            std::make_pair(int64_t(2), int64_t(81)));
+  EXPECT_EQ(layout.elementOf(thread, 2),
+            std::make_pair(int64_t(2), int64_t(89)));
+  EXPECT_EQ(layout.elementOf(thread, 4),
+            std::make_pair(int64_t(10), int64_t(81)));
+  // Per-row values (LSE, D): the same 16 queries in the same row slots,
+  // held by the 8 lanes of one t in each of the 8 warps.
+  RegisterLayout rows = layoutOf(transposed, {64});
+  EXPECT_EQ(rows.numSlots(), 16);
+  EXPECT_EQ(cast<TileEncodingInterface>(Attribute(transposed))
+                .getRegistersPerThread({64}),
+            16);
+  expectCovers(rows, 256, 64, 1, 64);
+  expectRowSlotsConsistent(rows);
+  for (int64_t r = 0; r < rows.numRowSlots(); ++r)
+    EXPECT_EQ(rows.elementOf(thread, r).first,
+              layout.elementOf(thread, layout.slotsOfRow(r).front()).first);
+  // The lanes of a warp that share a row are those the masks reach.
+  std::set<int64_t> reached = {5};
+  for (int64_t mask : rows.rowReduceMasks) {
+    std::set<int64_t> next = reached;
+    for (int64_t u : reached)
+      next.insert(u ^ mask);
+    reached = next;
+  }
+  std::set<int64_t> sharing;
+  for (int64_t u = 0; u < 32; ++u)
+    if (rows.elementOf(u, 0).first == rows.elementOf(5, 0).first)
+      sharing.insert(u);
+  EXPECT_EQ(reached, sharing);
+}
+
 // #fa.mma_operand: a0a1 (g, 2t..), a2a3 (g + 8, 2t..), a4a5 (g, 2t + 8..),
 // a6a7 (g + 8, 2t + 8..); columns padded to 16.
 TEST_F(RegisterLayoutTest, MmaOperand) {

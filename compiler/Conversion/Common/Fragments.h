@@ -147,7 +147,15 @@ template <typename Op> struct MmaPattern : OpConversionPattern<Op> {
   using OpAdaptor = typename Op::Adaptor;
 };
 
-inline bool isMma(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
+/// An #fa.mma tile in its fragments' own orientation: the patterns here
+/// index fragments by (row, column); a `transposed` tile is first read as
+/// its twin (fa.transpose).
+inline bool isMma(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  auto mma = type ? dyn_cast_or_null<MmaEncodingAttr>(type.getEncoding())
+                  : MmaEncodingAttr();
+  return mma && !mma.getTransposed();
+}
 inline bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
 inline bool isShared(Value v) { return hasEncoding<SharedEncodingAttr>(v); }
 

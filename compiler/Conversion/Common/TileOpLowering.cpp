@@ -739,11 +739,26 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
   return success();
 }
 
+/// A transpose is the same registers read the other way (the verifier
+/// checked the layouts): the thread's elements stay where they are.
+struct TransposeLowering : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (failed(registerLayoutOf(op.getSource().getType())))
+      return rewriter.notifyMatchFailure(op, "not a register tile");
+    rewriter.replaceOp(op, adaptor.getSource());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
                                       RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
+  patterns.add<TransposeLowering>(typeConverter, ctx);
   patterns.add<LayoutPattern<MaskOp>>(
       typeConverter, ctx, [](MaskOp op) -> Value { return op.getScores(); }, lowerMask);
   patterns.add<LayoutPattern<ScoreModOp>>(

@@ -285,7 +285,7 @@ SmallVector<Value> float8Registers(OpBuilder &b, Location loc,
   return regs;
 }
 bool isOperand(Value v) { return hasEncoding<MmaOperandEncodingAttr>(v); }
-bool isAccumulator(Value v) { return hasEncoding<MmaEncodingAttr>(v); }
+bool isAccumulator(Value v) { return isMma(v); }
 
 /// acc (+)= lhs * rhs for one warpgroup's 64 rows: per k16 step one
 /// wgmma.mma_async, all committed as one group and waited for before the
