@@ -224,6 +224,10 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "K/V tiles in flight (1: no prefetch)">,
     Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"",
            "target GPU architecture (sm_90a only)">,
+    Option<"transposedScores", "transposed-scores", "int64_t",
+           /*default=*/"-1",
+           "the backward computes S^T and dP^T (-1: where the resource "
+           "model says so, 0: never, 1: wherever the program allows)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }

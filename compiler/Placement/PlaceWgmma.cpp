@@ -13,8 +13,10 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
 
 #define DEBUG_TYPE "fa-place-wgmma"
 
@@ -149,6 +151,150 @@ static bool readsAsLogSumExp(LoadTileOp load) {
   });
 }
 
+/// Whether the program reduces a row of scores (the sinks' gradient, tile
+/// totals): a transposed row is spread over every warp, which those
+/// lowerings do not serve.
+static bool reducesScoreRows(GridOp grid) {
+  return grid
+      .walk([](Operation *op) {
+        return isa<SinkGradOp, AccumulateTotalOp, TileTotalOp>(op)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Transposed scores (WgmmaModel's transposesScores): S = Q K^T and
+/// dP = dO V^T become S^T = K Q^T and dP^T = V dO^T, whose accumulators
+/// (`keyRows`: each warpgroup its 64 keys) the tile ops read as S and dP
+/// through fa.transpose, in #fa.mma `transposed` tiles; every tile computed
+/// from them element-wise (mask, P, dS, the variants' ops) and the row
+/// values they read (LSE, D) take the transposed encodings too. Their
+/// products read them back the other way: dV += P^T dO and dK += dS^T Q
+/// from A fragments of P^T and dS^T (registers), dQ = dS K from dS^T
+/// staged in swizzled shared memory at `stagingOffset` and read transposed.
+static LogicalResult placeTransposedScores(GridOp grid, int64_t blockM,
+                                           int64_t blockN,
+                                           MmaEncodingAttr keyRows,
+                                           SwizzledSharedEncodingAttr shared,
+                                           int64_t stagingOffset) {
+  MLIRContext *ctx = grid.getContext();
+  MmaEncodingAttr transposed = keyRows.getTwin();
+  auto operand = MmaOperandEncodingAttr::get(ctx, keyRows.getWarps());
+  auto isScoreTile = [&](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && tensor.getRank() == 2 && tensor.getDimSize(0) == blockM &&
+           tensor.getDimSize(1) == blockN;
+  };
+  SmallVector<TileMatmulOp> products;
+  grid.walk([&](TileMatmulOp op) {
+    if (!op.getAcc() && op.getTransposeRhs() && !op.getTransposeLhs() &&
+        isScoreTile(op.getType()))
+      products.push_back(op);
+  });
+  if (products.size() != 2)
+    return grid.emitOpError("transposed scores: expected two products of "
+                            "scores (S = Q K^T, dP = dO V^T), found ")
+           << products.size();
+
+  // S^T = K Q^T (dP^T likewise), read as S.
+  SetVector<Value> chain;
+  for (TileMatmulOp op : products) {
+    auto type = cast<RankedTensorType>(op.getType());
+    Value rows = op.getLhs(), keys = op.getRhs();
+    op.getLhsMutable().assign(keys);
+    op.getRhsMutable().assign(rows);
+    op.getResult().setType(RankedTensorType::get(
+        {blockN, blockM}, type.getElementType(), keyRows));
+    OpBuilder b(ctx);
+    b.setInsertionPointAfter(op);
+    auto read =
+        TransposeOp::create(b, op.getLoc(), withEncoding(type, transposed), op);
+    op.getResult().replaceAllUsesExcept(read, read);
+    chain.insert(read);
+  }
+  // The element-wise ops downstream, and the row values they read.
+  SmallVector<TileMatmulOp> consumers;
+  for (size_t next = 0; next < chain.size(); ++next) {
+    for (Operation *user : chain[next].getUsers()) {
+      if (auto matmul = dyn_cast<TileMatmulOp>(user)) {
+        if (matmul.getLhs() != chain[next] || matmul.getRhs() == chain[next] ||
+            matmul.getAcc() == chain[next])
+          return matmul.emitOpError("transposed scores: a product reads "
+                                    "scores only as its left operand");
+        if (!llvm::is_contained(consumers, matmul))
+          consumers.push_back(matmul);
+        continue;
+      }
+      if (isa<ConvertLayoutOp, TransposeOp, scf::YieldOp>(user))
+        return user->emitOpError("transposed scores: scores leave the "
+                                 "iteration's element-wise ops here");
+      for (Value result : user->getResults()) {
+        if (!isScoreTile(result.getType()))
+          return user->emitOpError("transposed scores: an element-wise op "
+                                   "of scores gives another shape");
+        result.setType(withEncoding(result.getType(), transposed));
+        chain.insert(result);
+      }
+      for (Value rowValues : user->getOperands()) {
+        auto type = dyn_cast<RankedTensorType>(rowValues.getType());
+        if (!type || type.getRank() != 1)
+          continue;
+        if (!llvm::all_of(rowValues.getUsers(), [&](Operation *reader) {
+              return llvm::any_of(reader->getResults(), [&](Value v) {
+                return isScoreTile(v.getType());
+              });
+            }))
+          return user->emitOpError("transposed scores: row values that "
+                                   "other ops read too");
+        rowValues.setType(withEncoding(type, transposed));
+      }
+    }
+  }
+  if (consumers.empty())
+    return grid.emitOpError("transposed scores: no product reads P or dS");
+
+  // The products of P and dS read them back as their twins: A fragments
+  // of P^T, dS^T (registers), or dS^T staged (one tile) for dQ.
+  llvm::DenseMap<Value, Value> twinOf, fragmentsOf;
+  bool staged = false;
+  for (TileMatmulOp op : consumers) {
+    Value lhs = op.getLhs();
+    auto type = cast<RankedTensorType>(lhs.getType());
+    OpBuilder b(ctx);
+    b.setInsertionPointAfterValue(lhs);
+    Value &twin = twinOf[lhs];
+    if (!twin)
+      twin = TransposeOp::create(b, op.getLoc(),
+                                 RankedTensorType::get({blockN, blockM},
+                                                       type.getElementType(),
+                                                       keyRows),
+                                 lhs);
+    b.setInsertionPointAfterValue(twin);
+    if (op.getTransposeLhs()) {
+      Value &fragments = fragmentsOf[lhs];
+      if (!fragments)
+        fragments = ConvertLayoutOp::create(
+            b, op.getLoc(), withEncoding(twin.getType(), operand), twin);
+      op.getLhsMutable().assign(fragments);
+      op.setTransposeLhs(false);
+      continue;
+    }
+    if (staged)
+      return op.emitOpError("transposed scores: the wgmma backward stages "
+                            "one tile of scores (dS^T for dQ), this is a "
+                            "second");
+    staged = true;
+    auto stage = ConvertLayoutOp::create(
+        b, op.getLoc(), withEncoding(twin.getType(), shared), twin);
+    stage->setAttr(FADialect::getSharedOffsetAttrName(),
+                   b.getI64IntegerAttr(stagingOffset));
+    op.getLhsMutable().assign(stage);
+    op.setTransposeLhs(true);
+  }
+  return success();
+}
+
 /// The backward's dkdv program (lib/Strategy/WgmmaModel.h describes the
 /// split): K, V once and Q, dO in rings in 128-byte-swizzled shared memory;
 /// LSE and D straight into the row slots of S's layout; P and dS staged in
@@ -207,13 +353,23 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
                      layout.qOffset, layout.gradOutputOffset, stages);
   // LSE and D (or LSE alone) one query tile ahead where the registers
   // allow.
-  ::fa::wgmma::RowValuePrefetch prefetch =
-      ::fa::wgmma::prefetchedRowValues(config, isPlainBackwardProgram(grid));
+  // S^T = K Q^T and dP^T = V dO^T where the model (or the option) says so.
+  bool transposeScores =
+      transposedScores < 0
+          ? ::fa::wgmma::transposesScores(config, !reducesScoreRows(grid))
+          : transposedScores == 1 && !reducesScoreRows(grid);
+  ::fa::wgmma::RowValuePrefetch prefetch = ::fa::wgmma::prefetchedRowValues(
+      config, isPlainBackwardProgram(grid), transposeScores);
   for (LoadTileOp op : loads->rowVectors)
     if (prefetch == ::fa::wgmma::RowValuePrefetch::both ||
         (prefetch == ::fa::wgmma::RowValuePrefetch::logSumExp &&
          readsAsLogSumExp(op)))
       op->setAttr(FADialect::getPrefetchAttrName(), UnitAttr::get(ctx));
+
+  if (transposeScores &&
+      failed(placeTransposedScores(grid, config.blockM, config.blockN, keyRows,
+                                   shared, layout.gradScoresOffset)))
+    return failure();
 
   // Left operands that are register tiles (the rounded P and dS) are
   // staged once each, right after they are computed: P in one buffer, dS
@@ -224,7 +380,7 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
                                     layout.gradScoresOffset};
   WalkResult walk = grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
-    if (lhs.getDefiningOp<LoadTileOp>())
+    if (transposeScores || lhs.getDefiningOp<LoadTileOp>())
       return WalkResult::advance();
     Value &staged = stagedOf[lhs];
     if (!staged) {

@@ -132,9 +132,9 @@ struct BackwardLoop {
 };
 
 /// The loop whose body computes fa.softmax_grad from two products started
-/// in it (S feeds the probabilities), accumulates dK and dV (products with
-/// a transposed left operand and an accumulator) and one product more (dQ);
-/// failure for any other loop.
+/// in it (S feeds the probabilities), accumulates dK and dV (the products
+/// with an accumulator) and one product more (dQ); failure for any other
+/// loop.
 FailureOr<BackwardLoop> matchBackwardLoop(scf::ForOp loop) {
   BackwardLoop match{loop, {}, {}, {}, {}, {}};
   Block *body = loop.getBody();
@@ -147,9 +147,9 @@ FailureOr<BackwardLoop> matchBackwardLoop(scf::ForOp loop) {
     if (auto g = dyn_cast<SoftmaxGradOp>(op))
       grad = g;
     else if (auto matmul = dyn_cast<TileMatmulOp>(op)) {
-      if (matmul.getAcc() && matmul.getTransposeLhs())
+      if (matmul.getAcc())
         accumulated.push_back(matmul);
-      else if (!matmul.getAcc() && matmul.getTransposeRhs())
+      else if (matmul.getTransposeRhs())
         (match.scores ? match.gradProbs : match.scores) = matmul;
       else
         match.gradQuery = matmul;
@@ -158,11 +158,16 @@ FailureOr<BackwardLoop> matchBackwardLoop(scf::ForOp loop) {
   if (!grad || accumulated.size() != 2 || !match.scores || !match.gradProbs ||
       !match.gradQuery)
     return failure();
-  // dP is the product softmax_grad reads as its gradient; the other is S.
-  if (grad.getGradProbs() == match.scores.getResult())
+  // dP is the product softmax_grad reads as its gradient (with transposed
+  // scores, through the fa.transpose that reads dP^T as dP); the other is
+  // S.
+  Value gradProbs = grad.getGradProbs();
+  if (auto read = gradProbs.getDefiningOp<TransposeOp>())
+    gradProbs = read.getSource();
+  if (gradProbs == match.scores.getResult())
     std::swap(match.scores, match.gradProbs);
-  if (grad.getGradProbs() != match.gradProbs.getResult() ||
-      !match.scores->hasOneUse() || !match.gradProbs->hasOneUse())
+  if (gradProbs != match.gradProbs.getResult() || !match.scores->hasOneUse() ||
+      !match.gradProbs->hasOneUse())
     return failure();
   // dV comes first (it reads P), dK second (it reads dS).
   match.gradValue = accumulated[0];

@@ -192,6 +192,18 @@ struct BackwardSharedLayout {
 
 BackwardSharedLayout backwardSharedLayout(const Config &config);
 
+/// Whether the dkdv program computes S^T = K Q^T and dP^T = V dO^T
+/// (fa-place-wgmma's transposed scores, FlashAttention-3's SdP_swapAB):
+/// each warpgroup's accumulator rows are then its 64 keys, so P^T and dS^T
+/// are register A operands of dV += P^T dO and dK += dS^T Q (two products
+/// no longer read an operand from shared memory, and P is not staged);
+/// only dS^T is staged, for dQ. The tile ops see S as a `transposed`
+/// #fa.mma tile whose per-row values (LSE, D) are 2 x block-m / 8 registers
+/// a thread instead of 2 x block-m / 64. `programAllows`: the program has
+/// no op that reduces a row of scores (sinks), which a transposed row
+/// (spread over every warp) does not serve.
+bool transposesScores(const Config &config, bool programAllows);
+
 /// The row values the dkdv loop loads one query tile ahead
 /// (fa-prefetch-row-values: 2 more registers per thread for each).
 enum class RowValuePrefetch { none, logSumExp, both };
@@ -204,7 +216,11 @@ enum class RowValuePrefetch { none, logSumExp, both };
 /// lengths, no score_mod, no deterministic turns) and is 2-3% faster there
 /// (2026-12-04 (o)); a causal mask, a variant or the turns take the
 /// registers it needs (ptxas spilled 20-72 bytes).
-RowValuePrefetch prefetchedRowValues(const Config &config, bool plainProgram);
+/// With transposed scores (transposesScores) a tile's row values are 8x
+/// the registers (16 a thread at block-m 64): none ahead (ptxas spilled
+/// 268 bytes with both at head dim 64).
+RowValuePrefetch prefetchedRowValues(const Config &config, bool plainProgram,
+                                     bool transposedScores = false);
 
 /// Warpgroups of a backward config (num-warps / 4).
 int64_t backwardWarpgroups(const Config &config);
