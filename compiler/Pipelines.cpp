@@ -160,7 +160,15 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   Option<int64_t> stages{*this, "stages",
                          llvm::cl::desc("K/V tiles in flight (mma)"),
                          llvm::cl::init(2)};
-  GpuOptions get() const { return {arch, numWarps, strategy, stages}; }
+  Option<int64_t> transposedScores{
+      *this, "transposed-scores",
+      llvm::cl::desc("the wgmma backward computes S^T and dP^T (-1: where "
+                     "the resource model says so, 0: never, 1: wherever "
+                     "the program allows)"),
+      llvm::cl::init(-1)};
+  GpuOptions get() const {
+    return {arch, numWarps, strategy, stages, transposedScores};
+  }
 };
 
 struct TilePipelineOptions : public PassPipelineOptions<TilePipelineOptions> {

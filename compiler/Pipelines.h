@@ -44,6 +44,10 @@ struct GpuOptions {
   std::string strategy = "simt";
   /// K/V tiles in flight (mma).
   int64_t stages = 2;
+  /// The wgmma backward's transposed scores (fa-place-wgmma's option): -1
+  /// where the resource model says so, 0 never, 1 wherever the program
+  /// allows.
+  int64_t transposedScores = -1;
 };
 
 /// tiled -> placed: every tile gets a home (fa-place-simt, fa-place-mma or

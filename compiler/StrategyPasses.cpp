@@ -55,6 +55,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.numWarps = options.numWarps;
   place.stages = options.stages;
   place.arch = options.arch;
+  place.transposedScores = options.transposedScores;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   FAWarpSpecializeOptions specialize;

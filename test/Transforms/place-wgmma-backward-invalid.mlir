@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --split-input-file --fa-place-wgmma="num-warps=8 stages=2" --verify-diagnostics
+// RUN: fa-opt %s --split-input-file --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --verify-diagnostics
 
 // The wgmma backward places the dkdv program fa-tile-backward makes: K and
 // V loaded once, Q and dO streamed by the query-tile loop. A program that

@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --cse | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --cse | FileCheck %s
 
 // The dkdv program's dQ part (f32, 64 query rows x D = 128), staged by the
 // placement in the 128-byte swizzle, is added to the accumulator by the
