@@ -1,7 +1,9 @@
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=1" | FileCheck %s
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=1" --fa-wgmma-pipeline | FileCheck %s --check-prefix=PIPE
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=1" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --fa-prefetch-row-values --fa-pingpong --fa-place-simt="num-warps=8" -o %t.mlir
-// RUN: fa-compile %t.mlir --strategy=wgmma --arch=sm_90a --emit=ptx -o - | FileCheck %s --check-prefix=PTX
+// RUN: fa-compile %t.mlir --strategy=wgmma --arch=sm_90a --emit=ptx -o %t.ptx
+// RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: FileCheck %s --check-prefix=LOADS < %t.ptx
 
 // Transposed scores (FlashAttention-3's SdP_swapAB): the dkdv program
 // computes S^T = K Q^T and dP^T = V dO^T, so that each warpgroup's
@@ -62,6 +64,19 @@
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // PTX-NOT: wgmma.mma_async
 // PTX: .entry
+//
+// A thread's 16 LSE (and D) values: where the query tile lies wholly
+// before the end of the rows, plain loads at immediate offsets from one
+// address (queries 2t, 2t + 1, 2t + 8, ..., 2t + 57: +0 .. +228 bytes);
+// the tail tile tests each row.
+// LOADS-LABEL: .entry backward_d64_dkdv
+// LOADS: ld.global.b32 {{%r[0-9]+}}, [[[ADDR:%rd[0-9]+]]];
+// LOADS-NEXT: ld.global.b32 {{%r[0-9]+}}, [[[ADDR]]+4];
+// LOADS-NEXT: ld.global.b32 {{%r[0-9]+}}, [[[ADDR]]+32];
+// LOADS-COUNT-12: ld.global.b32
+// LOADS-NEXT: ld.global.b32 {{%r[0-9]+}}, [[[ADDR]]+228];
+// LOADS: setp.lt.u64
+// LOADS-NEXT: min.u64
 func.func @backward_d64(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>, %v: memref<?x?x?x64xf16>,
                         %o: memref<?x?x?x64xf16>, %do: memref<?x?x?x64xf16>, %lse: memref<?x?x?xf32>,
                         %dq: memref<?x?x?x64xf16>, %dk: memref<?x?x?x64xf16>, %dv: memref<?x?x?x64xf16>,

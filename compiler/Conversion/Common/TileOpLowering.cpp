@@ -708,6 +708,10 @@ LogicalResult lowerSoftmaxGrad(SoftmaxGradOp op,
   return success();
 }
 
+/// Row slots a thread from which a 1-d register load tests the tile once
+/// (is it wholly before the limit?) rather than each row.
+constexpr int64_t kUncheckedRowLoadsFrom = 16;
+
 /// global -> registers: each thread loads the elements it holds, zero past
 /// the end of the rows (LSE and D of the backward; tiles that only feed
 /// element-wise ops).
@@ -721,21 +725,52 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
   Value rowLimit = buildRowLimit(b, loc, source, op.getSequenceEnd());
   Value firstRow =
       buildSourceRow(b, loc, op.getSequenceFirst(), adaptor.getRow());
-  SmallVector<Value> values(r.layout.numSlots());
-  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
-    Value index = arith::AddIOp::create(b, loc, firstRow,
-                                        thread.rowOfRowSlot(b, loc, row));
-    for (int64_t slot : r.layout.slotsOfRow(row)) {
-      SmallVector<Value> trailing;
-      if (r.layout.is2d())
-        trailing.push_back(thread.col(b, loc, slot));
-      values[slot] =
-          buildZeroPaddedLoad(b, loc, source, adaptor.getPages(),
-                              adaptor.getBatch(), adaptor.getHead(), index,
-                              rowLimit, trailing, bool(op.getSequenceEnd()));
+  Type vectorType = r.converter.convertType(type);
+  auto loadAll = [&](OpBuilder &b, bool checked) {
+    SmallVector<Value> values(r.layout.numSlots());
+    for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+      Value index = arith::AddIOp::create(b, loc, firstRow,
+                                          thread.rowOfRowSlot(b, loc, row));
+      for (int64_t slot : r.layout.slotsOfRow(row)) {
+        SmallVector<Value> trailing;
+        if (r.layout.is2d())
+          trailing.push_back(thread.col(b, loc, slot));
+        if (checked) {
+          values[slot] = buildZeroPaddedLoad(
+              b, loc, source, adaptor.getPages(), adaptor.getBatch(),
+              adaptor.getHead(), index, rowLimit, trailing,
+              bool(op.getSequenceEnd()));
+          continue;
+        }
+        SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
+                                      index};
+        llvm::append_range(indices, trailing);
+        values[slot] = memref::LoadOp::create(b, loc, source, indices);
+      }
     }
+    return mlir::fa::pack(b, loc, vectorType, values);
+  };
+  // Many rows a thread, each held by several warps (a transposed tile's
+  // row values: 16 at block-m 64): a tile wholly before the limit loads
+  // them without the per-row test and clamp (7 instructions a row, 1 once
+  // the addresses fold); the tail tile keeps them. (Blocked row vectors of
+  // as many rows, one warp's each, keep the per-row form: their kernels
+  // have not been measured with it.)
+  if (!adaptor.getPages() && !r.layout.is2d() && !r.layout.rowsInOneWarp &&
+      r.layout.numRowSlots() >= kUncheckedRowLoadsFrom) {
+    Value tileEnd = addConst(b, loc, firstRow, type.getDimSize(0));
+    Value whole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                        tileEnd, rowLimit);
+    auto branch = scf::IfOp::create(b, loc, vectorType, whole,
+                                    /*withElseRegion=*/true);
+    OpBuilder inside = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
+    scf::YieldOp::create(inside, loc, loadAll(inside, /*checked=*/false));
+    inside.setInsertionPointToStart(&branch.getElseRegion().front());
+    scf::YieldOp::create(inside, loc, loadAll(inside, /*checked=*/true));
+    b.replaceOp(op, branch.getResult(0));
+    return success();
   }
-  b.replaceOp(op, r.pack(r.converter.convertType(type), values));
+  b.replaceOp(op, loadAll(b, /*checked=*/true));
   return success();
 }
 
