@@ -340,3 +340,35 @@ func.func @tile_total(%shares: memref<?x?x?xf32>, %n: index) {
   } attributes {fa.launch = #fa.launch<strategy = simt, threads = 64, shared_bytes = 0, stages = 1, registers = 32>}
   return
 }
+
+// -----
+
+// A transposed #fa.mma tile (the wgmma backward's S read from S^T's
+// accumulator): fa.transpose is the same registers, and the causal mask
+// goes by column. Twin 32 x 16 over 2 warps: lane (g, t) of warp w holds
+// keys 16 w + g and + 8 (2 columns) of queries 2t, 2t + 1, 2t + 8,
+// 2t + 9 (4 rows); each key's first visible query is computed once, and
+// each element compares its row offset (0, 1, 8, 9) with its key's.
+#twin = #fa.mma<warps = 2>
+#scores = #fa.mma<warps = 2, transposed = true>
+// CHECK-LABEL: gpu.func @transposed_causal
+func.func @transposed_causal(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %st = arith.constant dense<1.0> : tensor<32x16xf32, #twin>
+    // CHECK-NOT: fa.transpose
+    %s = fa.transpose %st : tensor<32x16xf32, #twin> -> tensor<16x32xf32, #scores>
+    // CHECK: scf.if
+    // Key columns 0 and 8 of the thread: first visible row, in 32 bits.
+    // CHECK: arith.index_cast %{{.*}} : index to i32
+    // CHECK: arith.index_cast %{{.*}} : index to i32
+    // CHECK-NOT: arith.index_cast
+    // 8 elements, one compare each.
+    // CHECK-COUNT-8: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+    // CHECK-NOT: arith.cmpi slt
+    // CHECK: scf.yield
+    %m = fa.mask %s, %n, %n, %n, %n {mask = #fa.mask<causal>} : tensor<16x32xf32, #scores>
+    %back = fa.transpose %m : tensor<16x32xf32, #scores> -> tensor<32x16xf32, #twin>
+    %sink = fa.convert_layout %back {fa.shared_offset = 0 : i64} : tensor<32x16xf32, #twin> -> tensor<32x16xf32, #fa.shared<pad = 0>>
+  } attributes {fa.launch = #fa.launch<strategy = mma, threads = 64, shared_bytes = 2048, stages = 1, registers = 32>}
+  return
+}

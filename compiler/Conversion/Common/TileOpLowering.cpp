@@ -223,6 +223,63 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   ThreadElements thread(b, loc, type);
   SmallVector<Value> values = r.unpack(scores);
   Value negInf = f32Const(b, loc, -INFINITY);
+  // A thread with fewer key columns than rows, each row held by several
+  // warps (a transposed tile: 2 keys, 16 queries) tests per column: key
+  // column k is visible from query row k + Sq - Sk on (causal), and not
+  // at all past the keys; each element then costs one compare of its row
+  // offset with its column's first visible row. (Blocked tiles with more
+  // rows than columns a thread keep the per-row form: their kernels have
+  // not been measured with it.)
+  SmallVector<int64_t> columns;
+  for (int64_t col : r.layout.colOffset)
+    if (!llvm::is_contained(columns, col))
+      columns.push_back(col);
+  if (!maskMod && !r.layout.rowsInOneWarp &&
+      int64_t(columns.size()) < r.layout.numRowSlots()) {
+    Value threadFirstRow = arith::AddIOp::create(b, loc, adaptor.getQStart(),
+                                                 thread.rowBase(b, loc));
+    Value threadFirstCol = arith::AddIOp::create(b, loc, adaptor.getKvStart(),
+                                                 thread.colBase(b, loc));
+    int64_t rows = type.getDimSize(0);
+    // Per column: the first visible row offset from the thread's first
+    // row, clamped to [0, rows + 1] in 32 bits (rows + 1: none visible).
+    SmallVector<Value> firstVisible;
+    for (int64_t col : columns) {
+      Value key = addConst(b, loc, threadFirstCol, col);
+      Value first = indexConst(b, loc, 0);
+      if (op.getMask() == MaskKind::causal) {
+        // Rows below key + Sq - Sk see it (signed: may be negative).
+        Value diagonal = arith::SubIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, key, adaptor.getQLen()),
+            adaptor.getKvLen());
+        first = arith::SubIOp::create(b, loc, diagonal, threadFirstRow);
+        first = arith::MaxSIOp::create(b, loc, first, indexConst(b, loc, 0));
+      }
+      Value pastKeys = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                             key, adaptor.getKvLen());
+      first = arith::SelectOp::create(b, loc, pastKeys,
+                                      indexConst(b, loc, rows + 1), first);
+      first =
+          arith::MinSIOp::create(b, loc, first, indexConst(b, loc, rows + 1));
+      firstVisible.push_back(
+          arith::IndexCastOp::create(b, loc, b.getI32Type(), first));
+    }
+    for (int64_t slot = 0; slot < r.layout.numSlots(); ++slot) {
+      int64_t column =
+          llvm::find(columns, r.layout.colOffset[slot]) - columns.begin();
+      Value rowOffset = arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(int32_t(r.layout.rowOffset[slot])));
+      Value hidden = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                           rowOffset, firstVisible[column]);
+      values[slot] =
+          arith::SelectOp::create(b, loc, hidden, negInf, values[slot]);
+    }
+    scf::YieldOp::create(b, loc, r.pack(scores.getType(), values));
+    b.setInsertionPointToStart(&branch.getElseRegion().front());
+    scf::YieldOp::create(b, loc, scores);
+    b.replaceOp(op, branch.getResult(0));
+    return success();
+  }
   // buildIsMasked's predicate, rearranged per row so that each element
   // costs one 32-bit compare with a constant: key column kvStart + colBase
   // + c (c = the slot's column offset) is visible iff
