@@ -11,7 +11,8 @@
 #                       block-mask|bench-variants|profile-block-mask|
 #                       bench-varlen|fp8|wide-backward|
 #                       paged-varlen-deterministic|varlen-backward|
-#                       sinks-serving-wgmma|driver-only|
+#                       sinks-serving-wgmma|driver-only|ab-backward|
+#                       transposed-scores|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -242,6 +243,41 @@ for step in $steps; do
   bench-backward | all)
     run bench-backward python3 bench/bench_backward.py \
       --json "$OUT/bench-backward.json" ${FA_BENCH_BACKWARD_ARGS:-} ;;&
+  ab-backward)
+    # The backward of the packed library (B) against a baseline library (A:
+    # .gpu/base/libfa_runtime.so.xz, packed from the commit to compare
+    # with), each in its own process and kernel cache, alternated A B A B.
+    if [ -f .gpu/base/libfa_runtime.so.xz ]; then
+      mkdir -p /tmp/fa-base
+      xz -dc .gpu/base/libfa_runtime.so.xz > /tmp/fa-base/libfa_runtime.so
+      for r in 1 2; do
+        FA_RUNTIME_LIB=/tmp/fa-base/libfa_runtime.so FA_CACHE_DIR=/tmp/fa-cache-a \
+          run "ab-backward-A$r" python3 bench/bench_backward.py \
+          --json "$OUT/ab-backward-A$r.json" ${FA_BENCH_BACKWARD_ARGS:-}
+        FA_CACHE_DIR=/tmp/fa-cache-b run "ab-backward-B$r" python3 \
+          bench/bench_backward.py --json "$OUT/ab-backward-B$r.json" \
+          ${FA_BENCH_BACKWARD_ARGS:-}
+      done
+    else
+      echo "== ab-backward: no baseline .gpu/base/libfa_runtime.so.xz"
+      failed+=(ab-backward)
+    fi ;;&
+  transposed-scores)
+    # Added 2026-12-05 (fourth session), not yet run on a GPU: the wgmma
+    # backward with transposed scores (pack with wgmma::transposesScores
+    # returning true where it is to be tried): the gradient matrix, the
+    # deterministic test, the variants (quick) and varlen backward, then
+    # racecheck and memcheck on the matrix's first part (quick).
+    run transposed-wgmma timeout 400 /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*BackwardWgmmaMatchesFloat64Gradients*:GpuAttention.BackwardDeterministic'
+    FA_GPU_TEST_QUICK=1 run transposed-variants timeout 300 \
+      /tmp/fa-bin/fa-gpu-tests \
+      --gtest_filter='*BackwardVariantsMatchFloat64Gradients*:*VarlenBackwardMatchesEachSequence*'
+    for tool in racecheck memcheck; do
+      FA_GPU_TEST_QUICK=1 run "transposed-$tool" timeout 150 compute-sanitizer \
+        --tool "$tool" --error-exitcode 9 /tmp/fa-bin/fa-gpu-tests \
+        --gtest_filter='*BackwardWgmmaMatchesFloat64Gradients/0'
+    done ;;&
   sweep | all)
     run sweep python3 bench/sweep_tiles.py ;;&
   sweep-timed)
