@@ -227,7 +227,7 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
     Option<"transposedScores", "transposed-scores", "int64_t",
            /*default=*/"-1",
            "the backward computes S^T and dP^T (-1: where the resource "
-           "model says so, 0: never, 1: wherever the program allows)">,
+           "model says so, 0: never, 1: always)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }

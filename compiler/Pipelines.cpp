@@ -163,8 +163,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   Option<int64_t> transposedScores{
       *this, "transposed-scores",
       llvm::cl::desc("the wgmma backward computes S^T and dP^T (-1: where "
-                     "the resource model says so, 0: never, 1: wherever "
-                     "the program allows)"),
+                     "the resource model says so, 0: never, 1: always)"),
       llvm::cl::init(-1)};
   GpuOptions get() const {
     return {arch, numWarps, strategy, stages, transposedScores};

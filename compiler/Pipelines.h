@@ -45,8 +45,7 @@ struct GpuOptions {
   /// K/V tiles in flight (mma).
   int64_t stages = 2;
   /// The wgmma backward's transposed scores (fa-place-wgmma's option): -1
-  /// where the resource model says so, 0 never, 1 wherever the program
-  /// allows.
+  /// where the resource model says so, 0 never, 1 always.
   int64_t transposedScores = -1;
 };
 

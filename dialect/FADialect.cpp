@@ -374,12 +374,6 @@ int64_t MmaEncodingAttr::getSharedElements(ArrayRef<int64_t>) const {
   return 0;
 }
 
-/// The fragment tables of lib/Strategy/MmaLayout.h over the warp grid: warp
-/// w owns the row slice w / warps_n and the column slice w % warps_n (with
-/// rows_first, w % warps_m and w / warps_m); lane
-/// (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of each m16 row
-/// block and columns 2t, 2t + 1 of each n8 block. The 4 lanes of a quad
-/// share a row.
 /// A transposed tile's layout from its twin's (see `transposed`): rows
 /// and columns swapped; a row (the twin's column) is held by the lanes of
 /// one t in each warp of the twin's row slices.
@@ -409,6 +403,12 @@ static RegisterLayout transposedLayout(const RegisterLayout &twin,
   return layout;
 }
 
+/// The fragment tables of lib/Strategy/MmaLayout.h over the warp grid: warp
+/// w owns the row slice w / warps_n and the column slice w % warps_n (with
+/// rows_first, w % warps_m and w / warps_m); lane
+/// (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of each m16 row
+/// block and columns 2t, 2t + 1 of each n8 block. The 4 lanes of a quad
+/// share a row.
 FailureOr<RegisterLayout>
 MmaEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
   if (getTransposed()) {

@@ -151,19 +151,6 @@ static bool readsAsLogSumExp(LoadTileOp load) {
   });
 }
 
-/// Whether the program reduces a row of scores (the sinks' gradient, tile
-/// totals): a transposed row is spread over every warp, which those
-/// lowerings do not serve.
-static bool reducesScoreRows(GridOp grid) {
-  return grid
-      .walk([](Operation *op) {
-        return isa<SinkGradOp, AccumulateTotalOp, TileTotalOp>(op)
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
 /// Transposed scores (WgmmaModel's transposesScores): S = Q K^T and
 /// dP = dO V^T become S^T = K Q^T and dP^T = V dO^T, whose accumulators
 /// (`keyRows`: each warpgroup its 64 keys) the tile ops read as S and dP
@@ -354,10 +341,9 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   // LSE and D (or LSE alone) one query tile ahead where the registers
   // allow.
   // S^T = K Q^T and dP^T = V dO^T where the model (or the option) says so.
-  bool transposeScores =
-      transposedScores < 0
-          ? ::fa::wgmma::transposesScores(config, !reducesScoreRows(grid))
-          : transposedScores == 1 && !reducesScoreRows(grid);
+  bool transposeScores = transposedScores < 0
+                             ? ::fa::wgmma::transposesScores(config)
+                             : transposedScores == 1;
   ::fa::wgmma::RowValuePrefetch prefetch = ::fa::wgmma::prefetchedRowValues(
       config, isPlainBackwardProgram(grid), transposeScores);
   for (LoadTileOp op : loads->rowVectors)

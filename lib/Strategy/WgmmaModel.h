@@ -199,10 +199,8 @@ BackwardSharedLayout backwardSharedLayout(const Config &config);
 /// no longer read an operand from shared memory, and P is not staged);
 /// only dS^T is staged, for dQ. The tile ops see S as a `transposed`
 /// #fa.mma tile whose per-row values (LSE, D) are 2 x block-m / 8 registers
-/// a thread instead of 2 x block-m / 64. `programAllows`: the program has
-/// no op that reduces a row of scores (sinks), which a transposed row
-/// (spread over every warp) does not serve.
-bool transposesScores(const Config &config, bool programAllows);
+/// a thread instead of 2 x block-m / 64.
+bool transposesScores(const Config &config);
 
 /// The row values the dkdv loop loads one query tile ahead
 /// (fa-prefetch-row-values: 2 more registers per thread for each).

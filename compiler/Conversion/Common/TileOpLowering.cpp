@@ -223,6 +223,14 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   ThreadElements thread(b, loc, type);
   SmallVector<Value> values = r.unpack(scores);
   Value negInf = f32Const(b, loc, -INFINITY);
+  // The masked scores, or the scores as they were where no mask is needed.
+  auto yieldMasked = [&] {
+    scf::YieldOp::create(b, loc, r.pack(scores.getType(), values));
+    b.setInsertionPointToStart(&branch.getElseRegion().front());
+    scf::YieldOp::create(b, loc, scores);
+    b.replaceOp(op, branch.getResult(0));
+    return success();
+  };
   // A thread with fewer key columns than rows, each row held by several
   // warps (a transposed tile: 2 keys, 16 queries) tests per column: key
   // column k is visible from query row k + Sq - Sk on (causal), and not
@@ -274,11 +282,7 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
       values[slot] =
           arith::SelectOp::create(b, loc, hidden, negInf, values[slot]);
     }
-    scf::YieldOp::create(b, loc, r.pack(scores.getType(), values));
-    b.setInsertionPointToStart(&branch.getElseRegion().front());
-    scf::YieldOp::create(b, loc, scores);
-    b.replaceOp(op, branch.getResult(0));
-    return success();
+    return yieldMasked();
   }
   // buildIsMasked's predicate, rearranged per row so that each element
   // costs one 32-bit compare with a constant: key column kvStart + colBase
@@ -376,11 +380,7 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
       }
     }
   }
-  scf::YieldOp::create(b, loc, r.pack(scores.getType(), values));
-  b.setInsertionPointToStart(&branch.getElseRegion().front());
-  scf::YieldOp::create(b, loc, scores);
-  b.replaceOp(op, branch.getResult(0));
-  return success();
+  return yieldMasked();
 }
 
 /// A score function (a score_mod, or its derivative: (score, b, h, q_idx,
@@ -783,18 +783,20 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
   Value firstRow =
       buildSourceRow(b, loc, op.getSequenceFirst(), adaptor.getRow());
   Type vectorType = r.converter.convertType(type);
-  auto loadAll = [&](OpBuilder &b, bool checked) {
+  // The thread's elements, loaded at `at`: zero past the limit
+  // (`checked`), or as they are (a tile wholly before it).
+  auto loadAll = [&](OpBuilder &at, bool checked) {
     SmallVector<Value> values(r.layout.numSlots());
     for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
-      Value index = arith::AddIOp::create(b, loc, firstRow,
-                                          thread.rowOfRowSlot(b, loc, row));
+      Value index = arith::AddIOp::create(at, loc, firstRow,
+                                          thread.rowOfRowSlot(at, loc, row));
       for (int64_t slot : r.layout.slotsOfRow(row)) {
         SmallVector<Value> trailing;
         if (r.layout.is2d())
-          trailing.push_back(thread.col(b, loc, slot));
+          trailing.push_back(thread.col(at, loc, slot));
         if (checked) {
           values[slot] = buildZeroPaddedLoad(
-              b, loc, source, adaptor.getPages(), adaptor.getBatch(),
+              at, loc, source, adaptor.getPages(), adaptor.getBatch(),
               adaptor.getHead(), index, rowLimit, trailing,
               bool(op.getSequenceEnd()));
           continue;
@@ -802,10 +804,10 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
         SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
                                       index};
         llvm::append_range(indices, trailing);
-        values[slot] = memref::LoadOp::create(b, loc, source, indices);
+        values[slot] = memref::LoadOp::create(at, loc, source, indices);
       }
     }
-    return mlir::fa::pack(b, loc, vectorType, values);
+    return mlir::fa::pack(at, loc, vectorType, values);
   };
   // Many rows a thread, each held by several warps (a transposed tile's
   // row values: 16 at block-m 64): a tile wholly before the limit loads
