@@ -47,3 +47,25 @@ func.func @scores_change_shape(%k: memref<?x?x?x64xf16>, %q: memref<?x?x?x64xf16
   } attributes {program = "dkdv"}
   return
 }
+
+// -----
+
+// Transposed scores rewrite the two products of scores (S and dP); a
+// program with one is not the backward's dkdv program.
+func.func @one_score_product(%k: memref<?x?x?x64xf16>, %q: memref<?x?x?x64xf16>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{transposed scores: expected two products of scores (S = Q K^T, dP = dO V^T), found 1}}
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %kt = fa.load_tile %k[%b, %h, %n] : memref<?x?x?x64xf16> -> tensor<128x64xf16>
+    %vt = fa.load_tile %k[%b, %h, %n] : memref<?x?x?x64xf16> -> tensor<128x64xf16>
+    scf.for %i = %c0 to %n step %c1 {
+      %qt = fa.load_tile %q[%b, %h, %i] : memref<?x?x?x64xf16> -> tensor<64x64xf16>
+      %dot = fa.load_tile %q[%b, %h, %i] : memref<?x?x?x64xf16> -> tensor<64x64xf16>
+      %s = fa.tile_matmul %qt, %kt {transpose_rhs} : tensor<64x64xf16>, tensor<128x64xf16> -> tensor<64x128xf32>
+      %p = arith.truncf %s : tensor<64x128xf32> to tensor<64x128xf16>
+      %a = fa.tile_matmul %p, %dot {transpose_lhs} : tensor<64x128xf16>, tensor<64x64xf16> -> tensor<128x64xf32>
+    }
+  } attributes {program = "dkdv"}
+  return
+}
