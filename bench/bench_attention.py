@@ -21,7 +21,7 @@ the ratios fa/flash and fa/cuDNN; on sm_90 devices also fa's Hopper strategy
 (wgmma) and its ratios (--no-wgmma skips it). --simt adds fa's CUDA-core strategy on the
 same 16-bit inputs; --f32 adds fa f32 (simt) and SDPA's float32 peer (the
 memory-efficient backend). --fp8 adds, on sm_90 devices at head dims in
-multiples of 128, fa's FP8 forward on the same inputs quantized to
+multiples of 64, fa's FP8 forward on the same inputs quantized to
 float8_e4m3fn (fa.fp8.quantize, outside the timing; bf16 O) and its ratios
 to fa wgmma and cuDNN on the 16-bit inputs.
 """
@@ -257,7 +257,7 @@ def main():
                             SDPBackend.EFFICIENT_ATTENTION, q32, k32, v32,
                             causal))
                         del q32, k32, v32
-                    if args.fp8 and wgmma and d % 128 == 0:
+                    if args.fp8 and wgmma and d % 64 == 0:
                         row["fa_fp8"] = rate(fa_fp8_ms(q, k, v, causal, args))
                     rows.append(row)
                     def ratio(x, key="fa_mma"):

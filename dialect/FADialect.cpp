@@ -538,8 +538,9 @@ MmaOperandEncodingAttr::getRegisterLayout(ArrayRef<int64_t> shape) const {
 LogicalResult
 SwizzledSharedEncodingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t bytes, bool transposed) {
-  if (bytes != 128)
-    return emitError() << "the swizzle width must be 128 bytes, got " << bytes;
+  if (bytes != 128 && bytes != 64)
+    return emitError() << "the swizzle width must be 128 or 64 bytes, got "
+                       << bytes;
   return success();
 }
 
@@ -559,6 +560,12 @@ LogicalResult SwizzledSharedEncodingAttr::verifyEncoding(
     return emitError() << "#fa.swizzled_shared stores 8-bit tiles transposed "
                           "(the K-major B of 8-bit wgmma), got "
                        << elementType;
+  // The lowerings take the 64-byte swizzle where 8-bit rows need it: the
+  // e4m3 Q, K and V of head dims that are not whole 128-byte rows.
+  if (getBytes() == 64 && (!float8 || getTransposed()))
+    return emitError() << "the 64-byte swizzle holds 8-bit tiles stored by "
+                          "rows (f8E4M3FN, not transposed), got "
+                       << elementType << (getTransposed() ? " transposed" : "");
   // A transposed tile's columns are its storage rows and the other way
   // round.
   int64_t storedRows = getTransposed() ? shape[1] : shape[0];
@@ -572,8 +579,8 @@ LogicalResult SwizzledSharedEncodingAttr::verifyEncoding(
   if (storedRows % 8 != 0)
     return emitError() << "#fa.swizzled_shared needs "
                        << (getTransposed() ? "columns" : "rows")
-                       << " in multiples of 8 (1024-byte swizzle atoms), got "
-                       << storedRows;
+                       << " in multiples of 8 (" << getAtomBytes()
+                       << "-byte swizzle atoms), got " << storedRows;
   return verifyTileBudget("#fa.swizzled_shared", *this, shape, elementType,
                           emitError);
 }

@@ -409,7 +409,7 @@ def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding"
     [DeclareAttrInterfaceMethods<FA_TileEncodingInterface>,
      DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "swizzled_shared";
-  let summary = "a tile in shared memory in the 128-byte swizzle";
+  let summary = "a tile in shared memory in the 128- or 64-byte swizzle";
   let description = [{
     The layout Hopper's wgmma descriptors (and the TMA engine) read with the
     128-byte swizzle: the tile's columns are cut into blocks of 128 bytes
@@ -430,6 +430,13 @@ def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding"
     Eight rows form a 1024-byte atom; the 8 rows a wgmma core matrix (or a
     16-byte cp.async per lane of 8 lanes) touches in one chunk column fall
     into 8 different bank groups. Tiles start on 1024-byte boundaries.
+
+    `bytes = 64` is the 64-byte swizzle, for 8-bit tiles whose rows are 64
+    bytes (e4m3 at head dims that are not whole 128-byte rows): column
+    blocks of 64 bytes (4 chunks), chunk `c` of row `r` stored at chunk
+    `c ^ ((r / 2) % 4)`, 8 rows a 512-byte atom (the same bits of the
+    address as the 128-byte swizzle: bits 4-5 xor bits 7-8). In general,
+    chunk `c` is stored at `c ^ ((r / (128 / bytes)) % (bytes / 16))`.
 
     16-bit and 8-bit (f8E4M3FN) tiles are wgmma's operands; f32 tiles are
     staged for the TMA engine's reductions (the backward's dQ part).
@@ -464,6 +471,8 @@ def FA_SwizzledSharedEncodingAttr : AttrDef<FA_Dialect, "SwizzledSharedEncoding"
     int64_t getBlockColumns(::mlir::Type elementType) const {
       return getBytes() * 8 / elementType.getIntOrFloatBitWidth();
     }
+    /// Bytes of the 8-row atom the pattern repeats in.
+    int64_t getAtomBytes() const { return 8 * getBytes(); }
   }];
 }
 

@@ -42,7 +42,7 @@ constexpr int64_t kMaxHeadDim = 512;
 /// only). `automatic` resolves to simt for f32; for f16/bf16 to wgmma on
 /// sm_90a when the head dim is a multiple of 64 up to 256, else to mma
 /// (simt for head dims mma does not take); for e4m3 to wgmma (head dims in
-/// multiples of 128 on sm_90a; elsewhere simt, which refuses it by name).
+/// multiples of 64 on sm_90a; elsewhere simt, which refuses it by name).
 enum class Strategy { automatic, simt, mma, wgmma };
 
 /// Every parameter that changes the generated code of an attention kernel:

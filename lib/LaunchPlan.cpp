@@ -371,12 +371,12 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
         return std::nullopt;
       TensorMap parsed{*operand, rows.value_or(0), cols.value_or(0),
                        elementBytes};
-      // TMA boxes: at most 256 rows of 128 bytes (the runtime's 128-byte
-      // swizzle).
+      // TMA boxes: at most 256 rows of 128 or 64 bytes (the runtime's
+      // swizzle of that span).
       if (!readByTensorMap(*operand) || parsed.boxRows < 1 ||
           parsed.boxRows > 256 || parsed.boxCols < 1 ||
           !llvm::is_contained({0, 1, 2, 4}, elementBytes) ||
-          parsed.boxCols * parsed.bytesPerElement() > 128)
+          !llvm::is_contained({64, 128}, parsed.swizzleBytes()))
         return std::nullopt;
       plan.tensorMaps.push_back(parsed);
     }

@@ -147,9 +147,9 @@ struct LaunchPlan {
 
   /// A TMA tensor map (CUtensorMap, 128 bytes by value) of a [B, H, S, D]
   /// tensor, copied in boxes of `boxRows` x `boxCols` elements with the
-  /// 128-byte swizzle: an input read with zero fill past its end, or the
-  /// dQ accumulator that the dkdv kernel adds to (elements past the end are
-  /// left alone).
+  /// swizzle of the box's row bytes (128; 64 for 8-bit rows of 64 bytes):
+  /// an input read with zero fill past its end, or the dQ accumulator that
+  /// the dkdv kernel adds to (elements past the end are left alone).
   struct TensorMap {
     Operand operand = Operand::query;
     int64_t boxRows = 0, boxCols = 0;
@@ -159,6 +159,8 @@ struct LaunchPlan {
     int64_t bytesPerElement() const {
       return elementBytes ? elementBytes : tensorMapElementBytes(operand);
     }
+    /// The swizzle span: one box row, 128 or 64 bytes.
+    int64_t swizzleBytes() const { return boxCols * bytesPerElement(); }
   };
   /// The operands a tensor map can name: the 16-bit [B, H, S, D] inputs
   /// (Q, K, V; dO in the backward) and the f32 dQ accumulator.

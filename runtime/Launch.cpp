@@ -150,8 +150,9 @@ Result Runtime::Impl::launchAll(
     }
     // TMA tensor maps (the wgmma strategy's warp-specialized kernels) come
     // first, by value: [B, H, S, D] as dims (D, S, H, B) innermost first,
-    // boxes of the plan's size, the 128-byte swizzle, zeros past the end
-    // (the inputs in the request's 16-bit type, the dQ accumulator f32).
+    // boxes of the plan's size, the swizzle of a box row (128 bytes; 64 for
+    // 8-bit rows of 64 bytes), zeros past the end (the inputs in the
+    // request's 16-bit type or bytes, the dQ accumulator f32).
     // (CUtensorMap is declared over-aligned; the vector honours it.)
     std::vector<CUtensorMap> maps(plan.tensorMaps.size());
     for (size_t i = 0; i < plan.tensorMaps.size(); ++i) {
@@ -182,8 +183,10 @@ Result Runtime::Impl::launchAll(
       cuuint32_t box[4] = {cuuint32_t(m.boxCols), cuuint32_t(m.boxRows), 1, 1};
       cuuint32_t elementStrides[4] = {1, 1, 1, 1};
       CUresult status = driver->cuTensorMapEncodeTiled(
-          &maps[i], elementType, 4, const_cast<void *>(t.data), dims, strides, box, elementStrides,
-          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          &maps[i], elementType, 4, const_cast<void *>(t.data), dims, strides,
+          box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          m.swizzleBytes() == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                 : CU_TENSOR_MAP_SWIZZLE_128B,
           CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
       if (Result r = cudaCheck(status, "cuTensorMapEncodeTiled"); !r)

@@ -38,7 +38,7 @@ typedef enum fa_dtype {
   FA_I64 = 4,
   FA_I8 = 5, /* also a bool tensor's bytes */
   /* FP8 (float8_e4m3fn) Q, K, V: the forward on sm_90a (the wgmma strategy,
-     head dims in multiples of 128), with extras->q_descale, k_descale,
+     head dims in multiples of 64), with extras->q_descale, k_descale,
      v_descale and O in extras->out_dtype. */
   FA_E4M3 = 6
 } fa_dtype;

@@ -72,8 +72,8 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   MLIRContext *ctx = &getContext();
   auto accumulator = MmaEncodingAttr::get(ctx, numWarps);
   auto operand = MmaOperandEncodingAttr::get(ctx, numWarps);
-  auto shared =
-      SwizzledSharedEncodingAttr::get(ctx, ::fa::wgmma::kSwizzleBytes);
+  auto shared = SwizzledSharedEncodingAttr::get(
+      ctx, ::fa::wgmma::swizzleBytes(config.headDim, config.elementBytes));
   rematerializeHoistedConstants(grid);
   placeTiles(grid, accumulator, shared);
 

@@ -203,8 +203,10 @@ static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
                                   Value view) {
   auto buffer = cast<MemRefType>(view.getType());
   int64_t rows = buffer.getDimSize(1);
-  assert(buffer.getDimSize(2) * buffer.getElementTypeBitWidth() == 8 * 128 &&
-         "a swizzled tile's buffer is 128-byte lines");
+  int64_t lineBytes =
+      buffer.getDimSize(2) * buffer.getElementTypeBitWidth() / 8;
+  assert((lineBytes == 128 || lineBytes == 64) &&
+         "a swizzled tile's buffer is 128- or 64-byte lines");
   // Rows [kept, rows) of the tile are past the sequence's end.
   Value firstRow =
       arith::AddIOp::create(b, loc, load.getSequenceFirst(), load.getRow());
@@ -220,7 +222,7 @@ static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
   Value start = toI32(
       in, loc, memref::ExtractAlignedPointerAsIndexOp::create(in, loc, view));
   clearSharedRowsPastEnd(in, loc, start, buffer.getDimSize(0), rows, kept, lane,
-                         kWarpgroupThreads);
+                         kWarpgroupThreads, lineBytes);
   MLIRContext *ctx = b.getContext();
   NVVM::FenceProxyOp::create(
       in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
@@ -598,8 +600,11 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
         attrs.getNamedAttr("tensor", attrs.getStringAttr(tensor->name)),
         attrs.getNamedAttr("box_rows",
                            attrs.getI64IntegerAttr(tensor->type.getDimSize(0))),
-        attrs.getNamedAttr("box_cols", attrs.getI64IntegerAttr(
-                                           model::columnBlock(elementBytes)))};
+        attrs.getNamedAttr(
+            "box_cols",
+            attrs.getI64IntegerAttr(
+                cast<SwizzledSharedEncodingAttr>(tensor->type.getEncoding())
+                    .getBlockColumns(tensor->type.getElementType())))};
     // FP8 inputs: bytes (the 16-bit inputs' 2 is the default).
     if (elementBytes == 1)
       map.push_back(

@@ -102,15 +102,20 @@ LogicalResult Specialization::buildProducer(Block &producer) {
       row = arith::AddIOp::create(at, loc, *firstRow, row);
     }
     int64_t rows = tensor.type.getDimSize(0), cols = tensor.type.getDimSize(1);
-    // 8-bit floats travel as bytes; a box is one 128-byte row wide.
+    // 8-bit floats travel as bytes; a box is one swizzled row wide (128
+    // bytes, or 64 in the 64-byte swizzle), which the runtime's tensor map
+    // swizzles alike.
     Type element = sharedBufferType(tensor.type).getElementType();
-    int64_t columnBlock =
-        model::columnBlock(element.getIntOrFloatBitWidth() / 8);
+    auto swizzle = cast<SwizzledSharedEncodingAttr>(tensor.type.getEncoding());
+    int64_t rowBytes = swizzle.getBytes();
+    int64_t columnBlock = swizzle.getBlockColumns(tensor.type.getElementType());
     auto box =
         MemRefType::get({1, 1, rows, columnBlock}, element,
                         MemRefLayoutAttrInterface(), workgroupSpace(ctx));
     auto mapType = nvgpu::TensorMapDescriptorType::get(
-        ctx, box, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+        ctx, box,
+        rowBytes == 64 ? nvgpu::TensorMapSwizzleKind::SWIZZLE_64B
+                       : nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
         nvgpu::TensorMapL2PromoKind::L2PROMO_256B,
         nvgpu::TensorMapOOBKind::OOB_ZERO,
         nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
@@ -124,8 +129,7 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     Value first = slotBase(at, tensor, slot);
     for (int64_t block = 0; block * columnBlock < cols; ++block) {
       Value dst = sharedBufferAt(
-          at, loc,
-          addConst(at, loc, first, block * rows * model::kSwizzleBytes), box);
+          at, loc, addConst(at, loc, first, block * rows * rowBytes), box);
       // Coordinates innermost first: (column, row, head, batch).
       nvgpu::TmaAsyncLoadOp::create(
           at, loc, dst, barriers, map,

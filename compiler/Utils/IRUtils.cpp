@@ -148,11 +148,12 @@ void mlir::fa::createComputeBarrier(OpBuilder &b, Location loc, Operation *at) {
 
 void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
                                       int64_t boxes, int64_t rows, Value kept,
-                                      Value lane, int64_t threads) {
-  constexpr int64_t kLineBytes = 128, kChunkBytes = 16;
-  constexpr int64_t kChunksPerLine = kLineBytes / kChunkBytes;
-  int64_t rowsAtOnce = threads / kChunksPerLine;
-  assert(threads % kChunksPerLine == 0 && rows % rowsAtOnce == 0 &&
+                                      Value lane, int64_t threads,
+                                      int64_t lineBytes) {
+  constexpr int64_t kChunkBytes = 16;
+  int64_t chunksPerLine = lineBytes / kChunkBytes;
+  int64_t rowsAtOnce = threads / chunksPerLine;
+  assert(threads % chunksPerLine == 0 && rows % rowsAtOnce == 0 &&
          "the threads cover whole lines and whole groups of rows");
   Value laneStart = arith::AddIOp::create(
       b, loc, start, toI32(b, loc, mulConst(b, loc, lane, kChunkBytes)));
@@ -162,7 +163,7 @@ void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
             arith::SubIOp::create(
                 b, loc, kept,
                 arith::DivUIOp::create(b, loc, lane,
-                                       indexConst(b, loc, kChunksPerLine))));
+                                       indexConst(b, loc, chunksPerLine))));
   for (int64_t j = 0; j < rows / rowsAtOnce; ++j) {
     Value rowPastEnd = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sle, keptFromLaneRow,
@@ -171,7 +172,7 @@ void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
       NVVM::InlinePtxOp::create(
           b, loc, TypeRange{}, ValueRange{laneStart}, ValueRange{},
           "st.shared.v4.b32 [$0+" +
-              std::to_string((box * rows + j * rowsAtOnce) * kLineBytes) +
+              std::to_string((box * rows + j * rowsAtOnce) * lineBytes) +
               "], {0, 0, 0, 0};",
           rowPastEnd);
   }

@@ -69,8 +69,9 @@ void createWarpgroupBarrier(OpBuilder &b, Location loc);
 /// consumers (kComputeBarrier over their threads).
 void createComputeBarrier(OpBuilder &b, Location loc, Operation *at);
 
-/// Zeroes rows [kept, rows) of `boxes` consecutive boxes of `rows` 128-byte
-/// lines in shared memory from the 32-bit shared address `start` (a
+/// Zeroes rows [kept, rows) of `boxes` consecutive boxes of `rows` lines of
+/// `lineBytes` (128, or 64 for the 64-byte swizzle; below: 128 bytes, 8
+/// chunks) in shared memory from the 32-bit shared address `start` (a
 /// swizzled tile's [column blocks, rows, block columns] buffer, or a slice
 /// of whole blocks of it: the swizzle permutes 16-byte chunks within a
 /// line, so whole lines need no swizzle), using `threads` threads, `lane`
@@ -83,7 +84,7 @@ void createComputeBarrier(OpBuilder &b, Location loc, Operation *at);
 /// around them. The caller publishes the zeros (fences, barriers).
 void clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
                             int64_t boxes, int64_t rows, Value kept, Value lane,
-                            int64_t threads);
+                            int64_t threads, int64_t lineBytes = 128);
 
 /// When `tile`'s layout gives each warpgroup (4 consecutive warps) one
 /// slice of its columns across all its rows (#fa.mma with rows_first and

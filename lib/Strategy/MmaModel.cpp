@@ -72,7 +72,7 @@ std::string checkSpec(const KernelSpec &spec) {
   if (spec.dtype == ElementType::e4m3)
     return "the mma strategy computes on f16 or bf16 inputs, got e4m3 (FP8 "
            "runs on the wgmma strategy: "
-           "sm_90a, head dims in multiples of 128)";
+           "sm_90a, head dims in multiples of 64)";
   if (spec.headDim % kN != 0 || spec.headDim > kMaxHeadDim)
     return "the mma strategy needs a head dim that is a multiple of 8 and at "
            "most " +

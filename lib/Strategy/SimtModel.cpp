@@ -198,7 +198,7 @@ const StrategyModel &model() {
         if (spec.dtype == ElementType::e4m3)
           return "the simt strategy computes on f32, f16 or bf16 inputs, got "
                  "e4m3 (FP8 runs on the wgmma strategy: sm_90a, head dims in "
-                 "multiples of 128)";
+                 "multiples of 64)";
         if (spec.stages == 0 || spec.stages == 1)
           return "";
         return "stages must be in [1, 1], got " + std::to_string(spec.stages) +

@@ -66,10 +66,10 @@ bool overlapsSoftmax(int64_t headDim) { return headDim <= 128; }
 
 bool takesProblem(ElementType dtype, int64_t headDim,
                   const std::string &arch) {
-  // FP8: head dims in whole 128-byte rows of 128 elements.
-  int64_t block = dtype == ElementType::e4m3 ? 128 : kColumnBlock;
-  return dtype != ElementType::f32 && headDim > 0 && headDim % block == 0 &&
-         headDim <= kMaxHeadDim && arch == "sm_90a";
+  // FP8: head dims in rows of 64 bytes (64-byte swizzle) or 128.
+  return dtype != ElementType::f32 && headDim > 0 &&
+         headDim % kColumnBlock == 0 && headDim <= kMaxHeadDim &&
+         arch == "sm_90a";
 }
 
 std::string checkSpec(const KernelSpec &spec) {
@@ -77,11 +77,6 @@ std::string checkSpec(const KernelSpec &spec) {
   if (spec.dtype == ElementType::f32)
     return "the wgmma strategy computes on f16 or bf16 inputs, got f32 (use "
            "the simt strategy)";
-  // An 8-bit row of 128 bytes holds 128 elements (one swizzled row).
-  if (spec.dtype == ElementType::e4m3 && spec.headDim % 128 != 0)
-    return "e4m3 (FP8) on the wgmma strategy needs a head dim that is a "
-           "multiple of 128 (one 128-byte swizzled row), got " +
-           text(spec.headDim);
   if (spec.headDim % kColumnBlock != 0 || spec.headDim > kMaxHeadDim)
     return "the wgmma strategy needs a head dim that is a multiple of 64 and "
            "at most " +
@@ -146,10 +141,6 @@ std::string checkFits(const Config &c, const GpuArch &arch) {
     return "wgmma placement (" + config +
            "): block-n must be a multiple of 16 up to " + text(kMaxN) +
            " (the N of Q K^T, and whole k16 steps of P V)";
-  if (c.elementBytes == 1 && c.headDim % 128 != 0)
-    return "wgmma placement (" + config +
-           "): an 8-bit head dim must be a multiple of 128 (whole 128-byte "
-           "swizzled rows)";
   if (c.elementBytes == 1 && c.blockN % 128 != 0)
     return "wgmma placement (" + config +
            "): 8-bit block-n must be a multiple of 128 (V's transposed copy "

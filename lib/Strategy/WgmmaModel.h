@@ -47,6 +47,12 @@ constexpr int64_t kColumnBlock = 64;
 constexpr int64_t columnBlock(int64_t elementBytes) {
   return kSwizzleBytes / elementBytes;
 }
+/// The swizzle of the loaded tiles (Q, K, V): 128 bytes, except FP8 at a
+/// head dim that is not whole 128-byte rows (64, 192), whose rows are cut
+/// into 64-byte blocks in the 64-byte swizzle.
+constexpr int64_t swizzleBytes(int64_t headDim, int64_t elementBytes) {
+  return elementBytes == 1 && headDim % 128 != 0 ? 64 : kSwizzleBytes;
+}
 /// The swizzle pattern repeats every 8 rows of 128 bytes: tiles start on
 /// 1024-byte boundaries, and the kernel aligns its dynamic shared memory
 /// to one (up to this many bytes of slack).

@@ -652,7 +652,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     but no block mask).
 
     FP8: q, k, v in torch.float8_e4m3fn (the forward only, no autograd; on
-    sm_90a with head dims in multiples of 128, plain or causal masks, GQA)
+    sm_90a with head dims in multiples of 64, plain or causal masks, GQA)
     with q_descale, k_descale, v_descale (float32 [B, Hkv] or any shape
     that expands to it, e.g. [1, 1]; None = 1), as flash-attn's FP8
     interface: S = scale q_descale k_descale Q K^T, O = v_descale P V. O is

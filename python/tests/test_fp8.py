@@ -37,10 +37,15 @@ class CompileTest(unittest.TestCase):
         info = fa.prepare_kernel(128, dtype="float8_e4m3fn", causal=True)
         self.assertIn("_e4m3_obf16_causal_", info["name"])
         self.assertEqual(info["strategy"], "wgmma")
+        # Rows of 64 bytes (the 64-byte swizzle).
+        for d in (64, 192):
+            info = fa.prepare_kernel(d, dtype="float8_e4m3fn")
+            self.assertEqual(info["strategy"], "wgmma")
+            self.assertEqual(info["spill_store_bytes"], 0)
 
     def test_fp8_refuses_what_it_does_not_take(self):
-        with self.assertRaisesRegex(fa.FaError, "multiple of 128"):
-            fa.prepare_kernel(64, dtype="float8_e4m3fn", strategy="wgmma")
+        with self.assertRaisesRegex(fa.FaError, "multiple of 64"):
+            fa.prepare_kernel(96, dtype="float8_e4m3fn", strategy="wgmma")
         with self.assertRaisesRegex(fa.FaError, "forward format"):
             fa.prepare_kernel(128, dtype="float8_e4m3fn", backward=True)
 
@@ -101,7 +106,7 @@ class Fp8Test(unittest.TestCase):
             (lse.double() - want_lse)[finite].abs().max().item(), 4e-3)
 
     def test_matches_float64(self):
-        for d in (128, 256):
+        for d in (64, 128, 192, 256):
             for causal in (False, True):
                 for shape in ((2, 8, 2, 300, 333), (1, 4, 4, 1000, 17)):
                     with self.subTest(d=d, causal=causal, shape=shape):
@@ -110,7 +115,12 @@ class Fp8Test(unittest.TestCase):
         self.check(2, 4, 1, 64, 200, 128, False, None, None)
 
     def test_bshd_layout(self):
-        b, s, h, d = 2, 200, 4, 128
+        for d in (64, 128):
+            with self.subTest(d=d):
+                self.check_bshd(d)
+
+    def check_bshd(self, d):
+        b, s, h = 2, 200, 4
         x = torch.randn(b, s, h, d, device="cuda").to(torch.float8_e4m3fn)
         o = fa.attention(x.transpose(1, 2), x.transpose(1, 2),
                          x.transpose(1, 2))

@@ -135,6 +135,15 @@ func.func @copy_tile_transposed(%v: tensor<128x128xf8E4M3FN, #fa.swizzled_shared
   return
 }
 
+// 8-bit rows of 64 bytes (e4m3 at head dim 64) in the 64-byte swizzle,
+// copied transposed into the 128-byte one.
+// CHECK-LABEL: func @copy_tile_transposed_64
+// CHECK: fa.copy_tile %{{.*}} into %{{.*}} : tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 64>> into tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+func.func @copy_tile_transposed_64(%v: tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 64>>, %v_t: tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>) {
+  fa.copy_tile %v into %v_t : tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 64>> into tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+  return
+}
+
 // The wgmma backward reads S^T's accumulator as S: #fa.mma with
 // `transposed` (false is the default and not printed), and the same
 // registers the other way round for P^T (fa.transpose).

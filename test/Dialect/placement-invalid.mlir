@@ -231,8 +231,31 @@ func.func @swizzled_rows(%x: tensor<12x64xbf16, #fa.swizzled_shared<bytes = 128>
 
 // -----
 
-// expected-error @+1 {{the swizzle width must be 128 bytes, got 64}}
-func.func @swizzled_width(%x: tensor<64x64xf16, #fa.swizzled_shared<bytes = 64>>) {
+// expected-error @+1 {{the swizzle width must be 128 or 64 bytes, got 32}}
+func.func @swizzled_width(%x: tensor<64x64xf16, #fa.swizzled_shared<bytes = 32>>) {
+  return
+}
+
+// -----
+
+// The 64-byte swizzle is for 8-bit rows.
+// expected-error @+1 {{the 64-byte swizzle holds 8-bit tiles stored by rows (f8E4M3FN, not transposed), got 'f16'}}
+func.func @swizzled_width_16bit(%x: tensor<64x32xf16, #fa.swizzled_shared<bytes = 64>>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the 64-byte swizzle holds 8-bit tiles stored by rows (f8E4M3FN, not transposed), got 'f8E4M3FN' transposed}}
+func.func @swizzled_width_transposed(%x: tensor<128x64xf8E4M3FN, #fa.swizzled_shared<bytes = 64, transposed = true>>) {
+  return
+}
+
+// -----
+
+// 64-byte rows: 8-row atoms of 512 bytes.
+// expected-error @+1 {{#fa.swizzled_shared needs rows in multiples of 8 (512-byte swizzle atoms), got 12}}
+func.func @swizzled_rows_64(%x: tensor<12x64xf8E4M3FN, #fa.swizzled_shared<bytes = 64>>) {
   return
 }
 

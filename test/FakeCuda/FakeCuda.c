@@ -35,6 +35,10 @@ static fake_launch launches[FAKE_MAX_LAUNCHES];
 static char fail_name[64];
 static int64_t fail_after = -1;
 static int64_t launch_count, allocations, frees, modules_loaded;
+/* The swizzle spans (bytes) of the tensor maps encoded since the reset. */
+#define FAKE_MAX_TENSOR_MAPS 64
+static int tensor_map_swizzles[FAKE_MAX_TENSOR_MAPS];
+static int64_t tensor_map_count;
 static uint64_t next_address = 0x7f0000000000ull;
 static int context_token, module_token;
 
@@ -58,8 +62,16 @@ fake_cuda_allocations(int64_t *allocated, int64_t *freed, int64_t *loaded) {
   *freed = frees;
   *loaded = modules_loaded;
 }
+/* The swizzle span of tensor map i (0 = none), -1 past the last. */
+__attribute__((visibility("default"))) int fake_cuda_tensor_map_swizzle(
+    int64_t i) {
+  if (i < 0 || i >= tensor_map_count || i >= FAKE_MAX_TENSOR_MAPS)
+    return -1;
+  return tensor_map_swizzles[i];
+}
 __attribute__((visibility("default"))) void fake_cuda_reset(void) {
   launch_count = allocations = frees = modules_loaded = 0;
+  tensor_map_count = 0;
   fail_after = -1;
 }
 /* Makes the `after`-th next call of `name` (0 = the next) fail. */
@@ -295,19 +307,28 @@ CUresult cuTensorMapEncodeTiled(
     const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion promotion,
     CUtensorMapFloatOOBfill fill) {
-  (void)type;
   (void)sizes;
   (void)strides;
-  (void)box;
   (void)element_strides;
   (void)interleave;
-  (void)swizzle;
   (void)promotion;
   (void)fill;
-  /* The driver's own limits that the runtime must respect. */
+  /* The driver's own limits that the runtime must respect: a swizzled
+     box's inner dimension spans at most the swizzle's bytes. */
+  int span = swizzle == CU_TENSOR_MAP_SWIZZLE_128B  ? 128
+             : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 64
+             : swizzle == CU_TENSOR_MAP_SWIZZLE_32B ? 32
+                                                    : 0;
+  int element_bytes = type == CU_TENSOR_MAP_DATA_TYPE_UINT8     ? 1
+                      : type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 ? 4
+                                                                : 2;
   if (rank < 1 || rank > 5 || ((uintptr_t)address & 15) != 0 ||
+      (span && box[0] * (cuuint32_t)element_bytes > (cuuint32_t)span) ||
       fails("cuTensorMapEncodeTiled"))
     return CUDA_ERROR_INVALID_VALUE;
+  if (tensor_map_count < FAKE_MAX_TENSOR_MAPS)
+    tensor_map_swizzles[tensor_map_count] = span;
+  ++tensor_map_count;
   memset(map, 0, sizeof(*map));
   return CUDA_SUCCESS;
 }

@@ -1915,8 +1915,9 @@ TEST_P(GpuAttentionPart, WgmmaExplicitConfigs) {
 /// u_out + Sk 2^-18) max|V|, plus 2^-9 max|V| for the scores: 8-bit wgmma
 /// accumulates with about 14 bits of mantissa (relative 2^-14 of a score's
 /// |terms|, at most ~8 here: 5e-4 in a score, LSE's tolerance 4e-3).
-/// Head dims 128 and 256, causal and not, GQA, Sq != Sk both ways, lengths
-/// 1 .. 2048 and the tail tile.
+/// Head dims 64, 128, 192 and 256 (64 and 192: rows in the 64-byte
+/// swizzle), causal and not, GQA, Sq != Sk both ways, lengths 1 .. 2048 and
+/// the tail tile.
 TEST_F(GpuAttention, Float8MatchesFloat64Reference) {
   if (runtime->deviceArch() != "sm_90a")
     GTEST_SKIP() << "FP8 runs on wgmma, which needs sm_90a; the device is "
@@ -1930,7 +1931,7 @@ TEST_F(GpuAttention, Float8MatchesFloat64Reference) {
                                {1, 2, 2, 2048, 2048}};
   if (quick())
     shapes = {{1, 2, 2, 17, 17}, {2, 8, 2, 128, 333}};
-  for (int64_t d : {128, 256})
+  for (int64_t d : {64, 128, 192, 256})
     for (bool causal : {false, true})
       for (fa::ElementType out : {fa::ElementType::bf16, fa::ElementType::f16})
         for (Shape sh : shapes) {

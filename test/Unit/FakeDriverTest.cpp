@@ -32,6 +32,7 @@ struct FakeCuda {
   void (*allocations)(int64_t *, int64_t *, int64_t *) = nullptr;
   void (*reset)() = nullptr;
   void (*fail)(const char *, int64_t) = nullptr;
+  int (*tensorMapSwizzle)(int64_t) = nullptr;
 
   static const FakeCuda &get() {
     static const FakeCuda fake = [] {
@@ -49,12 +50,15 @@ struct FakeCuda {
           dlsym(library, "fake_cuda_reset"));
       f.fail =
           reinterpret_cast<decltype(f.fail)>(dlsym(library, "fake_cuda_fail"));
+      f.tensorMapSwizzle = reinterpret_cast<decltype(f.tensorMapSwizzle)>(
+          dlsym(library, "fake_cuda_tensor_map_swizzle"));
       return f;
     }();
     return fake;
   }
   bool present() const {
-    return launchCount && launch && allocations && reset && fail;
+    return launchCount && launch && allocations && reset && fail &&
+           tensorMapSwizzle;
   }
 };
 
@@ -308,26 +312,37 @@ TEST_F(FakeDriver, DeterministicSinksBackwardLaunches) {
 /// FP8 (e4m3 Q, K, V with their descales, a bf16 O): the wgmma kernel's
 /// plan, its 8-bit tensor maps and descale operands accepted by the
 /// launch path.
+/// At head dims 64 and 192 the 8-bit rows are 64 bytes: Q, K and V's maps
+/// take the 64-byte swizzle (a box of 64 bytes), at 128 the 128-byte one.
 TEST_F(FakeDriver, Float8ForwardLaunchesItsPlan) {
-  int next = 0;
-  fa::AttentionArgs args = forwardArgs(next, 2, 8, 2, 700, 900, 128);
-  // Descales f32 [B, Hkv].
-  for (fa::TensorArg *descale :
-       {&args.qDescale, &args.kDescale, &args.vDescale}) {
-    *descale = fakeTensor(next, 2, 2, 1, 1);
-    descale->sizes[2] = descale->sizes[3] = 0;
-    descale->strides[0] = 2, descale->strides[1] = 1;
-    descale->strides[2] = descale->strides[3] = 0;
+  for (int64_t d : {128, 64, 192}) {
+    SCOPED_TRACE(d);
+    FakeCuda::get().reset();
+    int next = 0;
+    fa::AttentionArgs args = forwardArgs(next, 2, 8, 2, 700, 900, d);
+    // Descales f32 [B, Hkv].
+    for (fa::TensorArg *descale :
+         {&args.qDescale, &args.kDescale, &args.vDescale}) {
+      *descale = fakeTensor(next, 2, 2, 1, 1);
+      descale->sizes[2] = descale->sizes[3] = 0;
+      descale->strides[0] = 2, descale->strides[1] = 1;
+      descale->strides[2] = descale->strides[3] = 0;
+    }
+    fa::KernelSpec spec =
+        defaultsFor(d, fa::ElementType::e4m3, /*causal=*/true);
+    spec.outDtype = fa::ElementType::bf16;
+    Launch l;
+    fa::KernelInfo info;
+    launchOnce(spec, args, 1024, l, info);
+    if (HasFatalFailure())
+      return;
+    EXPECT_NE(l.name.find("_e4m3_"), std::string::npos) << l.name;
+    EXPECT_EQ(info.ptxas.spillStoreBytes, 0) << l.name;
+    int span = d % 128 == 0 ? 128 : 64;
+    ASSERT_NE(FakeCuda::get().tensorMapSwizzle(0), -1) << "no tensor map";
+    for (int64_t i = 0; FakeCuda::get().tensorMapSwizzle(i) != -1; ++i)
+      EXPECT_EQ(FakeCuda::get().tensorMapSwizzle(i), span) << "map " << i;
   }
-  fa::KernelSpec spec =
-      defaultsFor(128, fa::ElementType::e4m3, /*causal=*/true);
-  spec.outDtype = fa::ElementType::bf16;
-  Launch l;
-  fa::KernelInfo info;
-  launchOnce(spec, args, 1024, l, info);
-  if (HasFatalFailure())
-    return;
-  EXPECT_NE(l.name.find("_e4m3_"), std::string::npos) << l.name;
 }
 
 /// A packed varlen batch (3 sequences of at most 300 rows and 400 keys):

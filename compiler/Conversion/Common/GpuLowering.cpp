@@ -52,16 +52,24 @@ Value mlir::fa::sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes) {
 SmallVector<Value> mlir::fa::swizzledIndices(OpBuilder &b, Location loc,
                                              Value row, Value col,
                                              int64_t blockColumns,
+                                             int64_t rowBytes,
                                              bool chunkStart) {
-  int64_t chunkElements = blockColumns / 8;
+  int64_t chunks = rowBytes / 16;
+  int64_t chunkElements = blockColumns / chunks;
   Value block =
       arith::DivUIOp::create(b, loc, col, indexConst(b, loc, blockColumns));
   Value chunk = arith::DivUIOp::create(
       b, loc,
       arith::RemUIOp::create(b, loc, col, indexConst(b, loc, blockColumns)),
       indexConst(b, loc, chunkElements));
+  // The row's xor: address bits 7.. of its start, below the atom.
+  Value phase = row;
+  if (rowBytes != 128)
+    phase =
+        arith::DivUIOp::create(b, loc, row, indexConst(b, loc, 128 / rowBytes));
   Value swizzled = arith::XOrIOp::create(
-      b, loc, chunk, arith::RemUIOp::create(b, loc, row, indexConst(b, loc, 8)));
+      b, loc, chunk,
+      arith::RemUIOp::create(b, loc, phase, indexConst(b, loc, chunks)));
   Value column =
       arith::MulIOp::create(b, loc, swizzled, indexConst(b, loc, chunkElements));
   if (!chunkStart)
@@ -76,7 +84,8 @@ SmallVector<Value> mlir::fa::sharedElementIndices(OpBuilder &b, Location loc,
                                                   Value row, Value col) {
   if (auto swizzled = dyn_cast<SwizzledSharedEncodingAttr>(type.getEncoding()))
     return swizzledIndices(b, loc, row, col,
-                           swizzled.getBlockColumns(type.getElementType()));
+                           swizzled.getBlockColumns(type.getElementType()),
+                           swizzled.getBytes());
   return {row, col};
 }
 

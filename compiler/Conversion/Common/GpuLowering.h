@@ -42,14 +42,16 @@ template <typename... Encodings> bool hasEncoding(Value value) {
 Value sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes);
 
 /// The indices into its sharedBufferType of element (row, col) of a tile
-/// stored in the 128-byte swizzle with B = `blockColumns` elements a column
-/// block (#fa.swizzled_shared): a row of a block is 8 chunks of 16 bytes,
-/// C = B / 8 elements each (8 of 16 bits, 4 of f32), and chunk j of row r
-/// lies at j ^ (r % 8): (col / B, row, C ((col % B / C) ^ (row % 8)) +
-/// col % C). `chunkStart` (col is a multiple of C) leaves out col % C.
+/// stored in the `rowBytes` swizzle (128 or 64) with B = `blockColumns`
+/// elements a column block (#fa.swizzled_shared): a row of a block is
+/// n = rowBytes / 16 chunks of 16 bytes, C = B / n elements each (8 of 16
+/// bits, 4 of f32, 16 of 8 bits), and chunk j of row r lies at j ^ x with
+/// x = (r / (128 / rowBytes)) % n (128 bytes: r % 8; 64: (r / 2) % 4):
+/// (col / B, row, C ((col % B / C) ^ x) + col % C). `chunkStart` (col is a
+/// multiple of C) leaves out col % C.
 SmallVector<Value> swizzledIndices(OpBuilder &b, Location loc, Value row,
                                    Value col, int64_t blockColumns,
-                                   bool chunkStart = false);
+                                   int64_t rowBytes, bool chunkStart = false);
 
 /// The indices into sharedBufferType(type) of element (row, col) of a
 /// shared tile (#fa.shared: padded rows; #fa.swizzled_shared).

@@ -89,7 +89,7 @@ SharedTileCopyLayout swizzledLayout(Value pad) {
   layout.chunkIndices = [](OpBuilder &b, Location loc, Value row,
                            Value col) -> SmallVector<Value> {
     return swizzledIndices(b, loc, row, col, model::kColumnBlock,
-                           /*chunkStart=*/true);
+                           model::kSwizzleBytes, /*chunkStart=*/true);
   };
   layout.copiedColumns = [](int64_t headDim) { return headDim; };
   layout.beforePublish = [](OpBuilder &b, Location loc) {
@@ -114,9 +114,10 @@ Value sharedAddress(OpBuilder &b, Location loc, Value buffer) {
 }
 
 /// wgmma shared-memory matrix descriptors: the start address and the two
-/// byte offsets in 16-byte units, the 128-byte swizzle in bits 62-63.
-///   K-major (Q, K): rows of 128 bytes, 8-row groups 1024 bytes apart
-///     (SBO); LBO unused (1).
+/// byte offsets in 16-byte units, the swizzle in bits 62-63 (1: 128 bytes,
+/// 2: 64 bytes).
+///   K-major (Q, K): rows of 128 (64) bytes, 8-row groups 1024 (512) bytes
+///     apart (SBO); LBO unused (1).
 ///   MN-major (V): 8-row (k) groups 1024 bytes apart (SBO), 64-element
 ///     column blocks `blockBytes` apart (LBO).
 /// An operand's k16 steps differ only in the start address, so its low
@@ -127,10 +128,11 @@ Value sharedAddress(OpBuilder &b, Location loc, Value buffer) {
 struct OperandDescriptor {
   Value lowWord; // i32
   int64_t sbo;
+  uint64_t swizzleMode;
 
   OperandDescriptor(OpBuilder &b, Location loc, Value address, int64_t lbo,
-                    int64_t sbo)
-      : sbo(sbo) {
+                    int64_t sbo, int64_t rowBytes)
+      : sbo(sbo), swizzleMode(rowBytes == 64 ? 2 : 1) {
     Value start = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, address, i64Const(b, loc, 4)),
         i64Const(b, loc, 0x3FFF));
@@ -149,7 +151,7 @@ struct OperandDescriptor {
           b, loc, low,
           arith::ConstantOp::create(b, loc,
                                     b.getI32IntegerAttr(int32_t(offset >> 4))));
-    uint64_t high = (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62);
+    uint64_t high = (uint64_t(sbo >> 4) << 32) | (swizzleMode << 62);
     return arith::OrIOp::create(
         b, loc, arith::ExtUIOp::create(b, loc, b.getI64Type(), low),
         i64Const(b, loc, int64_t(high)));
@@ -336,11 +338,19 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     int64_t contraction =
         op.getTransposeRhs() ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
     // One wgmma's k: 32 bytes of each row (16 16-bit elements, 32 8-bit);
-    // a column block: one 128-byte swizzled row.
+    // a column block: one swizzled row, of 128 bytes (or 64: 8-bit rows of
+    // 64 bytes), each operand its own.
     bool float8 = isa<Float8E4M3FNType>(elementType);
     int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
     int64_t kStep = 32 / elementBytes;
-    int64_t columnBlock = model::columnBlock(elementBytes);
+    auto swizzleBytes = [](Value tile) {
+      return cast<SwizzledSharedEncodingAttr>(
+                 cast<RankedTensorType>(tile.getType()).getEncoding())
+          .getBytes();
+    };
+    int64_t lhsRowBytes =
+        sharedLhs ? swizzleBytes(op.getLhs()) : model::kSwizzleBytes;
+    int64_t rhsRowBytes = swizzleBytes(op.getRhs());
     if (float8 && !transposed)
       return op.emitOpError("8-bit wgmma reads B K-major only: the right "
                             "operand must be transpose_rhs or stored "
@@ -350,8 +360,6 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       return op.emitOpError("wgmma lowering needs 64 rows per warpgroup (16 "
                             "per warp), an N that is a multiple of 8 up to ")
              << model::kMaxN << " and a contraction in k" << kStep << " steps";
-    constexpr int64_t rowBytes = model::kSwizzleBytes;
-    constexpr int64_t groupBytes = 8 * rowBytes; // 8 rows: SBO
 
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);
     Value warpgroup =
@@ -376,6 +384,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     if (sharedLhs) {
       lhsRows = cast<RankedTensorType>(op.getLhs().getType()).getDimSize(0);
       // K-major: the block's rows; MN-major: the block's column block.
+      int64_t rowBytes = lhsRowBytes;
       int64_t blockBytes = transposedLhs ? lhsRows * rowBytes
                                          : model::kWarpgroupRows * rowBytes;
       Value warpgroupRows = arith::MulIOp::create(
@@ -385,14 +394,16 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
           i64(warpgroupRows));
       lhsDescriptor.emplace(rewriter, loc, lhsBase,
                             transposedLhs ? lhsRows * rowBytes : 16,
-                            groupBytes);
+                            8 * rowBytes, rowBytes);
     } else {
       lhsElements = unpack(rewriter, loc, adaptor.getLhs());
     }
     auto aOperand = [&](int64_t k) -> SmallVector<Value> {
+      int64_t rowBytes = lhsRowBytes;
       if (sharedLhs && transposedLhs)
         return {lhsDescriptor->at(rewriter, loc, k * 16 * rowBytes)};
       if (sharedLhs) {
+        int64_t columnBlock = rowBytes / elementBytes;
         int64_t offset = (k * kStep / columnBlock) * lhsRows * rowBytes +
                          (k * kStep % columnBlock) * elementBytes;
         return {lhsDescriptor->at(rewriter, loc, offset)};
@@ -412,6 +423,8 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
       return regs;
     };
     Value rhsBase = sharedAddress(rewriter, loc, adaptor.getRhs());
+    int64_t rowBytes = rhsRowBytes;
+    int64_t columnBlock = rowBytes / elementBytes;
     // Rows as stored: a transposed tile's are its columns.
     int64_t rhsRows =
         storedTransposed ? rhsType.getDimSize(1) : rhsType.getDimSize(0);
@@ -439,7 +452,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     }
     OperandDescriptor rhsDescriptor(rewriter, loc, rhsBase,
                                     transposed ? 16 : rhsRows * rowBytes,
-                                    groupBytes);
+                                    8 * rowBytes, rowBytes);
     auto bDescriptor = [&](int64_t k) {
       if (transposed)
         return rhsDescriptor.at(rewriter, loc,
@@ -514,7 +527,9 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 /// block `block` and head-dim word 8 blk + x, where a = (4 s + w) % 8 and
 /// (block, blk) count the rest of 4 s + w. In the 128-byte swizzle both the
 /// loads (8 chunk positions x 4 words) and the stores meet 32 different
-/// banks.
+/// banks. A tile of 64-byte rows (`sourceRowBytes` 64: e4m3 at head dim 64)
+/// is read in the 64-byte swizzle, where a key's xor (key / 2) % 4 is the
+/// lane's q: the loads meet 16 banks (2-way); the stores are the same.
 ///
 /// The swizzled byte offsets then split into bit fields that do not
 /// overlap: a lane's own part, XORed with a constant of the step and the
@@ -523,7 +538,7 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 /// values LLVM could hoist out of the K/V loop would hold 64 addresses per
 /// thread across it (D 256 spilled 436 bytes).
 static void emitTransposedCopy(OpBuilder &rewriter, Location loc, int64_t keys,
-                               int64_t cols,
+                               int64_t cols, int64_t sourceRowBytes,
                                function_ref<std::pair<Value, Value>()> bases) {
   MLIRContext *ctx = rewriter.getContext();
   Type i32 = rewriter.getI32Type();
@@ -575,10 +590,15 @@ static void emitTransposedCopy(OpBuilder &rewriter, Location loc, int64_t keys,
   Value w = shr(inGroup, 5), lane = band(inGroup, 31);
   Value q = band(lane, 3), x = shr(lane, 2);
   // The lanes' fields: loads 2048 (x ^ w) | 256 q | ((x / 4 ^ 2 q) << 4)
-  // | 4 (x % 4); stores 512 x | ((x ^ w ^ 4 (x % 2)) << 4) | 4 q.
+  // | 4 (x % 4) (64-byte rows: 1024 (x ^ w) | 128 q | ((x / 4 ^ q) << 4)
+  // | 4 (x % 4)); stores 512 x | ((x ^ w ^ 4 (x % 2)) << 4) | 4 q.
+  bool narrow = sourceRowBytes == 64;
   Value laneSource =
-      ori(ori(shl(xori(x, w), 11), shl(q, 8)),
-          ori(shl(band(xori(shr(x, 2), shl(q, 1)), 7), 4), shl(band(x, 3), 2)));
+      narrow ? ori(ori(shl(xori(x, w), 10), shl(q, 7)),
+                   ori(shl(band(xori(shr(x, 2), q), 3), 4), shl(band(x, 3), 2)))
+             : ori(ori(shl(xori(x, w), 11), shl(q, 8)),
+                   ori(shl(band(xori(shr(x, 2), shl(q, 1)), 7), 4),
+                       shl(band(x, 3), 2)));
   Value laneCopy =
       ori(ori(shl(x, 9), shl(band(xori(xori(x, w), shl(band(x, 1), 2)), 7), 4)),
           shl(q, 2));
@@ -595,9 +615,14 @@ static void emitTransposedCopy(OpBuilder &rewriter, Location loc, int64_t keys,
     Value rowsIn[4];
     for (int64_t i = 0; i < 4; ++i) {
       int64_t key = kKeyOfByte[i];
-      int64_t fields =
-          (8192 * flip) ^ (128 * key) ^ (((2 * (blk % 4)) ^ (key % 2)) << 4);
-      int64_t constant = (blk / 4) * keys * 128 + block * 16384;
+      // Key 16 (x ^ a) + 2 q + key, columns 32 blk + 4 x: in 64-byte rows
+      // (column block blk / 2) its chunk 2 (blk % 2) + x / 4 sits at
+      // that ^ q.
+      int64_t fields = narrow ? (4096 * flip) ^ (64 * key) ^ (32 * (blk % 2))
+                              : (8192 * flip) ^ (128 * key) ^
+                                    (((2 * (blk % 4)) ^ (key % 2)) << 4);
+      int64_t constant = narrow ? (blk / 2) * keys * 64 + block * 8192
+                                : (blk / 4) * keys * 128 + block * 16384;
       rowsIn[i] = inlineAsm(i32, ValueRange{laneSource, sourceBase},
                             "{\n.reg .b32 a;\nxor.b32 a, $1, " +
                                 std::to_string(fields) +
@@ -626,7 +651,13 @@ static void emitTransposedCopy(OpBuilder &rewriter, Location loc, int64_t keys,
   }
 }
 
-/// The tile shapes emitTransposedCopy takes: 128-key blocks, 32-column steps.
+/// The swizzle width of an 8-bit shared tile's rows (128 or 64 bytes).
+static int64_t sourceRowBytes(RankedTensorType type) {
+  return cast<SwizzledSharedEncodingAttr>(type.getEncoding()).getBytes();
+}
+
+/// The tile shapes emitTransposedCopy takes: 128-key blocks, 32-column
+/// steps.
 static LogicalResult checkTransposable(Operation *op, RankedTensorType type) {
   int64_t keys = type.getDimSize(0), cols = type.getDimSize(1);
   if (keys % 128 != 0 || cols % 32 != 0 || type.getElementTypeBitWidth() != 8)
@@ -677,7 +708,7 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
     Value buffer;
     emitTransposedCopy(
         rewriter, loc, sourceType.getDimSize(0), sourceType.getDimSize(1),
-        [&]() -> std::pair<Value, Value> {
+        sourceRowBytes(sourceType), [&]() -> std::pair<Value, Value> {
           // The warpgroup's copy: fa.shared_offset + warpgroup x tile
           // bytes past the first swizzle atom.
           int64_t tileBytes = sourceType.getNumElements();
@@ -730,7 +761,7 @@ struct CopyTileLowering : OpConversionPattern<CopyTileOp> {
     Location loc = op.getLoc();
     emitTransposedCopy(
         rewriter, loc, sourceType.getDimSize(0), sourceType.getDimSize(1),
-        [&]() -> std::pair<Value, Value> {
+        sourceRowBytes(sourceType), [&]() -> std::pair<Value, Value> {
           return {sharedAddress32(rewriter, loc, adaptor.getSource()),
                   sharedAddress32(rewriter, loc, adaptor.getDest())};
         });
