@@ -119,18 +119,20 @@ IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
   return io;
 }
 
-IOEstimate compulsoryForwardIO(const AttentionProblem &p,
-                               int64_t elementBytes) {
+IOEstimate compulsoryForwardIO(const AttentionProblem &p, int64_t elementBytes,
+                               std::optional<double> keptScores) {
   double e = double(elementBytes), d = double(p.headDim);
   IOEstimate io;
   io.bytesRead = e * double(p.qElements() + 2 * p.kvElements());
   io.bytesWritten = e * double(p.qElements()) + 4.0 * double(p.lseElements());
   // Row i sees keys j <= i + Sk - Sq under the causal mask.
   double visible = 0;
-  for (int64_t row = 0; row < p.qLen; ++row)
+  for (int64_t row = 0; !keptScores && row < p.qLen; ++row)
     visible += double(p.causal ? std::clamp<int64_t>(row + p.kvLen - p.qLen + 1,
                                                      0, p.kvLen)
                                : p.kvLen);
+  if (keptScores)
+    visible = *keptScores;
   io.flops = double(p.batch * p.qHeads) * 4.0 * visible * d;
   return io;
 }

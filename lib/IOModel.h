@@ -16,6 +16,7 @@
 #include "lib/AttentionProblem.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,10 @@ IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
 /// What any forward must move, the traffic the tiled kernel reaches when
 /// the cache keeps a head's K/V while its query tiles run: Q, K, V read
 /// once (K/V per K/V head), O and LSE written once. FLOPs of the visible
-/// (unmasked) scores only.
-IOEstimate compulsoryForwardIO(const AttentionProblem &p,
-                               int64_t elementBytes);
+/// (unmasked) scores only: `keptScores` per query head where a mask_mod's
+/// are known (the compiler's countKeptScores), else the causal mask's.
+IOEstimate compulsoryForwardIO(const AttentionProblem &p, int64_t elementBytes,
+                               std::optional<double> keptScores = {});
 
 /// The K/V tiles query tile `qTile` visits (fa.kv_tile_range's count).
 int64_t visitedKVTiles(const AttentionProblem &p, int64_t blockM,

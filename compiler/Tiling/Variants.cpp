@@ -712,3 +712,100 @@ LogicalResult mlir::fa::buildScoreModDerivative(Region &scoreMod,
   YieldOp::create(b, loc, d);
   return success();
 }
+
+namespace {
+/// Half-open intervals of keys, sorted and disjoint.
+using KeyIntervals = std::vector<std::pair<int64_t, int64_t>>;
+
+KeyIntervals intersectIntervals(const KeyIntervals &a, const KeyIntervals &b) {
+  KeyIntervals out;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    int64_t lo = std::max(a[i].first, b[j].first);
+    int64_t hi = std::min(a[i].second, b[j].second);
+    if (lo < hi)
+      out.push_back({lo, hi});
+    (a[i].second < b[j].second ? i : j)++;
+  }
+  return out;
+}
+
+KeyIntervals uniteIntervals(const KeyIntervals &a, const KeyIntervals &b) {
+  KeyIntervals all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  llvm::sort(all);
+  KeyIntervals out;
+  for (auto [lo, hi] : all) {
+    if (!out.empty() && lo <= out.back().second)
+      out.back().second = std::max(out.back().second, hi);
+    else
+      out.push_back({lo, hi});
+  }
+  return out;
+}
+
+/// The keys of [0, kvLen) that `formula` keeps in the row whose other
+/// index arguments are `args` (kKeyIndexArg's entry unused).
+KeyIntervals keptKeys(const MaskFormula &formula,
+                      const std::array<int64_t, kNumVariantIndexArgs> &args,
+                      int64_t kvLen) {
+  KeyIntervals all = {{0, kvLen}};
+  switch (formula.kind) {
+  case MaskFormula::Kind::keepAll:
+    return all;
+  case MaskFormula::Kind::keepNone:
+    return {};
+  case MaskFormula::Kind::constraint: {
+    // c + a kv <= 0, c holding every other argument's term.
+    int64_t c = formula.form.constant;
+    for (unsigned arg = 0; arg < kNumVariantIndexArgs; ++arg)
+      if (arg != kKeyIndexArg)
+        c += formula.form.coefficients[arg] * args[arg];
+    int64_t a = formula.form.coefficients[kKeyIndexArg];
+    if (a == 0)
+      return c <= 0 ? all : KeyIntervals{};
+    // a > 0: kv <= floor(-c / a); a < 0: kv >= ceil(c / -a).
+    if (a > 0)
+      return intersectIntervals(all, {{0, llvm::divideFloorSigned(-c, a) + 1}});
+    return intersectIntervals(all, {{llvm::divideCeilSigned(c, -a), kvLen}});
+  }
+  case MaskFormula::Kind::allOf: {
+    KeyIntervals kept = all;
+    for (const MaskFormula &child : formula.children)
+      kept = intersectIntervals(kept, keptKeys(child, args, kvLen));
+    return kept;
+  }
+  case MaskFormula::Kind::anyOf: {
+    KeyIntervals kept;
+    for (const MaskFormula &child : formula.children)
+      kept = uniteIntervals(kept, keptKeys(child, args, kvLen));
+    return kept;
+  }
+  }
+  llvm_unreachable("a mask formula's kind");
+}
+} // namespace
+
+std::optional<double> mlir::fa::countKeptScores(Region &maskMod, MaskKind mask,
+                                                int64_t qLen, int64_t kvLen,
+                                                int64_t batch, int64_t head) {
+  std::optional<MaskFormula> formula = analyzeAffineMask(maskMod);
+  if (!formula)
+    return std::nullopt;
+  std::array<int64_t, kNumVariantIndexArgs> args{};
+  args[kBatchArg] = batch;
+  args[kHeadArg] = head;
+  args[kQueryLenArg] = qLen;
+  args[kKeyLenArg] = kvLen;
+  double kept = 0;
+  for (int64_t row = 0; row < qLen; ++row) {
+    args[kQueryIndexArg] = row;
+    KeyIntervals keys = keptKeys(*formula, args, kvLen);
+    // The causal mask (bottom-right): keys up to row + Sk - Sq.
+    if (mask == MaskKind::causal)
+      keys = intersectIntervals(keys, {{0, row + kvLen - qLen + 1}});
+    for (auto [lo, hi] : keys)
+      kept += double(hi - lo);
+  }
+  return kept;
+}

@@ -97,6 +97,15 @@ struct MaskFormula {
 /// analysis does not read): such a mask is tested per element everywhere.
 std::optional<MaskFormula> analyzeAffineMask(Region &maskMod);
 
+/// The scores a mask_mod keeps (with `mask`, the causal mask or none) in
+/// program (`batch`, `head`) of a `qLen` x `kvLen` problem, counted exactly
+/// row by row: each row's kept keys are intervals, those of a constraint
+/// intersected (allOf) and united (anyOf). nullopt for a mask_mod
+/// analyzeAffineMask does not read (one that reads a captured tensor).
+std::optional<double> countKeptScores(Region &maskMod, MaskKind mask,
+                                      int64_t qLen, int64_t kvLen,
+                                      int64_t batch, int64_t head);
+
 /// `formula` under the causal mask: constraints the causal mask implies
 /// (kv - q - Sk + Sq + c <= 0 with c <= 0: a window's right edge at or past
 /// the diagonal) are dropped, since both masks must keep a score. A

@@ -11,6 +11,7 @@
 
 #include "compiler/KernelCompiler.h"
 #include "compiler/Tiling/TileArithmetic.h"
+#include "compiler/Tiling/Variants.h"
 #include "dialect/FAOps.h"
 #include "lib/CudaToolkit.h"
 #include "lib/IOModel.h"
@@ -577,6 +578,8 @@ int main(int argc, char **argv) {
   // the IO model: the problem op's own ranges, folded before lowering
   // (batch 0 and head 0 stand for every program).
   ::fa::VisitedKVTiles visited;
+  // And the scores it keeps (the compulsory FLOPs), where it can be read.
+  std::optional<double> keptScores;
   if ((!ioJson.empty() || report) && from == Stage::fa)
     module->walk([&](Operation *op) {
       Region *maskMod = nullptr;
@@ -594,6 +597,9 @@ int main(int argc, char **argv) {
               ctx.get(), mask, *maskMod, io.qLen, io.kvLen, spec.blockM,
               spec.blockN))
         visited = std::move(*folded);
+      if (!ioJson.empty())
+        keptScores = countKeptScores(*maskMod, mask, io.qLen, io.kvLen,
+                                     /*batch=*/0, /*head=*/0);
     });
   if (failed(lowerModule(*module, from, std::min(*target, Stage::llvm), spec,
                          dumpStage)))
@@ -690,22 +696,22 @@ int main(int argc, char **argv) {
                                 {"bytes_written", e.bytesWritten},
                                 {"flops", e.flops}};
     };
-    llvm::json::Object doc{
-        {"batch", io.batch},
-        {"q_heads", io.qHeads},
-        {"kv_heads", io.kvHeads},
-        {"q_len", io.qLen},
-        {"kv_len", io.kvLen},
-        {"head_dim", io.headDim},
-        {"causal", io.causal},
-        {"dtype", ::fa::toString(spec.dtype)},
-        {"backward", spec.backward},
-        {"strategy", ::fa::toString(resolveStrategy(spec))},
-        {"block_m", spec.blockM},
-        {"block_n", spec.blockN},
-        {"tiled", estimate(tiled)},
-        {"standard", estimate(standard)},
-        {"compulsory", estimate(::fa::compulsoryForwardIO(io, elementBytes))}};
+    llvm::json::Object doc{{"batch", io.batch},
+                           {"q_heads", io.qHeads},
+                           {"kv_heads", io.kvHeads},
+                           {"q_len", io.qLen},
+                           {"kv_len", io.kvLen},
+                           {"head_dim", io.headDim},
+                           {"causal", io.causal},
+                           {"dtype", ::fa::toString(spec.dtype)},
+                           {"backward", spec.backward},
+                           {"strategy", ::fa::toString(resolveStrategy(spec))},
+                           {"block_m", spec.blockM},
+                           {"block_n", spec.blockN},
+                           {"tiled", estimate(tiled)},
+                           {"standard", estimate(standard)},
+                           {"compulsory", estimate(::fa::compulsoryForwardIO(
+                                              io, elementBytes, keptScores))}};
     std::string text;
     llvm::raw_string_ostream json(text);
     json << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
