@@ -334,10 +334,12 @@ const StrategyModel &model() {
         return "";
       },
       [](const KernelSpec &spec) {
-        // A paged cache and split-KV stay on mma by default until the H200
-        // has checked the wgmma kernels with them (the strategy may be
-        // asked for).
-        if (spec.splitKv || spec.pagedKv)
+        // A paged cache (a tile a page) and split-KV: a prefill is faster
+        // on wgmma (1.07-1.96x mma, bench_prefill.py on the H100,
+        // docs/benchmarks.md (y)); a decode takes mma's decode tiles
+        // (decodeRequest: wgmma has none). Row-by-row pages are mma's, and
+        // a paged or split varlen batch stays there until measured.
+        if (spec.pageGather || ((spec.splitKv || spec.pagedKv) && spec.varlen))
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

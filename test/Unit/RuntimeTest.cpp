@@ -2834,8 +2834,8 @@ TEST(KernelSpecVarlen, NameKeyAndLimits) {
 
 /// A KV cache's entries by index (cache_batch_idx) with its lengths: the
 /// 16-bit forward takes wgmma by default on sm_90a (its TMA boxes take the
-/// entry as their batch coordinate), mma on sm_80; a paged cache stays off
-/// wgmma.
+/// entry as their batch coordinate), mma on sm_80. A paged cache and
+/// split-KV take wgmma too, but not row-by-row pages or a varlen batch.
 TEST(KernelSpecKvCache, CacheBatchIndexRunsOnWgmma) {
   fa::KernelSpec spec;
   spec.headDim = 128;
@@ -2853,12 +2853,23 @@ TEST(KernelSpecKvCache, CacheBatchIndexRunsOnWgmma) {
   spec.arch = "sm_90a";
   spec.cacheBatchIndex = false;
   spec.pagedKv = true;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
+  spec.splitKv = true;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
+  spec.pageGather = true;
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
+  spec.pageGather = false;
+  spec.varlen = true;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
+  spec.pagedKv = false;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << "split varlen";
+  spec.varlen = false;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma) << "split";
 }
 
-/// A paged cache on wgmma, asked for by name (auto keeps mma until the
-/// H200 has checked it): tiles a page holds whole, read by TMA boxes at the
-/// producer's own page lookup; row-by-row pages are refused by name.
+/// A paged cache on wgmma (asked for by name here; auto takes it too):
+/// tiles a page holds whole, read by TMA boxes at the producer's own page
+/// lookup; row-by-row pages are refused by name.
 TEST(KernelSpecKvCache, PagedCacheRunsOnWgmmaByName) {
   fa::KernelSpec spec;
   spec.headDim = 128;
