@@ -226,7 +226,8 @@ int64_t backwardWarpgroups(const Config &c) {
 }
 
 bool transposesScores(const Config &) {
-  // Not measured yet: taken only where asked for (fa-place-wgmma's
+  // 5-10% slower than the untransposed program at D 64 on the H100
+  // (docs/benchmarks.md (y)): taken only where asked for (fa-place-wgmma's
   // transposed-scores=1).
   return false;
 }
