@@ -11,7 +11,8 @@
 #                       block-mask|bench-variants|profile-block-mask|
 #                       bench-varlen|fp8|wide-backward|
 #                       paged-varlen-deterministic|varlen-backward|
-#                       sinks-serving-wgmma|driver-only|ab-backward|
+#                       sinks-serving-wgmma|kvcache-auto|driver-only|
+#                       ab-backward|
 #                       transposed-scores|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
@@ -200,6 +201,28 @@ for step in $steps; do
       --backward --json "$OUT/varlen-backward.json"
     run host-overhead timeout 60 python3 bench/bench_attention.py \
       --host-overhead ;;&
+  kvcache-auto)
+    # Added 2026-12-05 (fifth session), not yet run: auto takes wgmma for
+    # a paged or split prefill (checked by name on an H100). The KV-cache
+    # tests with auto, then which kernels a paged prefill (pages of 64,
+    # one part and three) compiled in a fresh cache: *_paged*_wgmma.
+    run kvcache-auto timeout 200 bash -c "cd python/tests && \
+      python3 -m unittest -v test_kvcache"
+    PYTHONPATH=$PWD/python FA_CACHE_DIR=/tmp/fa-cache-auto \
+      run kvcache-auto-kernels timeout 120 \
+      python3 -c "
+import torch, fa
+b, sq, hq, hkv, d, page, pages = 2, 300, 8, 2, 128, 64, 8
+q = torch.randn(b, sq, hq, d, device='cuda', dtype=torch.bfloat16)
+kc = torch.randn(b * pages, page, hkv, d, device='cuda', dtype=torch.bfloat16)
+table = torch.arange(b * pages, device='cuda', dtype=torch.int32).view(b, pages)
+lens = torch.full((b,), 400, device='cuda', dtype=torch.int32)
+for parts in (1, 3):
+    fa.flash_attn_with_kvcache(q, kc, kc.clone(), cache_seqlens=lens,
+                               block_table=table, causal=True,
+                               num_splits=parts)
+torch.cuda.synchronize()"
+    ls -R /tmp/fa-cache-auto | grep -o 'fa_fwd[A-Za-z0-9_]*' | sort -u ;;&
   sinks-serving-wgmma)
     # Added 2026-12-05 (third session), not yet run on a GPU. The
     # deterministic backward with sinks (the GPU sinks cases now also run
