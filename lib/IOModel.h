@@ -64,7 +64,9 @@ IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
 /// the cache keeps a head's K/V while its query tiles run: Q, K, V read
 /// once (K/V per K/V head), O and LSE written once. FLOPs of the visible
 /// (unmasked) scores only: `keptScores` per query head where a mask_mod's
-/// are known (the compiler's countKeptScores), else the causal mask's.
+/// are known (the compiler's countKeptScores, taken in program (0, 0) for
+/// every head: a mask that reads the batch or head index counts as head
+/// 0's), else the causal mask's.
 IOEstimate compulsoryForwardIO(const AttentionProblem &p, int64_t elementBytes,
                                std::optional<double> keptScores = {});
 

@@ -1,7 +1,8 @@
 //===- PlaceWgmma.cpp - Placement for the Hopper wgmma strategy -*- C++ -*-===//
 //
 // Decides where every tile of an fa.grid program lives for warpgroup MMA:
-// Q, K, V in 128-byte-swizzled shared memory (read by wgmma descriptors),
+// Q, K, V in swizzled shared memory (128-byte rows; 64-byte rows for FP8
+// head dims that are not whole 128-byte rows), read by wgmma descriptors,
 // S, P and O in accumulator fragments, P moved to A-operand fragments for
 // the register-A form of P V; and checks the config against the strategy's
 // resource model.

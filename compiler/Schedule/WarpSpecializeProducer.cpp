@@ -80,7 +80,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     mapping.map(grid.getTileIndex(), producerWork.tile);
   }
   // Copies the tile of `tensor` at `row` into `slot`, completing on barrier
-  // `barrier`: one TMA box per 64-column block.
+  // `barrier`: one TMA box per column block (one swizzled row: 64 16-bit
+  // columns, 128 or 64 8-bit ones).
   // (`page`: a paged cache's pool entry, in place of the load's batch.)
   auto copyTile = [&](OpBuilder &at, const LoadedTensor &tensor, Value row,
                       Value slot, Value barrier,

@@ -9,6 +9,7 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -756,18 +757,27 @@ KeyIntervals keptKeys(const MaskFormula &formula,
   case MaskFormula::Kind::keepNone:
     return {};
   case MaskFormula::Kind::constraint: {
-    // c + a kv <= 0, c holding every other argument's term.
-    int64_t c = formula.form.constant;
+    // c + a kv <= 0, c holding every other argument's term (in 128 bits:
+    // each term fits 64 bits, their sum need not).
+    __int128 c = formula.form.constant;
     for (unsigned arg = 0; arg < kNumVariantIndexArgs; ++arg)
       if (arg != kKeyIndexArg)
-        c += formula.form.coefficients[arg] * args[arg];
+        c += __int128(formula.form.coefficients[arg]) * args[arg];
     int64_t a = formula.form.coefficients[kKeyIndexArg];
     if (a == 0)
       return c <= 0 ? all : KeyIntervals{};
-    // a > 0: kv <= floor(-c / a); a < 0: kv >= ceil(c / -a).
+    // a > 0: kv <= floor(-c / a); a < 0: kv >= ceil(c / -a); the bound is
+    // clamped to the keys before it is used.
+    __int128 n = a > 0 ? -c : c, d = a > 0 ? __int128(a) : -__int128(a);
+    __int128 quotient = n / d, rest = n % d;
+    auto clampToKeys = [&](__int128 v) {
+      return int64_t(std::clamp<__int128>(v, -1, kvLen));
+    };
     if (a > 0)
-      return intersectIntervals(all, {{0, llvm::divideFloorSigned(-c, a) + 1}});
-    return intersectIntervals(all, {{llvm::divideCeilSigned(c, -a), kvLen}});
+      return intersectIntervals(
+          all, {{0, clampToKeys(quotient - (rest != 0 && n < 0)) + 1}});
+    return intersectIntervals(
+        all, {{clampToKeys(quotient + (rest != 0 && n > 0)), kvLen}});
   }
   case MaskFormula::Kind::allOf: {
     KeyIntervals kept = all;

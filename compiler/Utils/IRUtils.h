@@ -70,8 +70,9 @@ void createWarpgroupBarrier(OpBuilder &b, Location loc);
 void createComputeBarrier(OpBuilder &b, Location loc, Operation *at);
 
 /// Zeroes rows [kept, rows) of `boxes` consecutive boxes of `rows` lines of
-/// `lineBytes` (128, or 64 for the 64-byte swizzle; below: 128 bytes, 8
-/// chunks) in shared memory from the 32-bit shared address `start` (a
+/// `lineBytes` (128, or 64 for the 64-byte swizzle; the figures below are
+/// for 128-byte lines of 8 chunks) in shared memory from the 32-bit shared
+/// address `start` (a
 /// swizzled tile's [column blocks, rows, block columns] buffer, or a slice
 /// of whole blocks of it: the swizzle permutes 16-byte chunks within a
 /// line, so whole lines need no swizzle), using `threads` threads, `lane`

@@ -336,11 +336,18 @@ const StrategyModel &model() {
       },
       [](const KernelSpec &spec) {
         // A paged cache (a tile a page) and split-KV: a prefill is faster
-        // on wgmma (1.07-1.96x mma, bench_prefill.py on the H100,
-        // docs/benchmarks.md (y)); a decode takes mma's decode tiles
-        // (decodeRequest: wgmma has none). Row-by-row pages are mma's, and
-        // a paged or split varlen batch stays there until measured.
-        if (spec.pageGather || ((spec.splitKv || spec.pagedKv) && spec.varlen))
+        // on wgmma (1.07-1.96x mma, bench_prefill.py on the H100 with
+        // pages of 64 and 256, docs/benchmarks.md (y)); a decode takes
+        // mma's decode tiles (decodeRequest: wgmma has none). What was not
+        // measured stays on mma: row-by-row pages, tiles of fewer than 64
+        // keys (pages of 16, 32, 48: fitToPages), a paged or split varlen
+        // batch, split-KV with cache_batch_idx.
+        bool unmeasuredPages =
+            spec.pagedKv && (spec.pageGather || spec.varlen ||
+                             (spec.blockN != 0 && spec.blockN < 64));
+        bool unmeasuredSplit =
+            spec.splitKv && (spec.varlen || spec.cacheBatchIndex);
+        if (unmeasuredPages || unmeasuredSplit)
           return false;
         return spec.backward
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)

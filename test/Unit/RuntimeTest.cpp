@@ -2853,18 +2853,27 @@ TEST(KernelSpecKvCache, CacheBatchIndexRunsOnWgmma) {
   spec.arch = "sm_90a";
   spec.cacheBatchIndex = false;
   spec.pagedKv = true;
+  spec.blockN = 0; // left to the defaults
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
   spec.splitKv = true;
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
   spec.pageGather = true;
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
   spec.pageGather = false;
+  // Pages of 32 keys (fitToPages' block-n): not measured on wgmma.
+  spec.blockN = 32;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
+  spec.blockN = 64;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma);
+  spec.blockN = 0;
   spec.varlen = true;
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma);
   spec.pagedKv = false;
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << "split varlen";
   spec.varlen = false;
   EXPECT_EQ(resolveStrategy(spec), fa::Strategy::wgmma) << "split";
+  spec.cacheBatchIndex = true;
+  EXPECT_EQ(resolveStrategy(spec), fa::Strategy::mma) << "split by index";
 }
 
 /// A paged cache on wgmma (asked for by name here; auto takes it too):

@@ -275,15 +275,13 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
     FragmentTile tile(rewriter, loc, lane, type);
     auto resultType = cast<RankedTensorType>(op.getType());
     Value bufferOffset = indexConst(rewriter, loc, offset.getInt());
-    // Swizzled tiles start on a swizzle atom (the placement's offsets count
-    // from the first one).
+    // Swizzled tiles start on a swizzle atom: the placement's offsets count
+    // from the first 1024-byte boundary, which every swizzle's atom (1024
+    // or 512 bytes) divides.
     if (swizzled)
       bufferOffset = arith::AddIOp::create(
           rewriter, loc, bufferOffset,
-          sharedAtomPad(rewriter, loc,
-                        8 * cast<SwizzledSharedEncodingAttr>(
-                                resultType.getEncoding())
-                                .getBytes()));
+          sharedAtomPad(rewriter, loc, kSwizzleBoundaryBytes));
     Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
                                   sharedBufferType(resultType));
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());

@@ -527,7 +527,8 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
 /// block `block` and head-dim word 8 blk + x, where a = (4 s + w) % 8 and
 /// (block, blk) count the rest of 4 s + w. In the 128-byte swizzle both the
 /// loads (8 chunk positions x 4 words) and the stores meet 32 different
-/// banks. A tile of 64-byte rows (`sourceRowBytes` 64: e4m3 at head dim 64)
+/// banks. A tile of 64-byte rows (`sourceRowBytes` 64: e4m3 at head dims
+/// 64 and 192)
 /// is read in the 64-byte swizzle, where a key's xor (key / 2) % 4 is the
 /// lane's q: the loads meet 16 banks (2-way); the stores are the same.
 ///
