@@ -8,6 +8,7 @@
 # balance) and the L2 hit rate beside. Writes to $OUT/<target>-*.
 #   scripts/profile-source.sh TARGET...
 # TARGET: dkdv-d<D>[-causal], or <strategy>-d<D>[-s<S>][-causal][-<M>x<N>w<W>s<ST>]
+#   with strategy mma, wgmma or fp8 (wgmma on e4m3 Q, K, V),
 #   e.g. wgmma-d128, wgmma-d64-s1024-causal, wgmma-d64-s1024-128x128w8s2
 #   (S = 4096 and the default tiles unless named).
 set -uo pipefail
@@ -24,7 +25,8 @@ for target in "${@:-dkdv-d128}"; do
     [[ $d =~ ^[0-9]+$ ]] || { echo "bad head dim in $target"; status=2; continue; }
     call="o, lse = fa.attention(q, k, v, causal=$causal, return_lse=True)
 fa.attention_backward(torch.randn_like(q), q, k, v, o, lse, causal=$causal)" ;;
-  wgmma-d* | mma-d*)
+  wgmma-d* | mma-d* | fp8-d*)
+    # fp8-...: the wgmma forward on Q, K, V quantized to e4m3 (bf16 O).
     strategy=${target%%-*} kernel=fa_fwd
     for part in $(echo "${target#*-}" | tr '-' ' '); do
       case $part in
@@ -38,7 +40,9 @@ fa.attention_backward(torch.randn_like(q), q, k, v, o, lse, causal=$causal)" ;;
       *) echo "unknown part $part of $target"; status=2; continue 2 ;;
       esac
     done
-    call="fa.attention(q, k, v, causal=$causal, strategy=\"$strategy\"$tiles)" ;;
+    call="fa.attention(q, k, v, causal=$causal, strategy=\"$strategy\"$tiles)"
+    [ "$strategy" = fp8 ] && call="q8, k8, v8, ds = fa.fp8.quantize(q, k, v)
+fa.attention(q8, k8, v8, causal=$causal$tiles, **ds)" ;;
   *) echo "unknown target $target"; status=2; continue ;;
   esac
   cat > /tmp/fa-profile-source.py <<PY

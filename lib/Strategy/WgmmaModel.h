@@ -42,11 +42,6 @@ constexpr int64_t kMaxStages = 4;
 /// name: columns in blocks of 64 16-bit elements (one 128-byte row each).
 constexpr int64_t kSwizzleBytes = 128;
 constexpr int64_t kColumnBlock = 64;
-/// Elements of one column block (one swizzled row): 64 of 16 bits, 128 of
-/// 8 bits (FP8, whose head dims come in blocks of 128).
-constexpr int64_t columnBlock(int64_t elementBytes) {
-  return kSwizzleBytes / elementBytes;
-}
 /// The swizzle of the loaded tiles (Q, K, V): 128 bytes, except FP8 at a
 /// head dim that is not whole 128-byte rows (64, 192), whose rows are cut
 /// into 64-byte blocks in the 64-byte swizzle.

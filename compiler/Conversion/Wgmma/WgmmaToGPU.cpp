@@ -54,6 +54,15 @@ namespace model = ::fa::wgmma;
 
 namespace {
 
+/// The bytes of one swizzled row of a shared tile (its encoding's swizzle:
+/// 128, or 64 for 8-bit rows of 64 bytes): a wgmma operand's column block
+/// and the transposing copy's source rows.
+static int64_t swizzledRowBytes(Type type) {
+  return cast<SwizzledSharedEncodingAttr>(
+             cast<RankedTensorType>(type).getEncoding())
+      .getBytes();
+}
+
 Value i64Const(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
 }
@@ -343,14 +352,9 @@ struct TileMatmulLowering : OpConversionPattern<TileMatmulOp> {
     bool float8 = isa<Float8E4M3FNType>(elementType);
     int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
     int64_t kStep = 32 / elementBytes;
-    auto swizzleBytes = [](Value tile) {
-      return cast<SwizzledSharedEncodingAttr>(
-                 cast<RankedTensorType>(tile.getType()).getEncoding())
-          .getBytes();
-    };
-    int64_t lhsRowBytes =
-        sharedLhs ? swizzleBytes(op.getLhs()) : model::kSwizzleBytes;
-    int64_t rhsRowBytes = swizzleBytes(op.getRhs());
+    int64_t lhsRowBytes = sharedLhs ? swizzledRowBytes(op.getLhs().getType())
+                                    : model::kSwizzleBytes;
+    int64_t rhsRowBytes = swizzledRowBytes(op.getRhs().getType());
     if (float8 && !transposed)
       return op.emitOpError("8-bit wgmma reads B K-major only: the right "
                             "operand must be transpose_rhs or stored "
@@ -652,11 +656,6 @@ static void emitTransposedCopy(OpBuilder &rewriter, Location loc, int64_t keys,
   }
 }
 
-/// The swizzle width of an 8-bit shared tile's rows (128 or 64 bytes).
-static int64_t sourceRowBytes(RankedTensorType type) {
-  return cast<SwizzledSharedEncodingAttr>(type.getEncoding()).getBytes();
-}
-
 /// The tile shapes emitTransposedCopy takes: 128-key blocks, 32-column
 /// steps.
 static LogicalResult checkTransposable(Operation *op, RankedTensorType type) {
@@ -709,7 +708,7 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
     Value buffer;
     emitTransposedCopy(
         rewriter, loc, sourceType.getDimSize(0), sourceType.getDimSize(1),
-        sourceRowBytes(sourceType), [&]() -> std::pair<Value, Value> {
+        swizzledRowBytes(sourceType), [&]() -> std::pair<Value, Value> {
           // The warpgroup's copy: fa.shared_offset + warpgroup x tile
           // bytes past the first swizzle atom.
           int64_t tileBytes = sourceType.getNumElements();
@@ -762,7 +761,7 @@ struct CopyTileLowering : OpConversionPattern<CopyTileOp> {
     Location loc = op.getLoc();
     emitTransposedCopy(
         rewriter, loc, sourceType.getDimSize(0), sourceType.getDimSize(1),
-        sourceRowBytes(sourceType), [&]() -> std::pair<Value, Value> {
+        swizzledRowBytes(sourceType), [&]() -> std::pair<Value, Value> {
           return {sharedAddress32(rewriter, loc, adaptor.getSource()),
                   sharedAddress32(rewriter, loc, adaptor.getDest())};
         });
