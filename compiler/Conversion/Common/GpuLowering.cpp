@@ -261,7 +261,11 @@ struct RegisterElementwiseLowering : OpConversionPattern<ElementwiseOp> {
 /// floats), which puts its first operand in the high byte: element 2i in
 /// byte 0, element 2i + 1 in byte 1. Out-of-range values saturate to
 /// +-448, NaN stays NaN (the CPU lowering's fa-expand-float8-casts rounds
-/// alike).
+/// alike). Four elements at a time where the tile holds multiples of four:
+/// two conversions joined into one 32-bit value (elements 4i .. 4i + 3 in
+/// bytes 0 .. 3), so that a consumer which packs them into registers again
+/// (the A registers of P V) starts from whole registers; built from bytes,
+/// LLVM reassembled each register with three byte permutes.
 struct Float8TruncLowering : OpConversionPattern<arith::TruncFOp> {
   Float8TruncLowering(const TypeConverter &typeConverter, MLIRContext *ctx)
       : OpConversionPattern(typeConverter, ctx, /*benefit=*/2) {}
@@ -275,30 +279,41 @@ struct Float8TruncLowering : OpConversionPattern<arith::TruncFOp> {
         !isa<Float8E4M3FNType>(resultType.getElementType()))
       return rewriter.notifyMatchFailure(op, "not an 8-bit register tile");
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     SmallVector<Value> in = unpack(rewriter, loc, adaptor.getIn());
     if (in.size() % 2 != 0)
       return op.emitOpError("an 8-bit register tile holds pairs of elements "
                             "per thread, got ")
              << in.size();
+    int64_t group = in.size() % 4 == 0 ? 4 : 2;
+    Type word = rewriter.getIntegerType(8 * group);
+    StringRef asmText = group == 4 ? "{\n.reg .b16 lo, hi;\n"
+                                     "cvt.rn.satfinite.e4m3x2.f32 lo, $1, $2;\n"
+                                     "cvt.rn.satfinite.e4m3x2.f32 hi, $3, $4;\n"
+                                     "mov.b32 $0, {lo, hi};\n}"
+                                   : "cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;";
+    StringRef constraints = group == 4 ? "=r,f,f,f,f" : "=h,f,f";
+    auto bytesType = VectorType::get({group}, rewriter.getI8Type());
     SmallVector<Value> bytes;
-    Type i8 = rewriter.getI8Type(), i16 = rewriter.getI16Type();
-    for (size_t i = 0; i < in.size(); i += 2) {
+    for (size_t i = 0; i < in.size(); i += group) {
+      // Each pair's higher element first (the high byte).
+      SmallVector<Value> operands;
+      for (int64_t pair = 0; pair < group / 2; ++pair)
+        operands.append({in[i + 2 * pair + 1], in[i + 2 * pair]});
       auto cvt = LLVM::InlineAsmOp::create(
-          rewriter, loc, i16, ValueRange{in[i + 1], in[i]},
-          rewriter.getStringAttr("cvt.rn.satfinite.e4m3x2.f32 $0, $1, $2;"),
-          rewriter.getStringAttr("=h,f,f"), /*has_side_effects=*/UnitAttr(),
+          rewriter, loc, word, operands, rewriter.getStringAttr(asmText),
+          rewriter.getStringAttr(constraints),
+          /*has_side_effects=*/UnitAttr(),
           /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
-          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+          LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                    LLVM::AsmDialect::AD_ATT),
           /*operand_attrs=*/ArrayAttr());
-      Value pair = cvt.getResult(0);
-      bytes.push_back(arith::TruncIOp::create(rewriter, loc, i8, pair));
-      bytes.push_back(arith::TruncIOp::create(
-          rewriter, loc, i8,
-          arith::ShRUIOp::create(
-              rewriter, loc, pair,
-              arith::ConstantOp::create(rewriter, loc,
-                                        rewriter.getI16IntegerAttr(8)))));
+      Value packed =
+          LLVM::BitcastOp::create(rewriter, loc, bytesType, cvt.getResult(0));
+      for (int64_t b = 0; b < group; ++b)
+        bytes.push_back(LLVM::ExtractElementOp::create(
+            rewriter, loc, packed,
+            LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(),
+                                     rewriter.getI32IntegerAttr(b))));
     }
     rewriter.replaceOp(op, pack(rewriter, loc, type, bytes));
     return success();
