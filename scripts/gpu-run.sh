@@ -202,10 +202,10 @@ for step in $steps; do
     run host-overhead timeout 60 python3 bench/bench_attention.py \
       --host-overhead ;;&
   kvcache-auto)
-    # Added 2026-12-05 (fifth session), not yet run: auto takes wgmma for
-    # a paged or split prefill (checked by name on an H100). The KV-cache
-    # tests with auto, then which kernels a paged prefill (pages of 64,
-    # one part and three) compiled in a fresh cache: *_paged*_wgmma.
+    # Auto takes wgmma for a paged or split prefill (run on an H100,
+    # 2026-12-05 (z)). The KV-cache tests with auto, then which kernels a
+    # paged prefill (pages of 64, one part and three) compiled in a fresh
+    # cache: *_paged*_wgmma.
     run kvcache-auto timeout 200 bash -c "cd python/tests && \
       python3 -m unittest -v test_kvcache"
     PYTHONPATH=$PWD/python FA_CACHE_DIR=/tmp/fa-cache-auto \
@@ -222,7 +222,8 @@ for parts in (1, 3):
                                block_table=table, causal=True,
                                num_splits=parts)
 torch.cuda.synchronize()"
-    ls -R /tmp/fa-cache-auto | grep -o 'fa_fwd[A-Za-z0-9_]*' | sort -u ;;&
+    # (the cache's file names are hashes: the kernel names are inside)
+    grep -rhao 'fa_fwd[A-Za-z0-9_]*' /tmp/fa-cache-auto | sort -u ;;&
   sinks-serving-wgmma)
     # Added 2026-12-05 (third session), not yet run on a GPU. The
     # deterministic backward with sinks (the GPU sinks cases now also run
