@@ -81,11 +81,11 @@ struct SharedLayout {
 SharedLayout sharedLayout(const Config &config);
 
 /// Whether fa-warp-specialize moves 8-bit V's transpose to the producer
-/// warpgroup (its option producer-transposes-value in the pipeline). Off
-/// until that schedule has been run on the H200: the first run of it hung
-/// (fixed since by the warp sync after the elected thread's copies, not
-/// yet run); each consumer warpgroup transposes its own copy meanwhile,
-/// the schedule measured in docs/benchmarks.md.
+/// warpgroup (its option producer-transposes-value in the pipeline). Off:
+/// that schedule hangs on the GPU in its first case, before and after the
+/// warp sync after the elected thread's copies (docs/benchmarks.md, entries
+/// (s) and (z)); each consumer warpgroup transposes its own copy, the
+/// schedule measured there.
 constexpr bool kProducerTransposesValue = false;
 
 /// The slots of the producer's transposed-V ring: two, so that the producer
