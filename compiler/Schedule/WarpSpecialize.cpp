@@ -476,6 +476,19 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
           buffer.getNumElements() * buffer.getElementTypeBitWidth() / 8;
       transposed.slots = model::kTransposedValueRingSlots;
       transposedValue = &transposed;
+      // The producer issues tile n's copies before it transposes tile
+      // n - 1 (the copies' latency hides behind the transpose). V tile n's
+      // copy waits for its slot to be empty; with one slot that is tile
+      // n - 1's, which only the transpose after the copy empties: the
+      // producer would wait on itself (it hung on the GPU at head dim 256,
+      // one stage; two or more ran).
+      if (stages < 2)
+        return transposeLoads.front().emitOpError(
+                   "the producer's V transpose needs 2 or more K/V stages, "
+                   "got ")
+               << stages
+               << " (with one, V tile n's copy waits for the slot that the "
+                  "transpose of tile n - 1, after it, empties)";
     }
     // TMA fills only rows past the tensor with zeros: rows between a
     // varlen sequence's end and the tensor's end arrive as the next
