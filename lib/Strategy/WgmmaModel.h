@@ -82,10 +82,10 @@ SharedLayout sharedLayout(const Config &config);
 
 /// Whether fa-warp-specialize moves 8-bit V's transpose to the producer
 /// warpgroup (its option producer-transposes-value in the pipeline). Off:
-/// that schedule hangs on the GPU in its first case, before and after the
-/// warp sync after the elected thread's copies (docs/benchmarks.md, entries
-/// (s) and (z)); each consumer warpgroup transposes its own copy, the
-/// schedule measured there.
+/// on an H100 it is 13-16% faster at head dim 128 and correct there on
+/// 8-tile ranges, but the GPU suite's first case (head dim 64, one K/V
+/// tile) hangs with it (docs/benchmarks.md, entry (z)); each consumer
+/// warpgroup transposes its own copy meanwhile.
 constexpr bool kProducerTransposesValue = false;
 
 /// The slots of the producer's transposed-V ring: two, so that the producer
