@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles a fixed set of kernels (forward and backward, every strategy,
-# f32/f16/bf16, the GPU suite's head dims, causal and not, default and
+# f32/f16/bf16/e4m3, the GPU suite's head dims, causal and not, default and
 # explicit tiles) to PTX, one file per kernel, so that a refactor of the
 # code generators can be checked for byte-identical output:
 #
@@ -47,6 +47,11 @@ specs=(
   "wgmma-d192-f16       --head-dim=192 --dtype=f16"
   "wgmma-d256-bf16-causal --head-dim=256 --dtype=bf16 --causal"
   "wgmma-d128-f16-64x128w4 --head-dim=128 --dtype=f16 --strategy=wgmma --block-m=64 --block-n=128 --num-warps=4 --stages=2"
+  # FP8 (e4m3 on wgmma): the 64-byte swizzle at D 64/192, one stage at 256
+  "fp8-d64              --head-dim=64 --dtype=e4m3 --arch=sm_90a"
+  "fp8-d128-causal      --head-dim=128 --dtype=e4m3 --arch=sm_90a --causal"
+  "fp8-d192-f16         --head-dim=192 --dtype=e4m3 --out-dtype=f16 --arch=sm_90a"
+  "fp8-d256-causal      --head-dim=256 --dtype=e4m3 --arch=sm_90a --causal"
   # backward
   "bwd-mma-d64-f16      --backward --head-dim=64 --dtype=f16 --strategy=mma"
   "bwd-mma-d64-f16-causal --backward --head-dim=64 --dtype=f16 --causal --strategy=mma"
