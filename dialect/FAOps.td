@@ -1236,6 +1236,11 @@ def FA_WaitTurnOp : FA_Op<"wait_turn"> {
     blocks launched earlier (the causal grid runs its K/V tiles last to
     first), so the wait ends.
 
+    The block's compute threads take the turn together (thread 0 spins,
+    then they meet at a barrier); with `by_warp`, the executing warp alone
+    (a writer warp that adds for the block: its lane 0 spins, then the warp
+    syncs).
+
     ```mlir
     fa.wait_turn %dq_order[%b, %h, %q_tile], %kv_tile : memref<?x?x?xi32>
     fa.accumulate_tile %dq_part, %dq_accum[%b, %h, %q_start] : ...
@@ -1245,7 +1250,8 @@ def FA_WaitTurnOp : FA_Op<"wait_turn"> {
   // A synchronization point, never dead: it orders the program's later
   // memory accesses after the other programs' (hence the write effect).
   let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "", [MemRead, MemWrite]>:$order,
-                       Index:$batch, Index:$head, Index:$tile, Index:$turn);
+                       Index:$batch, Index:$head, Index:$tile, Index:$turn,
+                       UnitAttr:$by_warp);
   let assemblyFormat = [{
     $order `[` $batch `,` $head `,` $tile `]` `,` $turn attr-dict `:` type($order)
   }];
@@ -1256,10 +1262,12 @@ def FA_PassTurnOp : FA_Op<"pass_turn"> {
   let description = [{
     Ends the turn `turn` that `fa.wait_turn` waited for: once this
     program's writes are visible to the other programs,
-    `order[batch, head, tile] = turn + 1`.
+    `order[batch, head, tile] = turn + 1`. `by_warp`: handed on by the
+    executing warp alone, as `fa.wait_turn`'s.
   }];
   let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "", [MemWrite]>:$order,
-                       Index:$batch, Index:$head, Index:$tile, Index:$turn);
+                       Index:$batch, Index:$head, Index:$tile, Index:$turn,
+                       UnitAttr:$by_warp);
   let assemblyFormat = [{
     $order `[` $batch `,` $head `,` $tile `]` `,` $turn attr-dict `:` type($order)
   }];
@@ -1285,6 +1293,34 @@ def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
   let arguments = (ins FA_AnyFloatTile:$source);
   let results = (outs FA_AnyFloatTile:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FA_HandOffOp : FA_Op<"hand_off"> {
+  let summary = "hand a staged shared tile to the threads that read it next";
+  let description = [{
+    The tile's writes (its `fa.convert_layout` into shared memory) are done:
+    the executing threads arrive, without waiting, on named barrier
+    `barrier` of `threads` threads, where the tile's readers wait (the
+    deterministic backward's writer warp, fa-tma-reduce). The staging then
+    has no barriers of its own: this is its publication, and the threads
+    that wait for the buffer to be free before writing it again do so with
+    a barrier of their own.
+
+    ```mlir
+    %staged = fa.convert_layout %dq {fa.shared_offset = 196608 : i64}
+      : tensor<64x128xf32, #fa.mma<...>> -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+    fa.hand_off %staged barrier 13 threads 288
+      : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+    ```
+  }];
+  // Not pure: the arrival orders the staging's writes before the readers'
+  // reads (and keeps the staging, otherwise without uses, alive).
+  let arguments = (ins FA_AnyFloatTile:$tile, I32Attr:$barrier,
+                       I64Attr:$threads);
+  let assemblyFormat = [{
+    $tile `barrier` $barrier `threads` $threads attr-dict `:` type($tile)
+  }];
   let hasVerifier = 1;
 }
 

@@ -692,6 +692,25 @@ void QTileRangeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 }
 
 //===----------------------------------------------------------------------===//
+// HandOffOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult HandOffOp::verify() {
+  auto type = cast<RankedTensorType>(getTile().getType());
+  auto encoding = dyn_cast_or_null<TileEncodingInterface>(type.getEncoding());
+  if (!encoding || !encoding.isShared())
+    return emitOpError("hands off a tile in shared memory, got ") << type;
+  // Barrier 0 is the block's __syncthreads; a block has 16.
+  if (getBarrier() < 1 || getBarrier() > 15)
+    return emitOpError("named barrier must be in 1..15, got ") << getBarrier();
+  if (getThreads() <= 0 || getThreads() % 32 != 0 || getThreads() > 1024)
+    return emitOpError("a named barrier counts whole warps (1..1024 "
+                       "threads, a multiple of 32), got ")
+           << getThreads();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ConvertLayoutOp
 //===----------------------------------------------------------------------===//
 

@@ -412,10 +412,14 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   }
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
-  // fa-warp-specialize adds the producer warpgroup (not persistent).
-  int64_t registerLimit =
-      ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false,
-                                     /*transposesValue=*/false);
+  // fa-warp-specialize adds the producer warpgroup (not persistent), with
+  // a writer warp for the deterministic turns.
+  bool deterministic =
+      grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
+  int64_t registerLimit = ::fa::wgmma::consumerRegisters(
+      numWarps, /*persistent=*/false,
+      /*transposesValue=*/false, /*writerWarp=*/deterministic);
   setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
                   {config.blockM, config.blockN, config.headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

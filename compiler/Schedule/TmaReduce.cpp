@@ -29,6 +29,25 @@
 // after run. The staging (placed before the wait for the turn) does not
 // hold the turn.
 //
+// A warp-specialized program (fa-warp-specialize) adds between turns
+// through a writer warp instead: warp 1 of the producer warpgroup walks the
+// consumers' loop nest and takes the turns, so that the consumers never wait
+// for one (FlashAttention-3's dQ writer). Per tile, with named barriers of
+// the consumers' threads and the writer's 32:
+//
+//   consumers: wait for staged_empty; stage the tile; fa.hand_off (arrive
+//              on staged_full)
+//   writer:    wait for staged_full; fa.wait_turn {by_warp}; lane 0
+//              reduces the boxes, commits, waits until they read the
+//              buffer; arrive on staged_empty; lane 0 waits until the adds
+//              finish; fa.pass_turn {by_warp}
+//
+// The writer arrives on staged_empty once before its loops and the
+// consumers wait once more after theirs, so both meet there as often and
+// the buffer's last read is done before the consumers leave. The staging
+// is handed off (fa.hand_off: the arrival), and its lowering puts no
+// barriers of its own around it.
+//
 // The kernel gains a tensor map parameter for the destination ("dq_accum"
 // in fa.tensor_maps, after the maps already there); rows past the
 // destination's end are not written by the engine. The consumers' lanes no
@@ -70,6 +89,228 @@ void onIssuers(OpBuilder &b, Location loc, int64_t group,
   in.setInsertionPoint(branch.getThenRegion().front().getTerminator());
   Value tid = gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x);
   body(in, arith::DivUIOp::create(in, loc, tid, indexConst(in, loc, group)));
+}
+
+/// A named barrier of `threads` threads: wait for all of them (`sync`) or
+/// only count this warp's arrival.
+void namedBarrier(OpBuilder &b, Location loc, int32_t id, int64_t threads,
+                  bool sync) {
+  if (!sync)
+    return createBarrierArrive(b, loc, id, threads);
+  NVVM::BarrierOp::create(b, loc, TypeRange{}, i32Const(b, loc, id),
+                          i32Const(b, loc, int32_t(threads)),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+/// The reduction of `columns` columns of a staged `rows`-row f32 tile (its
+/// [C / 32, rows, 32] buffer at shared address `address`, i64) from box
+/// `firstBox` bytes in and column `firstColumn` (i32) into `map`'s box
+/// `row`, `head`, `batch` (i32s): one cp.reduce.async.bulk.tensor per 32
+/// columns (box k lies rows x 128 bytes after box k - 1), committed as one
+/// group.
+void reduceBoxes(OpBuilder &b, Location loc, Value map, Value address,
+                 Value firstBox, Value firstColumn, int64_t columns,
+                 int64_t rows, Value row, Value head, Value batch) {
+  constexpr int64_t boxCols = kReductionBoxColumns;
+  auto sharedPtr =
+      LLVM::LLVMPointerType::get(b.getContext(), /*addressSpace=*/3);
+  int64_t boxBytes = rows * boxCols * 4;
+  for (int64_t box = 0; box * boxCols < columns; ++box) {
+    Value start = arith::AddIOp::create(b, loc, address, firstBox);
+    Value column = firstColumn;
+    if (box > 0) {
+      start = arith::AddIOp::create(
+          b, loc, start,
+          arith::ConstantOp::create(b, loc,
+                                    b.getI64IntegerAttr(box * boxBytes)));
+      column = arith::AddIOp::create(
+          b, loc, column,
+          arith::ConstantOp::create(
+              b, loc, b.getI32IntegerAttr(int32_t(box * boxCols))));
+    }
+    Value source = LLVM::IntToPtrOp::create(b, loc, sharedPtr, start);
+    NVVM::CpAsyncBulkTensorReduceOp::create(
+        b, loc, map, source, NVVM::TMAReduxKind::ADD, NVVM::TMAStoreMode::TILE,
+        ValueRange{column, row, head, batch}, Value());
+  }
+  NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+}
+
+/// The header's writer warp: `op` (between `wait` and `pass`, its tile
+/// staged by `staging`) is added by warp 1 of the producer warpgroup of the
+/// warp-specialized `roles`, which walks the loops around it; the
+/// consumers only stage the tile between the named barriers.
+LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
+                                   ConvertLayoutOp staging, WaitTurnOp wait,
+                                   AccumulateTileOp op, PassTurnOp pass,
+                                   Value map) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  SmallVector<scf::ForOp> loops;
+  for (Operation *parent = op->getParentOp(); parent != roles;
+       parent = parent->getParentOp()) {
+    auto loop = dyn_cast<scf::ForOp>(parent);
+    if (!loop)
+      return op.emitOpError("a writer warp walks only scf.for loops around "
+                            "the add, not ")
+             << parent->getName();
+    loops.insert(loops.begin(), loop);
+  }
+  auto type = cast<RankedTensorType>(op.getTile().getType());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  auto offset =
+      staging->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName());
+  if (!offset)
+    return staging.emitOpError("has no fa.shared_offset (run fa-place-wgmma)");
+  constexpr int64_t warpThreads = 32;
+  int64_t computeThreads = launch.getComputeThreads();
+  int64_t meeting = computeThreads + warpThreads;
+  Region &consumers = roles.getElseRegion();
+
+  // The writer: the producer warpgroup's warp 1, in the else branch of the
+  // branch where warp 0's lane 0 issues the copies, so that nothing the
+  // writer reads is kept live through the copies' code (the producer has
+  // 24 registers).
+  Block &producer = roles.getThenRegion().front();
+  auto copies =
+      llvm::find_if(producer, [](Operation &op) { return isa<scf::IfOp>(op); });
+  auto copier =
+      copies == producer.end() ? scf::IfOp() : cast<scf::IfOp>(*copies);
+  if (!copier || copier.getNumResults() != 0 || !copier.getElseRegion().empty())
+    return op.emitOpError("a writer warp needs the producer's copies under "
+                          "one thread's branch (fa-warp-specialize)");
+  copier.getElseRegion().push_back(new Block);
+  OpBuilder w = OpBuilder::atBlockEnd(&copier.getElseRegion().front());
+  scf::YieldOp::create(w, loc);
+  w.setInsertionPointToStart(&copier.getElseRegion().front());
+  Value tid = gpu::ThreadIdOp::create(w, loc, gpu::Dimension::x);
+  Value warp =
+      arith::DivUIOp::create(w, loc, tid, indexConst(w, loc, warpThreads));
+  Value isWriter = arith::CmpIOp::create(
+      w, loc, arith::CmpIPredicate::eq, warp,
+      indexConst(w, loc, computeThreads / warpThreads + 1));
+  auto writer = scf::IfOp::create(w, loc, isWriter);
+  w.setInsertionPoint(writer.thenBlock()->getTerminator());
+  // The staged tile's buffer, where the consumers' staging lowers it.
+  Value buffer = sharedBufferAt(
+      w, loc,
+      arith::AddIOp::create(w, loc, indexConst(w, loc, offset.getInt()),
+                            sharedAtomPad(w, loc, kSwizzleBoundaryBytes)),
+      sharedBufferType(type));
+  Value lane0 = isFirstOfThreadGroup(w, loc, warpThreads);
+  // The first tile may be written at once.
+  namedBarrier(w, loc, kStagedEmptyBarrier, meeting, /*sync=*/false);
+  IRMapping mapping;
+  auto clone = [&](Value value) -> FailureOr<Value> {
+    return cloneSliceInto(w, consumers, value, mapping);
+  };
+  // The loops count in 32 bits (tile and head indices): the producer's 24
+  // registers hold no 64-bit counters.
+  for (scf::ForOp loop : loops) {
+    FailureOr<Value> lower = clone(loop.getLowerBound()),
+                     upper = clone(loop.getUpperBound()),
+                     step = clone(loop.getStep());
+    if (failed(lower) || failed(upper) || failed(step))
+      return failure();
+    auto walk = scf::ForOp::create(w, loc, toI32(w, loc, *lower),
+                                   toI32(w, loc, *upper), toI32(w, loc, *step));
+    w.setInsertionPoint(walk.getBody()->getTerminator());
+    mapping.map(loop.getInductionVar(),
+                toIndex(w, loc, walk.getInductionVar()));
+  }
+  namedBarrier(w, loc, kStagedFullBarrier, meeting, /*sync=*/true);
+  FailureOr<Value> row = clone(op.getRow()), head = clone(op.getHead()),
+                   batch = clone(op.getBatch());
+  if (failed(row) || failed(head) || failed(batch))
+    return failure();
+  Value firstRow = *row;
+  if (Value first = op.getSequenceFirst()) {
+    // fa-tma-reduce's varlen rule (below): the rows past the sequence's end
+    // become zeros before they are added, here by the writer's lanes.
+    FailureOr<Value> firstV = clone(first), endV = clone(op.getSequenceEnd());
+    if (failed(firstV) || failed(endV))
+      return failure();
+    firstRow = arith::AddIOp::create(w, loc, *firstV, *row);
+    Value end = arith::MaxUIOp::create(w, loc, *endV, firstRow);
+    Value kept = arith::SubIOp::create(w, loc, end, firstRow);
+    Value pastEnd = arith::CmpIOp::create(w, loc, arith::CmpIPredicate::ult,
+                                          kept, indexConst(w, loc, rows));
+    auto clear = scf::IfOp::create(w, loc, pastEnd, /*withElseRegion=*/false);
+    OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
+    Value lane =
+        arith::RemUIOp::create(in, loc, tid, indexConst(in, loc, warpThreads));
+    Value start =
+        toI32(in, loc,
+              memref::ExtractAlignedPointerAsIndexOp::create(in, loc, buffer));
+    clearSharedRowsPastEnd(in, loc, start, cols / kReductionBoxColumns, rows,
+                           kept, lane, warpThreads);
+    NVVM::FenceProxyOp::create(
+        in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    NVVM::SyncWarpOp::create(in, loc, i32Const(in, loc, -1));
+  }
+  // The turn, taken by the warp.
+  for (Value operand : wait->getOperands())
+    if (failed(clone(operand)))
+      return failure();
+  cast<WaitTurnOp>(w.clone(*wait, mapping)).setByWarp(true);
+  {
+    auto issue = scf::IfOp::create(w, loc, lane0);
+    OpBuilder in(issue.thenBlock()->getTerminator());
+    // The turn was taken through the generic proxy: order the async
+    // proxy's adds after it.
+    NVVM::FenceProxyOp::create(in, loc, NVVM::ProxyKind::async_global,
+                               NVVM::SharedSpaceAttr());
+    // The boxes from one 32-bit shared address plus constant offsets: the
+    // producer's 24 registers hold no 64-bit address per box (LLVM hoists
+    // those out of the loops, and ptxas spilled them).
+    Value address =
+        toI32(in, loc,
+              memref::ExtractAlignedPointerAsIndexOp::create(in, loc, buffer));
+    Value rowV = toI32(in, loc, firstRow), headV = toI32(in, loc, *head),
+          batchV = toI32(in, loc, *batch);
+    constexpr int64_t boxCols = kReductionBoxColumns;
+    for (int64_t box = 0; box * boxCols < cols; ++box)
+      NVVM::InlinePtxOp::create(
+          in, loc, TypeRange{},
+          ValueRange{map, i32Const(in, loc, int32_t(box * boxCols)), rowV,
+                     headV, batchV, address},
+          ValueRange{},
+          "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile."
+          "bulk_group [$0, {$1, $2, $3, $4}], [$5+" +
+              std::to_string(box * rows * boxCols * 4) + "];",
+          Value());
+    NVVM::CpAsyncBulkCommitGroupOp::create(in, loc);
+    // The buffer is read: the consumers may stage the next tile.
+    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
+  }
+  namedBarrier(w, loc, kStagedEmptyBarrier, meeting, /*sync=*/false);
+  {
+    // The adds are in global memory before the turn is handed on.
+    auto finish = scf::IfOp::create(w, loc, lane0);
+    OpBuilder in(finish.thenBlock()->getTerminator());
+    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, UnitAttr());
+  }
+  for (Value operand : pass->getOperands())
+    if (failed(clone(operand)))
+      return failure();
+  cast<PassTurnOp>(w.clone(*pass, mapping)).setByWarp(true);
+
+  // The consumers: stage between the named barriers; the turns and the add
+  // are the writer's.
+  OpBuilder c(staging);
+  namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
+  c.setInsertionPointAfter(staging);
+  HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting);
+  Operation *outermost = loops.empty() ? c.getInsertionPoint()->getPrevNode()
+                                       : loops.front().getOperation();
+  pass.erase();
+  op.erase();
+  wait.erase();
+  // The writer's last arrival: its last read of the buffer is done.
+  c.setInsertionPointAfter(outermost);
+  namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
+  return success();
 }
 
 struct FATmaReducePass
@@ -154,13 +395,6 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
                               : int64_t(launch.getComputeThreads());
   int64_t issuerColumns = perWarpgroup ? *slice : cols;
 
-  // Before the tile is written: the issuer's previous reduction has read
-  // the buffer (the staging's leading barrier then tells its threads).
-  OpBuilder b(staging);
-  onIssuers(b, loc, issuerThreads, [&](OpBuilder &in, Value) {
-    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
-  });
-
   // The deterministic mode's turn is handed on after the add (later in its
   // block): the add must have finished by then. A turn handed on elsewhere
   // would not order this add.
@@ -174,6 +408,34 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
                             "not after this add in its block: the TMA "
                             "reduction would not be ordered by the turn");
   }
+
+  // Between turns in a warp-specialized program: the writer warp adds, the
+  // turns right around the add.
+  if (handsOnTurn && launch.getProducerWarps() > 0) {
+    Operation *role = op;
+    while (role->getParentOp() != grid.getOperation())
+      role = role->getParentOp();
+    auto roles = dyn_cast<scf::IfOp>(role);
+    auto wait = dyn_cast_or_null<WaitTurnOp>(op->getPrevNode());
+    auto pass = dyn_cast_or_null<PassTurnOp>(op->getNextNode());
+    if (!roles || roles.getElseRegion().empty() ||
+        !roles.getElseRegion().isAncestor(op->getParentRegion()))
+      return op.emitOpError("a warp-specialized program adds between turns "
+                            "in its consumers' branch (fa-warp-specialize's "
+                            "roles)");
+    if (!wait || !pass || !staging->isBeforeInBlock(wait))
+      return op.emitOpError("a writer warp adds between an fa.wait_turn "
+                            "right before the add and an fa.pass_turn right "
+                            "after it, the tile staged before both");
+    return addThroughWriterWarp(launch, roles, staging, wait, op, pass, map);
+  }
+
+  // Before the tile is written: the issuer's previous reduction has read
+  // the buffer (the staging's leading barrier then tells its threads).
+  OpBuilder b(staging);
+  onIssuers(b, loc, issuerThreads, [&](OpBuilder &in, Value) {
+    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
+  });
 
   // A varlen sequence's tile: the box adds its rows past the sequence's end
   // into the next sequence's rows. Those rows of the staged dQ = dS K are
@@ -237,39 +499,18 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
     Value address = arith::IndexCastUIOp::create(
         in, loc, in.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(in, loc, tile));
-    auto sharedPtr = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3);
     // A varlen sequence's box also adds its rows past the sequence's end
     // into the next sequence's: zeros (cleared above), which leave an
     // accumulator that started at +0 bit for bit as it was (x + 0 = x; a
     // sum from +0 is never -0).
     Value row = toI32(in, loc, firstRow), head = toI32(in, loc, op.getHead()),
           batch = toI32(in, loc, op.getBatch());
-    // Box k of the tile (columns 32 k ..) lies rows x 128 bytes after box
-    // k - 1.
-    int64_t boxBytes = rows * boxCols * 4;
     Value firstBox = arith::IndexCastUIOp::create(
         in, loc, in.getI64Type(),
-        mulConst(in, loc, issuer, issuerColumns / boxCols * boxBytes));
-    for (int64_t box = 0; box * boxCols < issuerColumns; ++box) {
-      Value start = arith::AddIOp::create(in, loc, address, firstBox);
-      Value column = firstColumn;
-      if (box > 0) {
-        start = arith::AddIOp::create(
-            in, loc, start,
-            arith::ConstantOp::create(in, loc,
-                                      in.getI64IntegerAttr(box * boxBytes)));
-        column = arith::AddIOp::create(
-            in, loc, column,
-            arith::ConstantOp::create(
-                in, loc, in.getI32IntegerAttr(int32_t(box * boxCols))));
-      }
-      Value source = LLVM::IntToPtrOp::create(in, loc, sharedPtr, start);
-      NVVM::CpAsyncBulkTensorReduceOp::create(
-          in, loc, map, source, NVVM::TMAReduxKind::ADD,
-          NVVM::TMAStoreMode::TILE, ValueRange{column, row, head, batch},
-          Value());
-    }
-    NVVM::CpAsyncBulkCommitGroupOp::create(in, loc);
+        mulConst(in, loc, issuer,
+                 issuerColumns / boxCols * rows * boxCols * 4));
+    reduceBoxes(in, loc, map, address, firstBox, firstColumn, issuerColumns,
+                rows, row, head, batch);
     if (handsOnTurn)
       NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, UnitAttr());
   });

@@ -110,6 +110,10 @@ struct Specialization {
   Value streamPosition;
   int64_t stages, computeThreads;
   bool isPersistent, mirrored;
+  /// The program takes deterministic turns (fa.wait_turn), which
+  /// fa-tma-reduce gives to a writer warp of the producer warpgroup: the
+  /// producer keeps more registers (WgmmaModel's producerRegisters).
+  bool writerWarp;
   /// Loaded once (forward: Q; dkdv: K, V), streamed through the rings
   /// (forward: K, V; dkdv: Q, dO), and all of them, resident first.
   SmallVector<LoadedTensor *> resident, streamed, tensors;

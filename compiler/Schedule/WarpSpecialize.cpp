@@ -239,8 +239,9 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
       c, loc,
-      c.getI32IntegerAttr(int32_t(model::consumerRegisters(
-          computeThreads / 32, isPersistent, transposedValue != nullptr))),
+      c.getI32IntegerAttr(int32_t(
+          model::consumerRegisters(computeThreads / 32, isPersistent,
+                                   transposedValue != nullptr, writerWarp))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
   Value consumerRingBase, consumerCount;
@@ -717,17 +718,33 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       op->moveBefore(consumer.getTerminator());
   }
   Region &programRegion = roles.getElseRegion();
+  // The deterministic dkdv program's turns: fa-tma-reduce's writer warp
+  // takes them (its adds between the turns).
+  bool writerWarp =
+      !forward && grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
+                      .wasInterrupted();
 
-  Specialization specialization{ctx,          loc,
-                                grid,         forward ? ranges[0] : nullptr,
-                                streamLoops,  /*streamPosition=*/Value(),
-                                stages,       computeThreads,
-                                isPersistent, mirrored,
-                                resident,     streamed,
-                                tensors,      transposedValue,
-                                tid,          computeThreadsV,
-                                pad,          barriers,
-                                work,         sectionPairs,
+  Specialization specialization{ctx,
+                                loc,
+                                grid,
+                                forward ? ranges[0] : nullptr,
+                                streamLoops,
+                                /*streamPosition=*/Value(),
+                                stages,
+                                computeThreads,
+                                isPersistent,
+                                mirrored,
+                                writerWarp,
+                                resident,
+                                streamed,
+                                tensors,
+                                transposedValue,
+                                tid,
+                                computeThreadsV,
+                                pad,
+                                barriers,
+                                work,
+                                sectionPairs,
                                 programRegion};
   if (failed(specialization.buildProducer(producer)) ||
       failed(specialization.rewriteConsumers(consumer, consumerWork)))

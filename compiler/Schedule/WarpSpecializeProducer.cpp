@@ -37,8 +37,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
       p, loc,
-      p.getI32IntegerAttr(int32_t(
-          model::producerRegisters(isPersistent, transposedValue != nullptr))),
+      p.getI32IntegerAttr(int32_t(model::producerRegisters(
+          isPersistent, transposedValue != nullptr, writerWarp))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::decrease));
   Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,

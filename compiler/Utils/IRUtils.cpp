@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
@@ -82,6 +83,19 @@ bool mlir::fa::isForwardProgram(Operation *program) {
   return program
       ->walk([](OnlineSoftmaxOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
+}
+
+Value mlir::fa::sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes) {
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                               MemRefLayoutAttrInterface(),
+                               workgroupSpace(b.getContext()));
+  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, base);
+  Value atom = indexConst(b, loc, atomBytes);
+  // (atom - address % atom) % atom
+  Value rem = arith::RemUIOp::create(b, loc, address, atom);
+  return arith::RemUIOp::create(b, loc,
+                                arith::SubIOp::create(b, loc, atom, rem), atom);
 }
 
 Value mlir::fa::sharedBufferAt(OpBuilder &b, Location loc, Value offset,
@@ -176,6 +190,13 @@ void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
               "], {0, 0, 0, 0};",
           rowPastEnd);
   }
+}
+
+void mlir::fa::createBarrierArrive(OpBuilder &b, Location loc, int32_t id,
+                                   int64_t threads) {
+  LLVM::CallIntrinsicOp::create(
+      b, loc, b.getStringAttr("llvm.nvvm.barrier.cta.arrive.aligned.count"),
+      ValueRange{i32Const(b, loc, id), i32Const(b, loc, int32_t(threads))});
 }
 
 void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {

@@ -46,6 +46,15 @@ Attribute workgroupSpace(MLIRContext *ctx);
 /// [C / 64, R, 64] (column block, row, element) for #fa.swizzled_shared.
 MemRefType sharedBufferType(RankedTensorType type);
 
+/// Bytes from the dynamic shared memory's start to its first `atomBytes`
+/// boundary, where tiles in a swizzle start (the swizzle repeats every
+/// atom; the placement reserves the slack).
+Value sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes);
+
+/// The boundary swizzled tiles' offsets count from: the 128-byte swizzle's
+/// atom, which the 64-byte swizzle's (512 bytes) divides.
+constexpr int64_t kSwizzleBoundaryBytes = 1024;
+
 /// Threads of a warpgroup (4 consecutive warps: one wgmma).
 constexpr int64_t kWarpgroupThreads = 128;
 
@@ -57,6 +66,23 @@ constexpr int32_t kComputeBarrier = 8;
 
 /// Named barriers kWarpgroupBarrier + g: warpgroup g's 128 threads only.
 constexpr int32_t kWarpgroupBarrier = 9;
+
+/// Named barriers between the consumers and fa-tma-reduce's writer warp
+/// (the consumers' threads and the warp's 32): the staged tile is written
+/// (consumers arrive, the writer waits) and the buffer may be written again
+/// (the writer arrives, the consumers wait). After the warpgroup barriers
+/// of up to three consumer warpgroups (9 .. 11).
+constexpr int32_t kStagedFullBarrier = 13;
+constexpr int32_t kStagedEmptyBarrier = 14;
+
+/// Arrives, without waiting, on named barrier `id` of `threads` threads
+/// (bar.arrive) through LLVM's convergent intrinsic: LLVM then never
+/// duplicates it into diverging branches (it did so with the inline-PTX
+/// nvvm.barrier.arrive, which made lane 0 of a warp arrive at another
+/// instruction than its other lanes; an aligned barrier needs the whole
+/// warp at the same one).
+void createBarrierArrive(OpBuilder &b, Location loc, int32_t id,
+                         int64_t threads);
 
 /// A barrier of the calling thread's warpgroup (kWarpgroupBarrier + its
 /// index), placed before the builder's insertion point: for tiles each

@@ -40,18 +40,22 @@ int64_t entryRegisters(int64_t threads) {
   return std::min<int64_t>(255, kRegistersPerBlock / threads) / 8 * 8;
 }
 
-int64_t producerRegisters(bool persistent, bool transposesValue) {
+int64_t producerRegisters(bool persistent, bool transposesValue,
+                          bool writerWarp) {
   if (transposesValue)
     return 56;
+  if (writerWarp)
+    return 32;
   return persistent ? 40 : 24;
 }
 
 int64_t consumerRegisters(int64_t numWarps, bool persistent,
-                          bool transposesValue) {
+                          bool transposesValue, bool writerWarp) {
   int64_t consumerThreads = 32 * numWarps;
   int64_t entry = entryRegisters(consumerThreads + kWarpgroupThreads);
-  int64_t released = (entry - producerRegisters(persistent, transposesValue)) *
-                     kWarpgroupThreads;
+  int64_t released =
+      (entry - producerRegisters(persistent, transposesValue, writerWarp)) *
+      kWarpgroupThreads;
   int64_t perThread = entry + released / consumerThreads;
   return std::min<int64_t>(240, perThread / 8 * 8);
 }

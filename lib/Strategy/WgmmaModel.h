@@ -117,14 +117,18 @@ int64_t entryRegisters(int64_t threads);
 /// coordinates and issues copies; persistent, it also walks the schedule
 /// (24 spill then); transposing 8-bit V tiles (`transposesValue`), all its
 /// threads hold a tile step's words and addresses (ptxas spilled at 40 and
-/// 48 at head dims 128 and 256).
-int64_t producerRegisters(bool persistent, bool transposesValue);
+/// 48 at head dims 128 and 256); with a writer warp (the deterministic
+/// backward's dQ turns, fa-tma-reduce), that warp's loop nest and turn
+/// counter next to the copies' (24 spilled 4-16 bytes at head dims 64 and
+/// 128).
+int64_t producerRegisters(bool persistent, bool transposesValue,
+                          bool writerWarp = false);
 
 /// Registers each consumer thread can take (setmaxnreg.inc) next to the
 /// producer warpgroup: its entry registers plus its share of those the
 /// producer gave back, in steps of 8, at most 240.
 int64_t consumerRegisters(int64_t numWarps, bool persistent,
-                          bool transposesValue);
+                          bool transposesValue, bool writerWarp = false);
 
 /// 32-bit registers per consumer thread: O (head-dim / 2), S (block-n / 2),
 /// with the softmax overlap also the previous tile's P (block-n / 4:

@@ -126,6 +126,19 @@ func.func @mma_placement(%p: tensor<128x64xf16, #fa.mma<warps = 4>>, %n: index) 
   return
 }
 
+// A staged tile handed to its readers (the deterministic backward's writer
+// warp) and the turns taken by one warp.
+// CHECK-LABEL: func @hand_off_and_warp_turns
+// CHECK: fa.hand_off %{{.*}} barrier 13 threads 288 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK: fa.wait_turn %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {by_warp} : memref<?x?x?xi32>
+// CHECK: fa.pass_turn %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {by_warp} : memref<?x?x?xi32>
+func.func @hand_off_and_warp_turns(%dq: tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>, %order: memref<?x?x?xi32>, %i: index) {
+  fa.hand_off %dq barrier 13 threads 288 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+  fa.wait_turn %order[%i, %i, %i], %i {by_warp} : memref<?x?x?xi32>
+  fa.pass_turn %order[%i, %i, %i], %i {by_warp} : memref<?x?x?xi32>
+  return
+}
+
 // A shared-to-shared copy into a buffer of another layout (the producer's
 // transposed 8-bit V).
 // CHECK-LABEL: func @copy_tile_transposed

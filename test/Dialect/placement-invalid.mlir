@@ -439,3 +439,30 @@ func.func @swizzled_transposed_f16(%x: tensor<64x64xf16, #fa.swizzled_shared<byt
 func.func @swizzled_transposed_rows(%x: tensor<64x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>) {
   return
 }
+
+// -----
+
+// fa.hand_off publishes a tile in shared memory ...
+func.func @hand_off_registers(%x: tensor<128x128xf32, #fa.mma<warps = 8>>) {
+  // expected-error @+1 {{hands off a tile in shared memory, got 'tensor<128x128xf32, #fa.mma<warps = 8>>'}}
+  fa.hand_off %x barrier 13 threads 288 : tensor<128x128xf32, #fa.mma<warps = 8>>
+  return
+}
+
+// -----
+
+// ... on a named barrier other than the block's barrier 0 ...
+func.func @hand_off_barrier_zero(%x: tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>) {
+  // expected-error @+1 {{named barrier must be in 1..15, got 0}}
+  fa.hand_off %x barrier 0 threads 288 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+  return
+}
+
+// -----
+
+// ... that counts whole warps.
+func.func @hand_off_partial_warp(%x: tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>) {
+  // expected-error @+1 {{a named barrier counts whole warps (1..1024 threads, a multiple of 32), got 270}}
+  fa.hand_off %x barrier 13 threads 270 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+  return
+}

@@ -69,32 +69,62 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 
 // -----
 
-// The deterministic mode adds dQ in turns with the same reduction: the
-// tile is staged before the wait for the turn (the staging does not hold
-// it), the issuers reduce and then wait for their reductions to finish
-// (wait_group 0, not only .read), and the turn is handed on after that:
-// tile by tile, the adds land in a fixed order.
+// The deterministic mode adds dQ in turns with the same reduction, issued
+// by a writer warp of the producer warpgroup (warp 9: threads 288..319)
+// that walks the consumers' loop nest (in 32-bit counters) and takes the
+// turns, so that the consumers never wait for one. The consumers stage the
+// tile between named barriers 14 (the buffer may be written: the writer's
+// arrival, once ahead) and 13 (it is written), both of 256 consumer + 32
+// writer threads; the writer's lane 0 reduces the four boxes from one
+// 32-bit shared address, waits until they have read the buffer, lets the
+// consumers go on, then waits for the adds to finish before the turn is
+// handed on. The producer keeps 32 registers (the writer's loop), the
+// consumers take 232.
 // CHECK-LABEL: func.func @deterministic_bf16
-// CHECK: fa.tile_matmul {{%[0-9]+, %[0-9]+}} {async} : tensor<64x128xbf16
-// CHECK: %[[DQ:.*]] = fa.async_wait
-// CHECK-NEXT: %[[LANE:.*]] = arith.remui %{{.*}}, %c128
-// CHECK-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
-// CHECK-NEXT: scf.if %[[ISSUER]] {
+// CHECK: nvvm.setmaxregister  decrease 32
+// CHECK: scf.if
+// CHECK: nvgpu.tma.async.load
+// CHECK: } else {
+// CHECK: %[[WARP:.*]] = arith.divui %{{.*}}, %c32 : index
+// CHECK: %[[WRITER:.*]] = arith.cmpi eq, %[[WARP]], %c9 : index
+// CHECK-NEXT: scf.if %[[WRITER]] {
+// CHECK: %[[BUF:.*]] = memref.view {{.*}} to memref<4x64x32xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[LANE0:.*]] = arith.cmpi eq
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY:.*]], %[[MEETING:.*]]) :
+// CHECK: scf.for {{.*}} : i32 {
+// CHECK: scf.for {{.*}} : i32 {
+// CHECK: nvvm.barrier id = %c13_i32 number_of_threads = %[[MEETING]]
+// CHECK: fa.wait_turn %{{.*}}, %tile {by_warp}
+// CHECK-NEXT: scf.if %[[LANE0]] {
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CHECK-NEXT: memref.extract_aligned_pointer_as_index %[[BUF]]
+// CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [$0, {$1, $2, $3, $4}], [$5+0];"
+// CHECK: [$5+8192]
+// CHECK: [$5+16384]
+// CHECK: [$5+24576]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
-// CHECK-NEXT: fa.convert_layout %[[DQ]] {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
-// CHECK-NEXT: fa.wait_turn
-// The turn was taken through the generic proxy; the issuer orders its
-// async-proxy adds after it.
-// CHECK: scf.if %[[ISSUER]] {
-// CHECK-NEXT: arith.divui
-// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
-// CHECK-COUNT-2: nvvm.cp.async.bulk.tensor.reduce
-// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY]], %[[MEETING]]) :
+// CHECK-NEXT: scf.if %[[LANE0]] {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
 // CHECK-NEXT: }
-// CHECK-NEXT: fa.pass_turn
+// CHECK-NEXT: fa.pass_turn %{{.*}}, %tile {by_warp}
+// The consumers: no turn, no add; the staging between the barriers, one
+// more wait after the loops for the writer's last arrival.
+// CHECK: nvvm.setmaxregister  increase 232
+// CHECK-NOT: fa.wait_turn
+// CHECK: nvvm.barrier id = %c14_i32{{.*}} number_of_threads = %c288_i32
+// CHECK-NEXT: %[[STAGED:.*]] = fa.convert_layout {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK-NEXT: fa.hand_off %[[STAGED]] barrier 13 threads 288 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK-NOT: fa.pass_turn
 // CHECK-NOT: fa.accumulate_tile
+// CHECK: scf.yield
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: arith.constant 14 : i32
+// CHECK-NEXT: arith.constant 288 : i32
+// CHECK-NEXT: nvvm.barrier id
 // CHECK: dq_accum
 func.func @deterministic_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
                               %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,

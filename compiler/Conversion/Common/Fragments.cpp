@@ -286,7 +286,13 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
                                   sharedBufferType(resultType));
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
     auto pairType = VectorType::get({2}, type.getElementType());
-    bool readAcrossLanes = !onlyReadByWritingLanes(op);
+    // Handed off (fa.hand_off): the hand-off publishes the tile and its
+    // readers' own barrier frees the buffer.
+    bool handedOff =
+        !op->use_empty() && llvm::all_of(op->getUsers(), [](Operation *user) {
+          return isa<HandOffOp>(user);
+        });
+    bool readAcrossLanes = !handedOff && !onlyReadByWritingLanes(op);
     bool warpgroupLocal = readAcrossLanes && readByWritingWarpgroups(op);
     auto barrier = [&] {
       if (warpgroupLocal)
@@ -427,6 +433,19 @@ struct SharedTileToBufferCast
   }
 };
 
+/// fa.hand_off: the arrival on its named barrier (bar.arrive).
+struct HandOffLowering : OpConversionPattern<HandOffOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(HandOffOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    createBarrierArrive(rewriter, op.getLoc(), int32_t(op.getBarrier()),
+                        op.getThreads());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 /// Whether `op` casts a shared tile to the buffer it is lowered to.
 static bool isSharedTileToBufferCast(UnrealizedConversionCastOp op,
                                      const TypeConverter &typeConverter) {
@@ -476,7 +495,7 @@ LogicalResult mlir::fa::applyFragmentConversion(
   RewritePatternSet patterns(ctx);
   addStrategyPatterns(typeConverter, patterns);
   populateFragmentPatterns(typeConverter, patterns);
-  patterns.add<SharedTileToBufferCast>(typeConverter, ctx);
+  patterns.add<SharedTileToBufferCast, HandOffLowering>(typeConverter, ctx);
   populateTileOpPatterns(typeConverter, patterns);
   populateRegisterTilePatterns(typeConverter, patterns);
   populateTileRangeLowering(patterns);

@@ -35,20 +35,6 @@ PlacedTileTypeConverter::PlacedTileTypeConverter() {
   });
 }
 
-Value mlir::fa::sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes) {
-  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                               MemRefLayoutAttrInterface(),
-                               workgroupSpace(b.getContext()));
-  Value base = gpu::DynamicSharedMemoryOp::create(b, loc, bytes);
-  Value address =
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, base);
-  Value atom = indexConst(b, loc, atomBytes);
-  // (atom - address % atom) % atom
-  Value rem = arith::RemUIOp::create(b, loc, address, atom);
-  return arith::RemUIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, atom, rem), atom);
-}
-
 SmallVector<Value> mlir::fa::swizzledIndices(OpBuilder &b, Location loc,
                                              Value row, Value col,
                                              int64_t blockColumns,
@@ -365,16 +351,30 @@ void mlir::fa::reverseQueryTileOrder(gpu::GPUFuncOp kernel) {
 
 namespace {
 
-/// The block's thread 0, where one thread speaks for the block.
-Value isFirstThread(OpBuilder &b, Location loc) {
+/// The thread that speaks for the threads taking a turn: the block's
+/// thread 0, or (`by_warp`) the executing warp's lane 0.
+Value isTurnSpeaker(OpBuilder &b, Location loc, bool byWarp) {
+  if (byWarp)
+    return isFirstOfThreadGroup(b, loc, 32);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                                indexConst(b, loc, 0));
 }
 
-/// fa.wait_turn: thread 0 spins on the counter (an atomic read: `or 0`)
-/// until it holds the turn, then fences so that the block's later reads see
-/// what the previous programs added; the block waits for thread 0.
+/// The threads taking a turn meet: the block's compute threads, or
+/// (`by_warp`) the executing warp.
+void createTurnBarrier(OpBuilder &b, Location loc, Operation *op, bool byWarp) {
+  if (!byWarp) {
+    createComputeBarrier(b, loc, op);
+    return;
+  }
+  NVVM::SyncWarpOp::create(b, loc, i32Const(b, loc, -1));
+}
+
+/// fa.wait_turn: thread 0 (by_warp: the warp's lane 0) spins on the
+/// counter (an atomic read: `or 0`) until it holds the turn, then fences so
+/// that the later reads see what the previous programs added; the block
+/// (by_warp: the warp) waits for it.
 struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -383,7 +383,9 @@ struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
     Location loc = op.getLoc();
     SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
                                   adaptor.getTile()};
-    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
+    bool byWarp = op.getByWarp();
+    auto ifFirst =
+        scf::IfOp::create(rewriter, loc, isTurnSpeaker(rewriter, loc, byWarp));
     {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
@@ -406,24 +408,26 @@ struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
           });
       NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);
     }
-    createComputeBarrier(rewriter, loc, op);
+    createTurnBarrier(rewriter, loc, op, byWarp);
     rewriter.eraseOp(op);
     return success();
   }
 };
 
-/// fa.pass_turn: once every thread of the block has made its adds (its
-/// atomics issued, or its TMA reductions waited for until complete;
-/// barrier), thread 0 fences at GPU scope (cumulative: the block's writes
-/// become visible first) and hands the turn on.
+/// fa.pass_turn: once every thread of the block (by_warp: of the warp) has
+/// made its adds (its atomics issued, or its TMA reductions waited for
+/// until complete; barrier), thread 0 (lane 0) fences at GPU scope
+/// (cumulative: those writes become visible first) and hands the turn on.
 struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(PassTurnOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    createComputeBarrier(rewriter, loc, op);
-    auto ifFirst = scf::IfOp::create(rewriter, loc, isFirstThread(rewriter, loc));
+    bool byWarp = op.getByWarp();
+    createTurnBarrier(rewriter, loc, op, byWarp);
+    auto ifFirst =
+        scf::IfOp::create(rewriter, loc, isTurnSpeaker(rewriter, loc, byWarp));
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(&ifFirst.getThenRegion().front());
     NVVM::MembarOp::create(rewriter, loc, NVVM::MemScopeKind::GPU);

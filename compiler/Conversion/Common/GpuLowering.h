@@ -36,15 +36,6 @@ template <typename... Encodings> bool hasEncoding(Value value) {
   return type && isa_and_nonnull<Encodings...>(type.getEncoding());
 }
 
-/// Bytes from the dynamic shared memory's start to its first `atomBytes`
-/// boundary, where tiles in a swizzle start (the swizzle repeats every
-/// atom; the placement reserves the slack).
-Value sharedAtomPad(OpBuilder &b, Location loc, int64_t atomBytes);
-
-/// The boundary swizzled tiles' offsets count from: the 128-byte swizzle's
-/// atom, which the 64-byte swizzle's (512 bytes) divides.
-constexpr int64_t kSwizzleBoundaryBytes = 1024;
-
 /// The indices into its sharedBufferType of element (row, col) of a tile
 /// stored in the `rowBytes` swizzle (128 or 64) with B = `blockColumns`
 /// elements a column block (#fa.swizzled_shared): a row of a block is
