@@ -259,7 +259,10 @@ def FATmaReduce : Pass<"fa-tma-reduce", "::mlir::func::FuncOp"> {
     tile's columns in slices of two boxes or more, else by the program's
     first thread; an issuer waits for its previous group to have read the
     buffer before the tile is written again, and for every group to finish
-    after the loops. The kernel gains a tensor map parameter for the
+    after the loops. In a grid marked `fa.writer_warp` (fa-warp-specialize's
+    writer-warp) a warp of the producer warpgroup issues them instead, and
+    takes the deterministic turns around them; the consumers only stage the
+    tile (`fa.hand_off`). The kernel gains a tensor map parameter for the
     destination (`dq_accum` in `fa.tensor_maps`, after the maps already
     there). Run after fa-warp-specialize.
   }];
@@ -328,6 +331,11 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
            "reads, once per tile for all consumers (fa.copy_tile into a "
            "ring), instead of each consumer warpgroup its own (the "
            "pipeline passes WgmmaModel's kProducerTransposesValue)">,
+    Option<"writerWarpMode", "writer-warp", "std::string", /*default=*/"\"none\"",
+           "dkdv programs whose producer warpgroup gets a writer warp for "
+           "fa-tma-reduce's dQ reductions (and the deterministic turns): "
+           "none | deterministic | every (the pipeline passes WgmmaModel's "
+           "kWriterWarp); marked fa.writer_warp">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

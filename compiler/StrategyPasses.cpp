@@ -60,6 +60,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   FAWarpSpecializeOptions specialize;
   specialize.producerTransposesValue = ::fa::wgmma::kProducerTransposesValue;
+  specialize.writerWarpMode = ::fa::wgmma::kWriterWarp;
   pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize(specialize));
   pm.addNestedPass<func::FuncOp>(createFATmaReduce());
   pm.addNestedPass<func::FuncOp>(createFAPrefetchRowValues());

@@ -700,7 +700,7 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                << "' is a unit attribute of scf.if";
     return success();
   }
-  if (name == getPersistentAttrName()) {
+  if (name == getPersistentAttrName() || name == getWriterWarpAttrName()) {
     if (!isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a unit attribute, got "
                                << value;

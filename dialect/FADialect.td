@@ -62,6 +62,12 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getPersistentAttrName() {
       return "fa.persistent";
     }
+    /// A warp-specialized dkdv grid whose producer warpgroup has a writer
+    /// warp (fa-warp-specialize's writer-warp): fa-tma-reduce gives it the
+    /// program's dQ reductions and turns (a unit attribute).
+    static ::llvm::StringRef getWriterWarpAttrName() {
+      return "fa.writer_warp";
+    }
     /// An fa.load_tile of per-row values that the placement asks to be
     /// loaded one iteration of its loop ahead (fa-prefetch-row-values; a
     /// unit attribute).

@@ -419,7 +419,10 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
           .wasInterrupted();
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, /*persistent=*/false,
-      /*transposesValue=*/false, /*writerWarp=*/deterministic);
+      /*transposesValue=*/false,
+      /*writerWarp=*/
+      ::fa::wgmma::takesWriterWarp(::fa::wgmma::kWriterWarp, deterministic)
+          .value_or(false));
   setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
                   {config.blockM, config.blockN, config.headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

@@ -29,18 +29,19 @@
 // after run. The staging (placed before the wait for the turn) does not
 // hold the turn.
 //
-// A warp-specialized program (fa-warp-specialize) adds between turns
-// through a writer warp instead: warp 1 of the producer warpgroup walks the
-// consumers' loop nest and takes the turns, so that the consumers never wait
-// for one (FlashAttention-3's dQ writer). Per tile, with named barriers of
-// the consumers' threads and the writer's 32:
+// A warp-specialized program that fa-warp-specialize marked fa.writer_warp
+// adds through a writer warp instead: warp 1 of the producer warpgroup
+// walks the consumers' loop nest and takes the turns (if any), so that the
+// consumers never wait for one (FlashAttention-3's dQ writer). Per tile,
+// with named barriers of the consumers' threads and the writer's 32:
 //
 //   consumers: wait for staged_empty; stage the tile; fa.hand_off (arrive
 //              on staged_full)
 //   writer:    wait for staged_full; fa.wait_turn {by_warp}; lane 0
 //              reduces the boxes, commits, waits until they read the
 //              buffer; arrive on staged_empty; lane 0 waits until the adds
-//              finish; fa.pass_turn {by_warp}
+//              finish; fa.pass_turn {by_warp} (without turns: lane 0 waits
+//              for the adds once, after the loops)
 //
 // The writer arrives on staged_empty once before its loops and the
 // consumers wait once more after theirs, so both meet there as often and
@@ -250,17 +251,20 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
     NVVM::SyncWarpOp::create(in, loc, i32Const(in, loc, -1));
   }
   // The turn, taken by the warp.
-  for (Value operand : wait->getOperands())
-    if (failed(clone(operand)))
-      return failure();
-  cast<WaitTurnOp>(w.clone(*wait, mapping)).setByWarp(true);
+  if (wait) {
+    for (Value operand : wait->getOperands())
+      if (failed(clone(operand)))
+        return failure();
+    cast<WaitTurnOp>(w.clone(*wait, mapping)).setByWarp(true);
+  }
   {
     auto issue = scf::IfOp::create(w, loc, lane0);
     OpBuilder in(issue.thenBlock()->getTerminator());
     // The turn was taken through the generic proxy: order the async
     // proxy's adds after it.
-    NVVM::FenceProxyOp::create(in, loc, NVVM::ProxyKind::async_global,
-                               NVVM::SharedSpaceAttr());
+    if (wait)
+      NVVM::FenceProxyOp::create(in, loc, NVVM::ProxyKind::async_global,
+                                 NVVM::SharedSpaceAttr());
     // The boxes from one 32-bit shared address plus constant offsets: the
     // producer's 24 registers hold no 64-bit address per box (LLVM hoists
     // those out of the loops, and ptxas spilled them).
@@ -285,16 +289,23 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
   }
   namedBarrier(w, loc, kStagedEmptyBarrier, meeting, /*sync=*/false);
-  {
-    // The adds are in global memory before the turn is handed on.
-    auto finish = scf::IfOp::create(w, loc, lane0);
+  // The adds are in global memory before the turn is handed on; without
+  // turns, before the writer leaves (after its loops).
+  auto finishAdds = [&](OpBuilder &at) {
+    auto finish = scf::IfOp::create(at, loc, lane0);
     OpBuilder in(finish.thenBlock()->getTerminator());
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, UnitAttr());
+  };
+  if (pass) {
+    finishAdds(w);
+    for (Value operand : pass->getOperands())
+      if (failed(clone(operand)))
+        return failure();
+    cast<PassTurnOp>(w.clone(*pass, mapping)).setByWarp(true);
+  } else {
+    w.setInsertionPoint(writer.thenBlock()->getTerminator());
+    finishAdds(w);
   }
-  for (Value operand : pass->getOperands())
-    if (failed(clone(operand)))
-      return failure();
-  cast<PassTurnOp>(w.clone(*pass, mapping)).setByWarp(true);
 
   // The consumers: stage between the named barriers; the turns and the add
   // are the writer's.
@@ -304,9 +315,11 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting);
   Operation *outermost = loops.empty() ? c.getInsertionPoint()->getPrevNode()
                                        : loops.front().getOperation();
-  pass.erase();
+  if (pass)
+    pass.erase();
   op.erase();
-  wait.erase();
+  if (wait)
+    wait.erase();
   // The writer's last arrival: its last read of the buffer is done.
   c.setInsertionPointAfter(outermost);
   namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
@@ -409,9 +422,9 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
                             "reduction would not be ordered by the turn");
   }
 
-  // Between turns in a warp-specialized program: the writer warp adds, the
-  // turns right around the add.
-  if (handsOnTurn && launch.getProducerWarps() > 0) {
+  // A program with a writer warp (fa-warp-specialize's fa.writer_warp):
+  // the warp adds, and takes the turns right around the add.
+  if (grid->hasAttr(FADialect::getWriterWarpAttrName())) {
     Operation *role = op;
     while (role->getParentOp() != grid.getOperation())
       role = role->getParentOp();
@@ -420,10 +433,9 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
     auto pass = dyn_cast_or_null<PassTurnOp>(op->getNextNode());
     if (!roles || roles.getElseRegion().empty() ||
         !roles.getElseRegion().isAncestor(op->getParentRegion()))
-      return op.emitOpError("a warp-specialized program adds between turns "
-                            "in its consumers' branch (fa-warp-specialize's "
-                            "roles)");
-    if (!wait || !pass || !staging->isBeforeInBlock(wait))
+      return op.emitOpError("a writer warp's program adds in its consumers' "
+                            "branch (fa-warp-specialize's roles)");
+    if (handsOnTurn && (!wait || !pass || !staging->isBeforeInBlock(wait)))
       return op.emitOpError("a writer warp adds between an fa.wait_turn "
                             "right before the add and an fa.pass_turn right "
                             "after it, the tile staged before both");

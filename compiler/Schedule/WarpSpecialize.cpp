@@ -720,9 +720,18 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   Region &programRegion = roles.getElseRegion();
   // The deterministic dkdv program's turns: fa-tma-reduce's writer warp
   // takes them (its adds between the turns).
-  bool writerWarp =
-      !forward && grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
-                      .wasInterrupted();
+  bool writerWarp = false;
+  if (!forward) {
+    std::optional<bool> takes = model::takesWriterWarp(
+        writerWarpMode,
+        grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
+            .wasInterrupted());
+    if (!takes)
+      return grid.emitOpError("writer-warp must be none, deterministic or "
+                              "every, got '")
+             << writerWarpMode << "'";
+    writerWarp = *takes;
+  }
 
   Specialization specialization{ctx,
                                 loc,
@@ -757,6 +766,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   grid->setAttr(FADialect::getTensorMapsAttrName(), attrs.getArrayAttr(maps));
   if (isPersistent)
     grid->setAttr(FADialect::getPersistentAttrName(), UnitAttr::get(ctx));
+  if (writerWarp)
+    grid->setAttr(FADialect::getWriterWarpAttrName(), UnitAttr::get(ctx));
   return success();
 }
 

@@ -49,6 +49,17 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
   return persistent ? 40 : 24;
 }
 
+std::optional<bool> takesWriterWarp(const std::string &writerWarp,
+                                    bool deterministic) {
+  if (writerWarp == "none")
+    return false;
+  if (writerWarp == "deterministic")
+    return deterministic;
+  if (writerWarp == "every")
+    return true;
+  return std::nullopt;
+}
+
 int64_t consumerRegisters(int64_t numWarps, bool persistent,
                           bool transposesValue, bool writerWarp) {
   int64_t consumerThreads = 32 * numWarps;

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,19 @@ int64_t entryRegisters(int64_t threads);
 /// 128).
 int64_t producerRegisters(bool persistent, bool transposesValue,
                           bool writerWarp = false);
+
+/// Which dkdv programs get a writer warp in the producer warpgroup that
+/// issues the dQ reductions and takes the deterministic turns, so that the
+/// consumers never wait for a turn (fa-warp-specialize's writer-warp:
+/// "none", "deterministic" or "every"). Built 2026-12-05 with no GPU to
+/// run it: "none" until the writer has been checked and measured there.
+constexpr const char *kWriterWarp = "none";
+
+/// Whether fa-warp-specialize gives a dkdv program a writer warp under
+/// `writerWarp` ("none" | "deterministic" | "every"; the program takes
+/// deterministic turns or not); nullopt for another name.
+std::optional<bool> takesWriterWarp(const std::string &writerWarp,
+                                    bool deterministic);
 
 /// Registers each consumer thread can take (setmaxnreg.inc) next to the
 /// producer warpgroup: its entry registers plus its share of those the

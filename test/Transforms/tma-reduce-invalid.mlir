@@ -1,4 +1,7 @@
 // RUN: fa-opt %s --split-input-file --fa-tma-reduce --verify-diagnostics
+// fa-warp-specialize's writer-warp names which programs get one:
+// RUN: not fa-opt %S/tma-reduce.mlir --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize="writer-warp=always" 2>&1 | FileCheck %s --check-prefix=MODE
+// MODE: error: 'fa.grid' op writer-warp must be none, deterministic or every, got 'always'
 
 // The TMA engine's reduction is wgmma's: a staged tile in a program of
 // another strategy has no lowering.
@@ -86,18 +89,19 @@ func.func @turn_passed_before_the_add(%accum: memref<?x?x?x64xf32>, %order: memr
 
 // -----
 
-// A warp-specialized program (producer warps) adds between turns through
-// its producer's writer warp: the add must sit in the consumers' branch of
-// fa-warp-specialize's roles, here there are none.
+// A program with a writer warp (fa.writer_warp) adds through it: the add
+// must sit in the consumers' branch of fa-warp-specialize's roles, here
+// there are none.
 #sw = #fa.swizzled_shared<bytes = 128>
 func.func @turns_without_roles(%accum: memref<?x?x?x64xf32>, %order: memref<?x?x?xi32>, %n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
     %part = arith.constant dense<0.0> : tensor<64x64xf32, #fa.mma<warps = 4>>
     %staged = fa.convert_layout %part {fa.shared_offset = 0 : i64} : tensor<64x64xf32, #fa.mma<warps = 4>> -> tensor<64x64xf32, #sw>
     fa.wait_turn %order[%b, %h, %t], %t : memref<?x?x?xi32>
-    // expected-error @+1 {{a warp-specialized program adds between turns in its consumers' branch (fa-warp-specialize's roles)}}
+    // expected-error @+1 {{a writer warp's program adds in its consumers' branch (fa-warp-specialize's roles)}}
     fa.accumulate_tile %staged, %accum[%b, %h, %t] : tensor<64x64xf32, #sw> -> memref<?x?x?x64xf32>
     fa.pass_turn %order[%b, %h, %t], %t : memref<?x?x?xi32>
-  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 17408, stages = 1, registers = 64, producer_warps = 4>}
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 17408, stages = 1, registers = 64, producer_warps = 4>, fa.writer_warp}
   return
 }
+

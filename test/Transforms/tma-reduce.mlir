@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --cse | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize="writer-warp=deterministic" --fa-tma-reduce --cse | FileCheck %s
 
 // The dkdv program's dQ part (f32, 64 query rows x D = 128), staged by the
 // placement in the 128-byte swizzle, is added to the accumulator by the
@@ -69,8 +69,9 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 
 // -----
 
-// The deterministic mode adds dQ in turns with the same reduction, issued
-// by a writer warp of the producer warpgroup (warp 9: threads 288..319)
+// The deterministic mode adds dQ in turns with the same reduction, here
+// (writer-warp=deterministic; the others have no turns) issued by a writer
+// warp of the producer warpgroup (warp 9: threads 288..319)
 // that walks the consumers' loop nest (in 32-bit counters) and takes the
 // turns, so that the consumers never wait for one. The consumers stage the
 // tile between named barriers 14 (the buffer may be written: the writer's
