@@ -412,17 +412,16 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   }
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
-  // fa-warp-specialize adds the producer warpgroup (not persistent), with
-  // a writer warp for the deterministic turns.
+  // fa-warp-specialize adds the producer warpgroup (not persistent); a
+  // deterministic program may get a writer warp there (its writer-warp
+  // option), which leaves the consumers fewer registers: the estimate is
+  // checked against that smaller budget.
   bool deterministic =
       grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
           .wasInterrupted();
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, /*persistent=*/false,
-      /*transposesValue=*/false,
-      /*writerWarp=*/
-      ::fa::wgmma::takesWriterWarp(::fa::wgmma::kWriterWarp, deterministic)
-          .value_or(false));
+      /*transposesValue=*/false, /*writerWarp=*/deterministic);
   setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
                   {config.blockM, config.blockN, config.headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

@@ -32,20 +32,23 @@
 // A warp-specialized program that fa-warp-specialize marked fa.writer_warp
 // adds through a writer warp instead: warp 1 of the producer warpgroup
 // walks the consumers' loop nest and takes the turns (if any), so that the
-// consumers never wait for one (FlashAttention-3's dQ writer). Per tile,
-// with named barriers of the consumers' threads and the writer's 32:
+// consumers do not hold a turn themselves (FlashAttention-3's dQ writer):
+// they wait only when the writer has not read the previous tile's buffer
+// yet (one tile of slack, one buffer). Per tile, with named barriers of the
+// consumers' threads and the writer's 32:
 //
 //   consumers: wait for staged_empty; stage the tile; fa.hand_off (arrive
 //              on staged_full)
-//   writer:    wait for staged_full; fa.wait_turn {by_warp}; lane 0
+//   writer:    fa.wait_turn {by_warp}; wait for staged_full; lane 0
 //              reduces the boxes, commits, waits until they read the
 //              buffer; arrive on staged_empty; lane 0 waits until the adds
 //              finish; fa.pass_turn {by_warp} (without turns: lane 0 waits
 //              for the adds once, after the loops)
 //
 // The writer arrives on staged_empty once before its loops and the
-// consumers wait once more after theirs, so both meet there as often and
-// the buffer's last read is done before the consumers leave. The staging
+// consumers wait once more at their end (after the dK and dV stores), so
+// both meet there as often and the buffer's last read is done before the
+// consumers leave. The staging
 // is handed off (fa.hand_off: the arrival), and its lowering puts no
 // barriers of its own around it.
 //
@@ -171,7 +174,7 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   // The writer: the producer warpgroup's warp 1, in the else branch of the
   // branch where warp 0's lane 0 issues the copies, so that nothing the
   // writer reads is kept live through the copies' code (the producer has
-  // 24 registers).
+  // few registers).
   Block &producer = roles.getThenRegion().front();
   auto copies =
       llvm::find_if(producer, [](Operation &op) { return isa<scf::IfOp>(op); });
@@ -205,7 +208,7 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   auto clone = [&](Value value) -> FailureOr<Value> {
     return cloneSliceInto(w, consumers, value, mapping);
   };
-  // The loops count in 32 bits (tile and head indices): the producer's 24
+  // The loops count in 32 bits (tile and head indices): the producer's few
   // registers hold no 64-bit counters.
   for (scf::ForOp loop : loops) {
     FailureOr<Value> lower = clone(loop.getLowerBound()),
@@ -218,6 +221,14 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
     w.setInsertionPoint(walk.getBody()->getTerminator());
     mapping.map(loop.getInductionVar(),
                 toIndex(w, loc, walk.getInductionVar()));
+  }
+  // The turn, taken by the warp before the tile is staged (it does not
+  // depend on the tile): the spin overlaps the consumers' products.
+  if (wait) {
+    for (Value operand : wait->getOperands())
+      if (failed(clone(operand)))
+        return failure();
+    cast<WaitTurnOp>(w.clone(*wait, mapping)).setByWarp(true);
   }
   namedBarrier(w, loc, kStagedFullBarrier, meeting, /*sync=*/true);
   FailureOr<Value> row = clone(op.getRow()), head = clone(op.getHead()),
@@ -250,13 +261,6 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     NVVM::SyncWarpOp::create(in, loc, i32Const(in, loc, -1));
   }
-  // The turn, taken by the warp.
-  if (wait) {
-    for (Value operand : wait->getOperands())
-      if (failed(clone(operand)))
-        return failure();
-    cast<WaitTurnOp>(w.clone(*wait, mapping)).setByWarp(true);
-  }
   {
     auto issue = scf::IfOp::create(w, loc, lane0);
     OpBuilder in(issue.thenBlock()->getTerminator());
@@ -266,7 +270,7 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
       NVVM::FenceProxyOp::create(in, loc, NVVM::ProxyKind::async_global,
                                  NVVM::SharedSpaceAttr());
     // The boxes from one 32-bit shared address plus constant offsets: the
-    // producer's 24 registers hold no 64-bit address per box (LLVM hoists
+    // producer's few registers hold no 64-bit address per box (LLVM hoists
     // those out of the loops, and ptxas spilled them).
     Value address =
         toI32(in, loc,
@@ -313,15 +317,14 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
   c.setInsertionPointAfter(staging);
   HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting);
-  Operation *outermost = loops.empty() ? c.getInsertionPoint()->getPrevNode()
-                                       : loops.front().getOperation();
   if (pass)
     pass.erase();
   op.erase();
   if (wait)
     wait.erase();
-  // The writer's last arrival: its last read of the buffer is done.
-  c.setInsertionPointAfter(outermost);
+  // The writer's last arrival (its last read of the buffer is done), met at
+  // the consumers' end: their dK and dV stores do not wait for it.
+  c.setInsertionPoint(consumers.front().getTerminator());
   namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
   return success();
 }

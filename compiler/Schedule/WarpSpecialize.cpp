@@ -718,8 +718,9 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
       op->moveBefore(consumer.getTerminator());
   }
   Region &programRegion = roles.getElseRegion();
-  // The deterministic dkdv program's turns: fa-tma-reduce's writer warp
-  // takes them (its adds between the turns).
+  // A dkdv program's writer warp (writer-warp: the deterministic programs,
+  // whose turns it takes, or every one), which issues fa-tma-reduce's dQ
+  // reductions; the producer keeps registers for it.
   bool writerWarp = false;
   if (!forward) {
     std::optional<bool> takes = model::takesWriterWarp(

@@ -197,7 +197,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 // TMA engine adds it to the dQ accumulator (cp.reduce.async.bulk.tensor):
 // no per-lane atomics in the consumers' path. The deterministic mode issues
 // the same reduction between its turns and waits for it to finish before
-// handing the turn on.
+// handing the turn on (by the consumers, or with kWriterWarp by a writer
+// warp of the producer warpgroup).
 
 /// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
 /// base: K, V, the Q and dO rings, the staged P and dS, and the staged f32

@@ -1,3 +1,4 @@
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --cse | FileCheck %s --check-prefix=CONSUMERS
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize="writer-warp=deterministic" --fa-tma-reduce --cse | FileCheck %s
 
 // The dkdv program's dQ part (f32, 64 query rows x D = 128), staged by the
@@ -94,9 +95,11 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY:.*]], %[[MEETING:.*]]) :
 // CHECK: scf.for {{.*}} : i32 {
 // CHECK: scf.for {{.*}} : i32 {
-// CHECK: nvvm.barrier id = %c13_i32 number_of_threads = %[[MEETING]]
+// The turn first (it does not depend on the tile: the spin overlaps the
+// consumers' products), then the staged tile.
 // CHECK: fa.wait_turn %{{.*}}, %tile {by_warp}
-// CHECK-NEXT: scf.if %[[LANE0]] {
+// CHECK: nvvm.barrier id = %c13_i32 number_of_threads = %[[MEETING]]
+// CHECK: scf.if %[[LANE0]] {
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
 // CHECK-NEXT: memref.extract_aligned_pointer_as_index %[[BUF]]
 // CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [$0, {$1, $2, $3, $4}], [$5+0];"
@@ -112,7 +115,8 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK-NEXT: }
 // CHECK-NEXT: fa.pass_turn %{{.*}}, %tile {by_warp}
 // The consumers: no turn, no add; the staging between the barriers, one
-// more wait after the loops for the writer's last arrival.
+// more wait at their end (after the dK and dV stores) for the writer's
+// last arrival.
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK-NOT: fa.wait_turn
 // CHECK: nvvm.barrier id = %c14_i32{{.*}} number_of_threads = %c288_i32
@@ -123,10 +127,41 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK: scf.yield
 // CHECK: scf.yield
 // CHECK-NEXT: }
+// CHECK: fa.store_tile
+// CHECK: fa.store_tile
 // CHECK-NEXT: arith.constant 14 : i32
 // CHECK-NEXT: arith.constant 288 : i32
 // CHECK-NEXT: nvvm.barrier id
+// CHECK-NEXT: }
 // CHECK: dq_accum
+// Without a writer warp (writer-warp=none, the default) the consumers take
+// the turns themselves: the tile is staged before the wait for the turn
+// (the staging does not hold it), the issuers reduce and then wait for
+// their reductions to finish (wait_group 0, not only .read), and the turn
+// is handed on after that.
+// CONSUMERS-LABEL: func.func @deterministic_bf16
+// CONSUMERS: nvvm.setmaxregister  decrease 24
+// CONSUMERS-NOT: fa.writer_warp
+// CONSUMERS: fa.tile_matmul {{%[0-9]+, %[0-9]+}} {async} : tensor<64x128xbf16
+// CONSUMERS: %[[DQ:.*]] = fa.async_wait
+// CONSUMERS-NEXT: %[[LANE:.*]] = arith.remui %{{.*}}, %c128
+// CONSUMERS-NEXT: %[[ISSUER:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CONSUMERS-NEXT: scf.if %[[ISSUER]] {
+// CONSUMERS-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CONSUMERS-NEXT: }
+// CONSUMERS-NEXT: fa.convert_layout %[[DQ]] {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CONSUMERS-NEXT: fa.wait_turn
+// CONSUMERS-NOT: by_warp
+// CONSUMERS: scf.if %[[ISSUER]] {
+// CONSUMERS-NEXT: arith.divui
+// CONSUMERS-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
+// CONSUMERS-COUNT-2: nvvm.cp.async.bulk.tensor.reduce
+// CONSUMERS-NEXT: nvvm.cp.async.bulk.commit.group
+// CONSUMERS-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
+// CONSUMERS-NEXT: }
+// CONSUMERS-NEXT: fa.pass_turn
+// CONSUMERS-NOT: fa.accumulate_tile
+// CONSUMERS: dq_accum
 func.func @deterministic_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
                               %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
                               %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,

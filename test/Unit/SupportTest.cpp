@@ -588,19 +588,21 @@ TEST(WgmmaModel, FitsAndWhyNot) {
 TEST(WgmmaModel, ConsumersTakeOnlyWhatTheProducerGivesBack) {
   for (bool persistent : {false, true})
     for (bool transposes : {false, true})
-      for (int64_t warps : {4, 8, 12, 16}) {
-        int64_t consumerThreads = 32 * warps;
-        int64_t entry = fa::wgmma::entryRegisters(consumerThreads + 128);
-        int64_t producer = fa::wgmma::producerRegisters(persistent, transposes);
-        int64_t consumer =
-            fa::wgmma::consumerRegisters(warps, persistent, transposes);
-        EXPECT_LE((consumer - entry) * consumerThreads,
-                  (entry - producer) * 128)
-            << warps << " warps, persistent " << persistent << ", transposes "
-            << transposes;
-        EXPECT_EQ(consumer % 8, 0);
-        EXPECT_LE(consumer, 240);
-      }
+      for (bool writer : {false, true})
+        for (int64_t warps : {4, 8, 12, 16}) {
+          int64_t consumerThreads = 32 * warps;
+          int64_t entry = fa::wgmma::entryRegisters(consumerThreads + 128);
+          int64_t producer =
+              fa::wgmma::producerRegisters(persistent, transposes, writer);
+          int64_t consumer = fa::wgmma::consumerRegisters(warps, persistent,
+                                                          transposes, writer);
+          EXPECT_LE((consumer - entry) * consumerThreads,
+                    (entry - producer) * 128)
+              << warps << " warps, persistent " << persistent << ", transposes "
+              << transposes << ", writer warp " << writer;
+          EXPECT_EQ(consumer % 8, 0);
+          EXPECT_LE(consumer, 240);
+        }
   // Two consumer warpgroups: 168 at entry; all 240 per tile (the producer
   // keeps 24), 232 persistent (it keeps 40), 224 with the producer
   // transposing 8-bit V (it keeps 56). Three: 160 per tile.
@@ -611,6 +613,24 @@ TEST(WgmmaModel, ConsumersTakeOnlyWhatTheProducerGivesBack) {
   EXPECT_EQ(fa::wgmma::consumerRegisters(8, true, true), 224);
   EXPECT_EQ(fa::wgmma::consumerRegisters(12, false, false), 160);
   EXPECT_EQ(fa::wgmma::consumerRegisters(16, false, false), 112);
+  // A dQ writer warp in the producer warpgroup: it keeps 32, the two
+  // consumer warpgroups take 232.
+  EXPECT_EQ(fa::wgmma::producerRegisters(false, false, true), 32);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, false, false, true), 232);
+}
+
+/// fa-warp-specialize's writer-warp names which dkdv programs get a writer
+/// warp; another name is refused (nullopt), never read as "none".
+TEST(WgmmaModel, WriterWarpModes) {
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("none", true), false);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", true), true);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", false), false);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false), true);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("Deterministic", true), std::nullopt);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("", false), std::nullopt);
+  // The shipped default is a valid mode.
+  EXPECT_TRUE(
+      fa::wgmma::takesWriterWarp(fa::wgmma::kWriterWarp, true).has_value());
 }
 
 TEST(WgmmaModel, DefaultsFitAndKeepWhatIsSet) {
