@@ -1302,7 +1302,9 @@ def FA_HandOffOp : FA_Op<"hand_off"> {
     The tile's writes (its `fa.convert_layout` into shared memory) are done:
     the executing threads arrive, without waiting, on named barrier
     `barrier` of `threads` threads, where the tile's readers wait (the
-    deterministic backward's writer warp, fa-tma-reduce). The staging then
+    wgmma backward's dQ writer warp, fa-tma-reduce); with `per_warpgroup`,
+    each warpgroup on barrier `barrier` + its index (each wrote a column
+    slice of its own). The staging then
     has no barriers of its own: this is its publication, and the threads
     that wait for the buffer to be free before writing it again do so with
     a barrier of their own.
@@ -1317,7 +1319,7 @@ def FA_HandOffOp : FA_Op<"hand_off"> {
   // Not pure: the arrival orders the staging's writes before the readers'
   // reads (and keeps the staging, otherwise without uses, alive).
   let arguments = (ins FA_AnyFloatTile:$tile, I32Attr:$barrier,
-                       I64Attr:$threads);
+                       I64Attr:$threads, UnitAttr:$per_warpgroup);
   let assemblyFormat = [{
     $tile `barrier` $barrier `threads` $threads attr-dict `:` type($tile)
   }];

@@ -34,16 +34,18 @@
 // walks the consumers' loop nest and takes the turns (if any), so that the
 // consumers do not hold a turn themselves (FlashAttention-3's dQ writer):
 // they wait only when the writer has not read the previous tile's buffer
-// yet (one tile of slack, one buffer). Per tile, with named barriers of the
-// consumers' threads and the writer's 32:
+// yet (one tile of slack, one buffer). Per tile, with a pair of named
+// barriers per consumer warpgroup where each stages a column slice of its
+// own (its 128 threads and the writer's 32; else one pair for all):
 //
 //   consumers: wait for staged_empty; stage the tile; fa.hand_off (arrive
 //              on staged_full)
-//   writer:    fa.wait_turn {by_warp}; wait for staged_full; lane 0
-//              reduces the boxes, commits, waits until they read the
-//              buffer; arrive on staged_empty; lane 0 waits until the adds
-//              finish; fa.pass_turn {by_warp} (without turns: lane 0 waits
-//              for the adds once, after the loops)
+//   writer:    fa.wait_turn {by_warp}; per slice: wait for its
+//              staged_full, lane 0 reduces its boxes and commits them as a
+//              bulk group; per slice: lane 0 waits until its group read the
+//              buffer, arrive on its staged_empty; lane 0 waits until the
+//              adds finish; fa.pass_turn {by_warp} (without turns: lane 0
+//              waits for the adds once, after the loops)
 //
 // The writer arrives on staged_empty once before its loops and the
 // consumers wait once more at their end (after the dK and dV stores), so
@@ -97,13 +99,17 @@ void onIssuers(OpBuilder &b, Location loc, int64_t group,
 
 /// A named barrier of `threads` threads: wait for all of them (`sync`) or
 /// only count this warp's arrival.
-void namedBarrier(OpBuilder &b, Location loc, int32_t id, int64_t threads,
+void namedBarrier(OpBuilder &b, Location loc, Value id, int64_t threads,
                   bool sync) {
   if (!sync)
     return createBarrierArrive(b, loc, id, threads);
-  NVVM::BarrierOp::create(b, loc, TypeRange{}, i32Const(b, loc, id),
+  NVVM::BarrierOp::create(b, loc, TypeRange{}, id,
                           i32Const(b, loc, int32_t(threads)),
                           NVVM::BarrierReductionAttr(), Value());
+}
+void namedBarrier(OpBuilder &b, Location loc, int32_t id, int64_t threads,
+                  bool sync) {
+  namedBarrier(b, loc, i32Const(b, loc, id), threads, sync);
 }
 
 /// The reduction of `columns` columns of a staged `rows`-row f32 tile (its
@@ -167,8 +173,23 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   if (!offset)
     return staging.emitOpError("has no fa.shared_offset (run fa-place-wgmma)");
   constexpr int64_t warpThreads = 32;
+  constexpr int64_t boxCols = kReductionBoxColumns;
   int64_t computeThreads = launch.getComputeThreads();
-  int64_t meeting = computeThreads + warpThreads;
+  // Consumer warpgroups that each stage a column slice of their own (whole
+  // boxes; warpgroupColumnSlice) meet the writer on a barrier pair each
+  // (their 128 threads and its 32), so they never wait for each other here
+  // (FlashAttention-3's dQ barriers per warpgroup); else all consumers meet
+  // it on one pair.
+  std::optional<int64_t> slice = warpgroupColumnSlice(
+      cast<RankedTensorType>(staging.getSource().getType()));
+  bool perWarpgroup = slice && *slice % boxCols == 0;
+  int64_t groups = perWarpgroup ? cols / *slice : 1;
+  int64_t groupColumns = perWarpgroup ? *slice : cols;
+  int64_t meeting =
+      (perWarpgroup ? kWarpgroupThreads : computeThreads) + warpThreads;
+  if (groups > kMaxStagedGroups)
+    return op.emitOpError("a writer warp meets at most ")
+           << kMaxStagedGroups << " consumer warpgroups, got " << groups;
   Region &consumers = roles.getElseRegion();
 
   // The writer: the producer warpgroup's warp 1, in the else branch of the
@@ -203,7 +224,9 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
       sharedBufferType(type));
   Value lane0 = isFirstOfThreadGroup(w, loc, warpThreads);
   // The first tile may be written at once.
-  namedBarrier(w, loc, kStagedEmptyBarrier, meeting, /*sync=*/false);
+  for (int64_t g = 0; g < groups; ++g)
+    namedBarrier(w, loc, int32_t(kStagedEmptyBarrier + g), meeting,
+                 /*sync=*/false);
   IRMapping mapping;
   auto clone = [&](Value value) -> FailureOr<Value> {
     return cloneSliceInto(w, consumers, value, mapping);
@@ -230,12 +253,11 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
         return failure();
     cast<WaitTurnOp>(w.clone(*wait, mapping)).setByWarp(true);
   }
-  namedBarrier(w, loc, kStagedFullBarrier, meeting, /*sync=*/true);
   FailureOr<Value> row = clone(op.getRow()), head = clone(op.getHead()),
                    batch = clone(op.getBatch());
   if (failed(row) || failed(head) || failed(batch))
     return failure();
-  Value firstRow = *row;
+  Value firstRow = *row, pastEnd, kept;
   if (Value first = op.getSequenceFirst()) {
     // fa-tma-reduce's varlen rule (below): the rows past the sequence's end
     // become zeros before they are added, here by the writer's lanes.
@@ -244,55 +266,70 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
       return failure();
     firstRow = arith::AddIOp::create(w, loc, *firstV, *row);
     Value end = arith::MaxUIOp::create(w, loc, *endV, firstRow);
-    Value kept = arith::SubIOp::create(w, loc, end, firstRow);
-    Value pastEnd = arith::CmpIOp::create(w, loc, arith::CmpIPredicate::ult,
-                                          kept, indexConst(w, loc, rows));
-    auto clear = scf::IfOp::create(w, loc, pastEnd, /*withElseRegion=*/false);
-    OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
-    Value lane =
-        arith::RemUIOp::create(in, loc, tid, indexConst(in, loc, warpThreads));
-    Value start =
-        toI32(in, loc,
-              memref::ExtractAlignedPointerAsIndexOp::create(in, loc, buffer));
-    clearSharedRowsPastEnd(in, loc, start, cols / kReductionBoxColumns, rows,
-                           kept, lane, warpThreads);
-    NVVM::FenceProxyOp::create(
-        in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    NVVM::SyncWarpOp::create(in, loc, i32Const(in, loc, -1));
+    kept = arith::SubIOp::create(w, loc, end, firstRow);
+    pastEnd = arith::CmpIOp::create(w, loc, arith::CmpIPredicate::ult, kept,
+                                    indexConst(w, loc, rows));
   }
-  {
+  // The boxes from one 32-bit shared address plus constant offsets: the
+  // producer's few registers hold no 64-bit address per box (LLVM hoists
+  // those out of the loops, and ptxas spilled them).
+  Value address = toI32(
+      w, loc, memref::ExtractAlignedPointerAsIndexOp::create(w, loc, buffer));
+  Value rowV = toI32(w, loc, firstRow), headV = toI32(w, loc, *head),
+        batchV = toI32(w, loc, *batch);
+  // Slice g: once its warpgroup has staged it, its boxes leave as one bulk
+  // group.
+  for (int64_t g = 0; g < groups; ++g) {
+    namedBarrier(w, loc, int32_t(kStagedFullBarrier + g), meeting,
+                 /*sync=*/true);
+    int64_t sliceBytes = g * groupColumns * rows * 4;
+    if (pastEnd) {
+      auto clear = scf::IfOp::create(w, loc, pastEnd, /*withElseRegion=*/false);
+      OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
+      Value lane = arith::RemUIOp::create(in, loc, tid,
+                                          indexConst(in, loc, warpThreads));
+      Value start = address;
+      if (sliceBytes)
+        start = arith::AddIOp::create(in, loc, address,
+                                      i32Const(in, loc, int32_t(sliceBytes)));
+      clearSharedRowsPastEnd(in, loc, start, groupColumns / boxCols, rows, kept,
+                             lane, warpThreads);
+      NVVM::FenceProxyOp::create(
+          in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      NVVM::SyncWarpOp::create(in, loc, i32Const(in, loc, -1));
+    }
     auto issue = scf::IfOp::create(w, loc, lane0);
     OpBuilder in(issue.thenBlock()->getTerminator());
     // The turn was taken through the generic proxy: order the async
     // proxy's adds after it.
-    if (wait)
+    if (wait && g == 0)
       NVVM::FenceProxyOp::create(in, loc, NVVM::ProxyKind::async_global,
                                  NVVM::SharedSpaceAttr());
-    // The boxes from one 32-bit shared address plus constant offsets: the
-    // producer's few registers hold no 64-bit address per box (LLVM hoists
-    // those out of the loops, and ptxas spilled them).
-    Value address =
-        toI32(in, loc,
-              memref::ExtractAlignedPointerAsIndexOp::create(in, loc, buffer));
-    Value rowV = toI32(in, loc, firstRow), headV = toI32(in, loc, *head),
-          batchV = toI32(in, loc, *batch);
-    constexpr int64_t boxCols = kReductionBoxColumns;
-    for (int64_t box = 0; box * boxCols < cols; ++box)
+    for (int64_t box = 0; box * boxCols < groupColumns; ++box)
       NVVM::InlinePtxOp::create(
           in, loc, TypeRange{},
-          ValueRange{map, i32Const(in, loc, int32_t(box * boxCols)), rowV,
-                     headV, batchV, address},
+          ValueRange{
+              map, i32Const(in, loc, int32_t(g * groupColumns + box * boxCols)),
+              rowV, headV, batchV, address},
           ValueRange{},
           "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile."
           "bulk_group [$0, {$1, $2, $3, $4}], [$5+" +
-              std::to_string(box * rows * boxCols * 4) + "];",
+              std::to_string(sliceBytes + box * rows * boxCols * 4) + "];",
           Value());
     NVVM::CpAsyncBulkCommitGroupOp::create(in, loc);
-    // The buffer is read: the consumers may stage the next tile.
-    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
   }
-  namedBarrier(w, loc, kStagedEmptyBarrier, meeting, /*sync=*/false);
+  // Slice g's buffer is read once at most groups - 1 - g of the bulk groups
+  // are still reading (they finish reading in order): its warpgroup may
+  // stage the next tile.
+  for (int64_t g = 0; g < groups; ++g) {
+    auto read = scf::IfOp::create(w, loc, lane0);
+    OpBuilder in(read.thenBlock()->getTerminator());
+    NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, int32_t(groups - 1 - g),
+                                         in.getUnitAttr());
+    namedBarrier(w, loc, int32_t(kStagedEmptyBarrier + g), meeting,
+                 /*sync=*/false);
+  }
   // The adds are in global memory before the turn is handed on; without
   // turns, before the writer leaves (after its loops).
   auto finishAdds = [&](OpBuilder &at) {
@@ -313,10 +350,16 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
 
   // The consumers: stage between the named barriers; the turns and the add
   // are the writer's.
+  // (Each warpgroup on its own pair, or all on one.)
+  auto emptyId = [&](OpBuilder &at) {
+    return perWarpgroup ? warpgroupBarrierId(at, loc, kStagedEmptyBarrier)
+                        : i32Const(at, loc, kStagedEmptyBarrier);
+  };
   OpBuilder c(staging);
-  namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
+  namedBarrier(c, loc, emptyId(c), meeting, /*sync=*/true);
   c.setInsertionPointAfter(staging);
-  HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting);
+  HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting,
+                    perWarpgroup);
   if (pass)
     pass.erase();
   op.erase();
@@ -325,7 +368,7 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   // The writer's last arrival (its last read of the buffer is done), met at
   // the consumers' end: their dK and dV stores do not wait for it.
   c.setInsertionPoint(consumers.front().getTerminator());
-  namedBarrier(c, loc, kStagedEmptyBarrier, meeting, /*sync=*/true);
+  namedBarrier(c, loc, emptyId(c), meeting, /*sync=*/true);
   return success();
 }
 

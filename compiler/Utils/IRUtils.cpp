@@ -192,19 +192,28 @@ void mlir::fa::clearSharedRowsPastEnd(OpBuilder &b, Location loc, Value start,
   }
 }
 
-void mlir::fa::createBarrierArrive(OpBuilder &b, Location loc, int32_t id,
+void mlir::fa::createBarrierArrive(OpBuilder &b, Location loc, Value id,
                                    int64_t threads) {
   LLVM::CallIntrinsicOp::create(
       b, loc, b.getStringAttr("llvm.nvvm.barrier.cta.arrive.aligned.count"),
-      ValueRange{i32Const(b, loc, id), i32Const(b, loc, int32_t(threads))});
+      ValueRange{id, i32Const(b, loc, int32_t(threads))});
 }
 
-void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
+void mlir::fa::createBarrierArrive(OpBuilder &b, Location loc, int32_t id,
+                                   int64_t threads) {
+  createBarrierArrive(b, loc, i32Const(b, loc, id), threads);
+}
+
+Value mlir::fa::warpgroupBarrierId(OpBuilder &b, Location loc, int32_t first) {
   Value warpgroup = arith::DivUIOp::create(
       b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
       indexConst(b, loc, kWarpgroupThreads));
-  Value id = arith::IndexCastUIOp::create(
-      b, loc, b.getI32Type(), addConst(b, loc, warpgroup, kWarpgroupBarrier));
+  return arith::IndexCastUIOp::create(b, loc, b.getI32Type(),
+                                      addConst(b, loc, warpgroup, first));
+}
+
+void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
+  Value id = warpgroupBarrierId(b, loc, kWarpgroupBarrier);
   NVVM::BarrierOp::create(
       b, loc, TypeRange{}, id,
       arith::ConstantOp::create(

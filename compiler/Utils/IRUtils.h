@@ -67,13 +67,15 @@ constexpr int32_t kComputeBarrier = 8;
 /// Named barriers kWarpgroupBarrier + g: warpgroup g's 128 threads only.
 constexpr int32_t kWarpgroupBarrier = 9;
 
-/// Named barriers between the consumers and fa-tma-reduce's writer warp
-/// (the consumers' threads and the warp's 32): the staged tile is written
-/// (consumers arrive, the writer waits) and the buffer may be written again
-/// (the writer arrives, the consumers wait). After the warpgroup barriers
-/// of up to three consumer warpgroups (9 .. 11).
-constexpr int32_t kStagedFullBarrier = 13;
+/// Named barriers between the consumers and fa-tma-reduce's writer warp,
+/// one pair per consumer warpgroup (+ its index; at most two, each of its
+/// 128 threads and the warp's 32) or one for all consumers: the staged tile
+/// is written (consumers arrive, the writer waits) and the buffer may be
+/// written again (the writer arrives, the consumers wait). After the
+/// warpgroup barriers of up to three consumer warpgroups (9 .. 11).
+constexpr int32_t kStagedFullBarrier = 12;
 constexpr int32_t kStagedEmptyBarrier = 14;
+constexpr int64_t kMaxStagedGroups = 2;
 
 /// Arrives, without waiting, on named barrier `id` of `threads` threads
 /// (bar.arrive) through LLVM's convergent intrinsic: LLVM then never
@@ -81,8 +83,12 @@ constexpr int32_t kStagedEmptyBarrier = 14;
 /// nvvm.barrier.arrive, which made lane 0 of a warp arrive at another
 /// instruction than its other lanes; an aligned barrier needs the whole
 /// warp at the same one).
+void createBarrierArrive(OpBuilder &b, Location loc, Value id, int64_t threads);
 void createBarrierArrive(OpBuilder &b, Location loc, int32_t id,
                          int64_t threads);
+
+/// Named barrier `first` + the calling thread's warpgroup (i32).
+Value warpgroupBarrierId(OpBuilder &b, Location loc, int32_t first);
 
 /// A barrier of the calling thread's warpgroup (kWarpgroupBarrier + its
 /// index), placed before the builder's insertion point: for tiles each

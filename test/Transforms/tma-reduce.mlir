@@ -72,16 +72,18 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 
 // The deterministic mode adds dQ in turns with the same reduction, here
 // (writer-warp=deterministic; the others have no turns) issued by a writer
-// warp of the producer warpgroup (warp 9: threads 288..319)
-// that walks the consumers' loop nest (in 32-bit counters) and takes the
-// turns, so that the consumers never wait for one. The consumers stage the
-// tile between named barriers 14 (the buffer may be written: the writer's
-// arrival, once ahead) and 13 (it is written), both of 256 consumer + 32
-// writer threads; the writer's lane 0 reduces the four boxes from one
-// 32-bit shared address, waits until they have read the buffer, lets the
-// consumers go on, then waits for the adds to finish before the turn is
-// handed on. The producer keeps 32 registers (the writer's loop), the
-// consumers take 232.
+// warp of the producer warpgroup (warp 9: threads 288..319) that walks the
+// consumers' loop nest (in 32-bit counters) and takes the turns, so that
+// the consumers do not hold them. Each consumer warpgroup stages its own 64
+// columns of dQ and meets the writer on a pair of named barriers of its
+// 128 threads and the writer's 32: 14 + g (the buffer may be written: the
+// writer's arrival, once ahead) and 12 + g (it is written). The writer
+// takes the turn first (it does not depend on the tile), then per slice
+// waits for it and has lane 0 reduce its two boxes (one bulk group each,
+// from one 32-bit shared address); then frees each slice once its group
+// has read it (wait_group.read 1, then 0), waits for the adds to finish
+// and hands the turn on. The producer keeps 32 registers (the writer's
+// loop), the consumers take 232.
 // CHECK-LABEL: func.func @deterministic_bf16
 // CHECK: nvvm.setmaxregister  decrease 32
 // CHECK: scf.if
@@ -92,36 +94,49 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK-NEXT: scf.if %[[WRITER]] {
 // CHECK: %[[BUF:.*]] = memref.view {{.*}} to memref<4x64x32xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[LANE0:.*]] = arith.cmpi eq
-// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY:.*]], %[[MEETING:.*]]) :
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY0:.*]], %[[MEETING:.*]]) :
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY1:.*]], %[[MEETING]]) :
 // CHECK: scf.for {{.*}} : i32 {
 // CHECK: scf.for {{.*}} : i32 {
-// The turn first (it does not depend on the tile: the spin overlaps the
-// consumers' products), then the staged tile.
 // CHECK: fa.wait_turn %{{.*}}, %tile {by_warp}
-// CHECK: nvvm.barrier id = %c13_i32 number_of_threads = %[[MEETING]]
-// CHECK: scf.if %[[LANE0]] {
+// CHECK: memref.extract_aligned_pointer_as_index %[[BUF]]
+// CHECK: nvvm.barrier id = %c12_i32 number_of_threads = %[[MEETING]]
+// CHECK-NEXT: scf.if %[[LANE0]] {
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.global>}
-// CHECK-NEXT: memref.extract_aligned_pointer_as_index %[[BUF]]
 // CHECK: nvvm.inline_ptx "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [$0, {$1, $2, $3, $4}], [$5+0];"
 // CHECK: [$5+8192]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK: nvvm.barrier id = %c13_i32 number_of_threads = %[[MEETING]]
+// CHECK-NEXT: scf.if %[[LANE0]] {
+// CHECK-NOT: nvvm.fence.proxy
 // CHECK: [$5+16384]
 // CHECK: [$5+24576]
 // CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if %[[LANE0]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY0]], %[[MEETING]]) :
+// CHECK-NEXT: scf.if %[[LANE0]] {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 // CHECK-NEXT: }
-// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY]], %[[MEETING]]) :
+// CHECK-NEXT: llvm.call_intrinsic "llvm.nvvm.barrier.cta.arrive.aligned.count"(%[[EMPTY1]], %[[MEETING]]) :
 // CHECK-NEXT: scf.if %[[LANE0]] {
 // CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0{{$}}
 // CHECK-NEXT: }
 // CHECK-NEXT: fa.pass_turn %{{.*}}, %tile {by_warp}
-// The consumers: no turn, no add; the staging between the barriers, one
-// more wait at their end (after the dK and dV stores) for the writer's
-// last arrival.
+// The consumers: no turn, no add; each warpgroup stages its slice between
+// its barriers (14 + g, 12 + g), and waits once more at the end (after the
+// dK and dV stores) for the writer's last arrival.
 // CHECK: nvvm.setmaxregister  increase 232
 // CHECK-NOT: fa.wait_turn
-// CHECK: nvvm.barrier id = %c14_i32{{.*}} number_of_threads = %c288_i32
+// CHECK: %[[WG:.*]] = arith.divui %{{.*}}, %c128
+// CHECK-NEXT: arith.constant 14 : index
+// CHECK-NEXT: %[[WG14:.*]] = arith.addi %[[WG]], %c14
+// CHECK-NEXT: %[[EMPTY:.*]] = arith.index_castui %[[WG14]] : index to i32
+// CHECK: nvvm.barrier id = %[[EMPTY]] number_of_threads = %c160_i32
 // CHECK-NEXT: %[[STAGED:.*]] = fa.convert_layout {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
-// CHECK-NEXT: fa.hand_off %[[STAGED]] barrier 13 threads 288 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// CHECK-NEXT: fa.hand_off %[[STAGED]] barrier 12 threads 160 {per_warpgroup} : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
 // CHECK-NOT: fa.pass_turn
 // CHECK-NOT: fa.accumulate_tile
 // CHECK: scf.yield
@@ -129,9 +144,7 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
 // CHECK-NEXT: }
 // CHECK: fa.store_tile
 // CHECK: fa.store_tile
-// CHECK-NEXT: arith.constant 14 : i32
-// CHECK-NEXT: arith.constant 288 : i32
-// CHECK-NEXT: nvvm.barrier id
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c160_i32
 // CHECK-NEXT: }
 // CHECK: dq_accum
 // Without a writer warp (writer-warp=none, the default) the consumers take

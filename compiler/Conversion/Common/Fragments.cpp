@@ -439,7 +439,12 @@ struct HandOffLowering : OpConversionPattern<HandOffOp> {
   LogicalResult
   matchAndRewrite(HandOffOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    createBarrierArrive(rewriter, op.getLoc(), int32_t(op.getBarrier()),
+    Location loc = op.getLoc();
+    int32_t first = int32_t(op.getBarrier());
+    createBarrierArrive(rewriter, loc,
+                        op.getPerWarpgroup()
+                            ? warpgroupBarrierId(rewriter, loc, first)
+                            : i32Const(rewriter, loc, first),
                         op.getThreads());
     rewriter.eraseOp(op);
     return success();
