@@ -13,7 +13,7 @@
 #                       paged-varlen-deterministic|varlen-backward|
 #                       sinks-serving-wgmma|kvcache-auto|driver-only|
 #                       ab-backward|
-#                       transposed-scores|
+#                       transposed-scores|writer-warp|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -342,6 +342,55 @@ torch.cuda.synchronize()"
     # The packed-documents forward with and without its whole ranges:
     # whole tiles counted, ncu on one launch of each.
     run profile-block-mask bash scripts/profile-block-mask.sh ;;
+  writer-warp)
+    # Added 2026-12-05 (seventh session), not yet run on a GPU: the wgmma
+    # backward's dQ writer warp (WgmmaModel's kWriterWarp). Needs
+    # .gpu/writer-libs.tar.xz (scripts/pack-writer-ab.sh). Correctness with
+    # "deterministic" (fa-gpu-tests built with it: the deterministic
+    # backward tests in 6 parallel shards, then racecheck and synccheck on
+    # the quick subset), the Python deterministic tests with the
+    # "deterministic" and "every" libraries, then the backward bench of
+    # all three (none = today's default), each in its own process and
+    # kernel cache, alternated twice.
+    if [ -f .gpu/writer-libs.tar.xz ]; then
+      mkdir -p /tmp/fa-writer
+      xz -dc .gpu/writer-libs.tar.xz | tar -xf - -C /tmp/fa-writer
+      chmod +x /tmp/fa-writer/fa-gpu-tests-deterministic
+      filter='GpuAttention.BackwardDeterministic:*BackwardWgmmaMatchesFloat64Gradients*:*DeterministicBackwardVariants*:GpuAttention.VarlenBackwardMatchesEachSequence:*SinksMatchFloat64Reference*'
+      for i in 0 1 2 3 4 5; do
+        GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i \
+          FA_GPU_TEST_CACHE_DIR=/tmp/fa-writer-test-cache \
+          timeout 280 /tmp/fa-writer/fa-gpu-tests-deterministic \
+          --gtest_filter="$filter" > "$OUT/writer-tests$i.log" 2>&1 &
+      done
+      wait
+      for i in 0 1 2 3 4 5; do
+        grep -E '^\[ *(OK|FAILED) *\]|tests? ran' "$OUT/writer-tests$i.log" | tail -n 12
+        grep -q '^\[  PASSED  \]' "$OUT/writer-tests$i.log" || failed+=("writer-tests$i")
+      done
+      for tool in racecheck synccheck; do
+        FA_GPU_TEST_QUICK=1 run "writer-$tool" timeout 150 compute-sanitizer \
+          --tool "$tool" --error-exitcode 9 \
+          /tmp/fa-writer/fa-gpu-tests-deterministic \
+          --gtest_filter=GpuAttention.BackwardDeterministic
+      done
+      for mode in deterministic every; do
+        FA_RUNTIME_LIB=/tmp/fa-writer/$mode.so FA_CACHE_DIR=/tmp/fa-cache-$mode \
+          run "writer-python-$mode" python3 python/tests/test_training.py \
+          BackwardTest.test_deterministic_is_bitwise_reproducible
+      done
+      for r in 1 2; do
+        for mode in none deterministic every; do
+          FA_RUNTIME_LIB=/tmp/fa-writer/$mode.so FA_CACHE_DIR=/tmp/fa-cache-$mode \
+            run "writer-bench-$mode$r" python3 bench/bench_backward.py \
+            --dtypes bfloat16 --dims 64,128 --seqs 1024,4096,16384 \
+            --json "$OUT/writer-bench-$mode$r.json"
+        done
+      done
+    else
+      echo "== writer-warp: no .gpu/writer-libs.tar.xz (scripts/pack-writer-ab.sh)"
+      failed+=(writer-warp)
+    fi ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.
