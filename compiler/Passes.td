@@ -228,6 +228,11 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            /*default=*/"-1",
            "the backward computes S^T and dP^T (-1: where the resource "
            "model says so, 0: never, 1: always)">,
+    Option<"exp2OnFmaEvery", "exp2-on-fma-every", "int64_t",
+           /*default=*/"0",
+           "8-bit forward programs: every k-th exponential of the online "
+           "softmax on the FMA pipe, fa.exp2_on_fma (0: none; the pipeline "
+           "passes WgmmaModel's kExp2OnFmaEvery)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }

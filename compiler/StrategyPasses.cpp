@@ -56,6 +56,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.stages = options.stages;
   place.arch = options.arch;
   place.transposedScores = options.transposedScores;
+  place.exp2OnFmaEvery = ::fa::wgmma::kExp2OnFmaEvery;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   FAWarpSpecializeOptions specialize;

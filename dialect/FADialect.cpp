@@ -700,6 +700,15 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                << "' is a unit attribute of scf.if";
     return success();
   }
+  if (name == getExp2OnFmaAttrName()) {
+    auto every = dyn_cast<IntegerAttr>(value);
+    if (!isa<OnlineSoftmaxOp>(op) || !every || every.getInt() < 1)
+      return op->emitOpError()
+             << "'" << name
+             << "' is a positive integer attribute of fa.online_softmax, got "
+             << value;
+    return success();
+  }
   if (name == getPersistentAttrName() || name == getWriterWarpAttrName()) {
     if (!isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a unit attribute, got "

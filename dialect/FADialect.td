@@ -68,6 +68,13 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getWriterWarpAttrName() {
       return "fa.writer_warp";
     }
+    /// On fa.online_softmax: every k-th of a thread's exponentials of a row
+    /// is computed on the FMA and integer pipes instead of the MUFU unit
+    /// (lib/Exp2Polynomial.h; a positive integer k; the GPU lowering reads
+    /// it, the CPU one computes every exponential alike).
+    static ::llvm::StringRef getExp2OnFmaAttrName() {
+      return "fa.exp2_on_fma";
+    }
     /// An fa.load_tile of per-row values that the placement asks to be
     /// loaded one iteration of its loop ahead (fa-prefetch-row-values; a
     /// unit attribute).

@@ -116,6 +116,14 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
     });
   }
 
+  // 8-bit: a share of the exponentials leaves the MUFU unit, whose work per
+  // tile matches the e4m3 products' cycles (docs/benchmarks.md (z)).
+  if (float8 && exp2OnFmaEvery > 0)
+    grid.walk([&](OnlineSoftmaxOp op) {
+      op->setAttr(FADialect::getExp2OnFmaAttrName(),
+                  IntegerAttr::get(IntegerType::get(ctx, 64), exp2OnFmaEvery));
+    });
+
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps),

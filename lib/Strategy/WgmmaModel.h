@@ -125,9 +125,17 @@ int64_t entryRegisters(int64_t threads);
 int64_t producerRegisters(bool persistent, bool transposesValue,
                           bool writerWarp = false);
 
+/// 8-bit forward: every k-th exponential of the online softmax on the FMA
+/// and integer pipes instead of the MUFU unit (fa-place-wgmma's
+/// exp2-on-fma-every; lib/Exp2Polynomial.h), whose work per 128 x 128 tile
+/// (1024 cycles) matches the e4m3 products' (docs/benchmarks.md (z): XU 36%,
+/// tensor 34% at D 128). Built 2026-12-05 with no GPU: 0 (none) until
+/// measured there.
+constexpr int64_t kExp2OnFmaEvery = 0;
+
 /// Which dkdv programs get a writer warp in the producer warpgroup that
 /// issues the dQ reductions and takes the deterministic turns, so that the
-/// consumers never wait for a turn (fa-warp-specialize's writer-warp:
+/// consumers do not hold the turns (fa-warp-specialize's writer-warp:
 /// "none", "deterministic" or "every"). Built 2026-12-05 with no GPU to
 /// run it: "none" until the writer has been checked and measured there.
 constexpr const char *kWriterWarp = "none";

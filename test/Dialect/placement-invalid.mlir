@@ -466,3 +466,21 @@ func.func @hand_off_partial_warp(%x: tensor<64x128xf32, #fa.swizzled_shared<byte
   fa.hand_off %x barrier 13 threads 270 : tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
   return
 }
+
+// -----
+
+// fa.exp2_on_fma marks an online softmax ...
+func.func @exp2_on_fma_elsewhere(%x: tensor<128x128xf32, #fa.mma<warps = 8>>) {
+  // expected-error @+1 {{'fa.exp2_on_fma' is a positive integer attribute of fa.online_softmax, got 2 : i64}}
+  %y = arith.addf %x, %x {fa.exp2_on_fma = 2 : i64} : tensor<128x128xf32, #fa.mma<warps = 8>>
+  return
+}
+
+// -----
+
+// ... with a positive share.
+func.func @exp2_on_fma_zero(%s: tensor<16x8xf32>, %m0: tensor<16xf32>, %l0: tensor<16xf32>) {
+  // expected-error @+1 {{'fa.exp2_on_fma' is a positive integer attribute of fa.online_softmax, got 0 : i64}}
+  %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 0.5 : f32, fa.exp2_on_fma = 0 : i64} : tensor<16x8xf32>, tensor<16xf32>
+  return
+}

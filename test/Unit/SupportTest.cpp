@@ -1,6 +1,7 @@
 //===- SupportTest.cpp - Kernel spec and ptxas report parsing -------*- C++ -*-===//
 #include "lib/Assembler.h"
 #include "lib/CudaToolkit.h"
+#include "lib/Exp2Polynomial.h"
 #include "lib/GpuTarget.h"
 #include "lib/IOModel.h"
 #include "lib/KernelSpec.h"
@@ -1253,3 +1254,32 @@ TEST(IOModel, FormatsBytes) {
 }
 
 } // namespace
+
+/// The exponentials the online softmax may compute on the FMA pipe
+/// (fa.exp2_on_fma): the GPU sequence on the host stays within the bound
+/// the header states of std::exp2 from 2^-126 up, is exact at the
+/// integers (2^0 = 1: a row's maximum gets p = 1 exactly), rises with x
+/// across each integer (the cubic meets 2^0 and 2^1 there), and gives 0
+/// below 2^-126 (a masked score's -inf) and NaN for NaN.
+TEST(Exp2Polynomial, WithinItsBoundOfExp2) {
+  namespace poly = fa::exp2poly;
+  double worst = 0;
+  for (int64_t i = 0; i <= 190 * 4096; ++i) {
+    float x = poly::kLowest + float(i) / 4096.0f;
+    double exact = std::exp2(double(x));
+    double error = std::fabs(double(poly::exp2Reference(x)) - exact) / exact;
+    worst = std::max(worst, error);
+  }
+  EXPECT_LE(worst, poly::kMaxRelativeError);
+  EXPECT_GT(worst, 1e-5) << "a cubic cannot be this close: the test would "
+                            "not see a wrong constant";
+  for (int j = -126; j <= 64; ++j) {
+    EXPECT_EQ(poly::exp2Reference(float(j)), std::exp2(float(j))) << j;
+    float below = std::nextafter(float(j), -INFINITY);
+    if (j > -126)
+      EXPECT_LE(poly::exp2Reference(below), poly::exp2Reference(float(j))) << j;
+  }
+  EXPECT_EQ(poly::exp2Reference(-INFINITY), 0.0f);
+  EXPECT_EQ(poly::exp2Reference(-126.5f), 0.0f);
+  EXPECT_TRUE(std::isnan(poly::exp2Reference(NAN)));
+}

@@ -1,5 +1,6 @@
 //===- GpuLowering.cpp - Helpers of every GPU lowering ----------*- C++ -*-===//
 #include "compiler/Conversion/Common/GpuLowering.h"
+#include "lib/Exp2Polynomial.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -139,11 +140,39 @@ SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale,
   }
 }
 
+Value mlir::fa::buildExp2OnFma(OpBuilder &b, Location loc, Value x) {
+  namespace poly = ::fa::exp2poly;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  // t = x + 1.5 * 2^23 rounded down (add.rm: MLIR's arith has no rounding
+  // mode); its last bits hold floor(x).
+  Value t = NVVM::InlinePtxOp::create(b, loc, TypeRange{f32}, ValueRange{x},
+                                      ValueRange{},
+                                      "add.rm.f32 $0, $1, 0f4B400000;", Value())
+                .getResult(0);
+  Value floor =
+      arith::SubFOp::create(b, loc, t, f32Const(b, loc, poly::kRoundingBias));
+  Value f = arith::SubFOp::create(b, loc, x, floor);
+  Value p = math::FmaOp::create(b, loc, f32Const(b, loc, poly::kC3), f,
+                                f32Const(b, loc, poly::kC2));
+  p = math::FmaOp::create(b, loc, p, f, f32Const(b, loc, poly::kC1));
+  p = math::FmaOp::create(b, loc, p, f, f32Const(b, loc, 1.0));
+  // (t's bits) << 23 is floor(x) << 23 (1.5 * 2^23 ends in nine zero bits):
+  // the floor joins p's exponent.
+  Value shifted = arith::ShLIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, t), i32Const(b, loc, 23));
+  Value bits = arith::AddIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32, p), shifted);
+  Value power = arith::BitcastOp::create(b, loc, f32, bits);
+  Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                     f32Const(b, loc, poly::kLowest));
+  return arith::SelectOp::create(b, loc, tiny, f32Const(b, loc, 0.0), power);
+}
+
 OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
-    double probsScale) {
+    double probsScale, int64_t exp2OnFmaEvery) {
   auto max = [&](Value x, Value y) -> Value {
     return arith::MaximumFOp::create(b, loc, x, y);
   };
@@ -170,9 +199,12 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
     probsBias = arith::AddFOp::create(b, loc, negBaseLog2,
                                       f32Const(b, loc, std::log2(probsScale)));
   Value rowSum;
-  for (Value s : scores) {
+  for (auto [i, s] : llvm::enumerate(scores)) {
     Value x = math::FmaOp::create(b, loc, s, c.scaleLog2e, probsBias);
-    Value p = math::Exp2Op::create(b, loc, x);
+    bool onFma =
+        exp2OnFmaEvery > 0 && int64_t(i) % exp2OnFmaEvery == exp2OnFmaEvery - 1;
+    Value p = onFma ? buildExp2OnFma(b, loc, x)
+                    : math::Exp2Op::create(b, loc, x).getResult();
     row.probs.push_back(p);
     rowSum = rowSum ? add(rowSum, p) : p;
   }

@@ -101,11 +101,19 @@ struct OnlineSoftmaxRow {
   Value newMax, newSum, alpha;
   SmallVector<Value> probs;
 };
+/// With `exp2OnFmaEvery` = k > 0, every k-th of a thread's p of the row is
+/// computed on the FMA and integer pipes (buildExp2OnFma), the others by
+/// the MUFU unit's ex2.approx.
 OnlineSoftmaxRow buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
-    double probsScale = 1.0);
+    double probsScale = 1.0, int64_t exp2OnFmaEvery = 0);
+
+/// f32 2^x without the MUFU unit (lib/Exp2Polynomial.h: floor by an add
+/// rounded down, a cubic on the fraction, the floor into the exponent; 0
+/// below 2^-126).
+Value buildExp2OnFma(OpBuilder &b, Location loc, Value x);
 /// The backward's recomputed P of one row, in base 2: with base = LSE (0
 /// when LSE is -inf: the row's scores are all masked),
 ///   baseLog2 = base * log2 e,  p = exp2(s * scale * log2 e - baseLog2).

@@ -465,6 +465,10 @@ LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
                              adaptor.getScaleFactor());
   double probsScale =
       op.getProbsScaleAttr() ? op.getProbsScaleAttr().getValueAsDouble() : 1.0;
+  int64_t exp2OnFmaEvery = 0;
+  if (auto every =
+          op->getAttrOfType<IntegerAttr>(FADialect::getExp2OnFmaAttrName()))
+    exp2OnFmaEvery = every.getInt();
   auto acrossRow = [&](Value value, function_ref<Value(Value, Value)> combine) {
     return rowAllReduce(r.b, r.loc, r.layout, value, combine);
   };
@@ -477,7 +481,7 @@ LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
       rowScores.push_back(s[slot]);
     OnlineSoftmaxRow step =
         buildOnlineSoftmaxRow(r.b, r.loc, constants, rowScores, m[row], l[row],
-                              acrossRow, probsScale);
+                              acrossRow, probsScale, exp2OnFmaEvery);
     for (auto [slot, p] : llvm::zip(slots, step.probs))
       probs[slot] = p;
     newMax[row] = step.newMax;
