@@ -702,7 +702,8 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
   }
   if (name == getExp2OnFmaAttrName()) {
     auto every = dyn_cast<IntegerAttr>(value);
-    if (!isa<OnlineSoftmaxOp>(op) || !every || every.getInt() < 1)
+    if (!isa<OnlineSoftmaxOp>(op) || !every ||
+        !every.getType().isSignlessInteger() || every.getInt() < 1)
       return op->emitOpError()
              << "'" << name
              << "' is a positive integer attribute of fa.online_softmax, got "

@@ -484,3 +484,12 @@ func.func @exp2_on_fma_zero(%s: tensor<16x8xf32>, %m0: tensor<16xf32>, %l0: tens
   %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 0.5 : f32, fa.exp2_on_fma = 0 : i64} : tensor<16x8xf32>, tensor<16xf32>
   return
 }
+
+// -----
+
+// ... a signless integer.
+func.func @exp2_on_fma_unsigned(%s: tensor<16x8xf32>, %m0: tensor<16xf32>, %l0: tensor<16xf32>) {
+  // expected-error @+1 {{'fa.exp2_on_fma' is a positive integer attribute of fa.online_softmax, got 2 : ui64}}
+  %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 0.5 : f32, fa.exp2_on_fma = 2 : ui64} : tensor<16x8xf32>, tensor<16xf32>
+  return
+}

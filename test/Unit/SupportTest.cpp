@@ -1260,7 +1260,8 @@ TEST(IOModel, FormatsBytes) {
 /// the header states of std::exp2 from 2^-126 up, is exact at the
 /// integers (2^0 = 1: a row's maximum gets p = 1 exactly), rises with x
 /// across each integer (the cubic meets 2^0 and 2^1 there), and gives 0
-/// below 2^-126 (a masked score's -inf) and NaN for NaN.
+/// below 2^-126 (a masked score's -inf) and NaN for NaN (the GPU scales by
+/// an FMUL, which keeps it).
 TEST(Exp2Polynomial, WithinItsBoundOfExp2) {
   namespace poly = fa::exp2poly;
   double worst = 0;
@@ -1271,8 +1272,13 @@ TEST(Exp2Polynomial, WithinItsBoundOfExp2) {
     worst = std::max(worst, error);
   }
   EXPECT_LE(worst, poly::kMaxRelativeError);
-  EXPECT_GT(worst, 1e-5) << "a cubic cannot be this close: the test would "
+  EXPECT_GT(worst, 1e-4) << "a cubic cannot be this close: the test would "
                             "not see a wrong constant";
+  // The cubic meets 2^1 at f = 1 (c1 + c2 + c3 = 1 in f32 arithmetic).
+  EXPECT_EQ(
+      std::fma(std::fma(std::fma(poly::kC3, 1.0f, poly::kC2), 1.0f, poly::kC1),
+               1.0f, 1.0f),
+      2.0f);
   for (int j = -126; j <= 64; ++j) {
     EXPECT_EQ(poly::exp2Reference(float(j)), std::exp2(float(j))) << j;
     float below = std::nextafter(float(j), -INFINITY);

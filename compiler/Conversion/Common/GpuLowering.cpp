@@ -143,11 +143,11 @@ SoftmaxConstants::SoftmaxConstants(OpBuilder &b, Location loc, double scale,
 Value mlir::fa::buildExp2OnFma(OpBuilder &b, Location loc, Value x) {
   namespace poly = ::fa::exp2poly;
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  // t = x + 1.5 * 2^23 rounded down (add.rm: MLIR's arith has no rounding
-  // mode); its last bits hold floor(x).
-  Value t = NVVM::InlinePtxOp::create(b, loc, TypeRange{f32}, ValueRange{x},
-                                      ValueRange{},
-                                      "add.rm.f32 $0, $1, 0f4B400000;", Value())
+  // t = x + 1.5 * 2^23 rounded down (add.rm, NVVM's pure intrinsic: MLIR's
+  // arith has no rounding mode); its last bits hold floor(x).
+  Value t = LLVM::CallIntrinsicOp::create(
+                b, loc, f32, b.getStringAttr("llvm.nvvm.add.rm.f"),
+                ValueRange{x, f32Const(b, loc, poly::kRoundingBias)})
                 .getResult(0);
   Value floor =
       arith::SubFOp::create(b, loc, t, f32Const(b, loc, poly::kRoundingBias));
@@ -156,13 +156,15 @@ Value mlir::fa::buildExp2OnFma(OpBuilder &b, Location loc, Value x) {
                                 f32Const(b, loc, poly::kC2));
   p = math::FmaOp::create(b, loc, p, f, f32Const(b, loc, poly::kC1));
   p = math::FmaOp::create(b, loc, p, f, f32Const(b, loc, 1.0));
-  // (t's bits) << 23 is floor(x) << 23 (1.5 * 2^23 ends in nine zero bits):
-  // the floor joins p's exponent.
+  // (t's bits) << 23 is floor(x) << 23 (1.5 * 2^23 ends in nine zero bits),
+  // plus 1.0's bits: 2^floor(x), which scales p exactly (an FMUL, which
+  // keeps a NaN a NaN).
   Value shifted = arith::ShLIOp::create(
       b, loc, arith::BitcastOp::create(b, loc, i32, t), i32Const(b, loc, 23));
-  Value bits = arith::AddIOp::create(
-      b, loc, arith::BitcastOp::create(b, loc, i32, p), shifted);
-  Value power = arith::BitcastOp::create(b, loc, f32, bits);
+  Value scale = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::AddIOp::create(b, loc, shifted, i32Const(b, loc, poly::kOneBits)));
+  Value power = arith::MulFOp::create(b, loc, p, scale);
   Value tiny = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
                                      f32Const(b, loc, poly::kLowest));
   return arith::SelectOp::create(b, loc, tiny, f32Const(b, loc, 0.0), power);

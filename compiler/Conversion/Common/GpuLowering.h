@@ -111,8 +111,8 @@ OnlineSoftmaxRow buildOnlineSoftmaxRow(
     double probsScale = 1.0, int64_t exp2OnFmaEvery = 0);
 
 /// f32 2^x without the MUFU unit (lib/Exp2Polynomial.h: floor by an add
-/// rounded down, a cubic on the fraction, the floor into the exponent; 0
-/// below 2^-126).
+/// rounded down, a cubic on the fraction, times 2^floor made from the
+/// floor's bits; 0 below 2^-126; for x < 128, the online softmax's x <= 8).
 Value buildExp2OnFma(OpBuilder &b, Location loc, Value x);
 /// The backward's recomputed P of one row, in base 2: with base = LSE (0
 /// when LSE is -inf: the row's scores are all masked),
