@@ -424,9 +424,7 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   // deterministic program may get a writer warp there (its writer-warp
   // option), which leaves the consumers fewer registers: the estimate is
   // checked against that smaller budget.
-  bool deterministic =
-      grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
-          .wasInterrupted();
+  bool deterministic = takesTurns(grid);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, /*persistent=*/false,
       /*transposesValue=*/false, /*writerWarp=*/deterministic);

@@ -723,10 +723,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // reductions; the producer keeps registers for it.
   bool writerWarp = false;
   if (!forward) {
-    std::optional<bool> takes = model::takesWriterWarp(
-        writerWarpMode,
-        grid->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
-            .wasInterrupted());
+    std::optional<bool> takes =
+        model::takesWriterWarp(writerWarpMode, takesTurns(grid));
     if (!takes)
       return grid.emitOpError("writer-warp must be none, deterministic or "
                               "every, got '")

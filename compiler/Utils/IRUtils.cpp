@@ -79,6 +79,11 @@ mlir::fa::warpgroupReductionSlice(RankedTensorType tile) {
   return slice;
 }
 
+bool mlir::fa::takesTurns(Operation *program) {
+  return program->walk([](WaitTurnOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 bool mlir::fa::isForwardProgram(Operation *program) {
   return program
       ->walk([](OnlineSoftmaxOp) { return WalkResult::interrupt(); })

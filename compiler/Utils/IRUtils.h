@@ -145,6 +145,10 @@ std::optional<int64_t> warpgroupReductionSlice(RankedTensorType tile);
 /// (delta, dkdv, dq) do not.
 bool isForwardProgram(Operation *program);
 
+/// Whether `program` adds in the deterministic mode's turns (it waits for
+/// one: fa.wait_turn).
+bool takesTurns(Operation *program);
+
 /// A view of `type` into the block's dynamic shared memory at byte
 /// `offset`.
 Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);
