@@ -118,6 +118,10 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 
   // 8-bit: a share of the exponentials leaves the MUFU unit, whose work per
   // tile matches the e4m3 products' cycles (docs/benchmarks.md (z)).
+  if (exp2OnFmaEvery < 0)
+    return grid.emitOpError("exp2-on-fma-every must be 0 (none) or positive, "
+                            "got ")
+           << int64_t(exp2OnFmaEvery);
   if (float8 && exp2OnFmaEvery > 0)
     grid.walk([&](OnlineSoftmaxOp op) {
       op->setAttr(FADialect::getExp2OnFmaAttrName(),
