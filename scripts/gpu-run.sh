@@ -343,9 +343,11 @@ torch.cuda.synchronize()"
     # whole tiles counted, ncu on one launch of each.
     run profile-block-mask bash scripts/profile-block-mask.sh ;;
   writer-warp)
-    # Added 2026-12-05 (seventh session), not yet run on a GPU: the wgmma
-    # backward's dQ writer warp (WgmmaModel's kWriterWarp). Needs
-    # .gpu/writer-libs.tar.xz (scripts/pack-writer-ab.sh). Correctness with
+    # The wgmma backward's dQ writer warp (WgmmaModel's kWriterWarp; run
+    # 2026-12-05, docs/benchmarks.md (ab)). Needs .gpu/writer-libs.tar.xz:
+    #   scripts/pack-model-ab.sh .gpu/writer-libs.tar.xz kWriterWarp \
+    #     --tests-with '"deterministic"' '"every"' '"none"' '"deterministic"'
+    # Correctness with
     # "deterministic" (fa-gpu-tests built with it: the deterministic
     # backward tests in 6 parallel shards, then racecheck and synccheck on
     # the quick subset), the Python deterministic tests with the
@@ -388,7 +390,7 @@ torch.cuda.synchronize()"
         done
       done
     else
-      echo "== writer-warp: no .gpu/writer-libs.tar.xz (scripts/pack-writer-ab.sh)"
+      echo "== writer-warp: no .gpu/writer-libs.tar.xz (scripts/pack-model-ab.sh, above)"
       failed+=(writer-warp)
     fi ;;
   profile)

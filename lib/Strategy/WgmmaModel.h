@@ -129,16 +129,19 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
 /// and integer pipes instead of the MUFU unit (fa-place-wgmma's
 /// exp2-on-fma-every; lib/Exp2Polynomial.h), whose work per 128 x 128 tile
 /// (1024 cycles) matches the e4m3 products' (docs/benchmarks.md (z): XU 36%,
-/// tensor 34% at D 128). Built 2026-12-05 with no GPU: 0 (none) until
-/// measured there.
+/// tensor 34% at D 128). Measured on an H100 (docs/benchmarks.md (ab)):
+/// every 2nd costs 5-21% and every 4th 2-11% of the FP8 TFLOP/s at D 64-256,
+/// so none.
 constexpr int64_t kExp2OnFmaEvery = 0;
 
 /// Which dkdv programs get a writer warp in the producer warpgroup that
 /// issues the dQ reductions and takes the deterministic turns, so that the
 /// consumers do not hold the turns (fa-warp-specialize's writer-warp:
-/// "none", "deterministic" or "every"). Built 2026-12-05 with no GPU to
-/// run it: "none" until the writer has been checked and measured there.
-constexpr const char *kWriterWarp = "none";
+/// "none", "deterministic" or "every"). On an H100 (docs/benchmarks.md
+/// (ab)) the writer lifts the deterministic backward from 0.53-0.72x to
+/// 0.65-0.90x of the default and the default itself by 0-8% (varlen too),
+/// so every program has one.
+constexpr const char *kWriterWarp = "every";
 
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
 /// `writerWarp` ("none" | "deterministic" | "every"; the program takes
