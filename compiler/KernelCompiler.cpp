@@ -261,7 +261,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     // (Q, K, V, O, dO, LSE, dQ, dK, dV, delta, dq_accum): the workspaces
     // are f32, delta shaped like LSE and dq_accum like Q.
     // Deterministic: a 12th parameter, the i32 turn counters
-    // [B, Hq, query tiles].
+    // [B, Hq, query tiles] (dq_chains: dq_accum and the counters hold that
+    // many copies of the heads).
     auto accum = MemRefType::get({dyn, dyn, dyn, spec.headDim}, b.getF32Type(),
                                  rowsLayout);
     SmallVector<Type> params = {tensor4, tensor4, tensor4,  tensor4,
@@ -307,6 +308,8 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.varlen ? args[cuSeqlensArg] : Value(),
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);
+    if (spec.dqChainsOrOne() > 1)
+      attention.setDqChains(spec.dqChainsOrOne());
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
     if (spec.hasVariant() && failed(verify(attention)))

@@ -547,9 +547,28 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifySameAs(*this, "value gradient", typeOf(getGradValue()),
                           "key", kType, element)) ||
       failed(verifySameAs(*this, "delta workspace", typeOf(getDelta()), "lse",
-                          lseType, f32)) ||
-      failed(verifySameAs(*this, "dq_accum workspace", typeOf(getDqAccum()),
-                          "query", qType, f32)))
+                          lseType, f32)))
+    return failure();
+  // dq_chains copies of dQ's accumulator (and of the turn counters), one
+  // after another along the head dimension.
+  int64_t chains = getDqChains();
+  if (chains < 1 || chains > ::fa::kMaxDqChains)
+    return emitOpError() << "dq_chains must be in [1, " << ::fa::kMaxDqChains
+                         << "], got " << chains;
+  if (chains > 1 && !getDqOrder())
+    return emitOpError() << "dq_chains = " << chains
+                         << " splits the deterministic mode's turns: it "
+                            "needs dq_order";
+  auto chainCopies = [&](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> copies(shape);
+    if (!ShapedType::isDynamic(copies[1]))
+      copies[1] *= chains;
+    return copies;
+  };
+  if (failed(verifySameAs(
+          *this, "dq_accum workspace", typeOf(getDqAccum()),
+          chains > 1 ? "query (its heads times dq_chains)" : "query",
+          MemRefType::get(chainCopies(qType.getShape()), f32), f32)))
     return failure();
   if (failed(verifyCaptures(*this, getCaptures())) ||
       failed(verifyBlockMask(*this, "query_ranges", getQueryRanges(),
@@ -598,10 +617,12 @@ LogicalResult AttentionBackwardOp::verify() {
                            << ") does not match the "
                            << (getCuSeqlensQ() ? "sequences (" : "query (")
                            << dimToString(entries) << ")";
-    if (dimsConflict(o[1], q[1]))
+    int64_t heads = perTile == getDqOrder() ? chainCopies(q)[1] : q[1];
+    if (dimsConflict(o[1], heads))
       return emitOpError() << name << " dimension 1 (" << dimToString(o[1])
-                           << ") does not match query (" << dimToString(q[1])
-                           << ")";
+                           << ") does not match query (" << dimToString(heads)
+                           << (heads != q[1] ? ": its heads times dq_chains)"
+                                             : ")");
   }
   // Both count the same query tiles.
   if (Value shares = getSinkShares()) {

@@ -277,6 +277,13 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     added in K/V tile order (`fa.wait_turn`, `fa.pass_turn`), which gives
     bitwise identical dQ run to run. With a mask_mod the turns count the
     K/V tiles that visit each query tile; not with a block mask yet.
+    `dq_chains = K` (deterministic only; 1 by default) splits each query
+    tile's turns into K chains: the K/V tile of rank r among those that
+    visit it adds to copy `r mod K` of the accumulator on turn `r / K`, and
+    the copies are summed in chain order when dQ is rounded. `dq_accum` and
+    `dq_order` then hold K copies along the head dimension (`[B, K * Hq,
+    ...]`, copy c of head h at `c * Hq + h`). A chain is K times shorter,
+    so the last K/V tile waits K times less for its first turn.
 
     With the forward's `sinks`, `grad_sinks` (f32 [Hq], which the caller
     zeroes) receives their gradient, added program by program (its last
@@ -337,8 +344,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<FA_FloatMemRef4D, "gradient of the keys [B, Hkv, Sk, D]", [MemWrite]>:$grad_key,
     Arg<FA_FloatMemRef4D, "gradient of the values [B, Hkv, Sk, D]", [MemWrite]>:$grad_value,
     Arg<FA_LseMemRef, "workspace for D = rowsum(dO * O) [B, Hq, Sq]", [MemRead, MemWrite]>:$delta,
-    Arg<MemRefRankOf<[F32], [4]>, "workspace accumulating dQ [B, Hq, Sq, D]", [MemRead, MemWrite]>:$dq_accum,
-    Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per query tile [B, Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$dq_order,
+    Arg<MemRefRankOf<[F32], [4]>, "workspace accumulating dQ [B, dq_chains * Hq, Sq, D]", [MemRead, MemWrite]>:$dq_accum,
+    Arg<Optional<MemRefRankOf<[I32], [3]>>, "deterministic mode: whose turn it is to add to dQ, per chain and query tile [B, dq_chains * Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$dq_order,
     Arg<Optional<FA_SinkMemRef>, "the forward's sink logits [Hq]", [MemRead]>:$sinks,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
     Arg<Optional<MemRefRankOf<[F32], [3]>>, "deterministic mode with sinks: each query tile's share of the sinks' gradient [B, Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$sink_shares,
@@ -347,7 +354,8 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read (no gradient)", [MemRead]>:$captures,
     F32Attr:$scale,
-    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
+    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask,
+    DefaultValuedAttr<I64Attr, "1">:$dq_chains
   );
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);

@@ -52,6 +52,11 @@ enum class Strategy { automatic, simt, mma, wgmma };
 /// canonical text) is in lib/Strategy/SpecRules.h. A new field also goes
 /// into canonicalText() and the runtime's request key
 /// (runtime/ResolvedRequest.h).
+/// The most chains the deterministic backward splits a query tile's dQ
+/// turns into (KernelSpec::dqChains, fa.attention_backward's dq_chains; the
+/// dq grid sums that many copies of the accumulator).
+constexpr int64_t kMaxDqChains = 8;
+
 struct KernelSpec {
   int64_t headDim = 128;
   ElementType dtype = ElementType::f32;
@@ -67,6 +72,11 @@ struct KernelSpec {
   /// The backward adds the K/V tiles' shares of dQ in a fixed order
   /// (bitwise identical dQ run to run) instead of in any order.
   bool deterministic = false;
+  /// The deterministic backward's dQ chains (fa.attention_backward's
+  /// dq_chains): each query tile's turns split K ways, into K copies of the
+  /// accumulator that the dq grid sums in order. 0 = the strategy's default
+  /// (withDefaults; see dqChainsOrOne()), 1 = one chain.
+  int64_t dqChains = 0;
   /// Tiles, warps and stages; 0 = the default for (head dim, dtype, arch,
   /// strategy), see withDefaults() (lib/Strategy/SpecRules.h).
   int64_t blockM = 8;   // query rows per tile (B_r)
@@ -143,6 +153,11 @@ struct KernelSpec {
   bool cacheBatchIndex = false;
 
   bool hasVariant() const { return !scoreMod.empty() || !maskMod.empty(); }
+  /// The dQ chains the kernel is built with: 1 unless deterministic (and
+  /// for 0, the default left unresolved).
+  int64_t dqChainsOrOne() const {
+    return deterministic && dqChains > 1 ? dqChains : 1;
+  }
 
   /// O's element type: outDtype, else bf16 for FP8 inputs, else dtype.
   ElementType outputDtype() const {

@@ -597,48 +597,54 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   if (problem.batch == 0)
     return {}; // nothing more to compute
 
-  // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, Hq, Sq, D] (Q's
-  // rows: a varlen batch's packed ones), f32 and contiguous, allocated and
-  // freed in stream order (one allocation; the driver's pool reuses it
-  // across calls).
+  // Workspaces: D [B, Hq, Sq] and the dQ accumulator [B, chains * Hq, Sq,
+  // D] (Q's rows: a varlen batch's packed ones; the deterministic mode's
+  // dq_chains copies of the heads), f32 and contiguous, allocated and freed
+  // in stream order (one allocation; the driver's pool reuses it across
+  // calls).
   int64_t queryRows = a.q.sizes[2];
   int64_t rows = a.q.sizes[0] * problem.queryHeads * queryRows;
+  int64_t chains = spec.dqChainsOrOne();
   int64_t headDim = spec.headDim;
   TensorArg delta, dqAccum;
   for (int d = 0; d < 3; ++d)
     delta.sizes[d] = dqAccum.sizes[d] = a.q.sizes[d];
+  dqAccum.sizes[1] = chains * problem.queryHeads;
   dqAccum.sizes[3] = headDim;
   dqAccum.strides[3] = 1;
   dqAccum.strides[2] = headDim;
   dqAccum.strides[1] = queryRows * headDim;
-  dqAccum.strides[0] = problem.queryHeads * queryRows * headDim;
+  dqAccum.strides[0] = chains * problem.queryHeads * queryRows * headDim;
   delta.strides[2] = 1;
   delta.strides[1] = queryRows;
   delta.strides[0] = problem.queryHeads * queryRows;
-  // Deterministic: the turn counters [B, Hq, query tiles], i32.
+  // Deterministic: the turn counters [B, chains * Hq, query tiles], i32.
   TensorArg dqOrder;
   int64_t qTiles = (problem.queryLength + spec.blockM - 1) / spec.blockM;
   dqOrder.sizes[0] = problem.batch;
-  dqOrder.sizes[1] = problem.queryHeads;
+  dqOrder.sizes[1] = chains * problem.queryHeads;
   dqOrder.sizes[2] = qTiles;
   dqOrder.strides[2] = 1;
   dqOrder.strides[1] = qTiles;
-  dqOrder.strides[0] = problem.queryHeads * qTiles;
+  dqOrder.strides[0] = chains * problem.queryHeads * qTiles;
   // Deterministic with sinks: each query tile's share of their gradient,
-  // f32, shaped like the counters.
+  // f32 [B, Hq, query tiles].
   TensorArg sinkShares = dqOrder;
+  sinkShares.sizes[1] = problem.queryHeads;
+  sinkShares.strides[0] = problem.queryHeads * qTiles;
   // Offsets in the allocation: D first, then the accumulator, the counters
   // and the shares, each 256-byte aligned.
   auto align = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
-  size_t perTileBytes =
+  size_t sharesBytes =
       size_t(problem.batch) * size_t(problem.queryHeads) * size_t(qTiles) * 4;
+  size_t orderBytes = size_t(chains) * sharesBytes;
   size_t accumOffset = align(size_t(rows) * 4);
   size_t orderOffset =
-      align(accumOffset + size_t(rows) * size_t(headDim) * 4);
-  size_t sharesOffset = align(orderOffset + perTileBytes);
+      align(accumOffset + size_t(chains) * size_t(rows) * size_t(headDim) * 4);
+  size_t sharesOffset = align(orderOffset + orderBytes);
   size_t bytes = !spec.deterministic ? orderOffset
-                 : spec.sinks        ? sharesOffset + perTileBytes
-                                     : orderOffset + perTileBytes;
+                 : spec.sinks        ? sharesOffset + sharesBytes
+                                     : orderOffset + orderBytes;
   CUdeviceptr workspace = 0;
   if (rows > 0) {
     if (Result r = cudaCheck(

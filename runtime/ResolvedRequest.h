@@ -35,7 +35,7 @@ struct RequestKey {
   ElementType dtype;
   ElementType outDtype; // O's (KernelSpec::outputDtype)
   bool causal, backward, deterministic;
-  int64_t blockM, blockN, numWarps, stages;
+  int64_t dqChains, blockM, blockN, numWarps, stages;
   Strategy strategy;
   std::string arch;
   uint64_t scaleBits; // the scale's bits: no rounding in the key

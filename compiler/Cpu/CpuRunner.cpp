@@ -40,6 +40,7 @@ namespace {
   spec.scale = config.scale;
   spec.backward = config.backward;
   spec.deterministic = config.deterministic;
+  spec.dqChains = config.dqChains;
   spec.scoreMod = config.scoreMod;
   spec.maskMod = config.maskMod;
   spec.sinks = config.sinks;
@@ -333,12 +334,15 @@ llvm::Error CpuAttentionKernel::runBackward(
   // grid reads it; NaN makes a read of an unwritten element show.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> delta(entries * s.qHeads * s.qLen, nan);
-  std::vector<float> gradQueryAccum(delta.size() * d, nan);
-  // The turn counters, one per query tile (garbage until the delta program
-  // zeroes them).
+  // dq_chains copies of the accumulator's and the counters' heads.
+  int64_t chains =
+      config.deterministic && config.dqChains > 1 ? config.dqChains : 1;
+  std::vector<float> gradQueryAccum(chains * delta.size() * d, nan);
+  // The turn counters, one per chain and query tile (garbage until the
+  // delta program zeroes them).
   int64_t qTiles = (s.qLen + config.tiles.blockM - 1) / config.tiles.blockM;
   std::vector<int32_t> order(
-      config.deterministic ? s.batch * s.qHeads * qTiles : 0, -1);
+      config.deterministic ? s.batch * chains * s.qHeads * qTiles : 0, -1);
   llvm::SmallVector<int64_t, 4> qShape{entries, s.qHeads, s.qLen, d};
   llvm::SmallVector<int64_t, 4> kvShape{entries, s.kvHeads, s.kvLen, d};
   llvm::SmallVector<int64_t, 3> rowShape{entries, s.qHeads, s.qLen};
@@ -353,13 +357,14 @@ llvm::Error CpuAttentionKernel::runBackward(
   args.add(gradKey, kvShape);
   args.add(gradValue, kvShape);
   args.add(delta.data(), rowShape);
-  args.add(gradQueryAccum.data(), qShape);
+  args.add(gradQueryAccum.data(), {entries, chains * s.qHeads, s.qLen, d});
   if (config.deterministic)
-    args.add(order.data(), {s.batch, s.qHeads, qTiles});
+    args.add(order.data(), {s.batch, chains * s.qHeads, qTiles});
   // Deterministic with sinks: the query tiles' shares of their gradient
   // (NaN until the delta program writes them).
   std::vector<float> sinkShares(
-      config.deterministic && config.sinks ? order.size() : 0, nan);
+      config.deterministic && config.sinks ? s.batch * s.qHeads * qTiles : 0,
+      nan);
   if (config.sinks) {
     // The kernel adds the rows' shares to a zeroed gradient; the
     // deterministic one stores their sum (NaN shows a head it missed).

@@ -40,6 +40,8 @@ struct CpuKernelConfig {
   bool backward = false;
   /// The backward adds dQ in K/V tile order (fa.wait_turn / fa.pass_turn).
   bool deterministic = false;
+  /// Its dQ chains (KernelSpec::dqChains; 0 or 1: one).
+  int64_t dqChains = 0;
   /// A variant's score_mod and mask_mod (KernelSpec::scoreMod, maskMod).
   std::string scoreMod;
   std::string maskMod;

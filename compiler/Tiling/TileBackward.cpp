@@ -105,6 +105,17 @@ private:
     return arith::SubIOp::create(builder, loc, dim(op.getCuSeqlensQ(), 0),
                                  indexConst(1));
   }
+  /// Head `h`'s copy `chain` of dq_accum and dq_order (dq_chains copies
+  /// along the head dimension): chain * Hq + h.
+  Value chainHead(int64_t chain, Value h) {
+    if (chain == 0)
+      return h;
+    return arith::AddIOp::create(builder, loc,
+                                 arith::MulIOp::create(builder, loc,
+                                                       indexConst(chain),
+                                                       dim(op.getQuery(), 1)),
+                                 h);
+  }
   /// Opens a grid of one program per (batch, query head, query tile) and
   /// moves the builder into it; returns the first query row of the tile.
   /// (A varlen batch: the tiles of the packed rows bound any sequence's.)
@@ -173,15 +184,19 @@ void BackwardTiler::buildPreprocess() {
       AccumulateTotalOp::create(builder, loc, share, op.getGradSinks(), h);
     }
   }
-  StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
-                      b, h, qStart, rows.qRows);
-  // Deterministic: the query tile's turn counter starts at turn 0 (K/V
-  // tile 0, or with the causal mask the tile's last K/V tile).
-  if (Value order = op.getDqOrder())
-    memref::StoreOp::create(
-        builder, loc,
-        arith::ConstantOp::create(builder, loc, builder.getI32IntegerAttr(0)),
-        order, ValueRange{grid.getBatchIndex(), h, grid.getTileIndex()});
+  // Every chain's copy of the accumulator and of the counter.
+  for (int64_t chain = 0; chain < op.getDqChains(); ++chain) {
+    Value copy = chainHead(chain, h);
+    StoreTileOp::create(builder, loc, zeros({blockM, headDim}), op.getDqAccum(),
+                        b, copy, qStart, rows.qRows);
+    // Deterministic: the query tile's turn counter starts at turn 0 (K/V
+    // tile 0, or with the causal mask the tile's last K/V tile).
+    if (Value order = op.getDqOrder())
+      memref::StoreOp::create(
+          builder, loc,
+          arith::ConstantOp::create(builder, loc, builder.getI32IntegerAttr(0)),
+          order, ValueRange{grid.getBatchIndex(), copy, grid.getTileIndex()});
+  }
 }
 
 LogicalResult BackwardTiler::buildMain() {
@@ -412,13 +427,24 @@ LogicalResult BackwardTiler::buildMain() {
                 turn = arith::SubIOp::create(inner, loc, lastKvTile,
                                              kvTileIndex);
               }
+              // dq_chains: rank `turn` adds to chain turn mod K on its
+              // turn turn / K.
+              Value copy = h;
+              if (int64_t chains = op.getDqChains(); chains > 1) {
+                Value k = arith::ConstantIndexOp::create(inner, loc, chains);
+                Value chain = arith::RemUIOp::create(inner, loc, turn, k);
+                turn = arith::DivUIOp::create(inner, loc, turn, k);
+                copy = arith::AddIOp::create(
+                    inner, loc,
+                    arith::MulIOp::create(inner, loc, chain, qHeads), h);
+              }
               if (order)
-                WaitTurnOp::create(inner, loc, order, seq, h, qTileIndex,
+                WaitTurnOp::create(inner, loc, order, seq, copy, qTileIndex,
                                    turn);
               AccumulateTileOp::create(inner, loc, gradQueryPart,
-                                       op.getDqAccum(), b, h, qStart, qRows);
+                                       op.getDqAccum(), b, copy, qStart, qRows);
               if (order)
-                PassTurnOp::create(inner, loc, order, seq, h, qTileIndex,
+                PassTurnOp::create(inner, loc, order, seq, copy, qTileIndex,
                                    turn);
               scf::YieldOp::create(inner, loc,
                                    ValueRange{gradKeyNext, gradValueNext});
@@ -437,16 +463,23 @@ LogicalResult BackwardTiler::buildMain() {
   return success();
 }
 
-/// dQ = dq_accum rounded to dQ's element type.
+/// dQ = dq_accum (its chains' copies summed) rounded to dQ's element type.
 void BackwardTiler::buildPostprocess() {
   OpBuilder::InsertionGuard guard(builder);
   GridOp grid;
   Value qStart = openQueryTileGrid(grid, "dq");
   Value h = grid.getHeadIndex();
   ProgramRows rows = queryRows(grid.getBatchIndex());
-  Value accumulated = LoadTileOp::create(
-      builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(),
-      rows.batch, h, qStart, rows.qRows);
+  // The chains' copies summed in chain order (dq_chains).
+  Value accumulated;
+  for (int64_t chain = 0; chain < op.getDqChains(); ++chain) {
+    Value copy = LoadTileOp::create(
+        builder, loc, tileType(blockM, builder.getF32Type()), op.getDqAccum(),
+        rows.batch, chainHead(chain, h), qStart, rows.qRows);
+    accumulated = accumulated
+                      ? arith::AddFOp::create(builder, loc, accumulated, copy)
+                      : copy;
+  }
   Type gradType =
       cast<MemRefType>(op.getGradQuery().getType()).getElementType();
   StoreTileOp::create(builder, loc,

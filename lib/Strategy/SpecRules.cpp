@@ -124,6 +124,14 @@ std::string validateSpec(const KernelSpec &spec) {
   if (spec.deterministic && !spec.backward)
     return "deterministic applies to the backward (the forward has no "
            "accumulation across programs)";
+  if (spec.dqChains < 0 || spec.dqChains > kMaxDqChains)
+    return "dq_chains must be in [0, " + std::to_string(kMaxDqChains) +
+           "] (0: the strategy's default), got " +
+           std::to_string(spec.dqChains);
+  if (spec.dqChains > 1 && !spec.deterministic)
+    return "dq_chains = " + std::to_string(spec.dqChains) +
+           " splits the deterministic backward's dQ turns: it needs "
+           "deterministic";
   for (auto [name, text] : {std::pair<const char *, const std::string *>{
                                 "score_mod", &spec.scoreMod},
                             {"mask_mod", &spec.maskMod}}) {
@@ -205,6 +213,8 @@ std::string kernelName(const KernelSpec &spec) {
       "x" + std::to_string(spec.blockN) + "_w" + std::to_string(spec.numWarps);
   if (spec.backward && spec.deterministic)
     name += "_det";
+  if (spec.dqChainsOrOne() > 1)
+    name += "_c" + std::to_string(spec.dqChainsOrOne());
   if (spec.sinks)
     name += "_sinks";
   if (spec.blockMask)
@@ -259,6 +269,9 @@ std::string canonicalText(const KernelSpec &spec) {
          ";scale=0x" + llvm::utohexstr(scaleBits, /*LowerCase=*/true) +
          // Before the variant texts, which run to the end of the line and
          // may hold any characters.
+         (spec.dqChainsOrOne() > 1
+              ? ";dq_chains=" + std::to_string(spec.dqChainsOrOne())
+              : std::string()) +
          (spec.sinks ? ";sinks" : "") + (spec.blockMask ? ";block_mask" : "") +
          (spec.varlen ? ";varlen" : "") + (spec.kvLens ? ";kv_lens" : "") +
          (spec.pagedKv ? ";paged_kv" : "") +

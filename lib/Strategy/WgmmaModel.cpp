@@ -308,8 +308,9 @@ bool takesBackwardProblem(ElementType dtype, int64_t headDim,
          arch == "sm_90a";
 }
 
-std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
-                                           size_t limit) {
+std::vector<KernelSpec> backwardCandidates(KernelSpec request, size_t limit) {
+  if (request.deterministic && request.dqChains == 0)
+    request.dqChains = kDeterministicDqChains;
   if (request.blockM && request.blockN && request.numWarps && request.stages)
     return {request};
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);

@@ -143,6 +143,15 @@ constexpr int64_t kExp2OnFmaEvery = 0;
 /// so every program has one.
 constexpr const char *kWriterWarp = "every";
 
+/// The deterministic backward's dQ chains where a request leaves them
+/// (KernelSpec::dqChains = 0): each query tile's turns split this many
+/// ways, so the last K/V tile of a (batch, head) waits that many times
+/// less for its first turn (docs/benchmarks.md (ab): the deterministic
+/// mode is 0.64-0.78x of the default at D 64, where a tile's products are
+/// shortest next to a turn's round trip). Built 2026-12-05 with no GPU to
+/// measure it on: 1 until measured.
+constexpr int64_t kDeterministicDqChains = 1;
+
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
 /// `writerWarp` ("none" | "deterministic" | "every"; the program takes
 /// deterministic turns or not); nullopt for another name.
@@ -267,9 +276,9 @@ std::string checkBackwardFits(const Config &config, const GpuArch &arch);
 bool takesBackwardProblem(ElementType dtype, int64_t headDim,
                           const std::string &arch);
 
-/// The backward's default candidates (the request's strategy is wgmma).
-std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
-                                           size_t limit);
+/// The backward's default candidates (the request's strategy is wgmma),
+/// with kDeterministicDqChains where a deterministic request leaves them.
+std::vector<KernelSpec> backwardCandidates(KernelSpec request, size_t limit);
 
 /// The strategy's entry of the registry (lib/Strategy/Registry.h).
 const StrategyModel &model();

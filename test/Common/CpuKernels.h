@@ -43,32 +43,23 @@ inline fa::AttentionProblem problemFor(const mlir::fa::CpuKernelConfig &config,
 inline mlir::fa::CpuAttentionKernel &
 getCpuKernel(const mlir::fa::CpuKernelConfig &config) {
   using Key = std::tuple<int64_t, int, int64_t, int64_t, bool, float, bool,
-                         bool, std::string, std::string, bool, bool, bool, bool,
-                         bool, bool, bool, bool, bool>;
+                         bool, int64_t, std::string, std::string, bool, bool,
+                         bool, bool, bool, bool, bool, bool, bool>;
   static auto &cache =
       *new std::map<Key, std::unique_ptr<mlir::fa::CpuAttentionKernel>>();
   // The input type and O's, where it differs.
   int types =
       int(config.dtype) * 8 + (config.outDtype ? 1 + int(*config.outDtype) : 0);
-  Key key{config.headDim,
-          types,
-          config.tiles.blockM,
-          config.tiles.blockN,
-          config.causal,
-          config.scale,
-          config.backward,
-          config.deterministic,
-          config.scoreMod,
-          config.maskMod,
-          config.sinks,
-          config.blockMask,
-          config.blockMaskProgram,
-          config.varlen,
-          config.kvLens,
-          config.splitKv,
-          config.pagedKv,
-          config.tiles.pageGather,
-          config.cacheBatchIndex};
+  Key key{config.headDim,          types,
+          config.tiles.blockM,     config.tiles.blockN,
+          config.causal,           config.scale,
+          config.backward,         config.deterministic,
+          config.dqChains,         config.scoreMod,
+          config.maskMod,          config.sinks,
+          config.blockMask,        config.blockMaskProgram,
+          config.varlen,           config.kvLens,
+          config.splitKv,          config.pagedKv,
+          config.tiles.pageGather, config.cacheBatchIndex};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto kernel = mlir::fa::CpuAttentionKernel::compile(config);

@@ -1058,3 +1058,62 @@ func.func @tile_total_in_a_loop(%t: tensor<16xf32>, %n: index) {
   }
   return
 }
+
+// -----
+
+// dq_chains splits the deterministic mode's turns: it needs dq_order.
+func.func @dq_chains_without_order(%q: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf32>,
+                                   %acc: memref<?x8x?x64xf32>) {
+  // expected-error @+1 {{dq_chains = 2 splits the deterministic mode's turns: it needs dq_order}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
+      workspace %lse, %acc {scale = 1.0 : f32, dq_chains = 2 : i64}
+    : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>,
+      memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>
+    workspace memref<?x4x?xf32>, memref<?x8x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @dq_chains_too_many(%q: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf32>,
+                              %acc: memref<?x36x?x64xf32>, %order: memref<?x36x?xi32>) {
+  // expected-error @+1 {{dq_chains must be in [1, 8], got 9}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
+      workspace %lse, %acc, %order {scale = 1.0 : f32, dq_chains = 9 : i64}
+    : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>,
+      memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>
+    workspace memref<?x4x?xf32>, memref<?x36x?x64xf32>, memref<?x36x?xi32>
+  return
+}
+
+// -----
+
+// dq_accum holds dq_chains copies of the heads.
+func.func @dq_chains_accum_heads(%q: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf32>,
+                                 %acc: memref<?x4x?x64xf32>, %order: memref<?x12x?xi32>) {
+  // expected-error @+1 {{dq_accum workspace dimension 1 (4) does not match query (its heads times dq_chains) (12)}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
+      workspace %lse, %acc, %order {scale = 1.0 : f32, dq_chains = 3 : i64}
+    : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>,
+      memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>
+    workspace memref<?x4x?xf32>, memref<?x4x?x64xf32>, memref<?x12x?xi32>
+  return
+}
+
+// -----
+
+// And so does dq_order.
+func.func @dq_chains_order_heads(%q: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf32>,
+                                 %acc: memref<?x12x?x64xf32>, %order: memref<?x4x?xi32>) {
+  // expected-error @+1 {{dq_order dimension 1 (4) does not match query (12: its heads times dq_chains)}}
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q
+      workspace %lse, %acc, %order {scale = 1.0 : f32, dq_chains = 3 : i64}
+    : memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>,
+      memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?xf32>
+    into memref<?x4x?x64xf16>, memref<?x4x?x64xf16>, memref<?x4x?x64xf16>
+    workspace memref<?x4x?xf32>, memref<?x12x?x64xf32>, memref<?x4x?xi32>
+  return
+}

@@ -2142,6 +2142,32 @@ TEST_F(GpuAttention, BackwardDeterministic) {
     }
 }
 
+/// The deterministic backward with its dQ turns split into chains
+/// (KernelSpec::dqChains): each chain's copy of the accumulator in its own
+/// fixed order, the copies summed in chain order; bitwise identical run to
+/// run and as accurate, with more K/V tiles than chains and fewer, causal
+/// (chains counted from the last K/V tile) and not, GQA, Sq != Sk.
+TEST_F(GpuAttention, BackwardDeterministicChains) {
+  for (int64_t chains : {2, 3}) {
+    fa::KernelSpec spec = defaults();
+    spec.deterministic = true;
+    spec.dqChains = chains;
+    SCOPED_TRACE(testing::Message() << chains << " chains");
+    for (fa::ElementType type : {fa::ElementType::f32, fa::ElementType::bf16})
+      for (bool causal : {false, true}) {
+        runBackwardCase({64, 2, 8, 2, quick() ? 300 : 1000,
+                         quick() ? 300 : 1000, causal, type},
+                        spec);
+        runBackwardCase({128, 1, 4, 1, 77, quick() ? 200 : 700, causal, type},
+                        spec);
+        runBackwardCase({64, 1, 4, 2, quick() ? 333 : 900, 130, causal, type},
+                        spec);
+        if (HasFatalFailure() || HasNonfatalFailure())
+          return;
+      }
+  }
+}
+
 /// Explicit backward tiles: the thread grid over K/V tiles of 8 to 64 rows.
 TEST_F(GpuAttention, BackwardExplicitTiles) {
   struct Config {

@@ -167,6 +167,57 @@ func.func @deterministic_full(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>,
 
 // -----
 
+// Deterministic in three chains (dq_chains = 3): dq_accum and dq_order hold
+// three copies of the 4 heads. The delta program zeroes every chain's copy
+// and counter (copy c of head h at c * 4 + h); K/V tile J, the J-th to
+// visit every query tile, adds to chain J mod 3 on that chain's turn J / 3;
+// the dq program sums the copies in chain order.
+// CHECK-LABEL: func @deterministic_chains
+// CHECK-SAME: %[[ACCUM:[^:]*]]: memref<?x12x?x32xf32>, %[[ORDER:[^:]*]]: memref<?x12x?xi32>)
+// CHECK: fa.grid (%[[B1:.*]], %[[H1:.*]], %[[T1:.*]]) in
+// CHECK: fa.store_tile %{{.*}}, %[[ACCUM]][%[[B1]], %[[H1]], %[[ROW1:.*]]] :
+// CHECK: memref.store %{{.*}}, %[[ORDER]][%[[B1]], %[[H1]], %[[T1]]]
+// CHECK: %[[OFF1:.*]] = arith.muli %c1{{.*}}, %[[HQ:.*]] : index
+// CHECK-NEXT: %[[COPY1:.*]] = arith.addi %[[OFF1]], %[[H1]] : index
+// CHECK-NEXT: fa.store_tile %{{.*}}, %[[ACCUM]][%[[B1]], %[[COPY1]], %[[ROW1]]] :
+// CHECK-NEXT: memref.store %{{.*}}, %[[ORDER]][%[[B1]], %[[COPY1]], %[[T1]]]
+// CHECK: %[[OFF2:.*]] = arith.muli %c2{{.*}}, %[[HQ]] : index
+// CHECK-NEXT: %[[COPY2:.*]] = arith.addi %[[OFF2]], %[[H1]] : index
+// CHECK-NEXT: fa.store_tile %{{.*}}, %[[ACCUM]][%[[B1]], %[[COPY2]], %[[ROW1]]] :
+// CHECK-NEXT: memref.store %{{.*}}, %[[ORDER]][%[[B1]], %[[COPY2]], %[[T1]]]
+// CHECK: } attributes {program = "delta"}
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: scf.for
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[CHAIN:.*]] = arith.remui %[[J]], %[[C3:.*]] : index
+// CHECK-NEXT: %[[TURN:.*]] = arith.divui %[[J]], %[[C3]] : index
+// CHECK-NEXT: %[[OFF:.*]] = arith.muli %[[CHAIN]], %{{.*}} : index
+// CHECK-NEXT: %[[COPY:.*]] = arith.addi %[[OFF]], %[[H:.*]] : index
+// CHECK-NEXT: fa.wait_turn %[[ORDER]][%[[B]], %[[COPY]], %[[I]]], %[[TURN]]
+// CHECK-NEXT: fa.accumulate_tile %{{.*}}, %[[ACCUM]][%{{.*}}, %[[COPY]], %{{.*}}]
+// CHECK-NEXT: fa.pass_turn %[[ORDER]][%[[B]], %[[COPY]], %[[I]]], %[[TURN]]
+// CHECK: } attributes {program = "dkdv"}
+// CHECK: fa.grid (%[[B3:.*]], %[[H3:.*]], %{{.*}}) in
+// CHECK: %[[P0:.*]] = fa.load_tile %[[ACCUM]][%[[B3]], %[[H3]], %[[ROW3:.*]]]
+// CHECK: %[[P1:.*]] = fa.load_tile %[[ACCUM]][%[[B3]], %{{.*}}, %[[ROW3]]]
+// CHECK-NEXT: %[[S1:.*]] = arith.addf %[[P0]], %[[P1]] : tensor<16x32xf32>
+// CHECK: %[[P2:.*]] = fa.load_tile %[[ACCUM]][%[[B3]], %{{.*}}, %[[ROW3]]]
+// CHECK-NEXT: %[[S2:.*]] = arith.addf %[[S1]], %[[P2]] : tensor<16x32xf32>
+// CHECK-NEXT: fa.store_tile %[[S2]]
+// CHECK: } attributes {program = "dq"}
+func.func @deterministic_chains(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x12x?x32xf32>,
+                                %order: memref<?x12x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32, dq_chains = 3 : i64}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x12x?x32xf32>, memref<?x12x?xi32>
+  return
+}
+
+// -----
+
 // Deterministic with a window (a mask_mod whose ranges agree from both
 // sides): the grid and the turns run first to last, and K/V tile J's turn
 // at query tile I counts from I's first K/V tile, the begin of I's range

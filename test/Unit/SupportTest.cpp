@@ -134,6 +134,50 @@ TEST(KernelSpec, VariantRules) {
   EXPECT_EQ(canonicalText(plain).find("mod="), std::string::npos);
 }
 
+/// The deterministic backward's dQ chains: in [0, 8], only with
+/// deterministic; more than one is in the kernel's name and canonical text
+/// (one is not: the one-chain kernels keep their names and cache keys);
+/// wgmma resolves 0 to its model's default.
+TEST(KernelSpec, DqChainsRules) {
+  fa::KernelSpec spec;
+  spec.backward = true;
+  spec.dqChains = 2;
+  EXPECT_EQ(validateSpec(spec),
+            "dq_chains = 2 splits the deterministic backward's dQ turns: it "
+            "needs deterministic");
+  spec.deterministic = true;
+  EXPECT_EQ(validateSpec(spec), "");
+  spec.dqChains = 9;
+  EXPECT_EQ(validateSpec(spec),
+            "dq_chains must be in [0, 8] (0: the strategy's default), got 9");
+  spec.dqChains = -1;
+  EXPECT_NE(validateSpec(spec), "");
+  fa::KernelSpec one = spec, three = spec;
+  one.dqChains = 1;
+  three.dqChains = 3;
+  fa::KernelSpec unset = spec;
+  unset.dqChains = 0;
+  EXPECT_EQ(kernelName(one), kernelName(unset));
+  EXPECT_EQ(canonicalText(one), canonicalText(unset));
+  EXPECT_EQ(canonicalText(one).find("dq_chains"), std::string::npos);
+  EXPECT_NE(kernelName(three).find("_det_c3"), std::string::npos);
+  EXPECT_NE(canonicalText(three).find(";dq_chains=3"), std::string::npos);
+  // A kernel that is not deterministic has one chain whatever the field.
+  EXPECT_EQ(three.dqChainsOrOne(), 3);
+  three.deterministic = false;
+  EXPECT_EQ(three.dqChainsOrOne(), 1);
+
+  fa::KernelSpec wgmma;
+  wgmma.backward = wgmma.deterministic = true;
+  wgmma.dtype = fa::ElementType::bf16;
+  wgmma.headDim = 64;
+  wgmma.strategy = fa::Strategy::wgmma;
+  wgmma.blockM = wgmma.blockN = wgmma.numWarps = wgmma.stages = 0;
+  EXPECT_EQ(withDefaults(wgmma).dqChains, fa::wgmma::kDeterministicDqChains);
+  wgmma.dqChains = 4;
+  EXPECT_EQ(withDefaults(wgmma).dqChains, 4);
+}
+
 /// A block mask program is one for both directions.
 TEST(KernelSpec, BlockMaskProgramIsNotABackward) {
   fa::KernelSpec program;

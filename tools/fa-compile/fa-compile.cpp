@@ -140,6 +140,12 @@ static cl::opt<bool> deterministic(
     cl::desc("with --backward: add dQ in a fixed order (bitwise identical "
              "results run to run)"),
     cl::init(false), cl::cat(category));
+static cl::opt<int64_t> dqChains(
+    "dq-chains",
+    cl::desc("with --deterministic: split each query tile's dQ turns into "
+             "this many chains, summed by the dq kernel (0: the strategy's "
+             "default)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<std::string> strategy(
     "strategy",
     cl::desc("simt | mma | wgmma | auto (default: simt for f32, mma for "
@@ -277,6 +283,7 @@ int main(int argc, char **argv) {
   spec.causal = causal;
   spec.backward = backward;
   spec.deterministic = deterministic;
+  spec.dqChains = dqChains;
   spec.sinks = sinks;
   spec.blockMask = blockMask;
   spec.blockMaskProgram = blockMaskProgram;
@@ -379,10 +386,12 @@ int main(int argc, char **argv) {
       return fail("--score-mod and --mask-mod describe a problem built from "
                   "the options; " +
                   inputFile + " carries its own regions");
-    if (deterministic.getNumOccurrences())
-      return fail("--deterministic describes a problem built from the "
-                  "options; " +
-                  inputFile + " fixes its own");
+    if (deterministic.getNumOccurrences() || dqChains.getNumOccurrences())
+      return fail(std::string(deterministic.getNumOccurrences()
+                                  ? "--deterministic"
+                                  : "--dq-chains") +
+                  " describes a problem built from the options; " + inputFile +
+                  " fixes its own");
     if (sinks.getNumOccurrences())
       return fail("--sinks describes a problem built from the options; " +
                   inputFile + " has its sinks operand or not");
@@ -426,6 +435,7 @@ int main(int argc, char **argv) {
     module->walk([&](AttentionBackwardOp op) {
       spec.backward = true;
       spec.deterministic = op.getDqOrder() != nullptr;
+      spec.dqChains = op.getDqChains();
       spec.sinks = op.getSinks() != nullptr;
       spec.blockMask = op.getQueryRanges() != nullptr;
     });

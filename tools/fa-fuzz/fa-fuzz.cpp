@@ -48,6 +48,7 @@ void readProblem(ModuleOp module, ::fa::KernelSpec &spec) {
   module.walk([&](AttentionBackwardOp op) {
     spec.backward = true;
     spec.deterministic = op.getDqOrder() != nullptr;
+    spec.dqChains = op.getDqChains();
     spec.sinks = op.getSinks() != nullptr;
   });
 }
