@@ -90,15 +90,16 @@ IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
 
 IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
                            int64_t blockM, int64_t blockN,
-                           const VisitedKVTiles &visited) {
+                           const VisitedKVTiles &visited, int64_t dqChains) {
   double e = double(elementBytes), d = double(p.headDim);
   double qHeads = double(p.batch * p.qHeads);
+  double chains = double(std::max<int64_t>(dqChains, 1));
   double kvHeads = double(p.batch * p.kvHeads);
   double rows = double(p.qLen);
   IOEstimate io;
-  // delta: read O, dO; write D and the zeroed accumulator.
+  // delta: read O, dO; write D and the zeroed accumulator (every chain's).
   io.bytesRead += qHeads * 2.0 * e * rows * d;
-  io.bytesWritten += qHeads * (4.0 * rows + 4.0 * rows * d);
+  io.bytesWritten += qHeads * (4.0 * rows + chains * 4.0 * rows * d);
   // dkdv: K, V once per K/V tile; per visited (query tile, K/V tile) pair
   // the query tile's Q, dO, LSE, D read and its dQ share added.
   io.bytesRead += kvHeads * 2.0 * e * double(p.kvLen) * d;
@@ -112,8 +113,8 @@ IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
   io.bytesRead += qHeads * pairRows * (2.0 * e * d + 8.0 + 4.0 * d);
   io.bytesWritten += qHeads * pairRows * 4.0 * d;
   io.bytesWritten += kvHeads * 2.0 * e * double(p.kvLen) * d;
-  // dq: read the accumulator, write dQ.
-  io.bytesRead += qHeads * 4.0 * rows * d;
+  // dq: read the accumulator (every chain's), write dQ.
+  io.bytesRead += qHeads * chains * 4.0 * rows * d;
   io.bytesWritten += qHeads * e * rows * d;
   io.flops = qHeads * 10.0 * pairs * d;
   return io;

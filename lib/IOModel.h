@@ -55,10 +55,13 @@ IOEstimate tiledForwardIO(const AttentionProblem &p, int64_t elementBytes,
 /// dQ accumulator; per K/V tile K, V read once and, per query tile it
 /// visits, Q, dO, LSE, D read and dQ's share added (an f32 read-modify-write
 /// of the accumulator); dK, dV written once; dQ rounded from the
-/// accumulator. FLOPs: five matmuls per visited tile pair.
+/// accumulator. FLOPs: five matmuls per visited tile pair. With `dqChains`
+/// (the deterministic mode's, KernelSpec::dqChains) the accumulator has that
+/// many copies, each zeroed and read to round dQ.
 IOEstimate tiledBackwardIO(const AttentionProblem &p, int64_t elementBytes,
                            int64_t blockM, int64_t blockN,
-                           const VisitedKVTiles &visited = {});
+                           const VisitedKVTiles &visited = {},
+                           int64_t dqChains = 1);
 
 /// What any forward must move, the traffic the tiled kernel reaches when
 /// the cache keeps a head's K/V while its query tiles run: Q, K, V read

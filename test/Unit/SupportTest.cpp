@@ -1289,6 +1289,11 @@ TEST(IOModel, TiledBackward) {
   EXPECT_EQ(io.bytesWritten, 48 + 32 + 32 + 16);
   // 2.5x the forward's FLOPs.
   EXPECT_EQ(io.flops, 2.5 * 4 * 16 * 2);
+  // Three dQ chains: two more accumulators zeroed (32 each) and read.
+  fa::IOEstimate chained = fa::tiledBackwardIO(p, 2, 4, 4, {}, 3);
+  EXPECT_EQ(chained.bytesRead, io.bytesRead + 2 * 32);
+  EXPECT_EQ(chained.bytesWritten, io.bytesWritten + 2 * 32);
+  EXPECT_EQ(chained.flops, io.flops);
 }
 
 TEST(IOModel, FormatsBytes) {

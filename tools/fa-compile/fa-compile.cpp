@@ -693,9 +693,9 @@ int main(int argc, char **argv) {
     return fail("--io-json models attention's traffic; a block mask "
                 "program (--block-mask-program) has no IO model");
   if ((!ioJson.empty() || report) && attentionIO) {
-    tiled = spec.backward ? ::fa::tiledBackwardIO(io, elementBytes,
-                                                  spec.blockM, spec.blockN,
-                                                  visited)
+    tiled = spec.backward ? ::fa::tiledBackwardIO(io, elementBytes, spec.blockM,
+                                                  spec.blockN, visited,
+                                                  spec.dqChainsOrOne())
                           : ::fa::tiledForwardIO(io, elementBytes, spec.blockM,
                                                  spec.blockN, visited);
     standard = ::fa::standardAttentionIO(io, elementBytes);
