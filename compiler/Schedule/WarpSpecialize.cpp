@@ -723,8 +723,13 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // reductions; the producer keeps registers for it.
   bool writerWarp = false;
   if (!forward) {
-    std::optional<bool> takes =
-        model::takesWriterWarp(writerWarpMode, takesTurns(grid));
+    bool readsTables = grid->walk([](QTileRangeOp range) {
+                             return range.getRanges() ? WalkResult::interrupt()
+                                                      : WalkResult::advance();
+                           })
+                           .wasInterrupted();
+    std::optional<bool> takes = model::takesWriterWarp(
+        writerWarpMode, takesTurns(grid), grid.getRagged() || readsTables);
     if (!takes)
       return grid.emitOpError("writer-warp must be none, deterministic or "
                               "every, got '")

@@ -50,14 +50,17 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
 }
 
 std::optional<bool> takesWriterWarp(const std::string &writerWarp,
-                                    bool deterministic) {
+                                    bool deterministic, bool raggedOrTables) {
+  std::optional<bool> takes;
   if (writerWarp == "none")
-    return false;
-  if (writerWarp == "deterministic")
-    return deterministic;
-  if (writerWarp == "every")
-    return true;
-  return std::nullopt;
+    takes = false;
+  else if (writerWarp == "deterministic")
+    takes = deterministic;
+  else if (writerWarp == "every")
+    takes = true;
+  if (takes && raggedOrTables && !kWriterWarpForRaggedAndTables)
+    takes = false;
+  return takes;
 }
 
 int64_t consumerRegisters(int64_t numWarps, bool persistent,

@@ -152,11 +152,20 @@ constexpr const char *kWriterWarp = "every";
 /// measure it on: 1 until measured.
 constexpr int64_t kDeterministicDqChains = 1;
 
+/// Whether the writer warp also takes the dkdv programs of varlen batches
+/// (ragged grids) and of block masks (range tables). With kWriterWarp
+/// "every" they ran only in benchmarks on a GPU (docs/benchmarks.md (ab):
+/// the varlen backward 1-5% faster), not in its tests: off until they have.
+constexpr bool kWriterWarpForRaggedAndTables = false;
+
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
 /// `writerWarp` ("none" | "deterministic" | "every"; the program takes
-/// deterministic turns or not); nullopt for another name.
+/// deterministic turns or not; it is a varlen batch's or reads a block
+/// mask's tables: kWriterWarpForRaggedAndTables); nullopt for another
+/// name.
 std::optional<bool> takesWriterWarp(const std::string &writerWarp,
-                                    bool deterministic);
+                                    bool deterministic,
+                                    bool raggedOrTables = false);
 
 /// Registers each consumer thread can take (setmaxnreg.inc) next to the
 /// producer warpgroup: its entry registers plus its share of those the

@@ -673,6 +673,11 @@ TEST(WgmmaModel, WriterWarpModes) {
   EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false), true);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("Deterministic", true), std::nullopt);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("", false), std::nullopt);
+  // Varlen and block-mask programs: as kWriterWarpForRaggedAndTables says.
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, true),
+            fa::wgmma::kWriterWarpForRaggedAndTables);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("none", true, true), false);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("bad", true, true), std::nullopt);
   // The shipped default is a valid mode.
   EXPECT_TRUE(
       fa::wgmma::takesWriterWarp(fa::wgmma::kWriterWarp, true).has_value());
