@@ -13,7 +13,8 @@
 #                       paged-varlen-deterministic|varlen-backward|
 #                       sinks-serving-wgmma|kvcache-auto|driver-only|
 #                       ab-backward|
-#                       transposed-scores|writer-warp|
+#                       transposed-scores|writer-warp|writer-tables|
+#                       dq-chains|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -342,6 +343,61 @@ torch.cuda.synchronize()"
     # The packed-documents forward with and without its whole ranges:
     # whole tiles counted, ncu on one launch of each.
     run profile-block-mask bash scripts/profile-block-mask.sh ;;
+  writer-tables | dq-chains)
+    # Added 2026-12-06 (eighth session), not yet run on a GPU.
+    # writer-tables: the writer warp on varlen and block-mask dkdv programs
+    # (WgmmaModel's kWriterWarpForRaggedAndTables). Needs
+    #   scripts/pack-model-ab.sh .gpu/tables-libs.tar.xz \
+    #     kWriterWarpForRaggedAndTables --tests-with true false true
+    # dq-chains: the deterministic backward's dQ chains (WgmmaModel's
+    # kDeterministicDqChains). Needs
+    #   scripts/pack-model-ab.sh .gpu/chains-libs.tar.xz \
+    #     kDeterministicDqChains --tests-with 1 1 2 4
+    # Each: the wgmma backward GPU tests (those of varlen, block masks,
+    # sinks; GpuAttention.BackwardDeterministicChains) with the test binary
+    # of the archive, in 8 parallel shards, racecheck beside them; then
+    # (writer-tables) the Python varlen and block-mask tests with the new
+    # library, or (dq-chains) the backward bench of each library.
+    archive=.gpu/tables-libs.tar.xz
+    [ "$step" = dq-chains ] && archive=.gpu/chains-libs.tar.xz
+    if [ -f "$archive" ]; then
+      libs=/tmp/fa-$step && mkdir -p "$libs"
+      xz -dc "$archive" | tar -xf - -C "$libs"
+      tests=$(ls "$libs"/fa-gpu-tests-* | head -n 1) && chmod +x "$tests"
+      filter='*BackwardWgmma*:GpuAttention.VarlenBackwardMatchesEachSequence:GpuAttention.BackwardDeterministicChains:*BlockMask*:*SinksMatchFloat64Reference*:*BackwardVariants*'
+      for i in 0 1 2 3 4 5 6 7; do
+        GTEST_TOTAL_SHARDS=8 GTEST_SHARD_INDEX=$i \
+          timeout 400 "$tests" --gtest_filter="$filter" \
+          > "$OUT/$step-tests$i.log" 2>&1 &
+      done
+      FA_GPU_TEST_QUICK=1 FA_GPU_TEST_CACHE_DIR=/tmp/fa-$step-race \
+        timeout 400 compute-sanitizer --tool racecheck --error-exitcode 9 \
+        "$tests" --gtest_filter='*BackwardWgmma*/0:GpuAttention.BackwardDeterministicChains:GpuAttention.VarlenBackwardMatchesEachSequence' \
+        > "$OUT/$step-racecheck.log" 2>&1 &
+      wait
+      for i in 0 1 2 3 4 5 6 7; do
+        grep -q '^\[  PASSED  \]' "$OUT/$step-tests$i.log" || failed+=("$step-tests$i")
+      done
+      grep -q 'RACECHECK SUMMARY: 0 hazards' "$OUT/$step-racecheck.log" ||
+        failed+=("$step-racecheck")
+      if [ "$step" = writer-tables ]; then
+        FA_RUNTIME_LIB=$libs/true.so FA_CACHE_DIR=/tmp/fa-cache-tables \
+          run writer-tables-python-varlen timeout 150 python3 python/tests/test_varlen.py
+        FA_RUNTIME_LIB=$libs/true.so FA_CACHE_DIR=/tmp/fa-cache-tables \
+          run writer-tables-python-block-mask timeout 150 \
+          python3 python/tests/test_captures.py GpuBlockMaskTest
+      else
+        for k in 1 2 4; do
+          FA_RUNTIME_LIB=$libs/$k.so FA_CACHE_DIR=/tmp/fa-cache-chains$k \
+            run "dq-chains-bench$k" python3 bench/bench_backward.py \
+            --dtypes bfloat16 --dims 64,128 --seqs 1024,4096,16384 \
+            --json "$OUT/dq-chains-bench$k.json"
+        done
+      fi
+    else
+      echo "== $step: no $archive (scripts/pack-model-ab.sh, above)"
+      failed+=("$step")
+    fi ;;
   writer-warp)
     # The wgmma backward's dQ writer warp (WgmmaModel's kWriterWarp; run
     # 2026-12-05, docs/benchmarks.md (ab)). Needs .gpu/writer-libs.tar.xz:
