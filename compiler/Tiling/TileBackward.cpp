@@ -29,6 +29,15 @@ using namespace mlir::fa;
 
 namespace {
 
+/// Query head h's copy `chain` of dq_accum and dq_order, which hold
+/// dq_chains copies of the `qHeads` heads one after another: chain * qHeads
+/// + h.
+Value chainCopyHead(OpBuilder &b, Location loc, Value chain, Value qHeads,
+                    Value h) {
+  return arith::AddIOp::create(b, loc,
+                               arith::MulIOp::create(b, loc, chain, qHeads), h);
+}
+
 /// Builds the three grids of one fa.attention_backward in front of it.
 class BackwardTiler {
 public:
@@ -105,16 +114,12 @@ private:
     return arith::SubIOp::create(builder, loc, dim(op.getCuSeqlensQ(), 0),
                                  indexConst(1));
   }
-  /// Head `h`'s copy `chain` of dq_accum and dq_order (dq_chains copies
-  /// along the head dimension): chain * Hq + h.
+  /// chainCopyHead for a constant chain (chain 0: `h` itself).
   Value chainHead(int64_t chain, Value h) {
     if (chain == 0)
       return h;
-    return arith::AddIOp::create(builder, loc,
-                                 arith::MulIOp::create(builder, loc,
-                                                       indexConst(chain),
-                                                       dim(op.getQuery(), 1)),
-                                 h);
+    return chainCopyHead(builder, loc, indexConst(chain), dim(op.getQuery(), 1),
+                         h);
   }
   /// Opens a grid of one program per (batch, query head, query tile) and
   /// moves the builder into it; returns the first query row of the tile.
@@ -434,9 +439,7 @@ LogicalResult BackwardTiler::buildMain() {
                 Value k = arith::ConstantIndexOp::create(inner, loc, chains);
                 Value chain = arith::RemUIOp::create(inner, loc, turn, k);
                 turn = arith::DivUIOp::create(inner, loc, turn, k);
-                copy = arith::AddIOp::create(
-                    inner, loc,
-                    arith::MulIOp::create(inner, loc, chain, qHeads), h);
+                copy = chainCopyHead(inner, loc, chain, qHeads, h);
               }
               if (order)
                 WaitTurnOp::create(inner, loc, order, seq, copy, qTileIndex,

@@ -1281,6 +1281,10 @@ protected:
     return c;
   }
 
+  /// The deterministic backward's cases (`spec` deterministic): many K/V
+  /// tiles per query tile, GQA, Sq != Sk, causal and not, f32 and bf16.
+  void runDeterministicBackwardCases(const fa::KernelSpec &spec);
+
   llvm::SmallString<128> cacheDir;
   bool ownsCacheDir = false;
   std::unique_ptr<fa::Runtime> runtime;
@@ -1288,6 +1292,23 @@ protected:
 };
 
 bool quick() { return std::getenv("FA_GPU_TEST_QUICK") != nullptr; }
+
+void GpuAttention::runDeterministicBackwardCases(const fa::KernelSpec &spec) {
+  for (fa::ElementType type : {fa::ElementType::f32, fa::ElementType::bf16})
+    for (bool causal : {false, true}) {
+      runBackwardCase({64, 2, 8, 2, quick() ? 300 : 1000, quick() ? 300 : 1000,
+                       causal, type},
+                      spec);
+      runBackwardCase({128, 1, 4, 1, 77, quick() ? 200 : 700, causal, type},
+                      spec);
+      // More queries than keys: with the causal mask the first Sq - Sk rows
+      // see no key, and the dQ turns start past them (GQA, 2 heads/group).
+      runBackwardCase({64, 1, 4, 2, quick() ? 333 : 900, 130, causal, type},
+                      spec);
+      if (HasFatalFailure() || HasNonfatalFailure())
+        return;
+    }
+}
 
 /// The long tests in parts, so that gtest's sharding (GTEST_TOTAL_SHARDS,
 /// GTEST_SHARD_INDEX; scripts/gpu-run.sh) spreads them: part p of a test
@@ -2126,20 +2147,7 @@ TEST_P(GpuAttentionPart, BackwardMatchesFloat64Gradients) {
 TEST_F(GpuAttention, BackwardDeterministic) {
   fa::KernelSpec spec = defaults();
   spec.deterministic = true;
-  for (fa::ElementType type : {fa::ElementType::f32, fa::ElementType::bf16})
-    for (bool causal : {false, true}) {
-      runBackwardCase({64, 2, 8, 2, quick() ? 300 : 1000,
-                       quick() ? 300 : 1000, causal, type},
-                      spec);
-      runBackwardCase({128, 1, 4, 1, 77, quick() ? 200 : 700, causal, type},
-                      spec);
-      // More queries than keys: with the causal mask the first Sq - Sk rows
-      // see no key, and the dQ turns start past them (GQA, 2 heads/group).
-      runBackwardCase({64, 1, 4, 2, quick() ? 333 : 900, 130, causal, type},
-                      spec);
-      if (HasFatalFailure() || HasNonfatalFailure())
-        return;
-    }
+  runDeterministicBackwardCases(spec);
 }
 
 /// The deterministic backward with its dQ turns split into chains
@@ -2153,18 +2161,9 @@ TEST_F(GpuAttention, BackwardDeterministicChains) {
     spec.deterministic = true;
     spec.dqChains = chains;
     SCOPED_TRACE(testing::Message() << chains << " chains");
-    for (fa::ElementType type : {fa::ElementType::f32, fa::ElementType::bf16})
-      for (bool causal : {false, true}) {
-        runBackwardCase({64, 2, 8, 2, quick() ? 300 : 1000,
-                         quick() ? 300 : 1000, causal, type},
-                        spec);
-        runBackwardCase({128, 1, 4, 1, 77, quick() ? 200 : 700, causal, type},
-                        spec);
-        runBackwardCase({64, 1, 4, 2, quick() ? 333 : 900, 130, causal, type},
-                        spec);
-        if (HasFatalFailure() || HasNonfatalFailure())
-          return;
-      }
+    runDeterministicBackwardCases(spec);
+    if (HasFatalFailure() || HasNonfatalFailure())
+      return;
   }
 }
 
