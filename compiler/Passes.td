@@ -233,6 +233,14 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "8-bit forward programs: every k-th exponential of the online "
            "softmax on the FMA pipe, fa.exp2_on_fma (0: none; the pipeline "
            "passes WgmmaModel's kExp2OnFmaEvery)">,
+    Option<"producerTransposesValue", "producer-transposes-value", "int64_t",
+           /*default=*/"-1",
+           "8-bit forward programs: the producer warpgroup writes the "
+           "transposed V tile P V reads, once per tile for every consumer "
+           "warpgroup, instead of each consumer warpgroup its own copy "
+           "(fa.producer_writes on that fa.convert_layout; -1: where "
+           "WgmmaModel's producerTransposesValue says so, 0: never, 1: "
+           "always)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
@@ -330,12 +338,6 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
     Option<"persistent", "persistent", "bool", /*default=*/"true",
            "one block per SM walks the tiles where the register model "
            "allows it (else always one block per tile)">,
-    Option<"producerTransposesValue", "producer-transposes-value", "bool",
-           /*default=*/"false",
-           "8-bit V: the producer warpgroup writes the transposed copy P V "
-           "reads, once per tile for all consumers (fa.copy_tile into a "
-           "ring), instead of each consumer warpgroup its own (the "
-           "pipeline passes WgmmaModel's kProducerTransposesValue)">,
     Option<"writerWarpMode", "writer-warp", "std::string", /*default=*/"\"none\"",
            "dkdv programs whose producer warpgroup gets a writer warp for "
            "fa-tma-reduce's dQ reductions (and the deterministic turns): "

@@ -57,10 +57,10 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.arch = options.arch;
   place.transposedScores = options.transposedScores;
   place.exp2OnFmaEvery = ::fa::wgmma::kExp2OnFmaEvery;
+  place.producerTransposesValue = -1;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   FAWarpSpecializeOptions specialize;
-  specialize.producerTransposesValue = ::fa::wgmma::kProducerTransposesValue;
   specialize.writerWarpMode = ::fa::wgmma::kWriterWarp;
   pm.addNestedPass<func::FuncOp>(createFAWarpSpecialize(specialize));
   pm.addNestedPass<func::FuncOp>(createFATmaReduce());

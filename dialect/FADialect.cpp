@@ -710,6 +710,18 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == getProducerWritesAttrName()) {
+    auto convert = dyn_cast<ConvertLayoutOp>(op);
+    auto encoding = convert ? dyn_cast<SwizzledSharedEncodingAttr>(
+                                  convert.getType().getEncoding())
+                            : SwizzledSharedEncodingAttr();
+    if (!encoding || !encoding.getTransposed() || !isa<UnitAttr>(value))
+      return op->emitOpError()
+             << "'" << name
+             << "' is a unit attribute of an fa.convert_layout into "
+                "transposed swizzled shared memory";
+    return success();
+  }
   if (name == getPersistentAttrName() || name == getWriterWarpAttrName()) {
     if (!isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name << "' must be a unit attribute, got "

@@ -68,6 +68,13 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getWriterWarpAttrName() {
       return "fa.writer_warp";
     }
+    /// On the fa.convert_layout that gives P V its transposed 8-bit V
+    /// tile: fa-place-wgmma's choice that the producer warpgroup writes
+    /// that copy, once per tile for every consumer warpgroup, which
+    /// fa-warp-specialize carries out (a unit attribute).
+    static ::llvm::StringRef getProducerWritesAttrName() {
+      return "fa.producer_writes";
+    }
     /// On fa.online_softmax: every k-th of a thread's exponentials of a row
     /// is computed on the FMA and integer pipes instead of the MUFU unit
     /// (lib/Exp2Polynomial.h; a positive integer k; the GPU lowering reads

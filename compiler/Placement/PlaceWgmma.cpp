@@ -98,7 +98,16 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
 
   // 8-bit wgmma reads B K-major only: P V reads V transposed, each
   // warpgroup's copy at the model's offset (the lowering adds the
-  // warpgroup's share).
+  // warpgroup's share), or one copy per tile that the producer warpgroup
+  // writes for all of them (fa.producer_writes; fa-warp-specialize).
+  if (producerTransposesValue < -1 || producerTransposesValue > 1)
+    return grid.emitOpError("producer-transposes-value must be -1 (the "
+                            "model), 0 or 1, got ")
+           << int64_t(producerTransposesValue);
+  bool producerTransposes =
+      float8 && (producerTransposesValue < 0
+                     ? ::fa::wgmma::producerTransposesValue(config)
+                     : producerTransposesValue == 1);
   if (float8) {
     auto transposed = SwizzledSharedEncodingAttr::get(
         ctx, ::fa::wgmma::kSwizzleBytes, /*transposed=*/true);
@@ -112,6 +121,9 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
       converted->setAttr(
           FADialect::getSharedOffsetAttrName(),
           builder.getI64IntegerAttr(layout.transposedValueOffset));
+      if (producerTransposes)
+        converted->setAttr(FADialect::getProducerWritesAttrName(),
+                           builder.getUnitAttr());
       op.getRhsMutable().assign(converted);
     });
   }
@@ -131,7 +143,7 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps),
-      /*transposesValue=*/float8 && ::fa::wgmma::kProducerTransposesValue);
+      /*transposesValue=*/producerTransposes);
   setPlacedLaunch(grid, "wgmma placement", StrategyKind::wgmma,
                   {shape->blockM, shape->blockN, shape->headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

@@ -436,17 +436,13 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     resident = {&q};
     streamed = {&k, &v};
     // 8-bit V: P V reads it transposed (fa-place-wgmma's fa.convert_layout
-    // to #fa.swizzled_shared<transposed>); with producer-transposes-value
-    // the producer writes that copy (else each consumer warpgroup does).
-    if (producerTransposesValue)
-      for (LoadTileOp load : v.loads)
-        for (Operation *user : load->getUsers())
-          if (auto convert = dyn_cast<ConvertLayoutOp>(user)) {
-            auto encoding = dyn_cast<SwizzledSharedEncodingAttr>(
-                convert.getType().getEncoding());
-            if (encoding && encoding.getTransposed())
-              transposeLoads.push_back(convert);
-          }
+    // to #fa.swizzled_shared<transposed>); where the placement marked that
+    // copy fa.producer_writes the producer writes it (else each consumer
+    // warpgroup does).
+    for (LoadTileOp load : v.loads)
+      for (Operation *user : load->getUsers())
+        if (user->hasAttr(FADialect::getProducerWritesAttrName()))
+          transposeLoads.push_back(cast<ConvertLayoutOp>(user));
     if (!transposeLoads.empty()) {
       for (LoadTileOp load : v.loads)
         if (!load->hasOneUse() ||

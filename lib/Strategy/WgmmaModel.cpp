@@ -40,6 +40,11 @@ int64_t entryRegisters(int64_t threads) {
   return std::min<int64_t>(255, kRegistersPerBlock / threads) / 8 * 8;
 }
 
+bool producerTransposesValue(const Config &config) {
+  return kProducerTransposesValue && config.elementBytes == 1 &&
+         config.headDim == 128 && config.stages >= 2;
+}
+
 int64_t producerRegisters(bool persistent, bool transposesValue,
                           bool writerWarp) {
   if (transposesValue)
@@ -208,8 +213,7 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
            estimateRegisters(config) <=
                consumerRegisters(t.numWarps,
                                  runsPersistent(request.headDim, t.numWarps),
-                                 /*transposesValue=*/config.elementBytes == 1 &&
-                                     kProducerTransposesValue);
+                                 producerTransposesValue(config));
   });
   for (const TileConfig &config : ranked)
     collector.consider(config);

@@ -81,13 +81,22 @@ struct SharedLayout {
 
 SharedLayout sharedLayout(const Config &config);
 
-/// Whether fa-warp-specialize moves 8-bit V's transpose to the producer
-/// warpgroup (its option producer-transposes-value in the pipeline). Off:
+/// Whether the producer warpgroup may transpose 8-bit V tiles for the
+/// consumers (producerTransposesValue below). Off:
 /// on an H100 it is 13-16% faster at head dim 128 and correct there on
 /// 8-tile ranges, but the GPU suite's first case (head dim 64, one K/V
 /// tile) hangs with it (docs/benchmarks.md, entry (z)); each consumer
 /// warpgroup transposes its own copy meanwhile.
 constexpr bool kProducerTransposesValue = false;
+
+/// Whether fa-place-wgmma gives a program's 8-bit V transposes to the
+/// producer warpgroup (its producer-transposes-value = -1): with
+/// kProducerTransposesValue, at head dim 128 with two or more K/V stages.
+/// With one stage the producer would wait on itself (V tile n's copy waits
+/// for the slot that the transpose of tile n - 1, issued after it,
+/// empties); at head dim 64 it measured 8-11% slower (the producer's copies
+/// wait behind the transposes of smaller tiles; docs/benchmarks.md (z)).
+bool producerTransposesValue(const Config &config);
 
 /// The slots of the producer's transposed-V ring: two, so that the producer
 /// transposes tile n + 1 while the consumers' P V reads tile n, whatever

@@ -403,6 +403,32 @@ func.func @persistent_unit(%n: index) {
 
 // -----
 
+// fa.producer_writes marks the transposed 8-bit V copy that the producer
+// warpgroup writes: a unit attribute of a convert into transposed shared
+// memory ...
+func.func @producer_writes_untransposed(%v: memref<?x?x?x128xf8E4M3FN>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %vt = fa.load_tile %v[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>>
+    // expected-error @below {{'fa.producer_writes' is a unit attribute of an fa.convert_layout into transposed swizzled shared memory}}
+    %c = fa.convert_layout %vt {fa.producer_writes, fa.shared_offset = 16384 : i64} : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>> -> tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>>
+  }
+  return
+}
+
+// -----
+
+// ... and nothing else.
+func.func @producer_writes_value(%v: memref<?x?x?x128xf8E4M3FN>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %vt = fa.load_tile %v[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>>
+    // expected-error @below {{'fa.producer_writes' is a unit attribute of an fa.convert_layout into transposed swizzled shared memory}}
+    %c = fa.convert_layout %vt {fa.producer_writes = 1 : i64, fa.shared_offset = 16384 : i64} : tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128>> -> tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+  }
+  return
+}
+
+// -----
+
 // fa.prefetch asks for a load of per-row values into registers one
 // iteration ahead: a unit attribute of fa.load_tile ...
 func.func @prefetch_unit(%lse: memref<?x?x?xf32>, %n: index) {

@@ -1,7 +1,7 @@
-// RUN: fa-opt %s --split-input-file --fa-warp-specialize="producer-transposes-value=true" --verify-diagnostics
+// RUN: fa-opt %s --split-input-file --fa-warp-specialize --verify-diagnostics
 
-// With producer-transposes-value the producer writes V's transposed copy
-// (fa-place-wgmma's fa.convert_layout to #fa.swizzled_shared<transposed>)
+// The producer writes V's transposed copy where fa-place-wgmma marked its
+// fa.convert_layout (to #fa.swizzled_shared<transposed>) fa.producer_writes,
 // and the consumers read only that copy: any other use of the V tile (here a
 // second copy) would read a ring slot the producer has already released.
 #sw = #fa.swizzled_shared<bytes = 128>
@@ -23,7 +23,7 @@ func.func @value_with_another_use(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref<?x?
       %m0 = arith.constant dense<0xFF800000> : tensor<128xf32, #fa.mma<warps = 8>>
       %l0 = arith.constant dense<0.0> : tensor<128xf32, #fa.mma<warps = 8>>
       %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 1.0 : f32} : tensor<128x128xf32, #fa.mma<warps = 8>>, tensor<128xf32, #fa.mma<warps = 8>>
-      %vtt = fa.convert_layout %vt {fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
+      %vtt = fa.convert_layout %vt {fa.producer_writes, fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
       %again = fa.convert_layout %vt {fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
     }
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 115712, stages = 2, registers = 190>}
@@ -53,7 +53,7 @@ func.func @varlen_value(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref<?x?x?x128xf8E
       %m0 = arith.constant dense<0xFF800000> : tensor<128xf32, #fa.mma<warps = 8>>
       %l0 = arith.constant dense<0.0> : tensor<128xf32, #fa.mma<warps = 8>>
       %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 1.0 : f32} : tensor<128x128xf32, #fa.mma<warps = 8>>, tensor<128xf32, #fa.mma<warps = 8>>
-      %vtt = fa.convert_layout %vt {fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
+      %vtt = fa.convert_layout %vt {fa.producer_writes, fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
     }
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 115712, stages = 2, registers = 190>}
   return
@@ -81,12 +81,12 @@ func.func @transposed_copies_disagree(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref
       %m0 = arith.constant dense<0xFF800000> : tensor<128xf32, #fa.mma<warps = 8>>
       %l0 = arith.constant dense<0.0> : tensor<128xf32, #fa.mma<warps = 8>>
       %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 1.0 : f32} : tensor<128x128xf32, #fa.mma<warps = 8>>, tensor<128xf32, #fa.mma<warps = 8>>
-      %vtt = fa.convert_layout %vt {fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
+      %vtt = fa.convert_layout %vt {fa.producer_writes, fa.shared_offset = 81920 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
     }
     %last_row = arith.muli %end, %c128 : index
     %vl = fa.load_tile %v[%b, %h, %last_row] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 49152 : i64} : memref<?x?x?x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN, #sw>
     // expected-error @+1 {{transposed V copies must share their tile type and shared ring}}
-    %vlt = fa.convert_layout %vl {fa.shared_offset = 98304 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
+    %vlt = fa.convert_layout %vl {fa.producer_writes, fa.shared_offset = 98304 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 131072, stages = 2, registers = 190>}
   return
 }
@@ -114,7 +114,7 @@ func.func @one_stage(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref<?x?x?x128xf8E4M3
       %l0 = arith.constant dense<0.0> : tensor<128xf32, #fa.mma<warps = 8>>
       %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 1.0 : f32} : tensor<128x128xf32, #fa.mma<warps = 8>>, tensor<128xf32, #fa.mma<warps = 8>>
       // expected-error @+1 {{the producer's V transpose needs 2 or more K/V stages, got 1 (with one, V tile n's copy waits for the slot that the transpose of tile n - 1, after it, empties)}}
-      %vtt = fa.convert_layout %vt {fa.shared_offset = 49152 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
+      %vtt = fa.convert_layout %vt {fa.producer_writes, fa.shared_offset = 49152 : i64} : tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf8E4M3FN, #swt>
     }
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 82000, stages = 1, registers = 190>}
   return

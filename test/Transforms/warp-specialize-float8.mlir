@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-warp-specialize="persistent=false producer-transposes-value=true" --cse | FileCheck %s
+// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 producer-transposes-value=1" --fa-warp-specialize="persistent=false" --cse | FileCheck %s
 
 // 8-bit V: P V reads V transposed (8-bit wgmma takes B K-major only). The
 // producer warpgroup writes the transposed copy once per tile for both
@@ -91,10 +91,10 @@ func.func @float8(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref<?x?x?x128xf8E4M3FN>
   return
 }
 
-// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-warp-specialize="persistent=false" --cse | FileCheck %s --check-prefix=CONSUMERS
-// Without producer-transposes-value (the pipeline's default until the
-// schedule above has run on the H200) each consumer warpgroup keeps its own
-// transposed copy: the usual 9 barriers, no fa.copy_tile.
+// RUN: fa-opt %s --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 producer-transposes-value=0" --fa-warp-specialize="persistent=false" --cse | FileCheck %s --check-prefix=CONSUMERS
+// Without the producer's copy (fa-place-wgmma's producer-transposes-value
+// = 0) each consumer warpgroup keeps its own transposed copy: the usual 9
+// barriers, no fa.copy_tile.
 // CONSUMERS: num_barriers = 9
 // CONSUMERS-NOT: fa.copy_tile
 // CONSUMERS: nvvm.setmaxregister  increase 240
