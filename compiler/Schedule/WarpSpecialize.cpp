@@ -21,9 +21,10 @@
 // use. No block-wide barrier remains in the loop, so the consumer
 // warpgroups run on their own clocks.
 //
-// 8-bit V (FP8) with producer-transposes-value: P V reads V transposed, and
-// the producer's 128 threads write that copy (fa.copy_tile), one tile
-// behind the elected thread's copies, into a ring of its own:
+// 8-bit V (FP8) whose transposed copy fa-place-wgmma marked
+// fa.producer_writes: P V reads V transposed, and the producer's 128
+// threads write that copy (fa.copy_tile), one tile behind the elected
+// thread's copies, into a ring of its own:
 //
 //   v_t_full[t]            V tile n transposed into slot t = n % 2
 //                          (the producer's 128 threads -> consumers)
