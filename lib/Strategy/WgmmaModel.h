@@ -82,12 +82,13 @@ struct SharedLayout {
 SharedLayout sharedLayout(const Config &config);
 
 /// Whether the producer warpgroup may transpose 8-bit V tiles for the
-/// consumers (producerTransposesValue below). Off:
-/// on an H100 it is 13-16% faster at head dim 128 and correct there on
-/// 8-tile ranges, but the GPU suite's first case (head dim 64, one K/V
-/// tile) hangs with it (docs/benchmarks.md, entry (z)); each consumer
-/// warpgroup transposes its own copy meanwhile.
-constexpr bool kProducerTransposesValue = false;
+/// consumers (where producerTransposesValue below says so). On an H100 the
+/// GPU suite's FP8 cases (96, every head dim) pass with the producer
+/// transposing wherever it compiles (docs/benchmarks.md (ac): the one-tile
+/// hang reported in entry (z) was the one-stage hang at head dim 256, whose
+/// later cases' lines the test's buffered output had lost), and it is
+/// 13-16% faster at head dim 128 (entry (z)).
+constexpr bool kProducerTransposesValue = true;
 
 /// Whether fa-place-wgmma gives a program's 8-bit V transposes to the
 /// producer warpgroup (its producer-transposes-value = -1): with
@@ -157,14 +158,17 @@ constexpr const char *kWriterWarp = "every";
 /// ways, so the last K/V tile of a (batch, head) waits that many times
 /// less for its first turn (docs/benchmarks.md (ab): the deterministic
 /// mode is 0.64-0.78x of the default at D 64, where a tile's products are
-/// shortest next to a turn's round trip). Built 2026-12-05 with no GPU to
-/// measure it on: 1 until measured.
+/// shortest next to a turn's round trip). Measured on an H100
+/// (docs/benchmarks.md (ac)): two chains gain 4-8% at 4k non-causal and
+/// lose up to 19% causal (a causal chain waits on its longest tiles), four
+/// lose almost everywhere: 1.
 constexpr int64_t kDeterministicDqChains = 1;
 
 /// Whether the writer warp also takes the dkdv programs of varlen batches
-/// (ragged grids) and of block masks (range tables). With kWriterWarp
-/// "every" they ran only in benchmarks on a GPU (docs/benchmarks.md (ab):
-/// the varlen backward 1-5% faster), not in its tests: off until they have.
+/// (ragged grids) and of block masks (range tables). With it their GPU
+/// tests pass and the varlen backward is 1-5% faster, but racecheck reports
+/// write-write hazards in the varlen dkdv kernels (docs/benchmarks.md
+/// (ac)): off until that is found.
 constexpr bool kWriterWarpForRaggedAndTables = false;
 
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
