@@ -344,7 +344,9 @@ torch.cuda.synchronize()"
     # whole tiles counted, ncu on one launch of each.
     run profile-block-mask bash scripts/profile-block-mask.sh ;;
   writer-tables | dq-chains)
-    # Added 2026-12-06 (eighth session), not yet run on a GPU.
+    # Run 2026-12-06 (docs/benchmarks.md (ac), as .gpu/s1.sh): the writer's
+    # tests pass but racecheck finds write-write hazards on varlen dkdv; two
+    # or four dQ chains are slower than one.
     # writer-tables: the writer warp on varlen and block-mask dkdv programs
     # (WgmmaModel's kWriterWarpForRaggedAndTables). Needs
     #   scripts/pack-model-ab.sh .gpu/tables-libs.tar.xz \
