@@ -14,7 +14,7 @@
 #                       sinks-serving-wgmma|kvcache-auto|driver-only|
 #                       ab-backward|
 #                       transposed-scores|writer-warp|writer-tables|
-#                       dq-chains|
+#                       dq-chains|fp8-producer|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -398,6 +398,37 @@ torch.cuda.synchronize()"
       fi
     else
       echo "== $step: no $archive (scripts/pack-model-ab.sh, above)"
+      failed+=("$step")
+    fi ;;
+  fp8-producer)
+    # FP8 with the producer's V transpose at D 128 (the default since
+    # fe19d58; its D 128 kernels are byte-identical to those the GPU suite
+    # passed with in docs/benchmarks.md (ac), but it was not timed). Needs
+    #   scripts/pack-model-ab.sh .gpu/fp8-libs.tar.xz \
+    #     kProducerTransposesValue --tests-with true true false
+    # The Float8 GPU test (whole), racecheck on its quick cases and the
+    # Python FP8 tests with the default library, then the FP8 bench of the
+    # producer (true) and consumers (false) libraries, alternated.
+    if [ -f .gpu/fp8-libs.tar.xz ]; then
+      libs=/tmp/fa-fp8-producer && mkdir -p "$libs"
+      xz -dc .gpu/fp8-libs.tar.xz | tar -xf - -C "$libs"
+      chmod +x "$libs/fa-gpu-tests-true"
+      FA_GPU_TEST_CACHE_DIR=/tmp/fa-fp8p-tests run fp8-producer-tests \
+        timeout 200 "$libs/fa-gpu-tests-true" --gtest_filter='*Float8*'
+      FA_GPU_TEST_QUICK=1 FA_GPU_TEST_CACHE_DIR=/tmp/fa-fp8p-race \
+        run fp8-producer-racecheck timeout 200 compute-sanitizer \
+        --tool racecheck --error-exitcode 9 "$libs/fa-gpu-tests-true" \
+        --gtest_filter='*Float8*'
+      FA_RUNTIME_LIB=$libs/true.so FA_CACHE_DIR=/tmp/fa-fp8p-py \
+        run fp8-producer-python timeout 200 python3 python/tests/test_fp8.py
+      for run in true-1 false-1 true-2 false-2; do
+        lib=${run%-*}
+        FA_RUNTIME_LIB=$libs/$lib.so FA_CACHE_DIR=/tmp/fa-fp8p-$lib \
+          run "fp8-producer-bench-$run" python3 bench/bench_attention.py \
+          --dtypes bfloat16 --dims 64,128 --seqs 4096,16384 --fp8
+      done
+    else
+      echo "== $step: no .gpu/fp8-libs.tar.xz (scripts/pack-model-ab.sh, above)"
       failed+=("$step")
     fi ;;
   writer-warp)
