@@ -241,6 +241,13 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "(fa.producer_writes on that fa.convert_layout; -1: where "
            "WgmmaModel's producerTransposesValue says so, 0: never, 1: "
            "always)">,
+    Option<"rotatedStaging", "rotated-staging", "std::string",
+           /*default=*/"\"model\"",
+           "dkdv programs: the stagings that rotate between two shared "
+           "buffers by iteration parity, where they fit beside the stages "
+           "(fa.pipeline_stages and an iteration operand on the "
+           "fa.convert_layout): none | grad-scores | both | model "
+           "(WgmmaModel's kRotatedStaging)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }
@@ -341,7 +348,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
     Option<"writerWarpMode", "writer-warp", "std::string", /*default=*/"\"none\"",
            "dkdv programs whose producer warpgroup gets a writer warp for "
            "fa-tma-reduce's dQ reductions (and the deterministic turns): "
-           "none | deterministic | every (the pipeline passes WgmmaModel's "
+           "none | deterministic | every (varlen batches and block "
+           "masks where WgmmaModel's kWriterWarpForRaggedAndTables says "
+           "so) | all (those too; the pipeline passes WgmmaModel's "
            "kWriterWarp); marked fa.writer_warp">,
   ];
   let dependentDialects = [

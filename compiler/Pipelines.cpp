@@ -165,8 +165,13 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("the wgmma backward computes S^T and dP^T (-1: where "
                      "the resource model says so, 0: never, 1: always)"),
       llvm::cl::init(-1)};
+  Option<std::string> rotatedStaging{
+      *this, "rotated-staging",
+      llvm::cl::desc("the wgmma backward's stagings that rotate between two "
+                     "buffers: none | grad-scores | both | model"),
+      llvm::cl::init("model")};
   GpuOptions get() const {
-    return {arch, numWarps, strategy, stages, transposedScores};
+    return {arch, numWarps, strategy, stages, transposedScores, rotatedStaging};
   }
 };
 

@@ -47,6 +47,9 @@ struct GpuOptions {
   /// The wgmma backward's transposed scores (fa-place-wgmma's option): -1
   /// where the resource model says so, 0 never, 1 always.
   int64_t transposedScores = -1;
+  /// The wgmma backward's rotated stagings (fa-place-wgmma's option):
+  /// "model", "none", "grad-scores" or "both".
+  std::string rotatedStaging = "model";
 };
 
 /// tiled -> placed: every tile gets a home (fa-place-simt, fa-place-mma or

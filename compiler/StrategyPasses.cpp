@@ -56,6 +56,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.stages = options.stages;
   place.arch = options.arch;
   place.transposedScores = options.transposedScores;
+  place.rotatedStaging = options.rotatedStaging;
   place.exp2OnFmaEvery = ::fa::wgmma::kExp2OnFmaEvery;
   place.producerTransposesValue = -1;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));

@@ -1297,10 +1297,34 @@ def FA_ConvertLayoutOp : FA_Op<"convert_layout", [Pure]> {
     %p_shared = fa.convert_layout %p
       : tensor<8x32xf32, #fa.blocked<threads = [8, 32]>> -> tensor<8x32xf32, #fa.shared<pad = 1>>
     ```
+
+    A staging into shared memory may rotate among `fa.pipeline_stages`
+    buffers (consecutive from `fa.shared_offset`): `iteration` is the
+    enclosing loop's iteration number (0, 1, ...), and the tile goes to
+    buffer `iteration mod stages`. A buffer is then written again only
+    stages - 1 of the staging's barriers after its readers last read it,
+    so only iteration 0 (where the rotation restarts) waits for the
+    previous readers before writing. Every reader is a matmul of the same
+    iteration that is waited for there (its fa.async_wait in the same
+    block).
+
+    ```mlir
+    %ds_shared = fa.convert_layout %ds iteration %n
+        {fa.shared_offset = 98304 : i64, fa.pipeline_stages = 2 : i64}
+      : tensor<64x128xbf16, #fa.mma<...>> -> tensor<64x128xbf16, #fa.swizzled_shared<bytes = 128>>
+    ```
   }];
-  let arguments = (ins FA_AnyFloatTile:$source);
+  let arguments = (ins FA_AnyFloatTile:$source, Optional<Index>:$iteration);
   let results = (outs FA_AnyFloatTile:$result);
-  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let assemblyFormat = [{
+    $source (`iteration` $iteration^)? attr-dict `:` type($source) `->`
+    type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$source), [{
+      build($_builder, $_state, result, source, ::mlir::Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

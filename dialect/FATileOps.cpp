@@ -724,6 +724,46 @@ LogicalResult ConvertLayoutOp::verify() {
   if (!source.getEncoding() || !result.getEncoding())
     return emitOpError("converts between placements: both types need an "
                        "encoding");
+  // A rotating staging (fa.pipeline_stages buffers, picked by `iteration`):
+  // written in a loop's body and read only by that iteration's matmuls,
+  // which wait for their reads there, so that a buffer's next writer (at
+  // least one staging barrier later) finds its readers done.
+  auto stages = (*this)->getAttrOfType<IntegerAttr>(
+      FADialect::getPipelineStagesAttrName());
+  bool rotates = stages && stages.getInt() > 1;
+  if (getIteration() && !rotates)
+    return emitOpError("has an iteration operand but no rotation to pick a "
+                       "buffer of: it needs fa.pipeline_stages >= 2");
+  if (!rotates)
+    return success();
+  if (!getIteration())
+    return emitOpError() << "rotates among " << stages.getInt()
+                         << " staging buffers (fa.pipeline_stages) but has "
+                            "no iteration operand to pick one";
+  auto shared = dyn_cast<TileEncodingInterface>(result.getEncoding());
+  if (!shared || !shared.isShared())
+    return emitOpError("rotates among staging buffers, so its result must "
+                       "be a shared tile, got ")
+           << result;
+  if (!isa_and_nonnull<LoopLikeOpInterface>((*this)->getParentOp()))
+    return emitOpError("rotates among staging buffers by iteration, so it "
+                       "must sit directly in a loop's body");
+  Block *block = (*this)->getBlock();
+  for (Operation *user : getResult().getUsers()) {
+    auto matmul = dyn_cast<TileMatmulOp>(user);
+    if (!matmul || user->getBlock() != block)
+      return emitOpError("rotates among staging buffers, so every reader "
+                         "must be a matmul of the same iteration (the same "
+                         "block), not ")
+             << user->getName();
+    if (matmul.getAsync() &&
+        llvm::none_of(matmul.getResult().getUsers(), [&](Operation *wait) {
+          return isa<AsyncWaitOp>(wait) && wait->getBlock() == block;
+        }))
+      return emitOpError("rotates among staging buffers, so its async "
+                         "readers must be waited for in the same iteration "
+                         "(an fa.async_wait in the same block)");
+  }
   return success();
 }
 

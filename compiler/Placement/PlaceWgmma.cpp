@@ -307,6 +307,16 @@ static LogicalResult placeTransposedScores(GridOp grid, int64_t blockM,
   return success();
 }
 
+/// The iteration number of `loop` ((iv - lower) / step), computed at the
+/// start of its body.
+static Value loopIteration(scf::ForOp loop) {
+  OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+  Location loc = loop.getLoc();
+  Value distance = arith::SubIOp::create(b, loc, loop.getInductionVar(),
+                                         loop.getLowerBound());
+  return arith::DivUIOp::create(b, loc, distance, loop.getStep());
+}
+
 /// The backward's dkdv program (lib/Strategy/WgmmaModel.h describes the
 /// split): K, V once and Q, dO in rings in 128-byte-swizzled shared memory;
 /// LSE and D straight into the row slots of S's layout; P and dS staged in
@@ -335,8 +345,19 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   if (std::string error = ::fa::wgmma::checkBackwardFits(config, target);
       !error.empty())
     return grid.emitOpError(error);
+  std::string rotationMode = rotatedStaging == "model"
+                                 ? std::string(::fa::wgmma::kRotatedStaging)
+                                 : std::string(rotatedStaging);
+  std::optional<::fa::wgmma::StagingBuffers> buffers =
+      ::fa::wgmma::backwardStagingBuffers(config, rotationMode,
+                                          target.maxSharedMemoryPerBlock -
+                                              ::fa::kStaticSharedMemoryReserve);
+  if (!buffers)
+    return grid.emitOpError("rotated-staging must be none, grad-scores, both "
+                            "or model, got '")
+           << rotatedStaging << "'";
   ::fa::wgmma::BackwardSharedLayout layout =
-      ::fa::wgmma::backwardSharedLayout(config);
+      ::fa::wgmma::backwardSharedLayout(config, *buffers);
 
   // Tiles of K/V rows (dK, dV): the warpgroups along the rows. Tiles of
   // query rows (S, dP, P, dS, dQ; LSE and D): one m64 whose columns the
@@ -385,10 +406,13 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   // Left operands that are register tiles (the rounded P and dS) are
   // staged once each, right after they are computed: P in one buffer, dS
   // in another, so that dS's write waits only for dS's previous readers.
+  // A staging with two buffers rotates between them by the parity of its
+  // loop's iteration (fa.pipeline_stages, the iteration operand).
   llvm::DenseMap<Value, Value> stagedOf;
   int64_t nextStaging = 0;
   const int64_t stagingOffsets[] = {layout.probsOffset,
                                     layout.gradScoresOffset};
+  const int64_t stagingBuffers[] = {buffers->probs, buffers->gradScores};
   WalkResult walk = grid.walk([&](TileMatmulOp op) {
     Value lhs = op.getLhs();
     if (transposeScores || lhs.getDefiningOp<LoadTileOp>())
@@ -402,10 +426,19 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       }
       OpBuilder builder(ctx);
       builder.setInsertionPointAfterValue(lhs);
+      Value iteration;
+      int64_t rotation = stagingBuffers[nextStaging];
+      auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+      if (rotation > 1 && loop && lhs.getParentBlock() == loop.getBody())
+        iteration = loopIteration(loop);
       auto convert = ConvertLayoutOp::create(
-          builder, op.getLoc(), withEncoding(lhs.getType(), shared), lhs);
+          builder, op.getLoc(), withEncoding(lhs.getType(), shared), lhs,
+          iteration);
       convert->setAttr(FADialect::getSharedOffsetAttrName(),
                        builder.getI64IntegerAttr(stagingOffsets[nextStaging++]));
+      if (iteration)
+        convert->setAttr(FADialect::getPipelineStagesAttrName(),
+                         builder.getI64IntegerAttr(rotation));
       staged = convert;
     }
     op.getLhsMutable().assign(staged);

@@ -146,6 +146,63 @@ void reduceBoxes(OpBuilder &b, Location loc, Value map, Value address,
   NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
 }
 
+/// fa-tma-reduce's varlen rule: a varlen sequence's tile adds its rows
+/// past the sequence's end into the next sequence's rows, and those rows of
+/// the staged dQ = dS K are 0 x K, NaN where this sequence's K holds inf or
+/// NaN. Each group of consumer threads that staged a column slice of the
+/// tile (`groupThreads`: a warpgroup with `perWarpgroup`, else all
+/// consumers; `groupColumns` columns) zeroes those rows of its slice, fenced
+/// for the TMA engine that reads them: a uniform branch, taken by the
+/// sequence's last query tile. The rows' values were written by other
+/// threads of the group, and the clears are read by yet another thread: a
+/// barrier of the group before them when the staging published nothing yet
+/// (a writer warp's hand-off publishes them after), else after them (an
+/// issuer of the group reads them next). The staging threads write the
+/// zeros themselves, so no other thread writes the staged bytes.
+/// `stagedBuffer` builds the staged tile's buffer (a shared memref) where
+/// it is called.
+static void clearStagedRowsPastSequence(
+    OpBuilder &b, Location loc, AccumulateTileOp op, RankedTensorType type,
+    function_ref<Value(OpBuilder &)> stagedBuffer, Value firstRow,
+    int64_t groupThreads, int64_t groupColumns, bool perWarpgroup,
+    bool stagingPublished) {
+  int64_t rows = type.getDimSize(0);
+  MLIRContext *ctx = b.getContext();
+  Value end = arith::MaxUIOp::create(b, loc, op.getSequenceEnd(), firstRow);
+  Value kept = arith::SubIOp::create(b, loc, end, firstRow);
+  Value pastEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, kept,
+                                        indexConst(b, loc, rows));
+  auto clear = scf::IfOp::create(b, loc, pastEnd, /*withElseRegion=*/false);
+  OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
+  auto groupBarrier = [&] {
+    if (perWarpgroup)
+      createWarpgroupBarrier(in, loc);
+    else
+      createComputeBarrier(in, loc, op);
+  };
+  if (!stagingPublished)
+    groupBarrier();
+  Value tid = gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x);
+  Value lane =
+      arith::RemUIOp::create(in, loc, tid, indexConst(in, loc, groupThreads));
+  Value group =
+      arith::DivUIOp::create(in, loc, tid, indexConst(in, loc, groupThreads));
+  Value buffer = stagedBuffer(in);
+  Value start =
+      toI32(in, loc,
+            arith::AddIOp::create(
+                in, loc,
+                memref::ExtractAlignedPointerAsIndexOp::create(in, loc, buffer),
+                mulConst(in, loc, group, groupColumns * rows * 4)));
+  clearSharedRowsPastEnd(in, loc, start, groupColumns / kReductionBoxColumns,
+                         rows, kept, lane, groupThreads);
+  NVVM::FenceProxyOp::create(
+      in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  if (stagingPublished)
+    groupBarrier();
+}
+
 /// The header's writer warp: `op` (between `wait` and `pass`, its tile
 /// staged by `staging`) is added by warp 1 of the producer warpgroup of the
 /// warp-specialized `roles`, which walks the loops around it; the
@@ -257,18 +314,14 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
                    batch = clone(op.getBatch());
   if (failed(row) || failed(head) || failed(batch))
     return failure();
-  Value firstRow = *row, pastEnd, kept;
+  // A varlen sequence's rows start at its first row (its rows past the
+  // end: the consumers zero them, clearStagedRowsPastSequence).
+  Value firstRow = *row;
   if (Value first = op.getSequenceFirst()) {
-    // fa-tma-reduce's varlen rule (below): the rows past the sequence's end
-    // become zeros before they are added, here by the writer's lanes.
-    FailureOr<Value> firstV = clone(first), endV = clone(op.getSequenceEnd());
-    if (failed(firstV) || failed(endV))
+    FailureOr<Value> firstV = clone(first);
+    if (failed(firstV))
       return failure();
     firstRow = arith::AddIOp::create(w, loc, *firstV, *row);
-    Value end = arith::MaxUIOp::create(w, loc, *endV, firstRow);
-    kept = arith::SubIOp::create(w, loc, end, firstRow);
-    pastEnd = arith::CmpIOp::create(w, loc, arith::CmpIPredicate::ult, kept,
-                                    indexConst(w, loc, rows));
   }
   // The boxes from one 32-bit shared address plus constant offsets: the
   // producer's few registers hold no 64-bit address per box (LLVM hoists
@@ -283,22 +336,6 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
     namedBarrier(w, loc, int32_t(kStagedFullBarrier + g), meeting,
                  /*sync=*/true);
     int64_t sliceBytes = g * groupColumns * rows * 4;
-    if (pastEnd) {
-      auto clear = scf::IfOp::create(w, loc, pastEnd, /*withElseRegion=*/false);
-      OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
-      Value lane = arith::RemUIOp::create(in, loc, tid,
-                                          indexConst(in, loc, warpThreads));
-      Value start = address;
-      if (sliceBytes)
-        start = arith::AddIOp::create(in, loc, address,
-                                      i32Const(in, loc, int32_t(sliceBytes)));
-      clearSharedRowsPastEnd(in, loc, start, groupColumns / boxCols, rows, kept,
-                             lane, warpThreads);
-      NVVM::FenceProxyOp::create(
-          in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-      NVVM::SyncWarpOp::create(in, loc, i32Const(in, loc, -1));
-    }
     auto issue = scf::IfOp::create(w, loc, lane0);
     OpBuilder in(issue.thenBlock()->getTerminator());
     // The turn was taken through the generic proxy: order the async
@@ -358,6 +395,23 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   OpBuilder c(staging);
   namedBarrier(c, loc, emptyId(c), meeting, /*sync=*/true);
   c.setInsertionPointAfter(staging);
+  if (Value first = op.getSequenceFirst())
+    clearStagedRowsPastSequence(
+        c, loc, op, type,
+        [&](OpBuilder &in) {
+          // From the staging's offset, as the writer's buffer: the staged
+          // tile's only reader stays the hand-off, so that its staging has
+          // no barriers.
+          return sharedBufferAt(
+              in, loc,
+              arith::AddIOp::create(
+                  in, loc, indexConst(in, loc, offset.getInt()),
+                  sharedAtomPad(in, loc, kSwizzleBoundaryBytes)),
+              sharedBufferType(type));
+        },
+        arith::AddIOp::create(c, loc, first, op.getRow()),
+        perWarpgroup ? kWarpgroupThreads : computeThreads, groupColumns,
+        perWarpgroup, /*stagingPublished=*/false);
   HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting,
                     perWarpgroup);
   if (pass)
@@ -495,49 +549,23 @@ LogicalResult FATmaReducePass::reduceWithTma(func::FuncOp func,
     NVVM::CpAsyncBulkWaitGroupOp::create(in, loc, 0, in.getUnitAttr());
   });
 
-  // A varlen sequence's tile: the box adds its rows past the sequence's end
-  // into the next sequence's rows. Those rows of the staged dQ = dS K are
-  // 0 x K, NaN where this sequence's K holds inf or NaN: each issuing group
-  // zeroes them in its columns of the staged tile, after the staging's
-  // barrier and before its issuer reads them (a uniform branch, taken by
-  // the sequence's last query tile).
-  // The tile's first row in the destination: a varlen sequence's rows
-  // start at its first row.
+  // A varlen sequence's tile: its rows start at the sequence's first row,
+  // and its rows past the sequence's end are zeroed before they are added
+  // (clearStagedRowsPastSequence, after the staging's barrier).
   b.setInsertionPointAfter(staging);
   Value firstRow = op.getRow();
   if (Value first = op.getSequenceFirst())
     firstRow = arith::AddIOp::create(b, loc, first, firstRow);
-  if (op.getSequenceFirst()) {
-    Value end = arith::MaxUIOp::create(b, loc, op.getSequenceEnd(), firstRow);
-    Value kept = arith::SubIOp::create(b, loc, end, firstRow);
-    Value pastEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          kept, indexConst(b, loc, rows));
-    auto clear = scf::IfOp::create(b, loc, pastEnd, /*withElseRegion=*/false);
-    OpBuilder in = OpBuilder::atBlockBegin(clear.thenBlock());
-    Value tid = gpu::ThreadIdOp::create(in, loc, gpu::Dimension::x);
-    Value lane = arith::RemUIOp::create(in, loc, tid,
-                                        indexConst(in, loc, issuerThreads));
-    Value issuer = arith::DivUIOp::create(in, loc, tid,
-                                          indexConst(in, loc, issuerThreads));
-    Value staged = UnrealizedConversionCastOp::create(
-                       in, loc, sharedBufferType(type), op.getTile())
-                       .getResult(0);
-    Value start = toI32(
-        in, loc,
-        arith::AddIOp::create(
-            in, loc,
-            memref::ExtractAlignedPointerAsIndexOp::create(in, loc, staged),
-            mulConst(in, loc, issuer, issuerColumns * rows * 4)));
-    clearSharedRowsPastEnd(in, loc, start, issuerColumns / boxCols, rows, kept,
-                           lane, issuerThreads);
-    NVVM::FenceProxyOp::create(
-        in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    if (perWarpgroup)
-      createWarpgroupBarrier(in, loc);
-    else
-      createComputeBarrier(in, loc, op);
-  }
+  if (op.getSequenceFirst())
+    clearStagedRowsPastSequence(
+        b, loc, op, type,
+        [&](OpBuilder &in) {
+          return UnrealizedConversionCastOp::create(
+                     in, loc, sharedBufferType(type), op.getTile())
+              .getResult(0);
+        },
+        firstRow, issuerThreads, issuerColumns, perWarpgroup,
+        /*stagingPublished=*/true);
 
   // The reduction, box by box: (column, row, head, batch), innermost first.
   b.setInsertionPoint(op);

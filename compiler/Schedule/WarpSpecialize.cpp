@@ -728,8 +728,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     std::optional<bool> takes = model::takesWriterWarp(
         writerWarpMode, takesTurns(grid), grid.getRagged() || readsTables);
     if (!takes)
-      return grid.emitOpError("writer-warp must be none, deterministic or "
-                              "every, got '")
+      return grid.emitOpError("writer-warp must be none, deterministic, "
+                              "every or all, got '")
              << writerWarpMode << "'";
     writerWarp = *takes;
   }

@@ -61,9 +61,10 @@ std::optional<bool> takesWriterWarp(const std::string &writerWarp,
     takes = false;
   else if (writerWarp == "deterministic")
     takes = deterministic;
-  else if (writerWarp == "every")
+  else if (writerWarp == "every" || writerWarp == "all")
     takes = true;
-  if (takes && raggedOrTables && !kWriterWarpForRaggedAndTables)
+  if (takes && raggedOrTables && !kWriterWarpForRaggedAndTables &&
+      writerWarp != "all")
     takes = false;
   return takes;
 }
@@ -226,7 +227,8 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
   return std::move(collector).take({16 * warps, 64, warps, 1});
 }
 
-BackwardSharedLayout backwardSharedLayout(const Config &c) {
+BackwardSharedLayout backwardSharedLayout(const Config &c,
+                                          StagingBuffers buffers) {
   BackwardSharedLayout layout;
   int64_t rowBytes = c.headDim * c.elementBytes;
   layout.kOffset = 0;
@@ -236,11 +238,32 @@ BackwardSharedLayout backwardSharedLayout(const Config &c) {
   layout.probsOffset =
       layout.gradOutputOffset + c.stages * c.blockM * rowBytes;
   int64_t stagedBytes = c.blockM * c.blockN * c.elementBytes;
-  layout.gradScoresOffset = layout.probsOffset + stagedBytes;
-  layout.gradQueryOffset = layout.gradScoresOffset + stagedBytes;
+  layout.gradScoresOffset = layout.probsOffset + buffers.probs * stagedBytes;
+  layout.gradQueryOffset =
+      layout.gradScoresOffset + buffers.gradScores * stagedBytes;
   int64_t end = layout.gradQueryOffset + c.blockM * c.headDim * 4;
   layout.totalBytes = end + kSwizzleAtomBytes;
   return layout;
+}
+
+std::optional<StagingBuffers>
+backwardStagingBuffers(const Config &c, const std::string &mode,
+                       int64_t availableSharedBytes) {
+  StagingBuffers buffers;
+  if (mode == "grad-scores" || mode == "both")
+    buffers.gradScores = 2;
+  else if (mode != "none")
+    return std::nullopt;
+  if (mode == "both")
+    buffers.probs = 2;
+  auto fits = [&] {
+    return backwardSharedLayout(c, buffers).totalBytes <= availableSharedBytes;
+  };
+  if (!fits())
+    buffers.probs = 1;
+  if (!fits())
+    buffers.gradScores = 1;
+  return buffers;
 }
 
 int64_t backwardWarpgroups(const Config &c) {

@@ -172,7 +172,9 @@ constexpr int64_t kDeterministicDqChains = 1;
 constexpr bool kWriterWarpForRaggedAndTables = false;
 
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
-/// `writerWarp` ("none" | "deterministic" | "every"; the program takes
+/// `writerWarp` ("none" | "deterministic" | "every" | "all": every
+/// program, varlen batches and block masks too whatever
+/// kWriterWarpForRaggedAndTables says; the program takes
 /// deterministic turns or not; it is a varlen batch's or reads a block
 /// mask's tables: kWriterWarpForRaggedAndTables); nullopt for another
 /// name.
@@ -242,9 +244,17 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 // handing the turn on (by the consumers, or with kWriterWarp by a writer
 // warp of the producer warpgroup).
 
+/// Buffers of the dkdv program's staged P and dS: 2 makes a staging rotate
+/// (fa.pipeline_stages on its fa.convert_layout, written by iteration
+/// parity), so that it waits for its previous readers only when its loop
+/// starts instead of every iteration.
+struct StagingBuffers {
+  int64_t probs = 1, gradScores = 1;
+};
+
 /// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
-/// base: K, V, the Q and dO rings, the staged P and dS, and the staged f32
-/// dQ part.
+/// base: K, V, the Q and dO rings, the staged P and dS (each `buffers`
+/// consecutive buffers), and the staged f32 dQ part.
 struct BackwardSharedLayout {
   int64_t kOffset = 0, vOffset = 0, qOffset = 0, gradOutputOffset = 0;
   int64_t probsOffset = 0, gradScoresOffset = 0;
@@ -252,7 +262,23 @@ struct BackwardSharedLayout {
   int64_t totalBytes = 0;
 };
 
-BackwardSharedLayout backwardSharedLayout(const Config &config);
+BackwardSharedLayout backwardSharedLayout(const Config &config,
+                                          StagingBuffers buffers = {});
+
+/// Which of the dkdv program's stagings rotate between two buffers where
+/// the model decides (fa-place-wgmma's rotated-staging): "none",
+/// "grad-scores" (dS: its readers are both warpgroups' dQ products, so
+/// each iteration's wait for them is a barrier of all consumers) or "both"
+/// (P too, read by its own warpgroup only).
+constexpr const char *kRotatedStaging = "none";
+
+/// The staging buffers of a dkdv program for `mode` ("none",
+/// "grad-scores", "both"): two where `mode` asks for them and they fit in
+/// `availableSharedBytes` beside the config's stages (a rotation is not
+/// worth a stage), else one; nullopt for another mode.
+std::optional<StagingBuffers>
+backwardStagingBuffers(const Config &config, const std::string &mode,
+                       int64_t availableSharedBytes);
 
 /// Whether the dkdv program computes S^T = K Q^T and dP^T = V dO^T
 /// (fa-place-wgmma's transposed scores, FlashAttention-3's SdP_swapAB):

@@ -519,3 +519,72 @@ func.func @exp2_on_fma_unsigned(%s: tensor<16x8xf32>, %m0: tensor<16xf32>, %l0: 
   %m, %p, %l, %alpha = fa.online_softmax %s, %m0, %l0 {scale = 0.5 : f32, fa.exp2_on_fma = 2 : ui64} : tensor<16x8xf32>, tensor<16xf32>
   return
 }
+
+// -----
+
+// A staging that rotates among buffers (fa.pipeline_stages on an
+// fa.convert_layout) picks one by its iteration operand: an iteration
+// without a rotation ...
+func.func @rotation_without_stages(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>, %n: index) {
+  // expected-error @below {{has an iteration operand but no rotation to pick a buffer of: it needs fa.pipeline_stages >= 2}}
+  %s = fa.convert_layout %x iteration %n {fa.shared_offset = 0 : i64} : tensor<64x64xbf16, #fa.mma<warps = 4>> -> tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>
+  return
+}
+
+// -----
+
+// ... a rotation without an iteration ...
+func.func @rotation_without_iteration(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>) {
+  // expected-error @below {{rotates among 2 staging buffers (fa.pipeline_stages) but has no iteration operand to pick one}}
+  %s = fa.convert_layout %x {fa.pipeline_stages = 2 : i64, fa.shared_offset = 0 : i64} : tensor<64x64xbf16, #fa.mma<warps = 4>> -> tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>
+  return
+}
+
+// -----
+
+// ... into registers ...
+func.func @rotation_into_registers(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>, %n: index) {
+  // expected-error @below {{rotates among staging buffers, so its result must be a shared tile}}
+  %s = fa.convert_layout %x iteration %n {fa.pipeline_stages = 2 : i64} : tensor<64x64xbf16, #fa.mma<warps = 4>> -> tensor<64x64xbf16, #fa.mma<warps = 4, warps_n = 1>>
+  return
+}
+
+// -----
+
+// ... outside a loop's body ...
+func.func @rotation_outside_loop(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>, %n: index) {
+  // expected-error @below {{rotates among staging buffers by iteration, so it must sit directly in a loop's body}}
+  %s = fa.convert_layout %x iteration %n {fa.pipeline_stages = 2 : i64, fa.shared_offset = 0 : i64} : tensor<64x64xbf16, #fa.mma<warps = 4>> -> tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>
+  return
+}
+
+// -----
+
+// ... or read in another iteration than the one that wrote it (a reader
+// outside the loop's body) ...
+func.func @rotation_read_after_loop(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>, %k: tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%prev = %k) -> (tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>) {
+    // expected-error @below {{rotates among staging buffers, so every reader must be a matmul of the same iteration (the same block), not scf.yield}}
+    %s = fa.convert_layout %x iteration %i {fa.pipeline_stages = 2 : i64, fa.shared_offset = 0 : i64} : tensor<64x64xbf16, #fa.mma<warps = 4>> -> tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>
+    scf.yield %s : tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>
+  }
+  return
+}
+
+// -----
+
+// ... or by an async matmul not waited for in its iteration.
+func.func @rotation_unwaited_reader(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>, %k: tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32, #fa.mma<warps = 4>>
+  %last = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (tensor<64x64xf32, #fa.mma<warps = 4>>) {
+    // expected-error @below {{rotates among staging buffers, so its async readers must be waited for in the same iteration (an fa.async_wait in the same block)}}
+    %s = fa.convert_layout %x iteration %i {fa.pipeline_stages = 2 : i64, fa.shared_offset = 0 : i64} : tensor<64x64xbf16, #fa.mma<warps = 4>> -> tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>
+    %d = fa.tile_matmul %s, %k acc(%acc) {async} : tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>>, tensor<64x64xbf16, #fa.swizzled_shared<bytes = 128>> -> tensor<64x64xf32, #fa.mma<warps = 4>>
+    scf.yield %d : tensor<64x64xf32, #fa.mma<warps = 4>>
+  }
+  return
+}

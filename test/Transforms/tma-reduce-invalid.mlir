@@ -1,7 +1,7 @@
 // RUN: fa-opt %s --split-input-file --fa-tma-reduce --verify-diagnostics
 // fa-warp-specialize's writer-warp names which programs get one:
 // RUN: not fa-opt %S/tma-reduce.mlir --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" --fa-wgmma-pipeline --fa-warp-specialize="writer-warp=always" 2>&1 | FileCheck %s --check-prefix=MODE
-// MODE: error: 'fa.grid' op writer-warp must be none, deterministic or every, got 'always'
+// MODE: error: 'fa.grid' op writer-warp must be none, deterministic, every or all, got 'always'
 
 // The TMA engine's reduction is wgmma's: a staged tile in a program of
 // another strategy has no lowering.

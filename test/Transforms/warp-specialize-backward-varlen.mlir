@@ -1,4 +1,5 @@
 // RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline --fa-warp-specialize --fa-tma-reduce --cse | FileCheck %s
+// RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline --fa-warp-specialize="writer-warp=all" --fa-tma-reduce --cse | FileCheck %s --check-prefix=WRITER
 
 // A varlen backward's dkdv program on wgmma. The producer's TMA boxes start
 // at the sequence's first row (K/V tile t: cu_seqlens_k[b] + 128 t), and a
@@ -66,6 +67,31 @@
 // CHECK-NEXT: }
 // CHECK: %[[BOXROW:.*]] = arith.index_castui %[[QROW]] : index to i32
 // CHECK: nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%{{.*}}, %[[BOXROW]], %{{.*}}, %{{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
+// With a writer warp (writer-warp=all) the warp adds the boxes, and the
+// consumers still zero the staged rows past the end themselves: no other
+// thread writes the staged bytes. The writer's part has no clear ...
+// WRITER-LABEL: func.func @backward_varlen
+// WRITER: nvvm.setmaxregister  decrease
+// WRITER-NOT: st.shared.v4.b32
+// WRITER: nvvm.barrier id = %c12_i32 number_of_threads = %c160_i32
+// WRITER-NOT: st.shared.v4.b32
+// WRITER: cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group
+// WRITER-NOT: st.shared.v4.b32
+// WRITER: nvvm.setmaxregister  increase
+// ... each consumer warpgroup, after staging its slice, takes its own
+// barrier (the rows' values came from its other threads), zeroes the rows
+// past the end in its two boxes from the staging's offset (warpgroup g's
+// from byte 16384 g), fences, then hands the tile off.
+// WRITER: %[[STAGED:.*]] = fa.convert_layout {{.*}} {fa.shared_offset = 163840 : i64} {{.*}} -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
+// WRITER-NEXT: scf.if %{{.*}} {
+// WRITER: nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
+// WRITER: memref.view
+// WRITER: arith.muli %{{.*}}, %c16384 : index
+// WRITER: nvvm.inline_ptx "st.shared.v4.b32 [$0+0], {0, 0, 0, 0};"
+// WRITER: nvvm.inline_ptx "st.shared.v4.b32 [$0+14336], {0, 0, 0, 0};"
+// WRITER-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WRITER-NEXT: }
+// WRITER-NEXT: fa.hand_off %[[STAGED]] barrier 12 threads 160 {per_warpgroup}
 func.func @backward_varlen(%q: memref<1x?x?x128xbf16>, %k: memref<1x?x?x128xbf16>, %v: memref<1x?x?x128xbf16>,
                            %o: memref<1x?x?x128xbf16>, %do: memref<1x?x?x128xbf16>, %lse: memref<1x?x?xf32>,
                            %dq: memref<1x?x?x128xbf16>, %dk: memref<1x?x?x128xbf16>, %dv: memref<1x?x?x128xbf16>,

@@ -671,6 +671,9 @@ TEST(WgmmaModel, WriterWarpModes) {
   EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", true), true);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", false), false);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false), true);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("all", false, /*raggedOrTables=*/true),
+            true);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("always", false), std::nullopt);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("Deterministic", true), std::nullopt);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("", false), std::nullopt);
   // Varlen and block-mask programs: as kWriterWarpForRaggedAndTables says.

@@ -282,6 +282,23 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
       bufferOffset = arith::AddIOp::create(
           rewriter, loc, bufferOffset,
           sharedAtomPad(rewriter, loc, kSwizzleBoundaryBytes));
+    // A rotating staging: buffer `iteration mod stages`, consecutive from
+    // the offset.
+    Value iteration = adaptor.getIteration();
+    if (iteration) {
+      int64_t stages =
+          op->getAttrOfType<IntegerAttr>(FADialect::getPipelineStagesAttrName())
+              .getInt();
+      int64_t bufferBytes =
+          cast<TileEncodingInterface>(resultType.getEncoding())
+              .getSharedElements(resultType.getShape()) *
+          resultType.getElementTypeBitWidth() / 8;
+      Value slot = arith::RemUIOp::create(rewriter, loc, iteration,
+                                          indexConst(rewriter, loc, stages));
+      bufferOffset =
+          arith::AddIOp::create(rewriter, loc, bufferOffset,
+                                mulConst(rewriter, loc, slot, bufferBytes));
+    }
     Value buffer = sharedBufferAt(rewriter, loc, bufferOffset,
                                   sharedBufferType(resultType));
     SmallVector<Value> values = unpack(rewriter, loc, adaptor.getSource());
@@ -294,13 +311,27 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
         });
     bool readAcrossLanes = !handedOff && !onlyReadByWritingLanes(op);
     bool warpgroupLocal = readAcrossLanes && readByWritingWarpgroups(op);
-    auto barrier = [&] {
+    auto barrier = [&](OpBuilder &b) {
       if (warpgroupLocal)
-        createWarpgroupBarrier(rewriter, loc);
+        createWarpgroupBarrier(b, loc);
       else if (readAcrossLanes)
-        createComputeBarrier(rewriter, loc, op);
+        createComputeBarrier(b, loc, op);
     };
-    barrier();
+    // Before writing, the previous readers are done: with a rotation, the
+    // barrier after the previous iteration's staging already waited for
+    // the readers of the buffer before (the convert's verifier: they wait
+    // for their reads within their iteration), so only iteration 0 waits.
+    if (iteration && (warpgroupLocal || readAcrossLanes)) {
+      Value first =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                iteration, indexConst(rewriter, loc, 0));
+      auto firstIteration =
+          scf::IfOp::create(rewriter, loc, first, /*withElseRegion=*/false);
+      OpBuilder in(firstIteration.thenBlock()->getTerminator());
+      barrier(in);
+    } else {
+      barrier(rewriter);
+    }
     // f32 pairs (8 bytes) in the 128-byte swizzle (dQ for the TMA
     // reduction): a 64-bit store is served a half-warp (rows g = 0..3 or
     // 4..7) at a time, and with one column block for all lanes, lanes
@@ -355,7 +386,7 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
                                    NVVM::ProxyKind::async_shared),
           NVVM::SharedSpaceAttr::get(rewriter.getContext(),
                                      NVVM::SharedSpace::shared_cta));
-    barrier();
+    barrier(rewriter);
     rewriter.replaceOp(op, buffer);
     return success();
   }
