@@ -346,7 +346,7 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       !error.empty())
     return grid.emitOpError(error);
   std::string rotationMode = rotatedStaging == "model"
-                                 ? std::string(::fa::wgmma::kRotatedStaging)
+                                 ? ::fa::wgmma::rotatedStaging(config)
                                  : std::string(rotatedStaging);
   std::optional<::fa::wgmma::StagingBuffers> buffers =
       ::fa::wgmma::backwardStagingBuffers(config, rotationMode,

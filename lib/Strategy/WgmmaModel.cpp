@@ -266,6 +266,10 @@ backwardStagingBuffers(const Config &c, const std::string &mode,
   return buffers;
 }
 
+std::string rotatedStaging(const Config &c) {
+  return c.headDim == 64 ? kRotatedStaging : "none";
+}
+
 int64_t backwardWarpgroups(const Config &c) {
   return c.numWarps / kWarpsPerWarpgroup;
 }

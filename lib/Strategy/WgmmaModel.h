@@ -166,10 +166,11 @@ constexpr int64_t kDeterministicDqChains = 1;
 
 /// Whether the writer warp also takes the dkdv programs of varlen batches
 /// (ragged grids) and of block masks (range tables). With it their GPU
-/// tests pass and the varlen backward is 1-5% faster, but racecheck reports
-/// write-write hazards in the varlen dkdv kernels (docs/benchmarks.md
-/// (ac)): off until that is found.
-constexpr bool kWriterWarpForRaggedAndTables = false;
+/// tests pass and the varlen backward is 1-5% faster (docs/benchmarks.md
+/// (ac)); racecheck's hazards there (the writer zeroed the staged dQ rows
+/// past a sequence) went with the consumers zeroing them themselves:
+/// 0 hazards (ad).
+constexpr bool kWriterWarpForRaggedAndTables = true;
 
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
 /// `writerWarp` ("none" | "deterministic" | "every" | "all": every
@@ -269,8 +270,15 @@ BackwardSharedLayout backwardSharedLayout(const Config &config,
 /// the model decides (fa-place-wgmma's rotated-staging): "none",
 /// "grad-scores" (dS: its readers are both warpgroups' dQ products, so
 /// each iteration's wait for them is a barrier of all consumers) or "both"
-/// (P too, read by its own warpgroup only).
-constexpr const char *kRotatedStaging = "none";
+/// (P too, read by its own warpgroup only). Measured on an H100
+/// (docs/benchmarks.md (ad)) at head dim 64, three stages: "grad-scores"
+/// 1-2% faster than "none" on all 12 paired rows, "both" no faster than
+/// it. (At 128 the second buffer does not fit beside three stages.)
+constexpr const char *kRotatedStaging = "grad-scores";
+
+/// The rotation the model takes for `config` (rotated-staging=model):
+/// kRotatedStaging at head dim 64, where it was measured, else "none".
+std::string rotatedStaging(const Config &config);
 
 /// The staging buffers of a dkdv program for `mode` ("none",
 /// "grad-scores", "both"): two where `mode` asks for them and they fit in

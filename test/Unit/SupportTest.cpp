@@ -800,6 +800,56 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
             std::string::npos);
 }
 
+/// The dkdv program's rotating stagings: a second buffer each where it fits
+/// beside the stages (and the layout moves what follows it), never at the
+/// cost of the shared memory the stages need; an unknown mode is refused.
+TEST(WgmmaModel, RotatedStagingFitsBesideTheStages) {
+  const int64_t available =
+      fa::lookupGpuArch("sm_90a")->maxSharedMemoryPerBlock -
+      fa::kStaticSharedMemoryReserve;
+  fa::wgmma::Config d64{64, 64, 128, 8, 3, 2};
+  auto gradScores =
+      fa::wgmma::backwardStagingBuffers(d64, "grad-scores", available);
+  ASSERT_TRUE(gradScores.has_value());
+  EXPECT_EQ(gradScores->probs, 1);
+  EXPECT_EQ(gradScores->gradScores, 2);
+  fa::wgmma::BackwardSharedLayout one = fa::wgmma::backwardSharedLayout(d64);
+  fa::wgmma::BackwardSharedLayout two =
+      fa::wgmma::backwardSharedLayout(d64, *gradScores);
+  EXPECT_EQ(two.gradScoresOffset, one.gradScoresOffset);
+  EXPECT_EQ(two.gradQueryOffset, one.gradQueryOffset + 64 * 128 * 2);
+  EXPECT_EQ(two.totalBytes, one.totalBytes + 64 * 128 * 2);
+  auto both = fa::wgmma::backwardStagingBuffers(d64, "both", available);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->probs, 2);
+  EXPECT_EQ(both->gradScores, 2);
+  // D 128 with three stages takes 230400 bytes: no room for either.
+  fa::wgmma::Config d128{128, 64, 128, 8, 3, 2};
+  auto full = fa::wgmma::backwardStagingBuffers(d128, "both", available);
+  ASSERT_TRUE(full.has_value());
+  EXPECT_EQ(full->probs, 1);
+  EXPECT_EQ(full->gradScores, 1);
+  EXPECT_LE(fa::wgmma::backwardSharedLayout(d128, *full).totalBytes,
+            available);
+  // With less room than both need, dS (the all-consumer barrier) first.
+  auto some = fa::wgmma::backwardStagingBuffers(
+      d64, "both", fa::wgmma::backwardSharedLayout(d64, *gradScores).totalBytes);
+  ASSERT_TRUE(some.has_value());
+  EXPECT_EQ(some->probs, 1);
+  EXPECT_EQ(some->gradScores, 2);
+  EXPECT_EQ(fa::wgmma::backwardStagingBuffers(d64, "dS", available),
+            std::nullopt);
+  EXPECT_EQ(fa::wgmma::backwardStagingBuffers(d64, "model", available),
+            std::nullopt);
+  // The model's choice: where measured (head dim 64), the shipped mode,
+  // itself a valid one.
+  EXPECT_EQ(fa::wgmma::rotatedStaging(d64), fa::wgmma::kRotatedStaging);
+  EXPECT_EQ(fa::wgmma::rotatedStaging(d128), "none");
+  EXPECT_TRUE(fa::wgmma::backwardStagingBuffers(
+                  d64, fa::wgmma::kRotatedStaging, available)
+                  .has_value());
+}
+
 TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
   fa::KernelSpec spec;
   spec.backward = true;
