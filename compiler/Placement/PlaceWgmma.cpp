@@ -469,14 +469,18 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   }
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
-  // fa-warp-specialize adds the producer warpgroup (not persistent); a
-  // deterministic program may get a writer warp there (its writer-warp
-  // option), which leaves the consumers fewer registers: the estimate is
-  // checked against that smaller budget.
-  bool deterministic = takesTurns(grid);
-  int64_t registerLimit = ::fa::wgmma::consumerRegisters(
-      numWarps, /*persistent=*/false,
-      /*transposesValue=*/false, /*writerWarp=*/deterministic);
+  // fa-warp-specialize adds the producer warpgroup (not persistent), with
+  // a writer warp where the pipeline's kWriterWarp gives the program one,
+  // which leaves the consumers fewer registers: the estimate is checked
+  // against that smaller budget. (Whether the program reads a block
+  // mask's tables is not known here: a varlen grid stands for both.)
+  bool writerWarp =
+      ::fa::wgmma::takesWriterWarp(::fa::wgmma::kWriterWarp, takesTurns(grid),
+                                   grid.getRagged())
+          .value_or(false);
+  int64_t registerLimit =
+      ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false,
+                                     /*transposesValue=*/false, writerWarp);
   setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
                   {config.blockM, config.blockN, config.headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,
