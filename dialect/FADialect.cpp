@@ -720,6 +720,15 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
              << "'" << name
              << "' is a unit attribute of an fa.convert_layout into "
                 "transposed swizzled shared memory";
+    // The producer copies from the swizzled ring its TMA loads fill (the
+    // transposed encoding itself holds only 8-bit tiles).
+    auto source = cast<RankedTensorType>(convert.getSource().getType());
+    if (!isa_and_nonnull<SwizzledSharedEncodingAttr>(source.getEncoding()))
+      return op->emitOpError()
+             << "'" << name
+             << "' marks a copy the producer makes from a tile in swizzled "
+                "shared memory, got "
+             << source;
     return success();
   }
   if (name == getPersistentAttrName() || name == getWriterWarpAttrName()) {

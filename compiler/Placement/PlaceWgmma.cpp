@@ -50,6 +50,17 @@ struct FAPlaceWgmmaPass
 
 LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
                                              const ::fa::GpuArch &target) {
+  // The options, whichever program reads them: a bad value is an error in
+  // any program, not only where it would take effect.
+  if (producerTransposesValue < -1 || producerTransposesValue > 1)
+    return grid.emitOpError("producer-transposes-value must be -1 (the "
+                            "model), 0 or 1, got ")
+           << int64_t(producerTransposesValue);
+  if (rotatedStaging != "model" &&
+      !::fa::wgmma::backwardStagingBuffers({}, rotatedStaging, 0))
+    return grid.emitOpError("rotated-staging must be none, grad-scores, both "
+                            "or model, got '")
+           << rotatedStaging << "'";
   bool forward = isForwardProgram(grid);
   if (!forward)
     return placeBackwardProgram(grid, target);
@@ -100,10 +111,6 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
   // warpgroup's copy at the model's offset (the lowering adds the
   // warpgroup's share), or one copy per tile that the producer warpgroup
   // writes for all of them (fa.producer_writes; fa-warp-specialize).
-  if (producerTransposesValue < -1 || producerTransposesValue > 1)
-    return grid.emitOpError("producer-transposes-value must be -1 (the "
-                            "model), 0 or 1, got ")
-           << int64_t(producerTransposesValue);
   bool producerTransposes =
       float8 && (producerTransposesValue < 0
                      ? ::fa::wgmma::producerTransposesValue(config)
@@ -352,10 +359,7 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       ::fa::wgmma::backwardStagingBuffers(config, rotationMode,
                                           target.maxSharedMemoryPerBlock -
                                               ::fa::kStaticSharedMemoryReserve);
-  if (!buffers)
-    return grid.emitOpError("rotated-staging must be none, grad-scores, both "
-                            "or model, got '")
-           << rotatedStaging << "'";
+  assert(buffers && "placeProgram checked rotated-staging");
   ::fa::wgmma::BackwardSharedLayout layout =
       ::fa::wgmma::backwardSharedLayout(config, *buffers);
 

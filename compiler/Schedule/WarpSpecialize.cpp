@@ -449,8 +449,9 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
         if (!load->hasOneUse() ||
             !llvm::is_contained(transposeLoads, *load->user_begin()))
           return load.emitOpError(
-              "a V tile read transposed must have that copy as its only use "
-              "(the producer writes it)");
+              "a V tile read transposed must have that copy as its only use, "
+              "marked fa.producer_writes like every other V load's copy "
+              "(the producer writes all of them or none)");
       if (v.loads.front().getSequenceEnd())
         return v.loads.front().emitOpError(
             "the producer's transposed V does not take a varlen sequence "

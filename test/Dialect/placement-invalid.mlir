@@ -588,3 +588,15 @@ func.func @rotation_unwaited_reader(%x: tensor<64x64xbf16, #fa.mma<warps = 4>>, 
   }
   return
 }
+
+// -----
+
+// fa.producer_writes marks a copy the producer makes from the swizzled
+// tile its TMA loads fill: not one from registers.
+func.func @producer_writes_from_registers(%x: tensor<128x128xf8E4M3FN, #fa.mma<warps = 8>>, %n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    // expected-error @below {{'fa.producer_writes' marks a copy the producer makes from a tile in swizzled shared memory, got 'tensor<128x128xf8E4M3FN, #fa.mma<warps = 8>>'}}
+    %c = fa.convert_layout %x {fa.producer_writes, fa.shared_offset = 32768 : i64} : tensor<128x128xf8E4M3FN, #fa.mma<warps = 8>> -> tensor<128x128xf8E4M3FN, #fa.swizzled_shared<bytes = 128, transposed = true>>
+  }
+  return
+}

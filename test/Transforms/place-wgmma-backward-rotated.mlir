@@ -2,6 +2,7 @@
 // RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=3 rotated-staging=both" | FileCheck %s --check-prefix=BOTH
 // RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=3 rotated-staging=none" | FileCheck %s --check-prefix=NONE
 // RUN: not fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=3 rotated-staging=dS" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=3 producer-transposes-value=2" 2>&1 | FileCheck %s --check-prefix=BAD-PRODUCER
 
 // The dkdv program's stagings of P and dS may rotate between two buffers
 // by the parity of the query-tile loop's iteration (fa.pipeline_stages = 2
@@ -37,6 +38,8 @@
 // NONE: shared_bytes = 132096, stages = 3
 
 // BAD: rotated-staging must be none, grad-scores, both or model, got 'dS'
+// A forward option's bad value is refused in a backward program too.
+// BAD-PRODUCER: producer-transposes-value must be -1 (the model), 0 or 1, got 2
 func.func @backward_d64(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>, %v: memref<?x?x?x64xbf16>,
                         %o: memref<?x?x?x64xbf16>, %do: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32>,
                         %dq: memref<?x?x?x64xbf16>, %dk: memref<?x?x?x64xbf16>, %dv: memref<?x?x?x64xbf16>,

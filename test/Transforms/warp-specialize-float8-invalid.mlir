@@ -17,7 +17,7 @@ func.func @value_with_another_use(%q: memref<?x?x?x128xf8E4M3FN>, %k: memref<?x?
     scf.for %j = %begin to %end step %c1 {
       %kv_row = arith.muli %j, %c128 : index
       %kt = fa.load_tile %k[%b, %h, %kv_row] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 16384 : i64} : memref<?x?x?x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN, #sw>
-      // expected-error @+1 {{a V tile read transposed must have that copy as its only use (the producer writes it)}}
+      // expected-error @+1 {{a V tile read transposed must have that copy as its only use, marked fa.producer_writes like every other V load's copy (the producer writes all of them or none)}}
       %vt = fa.load_tile %v[%b, %h, %kv_row] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 49152 : i64} : memref<?x?x?x128xf8E4M3FN> -> tensor<128x128xf8E4M3FN, #sw>
       %s = fa.tile_matmul %qt, %kt {transpose_rhs} : tensor<128x128xf8E4M3FN, #sw>, tensor<128x128xf8E4M3FN, #sw> -> tensor<128x128xf32, #fa.mma<warps = 8>>
       %m0 = arith.constant dense<0xFF800000> : tensor<128xf32, #fa.mma<warps = 8>>

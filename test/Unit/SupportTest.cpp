@@ -800,6 +800,21 @@ TEST(WgmmaModel, BackwardFitsAndWhyNot) {
             std::string::npos);
 }
 
+/// The producer warpgroup transposes 8-bit V where it was measured faster:
+/// head dim 128 with two or more stages (one stage would wait on itself),
+/// never for 16-bit programs, whose wgmma reads V as it is.
+TEST(WgmmaModel, ProducerTransposesValueWhereMeasured) {
+  auto config = [](int64_t headDim, int64_t stages, int64_t bytes) {
+    return fa::wgmma::Config{headDim, 128, 128, 8, stages, bytes};
+  };
+  EXPECT_EQ(fa::wgmma::producerTransposesValue(config(128, 2, 1)),
+            fa::wgmma::kProducerTransposesValue);
+  EXPECT_FALSE(fa::wgmma::producerTransposesValue(config(128, 1, 1)));
+  EXPECT_FALSE(fa::wgmma::producerTransposesValue(config(64, 2, 1)));
+  EXPECT_FALSE(fa::wgmma::producerTransposesValue(config(256, 2, 1)));
+  EXPECT_FALSE(fa::wgmma::producerTransposesValue(config(128, 2, 2)));
+}
+
 /// The dkdv program's rotating stagings: a second buffer each where it fits
 /// beside the stages (and the layout moves what follows it), never at the
 /// cost of the shared memory the stages need; an unknown mode is refused.
