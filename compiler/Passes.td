@@ -349,9 +349,9 @@ def FAWarpSpecialize : Pass<"fa-warp-specialize", "::mlir::func::FuncOp"> {
            "dkdv programs whose producer warpgroup gets a writer warp for "
            "fa-tma-reduce's dQ reductions (and the deterministic turns): "
            "none | deterministic | every (varlen batches and block "
-           "masks where WgmmaModel's kWriterWarpForRaggedAndTables says "
-           "so) | all (those too; the pipeline passes WgmmaModel's "
-           "kWriterWarp); marked fa.writer_warp">,
+           "masks where WgmmaModel's kWriterWarpForRagged and "
+           "kWriterWarpForTables say so) | all (those too; the pipeline "
+           "passes WgmmaModel's kWriterWarp); marked fa.writer_warp">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

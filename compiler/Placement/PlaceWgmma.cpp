@@ -477,7 +477,7 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   // a writer warp where the pipeline's kWriterWarp gives the program one,
   // which leaves the consumers fewer registers: the estimate is checked
   // against that smaller budget. (Whether the program reads a block
-  // mask's tables is not known here: a varlen grid stands for both.)
+  // mask's tables is not known here: taken as not.)
   bool writerWarp =
       ::fa::wgmma::takesWriterWarp(::fa::wgmma::kWriterWarp, takesTurns(grid),
                                    grid.getRagged())

@@ -727,7 +727,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                            })
                            .wasInterrupted();
     std::optional<bool> takes = model::takesWriterWarp(
-        writerWarpMode, takesTurns(grid), grid.getRagged() || readsTables);
+        writerWarpMode, takesTurns(grid), grid.getRagged(), readsTables);
     if (!takes)
       return grid.emitOpError("writer-warp must be none, deterministic, "
                               "every or all, got '")

@@ -55,7 +55,8 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
 }
 
 std::optional<bool> takesWriterWarp(const std::string &writerWarp,
-                                    bool deterministic, bool raggedOrTables) {
+                                    bool deterministic, bool ragged,
+                                    bool readsTables) {
   std::optional<bool> takes;
   if (writerWarp == "none")
     takes = false;
@@ -63,8 +64,9 @@ std::optional<bool> takesWriterWarp(const std::string &writerWarp,
     takes = deterministic;
   else if (writerWarp == "every" || writerWarp == "all")
     takes = true;
-  if (takes && raggedOrTables && !kWriterWarpForRaggedAndTables &&
-      writerWarp != "all")
+  if (takes && writerWarp != "all" &&
+      ((ragged && !kWriterWarpForRagged) ||
+       (readsTables && !kWriterWarpForTables)))
     takes = false;
   return takes;
 }

@@ -165,23 +165,29 @@ constexpr const char *kWriterWarp = "every";
 constexpr int64_t kDeterministicDqChains = 1;
 
 /// Whether the writer warp also takes the dkdv programs of varlen batches
-/// (ragged grids) and of block masks (range tables). With it their GPU
-/// tests pass and the varlen backward is 1-5% faster (docs/benchmarks.md
-/// (ac)); racecheck's hazards there (the writer zeroed the staged dQ rows
-/// past a sequence) went with the consumers zeroing them themselves:
-/// 0 hazards (ad).
-constexpr bool kWriterWarpForRaggedAndTables = true;
+/// (ragged grids). With it their GPU tests pass and the varlen backward is
+/// 1-5% faster (docs/benchmarks.md (ac)); racecheck's hazards there (the
+/// writer zeroed the staged dQ rows past a sequence) went with the
+/// consumers zeroing them themselves: 0 hazards (ad).
+constexpr bool kWriterWarpForRagged = true;
+
+/// Whether the writer warp also takes the dkdv programs that read a block
+/// mask's range tables. Their GPU tests pass with it (ad), but those
+/// programs already spill and spill more with the consumers' 232 registers
+/// (ptxas 13.0, bf16 document mask: D 64 84 -> 104 bytes, D 128 144 -> 200
+/// bytes), and their speed with it was not measured: off.
+constexpr bool kWriterWarpForTables = false;
 
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
 /// `writerWarp` ("none" | "deterministic" | "every" | "all": every
 /// program, varlen batches and block masks too whatever
-/// kWriterWarpForRaggedAndTables says; the program takes
-/// deterministic turns or not; it is a varlen batch's or reads a block
-/// mask's tables: kWriterWarpForRaggedAndTables); nullopt for another
-/// name.
+/// kWriterWarpForRagged and kWriterWarpForTables say; the program takes
+/// deterministic turns or not; it is a varlen batch's (`ragged`:
+/// kWriterWarpForRagged) or reads a block mask's tables (`readsTables`:
+/// kWriterWarpForTables)); nullopt for another name.
 std::optional<bool> takesWriterWarp(const std::string &writerWarp,
-                                    bool deterministic,
-                                    bool raggedOrTables = false);
+                                    bool deterministic, bool ragged = false,
+                                    bool readsTables = false);
 
 /// Registers each consumer thread can take (setmaxnreg.inc) next to the
 /// producer warpgroup: its entry registers plus its share of those the

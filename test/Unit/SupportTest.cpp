@@ -671,14 +671,21 @@ TEST(WgmmaModel, WriterWarpModes) {
   EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", true), true);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", false), false);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false), true);
-  EXPECT_EQ(fa::wgmma::takesWriterWarp("all", false, /*raggedOrTables=*/true),
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("all", false, /*ragged=*/true,
+                                       /*readsTables=*/true),
             true);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("always", false), std::nullopt);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("Deterministic", true), std::nullopt);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("", false), std::nullopt);
-  // Varlen and block-mask programs: as kWriterWarpForRaggedAndTables says.
-  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, true),
-            fa::wgmma::kWriterWarpForRaggedAndTables);
+  // Varlen and block-mask programs: as kWriterWarpForRagged and
+  // kWriterWarpForTables say.
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, /*ragged=*/true),
+            fa::wgmma::kWriterWarpForRagged);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, /*ragged=*/false,
+                                       /*readsTables=*/true),
+            fa::wgmma::kWriterWarpForTables);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, true, true),
+            fa::wgmma::kWriterWarpForRagged && fa::wgmma::kWriterWarpForTables);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("none", true, true), false);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("bad", true, true), std::nullopt);
   // The shipped default is a valid mode.
