@@ -908,6 +908,21 @@ TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
                        "fa_bwd_d64_bf16_full_64x128_w8_s3_wgmma",
                        "fa_bwd_d64_bf16_full_64x128_w8_s2_wgmma",
                        "fa_bwd_d64_bf16_full_64x128_w8_s1_wgmma"}));
+  // A varlen batch at head dim 64 (with the writer warp, three stages
+  // spill): two stages first, so that a cold compile assembles one.
+  spec.varlen = true;
+  names.clear();
+  for (const fa::KernelSpec &c : defaultCandidates(spec, 0))
+    names.push_back(kernelName(c));
+  if (fa::wgmma::kWriterWarpForRagged)
+    EXPECT_EQ(names, (std::vector<std::string>{
+                         "fa_bwd_d64_bf16_full_64x128_w8_varlen_s2_wgmma",
+                         "fa_bwd_d64_bf16_full_64x128_w8_varlen_s3_wgmma",
+                         "fa_bwd_d64_bf16_full_64x128_w8_varlen_s1_wgmma"}));
+  spec.headDim = 128;
+  EXPECT_EQ(kernelName(defaultCandidates(spec, 0).front()),
+            "fa_bwd_d128_bf16_full_64x128_w8_varlen_s3_wgmma");
+  spec.varlen = false;
   spec.headDim = 96;
   EXPECT_NE(validateSpec(spec).find("multiple of 64"), std::string::npos)
       << validateSpec(spec);
