@@ -14,7 +14,7 @@
 #                       sinks-serving-wgmma|kvcache-auto|driver-only|
 #                       ab-backward|
 #                       transposed-scores|writer-warp|writer-tables|
-#                       dq-chains|fp8-producer|
+#                       dq-chains|fp8-producer|rotated-staging|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -398,6 +398,49 @@ torch.cuda.synchronize()"
       fi
     else
       echo "== $step: no $archive (scripts/pack-model-ab.sh, above)"
+      failed+=("$step")
+    fi ;;
+  rotated-staging)
+    # The wgmma backward's rotating stagings (WgmmaModel's kRotatedStaging;
+    # run 2026-12-06, docs/benchmarks.md (ad), as .gpu/s4.sh). Needs
+    #   scripts/pack-model-ab.sh .gpu/rot-libs.tar.xz kRotatedStaging \
+    #     --tests-with '"grad-scores"' '"grad-scores"' '"none"' '"both"'
+    # (the first value is the header's). The backward tests with the
+    # "grad-scores" build in 6 shards, racecheck on the wgmma backward's
+    # quick cases, then the backward bench of each library in its own
+    # process and kernel cache, alternated twice.
+    if [ -f .gpu/rot-libs.tar.xz ]; then
+      libs=/tmp/fa-rotated && mkdir -p "$libs"
+      xz -dc .gpu/rot-libs.tar.xz | tar -xf - -C "$libs"
+      chmod +x "$libs/fa-gpu-tests-grad-scores"
+      filter='*BackwardWgmma*:GpuAttention.VarlenBackwardMatchesEachSequence:*BackwardVariants*:GpuAttention.BackwardDeterministic*'
+      for i in 0 1 2 3 4 5; do
+        GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i \
+          FA_GPU_TEST_CACHE_DIR=/tmp/fa-rotated-tests \
+          timeout 240 "$libs/fa-gpu-tests-grad-scores" \
+          --gtest_filter="$filter" > "$OUT/rotated-tests$i.log" 2>&1 &
+      done
+      wait
+      for i in 0 1 2 3 4 5; do
+        grep -E '^\[ *(OK|FAILED) *\]|tests? ran' "$OUT/rotated-tests$i.log" |
+          tail -n 12
+        grep -q '^\[  PASSED  \]' "$OUT/rotated-tests$i.log" ||
+          failed+=("rotated-tests$i")
+      done
+      FA_GPU_TEST_QUICK=1 FA_GPU_TEST_CACHE_DIR=/tmp/fa-rotated-race \
+        run rotated-staging-racecheck timeout 240 compute-sanitizer \
+        --tool racecheck --error-exitcode 9 "$libs/fa-gpu-tests-grad-scores" \
+        --gtest_filter='*BackwardWgmmaMatchesFloat64Gradients*'
+      for round in 1 2; do
+        for lib in grad-scores none both; do
+          FA_RUNTIME_LIB=$libs/$lib.so FA_CACHE_DIR=/tmp/fa-rotated-$lib \
+            run "rotated-staging-bench-$lib-$round" python3 \
+            bench/bench_backward.py --dtypes bfloat16 --dims 64,128 \
+            --seqs 1024,4096,16384
+        done
+      done
+    else
+      echo "== $step: no .gpu/rot-libs.tar.xz (scripts/pack-model-ab.sh, above)"
       failed+=("$step")
     fi ;;
   fp8-producer)
