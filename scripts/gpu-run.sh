@@ -59,6 +59,24 @@ run() { # name command...
   [ "$rc" -eq 0 ] || failed+=("$name")
 }
 
+# A filtered part of a GPU test binary in 6 gtest shards at once (one
+# kernel cache): logs NAME<i>.log, each shard's case lines printed, a
+# shard that did not pass (or ran past TIMEOUT s) a failed step NAME<i>.
+run_filtered_shards() { # name timeout binary filter
+  local name=$1 limit=$2 binary=$3 filter=$4 i
+  for i in 0 1 2 3 4 5; do
+    GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i \
+      FA_GPU_TEST_CACHE_DIR=/tmp/fa-$name-cache \
+      timeout "$limit" "$binary" --gtest_filter="$filter" \
+      > "$OUT/$name$i.log" 2>&1 &
+  done
+  wait
+  for i in 0 1 2 3 4 5; do
+    grep -E '^\[ *(OK|FAILED) *\]|tests? ran' "$OUT/$name$i.log" | tail -n 12
+    grep -q '^\[  PASSED  \]' "$OUT/$name$i.log" || failed+=("$name$i")
+  done
+}
+
 # The GPU suite's shards: those of FA_GPU_TEST_SHARD, spread over the GPUs
 # and FA_GPU_TEST_PER_GPU lanes on each (shard i, at position k in the
 # list, in lane k % lanes), each lane's in turn. Each shard is a step of its
@@ -414,19 +432,8 @@ torch.cuda.synchronize()"
       xz -dc .gpu/rot-libs.tar.xz | tar -xf - -C "$libs"
       chmod +x "$libs/fa-gpu-tests-grad-scores"
       filter='*BackwardWgmma*:GpuAttention.VarlenBackwardMatchesEachSequence:*BackwardVariants*:GpuAttention.BackwardDeterministic*'
-      for i in 0 1 2 3 4 5; do
-        GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i \
-          FA_GPU_TEST_CACHE_DIR=/tmp/fa-rotated-tests \
-          timeout 240 "$libs/fa-gpu-tests-grad-scores" \
-          --gtest_filter="$filter" > "$OUT/rotated-tests$i.log" 2>&1 &
-      done
-      wait
-      for i in 0 1 2 3 4 5; do
-        grep -E '^\[ *(OK|FAILED) *\]|tests? ran' "$OUT/rotated-tests$i.log" |
-          tail -n 12
-        grep -q '^\[  PASSED  \]' "$OUT/rotated-tests$i.log" ||
-          failed+=("rotated-tests$i")
-      done
+      run_filtered_shards rotated-tests 240 "$libs/fa-gpu-tests-grad-scores" \
+        "$filter"
       FA_GPU_TEST_QUICK=1 FA_GPU_TEST_CACHE_DIR=/tmp/fa-rotated-race \
         run rotated-staging-racecheck timeout 240 compute-sanitizer \
         --tool racecheck --error-exitcode 9 "$libs/fa-gpu-tests-grad-scores" \
@@ -491,17 +498,8 @@ torch.cuda.synchronize()"
       xz -dc .gpu/writer-libs.tar.xz | tar -xf - -C /tmp/fa-writer
       chmod +x /tmp/fa-writer/fa-gpu-tests-deterministic
       filter='GpuAttention.BackwardDeterministic:*BackwardWgmmaMatchesFloat64Gradients*:*DeterministicBackwardVariants*:GpuAttention.VarlenBackwardMatchesEachSequence:*SinksMatchFloat64Reference*'
-      for i in 0 1 2 3 4 5; do
-        GTEST_TOTAL_SHARDS=6 GTEST_SHARD_INDEX=$i \
-          FA_GPU_TEST_CACHE_DIR=/tmp/fa-writer-test-cache \
-          timeout 280 /tmp/fa-writer/fa-gpu-tests-deterministic \
-          --gtest_filter="$filter" > "$OUT/writer-tests$i.log" 2>&1 &
-      done
-      wait
-      for i in 0 1 2 3 4 5; do
-        grep -E '^\[ *(OK|FAILED) *\]|tests? ran' "$OUT/writer-tests$i.log" | tail -n 12
-        grep -q '^\[  PASSED  \]' "$OUT/writer-tests$i.log" || failed+=("writer-tests$i")
-      done
+      run_filtered_shards writer-tests 280 \
+        /tmp/fa-writer/fa-gpu-tests-deterministic "$filter"
       for tool in racecheck synccheck; do
         FA_GPU_TEST_QUICK=1 run "writer-$tool" timeout 150 compute-sanitizer \
           --tool "$tool" --error-exitcode 9 \

@@ -273,12 +273,16 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
       indexConst(w, loc, computeThreads / warpThreads + 1));
   auto writer = scf::IfOp::create(w, loc, isWriter);
   w.setInsertionPoint(writer.thenBlock()->getTerminator());
-  // The staged tile's buffer, where the consumers' staging lowers it.
-  Value buffer = sharedBufferAt(
-      w, loc,
-      arith::AddIOp::create(w, loc, indexConst(w, loc, offset.getInt()),
-                            sharedAtomPad(w, loc, kSwizzleBoundaryBytes)),
-      sharedBufferType(type));
+  // The staged tile's buffer, where the consumers' staging lowers it
+  // (a swizzled tile's offset counts from the first 1024-byte boundary).
+  auto stagedBuffer = [&](OpBuilder &at) {
+    return sharedBufferAt(
+        at, loc,
+        arith::AddIOp::create(at, loc, indexConst(at, loc, offset.getInt()),
+                              sharedAtomPad(at, loc, kSwizzleBoundaryBytes)),
+        sharedBufferType(type));
+  };
+  Value buffer = stagedBuffer(w);
   Value lane0 = isFirstOfThreadGroup(w, loc, warpThreads);
   // The first tile may be written at once.
   for (int64_t g = 0; g < groups; ++g)
@@ -398,18 +402,10 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
   if (Value first = op.getSequenceFirst())
     clearStagedRowsPastSequence(
         c, loc, op, type,
-        [&](OpBuilder &in) {
-          // From the staging's offset, as the writer's buffer: the staged
-          // tile's only reader stays the hand-off, so that its staging has
-          // no barriers.
-          return sharedBufferAt(
-              in, loc,
-              arith::AddIOp::create(
-                  in, loc, indexConst(in, loc, offset.getInt()),
-                  sharedAtomPad(in, loc, kSwizzleBoundaryBytes)),
-              sharedBufferType(type));
-        },
-        arith::AddIOp::create(c, loc, first, op.getRow()),
+        // The writer's view of the buffer, not the staged value: the
+        // staged tile's only reader stays the hand-off, so that its staging
+        // has no barriers.
+        stagedBuffer, arith::AddIOp::create(c, loc, first, op.getRow()),
         perWarpgroup ? kWarpgroupThreads : computeThreads, groupColumns,
         perWarpgroup, /*stagingPublished=*/false);
   HandOffOp::create(c, loc, staging.getResult(), kStagedFullBarrier, meeting,
