@@ -248,6 +248,13 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "(fa.pipeline_stages and an iteration operand on the "
            "fa.convert_layout): none | grad-scores | both | model "
            "(WgmmaModel's kRotatedStaging)">,
+    Option<"stagedRowValues", "staged-row-values", "int64_t",
+           /*default=*/"-1",
+           "dkdv programs: LSE and D load into shared-memory rings beside "
+           "Q's (fa.pipeline_stages; fa-warp-specialize's producer copies "
+           "them with Q) and the consumers read their rows from there "
+           "(fa.convert_layout), where they fit (-1: where WgmmaModel's "
+           "stagesRowValues says so, 0: never, 1: always)">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }

@@ -170,8 +170,15 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("the wgmma backward's stagings that rotate between two "
                      "buffers: none | grad-scores | both | model"),
       llvm::cl::init("model")};
+  Option<int64_t> stagedRowValues{
+      *this, "staged-row-values",
+      llvm::cl::desc("the wgmma backward's LSE and D through shared memory "
+                     "beside Q (-1: where the resource model says so, 0: "
+                     "never, 1: always)"),
+      llvm::cl::init(-1)};
   GpuOptions get() const {
-    return {arch, numWarps, strategy, stages, transposedScores, rotatedStaging};
+    return {arch,           numWarps,       strategy, stages, transposedScores,
+            rotatedStaging, stagedRowValues};
   }
 };
 

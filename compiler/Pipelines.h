@@ -50,6 +50,9 @@ struct GpuOptions {
   /// The wgmma backward's rotated stagings (fa-place-wgmma's option):
   /// "model", "none", "grad-scores" or "both".
   std::string rotatedStaging = "model";
+  /// The wgmma backward's LSE and D through shared memory (fa-place-wgmma's
+  /// staged-row-values): -1 the model, 0 never, 1 always.
+  int64_t stagedRowValues = -1;
 };
 
 /// tiled -> placed: every tile gets a home (fa-place-simt, fa-place-mma or

@@ -57,6 +57,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.arch = options.arch;
   place.transposedScores = options.transposedScores;
   place.rotatedStaging = options.rotatedStaging;
+  place.stagedRowValues = options.stagedRowValues;
   place.exp2OnFmaEvery = ::fa::wgmma::kExp2OnFmaEvery;
   place.producerTransposesValue = -1;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));

@@ -15,6 +15,7 @@
 #                       ab-backward|
 #                       transposed-scores|writer-warp|writer-tables|
 #                       dq-chains|fp8-producer|rotated-staging|
+#                       staged-row-values|staged-row-values-bench|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -479,6 +480,59 @@ torch.cuda.synchronize()"
       done
     else
       echo "== $step: no .gpu/fp8-libs.tar.xz (scripts/pack-model-ab.sh, above)"
+      failed+=("$step")
+    fi ;;
+  staged-row-values | staged-row-values-bench)
+    # The wgmma backward's LSE and D through shared memory (WgmmaModel's
+    # kStagedRowValues; docs/benchmarks.md (ae)). Needs
+    #   scripts/pack-model-ab.sh .gpu/rows-libs.tar.xz kStagedRowValues \
+    #     --tests-with true true false
+    # staged-row-values: the backward GPU tests of the true build in 6
+    # shards (wgmma backward, varlen, variants, deterministic, sinks, block
+    # masks, wide heads), racecheck on the quick wgmma backward cases,
+    # memcheck on the varlen backward's, the Python varlen and training
+    # backward tests. staged-row-values-bench: the backward bench of each
+    # library in its own process and kernel cache, alternated twice, then
+    # the D 64 dkdv kernel's stalls per SASS instruction with each.
+    if [ -f .gpu/rows-libs.tar.xz ]; then
+      libs=/tmp/fa-rows && mkdir -p "$libs"
+      [ -f "$libs/true.so" ] || xz -dc .gpu/rows-libs.tar.xz | tar -xf - -C "$libs"
+      chmod +x "$libs/fa-gpu-tests-true"
+      if [ "$step" = staged-row-values ]; then
+        # (Each limit keeps the step inside one device call.)
+        filter='*BackwardWgmma*:GpuAttention.VarlenBackwardMatchesEachSequence:*BackwardVariants*:GpuAttention.BackwardDeterministic*:*SinksMatchFloat64Reference*:*BlockMaskMatchesFloat64Reference*:GpuAttention.WideHeadBackwardDefaults'
+        run_filtered_shards rows-tests 270 "$libs/fa-gpu-tests-true" "$filter"
+        FA_GPU_TEST_QUICK=1 FA_GPU_TEST_CACHE_DIR=/tmp/fa-rows-racecheck \
+          run rows-racecheck timeout 120 compute-sanitizer --tool racecheck \
+          --error-exitcode 9 "$libs/fa-gpu-tests-true" \
+          --gtest_filter='*BackwardWgmmaMatchesFloat64Gradients*'
+        FA_GPU_TEST_QUICK=1 FA_GPU_TEST_CACHE_DIR=/tmp/fa-rows-memcheck \
+          run rows-memcheck timeout 90 compute-sanitizer --tool memcheck \
+          --error-exitcode 9 "$libs/fa-gpu-tests-true" \
+          --gtest_filter='GpuAttention.VarlenBackwardMatchesEachSequence'
+        FA_RUNTIME_LIB=$libs/true.so FA_CACHE_DIR=/tmp/fa-rows-py \
+          run rows-python-varlen timeout 60 python3 python/tests/test_varlen.py
+        FA_RUNTIME_LIB=$libs/true.so FA_CACHE_DIR=/tmp/fa-rows-py \
+          run rows-python-training timeout 60 python3 \
+          python/tests/test_training.py BackwardTest
+      else
+        for round in 1 2; do
+          for lib in true false; do
+            FA_RUNTIME_LIB=$libs/$lib.so FA_CACHE_DIR=/tmp/fa-rows-$lib \
+              run "rows-bench-$lib-$round" python3 bench/bench_backward.py \
+              --dtypes bfloat16 --dims 64,128 --seqs 1024,4096,16384 \
+              --json "$OUT/rows-bench-$lib-$round.json"
+          done
+        done
+        for lib in true false; do
+          mkdir -p "$OUT/profile-$lib"
+          FA_RUNTIME_LIB=$libs/$lib.so FA_CACHE_DIR=/tmp/fa-rows-$lib \
+            OUT=$OUT/profile-$lib run "rows-profile-$lib" timeout 200 \
+            bash scripts/profile-source.sh dkdv-d64
+        done
+      fi
+    else
+      echo "== $step: no .gpu/rows-libs.tar.xz (scripts/pack-model-ab.sh, above)"
       failed+=("$step")
     fi ;;
   writer-warp)

@@ -61,6 +61,10 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
     return grid.emitOpError("rotated-staging must be none, grad-scores, both "
                             "or model, got '")
            << rotatedStaging << "'";
+  if (stagedRowValues < -1 || stagedRowValues > 1)
+    return grid.emitOpError("staged-row-values must be -1 (the model), 0 or "
+                            "1, got ")
+           << int64_t(stagedRowValues);
   bool forward = isForwardProgram(grid);
   if (!forward)
     return placeBackwardProgram(grid, target);
@@ -181,6 +185,48 @@ static bool readsAsLogSumExp(LoadTileOp load) {
     auto probs = dyn_cast<RecomputeProbsOp>(user);
     return probs && probs.getLse() == load.getResult();
   });
+}
+
+/// Whether the row-vector loads of a dkdv program can come through shared
+/// memory beside Q (stageRowValuesBesideQuery): LSE and D, one each, in the
+/// loop body that loads Q.
+static bool stagesAsLoadedRows(const BackwardLoads &loads) {
+  return loads.rowVectors.size() == 2 &&
+         readsAsLogSumExp(loads.rowVectors[0]) !=
+             readsAsLogSumExp(loads.rowVectors[1]) &&
+         llvm::all_of(loads.rowVectors, [&](LoadTileOp op) {
+           return op->getBlock() == loads.streamed[0]->getBlock();
+         });
+}
+
+/// LSE and D of each query tile into rings of `stages` slots in shared
+/// memory (#fa.shared, fa.pipeline_stages, at the layout's offsets), which
+/// fa-warp-specialize's producer fills with Q's slot; each consumer thread
+/// reads its rows from there (fa.convert_layout) right after the load,
+/// at the top of the iteration: the reads' latency then passes behind the
+/// products before their first use (read just before it, the exponentials
+/// waited for them: ~2% of the D 64 kernel's stall samples).
+static void
+stageRowValuesBesideQuery(const BackwardLoads &loads,
+                          const ::fa::wgmma::BackwardSharedLayout &layout,
+                          int64_t stages) {
+  for (LoadTileOp op : loads.rowVectors) {
+    MLIRContext *ctx = op.getContext();
+    auto registers = cast<RankedTensorType>(op.getType());
+    op.getResult().setType(
+        withEncoding(registers, SharedEncodingAttr::get(ctx, /*pad=*/0)));
+    Builder attrs(ctx);
+    op->setAttr(FADialect::getSharedOffsetAttrName(),
+                attrs.getI64IntegerAttr(readsAsLogSumExp(op)
+                                            ? layout.logSumExpOffset
+                                            : layout.deltaOffset));
+    op->setAttr(FADialect::getPipelineStagesAttrName(),
+                attrs.getI64IntegerAttr(stages));
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    auto read = ConvertLayoutOp::create(b, op.getLoc(), registers, op);
+    op.getResult().replaceAllUsesExcept(read, read);
+  }
 }
 
 /// Transposed scores (WgmmaModel's transposesScores): S = Q K^T and
@@ -355,10 +401,24 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   std::string rotationMode = rotatedStaging == "model"
                                  ? ::fa::wgmma::rotatedStaging(config)
                                  : std::string(rotatedStaging);
+  // S^T = K Q^T and dP^T = V dO^T where the model (or the option) says so.
+  bool transposeScores = transposedScores < 0
+                             ? ::fa::wgmma::transposesScores(config)
+                             : transposedScores == 1;
+  bool readsTables = grid->walk([](QTileRangeOp range) {
+                           return range.getRanges() ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+                         })
+                         .wasInterrupted();
+  bool stageRowValues =
+      stagedRowValues < 0
+          ? ::fa::wgmma::stagesRowValues(config, transposeScores, readsTables)
+          : stagedRowValues == 1;
   std::optional<::fa::wgmma::StagingBuffers> buffers =
-      ::fa::wgmma::backwardStagingBuffers(config, rotationMode,
-                                          target.maxSharedMemoryPerBlock -
-                                              ::fa::kStaticSharedMemoryReserve);
+      ::fa::wgmma::backwardStagingBuffers(
+          config, rotationMode,
+          target.maxSharedMemoryPerBlock - ::fa::kStaticSharedMemoryReserve,
+          stageRowValues && stagesAsLoadedRows(*loads));
   assert(buffers && "placeProgram checked rotated-staging");
   ::fa::wgmma::BackwardSharedLayout layout =
       ::fa::wgmma::backwardSharedLayout(config, *buffers);
@@ -388,18 +448,17 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
       shared);
   placeBackwardLoads(*loads, queryRows, layout.kOffset, layout.vOffset,
                      layout.qOffset, layout.gradOutputOffset, stages);
-  // LSE and D (or LSE alone) one query tile ahead where the registers
-  // allow.
-  // S^T = K Q^T and dP^T = V dO^T where the model (or the option) says so.
-  bool transposeScores = transposedScores < 0
-                             ? ::fa::wgmma::transposesScores(config)
-                             : transposedScores == 1;
+  // LSE and D through shared memory beside Q, or (LSE alone) one query
+  // tile ahead in registers where those allow.
+  if (buffers->rowValues)
+    stageRowValuesBesideQuery(*loads, layout, stages);
   ::fa::wgmma::RowValuePrefetch prefetch = ::fa::wgmma::prefetchedRowValues(
       config, isPlainBackwardProgram(grid), transposeScores);
   for (LoadTileOp op : loads->rowVectors)
-    if (prefetch == ::fa::wgmma::RowValuePrefetch::both ||
-        (prefetch == ::fa::wgmma::RowValuePrefetch::logSumExp &&
-         readsAsLogSumExp(op)))
+    if (!buffers->rowValues &&
+        (prefetch == ::fa::wgmma::RowValuePrefetch::both ||
+         (prefetch == ::fa::wgmma::RowValuePrefetch::logSumExp &&
+          readsAsLogSumExp(op))))
       op->setAttr(FADialect::getPrefetchAttrName(), UnitAttr::get(ctx));
 
   if (transposeScores &&
@@ -474,17 +533,16 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
 
   int64_t registers = ::fa::wgmma::estimateBackwardRegisters(config);
   // fa-warp-specialize adds the producer warpgroup (not persistent), with
-  // a writer warp where the pipeline's kWriterWarp gives the program one,
-  // which leaves the consumers fewer registers: the estimate is checked
-  // against that smaller budget. (Whether the program reads a block
-  // mask's tables is not known here: taken as not.)
+  // a writer warp where the pipeline's kWriterWarp gives the program one
+  // and the warps that copy staged row values, which leave the consumers
+  // fewer registers: the estimate is checked against that smaller budget.
   bool writerWarp =
       ::fa::wgmma::takesWriterWarp(::fa::wgmma::kWriterWarp, takesTurns(grid),
-                                   grid.getRagged())
+                                   grid.getRagged(), readsTables)
           .value_or(false);
-  int64_t registerLimit =
-      ::fa::wgmma::consumerRegisters(numWarps, /*persistent=*/false,
-                                     /*transposesValue=*/false, writerWarp);
+  int64_t registerLimit = ::fa::wgmma::consumerRegisters(
+      numWarps, /*persistent=*/false,
+      /*transposesValue=*/false, writerWarp, buffers->rowValues);
   setPlacedLaunch(grid, "wgmma backward placement", StrategyKind::wgmma,
                   {config.blockM, config.blockN, config.headDim, numWarps},
                   numWarps * 32, layout.totalBytes, stages, registers,

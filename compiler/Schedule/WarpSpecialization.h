@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::fa::warp_specialization {
 
@@ -32,6 +33,15 @@ Value tileStartOf(LoadTileOp load);
 /// Polls of one mbarrier try_wait before it suspends the thread again.
 constexpr int64_t kWaitTicks = 10000000;
 
+/// The producer's first warp that copies a dkdv program's staged row values
+/// (LSE, D: fa-place-wgmma's staged-row-values), warp kRowValueWarp + i
+/// row value i: warps the elected thread (warp 0) and the writer (warp 1)
+/// leave idle. Each lane copies rows lane, lane + 32, ... with cp.async and
+/// arrives on Q's full barrier once they land
+/// (cp.async.mbarrier.arrive.noinc).
+constexpr int64_t kRowValueWarp = 2;
+constexpr int64_t kRowValueLanes = 32;
+
 /// The block's mbarriers, in this order in shared memory: the full barrier
 /// of each resident tensor (forward: q_full; dkdv: k_full, v_full), the
 /// full barriers of the two streamed tensors' rings (forward: k_full[stages],
@@ -42,11 +52,15 @@ constexpr int64_t kWaitTicks = 10000000;
 /// soon as Q K^T has read it, a V slot only after P V. With 8-bit V the
 /// producer transposes each V tile into a ring of `transposedSlots`, whose
 /// full and empty barriers come last (v_t_full[slots], v_t_empty[slots]).
+/// With staged row values, the first streamed tensor's (Q's) full barriers
+/// also take the arrivals of the `rowValueLanes` that copy them (a warp's
+/// for each).
 struct BarrierLayout {
   int64_t resident;
   int64_t stages;
   bool persistent;
   int64_t transposedSlots = 0;
+  int64_t rowValueLanes = 0;
 
   int64_t residentFull(int64_t i) const { return i; }
   int64_t streamedFull(int64_t j) const { return resident + j * stages; }
@@ -74,6 +88,8 @@ struct BarrierLayout {
          (barrier >= transposedFull(0) && barrier < transposedEmpty(0)));
     if (producerThreads)
       return kWarpgroupThreads;
+    if (barrier >= streamedFull(0) && barrier < streamedFull(1))
+      return 1 + rowValueLanes;
     return barrier >= streamedEmpty(0) ? computeThreads : 1;
   }
 };
@@ -125,6 +141,10 @@ struct Specialization {
   WorkRounds work;
   Value sectionPairs;
   Region &programRegion;
+  /// dkdv with staged row values: the LSE and D rings, filled with Q's slot
+  /// and completing on Q's full barrier (no tensor map, no barriers of
+  /// their own: Q's release frees them too); empty otherwise.
+  SmallVector<LoadedTensor *> rowValues = {};
 
   /// The first byte of `slot` of `tensor`'s ring.
   Value slotBase(OpBuilder &at, const LoadedTensor &tensor, Value slot) const {
@@ -168,8 +188,15 @@ struct Specialization {
   /// of each tile in order (forward: K and V of the K/V range; dkdv: Q and
   /// dO of the loop nest), each after the consumers released its slot.
   /// With `transposedValue`, all its threads then transpose each V tile
-  /// into that ring, one tile behind the copies.
+  /// into that ring, one tile behind the copies; with `rowValues`, a warp
+  /// for each walks the tiles too and copies it (copyRowValues).
   LogicalResult buildProducer(Block &producer);
+  /// The rows of `lane` (of kRowValueLanes) of row value `ring` at the tile
+  /// a producer's loop nest is at (`mapping`) into `slot` (cp.async, zeros
+  /// past the rows' end), then its arrival on Q's full barrier of `slot`
+  /// once they have landed.
+  LogicalResult copyRowValues(OpBuilder &at, IRMapping &mapping,
+                              const LoadedTensor &ring, Value lane, Value slot);
   /// The producer's threads: wait for V tile `n` and a free slot of
   /// `transposedValue`'s ring, transpose it there (fa.copy_tile), publish
   /// the copy and release V's slot.

@@ -1,4 +1,5 @@
-//===- WarpSpecialize.cpp - Producer/consumer split of a program -*- C++ -*-===//
+//===- WarpSpecialize.cpp - Producer/consumer split of a program -*- C++
+//-*-===//
 //
 // fa-warp-specialize: the schedule of the Hopper strategy, made explicit on
 // a program placed by fa-place-wgmma. One extra warpgroup (the producer)
@@ -66,8 +67,16 @@
 //   q_full[s], do_full[s]  Q / dO of slot s landed (producer -> consumers)
 //   q_empty[s], do_empty[s]                        (consumers -> producer)
 //
-// The producer walks the same loop nest. LSE and D stay loads of the
-// consumers (a row of 64 floats per tile, in registers). The consumers'
+// The producer walks the same loop nest. LSE and D (a row of 64 floats per
+// query tile) are the consumers' own loads, unless fa-place-wgmma staged
+// them (1-d #fa.shared loads with fa.pipeline_stages): then they ride Q's
+// ring. A warp of the producer for each (warps 2 and 3) walks the loop nest
+// too and copies each tile's rows into the ring's slot s with cp.async, as
+// zeros past the rows' end, once q_empty[s] let Q's copy go; each lane
+// arrives on q_full[s] once its copies have landed
+// (cp.async.mbarrier.arrive.noinc: q_full counts those 64 arrivals besides
+// the elected thread's expect_tx). The consumers read them after the wait
+// for q_full[s], and Q's release frees their slot too. The consumers'
 // block-wide barriers (staging P and dS, the deterministic turns) become a
 // named barrier of their threads (createComputeBarrier).
 //
@@ -231,6 +240,29 @@ static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
   createWarpgroupBarrier(in, loc);
 }
 
+/// The ops that read `tile`: its users and, for an async matmul, the waits
+/// that retire it (it reads the tile until then; the verifier of
+/// fa.tile_matmul lets only fa.async_wait read an async result).
+static SmallVector<Operation *> readersOf(Value tile) {
+  SmallVector<Operation *> uses;
+  for (Operation *user : tile.getUsers()) {
+    uses.push_back(user);
+    if (auto matmul = dyn_cast<TileMatmulOp>(user); matmul && matmul.getAsync())
+      llvm::append_range(uses, matmul.getResult().getUsers());
+  }
+  return uses;
+}
+
+/// The op of `block` that holds the last of `uses` (null if none does).
+static Operation *lastInBlock(ArrayRef<Operation *> uses, Block &block) {
+  Operation *last = nullptr;
+  for (Operation *use : uses)
+    if (Operation *op = block.findAncestorOpInBlock(*use))
+      if (!last || last->isBeforeInBlock(op))
+        last = op;
+  return last;
+}
+
 LogicalResult Specialization::rewriteConsumers(Block &consumer,
                                                WorkLoops &consumerWork) {
   // Consumers: the warpgroups take the registers; the program as it was,
@@ -240,9 +272,9 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
   OpBuilder c = OpBuilder::atBlockBegin(&consumer);
   NVVM::SetMaxRegisterOp::create(
       c, loc,
-      c.getI32IntegerAttr(int32_t(
-          model::consumerRegisters(computeThreads / 32, isPersistent,
-                                   transposedValue != nullptr, writerWarp))),
+      c.getI32IntegerAttr(int32_t(model::consumerRegisters(
+          computeThreads / 32, isPersistent, transposedValue != nullptr,
+          writerWarp, !rowValues.empty()))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::increase));
   Value consumerRingBase, consumerCount;
@@ -261,6 +293,42 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
   }
   if (!range && failed(countIterations()))
     return failure();
+  // Staged row values (dkdv): their reads wait for Q's slot of the
+  // iteration (once for both), and must come before Q's release (after
+  // Q's last use), which frees their slot too.
+  Operation *rowValuesWait = nullptr;
+  for (const LoadedTensor *ring : rowValues)
+    for (LoadTileOp load : ring->loads) {
+      Block *block = load->getBlock();
+      LoadTileOp query = streamed.front()->loads.front();
+      Operation *readLast = lastInBlock(readersOf(load.getResult()), *block);
+      Operation *queryLast = lastInBlock(readersOf(query.getResult()), *block);
+      if (!readLast || query->getBlock() != block || !queryLast ||
+          !readLast->isBeforeInBlock(queryLast))
+        return load.emitOpError(
+            "staged row values must be read in Q's loop body before Q's "
+            "last use (Q's release frees their slot)");
+      Operation *first = load.getOperation();
+      for (Operation *reader : load->getUsers())
+        if (Operation *op = block->findAncestorOpInBlock(*reader);
+            op && (first == load.getOperation() || op->isBeforeInBlock(first)))
+          first = op;
+      OpBuilder at(first);
+      auto [slot, parity] = slotAndParity(
+          at, ringPosition(at, load, ring->type.getDimSize(0), Value()),
+          ring->slots);
+      if (!rowValuesWait || rowValuesWait->getBlock() != block ||
+          !rowValuesWait->isBeforeInBlock(first))
+        rowValuesWait = nvgpu::MBarrierTryWaitParityOp::create(
+            at, loc, barriers, parity, indexConst(at, loc, kWaitTicks),
+            addConst(at, loc, slot, ring->fullBarrier));
+      Value view = sharedBufferAt(at, loc, slotBase(at, *ring, slot),
+                                  sharedBufferType(ring->type));
+      load.getResult().replaceAllUsesWith(
+          UnrealizedConversionCastOp::create(at, loc, ring->type, view)
+              .getResult(0));
+      load.erase();
+    }
   for (const LoadedTensor *tensor : tensors)
     for (LoadTileOp load : tensor->loads) {
       // What the consumers read: the loaded tile from its ring or, for 8-bit
@@ -274,16 +342,7 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
         tile = convert->getResult(0);
         ring = transposedValue;
       }
-      // The tile's uses: its users and, for an async matmul, the waits that
-      // retire it (it reads the tile until then; the verifier of
-      // fa.tile_matmul lets only fa.async_wait read an async result).
-      SmallVector<Operation *> uses;
-      for (Operation *user : tile.getUsers()) {
-        uses.push_back(user);
-        if (auto matmul = dyn_cast<TileMatmulOp>(user);
-            matmul && matmul.getAsync())
-          llvm::append_range(uses, matmul.getResult().getUsers());
-      }
+      SmallVector<Operation *> uses = readersOf(tile);
       // The ops of `in` that hold the first and the last use (null if none).
       auto useSpan = [&](Block &in) -> std::pair<Operation *, Operation *> {
         Operation *first = nullptr, *last = nullptr;
@@ -385,13 +444,19 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // n % stages. dkdv: K and V loaded once, Q and dO streamed over the loop
   // nest around them; LSE and D are register tiles the consumers load.
   bool forward = isForwardProgram(grid);
-  SmallVector<LoadTileOp> once, streamedLoads;
+  SmallVector<LoadTileOp> once, streamedLoads, rowValueLoads;
   LoadTileOp pagedLoad;
   grid.walk([&](LoadTileOp op) {
     if (op.getPages())
       pagedLoad = op;
-    if (!forward && !isa<SwizzledSharedEncodingAttr>(op.getType().getEncoding()))
+    Attribute encoding = op.getType().getEncoding();
+    if (!forward && !isa<SwizzledSharedEncodingAttr>(encoding)) {
+      // LSE and D staged beside Q (fa-place-wgmma's staged-row-values).
+      if (isa_and_nonnull<SharedEncodingAttr>(encoding) &&
+          op->hasAttr(FADialect::getPipelineStagesAttrName()))
+        rowValueLoads.push_back(op);
       return;
+    }
     (op->hasAttr(FADialect::getPipelineStagesAttrName()) ? streamedLoads
                                                          : once)
         .push_back(op);
@@ -410,8 +475,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
           "page size (the form the tiling builds)");
   SmallVector<KVTileRangeOp> ranges;
   grid.walk([&](KVTileRangeOp op) { ranges.push_back(op); });
-  std::array<LoadedTensor, 4> storage;
-  SmallVector<LoadedTensor *> resident, streamed;
+  std::array<LoadedTensor, 6> storage;
+  SmallVector<LoadedTensor *> resident, streamed, rowValues;
   SmallVector<ConvertLayoutOp> transposeLoads;
   LoadedTensor *transposedValue = nullptr;
   Value keySource;
@@ -543,6 +608,36 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     gradOutput.loads.push_back(streamedLoads[1]);
     resident = {&k, &v};
     streamed = {&q, &gradOutput};
+    // Staged row values: one ring each, Q's slots.
+    if (rowValueLoads.size() > 2)
+      return rowValueLoads[2].emitOpError(
+          "a dkdv program stages two row values (LSE and D), this is a third");
+    for (auto [i, load] : llvm::enumerate(rowValueLoads)) {
+      auto type = cast<RankedTensorType>(load.getType());
+      auto slots = load->getAttrOfType<IntegerAttr>(
+          FADialect::getPipelineStagesAttrName());
+      if (load->getBlock() != streamedLoads[0]->getBlock() ||
+          type.getRank() != 1 || !type.getElementType().isF32() ||
+          type.getDimSize(0) % kRowValueLanes != 0 ||
+          slots.getInt() != stages ||
+          !load->hasAttr(FADialect::getSharedOffsetAttrName()))
+        return load.emitOpError("staged row values must be f32 rows (a "
+                                "multiple of ")
+               << kRowValueLanes
+               << ") loaded in Q's loop body into a ring of the program's "
+                  "stages (fa.pipeline_stages = "
+               << stages << ", an fa.shared_offset)";
+      LoadedTensor &ring = storage[4 + i];
+      ring.name = "row values";
+      ring.loads.push_back(load);
+      ring.type = type;
+      ring.offset =
+          load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName())
+              .getInt();
+      ring.slotBytes = type.getDimSize(0) * 4;
+      ring.slots = stages;
+      rowValues.push_back(&ring);
+    }
   }
   // Persistent (forward) where the model leaves the registers for it; then
   // Q has an empty barrier too, after the K/V ones. Not for a ragged
@@ -554,7 +649,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
           cast<RankedTensorType>(once[0].getType()).getDimSize(1),
           computeThreads / 32);
   BarrierLayout barrierLayout{int64_t(resident.size()), stages, isPersistent,
-                              transposedValue ? transposedValue->slots : 0};
+                              transposedValue ? transposedValue->slots : 0,
+                              int64_t(rowValues.size()) * kRowValueLanes};
   if (transposedValue) {
     transposedValue->fullBarrier = barrierLayout.transposedFull(0);
     transposedValue->emptyBarrier = barrierLayout.transposedEmpty(0);
@@ -569,6 +665,8 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     tensor->emptyBarrier = barrierLayout.streamedEmpty(j);
     tensor->slots = stages;
   }
+  for (LoadedTensor *ring : rowValues)
+    ring->fullBarrier = streamed.front()->fullBarrier;
   SmallVector<LoadedTensor *> tensors = resident;
   llvm::append_range(tensors, streamed);
   for (LoadedTensor *tensor : tensors)
@@ -757,6 +855,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                                 work,
                                 sectionPairs,
                                 programRegion};
+  specialization.rowValues = rowValues;
   if (failed(specialization.buildProducer(producer)) ||
       failed(specialization.rewriteConsumers(consumer, consumerWork)))
     return failure();

@@ -37,17 +37,21 @@ LogicalResult Specialization::buildProducer(Block &producer) {
   OpBuilder p = OpBuilder::atBlockBegin(&producer);
   NVVM::SetMaxRegisterOp::create(
       p, loc,
-      p.getI32IntegerAttr(int32_t(model::producerRegisters(
-          isPersistent, transposedValue != nullptr, writerWarp))),
+      p.getI32IntegerAttr(int32_t(
+          model::producerRegisters(isPersistent, transposedValue != nullptr,
+                                   writerWarp, !rowValues.empty()))),
       NVVM::SetMaxRegisterActionAttr::get(
           ctx, NVVM::SetMaxRegisterAction::decrease));
   Value elected = arith::CmpIOp::create(p, loc, arith::CmpIPredicate::eq, tid,
                                         computeThreadsV);
   // Only the elected thread has work, unless the warpgroup transposes V:
   // then all its threads walk the tiles and the copies are the elected
-  // thread's (`asElected`).
+  // thread's (`asElected`). Staged row values: a warp of their own walks
+  // the tiles after it (copyRowValues).
+  OpBuilder afterCopies = p;
   if (!transposedValue) {
     auto issue = scf::IfOp::create(p, loc, elected);
+    afterCopies.setInsertionPointAfter(issue);
     p.setInsertionPointToStart(&issue.getThenRegion().front());
   }
   IRMapping mapping;
@@ -189,38 +193,78 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     // dkdv: the consumers' loop nest (an inner loop's bounds may depend on
     // the outer ones: a mask_mod narrows each query head's range), each
     // load's row at its iteration; the loops carry the iteration count n.
-    SmallVector<scf::ForOp> loops;
-    OpBuilder at = p;
-    Value n = indexConst(at, loc, 0);
-    for (scf::ForOp loop : streamLoops) {
-      SmallVector<Value, 3> bounds;
-      for (Value bound :
-           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
-        FailureOr<Value> cloned =
-            cloneSliceInto(at, programRegion, bound, mapping);
-        if (failed(cloned))
-          return failure();
-        bounds.push_back(*cloned);
+    auto walkStreamLoops =
+        [&](OpBuilder at, IRMapping &mapping,
+            function_ref<LogicalResult(OpBuilder &, Value)> body)
+        -> LogicalResult {
+      SmallVector<scf::ForOp> loops;
+      Value n = indexConst(at, loc, 0);
+      for (scf::ForOp loop : streamLoops) {
+        SmallVector<Value, 3> bounds;
+        for (Value bound :
+             {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}) {
+          FailureOr<Value> cloned =
+              cloneSliceInto(at, programRegion, bound, mapping);
+          if (failed(cloned))
+            return failure();
+          bounds.push_back(*cloned);
+        }
+        auto copy =
+            scf::ForOp::create(at, loc, bounds[0], bounds[1], bounds[2], n);
+        mapping.map(loop.getInductionVar(), copy.getInductionVar());
+        if (!loops.empty())
+          scf::YieldOp::create(at, loc, copy.getResult(0));
+        loops.push_back(copy);
+        at = OpBuilder::atBlockBegin(copy.getBody());
+        n = copy.getRegionIterArg(0);
       }
-      auto copy =
-          scf::ForOp::create(at, loc, bounds[0], bounds[1], bounds[2], n);
-      mapping.map(loop.getInductionVar(), copy.getInductionVar());
-      if (!loops.empty())
-        scf::YieldOp::create(at, loc, copy.getResult(0));
-      loops.push_back(copy);
-      at = OpBuilder::atBlockBegin(copy.getBody());
-      n = copy.getRegionIterArg(0);
-    }
-    if (failed(copyStreamed(
-            at, n,
-            [&](OpBuilder &in, const LoadedTensor &tensor, Value &) -> Value {
-              FailureOr<Value> row = cloneSliceInto(
-                  in, programRegion, LoadTileOp(tensor.loads.front()).getRow(),
-                  mapping);
-              return succeeded(row) ? *row : Value();
-            })))
+      if (failed(body(at, n)))
+        return failure();
+      scf::YieldOp::create(at, loc, addConst(at, loc, n, 1));
+      return success();
+    };
+    if (failed(walkStreamLoops(p, mapping, [&](OpBuilder &at, Value n) {
+          return copyStreamed(
+              at, n,
+              [&](OpBuilder &in, const LoadedTensor &tensor, Value &) -> Value {
+                FailureOr<Value> row = cloneSliceInto(
+                    in, programRegion,
+                    LoadTileOp(tensor.loads.front()).getRow(), mapping);
+                return succeeded(row) ? *row : Value();
+              });
+        })))
       return failure();
-    scf::YieldOp::create(at, loc, addConst(at, loc, n, 1));
+    // Staged row values: warp kRowValueWarp + i walks the same tiles and
+    // copies row value i of each into Q's slot once the consumers released
+    // it (branches of their own: the elected thread's loop keeps its
+    // registers, and each warp's loop holds one tensor's addresses).
+    for (auto [i, ring] : llvm::enumerate(rowValues)) {
+      Value first = addConst(afterCopies, loc, computeThreadsV,
+                             (kRowValueWarp + int64_t(i)) * kRowValueLanes);
+      Value inWarp = arith::AndIOp::create(
+          afterCopies, loc,
+          arith::CmpIOp::create(afterCopies, loc, arith::CmpIPredicate::uge,
+                                tid, first),
+          arith::CmpIOp::create(
+              afterCopies, loc, arith::CmpIPredicate::ult, tid,
+              addConst(afterCopies, loc, first, kRowValueLanes)));
+      auto rowWarp = scf::IfOp::create(afterCopies, loc, inWarp);
+      afterCopies.setInsertionPointAfter(rowWarp);
+      OpBuilder in = OpBuilder::atBlockBegin(rowWarp.thenBlock());
+      Value lane = arith::SubIOp::create(in, loc, tid, first);
+      IRMapping rowMapping;
+      if (failed(walkStreamLoops(in, rowMapping, [&](OpBuilder &at, Value n) {
+            auto [slot, parity] = slotAndParity(at, n, stages);
+            Value previous = arith::XOrIOp::create(
+                at, loc, parity,
+                arith::ConstantOp::create(at, loc, at.getBoolAttr(true)));
+            nvgpu::MBarrierTryWaitParityOp::create(
+                at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
+                addConst(at, loc, slot, streamed.front()->emptyBarrier));
+            return copyRowValues(at, rowMapping, *ring, lane, slot);
+          })))
+        return failure();
+    }
     return success();
   }
   // A paged cache's K/V tile lies in one page, which the consumers' loads
@@ -342,4 +386,58 @@ void Specialization::transposeValueTile(OpBuilder &at, Value n) {
       addConst(at, loc, copySlot, transposed.fullBarrier));
   nvgpu::MBarrierArriveOp::create(at, loc, token, barriers,
                                   addConst(at, loc, slot, value.emptyBarrier));
+}
+
+LogicalResult Specialization::copyRowValues(OpBuilder &at, IRMapping &mapping,
+                                            const LoadedTensor &ring,
+                                            Value lane, Value slot) {
+  // Lane l copies rows l, l + 32, ... of the tile; a row past the tile's
+  // sequence (or the tensor) reads nothing and lands as zero, as
+  // fa.load_tile pads (with Q's and dO's zero rows there, dS = 0: those
+  // rows add nothing to dK, dV or dQ).
+  auto clone = [&](Value value) -> Value {
+    if (!value)
+      return value;
+    FailureOr<Value> cloned = cloneSliceInto(at, programRegion, value, mapping);
+    return succeeded(cloned) ? *cloned : Value();
+  };
+  Value zero = indexConst(at, loc, 0), one = indexConst(at, loc, 1);
+  {
+    LoadTileOp load = ring.loads.front();
+    Value source = clone(load.getSource()), batch = clone(load.getBatch()),
+          head = clone(load.getHead()), row = clone(load.getRow());
+    Value first = clone(load.getSequenceFirst()),
+          end = clone(load.getSequenceEnd());
+    if (!source || !batch || !head || !row ||
+        (load.getSequenceFirst() && (!first || !end)))
+      return failure();
+    Value firstRow = buildSourceRow(at, loc, first, row);
+    Value limit = buildRowLimit(at, loc, source, end);
+    Value buffer = sharedBufferAt(at, loc, slotBase(at, ring, slot),
+                                  sharedBufferType(ring.type));
+    for (int64_t r = 0; r < ring.type.getDimSize(0); r += kRowValueLanes) {
+      Value inTile = addConst(at, loc, lane, r);
+      Value sourceRow = arith::AddIOp::create(at, loc, firstRow, inTile);
+      Value valid = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ult,
+                                          sourceRow, limit);
+      nvgpu::DeviceAsyncCopyOp::create(
+          at, loc, nvgpu::DeviceAsyncTokenType::get(ctx), buffer,
+          ValueRange{inTile}, source,
+          ValueRange{batch, head,
+                     arith::SelectOp::create(at, loc, valid, sourceRow, zero)},
+          at.getIndexAttr(1),
+          arith::SelectOp::create(at, loc, valid, one, zero), UnitAttr());
+    }
+  }
+  // The arrival counts once the lane's copies (all it issued) have landed.
+  Value barrier = nvgpu::MBarrierGetOp::create(
+      at, loc, at.getI32Type(), barriers,
+      addConst(at, loc, slot, streamed.front()->fullBarrier));
+  NVVM::CpAsyncMBarrierArriveOp::create(
+      at, loc,
+      LLVM::IntToPtrOp::create(
+          at, loc, LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/3),
+          barrier),
+      /*noinc=*/true);
+  return success();
 }

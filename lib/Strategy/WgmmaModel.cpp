@@ -46,9 +46,11 @@ bool producerTransposesValue(const Config &config) {
 }
 
 int64_t producerRegisters(bool persistent, bool transposesValue,
-                          bool writerWarp) {
+                          bool writerWarp, bool stagedRowValues) {
   if (transposesValue)
     return 56;
+  if (stagedRowValues)
+    return 40;
   if (writerWarp)
     return 32;
   return persistent ? 40 : 24;
@@ -72,12 +74,13 @@ std::optional<bool> takesWriterWarp(const std::string &writerWarp,
 }
 
 int64_t consumerRegisters(int64_t numWarps, bool persistent,
-                          bool transposesValue, bool writerWarp) {
+                          bool transposesValue, bool writerWarp,
+                          bool stagedRowValues) {
   int64_t consumerThreads = 32 * numWarps;
   int64_t entry = entryRegisters(consumerThreads + kWarpgroupThreads);
-  int64_t released =
-      (entry - producerRegisters(persistent, transposesValue, writerWarp)) *
-      kWarpgroupThreads;
+  int64_t released = (entry - producerRegisters(persistent, transposesValue,
+                                                writerWarp, stagedRowValues)) *
+                     kWarpgroupThreads;
   int64_t perThread = entry + released / consumerThreads;
   return std::min<int64_t>(240, perThread / 8 * 8);
 }
@@ -244,14 +247,21 @@ BackwardSharedLayout backwardSharedLayout(const Config &c,
   layout.gradQueryOffset =
       layout.gradScoresOffset + buffers.gradScores * stagedBytes;
   int64_t end = layout.gradQueryOffset + c.blockM * c.headDim * 4;
+  if (buffers.rowValues) {
+    int64_t ringBytes = c.stages * c.blockM * 4;
+    layout.logSumExpOffset = end;
+    layout.deltaOffset = end + ringBytes;
+    end += 2 * ringBytes;
+  }
   layout.totalBytes = end + kSwizzleAtomBytes;
   return layout;
 }
 
 std::optional<StagingBuffers>
 backwardStagingBuffers(const Config &c, const std::string &mode,
-                       int64_t availableSharedBytes) {
+                       int64_t availableSharedBytes, bool rowValues) {
   StagingBuffers buffers;
+  buffers.rowValues = rowValues;
   if (mode == "grad-scores" || mode == "both")
     buffers.gradScores = 2;
   else if (mode != "none")
@@ -265,6 +275,8 @@ backwardStagingBuffers(const Config &c, const std::string &mode,
     buffers.probs = 1;
   if (!fits())
     buffers.gradScores = 1;
+  if (!fits())
+    buffers.rowValues = false;
   return buffers;
 }
 
@@ -281,6 +293,10 @@ bool transposesScores(const Config &) {
   // (docs/benchmarks.md (y)): taken only where asked for (fa-place-wgmma's
   // transposed-scores=1).
   return false;
+}
+
+bool stagesRowValues(const Config &, bool transposedScores, bool readsTables) {
+  return kStagedRowValues && !transposedScores && !readsTables;
 }
 
 RowValuePrefetch prefetchedRowValues(const Config &c, bool plainProgram,

@@ -131,9 +131,12 @@ int64_t entryRegisters(int64_t threads);
 /// 48 at head dims 128 and 256); with a writer warp (the deterministic
 /// backward's dQ turns, fa-tma-reduce), that warp's loop nest and turn
 /// counter next to the copies' (24 spilled 4-16 bytes at head dims 64 and
-/// 128).
+/// 128); with staged row values (stagesRowValues), the two warps that copy
+/// them walk the loop nest with a tensor's addresses each (32 spilled 4-40
+/// bytes; 40 leaves the consumers 232 all the same).
 int64_t producerRegisters(bool persistent, bool transposesValue,
-                          bool writerWarp = false);
+                          bool writerWarp = false,
+                          bool stagedRowValues = false);
 
 /// 8-bit forward: every k-th exponential of the online softmax on the FMA
 /// and integer pipes instead of the MUFU unit (fa-place-wgmma's
@@ -193,7 +196,8 @@ std::optional<bool> takesWriterWarp(const std::string &writerWarp,
 /// producer warpgroup: its entry registers plus its share of those the
 /// producer gave back, in steps of 8, at most 240.
 int64_t consumerRegisters(int64_t numWarps, bool persistent,
-                          bool transposesValue, bool writerWarp = false);
+                          bool transposesValue, bool writerWarp = false,
+                          bool stagedRowValues = false);
 
 /// 32-bit registers per consumer thread: O (head-dim / 2), S (block-n / 2),
 /// with the softmax overlap also the previous tile's P (block-n / 4:
@@ -254,18 +258,23 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 /// Buffers of the dkdv program's staged P and dS: 2 makes a staging rotate
 /// (fa.pipeline_stages on its fa.convert_layout, written by iteration
 /// parity), so that it waits for its previous readers only when its loop
-/// starts instead of every iteration.
+/// starts instead of every iteration. `rowValues`: LSE and D come through
+/// shared memory (stagesRowValues).
 struct StagingBuffers {
   int64_t probs = 1, gradScores = 1;
+  bool rowValues = false;
 };
 
 /// Shared-memory layout of the dkdv program, in bytes from the 1024-aligned
 /// base: K, V, the Q and dO rings, the staged P and dS (each `buffers`
-/// consecutive buffers), and the staged f32 dQ part.
+/// consecutive buffers), the staged f32 dQ part and, with staged row
+/// values, the LSE ring and the D ring (a slot per stage, block-m f32 each;
+/// -1 without).
 struct BackwardSharedLayout {
   int64_t kOffset = 0, vOffset = 0, qOffset = 0, gradOutputOffset = 0;
   int64_t probsOffset = 0, gradScoresOffset = 0;
   int64_t gradQueryOffset = 0;
+  int64_t logSumExpOffset = -1, deltaOffset = -1;
   int64_t totalBytes = 0;
 };
 
@@ -287,12 +296,30 @@ constexpr const char *kRotatedStaging = "grad-scores";
 std::string rotatedStaging(const Config &config);
 
 /// The staging buffers of a dkdv program for `mode` ("none",
-/// "grad-scores", "both"): two where `mode` asks for them and they fit in
-/// `availableSharedBytes` beside the config's stages (a rotation is not
-/// worth a stage), else one; nullopt for another mode.
+/// "grad-scores", "both") and `rowValues`: two where `mode` asks for them
+/// and they fit in `availableSharedBytes` beside the config's stages (a
+/// rotation is not worth a stage), else one; the row values' rings where
+/// asked for and they fit beside those (dropped last); nullopt for another
+/// mode.
 std::optional<StagingBuffers>
 backwardStagingBuffers(const Config &config, const std::string &mode,
-                       int64_t availableSharedBytes);
+                       int64_t availableSharedBytes, bool rowValues = false);
+
+/// Whether the dkdv program's LSE and D rows come through shared memory:
+/// the producer copies each query tile's rows with its Q tile (cp.async,
+/// completing on Q's full barrier) into rings beside Q's, and the
+/// consumers read their rows from there, instead of loading them from
+/// global memory themselves. The consumers' loads were the only global
+/// loads in their loop, and each fence that publishes a staged tile to
+/// the tensor cores (fence.proxy.async, MEMBAR.ALL.CTA in SASS) waited
+/// for them: ~6% of the D 64 dkdv program's stall samples (docs/
+/// benchmarks.md (ad)). Not with transposed scores (16 rows a thread), nor
+/// in a program that reads a block mask's tables: those take no writer
+/// warp (kWriterWarpForTables), so their consumers keep 240 registers,
+/// which the producer's copying warps (producerRegisters) would cut to 232.
+constexpr bool kStagedRowValues = true;
+bool stagesRowValues(const Config &config, bool transposedScores = false,
+                     bool readsTables = false);
 
 /// Whether the dkdv program computes S^T = K Q^T and dP^T = V dO^T
 /// (fa-place-wgmma's transposed scores, FlashAttention-3's SdP_swapAB):

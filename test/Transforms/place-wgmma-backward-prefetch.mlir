@@ -1,8 +1,10 @@
-// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0" | FileCheck %s
-// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-pipeline="strategy=wgmma num-warps=8 stages=2 transposed-scores=0" | FileCheck %s --check-prefix=PIPE
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 transposed-scores=0 staged-row-values=0" | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-pipeline="strategy=wgmma num-warps=8 stages=2 transposed-scores=0 staged-row-values=0" | FileCheck %s --check-prefix=PIPE
 
 // (The untransposed scores, S = Q K^T: transposed-scores=0. With transposed
-// scores no row value goes ahead: place-wgmma-backward-transposed.mlir.)
+// scores no row value goes ahead: place-wgmma-backward-transposed.mlir.
+// The row values in registers: staged-row-values=0; by default they come
+// through shared memory, place-wgmma-backward-staged-rows.mlir.)
 
 // The resource model asks for LSE and D one query tile ahead where the
 // consumers have registers to spare (wgmma::prefetchedRowValues): at head

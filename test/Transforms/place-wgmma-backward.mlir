@@ -17,12 +17,17 @@
 // CHECK: arith.constant dense<0.000000e+00> : tensor<128x128xf32, #fa.mma<warps = 8>>
 // CHECK: scf.for
 // CHECK: scf.for
-// ... LSE_i and D_i in the row slots of S's layout: one m64 of query rows
-// whose 128 keys the two warpgroups split, warps numbered down the rows
-// first (a warpgroup's 4 warps hold one wgmma accumulator) ...
-// CHECK: %[[LSE:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
-// CHECK: %[[D:.*]] = fa.load_tile {{.*}} -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
-// ... Q_i and dO_i stream through rings of 2 swizzled slots.
+// ... LSE_i and D_i stream through rings of 2 slots of shared memory,
+// after the stagings below (fa-warp-specialize's producer copies them with
+// Q_i); each thread reads its rows of them at once, into the row slots of
+// S's layout: one m64 of query rows whose 128 keys the two warpgroups
+// split, warps numbered down the rows first (a warpgroup's 4 warps hold
+// one wgmma accumulator) ...
+// CHECK: %[[LSES:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 196608 : i64} : memref<?x?x?xf32> -> tensor<64xf32, #fa.shared<pad = 0>>
+// CHECK-NEXT: %[[LSE:.*]] = fa.convert_layout %[[LSES]] : tensor<64xf32, #fa.shared<pad = 0>> -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// CHECK-NEXT: %[[DSH:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 197120 : i64} : memref<?x?x?xf32> -> tensor<64xf32, #fa.shared<pad = 0>>
+// CHECK-NEXT: %[[D:.*]] = fa.convert_layout %[[DSH]] : tensor<64xf32, #fa.shared<pad = 0>> -> tensor<64xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>>
+// ... Q_i and dO_i through rings of 2 swizzled slots.
 // CHECK: %[[Q:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 65536 : i64} {{.*}} -> tensor<64x128xbf16, #fa.swizzled_shared<bytes = 128>>
 // CHECK: %[[DO:.*]] = fa.load_tile {{.*}} {fa.pipeline_stages = 2 : i64, fa.shared_offset = 98304 : i64} {{.*}} -> tensor<64x128xbf16, #fa.swizzled_shared<bytes = 128>>
 // S = Q K^T from shared memory on both sides.
@@ -46,7 +51,8 @@
 // the TMA engine to add to the accumulator (fa-tma-reduce).
 // CHECK-NEXT: %[[DQS:.*]] = fa.convert_layout %[[DQ]] {fa.shared_offset = 163840 : i64} : tensor<64x128xf32, #fa.mma<warps = 8, warps_n = 2, rows_first = 1>> -> tensor<64x128xf32, #fa.swizzled_shared<bytes = 128>>
 // CHECK-NEXT: fa.accumulate_tile %[[DQS]]
-// CHECK: fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 197632, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
+// The shared bytes: the swizzle's 1024-byte slack after the row values.
+// CHECK: fa.launch = #fa.launch<strategy = wgmma, threads = 256, shared_bytes = 198656, stages = 2, registers = {{[0-9]+}}>, program = "dkdv"
 // 3. The dq program: unplaced too.
 // CHECK: program = "dq"
 // CHECK-NOT: fa.launch

@@ -10,17 +10,19 @@
 // CHECK-NOT: nvgpu.mbarrier.create
 // CHECK: fa.grid
 // 10 barriers: k_full (0), v_full (1), q_full[2] (2, 3), do_full[2] (4, 5)
-// wait for the producer's arrival and the bytes; q_empty[2] (6, 7) and
-// do_empty[2] (8, 9) for the 256 consumer threads.
+// wait for the producer's arrival and the bytes, q_full also for the 64
+// lanes that copy LSE and D with Q; q_empty[2] (6, 7) and do_empty[2]
+// (8, 9) for the 256 consumer threads.
 // CHECK: %[[BARS:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 10>
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%c3], %c65
 // CHECK: nvgpu.mbarrier.init %[[BARS]][%c5], %c1
 // CHECK: nvgpu.mbarrier.init %[[BARS]][%c6], %c256
 // CHECK: nvgpu.mbarrier.init %[[BARS]][%c9], %c256
 // CHECK: gpu.barrier
 // CHECK: scf.if %{{.*}} {
-// Producer: K and V once (128 rows, two 64-column boxes each) on k_full and
-// v_full ...
-// CHECK-NEXT: nvvm.setmaxregister decrease 24
+// Producer (40 registers: the copying warps' loops): one thread issues K
+// and V once (128 rows, two 64-column boxes each) on k_full and v_full ...
+// CHECK-NEXT: nvvm.setmaxregister decrease 40
 // CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%c0], %c32768
 // CHECK: nvgpu.tma.async.load %{{.*}}[%c0, %[[KROW:.*]], %h, %b], %[[BARS]][%c0]
 // CHECK: nvgpu.tma.async.load %{{.*}}[%c64, %[[KROW]], %h, %b], %[[BARS]][%c0]
@@ -49,21 +51,58 @@
 // CHECK: %[[NEXT:.*]] = arith.addi %[[N]], %c1
 // CHECK-NEXT: scf.yield %[[NEXT]] : index
 // CHECK: scf.yield %[[INNER]] : index
+// Warp 2 of the producer walks the same loop nest and, once Q's slot is
+// free, copies LSE's rows lane and lane + 32 of the tile into the LSE ring's
+// slot (cp.async of 4 bytes; a row past the queries reads nothing and
+// lands as 0), then arrives on q_full once its copies have landed.
+// CHECK: %[[W2:.*]] = arith.addi %c256, %c64 : index
+// CHECK: scf.if
+// CHECK-NEXT: %[[LANE:.*]] = arith.subi %{{.*}}, %[[W2]] : index
+// CHECK: scf.for
+// CHECK: scf.for %[[RT:.*]] = %{{.*}} iter_args(%[[RN:.*]] = %{{.*}}) -> (index) {
+// CHECK: %[[RSLOT:.*]] = arith.remui %[[RN]], %c2
+// CHECK: %[[RQEMPTY:.*]] = arith.addi %[[RSLOT]], %c6
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[RQEMPTY]]]
+// CHECK: %[[ROW0:.*]] = arith.muli %[[RT]], %c64
+// CHECK: %[[ROWS:.*]] = memref.dim %[[LSE:arg[0-9]+]], %c2
+// CHECK: %[[LSESLOT:.*]] = memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[R:.*]] = arith.addi %[[ROW0]], %[[LANE]]
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi ult, %[[R]], %[[ROWS]]
+// CHECK-NEXT: %[[SRC:.*]] = arith.select %[[IN]], %[[R]], %c0
+// CHECK-NEXT: %[[COUNT:.*]] = arith.select %[[IN]], %c1, %c0
+// CHECK-NEXT: nvgpu.device_async_copy %[[LSE]][%b, %{{.*}}, %[[SRC]]], %[[LSESLOT]][%[[LANE]]], 1, %[[COUNT]]
+// CHECK: nvgpu.device_async_copy %[[LSE]]
+// CHECK: %[[RQFULL:.*]] = arith.addi %[[RSLOT]], %c2
+// CHECK-NEXT: %[[MBAR:.*]] = nvgpu.mbarrier.get %[[BARS]][%[[RQFULL]]]
+// CHECK-NEXT: %[[MBARPTR:.*]] = llvm.inttoptr %[[MBAR]] : i32 to !llvm.ptr<3>
+// CHECK-NEXT: nvvm.cp.async.mbarrier.arrive %[[MBARPTR]] {noinc = true}
+// Warp 3 the same for D.
+// CHECK: arith.addi %c256, %c96 : index
+// CHECK: nvgpu.device_async_copy %[[DELTA:arg[0-9]+]]
+// CHECK: nvgpu.device_async_copy %[[DELTA]]
+// CHECK: nvvm.cp.async.mbarrier.arrive
 // CHECK: } else {
 // Consumers: take the registers; wait for K and V before the loops; in each
-// iteration wait for Q just before S = Q K^T and for dO just before
-// dP = dO V^T; LSE and D are still their own loads. dO's slot is released
-// once dV += P^T dO is done, Q's once dK += dS^T Q is.
-// CHECK-NEXT: nvvm.setmaxregister increase 240
+// iteration wait for Q's slot (q_full) and read their rows of LSE and D
+// from it, wait for Q just before S = Q K^T (the same barrier) and for dO
+// just before dP = dO V^T. dO's slot is released once dV += P^T dO is
+// done, Q's (with LSE's and D's) once dK += dS^T Q is.
+// CHECK-NEXT: nvvm.setmaxregister increase 232
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%c0], %false
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%{{.*}}], %false
 // The consumers' loops carry the count beside dK and dV.
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CNOUT:.*]] = %c0)
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %[[CN:.*]] = %[[CNOUT]])
-// CHECK: fa.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32
-// CHECK: fa.load_tile %{{.*}} : memref<?x?x?xf32> -> tensor<64xf32
+// CHECK-NOT: fa.load_tile
 // CHECK: %[[CSLOT:.*]] = arith.remui %[[CN]], %c2
 // CHECK: %[[CQFULL:.*]] = arith.addi %[[CSLOT]], %c2
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CQFULL]]]
+// CHECK: %[[LSEVIEW:.*]] = memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[LSETILE:.*]] = builtin.unrealized_conversion_cast %[[LSEVIEW]] : memref<64xf32, #gpu.address_space<workgroup>> to tensor<64xf32, #fa.shared<pad = 0>>
+// CHECK-NEXT: %[[LSEROWS:.*]] = fa.convert_layout %[[LSETILE]]
+// CHECK-NOT: nvgpu.mbarrier.try_wait.parity
+// CHECK: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK: %[[DROWS:.*]] = fa.convert_layout
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CQFULL]]]
 // CHECK: %[[Q:.*]] = builtin.unrealized_conversion_cast %{{.*}} : memref<2x64x64xbf16, #gpu.address_space<workgroup>> to tensor<64x128xbf16, #fa.swizzled_shared<bytes = 128>>
 // CHECK-NEXT: fa.tile_matmul %[[Q]], %{{.*}} {async, transpose_rhs}
@@ -71,7 +110,9 @@
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]][%[[CDOFULL]]]
 // CHECK: %[[DO:.*]] = builtin.unrealized_conversion_cast
 // CHECK-NEXT: fa.tile_matmul %[[DO]], %{{.*}} {async, transpose_rhs}
+// CHECK: fa.recompute_probs %{{.*}}, %[[LSEROWS]]
 // CHECK: %[[DV:.*]] = fa.tile_matmul %{{.*}}, %[[DO]] acc(
+// CHECK: fa.softmax_grad %{{.*}}, %{{.*}}, %[[DROWS]]
 // CHECK: %[[DK:.*]] = fa.tile_matmul %{{.*}}, %[[Q]] acc(
 // CHECK: fa.async_wait %[[DV]] {pending = 0 : i64}
 // CHECK: %[[CDOEMPTY:.*]] = arith.addi %[[CSLOT]], %c8

@@ -6,6 +6,9 @@
 // CHECK: program = "delta"
 // CHECK: scf.for
 // CHECK: scf.for
+// 0. Each thread's rows of LSE and D read from their staged slots ...
+// CHECK: %[[LSE:.*]] = fa.convert_layout {{.*}} : tensor<64xf32, #fa.shared<pad = 0>>
+// CHECK: %[[D:.*]] = fa.convert_layout {{.*}} : tensor<64xf32, #fa.shared<pad = 0>>
 // 1. S = Q K^T and dP = dO V^T both start ...
 // CHECK: %[[S:.*]] = fa.tile_matmul %[[Q:.*]], %{{.*}} {async, transpose_rhs}
 // CHECK-NEXT: %[[DP:.*]] = fa.tile_matmul %[[DO:.*]], %{{.*}} {async, transpose_rhs}
@@ -13,13 +16,13 @@
 // mask and P = exp(S - LSE) overlap dP ...
 // CHECK-NEXT: %[[SW:.*]] = fa.async_wait %[[S]] {pending = 1 : i64}
 // CHECK-NEXT: %[[SM:.*]] = fa.mask %[[SW]]
-// CHECK-NEXT: %[[P:.*]] = fa.recompute_probs %[[SM]]
+// CHECK-NEXT: %[[P:.*]] = fa.recompute_probs %[[SM]], %[[LSE]]
 // 3. P staged, dV += P^T dO started; dP waited for with dV still running;
 // dS = P (dP - D) overlaps dV ...
 // CHECK: %[[PS:.*]] = fa.convert_layout
 // CHECK-NEXT: %[[DV:.*]] = fa.tile_matmul %[[PS]], %[[DO]] acc(%{{.*}}) {async, transpose_lhs}
 // CHECK-NEXT: %[[DPW:.*]] = fa.async_wait %[[DP]] {pending = 1 : i64}
-// CHECK-NEXT: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DPW]]
+// CHECK-NEXT: %[[DS:.*]] = fa.softmax_grad %[[P]], %[[DPW]], %[[D]]
 // 4. dS staged, dQ = dS K and dK += dS^T Q started in that order; dQ
 // waited for with dK still running (dV is done with it), so that dQ's
 // staging and its add to global overlap dK; dV and dK waited for at the

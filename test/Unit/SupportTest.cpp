@@ -872,6 +872,65 @@ TEST(WgmmaModel, RotatedStagingFitsBesideTheStages) {
                   .has_value());
 }
 
+/// Staged row values (LSE, D) take a ring of the stages each after the dQ
+/// staging, where they fit beside the stages and the rotations asked for
+/// (both fit at head dims 64 and 128 with three stages); with less room
+/// the rotations go first, then the row values; transposed scores keep
+/// them in registers.
+TEST(WgmmaModel, StagedRowValuesFitBesideTheStages) {
+  const int64_t available =
+      fa::lookupGpuArch("sm_90a")->maxSharedMemoryPerBlock -
+      fa::kStaticSharedMemoryReserve;
+  fa::wgmma::Config d64{64, 64, 128, 8, 3, 2};
+  fa::wgmma::Config d128{128, 64, 128, 8, 3, 2};
+  EXPECT_EQ(fa::wgmma::stagesRowValues(d64), fa::wgmma::kStagedRowValues);
+  EXPECT_FALSE(fa::wgmma::stagesRowValues(d64, /*transposedScores=*/true));
+  EXPECT_FALSE(fa::wgmma::stagesRowValues(d64, false, /*readsTables=*/true));
+  // The copying warps' loops take 40 producer registers, which leaves the
+  // consumers of two warpgroups the 232 the writer warp leaves them.
+  EXPECT_EQ(fa::wgmma::producerRegisters(false, false, true, true), 40);
+  EXPECT_EQ(fa::wgmma::producerRegisters(false, false, false, true), 40);
+  EXPECT_EQ(fa::wgmma::consumerRegisters(8, false, false, true, true),
+            fa::wgmma::consumerRegisters(8, false, false, true));
+  for (const fa::wgmma::Config &c : {d64, d128}) {
+    auto buffers = fa::wgmma::backwardStagingBuffers(
+        c, fa::wgmma::rotatedStaging(c), available, /*rowValues=*/true);
+    ASSERT_TRUE(buffers.has_value());
+    EXPECT_TRUE(buffers->rowValues);
+    fa::wgmma::StagingBuffers without = *buffers;
+    without.rowValues = false;
+    fa::wgmma::BackwardSharedLayout plain =
+        fa::wgmma::backwardSharedLayout(c, without);
+    fa::wgmma::BackwardSharedLayout staged =
+        fa::wgmma::backwardSharedLayout(c, *buffers);
+    EXPECT_EQ(plain.logSumExpOffset, -1);
+    EXPECT_EQ(plain.deltaOffset, -1);
+    EXPECT_EQ(staged.gradQueryOffset, plain.gradQueryOffset);
+    EXPECT_EQ(staged.logSumExpOffset,
+              plain.gradQueryOffset + c.blockM * c.headDim * 4);
+    EXPECT_EQ(staged.deltaOffset, staged.logSumExpOffset + 3 * 64 * 4);
+    EXPECT_EQ(staged.totalBytes, plain.totalBytes + 2 * 3 * 64 * 4);
+    EXPECT_LE(staged.totalBytes, available);
+  }
+  EXPECT_EQ(fa::wgmma::backwardSharedLayout(d128, {1, 1, /*rowValues=*/true})
+                .totalBytes,
+            230400 + 1536);
+  // Room for the rotation or the row values: the rotation goes first.
+  fa::wgmma::StagingBuffers rowsOnly{1, 1, true};
+  auto tight = fa::wgmma::backwardStagingBuffers(
+      d64, "grad-scores",
+      fa::wgmma::backwardSharedLayout(d64, rowsOnly).totalBytes, true);
+  ASSERT_TRUE(tight.has_value());
+  EXPECT_EQ(tight->gradScores, 1);
+  EXPECT_TRUE(tight->rowValues);
+  // No room for them either: registers.
+  auto none = fa::wgmma::backwardStagingBuffers(
+      d64, "grad-scores", fa::wgmma::backwardSharedLayout(d64).totalBytes,
+      true);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->rowValues);
+}
+
 TEST(WgmmaModel, BackwardDefaultsAndStrategy) {
   fa::KernelSpec spec;
   spec.backward = true;

@@ -400,8 +400,9 @@ struct SharedToAccumulatorLowering : MmaPattern<ConvertLayoutOp> {
   LogicalResult
   matchAndRewrite(ConvertLayoutOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isShared(op.getSource()) || !isMma(op.getResult()))
-      return rewriter.notifyMatchFailure(op, "not shared -> mma");
+    if (!isShared(op.getSource()) || !isMma(op.getResult()) ||
+        cast<RankedTensorType>(op.getType()).getRank() != 2)
+      return rewriter.notifyMatchFailure(op, "not a shared tile -> mma");
     Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
     Lane lane(rewriter, loc);

@@ -837,6 +837,27 @@ LogicalResult lowerLoadToRegisters(LoadTileOp op, LoadTileOp::Adaptor adaptor,
   return success();
 }
 
+/// A row vector in shared memory -> registers (the wgmma backward's staged
+/// LSE and D): each thread reads the rows it holds, once a row slot.
+LogicalResult lowerSharedRowsToRegisters(ConvertLayoutOp op,
+                                         ConvertLayoutOp::Adaptor adaptor,
+                                         const TileRewrite &r) {
+  auto source = cast<RankedTensorType>(op.getSource().getType());
+  if (source.getRank() != 1 || !isa<SharedEncodingAttr>(source.getEncoding()))
+    return r.b.notifyMatchFailure(op, "not a shared row vector");
+  ThreadElements thread(r.b, r.loc, cast<RankedTensorType>(op.getType()));
+  SmallVector<Value> values(r.layout.numSlots());
+  for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
+    Value value = memref::LoadOp::create(
+        r.b, r.loc, adaptor.getSource(),
+        ValueRange{thread.rowOfRowSlot(r.b, r.loc, row)});
+    for (int64_t slot : r.layout.slotsOfRow(row))
+      values[slot] = value;
+  }
+  r.b.replaceOp(op, r.pack(r.converter.convertType(op.getType()), values));
+  return success();
+}
+
 /// A transpose is the same registers read the other way (the verifier
 /// checked the layouts): the thread's elements stay where they are.
 struct TransposeLowering : OpConversionPattern<TransposeOp> {
@@ -898,4 +919,8 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   patterns.add<LayoutPattern<LoadTileOp>>(
       typeConverter, ctx, [](LoadTileOp op) -> Value { return op.getResult(); },
       lowerLoadToRegisters);
+  patterns.add<LayoutPattern<ConvertLayoutOp>>(
+      typeConverter, ctx,
+      [](ConvertLayoutOp op) -> Value { return op.getResult(); },
+      lowerSharedRowsToRegisters);
 }
