@@ -16,6 +16,7 @@
 #                       transposed-scores|writer-warp|writer-tables|
 #                       dq-chains|fp8-producer|rotated-staging|
 #                       staged-row-values|staged-row-values-bench|
+#                       profile-rows|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -354,6 +355,10 @@ torch.cuda.synchronize()"
   profile-backward-source)
     # Stall samples per SASS instruction of the D=128 dkdv kernel.
     run profile-backward-source bash scripts/profile-source.sh dkdv-d128 ;;
+  profile-rows)
+    # Per row of the forward and backward speed tables, ncu's time, tensor
+    # pipe share, issue slots and largest stalls (scripts/profile-rows.sh).
+    run profile-rows timeout 400 bash scripts/profile-rows.sh all ;;
   profile-source)
     # The same for the kernels named in FA_PROFILE_TARGETS.
     run profile-source bash scripts/profile-source.sh \

@@ -308,15 +308,20 @@ backwardStagingBuffers(const Config &config, const std::string &mode,
 /// Whether the dkdv program's LSE and D rows come through shared memory:
 /// the producer copies each query tile's rows with its Q tile (cp.async,
 /// completing on Q's full barrier) into rings beside Q's, and the
-/// consumers read their rows from there, instead of loading them from
-/// global memory themselves. The consumers' loads were the only global
-/// loads in their loop, and each fence that publishes a staged tile to
-/// the tensor cores (fence.proxy.async, MEMBAR.ALL.CTA in SASS) waited
-/// for them: ~6% of the D 64 dkdv program's stall samples (docs/
-/// benchmarks.md (ad)). Not with transposed scores (16 rows a thread), nor
-/// in a program that reads a block mask's tables: those take no writer
-/// warp (kWriterWarpForTables), so their consumers keep 240 registers,
-/// which the producer's copying warps (producerRegisters) would cut to 232.
+/// consumers read their rows from there at the top of the iteration,
+/// instead of loading them from global memory (one tile ahead at head dim
+/// 64: fa-prefetch-row-values). Measured on an H100 against the registers
+/// (docs/benchmarks.md (ae), bf16, two rounds): the default mode -2.1 ..
+/// +4.0% (7 of 12 rows faster, mean +0.9%), the deterministic mode -2.0 ..
+/// +1.7% (mean -0.6%); the varlen D 128 program at two stages spills none
+/// instead of 36 bytes, and the consumers hold no row value across the
+/// iteration. (The staging fences' long-scoreboard stalls, which were
+/// taken for waits on the consumers' loads of LSE and D, stay without
+/// them.) Not with
+/// transposed scores (16 rows a thread), nor in a program that reads a
+/// block mask's tables: those take no writer warp (kWriterWarpForTables),
+/// so their consumers keep 240 registers, which the producer's copying
+/// warps (producerRegisters) would cut to 232.
 constexpr bool kStagedRowValues = true;
 bool stagesRowValues(const Config &config, bool transposedScores = false,
                      bool readsTables = false);
