@@ -1,9 +1,11 @@
 //===- WarpSpecialization.h - fa-warp-specialize's shared state -*- C++ -*-===//
 //
-// Internal to fa-warp-specialize (WarpSpecialize.cpp: the pass and the
-// consumers' rewrite; WarpSpecializeProducer.cpp: the producer builder):
-// the barrier ring, the tensors the producer copies and the state both
-// roles' builders share. WarpSpecialize.cpp's header describes the schedule.
+// Internal to fa-warp-specialize (WarpSpecialize.cpp: the pass, which
+// finds the copied tensors and lays out the barriers;
+// WarpSpecializeProducer.cpp: the producer builder;
+// WarpSpecializeConsumers.cpp: the consumers' rewrite): the barrier ring,
+// the tensors the producer copies and the state both roles' builders
+// share. WarpSpecialize.cpp's header describes the schedule.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FA_COMPILER_SCHEDULE_WARPSPECIALIZATION_H
