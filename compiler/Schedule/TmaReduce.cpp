@@ -167,7 +167,6 @@ static void clearStagedRowsPastSequence(
     int64_t groupThreads, int64_t groupColumns, bool perWarpgroup,
     bool stagingPublished) {
   int64_t rows = type.getDimSize(0);
-  MLIRContext *ctx = b.getContext();
   Value end = arith::MaxUIOp::create(b, loc, op.getSequenceEnd(), firstRow);
   Value kept = arith::SubIOp::create(b, loc, end, firstRow);
   Value pastEnd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, kept,
@@ -196,9 +195,7 @@ static void clearStagedRowsPastSequence(
                 mulConst(in, loc, group, groupColumns * rows * 4)));
   clearSharedRowsPastEnd(in, loc, start, groupColumns / kReductionBoxColumns,
                          rows, kept, lane, groupThreads);
-  NVVM::FenceProxyOp::create(
-      in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  createAsyncSharedFence(in, loc);
   if (stagingPublished)
     groupBarrier();
 }
@@ -212,7 +209,6 @@ LogicalResult addThroughWriterWarp(LaunchAttr launch, scf::IfOp roles,
                                    AccumulateTileOp op, PassTurnOp pass,
                                    Value map) {
   Location loc = op.getLoc();
-  MLIRContext *ctx = op.getContext();
   SmallVector<scf::ForOp> loops;
   for (Operation *parent = op->getParentOp(); parent != roles;
        parent = parent->getParentOp()) {

@@ -95,10 +95,7 @@ static void clearRowsPastSequence(OpBuilder &b, Location loc, LoadTileOp load,
       in, loc, memref::ExtractAlignedPointerAsIndexOp::create(in, loc, view));
   clearSharedRowsPastEnd(in, loc, start, buffer.getDimSize(0), rows, kept, lane,
                          kWarpgroupThreads, lineBytes);
-  MLIRContext *ctx = b.getContext();
-  NVVM::FenceProxyOp::create(
-      in, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  createAsyncSharedFence(in, loc);
   createWarpgroupBarrier(in, loc);
 }
 

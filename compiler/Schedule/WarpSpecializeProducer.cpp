@@ -238,7 +238,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     // copies row value i of each into Q's slot once the consumers released
     // it (branches of their own: the elected thread's loop keeps its
     // registers, and each warp's loop holds one tensor's addresses).
-    for (auto [i, ring] : llvm::enumerate(rowValues)) {
+    for (auto [i, rowValue] : llvm::enumerate(rowValues)) {
+      const LoadedTensor &ring = *rowValue;
       Value first = addConst(afterCopies, loc, computeThreadsV,
                              (kRowValueWarp + int64_t(i)) * kRowValueLanes);
       Value inWarp = arith::AndIOp::create(
@@ -261,7 +262,7 @@ LogicalResult Specialization::buildProducer(Block &producer) {
             nvgpu::MBarrierTryWaitParityOp::create(
                 at, loc, barriers, previous, indexConst(at, loc, kWaitTicks),
                 addConst(at, loc, slot, streamed.front()->emptyBarrier));
-            return copyRowValues(at, rowMapping, *ring, lane, slot);
+            return copyRowValues(at, rowMapping, ring, lane, slot);
           })))
         return failure();
     }
@@ -377,9 +378,7 @@ void Specialization::transposeValueTile(OpBuilder &at, Value n) {
   CopyTileOp::create(at, loc, view(value, slot), view(transposed, copySlot));
   // Each thread publishes its share to wgmma (the async proxy), then
   // announces it and gives V's slot back.
-  NVVM::FenceProxyOp::create(
-      at, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  createAsyncSharedFence(at, loc);
   auto token = nvgpu::MBarrierTokenType::get(ctx);
   nvgpu::MBarrierArriveOp::create(
       at, loc, token, barriers,

@@ -217,6 +217,13 @@ Value mlir::fa::warpgroupBarrierId(OpBuilder &b, Location loc, int32_t first) {
                                       addConst(b, loc, warpgroup, first));
 }
 
+void mlir::fa::createAsyncSharedFence(OpBuilder &b, Location loc) {
+  MLIRContext *ctx = b.getContext();
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+}
+
 void mlir::fa::createWarpgroupBarrier(OpBuilder &b, Location loc) {
   Value id = warpgroupBarrierId(b, loc, kWarpgroupBarrier);
   NVVM::BarrierOp::create(

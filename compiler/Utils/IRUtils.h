@@ -95,6 +95,12 @@ Value warpgroupBarrierId(OpBuilder &b, Location loc, int32_t first);
 /// warpgroup writes and reads back alone.
 void createWarpgroupBarrier(OpBuilder &b, Location loc);
 
+/// fence.proxy.async.shared::cta: the calling thread's shared-memory writes
+/// (generic proxy) become visible to the async proxy's later reads of them
+/// (wgmma's operand descriptors, TMA stores and reductions); a barrier
+/// after it publishes them to the thread that issues those.
+void createAsyncSharedFence(OpBuilder &b, Location loc);
+
 /// A barrier of the threads that run the program's tile ops, placed before
 /// the builder's insertion point: the block (barrier 0), or in a kernel
 /// whose fa.launch has producer warps (an ancestor of `at`) only its

@@ -380,12 +380,7 @@ struct AccumulatorToSharedLowering : MmaPattern<ConvertLayoutOp> {
         }
       }
     if (swizzled)
-      NVVM::FenceProxyOp::create(
-          rewriter, loc,
-          NVVM::ProxyKindAttr::get(rewriter.getContext(),
-                                   NVVM::ProxyKind::async_shared),
-          NVVM::SharedSpaceAttr::get(rewriter.getContext(),
-                                     NVVM::SharedSpace::shared_cta));
+      createAsyncSharedFence(rewriter, loc);
     barrier(rewriter);
     rewriter.replaceOp(op, buffer);
     return success();

@@ -101,12 +101,7 @@ SharedTileCopyLayout swizzledLayout(Value pad) {
                            model::kSwizzleBytes, /*chunkStart=*/true);
   };
   layout.copiedColumns = [](int64_t headDim) { return headDim; };
-  layout.beforePublish = [](OpBuilder &b, Location loc) {
-    MLIRContext *ctx = b.getContext();
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  };
+  layout.beforePublish = createAsyncSharedFence;
   layout.placePass = "fa-place-wgmma";
   return layout;
 }
@@ -730,12 +725,7 @@ struct SharedTransposeLowering : OpConversionPattern<ConvertLayoutOp> {
         });
     // wgmma reads the copy through the async proxy; the warpgroup's
     // threads all wrote theirs.
-    NVVM::FenceProxyOp::create(
-        rewriter, loc,
-        NVVM::ProxyKindAttr::get(rewriter.getContext(),
-                                 NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(rewriter.getContext(),
-                                   NVVM::SharedSpace::shared_cta));
+    createAsyncSharedFence(rewriter, loc);
     createWarpgroupBarrier(rewriter, loc);
     rewriter.replaceOp(op, buffer);
     return success();
