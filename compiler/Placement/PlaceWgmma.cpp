@@ -372,13 +372,15 @@ static Value loopIteration(scf::ForOp loop) {
 
 /// The backward's dkdv program (lib/Strategy/WgmmaModel.h describes the
 /// split): K, V once and Q, dO in rings in 128-byte-swizzled shared memory;
-/// LSE and D straight into the row slots of S's layout; P and dS staged in
-/// swizzled shared memory, where every product that reads them finds them
-/// (dV += P^T dO and dK += dS^T Q read them transposed, dQ = dS K across
-/// all keys); dQ's f32 part staged too, for the TMA engine to add
-/// (fa-tma-reduce, between the deterministic mode's turns); LSE and D, or
-/// LSE alone, marked fa.prefetch where the model says so. The delta
-/// and dq programs (no matmul) are left to fa-place-simt.
+/// LSE and D in rings beside Q's where the model stages them
+/// (stageRowValuesBesideQuery), else straight into the row slots of S's
+/// layout (both, or LSE alone, marked fa.prefetch where the model says
+/// so); P and dS staged in swizzled shared memory, where every product
+/// that reads them finds them (dV += P^T dO and dK += dS^T Q read them
+/// transposed, dQ = dS K across all keys); dQ's f32 part staged too, for
+/// the TMA engine to add (fa-tma-reduce, between the deterministic mode's
+/// turns). The delta and dq programs (no matmul) are left to
+/// fa-place-simt.
 LogicalResult
 FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
                                        const ::fa::GpuArch &target) {
