@@ -407,11 +407,7 @@ FAPlaceWgmmaPass::placeBackwardProgram(GridOp grid,
   bool transposeScores = transposedScores < 0
                              ? ::fa::wgmma::transposesScores(config)
                              : transposedScores == 1;
-  bool readsTables = grid->walk([](QTileRangeOp range) {
-                           return range.getRanges() ? WalkResult::interrupt()
-                                                    : WalkResult::advance();
-                         })
-                         .wasInterrupted();
+  bool readsTables = readsBlockMaskTables(grid);
   bool stageRowValues =
       stagedRowValues < 0
           ? ::fa::wgmma::stagesRowValues(config, transposeScores, readsTables)

@@ -559,11 +559,7 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // reductions; the producer keeps registers for it.
   bool writerWarp = false;
   if (!forward) {
-    bool readsTables = grid->walk([](QTileRangeOp range) {
-                             return range.getRanges() ? WalkResult::interrupt()
-                                                      : WalkResult::advance();
-                           })
-                           .wasInterrupted();
+    bool readsTables = readsBlockMaskTables(grid);
     std::optional<bool> takes = model::takesWriterWarp(
         writerWarpMode, takesTurns(grid), grid.getRagged(), readsTables);
     if (!takes)

@@ -84,6 +84,15 @@ bool mlir::fa::takesTurns(Operation *program) {
       .wasInterrupted();
 }
 
+bool mlir::fa::readsBlockMaskTables(Operation *program) {
+  return program
+      ->walk([](QTileRangeOp range) {
+        return range.getRanges() ? WalkResult::interrupt()
+                                 : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 bool mlir::fa::isForwardProgram(Operation *program) {
   return program
       ->walk([](OnlineSoftmaxOp) { return WalkResult::interrupt(); })

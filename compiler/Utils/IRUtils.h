@@ -155,6 +155,10 @@ bool isForwardProgram(Operation *program);
 /// one: fa.wait_turn).
 bool takesTurns(Operation *program);
 
+/// Whether `program` reads a block mask's tables (an fa.q_tile_range with
+/// ranges: the backward of a block mask).
+bool readsBlockMaskTables(Operation *program);
+
 /// A view of `type` into the block's dynamic shared memory at byte
 /// `offset`.
 Value sharedBufferAt(OpBuilder &b, Location loc, Value offset, MemRefType type);
