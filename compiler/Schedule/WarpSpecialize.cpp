@@ -352,19 +352,22 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
     if (rowValueLoads.size() > 2)
       return rowValueLoads[2].emitOpError(
           "a dkdv program stages two row values (LSE and D), this is a third");
+    int64_t queryRows =
+        cast<RankedTensorType>(streamedLoads[0].getType()).getDimSize(0);
     for (auto [i, load] : llvm::enumerate(rowValueLoads)) {
       auto type = cast<RankedTensorType>(load.getType());
       auto slots = load->getAttrOfType<IntegerAttr>(
           FADialect::getPipelineStagesAttrName());
       if (load->getBlock() != streamedLoads[0]->getBlock() ||
           type.getRank() != 1 || !type.getElementType().isF32() ||
+          type.getDimSize(0) != queryRows ||
           type.getDimSize(0) % kRowValueLanes != 0 ||
           slots.getInt() != stages ||
           !load->hasAttr(FADialect::getSharedOffsetAttrName()))
-        return load.emitOpError("staged row values must be f32 rows (a "
-                                "multiple of ")
+        return load.emitOpError("staged row values must be f32 rows, one "
+                                "per row of Q's tile (a multiple of ")
                << kRowValueLanes
-               << ") loaded in Q's loop body into a ring of the program's "
+               << "), loaded in Q's loop body into a ring of the program's "
                   "stages (fa.pipeline_stages = "
                << stages << ", an fa.shared_offset)";
       LoadedTensor &ring = storage[4 + i];

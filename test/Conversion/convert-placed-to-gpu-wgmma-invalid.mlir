@@ -63,3 +63,22 @@ func.func @copy_tile_not_a_transpose(%v: memref<?x?x?x64xf16>, %n: index) {
   } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 17408, stages = 1, registers = 64>}
   return
 }
+
+// -----
+
+// A row vector in shared memory (the backward's staged LSE and D) is copied
+// by fa-warp-specialize's producer; the lowering's tile copies fill 2-d
+// tiles, so a placed program that skipped the warp specialization is
+// refused (it once looped on the missing second dimension).
+func.func @row_vector_not_specialized(%lse: memref<?x?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    scf.for %i = %c0 to %n step %c1 {
+      // expected-error @+1 {{a shared tile copy takes a 2-d tile, got 'tensor<64xf32, #fa.shared<pad = 0>>' (a row vector in shared memory is copied by fa-warp-specialize's producer: run it first)}}
+      %ls = fa.load_tile %lse[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 0 : i64} : memref<?x?x?xf32> -> tensor<64xf32, #fa.shared<pad = 0>>
+      %l = fa.convert_layout %ls : tensor<64xf32, #fa.shared<pad = 0>> -> tensor<64xf32, #fa.mma<warps = 4>>
+    }
+  } attributes {fa.launch = #fa.launch<strategy = wgmma, threads = 128, shared_bytes = 1024, stages = 2, registers = 64>}
+  return
+}

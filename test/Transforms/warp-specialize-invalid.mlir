@@ -80,7 +80,7 @@ func.func @dkdv_row_values_other_stages(%q: memref<?x?x?x64xf16>, %k: memref<?x?
     %kt = fa.load_tile %k[%b, %h, %t] {fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
     %vt = fa.load_tile %v[%b, %h, %t] {fa.shared_offset = 8192 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
     scf.for %i = %c0 to %n step %c1 {
-      // expected-error @+1 {{staged row values must be f32 rows (a multiple of 32) loaded in Q's loop body into a ring of the program's stages (fa.pipeline_stages = 2, an fa.shared_offset)}}
+      // expected-error @+1 {{staged row values must be f32 rows, one per row of Q's tile (a multiple of 32), loaded in Q's loop body into a ring of the program's stages (fa.pipeline_stages = 2, an fa.shared_offset)}}
       %ls = fa.load_tile %lse[%b, %h, %i] {fa.pipeline_stages = 3 : i64, fa.shared_offset = 49152 : i64} : memref<?x?x?xf32> -> tensor<64xf32, #fa.shared<pad = 0>>
       %qt = fa.load_tile %q[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 16384 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>
       %dot = fa.load_tile %do[%b, %h, %i] {fa.pipeline_stages = 2 : i64, fa.shared_offset = 32768 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #sw>

@@ -331,6 +331,7 @@ LogicalResult mlir::fa::lowerTileLoads(gpu::GPUFuncOp kernel,
   int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
   SmallVector<LoadTileOp> single;
   llvm::MapVector<scf::ForOp, SmallVector<LoadTileOp>> pipelined;
+  LoadTileOp rowVector;
   kernel.walk([&](LoadTileOp load) {
     // Register tiles (the backward's per-row vectors) are loaded by the
     // strategy's fragment lowering.
@@ -339,12 +340,23 @@ LogicalResult mlir::fa::lowerTileLoads(gpu::GPUFuncOp kernel,
             dyn_cast_or_null<TileEncodingInterface>(type.getEncoding());
         encoding && !encoding.isShared())
       return;
+    // The copies below fill 2-d tiles; a row vector in shared memory (the
+    // wgmma backward's staged LSE and D) is fa-warp-specialize's producer's.
+    if (type.getRank() != 2) {
+      rowVector = load;
+      return;
+    }
     auto loop = load->getParentOfType<scf::ForOp>();
     if (loop && load->hasAttr(FADialect::getPipelineStagesAttrName()))
       pipelined[loop].push_back(load);
     else
       single.push_back(load);
   });
+  if (rowVector)
+    return rowVector.emitOpError("a shared tile copy takes a 2-d tile, got ")
+           << rowVector.getType()
+           << " (a row vector in shared memory is copied by "
+              "fa-warp-specialize's producer: run it first)";
   for (LoadTileOp load : single) {
     if (!load->hasAttr(FADialect::getSharedOffsetAttrName()))
       return load.emitOpError("has no fa.shared_offset (run ")
