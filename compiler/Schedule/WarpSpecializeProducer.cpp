@@ -46,8 +46,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
                                         computeThreadsV);
   // Only the elected thread has work, unless the warpgroup transposes V:
   // then all its threads walk the tiles and the copies are the elected
-  // thread's (`asElected`). Staged row values: a warp of their own walks
-  // the tiles after it (copyRowValues).
+  // thread's (`asElected`). Staged row values: a warp for each walks the
+  // tiles in a branch after it (copyRowValues).
   OpBuilder afterCopies = p;
   if (!transposedValue) {
     auto issue = scf::IfOp::create(p, loc, elected);
