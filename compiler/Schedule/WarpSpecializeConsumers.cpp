@@ -112,14 +112,19 @@ static SmallVector<Operation *> readersOf(Value tile) {
   return uses;
 }
 
-/// The op of `block` that holds the last of `uses` (null if none does).
-static Operation *lastInBlock(ArrayRef<Operation *> uses, Block &block) {
-  Operation *last = nullptr;
+/// The ops of `block` that hold the first and the last of `uses` (null if
+/// none does).
+static std::pair<Operation *, Operation *> spanInBlock(ArrayRef<Operation *> uses,
+                                                       Block &block) {
+  Operation *first = nullptr, *last = nullptr;
   for (Operation *use : uses)
-    if (Operation *op = block.findAncestorOpInBlock(*use))
+    if (Operation *op = block.findAncestorOpInBlock(*use)) {
+      if (!first || op->isBeforeInBlock(first))
+        first = op;
       if (!last || last->isBeforeInBlock(op))
         last = op;
-  return last;
+    }
+  return {first, last};
 }
 
 LogicalResult Specialization::rewriteConsumers(Block &consumer,
@@ -160,18 +165,16 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
     for (LoadTileOp load : ring->loads) {
       Block *block = load->getBlock();
       LoadTileOp query = streamed.front()->loads.front();
-      Operation *readLast = lastInBlock(readersOf(load.getResult()), *block);
-      Operation *queryLast = lastInBlock(readersOf(query.getResult()), *block);
+      auto [readFirst, readLast] =
+          spanInBlock(readersOf(load.getResult()), *block);
+      Operation *queryLast =
+          spanInBlock(readersOf(query.getResult()), *block).second;
       if (!readLast || query->getBlock() != block || !queryLast ||
           !readLast->isBeforeInBlock(queryLast))
         return load.emitOpError(
             "staged row values must be read in Q's loop body before Q's "
             "last use (Q's release frees their slot)");
-      Operation *first = load.getOperation();
-      for (Operation *reader : load->getUsers())
-        if (Operation *op = block->findAncestorOpInBlock(*reader);
-            op && (first == load.getOperation() || op->isBeforeInBlock(first)))
-          first = op;
+      Operation *first = readFirst;
       OpBuilder at(first);
       auto [slot, parity] = slotAndParity(
           at, ringPosition(at, load, ring->type.getDimSize(0), Value()),
@@ -202,24 +205,12 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
         ring = transposedValue;
       }
       SmallVector<Operation *> uses = readersOf(tile);
-      // The ops of `in` that hold the first and the last use (null if none).
-      auto useSpan = [&](Block &in) -> std::pair<Operation *, Operation *> {
-        Operation *first = nullptr, *last = nullptr;
-        for (Operation *use : uses)
-          if (Operation *op = in.findAncestorOpInBlock(*use)) {
-            if (!first || op->isBeforeInBlock(first))
-              first = op;
-            if (!last || last->isBeforeInBlock(op))
-              last = op;
-          }
-        return {first, last};
-      };
       Block *block = load->getBlock();
       if (llvm::any_of(uses, [&](Operation *use) {
             return !block->findAncestorOpInBlock(*use);
           }))
         return load.emitOpError("is used outside its block");
-      auto [first, last] = useSpan(*block);
+      auto [first, last] = spanInBlock(uses, *block);
       OpBuilder at(first ? first : load.getOperation());
       // A resident tensor: fill `count` of the block (0 unless persistent).
       Value slot = indexConst(at, loc, 0);
@@ -273,7 +264,7 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
       for (Region *region :
            {&branches.getThenRegion(), &branches.getElseRegion()}) {
         Block &branch = region->front();
-        Operation *lastHere = useSpan(branch).second;
+        Operation *lastHere = spanInBlock(uses, branch).second;
         OpBuilder at =
             lastHere ? OpBuilder(&branch, std::next(Block::iterator(lastHere)))
                      : OpBuilder::atBlockBegin(&branch);

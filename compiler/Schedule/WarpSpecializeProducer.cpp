@@ -401,32 +401,30 @@ LogicalResult Specialization::copyRowValues(OpBuilder &at, IRMapping &mapping,
     return succeeded(cloned) ? *cloned : Value();
   };
   Value zero = indexConst(at, loc, 0), one = indexConst(at, loc, 1);
-  {
-    LoadTileOp load = ring.loads.front();
-    Value source = clone(load.getSource()), batch = clone(load.getBatch()),
-          head = clone(load.getHead()), row = clone(load.getRow());
-    Value first = clone(load.getSequenceFirst()),
-          end = clone(load.getSequenceEnd());
-    if (!source || !batch || !head || !row ||
-        (load.getSequenceFirst() && (!first || !end)))
-      return failure();
-    Value firstRow = buildSourceRow(at, loc, first, row);
-    Value limit = buildRowLimit(at, loc, source, end);
-    Value buffer = sharedBufferAt(at, loc, slotBase(at, ring, slot),
-                                  sharedBufferType(ring.type));
-    for (int64_t r = 0; r < ring.type.getDimSize(0); r += kRowValueLanes) {
-      Value inTile = addConst(at, loc, lane, r);
-      Value sourceRow = arith::AddIOp::create(at, loc, firstRow, inTile);
-      Value valid = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ult,
-                                          sourceRow, limit);
-      nvgpu::DeviceAsyncCopyOp::create(
-          at, loc, nvgpu::DeviceAsyncTokenType::get(ctx), buffer,
-          ValueRange{inTile}, source,
-          ValueRange{batch, head,
-                     arith::SelectOp::create(at, loc, valid, sourceRow, zero)},
-          at.getIndexAttr(1),
-          arith::SelectOp::create(at, loc, valid, one, zero), UnitAttr());
-    }
+  LoadTileOp load = ring.loads.front();
+  Value source = clone(load.getSource()), batch = clone(load.getBatch()),
+        head = clone(load.getHead()), row = clone(load.getRow());
+  Value first = clone(load.getSequenceFirst()),
+        end = clone(load.getSequenceEnd());
+  if (!source || !batch || !head || !row ||
+      (load.getSequenceFirst() && (!first || !end)))
+    return failure();
+  Value firstRow = buildSourceRow(at, loc, first, row);
+  Value limit = buildRowLimit(at, loc, source, end);
+  Value buffer = sharedBufferAt(at, loc, slotBase(at, ring, slot),
+                                sharedBufferType(ring.type));
+  for (int64_t r = 0; r < ring.type.getDimSize(0); r += kRowValueLanes) {
+    Value inTile = addConst(at, loc, lane, r);
+    Value sourceRow = arith::AddIOp::create(at, loc, firstRow, inTile);
+    Value valid = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::ult,
+                                        sourceRow, limit);
+    nvgpu::DeviceAsyncCopyOp::create(
+        at, loc, nvgpu::DeviceAsyncTokenType::get(ctx), buffer,
+        ValueRange{inTile}, source,
+        ValueRange{batch, head,
+                   arith::SelectOp::create(at, loc, valid, sourceRow, zero)},
+        at.getIndexAttr(1),
+        arith::SelectOp::create(at, loc, valid, one, zero), UnitAttr());
   }
   // The arrival counts once the lane's copies (all it issued) have landed.
   Value barrier = nvgpu::MBarrierGetOp::create(
