@@ -493,6 +493,24 @@ def FAElideRedundantBarriers : Pass<"fa-elide-redundant-barriers", "::mlir::gpu:
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def FASplitIndexToFloat : Pass<"fa-split-index-to-float", "::mlir::gpu::GPUFuncOp"> {
+  let summary = "Move constant terms out of integer-to-float conversions";
+  let description = [{
+    A score_mod that converts index arithmetic to a float (ALiBi's distance
+    |q + Sk - Sq - kv|) is inlined at each of a thread's score elements,
+    whose key index is the thread's first column plus a constant: one
+    integer-to-float conversion per score (I2F runs at the exponentials'
+    quarter rate). This pass rewrites f32 `arith.sitofp(base + c)` (the
+    integer's constant terms gathered through `addi`/`subi` and an
+    `index_cast` from index) into `sitofp(base) + c`, and `sitofp(|x|)`
+    (`math.absi` or the select form) into `|sitofp(x)|`, so that CSE keeps
+    one conversion per row and each score takes a float add. Exact where
+    the integers and constants are below 2^24 in magnitude (constants
+    beyond that stay); within one rounding past it.
+  }];
+  let dependentDialects = ["::mlir::math::MathDialect"];
+}
+
 def FAHoistCaptureLoads : Pass<"fa-hoist-capture-loads", "::mlir::gpu::GPUFuncOp"> {
   let summary = "Issue the loads of captured tensors as early as their indices allow";
   let description = [{
@@ -542,6 +560,9 @@ def FAMathToNVVMApprox : Pass<"fa-math-to-nvvm-approx"> {
     and `lg2.approx.ftz.f32` instructions (through their NVVM intrinsics),
     as FlashAttention kernels do: softmax needs neither denormals nor the
     last ulp, and the libdevice routines would need libdevice at link time.
+    f32 `math.tanh` marked fastmath `afn` (a score_mod of a 16- or 8-bit
+    kernel) becomes `tanh.approx.f32`; without the flag, 1 - 2 / (2^(2x
+    log2 e) + 1) on the same ex2/rcp approximations, f32-accurate.
     Run before `convert-gpu-to-nvvm`, which would otherwise call libdevice.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];

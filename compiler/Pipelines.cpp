@@ -107,6 +107,9 @@ void mlir::fa::buildGpuKernelPipeline(OpPassManager &pm,
   // Before the canonicalizer, which rebuilds the marked branches.
   pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
       createFAHoistCaptureLoads());
+  // A score_mod's per-element conversions: one a row (CSE below).
+  pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(
+      createFASplitIndexToFloat());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.nest<gpu::GPUModuleOp>().addNestedPass<gpu::GPUFuncOp>(

@@ -75,6 +75,26 @@ struct TanhFromExp2 : OpRewritePattern<math::TanhOp> {
   }
 };
 
+/// f32 tanh marked fastmath afn (a 16-bit kernel's score_mod,
+/// allowApproximateFunctions): LLVM's tanh with afn, which NVPTX selects as
+/// tanh.approx.f32, one MUFU op (2^-11 relative error) where TanhFromExp2
+/// takes two (ex2, rcp) beside the softmax's own exponential.
+struct TanhApprox : OpRewritePattern<math::TanhOp> {
+  TanhApprox(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/3) {}
+
+  LogicalResult matchAndRewrite(math::TanhOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32() ||
+        !bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return rewriter.notifyMatchFailure(op, "f32 with afn only");
+    rewriter.replaceOpWithNewOp<LLVM::TanhOp>(
+        op, op.getType(), op.getOperand(),
+        LLVM::FastmathFlagsAttr::get(op.getContext(),
+                                     LLVM::FastmathFlags::afn));
+    return success();
+  }
+};
+
 /// The math functions rewritten by polynomial approximation: all MLIR has
 /// one for except exp2 and log2, which the hardware approximates.
 bool isApproximated(StringRef name) { return name != "exp2" && name != "log2"; }
@@ -93,7 +113,7 @@ struct FAMathToNVVMApproxPass
     // f32 accuracy; the rest (abs, sqrt, floor, ...) as the LLVM
     // intrinsics NVPTX selects, called directly: convert-gpu-to-nvvm takes
     // the LLVM dialect's math ops for libdevice calls.
-    patterns.add<TanhFromExp2>(&getContext());
+    patterns.add<TanhApprox, TanhFromExp2>(&getContext());
     populateMathF32ExpansionPatterns(patterns, isApproximated);
     populateMathPolynomialApproximationPatterns(patterns, isApproximated);
     math::populateExpansionPatterns(patterns, {"powf", "fpowi", "sinh",

@@ -53,6 +53,22 @@ void mlir::fa::cloneVariantRegion(Region &from, Region &to) {
   from.cloneInto(&to, mapping);
 }
 
+bool mlir::fa::allowsApproximateFunctions(Type elementType) {
+  return elementType.getIntOrFloatBitWidth() < 32;
+}
+
+void mlir::fa::allowApproximateFunctions(Region &region) {
+  region.walk([](arith::ArithFastMathInterface op) {
+    if (!isa<math::MathDialect>(op->getDialect()))
+      return;
+    arith::FastMathFlagsAttr given = op.getFastMathFlagsAttr();
+    auto flags = (given ? given.getValue() : arith::FastMathFlags::none) |
+                 arith::FastMathFlags::afn;
+    op->setAttr(op.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(op->getContext(), flags));
+  });
+}
+
 bool mlir::fa::readsCapturedTensors(Region &region) {
   if (region.empty())
     return false;

@@ -30,6 +30,18 @@ Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 /// A copy of a problem's variant region (empty for none) into a tile op's.
 void cloneVariantRegion(Region &from, Region &to);
 
+/// Whether a score_mod's math functions may use the hardware's
+/// approximations (fastmath afn: tanh.approx, 2^-11 relative error) in a
+/// kernel of `elementType` inputs: for 16- and 8-bit inputs, whose own
+/// rounding of the function's result (2^-9 bf16, 2^-11 f16) is what the
+/// FlashAttention criterion measures against; f32 keeps f32 accuracy.
+bool allowsApproximateFunctions(Type elementType);
+
+/// Marks every math op of variant region `region` fastmath afn (see
+/// allowsApproximateFunctions); its copies and its derivative's copies of
+/// them keep the flag.
+void allowApproximateFunctions(Region &region);
+
 /// Whether variant region `region` reads one of its captured tensors (its
 /// memref arguments). A mask_mod that does not can go to the tile range
 /// ops, which only read its formula (cloneMaskWithoutCaptures); one that

@@ -36,3 +36,17 @@ func.func @variant_math(%x: f32) -> (f32, f32) {
   %u = math.tan %a : f32
   return %a, %u : f32, f32
 }
+
+// tanh marked fastmath afn (a 16-bit kernel's score_mod): LLVM's tanh with
+// afn, which NVPTX selects as tanh.approx.f32; f64 keeps its math op.
+// CHECK-LABEL: func @approximate_tanh
+// CHECK-SAME: (%[[X:.*]]: f32, %[[Y:.*]]: f64)
+// CHECK: %[[T:.*]] = llvm.intr.tanh(%[[X]]) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
+// CHECK-NOT: llvm.nvvm.rcp.approx
+// CHECK: %[[D:.*]] = math.tanh %[[Y]] fastmath<afn> : f64
+// CHECK: return %[[T]], %[[D]]
+func.func @approximate_tanh(%x: f32, %y: f64) -> (f32, f64) {
+  %t = math.tanh %x fastmath<afn> : f32
+  %d = math.tanh %y fastmath<afn> : f64
+  return %t, %d : f32, f64
+}

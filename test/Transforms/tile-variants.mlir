@@ -10,7 +10,7 @@
 // CHECK: scf.for
 // CHECK: %[[S:.*]] = fa.tile_matmul
 // CHECK: %[[MOD:.*]] = fa.score_mod %[[S]], {{.*}} at(%[[B]], %[[H]]) {scale = 1.250000e-01 : f32}
-// CHECK: math.tanh
+// CHECK: math.tanh %{{.*}} : f32
 // CHECK: %[[MASKED:.*]] = fa.mask %[[MOD]], {{.*}} at(%[[B]], %[[H]]) {{.*}} mask_mod {
 // CHECK: fa.online_softmax %[[MASKED]], {{.*}} {scale = 1.000000e+00 : f32}
 
