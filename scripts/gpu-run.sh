@@ -16,7 +16,8 @@
 #                       transposed-scores|writer-warp|writer-tables|
 #                       dq-chains|fp8-producer|rotated-staging|
 #                       staged-row-values|staged-row-values-bench|
-#                       profile-rows|
+#                       profile-rows|variants-check|variants-ab|
+#                       variants-flex|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -582,6 +583,43 @@ torch.cuda.synchronize()"
       echo "== writer-warp: no .gpu/writer-libs.tar.xz (scripts/pack-model-ab.sh, above)"
       failed+=(writer-warp)
     fi ;;
+  variants-check)
+    # Every GPU case with a score_mod or mask_mod (variants forward,
+    # backward and deterministic; sinks; captures; block masks) in 6
+    # shards, then the Python variants, captures and sinks tests and the
+    # whole transformers models (Gemma-2- and gpt-oss-style).
+    run_filtered_shards variant-tests 300 /tmp/fa-bin/fa-gpu-tests \
+      '*Variants*:*SinksMatch*:*CapturesMatch*:*BlockMaskMatches*'
+    run python-variants timeout 200 python3 python/tests/test_variants.py
+    run python-captures timeout 150 python3 python/tests/test_captures.py
+    run python-sinks timeout 200 python3 python/tests/test_sinks.py
+    run python-models timeout 240 python3 python/tests/test_models.py ;;
+  variants-ab)
+    # bench/bench_variants.py (D 128, S 4k and 16k, forward and forward +
+    # backward, no FlexAttention) with the two runtime libraries of
+    # .gpu/variants-ab.tar.xz in turn, old, new, new, old, each in its own
+    # process and kernel cache. The archive: two stripped static
+    # libfa_runtime.so builds as old.so and new.so in one xz stream with a
+    # wide dictionary (the 2026-12-06 one: tanh.approx and
+    # fa-split-index-to-float off / on).
+    if [ -f .gpu/variants-ab.tar.xz ]; then
+      mkdir -p /tmp/fa-ab
+      xz -dc .gpu/variants-ab.tar.xz | tar -C /tmp/fa-ab -xf -
+      for lib in old new new2 old2; do
+        FA_RUNTIME_LIB=/tmp/fa-ab/${lib%2}.so FA_CACHE_DIR=/tmp/fa-cache-${lib%2} \
+          run "variants-ab-$lib" timeout 200 python3 bench/bench_variants.py \
+          --no-flex --json "$OUT/variants-$lib.json"
+      done
+    else
+      echo "== variants-ab: no .gpu/variants-ab.tar.xz"
+      failed+=(variants-ab)
+    fi ;;
+  variants-flex)
+    # The shipped library's variants against FlexAttention (torch.compile'd
+    # flex_attention, the same functions; its compiles take most of the
+    # step's time).
+    run variants-flex timeout 500 python3 bench/bench_variants.py \
+      --json "$OUT/variants-flex.json" ;;
   profile)
     # The default D=128 f16 kernels: ncu's tensor-pipe, stall and bank
     # conflict metrics, and the SASS instruction mix of the cubin.

@@ -6,8 +6,8 @@ with the checks of their offset and index tables. Part of the fa package
 import ctypes
 import functools
 
-from . import (FaError, _check, _check_inputs, _check_scale, _choice,
-               _config, _describe, _device_index, _dtype_code, _extras, _flag,
+from . import (FaError, _check, _check_inputs, _check_scale, _check_sinks,
+               _choice, _config, _describe, _device_index, _dtype_code, _extras, _flag,
                _flash_variant_texts, _integer, _launch_directly, _library,
                _runtime, _stream_of, _strategies, _torch, attention,
                flash_attn_func)
@@ -301,12 +301,12 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
 
 def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                     max_seqlen_k, causal, scale, score_mod="", mask_mod="",
-                    seqused_k=None, block_table=None):
+                    seqused_k=None, block_table=None, sinks=None):
     """O [total_q, Hq, D] and LSE [Hq, total_q] of a packed batch, launched
     on the current stream (no autograd, no checks of the offsets' values:
     flash_attn_varlen_func's); seqused_k: int32 [B], the keys each sequence
     uses from its first; block_table: int32 [B, max_pages], k and v then
-    the pool of pages [num_pages, P, Hkv, D]."""
+    the pool of pages [num_pages, P, Hkv, D]; sinks: float32 [Hq]."""
     import torch
 
     total_q, heads, _ = q.shape
@@ -315,7 +315,7 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
     used = seqused_k is not None
     config = _config(0, 0, 0, variant=(score_mod, mask_mod), varlen=True,
-                     kv_lens=used)
+                     kv_lens=used, sinks=sinks is not None)
     name = ("fa_attention_varlen_kvcache_forward" if used
             else "fa_attention_varlen_forward")
     call = _entry_point(name, "varlen batches" + (" with seqused_k" if used
@@ -324,8 +324,8 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     # A paged cache's pool [num_pages, P, Hkv, D] as [num_pages, Hkv, P, D].
     pool = ((lambda t: ctypes.byref(_describe(t.transpose(1, 2))))
             if block_table is not None else _packed_rows)
-    extras = (ctypes.byref(_extras(block_table=block_table))
-              if block_table is not None else None)
+    extras = (ctypes.byref(_extras(sinks, block_table=block_table))
+              if block_table is not None or sinks is not None else None)
     _check(call(
         _runtime(_device_index(q)), _packed_rows(q), pool(k), pool(v),
         _packed_rows(o), ctypes.byref(_describe(lse.unsqueeze(0))),
@@ -338,10 +338,12 @@ def _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
 
 def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
                      cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale,
-                     score_mod="", mask_mod="", deterministic=False):
+                     score_mod="", mask_mod="", deterministic=False,
+                     sinks=None):
     """dQ [total_q, Hq, D], dK and dV [total_k, Hkv, D] of a packed batch
     (the forward's O and LSE [Hq, total_q]), launched on the current
-    stream (no autograd)."""
+    stream (no autograd); with sinks (float32 [Hq]) dSinks (float32 [Hq])
+    too."""
     import torch
 
     # Gradients arrive in any layout; the kernels read rows with a
@@ -353,9 +355,15 @@ def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
     dv = torch.empty_like(v)
 
     config = _config(0, 0, 0, backward=True, deterministic=deterministic,
-                     variant=(score_mod, mask_mod), varlen=True)
+                     variant=(score_mod, mask_mod), varlen=True,
+                     sinks=sinks is not None)
     call = _entry_point("fa_attention_varlen_backward",
                         "the varlen backward")
+    # Written whole by the call (zeroed, then the rows' shares added).
+    dsinks = None if sinks is None else torch.empty(
+        q.shape[1], dtype=torch.float32, device=q.device)
+    extras = (ctypes.byref(_extras(sinks, dsinks)) if sinks is not None
+              else None)
     _check(call(
         _runtime(_device_index(q)), _packed_rows(q), _packed_rows(k),
         _packed_rows(v), _packed_rows(o), _packed_rows(grad_output),
@@ -363,9 +371,9 @@ def _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
         _packed_rows(dk), _packed_rows(dv),
         ctypes.byref(_describe(cu_seqlens_q)),
         ctypes.byref(_describe(cu_seqlens_k)), int(max_seqlen_q),
-        int(max_seqlen_k), None, _dtype_code(q), _flag("causal", causal),
+        int(max_seqlen_k), extras, _dtype_code(q), _flag("causal", causal),
         float(scale), config, _stream_of(q)))
-    return dq, dk, dv
+    return (dq, dk, dv) if sinks is None else (dq, dk, dv, dsinks)
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -373,7 +381,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            window_size=(-1, -1), softcap=0.0,
                            return_lse=False, check_offsets=True,
                            seqused_k=None, block_table=None,
-                           deterministic=False):
+                           deterministic=False, s_aux=None):
     """FlashAttention's varlen convention: a packed batch of sequences of
     their own lengths. q [total_q, Hq, D], k and v [total_k, Hkv, D] hold
     the rows of every sequence one after another; cu_seqlens_q and
@@ -402,7 +410,11 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     cu_seqlens_k[b] rows of its pages one after another (at most max_pages
     x P, checked), cu_seqlens_k[-1] any total; page numbers are checked
     against the pool with the offsets. Any page size P >= 1 (where the
-    kernel's K/V tile divides P a tile is read from one page)."""
+    kernel's K/V tile divides P a tile is read from one page).
+    s_aux: attention sinks, one logit per query head in every row's
+    softmax denominator ([Hq], any float dtype; flash_attn_func's s_aux,
+    fa.attention's sinks: gpt-oss's); differentiable; not with seqused_k or
+    block_table yet."""
     where = "fa.flash_attn_varlen_func"
     torch = _torch
     if torch is None:
@@ -483,6 +495,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            f"[B] = [{batch}]",
                            lambda shape: shape == (batch,))
         seqused_k = seqused_k.contiguous()
+    sinks = None
+    if s_aux is not None:
+        if paged or seqused_k is not None:
+            raise NotImplementedError(
+                f"{where}: s_aux (attention sinks) with "
+                + ("block_table" if paged else "seqused_k")
+                + " is not supported yet")
+        sinks = _check_sinks(where, s_aux, q)
     # The backward reads neither the used lengths nor a paged cache yet.
     forward_only = ("block_table" if paged
                     else "seqused_k" if seqused_k is not None else None)
@@ -502,8 +522,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
             causal, scale, score_text, mask_text, seqused_k)
         return (o, lse) if return_lse else o
     deterministic = bool(_flag("deterministic", deterministic))
-    # (Without it the op's call is the one it always was.)
-    extra = (True,) if deterministic else ()
+    # (Without them the op's call is the one it always was.)
+    extra = ((deterministic, sinks) if sinks is not None
+             else (True,) if deterministic else ())
     o, lse = torch.ops.fa.varlen_attention_forward(
         q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         causal, scale, score_text, mask_text, *extra)

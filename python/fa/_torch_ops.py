@@ -173,19 +173,21 @@ def varlen_attention_forward(q: torch.Tensor, k: torch.Tensor,
                              cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
                              max_seqlen_k: int, causal: bool, scale: float,
                              score_mod: str, mask_mod: str,
-                             deterministic: bool = False
+                             deterministic: bool = False,
+                             sinks: Optional[torch.Tensor] = None
                              ) -> Tuple[torch.Tensor, torch.Tensor]:
     """A packed varlen batch's O [total_q, Hq, D] and LSE [Hq, total_q]
-    (fa.flash_attn_varlen_func; differentiable in q, k and v;
-    `deterministic` is the backward's mode, kept for the autograd
-    formula)."""
+    (fa.flash_attn_varlen_func; differentiable in q, k, v and the float32
+    [Hq] sinks; `deterministic` is the backward's mode, kept for the
+    autograd formula)."""
     return _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                           max_seqlen_k, causal, scale, score_mod, mask_mod)
+                           max_seqlen_k, causal, scale, score_mod, mask_mod,
+                           sinks=sinks)
 
 
 @varlen_attention_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-      causal, scale, score_mod, mask_mod, deterministic=False):
+      causal, scale, score_mod, mask_mod, deterministic=False, sinks=None):
     return _varlen_outputs_like(q)
 
 
@@ -249,42 +251,55 @@ def varlen_attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                               cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
                               max_seqlen_k: int, causal: bool, scale: float,
                               score_mod: str, mask_mod: str,
-                              deterministic: bool = False
+                              deterministic: bool = False,
+                              sinks: Optional[torch.Tensor] = None
                               ) -> Tuple[torch.Tensor, torch.Tensor,
-                                         torch.Tensor]:
-    """dQ, dK, dV of a packed varlen batch (packed like q, k, v); dQ in a
-    fixed order with `deterministic`."""
-    return _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
-                            cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
-                            scale, score_mod, mask_mod, deterministic)
+                                         torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV of a packed varlen batch (packed like q, k, v), and the
+    sinks' gradient (float32 [Hq]; empty without sinks); dQ in a fixed
+    order with `deterministic`."""
+    grads = _varlen_backward(grad_output, q, k, v, o, lse, cu_seqlens_q,
+                             cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
+                             scale, score_mod, mask_mod, deterministic,
+                             sinks=sinks)
+    if sinks is None:  # no sinks, no gradient: an empty dSinks
+        grads = grads + (q.new_empty(0, dtype=torch.float32),)
+    return grads
 
 
 @varlen_attention_backward.register_fake
 def _(grad_output, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-      max_seqlen_k, causal, scale, score_mod, mask_mod, deterministic=False):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+      max_seqlen_k, causal, scale, score_mod, mask_mod, deterministic=False,
+      sinks=None):
+    heads = q.shape[1] if sinks is not None else 0
+    return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+            q.new_empty(heads, dtype=torch.float32))
 
 
 def _varlen_setup_context(ctx, inputs, output):
     (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal,
      scale, score_mod, mask_mod) = inputs[:11]
     o, lse = output
-    ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
-    ctx.lengths = (max_seqlen_q, max_seqlen_k)
-    # The optional `deterministic`: absent when the op was called without.
+    # The optional `deterministic` and sinks: absent when the op was called
+    # without them.
     deterministic = inputs[11] if len(inputs) > 11 else False
+    sinks = inputs[12] if len(inputs) > 12 else None
+    ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, sinks)
+    ctx.lengths = (max_seqlen_q, max_seqlen_k)
     ctx.flags = (causal, scale, score_mod, mask_mod, deterministic)
     ctx.mark_non_differentiable(lse)
 
 
 def _varlen_grad(ctx, grad_output, grad_lse):
-    q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
-    dq, dk, dv = torch.ops.fa.varlen_attention_backward(
+    q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, sinks = ctx.saved_tensors
+    dq, dk, dv, dsinks = torch.ops.fa.varlen_attention_backward(
         grad_output, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
-        *ctx.lengths, *ctx.flags)
-    # No gradient for the offsets, the lengths, the flags and the variant
-    # (as many as the call gave inputs).
-    return ((dq, dk, dv) + (None,) * 9)[:len(ctx.needs_input_grad)]
+        *ctx.lengths, *ctx.flags, sinks)
+    # No gradient for the offsets, the lengths, the flags and the variant;
+    # the sinks' last (as many as the call gave inputs).
+    grads = (dq, dk, dv) + (None,) * 9 + (
+        dsinks if sinks is not None else None,)
+    return grads[:len(ctx.needs_input_grad)]
 
 
 varlen_attention_forward.register_autograd(

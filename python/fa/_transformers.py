@@ -29,15 +29,11 @@ def _unpadded(query, key, value, padding, causal, scaling, window, softcap,
     """Attention of a padded batch as a varlen batch of its real tokens:
     padding [B, Sk] marks the keys, the queries are the last Sq positions
     (transformers' layout with and without a KV cache). window: None or
-    (left, right); softcap: None or the cap. Returns [B, Sq, Hq, D] with
-    zeros at padded query positions; differentiable (training on padded
-    batches)."""
+    (left, right); softcap: None or the cap; sinks: None or [Hq] (s_aux).
+    Returns [B, Sq, Hq, D] with zeros at padded query positions;
+    differentiable (training on padded batches)."""
     import torch
 
-    if sinks is not None:
-        raise NotImplementedError(
-            "fa: padding masks with attention sinks (s_aux) are not "
-            "supported yet")
     batch, _, q_len, _ = query.shape
     k_len = key.shape[2]
     if padding.shape != (batch, k_len):
@@ -56,7 +52,7 @@ def _unpadded(query, key, value, padding, causal, scaling, window, softcap,
     out = fa.flash_attn_varlen_func(
         q, k, v, cu_q, cu_k, int(q_counts.max()), int(k_counts.max()),
         softmax_scale=scaling, causal=causal, window_size=window or (-1, -1),
-        softcap=softcap or 0.0)
+        softcap=softcap or 0.0, s_aux=sinks)
     padded = query.new_zeros(batch, q_len, query.shape[1], query.shape[3])
     padded[queries] = out
     return padded

@@ -2,8 +2,9 @@
 batch, in torch at the inputs' dtype and device, shared by
 test_varlen.py and test_kvcache.py: q [Sq, Hq, D] against k, v [Sk, Hkv,
 D], GQA by repetition, softcap, the causal mask and window_size aligned to
-the bottom right (flash-attn's conventions). Needs torch (imported when
-called)."""
+the bottom right (flash-attn's conventions), attention sinks (one logit
+per query head joining each row's softmax, no value row: gpt-oss's). Needs
+torch (imported when called)."""
 
 
 def _scores(q, k, scale, causal, window, softcap):
@@ -38,27 +39,48 @@ def _output(p, v, q):
     return torch.einsum("hij,jhd->ihd", p.to(q.dtype), vv)
 
 
-def sequence_attention(q, k, v, scale, causal, window=(-1, -1), softcap=0.0):
+def _with_sinks(wide, sinks):
+    """The scores [Hq, Sq, Sk] with the sinks [Hq] as one more column."""
+    import torch
+
+    column = sinks.to(wide.dtype)[:, None, None].expand(
+        wide.shape[0], wide.shape[1], 1)
+    return torch.cat([wide, column], dim=-1)
+
+
+def sequence_attention(q, k, v, scale, causal, window=(-1, -1), softcap=0.0,
+                       sinks=None):
     """O [Sq, Hq, D] and LSE [Hq, Sq]; rows without keys give O = 0 and
-    LSE = -inf. Not for autograd (see sequence_attention_grad)."""
+    LSE = -inf (with sinks: the sink). Not for autograd (see
+    sequence_attention_grad)."""
     import torch
 
     s, keep = _scores(q, k, scale, causal, window, softcap)
     s = s.masked_fill(~keep, float("-inf"))
     wide = s if s.dtype == torch.float64 else s.float()
+    if sinks is not None:
+        wide = _with_sinks(wide, sinks)
     lse = torch.logsumexp(wide, dim=-1)
     p = torch.nan_to_num(torch.softmax(wide, dim=-1), nan=0.0)
+    if sinks is not None:
+        p = p[..., :-1]
     return _output(p, v, q), lse
 
 
 def sequence_attention_grad(q, k, v, scale, causal, window=(-1, -1),
-                            softcap=0.0):
+                            softcap=0.0, sinks=None):
     """sequence_attention's O in a form autograd differentiates to the
-    exact gradients everywhere: rows without keys give O = 0 and no
-    gradient (no NaN from a softmax of -inf alone)."""
+    exact gradients everywhere (sinks included): rows without keys give
+    O = 0 and no gradient (no NaN from a softmax of -inf alone)."""
     import torch
 
     s, keep = _scores(q, k, scale, causal, window, softcap)
+    if sinks is not None:
+        # Every row has the sink: no row is -inf alone.
+        s = s.masked_fill(~keep, float("-inf"))
+        wide = s if s.dtype == torch.float64 else s.float()
+        return _output(torch.softmax(_with_sinks(wide, sinks),
+                                     dim=-1)[..., :-1], v, q)
     seen = keep.any(dim=-1, keepdim=True)
     s = s.masked_fill(~keep, float("-inf")).masked_fill(~seen, 0.0)
     wide = s if s.dtype == torch.float64 else s.float()

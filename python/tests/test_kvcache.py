@@ -36,6 +36,15 @@ except ImportError:  # pragma: no cover
     HAVE_CUDA = False
 
 
+def _softcap_error(softcap, dtype):
+    """What a 16-bit kernel's softcap may move each score, and so LSE, by:
+    it runs on tanh.approx.f32 (relative error 2^-10.987, PTX ISA); f32
+    kernels keep f32 accuracy."""
+    if not softcap or dtype == torch.float32:
+        return 0.0
+    return softcap * 2.0 ** -10.987
+
+
 class CompileTest(unittest.TestCase):
     """The kv_lens kernels through the compile-only path (no GPU)."""
 
@@ -140,7 +149,8 @@ class GpuKvCacheTest(unittest.TestCase):
                             f"{name}: LSE rows without keys of entry {b}")
             if finite.any():
                 lse_err = (got_lse[finite] - exact_lse[finite]).abs().max()
-                self.assertLessEqual(lse_err.item(), 1e-3,
+                self.assertLessEqual(lse_err.item(),
+                                     1e-3 + _softcap_error(softcap, dtype),
                                      f"{name}: LSE of entry {b}")
 
     def test_decode(self):

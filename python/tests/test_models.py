@@ -10,7 +10,8 @@ plus a floor where eager is exact to the last bits).
 Generation: greedy decoding with the KV cache; each chosen token is the
 eager model's argmax over the same prefix (or within rounding of it), and
 the sequence is longer than the window, so the sliding layers' cache
-is used past it.
+is used past it. Batched generation of left-padded prompts (the backend's
+varlen path, sinks included) gives the tokens of each prompt alone.
 Run: python3 python/tests/test_models.py (skips without CUDA or
 transformers).
 """
@@ -171,6 +172,40 @@ class ModelTest(unittest.TestCase):
                 f"{name}: token {t + 1} is {chosen}, eager's argmax "
                 f"{int(row.argmax())} (logit gap {gap:.3e})")
 
+    def _check_batched_generation(self, name):
+        """Prompts of different lengths, left-padded into one batch (the
+        backend runs the real tokens as a varlen batch, with the window,
+        the softcap and the sinks), generate the tokens each prompt
+        generates alone."""
+        import random
+
+        fa.register_transformers()
+        model = MODELS[name]("fa", torch.float32).eval()
+        model.generation_config.eos_token_id = None
+        rng = random.Random(3)
+        prompts = [[rng.randint(1, 255) for _ in range(n)]
+                   for n in (5, WINDOW + 9, 1, 23)]
+        longest = max(len(p) for p in prompts)
+        ids = torch.zeros(len(prompts), longest, dtype=torch.long,
+                          device="cuda")
+        mask = torch.zeros_like(ids)
+        for b, p in enumerate(prompts):
+            ids[b, longest - len(p):] = torch.tensor(p)
+            mask[b, longest - len(p):] = 1
+        with torch.no_grad():
+            batched = model.generate(input_ids=ids, attention_mask=mask,
+                                     max_new_tokens=12, do_sample=False,
+                                     pad_token_id=0)[:, longest:]
+            for b, p in enumerate(prompts):
+                alone = model.generate(
+                    input_ids=torch.tensor([p], device="cuda"),
+                    attention_mask=torch.ones(1, len(p), dtype=torch.long,
+                                              device="cuda"),
+                    max_new_tokens=12, do_sample=False,
+                    pad_token_id=0)[0, len(p):]
+                self.assertEqual(batched[b].tolist(), alone.tolist(),
+                                 f"{name}: prompt {b} ({len(p)} tokens)")
+
     def test_gemma2_trains_like_eager(self):
         _have_transformers(self, "Gemma2ForCausalLM")
         self._check_training("gemma2")
@@ -186,6 +221,14 @@ class ModelTest(unittest.TestCase):
     def test_gpt_oss_generates_like_eager(self):
         _have_transformers(self, "GptOssForCausalLM")
         self._check_generation("gpt_oss")
+
+    def test_gemma2_batched_generation_matches_one_by_one(self):
+        _have_transformers(self, "Gemma2ForCausalLM")
+        self._check_batched_generation("gemma2")
+
+    def test_gpt_oss_batched_generation_matches_one_by_one(self):
+        _have_transformers(self, "GptOssForCausalLM")
+        self._check_batched_generation("gpt_oss")
 
 
 if __name__ == "__main__":

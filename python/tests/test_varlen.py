@@ -39,6 +39,15 @@ except ImportError:  # pragma: no cover
     HAVE_CUDA = False
 
 
+def _softcap_error(softcap, dtype):
+    """What a 16-bit kernel's softcap may move each score, and so LSE, by:
+    it runs on tanh.approx.f32 (relative error 2^-10.987, PTX ISA); f32
+    kernels keep f32 accuracy."""
+    if not softcap or dtype == torch.float32:
+        return 0.0
+    return softcap * 2.0 ** -10.987
+
+
 class CompileTest(unittest.TestCase):
     """The varlen kernels through the compile-only path (no GPU)."""
 
@@ -158,7 +167,8 @@ class GpuVarlenTest(unittest.TestCase):
                             f"{name}: LSE -inf rows of sequence {b}")
             if finite.any():
                 lse_err = (got_lse[finite] - want_lse[finite]).abs().max()
-                self.assertLessEqual(lse_err.item(), 1e-3,
+                self.assertLessEqual(lse_err.item(),
+                                     1e-3 + _softcap_error(softcap, dtype),
                                      f"{name}: LSE of sequence {b}")
 
     def test_random_lengths(self):
@@ -389,6 +399,101 @@ class GpuVarlenTest(unittest.TestCase):
                           window=(32, 0))
         self.run_backward(torch.float16, lens, [40, 5, 300, 1], 4, 2, 128,
                           False, softcap=5.0)
+
+    def run_sinks(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
+                  window=(-1, -1), deterministic=False, seed=0):
+        """Attention sinks through a packed batch: O, LSE, dQ, dK, dV and
+        dSinks (summed over the sequences) against each sequence's float64
+        reference with the sinks (FlashAttention's criterion)."""
+        torch.manual_seed(seed)
+        cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
+                            device="cuda")
+        cu_k = torch.tensor(_offsets(k_lens), dtype=torch.int32,
+                            device="cuda")
+        q = torch.randn(sum(q_lens), hq, d, device="cuda", dtype=dtype)
+        k = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
+        grad = torch.randn(sum(q_lens), hq, d, device="cuda", dtype=dtype)
+        # From below the scores to far above them (the row's weight then
+        # goes almost all to the sink), in the model's dtype as gpt-oss
+        # keeps them.
+        sinks = torch.linspace(-3.0, 6.0, hq, device="cuda").to(dtype)
+        leaves = [t.clone().requires_grad_() for t in (q, k, v, sinks)]
+        out, lse = fa.flash_attn_varlen_func(
+            *leaves[:3], cu_q, cu_k, max(q_lens), max(k_lens),
+            causal=causal, window_size=window, return_lse=True,
+            deterministic=deterministic, s_aux=leaves[3])
+        out.backward(grad)
+        got = [t.grad for t in leaves]
+        name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
+                f"D={d} {'causal' if causal else 'full'} window={window} "
+                f"deterministic={deterministic} sinks")
+        oq, ok = _offsets(q_lens), _offsets(k_lens)
+        scale = d ** -0.5
+
+        def reference(rows, keys, as_type):
+            ls = [t[s].to(as_type).requires_grad_()
+                  for t, s in ((q, rows), (k, keys), (v, keys))]
+            ls.append(sinks.to(as_type).requires_grad_())
+            o = sequence_attention_grad(*ls[:3], scale, causal, window,
+                                        sinks=ls[3])
+            o.backward(grad[rows].to(as_type))
+            _, want_lse = sequence_attention(*(t.detach() for t in ls[:3]),
+                                             scale, causal, window,
+                                             sinks=ls[3].detach())
+            return o.detach(), want_lse, [
+                t.grad if t.grad is not None else torch.zeros_like(t)
+                for t in ls]
+
+        sink_sums = [torch.zeros(hq, dtype=torch.float64, device="cuda"),
+                     torch.zeros(hq, dtype=torch.float64, device="cuda")]
+
+        def check(label, g, want, theirs):
+            if want.numel() == 0:
+                return
+            self.assertFalse(torch.isnan(g).any().item(),
+                             f"{name}: NaN in {label}")
+            err = (g.double() - want.double()).abs().max().item()
+            torch_err = (theirs.double() - want.double()).abs().max().item()
+            floor = 1e-5 * max(1.0, want.abs().max().item())
+            self.assertLessEqual(err, 2 * torch_err + floor,
+                                 f"{name}: {label}")
+
+        for b in range(len(q_lens)):
+            rows = slice(oq[b], oq[b + 1])
+            keys = slice(ok[b], ok[b + 1])
+            exact_o, exact_lse, exact = reference(rows, keys, torch.float64)
+            own_o, _, own = reference(rows, keys, dtype)
+            check(f"O of sequence {b}", out[rows], exact_o, own_o)
+            if oq[b + 1] > oq[b]:
+                # Rows without keys too: their LSE is the sink's.
+                lse_err = (lse[:, rows].double() - exact_lse).abs().max()
+                self.assertLessEqual(lse_err.item(), 1e-3,
+                                     f"{name}: LSE of sequence {b}")
+            for label, g, want, theirs in zip(
+                    ("dQ", "dK", "dV"), (got[0][rows], got[1][keys],
+                                         got[2][keys]), exact, own):
+                check(f"{label} of sequence {b}", g, want, theirs)
+            sink_sums[0] += exact[3]
+            sink_sums[1] += own[3].double()
+        check("dSinks", got[3], sink_sums[0], sink_sums[1])
+
+    def test_sinks(self):
+        lens_q = [300, 0, 1, 129, 64]
+        lens_k = [300, 7, 0, 129, 200]
+        for dtype in (torch.float16, torch.bfloat16):
+            for causal in (False, True):
+                with self.subTest(dtype=dtype, causal=causal):
+                    self.run_sinks(dtype, lens_q, lens_k, 4, 2, 64, causal)
+        self.run_sinks(torch.bfloat16, lens_q, lens_q, 4, 4, 128, True,
+                       window=(48, 0))
+        self.run_sinks(torch.bfloat16, lens_q, lens_k, 4, 2, 64, True,
+                       deterministic=True)
+        with self.assertRaisesRegex(ValueError, r"sinks must be \[Hq\]"):
+            q = torch.randn(5, 4, 64, device="cuda", dtype=torch.float16)
+            cu = torch.tensor([0, 5], dtype=torch.int32, device="cuda")
+            fa.flash_attn_varlen_func(q, q, q, cu, cu, 5, 5,
+                                      s_aux=torch.zeros(3, device="cuda"))
 
     def test_op_and_compile(self):
         lens = [5, 0, 70]
