@@ -59,11 +59,15 @@ bool mlir::fa::allowsApproximateFunctions(Type elementType) {
 
 void mlir::fa::allowApproximateFunctions(Region &region) {
   region.walk([](arith::ArithFastMathInterface op) {
-    if (!isa<math::MathDialect>(op->getDialect()))
+    arith::FastMathFlags allowed =
+        isa<math::MathDialect>(op->getDialect()) ? arith::FastMathFlags::afn
+        : isa<arith::DivFOp>(op)                 ? arith::FastMathFlags::arcp
+                                                 : arith::FastMathFlags::none;
+    if (allowed == arith::FastMathFlags::none)
       return;
     arith::FastMathFlagsAttr given = op.getFastMathFlagsAttr();
-    auto flags = (given ? given.getValue() : arith::FastMathFlags::none) |
-                 arith::FastMathFlags::afn;
+    auto flags =
+        (given ? given.getValue() : arith::FastMathFlags::none) | allowed;
     op->setAttr(op.getFastMathAttrName(),
                 arith::FastMathFlagsAttr::get(op->getContext(), flags));
   });

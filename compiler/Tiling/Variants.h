@@ -31,15 +31,17 @@ Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
 void cloneVariantRegion(Region &from, Region &to);
 
 /// Whether a score_mod's math functions may use the hardware's
-/// approximations (fastmath afn: tanh.approx, 2^-11 relative error) in a
-/// kernel of `elementType` inputs: for 16- and 8-bit inputs, whose own
-/// rounding of the function's result (2^-9 bf16, 2^-11 f16) is what the
-/// FlashAttention criterion measures against; f32 keeps f32 accuracy.
+/// approximations (fastmath afn: tanh.approx, 2^-10.987 relative error)
+/// and its divisions a multiplication by the reciprocal (arcp: an ulp of
+/// f32) in a kernel of `elementType` inputs: for 16- and 8-bit inputs,
+/// whose own rounding of the function's result (2^-8 bf16, 2^-11 f16) is
+/// what the FlashAttention criterion measures against; f32 keeps f32
+/// accuracy.
 bool allowsApproximateFunctions(Type elementType);
 
-/// Marks every math op of variant region `region` fastmath afn (see
-/// allowsApproximateFunctions); its copies and its derivative's copies of
-/// them keep the flag.
+/// Marks variant region `region`'s math ops fastmath afn and its divf ops
+/// arcp (see allowsApproximateFunctions); its copies and its derivative's
+/// copies of them keep the flags.
 void allowApproximateFunctions(Region &region);
 
 /// Whether variant region `region` reads one of its captured tensors (its

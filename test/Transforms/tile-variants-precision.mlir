@@ -2,14 +2,16 @@
 // RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=16 block-n=32" | FileCheck %s --check-prefix=BWD
 
 // 16-bit inputs: the score_mod's math functions may use the hardware's
-// approximations (fastmath afn: tanh.approx.f32), in the forward and in
-// the backward's recomputed scores and derivative alike; f32 inputs
-// keep the exact form.
+// approximations (fastmath afn: tanh.approx.f32) and its divisions the
+// reciprocal (arcp), in the forward and in the backward's recomputed
+// scores and derivative alike; f32 inputs keep the exact forms.
 // CHECK-LABEL: func @softcap_f16
 // CHECK: fa.score_mod
+// CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<arcp> : f32
 // CHECK: math.tanh %{{.*}} fastmath<afn> : f32
 // CHECK-LABEL: func @softcap_f32
 // CHECK: fa.score_mod
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
 // CHECK: math.tanh %{{.*}} : f32
 // BWD-LABEL: func @softcap_f16_backward
 // BWD: fa.score_mod
