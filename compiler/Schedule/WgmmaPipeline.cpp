@@ -166,8 +166,10 @@ FailureOr<BackwardLoop> matchBackwardLoop(scf::ForOp loop) {
     gradProbs = read.getSource();
   if (gradProbs == match.scores.getResult())
     std::swap(match.scores, match.gradProbs);
-  if (gradProbs != match.gradProbs.getResult() || !match.scores->hasOneUse() ||
-      !match.gradProbs->hasOneUse())
+  // S may have readers besides the probabilities (a score_mod's derivative
+  // reads the raw scores): its wait goes right after dP starts, before any
+  // of them.
+  if (gradProbs != match.gradProbs.getResult() || !match.gradProbs->hasOneUse())
     return failure();
   // dV comes first (it reads P), dK second (it reads dS).
   match.gradValue = accumulated[0];

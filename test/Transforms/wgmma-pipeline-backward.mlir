@@ -1,4 +1,4 @@
-// RUN: fa-opt %s --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-backward="block-m=64 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline | FileCheck %s
 
 // The backward's dkdv loop, reordered within the iteration so that each
 // warpgroup's element-wise work overlaps its own tensor-core products.
@@ -48,5 +48,40 @@ func.func @backward_bf16(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
       memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
     into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
     workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+  return
+}
+
+// -----
+
+// A score_mod reads the raw S twice (its value, then its derivative at
+// dS): the loop is reordered all the same, every reader of S after its
+// wait.
+// CHECK-LABEL: func @backward_softcap
+// CHECK: %[[S:.*]] = fa.tile_matmul %{{.*}}, %{{.*}} {async, transpose_rhs}
+// CHECK-NEXT: %[[DP:.*]] = fa.tile_matmul %{{.*}}, %{{.*}} {async, transpose_rhs}
+// CHECK-NEXT: %[[SW:.*]] = fa.async_wait %[[S]] {pending = 1 : i64}
+// CHECK-NEXT: %[[SM:.*]] = fa.score_mod %[[SW]]
+// CHECK: %[[DPW:.*]] = fa.async_wait %[[DP]] {pending = 1 : i64}
+// CHECK-NEXT: %[[DS:.*]] = fa.softmax_grad %{{.*}}, %[[DPW]]
+// CHECK-NEXT: fa.score_mod_grad %[[DS]], %[[SW]]
+// CHECK: fa.async_wait %{{.*}} {pending = 0 : i64}
+func.func @backward_softcap(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>, %v: memref<?x?x?x128xbf16>,
+                            %o: memref<?x?x?x128xbf16>, %do: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>,
+                            %dq: memref<?x?x?x128xbf16>, %dk: memref<?x?x?x128xbf16>, %dv: memref<?x?x?x128xbf16>,
+                            %delta: memref<?x?x?xf32>, %accum: memref<?x?x?x128xf32>) {
+  fa.attention_backward %q, %k, %v, %o, %do, %lse into %dq, %dk, %dv workspace %delta, %accum
+      {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+      memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    into memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    workspace memref<?x?x?xf32>, memref<?x?x?x128xf32>
+    score_mod {
+    ^bb0(%s: f32, %b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %cap = arith.constant 50.0 : f32
+      %x = arith.divf %s, %cap : f32
+      %t = math.tanh %x : f32
+      %r = arith.mulf %t, %cap : f32
+      fa.yield %r : f32
+    }
   return
 }
