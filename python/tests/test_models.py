@@ -169,14 +169,24 @@ class ModelTest(unittest.TestCase):
                 eager_err = _max_error(pick(theirs), want)
                 floor = 1e-5 * max(1.0, want.abs().max().item())
                 if key.endswith(".self_attn.sinks") and dtype != torch.float32:
-                    # O's 16-bit rounding in D (_register_recording).
+                    # O's 16-bit rounding in D (_register_recording). Its
+                    # worst case (P_sink <= 1, every row's rounding one
+                    # way) can exceed the gradient itself (measured on an
+                    # H100: 4.3e-3 against max|dsinks| 1.4e-3, fa's error
+                    # 5.4e-5), so the gradient must also be within a tenth
+                    # of its size: a wrong one (zero, a sign) fails there.
+                    # The f32 run holds dSinks to the plain criterion.
                     layer = int(key.split(".layers.")[1].split(".")[0])
                     unit = 2.0 ** -8 if dtype == torch.bfloat16 else 2.0 ** -11
                     floor += unit * rounding[layer].max().item()
+                    size = want.abs().max().item()
                     print(f"  {name} {key}: fa={err:.2e} eager="
-                          f"{eager_err:.2e} max|dsinks|="
-                          f"{want.abs().max().item():.2e} O-rounding bound "
+                          f"{eager_err:.2e} max|dsinks|={size:.2e} "
+                          f"O-rounding bound "
                           f"{unit * rounding[layer].max().item():.2e}")
+                    self.assertLessEqual(err, 0.1 * size,
+                                         f"{name} {dtype} {key}: the "
+                                         "gradient's own size")
                 worst.append((err / (2 * eager_err + floor), key, err,
                               eager_err))
                 self.assertLessEqual(err, 2 * eager_err + floor,
