@@ -85,3 +85,14 @@ def sequence_attention_grad(q, k, v, scale, causal, window=(-1, -1),
     s = s.masked_fill(~keep, float("-inf")).masked_fill(~seen, 0.0)
     wide = s if s.dtype == torch.float64 else s.float()
     return _output(torch.softmax(wide, dim=-1) * seen, v, q)
+
+
+def softcap_error(softcap, dtype):
+    """What a 16-bit kernel's softcap may move each score, and so LSE, by:
+    it runs on tanh.approx.f32 (relative error 2^-10.987, PTX ISA); f32
+    kernels keep f32 accuracy."""
+    import torch
+
+    if not softcap or dtype == torch.float32:
+        return 0.0
+    return softcap * 2.0 ** -10.987

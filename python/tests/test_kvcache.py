@@ -26,7 +26,8 @@ os.environ["FA_CACHE_DIR"] = _CACHE.name
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fa  # noqa: E402
-from sequence_reference import sequence_attention  # noqa: E402
+from sequence_reference import (sequence_attention,  # noqa: E402
+                                softcap_error)
 
 try:
     import torch
@@ -34,15 +35,6 @@ try:
 except ImportError:  # pragma: no cover
     torch = None
     HAVE_CUDA = False
-
-
-def _softcap_error(softcap, dtype):
-    """What a 16-bit kernel's softcap may move each score, and so LSE, by:
-    it runs on tanh.approx.f32 (relative error 2^-10.987, PTX ISA); f32
-    kernels keep f32 accuracy."""
-    if not softcap or dtype == torch.float32:
-        return 0.0
-    return softcap * 2.0 ** -10.987
 
 
 class CompileTest(unittest.TestCase):
@@ -150,7 +142,7 @@ class GpuKvCacheTest(unittest.TestCase):
             if finite.any():
                 lse_err = (got_lse[finite] - exact_lse[finite]).abs().max()
                 self.assertLessEqual(lse_err.item(),
-                                     1e-3 + _softcap_error(softcap, dtype),
+                                     1e-3 + softcap_error(softcap, dtype),
                                      f"{name}: LSE of entry {b}")
 
     def test_decode(self):

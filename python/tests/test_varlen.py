@@ -29,7 +29,7 @@ os.environ["FA_CACHE_DIR"] = _CACHE.name
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import fa  # noqa: E402
 from sequence_reference import (sequence_attention,  # noqa: E402
-                                sequence_attention_grad)
+                                sequence_attention_grad, softcap_error)
 
 try:
     import torch
@@ -37,15 +37,6 @@ try:
 except ImportError:  # pragma: no cover
     torch = None
     HAVE_CUDA = False
-
-
-def _softcap_error(softcap, dtype):
-    """What a 16-bit kernel's softcap may move each score, and so LSE, by:
-    it runs on tanh.approx.f32 (relative error 2^-10.987, PTX ISA); f32
-    kernels keep f32 accuracy."""
-    if not softcap or dtype == torch.float32:
-        return 0.0
-    return softcap * 2.0 ** -10.987
 
 
 class CompileTest(unittest.TestCase):
@@ -168,7 +159,7 @@ class GpuVarlenTest(unittest.TestCase):
             if finite.any():
                 lse_err = (got_lse[finite] - want_lse[finite]).abs().max()
                 self.assertLessEqual(lse_err.item(),
-                                     1e-3 + _softcap_error(softcap, dtype),
+                                     1e-3 + softcap_error(softcap, dtype),
                                      f"{name}: LSE of sequence {b}")
 
     def test_random_lengths(self):
