@@ -233,6 +233,12 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "8-bit forward programs: every k-th exponential of the online "
            "softmax on the FMA pipe, fa.exp2_on_fma (0: none; the pipeline "
            "passes WgmmaModel's kExp2OnFmaEvery)">,
+    Option<"scoreModExp2OnFmaEvery", "score-mod-exp2-on-fma-every",
+           "int64_t", /*default=*/"0",
+           "16-bit forward programs whose score_mod runs a MUFU op (tanh, "
+           "exp, log, sqrt, a division, ...): every k-th exponential of the "
+           "online softmax on the FMA pipe, fa.exp2_on_fma (0: none; the "
+           "pipeline passes WgmmaModel's kScoreModExp2OnFmaEvery)">,
     Option<"producerTransposesValue", "producer-transposes-value", "int64_t",
            /*default=*/"-1",
            "8-bit forward programs: the producer warpgroup writes the "

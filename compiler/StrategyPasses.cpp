@@ -59,6 +59,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.rotatedStaging = options.rotatedStaging;
   place.stagedRowValues = options.stagedRowValues;
   place.exp2OnFmaEvery = ::fa::wgmma::kExp2OnFmaEvery;
+  place.scoreModExp2OnFmaEvery = ::fa::wgmma::kScoreModExp2OnFmaEvery;
   place.producerTransposesValue = -1;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());

@@ -14,10 +14,14 @@
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #define DEBUG_TYPE "fa-place-wgmma"
 
@@ -28,6 +32,33 @@ namespace mlir::fa {
 
 using namespace mlir;
 using namespace mlir::fa;
+
+/// Whether a score_mod of the program runs an op the GPU computes on the
+/// MUFU unit (an approximate transcendental or reciprocal) once per score,
+/// beside the online softmax's exponential: one that reads the score or the
+/// key index (an op of the head or the query row alone is computed once a
+/// row or a program).
+static bool scoreModRunsOnMufu(Operation *grid) {
+  bool found = false;
+  grid->walk([&](ScoreModOp op) {
+    Block &body = op.getScoreMod().front();
+    // The block arguments: score, b, h, q_idx, kv_idx, q_len, kv_len.
+    llvm::SmallPtrSet<Value, 16> perScore = {body.getArgument(0),
+                                             body.getArgument(4)};
+    body.walk([&](Operation *inner) {
+      if (llvm::none_of(inner->getOperands(),
+                        [&](Value v) { return perScore.contains(v); }))
+        return;
+      perScore.insert(inner->result_begin(), inner->result_end());
+      if (isa<math::TanhOp, math::ExpOp, math::Exp2Op, math::ExpM1Op,
+              math::LogOp, math::Log2Op, math::Log1pOp, math::SinOp,
+              math::CosOp, math::SqrtOp, math::RsqrtOp, math::PowFOp,
+              arith::DivFOp>(inner))
+        found = true;
+    });
+  });
+  return found;
+}
 
 namespace {
 
@@ -139,16 +170,23 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
     });
   }
 
-  // 8-bit: a share of the exponentials leaves the MUFU unit, whose work per
-  // tile matches the e4m3 products' cycles (docs/benchmarks.md (z)).
-  if (exp2OnFmaEvery < 0)
-    return grid.emitOpError("exp2-on-fma-every must be 0 (none) or positive, "
-                            "got ")
-           << int64_t(exp2OnFmaEvery);
-  if (float8 && exp2OnFmaEvery > 0)
+  // A share of the exponentials leaves the MUFU unit where its work per
+  // tile reaches the products' cycles: 8-bit products (docs/benchmarks.md
+  // (z)), or a score_mod that adds MUFU work of its own (softcap's tanh).
+  for (auto [name, every] :
+       {std::pair<StringRef, int64_t>{"exp2-on-fma-every", exp2OnFmaEvery},
+        {"score-mod-exp2-on-fma-every", scoreModExp2OnFmaEvery}})
+    if (every < 0)
+      return grid.emitOpError()
+             << name << " must be 0 (none) or positive, got " << every;
+  int64_t onFmaEvery = float8 ? int64_t(exp2OnFmaEvery)
+                       : scoreModRunsOnMufu(grid)
+                           ? int64_t(scoreModExp2OnFmaEvery)
+                           : 0;
+  if (onFmaEvery > 0)
     grid.walk([&](OnlineSoftmaxOp op) {
       op->setAttr(FADialect::getExp2OnFmaAttrName(),
-                  IntegerAttr::get(IntegerType::get(ctx, 64), exp2OnFmaEvery));
+                  IntegerAttr::get(IntegerType::get(ctx, 64), onFmaEvery));
     });
 
   int64_t registers = ::fa::wgmma::estimateRegisters(config);

@@ -147,6 +147,13 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
 /// so none.
 constexpr int64_t kExp2OnFmaEvery = 0;
 
+/// 16-bit forward programs whose score_mod runs a MUFU op of its own
+/// (softcap's tanh.approx: two MUFU ops a score, whose cycles per 128 x 128
+/// tile match the products' at D 128): every k-th exponential of the
+/// online softmax on the FMA pipe (fa-place-wgmma's
+/// score-mod-exp2-on-fma-every; 0: none).
+constexpr int64_t kScoreModExp2OnFmaEvery = 0;
+
 /// Which dkdv programs get a writer warp in the producer warpgroup that
 /// issues the dQ reductions and takes the deterministic turns, so that the
 /// consumers do not hold the turns (fa-warp-specialize's writer-warp:
