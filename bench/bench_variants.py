@@ -3,7 +3,7 @@
 own plain kernel, forward and forward + backward, in one run.
 
     python3 bench/bench_variants.py [--seqs 4096,16384] [--dtype bfloat16]
-        [--json out.json] [--no-flex]
+        [--json out.json] [--no-flex] [--only softcap,alibi]
 
 FlashAttention's convention (B*S = 16384 tokens, H*D = 2048, D = 128),
 causal. TFLOP/s are counted on the scores a variant keeps (a sliding window
@@ -148,7 +148,12 @@ def main():
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--json", default="")
     parser.add_argument("--no-flex", action="store_true")
+    parser.add_argument("--only", default="",
+                        help="comma-separated variant names (their "
+                        "beginnings) to run beside the plain causal row, "
+                        "e.g. softcap,alibi")
     args = parser.parse_args()
+    only = [name for name in args.only.split(",") if name]
     dtype = getattr(torch, args.dtype)
     d = args.head_dim
     heads = 2048 // d
@@ -178,6 +183,9 @@ def main():
         plain = {}
         for name, kwargs, score_mod, mask_mod, pairs in variants(
                 heads, batch, seq):
+            if only and name != "causal" and not name.startswith(
+                    tuple(only)):
+                continue
             flops = 4 * batch * heads * d * pairs
             start = time.perf_counter()
             fa.attention(q, k, v, causal=True, **kwargs)
@@ -232,6 +240,8 @@ def main():
                       f"{row['flex_tflops'] or float('nan'):>9.1f} "
                       f"{(fms / ms) if fms else float('nan'):>8.2f} "
                       f"{first:>12.2f}")
+        if only:
+            continue
         times = block_mask_times(batch, seq, create_block_mask
                                  if flex is not None else None)
         print(f"block mask of docs ~{DOCUMENT}, S={seq}: fa.block_mask "

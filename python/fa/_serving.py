@@ -43,31 +43,34 @@ def _check_int32_table(where, name, t, q, shape_text, shape_ok):
 
 
 @functools.lru_cache(maxsize=64)
-def _kvcache_config(score_mod, mask_mod, strategy="auto"):
+def _kvcache_config(score_mod, mask_mod, strategy="auto", sinks=False):
     """The kvcache call's fa_kernel_config (defaults, kv_lens, the variant,
-    the strategy), built once per variant: a decode step is short enough
-    for the structure's checks to show."""
+    the strategy, the sinks), built once per variant: a decode step is
+    short enough for the structure's checks to show."""
     return _config(0, 0, 0, strategy=strategy, variant=(score_mod, mask_mod),
-                   kv_lens=True)._obj
+                   kv_lens=True, sinks=sinks)._obj
 
 
 def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                      score_mod="", mask_mod="", num_splits=0,
-                     block_table=None, cache_batch_idx=None, strategy="auto"):
+                     block_table=None, cache_batch_idx=None, strategy="auto",
+                     sinks=None):
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q [B, Sq, Hq, D] against the
     first kv_lens[b] keys of k_cache, v_cache [B, S, Hkv, D], the keys split
     into num_splits parts (0: the runtime's choice), launched on the current
     stream (no checks of the lengths' values: flash_attn_with_kvcache's).
     block_table: int32 [B, max_pages] of a paged cache, k_cache and v_cache
     then the pool [num_pages, P, Hkv, D]; cache_batch_idx: int32 [B], the
-    cache entry of each batch entry; strategy: fa.attention's."""
+    cache entry of each batch entry; strategy: fa.attention's; sinks:
+    float32 [Hq]."""
     import torch
 
     batch, q_len, heads, _ = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((batch, heads, q_len), dtype=torch.float32,
                       device=q.device)
-    config = ctypes.byref(_kvcache_config(score_mod, mask_mod, strategy))
+    config = ctypes.byref(_kvcache_config(score_mod, mask_mod, strategy,
+                                          sinks is not None))
     call = _entry_point("fa_attention_kvcache_forward", "KV caches")
     _check(call(
         _runtime(_device_index(q)), ctypes.byref(_describe(q.transpose(1, 2))),
@@ -75,7 +78,8 @@ def _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
         ctypes.byref(_describe(v_cache.transpose(1, 2))),
         ctypes.byref(_describe(o.transpose(1, 2))),
         ctypes.byref(_describe(lse)), ctypes.byref(_describe(kv_lens)),
-        ctypes.byref(_extras(kv_splits=num_splits, block_table=block_table,
+        ctypes.byref(_extras(sinks, kv_splits=num_splits,
+                             block_table=block_table,
                              cache_batch_idx=cache_batch_idx)),
         _dtype_code(q), _flag("causal", causal), float(scale), config,
         _stream_of(q)))
@@ -87,7 +91,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
                             block_table=None, softmax_scale=None,
                             causal=False, window_size=(-1, -1), softcap=0.0,
                             num_splits=0, return_softmax_lse=False,
-                            check_lengths=True, strategy="auto"):
+                            check_lengths=True, strategy="auto", s_aux=None):
     """FlashAttention's KV cache call: q [B, Sq, Hq, D] (Sq = 1 to decode
     one token) against the filled part of a cache k_cache, v_cache [B,
     S_cache, Hkv, D]. cache_seqlens (an int, or int32 [B] on q's device;
@@ -115,8 +119,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     S_cache, Hkv, D] (not with block_table). strategy (not flash-attn's):
     fa.attention's; "auto" takes the split-KV mma kernels to decode and, on
     sm_90a, wgmma for a chunked prefill (mma with a block_table: "wgmma"
-    asks for it where the K/V tile divides the page). Not yet: gradients
-    (an inference call)."""
+    asks for it where the K/V tile divides the page). s_aux: attention
+    sinks, one logit per query head in every row's softmax denominator
+    ([Hq], any float dtype; flash_attn_varlen_func's s_aux: gpt-oss's).
+    Not yet: gradients (an inference call)."""
     where = "fa.flash_attn_with_kvcache"
     torch = _torch
     if torch is None:
@@ -245,16 +251,22 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     scale = _check_scale(where, softmax_scale)
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     causal = bool(_flag("causal", causal))
+    # (q's heads are its dimension 2.)
+    sinks = (None if s_aux is None
+             else _check_sinks(where, s_aux, q.transpose(1, 2)))
     # Eagerly, outside tracing and dispatch modes, the op's dispatch (tens
     # of microseconds, as long as a decode step's kernels) is skipped.
     if _launch_directly((q, k_cache, v_cache, kv_lens)):
         o, lse = _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                                   score_text, mask_text, splits, block_table,
-                                  cache_batch_idx, strategy)
+                                  cache_batch_idx, strategy, sinks)
     else:
+        # (Without sinks the op's call is the one it always was.)
+        extra = () if sinks is None else (sinks,)
         o, lse = torch.ops.fa.kvcache_attention_forward(
             q, k_cache, v_cache, kv_lens, causal, scale, score_text,
-            mask_text, splits, block_table, cache_batch_idx, strategy)
+            mask_text, splits, block_table, cache_batch_idx, strategy,
+            *extra)
     return (o, lse) if return_softmax_lse else o
 
 
@@ -413,8 +425,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     kernel's K/V tile divides P a tile is read from one page).
     s_aux: attention sinks, one logit per query head in every row's
     softmax denominator ([Hq], any float dtype; flash_attn_func's s_aux,
-    fa.attention's sinks: gpt-oss's); differentiable; not with seqused_k or
-    block_table yet."""
+    fa.attention's sinks: gpt-oss's); differentiable without seqused_k and
+    block_table (which are forward only)."""
     where = "fa.flash_attn_varlen_func"
     torch = _torch
     if torch is None:
@@ -495,31 +507,28 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            f"[B] = [{batch}]",
                            lambda shape: shape == (batch,))
         seqused_k = seqused_k.contiguous()
-    sinks = None
-    if s_aux is not None:
-        if paged or seqused_k is not None:
-            raise NotImplementedError(
-                f"{where}: s_aux (attention sinks) with "
-                + ("block_table" if paged else "seqused_k")
-                + " is not supported yet")
-        sinks = _check_sinks(where, s_aux, q)
+    sinks = None if s_aux is None else _check_sinks(where, s_aux, q)
     # The backward reads neither the used lengths nor a paged cache yet.
     forward_only = ("block_table" if paged
                     else "seqused_k" if seqused_k is not None else None)
     if forward_only and torch.is_grad_enabled() and any(
-            t.requires_grad for t in (q, k, v)):
+            t is not None and t.requires_grad for t in (q, k, v, s_aux)):
         raise NotImplementedError(
             f"{where}: {forward_only} is forward only (the backward does not "
             "take it yet): call it under torch.no_grad()")
+    # (Without sinks the forward-only ops' calls are the ones they always
+    # were.)
+    forward_sinks = () if sinks is None else (sinks,)
     if paged:
         o, lse = torch.ops.fa.varlen_paged_attention_forward(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-            causal, scale, score_text, mask_text, block_table, seqused_k)
+            causal, scale, score_text, mask_text, block_table, seqused_k,
+            *forward_sinks)
         return (o, lse) if return_lse else o
     if seqused_k is not None:
         o, lse = torch.ops.fa.varlen_seqused_attention_forward(
             q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-            causal, scale, score_text, mask_text, seqused_k)
+            causal, scale, score_text, mask_text, seqused_k, *forward_sinks)
         return (o, lse) if return_lse else o
     deterministic = bool(_flag("deterministic", deterministic))
     # (Without them the op's call is the one it always was.)

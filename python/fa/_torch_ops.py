@@ -200,18 +200,19 @@ def varlen_seqused_attention_forward(q: torch.Tensor, k: torch.Tensor,
                                      max_seqlen_q: int, max_seqlen_k: int,
                                      causal: bool, scale: float,
                                      score_mod: str, mask_mod: str,
-                                     seqused_k: torch.Tensor
+                                     seqused_k: torch.Tensor,
+                                     sinks: Optional[torch.Tensor] = None
                                      ) -> Tuple[torch.Tensor, torch.Tensor]:
     """varlen_attention_forward with each sequence's used keys (seqused_k;
-    no gradient)."""
+    float32 [Hq] sinks optional; no gradient)."""
     return _varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                            max_seqlen_k, causal, scale, score_mod, mask_mod,
-                           seqused_k)
+                           seqused_k, sinks=sinks)
 
 
 @varlen_seqused_attention_forward.register_fake
 def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-      causal, scale, score_mod, mask_mod, seqused_k):
+      causal, scale, score_mod, mask_mod, seqused_k, sinks=None):
     return _varlen_outputs_like(q)
 
 
@@ -225,20 +226,22 @@ def varlen_paged_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
                                    causal: bool, scale: float,
                                    score_mod: str, mask_mod: str,
                                    block_table: torch.Tensor,
-                                   seqused_k: Optional[torch.Tensor]
+                                   seqused_k: Optional[torch.Tensor],
+                                   sinks: Optional[torch.Tensor] = None
                                    ) -> Tuple[torch.Tensor, torch.Tensor]:
     """varlen_attention_forward with the keys in a paged cache (the pool
-    [num_pages, P, Hkv, D], block_table [B, max_pages]; seqused_k
-    optional; no gradient)."""
+    [num_pages, P, Hkv, D], block_table [B, max_pages]; seqused_k and
+    float32 [Hq] sinks optional; no gradient)."""
     return _varlen_forward(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k,
                            max_seqlen_q, max_seqlen_k, causal, scale,
-                           score_mod, mask_mod, seqused_k, block_table)
+                           score_mod, mask_mod, seqused_k, block_table,
+                           sinks)
 
 
 @varlen_paged_attention_forward.register_fake
 def _(q, k_cache, v_cache, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
       max_seqlen_k, causal, scale, score_mod, mask_mod, block_table,
-      seqused_k):
+      seqused_k, sinks=None):
     return _varlen_outputs_like(q)
 
 
@@ -314,20 +317,22 @@ def kvcache_attention_forward(q: torch.Tensor, k_cache: torch.Tensor,
                               mask_mod: str, num_splits: int,
                               block_table: Optional[torch.Tensor],
                               cache_batch_idx: Optional[torch.Tensor],
-                              strategy: str = "auto"
+                              strategy: str = "auto",
+                              sinks: Optional[torch.Tensor] = None
                               ) -> Tuple[torch.Tensor, torch.Tensor]:
     """O [B, Sq, Hq, D] and LSE [B, Hq, Sq] of q against the first
     kv_lens[b] keys of each cache entry, the keys in num_splits parts (0:
     the runtime's choice; fa.flash_attn_with_kvcache; no gradient), through
-    block_table's pages or cache_batch_idx's entries where given."""
+    block_table's pages or cache_batch_idx's entries where given, with
+    float32 [Hq] sinks where given."""
     return _kvcache_forward(q, k_cache, v_cache, kv_lens, causal, scale,
                             score_mod, mask_mod, num_splits, block_table,
-                            cache_batch_idx, strategy)
+                            cache_batch_idx, strategy, sinks)
 
 
 @kvcache_attention_forward.register_fake
 def _(q, k_cache, v_cache, kv_lens, causal, scale, score_mod, mask_mod,
-      num_splits, block_table, cache_batch_idx, strategy="auto"):
+      num_splits, block_table, cache_batch_idx, strategy="auto", sinks=None):
     batch, q_len, heads, _ = q.shape
     return (torch.empty_like(q),
             q.new_empty((batch, heads, q_len), dtype=torch.float32))

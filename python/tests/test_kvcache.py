@@ -65,7 +65,7 @@ class GpuKvCacheTest(unittest.TestCase):
 
     def run_cache(self, dtype, lengths, q_len, new, hq, hkv, d, causal,
                   capacity=300, window=(-1, -1), softcap=0.0, seed=0,
-                  num_splits=0, page=0, strategy="auto"):
+                  num_splits=0, page=0, strategy="auto", sinks=False):
         torch.manual_seed(seed)
         batch = len(lengths)
         q = torch.randn(batch, q_len, hq, d, device="cuda", dtype=dtype)
@@ -82,6 +82,11 @@ class GpuKvCacheTest(unittest.TestCase):
             k = torch.randn(batch, new, hkv, d, device="cuda", dtype=dtype)
             v = torch.randn(batch, new, hkv, d, device="cuda", dtype=dtype)
         seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        # gpt-oss's sinks: one logit per query head (in the model's dtype:
+        # the call converts), some above every score, some far below.
+        s_aux = None
+        if sinks:
+            s_aux = (torch.randn(hq, device="cuda") * 3).to(dtype)
         # A paged cache: the entries' pages in a shuffled pool with spare
         # pages of NaN; the logical cache is read back through the table.
         table = None
@@ -101,13 +106,13 @@ class GpuKvCacheTest(unittest.TestCase):
             q, k_pool, v_pool, k, v, cache_seqlens=seqlens, block_table=table,
             causal=causal,
             window_size=window, softcap=softcap, num_splits=num_splits,
-            return_softmax_lse=True, strategy=strategy)
+            return_softmax_lse=True, strategy=strategy, s_aux=s_aux)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (batch, hq, q_len))
         name = (f"{dtype} lengths={lengths} Sq={q_len} new={new} Hq={hq} "
                 f"Hkv={hkv} D={d} {'causal' if causal else 'full'} "
                 f"window={window} softcap={softcap} splits={num_splits} "
-                f"page={page} strategy={strategy}")
+                f"page={page} strategy={strategy} sinks={sinks}")
         if page:  # the logical cache, appended tokens included
             k_cache = k_pool[table.long()].view(batch, capacity, hkv, d)
             v_cache = v_pool[table.long()].view(batch, capacity, hkv, d)
@@ -122,10 +127,13 @@ class GpuKvCacheTest(unittest.TestCase):
             keys = slice(0, used)
             exact, exact_lse = sequence_attention(
                 q[b].double(), k_cache[b, keys].double(),
-                v_cache[b, keys].double(), scale, causal, window, softcap)
+                v_cache[b, keys].double(), scale, causal, window, softcap,
+                None if s_aux is None else s_aux.double())
             own, _ = sequence_attention(q[b], k_cache[b, keys],
                                         v_cache[b, keys], scale, causal,
-                                        window, softcap)
+                                        window, softcap,
+                                        None if s_aux is None
+                                        else s_aux.float())
             got = out[b].double()
             self.assertFalse(torch.isnan(got).any().item(),
                              f"{name}: NaN in entry {b}")
@@ -187,6 +195,39 @@ class GpuKvCacheTest(unittest.TestCase):
                        capacity=9001)
         self.run_cache(torch.float16, [8191, 0], 1, 1, 8, 1, 64, False,
                        capacity=8192, num_splits=128)
+
+    def test_sinks(self):
+        # gpt-oss's decode and chunked prefill from a cache: the sinks join
+        # every row's denominator (an entry without keys: O = 0, LSE = the
+        # sink), split or not (the sinks join the merged parts), paged
+        # (whole and gathered pages), GQA, causal and not, every dtype; and
+        # wgmma's chunked prefill by name (paged and split).
+        for splits in (0, 1, 3):
+            with self.subTest(splits=splits):
+                self.run_cache(torch.bfloat16, [0, 1, 37, 299], 1, 1, 8, 2,
+                               128, True, num_splits=splits, sinks=True)
+                self.run_cache(torch.float16, [5, 0, 300, 129], 3, 0, 4, 4,
+                               64, False, num_splits=splits, sinks=True)
+                self.run_cache(torch.bfloat16, [0, 17, 200, 250], 7, 7, 8, 2,
+                               128, True, num_splits=splits, sinks=True,
+                               window=(40, 0))
+        for page, capacity in ((1, 160), (16, 304), (64, 320)):
+            with self.subTest(page=page):
+                self.run_cache(torch.bfloat16, [0, 1, 37, capacity - 2], 1, 2,
+                               8, 2, 128, True, capacity=capacity, page=page,
+                               sinks=True)
+                self.run_cache(torch.float16, [15, 0, capacity, 129], 3, 0,
+                               4, 4, 64, False, capacity=capacity, page=page,
+                               num_splits=3, sinks=True)
+        self.run_cache(torch.float32, [0, 100, 250], 2, 1, 4, 2, 64, True,
+                       num_splits=4, sinks=True)
+        if torch.cuda.get_device_capability() == (9, 0):
+            for page in (0, 64):
+                with self.subTest(page=page, strategy="wgmma"):
+                    self.run_cache(torch.bfloat16, [0, 1, 150, 280], 40, 40,
+                                   8, 2, 128, True, capacity=320,
+                                   num_splits=3, page=page, strategy="wgmma",
+                                   sinks=True)
 
     def test_cuda_graph(self):
         # A decode step captured in a CUDA graph, as serving stacks replay

@@ -88,7 +88,8 @@ class GpuVarlenTest(unittest.TestCase):
     """flash_attn_varlen_func against each sequence alone, in float64."""
 
     def run_batch(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
-                  window=(-1, -1), softcap=0.0, seed=0, used=None, page=None):
+                  window=(-1, -1), softcap=0.0, seed=0, used=None, page=None,
+                  sinks=False):
         torch.manual_seed(seed)
         cu_q = torch.tensor(_offsets(q_lens), dtype=torch.int32,
                             device="cuda")
@@ -98,6 +99,9 @@ class GpuVarlenTest(unittest.TestCase):
         k = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
         v = torch.randn(sum(k_lens), hkv, d, device="cuda", dtype=dtype)
         scale = d ** -0.5
+        # gpt-oss's sinks (forward only here: see run_sinks for gradients).
+        s_aux = (torch.randn(hq, device="cuda") * 3).to(dtype) if sinks \
+            else None
         # seqused_k: each sequence's first used[b] keys (the rest NaN).
         seqused = None
         if used is not None:
@@ -125,12 +129,13 @@ class GpuVarlenTest(unittest.TestCase):
         out, lse = fa.flash_attn_varlen_func(
             q, keys, values, cu_q, cu_k, max(q_lens), max(k_lens),
             causal=causal, window_size=window, softcap=softcap,
-            return_lse=True, seqused_k=seqused, block_table=table)
+            return_lse=True, seqused_k=seqused, block_table=table,
+            s_aux=s_aux)
         self.assertEqual(out.shape, q.shape)
         self.assertEqual(lse.shape, (hq, q.shape[0]))
         name = (f"{dtype} q_lens={q_lens} k_lens={k_lens} Hq={hq} Hkv={hkv} "
                 f"D={d} {'causal' if causal else 'full'} window={window} "
-                f"softcap={softcap} page={page}")
+                f"softcap={softcap} page={page} used={used} sinks={sinks}")
         oq, ok = _offsets(q_lens), _offsets(k_lens)
         for b in range(len(q_lens)):
             rows = slice(oq[b], oq[b + 1])
@@ -138,9 +143,12 @@ class GpuVarlenTest(unittest.TestCase):
                          else ok[b] + used[b])
             exact, exact_lse = sequence_attention(
                 q[rows].double(), k[keys].double(), v[keys].double(), scale,
-                causal, window, softcap)
+                causal, window, softcap,
+                None if s_aux is None else s_aux.double())
             own, _ = sequence_attention(q[rows], k[keys], v[keys], scale,
-                                        causal, window, softcap)
+                                        causal, window, softcap,
+                                        None if s_aux is None
+                                        else s_aux.float())
             got = out[rows].double()
             self.assertFalse(torch.isnan(got).any().item(),
                              f"{name}: NaN in sequence {b}")
@@ -214,6 +222,35 @@ class GpuVarlenTest(unittest.TestCase):
                            True, page=256)
             self.run_batch(torch.float32, [5, 17], [60, 17], 4, 4, 64, True,
                            page=32)
+
+    def test_sinks_with_used_and_paged_keys(self):
+        # gpt-oss's sinks through the forward-only calls of serving: each
+        # sequence's used keys (0 of them: O = 0, LSE = the sink), paged
+        # keys (whole and gathered pages), both, split decode rows; a sink
+        # that asks for a gradient is refused there.
+        with torch.no_grad():
+            for causal in (False, True):
+                with self.subTest(causal=causal):
+                    self.run_batch(torch.bfloat16, [3, 1, 40, 7],
+                                   [50, 9, 300, 20], 8, 2, 128, causal,
+                                   used=[0, 1, 171, 20], sinks=True)
+                    self.run_batch(torch.float16, [0, 1, 90, 33],
+                                   [5, 200, 150, 33], 4, 2, 64, causal,
+                                   page=16, sinks=True)
+            self.run_batch(torch.bfloat16, [3, 1, 40, 7], [50, 9, 300, 20],
+                           8, 2, 64, True, used=[0, 1, 171, 20], page=5,
+                           sinks=True)
+            self.run_batch(torch.float16, [1, 1], [4000, 3000], 8, 1, 128,
+                           True, page=256, sinks=True)
+            self.run_batch(torch.float32, [5, 17], [60, 17], 4, 4, 64, True,
+                           used=[33, 0], sinks=True)
+        q = torch.randn(4, 2, 64, device="cuda", dtype=torch.float16)
+        cu = torch.tensor([0, 4], dtype=torch.int32, device="cuda")
+        used = torch.tensor([2], dtype=torch.int32, device="cuda")
+        sinks = torch.zeros(2, device="cuda", requires_grad=True)
+        with self.assertRaisesRegex(NotImplementedError, "forward only"):
+            fa.flash_attn_varlen_func(q, q, q, cu, cu, 4, 4, seqused_k=used,
+                                      s_aux=sinks)
 
     def test_paged_keys_checks(self):
         q = torch.randn(10, 2, 64, device="cuda", dtype=torch.float16)
