@@ -6,11 +6,13 @@ runtime's split-KV choice (num_splits=0) and unsplit (num_splits=1).
 
     python3 bench/bench_decode.py [--batches 1,8,64] [--contexts 1024,8192,32768]
         [--heads 32 --kv-heads 8 --head-dim 128] [--dtype bfloat16] [--page 0]
-        [--json out.json]
+        [--sinks] [--json out.json]
 
 Every batch entry holds `context` keys (cache_seqlens = context; the
 cache is that long). --page P: fa reads a paged cache of P-row pages (the
-pages of all entries shuffled in one pool); SDPA the same keys contiguous. Bytes: K and V of every entry's filled part (B x
+pages of all entries shuffled in one pool); SDPA the same keys contiguous.
+--sinks: fa with gpt-oss's attention sinks (SDPA's columns without them).
+Bytes: K and V of every entry's filled part (B x
 context x Hkv x D x 2 x element size); GB/s = bytes / time. The streaming
 read: torch.sum over a buffer of those bytes (float32 accumulation), as
 the attainable read bandwidth. Timing: triton.testing.do_bench (median,
@@ -87,6 +89,10 @@ def main():
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--page", type=int, default=0)
+    parser.add_argument("--sinks", action="store_true",
+                        help="fa with attention sinks (s_aux, one logit a "
+                        "query head: gpt-oss's); SDPA's columns stay "
+                        "without")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     dtype = getattr(torch, args.dtype)
@@ -119,10 +125,13 @@ def main():
                 k_fa[table.long()] = k.view(batch, per_entry, args.page, hkv, d)
                 v_fa[table.long()] = v.view(batch, per_entry, args.page, hkv, d)
 
+            sinks = (torch.randn(hq, device="cuda", dtype=dtype)
+                     if args.sinks else None)
+
             def call(splits=0):
                 return fa.flash_attn_with_kvcache(
                     q, k_fa, v_fa, cache_seqlens=lens, block_table=table,
-                    check_lengths=False, num_splits=splits)
+                    check_lengths=False, num_splits=splits, s_aux=sinks)
             ms = do_bench(call)
             call_host_ms = host_ms(call)
             fa_kernel_ms = kernel_ms(call, "fa_")
