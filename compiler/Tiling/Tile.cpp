@@ -93,8 +93,8 @@ void AttentionTiler::build() {
   auto keyType = cast<MemRefType>(op.getKey().getType());
   auto outputType = cast<MemRefType>(op.getOutput().getType());
   Type elementType = queryType.getElementType();
-  if (allowsApproximateFunctions(elementType))
-    allowApproximateFunctions(op.getScoreMod());
+  if (allowsApproximateMath(elementType))
+    allowApproximateMath(op.getScoreMod());
   int64_t headDim = op.getHeadDim();
   Type f32 = builder.getF32Type();
   auto rowVecType = RankedTensorType::get({config.blockM}, f32);

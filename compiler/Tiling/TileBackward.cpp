@@ -211,8 +211,8 @@ LogicalResult BackwardTiler::buildMain() {
   bool scoreMod = !op.getScoreMod().empty();
   bool maskMod = !op.getMaskMod().empty();
   Region derivative;
-  if (scoreMod && allowsApproximateFunctions(elementType))
-    allowApproximateFunctions(op.getScoreMod());
+  if (scoreMod && allowsApproximateMath(elementType))
+    allowApproximateMath(op.getScoreMod());
   if (scoreMod &&
       failed(buildScoreModDerivative(op.getScoreMod(), derivative, op)))
     return failure();

@@ -53,11 +53,11 @@ void mlir::fa::cloneVariantRegion(Region &from, Region &to) {
   from.cloneInto(&to, mapping);
 }
 
-bool mlir::fa::allowsApproximateFunctions(Type elementType) {
+bool mlir::fa::allowsApproximateMath(Type elementType) {
   return elementType.getIntOrFloatBitWidth() < 32;
 }
 
-void mlir::fa::allowApproximateFunctions(Region &region) {
+void mlir::fa::allowApproximateMath(Region &region) {
   region.walk([](arith::ArithFastMathInterface op) {
     arith::FastMathFlags allowed =
         isa<math::MathDialect>(op->getDialect()) ? arith::FastMathFlags::afn

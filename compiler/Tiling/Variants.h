@@ -37,12 +37,12 @@ void cloneVariantRegion(Region &from, Region &to);
 /// whose own rounding of the function's result (2^-8 bf16, 2^-11 f16) is
 /// what the FlashAttention criterion measures against; f32 keeps f32
 /// accuracy.
-bool allowsApproximateFunctions(Type elementType);
+bool allowsApproximateMath(Type elementType);
 
 /// Marks variant region `region`'s math ops fastmath afn and its divf ops
-/// arcp (see allowsApproximateFunctions); its copies and its derivative's
+/// arcp (see allowsApproximateMath); its copies and its derivative's
 /// copies of them keep the flags.
-void allowApproximateFunctions(Region &region);
+void allowApproximateMath(Region &region);
 
 /// Whether variant region `region` reads one of its captured tensors (its
 /// memref arguments). A mask_mod that does not can go to the tile range

@@ -148,10 +148,15 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
 constexpr int64_t kExp2OnFmaEvery = 0;
 
 /// 16-bit forward programs whose score_mod runs a MUFU op of its own
-/// (softcap's tanh.approx: two MUFU ops a score, whose cycles per 128 x 128
-/// tile match the products' at D 128): every k-th exponential of the
-/// online softmax on the FMA pipe (fa-place-wgmma's
-/// score-mod-exp2-on-fma-every; 0: none).
+/// (softcap's tanh.approx: two MUFU ops a score): every k-th exponential of
+/// the online softmax on the FMA pipe (fa-place-wgmma's
+/// score-mod-exp2-on-fma-every; 0: none). Measured on an H100
+/// (docs/benchmarks.md (ag), bf16 D 128 causal softcap): every 2nd, 3rd and
+/// 4th cost 2-6% of the forward's time although the XU pipe's share fell
+/// from 53% to 38% (every 2nd): the kernel waits on its products and
+/// barriers (stall wait 1.3, barrier 1.05 cycles an instruction), not on
+/// the MUFU unit's throughput, and the cubic adds issue slots (40% -> 51%).
+/// So none.
 constexpr int64_t kScoreModExp2OnFmaEvery = 0;
 
 /// Which dkdv programs get a writer warp in the producer warpgroup that
