@@ -377,6 +377,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
                             float8 ? args[descalesArg + 1] : Value(),
                             float8 ? args[descalesArg + 2] : Value(),
                             args.drop_front(firstCapture), scale, mask);
+    attention.setSinksPerRow(spec.sinksPerRow);
     attention.getScoreMod().takeBody(scoreMod);
     attention.getMaskMod().takeBody(maskMod);
     if (spec.hasVariant() && failed(verify(attention)))

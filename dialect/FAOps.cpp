@@ -272,11 +272,28 @@ static LogicalResult verifySameAs(Operation *op, StringRef name,
 
 /// A sinks memref (f32 [Hq]) against the queries' heads.
 static LogicalResult verifySinks(Operation *op, StringRef name, Value sinks,
-                                 Value query) {
-  if (!sinks)
+                                 Value query, bool perRow = false) {
+  if (!sinks) {
+    if (perRow)
+      return op->emitOpError("sinks_per_row without sinks");
     return success();
+  }
   int64_t heads = cast<MemRefType>(sinks.getType()).getShape()[0];
-  int64_t queryHeads = cast<MemRefType>(query.getType()).getShape()[1];
+  ArrayRef<int64_t> queryShape = cast<MemRefType>(query.getType()).getShape();
+  int64_t queryHeads = queryShape[1];
+  if (perRow) {
+    // Hq x Sq logits, head-major.
+    int64_t logits = ShapedType::isDynamic(queryHeads) ||
+                             ShapedType::isDynamic(queryShape[2])
+                         ? ShapedType::kDynamic
+                         : queryHeads * queryShape[2];
+    if (dimsConflict(heads, logits))
+      return op->emitOpError()
+             << name << " with sinks_per_row holds one logit per query head "
+             << "and row: " << dimToString(heads) << " does not match the "
+             << dimToString(logits) << " of the query";
+    return success();
+  }
   if (dimsConflict(heads, queryHeads))
     return op->emitOpError() << name << " holds one logit per query head: "
                              << dimToString(heads) << " does not match the "
@@ -471,7 +488,8 @@ LogicalResult AttentionOp::verify() {
                                          getCacheBatchIdx(),
                                      /*allowFloat8=*/true)) ||
       failed(verifyDescales(*this)) ||
-      failed(verifySinks(*this, "sinks", getSinks(), getQuery())) ||
+      failed(verifySinks(*this, "sinks", getSinks(), getQuery(),
+                         getSinksPerRow())) ||
       failed(verifyCaptures(*this, getCaptures())) ||
       failed(
           verifyBlockMask(*this, "key_ranges", getKeyRanges(), getMaskMod())) ||

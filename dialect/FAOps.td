@@ -102,7 +102,10 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     row: `LSE = log(exp(sink[h]) + sum_j exp(s[j]))`, and O (the same
     formula) sums to less than one. The sink is a logit like the scaled
     scores (no scale, no score_mod applies to it). A row that sees no key
-    then has O = 0 and LSE = sink[h].
+    then has O = 0 and LSE = sink[h]. With `sinks_per_row` the sinks hold
+    one logit per head and query row, head-major (`sink[h * Sq + i]`, Hq x
+    Sq of them): the runtime's packed GQA decode, whose rows are a K/V
+    head's query heads, each with its own sink.
 
     With `key_ranges` (a block mask, for masks the compiler cannot read:
     those that read captured tensors, such as document ids), the caller
@@ -213,7 +216,8 @@ def FA_AttentionOp : FA_Op<"attention", [IsolatedFromAbove,
     Arg<Optional<FA_DescaleMemRef>, "FP8: V's descale factors [B, Hkv]", [MemRead]>:$v_descale,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read", [MemRead]>:$captures,
     F32Attr:$scale,
-    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask
+    DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask,
+    UnitAttr:$sinks_per_row
   );
   let regions = (region MaxSizedRegion<1>:$score_mod,
                         MaxSizedRegion<1>:$mask_mod);
@@ -938,6 +942,32 @@ def FA_JoinSinkOp : FA_Op<"join_sink", [Pure,
                       FA_F32Tile:$correction);
   let assemblyFormat = [{
     $sink `,` $running_max `,` $running_sum attr-dict `:` type($running_max)
+  }];
+  let hasVerifier = 1;
+}
+
+def FA_JoinRowSinksOp : FA_Op<"join_row_sinks", [
+    AllTypesMatch<["running_max", "running_sum", "new_max", "new_sum", "correction"]>]> {
+  let summary = "fa.join_sink with a sink per row, read from memory";
+  let description = [{
+    `fa.join_sink` where each row has a sink of its own: row r's is
+    `sinks[head * rows + row_start + r]` (-inf past `rows`: a row past the
+    queries, never stored), the layout of `fa.attention`'s sinks with
+    `sinks_per_row`. Each thread reads the sinks of the rows it holds.
+
+    ```mlir
+    %m_new, %l_new, %alpha = fa.join_row_sinks %sinks[%h, %q_start, %q_len], %m, %l
+      : memref<?xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FA_SinkMemRef, "sink logits [H * rows]", [MemRead]>:$sinks,
+                       Index:$head, Index:$row_start, Index:$rows,
+                       FA_F32Tile:$running_max, FA_F32Tile:$running_sum);
+  let results = (outs FA_F32Tile:$new_max, FA_F32Tile:$new_sum,
+                      FA_F32Tile:$correction);
+  let assemblyFormat = [{
+    $sinks `[` $head `,` $row_start `,` $rows `]` `,` $running_max `,`
+    $running_sum attr-dict `:` type($sinks) `,` type($running_max)
   }];
   let hasVerifier = 1;
 }

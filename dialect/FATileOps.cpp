@@ -613,6 +613,10 @@ LogicalResult JoinSinkOp::verify() {
   return verifyRowTile(*this, getRunningMax().getType(), "running max");
 }
 
+LogicalResult JoinRowSinksOp::verify() {
+  return verifyRowTile(*this, getRunningMax().getType(), "running max");
+}
+
 LogicalResult MergePartialOp::verify() {
   return verifyRowVector(*this, getOutput().getType(), getLse().getType(),
                          "output", "lse");

@@ -104,6 +104,11 @@ struct KernelSpec {
   /// also adds the sinks' gradient (the deterministic one in a fixed
   /// order, through a workspace of per-query-tile shares).
   bool sinks = false;
+  /// With sinks: one logit per head and query row, head-major
+  /// (fa.attention's sinks_per_row; the kernel's sinks are the call's [Hq]
+  /// read as [H, Sq]): the runtime's packed GQA decode, whose rows are a
+  /// K/V head's query heads.
+  bool sinksPerRow = false;
   /// A block mask (see fa.attention's key_ranges): the forward takes the
   /// keys each 16 query rows keep, the backward the query rows that keep
   /// each 16 keys, as i32 [B, Hb, groups, 4] tables of [first, end,

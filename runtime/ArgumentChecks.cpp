@@ -486,8 +486,11 @@ Result checkAttentionArgs(const KernelSpec &spec, const AttentionArgs &a) {
         {"lse", &lse, 3}})
     if (std::string error = checkNoOverlap(name, *t, rank); !error.empty())
       return invalid(error);
+  // (Per row: the packed GQA decode's rows are query heads.)
   if (spec.sinks)
-    if (std::string error = checkSinks("sinks", a.sinks, q.sizes[1]);
+    if (std::string error =
+            checkSinks("sinks", a.sinks,
+                       spec.sinksPerRow ? q.sizes[1] * q.sizes[2] : q.sizes[1]);
         !error.empty())
       return invalid(error);
   bool float8 = spec.dtype == ElementType::e4m3;

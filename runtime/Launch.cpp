@@ -347,9 +347,9 @@ static ProblemExtents problemOf(const TensorArg &q, const TensorArg &k) {
 
 bool packQueryGroups(KernelSpec &spec, AttentionArgs &a) {
   int64_t qHeads = a.q.sizes[1], kvHeads = a.k.sizes[1];
-  if (spec.backward || spec.varlen || spec.sinks || spec.blockMask ||
-      spec.blockMaskProgram || spec.hasVariant() || a.q.sizes[2] != 1 ||
-      kvHeads <= 0 || qHeads <= kvHeads || qHeads % kvHeads != 0)
+  if (spec.backward || spec.varlen || spec.blockMask || spec.blockMaskProgram ||
+      spec.hasVariant() || a.q.sizes[2] != 1 || kvHeads <= 0 ||
+      qHeads <= kvHeads || qHeads % kvHeads != 0)
     return false;
   // The shapes the checks would refuse stay as given, to be named; so do
   // LSE heads that are not adjacent (the packed rows of LSE must be).
@@ -366,6 +366,8 @@ bool packQueryGroups(KernelSpec &spec, AttentionArgs &a) {
     t->strides[1] *= group;
   }
   spec.causal = false;
+  // Each row's sink is its query head's: the [Hq] logits read as [Hkv, G].
+  spec.sinksPerRow = spec.sinks;
   return true;
 }
 

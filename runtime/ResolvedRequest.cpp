@@ -15,11 +15,11 @@ RequestKey::RequestKey(const KernelSpec &spec, int64_t bucket, bool tuned)
       blockM(spec.blockM), blockN(spec.blockN), numWarps(spec.numWarps),
       stages(spec.stages), strategy(spec.strategy), arch(spec.arch),
       scaleBits(0), scoreMod(spec.scoreMod), maskMod(spec.maskMod),
-      sinks(spec.sinks), blockMask(spec.blockMask),
-      blockMaskProgram(spec.blockMaskProgram), varlen(spec.varlen),
-      kvLens(spec.kvLens), splitKv(spec.splitKv), pagedKv(spec.pagedKv),
-      pageGather(spec.pageGather), cacheBatchIndex(spec.cacheBatchIndex),
-      bucket(bucket), tuned(tuned) {
+      sinks(spec.sinks), sinksPerRow(spec.sinksPerRow),
+      blockMask(spec.blockMask), blockMaskProgram(spec.blockMaskProgram),
+      varlen(spec.varlen), kvLens(spec.kvLens), splitKv(spec.splitKv),
+      pagedKv(spec.pagedKv), pageGather(spec.pageGather),
+      cacheBatchIndex(spec.cacheBatchIndex), bucket(bucket), tuned(tuned) {
   // Every field of KernelSpec changes the kernel: a new one belongs here,
   // in fields() and in the hash.
   static_assert(sizeof(scaleBits) == sizeof(spec.scale));
@@ -30,9 +30,9 @@ static auto fields(const RequestKey &k) {
   return std::tie(k.headDim, k.dtype, k.outDtype, k.causal, k.backward,
                   k.deterministic, k.dqChains, k.blockM, k.blockN, k.numWarps,
                   k.stages, k.strategy, k.arch, k.scaleBits, k.scoreMod,
-                  k.maskMod, k.sinks, k.blockMask, k.blockMaskProgram, k.varlen,
-                  k.kvLens, k.splitKv, k.pagedKv, k.pageGather,
-                  k.cacheBatchIndex, k.bucket, k.tuned);
+                  k.maskMod, k.sinks, k.sinksPerRow, k.blockMask,
+                  k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv,
+                  k.pageGather, k.cacheBatchIndex, k.bucket, k.tuned);
 }
 
 bool RequestKey::operator==(const RequestKey &other) const {
@@ -44,8 +44,8 @@ size_t RequestKey::Hash::operator()(const RequestKey &k) const {
       k.headDim, int(k.dtype), int(k.outDtype), k.causal, k.backward,
       k.deterministic, k.dqChains, k.blockM, k.blockN, k.numWarps, k.stages,
       int(k.strategy), k.arch, k.scaleBits, k.scoreMod, k.maskMod, k.sinks,
-      k.blockMask, k.blockMaskProgram, k.varlen, k.kvLens, k.splitKv, k.pagedKv,
-      k.pageGather, k.cacheBatchIndex, k.bucket, k.tuned);
+      k.sinksPerRow, k.blockMask, k.blockMaskProgram, k.varlen, k.kvLens,
+      k.splitKv, k.pagedKv, k.pageGather, k.cacheBatchIndex, k.bucket, k.tuned);
 }
 
 } // namespace fa

@@ -40,8 +40,8 @@ struct RequestKey {
   std::string arch;
   uint64_t scaleBits; // the scale's bits: no rounding in the key
   std::string scoreMod, maskMod; // a variant's texts
-  bool sinks, blockMask, blockMaskProgram, varlen, kvLens, splitKv, pagedKv,
-      pageGather, cacheBatchIndex;
+  bool sinks, sinksPerRow, blockMask, blockMaskProgram, varlen, kvLens, splitKv,
+      pagedKv, pageGather, cacheBatchIndex;
   int64_t bucket;
   bool tuned;
 

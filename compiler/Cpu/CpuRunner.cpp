@@ -44,6 +44,7 @@ namespace {
   spec.scoreMod = config.scoreMod;
   spec.maskMod = config.maskMod;
   spec.sinks = config.sinks;
+  spec.sinksPerRow = config.sinksPerRow;
   spec.blockMask = config.blockMask;
   spec.blockMaskProgram = config.blockMaskProgram;
   spec.varlen = config.varlen;
@@ -276,7 +277,7 @@ CpuAttentionKernel::run(const AttentionShape &s, const void *q, const void *k,
   args.add(o, {entries, s.qHeads, s.qLen, d});
   args.add(lse, {entries, s.qHeads, s.qLen});
   if (config.sinks)
-    args.add(sinks, {s.qHeads});
+    args.add(sinks, {config.sinksPerRow ? s.qHeads * s.qLen : s.qHeads});
   if (config.varlen) {
     args.add(sequences.query, {s.batch + 1});
     args.add(sequences.key, {s.batch + 1});

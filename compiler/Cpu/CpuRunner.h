@@ -47,6 +47,9 @@ struct CpuKernelConfig {
   std::string maskMod;
   /// Attention sinks (KernelSpec::sinks): one f32 logit per query head.
   bool sinks = false;
+  /// With sinks: one per head and query row, [Hq * Sq] head-major
+  /// (KernelSpec::sinksPerRow).
+  bool sinksPerRow = false;
   /// A block mask (KernelSpec::blockMask): the forward takes key ranges,
   /// the backward query ranges (CpuRangeTable).
   bool blockMask = false;

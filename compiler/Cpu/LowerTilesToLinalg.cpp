@@ -28,6 +28,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
+#include <limits>
 
 #define DEBUG_TYPE "fa-lower-tiles-to-linalg"
 
@@ -575,6 +576,41 @@ static LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
   return success();
 }
 
+/// fa.join_row_sinks -> fa.join_sink's rows, row i's sink
+/// sinks[head * rows + row_start + i] (-inf past `rows`).
+static LogicalResult lowerJoinRowSinks(JoinRowSinksOp op,
+                                       JoinRowSinksOp::Adaptor adaptor,
+                                       ConversionPatternRewriter &rewriter) {
+  SmallVector<Value> joined = mapRows(
+      rewriter, op.getLoc(), {adaptor.getRunningMax(), adaptor.getRunningSum()},
+      3, [&](OpBuilder &b, Location loc, ValueRange args) {
+        Value row = arith::AddIOp::create(b, loc, adaptor.getRowStart(),
+                                          linalg::IndexOp::create(b, loc, 0));
+        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             row, adaptor.getRows());
+        Value headFirst =
+            arith::MulIOp::create(b, loc, adaptor.getHead(), adaptor.getRows());
+        Value index = arith::SelectOp::create(
+            b, loc, inside, arith::AddIOp::create(b, loc, headFirst, row),
+            headFirst);
+        Value loaded =
+            memref::LoadOp::create(b, loc, adaptor.getSinks(), index);
+        Value sink = arith::SelectOp::create(
+            b, loc, inside, loaded,
+            arith::ConstantOp::create(
+                b, loc,
+                b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
+        Value newMax = arith::MaximumFOp::create(b, loc, args[0], sink);
+        Value alpha = shiftedExp(b, loc, args[0], newMax);
+        Value newSum = arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, alpha, args[1]),
+            shiftedExp(b, loc, sink, newMax));
+        return SmallVector<Value>{newMax, newSum, alpha};
+      });
+  rewriter.replaceOp(op, joined);
+  return success();
+}
+
 /// fa.merge_partial -> per row mx = max(lse, lse_p), s = exp(lse - mx) +
 /// exp(lse_p - mx), lse_new = mx + log(s) (-inf when s = 0); O_new = (O
 /// exp(lse - mx) + O_p exp(lse_p - mx)) / s (0 when s = 0).
@@ -783,11 +819,11 @@ struct FALowerTilesToLinalgPass
     RewritePatternSet patterns(ctx);
     addLowerings(patterns, lowerGrid, lowerLoadTile, lowerStoreTile,
                  lowerTileMatmul, lowerMask, lowerScoreMod, lowerScoreModGrad,
-                 lowerOnlineSoftmax, lowerRescale, lowerJoinSink, lowerSinkGrad,
-                 lowerMergePartial, lowerAccumulateTotal, lowerTileTotal,
-                 lowerFinalize, lowerRowDot, lowerRecomputeProbs,
-                 lowerSoftmaxGrad, lowerAccumulateTile, lowerWaitTurn,
-                 lowerPassTurn);
+                 lowerOnlineSoftmax, lowerRescale, lowerJoinSink,
+                 lowerJoinRowSinks, lowerSinkGrad, lowerMergePartial,
+                 lowerAccumulateTotal, lowerTileTotal, lowerFinalize,
+                 lowerRowDot, lowerRecomputeProbs, lowerSoftmaxGrad,
+                 lowerAccumulateTile, lowerWaitTurn, lowerPassTurn);
     populateTileRangeLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -82,6 +82,26 @@ private:
            staticKvLen % config.blockN != 0;
   }
 
+  /// The sinks joining rows [qStart, ...) of head h (each row's state m,
+  /// l): the head's sink (fa.join_sink), or with sinks_per_row each row's
+  /// own of the query's qLen rows (fa.join_row_sinks).
+  std::tuple<Value, Value, Value> joinSinks(RankedTensorType rowVecType,
+                                            Value h, Value qStart, Value qLen,
+                                            Value m, Value l) {
+    Location loc = op.getLoc();
+    Value sinks = op.getSinks();
+    if (op.getSinksPerRow()) {
+      auto join =
+          JoinRowSinksOp::create(builder, loc, rowVecType, rowVecType,
+                                 rowVecType, sinks, h, qStart, qLen, m, l);
+      return {join.getNewMax(), join.getNewSum(), join.getCorrection()};
+    }
+    Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
+    auto join = JoinSinkOp::create(builder, loc, rowVecType, rowVecType,
+                                   rowVecType, sink, m, l);
+    return {join.getNewMax(), join.getNewSum(), join.getCorrection()};
+  }
+
   AttentionOp op;
   TileConfig config;
   OpBuilder builder;
@@ -367,14 +387,13 @@ void AttentionTiler::build() {
     buildCombine(batch, qHeads, dim(op.getQuery(), 2));
     return;
   }
-  if (Value sinks = op.getSinks()) {
+  if (op.getSinks()) {
     // The head's sink logit joins each row's denominator (no value row).
-    Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
-    auto join = JoinSinkOp::create(builder, loc, rowVecType, rowVecType,
-                                   rowVecType, sink, finalMax, finalSum);
-    finalMax = join.getNewMax();
-    finalSum = join.getNewSum();
-    finalAcc = RescaleOp::create(builder, loc, finalAcc, join.getCorrection());
+    auto [newMax, newSum, correction] =
+        joinSinks(rowVecType, h, qStart, qLen, finalMax, finalSum);
+    finalMax = newMax;
+    finalSum = newSum;
+    finalAcc = RescaleOp::create(builder, loc, finalAcc, correction);
   }
   auto finalize = FinalizeOp::create(builder, loc, finalAcc, finalMax, finalSum,
                                      outputScale);
@@ -471,18 +490,14 @@ void AttentionTiler::buildCombine(Value batch, Value qHeads, Value qLen) {
             nested, loc, ValueRange{merge.getNewOutput(), merge.getNewLse()});
       });
   Value output = loop.getResult(0), lse = loop.getResult(1);
-  if (Value sinks = op.getSinks()) {
+  if (op.getSinks()) {
     // The merged (O, LSE) is the state (acc = O, m = LSE, l = 1) of the
     // online softmax: the sink joins it as in the unsplit forward (a row
     // without keys has m = -inf, so its l = 1 is scaled away).
-    Value sink = memref::LoadOp::create(builder, loc, sinks, ValueRange{h});
-    auto join = JoinSinkOp::create(builder, loc, rowVecType, rowVecType,
-                                   rowVecType, sink, lse,
-                                   splat(rowVecType, 1.0f));
-    Value rescaled =
-        RescaleOp::create(builder, loc, output, join.getCorrection());
-    auto finalize = FinalizeOp::create(builder, loc, rescaled,
-                                       join.getNewMax(), join.getNewSum());
+    auto [newMax, newSum, correction] =
+        joinSinks(rowVecType, h, qStart, qLen, lse, splat(rowVecType, 1.0f));
+    Value rescaled = RescaleOp::create(builder, loc, output, correction);
+    auto finalize = FinalizeOp::create(builder, loc, rescaled, newMax, newSum);
     output = finalize.getOutput();
     lse = finalize.getLse();
   }

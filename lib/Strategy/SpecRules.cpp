@@ -141,6 +141,12 @@ std::string validateSpec(const KernelSpec &spec) {
   if (spec.blockMask && spec.maskMod.empty())
     return "a block mask bounds the tiles of a mask_mod's kept scores: give "
            "a mask_mod with it";
+  if (spec.sinksPerRow && !spec.sinks)
+    return "sinks_per_row reads the sinks per query row: it needs sinks";
+  if (spec.sinksPerRow && (spec.backward || spec.varlen))
+    return std::string("sinks per query row are the packed GQA decode's "
+                       "(a forward of fixed-length rows), not a ") +
+           (spec.backward ? "backward's" : "varlen batch's");
   if (spec.deterministic && spec.blockMask)
     return "the deterministic backward does not take a block mask yet (its "
            "dQ turns count the tiles of the mask_mod's own ranges)";
@@ -216,7 +222,7 @@ std::string kernelName(const KernelSpec &spec) {
   if (spec.dqChainsOrOne() > 1)
     name += "_c" + std::to_string(spec.dqChainsOrOne());
   if (spec.sinks)
-    name += "_sinks";
+    name += spec.sinksPerRow ? "_rowsinks" : "_sinks";
   if (spec.blockMask)
     name += "_blockmask";
   if (spec.varlen)
@@ -272,7 +278,9 @@ std::string canonicalText(const KernelSpec &spec) {
          (spec.dqChainsOrOne() > 1
               ? ";dq_chains=" + std::to_string(spec.dqChainsOrOne())
               : std::string()) +
-         (spec.sinks ? ";sinks" : "") + (spec.blockMask ? ";block_mask" : "") +
+         (spec.sinks ? ";sinks" : "") +
+         (spec.sinksPerRow ? ";sinks_per_row" : "") +
+         (spec.blockMask ? ";block_mask" : "") +
          (spec.varlen ? ";varlen" : "") + (spec.kvLens ? ";kv_lens" : "") +
          (spec.pagedKv ? ";paged_kv" : "") +
          (spec.pageGather ? ";page_gather" : "") +

@@ -44,7 +44,7 @@ inline mlir::fa::CpuAttentionKernel &
 getCpuKernel(const mlir::fa::CpuKernelConfig &config) {
   using Key = std::tuple<int64_t, int, int64_t, int64_t, bool, float, bool,
                          bool, int64_t, std::string, std::string, bool, bool,
-                         bool, bool, bool, bool, bool, bool, bool>;
+                         bool, bool, bool, bool, bool, bool, bool, bool>;
   static auto &cache =
       *new std::map<Key, std::unique_ptr<mlir::fa::CpuAttentionKernel>>();
   // The input type and O's, where it differs.
@@ -59,7 +59,8 @@ getCpuKernel(const mlir::fa::CpuKernelConfig &config) {
           config.blockMask,        config.blockMaskProgram,
           config.varlen,           config.kvLens,
           config.splitKv,          config.pagedKv,
-          config.tiles.pageGather, config.cacheBatchIndex};
+          config.tiles.pageGather, config.cacheBatchIndex,
+          config.sinksPerRow};
   auto it = cache.find(key);
   if (it == cache.end()) {
     auto kernel = mlir::fa::CpuAttentionKernel::compile(config);

@@ -68,6 +68,55 @@ func.func @tile_ops(%sink: f32, %m: tensor<16xf32>, %l: tensor<16xf32>, %dsinks:
 
 // -----
 
+// The packed GQA decode's sinks: one logit per head and query row
+// (sinks_per_row, Hq x Sq of them), and the tile op that joins a sink per
+// row read from them.
+// CHECK-LABEL: func.func @sinks_per_row
+// CHECK: fa.attention {{.*}} sinks %{{.*}} {scale = 1.250000e-01 : f32, sinks_per_row}
+// CHECK: fa.join_row_sinks %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}, %{{.*}} : memref<?xf32>, tensor<16xf32>
+func.func @sinks_per_row(%q: memref<?x2x4x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                         %o: memref<?x2x4x64xf16>, %lse: memref<?x2x4xf32>, %s: memref<8xf32>,
+                         %rows: memref<?xf32>, %h: index, %start: index, %n: index,
+                         %m: tensor<16xf32>, %l: tensor<16xf32>) {
+  fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32, sinks_per_row}
+    : memref<?x2x4x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    into memref<?x2x4x64xf16>, memref<?x2x4xf32> sinks memref<8xf32>
+  %m2, %l2, %alpha = fa.join_row_sinks %rows[%h, %start, %n], %m, %l : memref<?xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @sinks_per_row_count(%q: memref<?x2x4x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                               %o: memref<?x2x4x64xf16>, %lse: memref<?x2x4xf32>, %s: memref<2xf32>) {
+  // expected-error @+1 {{sinks with sinks_per_row holds one logit per query head and row: 2 does not match the 8 of the query}}
+  fa.attention %q, %k, %v into %o, %lse sinks %s {scale = 0.125 : f32, sinks_per_row}
+    : memref<?x2x4x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    into memref<?x2x4x64xf16>, memref<?x2x4xf32> sinks memref<2xf32>
+  return
+}
+
+// -----
+
+func.func @sinks_per_row_without_sinks(%q: memref<?x2x4x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
+                                       %o: memref<?x2x4x64xf16>, %lse: memref<?x2x4xf32>) {
+  // expected-error @+1 {{sinks_per_row without sinks}}
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.125 : f32, sinks_per_row}
+    : memref<?x2x4x64xf16>, memref<?x2x?x64xf16>, memref<?x2x?x64xf16>
+    into memref<?x2x4x64xf16>, memref<?x2x4xf32>
+  return
+}
+
+// -----
+
+func.func @join_row_sinks_needs_rows(%s: memref<?xf32>, %h: index, %m: tensor<16x4xf32>, %l: tensor<16x4xf32>) {
+  // expected-error @+1 {{running max must be a 1-d tile (one value per row), got 'tensor<16x4xf32>'}}
+  %m2, %l2, %alpha = fa.join_row_sinks %s[%h, %h, %h], %m, %l : memref<?xf32>, tensor<16x4xf32>
+  return
+}
+
+// -----
+
 func.func @sinks_not_per_head(%q: memref<?x8x?x64xf16>, %k: memref<?x2x?x64xf16>, %v: memref<?x2x?x64xf16>,
                               %o: memref<?x8x?x64xf16>, %lse: memref<?x8x?xf32>, %s: memref<4xf32>) {
   // expected-error @+1 {{sinks holds one logit per query head: 4 does not match the 8 query heads}}

@@ -1743,8 +1743,9 @@ TEST_P(GpuAttentionPart, DeterministicBackwardVariants) {
 }
 
 /// Attention sinks (forward and backward, with the sinks' gradient) on
-/// every strategy and 16-bit type, causal or not, with a window, GQA and
-/// rows that see no key (Sq > Sk, causal: O = 0, LSE = the sink). The
+/// every strategy and 16-bit type, causal or not, with a window, GQA, a
+/// GQA decode and rows that see no key (Sq > Sk, causal: O = 0, LSE = the
+/// sink). The
 /// logits range from below the scores to far above them (12: the row's
 /// weight goes almost all to the sink).
 TEST_P(GpuAttentionPart, SinksMatchFloat64Reference) {
@@ -1764,9 +1765,11 @@ TEST_P(GpuAttentionPart, SinksMatchFloat64Reference) {
           continue;
         fa::KernelSpec spec = defaults();
         spec.strategy = config.strategy;
-        for (Shape s : {Shape{2, heads, 2, 300, 700},
-                        Shape{1, heads, 1, 700, 300},
-                        Shape{1, heads, heads, 17, 17}}) {
+        // (The decode: the runtime packs a K/V head's query heads into one
+        // program's rows, each joining its own head's sink.)
+        for (Shape s :
+             {Shape{2, heads, 2, 300, 700}, Shape{1, heads, 1, 700, 300},
+              Shape{1, heads, heads, 17, 17}, Shape{2, heads, 2, 1, 700}}) {
           std::printf("  sinks, %s:\n", variant.name);
           Case c = variantCase(variant, d, config.dtype, s);
           c.sinks = {-3.0, 0.5, 2.0, 12.0};

@@ -21,6 +21,49 @@ func.func @forward(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memre
 
 // -----
 
+// Sinks per row (the packed GQA decode): each row's own sink, read by the
+// tile op from the [H * Sq] logits at the tile's first row.
+// CHECK-LABEL: func.func @forward_per_row
+// CHECK-SAME: %[[Q:[^:]*]]: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?x64xf32>, %{{[^:]*}}: memref<?x?x?xf32>, %[[SINKS:[^:]*]]: memref<?xf32>)
+// CHECK: %[[SQ:.*]] = memref.dim %[[Q]], %c2
+// CHECK: fa.grid (%{{.*}}, %[[H:.*]], %[[T:.*]]) in
+// CHECK: %[[START:.*]] = arith.muli %[[T]], %c16
+// CHECK: %[[LOOP:.*]]:3 = scf.for
+// CHECK-NOT: memref.load %[[SINKS]]
+// CHECK: %[[M:.*]], %[[L:.*]], %[[ALPHA:.*]] = fa.join_row_sinks %[[SINKS]][%[[H]], %[[START]], %[[SQ]]], %[[LOOP]]#0, %[[LOOP]]#1 : memref<?xf32>, tensor<16xf32>
+// CHECK-NEXT: %[[ACC:.*]] = fa.rescale %[[LOOP]]#2, %[[ALPHA]]
+// CHECK-NEXT: %{{.*}}, %{{.*}} = fa.finalize %[[ACC]], %[[M]], %[[L]]
+func.func @forward_per_row(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf32>,
+                           %o: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>, %sinks: memref<?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse sinks %sinks {scale = 0.125 : f32, sinks_per_row}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>
+    into memref<?x?x?x64xf32>, memref<?x?x?xf32> sinks memref<?xf32>
+  return
+}
+
+// -----
+
+// Split-KV: the parts store their own results; the combine program joins
+// each row's sink to the merged rows.
+// CHECK-LABEL: func.func @split_per_row
+// CHECK-NOT: fa.join_row_sinks
+// CHECK: program = "split"
+// CHECK: fa.grid
+// CHECK: fa.merge_partial
+// CHECK: fa.join_row_sinks %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}, %{{.*}} : memref<?xf32>, tensor<16xf32>
+// CHECK: program = "combine"
+func.func @split_per_row(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf32>,
+                         %o: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>, %sinks: memref<?xf32>,
+                         %po: memref<?x?x?x64xf32>, %plse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse sinks %sinks partials(%po, %plse) {scale = 0.125 : f32, sinks_per_row}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>
+    into memref<?x?x?x64xf32>, memref<?x?x?xf32> sinks memref<?xf32>
+    partials memref<?x?x?x64xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
 // Sinks in the backward: the delta program also adds each row's share of
 // its sink's gradient, -exp(sink - LSE) D, to grad_sinks[h]; the other
 // programs are those without sinks (P from the LSE, which counts the

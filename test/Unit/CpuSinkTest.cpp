@@ -231,8 +231,72 @@ TEST_P(CpuSinks, DeterministicBackwardMatchesFloat64Gradients) {
 
 INSTANTIATE_TEST_SUITE_P(Masks, CpuSinks, testing::Range(0, 6));
 
+/// The runtime's packed GQA decode: a K/V head's G query heads as G rows
+/// of one program (Q, O, LSE [B, Hkv, G, ...], the same bytes as [B, Hq, 1,
+/// ...]), each row with its query head's sink (sinks_per_row: the [Hq]
+/// logits as [Hkv, G]); unsplit and split into 3 parts (the sinks join in
+/// the combine), G below and above block-m (rows past the queries in the
+/// last tile; a second query tile). The largest error against the unpacked
+/// problem's float64 reference; `perRow` false runs the kernel that reads
+/// the head's sink for every row (a mutation).
+double runPackedDecode(bool perRow, bool expectMatch) {
+  double worst = 0.0;
+  for (bool split : {false, true})
+    for (int64_t group : {4, 12}) {
+      CpuKernelConfig config = configFor(Case{}, false);
+      config.sinksPerRow = perRow;
+      config.splitKv = split;
+      CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+      const int64_t batch = 2, kvHeads = 2, keys = 70;
+      const int64_t qHeads = kvHeads * group;
+      SCOPED_TRACE(testing::Message() << "split " << split << " G=" << group
+                                      << " per row " << perRow);
+      AttentionShape packed{batch, kvHeads, kvHeads, group, keys};
+      fa::AttentionProblem p = fa::test::problemFor(
+          config, AttentionShape{batch, qHeads, kvHeads, 1, keys});
+      p.sinks = sinkLogits(qHeads);
+      std::vector<float> sinks32(p.sinks.begin(), p.sinks.end());
+      std::mt19937_64 rng(99 + group);
+      auto q = fa::test::randomNormal(p.qElements(), rng);
+      auto k = fa::test::randomNormal(p.kvElements(), rng);
+      auto v = fa::test::randomNormal(p.kvElements(), rng);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> o(p.qElements(), nan), lse(p.lseElements(), nan);
+      llvm::Error error =
+          kernel.run(packed, q.data(), k.data(), v.data(), o.data(), lse.data(),
+                     sinks32.data(), {}, {}, {}, nullptr, split ? 3 : 1);
+      EXPECT_FALSE(error) << llvm::toString(std::move(error));
+      fa::ReferenceResult want =
+          fa::referenceAttention(p, q.data(), k.data(), v.data());
+      double err = 0.0;
+      for (size_t i = 0; i < want.output.size(); ++i) {
+        double e = std::fabs(double(o[i]) - want.output[i]);
+        err = std::max(err, std::isnan(e) ? INFINITY : e);
+      }
+      for (size_t i = 0; i < want.lse.size(); ++i) {
+        double e = std::fabs(double(lse[i]) - want.lse[i]) /
+                   std::max(1.0, std::fabs(want.lse[i]));
+        err = std::max(err, std::isnan(e) ? INFINITY : e);
+      }
+      if (expectMatch)
+        EXPECT_LE(err, kTolerance);
+      worst = std::max(worst, err);
+    }
+  return worst;
+}
+
+TEST(CpuPackedDecodeSinks, RowsTakeTheirQueryHeadsSinks) {
+  runPackedDecode(/*perRow=*/true, /*expectMatch=*/true);
+}
+
 // The comparisons can fail: the reference without the sinks is another
-// function, and a zero sinks' gradient is not theirs.
+// function, and a zero sinks' gradient is not theirs; a packed decode
+// that gives every row its program's head's sink is caught.
+TEST(CpuSinkMutation, PackedDecodeWithTheHeadsSinkIsCaught) {
+  EXPECT_GT(runPackedDecode(/*perRow=*/false, /*expectMatch=*/false),
+            100 * kTolerance);
+}
+
 TEST(CpuSinkMutation, ForwardWithoutTheSinksIsCaught) {
   double worst = runForward(cases()[0], /*referenceSinks=*/false, false);
   EXPECT_GT(worst, 100 * kTolerance);

@@ -547,6 +547,32 @@ TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   EXPECT_EQ(freed, 1);
 }
 
+/// Decode with sinks (gpt-oss's): the GQA group's query heads still share
+/// a program (packed rows), each row joining its own query head's sink
+/// (..._rowsinks) in the split's combine; a sinks vector of the wrong size
+/// is named against the query heads.
+TEST_F(FakeDriver, DecodeWithSinksPacksTheGroupRows) {
+  int next = 0;
+  fa::AttentionArgs args = forwardArgs(next, 1, 32, 8, 1, 4096, 128);
+  // f32 [Hq]: a contiguous vector like the i32 ones.
+  args.sinks = int32Vector(next, 32);
+  fa::KernelSpec spec =
+      defaultsFor(128, fa::ElementType::bf16, /*causal=*/false);
+  spec.sinks = true;
+  fa::Result r = runtime->forward(spec, args);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(FakeCuda::get().launchCount(), 2);
+  Launch split = launchAt(0), combine = launchAt(1);
+  EXPECT_NE(split.name.find("_rowsinks"), std::string::npos) << split.name;
+  EXPECT_EQ(split.grid[1], 8u) << "a program per K/V head";
+  EXPECT_EQ(combine.grid[1], 8u);
+  args.sinks = int32Vector(next, 8);
+  r = runtime->forward(spec, args);
+  ASSERT_FALSE(bool(r));
+  EXPECT_NE(r.message.find("size 8 does not match the 32"), std::string::npos)
+      << r.message;
+}
+
 /// A driver call that fails mid-request is an error naming the call, and
 /// what the request allocated is freed again: a launch of the backward
 /// (after D's, with the workspace allocated), the workspace's own

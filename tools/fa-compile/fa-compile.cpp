@@ -85,6 +85,12 @@ static cl::opt<bool> sinks(
              "softmax denominator (an extra kernel parameter; the backward "
              "also writes their gradient)"),
     cl::init(false), cl::cat(category));
+static cl::opt<bool> sinksPerRow(
+    "sinks-per-row",
+    cl::desc("with --sinks: one logit per query head and row, head-major "
+             "(sinks [Hq * Sq]): the runtime's packed GQA decode, whose rows "
+             "are a K/V head's query heads (kernel name ..._rowsinks)"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> blockMask(
     "block-mask",
     cl::desc("with --mask-mod: the kernel takes a block mask, tables of the "
@@ -285,6 +291,7 @@ int main(int argc, char **argv) {
   spec.deterministic = deterministic;
   spec.dqChains = dqChains;
   spec.sinks = sinks;
+  spec.sinksPerRow = sinksPerRow;
   spec.blockMask = blockMask;
   spec.blockMaskProgram = blockMaskProgram;
   spec.varlen = varlen;
@@ -392,9 +399,11 @@ int main(int argc, char **argv) {
                                   : "--dq-chains") +
                   " describes a problem built from the options; " + inputFile +
                   " fixes its own");
-    if (sinks.getNumOccurrences())
-      return fail("--sinks describes a problem built from the options; " +
-                  inputFile + " has its sinks operand or not");
+    if (sinks.getNumOccurrences() || sinksPerRow.getNumOccurrences())
+      return fail(std::string(sinks.getNumOccurrences() ? "--sinks"
+                                                        : "--sinks-per-row") +
+                  " describes a problem built from the options; " + inputFile +
+                  " has its sinks operand or not");
     if (blockMask.getNumOccurrences())
       return fail("--block-mask describes a problem built from the options; " +
                   inputFile + " has its range table operand or not");
@@ -420,6 +429,7 @@ int main(int argc, char **argv) {
                   inputFile + " has its partials operands or not");
     module->walk([&](AttentionOp op) {
       spec.sinks = op.getSinks() != nullptr;
+      spec.sinksPerRow = op.getSinksPerRow();
       spec.blockMask = op.getKeyRanges() != nullptr;
       spec.varlen = op.getCuSeqlensQ() != nullptr;
       spec.kvLens = op.getKvLens() != nullptr;

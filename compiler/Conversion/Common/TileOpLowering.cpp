@@ -570,6 +570,47 @@ LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
   return success();
 }
 
+/// fa.join_sink with row r's sink sinks[head * rows + row_start + r]: each
+/// thread reads the sinks of the rows it holds (-inf past `rows`; the read
+/// then stays at the head's first).
+LogicalResult lowerJoinRowSinks(JoinRowSinksOp op,
+                                JoinRowSinksOp::Adaptor adaptor,
+                                const TileRewrite &r) {
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  SmallVector<Value> m = r.unpack(adaptor.getRunningMax());
+  SmallVector<Value> l = r.unpack(adaptor.getRunningSum());
+  SoftmaxConstants c(b, loc, 1.0);
+  ThreadElements thread(b, loc,
+                        cast<RankedTensorType>(op.getRunningMax().getType()));
+  Value headFirst =
+      arith::MulIOp::create(b, loc, adaptor.getHead(), adaptor.getRows());
+  SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
+  for (int64_t rowSlot = 0; rowSlot < r.layout.numRowSlots(); ++rowSlot) {
+    Value row = arith::AddIOp::create(b, loc, adaptor.getRowStart(),
+                                      thread.rowOfRowSlot(b, loc, rowSlot));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row,
+                                         adaptor.getRows());
+    Value index = arith::SelectOp::create(
+        b, loc, inside, arith::AddIOp::create(b, loc, headFirst, row),
+        headFirst);
+    Value loaded =
+        memref::LoadOp::create(b, loc, adaptor.getSinks(), ValueRange{index});
+    Value sink = arith::SelectOp::create(b, loc, inside, loaded, c.negInf);
+    for (int64_t slot : r.layout.slotsOfRow(rowSlot)) {
+      newMax[slot] = arith::MaximumFOp::create(b, loc, m[slot], sink);
+      alpha[slot] = expAbove(b, loc, c, m[slot], newMax[slot]);
+      newSum[slot] =
+          math::FmaOp::create(b, loc, alpha[slot], l[slot],
+                              expAbove(b, loc, c, sink, newMax[slot]));
+    }
+  }
+  Type rowType = adaptor.getRunningMax().getType();
+  b.replaceOp(op, {r.pack(rowType, newMax), r.pack(rowType, newSum),
+                   r.pack(rowType, alpha)});
+  return success();
+}
+
 /// Per row: from the larger log-sum-exp, the two results' weights
 /// exp(lse - top) / s and exp(partial_lse - top) / s, s their sum; lse_new =
 /// top + log(s) (-inf and weights 0 where neither saw a key).
@@ -898,6 +939,10 @@ void mlir::fa::populateTileOpPatterns(const TypeConverter &typeConverter,
   patterns.add<LayoutPattern<JoinSinkOp>>(
       typeConverter, ctx, [](JoinSinkOp op) -> Value { return op.getRunningMax(); },
       lowerJoinSink);
+  patterns.add<LayoutPattern<JoinRowSinksOp>>(
+      typeConverter, ctx,
+      [](JoinRowSinksOp op) -> Value { return op.getRunningMax(); },
+      lowerJoinRowSinks);
   patterns.add<LayoutPattern<MergePartialOp>>(
       typeConverter, ctx, [](MergePartialOp op) -> Value { return op.getOutput(); },
       lowerMergePartial);
