@@ -2943,8 +2943,8 @@ TEST(ArgumentChecks, KvLens) {
 }
 
 /// A decode step of grouped heads runs as G rows of each K/V head: the
-/// same bytes re-strided, not causal; anything that reads a query head or
-/// row keeps its shape.
+/// same bytes re-strided, not causal, sinks per row; anything else that
+/// reads a query head or row keeps its shape.
 TEST(PackQueryGroups, DecodeOfGroupedHeads) {
   fa::AttentionArgs a = validArgs(64); // q [2, 8, 100, 64], k [2, 2, 70, 64]
   // One row: q, o [2, 8, 1, 64], lse [2, 8, 1], contiguous.
@@ -2977,7 +2977,25 @@ TEST(PackQueryGroups, DecodeOfGroupedHeads) {
   }
   EXPECT_EQ(packed.q.sizes[3], 64);
   EXPECT_EQ(fa::checkAttentionArgs(packedSpec, packed).message, "");
-  // Left alone: a variant, sinks, two rows, one head per K/V head.
+  EXPECT_FALSE(packedSpec.sinksPerRow);
+  // With sinks, each row joins its own query head's: the [Hq] logits read
+  // as [Hkv, G] (sinks per row), checked against the G x Hkv rows.
+  fa::KernelSpec sinks = spec;
+  sinks.sinks = true;
+  fa::AttentionArgs withSinks = a;
+  withSinks.sinks.data =
+      reinterpret_cast<const void *>((uintptr_t(1) << 40) * 30);
+  withSinks.sinks.sizes[0] = 8;
+  withSinks.sinks.strides[0] = 1;
+  ASSERT_TRUE(fa::packQueryGroups(sinks, withSinks));
+  EXPECT_TRUE(sinks.sinksPerRow);
+  EXPECT_EQ(withSinks.q.sizes[1], 2);
+  EXPECT_EQ(fa::checkAttentionArgs(sinks, withSinks).message, "");
+  withSinks.sinks.sizes[0] = 2; // one per K/V head: not the query heads'
+  EXPECT_NE(fa::checkAttentionArgs(sinks, withSinks)
+                .message.find("size 2 does not match the 8"),
+            std::string::npos);
+  // Left alone: a variant, two rows, one head per K/V head.
   auto untouched = [&](fa::KernelSpec s, fa::AttentionArgs args) {
     fa::AttentionArgs before = args;
     bool changed = fa::packQueryGroups(s, args);
@@ -2987,9 +3005,6 @@ TEST(PackQueryGroups, DecodeOfGroupedHeads) {
   fa::KernelSpec variant = spec;
   variant.maskMod = fa::variants::slidingWindow(16, 0);
   EXPECT_TRUE(untouched(variant, a));
-  fa::KernelSpec sinks = spec;
-  sinks.sinks = true;
-  EXPECT_TRUE(untouched(sinks, a));
   fa::AttentionArgs twoRows = validArgs(64);
   EXPECT_TRUE(untouched(spec, twoRows));
   fa::AttentionArgs mha = a;
