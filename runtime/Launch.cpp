@@ -345,11 +345,12 @@ static ProblemExtents problemOf(const TensorArg &q, const TensorArg &k) {
   return {q.sizes[0], q.sizes[1], q.sizes[2], k.sizes[1], k.sizes[2]};
 }
 
-bool packQueryGroups(KernelSpec &spec, AttentionArgs &a) {
+bool packQueryGroups(KernelSpec &spec, AttentionArgs &a, bool withSinks) {
   int64_t qHeads = a.q.sizes[1], kvHeads = a.k.sizes[1];
-  if (spec.backward || spec.varlen || spec.blockMask || spec.blockMaskProgram ||
-      spec.hasVariant() || a.q.sizes[2] != 1 || kvHeads <= 0 ||
-      qHeads <= kvHeads || qHeads % kvHeads != 0)
+  if (spec.backward || spec.varlen || (spec.sinks && !withSinks) ||
+      spec.blockMask || spec.blockMaskProgram || spec.hasVariant() ||
+      a.q.sizes[2] != 1 || kvHeads <= 0 || qHeads <= kvHeads ||
+      qHeads % kvHeads != 0)
     return false;
   // The shapes the checks would refuse stay as given, to be named; so do
   // LSE heads that are not adjacent (the packed rows of LSE must be).
@@ -382,7 +383,7 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   bool pack = false;
   if (given.q.sizes[2] == 1) {
     packed = given;
-    pack = packQueryGroups(requested, packed);
+    pack = packQueryGroups(requested, packed, kPackDecodeWithSinks);
   }
   const AttentionArgs &a = pack ? packed : given;
   // A varlen batch's defaults are those of its longest sequence (paged or

@@ -127,9 +127,19 @@ struct AttentionArgs {
 /// [B, Hkv, G]). One row sees every key under the causal mask, so the
 /// packed problem is not causal. Rewrites `spec` and `args` and returns
 /// true where that is the same attention: no variant (its head and row
-/// indices would change meaning), no sinks (per query head), no block mask,
-/// not varlen, not the backward; else leaves them alone.
-bool packQueryGroups(KernelSpec &spec, AttentionArgs &args);
+/// indices would change meaning), no block mask, not varlen, not the
+/// backward; with sinks only where `withSinks` (each row then joins its
+/// own query head's sink: KernelSpec::sinksPerRow); else leaves them alone.
+bool packQueryGroups(KernelSpec &spec, AttentionArgs &args,
+                     bool withSinks = false);
+
+/// Whether forward() packs a decode with sinks (packQueryGroups'
+/// withSinks). Off until the packed kernels (..._rowsinks) have run on a
+/// GPU: the CPU execution test checks their arithmetic and the fake
+/// driver their launch, but no GPU has run them yet, and a decode with
+/// sinks unpacked is correct (one program per query head: 2.2-4.6x the
+/// time, docs/benchmarks.md (ag)).
+inline constexpr bool kPackDecodeWithSinks = false;
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output
 /// gradient dO (like O), and the gradients it writes (dQ like Q, dK and dV

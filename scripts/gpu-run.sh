@@ -17,7 +17,7 @@
 #                       dq-chains|fp8-producer|rotated-staging|
 #                       staged-row-values|staged-row-values-bench|
 #                       profile-rows|variants-check|variants-ab|
-#                       variants-flex|
+#                       variants-flex|decode-sinks|
 #                       nvjitlink|all]...
 # Exits non-zero when any step fails (every step still runs).
 #   FA_GPU_TEST_FILTER   gtest filter for the tests step (default: all)
@@ -614,6 +614,26 @@ torch.cuda.synchronize()"
       echo "== variants-ab: no .gpu/variants-ab.tar.xz"
       failed+=(variants-ab)
     fi ;;
+  decode-sinks)
+    # The packed GQA decode with sinks (..._rowsinks; forward() packs it
+    # with runtime/Runtime.h's kPackDecodeWithSinks, off until this step
+    # has passed with a build that turns it on): the sinks gtests (a GQA
+    # decode shape among them) in 6 shards, memcheck on the quick part 0,
+    # test_kvcache (decode with sinks, split, paged) and the gpt-oss
+    # models (generation decodes through the dense call), then decode's
+    # time with and without sinks (gpt-oss's 64/8 heads).
+    run_filtered_shards decode-sinks-tests 300 /tmp/fa-bin/fa-gpu-tests \
+      '*SinksMatch*:*SplitKvMatches*'
+    FA_GPU_TEST_QUICK=1 run decode-sinks-memcheck timeout 200 \
+      compute-sanitizer --tool memcheck --error-exitcode 9 \
+      /tmp/fa-bin/fa-gpu-tests --gtest_filter='*SinksMatch*/0'
+    run decode-sinks-kvcache timeout 150 python3 python/tests/test_kvcache.py
+    run decode-sinks-models timeout 240 python3 python/tests/test_models.py
+    for sinks in "" --sinks; do
+      run "decode-bench${sinks:+-sinks}" timeout 100 python3 \
+        bench/bench_decode.py --heads 64 --kv-heads 8 --head-dim 64 \
+        --batches 1,8,64 --contexts 8192,32768 $sinks
+    done ;;
   variants-flex)
     # The shipped library's variants against FlexAttention (torch.compile'd
     # flex_attention, the same functions; its compiles take most of the

@@ -547,10 +547,11 @@ TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   EXPECT_EQ(freed, 1);
 }
 
-/// Decode with sinks (gpt-oss's): the GQA group's query heads still share
-/// a program (packed rows), each row joining its own query head's sink
-/// (..._rowsinks) in the split's combine; a sinks vector of the wrong size
-/// is named against the query heads.
+/// Decode with sinks (gpt-oss's). Packed (packQueryGroups with sinks), the
+/// GQA group's query heads share a program, each row joining its own query
+/// head's sink (..._rowsinks) in the split's combine; a sinks vector of the
+/// wrong size is named against the query heads. forward() packs so only
+/// with kPackDecodeWithSinks; without, a program per query head.
 TEST_F(FakeDriver, DecodeWithSinksPacksTheGroupRows) {
   int next = 0;
   fa::AttentionArgs args = forwardArgs(next, 1, 32, 8, 1, 4096, 128);
@@ -562,12 +563,24 @@ TEST_F(FakeDriver, DecodeWithSinksPacksTheGroupRows) {
   fa::Result r = runtime->forward(spec, args);
   ASSERT_TRUE(bool(r)) << r.message;
   ASSERT_EQ(FakeCuda::get().launchCount(), 2);
+  EXPECT_EQ(launchAt(0).grid[1], fa::kPackDecodeWithSinks ? 8u : 32u);
+  EXPECT_NE(
+      launchAt(0).name.find(fa::kPackDecodeWithSinks ? "_rowsinks" : "_sinks_"),
+      std::string::npos)
+      << launchAt(0).name;
+  FakeCuda::get().reset();
+  fa::KernelSpec packedSpec = spec;
+  fa::AttentionArgs packed = args;
+  ASSERT_TRUE(fa::packQueryGroups(packedSpec, packed, /*withSinks=*/true));
+  r = runtime->forward(packedSpec, packed);
+  ASSERT_TRUE(bool(r)) << r.message;
+  ASSERT_EQ(FakeCuda::get().launchCount(), 2);
   Launch split = launchAt(0), combine = launchAt(1);
   EXPECT_NE(split.name.find("_rowsinks"), std::string::npos) << split.name;
   EXPECT_EQ(split.grid[1], 8u) << "a program per K/V head";
   EXPECT_EQ(combine.grid[1], 8u);
-  args.sinks = int32Vector(next, 8);
-  r = runtime->forward(spec, args);
+  packed.sinks = int32Vector(next, 8);
+  r = runtime->forward(packedSpec, packed);
   ASSERT_FALSE(bool(r));
   EXPECT_NE(r.message.find("size 8 does not match the 32"), std::string::npos)
       << r.message;

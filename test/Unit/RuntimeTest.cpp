@@ -2978,8 +2978,9 @@ TEST(PackQueryGroups, DecodeOfGroupedHeads) {
   EXPECT_EQ(packed.q.sizes[3], 64);
   EXPECT_EQ(fa::checkAttentionArgs(packedSpec, packed).message, "");
   EXPECT_FALSE(packedSpec.sinksPerRow);
-  // With sinks, each row joins its own query head's: the [Hq] logits read
-  // as [Hkv, G] (sinks per row), checked against the G x Hkv rows.
+  // With sinks (where asked for), each row joins its own query head's: the
+  // [Hq] logits read as [Hkv, G] (sinks per row), checked against the G x
+  // Hkv rows.
   fa::KernelSpec sinks = spec;
   sinks.sinks = true;
   fa::AttentionArgs withSinks = a;
@@ -2987,7 +2988,12 @@ TEST(PackQueryGroups, DecodeOfGroupedHeads) {
       reinterpret_cast<const void *>((uintptr_t(1) << 40) * 30);
   withSinks.sinks.sizes[0] = 8;
   withSinks.sinks.strides[0] = 1;
-  ASSERT_TRUE(fa::packQueryGroups(sinks, withSinks));
+  {
+    fa::KernelSpec unpacked = sinks;
+    fa::AttentionArgs before = withSinks;
+    EXPECT_FALSE(fa::packQueryGroups(unpacked, before));
+  }
+  ASSERT_TRUE(fa::packQueryGroups(sinks, withSinks, /*withSinks=*/true));
   EXPECT_TRUE(sinks.sinksPerRow);
   EXPECT_EQ(withSinks.q.sizes[1], 2);
   EXPECT_EQ(fa::checkAttentionArgs(sinks, withSinks).message, "");
