@@ -557,20 +557,26 @@ static LogicalResult lowerFinalize(FinalizeOp op, FinalizeOp::Adaptor adaptor,
   return success();
 }
 
-/// fa.join_sink -> per row m_new = max(m, sink), alpha = exp(m - m_new),
-/// l_new = alpha l + exp(sink - m_new).
+/// One row's join of `sink`: m_new = max(m, sink), alpha = exp(m - m_new),
+/// l_new = alpha l + exp(sink - m_new), in that order.
+static SmallVector<Value> joinSinkRow(OpBuilder &b, Location loc, Value m,
+                                      Value l, Value sink) {
+  Value newMax = arith::MaximumFOp::create(b, loc, m, sink);
+  Value alpha = shiftedExp(b, loc, m, newMax);
+  Value newSum =
+      arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, alpha, l),
+                            shiftedExp(b, loc, sink, newMax));
+  return {newMax, newSum, alpha};
+}
+
+/// fa.join_sink -> joinSinkRow of the head's sink, per row.
 static LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
   Value sink = adaptor.getSink();
   SmallVector<Value> joined = mapRows(
       rewriter, op.getLoc(), {adaptor.getRunningMax(), adaptor.getRunningSum()},
       3, [&](OpBuilder &b, Location loc, ValueRange args) {
-        Value newMax = arith::MaximumFOp::create(b, loc, args[0], sink);
-        Value alpha = shiftedExp(b, loc, args[0], newMax);
-        Value newSum = arith::AddFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, alpha, args[1]),
-            shiftedExp(b, loc, sink, newMax));
-        return SmallVector<Value>{newMax, newSum, alpha};
+        return joinSinkRow(b, loc, args[0], args[1], sink);
       });
   rewriter.replaceOp(op, joined);
   return success();
@@ -600,12 +606,7 @@ static LogicalResult lowerJoinRowSinks(JoinRowSinksOp op,
             arith::ConstantOp::create(
                 b, loc,
                 b.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
-        Value newMax = arith::MaximumFOp::create(b, loc, args[0], sink);
-        Value alpha = shiftedExp(b, loc, args[0], newMax);
-        Value newSum = arith::AddFOp::create(
-            b, loc, arith::MulFOp::create(b, loc, alpha, args[1]),
-            shiftedExp(b, loc, sink, newMax));
-        return SmallVector<Value>{newMax, newSum, alpha};
+        return joinSinkRow(b, loc, args[0], args[1], sink);
       });
   rewriter.replaceOp(op, joined);
   return success();

@@ -79,6 +79,28 @@ void addWindow(const Case &c, fa::AttentionProblem &p, const Shape &s) {
   };
 }
 
+/// The largest error of a forward's O (absolute) and LSE (relative to
+/// max(1, |LSE|): it is O(|sink|) here, and so is its f32 rounding; -inf
+/// where the reference's is) against the float64 reference.
+double forwardError(const std::vector<float> &o, const std::vector<float> &lse,
+                    const fa::ReferenceResult &want) {
+  double worst = 0.0;
+  for (size_t i = 0; i < want.output.size(); ++i) {
+    double err = std::fabs(double(o[i]) - want.output[i]);
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  for (size_t i = 0; i < want.lse.size(); ++i) {
+    if (std::isinf(want.lse[i])) {
+      worst = std::max(worst, lse[i] == -INFINITY ? 0.0 : INFINITY);
+      continue;
+    }
+    double err = std::fabs(double(lse[i]) - want.lse[i]) /
+                 std::max(1.0, std::fabs(want.lse[i]));
+    worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+  }
+  return worst;
+}
+
 /// The forward's largest error (O and LSE) over kShapes; `referenceSinks`
 /// says what the reference is given (the kernel always gets the sinks).
 double runForward(const Case &c, bool referenceSinks, bool expectMatch) {
@@ -106,22 +128,9 @@ double runForward(const Case &c, bool referenceSinks, bool expectMatch) {
     llvm::Error error = kernel.run(shape, q.data(), k.data(), v.data(),
                                    o.data(), lse.data(), sinks32.data());
     EXPECT_FALSE(error) << llvm::toString(std::move(error));
-    fa::ReferenceResult want =
-        fa::referenceAttention(p, q.data(), k.data(), v.data());
-    for (size_t i = 0; i < want.output.size(); ++i) {
-      double err = std::fabs(double(o[i]) - want.output[i]);
-      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-    }
-    for (size_t i = 0; i < want.lse.size(); ++i) {
-      if (std::isinf(want.lse[i])) {
-        worst = std::max(worst, lse[i] == -INFINITY ? 0.0 : INFINITY);
-        continue;
-      }
-      // The LSE is O(|sink|) here: its f32 rounding scales with it.
-      double err = std::fabs(double(lse[i]) - want.lse[i]) /
-                   std::max(1.0, std::fabs(want.lse[i]));
-      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
-    }
+    worst = std::max(worst, forwardError(o, lse,
+                                         fa::referenceAttention(
+                                             p, q.data(), k.data(), v.data())));
     if (expectMatch)
       EXPECT_LE(worst, kTolerance);
   }
@@ -266,18 +275,8 @@ double runPackedDecode(bool perRow, bool expectMatch) {
           kernel.run(packed, q.data(), k.data(), v.data(), o.data(), lse.data(),
                      sinks32.data(), {}, {}, {}, nullptr, split ? 3 : 1);
       EXPECT_FALSE(error) << llvm::toString(std::move(error));
-      fa::ReferenceResult want =
-          fa::referenceAttention(p, q.data(), k.data(), v.data());
-      double err = 0.0;
-      for (size_t i = 0; i < want.output.size(); ++i) {
-        double e = std::fabs(double(o[i]) - want.output[i]);
-        err = std::max(err, std::isnan(e) ? INFINITY : e);
-      }
-      for (size_t i = 0; i < want.lse.size(); ++i) {
-        double e = std::fabs(double(lse[i]) - want.lse[i]) /
-                   std::max(1.0, std::fabs(want.lse[i]));
-        err = std::max(err, std::isnan(e) ? INFINITY : e);
-      }
+      double err = forwardError(
+          o, lse, fa::referenceAttention(p, q.data(), k.data(), v.data()));
       if (expectMatch)
         EXPECT_LE(err, kTolerance);
       worst = std::max(worst, err);

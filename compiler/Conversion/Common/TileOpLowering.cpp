@@ -22,6 +22,7 @@
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::fa;
@@ -549,8 +550,20 @@ static Value expAbove(OpBuilder &b, Location loc, const SoftmaxConstants &c,
   return recomputedProb(b, loc, c, x, probsBaseLog2(b, loc, c, base));
 }
 
-/// Per row: m_new = max(m, sink), alpha = exp(m - m_new), l_new = alpha l
-/// + exp(sink - m_new).
+/// One row's join of `sink`: m_new = max(m, sink), alpha = exp(m - m_new),
+/// l_new = alpha l + exp(sink - m_new) (results in that order).
+static std::tuple<Value, Value, Value> joinSinkRow(OpBuilder &b, Location loc,
+                                                   const SoftmaxConstants &c,
+                                                   Value m, Value l,
+                                                   Value sink) {
+  Value newMax = arith::MaximumFOp::create(b, loc, m, sink);
+  Value alpha = expAbove(b, loc, c, m, newMax);
+  Value newSum =
+      math::FmaOp::create(b, loc, alpha, l, expAbove(b, loc, c, sink, newMax));
+  return {newMax, newSum, alpha};
+}
+
+/// Per row: joinSinkRow of the head's sink.
 LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
                             const TileRewrite &r) {
   SmallVector<Value> m = r.unpack(adaptor.getRunningMax());
@@ -558,12 +571,9 @@ LogicalResult lowerJoinSink(JoinSinkOp op, JoinSinkOp::Adaptor adaptor,
   SoftmaxConstants c(r.b, r.loc, 1.0);
   Value sink = adaptor.getSink();
   SmallVector<Value> newMax(m.size()), newSum(m.size()), alpha(m.size());
-  for (size_t row = 0; row < m.size(); ++row) {
-    newMax[row] = arith::MaximumFOp::create(r.b, r.loc, m[row], sink);
-    alpha[row] = expAbove(r.b, r.loc, c, m[row], newMax[row]);
-    newSum[row] = math::FmaOp::create(r.b, r.loc, alpha[row], l[row],
-                                      expAbove(r.b, r.loc, c, sink, newMax[row]));
-  }
+  for (size_t row = 0; row < m.size(); ++row)
+    std::tie(newMax[row], newSum[row], alpha[row]) =
+        joinSinkRow(r.b, r.loc, c, m[row], l[row], sink);
   Type rowType = adaptor.getRunningMax().getType();
   r.b.replaceOp(op, {r.pack(rowType, newMax), r.pack(rowType, newSum),
                      r.pack(rowType, alpha)});
@@ -597,13 +607,9 @@ LogicalResult lowerJoinRowSinks(JoinRowSinksOp op,
     Value loaded =
         memref::LoadOp::create(b, loc, adaptor.getSinks(), ValueRange{index});
     Value sink = arith::SelectOp::create(b, loc, inside, loaded, c.negInf);
-    for (int64_t slot : r.layout.slotsOfRow(rowSlot)) {
-      newMax[slot] = arith::MaximumFOp::create(b, loc, m[slot], sink);
-      alpha[slot] = expAbove(b, loc, c, m[slot], newMax[slot]);
-      newSum[slot] =
-          math::FmaOp::create(b, loc, alpha[slot], l[slot],
-                              expAbove(b, loc, c, sink, newMax[slot]));
-    }
+    for (int64_t slot : r.layout.slotsOfRow(rowSlot))
+      std::tie(newMax[slot], newSum[slot], alpha[slot]) =
+          joinSinkRow(b, loc, c, m[slot], l[slot], sink);
   }
   Type rowType = adaptor.getRunningMax().getType();
   b.replaceOp(op, {r.pack(rowType, newMax), r.pack(rowType, newSum),
