@@ -159,14 +159,15 @@ def _check_lse(where, lse, q):
                          f"got {list(lse.shape)}")
 
 
-def _check_sinks(where, sinks, q):
+def _check_sinks(where, sinks, q, heads_dim=1):
     """The attention sinks as the kernels read them: one logit per query
     head, a 1-d [Hq] CUDA tensor on q's device. Any floating dtype is
     taken and converted to float32 here, with .float(): in autograd-visible
     code (outside the custom op), so that the gradient reaches the tensor
     given (transformers keeps gpt-oss's sinks in the model's dtype). The
     dtype and shape are checked before the device, so that the checks run
-    on CPU tensors too."""
+    on CPU tensors too. heads_dim: q's dimension that counts the query
+    heads as the caller laid q out (named in the error)."""
     torch = _torch
     if not isinstance(sinks, torch.Tensor):
         raise TypeError(f"{where}: sinks must be a torch.Tensor (float32 "
@@ -176,11 +177,11 @@ def _check_sinks(where, sinks, q):
         raise TypeError(f"{where}: sinks is {sinks.dtype}; sinks must be "
                         "float32 [Hq] (float16, bfloat16 and float64 are "
                         "converted with .float())")
-    heads = q.shape[1]
+    heads = q.shape[heads_dim]
     if sinks.dim() != 1 or sinks.shape[0] != heads:
         raise ValueError(f"{where}: sinks must be [Hq] = [{heads}] (one "
-                         f"logit per query head, q's dimension 1), got "
-                         f"{list(sinks.shape)}")
+                         f"logit per query head, q's dimension {heads_dim}), "
+                         f"got {list(sinks.shape)}")
     if not sinks.is_cuda:
         raise ValueError(f"{where}: sinks must be a CUDA tensor")
     if sinks.device != q.device:
@@ -965,6 +966,9 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
                 if hasattr(slopes, "tolist") else \
                 tuple(float(x) for x in slopes)
         score_mod, mask_mod = _flash_variant(left, right, softcap, slopes)
+    if s_aux is not None:
+        # Named against the caller's [B, S, H, D] (q's heads: dimension 2).
+        s_aux = _check_sinks("fa.flash_attn_func", s_aux, q, heads_dim=2)
     return attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                      causal=causal, scale=softmax_scale, score_mod=score_mod,
                      mask_mod=mask_mod, deterministic=deterministic,

@@ -251,9 +251,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     scale = _check_scale(where, softmax_scale)
     score_text, mask_text = _flash_variant_texts(where, window_size, softcap)
     causal = bool(_flag("causal", causal))
-    # (q's heads are its dimension 2.)
     sinks = (None if s_aux is None
-             else _check_sinks(where, s_aux, q.transpose(1, 2)))
+             else _check_sinks(where, s_aux, q, heads_dim=2))
     # Eagerly, outside tracing and dispatch modes, the op's dispatch (tens
     # of microseconds, as long as a decode step's kernels) is skipped.
     if _launch_directly((q, k_cache, v_cache, kv_lens)):

@@ -228,6 +228,17 @@ class GpuKvCacheTest(unittest.TestCase):
                                    8, 2, 128, True, capacity=320,
                                    num_splits=3, page=page, strategy="wgmma",
                                    sinks=True)
+        # A wrong count is named against the caller's q ([B, Sq, Hq, D]).
+        q = torch.randn(2, 1, 8, 64, device="cuda", dtype=torch.float16)
+        cache = torch.randn(2, 64, 2, 64, device="cuda", dtype=torch.float16)
+        with self.assertRaisesRegex(
+                ValueError, r"sinks must be \[Hq\] = \[8\] \(one logit per "
+                r"query head, q's dimension 2\), got \[2\]"):
+            fa.flash_attn_with_kvcache(q, cache, cache,
+                                       cache_seqlens=torch.tensor(
+                                           [5, 9], dtype=torch.int32,
+                                           device="cuda"),
+                                       s_aux=torch.zeros(2, device="cuda"))
 
     def test_cuda_graph(self):
         # A decode step captured in a CUDA graph, as serving stacks replay

@@ -524,6 +524,14 @@ class GpuSinksTest(unittest.TestCase):
         for error, message, sinks in bad:
             with self.assertRaisesRegex(error, "fa.attention: " + message):
                 fa.attention(q, q, q, sinks=sinks)
+        # flash_attn_func names the count against its q ([B, S, H, D]).
+        with self.assertRaisesRegex(
+                ValueError, r"fa.flash_attn_func: sinks must be \[Hq\] = "
+                r"\[4\] \(one logit per query head, q's dimension 2\), got "
+                r"\[16\]"):
+            fa.flash_attn_func(q.transpose(1, 2), q.transpose(1, 2),
+                               q.transpose(1, 2),
+                               s_aux=torch.zeros(16, device="cuda"))
         # float64 is converted too.
         fa.attention(q, q, q, sinks=torch.zeros(4, device="cuda",
                                                 dtype=torch.float64))
