@@ -179,10 +179,12 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
     if (every < 0)
       return grid.emitOpError()
              << name << " must be 0 (none) or positive, got " << every;
-  int64_t onFmaEvery = float8 ? int64_t(exp2OnFmaEvery)
-                       : scoreModRunsOnMufu(grid)
-                           ? int64_t(scoreModExp2OnFmaEvery)
-                           : 0;
+  // (The score_mod is walked only where the option asks for a share.)
+  int64_t onFmaEvery =
+      float8 ? int64_t(exp2OnFmaEvery)
+      : scoreModExp2OnFmaEvery > 0 && scoreModRunsOnMufu(grid)
+          ? int64_t(scoreModExp2OnFmaEvery)
+          : 0;
   if (onFmaEvery > 0)
     grid.walk([&](OnlineSoftmaxOp op) {
       op->setAttr(FADialect::getExp2OnFmaAttrName(),
