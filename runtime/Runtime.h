@@ -134,12 +134,10 @@ bool packQueryGroups(KernelSpec &spec, AttentionArgs &args,
                      bool withSinks = false);
 
 /// Whether forward() packs a decode with sinks (packQueryGroups'
-/// withSinks). Off until the packed kernels (..._rowsinks) have run on a
-/// GPU: the CPU execution test checks their arithmetic and the fake
-/// driver their launch, but no GPU has run them yet, and a decode with
-/// sinks unpacked is correct (one program per query head: 2.2-4.6x the
-/// time, docs/benchmarks.md (ag)).
-inline constexpr bool kPackDecodeWithSinks = false;
+/// withSinks): each row then joins its own query head's sink
+/// (..._rowsinks kernels). Unpacked, every query head reads the cache on
+/// its own (2.2-4.6x the time, docs/benchmarks.md (ag)).
+inline constexpr bool kPackDecodeWithSinks = true;
 
 /// The backward's tensors: the forward's inputs, its O and LSE, the output
 /// gradient dO (like O), and the gradients it writes (dQ like Q, dK and dV

@@ -616,8 +616,8 @@ torch.cuda.synchronize()"
     fi ;;
   decode-sinks)
     # The packed GQA decode with sinks (..._rowsinks; forward() packs it
-    # with runtime/Runtime.h's kPackDecodeWithSinks, off until this step
-    # has passed with a build that turns it on): the sinks gtests (a GQA
+    # with runtime/Runtime.h's kPackDecodeWithSinks, on since this step
+    # passed, docs/benchmarks.md (ah)): the sinks gtests (a GQA
     # decode shape among them) in 6 shards, memcheck on the quick part 0,
     # test_kvcache (decode with sinks, split, paged) and the gpt-oss
     # models (generation decodes through the dense call), then decode's
