@@ -18,6 +18,8 @@ struct KernelResources {
   int64_t barriers = 0;
 
   bool spills() const { return spillStoreBytes > 0 || spillLoadBytes > 0; }
+  /// Bytes spilled, stored plus loaded (what the defaults' rule ranks).
+  int64_t spilledBytes() const { return spillStoreBytes + spillLoadBytes; }
 };
 
 /// Where a compile's wall time went, in seconds: building the problem and

@@ -26,23 +26,26 @@ bool KernelSpec::needsDefaults() const {
 
 std::optional<size_t> chooseDefaultCandidate(
     const std::vector<KernelSpec> &candidates,
-    const std::function<std::optional<bool>(const KernelSpec &)>
+    const std::function<std::optional<int64_t>(const KernelSpec &)>
         &compileAndSpills,
     const std::function<void(size_t first, size_t last)> &compileAhead,
     size_t wave) {
   std::optional<size_t> chosen;
+  int64_t chosenSpills = 0;
   size_t aheadEnd = 1; // the first candidate is compiled alone
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (compileAhead && wave > 1 && i >= aheadEnd) {
       aheadEnd = std::min(candidates.size(), i + wave);
       compileAhead(i, aheadEnd);
     }
-    std::optional<bool> spills = compileAndSpills(candidates[i]);
+    std::optional<int64_t> spills = compileAndSpills(candidates[i]);
     if (!spills)
       continue;
-    if (!chosen || !*spills)
+    if (!chosen || *spills < chosenSpills) {
       chosen = i;
-    if (!*spills)
+      chosenSpills = *spills;
+    }
+    if (*spills == 0)
       break;
   }
   return chosen;

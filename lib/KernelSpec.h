@@ -179,10 +179,11 @@ struct KernelSpec {
 };
 
 /// The rule for defaulted tiles (the runtime's and fa-compile's): of the
-/// ranked candidates, the first that compiles without spills, else the
-/// first that compiles. `compileAndSpills` compiles one: nullopt when it
-/// does not compile, else whether ptxas spilled. The index of the choice,
-/// nullopt when none compiles.
+/// ranked candidates, the first that compiles without spills, else the one
+/// that spills the fewest bytes (the first of equals). `compileAndSpills`
+/// compiles one: nullopt when it does not compile, else the bytes ptxas
+/// spilled (stored plus loaded, every kernel of the module; 0 = none). The
+/// index of the choice, nullopt when none compiles.
 ///
 /// Once the first candidate has spilled (or failed) a trial is unavoidable:
 /// with `compileAhead`, the candidates [i, i + wave) are handed to it
@@ -190,7 +191,7 @@ struct KernelSpec {
 /// runConcurrently), so that `compileAndSpills` finds them compiled.
 std::optional<size_t> chooseDefaultCandidate(
     const std::vector<KernelSpec> &candidates,
-    const std::function<std::optional<bool>(const KernelSpec &)>
+    const std::function<std::optional<int64_t>(const KernelSpec &)>
         &compileAndSpills,
     const std::function<void(size_t first, size_t last)> &compileAhead =
         nullptr,

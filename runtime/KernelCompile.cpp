@@ -315,14 +315,14 @@ Result Runtime::Impl::prepareDefaultedLocked(
   };
   std::optional<size_t> chosen = chooseDefaultCandidate(
       candidates,
-      [&](const KernelSpec &candidate) -> std::optional<bool> {
+      [&](const KernelSpec &candidate) -> std::optional<int64_t> {
         std::shared_ptr<KernelEntry> &prepared = compiled[next++];
         if (Result r = prepareLocked(candidate, prepared, &ahead); !r) {
           if (firstError)
             firstError = r;
           return std::nullopt;
         }
-        return prepared->info.ptxas.spills();
+        return prepared->info.ptxas.spilledBytes();
       },
       compileAhead, trialWave());
   if (!chosen)

@@ -1170,12 +1170,13 @@ TEST(Assembler, SelectionOrderAndErrors) {
 }
 
 /// The defaults' rule: the first candidate that compiles without spills,
-/// else the first that compiles; candidates past the choice stay unbuilt.
+/// else the one that spills the fewest bytes (the first of equals);
+/// candidates past the choice stay unbuilt.
 TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
   std::vector<fa::KernelSpec> candidates(4);
   for (size_t i = 0; i < candidates.size(); ++i)
     candidates[i].blockM = int64_t(i + 1);
-  auto choose = [&](std::vector<std::optional<bool>> outcome,
+  auto choose = [&](std::vector<std::optional<int64_t>> outcome,
                     size_t *built = nullptr) {
     size_t calls = 0;
     std::optional<size_t> chosen = fa::chooseDefaultCandidate(
@@ -1189,12 +1190,15 @@ TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
   };
   size_t built = 0;
   // Compile error, spills, clean, clean: the first clean one, and stop.
-  EXPECT_EQ(choose({std::nullopt, true, false, false}, &built),
-            std::optional<size_t>(2));
+  EXPECT_EQ(choose({std::nullopt, 8, 0, 0}, &built), std::optional<size_t>(2));
   EXPECT_EQ(built, 3u);
-  // Everything that compiles spills: the first that compiles.
-  EXPECT_EQ(choose({std::nullopt, true, true, std::nullopt}),
+  // Everything that compiles spills: the fewest bytes, not the first (a
+  // varlen causal backward at head dim 128: three stages 184 bytes, two
+  // 64), the first of equals.
+  EXPECT_EQ(choose({184, 64, 76, std::nullopt}, &built),
             std::optional<size_t>(1));
+  EXPECT_EQ(built, 4u);
+  EXPECT_EQ(choose({std::nullopt, 40, 40, 96}), std::optional<size_t>(1));
   // Nothing compiles.
   EXPECT_EQ(choose({std::nullopt, std::nullopt, std::nullopt, std::nullopt}),
             std::nullopt);
@@ -1207,8 +1211,7 @@ TEST(KernelSpec, CandidatesAfterASpillAreCompiledAheadInWaves) {
   std::vector<fa::KernelSpec> candidates(6);
   for (size_t i = 0; i < candidates.size(); ++i)
     candidates[i].blockM = int64_t(i + 1);
-  std::vector<std::optional<bool>> outcome = {true,  true,  true,
-                                              false, false, std::nullopt};
+  std::vector<std::optional<int64_t>> outcome = {8, 8, 8, 0, 0, std::nullopt};
   std::vector<std::pair<size_t, size_t>> waves;
   std::vector<size_t> judged;
   std::optional<size_t> chosen = fa::chooseDefaultCandidate(
@@ -1226,7 +1229,7 @@ TEST(KernelSpec, CandidatesAfterASpillAreCompiledAheadInWaves) {
   EXPECT_EQ(waves, (std::vector<std::pair<size_t, size_t>>{{1, 3}, {3, 5}}));
   // A first candidate without spills: no wave at all.
   waves.clear();
-  outcome[0] = false;
+  outcome[0] = 0;
   EXPECT_EQ(fa::chooseDefaultCandidate(
                 candidates,
                 [&](const fa::KernelSpec &c) {

@@ -528,15 +528,16 @@ int main(int argc, char **argv) {
       size_t next = 0;
       std::optional<size_t> chosen = ::fa::chooseDefaultCandidate(
           candidates,
-          [&](const ::fa::KernelSpec &) -> std::optional<bool> {
+          [&](const ::fa::KernelSpec &) -> std::optional<int64_t> {
             size_t i = next++;
             if (!compiledYet[i])
               compileTrial(i);
             if (!trials[i])
               return std::nullopt;
-            return llvm::any_of(
-                trials[i]->resources,
-                [](const ::fa::KernelResources &k) { return k.spills(); });
+            int64_t bytes = 0;
+            for (const ::fa::KernelResources &k : trials[i]->resources)
+              bytes += k.spilledBytes();
+            return bytes;
           },
           [&](size_t first, size_t last) {
             ::fa::runConcurrently(first, last, compileTrial);
