@@ -203,14 +203,26 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
       {128, 128, 8, 2}, {192, 128, 12, 2}, {128, 64, 8, 2}};
   static constexpr TileConfig kMediumHeads[] = {
       {128, 128, 8, 2}, {128, 64, 8, 2}, {128, 128, 8, 1}};
+  // A block mask's bounds per row (and its mask_mod's captures) leave the
+  // wide tiles spilling (D = 128, causal: 128 x 128 244 bytes): the tiles
+  // the no-spill rule ends at come first, so that a cold default compiles
+  // one or two candidates instead of up to eleven (the same kernels: D 64
+  // 128 x 128, causal 192 x 64 on three warpgroups; D 128 128 x 64, causal
+  // 192 x 32).
+  static constexpr TileConfig kSmallHeadsTables[] = {
+      {128, 128, 8, 2}, {192, 64, 12, 2}, {192, 128, 12, 2}};
+  static constexpr TileConfig kMediumHeadsTables[] = {
+      {128, 64, 8, 2}, {192, 32, 12, 2}, {128, 128, 8, 2}};
   static constexpr TileConfig kLargeHeads[] = {
       {128, 128, 8, 1}, {128, 64, 8, 2}, {128, 64, 8, 1}};
   bool shortSequences = length > 0 && length <= kShortLength;
   llvm::ArrayRef<TileConfig> ranked = kLargeHeads;
   if (request.headDim <= 64)
-    ranked = shortSequences ? kSmallHeadsShort : kSmallHeads;
+    ranked = request.blockMask ? kSmallHeadsTables
+             : shortSequences  ? kSmallHeadsShort
+                               : kSmallHeads;
   else if (request.headDim <= 128)
-    ranked = kMediumHeads;
+    ranked = request.blockMask ? kMediumHeadsTables : kMediumHeads;
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM, t.blockN,
