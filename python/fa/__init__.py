@@ -111,9 +111,10 @@ def prepare_kernel(head_dim, causal=False, scale=None, block_m=0, block_n=0,
             "assembler": info.assembler.decode(errors="replace")}
 
 
-def _check_inputs(where, tensors):
+def _check_inputs(where, tensors, layout="[B, H, S, D]"):
     """Every tensor a 4-d CUDA torch.Tensor of the first one's device and
-    dtype (float32, float16 or bfloat16)."""
+    dtype (float32, float16 or bfloat16); `layout` names the caller's
+    dimensions in the error."""
     torch = _torch
     if torch is None:
         raise ImportError(f"{where} needs torch")
@@ -124,7 +125,7 @@ def _check_inputs(where, tensors):
         if not t.is_cuda:
             raise ValueError(f"{where}: {name} must be a CUDA tensor")
         if t.dim() != 4:
-            raise ValueError(f"{where}: {name} must be [B, H, S, D], got "
+            raise ValueError(f"{where}: {name} must be {layout}, got "
                              f"{tuple(t.shape)}")
         if t.device != first.device:
             raise ValueError(f"{where}: {name} is on {t.device}, "
@@ -943,7 +944,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False,
         raise ValueError("fa.flash_attn_func: q_descale, k_descale, "
                          "v_descale and out_dtype go with float8_e4m3fn "
                          "inputs")
-    _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)))
+    _check_inputs("fa.flash_attn_func", (("q", q), ("k", k), ("v", v)),
+                  layout="[B, S, H, D]")
     left, right = (int(x) for x in window_size)
     softcap = float(softcap or 0.0)
     if (alibi_slopes is not None and _torch is not None

@@ -524,6 +524,11 @@ class GpuSinksTest(unittest.TestCase):
         for error, message, sinks in bad:
             with self.assertRaisesRegex(error, "fa.attention: " + message):
                 fa.attention(q, q, q, sinks=sinks)
+        # flash_attn_func names its own layout.
+        with self.assertRaisesRegex(
+                ValueError, r"fa.flash_attn_func: q must be \[B, S, H, D\], "
+                r"got \(4, 16, 64\)"):
+            fa.flash_attn_func(q[0], q[0], q[0])
         # flash_attn_func names the count against its q ([B, S, H, D]).
         with self.assertRaisesRegex(
                 ValueError, r"fa.flash_attn_func: sinks must be \[Hq\] = "
