@@ -465,6 +465,30 @@ TEST(MmaModel, BackwardFitsAndWhyNot) {
   EXPECT_GT(fa::mma::estimateBackwardRegisters({256, 64, 64, 4, 1, 2}), 255);
 }
 
+/// At head dim 128 the causal forward starts at 128 x 32: 128 x 64 (the
+/// non-causal first) spills with the causal mask on sm_80 and sm_90a, so
+/// ranking it first cost every cold causal default a trial compile.
+TEST(MmaModel, CausalHeadDim128StartsWhereItDoesNotSpill) {
+  fa::KernelSpec spec;
+  spec.headDim = 128;
+  spec.dtype = fa::ElementType::bf16;
+  spec.strategy = fa::Strategy::mma;
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    spec.arch = arch;
+    spec.causal = false;
+    fa::KernelSpec first = defaultCandidates(spec).front();
+    EXPECT_EQ(kernelName(first), "fa_fwd_d128_bf16_full_128x64_w4_s2_mma");
+    spec.causal = true;
+    first = defaultCandidates(spec).front();
+    EXPECT_EQ(kernelName(first), "fa_fwd_d128_bf16_causal_128x32_w4_s2_mma");
+  }
+  // Head dims 64 and 256 keep their lists.
+  spec.headDim = 64;
+  EXPECT_EQ(kernelName(defaultCandidates(spec).front()),
+            "fa_fwd_d64_bf16_causal_128x128_w4_s2_mma");
+}
+
 TEST(MmaModel, BackwardStrategyAndDefaults) {
   fa::KernelSpec spec;
   spec.backward = true;
