@@ -1,5 +1,6 @@
 //===- KernelSpec.cpp - Everything that changes a generated kernel --*- C++ -*-===//
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/SpecRules.h"
 
 #include <algorithm>
 #include <cmath>
@@ -41,12 +42,12 @@ std::optional<size_t> chooseDefaultCandidate(
     std::optional<int64_t> spills = compileAndSpills(candidates[i]);
     if (!spills)
       continue;
+    if (*spills <= toleratedSpillBytes(candidates[i]))
+      return i;
     if (!chosen || *spills < chosenSpills) {
       chosen = i;
       chosenSpills = *spills;
     }
-    if (*spills == 0)
-      break;
   }
   return chosen;
 }

@@ -179,8 +179,10 @@ struct KernelSpec {
 };
 
 /// The rule for defaulted tiles (the runtime's and fa-compile's): of the
-/// ranked candidates, the first that compiles without spills, else the one
-/// that spills the fewest bytes (the first of equals). `compileAndSpills`
+/// ranked candidates, the first that compiles without spills (or with no
+/// more than its strategy's toleratedSpillBytes: a tile measured faster,
+/// spills and all), else the one that spills the fewest bytes (the first
+/// of equals). `compileAndSpills`
 /// compiles one: nullopt when it does not compile, else the bytes ptxas
 /// spilled (stored plus loaded, every kernel of the module; 0 = none). The
 /// index of the choice, nullopt when none compiles.

@@ -84,6 +84,11 @@ struct StrategyModel {
   /// out), or nullopt where the defaults serve, as in the runtime. Null:
   /// none (simt's is the lecture's 8 x 32 on 8 warps).
   std::optional<TileConfig> (*referenceTiles)(const KernelSpec &spec) = nullptr;
+  /// The bytes ptxas may spill (stored plus loaded) in a default candidate
+  /// that a measurement found faster, spills and all, than the candidates
+  /// after it (chooseDefaultCandidate takes it with up to that many). Null:
+  /// none anywhere (the first candidate without spills wins).
+  int64_t (*toleratedSpillBytes)(const KernelSpec &candidate) = nullptr;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

@@ -316,6 +316,13 @@ KernelSpec withDefaults(const KernelSpec &spec, int64_t length) {
   return collectDefaultCandidates(spec, 1, length).front();
 }
 
+int64_t toleratedSpillBytes(const KernelSpec &candidate) {
+  if (candidate.strategy == Strategy::automatic)
+    return 0;
+  const StrategyModel &model = strategyModel(candidate.strategy);
+  return model.toleratedSpillBytes ? model.toleratedSpillBytes(candidate) : 0;
+}
+
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
                      const std::string &ptxasVersion) {
   llvm::SHA256 hash;

@@ -47,6 +47,11 @@ KernelSpec withDefaults(const KernelSpec &spec, int64_t length = 0);
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &spec,
                                           int64_t length = 0);
 
+/// The spilled bytes (stored plus loaded) a default candidate of `spec`'s
+/// strategy was measured faster with (its StrategyModel's
+/// toleratedSpillBytes); 0 for most, and where the strategy is not resolved.
+int64_t toleratedSpillBytes(const KernelSpec &candidate);
+
 /// Hex SHA-256 of everything that determines a compiled kernel: the compiler
 /// version, the canonical spec, the target arch and the ptxas version.
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,

@@ -246,6 +246,11 @@ constexpr int64_t kShortLength = 1024;
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                           size_t limit, int64_t length = 0);
 
+/// The spilled bytes (stored plus loaded) a default candidate was measured
+/// faster with than the tiles ranked after it (StrategyModel's
+/// toleratedSpillBytes); 0 for all but the measured ones.
+int64_t toleratedSpillBytes(const KernelSpec &candidate);
+
 //===----------------------------------------------------------------------===//
 // The backward's dK/dV program (fa-tile-backward's "dkdv") on wgmma
 //===----------------------------------------------------------------------===//

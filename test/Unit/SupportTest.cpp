@@ -1228,6 +1228,53 @@ TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
             std::nullopt);
 }
 
+/// A candidate its strategy was measured faster with, spills and all
+/// (wgmma's 16-bit block-mask forward at D 128 on 192 x 64 tiles), is taken
+/// with up to its tolerated bytes and not with more; every other candidate
+/// still needs none.
+TEST(KernelSpec, DefaultCandidateWithinItsToleratedSpills) {
+  fa::KernelSpec request;
+  request.strategy = fa::Strategy::wgmma;
+  request.arch = "sm_90a";
+  request.dtype = fa::ElementType::bf16;
+  request.headDim = 128;
+  request.blockMask = true;
+  request.maskMod = fa::variants::document();
+  request.blockM = request.blockN = request.numWarps = request.stages = 0;
+  std::vector<fa::KernelSpec> candidates = fa::defaultCandidates(request);
+  ASSERT_EQ(fa::validateSpec(request), "");
+  ASSERT_GE(candidates.size(), 2u);
+  const fa::KernelSpec &first = candidates[0];
+  EXPECT_EQ(
+      std::make_tuple(first.blockM, first.blockN, first.numWarps, first.stages),
+      std::make_tuple(int64_t(192), int64_t(64), int64_t(12), int64_t(2)));
+  int64_t tolerated = fa::toleratedSpillBytes(first);
+  EXPECT_GT(tolerated, 0);
+  EXPECT_EQ(fa::toleratedSpillBytes(candidates[1]), 0);
+  auto choose = [&](std::optional<int64_t> firstSpills) {
+    return fa::chooseDefaultCandidate(
+        candidates, [&](const fa::KernelSpec &c) -> std::optional<int64_t> {
+          return &c == &candidates[0] ? firstSpills : 0;
+        });
+  };
+  EXPECT_EQ(choose(tolerated), std::optional<size_t>(0));
+  EXPECT_EQ(choose(tolerated + 1), std::optional<size_t>(1));
+  // Not for the backward, another head dim or 8-bit inputs.
+  fa::KernelSpec other = first;
+  other.backward = true;
+  EXPECT_EQ(fa::toleratedSpillBytes(other), 0);
+  other = first;
+  other.headDim = 64;
+  EXPECT_EQ(fa::toleratedSpillBytes(other), 0);
+  other = first;
+  other.dtype = fa::ElementType::e4m3;
+  EXPECT_EQ(fa::toleratedSpillBytes(other), 0);
+  // Nor without a resolved strategy.
+  other = first;
+  other.strategy = fa::Strategy::automatic;
+  EXPECT_EQ(fa::toleratedSpillBytes(other), 0);
+}
+
 /// After the first candidate spills, the next ones are handed to
 /// compileAhead a wave at a time before they are judged; the rule is
 /// unchanged, and no wave starts past the choice.
