@@ -276,6 +276,13 @@ def FAWgmmaPipeline : Pass<"fa-wgmma-pipeline", "::mlir::func::FuncOp"> {
     tile, an epilogue the last P V; both are skipped for an empty K/V range.
     Programs of other strategies are left alone.
   }];
+  let options = [
+    Option<"waitAfterSoftmax", "wait-after-softmax", "int64_t", "-1",
+           "keep the wait for P_{j-1} V_{j-1} after the softmax of tile j "
+           "(fa.async_wait's `after`; ptxas hoists the wait otherwise): 1 "
+           "yes, 0 no, -1 the resource model's choice "
+           "(WgmmaModel::waitsAfterSoftmax)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }

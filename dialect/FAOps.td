@@ -1452,12 +1452,22 @@ def FA_AsyncWaitOp : FA_Op<"async_wait",
     %o = fa.tile_matmul %p_prev, %v_prev acc(%acc) {async} : ...
     %s_done = fa.async_wait %s {pending = 1} : tensor<128x128xf32, ...>
     // ... softmax of %s_done while P V still runs ...
-    %o_done = fa.async_wait %o {pending = 0} : tensor<128x128xf32, ...>
+    %o_done = fa.async_wait %o after(%l, %p : ...) {pending = 0} : ...
     ```
+
+    `after`: tiles the wait must not start before (the softmax's row sums and
+    P, whose work is what the wait should overlap). The assembler schedules
+    within basic blocks and would otherwise hoist the wait to the start of
+    its block, before the softmax; the lowering ends the block after the
+    `after` values instead (a branch on the first one, which must be a tile
+    of row sums: never -inf, so the branch is always taken).
   }];
-  let arguments = (ins FA_F32Tile:$tile, I64Attr:$pending);
+  let arguments = (ins FA_F32Tile:$tile, Variadic<AnyRankedTensor>:$after,
+                       I64Attr:$pending);
   let results = (outs FA_F32Tile:$result);
-  let assemblyFormat = "$tile attr-dict `:` type($tile)";
+  let assemblyFormat = [{
+    $tile (`after` `(` $after^ `:` type($after) `)`)? attr-dict `:` type($tile)
+  }];
   let hasVerifier = 1;
 }
 

@@ -380,6 +380,13 @@ LogicalResult AsyncWaitOp::verify() {
   if (!matmul || !matmul.getAsync())
     return emitOpError("waits for a tile produced by an async "
                        "fa.tile_matmul");
+  if (!getAfter().empty() &&
+      !cast<RankedTensorType>(getAfter().front().getType())
+           .getElementType()
+           .isF32())
+    return emitOpError("takes row sums (f32) first among its `after` tiles, "
+                       "got ")
+           << getAfter().front().getType();
   return success();
 }
 

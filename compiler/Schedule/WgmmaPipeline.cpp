@@ -17,7 +17,11 @@
 //   epilogue (tile e - 1):
 //     acc = acc + P_{e-1} V_{e-1}
 //
-// all under `kv_begin < kv_end` (else the state stays initial). The result
+// all under `kv_begin < kv_end` (else the state stays initial). ptxas
+// hoists the wait for O to the start of its basic block, above the
+// softmax; with wait-after-softmax (WgmmaModel::waitsAfterSoftmax) the wait
+// names the softmax's row sums and P as `after` operands and its lowering
+// ends the block after them. The result
 // equals the unpipelined loop's: acc entering iteration j is alpha_{j-1}
 // O_{j-2} scaled like the original's, so O_{j-1} = acc + P_{j-1} V_{j-1}.
 // The matmuls of the loop are `async`; fa.async_wait{pending = 1} waits for
@@ -188,8 +192,8 @@ void startAndWait(TileMatmulOp product, Operation *before, int64_t pending) {
   product.setAsync(true);
   OpBuilder b(before);
   Value result = product.getResult();
-  auto wait = AsyncWaitOp::create(b, product.getLoc(), result.getType(),
-                                  result, b.getI64IntegerAttr(pending));
+  auto wait = AsyncWaitOp::create(b, product.getLoc(), result.getType(), result,
+                                  ValueRange(), b.getI64IntegerAttr(pending));
   result.replaceAllUsesExcept(wait, wait);
 }
 
@@ -236,8 +240,17 @@ void overlapBackwardLoop(BackwardLoop a) {
   startAndWait(a.gradKey, yield, /*pending=*/0);
 }
 
+/// The warps of the program that computes (its launch's threads, less the
+/// producer's).
+int64_t consumerWarps(scf::ForOp loop) {
+  auto grid = loop->getParentOfType<GridOp>();
+  auto launch = grid->getAttrOfType<LaunchAttr>(FADialect::getLaunchAttrName());
+  return launch.getThreads() / 32 - launch.getProducerWarps();
+}
+
 struct FAWgmmaPipelinePass
     : public mlir::fa::impl::FAWgmmaPipelineBase<FAWgmmaPipelinePass> {
+  using FAWgmmaPipelineBase::FAWgmmaPipelineBase;
   void runOnOperation() override {
     SmallVector<scf::ForOp> loops;
     SmallVector<BackwardLoop> backwardLoops;
@@ -263,6 +276,12 @@ struct FAWgmmaPipelinePass
           loops.push_back(loop);
       });
     });
+    if (waitAfterSoftmax < -1 || waitAfterSoftmax > 1) {
+      getOperation().emitError()
+          << "wait-after-softmax must be 1, 0 or -1 (the model's choice), got "
+          << int64_t(waitAfterSoftmax);
+      return signalPassFailure();
+    }
     for (scf::ForOp loop : loops) {
       FailureOr<AttentionLoop> match = matchAttentionLoop(loop);
       if (failed(match))
@@ -271,16 +290,18 @@ struct FAWgmmaPipelinePass
       int64_t headDim = cast<RankedTensorType>(match->output.getType())
                             .getDimSize(1);
       if (::fa::wgmma::overlapsSoftmax(headDim))
-        pipeline(*match);
+        pipeline(*match, waitAfterSoftmax < 0 ? ::fa::wgmma::waitsAfterSoftmax(
+                                                    consumerWarps(loop))
+                                              : waitAfterSoftmax == 1);
     }
     for (BackwardLoop loop : backwardLoops)
       overlapBackwardLoop(loop);
   }
 
-  void pipeline(AttentionLoop a);
+  void pipeline(AttentionLoop a, bool waitAfterSoftmax);
 };
 
-void FAWgmmaPipelinePass::pipeline(AttentionLoop a) {
+void FAWgmmaPipelinePass::pipeline(AttentionLoop a, bool waitAfterSoftmax) {
   scf::ForOp loop = a.loop;
   Location loc = loop.getLoc();
   Block &body = *loop.getBody();
@@ -341,12 +362,16 @@ void FAWgmmaPipelinePass::pipeline(AttentionLoop a) {
     // S_j done (P V may still run), its softmax; then O done, rescaled.
     current.map(a.scores.getResult(),
                 AsyncWaitOp::create(s, loc, scores.getType(), scores,
-                                    s.getI64IntegerAttr(1)));
+                                    ValueRange(), s.getI64IntegerAttr(1)));
     Value mOut = cloneSlice(s, body, a.softmax.getNewMax(), current);
     Value lOut = cloneSlice(s, body, a.softmax.getNewSum(), current);
     Value pOut = cloneSlice(s, body, pOperand, current);
+    // The wait for O comes after the softmax's results (row sums, P), not
+    // before them: what it should overlap.
     current.map(loop.getRegionIterArg(2),
                 AsyncWaitOp::create(s, loc, output.getType(), output,
+                                    waitAfterSoftmax ? ValueRange{lOut, pOut}
+                                                     : ValueRange(),
                                     s.getI64IntegerAttr(0)));
     Value accOut = cloneSlice(s, body, a.rescale.getResult(), current);
     scf::YieldOp::create(s, loc, ValueRange{mOut, lOut, accOut, pOut});

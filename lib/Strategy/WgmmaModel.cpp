@@ -93,6 +93,10 @@ int64_t estimateRegisters(const Config &c) {
 
 bool overlapsSoftmax(int64_t headDim) { return headDim <= 128; }
 
+bool waitsAfterSoftmax(int64_t consumerWarps) {
+  return kWaitAfterSoftmax && consumerWarps <= 2 * kWarpsPerWarpgroup;
+}
+
 bool takesProblem(ElementType dtype, int64_t headDim,
                   const std::string &arch) {
   // FP8: head dims in rows of 64 bytes (64-byte swizzle) or 128.

@@ -222,6 +222,19 @@ int64_t estimateRegisters(const Config &config);
 /// the second tile of P and the 128 O registers leave too few registers.
 bool overlapsSoftmax(int64_t headDim);
 
+/// Whether that loop's wait for P_{j-1} V_{j-1} is kept after the softmax of
+/// tile j (fa.async_wait's `after`). ptxas hoists the wait to the start of
+/// its basic block, so without it the softmax starts only once P V is done
+/// and the overlap is lost (nvdisasm of the D 128 forwards, bf16 and e4m3:
+/// the wait sits before the first row maximum; docs/benchmarks.md (ai)).
+/// Two consumer warpgroups only: with three (160 registers) the softmax's
+/// results held beside the running O spill (D 128 block mask on 192 x 64:
+/// 136-188 bytes, was 52-96). Off (kWaitAfterSoftmax) until a GPU has run
+/// and timed it: the kernels it changes are those of every 16-bit and
+/// e4m3 forward at D <= 128 on two consumer warpgroups.
+constexpr bool kWaitAfterSoftmax = false;
+bool waitsAfterSoftmax(int64_t consumerWarps);
+
 /// "" when `config` can be compiled for `arch`, else why not, with the
 /// numbers.
 std::string checkFits(const Config &config, const GpuArch &arch);

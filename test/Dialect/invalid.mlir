@@ -369,6 +369,17 @@ func.func @wait_for_sync_matmul(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) ->
 
 // -----
 
+// fa.async_wait's `after` tiles start with row sums (f32), the value its
+// lowering branches on.
+func.func @wait_after_packed_tile(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>, %p: tensor<16x16xf16>) -> tensor<16x16xf32> {
+  %s = fa.tile_matmul %a, %b {async} : tensor<16x16xf16>, tensor<16x16xf16> -> tensor<16x16xf32>
+  // expected-error @+1 {{takes row sums (f32) first among its `after` tiles, got 'tensor<16x16xf16>'}}
+  %w = fa.async_wait %s after(%p : tensor<16x16xf16>) {pending = 0} : tensor<16x16xf32>
+  return %w : tensor<16x16xf32>
+}
+
+// -----
+
 // An asynchronous product is not ready before its wait.
 func.func @read_async_result(%a: tensor<16x16xf16>, %b: tensor<16x16xf16>) -> tensor<16x16xf32> {
   // expected-error @+1 {{the result of an async matmul is read only through fa.async_wait}}

@@ -13,6 +13,30 @@
 // RUN: not fa-compile %s --dtype=f16 --strategy=wgmma --arch=sm_80 --emit=ptx -o /dev/null 2>&1 | FileCheck %s --check-prefix=ARCH
 // ARCH: the wgmma strategy needs arch sm_90a (wgmma exists only there), got sm_80
 
+// With fa-wgmma-pipeline's wait-after-softmax=1 the K/V loop's wait for
+// P_{j-1} V_{j-1} stays after the softmax of tile j: a block boundary (a
+// branch on the row sum, always taken) ends the softmax, since ptxas
+// hoists a wgmma wait to the start of its block. The default (the model's
+// kWaitAfterSoftmax, off until timed on a GPU) has no boundary.
+// RUN: fa-compile %t.bf16.mlir --dtype=bf16 --strategy=wgmma --block-m=128 --block-n=128 --num-warps=8 --stages=2 --arch=sm_90a --emit=tiled -o %t.tiled.mlir
+// RUN: fa-opt %t.tiled.mlir --fa-place-wgmma="num-warps=8 stages=2" --fa-wgmma-pipeline="wait-after-softmax=1" --fa-warp-specialize --fa-tma-reduce --fa-prefetch-row-values --fa-pingpong -o %t.after.mlir
+// RUN: fa-compile %t.after.mlir --arch=sm_90a --emit=ptx -o %t.after.ptx
+// RUN: FileCheck %s --check-prefix=ORDER --input-file=%t.after.ptx
+// RUN: %ptxas -arch=sm_90a %t.after.ptx -o %t.after.cubin
+// RUN: FileCheck %s --check-prefix=DEFAULT --input-file=%t.bf16.ptx
+// DEFAULT-NOT: ROW_SUM_SEEN
+// ORDER: ex2.approx
+// ORDER: setp.neu.f32 ROW_SUM_SEEN, %r{{[0-9]+}}, 0fFF800000;
+// ORDER-NEXT: @ROW_SUM_SEEN bra.uni AFTER_SOFTMAX;
+// ORDER-NEXT: NEVER: bra.uni NEVER;
+// ORDER-NEXT: AFTER_SOFTMAX:
+// ORDER-NOT: ex2.approx
+// ORDER: wgmma.wait_group.sync.aligned 0;
+// ORDER-NEXT: // begin inline asm
+// ORDER-NEXT: // end inline asm
+// ORDER-NEXT: mbarrier.arrive.shared.b64
+// ORDER-NEXT: mul.rn.f32
+
 // CHECK: .target sm_90a
 // The tiles live in the dynamic region, declared extern: its start follows
 // the static mbarrier array below, and the tiles are aligned up from there

@@ -1,4 +1,16 @@
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-wgmma-pipeline --cse | FileCheck %s
+// With wait-after-softmax=1 the wait for O names the softmax's row sums and
+// P as what it comes after (so that its lowering keeps the assembler from
+// hoisting it above them); the model's default leaves it off (above).
+// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-wgmma-pipeline="wait-after-softmax=1" --cse | FileCheck %s --check-prefix=AFTER
+// AFTER-LABEL: func.func @attention
+// AFTER: scf.for
+// AFTER: %[[MN:.*]], %[[PN:.*]], %[[LN:.*]], %[[AN:.*]] = fa.online_softmax
+// AFTER: %[[PAN:.*]] = fa.convert_layout
+// AFTER: %[[ODONE:.*]] = fa.async_wait %{{.*}} after(%[[LN]], %[[PAN]] : tensor<64xf32, {{.*}}>, tensor<{{.*}}>) {pending = 0 : i64}
+// AFTER-NEXT: fa.rescale %[[ODONE]], %[[AN]]
+// RUN: not fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=2" --fa-wgmma-pipeline="wait-after-softmax=2" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: wait-after-softmax must be 1, 0 or -1 (the model's choice), got 2
 
 // The online softmax of tile j overlaps P_{j-1} V_{j-1} on the tensor
 // cores: D = 128, B_r = B_c = 64, one warpgroup.

@@ -760,14 +760,60 @@ struct CopyTileLowering : OpConversionPattern<CopyTileOp> {
   }
 };
 
-/// Waits until at most `pending` later wgmma groups run, then pins the
-/// tile's registers after the wait.
+/// Ends the assembler's basic block after `after` (register tiles, the first
+/// of row sums): ptxas schedules within blocks and hoists a wgmma wait to the
+/// start of its block, so the wait that should overlap the softmax would
+/// otherwise run before it. The block ends in a branch on the first row sum
+/// (never -inf, so always taken; its other way is a loop that never runs),
+/// which ptxas cannot fold; every register of `after` is an operand, so
+/// their producers stay before it in LLVM's order as well.
+void endBlockAfter(OpBuilder &b, Location loc, ValueRange after) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> operands;
+  std::string constraints;
+  auto add = [&](Value v, const char *constraint) {
+    constraints += (constraints.empty() ? "" : ",") + std::string(constraint);
+    operands.push_back(v);
+  };
+  for (Value tile : after) {
+    auto vector = cast<VectorType>(tile.getType());
+    if (vector.getElementType().isF32()) {
+      for (Value v : unpack(b, loc, tile))
+        add(v, "f");
+      continue;
+    }
+    // Packed 16- or 8-bit registers (P): as the 32-bit words they fill.
+    int64_t bits = vector.getNumElements() * vector.getElementTypeBitWidth();
+    if (bits % 32 != 0)
+      continue;
+    Value words = vector::BitCastOp::create(
+        b, loc, VectorType::get({bits / 32}, b.getI32Type()), tile);
+    for (Value v : unpack(b, loc, words))
+      add(v, "r");
+  }
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange(), operands,
+      b.getStringAttr("{\n.reg .pred ROW_SUM_SEEN;\n"
+                      "setp.neu.f32 ROW_SUM_SEEN, $0, 0fFF800000;\n"
+                      "@ROW_SUM_SEEN bra.uni AFTER_SOFTMAX;\n"
+                      "NEVER: bra.uni NEVER;\n"
+                      "AFTER_SOFTMAX:\n}"),
+      b.getStringAttr(constraints), /*has_side_effects=*/b.getUnitAttr(),
+      /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
+/// Waits until at most `pending` later wgmma groups run (no earlier than
+/// `after` is computed), then pins the tile's registers after the wait.
 struct AsyncWaitLowering : OpConversionPattern<AsyncWaitOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(AsyncWaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (!adaptor.getAfter().empty())
+      endBlockAfter(rewriter, loc, adaptor.getAfter());
     NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, op.getPending());
     SmallVector<Value> values = fenceRegisters(
         rewriter, loc, unpack(rewriter, loc, adaptor.getTile()));
