@@ -767,8 +767,13 @@ struct CopyTileLowering : OpConversionPattern<CopyTileOp> {
 /// (never -inf, so always taken; its other way is a loop that never runs),
 /// which ptxas cannot fold; every register of `after` is an operand, so
 /// their producers stay before it in LLVM's order as well.
-void endBlockAfter(OpBuilder &b, Location loc, ValueRange after) {
+LogicalResult endBlockAfter(OpBuilder &b, Location loc, ValueRange after) {
   MLIRContext *ctx = b.getContext();
+  auto rowSums = dyn_cast<VectorType>(after.front().getType());
+  if (!rowSums || !rowSums.getElementType().isF32())
+    return emitError(loc, "fa.async_wait: the first `after` tile must lower "
+                          "to f32 registers (row sums), got ")
+           << after.front().getType();
   SmallVector<Value> operands;
   std::string constraints;
   auto add = [&](Value v, const char *constraint) {
@@ -776,7 +781,9 @@ void endBlockAfter(OpBuilder &b, Location loc, ValueRange after) {
     operands.push_back(v);
   };
   for (Value tile : after) {
-    auto vector = cast<VectorType>(tile.getType());
+    auto vector = dyn_cast<VectorType>(tile.getType());
+    if (!vector)
+      continue;
     if (vector.getElementType().isF32()) {
       for (Value v : unpack(b, loc, tile))
         add(v, "f");
@@ -802,6 +809,7 @@ void endBlockAfter(OpBuilder &b, Location loc, ValueRange after) {
       /*is_align_stack=*/UnitAttr(), LLVM::TailCallKindAttr(),
       LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
       /*operand_attrs=*/ArrayAttr());
+  return success();
 }
 
 /// Waits until at most `pending` later wgmma groups run (no earlier than
@@ -812,8 +820,9 @@ struct AsyncWaitLowering : OpConversionPattern<AsyncWaitOp> {
   matchAndRewrite(AsyncWaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    if (!adaptor.getAfter().empty())
-      endBlockAfter(rewriter, loc, adaptor.getAfter());
+    if (!adaptor.getAfter().empty() &&
+        failed(endBlockAfter(rewriter, loc, adaptor.getAfter())))
+      return failure();
     NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, op.getPending());
     SmallVector<Value> values = fenceRegisters(
         rewriter, loc, unpack(rewriter, loc, adaptor.getTile()));
