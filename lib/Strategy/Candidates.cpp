@@ -5,6 +5,11 @@
 
 namespace fa {
 
+bool hasTiles(const KernelSpec &spec, const TileConfig &config) {
+  return spec.blockM == config.blockM && spec.blockN == config.blockN &&
+         spec.numWarps == config.numWarps && spec.stages == config.stages;
+}
+
 void CandidateCollector::consider(const TileConfig &c) {
   if (candidates.size() >= limit ||
       (request.blockM && request.blockM != c.blockM) ||
@@ -14,10 +19,8 @@ void CandidateCollector::consider(const TileConfig &c) {
     return;
   if (!fits(c))
     return;
-  if (llvm::any_of(candidates, [&](const KernelSpec &s) {
-        return s.blockM == c.blockM && s.blockN == c.blockN &&
-               s.numWarps == c.numWarps && s.stages == c.stages;
-      }))
+  if (llvm::any_of(candidates,
+                   [&](const KernelSpec &s) { return hasTiles(s, c); }))
     return;
   KernelSpec spec = request;
   spec.blockM = c.blockM;

@@ -23,6 +23,9 @@ struct TileConfig {
   int64_t blockM, blockN, numWarps, stages;
 };
 
+/// Whether `spec` has exactly the tiles, warps and stages of `config`.
+bool hasTiles(const KernelSpec &spec, const TileConfig &config);
+
 class CandidateCollector {
 public:
   CandidateCollector(const KernelSpec &request, size_t limit,

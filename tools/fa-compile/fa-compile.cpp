@@ -748,6 +748,13 @@ int main(int argc, char **argv) {
     // Keep stdout for the IR when it goes there.
     llvm::raw_ostream &os = toStdout && *target != Stage::cubin ? llvm::errs()
                                                                 : llvm::outs();
+    // Spills the strategy measured this tile faster with (the default rule's
+    // toleratedSpillBytes) are reported, not warned about.
+    int64_t spilledBytes = 0;
+    for (const ::fa::KernelResources &k : assembled.kernels)
+      spilledBytes += k.spilledBytes();
+    int64_t tolerated = ::fa::toleratedSpillBytes(spec);
+    bool spillsTolerated = tolerated > 0 && spilledBytes <= tolerated;
     for (const ::fa::KernelResources &k : assembled.kernels) {
       auto launch = llvm::find_if(*launches, [&](const ::fa::LaunchPlan &l) {
         return l.function == k.name;
@@ -762,7 +769,11 @@ int main(int argc, char **argv) {
          << " stack=" << k.stackFrameBytes << "B"
          << " spill-stores=" << k.spillStoreBytes << "B"
          << " spill-loads=" << k.spillLoadBytes << "B\n";
-      if (k.spills())
+      if (k.spills() && spillsTolerated)
+        llvm::WithColor::note(os, "fa-compile")
+            << k.name << " spills " << k.spilledBytes() << " bytes, within the "
+            << tolerated << " its strategy measured this tile faster with\n";
+      else if (k.spills())
         llvm::WithColor::warning(os, "fa-compile")
             << k.name << " spills registers to local memory ("
             << k.spillStoreBytes << " bytes stored, " << k.spillLoadBytes
