@@ -281,8 +281,13 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
     if (sinkShares)
       params.push_back(
           MemRefType::get({dyn, dyn, dyn}, b.getF32Type(), lseLayout));
+    // A block mask's query ranges; deterministic, its key ranges too (they
+    // order the turns).
     size_t rangesArg = params.size();
+    bool keyRanges = spec.blockMask && spec.deterministic;
     if (spec.blockMask)
+      params.push_back(rangeTableType);
+    if (keyRanges)
       params.push_back(rangeTableType);
     // A varlen batch's sequence offsets, i32 [B + 1] each.
     size_t cuSeqlensArg = params.size();
@@ -305,6 +310,7 @@ mlir::fa::buildAttentionModule(MLIRContext &ctx, const ::fa::KernelSpec &spec) {
         spec.sinks ? args[sinksArg + 1] : Value(),
         sinkShares ? args[sinksArg + 2] : Value(),
         spec.blockMask ? args[rangesArg] : Value(),
+        keyRanges ? args[rangesArg + 1] : Value(),
         spec.varlen ? args[cuSeqlensArg] : Value(),
         spec.varlen ? args[cuSeqlensArg + 1] : Value(),
         args.drop_front(firstCapture), scale, mask);

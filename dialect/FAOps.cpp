@@ -604,11 +604,35 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifyVariantRegion(*this, getMaskMod(), VariantRegion::maskMod,
                                  captures)))
     return failure();
-  // The turns count the K/V tiles the mask_mod's own ranges give a query
-  // tile (fa-tile-backward); a block mask's tables may visit others.
-  if (getDqOrder() && getQueryRanges())
-    return emitOpError("the deterministic backward (dq_order) does not take "
-                       "a block mask (query_ranges) yet");
+  // With a block mask the turns at a query tile are taken by the K/V tiles
+  // its key ranges give it (fa-tile-backward): the deterministic mode reads
+  // both tables, and only it reads the key ranges.
+  if (failed(verifyRangeTable(*this, "key_ranges", getKeyRanges())))
+    return failure();
+  if (getDqOrder() && getQueryRanges() && !getKeyRanges())
+    return emitOpError("the deterministic backward (dq_order) with a block "
+                       "mask (query_ranges) takes key_ranges too: its turns "
+                       "at a query tile are those of the K/V tiles its key "
+                       "ranges give it");
+  if (getKeyRanges() && !(getDqOrder() && getQueryRanges()))
+    return emitOpError("takes key_ranges only in the deterministic mode "
+                       "(dq_order) with a block mask (query_ranges): they "
+                       "order its turns");
+  if (getKeyRanges() && chains > 1)
+    return emitOpError() << "dq_chains = " << chains
+                         << " counts turns one by one; a block mask's turns "
+                            "skip the K/V tiles its tables leave out: "
+                            "dq_chains must be 1";
+  if (Value keys = getKeyRanges()) {
+    int64_t keyHeads = typeOf(keys).getShape()[1],
+            queryHeads = typeOf(getQueryRanges()).getShape()[1];
+    if (dimsConflict(keyHeads, queryHeads))
+      return emitOpError() << "key_ranges has " << dimToString(keyHeads)
+                           << " heads and query_ranges "
+                           << dimToString(queryHeads)
+                           << ": the two tables of one block mask have the "
+                              "same heads";
+  }
   if (bool(getSinks()) != bool(getGradSinks()))
     return emitOpError("takes sinks and grad_sinks together (the sinks' "
                        "gradient is an output whenever sinks are an input)");

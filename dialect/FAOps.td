@@ -280,7 +280,12 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     counter per query tile) the backward is deterministic: the shares are
     added in K/V tile order (`fa.wait_turn`, `fa.pass_turn`), which gives
     bitwise identical dQ run to run. With a mask_mod the turns count the
-    K/V tiles that visit each query tile; not with a block mask yet.
+    K/V tiles that visit each query tile. With a block mask the
+    deterministic mode takes the forward's `key_ranges` too: the K/V tiles
+    that take turns at query tile `i` are those its key ranges give it
+    (`fa.kv_tile_range`) among the K/V tiles whose query ranges visit it;
+    each waits for the one before it in turn order (`fa.previous_visitor`),
+    so tables whose two sides disagree cost visits, never a hang.
     `dq_chains = K` (deterministic only; 1 by default) splits each query
     tile's turns into K chains: the K/V tile of rank r among those that
     visit it adds to copy `r mod K` of the accumulator on turn `r / K`, and
@@ -319,7 +324,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     exp(s' - LSE)` and `dS` is multiplied by `d score_mod / d s` (the
     compiler differentiates the region; an op without a derivative rule is
     an error). The deterministic mode counts a mask_mod's K/V tiles per
-    query tile (its block mask tables: not yet).
+    query tile (with a block mask, by both of its tables: `key_ranges`).
 
     With `cu_seqlens` (a packed varlen batch, as `fa.attention`'s): every
     tensor holds the rows of all sequences one after another (batch 1;
@@ -354,6 +359,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     Arg<Optional<FA_SinkMemRef>, "gradient of the sink logits [Hq], added to", [MemRead, MemWrite]>:$grad_sinks,
     Arg<Optional<MemRefRankOf<[F32], [3]>>, "deterministic mode with sinks: each query tile's share of the sinks' gradient [B, Hq, ceil(Sq / block-m)] (B, Sq: the sequences' with cu_seqlens)", [MemRead, MemWrite]>:$sink_shares,
     Arg<Optional<FA_RangeTableMemRef>, "block mask: the query rows each 16 keys are kept by [B, Hb, ceil(Sk / 16), 4]", [MemRead]>:$query_ranges,
+    Arg<Optional<FA_RangeTableMemRef>, "deterministic mode with a block mask: the keys each 16 query rows keep [B, Hb, ceil(Sq / 16), 4]", [MemRead]>:$key_ranges,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's query rows start [B + 1]", [MemRead]>:$cu_seqlens_q,
     Arg<Optional<FA_SeqOffsetsMemRef>, "varlen: where each sequence's keys start [B + 1]", [MemRead]>:$cu_seqlens_k,
     Arg<Variadic<FA_CaptureMemRef>, "tensors the variant regions read (no gradient)", [MemRead]>:$captures,
@@ -370,7 +376,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     (`grad_sinks` $grad_sinks^)?
     `workspace` $delta `,` $dq_accum (`,` $dq_order^)?
     (`sink_shares` $sink_shares^)?
-    (`query_ranges` $query_ranges^)?
+    (`query_ranges` $query_ranges^)? (`key_ranges` $key_ranges^)?
     (`cu_seqlens` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `)`)? attr-dict `:`
     type($query) `,` type($key) `,` type($value) `,` type($output) `,`
     type($grad_output) `,` type($lse) (`sinks` type($sinks)^)?
@@ -379,6 +385,7 @@ def FA_AttentionBackwardOp : FA_Op<"attention_backward", [IsolatedFromAbove,
     `workspace` type($delta) `,` type($dq_accum) (`,` type($dq_order)^)?
     (`sink_shares` type($sink_shares)^)?
     (`query_ranges` type($query_ranges)^)?
+    (`key_ranges` type($key_ranges)^)?
     (`cu_seqlens` type($cu_seqlens_q)^ `,` type($cu_seqlens_k))?
     (`captures` `(` $captures^ `:` type($captures) `)`)?
     (`score_mod` $score_mod^)? (`mask_mod` $mask_mod^)?
@@ -799,8 +806,8 @@ def FA_ScoreModOp : FA_Op<"score_mod", [Pure, IsolatedFromAbove,
 
 def FA_YieldOp : FA_Op<"yield", [Pure, ReturnLike, Terminator,
     ParentOneOf<["AttentionOp", "AttentionBackwardOp", "BlockMaskOp",
-                 "MaskOp", "KVTileRangeOp", "QTileRangeOp", "ScoreModOp",
-                 "ScoreModGradOp"]>]> {
+                 "MaskOp", "KVTileRangeOp", "QTileRangeOp",
+                 "PreviousVisitorOp", "ScoreModOp", "ScoreModGradOp"]>]> {
   let summary = "the value of a score_mod or mask_mod region";
   let description = [{
     Ends a `score_mod` region (one f32, the new score) or a `mask_mod`
@@ -1053,6 +1060,46 @@ def FA_QTileRangeOp : FA_Op<"q_tile_range", [Pure, IsolatedFromAbove,
   let hasVerifier = 1;
 }
 
+def FA_PreviousVisitorOp : FA_Op<"previous_visitor", [Pure, IsolatedFromAbove,
+    AttrSizedOperandSegments]> {
+  let summary = "the K/V tile that adds to a query tile before this one (deterministic backward)";
+  let description = [{
+    The deterministic backward's turns with a block mask. The K/V tiles
+    that add to query tile `q_tile` are those in `[lo, hi)` (its key
+    ranges' `fa.kv_tile_range`) whose own `fa.q_tile_range` (the operands
+    and region of this op, at `kv_start = t * block_n`) contains `q_tile`:
+    the pairs both tables visit. From `kv_tile` this op walks `[lo, hi)`
+    towards `lo` (with `descending`, towards `hi`: the turns then run last
+    to first) and returns whether it found such a tile and the first one,
+    `t`: the program of `kv_tile` waits for `t`'s turn to end. The walk
+    stops at the first visitor, so where the two tables agree it is one
+    step.
+
+    ```mlir
+    %found, %previous = fa.previous_visitor %q_tile, %kv_tile in [%lo, %hi),
+        %sq, %sk at(%b, %h) ranges %query_ranges : memref<?x?x?x4xi32>
+        {block_m = 64 : i64, block_n = 64 : i64, mask = #fa.mask<causal>}
+    ```
+  }];
+  let arguments = (ins Index:$q_tile, Index:$kv_tile, Index:$lo, Index:$hi,
+                       Index:$q_len, Index:$kv_len,
+                       Optional<Index>:$batch, Optional<Index>:$head,
+                       Optional<FA_RangeTableMemRef>:$ranges,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_n,
+                       DefaultValuedAttr<FA_MaskAttr, "::mlir::fa::MaskKind::none">:$mask,
+                       UnitAttr:$descending);
+  let results = (outs I1:$found, Index:$previous);
+  let regions = (region MaxSizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $q_tile `,` $kv_tile `in` ` ` `[` $lo `,` $hi `)` `,` $q_len `,` $kv_len
+    (`at` `(` $batch^ `,` $head `)`)?
+    (`ranges` $ranges^ `:` type($ranges))? attr-dict
+    (`mask_mod` $mask_mod^)?
+  }];
+  let hasVerifier = 1;
+}
+
 def FA_RowDotOp : FA_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
   let summary = "per-row dot product of two tiles, in f32";
   let description = [{
@@ -1277,7 +1324,10 @@ def FA_WaitTurnOp : FA_Op<"wait_turn"> {
     The block's compute threads take the turn together (thread 0 spins,
     then they meet at a barrier); with `by_warp`, the executing warp alone
     (a writer warp that adds for the block: its lane 0 spins, then the warp
-    syncs).
+    syncs). With `if %taken` (an i1 the same in every thread) the program
+    takes no turn where it is false: it neither waits nor, in its
+    `fa.pass_turn`, hands on (a block mask's pair of tiles that its key
+    ranges leave out).
 
     ```mlir
     fa.wait_turn %dq_order[%b, %h, %q_tile], %kv_tile : memref<?x?x?xi32>
@@ -1289,9 +1339,10 @@ def FA_WaitTurnOp : FA_Op<"wait_turn"> {
   // memory accesses after the other programs' (hence the write effect).
   let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "", [MemRead, MemWrite]>:$order,
                        Index:$batch, Index:$head, Index:$tile, Index:$turn,
-                       UnitAttr:$by_warp);
+                       Optional<I1>:$taken, UnitAttr:$by_warp);
   let assemblyFormat = [{
-    $order `[` $batch `,` $head `,` $tile `]` `,` $turn attr-dict `:` type($order)
+    $order `[` $batch `,` $head `,` $tile `]` `,` $turn (`if` $taken^)?
+    attr-dict `:` type($order)
   }];
 }
 
@@ -1301,13 +1352,15 @@ def FA_PassTurnOp : FA_Op<"pass_turn"> {
     Ends the turn `turn` that `fa.wait_turn` waited for: once this
     program's writes are visible to the other programs,
     `order[batch, head, tile] = turn + 1`. `by_warp`: handed on by the
-    executing warp alone, as `fa.wait_turn`'s.
+    executing warp alone, as `fa.wait_turn`'s; `if %taken`: only where it
+    holds (as `fa.wait_turn`'s).
   }];
   let arguments = (ins Arg<MemRefRankOf<[I32], [3]>, "", [MemWrite]>:$order,
                        Index:$batch, Index:$head, Index:$tile, Index:$turn,
-                       UnitAttr:$by_warp);
+                       Optional<I1>:$taken, UnitAttr:$by_warp);
   let assemblyFormat = [{
-    $order `[` $batch `,` $head `,` $tile `]` `,` $turn attr-dict `:` type($order)
+    $order `[` $batch `,` $head `,` $tile `]` `,` $turn (`if` $taken^)?
+    attr-dict `:` type($order)
   }];
 }
 

@@ -545,6 +545,12 @@ LogicalResult QTileRangeOp::verify() {
   return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockM(), "block_m");
 }
 
+LogicalResult PreviousVisitorOp::verify() {
+  return failure(failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(),
+                                              getHead(), {}, getRanges())) ||
+                 failed(verifyRangeTable(*this, "ranges", getRanges())));
+}
+
 LogicalResult ScoreModGradOp::verify() {
   if (cast<RankedTensorType>(getGrad().getType()).getRank() != 2)
     return emitOpError("the gradient must be a 2-d tile");

@@ -197,6 +197,8 @@ std::vector<LaunchPlan::Operand> LaunchPlan::backwardParams(bool deterministic,
     params.push_back(Operand::sinkShares);
   if (blockMask)
     params.push_back(Operand::queryRanges);
+  if (blockMask && deterministic)
+    params.push_back(Operand::keyRanges);
   if (varlen)
     params.insert(params.end(), {Operand::cuSeqlensQ, Operand::cuSeqlensK});
   return params;

@@ -111,7 +111,8 @@ struct LaunchPlan {
     sinkShares, // f32 workspace [B, Hq, query tiles]: deterministic sinks'
                 // gradient per query tile
     // A block mask (spec.blockMask): i32 [B, Hb, groups, 4] ranges.
-    keyRanges,   // forward: the keys each 16 query rows keep
+    keyRanges,   // forward (and the deterministic backward): the keys
+                 // each 16 query rows keep
     queryRanges, // backward: the query rows that keep each 16 keys
     // A varlen batch (spec.varlen): i32 [B + 1] sequence offsets.
     cuSeqlensQ,
@@ -212,7 +213,8 @@ struct LaunchPlan {
   /// The parameters of every backward kernel: Q, K, V, O, dO, LSE, dQ, dK,
   /// dV, delta, dq_accum (and dq_order when deterministic; the sinks and
   /// their gradient with sinks, and with both the sink shares; the query
-  /// ranges with a block mask; the sequence offsets of a varlen batch).
+  /// ranges with a block mask, and deterministic its key ranges too; the
+  /// sequence offsets of a varlen batch).
   static std::vector<Operand> backwardParams(bool deterministic = false,
                                              bool sinks = false,
                                              bool blockMask = false,

@@ -681,6 +681,19 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
             a.q.sizes[1], a.k.sizes[2]);
         !error.empty())
       return invalid(error);
+  // The deterministic mode orders its turns by the key ranges too.
+  if (spec.blockMask && spec.deterministic) {
+    if (std::string error =
+            checkRangeTable("key_ranges", "the query length", a.keyRanges,
+                            a.q.sizes[0], a.q.sizes[1], a.q.sizes[2]);
+        !error.empty())
+      return invalid(error);
+    if (a.keyRanges.sizes[1] != a.queryRanges.sizes[1])
+      return invalid("key_ranges has " + std::to_string(a.keyRanges.sizes[1]) +
+                     " heads and query_ranges " +
+                     std::to_string(a.queryRanges.sizes[1]) +
+                     ": one block mask has one count of heads");
+  }
   // The gradients share no byte with the inputs or with each other: other
   // blocks still read every input while one writes.
   struct Span {
@@ -737,14 +750,19 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     written.push_back({out.name, out.bytes});
   if (spec.sinks)
     written.push_back({"dsinks", byteSpan(a.gradSinks, 1, 4)});
-  if (spec.blockMask) {
-    ByteSpan table = byteSpan(a.queryRanges, 4, 4);
-    for (auto [name, out] : written)
-      if (spansOverlap(out, table))
-        return invalid(std::string(name) +
-                       " overlaps query_ranges in memory (gradients must not "
-                       "alias the inputs)");
-  }
+  if (spec.blockMask)
+    for (auto [tableName, tableArg] :
+         {std::pair<const char *, const TensorArg *>{"query_ranges",
+                                                     &a.queryRanges},
+          {"key_ranges", &a.keyRanges}}) {
+      if (tableArg == &a.keyRanges && !spec.deterministic)
+        continue;
+      ByteSpan table = byteSpan(*tableArg, 4, 4);
+      for (auto [name, out] : written)
+        if (spansOverlap(out, table))
+          return invalid(std::string(name) + " overlaps " + tableName +
+                         " in memory (gradients must not alias the inputs)");
+    }
   if (spec.varlen)
     for (auto [offsetsName, offsets] :
          {std::pair<const char *, const TensorArg *>{"cu_seqlens_q",

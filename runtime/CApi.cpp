@@ -371,6 +371,8 @@ static fa_status backwardFromC(
   }
   if (spec.blockMask)
     args.queryRanges = fa::tensorFromC(*extras->query_ranges);
+  if (spec.blockMask && spec.deterministic)
+    args.keyRanges = fa::tensorFromC(*extras->key_ranges);
   // The varlen call alone takes (and asks for) the varlen kernels.
   spec.varlen = cuSeqlensQ != nullptr;
   if (spec.varlen) {

@@ -182,9 +182,17 @@ std::string fa::blockMaskFromC(const fa_attention_extras *extras,
   const fa_tensor *keyRanges = extras ? extras->key_ranges : nullptr;
   const fa_tensor *queryRanges = extras ? extras->query_ranges : nullptr;
   const fa_tensor *table = backward ? queryRanges : keyRanges;
-  if (backward && keyRanges)
+  // The deterministic backward orders its turns by the key ranges too.
+  bool bothTables = backward && spec.deterministic;
+  if (backward && keyRanges && !(bothTables && queryRanges))
     return "extras->key_ranges is the forward's: the backward takes "
-           "extras->query_ranges";
+           "extras->query_ranges (and key_ranges with them when "
+           "config->deterministic = 1)";
+  if (bothTables && queryRanges && !keyRanges)
+    return "the deterministic backward (config->deterministic = 1) with a "
+           "block mask takes extras->key_ranges with extras->query_ranges: "
+           "its turns at a query tile are those of the K/V tiles its key "
+           "ranges give it";
   if (!backward && queryRanges)
     return "extras->query_ranges is the backward's: the forward takes "
            "extras->key_ranges";

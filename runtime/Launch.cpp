@@ -676,6 +676,8 @@ Result Runtime::Impl::launchBackward(const KernelEntry &entry,
   }
   if (spec.blockMask)
     operands[size_t(LaunchPlan::Operand::queryRanges)] = &a.queryRanges;
+  if (spec.blockMask && spec.deterministic)
+    operands[size_t(LaunchPlan::Operand::keyRanges)] = &a.keyRanges;
   if (spec.varlen) {
     operands[size_t(LaunchPlan::Operand::cuSeqlensQ)] = &a.cuSeqlensQ;
     operands[size_t(LaunchPlan::Operand::cuSeqlensK)] = &a.cuSeqlensK;

@@ -154,6 +154,10 @@ struct AttentionBackwardArgs {
   /// With spec.blockMask: the query rows that keep each 16 keys, i32 [B, 1
   /// or Hq, ceil(Sk / 16), 4] entries as AttentionArgs::keyRanges'.
   TensorArg queryRanges;
+  /// With spec.blockMask and spec.deterministic: the same block mask's key
+  /// ranges (AttentionArgs::keyRanges, the same heads as queryRanges): the
+  /// turns at a query tile are taken by the K/V tiles they give it.
+  TensorArg keyRanges;
   /// The forward's captured tensors (no gradient flows to them).
   std::vector<CaptureArg> captures;
   /// With spec.varlen: the forward's packed batch (AttentionArgs'); the

@@ -137,7 +137,8 @@ typedef struct fa_attention_extras {
      forward takes key_ranges [B, Hb, ceil(Sq / 16), 4], the backward
      query_ranges [B, Hb, ceil(Sk / 16), 4] (Hb = 1 or Hq), visits only the
      tiles they meet and skips the mask_mod on the tiles they keep whole.
-     Needs config->mask_mod. */
+     Needs config->mask_mod. The deterministic backward
+     (config->deterministic) takes both: the key ranges order its turns. */
   const fa_tensor *key_ranges;
   const fa_tensor *query_ranges;
   /* The forwards: split-KV, the parts each query tile's keys are split

@@ -314,7 +314,7 @@ llvm::Error CpuAttentionKernel::runBackward(
     const void *o, const void *gradOutput, const float *lse, void *gradQuery,
     void *gradKey, void *gradValue, const float *sinks, float *gradSinks,
     llvm::ArrayRef<CpuCapture> captures, CpuRangeTable queryRanges,
-    CpuSequenceOffsets sequences) const {
+    CpuSequenceOffsets sequences, CpuRangeTable keyRanges) const {
   if (!config.backward)
     return llvm::createStringError(
         config.blockMaskProgram
@@ -325,8 +325,13 @@ llvm::Error CpuAttentionKernel::runBackward(
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
       !gradValue || (config.sinks && (!sinks || !gradSinks)) ||
       (config.blockMask && !queryRanges.data) ||
+      (config.blockMask && config.deterministic && !keyRanges.data) ||
       (config.varlen && (!sequences.query || !sequences.key)))
-    return llvm::createStringError("null buffer pointer");
+    return llvm::createStringError(
+        config.blockMask && config.deterministic && !keyRanges.data
+            ? "null buffer pointer (the deterministic backward with a block "
+              "mask takes its key ranges too)"
+            : "null buffer pointer");
 
   int64_t d = config.headDim;
   // A varlen batch's tensors (and workspaces) hold one packed batch entry.
@@ -379,6 +384,9 @@ llvm::Error CpuAttentionKernel::runBackward(
     args.add(queryRanges.data, {s.batch, queryRanges.heads,
                                 ceilGroups(s.kvLen),
                                 ::fa::kRangeTableColumns});
+  if (config.blockMask && config.deterministic)
+    args.add(keyRanges.data, {s.batch, keyRanges.heads, ceilGroups(s.qLen),
+                              ::fa::kRangeTableColumns});
   if (config.varlen) {
     args.add(sequences.query, {s.batch + 1});
     args.add(sequences.key, {s.batch + 1});

@@ -161,16 +161,16 @@ public:
   /// inputs, its O and LSE and the output gradient dO. The f32 workspaces
   /// (D and the dQ accumulator) are allocated per call. With sinks, the
   /// Hq logits `sinks` and their gradient `gradSinks` (set here). A
-  /// varlen batch: every buffer packed as run's.
-  llvm::Error runBackward(const AttentionShape &shape, const void *q,
-                          const void *k, const void *v, const void *o,
-                          const void *gradOutput, const float *lse,
-                          void *gradQuery, void *gradKey, void *gradValue,
-                          const float *sinks = nullptr,
-                          float *gradSinks = nullptr,
-                          llvm::ArrayRef<CpuCapture> captures = {},
-                          CpuRangeTable queryRanges = {},
-                          CpuSequenceOffsets sequences = {}) const;
+  /// varlen batch: every buffer packed as run's. A block mask: its query
+  /// ranges, and deterministic its key ranges too.
+  llvm::Error
+  runBackward(const AttentionShape &shape, const void *q, const void *k,
+              const void *v, const void *o, const void *gradOutput,
+              const float *lse, void *gradQuery, void *gradKey, void *gradValue,
+              const float *sinks = nullptr, float *gradSinks = nullptr,
+              llvm::ArrayRef<CpuCapture> captures = {},
+              CpuRangeTable queryRanges = {}, CpuSequenceOffsets sequences = {},
+              CpuRangeTable keyRanges = {}) const;
 
   /// Runs the block mask program (config.blockMaskProgram): fills the
   /// key ranges [B, heads, ceil(Sq / 16), 4] and the query ranges [B,

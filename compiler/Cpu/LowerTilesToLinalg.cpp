@@ -763,6 +763,8 @@ static LogicalResult lowerSoftmaxGrad(SoftmaxGradOp op,
 static LogicalResult lowerWaitTurn(WaitTurnOp op, WaitTurnOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
+  OpBuilder::InsertionGuard taken(rewriter);
+  enterTakenBranch(rewriter, loc, adaptor.getTaken());
   Value current = memref::LoadOp::create(
       rewriter, loc, adaptor.getOrder(),
       ValueRange{adaptor.getBatch(), adaptor.getHead(), adaptor.getTile()});
@@ -781,6 +783,8 @@ static LogicalResult lowerWaitTurn(WaitTurnOp op, WaitTurnOp::Adaptor adaptor,
 static LogicalResult lowerPassTurn(PassTurnOp op, PassTurnOp::Adaptor adaptor,
                                    ConversionPatternRewriter &rewriter) {
   Location loc = op.getLoc();
+  OpBuilder::InsertionGuard taken(rewriter);
+  enterTakenBranch(rewriter, loc, adaptor.getTaken());
   Value next = arith::AddIOp::create(rewriter, loc, adaptor.getTurn(),
                                      indexConst(rewriter, loc, 1));
   Value value =

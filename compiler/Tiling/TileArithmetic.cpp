@@ -232,53 +232,61 @@ static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
   return {begin, end};
 }
 
+namespace {
+/// The operands and attributes of an fa.q_tile_range (fa.previous_visitor
+/// asks the same of other K/V tiles).
+struct QueryTileRangeQuery {
+  Value kvStart, qLen, kvLen, batch, head, table;
+  int64_t blockM, blockN;
+  MaskKind mask;
+  Region &maskMod;
+};
+} // namespace
+
 /// [begin, end) of fa.q_tile_range.
 static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
-                                               QTileRangeOp op) {
+                                               const QueryTileRangeQuery &op) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
-  Value numTiles = arith::CeilDivUIOp::create(b, loc, op.getQLen(), blockM);
+  Value blockM = arith::ConstantIndexOp::create(b, loc, op.blockM);
+  Value numTiles = arith::CeilDivUIOp::create(b, loc, op.qLen, blockM);
   Value begin = zero, end = numTiles;
-  if (Value table = op.getRanges()) {
-    Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
+  if (Value table = op.table) {
+    Value blockN = arith::ConstantIndexOp::create(b, loc, op.blockN);
     Value keysEnd = arith::MinSIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), blockN),
-        op.getKvLen());
-    std::tie(begin, end) = intersectWithRangeTable(
-        b, loc, table, op.getBatch(), op.getHead(), op.getKvStart(), keysEnd,
-        op.getBlockM(), begin, end);
+        b, loc, arith::AddIOp::create(b, loc, op.kvStart, blockN), op.kvLen);
+    std::tie(begin, end) =
+        intersectWithRangeTable(b, loc, table, op.batch, op.head, op.kvStart,
+                                keysEnd, op.blockM, begin, end);
   }
-  if (op.getMask() == MaskKind::causal) {
+  if (op.mask == MaskKind::causal) {
     // The first row that sees key kv_start is kv_start - (Sk - Sq) (signed:
     // negative when every row sees it).
     Value firstRow = arith::SubIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), op.getQLen()),
-        op.getKvLen());
+        b, loc, arith::AddIOp::create(b, loc, op.kvStart, op.qLen), op.kvLen);
     Value firstTile = arith::FloorDivSIOp::create(b, loc, firstRow, blockM);
     begin = arith::MinSIOp::create(
         b, loc, arith::MaxSIOp::create(b, loc, begin, firstTile), end);
   }
-  if (op.getMaskMod().empty())
+  if (op.maskMod.empty())
     return {begin, end};
-  std::optional<MaskFormula> formula = analyzeAffineMask(op.getMaskMod());
+  std::optional<MaskFormula> formula = analyzeAffineMask(op.maskMod);
   if (!formula)
     return {begin, end}; // not affine: every query tile
   // The query rows the mask_mod keeps a key of this tile for, [lo, hi]:
   // the tiles from floor(lo / block_m) to floor(hi / block_m).
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
+  Value blockN = arith::ConstantIndexOp::create(b, loc, op.blockN);
   Value tileEnd = arith::MinSIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, op.getKvStart(), blockN),
-      op.getKvLen());
+      b, loc, arith::AddIOp::create(b, loc, op.kvStart, blockN), op.kvLen);
   IndexBox box;
-  box.lo[kBatchArg] = box.hi[kBatchArg] = op.getBatch();
-  box.lo[kHeadArg] = box.hi[kHeadArg] = op.getHead();
+  box.lo[kBatchArg] = box.hi[kBatchArg] = op.batch;
+  box.lo[kHeadArg] = box.hi[kHeadArg] = op.head;
   box.lo[kQueryIndexArg] = zero;
-  box.hi[kQueryIndexArg] = arith::SubIOp::create(b, loc, op.getQLen(), one);
-  box.lo[kKeyIndexArg] = op.getKvStart();
+  box.hi[kQueryIndexArg] = arith::SubIOp::create(b, loc, op.qLen, one);
+  box.lo[kKeyIndexArg] = op.kvStart;
   box.hi[kKeyIndexArg] = arith::SubIOp::create(b, loc, tileEnd, one);
-  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = op.getQLen();
-  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = op.getKvLen();
+  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = op.qLen;
+  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = op.kvLen;
   IndexBounds rows =
       buildIndexBounds(b, loc, *formula, box, kQueryIndexArg);
   if (rows.lo)
@@ -371,8 +379,87 @@ struct QTileRangeLowering : OpRewritePattern<QTileRangeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(QTileRangeOp op,
                                 PatternRewriter &rewriter) const override {
-    auto [begin, end] = buildQTileRange(rewriter, op.getLoc(), op);
+    auto [begin, end] = buildQTileRange(
+        rewriter, op.getLoc(),
+        {op.getKvStart(), op.getQLen(), op.getKvLen(), op.getBatch(),
+         op.getHead(), op.getRanges(), int64_t(op.getBlockM()),
+         int64_t(op.getBlockN()), op.getMask(), op.getMaskMod()});
     rewriter.replaceOp(op, {begin, end});
+    return success();
+  }
+};
+
+/// fa.previous_visitor: a walk over [lo, hi) from the K/V tile next to
+/// `kv_tile` towards lo (descending: towards hi) that stops at the first
+/// tile whose query range holds `q_tile`. A tile outside [lo, hi) is never
+/// asked (the walk starts inside it or ends at once).
+struct PreviousVisitorLowering : OpRewritePattern<PreviousVisitorOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PreviousVisitorOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    bool descending = op.getDescending();
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value lo = op.getLo(), hi = op.getHi();
+    // Signed: the walk ends one past an end (lo - 1 may be -1).
+    auto inside = [&](OpBuilder &b, Value t) -> Value {
+      return arith::CmpIOp::create(b, loc,
+                                   descending ? arith::CmpIPredicate::slt
+                                              : arith::CmpIPredicate::sge,
+                                   t, descending ? hi : lo);
+    };
+    Value start =
+        descending
+            ? (Value)arith::AddIOp::create(
+                  rewriter, loc,
+                  arith::MaxSIOp::create(
+                      rewriter, loc, op.getKvTile(),
+                      arith::SubIOp::create(rewriter, loc, lo, one)),
+                  one)
+            : arith::SubIOp::create(
+                  rewriter, loc,
+                  arith::MinSIOp::create(rewriter, loc, op.getKvTile(), hi),
+                  one);
+    Value blockN =
+        arith::ConstantIndexOp::create(rewriter, loc, op.getBlockN());
+    auto walk = scf::WhileOp::create(
+        rewriter, loc, TypeRange{rewriter.getIndexType()}, ValueRange{start},
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value t = args[0];
+          Value within = inside(b, t);
+          // Asked only inside [lo, hi) (clamped: the table is read at a
+          // tile of the range even when the walk has left it).
+          Value asked = arith::MaxSIOp::create(
+              b, loc,
+              arith::MinSIOp::create(b, loc, t,
+                                     arith::SubIOp::create(b, loc, hi, one)),
+              lo);
+          auto [qBegin, qEnd] = buildQTileRange(
+              b, loc,
+              {arith::MulIOp::create(b, loc, asked, blockN), op.getQLen(),
+               op.getKvLen(), op.getBatch(), op.getHead(), op.getRanges(),
+               int64_t(op.getBlockM()), int64_t(op.getBlockN()), op.getMask(),
+               op.getMaskMod()});
+          Value visits = arith::AndIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, qBegin,
+                                    op.getQTile()),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                    op.getQTile(), qEnd));
+          Value notYet = arith::AndIOp::create(
+              b, loc, within,
+              arith::XOrIOp::create(
+                  b, loc, visits, arith::ConstantIntOp::create(b, loc, 1, 1)));
+          scf::ConditionOp::create(b, loc, notYet, ValueRange{t});
+        },
+        [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value next = descending
+                           ? (Value)arith::AddIOp::create(b, loc, args[0], one)
+                           : (Value)arith::SubIOp::create(b, loc, args[0], one);
+          scf::YieldOp::create(b, loc, ValueRange{next});
+        });
+    Value previous = walk.getResult(0);
+    rewriter.replaceOp(op, {inside(rewriter, previous), previous});
     return success();
   }
 };
@@ -383,8 +470,8 @@ void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
 }
 
 void mlir::fa::populateTileRangeLowering(RewritePatternSet &patterns) {
-  patterns.add<KVTileRangeLowering, QTileRangeLowering, WholeRangeLowering>(
-      patterns.getContext());
+  patterns.add<KVTileRangeLowering, QTileRangeLowering, WholeRangeLowering,
+               PreviousVisitorLowering>(patterns.getContext());
 }
 
 std::optional<std::vector<int64_t>>

@@ -307,6 +307,7 @@ LogicalResult BackwardTiler::buildMain() {
   // taken per head, inside the head loop (rangeMask, above).
   // A block mask's query ranges are per head too.
   Value queryRanges = op.getQueryRanges();
+  Value keyRanges = op.getKeyRanges();
   bool perHeadRange = rangeMask || queryRanges;
   auto queryTileRange = [&](OpBuilder &at, Value h) {
     auto range = QTileRangeOp::create(
@@ -414,7 +415,52 @@ LogicalResult BackwardTiler::buildMain() {
                   inner, loc, qAccType, gradScores, kTile, Value(),
                   /*transpose_rhs=*/false);
               Value turn = kvTileIndex;
-              if (order && rangeMask) {
+              // Deterministic with a block mask: the turns go to the K/V
+              // tiles that the query tile's key ranges give it, among those
+              // whose query ranges visit it (this loop's); the others add
+              // nothing (their scores are all masked) and take no turn.
+              Value passedTurn, taken;
+              if (order && keyRanges) {
+                auto kvRange = KVTileRangeOp::create(
+                    inner, loc, inner.getIndexType(), inner.getIndexType(),
+                    qStart, qLen, kvLen, seq, h, keyRanges,
+                    /*part=*/Value(), /*num_parts=*/Value(), blockM, blockN,
+                    mask);
+                if (rangeMask)
+                  cloneMaskWithoutCaptures(op.getMaskMod(),
+                                           kvRange.getMaskMod());
+                Value begin = kvRange.getBegin(), end = kvRange.getEnd();
+                taken = arith::AndIOp::create(
+                    inner, loc,
+                    arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::ule,
+                                          begin, kvTileIndex),
+                    arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::ult,
+                                          kvTileIndex, end));
+                // The one before this tile in turn order (first to last;
+                // causal: last to first, as the grid runs).
+                auto previous = PreviousVisitorOp::create(
+                    inner, loc, inner.getI1Type(), inner.getIndexType(),
+                    qTileIndex, kvTileIndex, begin, end, rangeQLen, kvLen, seq,
+                    h, queryRanges, blockM, blockN, mask, lastToFirst);
+                if (rangeMask)
+                  cloneMaskWithoutCaptures(op.getMaskMod(),
+                                           previous.getMaskMod());
+                // Tile t's turn is its rank r(t) (t, or tiles - 1 - t last
+                // to first); it waits for r(previous) + 1, or 0 when first.
+                auto rank = [&](Value tile) -> Value {
+                  if (!lastToFirst)
+                    return tile;
+                  return arith::SubIOp::create(
+                      inner, loc,
+                      arith::SubIOp::create(inner, loc, numKvTiles, one), tile);
+                };
+                passedTurn = rank(kvTileIndex);
+                turn = arith::SelectOp::create(
+                    inner, loc, previous.getFound(),
+                    arith::AddIOp::create(inner, loc,
+                                          rank(previous.getPrevious()), one),
+                    zero);
+              } else if (order && rangeMask) {
                 // The K/V tiles that visit this query tile are [begin,
                 // end) of its range (tileRangesAgree): this one's turn
                 // counts from begin.
@@ -443,14 +489,16 @@ LogicalResult BackwardTiler::buildMain() {
                 turn = arith::DivUIOp::create(inner, loc, turn, k);
                 copy = chainCopyHead(inner, loc, chain, qHeads, h);
               }
+              if (!passedTurn)
+                passedTurn = turn;
               if (order)
                 WaitTurnOp::create(inner, loc, order, seq, copy, qTileIndex,
-                                   turn);
+                                   turn, taken);
               AccumulateTileOp::create(inner, loc, gradQueryPart,
                                        op.getDqAccum(), b, copy, qStart, qRows);
               if (order)
                 PassTurnOp::create(inner, loc, order, seq, copy, qTileIndex,
-                                   turn);
+                                   passedTurn, taken);
               scf::YieldOp::create(inner, loc,
                                    ValueRange{gradKeyNext, gradValueNext});
             });

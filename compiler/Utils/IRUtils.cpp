@@ -8,6 +8,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -252,4 +253,11 @@ PagedTile mlir::fa::buildPagedTile(OpBuilder &b, Location loc, Value table,
       memref::LoadOp::create(b, loc, table, ValueRange{entry, column}));
   return {arith::MinUIOp::create(b, loc, page, lastPage),
           arith::RemUIOp::create(b, loc, start, pageSize)};
+}
+
+void mlir::fa::enterTakenBranch(OpBuilder &b, Location loc, Value taken) {
+  if (!taken)
+    return;
+  auto ifTaken = scf::IfOp::create(b, loc, taken);
+  b.setInsertionPoint(ifTaken.thenBlock()->getTerminator());
 }

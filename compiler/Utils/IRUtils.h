@@ -34,6 +34,12 @@ Value toI32(OpBuilder &b, Location loc, Value index);
 Value toIndex(OpBuilder &b, Location loc, Value i32);
 Value i32Const(OpBuilder &b, Location loc, int32_t value);
 
+/// Where a turn op (fa.wait_turn, fa.pass_turn) with `if %taken` lowers:
+/// moves `b` into a new branch on `taken` (nothing without it). The
+/// condition is the same in every thread, so barriers inside the branch are
+/// met by all threads or none.
+void enterTakenBranch(OpBuilder &b, Location loc, Value taken);
+
 /// Whether thread x is the first of its group of `groupThreads` consecutive
 /// threads (x % groupThreads == 0): where one thread issues for a warpgroup
 /// or for every compute thread.

@@ -147,9 +147,11 @@ std::string validateSpec(const KernelSpec &spec) {
     return std::string("sinks per query row are the packed GQA decode's "
                        "(a forward of fixed-length rows), not a ") +
            (spec.backward ? "backward's" : "varlen batch's");
-  if (spec.deterministic && spec.blockMask)
-    return "the deterministic backward does not take a block mask yet (its "
-           "dQ turns count the tiles of the mask_mod's own ranges)";
+  if (spec.dqChains > 1 && spec.blockMask)
+    return "dq_chains = " + std::to_string(spec.dqChains) +
+           " counts the deterministic turns one by one; a block mask's "
+           "turns skip the K/V tiles its tables leave out: dq_chains must "
+           "be 1";
   if (spec.varlen && spec.blockMask)
     return "a block mask does not take a varlen batch (cu_seqlens) yet";
   if (spec.kvLens && spec.backward)

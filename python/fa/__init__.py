@@ -420,11 +420,12 @@ def _forward(q, k, v, causal, scale, block_m, block_n, num_warps, strategy,
 def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
               block_m=0, block_n=0, num_warps=0, strategy="auto", stages=0,
               score_mod="", mask_mod="", sinks=None, captures=(),
-              query_ranges=None):
+              query_ranges=None, key_ranges=None):
     """dQ, dK, dV, launched on the current stream (no autograd); with
     sinks (float32 [Hq]), dQ, dK, dV and dSinks (float32 [Hq]). captures:
     the forward's captured tensors (checked and contiguous); query_ranges:
-    a block mask's backward table."""
+    a block mask's backward table; key_ranges: its forward table, which the
+    deterministic mode reads too (ignored otherwise)."""
     import torch
 
     # Gradients arrive in any layout (expanded, transposed); the kernels
@@ -451,7 +452,9 @@ def _backward(grad_output, q, k, v, o, lse, causal, scale, deterministic,
     # Written whole by the call (zeroed, then the rows' shares added).
     dsinks = None if sinks is None else torch.empty(
         q.shape[1], dtype=torch.float32, device=q.device)
-    extras = _extras(sinks, dsinks, captures, query_ranges=query_ranges)
+    extras = _extras(sinks, dsinks, captures, query_ranges=query_ranges,
+                     key_ranges=key_ranges if deterministic and
+                     query_ranges is not None else None)
     _check(_library().fa_attention_backward_ex(
         _runtime(_device_index(q)), ctypes.byref(_describe(q)),
         ctypes.byref(_describe(k)), ctypes.byref(_describe(v)),
@@ -649,9 +652,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, block_m=0,
     of the mask_mod to use, when mask_mod is None), causal flag and shape:
     the kernels then visit only the tiles whose scores the mask can keep,
     for masks the compiler cannot bound by itself (those that read tensors,
-    such as document ids). Not with deterministic=True yet (its backward
-    takes a mask_mod, counting the dQ turns by the mask_mod's own ranges,
-    but no block mask).
+    such as document ids). With deterministic=True the backward reads both
+    of its tables: the K/V tiles that add to a query tile's dQ take turns
+    in tile order among those both tables give it.
 
     FP8: q, k, v in torch.float8_e4m3fn (the forward only, no autograd; on
     sm_90a with head dims in multiples of 64, plain or causal masks, GQA)
@@ -833,7 +836,8 @@ def attention_backward(grad_output, q, k, v, o, lse, causal=False,
         return _backward(grad_output, q, k, v, o, lse, causal, scale,
                          deterministic, *config, *variant, sinks=sinks,
                          captures=captures,
-                         query_ranges=tables[1] if tables else None)
+                         query_ranges=tables[1] if tables else None,
+                         key_ranges=tables[0] if tables else None)
     # The op always returns dSinks too (empty without sinks).
     grads = _torch.ops.fa.attention_backward(
         grad_output, q, k, v, o, lse, causal, scale, deterministic, *config,

@@ -90,7 +90,8 @@ def attention_backward(grad_output: torch.Tensor, q: torch.Tensor,
                       deterministic, block_m, block_n, num_warps, strategy,
                       stages, score_mod, mask_mod, sinks=sinks,
                       captures=list(captures or ()),
-                      query_ranges=block_mask[1] if block_mask else None)
+                      query_ranges=block_mask[1] if block_mask else None,
+                      key_ranges=block_mask[0] if block_mask else None)
     if sinks is None:  # no sinks, no gradient: an empty dSinks
         grads = grads + (q.new_empty(0, dtype=torch.float32),)
     return grads

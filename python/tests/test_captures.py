@@ -1081,6 +1081,57 @@ class GpuBlockMaskTest(unittest.TestCase):
                                  (want, *(t.grad for t in plain))):
             self.assertLessEqual(_max_error(got, expected), 2e-2)
 
+    def test_deterministic_backward(self):
+        # deterministic=True reads both tables: dQ has the same bits in
+        # every run (and with the key ranges widened to every key, which
+        # adds only exact zeros), and matches float64 as the other mode.
+        for strategy in _strategies():
+            for causal in (False, True):
+                b, hq, hkv, sq, sk, d = 1, 4, 2, 1024, 1024, 128
+                doc = _document_ids(b, sk, seed=7)
+                keep = _document_keep(doc, sq, sk)
+                bm = fa.block_mask(V.document(doc), b, None, sq, sk,
+                                   causal=causal)
+                dtype = torch.bfloat16
+                name = f"{strategy} {'causal' if causal else 'full'}"
+                with self.subTest(name=name):
+                    torch.manual_seed(7)
+                    q = torch.randn(b, hq, sq, d, device="cuda", dtype=dtype)
+                    k = torch.randn(b, hkv, sk, d, device="cuda", dtype=dtype)
+                    v = torch.randn_like(k)
+                    out, lse = fa.attention(q, k, v, causal=causal,
+                                            block_mask=bm, strategy=strategy,
+                                            return_lse=True)
+                    grad = torch.randn_like(out)
+                    runs = [fa.attention_backward(
+                        grad, q, k, v, out, lse, causal=causal,
+                        block_mask=bm, strategy=strategy, deterministic=True)
+                        for _ in range(3)]
+                    for again in runs[1:]:
+                        for got, first in zip(again, runs[0]):
+                            self.assertTrue(torch.equal(got, first), name)
+                    wide = fa.BlockMask(bm.mask_mod, bm.text, bm.causal,
+                                        bm.key_ranges.clone(),
+                                        bm.query_ranges, bm.shape)
+                    wide.key_ranges[..., 0] = 0
+                    wide.key_ranges[..., 1] = sk
+                    widened = fa.attention_backward(
+                        grad, q, k, v, out, lse, causal=causal,
+                        block_mask=wide, strategy=strategy,
+                        deterministic=True)
+                    self.assertTrue(torch.equal(widened[0], runs[0][0]),
+                                    name + ": the key ranges widened")
+                    leaves = [t.double().requires_grad_() for t in (q, k, v)]
+                    want = _reference(*leaves, d ** -0.5, causal, keep=keep)
+                    exact = (want,) + torch.autograd.grad(
+                        want, leaves, grad.double())
+                    low = [t.clone().requires_grad_() for t in (q, k, v)]
+                    theirs = _reference(*low, d ** -0.5, causal, keep=keep,
+                                        dtype=dtype)
+                    own = (theirs,) + torch.autograd.grad(theirs, low, grad)
+                    GpuCaptureTest.check(self, name, (out, *runs[0]), exact,
+                                         own)
+
     def test_errors(self):
         b, sq, sk = 1, 64, 64
         doc = _document_ids(b, sk, seed=1)

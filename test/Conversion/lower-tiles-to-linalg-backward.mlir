@@ -139,3 +139,23 @@ func.func @turns(%order: memref<?x?x?xi32>, %b: index, %h: index, %t: index, %j:
   fa.pass_turn %order[%b, %h, %t], %j : memref<?x?x?xi32>
   return
 }
+
+// -----
+
+// A turn taken only where %taken holds: the check and the store in a branch
+// on it.
+// CHECK-LABEL: func @taken_turns
+// CHECK-SAME: (%[[ORDER:.*]]: memref<?x?x?xi32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %[[J:.*]]: index, %[[TAKEN:.*]]: i1)
+// CHECK: scf.if %[[TAKEN]] {
+// CHECK-NEXT: memref.load %[[ORDER]]
+// CHECK: cf.assert
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if %[[TAKEN]] {
+// CHECK: arith.addi %[[J]]
+// CHECK: memref.store
+// CHECK-NEXT: }
+func.func @taken_turns(%order: memref<?x?x?xi32>, %b: index, %h: index, %t: index, %j: index, %taken: i1) {
+  fa.wait_turn %order[%b, %h, %t], %j if %taken : memref<?x?x?xi32>
+  fa.pass_turn %order[%b, %h, %t], %j if %taken : memref<?x?x?xi32>
+  return
+}

@@ -333,6 +333,64 @@ func.func @whole_range_table(%start: index, %end: index, %b: index, %h: index,
 
 // -----
 
+// The deterministic backward's previous visitor: a walk from the K/V tile
+// before j (min(j, hi) - 1) down to lo that asks each tile's query range
+// (the table's hull over its 16-key groups, at kv_start = t * 32, the
+// tile clamped into [lo, hi)) whether it holds query tile i, and stops at
+// the first that does; found when the walk ended inside [lo, hi).
+// CHECK-LABEL: func @previous_visitor
+// CHECK-SAME: (%[[I:[a-z0-9_]+]]: index, %[[J:[a-z0-9_]+]]: index, %[[LO:[a-z0-9_]+]]: index, %[[HI:[a-z0-9_]+]]: index, %{{[a-z0-9_]+}}: index, %{{[a-z0-9_]+}}: index, %{{[a-z0-9_]+}}: index, %{{[a-z0-9_]+}}: index, %[[T:[a-z0-9_]+]]: memref<?x?x?x4xi32>)
+// CHECK: %[[JCLAMP:.*]] = arith.minsi %[[J]], %[[HI]]
+// CHECK: %[[START:.*]] = arith.subi %[[JCLAMP]], %{{.*}}
+// CHECK: %[[WALK:.*]] = scf.while (%[[TILE:.*]] = %[[START]]) : (index) -> index {
+// CHECK: %[[INSIDE:.*]] = arith.cmpi sge, %[[TILE]], %[[LO]]
+// CHECK: %[[ASKED:.*]] = arith.maxsi %{{.*}}, %[[LO]]
+// CHECK: %[[KVSTART:.*]] = arith.muli %[[ASKED]], %{{.*}}
+// CHECK: scf.for
+// CHECK: memref.load %[[T]]
+// CHECK: %[[FROM:.*]] = arith.cmpi sle, %{{.*}}, %[[I]]
+// CHECK: %[[UPTO:.*]] = arith.cmpi slt, %[[I]], %{{.*}}
+// CHECK: %[[VISITS:.*]] = arith.andi %[[FROM]], %[[UPTO]]
+// CHECK: %[[NOT:.*]] = arith.xori %[[VISITS]], %{{.*}}
+// CHECK: %[[GOON:.*]] = arith.andi %[[INSIDE]], %[[NOT]]
+// CHECK: scf.condition(%[[GOON]]) %[[TILE]]
+// CHECK: } do {
+// CHECK: ^bb0(%[[AT:.*]]: index):
+// CHECK: %[[NEXT:.*]] = arith.subi %[[AT]], %{{.*}}
+// CHECK: scf.yield %[[NEXT]]
+// CHECK: %[[FOUND:.*]] = arith.cmpi sge, %[[WALK]], %[[LO]]
+// CHECK: return %[[FOUND]], %[[WALK]]
+func.func @previous_visitor(%i: index, %j: index, %lo: index, %hi: index,
+                            %sq: index, %sk: index, %b: index, %h: index,
+                            %t: memref<?x?x?x4xi32>) -> (i1, index) {
+  %found, %previous = fa.previous_visitor %i, %j in [%lo, %hi), %sq, %sk at(%b, %h) ranges %t : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64}
+  return %found, %previous : i1, index
+}
+
+// -----
+
+// Descending (the causal turns, last to first): the walk starts after
+// max(j, lo - 1) and climbs to hi.
+// CHECK-LABEL: func @previous_visitor_descending
+// CHECK-SAME: (%[[I:[a-z0-9_]+]]: index, %[[J:[a-z0-9_]+]]: index, %[[LO:[a-z0-9_]+]]: index, %[[HI:[a-z0-9_]+]]: index
+// CHECK: %[[LOW:.*]] = arith.subi %[[LO]], %{{.*}}
+// CHECK: %[[JCLAMP:.*]] = arith.maxsi %[[J]], %[[LOW]]
+// CHECK: %[[START:.*]] = arith.addi %[[JCLAMP]], %{{.*}}
+// CHECK: %[[WALK:.*]] = scf.while (%[[TILE:.*]] = %[[START]]) : (index) -> index {
+// CHECK: arith.cmpi slt, %[[TILE]], %[[HI]]
+// CHECK: } do {
+// CHECK: arith.addi
+// CHECK: %[[FOUND:.*]] = arith.cmpi slt, %[[WALK]], %[[HI]]
+// CHECK: return %[[FOUND]], %[[WALK]]
+func.func @previous_visitor_descending(%i: index, %j: index, %lo: index, %hi: index,
+                                       %sq: index, %sk: index, %b: index, %h: index,
+                                       %t: memref<?x?x?x4xi32>) -> (i1, index) {
+  %found, %previous = fa.previous_visitor %i, %j in [%lo, %hi), %sq, %sk at(%b, %h) ranges %t : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>, descending}
+  return %found, %previous : i1, index
+}
+
+// -----
+
 // A score_mod's load of a captured tensor clamps each index into the
 // tensor (unsigned min with the last index) and is marked for
 // fa-hoist-capture-loads.

@@ -143,20 +143,87 @@ func.func @mask_without_program(%s: tensor<16x32xf32>, %i: index) -> tensor<16x3
 
 // -----
 
-// The deterministic backward takes a mask_mod (its turns count the tiles
-// of the mask_mod's own ranges) but not a block mask's tables yet.
+// The deterministic backward with a block mask reads both of its tables:
+// the turns at a query tile go to the K/V tiles its key ranges give it.
 func.func @deterministic_block_mask(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
-                                    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
-                                    %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
-                                    %acc: memref<?x8x?x64xf32>, %order: memref<?x8x?xi32>,
-                                    %qr: memref<?x?x?x4xi32>) {
-  // expected-error @+1 {{the deterministic backward (dq_order) does not take a block mask (query_ranges) yet}}
+    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+    %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
+    %acc: memref<?x8x?x64xf32>, %order: memref<?x8x?xi32>,
+    %qr: memref<?x?x?x4xi32>, %kr: memref<?x?x?x4xi32>) {
+  // CHECK-LABEL: func @deterministic_block_mask
+  // CHECK: workspace %{{.*}}, %{{.*}}, %{{.*}} query_ranges %{{.*}} key_ranges %{{.*}} {
+  fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
+      workspace %delta, %acc, %order query_ranges %qr key_ranges %kr {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>,
+      memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    into memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>, memref<?x8x?xi32> query_ranges memref<?x?x?x4xi32> key_ranges memref<?x?x?x4xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+func.func @deterministic_query_ranges_alone(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+    %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
+    %acc: memref<?x8x?x64xf32>, %order: memref<?x8x?xi32>,
+    %qr: memref<?x?x?x4xi32>, %kr: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{the deterministic backward (dq_order) with a block mask (query_ranges) takes key_ranges too}}
   fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
       workspace %delta, %acc, %order query_ranges %qr {scale = 0.125 : f32}
     : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>,
       memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
     into memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
     workspace memref<?x8x?xf32>, memref<?x8x?x64xf32>, memref<?x8x?xi32> query_ranges memref<?x?x?x4xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+func.func @key_ranges_without_turns(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+    %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
+    %acc: memref<?x8x?x64xf32>, %order: memref<?x8x?xi32>,
+    %qr: memref<?x?x?x4xi32>, %kr: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{takes key_ranges only in the deterministic mode (dq_order) with a block mask (query_ranges)}}
+  fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
+      workspace %delta, %acc query_ranges %qr key_ranges %kr {scale = 0.125 : f32}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>,
+      memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    into memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    workspace memref<?x8x?xf32>, memref<?x8x?x64xf32> query_ranges memref<?x?x?x4xi32> key_ranges memref<?x?x?x4xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %keep = arith.cmpi sle, %ki, %qi : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+func.func @block_mask_turns_in_chains(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
+    %v: memref<?x8x?x64xf16>, %o: memref<?x8x?x64xf16>,
+    %lse: memref<?x8x?xf32>, %delta: memref<?x8x?xf32>,
+    %acc: memref<?x16x?x64xf32>, %order: memref<?x16x?xi32>,
+    %qr: memref<?x?x?x4xi32>, %kr: memref<?x?x?x4xi32>) {
+  // expected-error @+1 {{dq_chains = 2 counts turns one by one; a block mask's turns skip the K/V tiles its tables leave out}}
+  fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
+      workspace %delta, %acc, %order query_ranges %qr key_ranges %kr {scale = 0.125 : f32, dq_chains = 2 : i64}
+    : memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>,
+      memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?xf32>
+    into memref<?x8x?x64xf16>, memref<?x8x?x64xf16>, memref<?x8x?x64xf16>
+    workspace memref<?x8x?xf32>, memref<?x16x?x64xf32>, memref<?x16x?xi32> query_ranges memref<?x?x?x4xi32> key_ranges memref<?x?x?x4xi32>
     mask_mod {
     ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
       %keep = arith.cmpi sle, %ki, %qi : index

@@ -81,3 +81,59 @@ func.func @document_backward(
     }
   return
 }
+
+// -----
+
+// The deterministic backward with a block mask (causal: the turns run last
+// to first, as the grid does). At each visited query tile the K/V tile
+// takes a turn only where the query tile's key ranges give it the tile
+// (`taken`); it waits for the turn of the tile before it in that order
+// among those both tables give the query tile (fa.previous_visitor, which
+// asks the other K/V tiles' query ranges: the same table and mask as this
+// loop's range), and hands on its own rank: tiles - 1 - j.
+// BWD-LABEL: func @document_deterministic
+// BWD-SAME: %[[QR:[a-z0-9_]+]]: memref<?x?x?x4xi32>, %[[KR:[a-z0-9_]+]]: memref<?x?x?x4xi32>
+// BWD: fa.grid
+// BWD: %[[TILES:.*]] = arith.ceildivui
+// BWD: fa.grid
+// BWD: %[[LASTTILE:.*]] = arith.subi %[[TILES]], %{{.*}}
+// BWD: %[[KVTILE:.*]] = arith.subi %[[LASTTILE]], %{{.*}}
+// BWD: scf.for
+// BWD: fa.q_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %[[H:.*]]) ranges %[[QR]] : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+// BWD: scf.for %[[QTILE:[a-z0-9_]+]] =
+// BWD: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %[[H]]) ranges %[[KR]] : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, mask = #fa.mask<causal>}
+// BWD: %[[FROM:.*]] = arith.cmpi ule, %[[BEGIN]], %[[KVTILE]]
+// BWD: %[[BEFORE:.*]] = arith.cmpi ult, %[[KVTILE]], %[[END]]
+// BWD: %[[TAKEN:.*]] = arith.andi %[[FROM]], %[[BEFORE]]
+// BWD: %[[FOUND:.*]], %[[PREV:.*]] = fa.previous_visitor %[[QTILE]], %[[KVTILE]] in [%[[BEGIN]], %[[END]]), %{{.*}}, %{{.*}} at(%{{.*}}, %[[H]]) ranges %[[QR]] : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, descending, mask = #fa.mask<causal>}
+// BWD: %[[MINE:.*]] = arith.subi %{{.*}}, %[[KVTILE]]
+// BWD: %[[THEIRS:.*]] = arith.subi %{{.*}}, %[[PREV]]
+// BWD: %[[AFTER:.*]] = arith.addi %[[THEIRS]], %{{.*}}
+// BWD: %[[WAIT:.*]] = arith.select %[[FOUND]], %[[AFTER]], %{{.*}}
+// BWD: fa.wait_turn %{{.*}}[%{{.*}}, %{{.*}}, %[[QTILE]]], %[[WAIT]] if %[[TAKEN]]
+// BWD-NEXT: fa.accumulate_tile
+// BWD-NEXT: fa.pass_turn %{{.*}}[%{{.*}}, %{{.*}}, %[[QTILE]]], %[[MINE]] if %[[TAKEN]]
+func.func @document_deterministic(
+    %q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>, %v: memref<?x2x?x32xf32>,
+    %o: memref<?x2x?x32xf32>, %lse: memref<?x2x?xf32>, %delta: memref<?x2x?xf32>,
+    %acc: memref<?x2x?x32xf32>, %order: memref<?x2x?xi32>, %doc: memref<?x?xi32>,
+    %qr: memref<?x?x?x4xi32>, %kr: memref<?x?x?x4xi32>) {
+  fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
+      workspace %delta, %acc, %order query_ranges %qr key_ranges %kr
+      {scale = 0.125 : f32, mask = #fa.mask<causal>}
+    : memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>,
+      memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?xf32>
+    into memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>
+    workspace memref<?x2x?xf32>, memref<?x2x?x32xf32>, memref<?x2x?xi32>
+    query_ranges memref<?x?x?x4xi32> key_ranges memref<?x?x?x4xi32>
+    captures(%doc : memref<?x?xi32>)
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,
+         %d: memref<?x?xi32>):
+      %qd = memref.load %d[%b, %qi] : memref<?x?xi32>
+      %kd = memref.load %d[%b, %ki] : memref<?x?xi32>
+      %keep = arith.cmpi eq, %qd, %kd : i32
+      fa.yield %keep : i1
+    }
+  return
+}

@@ -276,9 +276,13 @@ TEST_P(CpuBlockMask, ForwardMatchesFloat64Reference) {
 
 /// The backward with `tables`' query ranges (nullptr: the program's)
 /// against the float64 gradients; returns the largest error relative to
-/// each gradient's size.
+/// each gradient's size. `deterministic`: the mode that adds dQ in turns,
+/// which reads the key ranges too (the CPU lowering asserts every turn: a
+/// program out of its turn aborts the run); `dqOut` receives dQ.
 double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
-                   int64_t blockN, const Tables *tables = nullptr) {
+                   int64_t blockN, const Tables *tables = nullptr,
+                   bool deterministic = false,
+                   std::vector<float> *dqOut = nullptr) {
   CpuKernelConfig config;
   config.headDim = 32;
   config.tiles = {blockM, blockN};
@@ -287,6 +291,7 @@ double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
   config.maskMod = mask.text;
   config.blockMask = true;
   config.backward = true;
+  config.deterministic = deterministic;
   CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
   AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
   int64_t heads = mask.perHead ? s.hq : 1;
@@ -312,8 +317,13 @@ double runBackward(const Mask &mask, const Shape &s, int64_t blockM,
   llvm::Error error = kernel.runBackward(
       shape, q.data(), k.data(), v.data(), o.data(), gradOutput.data(),
       lse.data(), dq.data(), dk.data(), dv.data(), nullptr, nullptr,
-      mask.captures, CpuRangeTable{tables->queryRanges.data(), heads});
+      mask.captures, CpuRangeTable{tables->queryRanges.data(), heads},
+      CpuSequenceOffsets{},
+      deterministic ? CpuRangeTable{tables->keyRanges.data(), heads}
+                    : CpuRangeTable{});
   EXPECT_FALSE(error) << llvm::toString(std::move(error));
+  if (dqOut)
+    *dqOut = dq;
   fa::ReferenceGradients want = fa::referenceAttentionBackward(
       p, q.data(), k.data(), v.data(), gradOutput.data());
   double worst = 0.0;
@@ -344,6 +354,24 @@ TEST_P(CpuBlockMask, BackwardMatchesFloat64Gradients) {
                    << blockN << " B=" << s.b << " Hq=" << s.hq
                    << " Sq=" << s.sq << " Sk=" << s.sk);
       EXPECT_LE(runBackward(mask, s, blockM, blockN),
+                kBackwardRelativeTolerance);
+    }
+}
+
+// The deterministic mode: the K/V tiles a query tile's key ranges give it
+// take its turns among those whose query ranges visit it, first to last
+// (causal: last to first); every turn is asserted as it is waited for.
+TEST_P(CpuBlockMask, DeterministicBackwardMatchesFloat64Gradients) {
+  for (auto [blockM, blockN] :
+       {std::pair<int64_t, int64_t>{16, 16}, {16, 32}, {32, 8}})
+    for (const Shape &s : kShapes) {
+      Mask mask = maskFor(GetParam(), s);
+      SCOPED_TRACE(testing::Message()
+                   << mask.name << " deterministic backward tiles " << blockM
+                   << "x" << blockN << " B=" << s.b << " Hq=" << s.hq
+                   << " Sq=" << s.sq << " Sk=" << s.sk);
+      EXPECT_LE(runBackward(mask, s, blockM, blockN, nullptr,
+                            /*deterministic=*/true),
                 kBackwardRelativeTolerance);
     }
 }
@@ -447,6 +475,39 @@ TEST(CpuBlockMaskUse, ATableThatDropsATileIsCaught) {
   ASSERT_EQ(tables.keyRanges[last + 1], int32_t(s.sk));
   tables.keyRanges[last + 1] = int32_t((s.sk - 1) / 16 * 16);
   EXPECT_GT(runForward(mask, s, 16, 16, &tables), kTolerance);
+}
+
+// Tables whose two sides disagree (each a superset of the mask, the other
+// exact): the turns at a query tile go to the tiles both give it, so the
+// deterministic backward takes each turn in order (asserted) and stays
+// right, with either side the wider one.
+TEST(CpuBlockMaskUse, DeterministicTurnsFollowTablesThatDisagree) {
+  Shape s{1, 2, 2, 100, 100};
+  for (bool causal : {false, true}) {
+    Mask mask = documentMask(causal, s.b, s.sq, s.sk);
+    AttentionShape shape{s.b, s.hq, s.hkv, s.sq, s.sk};
+    Tables exact = programTables(mask, shape, 1);
+    std::vector<float> dqExact;
+    ASSERT_LE(runBackward(mask, s, 16, 16, &exact, true, &dqExact),
+              kBackwardRelativeTolerance);
+    for (bool widenKeys : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << (causal ? "causal " : "") << "documents, the "
+                   << (widenKeys ? "key" : "query") << " ranges widened");
+      Tables tables = exact;
+      std::vector<int32_t> &wide =
+          widenKeys ? tables.keyRanges : tables.queryRanges;
+      for (size_t entry = 0; entry < wide.size(); entry += kColumns) {
+        wide[entry] = 0;
+        wide[entry + 1] = int32_t(widenKeys ? s.sk : s.sq);
+      }
+      std::vector<float> dq;
+      EXPECT_LE(runBackward(mask, s, 16, 16, &tables, true, &dq),
+                kBackwardRelativeTolerance);
+      // The extra pairs add exact zeros: the same dQ, bit for bit.
+      EXPECT_EQ(dq, dqExact);
+    }
+  }
 }
 
 TEST(CpuBlockMaskUse, ProgramRefusesABadHeadCount) {

@@ -3383,7 +3383,23 @@ TEST(ArgumentChecks, BlockMaskFromC) {
   EXPECT_TRUE(spec.blockMask);
   EXPECT_EQ(fa::blockMaskFromC(&extras, true, spec),
             "extras->key_ranges is the forward's: the backward takes "
-            "extras->query_ranges");
+            "extras->query_ranges (and key_ranges with them when "
+            "config->deterministic = 1)");
+  // The deterministic backward takes both tables, and refuses one alone.
+  fa_tensor queryTable{};
+  spec = {};
+  spec.deterministic = true;
+  extras.query_ranges = &queryTable;
+  EXPECT_EQ(fa::blockMaskFromC(&extras, true, spec), "");
+  EXPECT_TRUE(spec.blockMask);
+  extras.key_ranges = nullptr;
+  EXPECT_EQ(fa::blockMaskFromC(&extras, true, spec),
+            "the deterministic backward (config->deterministic = 1) with a "
+            "block mask takes extras->key_ranges with extras->query_ranges: "
+            "its turns at a query tile are those of the K/V tiles its key "
+            "ranges give it");
+  extras.query_ranges = nullptr;
+  spec = {};
   extras.key_ranges = nullptr;
   extras.query_ranges = &table;
   EXPECT_EQ(fa::blockMaskFromC(&extras, false, spec),
@@ -3422,6 +3438,23 @@ TEST(CompiledKernels, BlockMaskParameters) {
     EXPECT_EQ(plan.params[plan.params.size() - 2],
               fa::LaunchPlan::Operand::queryRanges);
   }
+  // Deterministic: the key ranges follow (they order the turns).
+  spec.deterministic = true;
+  llvm::Expected<mlir::fa::CompiledKernel> deterministic =
+      mlir::fa::compileKernel(spec, /*assemble=*/false);
+  ASSERT_TRUE(bool(deterministic)) << llvm::toString(deterministic.takeError());
+  for (const fa::LaunchPlan &plan : deterministic->launches) {
+    ASSERT_GE(plan.params.size(), 3u);
+    EXPECT_EQ(plan.params[plan.params.size() - 3],
+              fa::LaunchPlan::Operand::queryRanges);
+    EXPECT_EQ(plan.params[plan.params.size() - 2],
+              fa::LaunchPlan::Operand::keyRanges);
+  }
+  spec.dqChains = 2;
+  EXPECT_NE(validateSpec(spec).find("dq_chains must be 1"), std::string::npos)
+      << validateSpec(spec);
+  spec.dqChains = 0;
+  spec.deterministic = false;
   fa::KernelSpec program;
   program.maskMod = fa::variants::document();
   program.causal = true;

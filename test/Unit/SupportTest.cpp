@@ -94,17 +94,21 @@ TEST(KernelSpec, DefaultIsTheLectureKernel) {
 }
 
 /// A variant's texts: bounded in size, the deterministic backward's with
-/// a mask_mod but not a block mask, part of the kernel's name and
-/// canonical text.
+/// a mask_mod and a block mask (one dQ chain), part of the kernel's name
+/// and canonical text.
 TEST(KernelSpec, VariantRules) {
   fa::KernelSpec spec;
   spec.maskMod = "func.func @mask_mod";
   spec.backward = spec.deterministic = true;
   EXPECT_EQ(validateSpec(spec), "");
   spec.blockMask = true;
+  EXPECT_EQ(validateSpec(spec), "");
+  spec.dqChains = 2;
   EXPECT_EQ(validateSpec(spec),
-            "the deterministic backward does not take a block mask yet (its "
-            "dQ turns count the tiles of the mask_mod's own ranges)");
+            "dq_chains = 2 counts the deterministic turns one by one; a "
+            "block mask's turns skip the K/V tiles its tables leave out: "
+            "dq_chains must be 1");
+  spec.dqChains = 0;
   spec.blockMask = spec.deterministic = false;
   EXPECT_EQ(validateSpec(spec), "");
   spec.scoreMod = std::string(fa::kMaxVariantTextBytes + 1, ' ');

@@ -418,6 +418,8 @@ struct WaitTurnLowering : OpConversionPattern<WaitTurnOp> {
     SmallVector<Value> indices = {adaptor.getBatch(), adaptor.getHead(),
                                   adaptor.getTile()};
     bool byWarp = op.getByWarp();
+    OpBuilder::InsertionGuard taken(rewriter);
+    enterTakenBranch(rewriter, loc, adaptor.getTaken());
     auto ifFirst =
         scf::IfOp::create(rewriter, loc, isTurnSpeaker(rewriter, loc, byWarp));
     {
@@ -459,6 +461,8 @@ struct PassTurnLowering : OpConversionPattern<PassTurnOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     bool byWarp = op.getByWarp();
+    OpBuilder::InsertionGuard taken(rewriter);
+    enterTakenBranch(rewriter, loc, adaptor.getTaken());
     createTurnBarrier(rewriter, loc, op, byWarp);
     auto ifFirst =
         scf::IfOp::create(rewriter, loc, isTurnSpeaker(rewriter, loc, byWarp));
