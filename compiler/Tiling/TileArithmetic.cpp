@@ -4,6 +4,8 @@
 #include "lib/LaunchPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMAttrs.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -62,6 +64,10 @@ Value mlir::fa::buildZeroPaddedLoad(OpBuilder &b, Location loc, Value source,
   return arith::SelectOp::create(b, loc, inBounds, loaded, zero);
 }
 
+/// The attribute scf-to-cf moves from a loop to its latch branch, and
+/// the LLVM dialect's branch takes as its loop metadata.
+constexpr llvm::StringLiteral kLoopAnnotationAttrName = "loop_annotation";
+
 /// Two columns of a block mask's range table [B, Hb, groups, 4] folded
 /// over the groups that hold the indices [start, end) (row `group` of
 /// batch `batch`, head min(head, Hb - 1)): from (lo, hi) = `init`, each
@@ -79,7 +85,7 @@ static scf::ForOp foldRangeTable(OpBuilder &b, Location loc, Value table,
   Value tableHead = arith::MinUIOp::create(b, loc, head, lastHead);
   Value firstGroup = arith::DivUIOp::create(b, loc, start, group);
   Value endGroup = arith::CeilDivUIOp::create(b, loc, end, group);
-  return scf::ForOp::create(
+  auto fold = scf::ForOp::create(
       b, loc, firstGroup, endGroup, one, ValueRange{init[0], init[1]},
       [&](OpBuilder &nested, Location loc, Value g, ValueRange bounds) {
         auto read = [&](int64_t which) -> Value {
@@ -93,6 +99,18 @@ static scf::ForOp foldRangeTable(OpBuilder &b, Location loc, Value table,
         Value hi = CombineHi::create(nested, loc, bounds[1], read(hiColumn));
         scf::YieldOp::create(nested, loc, ValueRange{lo, hi});
       });
+  // Kept rolled: LLVM would unroll it by 8 (a runtime trip count), holding
+  // every group's entries and their 64-bit addresses at once, registers a
+  // backward's consumers do not have (wgmma dkdv programs spilled 84-136
+  // bytes more unrolled).
+  MLIRContext *ctx = b.getContext();
+  auto unroll = LLVM::LoopUnrollAttr::get(ctx, /*disable=*/b.getBoolAttr(true),
+                                          {}, {}, {}, {}, {}, {});
+  fold->setAttr(kLoopAnnotationAttrName,
+                LLVM::LoopAnnotationAttr::get(ctx, {}, {}, {}, unroll, {}, {},
+                                              {}, {}, {}, {}, {}, {}, {}, {},
+                                              {}));
+  return fold;
 }
 
 /// The largest index a range table's fold starts from or ends below.

@@ -284,7 +284,10 @@ func.func @finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
 // With a block mask's key ranges: the union of the tile's 16-row groups'
 // ranges (entries q0 / 16 .. ceil(min(q0 + B_r, Sq) / 16) - 1 of batch b,
 // head min(h, Hb - 1)) as K/V tiles floor(lo / B_c) .. ceil(hi / B_c) - 1,
-// none when lo >= hi; then the causal clamp.
+// none when lo >= hi; then the causal clamp. The fold over the groups is
+// kept rolled (LLVM's unroll disabled: its loop annotation).
+// CHECK: #[[NOUNROLL:.*]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[ROLLED:.*]] = #llvm.loop_annotation<unroll = #[[NOUNROLL]]>
 // CHECK-LABEL: func @kv_range_table
 // CHECK-SAME: (%[[Q0:.*]]: index, %[[SQ:.*]]: index, %[[SK:.*]]: index, %[[B:.*]]: index, %[[H:.*]]: index, %[[T:.*]]: memref<?x?x?x4xi32>)
 // CHECK: %[[HB:.*]] = memref.dim %[[T]], %{{.*}}
@@ -295,6 +298,7 @@ func.func @finalize(%acc: tensor<4x8xf32>, %m: tensor<4xf32>, %l: tensor<4xf32>)
 // CHECK: arith.minsi %[[LO]]
 // CHECK: %[[END:.*]] = memref.load %[[T]][%[[B]], %[[TH]], %[[G]], %{{.*}}]
 // CHECK: arith.maxsi %[[HI]]
+// CHECK: } {loop_annotation = #[[ROLLED]]}
 // CHECK: arith.floordivsi %[[HULL]]#0
 // CHECK: arith.ceildivsi %[[HULL]]#1
 // CHECK: %[[EMPTY:.*]] = arith.cmpi sge, %[[HULL]]#0, %[[HULL]]#1
