@@ -278,6 +278,28 @@ std::string checkRangeTable(const char *name, const char *lengthName,
   return checkRowMajor(name, t, 4);
 }
 
+/// Both tables of one block mask for queries `q` and keys `k`: each a
+/// range table of its length, with the same heads.
+std::string checkBlockMaskTables(const TensorArg &keyRanges,
+                                 const TensorArg &queryRanges,
+                                 const TensorArg &q, const TensorArg &k) {
+  if (std::string error =
+          checkRangeTable("key_ranges", "the query length", keyRanges,
+                          q.sizes[0], q.sizes[1], q.sizes[2]);
+      !error.empty())
+    return error;
+  if (std::string error =
+          checkRangeTable("query_ranges", "the key length", queryRanges,
+                          q.sizes[0], q.sizes[1], k.sizes[2]);
+      !error.empty())
+    return error;
+  if (keyRanges.sizes[1] != queryRanges.sizes[1])
+    return "key_ranges has " + std::to_string(keyRanges.sizes[1]) +
+           " heads and query_ranges " + std::to_string(queryRanges.sizes[1]) +
+           ": one block mask has one head count (1 or Hq)";
+  return "";
+}
+
 /// The captures' layouts, and no byte of them among `outputs`' (the
 /// kernels read captures while other blocks write the outputs).
 std::string checkCapturesApart(
@@ -675,24 +697,18 @@ Result checkAttentionBackwardArgs(const KernelSpec &spec,
     if (std::string error = checkSinks("dsinks", a.gradSinks, a.q.sizes[1]);
         !error.empty())
       return invalid(error);
-  if (spec.blockMask)
+  // The deterministic mode orders its turns by the key ranges too.
+  if (spec.blockMask && spec.deterministic) {
+    if (std::string error =
+            checkBlockMaskTables(a.keyRanges, a.queryRanges, a.q, a.k);
+        !error.empty())
+      return invalid(error);
+  } else if (spec.blockMask) {
     if (std::string error = checkRangeTable(
             "query_ranges", "the key length", a.queryRanges, a.q.sizes[0],
             a.q.sizes[1], a.k.sizes[2]);
         !error.empty())
       return invalid(error);
-  // The deterministic mode orders its turns by the key ranges too.
-  if (spec.blockMask && spec.deterministic) {
-    if (std::string error =
-            checkRangeTable("key_ranges", "the query length", a.keyRanges,
-                            a.q.sizes[0], a.q.sizes[1], a.q.sizes[2]);
-        !error.empty())
-      return invalid(error);
-    if (a.keyRanges.sizes[1] != a.queryRanges.sizes[1])
-      return invalid("key_ranges has " + std::to_string(a.keyRanges.sizes[1]) +
-                     " heads and query_ranges " +
-                     std::to_string(a.queryRanges.sizes[1]) +
-                     ": one block mask has one count of heads");
   }
   // The gradients share no byte with the inputs or with each other: other
   // blocks still read every input while one writes.
@@ -812,21 +828,9 @@ Result checkBlockMaskArgs(const BlockMaskArgs &a) {
                      " exceeds " + std::to_string(kMaxMaskModKeyLength) +
                      ", the longest a block mask takes (its ranges are "
                      "32-bit)");
-  if (std::string error =
-          checkRangeTable("key_ranges", "the query length", a.keyRanges,
-                          q.sizes[0], q.sizes[1], q.sizes[2]);
+  if (std::string error = checkBlockMaskTables(a.keyRanges, a.queryRanges, q, k);
       !error.empty())
     return invalid(error);
-  if (std::string error =
-          checkRangeTable("query_ranges", "the key length", a.queryRanges,
-                          q.sizes[0], q.sizes[1], k.sizes[2]);
-      !error.empty())
-    return invalid(error);
-  if (a.keyRanges.sizes[1] != a.queryRanges.sizes[1])
-    return invalid("key_ranges has " + std::to_string(a.keyRanges.sizes[1]) +
-                   " heads and query_ranges " +
-                   std::to_string(a.queryRanges.sizes[1]) +
-                   ": one block mask has one head count (1 or Hq)");
   ByteSpan keyTable = byteSpan(a.keyRanges, 4, 4);
   ByteSpan queryTable = byteSpan(a.queryRanges, 4, 4);
   if (spansOverlap(keyTable, queryTable))

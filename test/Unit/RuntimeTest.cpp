@@ -3291,6 +3291,27 @@ TEST(ArgumentChecks, BlockMaskTables) {
   EXPECT_NE(fa::checkAttentionBackwardArgs(spec, b)
                 .message.find("query_ranges is [2, 1, 7, 4]"),
             std::string::npos);
+  // The deterministic backward reads the key ranges too: checked as the
+  // forward's, with the query ranges' heads.
+  spec.deterministic = true;
+  b.queryRanges = rangeTable(1, 70, 41);
+  b.keyRanges = rangeTable(1, 70, 40); // the keys' groups, not the rows'
+  EXPECT_NE(fa::checkAttentionBackwardArgs(spec, b)
+                .message.find("key_ranges is [2, 1, 5, 4]"),
+            std::string::npos)
+      << fa::checkAttentionBackwardArgs(spec, b).message;
+  b.keyRanges = rangeTable(1, 100, 40);
+  EXPECT_EQ(fa::checkAttentionBackwardArgs(spec, b).message, "");
+  b.keyRanges = rangeTable(8, 100, 40);
+  EXPECT_EQ(fa::checkAttentionBackwardArgs(spec, b).message,
+            "key_ranges has 8 heads and query_ranges 1: one block mask has "
+            "one head count (1 or Hq)");
+  b.keyRanges = rangeTable(1, 100, 40);
+  b.keyRanges.data = b.gradQuery.data; // dQ's bytes
+  EXPECT_EQ(fa::checkAttentionBackwardArgs(spec, b).message,
+            "dq overlaps key_ranges in memory (gradients must not alias the "
+            "inputs)");
+  spec.deterministic = false;
 }
 
 /// fa_compute_block_mask's checks: the two tables of one head count, apart
