@@ -322,16 +322,15 @@ llvm::Error CpuAttentionKernel::runBackward(
             : "this is a forward kernel: call run");
   if (llvm::Error error = checkShape(s))
     return error;
+  if (config.blockMask && config.deterministic && !keyRanges.data)
+    return llvm::createStringError("null buffer pointer (the deterministic "
+                                   "backward with a block mask takes its key "
+                                   "ranges too)");
   if (!q || !k || !v || !o || !gradOutput || !lse || !gradQuery || !gradKey ||
       !gradValue || (config.sinks && (!sinks || !gradSinks)) ||
       (config.blockMask && !queryRanges.data) ||
-      (config.blockMask && config.deterministic && !keyRanges.data) ||
       (config.varlen && (!sequences.query || !sequences.key)))
-    return llvm::createStringError(
-        config.blockMask && config.deterministic && !keyRanges.data
-            ? "null buffer pointer (the deterministic backward with a block "
-              "mask takes its key ranges too)"
-            : "null buffer pointer");
+    return llvm::createStringError("null buffer pointer");
 
   int64_t d = config.headDim;
   // A varlen batch's tensors (and workspaces) hold one packed batch entry.

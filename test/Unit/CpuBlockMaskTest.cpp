@@ -510,6 +510,28 @@ TEST(CpuBlockMaskUse, DeterministicTurnsFollowTablesThatDisagree) {
   }
 }
 
+// The deterministic backward reads both tables: without the key ranges it
+// is refused with the reason.
+TEST(CpuBlockMaskUse, DeterministicBackwardNeedsTheKeyRanges) {
+  CpuKernelConfig config;
+  config.headDim = 32;
+  config.tiles = {16, 16};
+  config.maskMod = fa::variants::document();
+  config.blockMask = config.backward = config.deterministic = true;
+  CpuAttentionKernel &kernel = fa::test::getCpuKernel(config);
+  std::vector<float> data(16 * 32, 0.0f), lse(16, 0.0f);
+  std::vector<int32_t> docs(16), table(4);
+  llvm::Error error = kernel.runBackward(
+      AttentionShape{1, 1, 1, 16, 16}, data.data(), data.data(), data.data(),
+      data.data(), data.data(), lse.data(), data.data(), data.data(),
+      data.data(), nullptr, nullptr, {CpuCapture{docs.data(), {1, 16}}},
+      CpuRangeTable{table.data(), 1});
+  ASSERT_TRUE(bool(error));
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "null buffer pointer (the deterministic backward with a block "
+            "mask takes its key ranges too)");
+}
+
 TEST(CpuBlockMaskUse, ProgramRefusesABadHeadCount) {
   CpuKernelConfig config;
   config.headDim = 32;
