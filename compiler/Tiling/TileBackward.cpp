@@ -248,14 +248,20 @@ LogicalResult BackwardTiler::buildMain() {
   // tile j would wait j steps for tiles 0 .. j - 1 to reach its diagonal
   // while holding its SM. Tiles wait only for tiles launched before them,
   // so the grid runs the K/V tiles last to first too.
+  // The same holds wherever the visited (query tile, K/V tile) pairs form
+  // a band (a window, documents): (i, j) waits for a later K/V tile at i or
+  // for its own program at an earlier query tile, i - j falls at every
+  // step, and the longest chain of waits is the band's width. First to
+  // last, a chain runs down the whole diagonal ((i, j) waits for (i, j - 1)
+  // and (i - 1, j)): 2 x tiles steps, the programs in a narrow wavefront.
   Value order = op.getDqOrder();
   // A mask_mod narrows the ranges where it can (affine, no captures); the
   // deterministic mode counts its turns by them only where both sides of
-  // the ranges agree (tileRangesAgree), else it visits every tile. Its
-  // turns then run first to last from the query tile's first K/V tile.
+  // the ranges agree (tileRangesAgree), else it visits every tile.
   bool rangeMask = maskMod && !readsCapturedTensors(op.getMaskMod()) &&
                    (!order || tileRangesAgree(op.getMaskMod()));
-  bool lastToFirst = order && mask == MaskKind::causal && !rangeMask;
+  bool lastToFirst = order && (mask == MaskKind::causal || rangeMask ||
+                               op.getQueryRanges());
   Value kvTileIndex = grid.getTileIndex();
   if (lastToFirst && !varlen) {
     kvTileIndex = arith::SubIOp::create(
@@ -409,8 +415,9 @@ LogicalResult BackwardTiler::buildMain() {
                   /*transpose_rhs=*/false, /*async=*/false,
                   /*transpose_lhs=*/true);
               // dQ += dS K, shared with the other K/V tiles' programs
-              // (deterministic: in K/V tile order, causal last to first:
-              // turn = the query tile's last K/V tile - this one).
+              // (deterministic: in K/V tile order, or last to first where
+              // the visits form a band: turn = the query tile's last K/V
+              // tile - this one).
               Value gradQueryPart = TileMatmulOp::create(
                   inner, loc, qAccType, gradScores, kTile, Value(),
                   /*transpose_rhs=*/false);
@@ -436,8 +443,8 @@ LogicalResult BackwardTiler::buildMain() {
                                           begin, kvTileIndex),
                     arith::CmpIOp::create(inner, loc, arith::CmpIPredicate::ult,
                                           kvTileIndex, end));
-                // The one before this tile in turn order (first to last;
-                // causal: last to first, as the grid runs).
+                // The one before this tile in turn order (last to first,
+                // as the grid runs).
                 auto previous = PreviousVisitorOp::create(
                     inner, loc, inner.getI1Type(), inner.getIndexType(),
                     qTileIndex, kvTileIndex, begin, end, rangeQLen, kvLen, seq,
@@ -445,11 +452,9 @@ LogicalResult BackwardTiler::buildMain() {
                 if (rangeMask)
                   cloneMaskWithoutCaptures(op.getMaskMod(),
                                            previous.getMaskMod());
-                // Tile t's turn is its rank r(t) (t, or tiles - 1 - t last
-                // to first); it waits for r(previous) + 1, or 0 when first.
+                // Tile t's turn is its rank r(t) = tiles - 1 - t (last to
+                // first); it waits for r(previous) + 1, or 0 when first.
                 auto rank = [&](Value tile) -> Value {
-                  if (!lastToFirst)
-                    return tile;
                   return arith::SubIOp::create(
                       inner, loc,
                       arith::SubIOp::create(inner, loc, numKvTiles, one), tile);
@@ -463,15 +468,17 @@ LogicalResult BackwardTiler::buildMain() {
               } else if (order && rangeMask) {
                 // The K/V tiles that visit this query tile are [begin,
                 // end) of its range (tileRangesAgree): this one's turn
-                // counts from begin.
+                // counts back from end - 1 (last to first).
                 auto kvRange = KVTileRangeOp::create(
                     inner, loc, inner.getIndexType(), inner.getIndexType(),
                     qStart, qLen, kvLen, seq, h, /*ranges=*/Value(),
                     /*part=*/Value(), /*num_parts=*/Value(), blockM, blockN,
                     mask);
                 cloneMaskWithoutCaptures(op.getMaskMod(), kvRange.getMaskMod());
-                turn = arith::SubIOp::create(inner, loc, kvTileIndex,
-                                             kvRange.getBegin());
+                Value lastKvTile =
+                    arith::SubIOp::create(inner, loc, kvRange.getEnd(), one);
+                turn = arith::SubIOp::create(inner, loc, lastKvTile,
+                                             kvTileIndex);
               } else if (lastToFirst) {
                 auto kvRange = KVTileRangeOp::create(
                     inner, loc, qStart, qLen, kvLen, blockM, blockN, mask);

@@ -298,8 +298,8 @@ class GpuVariantTest(unittest.TestCase):
         self.assertLessEqual(err, bound)
 
     def test_flash_attn_func_deterministic_window(self):
-        # A sliding window's deterministic backward: dQ's turns count from
-        # each query tile's first K/V tile. Two runs, the same bits; the
+        # A sliding window's deterministic backward: dQ's turns count back
+        # from each query tile's last K/V tile. Two runs, the same bits; the
         # default mode's gradients within rounding of them.
         torch.manual_seed(2)
         shape = (2, 700, 4, 64)

@@ -1719,8 +1719,9 @@ TEST_P(GpuAttentionPart, BackwardVariantsMatchFloat64Gradients) {
 /// The deterministic backward of the built-in variants on mma and wgmma
 /// (16-bit): bitwise identical gradients run to run (runBackwardCase runs
 /// it twice) and the float64 gradients' accuracy. A window's dQ turns count
-/// from each query tile's first K/V tile; prefix-LM (an or) visits every
-/// tile. A program off its turn would hang: the part's timeout catches it.
+/// back from each query tile's last K/V tile (the grid runs last to first);
+/// prefix-LM (an or) visits every tile, first to last. A program off its
+/// turn would hang: the part's timeout catches it.
 TEST_P(GpuAttentionPart, DeterministicBackwardVariants) {
   const int64_t heads = 4;
   int64_t item = 0;

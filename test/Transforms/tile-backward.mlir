@@ -219,18 +219,24 @@ func.func @deterministic_chains(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32
 // -----
 
 // Deterministic with a window (a mask_mod whose ranges agree from both
-// sides): the grid and the turns run first to last, and K/V tile J's turn
-// at query tile I counts from I's first K/V tile, the begin of I's range
-// with the mask_mod (a window's first tile is not 0).
+// sides): the visits form a band, so the grid and the turns run last to
+// first (the longest chain of waits is the window's width, not the
+// diagonal): grid slot S is K/V tile J = tiles - 1 - S, and its turn at
+// query tile I counts back from I's last K/V tile, the end of I's range
+// with the mask_mod (a window's last tile is not the last).
 // CHECK-LABEL: func @deterministic_window
 // CHECK: } attributes {program = "delta"}
-// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: %[[TILES:.*]] = arith.ceildivui %{{.*}}, %c32
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[S:.*]]) in
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[TILES]], %c1
+// CHECK-NEXT: %[[J:.*]] = arith.subi %[[LAST]], %[[S]]
 // CHECK-NEXT: %[[KVSTART:.*]] = arith.muli %[[J]], %c32
 // CHECK: fa.q_tile_range %[[KVSTART]]
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: %[[QSTART:.*]] = arith.muli %[[I]]
-// CHECK: %[[BEGIN:.*]], %{{.*}} = fa.kv_tile_range %[[QSTART]], {{.*}} at(%[[B]], %[[H:.*]]) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
-// CHECK: %[[TURN:.*]] = arith.subi %[[J]], %[[BEGIN]] : index
+// CHECK: %{{.*}}, %[[END:.*]] = fa.kv_tile_range %[[QSTART]], {{.*}} at(%[[B]], %[[H:.*]]) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+// CHECK: %[[ENDLAST:.*]] = arith.subi %[[END]], %c1 : index
+// CHECK-NEXT: %[[TURN:.*]] = arith.subi %[[ENDLAST]], %[[J]] : index
 // CHECK-NEXT: fa.wait_turn %{{.*}}[%[[B]], %[[H]], %[[I]]], %[[TURN]]
 // CHECK-NEXT: fa.accumulate_tile
 // CHECK-NEXT: fa.pass_turn %{{.*}}[%[[B]], %[[H]], %[[I]]], %[[TURN]]

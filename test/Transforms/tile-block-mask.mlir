@@ -137,3 +137,41 @@ func.func @document_deterministic(
     }
   return
 }
+
+// -----
+
+// Without the causal mask the deterministic block-mask turns run last to
+// first too: a block mask's visits form a band (documents), and in that
+// order the longest chain of waits is its width, not the diagonal.
+// BWD-LABEL: func @document_deterministic_full
+// BWD: %[[TILES:.*]] = arith.ceildivui %{{.*}}, %c32
+// BWD: fa.grid
+// BWD: %[[LASTTILE:.*]] = arith.subi %[[TILES]], %{{.*}}
+// BWD-NEXT: %[[KVTILE:.*]] = arith.subi %[[LASTTILE]], %{{.*}}
+// BWD: fa.previous_visitor %{{.*}}, %[[KVTILE]] in [%{{.*}}, %{{.*}}), %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) ranges %{{.*}} : memref<?x?x?x4xi32> {block_m = 16 : i64, block_n = 32 : i64, descending}
+// BWD: %[[MINE:.*]] = arith.subi %{{.*}}, %[[KVTILE]]
+// BWD: fa.pass_turn %{{.*}}, %[[MINE]] if
+func.func @document_deterministic_full(
+    %q: memref<?x2x?x32xf32>, %k: memref<?x2x?x32xf32>, %v: memref<?x2x?x32xf32>,
+    %o: memref<?x2x?x32xf32>, %lse: memref<?x2x?xf32>, %delta: memref<?x2x?xf32>,
+    %acc: memref<?x2x?x32xf32>, %order: memref<?x2x?xi32>, %doc: memref<?x?xi32>,
+    %qr: memref<?x?x?x4xi32>, %kr: memref<?x?x?x4xi32>) {
+  fa.attention_backward %q, %k, %v, %o, %o, %lse into %q, %k, %v
+      workspace %delta, %acc, %order query_ranges %qr key_ranges %kr
+      {scale = 0.125 : f32}
+    : memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>,
+      memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?xf32>
+    into memref<?x2x?x32xf32>, memref<?x2x?x32xf32>, memref<?x2x?x32xf32>
+    workspace memref<?x2x?xf32>, memref<?x2x?x32xf32>, memref<?x2x?xi32>
+    query_ranges memref<?x?x?x4xi32> key_ranges memref<?x?x?x4xi32>
+    captures(%doc : memref<?x?xi32>)
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index,
+         %d: memref<?x?xi32>):
+      %qd = memref.load %d[%b, %qi] : memref<?x?xi32>
+      %kd = memref.load %d[%b, %ki] : memref<?x?xi32>
+      %keep = arith.cmpi eq, %qd, %kd : i32
+      fa.yield %keep : i1
+    }
+  return
+}
