@@ -66,9 +66,10 @@ std::optional<bool> takesWriterWarp(const std::string &writerWarp,
     takes = deterministic;
   else if (writerWarp == "every" || writerWarp == "all")
     takes = true;
+  bool tablesTakeIt =
+      deterministic ? kWriterWarpForDeterministicTables : kWriterWarpForTables;
   if (takes && writerWarp != "all" &&
-      ((ragged && !kWriterWarpForRagged) ||
-       (readsTables && !kWriterWarpForTables)))
+      ((ragged && !kWriterWarpForRagged) || (readsTables && !tablesTakeIt)))
     takes = false;
   return takes;
 }

@@ -193,13 +193,26 @@ constexpr bool kWriterWarpForRagged = true;
 /// bytes), and their speed with it was not measured: off.
 constexpr bool kWriterWarpForTables = false;
 
+/// Whether the writer warp takes the deterministic dkdv programs that read
+/// a block mask's tables (whatever kWriterWarpForTables says). Their turn
+/// code walks the other K/V tiles' query ranges (fa.previous_visitor) and
+/// folds the key ranges: loops that, in the consumers' iteration next to
+/// the dK/dV accumulators, cost ~450 spilled bytes (docs/benchmarks.md
+/// (ak)). With the writer the turn code, and its loops, is the writer's
+/// alone: the consumers' code is the default mode's (bf16 document mask,
+/// D 128, 64 x 128, two stages: the kernel's spills 524 -> 664 bytes
+/// stored, but the default mode's consumers with the writer spill 92, so
+/// most of them are the writer's, at 32 registers).
+constexpr bool kWriterWarpForDeterministicTables = true;
+
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
 /// `writerWarp` ("none" | "deterministic" | "every" | "all": every
 /// program, varlen batches and block masks too whatever
 /// kWriterWarpForRagged and kWriterWarpForTables say; the program takes
 /// deterministic turns or not; it is a varlen batch's (`ragged`:
 /// kWriterWarpForRagged) or reads a block mask's tables (`readsTables`:
-/// kWriterWarpForTables)); nullopt for another name.
+/// kWriterWarpForTables, deterministic kWriterWarpForDeterministicTables));
+/// nullopt for another name.
 std::optional<bool> takesWriterWarp(const std::string &writerWarp,
                                     bool deterministic, bool ragged = false,
                                     bool readsTables = false);

@@ -706,7 +706,7 @@ TEST(WgmmaModel, WriterWarpModes) {
   EXPECT_EQ(fa::wgmma::takesWriterWarp("Deterministic", true), std::nullopt);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("", false), std::nullopt);
   // Varlen and block-mask programs: as kWriterWarpForRagged and
-  // kWriterWarpForTables say.
+  // kWriterWarpForTables say (the default mode's).
   EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, /*ragged=*/true),
             fa::wgmma::kWriterWarpForRagged);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, /*ragged=*/false,
@@ -714,6 +714,15 @@ TEST(WgmmaModel, WriterWarpModes) {
             fa::wgmma::kWriterWarpForTables);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("every", false, true, true),
             fa::wgmma::kWriterWarpForRagged && fa::wgmma::kWriterWarpForTables);
+  // Deterministic block-mask programs: kWriterWarpForDeterministicTables
+  // (their turn code's loops go to the writer).
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("every", true, /*ragged=*/false,
+                                       /*readsTables=*/true),
+            fa::wgmma::kWriterWarpForDeterministicTables);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", true, false, true),
+            fa::wgmma::kWriterWarpForDeterministicTables);
+  EXPECT_EQ(fa::wgmma::takesWriterWarp("deterministic", false, false, true),
+            false);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("none", true, true), false);
   EXPECT_EQ(fa::wgmma::takesWriterWarp("bad", true, true), std::nullopt);
   // The shipped default is a valid mode.
