@@ -194,15 +194,14 @@ constexpr bool kWriterWarpForRagged = true;
 constexpr bool kWriterWarpForTables = false;
 
 /// Whether the writer warp takes the deterministic dkdv programs that read
-/// a block mask's tables (whatever kWriterWarpForTables says). Their turn
-/// code walks the other K/V tiles' query ranges (fa.previous_visitor) and
-/// folds the key ranges: loops that, in the consumers' iteration next to
-/// the dK/dV accumulators, cost ~450 spilled bytes (docs/benchmarks.md
-/// (ak)). With the writer the turn code, its loops and the turns' waits
-/// and round trips are the writer's alone. Measured on an H100
-/// (docs/benchmarks.md (am), bf16 documents, D 64 and 128, 4k and 16k):
-/// 1.16-1.39x faster than without it; the consumers' spills stay about
-/// the same (SASS), the writer's are its own.
+/// a block mask's tables (whatever kWriterWarpForTables says). With it
+/// their turn code (the key ranges' fold, the fa.previous_visitor walk)
+/// and each turn's wait, reduction round trip and hand-on leave the
+/// consumers' iteration. Measured on an H100 (docs/benchmarks.md (am),
+/// bf16 documents, D 64 and 128, 4k and 16k): 1.16-1.39x faster than
+/// without it. The consumers spill about as much either way (SASS): the
+/// loops leave them, but so do 8 of their registers (232), and the writer
+/// spills its own.
 constexpr bool kWriterWarpForDeterministicTables = true;
 
 /// Whether fa-warp-specialize gives a dkdv program a writer warp under
