@@ -465,23 +465,22 @@ LogicalResult BackwardTiler::buildMain() {
                     arith::AddIOp::create(inner, loc,
                                           rank(previous.getPrevious()), one),
                     zero);
-              } else if (order && rangeMask) {
-                // The K/V tiles that visit this query tile are [begin,
-                // end) of its range (tileRangesAgree): this one's turn
-                // counts back from end - 1 (last to first).
-                auto kvRange = KVTileRangeOp::create(
-                    inner, loc, inner.getIndexType(), inner.getIndexType(),
-                    qStart, qLen, kvLen, seq, h, /*ranges=*/Value(),
-                    /*part=*/Value(), /*num_parts=*/Value(), blockM, blockN,
-                    mask);
-                cloneMaskWithoutCaptures(op.getMaskMod(), kvRange.getMaskMod());
-                Value lastKvTile =
-                    arith::SubIOp::create(inner, loc, kvRange.getEnd(), one);
-                turn = arith::SubIOp::create(inner, loc, lastKvTile,
-                                             kvTileIndex);
               } else if (lastToFirst) {
-                auto kvRange = KVTileRangeOp::create(
-                    inner, loc, qStart, qLen, kvLen, blockM, blockN, mask);
+                // The K/V tiles that visit this query tile are [begin,
+                // end) of its range (with a mask_mod: tileRangesAgree,
+                // per head): this one's turn counts back from end - 1.
+                auto kvRange =
+                    rangeMask
+                        ? KVTileRangeOp::create(
+                              inner, loc, inner.getIndexType(),
+                              inner.getIndexType(), qStart, qLen, kvLen, seq, h,
+                              /*ranges=*/Value(), /*part=*/Value(),
+                              /*num_parts=*/Value(), blockM, blockN, mask)
+                        : KVTileRangeOp::create(inner, loc, qStart, qLen, kvLen,
+                                                blockM, blockN, mask);
+                if (rangeMask)
+                  cloneMaskWithoutCaptures(op.getMaskMod(),
+                                           kvRange.getMaskMod());
                 Value lastKvTile =
                     arith::SubIOp::create(inner, loc, kvRange.getEnd(), one);
                 turn = arith::SubIOp::create(inner, loc, lastKvTile,
