@@ -8,13 +8,18 @@
 namespace fa {
 
 int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
-                      int64_t multiprocessors) {
+                      int64_t multiprocessors, int64_t residentBlocks) {
   if (programs <= 0 || keyTiles <= 0 || multiprocessors <= 0)
     return 1;
   // Most of a wave already: splitting adds the merge and saves little.
   if (programs * 5 >= multiprocessors * 4)
     return 1;
   int64_t wanted = (2 * multiprocessors + programs - 1) / programs;
+  // Blocks past one wave would wait for a whole part's time.
+  if (residentBlocks > 0)
+    wanted =
+        std::min(wanted, std::max<int64_t>(1, residentBlocks * multiprocessors /
+                                                  programs));
   int64_t byTiles = keyTiles / kMinTilesPerPart;
   return std::max<int64_t>(1, std::min({wanted, byTiles, kMaxKvParts}));
 }
@@ -38,7 +43,8 @@ KernelSpec fitToPages(KernelSpec spec, int64_t pageRows, int64_t widest) {
 }
 
 KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
-                         int64_t pageRows, const std::string &arch) {
+                         int64_t pageRows, const std::string &arch,
+                         const DecodeShape &shape) {
   if (request.backward || request.blockMaskProgram || queryRows < 1 ||
       queryRows > kDecodeRows || request.blockM || request.numWarps ||
       request.stages)
@@ -56,7 +62,7 @@ KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
       continue;
     KernelSpec candidate = decode;
     candidate.strategy = model->kind;
-    std::optional<KernelSpec> tiles = model->decodeTiles(candidate);
+    std::optional<KernelSpec> tiles = model->decodeTiles(candidate, shape);
     if (!tiles)
       return request;
     // A page the decode tiles do not fit: their rows gathered, which the

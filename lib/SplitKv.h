@@ -11,6 +11,7 @@
 #define FA_LIB_SPLITKV_H
 
 #include "lib/KernelSpec.h"
+#include "lib/Strategy/Registry.h"
 
 #include <cstdint>
 #include <string>
@@ -26,10 +27,11 @@ constexpr int64_t kMinTilesPerPart = 4;
 /// The parts for `programs` unsplit programs (batch x heads x query
 /// tiles) of `keyTiles` K/V tiles each on `multiprocessors` SMs: 1 when
 /// the programs fill the SMs already; else enough parts for about two
-/// blocks per SM, each part at least kMinTilesPerPart tiles, at most
+/// blocks per SM, but no more than one wave of `residentBlocks` blocks an
+/// SM (0: not known), each part at least kMinTilesPerPart tiles, at most
 /// kMaxKvParts.
 int64_t chooseKvParts(int64_t programs, int64_t keyTiles,
-                      int64_t multiprocessors);
+                      int64_t multiprocessors, int64_t residentBlocks = 0);
 
 /// The widest of `widest`, widest / 2, ... down to `narrowest` that divides
 /// `pageRows` (a K/V tile lies in one page of a paged cache), or 0 if none
@@ -56,14 +58,15 @@ constexpr int64_t kDecodeRows = 16;
 
 /// `request` with the decode tiles of the strategy it resolves to (the
 /// first registered one with decode tiles that takes the problem, for
-/// auto; StrategyModel::decodeTiles) where it is a forward of at most
-/// kDecodeRows query rows a head whose tiles are left to the defaults, on
-/// `arch` where the request names none. `pageRows` > 0: a paged cache of
-/// pages of that many rows (a block-n the request sets is kept), read a
-/// tile a page where the block-n divides the page, else row by row
-/// (pageGather). Otherwise `request` unchanged.
+/// auto; StrategyModel::decodeTiles, for `shape`) where it is a forward of
+/// at most kDecodeRows query rows a head whose tiles are left to the
+/// defaults, on `arch` where the request names none. `pageRows` > 0: a
+/// paged cache of pages of that many rows (a block-n the request sets is
+/// kept), read a tile a page where the block-n divides the page, else row
+/// by row (pageGather). Otherwise `request` unchanged.
 KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
-                         int64_t pageRows, const std::string &arch);
+                         int64_t pageRows, const std::string &arch,
+                         const DecodeShape &shape = {});
 
 /// "" when `parts` is a number of parts a caller may ask for (0: the
 /// heuristic's choice, 1: no split, up to kMaxKvParts), else why not.

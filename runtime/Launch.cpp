@@ -395,8 +395,14 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
   // A decode (a few query rows a head) left to the defaults takes its
   // strategy's decode tiles: its time is the K/V read, which small tiles
   // and many blocks stream fastest.
+  // A decode's programs are a query tile a head (decodeTiles' rows hold
+  // every query row).
+  int64_t batch = requested.varlen ? a.cuSeqlensQ.sizes[0] - 1 : a.q.sizes[0];
+  DecodeShape decodeShape{batch * a.q.sizes[1], keyLength,
+                          impl->multiprocessors};
   requested = decodeRequest(requested, queryLength,
-                            requested.pagedKv ? a.k.sizes[2] : 0, impl->arch);
+                            requested.pagedKv ? a.k.sizes[2] : 0, impl->arch,
+                            decodeShape);
   // A K/V tile is read from one page where it can be: tiles left to the
   // defaults get the largest block-n of 64, 32, 16 that divides the page;
   // other pages are read row by row.
@@ -439,28 +445,33 @@ Result Runtime::Impl::chooseForwardParts(const KernelSpec &requested,
   if (split.arch.empty())
     split.arch = arch;
   int64_t bucket = lengthBucket(queryLength, keyLength);
-  std::pair<int64_t, int64_t> tiles;
+  SplitTiles tiles;
   {
     std::lock_guard<std::mutex> lock(mutex);
     RequestKey key(split, bucket, /*tuned=*/false);
     auto it = splitTiles.find(key);
     if (it == splitTiles.end()) {
-      std::pair<int64_t, int64_t> chosen = {0, 0};
+      SplitTiles chosen;
       if (validateSpec(split).empty()) {
         KernelSpec resolved = withDefaults(split, bucket);
-        chosen = {resolved.blockM, resolved.blockN};
+        chosen = {resolved.blockM, resolved.blockN, 0};
+        if (resolved.strategy != Strategy::automatic)
+          if (const StrategyModel &model = strategyModel(resolved.strategy);
+              model.residentBlocks)
+            chosen.residentBlocks = model.residentBlocks(resolved);
       }
       it = splitTiles.emplace(key, chosen).first;
     }
     tiles = it->second;
   }
-  if (tiles.first <= 0 || tiles.second <= 0)
+  if (tiles.blockM <= 0 || tiles.blockN <= 0)
     return {};
   int64_t batch = requested.varlen ? a.cuSeqlensQ.sizes[0] - 1 : a.q.sizes[0];
-  int64_t programs = batch * a.q.sizes[1] *
-                     ((queryLength + tiles.first - 1) / tiles.first);
-  int64_t keyTiles = (keyLength + tiles.second - 1) / tiles.second;
-  parts = chooseKvParts(programs, keyTiles, multiprocessors);
+  int64_t programs =
+      batch * a.q.sizes[1] * ((queryLength + tiles.blockM - 1) / tiles.blockM);
+  int64_t keyTiles = (keyLength + tiles.blockN - 1) / tiles.blockN;
+  parts =
+      chooseKvParts(programs, keyTiles, multiprocessors, tiles.residentBlocks);
   return {};
 }
 

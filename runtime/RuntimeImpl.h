@@ -92,12 +92,14 @@ struct Runtime::Impl {
   /// Requests resolved before (ResolvedRequest.h): a request seen again
   /// costs one lookup.
   std::unordered_map<RequestKey, ResolvedRequest, RequestKey::Hash> requests;
-  /// A split-KV request (and its length bucket) -> the tiles of its first
-  /// default candidate, which chooseForwardParts counts programs with:
-  /// computed once, not per call.
-  std::unordered_map<RequestKey, std::pair<int64_t, int64_t>,
-                     RequestKey::Hash>
-      splitTiles;
+  /// The tiles of a split kernel that chooseForwardParts counts programs
+  /// with, and the blocks of it an SM holds (0: not modelled).
+  struct SplitTiles {
+    int64_t blockM = 0, blockN = 0, residentBlocks = 0;
+  };
+  /// A split-KV request (and its length bucket) -> its first default
+  /// candidate's SplitTiles: computed once, not per call.
+  std::unordered_map<RequestKey, SplitTiles, RequestKey::Hash> splitTiles;
   /// Kernels by the canonical text of their spec: within a runtime the
   /// compiler and the assembler are fixed, so the text names the kernel
   /// and the SHA-256 cache key (which adds both) is computed once per

@@ -1,8 +1,10 @@
 //===- MmaModel.cpp - Resource model of the mma strategy --------*- C++ -*-===//
 #include "lib/Strategy/MmaModel.h"
-#include "lib/Strategy/Registry.h"
+#include "lib/GpuTarget.h"
+#include "lib/SplitKv.h"
 #include "lib/Strategy/Candidates.h"
 #include "lib/Strategy/MmaLayout.h"
+#include "lib/Strategy/Registry.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -304,32 +306,83 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
   return std::move(collector).take({16 * warps, 16 * warps, warps, 1});
 }
 
+/// Keys a decode tile streams where the programs are few (decodeTiles).
+constexpr int64_t kFewProgramsDecodeBlockN = 128;
+/// Parts a program at least (SMs / programs, one block an SM) for the few
+/// programs' tiles: B 1 and 2 with 8 K/V heads on 132 SMs.
+constexpr int64_t kFewProgramsMinParts = 8;
+
+/// Whether a decode of `shape` has so few programs that each part should
+/// stream kFewProgramsDecodeBlockN-key tiles: at one block an SM (their two
+/// stages fill most of its shared memory) the parts are SMs / programs,
+/// and each still gets kMinTilesPerPart of those tiles.
+static bool fewDecodePrograms(const DecodeShape &shape) {
+  if (shape.programs <= 0 || shape.multiprocessors <= 0)
+    return false;
+  int64_t parts = shape.multiprocessors / shape.programs;
+  return parts >= kFewProgramsMinParts &&
+         shape.keys >= parts * kMinTilesPerPart * kFewProgramsDecodeBlockN;
+}
+
 /// Decode tiles: 32 query rows on two warps, 32 keys a tile, two K/V
 /// tiles in flight. A decode tile holds a few real rows (the packed query
 /// heads of one K/V head), so its time is the K/V tiles' read: small tiles
 /// keep the registers low (163 a thread) and five blocks on an SM, which
 /// with the parts' blocks streams the cache at 79% of the H200's DRAM
 /// peak (ncu, B 8, 8k keys; 128 x 64 tiles on four warps: 255 registers,
-/// two blocks an SM, 42%). docs/benchmarks.md (l) has the sweep. Head dims
-/// past 128 take 16 keys a tile (32 spill: a warp's 16 x D accumulator
-/// and Q fragments fill the registers). A block-n the request sets (a
-/// paged cache's) is kept.
-std::optional<KernelSpec> decodeTiles(const KernelSpec &request) {
+/// two blocks an SM, 42%). docs/benchmarks.md (l) has the sweep. Few
+/// programs (fewDecodePrograms) take 128 keys a tile: a part's two stages
+/// then keep 128 KB in flight, where 32-key tiles' parts (two blocks an
+/// SM, as many as the parts heuristic makes) keep 32 KB an SM, too little
+/// to cover the memory's latency (H200, B 1, bf16 D 128, 32/8 heads: 23.0
+/// against 26.7 us at 8k keys, 52.4 against 57.1 at 32k; entry (l)).
+/// Head dims past 128 take 16 keys a tile (32 spill: a warp's 16 x D
+/// accumulator and Q fragments fill the registers). A block-n the request
+/// sets (a paged cache's) is kept.
+std::optional<KernelSpec> decodeTiles(const KernelSpec &request,
+                                      const DecodeShape &shape) {
   if (request.backward || !takesProblem(request.dtype, request.headDim))
     return std::nullopt;
+  std::optional<GpuArch> arch = lookupGpuArch(request.arch);
+  if (!arch)
+    return std::nullopt;
+  int64_t elementBytes = fa::elementBytes(request.dtype);
+  auto fits = [&](const KernelSpec &spec) {
+    Config config{spec.headDim,  spec.blockM, spec.blockN,
+                  spec.numWarps, spec.stages, elementBytes};
+    return checkFits(config, *arch).empty();
+  };
   KernelSpec spec = request;
   spec.blockM = 32;
   spec.numWarps = 2;
   spec.stages = 2;
+  if (!request.blockN && spec.headDim <= 128 && fewDecodePrograms(shape)) {
+    spec.blockN = kFewProgramsDecodeBlockN;
+    if (fits(spec))
+      return spec;
+  }
+  spec.blockN = request.blockN;
   if (!spec.blockN)
     spec.blockN = spec.headDim <= 128 ? 32 : 16;
-  std::optional<GpuArch> arch = lookupGpuArch(spec.arch);
-  int64_t elementBytes = fa::elementBytes(spec.dtype);
-  Config config{spec.headDim, spec.blockM, spec.blockN,
-                spec.numWarps, spec.stages, elementBytes};
-  if (!arch || !checkFits(config, *arch).empty())
+  if (!fits(spec))
     return std::nullopt;
   return spec;
+}
+
+/// Blocks an SM holds of a resolved mma kernel: by its shared memory and
+/// the register estimate.
+int64_t residentBlocks(const KernelSpec &spec) {
+  std::optional<GpuArch> arch = lookupGpuArch(spec.arch);
+  if (!arch || spec.blockM <= 0 || spec.blockN <= 0 || spec.numWarps <= 0 ||
+      spec.stages <= 0)
+    return 0;
+  Config config{spec.headDim,  spec.blockM, spec.blockN,
+                spec.numWarps, spec.stages, fa::elementBytes(spec.dtype)};
+  if (!checkFits(config, *arch).empty())
+    return 0;
+  return occupancy(*arch, spec.numWarps * 32, estimateRegisters(config),
+                   sharedLayout(config).totalBytes)
+      .blocksPerSM;
 }
 
 /// mma.sync on tensor cores: 16-bit inputs, forward and backward.
@@ -357,7 +410,10 @@ const StrategyModel &model() {
       /*warpSpecialized=*/false,
       /*sharedRowChunkBytes=*/16,
       /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}},
-      decodeTiles};
+      decodeTiles,
+      /*referenceTiles=*/nullptr,
+      /*toleratedSpillBytes=*/nullptr,
+      residentBlocks};
   return entry;
 }
 

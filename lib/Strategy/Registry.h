@@ -29,6 +29,13 @@ struct TileGrid {
   std::vector<int64_t> blockM, blockN, numWarps, stages;
 };
 
+/// What a decode's tiles depend on besides its spec: the programs before
+/// any split (batch x heads, a query tile each), the keys each one
+/// streams, and the device's SMs (0 where unknown).
+struct DecodeShape {
+  int64_t programs = 0, keys = 0, multiprocessors = 0;
+};
+
 struct StrategyModel {
   Strategy kind;
   /// The name used everywhere: options, kernel names, cache keys, the
@@ -76,9 +83,10 @@ struct StrategyModel {
   /// of a group of heads, packed; lib/SplitKv.h), whose keys the runtime
   /// splits over parts. `request` (strategy resolved to this one, tiles
   /// unset but for a paged cache's block-n) with the tiles that stream the
-  /// keys fastest, or nullopt where the strategy has none for it (the
-  /// defaults serve). Null: no decode tiles.
-  std::optional<KernelSpec> (*decodeTiles)(const KernelSpec &request) = nullptr;
+  /// keys fastest for `shape`, or nullopt where the strategy has none for
+  /// it (the defaults serve). Null: no decode tiles.
+  std::optional<KernelSpec> (*decodeTiles)(const KernelSpec &request,
+                                           const DecodeShape &shape) = nullptr;
   /// fa-compile's reference kernel: the tiles it fills the tile options a
   /// user leaves out from, for `spec` as given (tile fields 0 where left
   /// out), or nullopt where the defaults serve, as in the runtime. Null:
@@ -89,6 +97,10 @@ struct StrategyModel {
   /// after it (chooseDefaultCandidate takes it with up to that many). Null:
   /// none anywhere (the first candidate without spills wins).
   int64_t (*toleratedSpillBytes)(const KernelSpec &candidate) = nullptr;
+  /// Blocks of the kernel of `resolved` (tiles set) one SM holds at once,
+  /// by the strategy's resource model; 0 where it cannot tell. Null: not
+  /// modelled. (The split-KV parts keep to one wave of them.)
+  int64_t (*residentBlocks)(const KernelSpec &resolved) = nullptr;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

@@ -545,6 +545,21 @@ TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   FakeCuda::get().allocations(&allocated, &freed, &loaded);
   EXPECT_EQ(allocated, 1); // the parts' O and LSE
   EXPECT_EQ(freed, 1);
+  EXPECT_NE(split.name.find("_32x32_"), std::string::npos) << split.name;
+  // Few programs over many keys: 128-key tiles, one block an SM, so the
+  // parts are SMs / programs (132 / 8); eight entries keep 32-key tiles
+  // (grid z: the parts of each entry).
+  for (auto [batch, tiles, parts] :
+       {std::tuple(1, "_32x128_", 16u), std::tuple(8, "_32x32_", 5u)}) {
+    FakeCuda::get().reset();
+    fa::AttentionArgs longer = forwardArgs(next, batch, 32, 8, 1, 8192, 128);
+    r = runtime->forward(spec, longer);
+    ASSERT_TRUE(bool(r)) << r.message;
+    ASSERT_EQ(FakeCuda::get().launchCount(), 2);
+    EXPECT_NE(launchAt(0).name.find(tiles), std::string::npos)
+        << launchAt(0).name;
+    EXPECT_EQ(launchAt(0).grid[2], batch * parts) << "batch " << batch;
+  }
 }
 
 /// Decode with sinks (gpt-oss's). Packed (packQueryGroups with sinks), the

@@ -647,6 +647,71 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   EXPECT_EQ(fa::blockNForPage(24, 32, 1), 8);
 }
 
+/// Few programs (B 1 or 2 at 8 K/V heads on 132 SMs) stream 128-key
+/// tiles, one block an SM, where each of SMs / programs parts still gets
+/// kMinTilesPerPart of them; other decodes keep the 32-key tiles.
+TEST(SplitKv, FewDecodeProgramsStreamWideTiles) {
+  fa::KernelSpec request = defaultTiles({});
+  request.headDim = 128;
+  request.dtype = fa::ElementType::bf16;
+  request.kvLens = true;
+  auto tiles = [&](fa::KernelSpec r, fa::DecodeShape shape,
+                   const std::string &arch = "sm_90a") {
+    r.arch = arch;
+    fa::KernelSpec got = fa::decodeRequest(r, 4, 0, arch, shape);
+    return std::tuple(got.blockM, got.blockN, got.numWarps, got.stages);
+  };
+  using Tiles = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  const Tiles wide{32, 128, 2, 2}, narrow{32, 32, 2, 2};
+  EXPECT_EQ(tiles(request, {8, 8192, 132}), wide); // B 1: 16 parts
+  EXPECT_EQ(tiles(request, {8, 131072, 132}), wide);
+  EXPECT_EQ(tiles(request, {16, 8192, 132}), wide);  // B 2: 8 parts
+  EXPECT_EQ(tiles(request, {8, 8191, 132}), narrow); // a part < 4 tiles
+  EXPECT_EQ(tiles(request, {8, 4096, 132}), narrow);
+  EXPECT_EQ(tiles(request, {24, 32768, 132}), narrow); // 5 parts: too few
+  EXPECT_EQ(tiles(request, {64, 32768, 132}), narrow); // B 8
+  EXPECT_EQ(tiles(request, {8, 8192, 0}), narrow);     // no device
+  EXPECT_EQ(tiles(request, {}), narrow);
+  // 128-key tiles do not fit sm_89's shared memory at D 128; D 64 takes
+  // them; past D 128 the decode tiles stay at 16 keys.
+  EXPECT_EQ(tiles(request, {8, 8192, 132}, "sm_89"), narrow);
+  EXPECT_EQ(tiles(request, {8, 8192, 108}, "sm_80"), wide);
+  fa::KernelSpec small = request;
+  small.headDim = 64;
+  EXPECT_EQ(tiles(small, {8, 8192, 132}), wide);
+  fa::KernelSpec large = request;
+  large.headDim = 256;
+  EXPECT_EQ(std::get<1>(tiles(large, {8, 8192, 132})), 16);
+  // A paged cache: a page of 256 holds two tiles; pages of 16 are gathered;
+  // a block-n the caller set is kept.
+  fa::KernelSpec paged = request;
+  paged.pagedKv = true;
+  fa::KernelSpec whole =
+      fa::decodeRequest(paged, 4, 256, "sm_90a", {8, 8192, 132});
+  EXPECT_EQ(std::tuple(whole.blockN, whole.pageGather), std::tuple(128, false));
+  fa::KernelSpec gathered =
+      fa::decodeRequest(paged, 4, 16, "sm_90a", {8, 8192, 132});
+  EXPECT_EQ(std::tuple(gathered.blockN, gathered.pageGather),
+            std::tuple(128, true));
+  paged.blockN = 64;
+  EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a", {8, 8192, 132}).blockN,
+            64);
+  // One block of the wide tiles an SM (their shared memory), several of
+  // the narrow ones: the parts heuristic keeps to one wave of them.
+  fa::KernelSpec wideSpec =
+      fa::decodeRequest(request, 4, 0, "sm_90a", {8, 8192, 132});
+  wideSpec.arch = "sm_90a";
+  fa::KernelSpec narrowSpec = fa::decodeRequest(request, 4, 0, "sm_90a");
+  narrowSpec.arch = "sm_90a";
+  const fa::StrategyModel &mma = fa::strategyModel(fa::Strategy::mma);
+  ASSERT_NE(mma.residentBlocks, nullptr);
+  EXPECT_EQ(mma.residentBlocks(wideSpec), 1);
+  EXPECT_GE(mma.residentBlocks(narrowSpec), 5);
+  EXPECT_EQ(fa::chooseKvParts(8, 64, 132, 1), 16);  // 8k keys, B 1
+  EXPECT_EQ(fa::chooseKvParts(8, 256, 132, 1), 16); // 32k keys
+  EXPECT_EQ(fa::chooseKvParts(16, 64, 132, 1), 8);  // B 2
+}
+
 TEST(SplitKv, FitToPagesGathersPagesNoTileDivides) {
   fa::KernelSpec request = defaultTiles({});
   request.dtype = fa::ElementType::f16;
@@ -685,22 +750,24 @@ TEST(SplitKv, DecodeTilesDoNotSpill) {
   if (llvm::Expected<std::string> version = fa::ptxasVersion(); !version)
     GTEST_SKIP() << llvm::toString(version.takeError());
   for (int64_t headDim : {64, 128, 256})
-    for (bool split : {false, true}) {
-      fa::KernelSpec request = defaultTiles({});
-      request.headDim = headDim;
-      request.dtype = fa::ElementType::bf16;
-      request.kvLens = true;
-      request.arch = "sm_90a";
-      fa::KernelSpec spec = fa::decodeRequest(request, 4, 0, "sm_90a");
-      spec.splitKv = split;
-      ASSERT_EQ(spec.blockM, 32) << headDim;
-      llvm::Expected<mlir::fa::CompiledKernel> kernel =
-          mlir::fa::compileKernel(spec, /*assemble=*/true);
-      ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
-      for (const fa::KernelResources &r : kernel->resources)
-        EXPECT_FALSE(r.spills())
-            << r.name << ": " << r.spillStoreBytes << " bytes of spill stores";
-    }
+    for (bool split : {false, true})
+      for (int64_t programs : {64, 8}) { // the few programs' tiles too
+        fa::KernelSpec request = defaultTiles({});
+        request.headDim = headDim;
+        request.dtype = fa::ElementType::bf16;
+        request.kvLens = true;
+        request.arch = "sm_90a";
+        fa::KernelSpec spec =
+            fa::decodeRequest(request, 4, 0, "sm_90a", {programs, 32768, 132});
+        spec.splitKv = split;
+        ASSERT_EQ(spec.blockM, 32) << headDim;
+        llvm::Expected<mlir::fa::CompiledKernel> kernel =
+            mlir::fa::compileKernel(spec, /*assemble=*/true);
+        ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+        for (const fa::KernelResources &r : kernel->resources)
+          EXPECT_FALSE(r.spills()) << r.name << ": " << r.spillStoreBytes
+                                   << " bytes of spill stores";
+      }
 }
 
 /// The parts heuristic: none where the programs fill most SMs or the keys
@@ -715,6 +782,11 @@ TEST(SplitKv, ChoosesPartsFromTheProgramsAndTheKeys) {
   EXPECT_EQ(fa::chooseKvParts(1, 100000, 132), fa::kMaxKvParts);
   EXPECT_EQ(fa::chooseKvParts(0, 512, 132), 1);
   EXPECT_EQ(fa::chooseKvParts(8, 512, 0), 1);      // no device
+  // At most one wave of the blocks an SM holds (0: not known).
+  EXPECT_EQ(fa::chooseKvParts(8, 512, 132, 5), 33);
+  EXPECT_EQ(fa::chooseKvParts(64, 512, 132, 5), 5);
+  EXPECT_EQ(fa::chooseKvParts(64, 512, 132, 2), 4);
+  EXPECT_EQ(fa::chooseKvParts(100, 512, 132, 1), 1);
   EXPECT_EQ(fa::checkKvParts(0), "");
   EXPECT_EQ(fa::checkKvParts(128), "");
   EXPECT_EQ(fa::checkKvParts(-1),
