@@ -3,6 +3,7 @@
 #include "compiler/Pipelines.h"
 #include "compiler/Registration.h"
 #include "dialect/FAOps.h"
+#include "lib/GpuTarget.h"
 #include "lib/Strategy/Registry.h"
 #include "lib/Strategy/SpecRules.h"
 
@@ -611,6 +612,10 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
           plan.grid = forward.grid;
           plan.params = std::move(forward.params);
           plan.addCaptures(captures);
+          // The merge waits for the parts itself where the arch lets it
+          // launch early (fa.wait_previous_program).
+          std::optional<::fa::GpuArch> arch = ::fa::lookupGpuArch(spec.arch);
+          plan.dependentLaunch = combine && arch && arch->dependentLaunch;
         });
   }
   if (!spec.backward) {

@@ -1013,6 +1013,43 @@ def FA_MergePartialOp : FA_Op<"merge_partial", [Pure,
   let hasVerifier = 1;
 }
 
+def FA_WaitPreviousProgramOp : FA_Op<"wait_previous_program"> {
+  let summary = "wait for the function's previous program to end";
+  let description = [{
+    Nothing after it runs before every program of the previous grid of the
+    function has ended and its writes are visible. Grids of one function
+    already run one after another; this marks the point up to which a grid
+    may start early: on the GPU (sm_90 and later) its blocks may be launched
+    while the previous kernel still runs (programmatic dependent launch, see
+    `fa.launch_next_program`) and wait here (`griddepcontrol.wait`), so that
+    their launch overlaps the previous kernel. It is the first op of a
+    split-KV forward's `combine` program, which reads the parts' results.
+    Elsewhere (older GPUs, the CPU) it does nothing.
+
+    ```mlir
+    fa.grid (%b, %h, %t) in (%batch, %heads, %tiles) {
+      fa.wait_previous_program
+      ...
+    } {program = "combine"}
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def FA_LaunchNextProgramOp : FA_Op<"launch_next_program"> {
+  let summary = "let the function's next program launch";
+  let description = [{
+    The next grid of the function, whose programs begin with
+    `fa.wait_previous_program`, may be launched once every program of this
+    grid has passed this point (`griddepcontrol.launch_dependents` on sm_90
+    and later; nothing elsewhere). A split-KV forward's `split` program
+    issues it first, so that the merge's blocks are resident and waiting
+    when the parts end. It orders nothing: the wait of the next program
+    still waits for this whole grid.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 //===----------------------------------------------------------------------===//
 // Tile level: the backward
 //===----------------------------------------------------------------------===//

@@ -13,13 +13,14 @@ namespace fa {
 // PTX ISA 8.0 came with CUDA 12.0, 8.1 with 12.1 (the PTX ISA's release
 // notes): the oldest drivers whose JIT reads them.
 // Shared memory: 163 KB a block, 164 KB an SM (sm_80); 99 KB, 100 KB
-// (sm_86, sm_89); 227 KB, 228 KB (sm_90, sm_90a).
+// (sm_86, sm_89); 227 KB, 228 KB (sm_90, sm_90a). Programmatic dependent
+// launch came with sm_90.
 static constexpr GpuArch kArchs[] = {
-    {"sm_80", 166912, "+ptx80", 167936, 2048, 32, false, 12000},
-    {"sm_86", 101376, "+ptx80", 102400, 1536, 16, false, 12000},
-    {"sm_89", 101376, "+ptx80", 102400, 1536, 24, false, 12000},
-    {"sm_90", 232448, "+ptx81", 233472, 2048, 32, true, 12010},
-    {"sm_90a", 232448, "+ptx81", 233472, 2048, 32, true, 12010},
+    {"sm_80", 166912, "+ptx80", 167936, 2048, 32, false, 12000, false},
+    {"sm_86", 101376, "+ptx80", 102400, 1536, 16, false, 12000, false},
+    {"sm_89", 101376, "+ptx80", 102400, 1536, 24, false, 12000, false},
+    {"sm_90", 232448, "+ptx81", 233472, 2048, 32, true, 12010, true},
+    {"sm_90a", 232448, "+ptx81", 233472, 2048, 32, true, 12010, true},
 };
 
 Occupancy occupancy(const GpuArch &arch, int64_t threads, int64_t registers,

@@ -21,6 +21,9 @@ struct GpuArch {
   /// The oldest CUDA driver whose JIT takes that PTX ISA, as
   /// cuDriverGetVersion reports it (1000 * major + 10 * minor).
   int minimumDriverVersion;
+  /// Programmatic dependent launch (griddepcontrol, PTX 7.8, sm_90): a
+  /// kernel may be launched while the one before it in its stream runs.
+  bool dependentLaunch;
 };
 
 /// The architecture called `name`, or nullopt if we do not generate for it.

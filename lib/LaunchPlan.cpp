@@ -292,6 +292,7 @@ llvm::json::Value LaunchPlan::toJson() const {
                             {"threads", threads},
                             {"shared_bytes", sharedBytes},
                             {"persistent", persistent},
+                            {"dependent_launch", dependentLaunch},
                             {"tensor_maps", std::move(mapsJson)},
                             {"params", std::move(paramsJson)}};
 }
@@ -391,6 +392,13 @@ std::optional<LaunchPlan> LaunchPlan::fromJson(const llvm::json::Value &json) {
     if (!value)
       return std::nullopt;
     plan.persistent = *value;
+  }
+  // Nor did dependent launches.
+  if (const llvm::json::Value *dependent = object->get("dependent_launch")) {
+    std::optional<bool> value = dependent->getAsBoolean();
+    if (!value)
+      return std::nullopt;
+    plan.dependentLaunch = *value;
   }
   if (std::optional<llvm::StringRef> function = object->getString("function"))
     plan.function = function->str();

@@ -32,21 +32,24 @@ struct ProblemExtents {
 };
 
 /// Query rows per program of a split-KV forward's combine kernel (fewer
-/// when the query tiles are smaller).
-constexpr int64_t kCombineRows = 16;
+/// when the query tiles are smaller): a decode's packed rows (a K/V head's
+/// query heads, 4 for 32/8 heads), so that a block's threads spend nothing
+/// on rows past them. (With 16, three quarters of a decode's merge went to
+/// empty rows: ncu, H100, B 1, 8k keys, 16 parts: 7.7 us for 8 blocks whose
+/// warps issued every 5.3 cycles, against 20 us for the parts.)
+constexpr int64_t kCombineRows = 4;
 /// Parts the combine kernel reads before it merges them: the merge of one
 /// part waits for the previous one, so a loop that loaded and merged one
 /// part at a time would wait out a global load's latency per part. At
 /// B = 1 a decode's combine is 8 blocks walking up to 128 parts: the
-/// rounds of loads are its time (H200: 33 parts, 4 a round, 16 us).
-/// Head dims past 128 load half as many (registers).
+/// rounds of loads are its time (H200: 33 parts, 4 a round, 16 us). A
+/// thread holds a row's 4 columns in 32 (8 past D 128): 64 values a round.
 constexpr int64_t combinePartsInFlight(int64_t headDim) {
-  return headDim <= 128 ? 8 : 4;
+  return headDim <= 128 ? 16 : 8;
 }
 /// Warps of a combine kernel's block, whatever the split kernel's (fewer
-/// where its tiles have too few rows for them): a thread then holds at most
-/// two rows of a 16-row tile, each row costing its own addresses and
-/// exponentials for every part in flight.
+/// where its tiles have too few rows for them: a warp a row of the
+/// kCombineRows).
 constexpr int64_t kCombineWarps = 8;
 
 /// Element types of the tensors a variant captures.
@@ -180,6 +183,10 @@ struct LaunchPlan {
   /// The kernel walks the grid's tiles itself (a tile scheduler in each
   /// block): it is launched with min(tiles, SMs) blocks along x.
   bool persistent = false;
+  /// The kernel may be launched while the one before it runs (programmatic
+  /// dependent launch): it waits for that one itself
+  /// (fa.wait_previous_program). A split-KV forward's combine on sm_90.
+  bool dependentLaunch = false;
   int64_t threads = 0;     // block size (x)
   int64_t sharedBytes = 0; // dynamic shared memory of a block
   /// The kernel's first parameters, in order (none for most kernels).

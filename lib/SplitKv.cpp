@@ -62,7 +62,9 @@ KernelSpec decodeRequest(const KernelSpec &request, int64_t queryRows,
       continue;
     KernelSpec candidate = decode;
     candidate.strategy = model->kind;
-    std::optional<KernelSpec> tiles = model->decodeTiles(candidate, shape);
+    DecodeShape paged = shape;
+    paged.pageRows = pageRows;
+    std::optional<KernelSpec> tiles = model->decodeTiles(candidate, paged);
     if (!tiles)
       return request;
     // A page the decode tiles do not fit: their rows gathered, which the

@@ -32,6 +32,7 @@ namespace fa {
   X(cuFuncSetAttribute)                                                        \
   X(cuFuncGetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
+  X(cuLaunchKernelEx)                                                          \
   X(cuGetErrorName)                                                            \
   X(cuGetErrorString)                                                          \
   X(cuMemAlloc_v2)                                                             \

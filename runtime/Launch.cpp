@@ -210,6 +210,33 @@ Result Runtime::Impl::launchAll(
     }
     if (empty)
       continue; // nothing to compute (e.g. no keys: no dK/dV tiles)
+    // A kernel that waits for the one before it itself (a split-KV
+    // forward's merge on sm_90) may be launched while that one runs: its
+    // launch and prologue overlap the parts' last blocks.
+    if (plan.dependentLaunch) {
+      CUlaunchAttribute overlap;
+      std::memset(&overlap, 0, sizeof(overlap));
+      overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      overlap.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config;
+      std::memset(&config, 0, sizeof(config));
+      config.gridDimX = grid[0];
+      config.gridDimY = grid[1];
+      config.gridDimZ = grid[2];
+      config.blockDimX = unsigned(plan.threads);
+      config.blockDimY = config.blockDimZ = 1;
+      config.sharedMemBytes = unsigned(plan.sharedBytes);
+      config.hStream = stream;
+      config.attrs = &overlap;
+      config.numAttrs = 1;
+      if (Result r = cudaCheck(driver->cuLaunchKernelEx(&config,
+                                                        entry.functions[launch],
+                                                        params.data(), nullptr),
+                               "cuLaunchKernelEx");
+          !r)
+        return r;
+      continue;
+    }
     if (Result r = cudaCheck(
             driver->cuLaunchKernel(entry.functions[launch], grid[0], grid[1],
                                    grid[2], unsigned(plan.threads), 1, 1,

@@ -96,6 +96,28 @@ static llvm::SmallDenseSet<unsigned> otherProgramsMaps(func::FuncOp func,
   return others;
 }
 
+/// The order between a kernel and the one before it: where `target`
+/// launches kernels early (programmatic dependent launch), the program's
+/// wait for the previous one and its release of the next one become
+/// `griddepcontrol`; elsewhere kernels run one after another and both
+/// mean nothing.
+void lowerProgramOrder(gpu::GPUFuncOp kernel, const ::fa::GpuArch &target) {
+  kernel.walk([&](Operation *op) {
+    std::optional<NVVM::GridDepActionKind> action;
+    if (isa<WaitPreviousProgramOp>(op))
+      action = NVVM::GridDepActionKind::wait;
+    else if (isa<LaunchNextProgramOp>(op))
+      action = NVVM::GridDepActionKind::launch_dependents;
+    else
+      return;
+    if (target.dependentLaunch) {
+      OpBuilder builder(op);
+      NVVM::GriddepcontrolOp::create(builder, op->getLoc(), *action);
+    }
+    op->erase();
+  });
+}
+
 /// Moves the program `grid` of `func` into a kernel of `kernels` named
 /// `name`; the grid's indices become block ids (x: tile, y: head, z:
 /// batch). The kernel takes the function's parameters but the tensor maps
@@ -239,6 +261,7 @@ struct FAConvertPlacedToGPUPass
           outlineKernel(program.func, program.grid, program.name, kernels);
       if (failed(kernel))
         return signalPassFailure();
+      lowerProgramOrder(*kernel, *target);
       auto launch = (*kernel)->getAttrOfType<LaunchAttr>(
           FADialect::getLaunchAttrName());
       kernelsByStrategy[stringifyStrategyKind(launch.getStrategy())]

@@ -796,6 +796,22 @@ static LogicalResult lowerPassTurn(PassTurnOp op, PassTurnOp::Adaptor adaptor,
   return success();
 }
 
+/// fa.wait_previous_program and fa.launch_next_program: the CPU runs the
+/// grids one after another, so there is nothing to wait for or release.
+static LogicalResult
+lowerWaitPreviousProgram(WaitPreviousProgramOp op,
+                         WaitPreviousProgramOp::Adaptor,
+                         ConversionPatternRewriter &rewriter) {
+  rewriter.eraseOp(op);
+  return success();
+}
+static LogicalResult
+lowerLaunchNextProgram(LaunchNextProgramOp op, LaunchNextProgramOp::Adaptor,
+                       ConversionPatternRewriter &rewriter) {
+  rewriter.eraseOp(op);
+  return success();
+}
+
 namespace {
 
 struct FALowerTilesToLinalgPass
@@ -828,7 +844,8 @@ struct FALowerTilesToLinalgPass
                  lowerJoinRowSinks, lowerSinkGrad, lowerMergePartial,
                  lowerAccumulateTotal, lowerTileTotal, lowerFinalize,
                  lowerRowDot, lowerRecomputeProbs, lowerSoftmaxGrad,
-                 lowerAccumulateTile, lowerWaitTurn, lowerPassTurn);
+                 lowerAccumulateTile, lowerWaitTurn, lowerPassTurn,
+                 lowerWaitPreviousProgram, lowerLaunchNextProgram);
     populateTileRangeLowering(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -163,6 +163,10 @@ void AttentionTiler::build() {
   if (split)
     grid.setProgram("split");
   builder.setInsertionPointToStart(&grid.getBodyBlock());
+  // The merge's programs may launch now and wait for the parts (their
+  // launch overlaps this grid).
+  if (split)
+    LaunchNextProgramOp::create(builder, loc);
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
   Value part, numParts;
   if (split) {
@@ -423,6 +427,8 @@ void AttentionTiler::buildCombine(Value batch, Value qHeads, Value qLen) {
   grid.setRagged(varlen);
   grid.setProgram("combine");
   builder.setInsertionPointToStart(&grid.getBodyBlock());
+  // Launched while the parts run: nothing of theirs is read before this.
+  WaitPreviousProgramOp::create(builder, loc);
   Value b = grid.getBatchIndex(), h = grid.getHeadIndex();
   Value rowsBatch = b;
   SmallVector<Value, 2> qRows;

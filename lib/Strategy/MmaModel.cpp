@@ -309,15 +309,20 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
 /// Keys a decode tile streams where the programs are few (decodeTiles).
 constexpr int64_t kFewProgramsDecodeBlockN = 128;
 /// Parts a program at least (SMs / programs, one block an SM) for the few
-/// programs' tiles: B 1 and 2 with 8 K/V heads on 132 SMs.
-constexpr int64_t kFewProgramsMinParts = 8;
+/// programs' tiles: B 1 with 8 K/V heads on 132 SMs (at B 2 the H100
+/// measured them 2% slower at 8k and 32k keys, 2% faster at 128k).
+constexpr int64_t kFewProgramsMinParts = 16;
 
 /// Whether a decode of `shape` has so few programs that each part should
 /// stream kFewProgramsDecodeBlockN-key tiles: at one block an SM (their two
 /// stages fill most of its shared memory) the parts are SMs / programs,
-/// and each still gets kMinTilesPerPart of those tiles.
+/// and each still gets kMinTilesPerPart of those tiles. Not for pages that
+/// hold no whole tile: their rows gathered in 128-key tiles measured
+/// 1.1-1.4x slower than in 32-key ones (H100, pages of 16).
 static bool fewDecodePrograms(const DecodeShape &shape) {
   if (shape.programs <= 0 || shape.multiprocessors <= 0)
+    return false;
+  if (shape.pageRows % kFewProgramsDecodeBlockN != 0)
     return false;
   int64_t parts = shape.multiprocessors / shape.programs;
   return parts >= kFewProgramsMinParts &&
@@ -335,7 +340,8 @@ static bool fewDecodePrograms(const DecodeShape &shape) {
 /// then keep 128 KB in flight, where 32-key tiles' parts (two blocks an
 /// SM, as many as the parts heuristic makes) keep 32 KB an SM, too little
 /// to cover the memory's latency (H200, B 1, bf16 D 128, 32/8 heads: 23.0
-/// against 26.7 us at 8k keys, 52.4 against 57.1 at 32k; entry (l)).
+/// against 26.7 us at 8k keys, 52.4 against 57.1 at 32k, entry (l); H100:
+/// 28.8 against 30.8 us at 8k, 195.9 against 201.4 at 128k, entry (an)).
 /// Head dims past 128 take 16 keys a tile (32 spill: a warp's 16 x D
 /// accumulator and Q fragments fill the registers). A block-n the request
 /// sets (a paged cache's) is kept.

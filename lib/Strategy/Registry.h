@@ -31,9 +31,10 @@ struct TileGrid {
 
 /// What a decode's tiles depend on besides its spec: the programs before
 /// any split (batch x heads, a query tile each), the keys each one
-/// streams, and the device's SMs (0 where unknown).
+/// streams, the device's SMs (0 where unknown) and a paged cache's page
+/// rows (0: not paged).
 struct DecodeShape {
-  int64_t programs = 0, keys = 0, multiprocessors = 0;
+  int64_t programs = 0, keys = 0, multiprocessors = 0, pageRows = 0;
 };
 
 struct StrategyModel {

@@ -27,6 +27,7 @@ typedef struct fake_function {
 typedef struct fake_launch {
   char name[FAKE_NAME_BYTES];
   unsigned grid[3], block[3], shared_bytes;
+  int dependent; /* launched with programmatic stream serialization */
 } fake_launch;
 
 static fake_launch launches[FAKE_MAX_LAUNCHES];
@@ -55,6 +56,14 @@ fake_cuda_launch(int64_t i, unsigned grid[3], unsigned block[3],
   memcpy(block, launches[i].block, sizeof(launches[i].block));
   *shared_bytes = launches[i].shared_bytes;
   return launches[i].name;
+}
+/* 1 when launch i may overlap the one before it (programmatic dependent
+   launch), 0 when not, -1 past the last. */
+__attribute__((visibility("default"))) int
+fake_cuda_launch_dependent(int64_t i) {
+  if (i < 0 || i >= launch_count || i >= FAKE_MAX_LAUNCHES)
+    return -1;
+  return launches[i].dependent;
 }
 __attribute__((visibility("default"))) void
 fake_cuda_allocations(int64_t *allocated, int64_t *freed, int64_t *loaded) {
@@ -202,8 +211,28 @@ CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy,
     l->grid[0] = gx, l->grid[1] = gy, l->grid[2] = gz;
     l->block[0] = bx, l->block[1] = by, l->block[2] = bz;
     l->shared_bytes = shared_bytes;
+    l->dependent = 0;
   }
   ++launch_count;
+  return CUDA_SUCCESS;
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
+                          void **params, void **extra) {
+  if (!config || (config->numAttrs && !config->attrs))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (fails("cuLaunchKernelEx"))
+    return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  CUresult result = cuLaunchKernel(
+      function, config->gridDimX, config->gridDimY, config->gridDimZ,
+      config->blockDimX, config->blockDimY, config->blockDimZ,
+      config->sharedMemBytes, config->hStream, params, extra);
+  if (result != CUDA_SUCCESS || launch_count > FAKE_MAX_LAUNCHES)
+    return result;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id ==
+            CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+        config->attrs[i].value.programmaticStreamSerializationAllowed)
+      launches[launch_count - 1].dependent = 1;
   return CUDA_SUCCESS;
 }
 CUresult cuGetErrorName(CUresult error, const char **name) {

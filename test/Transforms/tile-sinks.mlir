@@ -50,7 +50,7 @@ func.func @forward_per_row(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %
 // CHECK: program = "split"
 // CHECK: fa.grid
 // CHECK: fa.merge_partial
-// CHECK: fa.join_row_sinks %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}, %{{.*}} : memref<?xf32>, tensor<16xf32>
+// CHECK: fa.join_row_sinks %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}, %{{.*}} : memref<?xf32>, tensor<4xf32>
 // CHECK: program = "combine"
 func.func @split_per_row(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>, %v: memref<?x?x?x64xf32>,
                          %o: memref<?x?x?x64xf32>, %lse: memref<?x?x?xf32>, %sinks: memref<?xf32>,

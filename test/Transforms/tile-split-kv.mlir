@@ -11,7 +11,10 @@
 // CHECK-SAME: %[[Q:[^:]*]]: memref<?x?x?x128xbf16>, %{{[^:]*}}: memref<?x?x?x128xbf16>, %{{[^:]*}}: memref<?x?x?x128xbf16>, %[[O:[^:]*]]: memref<?x?x?x128xbf16>, %[[LSE:[^:]*]]: memref<?x?x?xf32>, %[[SINKS:[^:]*]]: memref<?xf32>, %[[PO:[^:]*]]: memref<?x?x?x128xf32>, %[[PLSE:[^:]*]]: memref<?x?x?xf32>)
 // CHECK: %[[BATCH:.*]] = memref.dim %[[Q]], %c0
 // CHECK: %[[PARTS_BATCH:.*]] = memref.dim %[[PO]], %c0
+// The split program first lets the combine launch (its programs then
+// wait for every part: fa.wait_previous_program).
 // CHECK: fa.grid (%[[P:.*]], %[[H:.*]], %[[QT:.*]]) in (%[[PARTS_BATCH]], %{{.*}}, %{{.*}}) {
+// CHECK-NEXT: fa.launch_next_program
 // CHECK: %[[PART:.*]] = arith.divui %[[P]], %[[BATCH]]
 // CHECK: %[[B:.*]] = arith.remui %[[P]], %[[BATCH]]
 // CHECK: %[[PARTS:.*]] = arith.divui %[[PARTS_BATCH]], %[[BATCH]]
@@ -25,45 +28,47 @@
 // CHECK: fa.store_tile %[[PLSE_TILE]], %[[PLSE]][%[[ENTRY]], %[[H]], %{{.*}}] : tensor<32xf32>
 // CHECK: } attributes {program = "split"}
 
-// "combine" runs each tile of 16 query rows once: it merges the N parts
-// into (0, -inf) by their log-sum-exps, then the sink joins the merged
-// result as the online softmax's state (m = LSE, l = 1), and O (rounded
-// to bf16) and LSE are stored. The parts come in chunks of eight (D <=
-// 128), loaded before they are merged (a merge waits for the one before
-// it: loads issued one part at a time would wait out their latency per
-// part); the N % 8 parts after the last whole chunk are merged one at a
-// time.
+// "combine" runs each tile of 4 query rows once (a decode's packed rows):
+// it merges the N parts into (0, -inf) by their log-sum-exps, then the
+// sink joins the merged result as the online softmax's state (m = LSE,
+// l = 1), and O (rounded to bf16) and LSE are stored. The parts come in
+// chunks of sixteen (D <= 128), loaded before they are merged (a merge
+// waits for the one before it: loads issued one part at a time would wait
+// out their latency per part); the N % 16 parts after the last whole chunk
+// are merged one at a time.
 // CHECK: fa.grid (%[[CB:.*]], %[[CH:.*]], %[[CT:.*]]) in (%[[BATCH]], %{{.*}}, %{{.*}}) {
-// CHECK: %[[ROW:.*]] = arith.muli %[[CT]], %c16
+// CHECK-NEXT: fa.wait_previous_program
+// CHECK-NOT: fa.load_tile
+// CHECK: %[[ROW:.*]] = arith.muli %[[CT]], %c4
 // CHECK: %[[N:.*]] = arith.divui %[[PARTS_BATCH]], %[[BATCH]]
-// CHECK: %[[NC:.*]] = arith.divui %[[N]], %c8
-// CHECK: %[[WHOLE:.*]] = arith.muli %[[NC]], %c8
-// CHECK: %[[CHUNKS:.*]]:2 = scf.for %[[C:.*]] = %c0 to %[[WHOLE]] step %c8 iter_args(%[[CACC:.*]] = %{{.*}}, %[[CSTATE:.*]] = %{{.*}}) -> (tensor<16x128xf32>, tensor<16xf32>)
+// CHECK: %[[NC:.*]] = arith.divui %[[N]], %c16
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[NC]], %c16
+// CHECK: %[[CHUNKS:.*]]:2 = scf.for %[[C:.*]] = %c0 to %[[WHOLE]] step %c16 iter_args(%[[CACC:.*]] = %{{.*}}, %[[CSTATE:.*]] = %{{.*}}) -> (tensor<4x128xf32>, tensor<4xf32>)
 // CHECK: %[[CE0:.*]] = arith.addi %{{.*}}, %[[CB]]
 // CHECK: %[[T0:.*]] = fa.load_tile %[[PO]][%[[CE0]], %[[CH]], %[[ROW]]]
 // CHECK: %[[L0:.*]] = fa.load_tile %[[PLSE]][%[[CE0]], %[[CH]], %[[ROW]]]
 // CHECK: %[[C1:.*]] = arith.addi %[[C]], %c1
 // CHECK: %[[T1:.*]] = fa.load_tile %[[PO]]
 // CHECK: %[[L1:.*]] = fa.load_tile %[[PLSE]]
-// CHECK-COUNT-6: arith.addi %[[C]], %c{{[2-7]}}
-// CHECK: %[[L7:.*]] = fa.load_tile %[[PLSE]]
+// CHECK-COUNT-14: arith.addi %[[C]], %c{{[2-9]|1[0-5]}}
+// CHECK: %[[L15:.*]] = fa.load_tile %[[PLSE]]
 // CHECK-NEXT: %[[O0:.*]], %[[S0:.*]] = fa.merge_partial %[[CACC]], %[[CSTATE]] with %[[T0]], %[[L0]]
 // CHECK-NEXT: %[[O1:.*]], %[[S1:.*]] = fa.merge_partial %[[O0]], %[[S0]] with %[[T1]], %[[L1]]
-// CHECK-COUNT-5: fa.merge_partial
-// CHECK-NEXT: %[[O7:.*]], %[[S7:.*]] = fa.merge_partial %{{.*}} with %{{.*}}, %[[L7]]
-// CHECK-NEXT: scf.yield %[[O7]], %[[S7]]
-// CHECK: %[[MERGED:.*]]:2 = scf.for %[[S:.*]] = %[[WHOLE]] to %[[N]] step %c1 iter_args(%[[ACC:.*]] = %[[CHUNKS]]#0, %[[STATE:.*]] = %[[CHUNKS]]#1) -> (tensor<16x128xf32>, tensor<16xf32>)
+// CHECK-COUNT-13: fa.merge_partial
+// CHECK-NEXT: %[[O15:.*]], %[[S15:.*]] = fa.merge_partial %{{.*}} with %{{.*}}, %[[L15]]
+// CHECK-NEXT: scf.yield %[[O15]], %[[S15]]
+// CHECK: %[[MERGED:.*]]:2 = scf.for %[[S:.*]] = %[[WHOLE]] to %[[N]] step %c1 iter_args(%[[ACC:.*]] = %[[CHUNKS]]#0, %[[STATE:.*]] = %[[CHUNKS]]#1) -> (tensor<4x128xf32>, tensor<4xf32>)
 // CHECK: %[[SB2:.*]] = arith.muli %[[S]], %[[BATCH]]
 // CHECK: %[[E:.*]] = arith.addi %[[SB2]], %[[CB]]
-// CHECK: %[[T:.*]] = fa.load_tile %[[PO]][%[[E]], %[[CH]], %[[ROW]]] : memref<?x?x?x128xf32> -> tensor<16x128xf32>
-// CHECK: %[[TL:.*]] = fa.load_tile %[[PLSE]][%[[E]], %[[CH]], %[[ROW]]] : memref<?x?x?xf32> -> tensor<16xf32>
-// CHECK: %[[NO:.*]], %[[NL:.*]] = fa.merge_partial %[[ACC]], %[[STATE]] with %[[T]], %[[TL]] : tensor<16x128xf32>, tensor<16xf32>
+// CHECK: %[[T:.*]] = fa.load_tile %[[PO]][%[[E]], %[[CH]], %[[ROW]]] : memref<?x?x?x128xf32> -> tensor<4x128xf32>
+// CHECK: %[[TL:.*]] = fa.load_tile %[[PLSE]][%[[E]], %[[CH]], %[[ROW]]] : memref<?x?x?xf32> -> tensor<4xf32>
+// CHECK: %[[NO:.*]], %[[NL:.*]] = fa.merge_partial %[[ACC]], %[[STATE]] with %[[T]], %[[TL]] : tensor<4x128xf32>, tensor<4xf32>
 // CHECK: scf.yield %[[NO]], %[[NL]]
 // CHECK: %[[SINK:.*]] = memref.load %[[SINKS]][%[[CH]]]
-// CHECK: %[[M:.*]], %[[L:.*]], %[[ALPHA:.*]] = fa.join_sink %[[SINK]], %[[MERGED]]#1, %{{.*}} : tensor<16xf32>
+// CHECK: %[[M:.*]], %[[L:.*]], %[[ALPHA:.*]] = fa.join_sink %[[SINK]], %[[MERGED]]#1, %{{.*}} : tensor<4xf32>
 // CHECK: %[[R:.*]] = fa.rescale %[[MERGED]]#0, %[[ALPHA]]
 // CHECK: %[[OUT:.*]], %[[OUT_LSE:.*]] = fa.finalize %[[R]], %[[M]], %[[L]]
-// CHECK: %[[OUT16:.*]] = arith.truncf %[[OUT]] : tensor<16x128xf32> to tensor<16x128xbf16>
+// CHECK: %[[OUT16:.*]] = arith.truncf %[[OUT]] : tensor<4x128xf32> to tensor<4x128xbf16>
 // CHECK: fa.store_tile %[[OUT16]], %[[O]][%[[CB]], %[[CH]], %[[ROW]]]
 // CHECK: fa.store_tile %[[OUT_LSE]], %[[LSE]][%[[CB]], %[[CH]], %[[ROW]]]
 // CHECK: } attributes {program = "combine"}

@@ -33,6 +33,7 @@ struct FakeCuda {
   void (*reset)() = nullptr;
   void (*fail)(const char *, int64_t) = nullptr;
   int (*tensorMapSwizzle)(int64_t) = nullptr;
+  int (*launchDependent)(int64_t) = nullptr;
 
   static const FakeCuda &get() {
     static const FakeCuda fake = [] {
@@ -52,13 +53,15 @@ struct FakeCuda {
           reinterpret_cast<decltype(f.fail)>(dlsym(library, "fake_cuda_fail"));
       f.tensorMapSwizzle = reinterpret_cast<decltype(f.tensorMapSwizzle)>(
           dlsym(library, "fake_cuda_tensor_map_swizzle"));
+      f.launchDependent = reinterpret_cast<decltype(f.launchDependent)>(
+          dlsym(library, "fake_cuda_launch_dependent"));
       return f;
     }();
     return fake;
   }
   bool present() const {
     return launchCount && launch && allocations && reset && fail &&
-           tensorMapSwizzle;
+           launchDependent && tensorMapSwizzle;
   }
 };
 
@@ -541,6 +544,10 @@ TEST_F(FakeDriver, DecodeSplitsTheKeysThenCombines) {
   EXPECT_GE(split.grid[2], 2u) << "parts";
   EXPECT_EQ(combine.grid[1], 8u);
   EXPECT_EQ(combine.grid[2], 1u);
+  // On sm_90 the merge is launched while the parts run (it waits for them
+  // itself: griddepcontrol.wait); the parts' kernel is launched plainly.
+  EXPECT_EQ(FakeCuda::get().launchDependent(0), 0);
+  EXPECT_EQ(FakeCuda::get().launchDependent(1), 1);
   int64_t allocated, freed, loaded;
   FakeCuda::get().allocations(&allocated, &freed, &loaded);
   EXPECT_EQ(allocated, 1); // the parts' O and LSE

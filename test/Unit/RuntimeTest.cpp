@@ -512,6 +512,18 @@ TEST(LaunchPlan, GridParamsAndJson) {
   ASSERT_TRUE(persistentBack.has_value());
   EXPECT_TRUE(persistentBack->persistent);
   EXPECT_FALSE(back->persistent);
+  // A dependent launch round-trips; plans stored without it have none.
+  fa::LaunchPlan dependent = plan;
+  dependent.dependentLaunch = true;
+  std::optional<fa::LaunchPlan> dependentBack =
+      fa::LaunchPlan::fromJson(dependent.toJson());
+  ASSERT_TRUE(dependentBack.has_value());
+  EXPECT_TRUE(dependentBack->dependentLaunch);
+  EXPECT_FALSE(back->dependentLaunch);
+  EXPECT_FALSE(parse((std::string("{") + grid +
+                      R"(, "threads": 128, "shared_bytes": 0, "params": [],
+                      "dependent_launch": "yes"})")
+                         .c_str()));
   EXPECT_FALSE(parse((std::string("{") + grid +
                       R"(, "threads": 128, "shared_bytes": 0, "params": [],
                       "persistent": 1})")
@@ -545,7 +557,7 @@ TEST(LaunchPlan, SplitKvKernels) {
   EXPECT_EQ(split.launchGrid(problem, 132),
             (std::array<int64_t, 3>{1, 8, 21}));
   EXPECT_EQ(combine.launchGrid(problem, 132),
-            (std::array<int64_t, 3>{3, 8, 3})); // 40 rows in tiles of 16
+            (std::array<int64_t, 3>{10, 8, 3})); // 40 rows in tiles of 4
   std::vector<Plan::Operand> params = {
       Plan::Operand::query,         Plan::Operand::key,
       Plan::Operand::value,         Plan::Operand::output,
@@ -556,11 +568,11 @@ TEST(LaunchPlan, SplitKvKernels) {
   EXPECT_EQ(Plan::rankOf(Plan::Operand::partialOutput), 4);
   EXPECT_EQ(Plan::rankOf(Plan::Operand::partialLse), 3);
   // Query tiles smaller than kCombineRows: the combine takes the tile.
-  EXPECT_EQ(Plan::forwardAttention("g", 8, 64, 0, false, false, false, false,
+  EXPECT_EQ(Plan::forwardAttention("g", 2, 64, 0, false, false, false, false,
                                    Plan::ForwardKernel::combine)
                 .grid[0]
                 .tile,
-            8);
+            2);
   std::optional<Plan> back = Plan::fromJson(split.toJson());
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->grid[2].extent, Plan::Extent::partsBatch);
@@ -647,9 +659,10 @@ TEST(SplitKv, DecodeRequestTakesTheDecodeTiles) {
   EXPECT_EQ(fa::blockNForPage(24, 32, 1), 8);
 }
 
-/// Few programs (B 1 or 2 at 8 K/V heads on 132 SMs) stream 128-key
-/// tiles, one block an SM, where each of SMs / programs parts still gets
-/// kMinTilesPerPart of them; other decodes keep the 32-key tiles.
+/// Few programs (B 1 at 8 K/V heads on 132 SMs) stream 128-key tiles, one
+/// block an SM, where each of SMs / programs parts still gets
+/// kMinTilesPerPart of them and a paged cache's pages hold whole tiles;
+/// other decodes keep the 32-key tiles.
 TEST(SplitKv, FewDecodeProgramsStreamWideTiles) {
   fa::KernelSpec request = defaultTiles({});
   request.headDim = 128;
@@ -665,34 +678,40 @@ TEST(SplitKv, FewDecodeProgramsStreamWideTiles) {
   const Tiles wide{32, 128, 2, 2}, narrow{32, 32, 2, 2};
   EXPECT_EQ(tiles(request, {8, 8192, 132}), wide); // B 1: 16 parts
   EXPECT_EQ(tiles(request, {8, 131072, 132}), wide);
-  EXPECT_EQ(tiles(request, {16, 8192, 132}), wide);  // B 2: 8 parts
+  EXPECT_EQ(tiles(request, {4, 16896, 132}), wide);  // 33 parts
   EXPECT_EQ(tiles(request, {8, 8191, 132}), narrow); // a part < 4 tiles
   EXPECT_EQ(tiles(request, {8, 4096, 132}), narrow);
-  EXPECT_EQ(tiles(request, {24, 32768, 132}), narrow); // 5 parts: too few
+  EXPECT_EQ(tiles(request, {16, 32768, 132}), narrow); // B 2: 8 parts
+  EXPECT_EQ(tiles(request, {24, 32768, 132}), narrow);
   EXPECT_EQ(tiles(request, {64, 32768, 132}), narrow); // B 8
   EXPECT_EQ(tiles(request, {8, 8192, 0}), narrow);     // no device
   EXPECT_EQ(tiles(request, {}), narrow);
   // 128-key tiles do not fit sm_89's shared memory at D 128; D 64 takes
   // them; past D 128 the decode tiles stay at 16 keys.
   EXPECT_EQ(tiles(request, {8, 8192, 132}, "sm_89"), narrow);
-  EXPECT_EQ(tiles(request, {8, 8192, 108}, "sm_80"), wide);
+  EXPECT_EQ(tiles(request, {4, 16384, 108}, "sm_80"), wide);
   fa::KernelSpec small = request;
   small.headDim = 64;
   EXPECT_EQ(tiles(small, {8, 8192, 132}), wide);
   fa::KernelSpec large = request;
   large.headDim = 256;
   EXPECT_EQ(std::get<1>(tiles(large, {8, 8192, 132})), 16);
-  // A paged cache: a page of 256 holds two tiles; pages of 16 are gathered;
-  // a block-n the caller set is kept.
+  // A paged cache: a page of 256 holds two tiles; pages that hold no
+  // whole 128-key tile keep the 32-key tiles (read a tile a page, or
+  // gathered); a block-n the caller set is kept.
   fa::KernelSpec paged = request;
   paged.pagedKv = true;
   fa::KernelSpec whole =
       fa::decodeRequest(paged, 4, 256, "sm_90a", {8, 8192, 132});
   EXPECT_EQ(std::tuple(whole.blockN, whole.pageGather), std::tuple(128, false));
+  fa::KernelSpec pages64 =
+      fa::decodeRequest(paged, 4, 64, "sm_90a", {8, 8192, 132});
+  EXPECT_EQ(std::tuple(pages64.blockN, pages64.pageGather),
+            std::tuple(32, false));
   fa::KernelSpec gathered =
       fa::decodeRequest(paged, 4, 16, "sm_90a", {8, 8192, 132});
   EXPECT_EQ(std::tuple(gathered.blockN, gathered.pageGather),
-            std::tuple(128, true));
+            std::tuple(32, true));
   paged.blockN = 64;
   EXPECT_EQ(fa::decodeRequest(paged, 4, 256, "sm_90a", {8, 8192, 132}).blockN,
             64);
@@ -709,7 +728,6 @@ TEST(SplitKv, FewDecodeProgramsStreamWideTiles) {
   EXPECT_GE(mma.residentBlocks(narrowSpec), 5);
   EXPECT_EQ(fa::chooseKvParts(8, 64, 132, 1), 16);  // 8k keys, B 1
   EXPECT_EQ(fa::chooseKvParts(8, 256, 132, 1), 16); // 32k keys
-  EXPECT_EQ(fa::chooseKvParts(16, 64, 132, 1), 8);  // B 2
 }
 
 TEST(SplitKv, FitToPagesGathersPagesNoTileDivides) {
@@ -768,6 +786,31 @@ TEST(SplitKv, DecodeTilesDoNotSpill) {
           EXPECT_FALSE(r.spills()) << r.name << ": " << r.spillStoreBytes
                                    << " bytes of spill stores";
       }
+}
+
+/// A split-KV forward's combine kernel waits for the parts itself on sm_90
+/// (fa.wait_previous_program), so its plan launches it while they run;
+/// older archs launch both plainly.
+TEST(SplitKv, CombineLaunchesWhileThePartsRunOnSm90) {
+  for (const char *arch : {"sm_90a", "sm_80"}) {
+    fa::KernelSpec spec;
+    spec.headDim = 64;
+    spec.dtype = fa::ElementType::bf16;
+    spec.strategy = fa::Strategy::mma;
+    spec.kvLens = true;
+    spec.splitKv = true;
+    spec.arch = arch;
+    spec.blockM = 32, spec.blockN = 32, spec.numWarps = 2, spec.stages = 2;
+    llvm::Expected<mlir::fa::CompiledKernel> kernel =
+        mlir::fa::compileKernel(spec, /*assemble=*/false);
+    ASSERT_TRUE(bool(kernel)) << llvm::toString(kernel.takeError());
+    ASSERT_EQ(kernel->launches.size(), 2u);
+    EXPECT_FALSE(kernel->launches[0].dependentLaunch) << arch;
+    EXPECT_EQ(kernel->launches[1].dependentLaunch,
+              std::string(arch) == "sm_90a");
+    bool waits = kernel->ptx.find("griddepcontrol.wait") != std::string::npos;
+    EXPECT_EQ(waits, std::string(arch) == "sm_90a");
+  }
 }
 
 /// The parts heuristic: none where the programs fill most SMs or the keys
