@@ -3,13 +3,13 @@
 #include "compiler/Pipelines.h"
 #include "compiler/Registration.h"
 #include "dialect/FAOps.h"
-#include "lib/GpuTarget.h"
 #include "lib/Strategy/Registry.h"
 #include "lib/Strategy/SpecRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -515,6 +515,12 @@ mlir::fa::readKernelLaunches(ModuleOp module) {
     plan.sharedBytes = launch.getSharedBytes();
     plan.threads = launch.getThreads();
     plan.persistent = op->hasAttr(FADialect::getPersistentAttrName());
+    // A kernel that waits for the one before it (fa.wait_previous_program
+    // where the arch launches early) may be launched while that one runs.
+    op->walk([&](NVVM::GriddepcontrolOp control) {
+      if (control.getKind() == NVVM::GridDepActionKind::wait)
+        plan.dependentLaunch = true;
+    });
     if (auto maps =
             op->getAttrOfType<ArrayAttr>(FADialect::getTensorMapsAttrName()))
       for (Attribute map : maps) {
@@ -612,10 +618,6 @@ static LogicalResult planLaunches(ModuleOp module, const ::fa::KernelSpec &spec,
           plan.grid = forward.grid;
           plan.params = std::move(forward.params);
           plan.addCaptures(captures);
-          // The merge waits for the parts itself where the arch lets it
-          // launch early (fa.wait_previous_program).
-          std::optional<::fa::GpuArch> arch = ::fa::lookupGpuArch(spec.arch);
-          plan.dependentLaunch = combine && arch && arch->dependentLaunch;
         });
   }
   if (!spec.backward) {

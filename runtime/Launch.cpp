@@ -421,9 +421,8 @@ Result Runtime::forward(const KernelSpec &requestedSpec,
                                           : a.k.sizes[2];
   // A decode (a few query rows a head) left to the defaults takes its
   // strategy's decode tiles: its time is the K/V read, which small tiles
-  // and many blocks stream fastest.
-  // A decode's programs are a query tile a head (decodeTiles' rows hold
-  // every query row).
+  // and many blocks stream fastest, or wider ones where the programs (a
+  // query tile a head: the tile holds every query row) are few.
   int64_t batch = requested.varlen ? a.cuSeqlensQ.sizes[0] - 1 : a.q.sizes[0];
   DecodeShape decodeShape{batch * a.q.sizes[1], keyLength,
                           impl->multiprocessors};
@@ -481,11 +480,7 @@ Result Runtime::Impl::chooseForwardParts(const KernelSpec &requested,
       SplitTiles chosen;
       if (validateSpec(split).empty()) {
         KernelSpec resolved = withDefaults(split, bucket);
-        chosen = {resolved.blockM, resolved.blockN, 0};
-        if (resolved.strategy != Strategy::automatic)
-          if (const StrategyModel &model = strategyModel(resolved.strategy);
-              model.residentBlocks)
-            chosen.residentBlocks = model.residentBlocks(resolved);
+        chosen = {resolved.blockM, resolved.blockN, residentBlocks(resolved)};
       }
       it = splitTiles.emplace(key, chosen).first;
     }

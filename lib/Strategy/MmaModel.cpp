@@ -306,6 +306,12 @@ std::vector<KernelSpec> backwardCandidates(const KernelSpec &request,
   return std::move(collector).take({16 * warps, 16 * warps, warps, 1});
 }
 
+/// The placement config of `spec`'s tiles.
+static Config configOf(const KernelSpec &spec) {
+  return {spec.headDim,  spec.blockM, spec.blockN,
+          spec.numWarps, spec.stages, fa::elementBytes(spec.dtype)};
+}
+
 /// Keys a decode tile streams where the programs are few (decodeTiles).
 constexpr int64_t kFewProgramsDecodeBlockN = 128;
 /// Parts a program at least (SMs / programs, one block an SM) for the few
@@ -352,11 +358,8 @@ std::optional<KernelSpec> decodeTiles(const KernelSpec &request,
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   if (!arch)
     return std::nullopt;
-  int64_t elementBytes = fa::elementBytes(request.dtype);
   auto fits = [&](const KernelSpec &spec) {
-    Config config{spec.headDim,  spec.blockM, spec.blockN,
-                  spec.numWarps, spec.stages, elementBytes};
-    return checkFits(config, *arch).empty();
+    return checkFits(configOf(spec), *arch).empty();
   };
   KernelSpec spec = request;
   spec.blockM = 32;
@@ -382,8 +385,7 @@ int64_t residentBlocks(const KernelSpec &spec) {
   if (!arch || spec.blockM <= 0 || spec.blockN <= 0 || spec.numWarps <= 0 ||
       spec.stages <= 0)
     return 0;
-  Config config{spec.headDim,  spec.blockM, spec.blockN,
-                spec.numWarps, spec.stages, fa::elementBytes(spec.dtype)};
+  Config config = configOf(spec);
   if (!checkFits(config, *arch).empty())
     return 0;
   return occupancy(*arch, spec.numWarps * 32, estimateRegisters(config),

@@ -325,6 +325,13 @@ int64_t toleratedSpillBytes(const KernelSpec &candidate) {
   return model.toleratedSpillBytes ? model.toleratedSpillBytes(candidate) : 0;
 }
 
+int64_t residentBlocks(const KernelSpec &resolved) {
+  if (resolved.strategy == Strategy::automatic)
+    return 0;
+  const StrategyModel &model = strategyModel(resolved.strategy);
+  return model.residentBlocks ? model.residentBlocks(resolved) : 0;
+}
+
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
                      const std::string &ptxasVersion) {
   llvm::SHA256 hash;

@@ -52,6 +52,11 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &spec,
 /// toleratedSpillBytes); 0 for most, and where the strategy is not resolved.
 int64_t toleratedSpillBytes(const KernelSpec &candidate);
 
+/// Blocks of `resolved`'s kernel (tiles set) an SM holds at once, by its
+/// strategy's resource model (StrategyModel::residentBlocks); 0 where the
+/// strategy models none or is not resolved.
+int64_t residentBlocks(const KernelSpec &resolved);
+
 /// Hex SHA-256 of everything that determines a compiled kernel: the compiler
 /// version, the canonical spec, the target arch and the ptxas version.
 std::string cacheKey(const KernelSpec &spec, const std::string &compilerVersion,
