@@ -8,10 +8,12 @@ that wait as the merge's time. Beside it, the streaming read of the same
 bytes (torch.sum, L2 flushed, kernel time) as in bench_decode.py.
 
     python3 bench/bench_decode_graph.py [--shapes 1:8192,1:32768,8:8192]
-        [--heads 32 --kv-heads 8 --head-dim 128] [--label NAME]
+        [--heads 32 --kv-heads 8 --head-dim 128] [--page 0] [--label NAME]
 
-A shape is B:context (bf16; every entry holds `context` keys). Each
-graph's results are checked equal to the eager calls' bit for bit.
+A shape is B:context (bf16; every entry holds `context` keys). --page P:
+a paged cache of P-row pages (each copy's pages of all entries shuffled in
+one pool, as bench_decode.py's). Each graph's results are checked equal to
+the eager calls' bit for bit.
 """
 
 import argparse
@@ -66,13 +68,15 @@ def main():
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--kv-heads", type=int, default=8)
     parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--page", type=int, default=0)
     parser.add_argument("--label", default="fa")
     args = parser.parse_args()
     hq, hkv, d = args.heads, args.kv_heads, args.head_dim
     for shape in args.shapes.split(","):
         batch, context = (int(x) for x in shape.split(":"))
         nbytes = 2 * batch * context * hkv * d * 2
-        copies = max(2, int(200e6 // nbytes) + 1)
+        # (At most a graph's calls: each copy's output is compared.)
+        copies = min(40, max(2, int(200e6 // nbytes) + 1))
         torch.manual_seed(0)
         q = torch.randn(batch, 1, hq, d, device="cuda", dtype=torch.bfloat16)
         caches = [tuple(torch.randn(batch, context, hkv, d, device="cuda",
@@ -80,10 +84,23 @@ def main():
                   for _ in range(copies)]
         lens = torch.full((batch,), context, dtype=torch.int32,
                           device="cuda")
+        tables = [None] * copies
+        if args.page:
+            per_entry = context // args.page
+            for c in range(copies):
+                order = torch.randperm(batch * per_entry, device="cuda")
+                tables[c] = order.view(batch, per_entry).to(torch.int32)
+                caches[c] = tuple(
+                    torch.empty(batch * per_entry, args.page, hkv, d,
+                                device="cuda", dtype=torch.bfloat16)
+                    .index_copy_(0, order, t.view(batch * per_entry,
+                                                  args.page, hkv, d))
+                    for t in caches[c])
 
         def step(i):
             k, v = caches[i % copies]
             return fa.flash_attn_with_kvcache(q, k, v, cache_seqlens=lens,
+                                              block_table=tables[i % copies],
                                               check_lengths=False)
         us, same = graph_us(step, copies)
         del caches
@@ -93,8 +110,9 @@ def main():
             lambda: torch.sum(buffer, dtype=torch.float32)) * 1e3
         del buffer
         torch.cuda.empty_cache()
-        print(f"{args.label}: B {batch} ctx {context}: {us:.1f} us a call "
-              f"({nbytes / us / 1e3:.0f} GB/s), read {read_us:.1f} us: "
+        paged = f" pages of {args.page}" if args.page else ""
+        print(f"{args.label}: B {batch} ctx {context}{paged}: {us:.1f} us a "
+              f"call ({nbytes / us / 1e3:.0f} GB/s), read {read_us:.1f} us: "
               f"{read_us / us:.2f} of the read; equal to eager: {same}",
               flush=True)
 
