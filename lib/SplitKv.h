@@ -26,7 +26,8 @@ constexpr int64_t kMinTilesPerPart = 4;
 
 /// The parts for `programs` unsplit programs (batch x heads x query
 /// tiles) of `keyTiles` K/V tiles each on `multiprocessors` SMs: 1 when
-/// the programs fill the SMs already; else enough parts for about two
+/// the programs fill the SMs already (two blocks an SM where
+/// `residentBlocks` >= 2, else one); else enough parts for about two
 /// blocks per SM, but no more than one wave of `residentBlocks` blocks an
 /// SM (0: not known), each part at least kMinTilesPerPart tiles, at most
 /// kMaxKvParts.

@@ -828,6 +828,12 @@ TEST(SplitKv, ChoosesPartsFromTheProgramsAndTheKeys) {
   // At most one wave of the blocks an SM holds (0: not known).
   EXPECT_EQ(fa::chooseKvParts(8, 512, 132, 5), 33);
   EXPECT_EQ(fa::chooseKvParts(64, 512, 132, 5), 5);
+  // Where two blocks fit an SM, programs that fill one wave of one block
+  // each are still split (B 16 at 8 K/V heads), two blocks an SM are not.
+  EXPECT_EQ(fa::chooseKvParts(128, 512, 132, 5), 3);
+  EXPECT_EQ(fa::chooseKvParts(128, 512, 132, 1), 1);
+  EXPECT_EQ(fa::chooseKvParts(212, 512, 132, 5), 1);
+  EXPECT_EQ(fa::chooseKvParts(200, 512, 132, 5), 2);
   EXPECT_EQ(fa::chooseKvParts(64, 512, 132, 2), 4);
   EXPECT_EQ(fa::chooseKvParts(100, 512, 132, 1), 1);
   EXPECT_EQ(fa::checkKvParts(0), "");
