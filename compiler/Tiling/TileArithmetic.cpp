@@ -247,6 +247,12 @@ static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
             one));
   // An empty range is [begin, begin): no tile, and no negative count.
   end = arith::MaxSIOp::create(b, loc, end, begin);
+  // (Bounds that say "no key" put begin far past the tiles: back to their
+  // end.)
+  if (hasConstraintWithout(*formula, kKeyIndexArg)) {
+    begin = arith::MinSIOp::create(b, loc, begin, numTiles);
+    end = arith::MinSIOp::create(b, loc, end, numTiles);
+  }
   return {begin, end};
 }
 
@@ -316,6 +322,12 @@ static std::pair<Value, Value> buildQTileRange(OpBuilder &b, Location loc,
         arith::AddIOp::create(
             b, loc, arith::FloorDivSIOp::create(b, loc, rows.hi, blockM), one));
   end = arith::MaxSIOp::create(b, loc, end, begin);
+  // (Bounds that say "no row" put begin far past the tiles: back to their
+  // end.)
+  if (hasConstraintWithout(*formula, kQueryIndexArg)) {
+    begin = arith::MinSIOp::create(b, loc, begin, numTiles);
+    end = arith::MinSIOp::create(b, loc, end, numTiles);
+  }
   return {begin, end};
 }
 

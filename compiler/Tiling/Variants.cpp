@@ -469,6 +469,20 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
     AffineIndexForm rest = formula.form;
     int64_t c = rest.coefficients[arg];
     rest.coefficients[arg] = 0;
+    if (c == 0) {
+      // Without `arg` the constraint keeps every value of it or none, as
+      // the box's other indices allow: none where even the least of the
+      // form over the box is positive (prefix-LM's kv < n for a K/V tile
+      // past the prefix: its `or` with the causal side then bounds the
+      // query rows by the causal side alone, not by all of them).
+      Value least = formExtreme(b, loc, rest, box, /*largest=*/false);
+      Value holds = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                          least, indexConst(b, loc, 0));
+      Value far = indexConst(b, loc, kUnboundedIndex);
+      Value nearFar = indexConst(b, loc, -kUnboundedIndex);
+      return {arith::SelectOp::create(b, loc, holds, nearFar, far),
+              arith::SelectOp::create(b, loc, holds, far, nearFar)};
+    }
     if (c != 1 && c != -1)
       return {};
     Value least = formExtreme(b, loc, rest, box, /*largest=*/false);
@@ -505,6 +519,14 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
   }
   }
   return {};
+}
+
+bool mlir::fa::hasConstraintWithout(const MaskFormula &formula, unsigned arg) {
+  if (formula.kind == MaskFormula::Kind::constraint)
+    return formula.form.coefficients[arg] == 0;
+  return llvm::any_of(formula.children, [&](const MaskFormula &child) {
+    return hasConstraintWithout(child, arg);
+  });
 }
 
 bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {

@@ -148,13 +148,20 @@ Value buildKeepsWholeBox(OpBuilder &b, Location loc,
 /// kQueryIndexArg) for which the mask can keep a score with the other
 /// arguments in `box` (the box's range of `arg` is ignored); a null side
 /// is unbounded. Constraints in which `arg` has a coefficient other than
-/// +1 or -1 do not bound it.
+/// +1, -1 or 0 do not bound it; one without `arg` gives all of it
+/// (-+kUnboundedIndex) or none ([kUnboundedIndex, -kUnboundedIndex]), as
+/// it can hold in the box or not.
+constexpr int64_t kUnboundedIndex = int64_t(1) << 40;
 struct IndexBounds {
   Value lo, hi;
 };
 IndexBounds buildIndexBounds(OpBuilder &b, Location loc,
                              const MaskFormula &formula, const IndexBox &box,
                              unsigned arg);
+
+/// Whether `formula` has a constraint without index argument `arg` (whose
+/// bounds may then say "none": buildIndexBounds).
+bool hasConstraintWithout(const MaskFormula &formula, unsigned arg);
 
 /// Whether, for every query row, the keys `formula` keeps are exactly the
 /// interval buildIndexBounds gives for that row alone (a conjunction of

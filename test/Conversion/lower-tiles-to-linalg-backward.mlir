@@ -20,6 +20,42 @@ func.func @q_tile_range(%kv_start: index, %sq: index, %sk: index) -> (index, ind
 
 // -----
 
+// Prefix-LM (kv < 512 or the causal side): the query rows of a K/V tile are
+// all of them only while the tile starts inside the prefix (the `kv < 512`
+// side holds somewhere in it: kv_start - 511 <= 0); past it that side keeps
+// nothing (+2^40 as the low bound) and the causal side's first row bounds
+// the range (its first row kv_start + Sq - Sk). The range stays within the
+// tiles.
+// CHECK-LABEL: func @q_tile_range_prefix_lm
+// CHECK-SAME: (%[[KV:[^:]*]]: index, %[[SQ:[^:]*]]: index, %[[SK:[^:]*]]: index
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[SQ]], %c16
+// CHECK: %[[LEAST:.*]] = arith.addi %c-511, %[[KV]]
+// CHECK: %[[HOLDS:.*]] = arith.cmpi sle, %[[LEAST]], %{{.*}}
+// CHECK: %[[LO:.*]] = arith.select %[[HOLDS]], %c-1099511627776, %c1099511627776
+// CHECK: %[[UNION:.*]] = arith.minsi %[[LO]], %{{.*}}
+// CHECK: %[[FIRST:.*]] = arith.floordivsi %[[UNION]], %c16
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %c0, %[[FIRST]]
+// CHECK: %[[END:.*]] = arith.maxsi %[[TILES]], %[[BEGIN]]
+// CHECK: %[[BEGIN_IN:.*]] = arith.minsi %[[BEGIN]], %[[TILES]]
+// CHECK: %[[END_IN:.*]] = arith.minsi %[[END]], %[[TILES]]
+// CHECK: return %[[BEGIN_IN]], %[[END_IN]]
+func.func @q_tile_range_prefix_lm(%kv_start: index, %sq: index, %sk: index,
+                                  %b: index, %h: index) -> (index, index) {
+  %begin, %end = fa.q_tile_range %kv_start, %sq, %sk at(%b, %h) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+  ^bb0(%b0: index, %h0: index, %q_idx: index, %kv_idx: index, %q_len: index, %kv_len: index):
+    %prefix = arith.constant 512 : index
+    %in_prefix = arith.cmpi slt, %kv_idx, %prefix : index
+    %shift = arith.subi %kv_len, %q_len : index
+    %diag = arith.addi %q_idx, %shift : index
+    %causal = arith.cmpi sle, %kv_idx, %diag : index
+    %keep = arith.ori %in_prefix, %causal : i1
+    fa.yield %keep : i1
+  }
+  return %begin, %end : index, index
+}
+
+// -----
+
 // D = rowsum(dO * O), widened to f32 and reduced over the columns.
 // CHECK-LABEL: func @row_dot
 // CHECK: linalg.fill
