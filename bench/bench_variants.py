@@ -6,7 +6,7 @@ own plain kernel, forward and forward + backward, in one run.
         [--json out.json] [--no-flex] [--only softcap,alibi]
 
 FlashAttention's convention (B*S = 16384 tokens, H*D = 2048, D = 128),
-causal. TFLOP/s are counted on the scores a variant keeps (a sliding window
+causal (prefix-LM: its own mask only). TFLOP/s are counted on the scores a variant keeps (a sliding window
 of W: each row's min(i + 1, W + 1) keys; packed documents: the causal
 pairs inside each document), so a kernel that skips the tiles
 a mask drops keeps its rate; "time / plain" says how much of the plain
@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover
 
 WINDOW = 1024
 DOCUMENT = 1024  # mean document length of the packed-documents mask
+PREFIX = 512  # prefix-LM's prompt: every query sees it, then causal
 
 
 def kept_pairs(seq, window):
@@ -79,6 +80,12 @@ def variants(heads, batch, seq):
                                causal=True)
     return [
         ("causal", {}, None, None, causal),
+        # Not causal: the prompt's keys for every row, causal after them
+        # (the rows before the prompt's end see all of it).
+        (f"prefix {PREFIX}", {"mask_mod": V.prefix_lm(PREFIX),
+                              "causal": False}, None,
+         lambda b, h, q, kv: (kv < PREFIX) | (q >= kv),
+         causal + PREFIX * (PREFIX - 1) // 2),
         (f"window {WINDOW}", {"mask_mod": V.sliding_window(WINDOW, 0)}, None,
          lambda b, h, q, kv: (q - kv <= WINDOW), kept_pairs(seq, WINDOW)),
         ("softcap 50", {"score_mod": V.softcap(50.0)},
@@ -200,13 +207,14 @@ def main():
                 continue
             flops = 4 * batch * heads * d * pairs
             start = time.perf_counter()
-            fa.attention(q, k, v, causal=True, **kwargs)
+            kwargs = {"causal": True, **kwargs}
+            fa.attention(q, k, v, **kwargs)
             torch.cuda.synchronize()
             first = time.perf_counter() - start
-            fwd = lambda: fa.attention(q, k, v, causal=True, **kwargs)
+            fwd = lambda: fa.attention(q, k, v, **kwargs)
 
             def fwd_bwd():
-                out = fa.attention(q, k, v, causal=True, **kwargs)
+                out = fa.attention(q, k, v, **kwargs)
                 torch.autograd.grad(out, (q, k, v), grad)
             start = time.perf_counter()
             fwd_bwd()
@@ -225,6 +233,8 @@ def main():
                     return qi >= kv
                 mask_fn = causal_mask if mask_mod is None else \
                     (lambda b, h, qi, kv: (qi >= kv) & mask_mod(b, h, qi, kv))
+                if not kwargs["causal"]:
+                    mask_fn = mask_mod
                 # A mask that reads the batch (documents) gets one block
                 # mask per batch element.
                 per_batch = name.startswith("docs")
