@@ -85,6 +85,7 @@
 #include "compiler/Passes.h"
 #include "compiler/Schedule/PersistentSchedule.h"
 #include "compiler/Schedule/WarpSpecialization.h"
+#include "compiler/Tiling/Variants.h"
 #include "compiler/Utils/IRUtils.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
@@ -505,7 +506,10 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
   // an item is a tile and its mirror), and the (batch, head) pairs whose K
   // and V fill the L2 budget: budget / (Sk x 2 rows x row bytes), at least
   // one (all i32; the runtime checks that the tiles fit).
-  bool mirrored = forward && ranges[0].getMask() == MaskKind::causal;
+  bool mirrored =
+      forward && (ranges[0].getMask() == MaskKind::causal ||
+                  (!ranges[0].getMaskMod().empty() &&
+                   visitedKeysGrowWithQuery(ranges[0].getMaskMod())));
   WorkRounds work;
   Value sectionPairs;
   if (isPersistent) {

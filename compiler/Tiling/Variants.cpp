@@ -838,6 +838,21 @@ KeyIntervals keptKeys(const MaskFormula &formula,
 }
 } // namespace
 
+bool mlir::fa::visitedKeysGrowWithQuery(Region &maskMod) {
+  std::optional<MaskFormula> formula = analyzeAffineMask(maskMod);
+  if (!formula)
+    return false;
+  constexpr int64_t length = 4096;
+  std::array<int64_t, kNumVariantIndexArgs> args{};
+  args[kQueryLenArg] = args[kKeyLenArg] = length;
+  auto hullAt = [&](int64_t row) -> int64_t {
+    args[kQueryIndexArg] = row;
+    KeyIntervals keys = keptKeys(*formula, args, length);
+    return keys.empty() ? 0 : keys.back().second - keys.front().first;
+  };
+  return hullAt(length - 1) >= 2 * std::max<int64_t>(hullAt(length / 4), 1);
+}
+
 std::optional<double> mlir::fa::countKeptScores(Region &maskMod, MaskKind mask,
                                                 int64_t qLen, int64_t kvLen,
                                                 int64_t batch, int64_t head) {

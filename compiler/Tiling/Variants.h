@@ -111,6 +111,14 @@ struct MaskFormula {
 /// analysis does not read): such a mask is tested per element everywhere.
 std::optional<MaskFormula> analyzeAffineMask(Region &maskMod);
 
+/// Whether the keys a query row visits (the hull of those an affine
+/// mask_mod keeps) grow with the row as the causal mask's do: with 4096
+/// queries and keys, the last row's hull at least twice the quarter row's
+/// (prefix-LM; not a sliding window). The persistent forward then pairs
+/// each query tile with its mirror, as for the causal mask, so that its
+/// work items are about equally long.
+bool visitedKeysGrowWithQuery(Region &maskMod);
+
 /// The scores a mask_mod keeps (with `mask`, the causal mask or none) in
 /// program (`batch`, `head`) of a `qLen` x `kvLen` problem, counted exactly
 /// row by row: each row's kept keys are intervals, those of a constraint

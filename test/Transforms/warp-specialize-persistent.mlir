@@ -193,6 +193,67 @@ func.func @attention_full(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
 
 // -----
 
+// A mask_mod whose visited keys grow with the query row as the causal
+// mask's do (prefix-LM: the prompt, then causal) pairs each tile with its
+// mirror as the causal mask does: (T + 1) / 2 items per pair.
+// CHECK-LABEL: func.func @prefix_lm
+// CHECK: %[[TILES:.*]] = arith.ceildivui
+// CHECK: %[[T:.*]] = arith.index_castui %[[TILES]] : index to i32
+// CHECK: %[[TPLUS:.*]] = arith.addi %[[T]], %c1_i32 : i32
+// CHECK: arith.divui %[[TPLUS]], %c2_i32 : i32
+// CHECK: fa.persistent
+func.func @prefix_lm(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
+                     %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
+                     %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    into memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index, %q_len: index,
+         %kv_len: index):
+      %prefix = arith.constant 512 : index
+      %in_prefix = arith.cmpi slt, %kv_idx, %prefix : index
+      %shift = arith.subi %kv_len, %q_len : index
+      %diag = arith.addi %q_idx, %shift : index
+      %causal = arith.cmpi sle, %kv_idx, %diag : index
+      %keep = arith.ori %in_prefix, %causal : i1
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+// A sliding window visits as many keys from every row: T items per pair.
+// CHECK-LABEL: func.func @window
+// CHECK: %[[TILES:.*]] = arith.ceildivui
+// CHECK: %[[PAIRS:.*]] = arith.index_castui %{{.*}} : index to i32
+// CHECK: %[[T:.*]] = arith.index_castui %[[TILES]] : index to i32
+// CHECK: %[[ITEMS:.*]] = arith.muli %[[PAIRS]], %[[T]] : i32
+// CHECK: fa.persistent
+func.func @window(%q: memref<?x?x?x128xf16>, %k: memref<?x?x?x128xf16>,
+                  %v: memref<?x?x?x128xf16>, %o: memref<?x?x?x128xf16>,
+                  %lse: memref<?x?x?xf32>) {
+  fa.attention %q, %k, %v into %o, %lse {scale = 0.0883883461 : f32}
+    : memref<?x?x?x128xf16>, memref<?x?x?x128xf16>, memref<?x?x?x128xf16>
+    into memref<?x?x?x128xf16>, memref<?x?x?xf32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %q_idx: index, %kv_idx: index, %q_len: index,
+         %kv_len: index):
+      %shift = arith.subi %kv_len, %q_len : index
+      %diag = arith.addi %q_idx, %shift : index
+      %window = arith.constant 256 : index
+      %first = arith.subi %diag, %window : index
+      %after = arith.cmpi sge, %kv_idx, %first : index
+      %before = arith.cmpi sle, %kv_idx, %diag : index
+      %keep = arith.andi %after, %before : i1
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
 // A varlen batch's grid is ragged (its tile count bounds the packed rows):
 // one block per tile of the longest sequence, not the persistent rounds,
 // and the TMA loads keep the sequence's rows and limit.
