@@ -168,6 +168,26 @@ std::optional<AffineIndexForm> combine(const AffineIndexForm &a,
   for (unsigned i = 0; i < kNumVariantIndexArgs; ++i)
     if (!add(a.coefficients[i], b.coefficients[i], sum.coefficients[i]))
       return std::nullopt;
+  // Floor terms of one form and divisor add up (floor(x / c) - floor(x /
+  // c) cancels); the others are kept side by side.
+  sum.floors = a.floors;
+  for (FloorTerm term : b.floors) {
+    if (llvm::MulOverflow(term.coefficient, sign, term.coefficient))
+      return std::nullopt;
+    auto same = llvm::find_if(sum.floors, [&](const FloorTerm &other) {
+      return other.divisor == term.divisor && other.constant == term.constant &&
+             other.coefficients == term.coefficients;
+    });
+    if (same == sum.floors.end()) {
+      sum.floors.push_back(term);
+      continue;
+    }
+    if (llvm::AddOverflow(same->coefficient, term.coefficient,
+                          same->coefficient))
+      return std::nullopt;
+  }
+  llvm::erase_if(sum.floors,
+                 [](const FloorTerm &term) { return term.coefficient == 0; });
   return sum;
 }
 
@@ -177,7 +197,8 @@ std::optional<AffineIndexForm> scaleForm(const AffineIndexForm &a,
 }
 
 bool isConstantForm(const AffineIndexForm &form) {
-  return llvm::all_of(form.coefficients, [](int64_t c) { return c == 0; });
+  return form.floors.empty() &&
+         llvm::all_of(form.coefficients, [](int64_t c) { return c == 0; });
 }
 
 /// The affine form of an integer value of the mask region.
@@ -226,6 +247,23 @@ std::optional<AffineIndexForm> formOf(Value value, Block &block) {
       return scaleForm(lhs, rhs.constant);
     if (isConstantForm(lhs))
       return scaleForm(rhs, lhs.constant);
+  }
+  // floor(form / c), c > 0 a constant: a chunk's index (chunked masks).
+  if (isa<arith::FloorDivSIOp>(op)) {
+    auto operands = binary();
+    if (!operands)
+      return std::nullopt;
+    auto [lhs, rhs] = *operands;
+    if (!isConstantForm(rhs) || rhs.constant <= 0 || !lhs.floors.empty())
+      return std::nullopt;
+    AffineIndexForm form;
+    if (isConstantForm(lhs)) {
+      form.constant = llvm::divideFloorSigned(lhs.constant, rhs.constant);
+      return form;
+    }
+    form.floors.push_back(
+        FloorTerm{1, lhs.constant, rhs.constant, lhs.coefficients});
+    return form;
   }
   return std::nullopt;
 }
@@ -363,7 +401,8 @@ static bool impliedByCausal(const AffineIndexForm &form) {
   causal[kQueryIndexArg] = -1;
   causal[kKeyLenArg] = -1;
   causal[kQueryLenArg] = 1;
-  return form.coefficients == causal && form.constant <= 0;
+  return form.floors.empty() && form.coefficients == causal &&
+         form.constant <= 0;
 }
 
 MaskFormula mlir::fa::dropImpliedByCausal(const MaskFormula &formula) {
@@ -401,8 +440,18 @@ IndexBox mlir::fa::variantTileBox(OpBuilder &b, Location loc, Value batch,
   return box;
 }
 
+/// The linear part of a floor term.
+static AffineIndexForm innerForm(const FloorTerm &term) {
+  AffineIndexForm inner;
+  inner.constant = term.constant;
+  inner.coefficients = term.coefficients;
+  return inner;
+}
+
 /// The largest (or smallest) value of `form` over `box`: each argument at
-/// the end its coefficient's sign picks.
+/// the end its coefficient's sign picks (a floor term's form too: the
+/// floor keeps the order; for a sum of floor terms this bounds the
+/// extreme rather than meeting it).
 static Value formExtreme(OpBuilder &b, Location loc,
                          const AffineIndexForm &form, const IndexBox &box,
                          bool largest) {
@@ -413,6 +462,16 @@ static Value formExtreme(OpBuilder &b, Location loc,
       continue;
     Value x = (c > 0) == largest ? box.hi[i] : box.lo[i];
     Value term = c == 1 ? x : mulConst(b, loc, x, c);
+    sum = arith::AddIOp::create(b, loc, sum, term);
+  }
+  for (const FloorTerm &floor : form.floors) {
+    Value x = formExtreme(b, loc, innerForm(floor), box,
+                          (floor.coefficient > 0) == largest);
+    Value chunk = arith::FloorDivSIOp::create(
+        b, loc, x, indexConst(b, loc, floor.divisor));
+    Value term = floor.coefficient == 1
+                     ? chunk
+                     : mulConst(b, loc, chunk, floor.coefficient);
     sum = arith::AddIOp::create(b, loc, sum, term);
   }
   return sum;
@@ -469,6 +528,41 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
     AffineIndexForm rest = formula.form;
     int64_t c = rest.coefficients[arg];
     rest.coefficients[arg] = 0;
+    auto holdsArg = [&](const FloorTerm &term) {
+      return term.coefficients[arg] != 0;
+    };
+    if (llvm::any_of(rest.floors, holdsArg)) {
+      // d * floor((x + g) / C) + rest <= 0 with d = +-1 and x = `arg` in
+      // that one floor term alone (a chunked mask's chunk of x): d = 1,
+      // x + g <= C * (1 - min(rest)) - 1; d = -1, x + g >= C * min(rest).
+      // Any other shape does not bound x.
+      if (c != 0 || llvm::count_if(rest.floors, holdsArg) != 1)
+        return {};
+      auto at = llvm::find_if(rest.floors, holdsArg);
+      FloorTerm floor = *at;
+      rest.floors.erase(at);
+      if (floor.coefficients[arg] != 1 ||
+          (floor.coefficient != 1 && floor.coefficient != -1))
+        return {};
+      AffineIndexForm shift = innerForm(floor);
+      shift.coefficients[arg] = 0;
+      Value leastRest = formExtreme(b, loc, rest, box, /*largest=*/false);
+      Value divisor = indexConst(b, loc, floor.divisor);
+      if (floor.coefficient == 1) {
+        Value chunkEnd = arith::MulIOp::create(
+            b, loc, divisor,
+            arith::SubIOp::create(b, loc, indexConst(b, loc, 1), leastRest));
+        Value last = arith::SubIOp::create(
+            b, loc, addConst(b, loc, chunkEnd, -1),
+            formExtreme(b, loc, shift, box, /*largest=*/false));
+        return {Value(), last};
+      }
+      Value chunkStart = arith::MulIOp::create(b, loc, divisor, leastRest);
+      return {arith::SubIOp::create(
+                  b, loc, chunkStart,
+                  formExtreme(b, loc, shift, box, /*largest=*/true)),
+              Value()};
+    }
     if (c == 0) {
       // Without `arg` the constraint keeps every value of it or none, as
       // the box's other indices allow: none where even the least of the
@@ -523,7 +617,10 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
 
 bool mlir::fa::hasConstraintWithout(const MaskFormula &formula, unsigned arg) {
   if (formula.kind == MaskFormula::Kind::constraint)
-    return formula.form.coefficients[arg] == 0;
+    return formula.form.coefficients[arg] == 0 &&
+           llvm::none_of(formula.form.floors, [&](const FloorTerm &term) {
+             return term.coefficients[arg] != 0;
+           });
   return llvm::any_of(formula.children, [&](const MaskFormula &child) {
     return hasConstraintWithout(child, arg);
   });
@@ -536,7 +633,7 @@ bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
     return true;
   case Kind::constraint: {
     int64_t c = formula.form.coefficients[kKeyIndexArg];
-    return c == 1 || c == -1;
+    return formula.form.floors.empty() && (c == 1 || c == -1);
   }
   case Kind::allOf:
     return llvm::all_of(formula.children, keepsAKeyIntervalPerRow);
@@ -556,6 +653,8 @@ static bool boundsBothIndicesAlike(const MaskFormula &formula) {
   case Kind::keepNone:
     return true;
   case Kind::constraint: {
+    if (!formula.form.floors.empty())
+      return false;
     auto unit = [&](unsigned arg) {
       int64_t c = formula.form.coefficients[arg];
       return c == 1 || c == -1;
@@ -805,6 +904,36 @@ KeyIntervals keptKeys(const MaskFormula &formula,
     for (unsigned arg = 0; arg < kNumVariantIndexArgs; ++arg)
       if (arg != kKeyIndexArg)
         c += __int128(formula.form.coefficients[arg]) * args[arg];
+    // Floor terms without kv are numbers here; one with kv (kv + g alone
+    // in it, coefficient d = +-1: keptKeysExact) bounds kv by chunks:
+    // d = 1, kv <= C (1 - c) - 1 - g; d = -1, kv >= C c - g.
+    const FloorTerm *withKey = nullptr;
+    __int128 g = 0;
+    for (const FloorTerm &floor : formula.form.floors) {
+      __int128 inner = floor.constant;
+      for (unsigned arg = 0; arg < kNumVariantIndexArgs; ++arg)
+        if (arg != kKeyIndexArg)
+          inner += __int128(floor.coefficients[arg]) * args[arg];
+      if (floor.coefficients[kKeyIndexArg] != 0) {
+        withKey = &floor;
+        g = inner;
+        continue;
+      }
+      __int128 chunk = inner / floor.divisor;
+      if (inner % floor.divisor != 0 && inner < 0)
+        --chunk;
+      c += __int128(floor.coefficient) * chunk;
+    }
+    auto clampKey = [&](__int128 v) {
+      return int64_t(std::clamp<__int128>(v, -1, kvLen));
+    };
+    if (withKey) {
+      __int128 divisor = withKey->divisor;
+      if (withKey->coefficient > 0)
+        return intersectIntervals(
+            all, {{0, clampKey(divisor * (1 - c) - 1 - g) + 1}});
+      return intersectIntervals(all, {{clampKey(divisor * c - g), kvLen}});
+    }
     int64_t a = formula.form.coefficients[kKeyIndexArg];
     if (a == 0)
       return c <= 0 ? all : KeyIntervals{};
@@ -836,11 +965,29 @@ KeyIntervals keptKeys(const MaskFormula &formula,
   }
   llvm_unreachable("a mask formula's kind");
 }
+/// Whether keptKeys is exact for `formula`: kv in a constraint's floor
+/// term only alone there (coefficient 1, the term's +-1, kv nowhere else
+/// in the constraint).
+bool keptKeysExact(const MaskFormula &formula) {
+  if (formula.kind != MaskFormula::Kind::constraint)
+    return llvm::all_of(formula.children, keptKeysExact);
+  const AffineIndexForm &form = formula.form;
+  auto holdsKey = [](const FloorTerm &floor) {
+    return floor.coefficients[kKeyIndexArg] != 0;
+  };
+  int64_t terms = llvm::count_if(form.floors, holdsKey);
+  if (terms == 0)
+    return true;
+  auto floor = llvm::find_if(form.floors, holdsKey);
+  return terms == 1 && form.coefficients[kKeyIndexArg] == 0 &&
+         floor->coefficients[kKeyIndexArg] == 1 &&
+         (floor->coefficient == 1 || floor->coefficient == -1);
+}
 } // namespace
 
 bool mlir::fa::visitedKeysGrowWithQuery(Region &maskMod) {
   std::optional<MaskFormula> formula = analyzeAffineMask(maskMod);
-  if (!formula)
+  if (!formula || !keptKeysExact(*formula))
     return false;
   constexpr int64_t length = 4096;
   std::array<int64_t, kNumVariantIndexArgs> args{};
@@ -857,7 +1004,7 @@ std::optional<double> mlir::fa::countKeptScores(Region &maskMod, MaskKind mask,
                                                 int64_t qLen, int64_t kvLen,
                                                 int64_t batch, int64_t head) {
   std::optional<MaskFormula> formula = analyzeAffineMask(maskMod);
-  if (!formula)
+  if (!formula || !keptKeysExact(*formula))
     return std::nullopt;
   std::array<int64_t, kNumVariantIndexArgs> args{};
   args[kBatchArg] = batch;

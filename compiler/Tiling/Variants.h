@@ -89,11 +89,19 @@ WholeBounds buildWholeBounds(OpBuilder &b, Location loc, Value start,
 Value buildInsideWholeRange(OpBuilder &b, Location loc, Value tileStart,
                             int64_t tileSize, const WholeBounds &whole);
 
+/// coefficient * floor((constant + sum_i coefficients[i] * argument i) /
+/// divisor), divisor > 0: a chunked mask's chunk of a row or key.
+struct FloorTerm {
+  int64_t coefficient = 0, constant = 0, divisor = 1;
+  std::array<int64_t, kNumVariantIndexArgs> coefficients{};
+};
+
 /// constant + sum_i coefficients[i] * (index argument i of a mask_mod, in
-/// VariantIndexArg order).
+/// VariantIndexArg order) + the floor terms (their own forms are linear).
 struct AffineIndexForm {
   int64_t constant = 0;
   std::array<int64_t, kNumVariantIndexArgs> coefficients{};
+  std::vector<FloorTerm> floors;
 };
 
 /// A mask_mod as a formula: a leaf keeps a score iff its form is <= 0.

@@ -414,3 +414,40 @@ func.func @score_mod_capture(%s: tensor<4x8xf32>, %q0: index, %k0: index, %sq: i
   }
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// A chunked mask (floor(diag / 1024) == floor(kv / 1024)): the keys of the
+// chunks of the tile's first and last rows, [1024 floor(d0 / 1024),
+// 1024 (1 + floor(d1 / 1024)) - 1] with d = q + Sk - Sq, in 32-key tiles.
+// CHECK-LABEL: func @kv_tile_range_chunked
+// CHECK-SAME: (%[[Q0:[^:]*]]: index, %[[SQ:[^:]*]]: index, %[[SK:[^:]*]]: index
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[SK]], %c32
+// CHECK: %[[FIRSTCHUNK:.*]] = arith.floordivsi %{{.*}}, %c1024
+// CHECK: %[[FIRSTKEYCHUNK:.*]] = arith.addi %{{.*}}, %[[FIRSTCHUNK]]
+// CHECK: %[[FIRSTKEY:.*]] = arith.muli %{{.*}}, %[[FIRSTKEYCHUNK]]
+// CHECK: %[[LASTCHUNK:.*]] = arith.floordivsi %{{.*}}, %c1024
+// CHECK: %[[NEG:.*]] = arith.muli %[[LASTCHUNK]], %c-1
+// CHECK: %[[NEGSUM:.*]] = arith.addi %{{.*}}, %[[NEG]]
+// CHECK: %[[NEXT:.*]] = arith.subi %c1{{.*}}, %[[NEGSUM]]
+// CHECK: %[[END:.*]] = arith.muli %{{.*}}, %[[NEXT]]
+// CHECK: %[[LASTKEY:.*]] = arith.addi %[[END]], %c-1
+// CHECK: arith.floordivsi %{{.*}}, %c32
+// CHECK: %[[BEGIN:.*]] = arith.maxsi %c0, %{{.*}}
+// CHECK: arith.floordivsi %{{.*}}, %c32
+// CHECK: arith.minsi %[[TILES]], %{{.*}}
+// CHECK: return %[[BEGIN]]
+func.func @kv_tile_range_chunked(%q0: index, %sq: index, %sk: index,
+                                 %b: index, %h: index) -> (index, index) {
+  %begin, %end = fa.kv_tile_range %q0, %sq, %sk at(%b, %h) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+  ^bb0(%b0: index, %h0: index, %q_idx: index, %kv_idx: index, %q_len: index, %kv_len: index):
+    %shift = arith.subi %kv_len, %q_len : index
+    %diag = arith.addi %q_idx, %shift : index
+    %c = arith.constant 1024 : index
+    %qc = arith.floordivsi %diag, %c : index
+    %kc = arith.floordivsi %kv_idx, %c : index
+    %keep = arith.cmpi eq, %qc, %kc : index
+    fa.yield %keep : i1
+  }
+  return %begin, %end : index, index
+}
