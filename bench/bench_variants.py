@@ -34,6 +34,7 @@ except ImportError:  # pragma: no cover
 WINDOW = 1024
 DOCUMENT = 1024  # mean document length of the packed-documents mask
 PREFIX = 512  # prefix-LM's prompt: every query sees it, then causal
+CHUNK = 1024  # chunked local attention's chunk (causal inside it)
 
 
 def kept_pairs(seq, window):
@@ -88,6 +89,9 @@ def variants(heads, batch, seq):
          causal + PREFIX * (PREFIX - 1) // 2),
         (f"window {WINDOW}", {"mask_mod": V.sliding_window(WINDOW, 0)}, None,
          lambda b, h, q, kv: (q - kv <= WINDOW), kept_pairs(seq, WINDOW)),
+        (f"chunked {CHUNK}", {"mask_mod": V.chunked(CHUNK)}, None,
+         lambda b, h, q, kv: (q // CHUNK) == (kv // CHUNK),
+         (seq // CHUNK) * kept_pairs(CHUNK, None)),
         ("softcap 50", {"score_mod": V.softcap(50.0)},
          lambda s, b, h, q, kv: 50.0 * torch.tanh(s / 50.0), None, causal),
         ("alibi", {"score_mod": V.alibi(slopes)},
