@@ -491,6 +491,11 @@ Value mlir::fa::buildKeepsWholeBox(OpBuilder &b, Location loc,
   case Kind::keepNone:
     return boolConst(b, loc, false);
   case Kind::constraint:
+    // (A constraint with floor terms keeps every tile's per-score test for
+    // now: only the GPU lowerings skip it on whole tiles, and that path has
+    // not run on a GPU for chunks yet; the ranges are the CPU's too.)
+    if (!formula.form.floors.empty())
+      return boolConst(b, loc, false);
     return arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sle,
         formExtreme(b, loc, formula.form, box, /*largest=*/true),
