@@ -226,6 +226,16 @@ class GpuVariantTest(unittest.TestCase):
          & (j <= i + (sk - sq)), False),
         ("prefix", {"mask_mod": V.prefix_lm(40)}, None,
          lambda h, i, j, sq, sk: (j < 40) | (j <= i + (sk - sq)), False),
+        # Chunks of 48 (the tiles' ranges cover whole chunks), causal in
+        # them and not.
+        ("chunked", {"mask_mod": V.chunked(48)}, None,
+         lambda h, i, j, sq, sk: torch.div(i + (sk - sq), 48,
+                                           rounding_mode="floor")
+         == torch.div(j, 48, rounding_mode="floor"), False),
+        ("chunked causal", {"mask_mod": V.chunked(48)}, None,
+         lambda h, i, j, sq, sk: torch.div(i + (sk - sq), 48,
+                                           rounding_mode="floor")
+         == torch.div(j, 48, rounding_mode="floor"), True),
         ("alibi", {"score_mod": V.alibi([0.5, 0.25, 0.125, 0.0625])},
          lambda s, h, i, j, sq, sk: s - torch.tensor(
              [0.5, 0.25, 0.125, 0.0625], dtype=s.dtype,
