@@ -9,12 +9,25 @@ import fa
 
 
 def _mask(*args, attention_mask=None, kv_length=None, kv_offset=0,
-          **kwargs):
+          local_size=None, config=None, **kwargs):
     """The mask transformers builds for this backend: none, or the 2-d
     padding mask [B, kv_length] (bool, True = a real token) when some
     position is padding. The kernels apply the causal mask themselves
     (bottom-right aligned, which is what a KV cache needs); padding is
-    removed before them (a varlen batch of the real tokens)."""
+    removed before them (a varlen batch of the real tokens). Sliding
+    windows reach the attention as its `sliding_window` argument; a
+    chunked layer's chunks (Llama 4's attention_chunk_size, given here as
+    local_size) do not, so keys past one chunk are refused rather than
+    attended causally (as transformers refuses them for flash-attn)."""
+    chunk = getattr(config, "attention_chunk_size", None)
+    if (chunk is not None and local_size == chunk and kv_length is not None
+            and kv_length + kv_offset > chunk):
+        raise NotImplementedError(
+            f"fa: chunked attention layers (attention_chunk_size={chunk}) "
+            f"with {kv_length + kv_offset} keys are not supported by the fa "
+            f"attention backend (it would attend across chunks); use "
+            f"fa.attention with mask_mod=fa.variants.chunked({chunk}) or "
+            f"another attn_implementation")
     if attention_mask is None or attention_mask.dim() != 2:
         return None
     if kv_length is not None:

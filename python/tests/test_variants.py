@@ -134,6 +134,29 @@ class TraceErrorTest(unittest.TestCase):
             fa.prepare_kernel(32, mask_mod=3)
 
 
+class TransformersMaskTest(unittest.TestCase):
+    """The transformers backend's mask function (no torch needed without a
+    padding mask): a chunked layer (Llama 4's attention_chunk_size, given as
+    local_size) with keys past one chunk is refused, not attended
+    causally; within one chunk it is the causal mask."""
+
+    def test_chunked_layers(self):
+        from types import SimpleNamespace
+        from fa import _transformers
+        chunked = SimpleNamespace(attention_chunk_size=64)
+        with self.assertRaisesRegex(NotImplementedError,
+                                    "attention_chunk_size=64"):
+            _transformers._mask(attention_mask=None, kv_length=40,
+                                kv_offset=30, local_size=64, config=chunked)
+        self.assertIsNone(_transformers._mask(
+            attention_mask=None, kv_length=64, kv_offset=0, local_size=64,
+            config=chunked))
+        # A sliding layer's window (local_size) of a model without chunks.
+        self.assertIsNone(_transformers._mask(
+            attention_mask=None, kv_length=500, kv_offset=0, local_size=64,
+            config=SimpleNamespace(sliding_window=64)))
+
+
 class CompileTest(unittest.TestCase):
     """Traced variants compile for the forward and the backward (no GPU:
     fa.prepare_kernel assembles with ptxas or the driver's JIT)."""
