@@ -27,8 +27,10 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+sys.path.insert(0, os.path.dirname(__file__))
 import fa  # noqa: E402
 from triton.testing import do_bench  # noqa: E402
+from varlen_batches import lengths_for  # noqa: E402
 
 
 def kept(sq, sk, causal):
@@ -36,16 +38,6 @@ def kept(sq, sk, causal):
         return sq * sk
     # Bottom-right aligned: row i sees min(sk, max(0, i + sk - sq + 1)).
     return sum(min(sk, max(0, i + sk - sq + 1)) for i in range(sq))
-
-
-def lengths_for(tokens, mean, rng):
-    lengths = []
-    while sum(lengths) < tokens:
-        lengths.append(rng.randint(1, 2 * mean))
-    lengths[-1] -= sum(lengths) - tokens
-    if lengths[-1] == 0:
-        lengths.pop()
-    return lengths
 
 
 def sdpa_jagged(q, k, v, cu, causal):

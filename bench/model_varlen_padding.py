@@ -15,16 +15,7 @@ import argparse
 import math
 import random
 
-
-def lengths_for(tokens, mean, rng):
-    """bench_varlen.py's lengths (the same draws for the same seed)."""
-    lengths = []
-    while sum(lengths) < tokens:
-        lengths.append(rng.randint(1, 2 * mean))
-    lengths[-1] -= sum(lengths) - tokens
-    if lengths[-1] == 0:
-        lengths.pop()
-    return lengths
+from varlen_batches import lengths_for
 
 
 def kept(n, causal):
