@@ -649,8 +649,32 @@ bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
   return false;
 }
 
+/// Whether `form <= 0` compares the chunks of kv_idx and q_idx: two floor
+/// terms of opposite unit coefficients, one of kv_idx alone, one of q_idx
+/// alone (plus constants and the non-index arguments), and no other index
+/// term. buildIndexBounds bounds each index by whole chunks there, from
+/// the other's chunk at the box's end: exactly the tiles whose box meets
+/// the constraint, from both sides.
+static bool comparesChunks(const AffineIndexForm &form) {
+  if (form.coefficients[kKeyIndexArg] != 0 ||
+      form.coefficients[kQueryIndexArg] != 0 || form.floors.size() != 2)
+    return false;
+  auto alone = [](const FloorTerm &floor, unsigned arg, unsigned other) {
+    return floor.coefficients[arg] == 1 && floor.coefficients[other] == 0 &&
+           (floor.coefficient == 1 || floor.coefficient == -1);
+  };
+  const FloorTerm &a = form.floors[0], &b = form.floors[1];
+  return a.coefficient == -b.coefficient &&
+         ((alone(a, kKeyIndexArg, kQueryIndexArg) &&
+           alone(b, kQueryIndexArg, kKeyIndexArg)) ||
+          (alone(a, kQueryIndexArg, kKeyIndexArg) &&
+           alone(b, kKeyIndexArg, kQueryIndexArg)));
+}
+
 /// See tileRangesAgree: `formula` is a conjunction of constraints that
-/// bound kv_idx and q_idx alike.
+/// bound kv_idx and q_idx alike: each side to the tiles whose box meets
+/// the constraint (a unit coefficient; none, which keeps all or nothing;
+/// a chunk comparison), or neither side (another coefficient).
 static bool boundsBothIndicesAlike(const MaskFormula &formula) {
   using Kind = MaskFormula::Kind;
   switch (formula.kind) {
@@ -659,12 +683,12 @@ static bool boundsBothIndicesAlike(const MaskFormula &formula) {
     return true;
   case Kind::constraint: {
     if (!formula.form.floors.empty())
-      return false;
-    auto unit = [&](unsigned arg) {
+      return comparesChunks(formula.form);
+    auto exact = [&](unsigned arg) {
       int64_t c = formula.form.coefficients[arg];
-      return c == 1 || c == -1;
+      return c == 0 || c == 1 || c == -1;
     };
-    return unit(kKeyIndexArg) == unit(kQueryIndexArg);
+    return exact(kKeyIndexArg) == exact(kQueryIndexArg);
   }
   case Kind::allOf:
     return llvm::all_of(formula.children, boundsBothIndicesAlike);

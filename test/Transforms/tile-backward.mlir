@@ -293,3 +293,69 @@ func.func @deterministic_prefix(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32
     }
   return
 }
+
+// -----
+
+// Deterministic with a chunked mask: each side bounds its index by whole
+// chunks from the other's (both exactly the tile pairs whose box meets
+// the chunk comparison), so the ranges agree and the turns run last to
+// first as a window's do.
+// CHECK-LABEL: func @deterministic_chunked
+// CHECK: } attributes {program = "delta"}
+// CHECK: fa.grid (%{{.*}}, %{{.*}}, %[[S:.*]]) in
+// CHECK-NEXT: %[[LAST:.*]] = arith.subi %{{.*}}, %c1
+// CHECK-NEXT: %[[J:.*]] = arith.subi %[[LAST]], %[[S]]
+// CHECK: fa.q_tile_range {{.*}} mask_mod {
+// CHECK: %{{.*}}, %[[END:.*]] = fa.kv_tile_range {{.*}} mask_mod {
+// CHECK: %[[ENDLAST:.*]] = arith.subi %[[END]], %c1 : index
+// CHECK-NEXT: %[[TURN:.*]] = arith.subi %[[ENDLAST]], %[[J]] : index
+// CHECK-NEXT: fa.wait_turn %{{.*}}, %[[TURN]]
+// CHECK: } attributes {program = "dkdv"}
+func.func @deterministic_chunked(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
+                                 %order: memref<?x4x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c = arith.constant 96 : index
+      %qc = arith.floordivsi %qi, %c : index
+      %kc = arith.floordivsi %ki, %c : index
+      %keep = arith.cmpi eq, %qc, %kc : index
+      fa.yield %keep : i1
+    }
+  return
+}
+
+// -----
+
+// Deterministic with a constraint on 2 q alone: the forward's side keeps all
+// keys of a query tile or none (no kv term), the backward's cannot bound
+// the query rows by it (coefficient 2): the ranges would disagree, so every
+// K/V tile visits every query tile, the turn J itself.
+// CHECK-LABEL: func @deterministic_rows_scaled
+// CHECK: fa.grid (%[[B:.*]], %[[KVH:.*]], %[[J:.*]]) in
+// CHECK: fa.q_tile_range %{{[^ ]*}}, %{{[^ ]*}}, %{{[^ ]*}} {block_m = 16 : i64, block_n = 32 : i64}{{$}}
+// CHECK-NOT: fa.kv_tile_range
+// CHECK: fa.wait_turn %{{.*}}, %[[J]]
+// CHECK: } attributes {program = "dkdv"}
+func.func @deterministic_rows_scaled(%q: memref<?x4x?x32xf32>, %lse: memref<?x4x?xf32>, %accum: memref<?x4x?x32xf32>,
+                                     %order: memref<?x4x?xi32>) {
+  fa.attention_backward %q, %q, %q, %q, %q, %lse into %q, %q, %q workspace %lse, %accum, %order
+      {scale = 0.2 : f32}
+    : memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>,
+      memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?xf32>
+    into memref<?x4x?x32xf32>, memref<?x4x?x32xf32>, memref<?x4x?x32xf32>
+    workspace memref<?x4x?xf32>, memref<?x4x?x32xf32>, memref<?x4x?xi32>
+    mask_mod {
+    ^bb0(%b: index, %h: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %two = arith.constant 2 : index
+      %twice = arith.muli %qi, %two : index
+      %keep = arith.cmpi slt, %twice, %sk : index
+      fa.yield %keep : i1
+    }
+  return
+}
