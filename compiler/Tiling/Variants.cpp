@@ -448,6 +448,31 @@ static AffineIndexForm innerForm(const FloorTerm &term) {
   return inner;
 }
 
+/// Whether index argument `arg` is in a floor term of `form`.
+static bool inFloorTerms(const AffineIndexForm &form, unsigned arg) {
+  return llvm::any_of(form.floors, [&](const FloorTerm &term) {
+    return term.coefficients[arg] != 0;
+  });
+}
+
+/// The floor term through which `form` bounds index `arg` by whole chunks
+/// (a chunked mask's chunk of it): `arg` in that one floor term only, with
+/// coefficient 1 there, the term's own coefficient +-1, and no `arg`
+/// outside floor terms. Null if `arg` appears in a floor term any other
+/// way (or in none).
+static const FloorTerm *chunkTerm(const AffineIndexForm &form, unsigned arg) {
+  auto holdsArg = [&](const FloorTerm &term) {
+    return term.coefficients[arg] != 0;
+  };
+  if (form.coefficients[arg] != 0 || llvm::count_if(form.floors, holdsArg) != 1)
+    return nullptr;
+  const FloorTerm &term = *llvm::find_if(form.floors, holdsArg);
+  if (term.coefficients[arg] != 1 ||
+      (term.coefficient != 1 && term.coefficient != -1))
+    return nullptr;
+  return &term;
+}
+
 /// The largest (or smallest) value of `form` over `box`: each argument at
 /// the end its coefficient's sign picks (a floor term's form too: the
 /// floor keeps the order; for a sum of floor terms this bounds the
@@ -530,25 +555,18 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
   case Kind::constraint: {
     // c * x + rest <= 0 with c = +1: x <= -rest, at most -min(rest);
     // with c = -1: x >= rest, at least min(rest).
-    AffineIndexForm rest = formula.form;
-    int64_t c = rest.coefficients[arg];
-    rest.coefficients[arg] = 0;
-    auto holdsArg = [&](const FloorTerm &term) {
-      return term.coefficients[arg] != 0;
-    };
-    if (llvm::any_of(rest.floors, holdsArg)) {
+    if (inFloorTerms(formula.form, arg)) {
       // d * floor((x + g) / C) + rest <= 0 with d = +-1 and x = `arg` in
-      // that one floor term alone (a chunked mask's chunk of x): d = 1,
-      // x + g <= C * (1 - min(rest)) - 1; d = -1, x + g >= C * min(rest).
-      // Any other shape does not bound x.
-      if (c != 0 || llvm::count_if(rest.floors, holdsArg) != 1)
+      // that one floor term alone (chunkTerm): d = 1, x + g <= C * (1 -
+      // min(rest)) - 1; d = -1, x + g >= C * min(rest). Any other shape
+      // does not bound x.
+      const FloorTerm *chunk = chunkTerm(formula.form, arg);
+      if (!chunk)
         return {};
-      auto at = llvm::find_if(rest.floors, holdsArg);
-      FloorTerm floor = *at;
-      rest.floors.erase(at);
-      if (floor.coefficients[arg] != 1 ||
-          (floor.coefficient != 1 && floor.coefficient != -1))
-        return {};
+      FloorTerm floor = *chunk;
+      AffineIndexForm rest = formula.form;
+      rest.floors.erase(rest.floors.begin() +
+                        (chunk - formula.form.floors.data()));
       AffineIndexForm shift = innerForm(floor);
       shift.coefficients[arg] = 0;
       Value leastRest = formExtreme(b, loc, rest, box, /*largest=*/false);
@@ -568,6 +586,9 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
                   formExtreme(b, loc, shift, box, /*largest=*/true)),
               Value()};
     }
+    AffineIndexForm rest = formula.form;
+    int64_t c = rest.coefficients[arg];
+    rest.coefficients[arg] = 0;
     if (c == 0) {
       // Without `arg` the constraint keeps every value of it or none, as
       // the box's other indices allow: none where even the least of the
@@ -623,9 +644,7 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
 bool mlir::fa::hasConstraintWithout(const MaskFormula &formula, unsigned arg) {
   if (formula.kind == MaskFormula::Kind::constraint)
     return formula.form.coefficients[arg] == 0 &&
-           llvm::none_of(formula.form.floors, [&](const FloorTerm &term) {
-             return term.coefficients[arg] != 0;
-           });
+           !inFloorTerms(formula.form, arg);
   return llvm::any_of(formula.children, [&](const MaskFormula &child) {
     return hasConstraintWithout(child, arg);
   });
@@ -656,19 +675,10 @@ bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
 /// the other's chunk at the box's end: exactly the tiles whose box meets
 /// the constraint, from both sides.
 static bool comparesChunks(const AffineIndexForm &form) {
-  if (form.coefficients[kKeyIndexArg] != 0 ||
-      form.coefficients[kQueryIndexArg] != 0 || form.floors.size() != 2)
-    return false;
-  auto alone = [](const FloorTerm &floor, unsigned arg, unsigned other) {
-    return floor.coefficients[arg] == 1 && floor.coefficients[other] == 0 &&
-           (floor.coefficient == 1 || floor.coefficient == -1);
-  };
-  const FloorTerm &a = form.floors[0], &b = form.floors[1];
-  return a.coefficient == -b.coefficient &&
-         ((alone(a, kKeyIndexArg, kQueryIndexArg) &&
-           alone(b, kQueryIndexArg, kKeyIndexArg)) ||
-          (alone(a, kQueryIndexArg, kKeyIndexArg) &&
-           alone(b, kKeyIndexArg, kQueryIndexArg)));
+  const FloorTerm *key = chunkTerm(form, kKeyIndexArg);
+  const FloorTerm *query = chunkTerm(form, kQueryIndexArg);
+  return form.floors.size() == 2 && key && query && key != query &&
+         key->coefficient == -query->coefficient;
 }
 
 /// See tileRangesAgree: `formula` is a conjunction of constraints that
@@ -994,23 +1004,14 @@ KeyIntervals keptKeys(const MaskFormula &formula,
   }
   llvm_unreachable("a mask formula's kind");
 }
+
 /// Whether keptKeys is exact for `formula`: kv in a constraint's floor
-/// term only alone there (coefficient 1, the term's +-1, kv nowhere else
-/// in the constraint).
+/// terms only as chunkTerm takes it.
 bool keptKeysExact(const MaskFormula &formula) {
   if (formula.kind != MaskFormula::Kind::constraint)
     return llvm::all_of(formula.children, keptKeysExact);
-  const AffineIndexForm &form = formula.form;
-  auto holdsKey = [](const FloorTerm &floor) {
-    return floor.coefficients[kKeyIndexArg] != 0;
-  };
-  int64_t terms = llvm::count_if(form.floors, holdsKey);
-  if (terms == 0)
-    return true;
-  auto floor = llvm::find_if(form.floors, holdsKey);
-  return terms == 1 && form.coefficients[kKeyIndexArg] == 0 &&
-         floor->coefficients[kKeyIndexArg] == 1 &&
-         (floor->coefficient == 1 || floor->coefficient == -1);
+  return !inFloorTerms(formula.form, kKeyIndexArg) ||
+         chunkTerm(formula.form, kKeyIndexArg);
 }
 } // namespace
 
