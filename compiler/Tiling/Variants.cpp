@@ -516,11 +516,9 @@ Value mlir::fa::buildKeepsWholeBox(OpBuilder &b, Location loc,
   case Kind::keepNone:
     return boolConst(b, loc, false);
   case Kind::constraint:
-    // (A constraint with floor terms keeps every tile's per-score test for
-    // now: only the GPU lowerings skip it on whole tiles, and that path has
-    // not run on a GPU for chunks yet; the ranges are the CPU's too.)
-    if (!formula.form.floors.empty())
-      return boolConst(b, loc, false);
+    // The form's largest value over the box (with floor terms a bound of
+    // it, each term at its own extreme; for a chunk comparison the exact
+    // one): a tile whose rows and keys all lie in one chunk is whole.
     return arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::sle,
         formExtreme(b, loc, formula.form, box, /*largest=*/true),

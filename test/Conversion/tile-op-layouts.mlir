@@ -203,6 +203,46 @@ func.func @causal_window(%n: index, %q0: index, %k0: index) {
 
 // -----
 
+// Chunked attention (the query's chunk of 64 positions, aligned
+// bottom-right, equals the key's): the equality is two constraints with
+// floor terms, and a tile whose rows and keys all lie in one chunk keeps
+// every score: the largest chunk difference over the tile, each way, is
+// <= 0 (floordivsi of the box's corners), and only the other tiles take
+// the per-element branch.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @chunked
+func.func @chunked(%n: index, %q0: index, %k0: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: %[[TAIL:.*]] = arith.cmpi uge
+    // CHECK: arith.floordivsi %{{.*}}, %c64
+    // CHECK: arith.floordivsi %{{.*}}, %c64
+    // CHECK: %[[ONE:.*]] = arith.cmpi sle
+    // CHECK: arith.floordivsi %{{.*}}, %c64
+    // CHECK: arith.floordivsi %{{.*}}, %c64
+    // CHECK: %[[OTHER:.*]] = arith.cmpi sle
+    // CHECK: %[[WHOLE:.*]] = arith.andi %[[ONE]], %[[OTHER]]
+    // CHECK: %[[PARTIAL:.*]] = arith.xori %[[WHOLE]], %true
+    // CHECK: %[[NEEDS:.*]] = arith.ori %[[TAIL]], %[[PARTIAL]]
+    // CHECK: scf.if %[[NEEDS]]
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c64 = arith.constant 64 : index
+      %shift = arith.subi %sk, %sq : index
+      %pos = arith.addi %qi, %shift : index
+      %qc = arith.floordivsi %pos, %c64 : index
+      %kc = arith.floordivsi %ki, %c64 : index
+      %keep = arith.cmpi eq, %qc, %kc : index
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %a = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // A mask_mod that is not affine (a remainder) is evaluated at every score
 // of every tile: no whole-tile shortcut, the region per score.
 #blocked = #fa.blocked<threads = [8, 4]>
