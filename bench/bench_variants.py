@@ -35,6 +35,7 @@ WINDOW = 1024
 DOCUMENT = 1024  # mean document length of the packed-documents mask
 PREFIX = 512  # prefix-LM's prompt: every query sees it, then causal
 CHUNK = 1024  # chunked local attention's chunk (causal inside it)
+SINKS = 4  # sink tokens beside the window (StreamingLLM)
 
 
 def kept_pairs(seq, window):
@@ -43,6 +44,13 @@ def kept_pairs(seq, window):
         return seq * (seq + 1) // 2
     full = min(seq, window + 1)
     return full * (full + 1) // 2 + (seq - full) * (window + 1)
+
+
+def kept_sink_window_pairs(seq, window, sinks):
+    """Causal pairs per head that `sinks` sink tokens and a window of
+    `window` keep: the window's, and each sink key the window leaves."""
+    extra = sum(min(sinks, max(0, row - window)) for row in range(seq))
+    return kept_pairs(seq, window) + extra
 
 
 def document_ids(batch, seq, mean_length):
@@ -89,6 +97,12 @@ def variants(heads, batch, seq):
          causal + PREFIX * (PREFIX - 1) // 2),
         (f"window {WINDOW}", {"mask_mod": V.sliding_window(WINDOW, 0)}, None,
          lambda b, h, q, kv: (q - kv <= WINDOW), kept_pairs(seq, WINDOW)),
+        # StreamingLLM's sink tokens and a window: the forward visits the
+        # sinks' tile and the window's, not every tile up to the row.
+        (f"sinks {SINKS} + window {WINDOW}", {"mask_mod": V.or_masks(
+            lambda b, h, q, kv: kv < SINKS, V.sliding_window(WINDOW, 0))},
+         None, lambda b, h, q, kv: (kv < SINKS) | (q - kv <= WINDOW),
+         kept_sink_window_pairs(seq, WINDOW, SINKS)),
         (f"chunked {CHUNK}", {"mask_mod": V.chunked(CHUNK)}, None,
          lambda b, h, q, kv: (q // CHUNK) == (kv // CHUNK),
          (seq // CHUNK) * kept_pairs(CHUNK, None)),

@@ -666,6 +666,43 @@ def FA_KVTileRangeOp : FA_Op<"kv_tile_range", [Pure, IsolatedFromAbove,
   let hasVerifier = 1;
 }
 
+def FA_KVTileHoleOp : FA_Op<"kv_tile_hole", [Pure, IsolatedFromAbove,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "the K/V tiles of a range that the query tile keeps no key of";
+  let description = [{
+    Of the range `[begin, end)` that `fa.kv_tile_range` gives the query tile
+    starting at row `q_start` (same mask_mod, batch and head), the tiles
+    `[hole_begin, hole_end)` that lie wholly between two intervals of keys
+    the mask_mod keeps: an `or` of an alternative bounded above in kv_idx
+    and one bounded below, such as sink tokens and a sliding window
+    (`kv < 4 or q - kv <= W`), whose hull is every key up to the row. The
+    hole is inside the range; `hole_begin == hole_end` when there is none.
+
+    The K/V loop then runs over `end - begin - (hole_end - hole_begin)`
+    visits: visit `v` is tile `v` below `hole_begin` and `v + (hole_end -
+    hole_begin)` from it on, so a window with sink tokens costs time in
+    proportion to the window and the sinks, not to the row.
+
+    ```mlir
+    %hole_begin, %hole_end = fa.kv_tile_hole %kv_begin, %kv_end of %q_start,
+      %sq, %sk at(%b, %h) {block_m = 64 : i64, block_n = 64 : i64} mask_mod {
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins Index:$begin, Index:$end, Index:$q_start,
+                       Index:$q_len, Index:$kv_len, Index:$batch, Index:$head,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_m,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block_n);
+  let results = (outs Index:$hole_begin, Index:$hole_end);
+  let regions = (region SizedRegion<1>:$mask_mod);
+  let assemblyFormat = [{
+    $begin `,` $end `of` $q_start `,` $q_len `,` $kv_len
+    `at` `(` $batch `,` $head `)` attr-dict `mask_mod` $mask_mod
+  }];
+  let hasVerifier = 1;
+}
+
 def FA_WholeRangeOp : FA_Op<"whole_range", [Pure,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "what every index of a tile keeps, from a block mask";
@@ -806,7 +843,7 @@ def FA_ScoreModOp : FA_Op<"score_mod", [Pure, IsolatedFromAbove,
 
 def FA_YieldOp : FA_Op<"yield", [Pure, ReturnLike, Terminator,
     ParentOneOf<["AttentionOp", "AttentionBackwardOp", "BlockMaskOp",
-                 "MaskOp", "KVTileRangeOp", "QTileRangeOp",
+                 "MaskOp", "KVTileRangeOp", "KVTileHoleOp", "QTileRangeOp",
                  "PreviousVisitorOp", "ScoreModOp", "ScoreModGradOp"]>]> {
   let summary = "the value of a score_mod or mask_mod region";
   let description = [{

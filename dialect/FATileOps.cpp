@@ -529,6 +529,18 @@ LogicalResult KVTileRangeOp::verify() {
   return verifyRangeAgreesWithLoops(*this, getEnd(), getBlockN(), "block_n");
 }
 
+LogicalResult KVTileHoleOp::verify() {
+  if (failed(verifyMaskModOperands(*this, getMaskMod(), getBatch(), getHead())))
+    return failure();
+  // The hole is of one range: its [begin, end), on the same tiles.
+  auto range = getBegin().getDefiningOp<KVTileRangeOp>();
+  if (!range || getBegin() != range.getBegin() || getEnd() != range.getEnd() ||
+      range.getBlockM() != getBlockM() || range.getBlockN() != getBlockN())
+    return emitOpError("takes the begin and end of one fa.kv_tile_range, "
+                       "with its block_m and block_n");
+  return success();
+}
+
 void QTileRangeOp::build(OpBuilder &builder, OperationState &state,
                          Value kvStart, Value qLen, Value kvLen, int64_t blockM,
                          int64_t blockN, MaskKind mask) {
@@ -850,6 +862,11 @@ void GridOp::getAsmBlockArgumentNames(Region &region,
 void KVTileRangeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getBegin(), "kv_begin");
   setNameFn(getEnd(), "kv_end");
+}
+
+void KVTileHoleOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getHoleBegin(), "hole_begin");
+  setNameFn(getHoleEnd(), "hole_end");
 }
 
 void OnlineSoftmaxOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {

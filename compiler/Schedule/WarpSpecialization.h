@@ -147,6 +147,21 @@ struct Specialization {
   /// and completing on Q's full barrier (no tensor map, no barriers of
   /// their own: Q's release frees them too); empty otherwise.
   SmallVector<LoadedTensor *> rowValues = {};
+  /// The forward's hole in its K/V range (fa.kv_tile_hole: sink tokens and
+  /// a window), whose tiles the K/V loop skips; null if none. The rings
+  /// then count visits, not tiles.
+  KVTileHoleOp hole = nullptr;
+
+  /// One past the last visit of the forward's K/V loop: `end` less the
+  /// hole's tiles (`holeBegin`, `holeEnd`: the hole's results where the
+  /// caller builds; `end` itself without a hole).
+  Value visitsEnd(OpBuilder &at, Value end, Value holeBegin,
+                  Value holeEnd) const {
+    if (!hole)
+      return end;
+    return arith::SubIOp::create(
+        at, loc, end, arith::SubIOp::create(at, loc, holeEnd, holeBegin));
+  }
 
   /// The first byte of `slot` of `tensor`'s ring.
   Value slotBase(OpBuilder &at, const LoadedTensor &tensor, Value slot) const {
@@ -166,11 +181,23 @@ struct Specialization {
                      Value ringBase) {
     if (!range)
       return streamPosition;
-    Value n = arith::SubIOp::create(
-        at, loc,
-        arith::DivUIOp::create(at, loc, tileStartOf(load),
-                               indexConst(at, loc, blockRows)),
-        range.getResult(0));
+    Value tile = arith::DivUIOp::create(at, loc, tileStartOf(load),
+                                        indexConst(at, loc, blockRows));
+    // Past a hole, the tiles it skipped are not in the ring (the loads of
+    // the pipelined loop's peeled first and last tiles are outside the
+    // loop: the visit comes from the tile).
+    if (hole) {
+      Value pastHole = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::sge,
+                                             tile, hole.getHoleEnd());
+      tile = arith::SubIOp::create(
+          at, loc, tile,
+          arith::SelectOp::create(at, loc, pastHole,
+                                  arith::SubIOp::create(at, loc,
+                                                        hole.getHoleEnd(),
+                                                        hole.getHoleBegin()),
+                                  indexConst(at, loc, 0)));
+    }
+    Value n = arith::SubIOp::create(at, loc, tile, range.getResult(0));
     if (ringBase)
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
     return n;

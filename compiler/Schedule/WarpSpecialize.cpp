@@ -599,6 +599,15 @@ LogicalResult FAWarpSpecializePass::specialize(GridOp grid) {
                                 sectionPairs,
                                 programRegion};
   specialization.rowValues = rowValues;
+  if (forward) {
+    SmallVector<KVTileHoleOp> holes;
+    grid.walk([&](KVTileHoleOp op) { holes.push_back(op); });
+    if (holes.size() > 1)
+      return grid.emitOpError("warp specialization expects at most one "
+                              "fa.kv_tile_hole, in its K/V range");
+    if (!holes.empty())
+      specialization.hole = holes.front();
+  }
   if (failed(specialization.buildProducer(producer)) ||
       failed(specialization.rewriteConsumers(consumer, consumerWork)))
     return failure();

@@ -153,7 +153,10 @@ LogicalResult Specialization::rewriteConsumers(Block &consumer,
     consumerRingBase = consumerWork.ringBase();
     consumerCount = consumerWork.visited();
     OpBuilder at = OpBuilder::atBlockEnd(workBody);
-    yieldVisit(at, loc, consumerWork, range.getResult(0), range.getResult(1));
+    yieldVisit(at, loc, consumerWork, range.getResult(0),
+               visitsEnd(at, range.getResult(1),
+                         hole ? hole.getHoleBegin() : Value(),
+                         hole ? hole.getHoleEnd() : Value()));
   }
   if (!range && failed(countIterations()))
     return failure();

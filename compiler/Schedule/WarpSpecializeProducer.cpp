@@ -10,6 +10,7 @@
 #include "compiler/Passes.h"
 #include "compiler/Schedule/PersistentSchedule.h"
 #include "compiler/Schedule/WarpSpecialization.h"
+#include "compiler/Tiling/Variants.h"
 #include "compiler/Utils/IRUtils.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"
@@ -298,6 +299,19 @@ LogicalResult Specialization::buildProducer(Block &producer) {
       cloneSliceInto(p, programRegion, range.getResult(1), mapping);
   if (failed(kvBegin) || failed(kvEnd))
     return failure();
+  // With a hole, the loop walks the visits and copies the tile of each.
+  Value holeBegin, holeEnd;
+  if (hole) {
+    FailureOr<Value> first =
+        cloneSliceInto(p, programRegion, hole.getHoleBegin(), mapping);
+    FailureOr<Value> last =
+        cloneSliceInto(p, programRegion, hole.getHoleEnd(), mapping);
+    if (failed(first) || failed(last))
+      return failure();
+    holeBegin = *first;
+    holeEnd = *last;
+    kvEnd = visitsEnd(p, *kvEnd, holeBegin, holeEnd);
+  }
   // Transposing, the loop runs one tile more: iteration `tile` copies K/V
   // tile `tile` (if any) and then transposes V tile `tile` - 1 (if any), so
   // the copy's latency passes while the previous tile is transposed.
@@ -310,6 +324,8 @@ LogicalResult Specialization::buildProducer(Block &producer) {
     OpBuilder at = OpBuilder::atBlockBegin(fill.getBody());
     Value tile = fill.getInductionVar();
     Value n = arith::SubIOp::create(at, loc, tile, *kvBegin);
+    Value kvTile =
+        hole ? kvTileOfVisit(at, loc, tile, holeBegin, holeEnd) : tile;
     if (isPersistent)
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);
     Value inRange;
@@ -322,7 +338,7 @@ LogicalResult Specialization::buildProducer(Block &producer) {
               [&](OpBuilder &row, const LoadedTensor &tensor,
                   Value &page) -> Value {
                 Value start = arith::MulIOp::create(
-                    row, loc, tile,
+                    row, loc, kvTile,
                     indexConst(row, loc, tensor.type.getDimSize(0)));
                 memref::LoadOp table = warp_specialization::pageTableLoad(
                     LoadTileOp(tensor.loads.front()));

@@ -267,6 +267,19 @@ void AttentionTiler::build() {
   if (rangeMask)
     cloneMaskWithoutCaptures(op.getMaskMod(), range.getMaskMod());
   Value kvBegin = range.getBegin(), kvEnd = range.getEnd();
+  // Two key intervals apart (sink tokens and a window): the loop runs over
+  // the visits, the range's tiles less those of the gap between them.
+  KVTileHoleOp hole;
+  if (rangeMask && !split && !keyRanges && skipsKeyHole(op.getMaskMod())) {
+    hole = KVTileHoleOp::create(
+        builder, loc, builder.getIndexType(), builder.getIndexType(), kvBegin,
+        kvEnd, qStart, qLen, rangeKvLen, b, h, config.blockM, config.blockN);
+    cloneMaskWithoutCaptures(op.getMaskMod(), hole.getMaskMod());
+    kvEnd = arith::SubIOp::create(builder, loc, kvEnd,
+                                  arith::SubIOp::create(builder, loc,
+                                                        hole.getHoleEnd(),
+                                                        hole.getHoleBegin()));
+  }
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.
   std::optional<WholeBounds> wholeKeys;
@@ -313,10 +326,13 @@ void AttentionTiler::build() {
   }
 
   auto loop = scf::ForOp::create(
-      builder, loc, kvBegin, kvEnd, one,
-      ValueRange{maxInit, sumInit, accInit},
-      [&](OpBuilder &nested, Location loc, Value kvTile, ValueRange state) {
+      builder, loc, kvBegin, kvEnd, one, ValueRange{maxInit, sumInit, accInit},
+      [&](OpBuilder &nested, Location loc, Value visit, ValueRange state) {
         Value runningMax = state[0], runningSum = state[1], acc = state[2];
+        Value kvTile =
+            hole ? kvTileOfVisit(nested, loc, visit, hole.getHoleBegin(),
+                                 hole.getHoleEnd())
+                 : visit;
         Value kvStart = arith::MulIOp::create(nested, loc, kvTile, blockN);
         Value kvBatch = kvEntry, kvRow = kvStart;
         SmallVector<Value, 2> kvLoadRows = kvRows;

@@ -164,6 +164,55 @@ static std::pair<Value, Value> buildWholeRange(OpBuilder &b, Location loc,
   return {meet.getResult(0), hi};
 }
 
+/// The index box of a query tile's rows [qStart, rowsEnd) against every
+/// key [0, kvLen) (`zero` and `one`: the caller's constants).
+static IndexBox queryTileBox(OpBuilder &b, Location loc, Value batch,
+                             Value head, Value qStart, Value rowsEnd,
+                             Value qLen, Value kvLen, Value zero, Value one) {
+  IndexBox box;
+  box.lo[kBatchArg] = box.hi[kBatchArg] = batch;
+  box.lo[kHeadArg] = box.hi[kHeadArg] = head;
+  box.lo[kQueryIndexArg] = qStart;
+  box.hi[kQueryIndexArg] = arith::SubIOp::create(b, loc, rowsEnd, one);
+  box.lo[kKeyIndexArg] = zero;
+  box.hi[kKeyIndexArg] = arith::SubIOp::create(b, loc, kvLen, one);
+  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = qLen;
+  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = kvLen;
+  return box;
+}
+
+/// [hole_begin, hole_end) of fa.kv_tile_hole: the tiles wholly inside the
+/// mask_mod's key gap over the query tile's rows (buildKeyGap), within
+/// [begin, end); empty at begin where the mask leaves no gap.
+static std::pair<Value, Value> buildKVTileHole(OpBuilder &b, Location loc,
+                                               KVTileHoleOp op) {
+  Value begin = op.getBegin(), end = op.getEnd();
+  std::optional<MaskFormula> formula = analyzeAffineMask(op.getMaskMod());
+  if (!formula || !mayLeaveKeyGap(*formula))
+    return {begin, begin};
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rowsEnd = arith::MinSIOp::create(
+      b, loc,
+      arith::AddIOp::create(
+          b, loc, op.getQStart(),
+          arith::ConstantIndexOp::create(b, loc, op.getBlockM())),
+      op.getQLen());
+  IndexBox box =
+      queryTileBox(b, loc, op.getBatch(), op.getHead(), op.getQStart(), rowsEnd,
+                   op.getQLen(), op.getKvLen(), zero, one);
+  auto [gapStart, gapEnd] = buildKeyGap(b, loc, *formula, box);
+  // Tiles t with gapStart <= t * block_n and (t + 1) * block_n <= gapEnd.
+  Value blockN = arith::ConstantIndexOp::create(b, loc, op.getBlockN());
+  Value first = arith::CeilDivSIOp::create(b, loc, gapStart, blockN);
+  Value last = arith::FloorDivSIOp::create(b, loc, gapEnd, blockN);
+  Value holeBegin = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, first, begin), end);
+  Value holeEnd = arith::MaxSIOp::create(
+      b, loc, arith::MinSIOp::create(b, loc, last, end), holeBegin);
+  return {holeBegin, holeEnd};
+}
+
 /// [begin, end) of fa.kv_tile_range without its part.
 static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
                                                      KVTileRangeOp op,
@@ -225,16 +274,9 @@ static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
     return {begin, end}; // not affine: every tile is visited
   // The keys the mask_mod keeps for some row of this tile, [lo, hi]: the
   // tiles from floor(lo / block_n) to floor(hi / block_n).
-  IndexBox box;
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  box.lo[kBatchArg] = box.hi[kBatchArg] = op.getBatch();
-  box.lo[kHeadArg] = box.hi[kHeadArg] = op.getHead();
-  box.lo[kQueryIndexArg] = qStart;
-  box.hi[kQueryIndexArg] = arith::SubIOp::create(b, loc, buildRowsEnd(), one);
-  box.lo[kKeyIndexArg] = zero;
-  box.hi[kKeyIndexArg] = arith::SubIOp::create(b, loc, kvLen, one);
-  box.lo[kQueryLenArg] = box.hi[kQueryLenArg] = qLen;
-  box.lo[kKeyLenArg] = box.hi[kKeyLenArg] = kvLen;
+  IndexBox box = queryTileBox(b, loc, op.getBatch(), op.getHead(), qStart,
+                              buildRowsEnd(), qLen, kvLen, zero, one);
   IndexBounds keys = buildIndexBounds(b, loc, *formula, box, kKeyIndexArg);
   if (keys.lo)
     begin = arith::MaxSIOp::create(
@@ -395,6 +437,16 @@ struct KVTileRangeLowering : OpRewritePattern<KVTileRangeOp> {
   }
 };
 
+struct KVTileHoleLowering : OpRewritePattern<KVTileHoleOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(KVTileHoleOp op,
+                                PatternRewriter &rewriter) const override {
+    auto [begin, end] = buildKVTileHole(rewriter, op.getLoc(), op);
+    rewriter.replaceOp(op, {begin, end});
+    return success();
+  }
+};
+
 struct WholeRangeLowering : OpRewritePattern<WholeRangeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(WholeRangeOp op,
@@ -496,12 +548,13 @@ struct PreviousVisitorLowering : OpRewritePattern<PreviousVisitorOp> {
 } // namespace
 
 void mlir::fa::populateKVTileRangeLowering(RewritePatternSet &patterns) {
-  patterns.add<KVTileRangeLowering>(patterns.getContext());
+  patterns.add<KVTileRangeLowering, KVTileHoleLowering>(patterns.getContext());
 }
 
 void mlir::fa::populateTileRangeLowering(RewritePatternSet &patterns) {
-  patterns.add<KVTileRangeLowering, QTileRangeLowering, WholeRangeLowering,
-               PreviousVisitorLowering>(patterns.getContext());
+  patterns.add<KVTileRangeLowering, KVTileHoleLowering, QTileRangeLowering,
+               WholeRangeLowering, PreviousVisitorLowering>(
+      patterns.getContext());
 }
 
 std::optional<std::vector<int64_t>>
@@ -523,6 +576,7 @@ mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   bool rangeMask = !maskMod.empty() && !readsCapturedTensors(maskMod);
+  bool skipsHole = rangeMask && skipsKeyHole(maskMod);
   SmallVector<Value> counts;
   for (int64_t qStart = 0; qStart < qLen; qStart += blockM) {
     auto range = KVTileRangeOp::create(
@@ -532,8 +586,21 @@ mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
         /*part=*/Value(), /*num_parts=*/Value(), blockM, blockN, mask);
     if (rangeMask)
       cloneMaskWithoutCaptures(maskMod, range.getMaskMod());
-    counts.push_back(
-        arith::SubIOp::create(b, loc, range.getEnd(), range.getBegin()));
+    Value count =
+        arith::SubIOp::create(b, loc, range.getEnd(), range.getBegin());
+    // The tiles of a hole the K/V loop skips (sink tokens and a window).
+    if (skipsHole) {
+      auto hole = KVTileHoleOp::create(
+          b, loc, b.getIndexType(), b.getIndexType(), range.getBegin(),
+          range.getEnd(), constant(qStart), constant(qLen), constant(kvLen),
+          constant(batch), constant(head), blockM, blockN);
+      cloneMaskWithoutCaptures(maskMod, hole.getMaskMod());
+      count =
+          arith::SubIOp::create(b, loc, count,
+                                arith::SubIOp::create(b, loc, hole.getHoleEnd(),
+                                                      hole.getHoleBegin()));
+    }
+    counts.push_back(count);
   }
   auto holder = func::ReturnOp::create(b, loc, counts);
   RewritePatternSet patterns(ctx);

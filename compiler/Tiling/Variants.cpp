@@ -639,6 +639,99 @@ IndexBounds mlir::fa::buildIndexBounds(OpBuilder &b, Location loc,
   return {};
 }
 
+/// Whether every key `formula` keeps is bounded above (below) by its
+/// constraints: a constraint with kv_idx at coefficient +1 (-1), alone or
+/// in a chunk's floor term (chunkTerm); a conjunction through any part, an
+/// `or` through all of them.
+static bool boundsKeys(const MaskFormula &formula, bool above) {
+  using Kind = MaskFormula::Kind;
+  int64_t sign = above ? 1 : -1;
+  switch (formula.kind) {
+  case Kind::keepNone:
+    return true;
+  case Kind::keepAll:
+    return false;
+  case Kind::constraint: {
+    if (const FloorTerm *chunk = chunkTerm(formula.form, kKeyIndexArg))
+      return chunk->coefficient == sign;
+    return formula.form.floors.empty() &&
+           formula.form.coefficients[kKeyIndexArg] == sign;
+  }
+  case Kind::allOf:
+    return llvm::any_of(formula.children, [&](const MaskFormula &child) {
+      return boundsKeys(child, above);
+    });
+  case Kind::anyOf:
+    return llvm::all_of(formula.children, [&](const MaskFormula &child) {
+      return boundsKeys(child, above);
+    });
+  }
+  return false;
+}
+
+bool mlir::fa::mayLeaveKeyGap(const MaskFormula &formula) {
+  using Kind = MaskFormula::Kind;
+  if (formula.kind == Kind::allOf)
+    return llvm::any_of(formula.children, mayLeaveKeyGap);
+  if (formula.kind != Kind::anyOf || formula.children.size() != 2)
+    return false;
+  const MaskFormula &first = formula.children[0], &second = formula.children[1];
+  return (boundsKeys(first, /*above=*/true) &&
+          boundsKeys(second, /*above=*/false)) ||
+         (boundsKeys(second, /*above=*/true) &&
+          boundsKeys(first, /*above=*/false));
+}
+
+std::pair<Value, Value> mlir::fa::buildKeyGap(OpBuilder &b, Location loc,
+                                              const MaskFormula &formula,
+                                              const IndexBox &box) {
+  if (formula.kind == MaskFormula::Kind::allOf) {
+    // The conjunction keeps a subset of the `or`'s keys: its gap holds.
+    for (const MaskFormula &child : formula.children)
+      if (mayLeaveKeyGap(child))
+        return buildKeyGap(b, loc, child, box);
+  }
+  if (!mayLeaveKeyGap(formula) || formula.kind != MaskFormula::Kind::anyOf) {
+    Value none = indexConst(b, loc, 0);
+    return {none, none};
+  }
+  // Each alternative's keys [lo, hi] over the box (an unbounded side at
+  // -+kUnboundedIndex); between them, if both hold a key, the keys past
+  // the lower interval's end up to the upper one's start.
+  auto bounds = [&](const MaskFormula &child) -> std::pair<Value, Value> {
+    IndexBounds keys = buildIndexBounds(b, loc, child, box, kKeyIndexArg);
+    return {keys.lo ? keys.lo : indexConst(b, loc, -kUnboundedIndex),
+            keys.hi ? keys.hi : indexConst(b, loc, kUnboundedIndex)};
+  };
+  auto [firstLo, firstHi] = bounds(formula.children[0]);
+  auto [secondLo, secondHi] = bounds(formula.children[1]);
+  Value start =
+      addConst(b, loc, arith::MinSIOp::create(b, loc, firstHi, secondHi), 1);
+  Value end = arith::MaxSIOp::create(b, loc, firstLo, secondLo);
+  Value bothKeep = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, firstLo,
+                            firstHi),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, secondLo,
+                            secondHi));
+  return {start, arith::SelectOp::create(b, loc, bothKeep, end, start)};
+}
+
+bool mlir::fa::skipsKeyHole(Region &maskMod) {
+  std::optional<MaskFormula> formula = analyzeAffineMask(maskMod);
+  return formula && mayLeaveKeyGap(*formula);
+}
+
+Value mlir::fa::kvTileOfVisit(OpBuilder &b, Location loc, Value visit,
+                              Value holeBegin, Value holeEnd) {
+  Value pastHole = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                         visit, holeBegin);
+  Value skipped = arith::SelectOp::create(
+      b, loc, pastHole, arith::SubIOp::create(b, loc, holeEnd, holeBegin),
+      indexConst(b, loc, 0));
+  return arith::AddIOp::create(b, loc, visit, skipped);
+}
+
 bool mlir::fa::hasConstraintWithout(const MaskFormula &formula, unsigned arg) {
   if (formula.kind == MaskFormula::Kind::constraint)
     return formula.form.coefficients[arg] == 0 &&
@@ -1020,10 +1113,18 @@ bool mlir::fa::visitedKeysGrowWithQuery(Region &maskMod) {
   constexpr int64_t length = 4096;
   std::array<int64_t, kNumVariantIndexArgs> args{};
   args[kQueryLenArg] = args[kKeyLenArg] = length;
+  // The keys a row's K/V loop visits: the hull of those it keeps, less a
+  // gap the loop skips (fa.kv_tile_hole: two intervals apart).
+  bool skipsGap = skipsKeyHole(maskMod);
   auto hullAt = [&](int64_t row) -> int64_t {
     args[kQueryIndexArg] = row;
     KeyIntervals keys = keptKeys(*formula, args, length);
-    return keys.empty() ? 0 : keys.back().second - keys.front().first;
+    if (keys.empty())
+      return 0;
+    int64_t hull = keys.back().second - keys.front().first;
+    if (skipsGap && keys.size() == 2)
+      hull -= keys[1].first - keys[0].second;
+    return hull;
   };
   return hullAt(length - 1) >= 2 * std::max<int64_t>(hullAt(length / 4), 1);
 }

@@ -175,6 +175,29 @@ IndexBounds buildIndexBounds(OpBuilder &b, Location loc,
                              const MaskFormula &formula, const IndexBox &box,
                              unsigned arg);
 
+/// Whether `formula` can keep two key intervals with a gap between them
+/// (an `or` of an alternative bounded above in kv_idx and one bounded
+/// below, e.g. sink tokens and a sliding window, or a conjunction with
+/// such an `or`): buildKeyGap's gap may then hold whole K/V tiles.
+bool mayLeaveKeyGap(const MaskFormula &formula);
+
+/// The keys [start, end) between the two alternatives' key intervals of
+/// mayLeaveKeyGap's `or` (buildIndexBounds of each over `box`) that no row
+/// of the box keeps; start >= end when the intervals meet or one is empty.
+std::pair<Value, Value> buildKeyGap(OpBuilder &b, Location loc,
+                                    const MaskFormula &formula,
+                                    const IndexBox &box);
+
+/// Whether the forward's K/V loop under affine mask_mod `maskMod` skips
+/// the tiles of a key gap (fa.kv_tile_hole): mayLeaveKeyGap of its formula.
+bool skipsKeyHole(Region &maskMod);
+
+/// K/V tile `visit` of a loop over the visits of a range with a hole: the
+/// tiles [holeBegin, holeEnd) are skipped, so visit v is tile v below
+/// holeBegin and v + (holeEnd - holeBegin) from it on.
+Value kvTileOfVisit(OpBuilder &b, Location loc, Value visit, Value holeBegin,
+                    Value holeEnd);
+
 /// Whether `formula` has a constraint without index argument `arg` (whose
 /// bounds may then say "none": buildIndexBounds).
 bool hasConstraintWithout(const MaskFormula &formula, unsigned arg);

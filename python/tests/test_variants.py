@@ -259,6 +259,11 @@ class GpuVariantTest(unittest.TestCase):
          lambda h, i, j, sq, sk: torch.div(i + (sk - sq), 48,
                                            rounding_mode="floor")
          == torch.div(j, 48, rounding_mode="floor"), True),
+        # Sink tokens and a window: the forward skips the tiles between.
+        ("sinks window", {"mask_mod": V.or_masks(
+            lambda b, h, q, kv: kv < 4, V.sliding_window(30, 0))}, None,
+         lambda h, i, j, sq, sk: (j < 4) | ((j >= i + (sk - sq) - 30)
+                                            & (j <= i + (sk - sq))), False),
         ("alibi", {"score_mod": V.alibi([0.5, 0.25, 0.125, 0.0625])},
          lambda s, h, i, j, sq, sk: s - torch.tensor(
              [0.5, 0.25, 0.125, 0.0625], dtype=s.dtype,

@@ -1128,3 +1128,18 @@ func.func @dq_chains_order_heads(%q: memref<?x4x?x64xf16>, %lse: memref<?x4x?xf3
     workspace memref<?x4x?xf32>, memref<?x12x?x64xf32>, memref<?x4x?xi32>
   return
 }
+
+// -----
+
+// A hole is of one range: its [begin, end) on the same tiles.
+func.func @hole_of_another_range(%i: index, %b: index, %h: index) {
+  %begin, %end = fa.kv_tile_range %i, %i, %i {block_m = 16 : i64, block_n = 32 : i64}
+  // expected-error @+1 {{'fa.kv_tile_hole' op takes the begin and end of one fa.kv_tile_range, with its block_m and block_n}}
+  %hb, %he = fa.kv_tile_hole %begin, %end of %i, %i, %i at(%b, %h) {block_m = 16 : i64, block_n = 64 : i64} mask_mod {
+  ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    %c4 = arith.constant 4 : index
+    %keep = arith.cmpi slt, %ki, %c4 : index
+    fa.yield %keep : i1
+  }
+  return
+}

@@ -35,13 +35,24 @@ func.func @regions(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
 }
 
 // CHECK-LABEL: func @tile_ops
-// CHECK: fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+// CHECK: %[[BEGIN:.*]], %[[END:.*]] = fa.kv_tile_range %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+// CHECK: %hole_begin, %hole_end = fa.kv_tile_hole %[[BEGIN]], %[[END]] of %{{.*}}, %{{.*}}, %{{.*}} at(%{{.*}}, %{{.*}}) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
 // CHECK: fa.score_mod %{{.*}} at(%{{.*}}, %{{.*}}) {scale = 1.250000e-01 : f32} : tensor<16x32xf32> {
 // CHECK: fa.mask %{{.*}} at(%{{.*}}, %{{.*}}) : tensor<16x32xf32> mask_mod {
 func.func @tile_ops(%s: tensor<16x32xf32>, %i: index, %b: index, %h: index) -> tensor<16x32xf32> {
   %begin, %end = fa.kv_tile_range %i, %i, %i at(%b, %h) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
   ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
     %keep = arith.cmpi sle, %ki, %qi : index
+    fa.yield %keep : i1
+  }
+  %hb, %he = fa.kv_tile_hole %begin, %end of %i, %i, %i at(%b, %h) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+  ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    %c4 = arith.constant 4 : index
+    %sink = arith.cmpi slt, %ki, %c4 : index
+    %c64 = arith.constant 64 : index
+    %lo = arith.subi %qi, %c64 : index
+    %window = arith.cmpi sge, %ki, %lo : index
+    %keep = arith.ori %sink, %window : i1
     fa.yield %keep : i1
   }
   %m = fa.score_mod %s, %i, %i, %i, %i at(%b, %h) {scale = 0.125 : f32} : tensor<16x32xf32> {

@@ -247,6 +247,43 @@ Variant alibiVariant(int64_t heads, bool causal) {
   return v;
 }
 
+/// Sink tokens and a window: keys below `sinks`, or within `left` keys
+/// before the diagonal and `right` after it. The forward's K/V loop skips
+/// the tiles between the two intervals (fa.kv_tile_hole): on 16-key tiles
+/// the 64 x 64 shape's last query tiles skip one, the 1 x 70 one three.
+Variant sinkWindowVariant(int64_t sinks, int64_t left, int64_t right,
+                          bool causal) {
+  std::string text =
+      "func.func @mask_mod(%b: index, %h: index, %q: index, %kv: index, "
+      "%q_len: index, %kv_len: index) -> i1 {\n"
+      "  %shift = arith.subi %kv_len, %q_len : index\n"
+      "  %diag = arith.addi %q, %shift : index\n"
+      "  %sinks = arith.constant " +
+      std::to_string(sinks) +
+      " : index\n"
+      "  %sink = arith.cmpi slt, %kv, %sinks : index\n"
+      "  %left = arith.constant " +
+      std::to_string(left) +
+      " : index\n"
+      "  %right = arith.constant " +
+      std::to_string(right) +
+      " : index\n"
+      "  %first = arith.subi %diag, %left : index\n"
+      "  %last = arith.addi %diag, %right : index\n"
+      "  %after = arith.cmpi sge, %kv, %first : index\n"
+      "  %before = arith.cmpi sle, %kv, %last : index\n"
+      "  %window = arith.andi %after, %before : i1\n"
+      "  %keep = arith.ori %sink, %window : i1\n"
+      "  return %keep : i1\n}\n";
+  Variant v{"sinks_window", "", text, causal, {}, {}};
+  v.keep = [sinks, left, right](int64_t, int64_t, int64_t i, int64_t j,
+                                int64_t sq, int64_t sk) {
+    int64_t diag = i + sk - sq;
+    return j < sinks || (j >= diag - left && j <= diag + right);
+  };
+  return v;
+}
+
 /// Softcap and a window together.
 Variant softcapWindowVariant() {
   Variant cap = softcapVariant(2.0), window = windowVariant(9, 2);
@@ -352,11 +389,15 @@ Variant variantAt(int index) {
     return tableVariant();
   case 13:
     return biasDocumentVariant();
-  default:
+  case 14:
     return alibiSlopesVariant(/*causal=*/true);
+  case 15:
+    return sinkWindowVariant(2, 5, 0, /*causal=*/true);
+  default:
+    return sinkWindowVariant(3, 6, 2, /*causal=*/false);
   }
 }
-constexpr int kNumVariants = 15;
+constexpr int kNumVariants = 17;
 
 class CpuVariants : public testing::TestWithParam<VariantParam> {};
 
@@ -381,6 +422,15 @@ TEST(CpuVariantMutation, OffByOneWindowIsCaught) {
 }
 
 // A document mask that reads one key's id wrong is caught.
+// A kernel that skipped one tile too many (or lost the sink tokens) would
+// differ from the reference on the rows whose sinks lie before a hole.
+TEST(CpuVariantMutation, DroppedSinkTokensAreCaught) {
+  Variant kernel = sinkWindowVariant(2, 5, 0, /*causal=*/true),
+          windowOnly = windowVariant(5, 0, /*causal=*/true);
+  double worst = runVariant(kernel, windowOnly, 16, 16, /*expectMatch=*/false);
+  EXPECT_GT(worst, 100 * kTolerance);
+}
+
 TEST(CpuVariantMutation, OneMovedDocumentKeyIsCaught) {
   Variant kernel = documentVariant(false),
           moved = documentVariant(false, /*mutate=*/true);
