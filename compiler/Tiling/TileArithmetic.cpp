@@ -560,7 +560,8 @@ void mlir::fa::populateTileRangeLowering(RewritePatternSet &patterns) {
 std::optional<std::vector<int64_t>>
 mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
                              int64_t qLen, int64_t kvLen, int64_t blockM,
-                             int64_t blockN, int64_t batch, int64_t head) {
+                             int64_t blockN, int64_t batch, int64_t head,
+                             bool skipsHole) {
   OpBuilder b(ctx);
   Location loc = b.getUnknownLoc();
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -576,7 +577,7 @@ mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   bool rangeMask = !maskMod.empty() && !readsCapturedTensors(maskMod);
-  bool skipsHole = rangeMask && skipsKeyHole(maskMod);
+  skipsHole = skipsHole && rangeMask && skipsKeyHole(maskMod);
   SmallVector<Value> counts;
   for (int64_t qStart = 0; qStart < qLen; qStart += blockM) {
     auto range = KVTileRangeOp::create(

@@ -76,11 +76,13 @@ void populateTileRangeLowering(RewritePatternSet &patterns);
 /// of `qLen` x `kvLen` on `blockM` x `blockN` tiles, in program (`batch`,
 /// `head`): the kernels' own range ops, built with constants and folded.
 /// A mask_mod that reads a captured tensor narrows nothing, as in the
-/// kernels. nullopt when the arithmetic does not fold to constants.
+/// kernels; `skipsHole`: less the tiles of fa.kv_tile_hole, as the K/V loops
+/// that skip it (not split-KV's parts or a block mask's). nullopt when the
+/// arithmetic does not fold to constants.
 std::optional<std::vector<int64_t>>
 foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
                    int64_t qLen, int64_t kvLen, int64_t blockM, int64_t blockN,
-                   int64_t batch = 0, int64_t head = 0);
+                   int64_t batch = 0, int64_t head = 0, bool skipsHole = true);
 
 /// One element of the backward's dS = scale * P * (dP - D).
 Value scoreGradient(OpBuilder &b, Location loc, Value prob, Value gradProb,

@@ -616,7 +616,8 @@ int main(int argc, char **argv) {
         return;
       if (std::optional<std::vector<int64_t>> folded = foldVisitedKVTiles(
               ctx.get(), mask, *maskMod, io.qLen, io.kvLen, spec.blockM,
-              spec.blockN))
+              spec.blockN, /*batch=*/0, /*head=*/0,
+              /*skipsHole=*/!spec.splitKv && !spec.blockMask))
         visited = std::move(*folded);
       if (!ioJson.empty())
         keptScores = countKeptScores(*maskMod, mask, io.qLen, io.kvLen,
