@@ -312,6 +312,18 @@ class GpuVariantTest(unittest.TestCase):
                         self.check(dtype, shape, name, kwargs, score, keep,
                                    causal)
 
+    def test_sinks_window_skips_whole_tiles(self):
+        # Long enough for whole default tiles between the sinks and the
+        # window (the forward skips them), GQA, causal and not.
+        keep = (lambda h, i, j, sq, sk: (j < 4) |
+                ((j >= i + (sk - sq) - 256) & (j <= i + (sk - sq))))
+        kwargs = {"mask_mod": V.or_masks(lambda b, h, q, kv: kv < 4,
+                                         V.sliding_window(256, 0))}
+        for causal in (False, True):
+            with self.subTest(causal=causal):
+                self.check(torch.bfloat16, (1, 4, 2, 1500, 1500, 128),
+                           "sinks window long", kwargs, None, keep, causal)
+
     def test_flash_attn_func_window_softcap_alibi(self):
         torch.manual_seed(1)
         q = torch.randn(2, 200, 4, 64, device="cuda", dtype=torch.float16)
