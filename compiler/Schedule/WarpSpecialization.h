@@ -12,6 +12,7 @@
 #define FA_COMPILER_SCHEDULE_WARPSPECIALIZATION_H
 
 #include "compiler/Schedule/PersistentSchedule.h"
+#include "compiler/Tiling/Variants.h"
 #include "compiler/Utils/IRUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -157,10 +158,7 @@ struct Specialization {
   /// caller builds; `end` itself without a hole).
   Value visitsEnd(OpBuilder &at, Value end, Value holeBegin,
                   Value holeEnd) const {
-    if (!hole)
-      return end;
-    return arith::SubIOp::create(
-        at, loc, end, arith::SubIOp::create(at, loc, holeEnd, holeBegin));
+    return hole ? kvVisitsEnd(at, loc, end, holeBegin, holeEnd) : end;
   }
 
   /// The first byte of `slot` of `tensor`'s ring.
@@ -186,17 +184,9 @@ struct Specialization {
     // Past a hole, the tiles it skipped are not in the ring (the loads of
     // the pipelined loop's peeled first and last tiles are outside the
     // loop: the visit comes from the tile).
-    if (hole) {
-      Value pastHole = arith::CmpIOp::create(at, loc, arith::CmpIPredicate::sge,
-                                             tile, hole.getHoleEnd());
-      tile = arith::SubIOp::create(
-          at, loc, tile,
-          arith::SelectOp::create(at, loc, pastHole,
-                                  arith::SubIOp::create(at, loc,
-                                                        hole.getHoleEnd(),
-                                                        hole.getHoleBegin()),
-                                  indexConst(at, loc, 0)));
-    }
+    if (hole)
+      tile =
+          kvVisitOfTile(at, loc, tile, hole.getHoleBegin(), hole.getHoleEnd());
     Value n = arith::SubIOp::create(at, loc, tile, range.getResult(0));
     if (ringBase)
       n = arith::AddIOp::create(at, loc, toIndex(at, loc, ringBase), n);

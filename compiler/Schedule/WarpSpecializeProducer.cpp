@@ -10,7 +10,6 @@
 #include "compiler/Passes.h"
 #include "compiler/Schedule/PersistentSchedule.h"
 #include "compiler/Schedule/WarpSpecialization.h"
-#include "compiler/Tiling/Variants.h"
 #include "compiler/Utils/IRUtils.h"
 #include "lib/GpuTarget.h"
 #include "lib/Strategy/WgmmaModel.h"

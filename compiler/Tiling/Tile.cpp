@@ -275,10 +275,8 @@ void AttentionTiler::build() {
         builder, loc, builder.getIndexType(), builder.getIndexType(), kvBegin,
         kvEnd, qStart, qLen, rangeKvLen, b, h, config.blockM, config.blockN);
     cloneMaskWithoutCaptures(op.getMaskMod(), hole.getMaskMod());
-    kvEnd = arith::SubIOp::create(builder, loc, kvEnd,
-                                  arith::SubIOp::create(builder, loc,
-                                                        hole.getHoleEnd(),
-                                                        hole.getHoleBegin()));
+    kvEnd = kvVisitsEnd(builder, loc, kvEnd, hole.getHoleBegin(),
+                        hole.getHoleEnd());
   }
   // The keys every row of the tile keeps, by the block mask: K/V tiles
   // inside them skip the mask_mod.

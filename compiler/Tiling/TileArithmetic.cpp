@@ -164,6 +164,15 @@ static std::pair<Value, Value> buildWholeRange(OpBuilder &b, Location loc,
   return {meet.getResult(0), hi};
 }
 
+/// One past the last query row of the tile at `qStart`: min(qStart +
+/// blockM, qLen).
+static Value queryRowsEnd(OpBuilder &b, Location loc, Value qStart,
+                          int64_t blockM, Value qLen) {
+  Value tileEnd = arith::AddIOp::create(
+      b, loc, qStart, arith::ConstantIndexOp::create(b, loc, blockM));
+  return arith::MinSIOp::create(b, loc, tileEnd, qLen);
+}
+
 /// The index box of a query tile's rows [qStart, rowsEnd) against every
 /// key [0, kvLen) (`zero` and `one`: the caller's constants).
 static IndexBox queryTileBox(OpBuilder &b, Location loc, Value batch,
@@ -192,12 +201,8 @@ static std::pair<Value, Value> buildKVTileHole(OpBuilder &b, Location loc,
     return {begin, begin};
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value rowsEnd = arith::MinSIOp::create(
-      b, loc,
-      arith::AddIOp::create(
-          b, loc, op.getQStart(),
-          arith::ConstantIndexOp::create(b, loc, op.getBlockM())),
-      op.getQLen());
+  Value rowsEnd =
+      queryRowsEnd(b, loc, op.getQStart(), op.getBlockM(), op.getQLen());
   IndexBox box =
       queryTileBox(b, loc, op.getBatch(), op.getHead(), op.getQStart(), rowsEnd,
                    op.getQLen(), op.getKvLen(), zero, one);
@@ -246,9 +251,7 @@ static std::pair<Value, Value> buildWholeKVTileRange(OpBuilder &b, Location loc,
   Value numTiles = arith::CeilDivUIOp::create(b, loc, kvLen, blockN);
   // One past the tile's last query row: min(q_start + block_m, Sq).
   auto buildRowsEnd = [&]() -> Value {
-    Value blockM = arith::ConstantIndexOp::create(b, loc, op.getBlockM());
-    Value tileEnd = arith::AddIOp::create(b, loc, qStart, blockM);
-    return arith::MinSIOp::create(b, loc, tileEnd, qLen);
+    return queryRowsEnd(b, loc, qStart, op.getBlockM(), qLen);
   };
   Value begin = zero, end = numTiles;
   if (Value table = op.getRanges()) {
@@ -597,9 +600,7 @@ mlir::fa::foldVisitedKVTiles(MLIRContext *ctx, MaskKind mask, Region &maskMod,
           constant(batch), constant(head), blockM, blockN);
       cloneMaskWithoutCaptures(maskMod, hole.getMaskMod());
       count =
-          arith::SubIOp::create(b, loc, count,
-                                arith::SubIOp::create(b, loc, hole.getHoleEnd(),
-                                                      hole.getHoleBegin()));
+          kvVisitsEnd(b, loc, count, hole.getHoleBegin(), hole.getHoleEnd());
     }
     counts.push_back(count);
   }

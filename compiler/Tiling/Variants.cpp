@@ -732,6 +732,22 @@ Value mlir::fa::kvTileOfVisit(OpBuilder &b, Location loc, Value visit,
   return arith::AddIOp::create(b, loc, visit, skipped);
 }
 
+Value mlir::fa::kvVisitOfTile(OpBuilder &b, Location loc, Value tile,
+                              Value holeBegin, Value holeEnd) {
+  Value pastHole =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, tile, holeEnd);
+  Value skipped = arith::SelectOp::create(
+      b, loc, pastHole, arith::SubIOp::create(b, loc, holeEnd, holeBegin),
+      indexConst(b, loc, 0));
+  return arith::SubIOp::create(b, loc, tile, skipped);
+}
+
+Value mlir::fa::kvVisitsEnd(OpBuilder &b, Location loc, Value end,
+                            Value holeBegin, Value holeEnd) {
+  return arith::SubIOp::create(
+      b, loc, end, arith::SubIOp::create(b, loc, holeEnd, holeBegin));
+}
+
 bool mlir::fa::hasConstraintWithout(const MaskFormula &formula, unsigned arg) {
   if (formula.kind == MaskFormula::Kind::constraint)
     return formula.form.coefficients[arg] == 0 &&

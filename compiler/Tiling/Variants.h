@@ -198,6 +198,15 @@ bool skipsKeyHole(Region &maskMod);
 Value kvTileOfVisit(OpBuilder &b, Location loc, Value visit, Value holeBegin,
                     Value holeEnd);
 
+/// The inverse: the visit of K/V tile `tile` (not in the hole).
+Value kvVisitOfTile(OpBuilder &b, Location loc, Value tile, Value holeBegin,
+                    Value holeEnd);
+
+/// One past the last visit of a range [begin, end) with a hole: end less
+/// the hole's tiles.
+Value kvVisitsEnd(OpBuilder &b, Location loc, Value end, Value holeBegin,
+                  Value holeEnd);
+
 /// Whether `formula` has a constraint without index argument `arg` (whose
 /// bounds may then say "none": buildIndexBounds).
 bool hasConstraintWithout(const MaskFormula &formula, unsigned arg);
