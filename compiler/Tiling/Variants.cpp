@@ -409,6 +409,16 @@ MaskFormula mlir::fa::dropImpliedByCausal(const MaskFormula &formula) {
   using Kind = MaskFormula::Kind;
   if (formula.kind == Kind::constraint && impliedByCausal(formula.form))
     return MaskFormula{Kind::keepAll, {}, {}};
+  if (formula.kind == Kind::anyOf) {
+    // Both masks keep a score: the causal mask and one alternative.
+    MaskFormula alternatives{Kind::anyOf, {}, {}};
+    for (const MaskFormula &child : formula.children) {
+      alternatives.children.push_back(dropImpliedByCausal(child));
+      if (alternatives.children.back().kind == Kind::keepAll)
+        return MaskFormula{Kind::keepAll, {}, {}};
+    }
+    return alternatives;
+  }
   if (formula.kind != Kind::allOf)
     return formula;
   MaskFormula kept{Kind::allOf, {}, {}};
@@ -773,6 +783,19 @@ bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
     return false;
   }
   return false;
+}
+
+std::optional<SmallVector<MaskFormula>>
+mlir::fa::keyIntervalsPerRow(const MaskFormula &formula,
+                             unsigned maxIntervals) {
+  if (keepsAKeyIntervalPerRow(formula))
+    return SmallVector<MaskFormula>{formula};
+  if (formula.kind != MaskFormula::Kind::anyOf ||
+      formula.children.size() > maxIntervals ||
+      !llvm::all_of(formula.children, keepsAKeyIntervalPerRow))
+    return std::nullopt;
+  return SmallVector<MaskFormula>(formula.children.begin(),
+                                  formula.children.end());
 }
 
 /// Whether `form <= 0` compares the chunks of kv_idx and q_idx: two floor

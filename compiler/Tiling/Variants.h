@@ -138,8 +138,9 @@ std::optional<double> countKeptScores(Region &maskMod, MaskKind mask,
 
 /// `formula` under the causal mask: constraints the causal mask implies
 /// (kv - q - Sk + Sq + c <= 0 with c <= 0: a window's right edge at or past
-/// the diagonal) are dropped, since both masks must keep a score. A
-/// formula without such a constraint comes back unchanged.
+/// the diagonal) are dropped, since both masks must keep a score (in each
+/// alternative of an `or` too; one that keeps all makes the `or` keep all).
+/// A formula without such a constraint comes back unchanged.
 MaskFormula dropImpliedByCausal(const MaskFormula &formula);
 
 /// A box of index values: each argument of a mask_mod between lo and hi
@@ -216,6 +217,14 @@ bool hasConstraintWithout(const MaskFormula &formula, unsigned arg);
 /// constraints in each of which kv_idx has coefficient +1 or -1): then a
 /// row's mask is two compares per score instead of the region.
 bool keepsAKeyIntervalPerRow(const MaskFormula &formula);
+
+/// The key intervals a query row keeps, one formula each (every one
+/// keepsAKeyIntervalPerRow): `formula` itself where it keeps one interval,
+/// the alternatives of an `or` of at most `maxIntervals` of them (sink
+/// tokens and a window: [0, sinks) and the row's window); nullopt
+/// otherwise. A row's mask is then two compares per score and interval.
+std::optional<SmallVector<MaskFormula>>
+keyIntervalsPerRow(const MaskFormula &formula, unsigned maxIntervals);
 
 /// Whether fa.kv_tile_range and fa.q_tile_range of mask_mod `maskMod`
 /// describe one set of tile pairs, seen from either side, with contiguous

@@ -203,6 +203,56 @@ func.func @causal_window(%n: index, %q0: index, %k0: index) {
 
 // -----
 
+// Sink tokens and a causal window (kv < 4, or q - 3 <= kv <= q): two key
+// intervals per row. Each is compared as a window is (its first and last
+// key relative to the thread's first column, in 32 bits); the window's
+// right edge is the causal mask's and drops out; the region is not
+// evaluated per score. Per score: the causal compare, one compare per
+// interval's bound, and the union.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @sinks_window
+func.func @sinks_window(%n: index, %q0: index, %k0: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: scf.if
+    // The row's last visible key (causal), the sinks' last key (3) and the
+    // window's first, each from the thread's first column, in [-1, 8].
+    // CHECK: %[[VISIBLE:.*]] = arith.index_cast %{{.*}} : index to i32
+    // CHECK: %[[SINKS_LAST:.*]] = arith.index_cast %{{.*}} : index to i32
+    // CHECK: %[[WINDOW_FIRST:.*]] = arith.minsi %{{.*}}, %c8_i32 : i32
+    // CHECK: %[[C0:.*]] = arith.constant 0 : i32
+    // CHECK-NEXT: %[[CAUSAL:.*]] = arith.cmpi sgt, %[[C0]], %[[VISIBLE]] : i32
+    // CHECK-NEXT: %[[IN_SINKS:.*]] = arith.cmpi sle, %[[C0]], %[[SINKS_LAST]] : i32
+    // CHECK-NEXT: %[[IN_WINDOW:.*]] = arith.cmpi sge, %[[C0]], %[[WINDOW_FIRST]] : i32
+    // CHECK-NEXT: %[[IN_ONE:.*]] = arith.ori %[[IN_SINKS]], %[[IN_WINDOW]] : i1
+    // CHECK-NEXT: %[[TRUE:.*]] = arith.constant true
+    // CHECK-NEXT: %[[OUT:.*]] = arith.xori %[[IN_ONE]], %[[TRUE]] : i1
+    // CHECK-NEXT: %[[HIDDEN:.*]] = arith.ori %[[CAUSAL]], %[[OUT]] : i1
+    // CHECK-NEXT: arith.select %[[HIDDEN]]
+    // CHECK-NOT: arith.cmpi {{.*}} : index
+    // CHECK: } else {
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) {mask = #fa.mask<causal>} : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+      %c4 = arith.constant 4 : index
+      %sink = arith.cmpi slt, %ki, %c4 : index
+      %shift = arith.subi %sk, %sq : index
+      %diag = arith.addi %qi, %shift : index
+      %c3 = arith.constant 3 : index
+      %lo = arith.subi %diag, %c3 : index
+      %after = arith.cmpi sge, %ki, %lo : index
+      %before = arith.cmpi sle, %ki, %diag : index
+      %window = arith.andi %after, %before : i1
+      %keep = arith.ori %sink, %window : i1
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %a = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // Chunked attention (the query's chunk of 64 positions, aligned
 // bottom-right, equals the key's): the equality is two constraints with
 // floor terms, and a tile whose rows and keys all lie in one chunk keeps

@@ -157,6 +157,10 @@ struct LayoutPattern : OpConversionPattern<Op> {
   TileLowering<Op> lower;
 };
 
+/// The most key intervals per row a mask is tested by interval (more: by
+/// its region): each costs two compares per score.
+constexpr unsigned kMaxKeyIntervalsPerRow = 4;
+
 /// Masked scores become -inf. Only tiles that cross the causal diagonal or
 /// the end of the keys need it; the others skip the per-element test.
 LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
@@ -192,6 +196,11 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   // with its row's first and last kept key, as the causal mask is, instead
   // of evaluating the region.
   bool rowIntervals = formula && keepsAKeyIntervalPerRow(*formula);
+  // A union of such intervals (sink tokens and a window): each score is
+  // compared with the first and last key of each.
+  std::optional<SmallVector<MaskFormula>> keyUnion;
+  if (formula && !rowIntervals)
+    keyUnion = keyIntervalsPerRow(*formula, kMaxKeyIntervalsPerRow);
   if (maskMod) {
     Value partial = arith::ConstantIntOp::create(b, loc, 1, 1);
     if (formula) {
@@ -357,6 +366,21 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
     };
     Value visible = columnOffset(last);
     Value firstVisible = first ? windowColumnOffset(first) : Value();
+    // The row's [first, last] of each interval of a union, as offsets from
+    // the thread's first column (null: unbounded on that side).
+    SmallVector<std::pair<Value, Value>> intervals;
+    if (keyUnion) {
+      IndexBox rowBox = variantTileBox(
+          b, loc, adaptor.getBatch(), adaptor.getHead(), query,
+          adaptor.getKvStart(), type, adaptor.getQLen(), adaptor.getKvLen());
+      rowBox.hi[kQueryIndexArg] = query;
+      for (const MaskFormula &interval : *keyUnion) {
+        IndexBounds keys =
+            buildIndexBounds(b, loc, interval, rowBox, kKeyIndexArg);
+        intervals.push_back({keys.lo ? windowColumnOffset(keys.lo) : Value(),
+                             keys.hi ? columnOffset(keys.hi) : Value()});
+      }
+    }
     for (int64_t slot : r.layout.slotsOfRow(row)) {
       Value c = arith::ConstantOp::create(
           b, loc, b.getI32IntegerAttr(int32_t(r.layout.colOffset[slot])));
@@ -367,9 +391,30 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
             b, loc, hidden,
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, c,
                                   firstVisible));
+      if (keyUnion) {
+        Value inOne;
+        for (auto [lo, hi] : intervals) {
+          Value in;
+          if (lo)
+            in =
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, c, lo);
+          if (hi) {
+            Value below =
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, c, hi);
+            in = in ? arith::AndIOp::create(b, loc, in, below) : below;
+          }
+          if (!in) // unbounded both ways: every key
+            in = arith::ConstantIntOp::create(b, loc, 1, 1);
+          inOne = inOne ? arith::OrIOp::create(b, loc, inOne, in) : in;
+        }
+        hidden = arith::OrIOp::create(
+            b, loc, hidden,
+            arith::XOrIOp::create(b, loc, inOne,
+                                  arith::ConstantIntOp::create(b, loc, 1, 1)));
+      }
       values[slot] = arith::SelectOp::create(b, loc, hidden, negInf,
                                              values[slot]);
-      if (maskMod && !rowIntervals) {
+      if (maskMod && !rowIntervals && !keyUnion) {
         Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
         Value keep = inlineVariantRegion(
             b, op.getMaskMod(),
