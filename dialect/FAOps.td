@@ -482,6 +482,14 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     programs past their sequence's rows do nothing, so a launch may stop at
     the longest sequence's tiles.
 
+    `tiles_outermost`: a GPU lowering starts the programs of tile t (every
+    batch entry and head) before those of tile t + 1, instead of one (batch,
+    head) after another. Where a program's work falls with its tile index
+    (the causal backward's first K/V tiles visit the most query tiles, a
+    K/V tile of sink tokens visits every one), the longest programs then
+    start first, on every head at once, and the last wave ends sooner. The
+    launch is the same grid; the block index is read in this order.
+
     ```mlir
     fa.grid (%b, %h, %qt) in (%batch, %heads, %num_q_tiles) {
       ...
@@ -489,7 +497,8 @@ def FA_GridOp : FA_Op<"grid", [SingleBlock, NoTerminator,
     ```
   }];
   let arguments = (ins Index:$batch_size, Index:$num_heads, Index:$num_q_tiles,
-                       OptionalAttr<StrAttr>:$program, UnitAttr:$ragged);
+                       OptionalAttr<StrAttr>:$program, UnitAttr:$ragged,
+                       UnitAttr:$tiles_outermost);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasRegionVerifier = 1;

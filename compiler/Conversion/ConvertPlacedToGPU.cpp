@@ -118,6 +118,43 @@ void lowerProgramOrder(gpu::GPUFuncOp kernel, const ::fa::GpuArch &target) {
   });
 }
 
+/// A program's (tile, head, batch) indices.
+struct ProgramIndices {
+  Value tile, head, batch;
+};
+
+/// The block ids as they are: block x the tile, y the head, z the batch.
+ProgramIndices blockIndices(OpBuilder &b, Location loc) {
+  return {gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+          gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+          gpu::BlockIdOp::create(b, loc, gpu::Dimension::z)};
+}
+
+/// The same grid read with the tile outermost (fa.grid tiles_outermost):
+/// blocks start in the order of their linear index x + X (y + Y z), which
+/// here runs through every (head, batch) of tile 0, then of tile 1, ...
+ProgramIndices tilesOutermostIndices(OpBuilder &b, Location loc) {
+  auto id = [&](gpu::Dimension d) -> Value {
+    return gpu::BlockIdOp::create(b, loc, d);
+  };
+  auto count = [&](gpu::Dimension d) -> Value {
+    return gpu::GridDimOp::create(b, loc, d);
+  };
+  Value heads = count(gpu::Dimension::y);
+  Value programsPerTile =
+      arith::MulIOp::create(b, loc, heads, count(gpu::Dimension::z));
+  Value blockRow = arith::AddIOp::create(
+      b, loc, id(gpu::Dimension::y),
+      arith::MulIOp::create(b, loc, heads, id(gpu::Dimension::z)));
+  Value linear = arith::AddIOp::create(
+      b, loc, id(gpu::Dimension::x),
+      arith::MulIOp::create(b, loc, count(gpu::Dimension::x), blockRow));
+  Value tile = arith::DivUIOp::create(b, loc, linear, programsPerTile);
+  Value rest = arith::RemUIOp::create(b, loc, linear, programsPerTile);
+  return {tile, arith::RemUIOp::create(b, loc, rest, heads),
+          arith::DivUIOp::create(b, loc, rest, heads)};
+}
+
 /// Moves the program `grid` of `func` into a kernel of `kernels` named
 /// `name`; the grid's indices become block ids (x: tile, y: head, z:
 /// batch). The kernel takes the function's parameters but the tensor maps
@@ -184,12 +221,12 @@ FailureOr<gpu::GPUFuncOp> outlineKernel(func::FuncOp func, GridOp grid,
     }
     // The program body, with the grid indices as block ids.
     Location loc = grid.getLoc();
-    mapping.map(grid.getTileIndex(),
-                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::x));
-    mapping.map(grid.getHeadIndex(),
-                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::y));
-    mapping.map(grid.getBatchIndex(),
-                gpu::BlockIdOp::create(builder, loc, gpu::Dimension::z));
+    ProgramIndices indices = grid.getTilesOutermost()
+                                 ? tilesOutermostIndices(builder, loc)
+                                 : blockIndices(builder, loc);
+    mapping.map(grid.getTileIndex(), indices.tile);
+    mapping.map(grid.getHeadIndex(), indices.head);
+    mapping.map(grid.getBatchIndex(), indices.batch);
     for (Operation &inner : grid.getBodyBlock())
       builder.clone(inner, mapping);
   }

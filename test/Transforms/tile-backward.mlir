@@ -56,6 +56,8 @@
 // CHECK: fa.store_tile %[[DK16]], %[[DK]][%[[B]], %[[KVH]], %[[KVSTART]]]
 // CHECK: %[[DV16:.*]] = arith.truncf %[[HEADS]]#1
 // CHECK: fa.store_tile %[[DV16]], %[[DV]][%[[B]], %[[KVH]], %[[KVSTART]]]
+// Each head's K/V tiles one after another (no tiles_outermost).
+// CHECK: } attributes {program = "dkdv"}
 //
 // 3. dQ = the accumulator rounded to f16.
 // CHECK: fa.grid (%[[B3:.*]], %[[H3:.*]], %[[T3:.*]]) in
