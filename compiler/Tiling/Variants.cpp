@@ -788,8 +788,6 @@ bool mlir::fa::keepsAKeyIntervalPerRow(const MaskFormula &formula) {
 std::optional<SmallVector<MaskFormula>>
 mlir::fa::keyIntervalsPerRow(const MaskFormula &formula,
                              unsigned maxIntervals) {
-  if (keepsAKeyIntervalPerRow(formula))
-    return SmallVector<MaskFormula>{formula};
   if (formula.kind != MaskFormula::Kind::anyOf ||
       formula.children.size() > maxIntervals ||
       !llvm::all_of(formula.children, keepsAKeyIntervalPerRow))

@@ -218,11 +218,11 @@ bool hasConstraintWithout(const MaskFormula &formula, unsigned arg);
 /// row's mask is two compares per score instead of the region.
 bool keepsAKeyIntervalPerRow(const MaskFormula &formula);
 
-/// The key intervals a query row keeps, one formula each (every one
-/// keepsAKeyIntervalPerRow): `formula` itself where it keeps one interval,
-/// the alternatives of an `or` of at most `maxIntervals` of them (sink
-/// tokens and a window: [0, sinks) and the row's window); nullopt
-/// otherwise. A row's mask is then two compares per score and interval.
+/// The key intervals a query row keeps where `formula` is an `or` of at
+/// most `maxIntervals` alternatives that each keepsAKeyIntervalPerRow (sink
+/// tokens and a window: [0, sinks) and the row's window): the
+/// alternatives; nullopt otherwise (one interval is keepsAKeyIntervalPerRow's
+/// case). A row's mask is then two compares per score and interval.
 std::optional<SmallVector<MaskFormula>>
 keyIntervalsPerRow(const MaskFormula &formula, unsigned maxIntervals);
 

@@ -199,7 +199,7 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   // A union of such intervals (sink tokens and a window): each score is
   // compared with the first and last key of each.
   std::optional<SmallVector<MaskFormula>> keyUnion;
-  if (formula && !rowIntervals)
+  if (formula)
     keyUnion = keyIntervalsPerRow(*formula, kMaxKeyIntervalsPerRow);
   if (maskMod) {
     Value partial = arith::ConstantIntOp::create(b, loc, 1, 1);
