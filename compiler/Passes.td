@@ -156,6 +156,12 @@ def FAPlaceSimt : Pass<"fa-place-simt", "::mlir::func::FuncOp"> {
            "padding elements per shared-memory row (0: 4 when every shared "
            "row holds a multiple of 4 elements, so rows stay 16-byte aligned "
            "for vector loads; else 1)">,
+    Option<"chunkedCopies", "chunked-copies", "bool", /*default=*/"false",
+           "the runtime guarantees 16-byte aligned rows in every tensor (the "
+           "tensor-core strategies' argument rule): a backward program "
+           "without matmuls (the delta program) copies its 2-d tiles in "
+           "16-byte chunks (fa.copy_chunks), in rows padded to keep 16-byte "
+           "alignment">,
   ];
   let dependentDialects = ["::mlir::fa::FADialect"];
 }

@@ -17,11 +17,20 @@
 using namespace mlir;
 using namespace mlir::fa;
 
-static void placeSimt(OpPassManager &pm, const GpuOptions &options) {
+/// `alignedRows`: the strategy's runtime rules keep every tensor row
+/// 16-byte aligned (the tensor-core strategies), so that the programs it
+/// leaves to simt may copy in 16-byte chunks.
+static void placeSimt(OpPassManager &pm, const GpuOptions &options,
+                      bool alignedRows) {
   FAPlaceSimtOptions place;
   place.numWarps = options.numWarps;
   place.arch = options.arch;
+  place.chunkedCopies = alignedRows;
   pm.addNestedPass<func::FuncOp>(createFAPlaceSimt(place));
+}
+
+static void placeSimt(OpPassManager &pm, const GpuOptions &options) {
+  placeSimt(pm, options, /*alignedRows=*/false);
 }
 
 static LogicalResult lowerSimt(ArrayRef<gpu::GPUFuncOp> kernels,
@@ -38,7 +47,7 @@ static void placeMma(OpPassManager &pm, const GpuOptions &options) {
   pm.addNestedPass<func::FuncOp>(createFAPlaceMma(place));
   // The programs mma leaves unplaced (the backward's memory-bound delta
   // and dq programs) run on the simt strategy.
-  placeSimt(pm, options);
+  placeSimt(pm, options, /*alignedRows=*/true);
 }
 
 static LogicalResult lowerMma(ArrayRef<gpu::GPUFuncOp> kernels,
@@ -71,7 +80,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   pm.addNestedPass<func::FuncOp>(createFAPingPong());
   // The programs wgmma leaves unplaced (the backward's memory-bound delta
   // and dq programs) run on the simt strategy.
-  placeSimt(pm, options);
+  placeSimt(pm, options, /*alignedRows=*/true);
 }
 
 static LogicalResult lowerWgmma(ArrayRef<gpu::GPUFuncOp> kernels,

@@ -694,6 +694,30 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
                                << "' is a unit attribute of memref.load";
     return success();
   }
+  if (name == getCopyChunksAttrName()) {
+    auto load = dyn_cast<LoadTileOp>(op);
+    auto type =
+        load ? cast<RankedTensorType>(load.getType()) : RankedTensorType();
+    auto encoding =
+        type ? dyn_cast_or_null<SharedEncodingAttr>(type.getEncoding())
+             : SharedEncodingAttr();
+    if (!encoding || type.getRank() != 2 || !isa<UnitAttr>(value))
+      return op->emitOpError()
+             << "'" << name
+             << "' is a unit attribute of an fa.load_tile into a 2-d "
+                "#fa.shared tile";
+    // Whole 16-byte chunks in every row, and rows that start 16-byte
+    // aligned in shared memory.
+    int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    if (type.getDimSize(1) * elementBytes % 16 != 0 ||
+        (type.getDimSize(1) + encoding.getPad()) * elementBytes % 16 != 0)
+      return op->emitOpError()
+             << "'" << name << "' copies 16-byte chunks: the tile's rows ("
+             << type.getDimSize(1) << " elements) and their shared pitch ("
+             << type.getDimSize(1) + encoding.getPad()
+             << ") must be multiples of 16 bytes";
+    return success();
+  }
   if (name == getHoistCaptureLoadsAttrName()) {
     if (!isa<scf::IfOp>(op) || !isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name

@@ -93,6 +93,13 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getCaptureLoadAttrName() {
       return "fa.capture_load";
     }
+    /// A 2-d shared fa.load_tile whose source rows start 16-byte aligned
+    /// (the runtime's argument rule for the tensor-core strategies' tensors),
+    /// so that the lowering copies it in 16-byte chunks (a unit attribute;
+    /// fa-place-simt's chunked-copies).
+    static ::llvm::StringRef getCopyChunksAttrName() {
+      return "fa.copy_chunks";
+    }
     /// An scf.if whose then-branch's capture loads may run before it
     /// (the per-element mask of a tile; a unit attribute).
     static ::llvm::StringRef getHoistCaptureLoadsAttrName() {

@@ -62,6 +62,30 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
     return grid.emitOpError() << "pad must be in [0, " << kMaxRowPad
                               << "] (0: the default), got " << int64_t(pad);
   }
+  /// With chunked-copies, the elements of a 16-byte chunk of the program's
+  /// tiles where its loads may copy in chunks: a program without matmuls
+  /// (the others keep the strategy's copies) whose 2-d loads all take rows
+  /// of whole chunks of 16-bit elements (the copies' unit), none in a loop;
+  /// else 0.
+  int64_t chunkedCopyElements(GridOp grid) {
+    if (!chunkedCopies)
+      return 0;
+    int64_t elementBits = 0;
+    bool chunked = true;
+    grid.walk([&](Operation *op) {
+      if (isa<TileMatmulOp>(op))
+        chunked = false;
+      auto load = dyn_cast<LoadTileOp>(op);
+      if (!load || load.getType().getRank() != 2)
+        return;
+      int64_t bits = load.getType().getElementTypeBitWidth();
+      if (op->getParentOfType<scf::ForOp>() || bits != 16 ||
+          load.getType().getDimSize(1) * bits % 128 != 0)
+        chunked = false;
+      elementBits = bits;
+    });
+    return chunked && elementBits ? 128 / elementBits : 0;
+  }
   LogicalResult placeForwardProgram(GridOp grid, const ::fa::GpuArch &target);
   LogicalResult placeBackwardProgram(GridOp grid,
                                      const ::fa::GpuArch &target);
@@ -180,6 +204,12 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
     rowPad = llvm::all_of(colExtents, [](int64_t c) { return c % 4 == 0; })
                  ? 4
                  : 1;
+  // Chunked copies: the program's tiles come from memory in 16-byte chunks
+  // (issued together, one wait) instead of element by element, into rows
+  // padded by one chunk.
+  int64_t chunkElements = chunkedCopyElements(grid);
+  if (chunkElements && pad == 0)
+    rowPad = chunkElements;
   auto shared = SharedEncodingAttr::get(&getContext(), rowPad);
 
   rematerializeHoistedConstants(grid);
@@ -194,6 +224,12 @@ FAPlaceSimtPass::placeBackwardProgram(GridOp grid,
       op.getResult().setType(withEncoding(op.getType(), blocked));
   });
   stageMatmulOperands(grid, shared);
+  if (chunkElements && rowPad % chunkElements == 0)
+    grid.walk([&](LoadTileOp op) {
+      if (isa<SharedEncodingAttr>(op.getType().getEncoding()))
+        op->setAttr(FADialect::getCopyChunksAttrName(),
+                    UnitAttr::get(&getContext()));
+    });
 
   int64_t sharedBytes = layOutSharedTiles(grid);
   int64_t available =

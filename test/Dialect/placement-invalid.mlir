@@ -600,3 +600,22 @@ func.func @producer_writes_from_registers(%x: tensor<128x128xf8E4M3FN, #fa.mma<w
   }
   return
 }
+
+// -----
+
+// fa.copy_chunks copies 16-byte chunks into padded shared rows: a row of
+// 64 + 4 f16 (136 bytes) leaves every other row's chunks unaligned.
+func.func @copy_chunks_unaligned_pitch(%k: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{'fa.copy_chunks' copies 16-byte chunks: the tile's rows (64 elements) and their shared pitch (68) must be multiples of 16 bytes}}
+  %t = fa.load_tile %k[%i, %i, %i] {fa.copy_chunks, fa.shared_offset = 0 : i64} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.shared<pad = 4>>
+  return
+}
+
+// -----
+
+// ... and fills shared tiles only.
+func.func @copy_chunks_into_registers(%k: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{'fa.copy_chunks' is a unit attribute of an fa.load_tile into a 2-d #fa.shared tile}}
+  %t = fa.load_tile %k[%i, %i, %i] {fa.copy_chunks} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.blocked<threads = [8, 32]>>
+  return
+}

@@ -1586,7 +1586,8 @@ TEST(ArgumentChecks, DirectionAndStrategyOfTheBackward) {
             "thread; use the mma or simt strategy)");
 }
 
-/// The mma backward copies dO and stores dK, dV rows in 16-byte chunks.
+/// The mma backward copies dO and O (its delta program) and stores dK, dV
+/// rows in 16-byte chunks.
 TEST(ArgumentChecks, AccessWidthOfTheMmaBackward) {
   fa::KernelSpec spec = smallSpec();
   spec.backward = true;
@@ -1600,6 +1601,18 @@ TEST(ArgumentChecks, AccessWidthOfTheMmaBackward) {
   a.gradOutput.data = static_cast<const char *>(a.gradOutput.data) + 8;
   EXPECT_EQ(check(a), "do must be 16-byte aligned for the mma strategy (rows "
                       "are copied in 16-byte chunks)");
+  // O keeps the forward's rule (its delta program copies O's rows in
+  // 16-byte chunks too).
+  a = validBackwardArgs();
+  a.o.data = static_cast<const char *>(a.o.data) + 8;
+  EXPECT_EQ(check(a), "o must be 16-byte aligned for the mma strategy (O rows "
+                      "are stored in 16-byte chunks)");
+  a = validBackwardArgs();
+  a.o.strides[0] += 4;
+  EXPECT_EQ(check(a), "o stride " + std::to_string(a.o.strides[0]) +
+                          " in dimension 0 must be a multiple of 8 elements "
+                          "for the mma strategy (O rows are stored in 16-byte "
+                          "chunks)");
   a = validBackwardArgs();
   a.gradKey.data = static_cast<const char *>(a.gradKey.data) + 8;
   EXPECT_EQ(check(a), "dk must be 16-byte aligned for the mma strategy (dK "

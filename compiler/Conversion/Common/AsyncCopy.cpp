@@ -321,6 +321,85 @@ LogicalResult pipelineLoopLoads(scf::ForOp loop, ArrayRef<LoadTileOp> loads,
 
 } // namespace
 
+SharedTileCopyLayout mlir::fa::paddedRowsLayout(
+    std::function<int64_t(int64_t headDim)> copiedColumns,
+    StringRef placePass) {
+  SharedTileCopyLayout layout;
+  layout.slotBuffer = [](OpBuilder &b, Location loc, LoadTileOp load,
+                         Value slot) {
+    auto type = sharedBufferType(cast<RankedTensorType>(load.getType()));
+    int64_t slotBytes =
+        type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    Value offset =
+        arith::AddIOp::create(b, loc, mulConst(b, loc, slot, slotBytes),
+                              indexConst(b, loc, sharedOffset(load)));
+    return sharedBufferAt(b, loc, offset, type);
+  };
+  layout.chunkIndices = [](OpBuilder &, Location, Value row,
+                           Value col) -> SmallVector<Value> {
+    return {row, col};
+  };
+  layout.copiedColumns = std::move(copiedColumns);
+  layout.placePass = placePass;
+  return layout;
+}
+
+LogicalResult
+mlir::fa::lowerChunkedTileLoads(gpu::GPUFuncOp kernel,
+                                const SharedTileCopyLayout &layout) {
+  int64_t numThreads = kernel.getKnownBlockSizeAttr()[0];
+  SmallVector<SmallVector<LoadTileOp>> groups;
+  WalkResult walk = kernel.walk([&](LoadTileOp load) {
+    if (!load->hasAttr(FADialect::getCopyChunksAttrName()))
+      return WalkResult::advance();
+    if (!load->hasAttr(FADialect::getSharedOffsetAttrName()) ||
+        load->getParentOfType<scf::ForOp>()) {
+      load.emitOpError("a chunked copy needs an fa.shared_offset and a tile "
+                       "outside loops (run ")
+          << layout.placePass << ")";
+      return WalkResult::interrupt();
+    }
+    // With the group's first load when it directly follows the group's
+    // last one and reads nothing defined after the first.
+    if (!groups.empty()) {
+      LoadTileOp first = groups.back().front(), last = groups.back().back();
+      bool follows = last->getNextNode() == load.getOperation();
+      bool operandsReady = llvm::all_of(load->getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return !def || def->isBeforeInBlock(first) ||
+               def->getBlock() != first->getBlock();
+      });
+      if (follows && operandsReady) {
+        groups.back().push_back(load);
+        return WalkResult::advance();
+      }
+    }
+    groups.push_back({load});
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  for (SmallVector<LoadTileOp> &group : groups) {
+    OpBuilder b(group.front());
+    Location loc = group.front().getLoc();
+    SmallVector<Value> buffers;
+    for (LoadTileOp load : group) {
+      buffers.push_back(layout.slotBuffer(b, loc, load, indexConst(b, loc, 0)));
+      emitTileCopy(b, loc, load, TileCopyIndices::of(load), buffers.back(),
+                   numThreads, layout);
+    }
+    waitGroups(b, loc, commitGroup(b, loc), 0);
+    if (layout.beforePublish)
+      layout.beforePublish(b, loc);
+    gpu::BarrierOp::create(b, loc);
+    for (auto [load, buffer] : llvm::zip(group, buffers)) {
+      OpBuilder at(load);
+      replaceLoad(at, load, buffer);
+    }
+  }
+  return success();
+}
+
 int64_t mlir::fa::sharedOffset(LoadTileOp load) {
   return load->getAttrOfType<IntegerAttr>(FADialect::getSharedOffsetAttrName())
       .getInt();

@@ -47,6 +47,20 @@ struct SharedTileCopyLayout {
 LogicalResult lowerTileLoads(gpu::GPUFuncOp kernel,
                              const SharedTileCopyLayout &layout);
 
+/// Rows padded by the placement (#fa.shared): a chunk lands at its own
+/// (row, col) of its buffer at the load's fa.shared_offset (a ring's slots
+/// one after another).
+SharedTileCopyLayout
+paddedRowsLayout(std::function<int64_t(int64_t headDim)> copiedColumns,
+                 StringRef placePass);
+
+/// Replaces the loads of `kernel` marked fa.copy_chunks (2-d tiles outside
+/// loops, into rows of whole 16-byte chunks) by cp.async copies into
+/// `layout`'s buffers. Consecutive loads whose operands are all defined
+/// before the first of them copy together: one wait, one barrier.
+LogicalResult lowerChunkedTileLoads(gpu::GPUFuncOp kernel,
+                                    const SharedTileCopyLayout &layout);
+
 /// The fa.shared_offset of a placed load.
 int64_t sharedOffset(LoadTileOp load);
 

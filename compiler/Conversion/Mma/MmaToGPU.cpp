@@ -129,34 +129,7 @@ SmallVector<Value> mmaSync(OpBuilder &b, Location loc, Type elementType,
 }
 
 //===----------------------------------------------------------------------===//
-// Step 1: copies into shared memory (padded rows)
-//===----------------------------------------------------------------------===//
-
-/// The view of slot `slot` of the ring (or single buffer) of `load`.
-Value slotBuffer(OpBuilder &b, Location loc, LoadTileOp load, Value slot) {
-  auto type = sharedBufferType(cast<RankedTensorType>(load.getType()));
-  int64_t slotBytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
-  Value offset =
-      arith::AddIOp::create(b, loc, mulConst(b, loc, slot, slotBytes),
-                            indexConst(b, loc, sharedOffset(load)));
-  return sharedBufferAt(b, loc, offset, type);
-}
-
-/// Rows padded by the placement: a chunk lands at its own (row, col).
-SharedTileCopyLayout paddedRowsLayout() {
-  SharedTileCopyLayout layout;
-  layout.slotBuffer = slotBuffer;
-  layout.chunkIndices = [](OpBuilder &, Location, Value row,
-                           Value col) -> SmallVector<Value> {
-    return {row, col};
-  };
-  layout.copiedColumns = ::fa::mma::contractionWidth;
-  layout.placePass = "fa-place-mma";
-  return layout;
-}
-
-//===----------------------------------------------------------------------===//
-// Step 2: fragments
+// Step 2: fragments (step 1, the copies into padded rows: AsyncCopy.h)
 //===----------------------------------------------------------------------===//
 
 /// Shared -> A fragments (the resident Q tile): one ldmatrix.x4 per 16 x 16
@@ -369,7 +342,9 @@ LogicalResult mlir::fa::lowerMmaKernel(gpu::GPUFuncOp kernel,
   bool forward = isForwardProgram(kernel);
   if (forward)
     reverseQueryTileOrder(kernel);
-  if (failed(lowerTileLoads(kernel, paddedRowsLayout())))
+  if (failed(
+          lowerTileLoads(kernel, paddedRowsLayout(::fa::mma::contractionWidth,
+                                                  "fa-place-mma"))))
     return failure();
   if (failed(applyFragmentConversion(
       kernel, [&](const TypeConverter &typeConverter,

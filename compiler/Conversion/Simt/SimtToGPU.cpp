@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Conversion/Simt/SimtToGPU.h"
+#include "compiler/Conversion/Common/AsyncCopy.h"
 #include "compiler/Conversion/Common/GpuLowering.h"
 #include "compiler/Conversion/Common/TileOpLowering.h"
 #include "compiler/Tiling/TileArithmetic.h"
@@ -476,6 +477,15 @@ struct AccumulateTileLowering : PlacedPattern<AccumulateTileOp> {
 LogicalResult mlir::fa::lowerSimtKernels(ArrayRef<Operation *> kernels) {
   if (kernels.empty())
     return success();
+  // Tiles the placement copies in 16-byte chunks (fa.copy_chunks) take the
+  // tensor-core strategies' cp.async copies; the rest are copied element
+  // by element below.
+  for (Operation *kernel : kernels)
+    if (failed(lowerChunkedTileLoads(
+            cast<gpu::GPUFuncOp>(kernel),
+            paddedRowsLayout([](int64_t columns) { return columns; },
+                             "fa-place-simt"))))
+      return failure();
   MLIRContext *ctx = kernels.front()->getContext();
   PlacedTileTypeConverter typeConverter;
   ConversionTarget target(*ctx);
