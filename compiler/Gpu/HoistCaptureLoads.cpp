@@ -1,9 +1,11 @@
-//===- HoistCaptureLoads.cpp - Capture loads as early as possible --*- C++ -*-===//
+//===- HoistCaptureLoads.cpp - Capture loads as early as possible --*- C++
+//-*-===//
 //
 // fa-hoist-capture-loads: a variant region's loads of captured tensors
-// (marked fa.capture_load) move out of the per-element mask branch and up
-// their block, with the pure ops that compute their indices, so that their
-// latency overlaps the tensor-core products instead of following them:
+// (marked fa.capture_load) move out of the per-element mask branch (where
+// the lowering marked it: every tile takes it) and up their block, with the
+// pure ops that compute their indices, so that their latency overlaps the
+// tensor-core products instead of following them:
 //
 //   before:                          after:
 //   for kv tiles:                    for kv tiles:

@@ -355,6 +355,34 @@ func.func @document(%n: index, %q0: index, %k0: index, %doc: memref<?x?xi32>) {
 
 // -----
 
+// The same mask with a block mask's word that the tile is kept whole: whole
+// tiles skip the branch, so the loads stay in it (hoisted, they would load
+// ids for every tile and hold them through the products).
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @document_block_mask
+func.func @document_block_mask(%n: index, %q0: index, %k0: index, %doc: memref<?x?xi32>, %whole: i1) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: scf.if
+    // CHECK-COUNT-8: memref.load %{{.*}} {fa.capture_load} : memref<?x?xi32>
+    // CHECK: } else {
+    // CHECK-NEXT: scf.yield
+    // CHECK-NEXT: {{^ *}$}}
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) captures(%doc : memref<?x?xi32>) kept_whole %whole : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
+      %a = memref.load %d[%bb, %qi] : memref<?x?xi32>
+      %c = memref.load %d[%bb, %ki] : memref<?x?xi32>
+      %keep = arith.cmpi eq, %a, %c : i32
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %al = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // Sinks, lowered once against the layout. #fa.blocked<threads = [8, 4]> on
 // 16 rows: each thread holds rows t / 4 and t / 4 + 8, one copy per lane
 // of the 4 that share them (the copy is the thread's column, t % 4).

@@ -223,9 +223,15 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   Value scores = adaptor.getScores();
   auto branch = scf::IfOp::create(b, loc, scores.getType(), needsMask,
                                   /*withElseRegion=*/true);
-  // The mask_mod's loads of captured tensors may run for every tile
+  // Where every tile takes the branch (no tile is known whole: neither
+  // the interval analysis nor a block mask's table can tell), the
+  // mask_mod's loads of captured tensors may run before it
   // (fa-hoist-capture-loads), so that they do not wait for the scores.
-  if (maskMod && readsCapturedTensors(op.getMaskMod()))
+  // Where whole tiles skip it, they stay in it: hoisted, they would load
+  // ids for every tile and hold them through the products (measured: the
+  // documents' block-mask forward 5-6% slower, docs/benchmarks.md (aw)).
+  bool everyTilePartial = !formula && !adaptor.getKeptWhole();
+  if (maskMod && everyTilePartial && readsCapturedTensors(op.getMaskMod()))
     branch->setAttr(FADialect::getHoistCaptureLoadsAttrName(),
                     b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
