@@ -538,6 +538,25 @@ LogicalResult KVTileHoleOp::verify() {
       range.getBlockM() != getBlockM() || range.getBlockN() != getBlockN())
     return emitOpError("takes the begin and end of one fa.kv_tile_range, "
                        "with its block_m and block_n");
+  // A loop over the range's tiles skips the hole: it runs over the visits
+  // (to end - (hole end - hole begin)), each mapped past the hole. One
+  // bounded by the range's end would visit the hole's tiles, and on a
+  // warp-specialized kernel wait for tiles its producer never copies.
+  for (OpOperand &use : getEnd().getUses()) {
+    auto loop = dyn_cast<LoopLikeOpInterface>(use.getOwner());
+    if (!loop)
+      continue;
+    std::optional<SmallVector<OpFoldResult>> upper = loop.getLoopUpperBounds();
+    if (upper && upper->size() == 1 &&
+        dyn_cast_if_present<Value>((*upper)[0]) == getEnd()) {
+      InFlightDiagnostic diag =
+          emitOpError("skips tiles of a range whose end bounds a loop: the "
+                      "loop must run over the visits, to the range's end "
+                      "less the hole's tiles");
+      diag.attachNote(loop->getLoc()) << "that loop";
+      return diag;
+    }
+  }
   return success();
 }
 

@@ -1143,3 +1143,25 @@ func.func @hole_of_another_range(%i: index, %b: index, %h: index) {
   }
   return
 }
+
+// -----
+
+// A range with a hole bounds no loop by its end: the loop runs over the
+// visits (end - (hole end - hole begin)), mapped past the hole; one over
+// [begin, end) would visit the hole's tiles (and a warp-specialized one wait
+// for tiles its producer never copies).
+func.func @hole_loop_over_the_range(%i: index, %b: index, %h: index) {
+  %c1 = arith.constant 1 : index
+  %begin, %end = fa.kv_tile_range %i, %i, %i {block_m = 16 : i64, block_n = 32 : i64}
+  // expected-error @+1 {{'fa.kv_tile_hole' op skips tiles of a range whose end bounds a loop: the loop must run over the visits, to the range's end less the hole's tiles}}
+  %hb, %he = fa.kv_tile_hole %begin, %end of %i, %i, %i at(%b, %h) {block_m = 16 : i64, block_n = 32 : i64} mask_mod {
+  ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+    %c4 = arith.constant 4 : index
+    %keep = arith.cmpi slt, %ki, %c4 : index
+    fa.yield %keep : i1
+  }
+  // expected-note @+1 {{that loop}}
+  scf.for %j = %begin to %end step %c1 {
+  }
+  return
+}
