@@ -11,7 +11,13 @@ of W: each row's min(i + 1, W + 1) keys; packed documents: the causal
 pairs inside each document), so a kernel that skips the tiles
 a mask drops keeps its rate; "time / plain" says how much of the plain
 causal kernel's time the variant takes. Timing: triton.testing.do_bench
-(median, CUDA events, L2 flushed).
+(median, CUDA events, L2 flushed). With --gpu-time, each row also gives
+the GPU time of a call (torch.profiler: the device time of every kernel
+the call launches, averaged over 10 calls) for fa and Flex: do_bench's
+events also count the GPU's idle gaps while a call's host work runs,
+which for sub-millisecond kernels can exceed the kernels (a block-mask
+forward of 0.36 ms read 0.44-0.95 ms in event loops, docs/benchmarks.md
+(aw)).
 """
 
 import argparse
@@ -141,6 +147,21 @@ def variants(heads, batch, seq):
     ]
 
 
+def gpu_time(fn, calls=10):
+    """ms of GPU time per call of `fn`: the device time of every kernel it
+    launches (torch.profiler), host gaps excluded."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as trace:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    us = sum(getattr(event, "self_device_time_total", 0) or 0
+             for event in trace.key_averages())
+    return us / calls / 1e3
+
+
 def warm_up(fn, seconds=0.3):
     """Runs `fn` for `seconds` of wall time (the GPU's clocks back up after
     the idle of a compile)."""
@@ -186,6 +207,9 @@ def main():
                         help="comma-separated variant names (their "
                         "beginnings) to run beside the plain causal row, "
                         "e.g. softcap,alibi")
+    parser.add_argument("--gpu-time", action="store_true",
+                        help="also the GPU time per call (torch.profiler, "
+                        "host gaps excluded) of fa and Flex")
     args = parser.parse_args()
     only = [name for name in args.only.split(",") if name]
     dtype = getattr(torch, args.dtype)
@@ -243,7 +267,11 @@ def main():
             # (the window forward at 4k: 0.53 ms here, 0.27 timed alone).
             warm_up(fwd_bwd)
             results = {"fwd": do_bench(fwd), "fwd+bwd": do_bench(fwd_bwd)}
+            gpu = {}
+            if args.gpu_time:
+                gpu = {"fwd": gpu_time(fwd), "fwd+bwd": gpu_time(fwd_bwd)}
             flex_results = {}
+            flex_gpu = {}
             # (Flex's row of the same mask is the previous one.)
             if flex is not None and not name.endswith(("no whole ranges",
                                                         "again")):
@@ -268,6 +296,9 @@ def main():
                     warm_up(ffwd_bwd)
                     flex_results = {"fwd": do_bench(ffwd),
                                     "fwd+bwd": do_bench(ffwd_bwd)}
+                    if args.gpu_time:
+                        flex_gpu = {"fwd": gpu_time(ffwd),
+                                    "fwd+bwd": gpu_time(ffwd_bwd)}
                 except Exception as error:  # report, keep going
                     print(f"flex failed on {name}: {error}")
             for direction, ms in results.items():
@@ -283,13 +314,19 @@ def main():
                        "flex_tflops": work / fms / 1e9 if fms else None,
                        "first_call_s": (first_backward
                                         if direction == "fwd+bwd" else first)}
+                if gpu:
+                    row["fa_gpu_ms"] = gpu[direction]
+                    row["flex_gpu_ms"] = flex_gpu.get(direction)
                 rows.append(row)
                 print(f"{name:<12} {seq:>6} {direction:>4} {ms:>8.3f} "
                       f"{row['fa_tflops']:>8.1f} {row['time_vs_plain']:>7.3f} "
                       f"{fms if fms else float('nan'):>8.3f} "
                       f"{row['flex_tflops'] or float('nan'):>9.1f} "
                       f"{(fms / ms) if fms else float('nan'):>8.2f} "
-                      f"{row['first_call_s']:>12.2f}")
+                      f"{row['first_call_s']:>12.2f}"
+                      + (f"  GPU time fa {gpu[direction]:.3f} flex "
+                         f"{flex_gpu.get(direction, float('nan')):.3f} ms"
+                         if gpu else ""))
         if only:
             continue
         times = block_mask_times(batch, seq, create_block_mask
