@@ -706,6 +706,13 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
              << "'" << name
              << "' is a unit attribute of an fa.load_tile into a 2-d "
                 "#fa.shared tile";
+    // The copies move 8 16-bit elements a chunk (as the tensor-core
+    // strategies' copies of Q, K, V do).
+    if (type.getElementTypeBitWidth() != 16)
+      return op->emitOpError()
+             << "'" << name
+             << "' copies chunks of 8 16-bit elements, got a tile of "
+             << type.getElementType();
     // Whole 16-byte chunks in every row, and rows that start 16-byte
     // aligned in shared memory.
     int64_t elementBytes = type.getElementTypeBitWidth() / 8;

@@ -619,3 +619,12 @@ func.func @copy_chunks_into_registers(%k: memref<?x?x?x64xf16>, %i: index) {
   %t = fa.load_tile %k[%i, %i, %i] {fa.copy_chunks} : memref<?x?x?x64xf16> -> tensor<64x64xf16, #fa.blocked<threads = [8, 32]>>
   return
 }
+
+// -----
+
+// ... of 16-bit elements (8 a chunk, as the tensor-core copies of Q, K, V).
+func.func @copy_chunks_of_f32(%k: memref<?x?x?x64xf32>, %i: index) {
+  // expected-error @+1 {{'fa.copy_chunks' copies chunks of 8 16-bit elements, got a tile of 'f32'}}
+  %t = fa.load_tile %k[%i, %i, %i] {fa.copy_chunks, fa.shared_offset = 0 : i64} : memref<?x?x?x64xf32> -> tensor<32x64xf32, #fa.shared<pad = 4>>
+  return
+}
