@@ -269,12 +269,29 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None,
     return (o, lse) if return_softmax_lse else o
 
 
+# What the read-back check of an offset table found, per tensor: (its
+# version counter and address then, its last offset, its longest
+# sequence). A training step passes one table to every layer's call; it
+# is read back on the first (a device synchronization) and again only after
+# an in-place change through torch (which bumps the version counter).
+_checked_offsets = None
+
+
+def _offset_facts():
+    global _checked_offsets
+    if _checked_offsets is None:
+        from torch.utils.weak import WeakIdKeyDictionary
+        _checked_offsets = WeakIdKeyDictionary()
+    return _checked_offsets
+
+
 def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
                       values=True):
     """A sequence offset table as the varlen kernels read it: int32 [B + 1]
     on q's device, and (with `values`: read back, outside tracing) 0 first,
     non-decreasing, `total` last (None: any, a paged cache's keys), no
-    sequence longer than max_seqlen."""
+    sequence longer than max_seqlen. A table that passed is not read back
+    again while its version counter and address stay (_offset_facts)."""
     torch = _torch
     if not isinstance(cu, torch.Tensor):
         raise TypeError(f"{where}: {name} must be a torch.Tensor (int32 "
@@ -290,6 +307,12 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
                          f"{q.device}")
     if not values or torch.compiler.is_compiling() or torch.jit.is_tracing():
         return cu.contiguous()
+    facts = _offset_facts().get(cu)
+    state = (cu._version, cu.data_ptr())
+    if facts is not None and facts[0] == state:
+        _, last, longest = facts
+        if (total is None or last == total) and longest <= max_seqlen:
+            return cu.contiguous()
     offsets = cu.tolist()
     if offsets[0] != 0:
         raise ValueError(f"{where}: {name}[0] must be 0, got {offsets[0]}")
@@ -307,6 +330,9 @@ def _check_cu_seqlens(where, name, cu, q, total, max_seqlen, max_name,
             raise ValueError(f"{where}: sequence {b} has "
                              f"{offsets[b + 1] - offsets[b]} rows, more than "
                              f"{max_name} = {max_seqlen}")
+    _offset_facts()[cu] = (state, offsets[-1], max(
+        (offsets[b + 1] - offsets[b] for b in range(len(offsets) - 1)),
+        default=0))
     return cu.contiguous()
 
 
@@ -402,8 +428,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
     with the causal mask aligned to its own bottom right (and
     window_size, softcap as flash_attn_func's, per sequence). Returns O
     [total_q, Hq, D] (and, with return_lse, LSE [Hq, total_q] float32).
-    The offsets are read back once per call to check them (outside
-    torch.compile): a synchronization with the device that a serving loop
+    The offsets are read back to check them (outside torch.compile) on a
+    table's first call, and again only after it changes in place through
+    torch (its version counter): a synchronization with the device once
+    per table (a training step's layers share theirs) that a serving loop
     may skip with check_offsets=False (the kernel then never reads or
     writes outside the tensors, but offsets that break the rules leave
     rows of O unwritten or mixed). Differentiable (q, k, v; the

@@ -327,6 +327,45 @@ class GpuVarlenTest(unittest.TestCase):
             call(good, cu_k=torch.tensor([0, 10], dtype=torch.int32,
                                          device="cuda"))
 
+    def test_offsets_read_back_once_per_table(self):
+        """A table that passed is not read back again (a training step's
+        layers share it) until it changes in place; what the earlier check
+        did not cover (another total, a smaller max_seqlen) is checked."""
+        from fa import _serving
+        q = torch.randn(10, 2, 64, device="cuda", dtype=torch.float16)
+        cu = torch.tensor([0, 4, 10], dtype=torch.int32, device="cuda")
+        where = "fa.flash_attn_varlen_func"
+
+        def check(total=10, max_seqlen=6):
+            return _serving._check_cu_seqlens(where, "cu_seqlens_q", cu, q,
+                                              total, max_seqlen,
+                                              "max_seqlen_q")
+        check()
+        reads = []
+        original = torch.Tensor.tolist
+
+        def counted(t):
+            reads.append(t)
+            return original(t)
+        torch.Tensor.tolist = counted
+        try:
+            check()
+            check(max_seqlen=8)
+            self.assertEqual(reads, [], "a checked table was read again")
+            with self.assertRaisesRegex(ValueError, "more than max_seqlen_q"):
+                check(max_seqlen=5)
+            with self.assertRaisesRegex(ValueError, "packed rows \\(9\\)"):
+                check(total=9)
+            cu[1] = 7  # in place: the version counter moves
+            with self.assertRaisesRegex(ValueError, "more than max_seqlen_q"):
+                check()
+            cu[1] = 11
+            with self.assertRaisesRegex(ValueError, "non-decreasing"):
+                check(max_seqlen=12)
+        finally:
+            torch.Tensor.tolist = original
+        self.assertEqual(len(reads), 4)
+
     def run_backward(self, dtype, q_lens, k_lens, hq, hkv, d, causal,
                      window=(-1, -1), softcap=0.0, seed=0,
                      deterministic=False):
