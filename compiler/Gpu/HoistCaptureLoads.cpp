@@ -1,5 +1,4 @@
-//===- HoistCaptureLoads.cpp - Capture loads as early as possible --*- C++
-//-*-===//
+//===- HoistCaptureLoads.cpp - Capture loads early --------------*- C++ -*-===//
 //
 // fa-hoist-capture-loads: a variant region's loads of captured tensors
 // (marked fa.capture_load) move out of the per-element mask branch (where

@@ -70,21 +70,22 @@ struct FAPlaceSimtPass : public mlir::fa::impl::FAPlaceSimtBase<FAPlaceSimtPass>
   int64_t chunkedCopyElements(GridOp grid) {
     if (!chunkedCopies)
       return 0;
-    int64_t elementBits = 0;
-    bool chunked = true;
-    grid.walk([&](Operation *op) {
+    constexpr int64_t kChunkElements = 8;
+    bool loads = false;
+    WalkResult walk = grid.walk([&](Operation *op) {
       if (isa<TileMatmulOp>(op))
-        chunked = false;
+        return WalkResult::interrupt();
       auto load = dyn_cast<LoadTileOp>(op);
       if (!load || load.getType().getRank() != 2)
-        return;
-      int64_t bits = load.getType().getElementTypeBitWidth();
-      if (op->getParentOfType<scf::ForOp>() || bits != 16 ||
-          load.getType().getDimSize(1) * bits % 128 != 0)
-        chunked = false;
-      elementBits = bits;
+        return WalkResult::advance();
+      loads = true;
+      bool wholeChunks = load.getType().getElementTypeBitWidth() == 16 &&
+                         load.getType().getDimSize(1) % kChunkElements == 0;
+      return wholeChunks && !op->getParentOfType<scf::ForOp>()
+                 ? WalkResult::advance()
+                 : WalkResult::interrupt();
     });
-    return chunked && elementBits ? 128 / elementBits : 0;
+    return loads && !walk.wasInterrupted() ? kChunkElements : 0;
   }
   LogicalResult placeForwardProgram(GridOp grid, const ::fa::GpuArch &target);
   LogicalResult placeBackwardProgram(GridOp grid,
