@@ -122,7 +122,8 @@ LogicalResult mlir::fa::detail::verifyVariantRegion(Operation *op,
                         "its captured tensors only, got '"
              << inner.getName() << "'";
   }
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  // (A block without ops has no terminator to ask for.)
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   Type result = scoreMod ? b.getF32Type() : Type(b.getI1Type());
   if (!yield || yield.getValues().size() != 1 ||
       yield.getValues()[0].getType() != result)

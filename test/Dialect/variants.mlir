@@ -142,6 +142,18 @@ func.func @score_result(%q: memref<?x8x?x64xf16>, %k: memref<?x8x?x64xf16>,
 
 // -----
 
+// A region block without ops (hand-edited or fuzzed IR) has no yield: an
+// error, not a read past the block's op list.
+func.func @empty_score_mod(%s: tensor<16x32xf32>, %i: index, %b: index, %h: index) -> tensor<16x32xf32> {
+  // expected-error @+1 {{score_mod region must end in fa.yield of one 'f32'}}
+  %m = fa.score_mod %s, %i, %i, %i, %i at(%b, %h) {scale = 0.125 : f32} : tensor<16x32xf32> {
+  ^bb0(%x: f32, %bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index):
+  }
+  return %m : tensor<16x32xf32>
+}
+
+// -----
+
 func.func @mask_without_program(%s: tensor<16x32xf32>, %i: index) -> tensor<16x32xf32> {
   // expected-error @+1 {{takes the batch and head (at(%b, %h)) exactly when it has a mask_mod region}}
   %r = fa.mask %s, %i, %i, %i, %i : tensor<16x32xf32> mask_mod {
