@@ -677,15 +677,17 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
     if (!load || !isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name
                                << "' is a unit attribute of fa.load_tile";
-    auto type = cast<RankedTensorType>(load.getType());
+    // (Attributes are verified before the op's own result types.)
+    auto type = dyn_cast<RankedTensorType>(load->getResult(0).getType());
     auto encoding =
-        dyn_cast_or_null<TileEncodingInterface>(type.getEncoding());
-    if (type.getRank() != 1 || !encoding || encoding.isShared())
+        type ? dyn_cast_or_null<TileEncodingInterface>(type.getEncoding())
+             : TileEncodingInterface();
+    if (!type || type.getRank() != 1 || !encoding || encoding.isShared())
       return op->emitOpError()
              << "'" << name
              << "' prefetches per-row values into registers: a rank-1 tile "
                 "with a register encoding, got "
-             << type;
+             << load->getResult(0).getType();
     return success();
   }
   if (name == getCaptureLoadAttrName()) {
@@ -696,8 +698,8 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
   }
   if (name == getCopyChunksAttrName()) {
     auto load = dyn_cast<LoadTileOp>(op);
-    auto type =
-        load ? cast<RankedTensorType>(load.getType()) : RankedTensorType();
+    auto type = load ? dyn_cast<RankedTensorType>(load->getResult(0).getType())
+                     : RankedTensorType();
     auto encoding =
         type ? dyn_cast_or_null<SharedEncodingAttr>(type.getEncoding())
              : SharedEncodingAttr();

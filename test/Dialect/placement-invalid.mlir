@@ -628,3 +628,21 @@ func.func @copy_chunks_of_f32(%k: memref<?x?x?x64xf32>, %i: index) {
   %t = fa.load_tile %k[%i, %i, %i] {fa.copy_chunks, fa.shared_offset = 0 : i64} : memref<?x?x?x64xf32> -> tensor<32x64xf32, #fa.shared<pad = 4>>
   return
 }
+
+// -----
+
+// The dialect's attributes are verified before the op's result types: a
+// generic-form load of a memref gets the attribute's error, read safely.
+func.func @copy_chunks_of_a_memref(%k: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{'fa.copy_chunks' is a unit attribute of an fa.load_tile into a 2-d #fa.shared tile}}
+  %t = "fa.load_tile"(%k, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> {fa.copy_chunks} : (memref<?x?x?x64xf16>, index, index, index) -> memref<4xf16>
+  return
+}
+
+// -----
+
+func.func @prefetch_of_a_memref(%k: memref<?x?x?x64xf16>, %i: index) {
+  // expected-error @+1 {{'fa.prefetch' prefetches per-row values into registers: a rank-1 tile with a register encoding, got 'memref<4xf16>'}}
+  %t = "fa.load_tile"(%k, %i, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> {fa.prefetch} : (memref<?x?x?x64xf16>, index, index, index) -> memref<4xf16>
+  return
+}
