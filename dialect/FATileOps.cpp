@@ -466,6 +466,22 @@ void KVTileRangeOp::build(OpBuilder &builder, OperationState &state,
         /*num_parts=*/Value(), blockM, blockN, mask);
 }
 
+/// The single-bound loops whose upper bound is `end` (the loops over a
+/// tile range's tiles).
+static SmallVector<LoopLikeOpInterface> loopsBoundedBy(Value end) {
+  SmallVector<LoopLikeOpInterface> loops;
+  for (OpOperand &use : end.getUses()) {
+    auto loop = dyn_cast<LoopLikeOpInterface>(use.getOwner());
+    if (!loop)
+      continue;
+    std::optional<SmallVector<OpFoldResult>> upper = loop.getLoopUpperBounds();
+    if (upper && upper->size() == 1 &&
+        dyn_cast_if_present<Value>((*upper)[0]) == end)
+      loops.push_back(loop);
+  }
+  return loops;
+}
+
 /// The loops a tile range bounds (its end is their upper bound) load tiles
 /// of the range's block rows and mask at least as the range assumes (the
 /// causal mask, a mask_mod): a range computed for other tiles or for
@@ -474,15 +490,8 @@ template <typename RangeOp>
 static LogicalResult verifyRangeAgreesWithLoops(RangeOp op, Value end,
                                                 int64_t blockRows,
                                                 StringRef blockName) {
-  for (OpOperand &use : end.getUses()) {
-    auto loop = dyn_cast<LoopLikeOpInterface>(use.getOwner());
-    if (!loop)
-      continue;
-    std::optional<SmallVector<OpFoldResult>> upper = loop.getLoopUpperBounds();
-    if (!upper || upper->size() != 1 ||
-        dyn_cast_if_present<Value>((*upper)[0]) != end)
-      continue;
-    WalkResult result = use.getOwner()->walk([&](Operation *inner) {
+  for (LoopLikeOpInterface loop : loopsBoundedBy(end)) {
+    WalkResult result = loop->walk([&](Operation *inner) {
       if (auto load = dyn_cast<LoadTileOp>(inner)) {
         int64_t rows = cast<RankedTensorType>(load.getType()).getDimSize(0);
         if (rows != blockRows) {
@@ -542,22 +551,15 @@ LogicalResult KVTileHoleOp::verify() {
   // (to end - (hole end - hole begin)), each mapped past the hole. One
   // bounded by the range's end would visit the hole's tiles, and on a
   // warp-specialized kernel wait for tiles its producer never copies.
-  for (OpOperand &use : getEnd().getUses()) {
-    auto loop = dyn_cast<LoopLikeOpInterface>(use.getOwner());
-    if (!loop)
-      continue;
-    std::optional<SmallVector<OpFoldResult>> upper = loop.getLoopUpperBounds();
-    if (upper && upper->size() == 1 &&
-        dyn_cast_if_present<Value>((*upper)[0]) == getEnd()) {
-      InFlightDiagnostic diag =
-          emitOpError("skips tiles of a range whose end bounds a loop: the "
-                      "loop must run over the visits, to the range's end "
-                      "less the hole's tiles");
-      diag.attachNote(loop->getLoc()) << "that loop";
-      return diag;
-    }
-  }
-  return success();
+  SmallVector<LoopLikeOpInterface> loops = loopsBoundedBy(getEnd());
+  if (loops.empty())
+    return success();
+  InFlightDiagnostic diag =
+      emitOpError("skips tiles of a range whose end bounds a loop: the "
+                  "loop must run over the visits, to the range's end "
+                  "less the hole's tiles");
+  diag.attachNote(loops.front()->getLoc()) << "that loop";
+  return diag;
 }
 
 void QTileRangeOp::build(OpBuilder &builder, OperationState &state,
