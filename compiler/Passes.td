@@ -247,6 +247,12 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "exp, log, sqrt, a division, ...): every k-th exponential of the "
            "online softmax on the FMA pipe, fa.exp2_on_fma (0: none; the "
            "pipeline passes WgmmaModel's kScoreModExp2OnFmaEvery)">,
+    Option<"skipUnitRescale", "skip-unit-rescale", "bool",
+           /*default=*/"false",
+           "forward programs: the accumulator's rescale multiplies only in "
+           "warps where a row's correction is not 1 (fa.skip_unit_factors "
+           "on fa.rescale; the pipeline passes WgmmaModel's "
+           "kSkipUnitRescale)">,
     Option<"producerTransposesValue", "producer-transposes-value", "int64_t",
            /*default=*/"-1",
            "8-bit forward programs: the producer warpgroup writes the "

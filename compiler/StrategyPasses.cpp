@@ -70,6 +70,7 @@ static void placeWgmma(OpPassManager &pm, const GpuOptions &options) {
   place.exp2OnFmaEvery = ::fa::wgmma::kExp2OnFmaEvery;
   place.scoreModExp2OnFmaEvery = ::fa::wgmma::kScoreModExp2OnFmaEvery;
   place.producerTransposesValue = -1;
+  place.skipUnitRescale = ::fa::wgmma::kSkipUnitRescale;
   pm.addNestedPass<func::FuncOp>(createFAPlaceWgmma(place));
   pm.addNestedPass<func::FuncOp>(createFAWgmmaPipeline());
   FAWarpSpecializeOptions specialize;

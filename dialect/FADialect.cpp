@@ -727,6 +727,12 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
              << ") must be multiples of 16 bytes";
     return success();
   }
+  if (name == getSkipUnitFactorsAttrName()) {
+    if (!isa<RescaleOp>(op) || !isa<UnitAttr>(value))
+      return op->emitOpError()
+             << "'" << name << "' is a unit attribute of fa.rescale";
+    return success();
+  }
   if (name == getHoistCaptureLoadsAttrName()) {
     if (!isa<scf::IfOp>(op) || !isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name

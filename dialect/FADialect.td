@@ -100,6 +100,13 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getCopyChunksAttrName() {
       return "fa.copy_chunks";
     }
+    /// On fa.rescale: the GPU lowering multiplies only where some thread
+    /// of the warp has a factor other than 1 (a warp vote: a running max
+    /// moved); multiplying by 1 changes no bit, so the result is the same
+    /// (a unit attribute; fa-place-wgmma's skip-unit-rescale).
+    static ::llvm::StringRef getSkipUnitFactorsAttrName() {
+      return "fa.skip_unit_factors";
+    }
     /// An scf.if whose then-branch's capture loads may run before it
     /// (the per-element mask of a tile; a unit attribute).
     static ::llvm::StringRef getHoistCaptureLoadsAttrName() {

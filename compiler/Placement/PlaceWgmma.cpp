@@ -191,6 +191,11 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
                   IntegerAttr::get(IntegerType::get(ctx, 64), onFmaEvery));
     });
 
+  if (skipUnitRescale)
+    grid.walk([&](RescaleOp op) {
+      op->setAttr(FADialect::getSkipUnitFactorsAttrName(), UnitAttr::get(ctx));
+    });
+
   int64_t registers = ::fa::wgmma::estimateRegisters(config);
   int64_t registerLimit = ::fa::wgmma::consumerRegisters(
       numWarps, ::fa::wgmma::runsPersistent(shape->headDim, numWarps),

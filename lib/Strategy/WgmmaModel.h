@@ -147,6 +147,15 @@ int64_t producerRegisters(bool persistent, bool transposesValue,
 /// so none.
 constexpr int64_t kExp2OnFmaEvery = 0;
 
+/// Forward programs: the accumulator's rescale by each row's correction
+/// runs only in warps where a running max moved (fa-place-wgmma's
+/// skip-unit-rescale; fa.skip_unit_factors): per K/V tile it is as many
+/// multiplications as the tile has scores (D 128, 128-key tiles), issued
+/// beside the softmax, while after the first tiles most tiles move no
+/// row's max of a warp. The results are bitwise the same. Off until
+/// timed on a GPU.
+constexpr bool kSkipUnitRescale = false;
+
 /// 16-bit forward programs whose score_mod runs a MUFU op of its own
 /// (softcap's tanh.approx: two MUFU ops a score): every k-th exponential of
 /// the online softmax on the FMA pipe (fa-place-wgmma's

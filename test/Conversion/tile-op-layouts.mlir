@@ -37,6 +37,35 @@ func.func @blocked(%n: index) {
 
 // -----
 
+// fa.skip_unit_factors: the thread's rows whose factor is not 1, voted
+// across the warp; the products only in the branch a moved row takes, the
+// accumulator as it was in the other.
+#acc = #fa.mma<warps = 1>
+// CHECK-LABEL: gpu.func @skip_unit_factors
+func.func @skip_unit_factors(%n: index) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x16xf32, #acc>
+    %f = arith.constant dense<2.0> : tensor<16xf32, #acc>
+    // CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+    // CHECK: %[[R0:.*]] = arith.cmpf une, %{{.*}}, %[[ONE]] : f32
+    // CHECK: %[[R1:.*]] = arith.cmpf une, %{{.*}}, %[[ONE]] : f32
+    // CHECK: %[[MOVED:.*]] = arith.ori %{{.*}}, %[[R1]] : i1
+    // CHECK: %[[ANY:.*]] = nvvm.vote.sync any %{{.*}}, %[[MOVED]] -> i1
+    // CHECK: %[[ACC:.*]] = scf.if %[[ANY]] -> (vector<8xf32>) {
+    // CHECK-COUNT-8: arith.mulf
+    // CHECK: scf.yield
+    // CHECK: } else {
+    // CHECK-NOT: arith.mulf
+    // CHECK: scf.yield
+    // CHECK: }
+    %r = fa.rescale %s, %f {fa.skip_unit_factors} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
+    %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
+  } attributes {fa.launch = #fa.launch<strategy = mma, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // #fa.mma<warps = 1> on 16 x 16: lane (g, t) holds elements e = 0..3 of
 // two n8 blocks; e = 0, 1 sit in row g (row slot 0), e = 2, 3 in row g + 8
 // (row slot 1), at columns 2t + 8 ni + (e % 2); a quad (lanes ^1, ^2)

@@ -816,6 +816,23 @@ func.func @capture_load_not_unit(%t: memref<?xf32>, %i: index) -> f32 {
 
 // -----
 
+// fa.skip_unit_factors marks an accumulator's rescale (a unit attribute).
+func.func @skip_unit_factors_on_a_softmax(%s: tensor<16x64xf32>, %m: tensor<16xf32>) {
+  // expected-error @+1 {{'fa.skip_unit_factors' is a unit attribute of fa.rescale}}
+  %mn, %p, %l, %a = fa.online_softmax %s, %m, %m {scale = 1.0 : f32, fa.skip_unit_factors} : tensor<16x64xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @skip_unit_factors_not_unit(%acc: tensor<16x64xf32>, %f: tensor<16xf32>) {
+  // expected-error @+1 {{'fa.skip_unit_factors' is a unit attribute of fa.rescale}}
+  %r = fa.rescale %acc, %f {fa.skip_unit_factors = true} : tensor<16x64xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 // fa.hoist_capture_loads marks the branch whose capture loads may leave it.
 func.func @hoist_capture_loads_on_a_loop(%n: index) {
   %c0 = arith.constant 0 : index

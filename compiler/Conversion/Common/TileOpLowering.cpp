@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -547,15 +548,46 @@ LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
   return success();
 }
 
-/// Each accumulator element times the factor of its row.
+/// Each accumulator element times the factor of its row. Marked
+/// fa.skip_unit_factors, a warp multiplies only where one of its threads
+/// has a factor other than 1: once the running maxima settle, most K/V
+/// tiles move none of a warp's rows, and the products are 1 x acc.
 LogicalResult lowerRescale(RescaleOp op, RescaleOp::Adaptor adaptor,
                            const TileRewrite &r) {
-  SmallVector<Value> acc = r.unpack(adaptor.getAcc());
+  ConversionPatternRewriter &b = r.b;
+  Location loc = r.loc;
+  Value accTile = adaptor.getAcc();
   SmallVector<Value> factor = r.unpack(adaptor.getFactor());
-  for (int64_t slot = 0; slot < r.layout.numSlots(); ++slot)
-    acc[slot] = arith::MulFOp::create(r.b, r.loc, acc[slot],
-                                      factor[r.layout.rowSlotOf[slot]]);
-  r.b.replaceOp(op, r.pack(adaptor.getAcc().getType(), acc));
+  auto multiplied = [&]() {
+    SmallVector<Value> acc = r.unpack(accTile);
+    for (int64_t slot = 0; slot < r.layout.numSlots(); ++slot)
+      acc[slot] = arith::MulFOp::create(b, loc, acc[slot],
+                                        factor[r.layout.rowSlotOf[slot]]);
+    return r.pack(accTile.getType(), acc);
+  };
+  if (!op->hasAttr(FADialect::getSkipUnitFactorsAttrName())) {
+    b.replaceOp(op, multiplied());
+    return success();
+  }
+  // Not 1 (NaN included): the thread's rows need the product.
+  Value one = f32Const(b, loc, 1.0);
+  Value moved = arith::ConstantIntOp::create(b, loc, 0, 1);
+  for (Value rowFactor : factor)
+    moved = arith::OrIOp::create(
+        b, loc, moved,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, rowFactor,
+                              one));
+  Value anyMoved =
+      NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), i32Const(b, loc, -1),
+                               moved, NVVM::VoteSyncKind::any);
+  auto branch = scf::IfOp::create(b, loc, accTile.getType(), anyMoved,
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&branch.getThenRegion().front());
+  scf::YieldOp::create(b, loc, multiplied());
+  b.setInsertionPointToStart(&branch.getElseRegion().front());
+  scf::YieldOp::create(b, loc, accTile);
+  b.replaceOp(op, branch.getResult(0));
   return success();
 }
 
