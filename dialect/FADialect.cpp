@@ -728,9 +728,10 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getSkipUnitFactorsAttrName()) {
-    if (!isa<RescaleOp>(op) || !isa<UnitAttr>(value))
+    if (!isa<RescaleOp, OnlineSoftmaxOp>(op) || !isa<UnitAttr>(value))
       return op->emitOpError()
-             << "'" << name << "' is a unit attribute of fa.rescale";
+             << "'" << name
+             << "' is a unit attribute of fa.rescale and fa.online_softmax";
     return success();
   }
   if (name == getHoistCaptureLoadsAttrName()) {

@@ -102,8 +102,10 @@ def FA_Dialect : Dialect {
     }
     /// On fa.rescale: the GPU lowering multiplies only where some thread
     /// of the warp has a factor other than 1 (a warp vote: a running max
-    /// moved); multiplying by 1 changes no bit, so the result is the same
-    /// (a unit attribute; fa-place-wgmma's skip-unit-rescale).
+    /// moved); multiplying by 1 changes no bit. On fa.online_softmax: the
+    /// correction is exactly 1 where the running max did not move (exp2
+    /// of (m - m_new) log2 e). A unit attribute; fa-place-wgmma's
+    /// skip-unit-rescale.
     static ::llvm::StringRef getSkipUnitFactorsAttrName() {
       return "fa.skip_unit_factors";
     }

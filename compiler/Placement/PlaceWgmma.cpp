@@ -191,9 +191,13 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
                   IntegerAttr::get(IntegerType::get(ctx, 64), onFmaEvery));
     });
 
+  // The softmax's correction exactly 1 where no max moved, and the
+  // accumulator's rescale skipped where a warp's corrections are all 1.
   if (skipUnitRescale)
-    grid.walk([&](RescaleOp op) {
-      op->setAttr(FADialect::getSkipUnitFactorsAttrName(), UnitAttr::get(ctx));
+    grid.walk([&](Operation *op) {
+      if (isa<RescaleOp, OnlineSoftmaxOp>(op))
+        op->setAttr(FADialect::getSkipUnitFactorsAttrName(),
+                    UnitAttr::get(ctx));
     });
 
   int64_t registers = ::fa::wgmma::estimateRegisters(config);

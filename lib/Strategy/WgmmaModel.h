@@ -149,11 +149,14 @@ constexpr int64_t kExp2OnFmaEvery = 0;
 
 /// Forward programs: the accumulator's rescale by each row's correction
 /// runs only in warps where a running max moved (fa-place-wgmma's
-/// skip-unit-rescale; fa.skip_unit_factors): per K/V tile it is as many
-/// multiplications as the tile has scores (D 128, 128-key tiles), issued
-/// beside the softmax, while after the first tiles most tiles move no
-/// row's max of a warp. The results are bitwise the same. Off until
-/// timed on a GPU.
+/// skip-unit-rescale; fa.skip_unit_factors on the rescale and on the
+/// softmax, whose correction is then exactly 1 where the max did not move:
+/// exp2 of (m - m_new) log2 e, where one FMA left the rounding of m_new
+/// log2 e in it). Per K/V tile the rescale is as many multiplications as
+/// the tile has scores (D 128, 128-key tiles), issued beside the softmax,
+/// while after the first tiles most tiles move no row's max of a warp.
+/// Built, not yet timed on a GPU (the outputs differ from the FMA form's
+/// in the last bits of alpha): off.
 constexpr bool kSkipUnitRescale = false;
 
 /// 16-bit forward programs whose score_mod runs a MUFU op of its own

@@ -59,7 +59,12 @@ func.func @skip_unit_factors(%n: index) {
     // CHECK: scf.yield
     // CHECK: }
     %r = fa.rescale %s, %f {fa.skip_unit_factors} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
-    %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
+    // The marked softmax's correction: exp2((m - m_new) log2 e), exactly 1
+    // where the max did not move (unmarked: one FMA, m log2 e - m_new log2 e).
+    // CHECK: %[[DM:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
+    // CHECK: %[[DML:.*]] = arith.mulf %[[DM]], %{{.*}} : f32
+    // CHECK: math.exp2 %[[DML]] : f32
+    %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32, fa.skip_unit_factors} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
   } attributes {fa.launch = #fa.launch<strategy = mma, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
   return
 }

@@ -816,17 +816,18 @@ func.func @capture_load_not_unit(%t: memref<?xf32>, %i: index) -> f32 {
 
 // -----
 
-// fa.skip_unit_factors marks an accumulator's rescale (a unit attribute).
-func.func @skip_unit_factors_on_a_softmax(%s: tensor<16x64xf32>, %m: tensor<16xf32>) {
-  // expected-error @+1 {{'fa.skip_unit_factors' is a unit attribute of fa.rescale}}
-  %mn, %p, %l, %a = fa.online_softmax %s, %m, %m {scale = 1.0 : f32, fa.skip_unit_factors} : tensor<16x64xf32>, tensor<16xf32>
+// fa.skip_unit_factors marks an accumulator's rescale and its softmax (a
+// unit attribute).
+func.func @skip_unit_factors_on_a_matmul(%a: tensor<16x16xf32>) {
+  // expected-error @+1 {{'fa.skip_unit_factors' is a unit attribute of fa.rescale and fa.online_softmax}}
+  %s = fa.tile_matmul %a, %a {fa.skip_unit_factors} : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
   return
 }
 
 // -----
 
 func.func @skip_unit_factors_not_unit(%acc: tensor<16x64xf32>, %f: tensor<16xf32>) {
-  // expected-error @+1 {{'fa.skip_unit_factors' is a unit attribute of fa.rescale}}
+  // expected-error @+1 {{'fa.skip_unit_factors' is a unit attribute of fa.rescale and fa.online_softmax}}
   %r = fa.rescale %acc, %f {fa.skip_unit_factors = true} : tensor<16x64xf32>, tensor<16xf32>
   return
 }

@@ -174,7 +174,7 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
-    double probsScale, int64_t exp2OnFmaEvery) {
+    double probsScale, int64_t exp2OnFmaEvery, bool exactUnitCorrection) {
   auto max = [&](Value x, Value y) -> Value {
     return arith::MaximumFOp::create(b, loc, x, y);
   };
@@ -215,8 +215,15 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
     rowSum = arith::MulFOp::create(b, loc, rowSum,
                                    f32Const(b, loc, 1.0 / probsScale));
   // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
-  row.alpha = math::Exp2Op::create(
-      b, loc, math::FmaOp::create(b, loc, runningMax, c.log2e, negBaseLog2));
+  Value alphaLog2 =
+      exactUnitCorrection
+          ? arith::MulFOp::create(
+                b, loc, arith::SubFOp::create(b, loc, runningMax, base),
+                c.log2e)
+                .getResult()
+          : math::FmaOp::create(b, loc, runningMax, c.log2e, negBaseLog2)
+                .getResult();
+  row.alpha = math::Exp2Op::create(b, loc, alphaLog2);
   row.newSum = math::FmaOp::create(b, loc, row.alpha, runningSum, rowSum);
   return row;
 }

@@ -103,12 +103,16 @@ struct OnlineSoftmaxRow {
 };
 /// With `exp2OnFmaEvery` = k > 0, every k-th of a thread's p of the row is
 /// computed on the FMA and integer pipes (buildExp2OnFma), the others by
-/// the MUFU unit's ex2.approx.
+/// the MUFU unit's ex2.approx. With `exactUnitCorrection`, alpha is exp2
+/// of (m - m_new) log2 e, exactly 1 where the running max did not move
+/// (fa.skip_unit_factors); otherwise one FMA, m log2 e - m_new log2 e,
+/// which leaves the rounding of m_new log2 e in it.
 OnlineSoftmaxRow buildOnlineSoftmaxRow(
     OpBuilder &b, Location loc, const SoftmaxConstants &c,
     ArrayRef<Value> scores, Value runningMax, Value runningSum,
     function_ref<Value(Value, function_ref<Value(Value, Value)>)> rowAllReduce,
-    double probsScale = 1.0, int64_t exp2OnFmaEvery = 0);
+    double probsScale = 1.0, int64_t exp2OnFmaEvery = 0,
+    bool exactUnitCorrection = false);
 
 /// f32 2^x without the MUFU unit (lib/Exp2Polynomial.h: floor by an add
 /// rounded down, a cubic on the fraction, times 2^floor made from the

@@ -532,9 +532,9 @@ LogicalResult lowerOnlineSoftmax(OnlineSoftmaxOp op,
     SmallVector<Value> rowScores;
     for (int64_t slot : slots)
       rowScores.push_back(s[slot]);
-    OnlineSoftmaxRow step =
-        buildOnlineSoftmaxRow(r.b, r.loc, constants, rowScores, m[row], l[row],
-                              acrossRow, probsScale, exp2OnFmaEvery);
+    OnlineSoftmaxRow step = buildOnlineSoftmaxRow(
+        r.b, r.loc, constants, rowScores, m[row], l[row], acrossRow, probsScale,
+        exp2OnFmaEvery, op->hasAttr(FADialect::getSkipUnitFactorsAttrName()));
     for (auto [slot, p] : llvm::zip(slots, step.probs))
       probs[slot] = p;
     newMax[row] = step.newMax;
