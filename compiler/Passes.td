@@ -249,10 +249,11 @@ def FAPlaceWgmma : Pass<"fa-place-wgmma", "::mlir::func::FuncOp"> {
            "pipeline passes WgmmaModel's kScoreModExp2OnFmaEvery)">,
     Option<"skipUnitRescale", "skip-unit-rescale", "bool",
            /*default=*/"false",
-           "forward programs: the accumulator's rescale multiplies only in "
-           "warps where a row's correction is not 1 (fa.skip_unit_factors "
-           "on fa.rescale; the pipeline passes WgmmaModel's "
-           "kSkipUnitRescale)">,
+           "forward programs: the online softmax's correction is exactly 1 "
+           "where the running max did not move, and the accumulator's "
+           "rescale by it multiplies only in warps where a row's correction "
+           "is not 1 (fa.skip_unit_factors on both; the pipeline passes "
+           "WgmmaModel's kSkipUnitRescale)">,
     Option<"producerTransposesValue", "producer-transposes-value", "int64_t",
            /*default=*/"-1",
            "8-bit forward programs: the producer warpgroup writes the "

@@ -192,10 +192,14 @@ LogicalResult FAPlaceWgmmaPass::placeProgram(GridOp grid,
     });
 
   // The softmax's correction exactly 1 where no max moved, and the
-  // accumulator's rescale skipped where a warp's corrections are all 1.
+  // accumulator's rescale by that correction skipped where a warp's are
+  // all 1 (not the sinks' rescale: fa.join_sink's correction is not).
   if (skipUnitRescale)
-    grid.walk([&](Operation *op) {
-      if (isa<RescaleOp, OnlineSoftmaxOp>(op))
+    grid.walk([&](RescaleOp rescale) {
+      auto softmax = rescale.getFactor().getDefiningOp<OnlineSoftmaxOp>();
+      if (!softmax)
+        return;
+      for (Operation *op : {rescale.getOperation(), softmax.getOperation()})
         op->setAttr(FADialect::getSkipUnitFactorsAttrName(),
                     UnitAttr::get(ctx));
     });

@@ -46,22 +46,26 @@ func.func @skip_unit_factors(%n: index) {
   fa.grid (%b, %h, %t) in (%n, %n, %n) {
     %s = arith.constant dense<1.0> : tensor<16x16xf32, #acc>
     %f = arith.constant dense<2.0> : tensor<16xf32, #acc>
+    // CHECK: %[[ACC0:.*]] = arith.constant dense<1.000000e+00> : vector<8xf32>
     // CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+    // CHECK: %[[NONE:.*]] = arith.constant false
     // CHECK: %[[R0:.*]] = arith.cmpf une, %{{.*}}, %[[ONE]] : f32
+    // CHECK: %[[M0:.*]] = arith.ori %[[NONE]], %[[R0]] : i1
     // CHECK: %[[R1:.*]] = arith.cmpf une, %{{.*}}, %[[ONE]] : f32
-    // CHECK: %[[MOVED:.*]] = arith.ori %{{.*}}, %[[R1]] : i1
-    // CHECK: %[[ANY:.*]] = nvvm.vote.sync any %{{.*}}, %[[MOVED]] -> i1
+    // CHECK: %[[MOVED:.*]] = arith.ori %[[M0]], %[[R1]] : i1
+    // CHECK: %[[WARP:.*]] = arith.constant -1 : i32
+    // CHECK: %[[ANY:.*]] = nvvm.vote.sync any %[[WARP]], %[[MOVED]] -> i1
     // CHECK: %[[ACC:.*]] = scf.if %[[ANY]] -> (vector<8xf32>) {
     // CHECK-COUNT-8: arith.mulf
     // CHECK: scf.yield
     // CHECK: } else {
-    // CHECK-NOT: arith.mulf
-    // CHECK: scf.yield
+    // CHECK-NEXT: scf.yield %[[ACC0]] : vector<8xf32>
     // CHECK: }
     %r = fa.rescale %s, %f {fa.skip_unit_factors} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
     // The marked softmax's correction: exp2((m - m_new) log2 e), exactly 1
     // where the max did not move (unmarked: one FMA, m log2 e - m_new log2 e).
-    // CHECK: %[[DM:.*]] = arith.subf %{{.*}}, %{{.*}} : f32
+    // CHECK: %[[BASE:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+    // CHECK: %[[DM:.*]] = arith.subf %{{.*}}, %[[BASE]] : f32
     // CHECK: %[[DML:.*]] = arith.mulf %[[DM]], %{{.*}} : f32
     // CHECK: math.exp2 %[[DML]] : f32
     %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32, fa.skip_unit_factors} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
@@ -97,6 +101,13 @@ func.func @mma(%n: index) {
     // CHECK: gpu.shuffle xor %{{.*}}, %[[M1]]
     // CHECK: %[[M2:.*]] = arith.constant 2 : i32
     // CHECK: gpu.shuffle xor %{{.*}}, %[[M2]]
+    // The correction (unmarked): one FMA, m log2 e - m_new log2 e, after
+    // the row sum's shuffles.
+    // CHECK: %[[NEGBASE:.*]] = arith.negf %{{.*}} : f32
+    // CHECK: gpu.shuffle xor
+    // CHECK: gpu.shuffle xor
+    // CHECK: %[[AL:.*]] = math.fma %{{.*}}, %{{.*}}, %[[NEGBASE]] : f32
+    // CHECK-NEXT: math.exp2 %[[AL]] : f32
     %mn, %p, %l, %a = fa.online_softmax %r, %f, %f {scale = 1.0 : f32} : tensor<16x16xf32, #acc>, tensor<16xf32, #acc>
     // The tail mask: column offsets 0, 1 (n8 block 0), 8, 9 (block 1) of
     // row slot 0 compared with the row's last visible column.

@@ -1,10 +1,11 @@
-// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" | FileCheck %s
+// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" | FileCheck %s --check-prefixes=CHECK,NOSKIP
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=64 block-n=64" --fa-place-wgmma="num-warps=4 stages=3" | FileCheck %s --check-prefix=SMALL
 // RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2 skip-unit-rescale=1" | FileCheck %s --check-prefix=SKIP
-// RUN: fa-opt %s --split-input-file --fa-tile-pipeline="block-m=128 block-n=128" --fa-place-wgmma="num-warps=8 stages=2" | FileCheck %s --check-prefix=NOSKIP
 
-// skip-unit-rescale marks the accumulator's rescale (its lowering then
-// multiplies only in warps where a running max moved); off by default.
+// skip-unit-rescale marks the online softmax (its correction exactly 1
+// where the max did not move) and the accumulator's rescale by that
+// correction (multiplied only in warps where a running max moved); off by
+// default.
 // SKIP-LABEL: func @attention_f16
 // SKIP: fa.online_softmax {{.*}}fa.skip_unit_factors
 // SKIP: fa.rescale {{.*}} {fa.skip_unit_factors}

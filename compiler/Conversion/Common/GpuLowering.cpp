@@ -214,7 +214,8 @@ OnlineSoftmaxRow mlir::fa::buildOnlineSoftmaxRow(
   if (probsScale != 1.0)
     rowSum = arith::MulFOp::create(b, loc, rowSum,
                                    f32Const(b, loc, 1.0 / probsScale));
-  // alpha = exp2(m * log2 e - m_new * log2 e); l_new = alpha * l + rowsum
+  // alpha = exp2(m * log2 e - m_new * log2 e) (one FMA, or exactly 1 where
+  // m = m_new: exp2((m - m_new) log2 e)); l_new = alpha * l + rowsum
   Value alphaLog2 =
       exactUnitCorrection
           ? arith::MulFOp::create(
