@@ -13,7 +13,7 @@ a mask drops keeps its rate; "time / plain" says how much of the plain
 causal kernel's time the variant takes. Timing: triton.testing.do_bench
 (median, CUDA events, L2 flushed). With --gpu-time, each row also gives
 the GPU time of a call (torch.profiler: the device time of every kernel
-the call launches, averaged over 10 calls) for fa and Flex: do_bench's
+the call launches, averaged over 20 calls) for fa and Flex: do_bench's
 events also count the GPU's idle gaps while a call's host work runs,
 which for sub-millisecond kernels can exceed the kernels (a block-mask
 forward of 0.36 ms read 0.44-0.95 ms in event loops, docs/benchmarks.md
@@ -31,6 +31,9 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import fa  # noqa: E402
 from fa import variants as V  # noqa: E402
+# The GPU time of a call: the device time of every kernel it launches
+# (torch.profiler), host gaps excluded.
+from bench_attention import kernel_ms as gpu_time  # noqa: E402
 
 try:
     from triton.testing import do_bench
@@ -145,21 +148,6 @@ def variants(heads, batch, seq):
          lambda b, h, q, kv: ids[b, q] == ids[b, kv],
          kept_document_pairs(ids)),
     ]
-
-
-def gpu_time(fn, calls=10):
-    """ms of GPU time per call of `fn`: the device time of every kernel it
-    launches (torch.profiler), host gaps excluded."""
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as trace:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    us = sum(getattr(event, "self_device_time_total", 0) or 0
-             for event in trace.key_averages())
-    return us / calls / 1e3
 
 
 def warm_up(fn, seconds=0.3):
@@ -324,9 +312,9 @@ def main():
                       f"{row['flex_tflops'] or float('nan'):>9.1f} "
                       f"{(fms / ms) if fms else float('nan'):>8.2f} "
                       f"{row['first_call_s']:>12.2f}"
-                      + (f"  GPU time fa {gpu[direction]:.3f} flex "
-                         f"{flex_gpu.get(direction, float('nan')):.3f} ms"
-                         if gpu else ""))
+                      + (f"  GPU time fa {gpu[direction] or float('nan'):.3f} "
+                         f"flex {flex_gpu.get(direction) or float('nan'):.3f} "
+                         "ms" if gpu else ""))
         if only:
             continue
         times = block_mask_times(batch, seq, create_block_mask
