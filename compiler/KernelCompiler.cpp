@@ -10,6 +10,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -167,6 +168,55 @@ parseVariant(MLIRContext &ctx, const ::fa::KernelSpec &spec, Region &scoreMod,
   SmallVector<Type> captures = std::move(*scoreCaptures);
   llvm::append_range(captures, *maskCaptures);
   return captures;
+}
+
+/// Whether `value` is computed from `argument` (within its region).
+static bool computedFrom(Value value, BlockArgument argument) {
+  SmallVector<Value> work = {value};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (next == argument)
+      return true;
+    if (!seen.insert(next).second)
+      continue;
+    if (Operation *def = next.getDefiningOp())
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+::fa::VariantTraits mlir::fa::variantTraits(const ::fa::KernelSpec &spec) {
+  ::fa::VariantTraits traits;
+  if (!spec.hasVariant())
+    return traits;
+  // Dialects load as the parser meets them; errors are the compile's.
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  Location loc = UnknownLoc::get(&ctx);
+  for (auto [text, name, kind] :
+       {std::tuple<const std::string &, StringRef, VariantRegion>{
+            spec.scoreMod, "score_mod", VariantRegion::scoreMod},
+        {spec.maskMod, "mask_mod", VariantRegion::maskMod}}) {
+    Region region;
+    if (text.empty() || failed(parseVariantInto(ctx, text, name, region, loc)))
+      continue;
+    unsigned leading = kind == VariantRegion::scoreMod ? 1 : 0;
+    Block &block = region.front();
+    if (block.getNumArguments() <= leading + kNumVariantIndexArgs)
+      continue;
+    BlockArgument key = block.getArgument(leading + kKeyIndexArg);
+    region.walk([&](memref::LoadOp load) {
+      auto tensor = dyn_cast<BlockArgument>(load.getMemRef());
+      if (tensor && tensor.getOwner() == &block &&
+          llvm::any_of(load.getIndices(),
+                       [&](Value index) { return computedFrom(index, key); }))
+        traits.keyIndexedCaptures = true;
+    });
+  }
+  return traits;
 }
 
 std::vector<::fa::CaptureType> mlir::fa::captureTypesOf(ModuleOp module) {

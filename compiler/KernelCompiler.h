@@ -88,6 +88,11 @@ FailureOr<std::vector<::fa::LaunchPlan>> readKernelLaunches(ModuleOp module);
 llvm::Expected<CompiledKernel> compileKernel(const ::fa::KernelSpec &spec,
                                              bool assemble);
 
+/// What the ranking of default tiles reads in `spec`'s variant texts
+/// (::fa::defaultCandidates' traits). A text that does not parse gives no
+/// traits (the compile names its error).
+::fa::VariantTraits variantTraits(const ::fa::KernelSpec &spec);
+
 /// A context with every dialect and interface the pipeline needs.
 std::unique_ptr<MLIRContext> createCompilerContext();
 

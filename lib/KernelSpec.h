@@ -178,6 +178,17 @@ struct KernelSpec {
   bool needsDefaults() const;
 };
 
+/// What the compiler reads in a spec's variant texts that the ranking of
+/// default tiles takes into account (mlir::fa::variantTraits derives it:
+/// this layer does not parse MLIR). All false for a spec without variant.
+struct VariantTraits {
+  /// A load of a captured tensor whose index depends on the key (kv_idx):
+  /// the keys' document ids, a bias table's column. Every thread then loads
+  /// one value per key column it holds, and the wide forward tiles spill
+  /// (docs/benchmarks.md (ax), (ay)).
+  bool keyIndexedCaptures = false;
+};
+
 /// The rule for defaulted tiles (the runtime's and fa-compile's): of the
 /// ranked candidates, the first that compiles without spills (or with no
 /// more than its strategy's toleratedSpillBytes: a tile measured faster,

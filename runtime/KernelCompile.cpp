@@ -277,7 +277,8 @@ Result Runtime::Impl::prepareDefaultedLocked(
     request += ";length=" + std::to_string(length);
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
-  std::vector<KernelSpec> candidates = defaultCandidates(requested, length);
+  std::vector<KernelSpec> candidates =
+      defaultCandidates(requested, length, mlir::fa::variantTraits(requested));
   std::vector<std::shared_ptr<KernelEntry>> compiled(candidates.size());
   Result firstError;
   size_t next = 0;

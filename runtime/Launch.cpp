@@ -7,6 +7,7 @@
 // plans with the operands' memref descriptors and TMA tensor maps.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/KernelCompiler.h"
 #include "lib/SplitKv.h"
 #include "lib/Strategy/SpecRules.h"
 #include "runtime/ArgumentChecks.h"
@@ -64,7 +65,8 @@ Result Runtime::Impl::autotuneLocked(const KernelSpec &request, int64_t bucket,
   }
 
   // Time the first candidates (a few; and stop once the budget is spent).
-  std::vector<KernelSpec> candidates = defaultCandidates(request, bucket);
+  std::vector<KernelSpec> candidates =
+      defaultCandidates(request, bucket, mlir::fa::variantTraits(request));
   if (candidates.size() > kAutotuneCandidates)
     candidates.resize(kAutotuneCandidates);
   auto start = std::chrono::steady_clock::now();

@@ -404,7 +404,8 @@ const StrategyModel &model() {
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)
                    : takesProblem(spec.dtype, spec.headDim);
       },
-      [](const KernelSpec &request, size_t limit, int64_t) {
+      [](const KernelSpec &request, size_t limit, int64_t,
+         const VariantTraits &) {
         return request.backward ? backwardCandidates(request, limit)
                                 : defaultCandidates(request, limit);
       },

@@ -50,10 +50,11 @@ struct StrategyModel {
   /// in order of preference; the last one takes every problem.
   bool (*takesProblem)(const KernelSpec &spec);
   /// The first `limit` default candidates of a request resolved to this
-  /// strategy, best first (KernelSpec::defaultCandidates); `length` as
-  /// there.
+  /// strategy, best first (KernelSpec::defaultCandidates); `length` and
+  /// `traits` as there.
   std::vector<KernelSpec> (*defaultCandidates)(const KernelSpec &request,
-                                               size_t limit, int64_t length);
+                                               size_t limit, int64_t length,
+                                               const VariantTraits &traits);
   /// Whether kernel names carry the stages and the strategy
   /// (`..._s2_mma`): strategies with a K/V pipeline.
   bool pipelined;

@@ -205,7 +205,7 @@ const StrategyModel &model() {
                " (the simt strategy has no K/V pipeline)";
       },
       [](const KernelSpec &) { return true; },
-      [](const KernelSpec &spec, size_t limit, int64_t) {
+      [](const KernelSpec &spec, size_t limit, int64_t, const VariantTraits &) {
         KernelSpec request = spec;
         if (request.stages == 0)
           request.stages = 1;

@@ -299,23 +299,26 @@ std::string canonicalText(const KernelSpec &spec) {
 /// The first `limit` default candidates of `request`, from its strategy's
 /// resource model.
 static std::vector<KernelSpec>
-collectDefaultCandidates(KernelSpec request, size_t limit, int64_t length) {
+collectDefaultCandidates(KernelSpec request, size_t limit, int64_t length,
+                         const VariantTraits &traits) {
   // Nothing derives from an invalid spec (the models' arithmetic assumes
   // the validated ranges): it comes back as it is, for validateSpec() to name.
   if (!validateSpec(request).empty() || request.blockMaskProgram)
     return {request};
   request.strategy = resolveStrategy(request);
   return strategyModel(request.strategy)
-      .defaultCandidates(request, limit, length);
+      .defaultCandidates(request, limit, length, traits);
 }
 
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &spec,
-                                          int64_t length) {
-  return collectDefaultCandidates(spec, SIZE_MAX, length);
+                                          int64_t length,
+                                          const VariantTraits &traits) {
+  return collectDefaultCandidates(spec, SIZE_MAX, length, traits);
 }
 
-KernelSpec withDefaults(const KernelSpec &spec, int64_t length) {
-  return collectDefaultCandidates(spec, 1, length).front();
+KernelSpec withDefaults(const KernelSpec &spec, int64_t length,
+                        const VariantTraits &traits) {
+  return collectDefaultCandidates(spec, 1, length, traits).front();
 }
 
 int64_t toleratedSpillBytes(const KernelSpec &candidate) {

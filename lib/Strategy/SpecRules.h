@@ -34,7 +34,8 @@ std::string canonicalText(const KernelSpec &spec);
 
 /// `spec` with the strategy resolved and zero tile sizes / warps / stages
 /// replaced by the defaults: the first of defaultCandidates().
-KernelSpec withDefaults(const KernelSpec &spec, int64_t length = 0);
+KernelSpec withDefaults(const KernelSpec &spec, int64_t length = 0,
+                        const VariantTraits &traits = {});
 
 /// The configs the defaults choose from, best first: the measured ranking
 /// filtered by the fields already set, the arch's shared memory and a
@@ -43,9 +44,12 @@ KernelSpec withDefaults(const KernelSpec &spec, int64_t length = 0);
 /// (chooseDefaultCandidate). `length`: the longer of the query and key
 /// lengths the kernel is for (the runtime passes it rounded up to a power
 /// of two), where a strategy ranks by length; 0 = not known, the ranking
-/// measured at S = 4k.
+/// measured at S = 4k. `traits`: what the compiler read in the spec's
+/// variant texts (mlir::fa::variantTraits; none by default), which moves
+/// tiles known to spill with it down the ranking.
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &spec,
-                                          int64_t length = 0);
+                                          int64_t length = 0,
+                                          const VariantTraits &traits = {});
 
 /// The spilled bytes (stored plus loaded) a default candidate of `spec`'s
 /// strategy was measured faster with (its StrategyModel's

@@ -193,7 +193,8 @@ std::string checkFits(const Config &c, const GpuArch &arch) {
 static constexpr TileConfig kBlockMaskForwardTile = {192, 64, 12, 2};
 
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
-                                          size_t limit, int64_t length) {
+                                          size_t limit, int64_t length,
+                                          const VariantTraits &traits) {
   if (request.blockM && request.blockN && request.numWarps && request.stages)
     return {request};
   // Best first, per head dim, as measured on the H200 at S = 4k
@@ -226,17 +227,31 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
                                                       {128, 64, 8, 2},
                                                       {192, 32, 12, 2},
                                                       {128, 128, 8, 2}};
+  // Capture loads indexed by the key (the keys' document ids, a bias
+  // column: a value a key column a thread holds) leave the wide tiles
+  // spilling (ptxas 13.0, causal or not, mask_mod or score_mod): at D =
+  // 64 192 x 128 on three warpgroups, at D = 128 128 x 128 (72-272 bytes);
+  // the tiles the runtime took after those trial compiles come first
+  // (docs/benchmarks.md (ax), (ay)). A block mask's forward keeps its own
+  // measured ranking (the tables above).
+  static constexpr TileConfig kSmallHeadsKeyCaptures[] = {
+      {128, 128, 8, 2}, {128, 64, 8, 2}, {192, 128, 12, 2}};
+  static constexpr TileConfig kMediumHeadsKeyCaptures[] = {
+      {128, 64, 8, 2}, {128, 128, 8, 2}, {128, 128, 8, 1}};
   static constexpr TileConfig kLargeHeads[] = {
       {128, 128, 8, 1}, {128, 64, 8, 2}, {128, 64, 8, 1}};
   bool shortSequences = length > 0 && length <= kShortLength;
   llvm::ArrayRef<TileConfig> ranked = kLargeHeads;
+  bool keyCaptures = traits.keyIndexedCaptures && !request.blockMask;
   if (request.headDim <= 64)
     ranked = request.blockMask ? kSmallHeadsTables
+             : keyCaptures     ? kSmallHeadsKeyCaptures
              : shortSequences  ? kSmallHeadsShort
                                : kSmallHeads;
   else if (request.headDim <= 128)
     ranked = request.blockMask ? llvm::ArrayRef<TileConfig>(kMediumHeadsTables)
-                               : llvm::ArrayRef<TileConfig>(kMediumHeads);
+             : keyCaptures ? llvm::ArrayRef<TileConfig>(kMediumHeadsKeyCaptures)
+                           : llvm::ArrayRef<TileConfig>(kMediumHeads);
   std::optional<GpuArch> arch = lookupGpuArch(request.arch);
   CandidateCollector collector(request, limit, [&](const TileConfig &t) {
     Config config{request.headDim, t.blockM, t.blockN,
@@ -470,9 +485,11 @@ const StrategyModel &model() {
                    ? takesBackwardProblem(spec.dtype, spec.headDim, spec.arch)
                    : takesProblem(spec.dtype, spec.headDim, spec.arch);
       },
-      [](const KernelSpec &request, size_t limit, int64_t length) {
-        return request.backward ? backwardCandidates(request, limit)
-                                : defaultCandidates(request, limit, length);
+      [](const KernelSpec &request, size_t limit, int64_t length,
+         const VariantTraits &traits) {
+        return request.backward
+                   ? backwardCandidates(request, limit)
+                   : defaultCandidates(request, limit, length, traits);
       },
       /*pipelined=*/true,
       /*lowersBackward=*/true,

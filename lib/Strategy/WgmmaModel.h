@@ -279,9 +279,11 @@ std::string checkSpec(const KernelSpec &spec);
 constexpr int64_t kShortLength = 1024;
 
 /// The first `limit` default candidates of a request whose strategy is
-/// wgmma, best first, for sequences of `length` (0 = not known).
+/// wgmma, best first, for sequences of `length` (0 = not known) and a
+/// variant of `traits`.
 std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
-                                          size_t limit, int64_t length = 0);
+                                          size_t limit, int64_t length = 0,
+                                          const VariantTraits &traits = {});
 
 /// The spilled bytes (stored plus loaded) a default candidate was measured
 /// faster with than the tiles ranked after it (StrategyModel's

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Cpu/CpuRunner.h"
+#include "compiler/KernelCompiler.h"
 #include "lib/ReferenceAttention.h"
 #include "lib/Variants.h"
 #include "test/Common/CpuKernels.h"
@@ -665,6 +666,53 @@ TEST(CpuVariantErrors, ReportsUnparsableText) {
   EXPECT_NE(error.find("the score_mod text does not parse as MLIR"),
             std::string::npos)
       << error;
+}
+
+/// The traits the ranking of default tiles reads (variantTraits): a
+/// capture load whose index is computed from kv_idx, and nothing else.
+::fa::VariantTraits traitsOf(const std::string &scoreMod,
+                             const std::string &maskMod) {
+  ::fa::KernelSpec spec;
+  spec.scoreMod = scoreMod;
+  spec.maskMod = maskMod;
+  return variantTraits(spec);
+}
+
+TEST(VariantTraits, KeyIndexedCaptureLoads) {
+  EXPECT_TRUE(traitsOf("", ::fa::variants::document()).keyIndexedCaptures);
+  EXPECT_TRUE(traitsOf(::fa::variants::scoreBias(), "").keyIndexedCaptures);
+  // Through a cast and an addition, in the score_mod beside a mask_mod.
+  EXPECT_TRUE(traitsOf("func.func @score_mod(%s: f32, %b: index, %h: index, "
+                       "%q: index, %kv: index, %sq: index, %sk: index, "
+                       "%bias: memref<?xf32>) -> f32 {\n"
+                       "  %one = arith.constant 1 : index\n"
+                       "  %next = arith.addi %kv, %one : index\n"
+                       "  %x = memref.load %bias[%next] : memref<?xf32>\n"
+                       "  %r = arith.addf %s, %x : f32\n"
+                       "  return %r : f32\n}\n",
+                       ::fa::variants::slidingWindow(64, 0))
+                  .keyIndexedCaptures);
+}
+
+TEST(VariantTraits, OtherCaptureLoadsAndTexts) {
+  // Indexed by the head (ALiBi's slopes), by the query row, by the batch.
+  EXPECT_FALSE(traitsOf(::fa::variants::alibiSlopes(), "").keyIndexedCaptures);
+  EXPECT_FALSE(traitsOf("",
+                        "func.func @mask_mod(%b: index, %h: index, %q: index, "
+                        "%kv: index, %sq: index, %sk: index, "
+                        "%lim: memref<?xi64>) -> i1 {\n"
+                        "  %l = memref.load %lim[%q] : memref<?xi64>\n"
+                        "  %n = arith.index_cast %l : i64 to index\n"
+                        "  %t = arith.cmpi slt, %kv, %n : index\n"
+                        "  return %t : i1\n}\n")
+                   .keyIndexedCaptures);
+  // No captures; no variant; a text that does not parse (the compile
+  // names its error).
+  EXPECT_FALSE(traitsOf(::fa::variants::softcap(30.0),
+                        ::fa::variants::slidingWindow(128, 0))
+                   .keyIndexedCaptures);
+  EXPECT_FALSE(traitsOf("", "").keyIndexedCaptures);
+  EXPECT_FALSE(traitsOf("", "func.func @mask_mod(").keyIndexedCaptures);
 }
 
 } // namespace

@@ -1241,6 +1241,47 @@ TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
             std::nullopt);
 }
 
+/// Capture loads indexed by the key (VariantTraits) put first the tiles
+/// the wide ones' spills left the runtime with: 128 x 64 at D 128, 128 x
+/// 128 at D 64 (not three warpgroups); a block mask keeps its own ranking,
+/// and so does a forward without the trait.
+TEST(WgmmaModel, KeyIndexedCapturesRankNarrowTilesFirst) {
+  fa::KernelSpec request;
+  request.strategy = fa::Strategy::wgmma;
+  request.arch = "sm_90a";
+  request.dtype = fa::ElementType::bf16;
+  request.maskMod = fa::variants::document();
+  request.blockM = request.blockN = request.numWarps = request.stages = 0;
+  fa::VariantTraits keyCaptures;
+  keyCaptures.keyIndexedCaptures = true;
+  auto firstTile = [&](const fa::VariantTraits &traits) {
+    fa::KernelSpec first = fa::defaultCandidates(request, 0, traits).front();
+    return std::make_tuple(first.blockM, first.blockN, first.numWarps,
+                           first.stages);
+  };
+  using Tile = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+  request.headDim = 128;
+  EXPECT_EQ(firstTile(keyCaptures), Tile(128, 64, 8, 2));
+  EXPECT_EQ(firstTile({}), Tile(128, 128, 8, 2));
+  EXPECT_EQ(fa::withDefaults(request, 0, keyCaptures).blockN, 64);
+  request.headDim = 64;
+  EXPECT_EQ(firstTile(keyCaptures), Tile(128, 128, 8, 2));
+  EXPECT_EQ(firstTile({}), Tile(192, 128, 12, 2));
+  request.blockMask = true;
+  EXPECT_EQ(firstTile(keyCaptures), Tile(192, 64, 12, 2));
+  // Every candidate of the plain ranking stays a candidate.
+  request.blockMask = false;
+  request.headDim = 128;
+  auto tiles = [&](const fa::VariantTraits &traits) {
+    std::vector<Tile> all;
+    for (const fa::KernelSpec &c : fa::defaultCandidates(request, 0, traits))
+      all.emplace_back(c.blockM, c.blockN, c.numWarps, c.stages);
+    llvm::sort(all);
+    return all;
+  };
+  EXPECT_EQ(tiles(keyCaptures), tiles({}));
+}
+
 /// A candidate its strategy was measured faster with, spills and all
 /// (wgmma's 16-bit block-mask forward at D 128 on 192 x 64 tiles), is taken
 /// with up to its tolerated bytes and not with more; every other candidate

@@ -496,7 +496,8 @@ int main(int argc, char **argv) {
         {name, std::chrono::duration<double>(now - stepStart).count()});
     stepStart = now;
   };
-  spec = withDefaults(spec, sequenceLength);
+  ::fa::VariantTraits traits = variantTraits(requested);
+  spec = withDefaults(spec, sequenceLength, traits);
   // Defaulted tiles, where ptxas is at hand: the runtime's rule
   // (Runtime::prepare), the first candidate that assembles without spills,
   // else the first that compiles; every stage with tiles shows that kernel.
@@ -505,7 +506,7 @@ int main(int argc, char **argv) {
   std::vector<::fa::KernelSpec> candidates;
   if (requested.needsDefaults() && inputFile.empty() &&
       (report || *target != Stage::fa))
-    candidates = defaultCandidates(requested, sequenceLength);
+    candidates = defaultCandidates(requested, sequenceLength, traits);
   // One candidate leaves nothing to choose: no trial compile. The chosen
   // trial's PTX and cubin are the kernel's: they are not made twice.
   std::optional<CompiledKernel> chosenTrial;
