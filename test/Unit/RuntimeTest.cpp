@@ -1969,6 +1969,31 @@ TEST(ResolvedRequests, VariantsResolveApart) {
       << r.message;
 }
 
+/// A default whose variant loads a captured tensor by the key (the
+/// documents' ids) compiles one candidate, the tile the wide ones' spills
+/// left (mlir::fa::variantTraits ranks it first): one kernel, one key.
+TEST(ResolvedRequests, KeyIndexedCapturesCompileOneCandidate) {
+  if (llvm::Expected<std::string> ptxas = fa::findPtxas(); !ptxas)
+    GTEST_SKIP() << llvm::toString(ptxas.takeError());
+  TempDir dir;
+  auto rt = makeRuntime(dir.str(), /*diskCache=*/false);
+  fa::KernelSpec spec;
+  spec.dtype = fa::ElementType::bf16;
+  spec.headDim = 128;
+  spec.causal = true;
+  spec.arch = "sm_90a";
+  spec.strategy = fa::Strategy::wgmma;
+  spec.maskMod = fa::variants::document();
+  spec.blockM = spec.blockN = spec.numWarps = spec.stages = 0;
+  fa::KernelInfo info;
+  fa::Result r = rt->prepare(spec, &info);
+  ASSERT_TRUE(bool(r)) << r.message;
+  EXPECT_EQ(rt->counters().cacheKeysComputed, 1);
+  EXPECT_EQ(std::make_pair(info.spec.blockM, info.spec.blockN),
+            std::make_pair(int64_t(128), int64_t(64)));
+  EXPECT_EQ(info.ptxas.spilledBytes(), 0);
+}
+
 /// A forward whose request was resolved (here by prepare() for its length;
 /// on a GPU by an earlier forward) checks the arguments once, against the
 /// kernel's spec, and neither validates nor hashes. Bad arguments fail
