@@ -30,10 +30,14 @@ std::optional<size_t> chooseDefaultCandidate(
     const std::function<std::optional<int64_t>(const KernelSpec &)>
         &compileAndSpills,
     const std::function<void(size_t first, size_t last)> &compileAhead,
-    size_t wave) {
+    size_t wave, size_t firstWave) {
   std::optional<size_t> chosen;
   int64_t chosenSpills = 0;
   size_t aheadEnd = 1; // the first candidate is compiled alone
+  if (compileAhead && firstWave > 1 && candidates.size() > 1) {
+    aheadEnd = std::min(candidates.size(), firstWave);
+    compileAhead(0, aheadEnd);
+  }
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (compileAhead && wave > 1 && i >= aheadEnd) {
       aheadEnd = std::min(candidates.size(), i + wave);

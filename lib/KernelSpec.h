@@ -202,13 +202,15 @@ struct VariantTraits {
 /// with `compileAhead`, the candidates [i, i + wave) are handed to it
 /// together before candidate i is judged (it compiles them at once, see
 /// runConcurrently), so that `compileAndSpills` finds them compiled.
+/// `firstWave` > 1: the first candidates [0, firstWave) go to it together
+/// too, before the first is judged (a trial expected: firstTrialWave).
 std::optional<size_t> chooseDefaultCandidate(
     const std::vector<KernelSpec> &candidates,
     const std::function<std::optional<int64_t>(const KernelSpec &)>
         &compileAndSpills,
     const std::function<void(size_t first, size_t last)> &compileAhead =
         nullptr,
-    size_t wave = 1);
+    size_t wave = 1, size_t firstWave = 1);
 
 /// Candidates compiled at once after a spill: FA_TRIAL_WAVE (1 to 64; 1 =
 /// one at a time), else the host's hardware threads, at most 4 (a

@@ -277,8 +277,9 @@ Result Runtime::Impl::prepareDefaultedLocked(
     request += ";length=" + std::to_string(length);
   if (auto it = defaultChoice.find(request); it != defaultChoice.end())
     return prepareLocked(it->second, entry);
+  VariantTraits traits = mlir::fa::variantTraits(requested);
   std::vector<KernelSpec> candidates =
-      defaultCandidates(requested, length, mlir::fa::variantTraits(requested));
+      defaultCandidates(requested, length, traits);
   std::vector<std::shared_ptr<KernelEntry>> compiled(candidates.size());
   Result firstError;
   size_t next = 0;
@@ -325,7 +326,8 @@ Result Runtime::Impl::prepareDefaultedLocked(
         }
         return prepared->info.ptxas.spilledBytes();
       },
-      compileAhead, trialWave());
+      compileAhead, trialWave(),
+      firstTrialWave(requested, traits, trialWave()));
   if (!chosen)
     return firstError;
   entry = compiled[*chosen];

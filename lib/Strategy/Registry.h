@@ -103,6 +103,14 @@ struct StrategyModel {
   /// by the strategy's resource model; 0 where it cannot tell. Null: not
   /// modelled. (The split-KV parts keep to one wave of them.)
   int64_t (*residentBlocks)(const KernelSpec &resolved) = nullptr;
+  /// Whether a cold default of `request` (resolved to this strategy) with
+  /// a variant of `traits` is expected to need trial compiles: its first
+  /// candidate was measured to spill there, and which later one spills
+  /// least is not known ahead. The runtime and fa-compile then compile the
+  /// first wave of candidates at once (chooseDefaultCandidate's
+  /// firstWave). Null: never.
+  bool (*expectsTrials)(const KernelSpec &request,
+                        const VariantTraits &traits) = nullptr;
 };
 
 /// The registered strategies, in the order `auto` prefers them.

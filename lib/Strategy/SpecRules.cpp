@@ -321,6 +321,14 @@ KernelSpec withDefaults(const KernelSpec &spec, int64_t length,
   return collectDefaultCandidates(spec, 1, length, traits).front();
 }
 
+size_t firstTrialWave(const KernelSpec &request, const VariantTraits &traits,
+                      size_t wave) {
+  if (!validateSpec(request).empty() || request.blockMaskProgram)
+    return 1;
+  const StrategyModel &model = strategyModel(resolveStrategy(request));
+  return model.expectsTrials && model.expectsTrials(request, traits) ? wave : 1;
+}
+
 int64_t toleratedSpillBytes(const KernelSpec &candidate) {
   if (candidate.strategy == Strategy::automatic)
     return 0;

@@ -51,6 +51,13 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &spec,
                                           int64_t length = 0,
                                           const VariantTraits &traits = {});
 
+/// The candidates chooseDefaultCandidate compiles at once before judging
+/// the first of `request`'s defaults: `wave` where its strategy expects
+/// trial compiles for a variant of `traits` (StrategyModel::expectsTrials),
+/// else 1 (the first alone: it usually wins).
+size_t firstTrialWave(const KernelSpec &request, const VariantTraits &traits,
+                      size_t wave);
+
 /// The spilled bytes (stored plus loaded) a default candidate of `spec`'s
 /// strategy was measured faster with (its StrategyModel's
 /// toleratedSpillBytes); 0 for most, and where the strategy is not resolved.

@@ -286,6 +286,15 @@ int64_t toleratedSpillBytes(const KernelSpec &candidate) {
   return 0;
 }
 
+bool expectsTrials(const KernelSpec &request, const VariantTraits &traits) {
+  // The 16-bit backward at D 128 with a capture load indexed by the key:
+  // its dK/dV consumers (at setmaxnreg 240) spill 20-100 bytes on every
+  // Q/dO stage count in three of the four variants measured, and the
+  // fewest bytes fall on different counts (docs/benchmarks.md (ay)).
+  return request.backward && traits.keyIndexedCaptures &&
+         request.headDim > 64 && fa::elementBytes(request.dtype) == 2;
+}
+
 BackwardSharedLayout backwardSharedLayout(const Config &c,
                                           StagingBuffers buffers) {
   BackwardSharedLayout layout;
@@ -503,7 +512,9 @@ const StrategyModel &model() {
       /*sweepGrid=*/{{64, 128}, {32, 64, 128}, {4, 8}, {1, 2}},
       /*decodeTiles=*/nullptr,
       /*referenceTiles=*/nullptr,
-      toleratedSpillBytes};
+      toleratedSpillBytes,
+      /*residentBlocks=*/nullptr,
+      expectsTrials};
   return entry;
 }
 

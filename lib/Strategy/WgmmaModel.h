@@ -290,6 +290,10 @@ std::vector<KernelSpec> defaultCandidates(const KernelSpec &request,
 /// toleratedSpillBytes); 0 for all but the measured ones.
 int64_t toleratedSpillBytes(const KernelSpec &candidate);
 
+/// Whether a cold default of `request` with a variant of `traits` is
+/// expected to need trial compiles (StrategyModel::expectsTrials).
+bool expectsTrials(const KernelSpec &request, const VariantTraits &traits);
+
 //===----------------------------------------------------------------------===//
 // The backward's dK/dV program (fa-tile-backward's "dkdv") on wgmma
 //===----------------------------------------------------------------------===//

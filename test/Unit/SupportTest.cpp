@@ -1368,6 +1368,67 @@ TEST(KernelSpec, CandidatesAfterASpillAreCompiledAheadInWaves) {
   EXPECT_TRUE(waves.empty());
 }
 
+/// Where a trial is expected (firstWave > 1) the first wave starts with
+/// the first candidate; the waves after it and the rule are as before.
+TEST(KernelSpec, ExpectedTrialsCompileTheFirstWaveAtOnce) {
+  std::vector<fa::KernelSpec> candidates(5);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    candidates[i].blockM = int64_t(i + 1);
+  std::vector<std::optional<int64_t>> outcome = {40, 44, 100, 0, 0};
+  std::vector<std::pair<size_t, size_t>> waves;
+  auto choose = [&](size_t firstWave) {
+    waves.clear();
+    return fa::chooseDefaultCandidate(
+        candidates,
+        [&](const fa::KernelSpec &c) { return outcome[size_t(c.blockM - 1)]; },
+        [&](size_t first, size_t last) {
+          waves.push_back({first, last});
+        },
+        /*wave=*/3, firstWave);
+  };
+  EXPECT_EQ(choose(3), std::optional<size_t>(3));
+  EXPECT_EQ(waves, (std::vector<std::pair<size_t, size_t>>{{0, 3}, {3, 5}}));
+  // Every candidate spills: the fewest bytes, as with firstWave 1.
+  outcome[3] = outcome[4] = 60;
+  EXPECT_EQ(choose(3), std::optional<size_t>(0));
+  EXPECT_EQ(choose(1), std::optional<size_t>(0));
+  EXPECT_EQ(waves, (std::vector<std::pair<size_t, size_t>>{{1, 4}, {4, 5}}));
+  // A wave wider than the candidates stops at the last.
+  EXPECT_EQ(choose(8), std::optional<size_t>(0));
+  EXPECT_EQ(waves, (std::vector<std::pair<size_t, size_t>>{{0, 5}}));
+}
+
+/// wgmma expects trials for the 16-bit D 128 backward with a capture load
+/// indexed by the key (every stage count spills there); not for the
+/// forward, D 64, another variant or another strategy.
+TEST(WgmmaModel, ExpectsTrialsOfTheKeyCaptureBackward) {
+  fa::KernelSpec request;
+  request.strategy = fa::Strategy::wgmma;
+  request.arch = "sm_90a";
+  request.dtype = fa::ElementType::bf16;
+  request.headDim = 128;
+  request.backward = true;
+  request.maskMod = fa::variants::document();
+  request.blockM = request.blockN = request.numWarps = request.stages = 0;
+  fa::VariantTraits keyCaptures;
+  keyCaptures.keyIndexedCaptures = true;
+  EXPECT_EQ(fa::firstTrialWave(request, keyCaptures, 4), 4u);
+  EXPECT_EQ(fa::firstTrialWave(request, {}, 4), 1u);
+  fa::KernelSpec other = request;
+  other.headDim = 64;
+  EXPECT_EQ(fa::firstTrialWave(other, keyCaptures, 4), 1u);
+  other = request;
+  other.backward = false;
+  EXPECT_EQ(fa::firstTrialWave(other, keyCaptures, 4), 1u);
+  other = request;
+  other.strategy = fa::Strategy::mma;
+  EXPECT_EQ(fa::firstTrialWave(other, keyCaptures, 4), 1u);
+  // An invalid request is left to validateSpec.
+  other = request;
+  other.headDim = 0;
+  EXPECT_EQ(fa::firstTrialWave(other, keyCaptures, 4), 1u);
+}
+
 /// runConcurrently runs every item once, all at the same time: each item
 /// waits until all have started (one at a time, the first would wait out
 /// the bound).

@@ -543,7 +543,8 @@ int main(int argc, char **argv) {
           [&](size_t first, size_t last) {
             ::fa::runConcurrently(first, last, compileTrial);
           },
-          ::fa::trialWave());
+          ::fa::trialWave(),
+          ::fa::firstTrialWave(requested, traits, ::fa::trialWave()));
       trialsCompiled = llvm::count(compiledYet, 1);
       if (chosen) {
         spec = candidates[*chosen];
