@@ -188,7 +188,9 @@ static bool computedFrom(Value value, BlockArgument argument) {
 
 ::fa::VariantTraits mlir::fa::variantTraits(const ::fa::KernelSpec &spec) {
   ::fa::VariantTraits traits;
-  if (!spec.hasVariant())
+  // An invalid spec (a text past the size or nesting limits among others)
+  // is not parsed: validateSpec names what is wrong.
+  if (!spec.hasVariant() || !::fa::validateSpec(spec).empty())
     return traits;
   // Dialects load as the parser meets them; errors are the compile's.
   DialectRegistry registry;

@@ -89,8 +89,9 @@ llvm::Expected<CompiledKernel> compileKernel(const ::fa::KernelSpec &spec,
                                              bool assemble);
 
 /// What the ranking of default tiles reads in `spec`'s variant texts
-/// (::fa::defaultCandidates' traits). A text that does not parse gives no
-/// traits (the compile names its error).
+/// (::fa::defaultCandidates' traits). An invalid spec and a text that
+/// does not parse give no traits (validateSpec and the compile name the
+/// error).
 ::fa::VariantTraits variantTraits(const ::fa::KernelSpec &spec);
 
 /// A context with every dialect and interface the pipeline needs.

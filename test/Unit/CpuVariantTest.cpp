@@ -713,6 +713,15 @@ TEST(VariantTraits, OtherCaptureLoadsAndTexts) {
                    .keyIndexedCaptures);
   EXPECT_FALSE(traitsOf("", "").keyIndexedCaptures);
   EXPECT_FALSE(traitsOf("", "func.func @mask_mod(").keyIndexedCaptures);
+  // Past the nesting limit: refused before parsing (MLIR's parser recurses
+  // once a bracket: 30000 levels overflow its stack), not a crash.
+  EXPECT_FALSE(traitsOf("", "func.func @mask_mod(%b: index) -> i1 "
+                            "attributes {x = " +
+                                std::string(30000, '[') +
+                                std::string(30000, ']') +
+                                "} {\n  %t = arith.constant true\n"
+                                "  return %t : i1\n}\n")
+                   .keyIndexedCaptures);
 }
 
 } // namespace
