@@ -1241,17 +1241,25 @@ TEST(KernelSpec, DefaultCandidateIsTheFirstWithoutSpills) {
             std::nullopt);
 }
 
+/// A wgmma request with the documents' mask_mod and every tile left to
+/// the defaults (bf16, D 128, sm_90a).
+fa::KernelSpec wgmmaDocumentsRequest() {
+  fa::KernelSpec request;
+  request.strategy = fa::Strategy::wgmma;
+  request.arch = "sm_90a";
+  request.dtype = fa::ElementType::bf16;
+  request.headDim = 128;
+  request.maskMod = fa::variants::document();
+  request.blockM = request.blockN = request.numWarps = request.stages = 0;
+  return request;
+}
+
 /// Capture loads indexed by the key (VariantTraits) put first the tiles
 /// the wide ones' spills left the runtime with: 128 x 64 at D 128, 128 x
 /// 128 at D 64 (not three warpgroups); a block mask keeps its own ranking,
 /// and so does a forward without the trait.
 TEST(WgmmaModel, KeyIndexedCapturesRankNarrowTilesFirst) {
-  fa::KernelSpec request;
-  request.strategy = fa::Strategy::wgmma;
-  request.arch = "sm_90a";
-  request.dtype = fa::ElementType::bf16;
-  request.maskMod = fa::variants::document();
-  request.blockM = request.blockN = request.numWarps = request.stages = 0;
+  fa::KernelSpec request = wgmmaDocumentsRequest();
   fa::VariantTraits keyCaptures;
   keyCaptures.keyIndexedCaptures = true;
   auto firstTile = [&](const fa::VariantTraits &traits) {
@@ -1287,14 +1295,8 @@ TEST(WgmmaModel, KeyIndexedCapturesRankNarrowTilesFirst) {
 /// with up to its tolerated bytes and not with more; every other candidate
 /// still needs none.
 TEST(KernelSpec, DefaultCandidateWithinItsToleratedSpills) {
-  fa::KernelSpec request;
-  request.strategy = fa::Strategy::wgmma;
-  request.arch = "sm_90a";
-  request.dtype = fa::ElementType::bf16;
-  request.headDim = 128;
+  fa::KernelSpec request = wgmmaDocumentsRequest();
   request.blockMask = true;
-  request.maskMod = fa::variants::document();
-  request.blockM = request.blockN = request.numWarps = request.stages = 0;
   std::vector<fa::KernelSpec> candidates = fa::defaultCandidates(request);
   ASSERT_EQ(fa::validateSpec(request), "");
   ASSERT_GE(candidates.size(), 2u);
@@ -1402,14 +1404,8 @@ TEST(KernelSpec, ExpectedTrialsCompileTheFirstWaveAtOnce) {
 /// indexed by the key (every stage count spills there); not for the
 /// forward, D 64, another variant or another strategy.
 TEST(WgmmaModel, ExpectsTrialsOfTheKeyCaptureBackward) {
-  fa::KernelSpec request;
-  request.strategy = fa::Strategy::wgmma;
-  request.arch = "sm_90a";
-  request.dtype = fa::ElementType::bf16;
-  request.headDim = 128;
+  fa::KernelSpec request = wgmmaDocumentsRequest();
   request.backward = true;
-  request.maskMod = fa::variants::document();
-  request.blockM = request.blockN = request.numWarps = request.stages = 0;
   fa::VariantTraits keyCaptures;
   keyCaptures.keyIndexedCaptures = true;
   EXPECT_EQ(fa::firstTrialWave(request, keyCaptures, 4), 4u);
