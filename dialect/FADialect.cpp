@@ -734,6 +734,14 @@ LogicalResult FADialect::verifyOperationAttribute(Operation *op,
              << "' is a unit attribute of fa.rescale and fa.online_softmax";
     return success();
   }
+  if (name == getUncheckedKeyLoadsAttrName()) {
+    auto mask = dyn_cast<MaskOp>(op);
+    if (!mask || mask.getMaskMod().empty() || !isa<UnitAttr>(value))
+      return op->emitOpError()
+             << "'" << name
+             << "' is a unit attribute of fa.mask with a mask_mod";
+    return success();
+  }
   if (name == getHoistCaptureLoadsAttrName()) {
     if (!isa<scf::IfOp>(op) || !isa<UnitAttr>(value))
       return op->emitOpError() << "'" << name

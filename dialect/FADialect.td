@@ -109,6 +109,15 @@ def FA_Dialect : Dialect {
     static ::llvm::StringRef getSkipUnitFactorsAttrName() {
       return "fa.skip_unit_factors";
     }
+    /// On fa.mask with a mask_mod: the GPU lowering tests the tile's
+    /// scores in two versions, chosen per thread: where the thread's last
+    /// key lies inside every captured tensor dimension the mask_mod indexes
+    /// by the key itself (kv_idx), those loads go unclamped (one base
+    /// address for the thread's key columns); elsewhere (the tail tile)
+    /// every index is clamped as always. A unit attribute.
+    static ::llvm::StringRef getUncheckedKeyLoadsAttrName() {
+      return "fa.unchecked_key_loads";
+    }
     /// An scf.if whose then-branch's capture loads may run before it
     /// (the per-element mask of a tile; a unit attribute).
     static ::llvm::StringRef getHoistCaptureLoadsAttrName() {

@@ -16,7 +16,8 @@ using namespace mlir;
 using namespace mlir::fa;
 
 Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
-                                    ValueRange args) {
+                                    ValueRange args,
+                                    std::optional<unsigned> uncheckedArg) {
   Block &block = region.front();
   IRMapping mapping;
   mapping.map(block.getArguments(), args);
@@ -35,6 +36,12 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     SmallVector<Value> indices;
     for (auto [dim, index] : llvm::enumerate(load.getIndices())) {
+      auto argument = dyn_cast<BlockArgument>(index);
+      if (uncheckedArg && argument && argument.getOwner() == &block &&
+          argument.getArgNumber() == *uncheckedArg) {
+        indices.push_back(mapping.lookupOrDefault(index));
+        continue;
+      }
       Value size = memref::DimOp::create(b, loc, tensor, int64_t(dim));
       Value last = arith::SubIOp::create(b, loc, size, one);
       indices.push_back(arith::MinUIOp::create(
@@ -46,6 +53,28 @@ Value mlir::fa::inlineVariantRegion(OpBuilder &b, Region &region,
   }
   return mapping.lookupOrDefault(
       cast<YieldOp>(block.getTerminator()).getValues()[0]);
+}
+
+SmallVector<std::pair<unsigned, unsigned>>
+mlir::fa::keyIndexedCaptureDims(Region &maskMod) {
+  SmallVector<std::pair<unsigned, unsigned>> dims;
+  Block &block = maskMod.front();
+  for (auto load : block.getOps<memref::LoadOp>()) {
+    auto tensor = dyn_cast<BlockArgument>(load.getMemRef());
+    if (!tensor || tensor.getOwner() != &block ||
+        tensor.getArgNumber() < kNumVariantIndexArgs)
+      continue;
+    for (auto [dim, index] : llvm::enumerate(load.getIndices())) {
+      auto argument = dyn_cast<BlockArgument>(index);
+      std::pair<unsigned, unsigned> entry = {
+          tensor.getArgNumber() - kNumVariantIndexArgs, unsigned(dim)};
+      if (argument && argument.getOwner() == &block &&
+          argument.getArgNumber() == kKeyIndexArg &&
+          !llvm::is_contained(dims, entry))
+        dims.push_back(entry);
+    }
+  }
+  return dims;
 }
 
 void mlir::fa::cloneVariantRegion(Region &from, Region &to) {

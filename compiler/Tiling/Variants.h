@@ -25,7 +25,17 @@ namespace mlir::fa {
 /// tensors clamp each index to the tensor's last (unsigned: a negative
 /// index too), so that padding rows and keys, and any index the region
 /// computes, read inside the tensor; they are marked fa.capture_load.
-Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args);
+/// `uncheckedArg`: an index operand that is this block argument itself
+/// goes unclamped (the caller checked that its value lies inside every
+/// dimension it indexes: keyIndexedCaptureDims).
+Value inlineVariantRegion(OpBuilder &b, Region &region, ValueRange args,
+                          std::optional<unsigned> uncheckedArg = {});
+
+/// The captured tensor dimensions mask_mod `maskMod`'s loads index by the
+/// key itself (its kv_idx argument, not a value computed from it), as
+/// (capture position among the captures, dimension), without repeats.
+SmallVector<std::pair<unsigned, unsigned>>
+keyIndexedCaptureDims(Region &maskMod);
 
 /// A copy of a problem's variant region (empty for none) into a tile op's.
 void cloneVariantRegion(Region &from, Region &to);

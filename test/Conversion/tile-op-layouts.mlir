@@ -428,6 +428,43 @@ func.func @document_block_mask(%n: index, %q0: index, %k0: index, %doc: memref<?
 
 // -----
 
+// fa.unchecked_key_loads: the same block-mask tile tests its scores in two
+// versions. Where the thread's last key (its first column plus the
+// layout's last column offset, 4) is below the ids' key count, the loads
+// indexed by the key itself go unclamped; the row's loads (and every load
+// of the other version, the tail tile's) keep their clamps.
+#blocked = #fa.blocked<threads = [8, 4]>
+// CHECK-LABEL: gpu.func @document_unchecked_keys
+func.func @document_unchecked_keys(%n: index, %q0: index, %k0: index, %doc: memref<?x?xi32>, %whole: i1) {
+  fa.grid (%b, %h, %t) in (%n, %n, %n) {
+    %s = arith.constant dense<1.0> : tensor<16x8xf32, #blocked>
+    // CHECK: %[[KEYS:.*]] = memref.dim %[[DOC:.*]], %c1{{.*}} : memref<?x?xi32>
+    // CHECK-NEXT: %[[INSIDE:.*]] = arith.cmpi ult, %{{.*}}, %[[KEYS]] : index
+    // CHECK-NEXT: scf.if %[[INSIDE]] -> (f32, f32, f32, f32) {
+    // CHECK: %[[ROW:[0-9]+]] = arith.minui %[[Q:[0-9]+]], %{{[0-9]+}} : index
+    // CHECK-NEXT: memref.load %[[DOC]][%{{[0-9]+}}, %[[ROW]]] {fa.capture_load}
+    // CHECK: memref.load %[[DOC]][%{{[0-9]+}}, %[[KEY:[0-9]+]]] {fa.capture_load}
+    // CHECK-NEXT: arith.cmpi eq
+    // CHECK-NOT: arith.minui %[[KEY]],
+    // CHECK: } else {
+    // CHECK: arith.minui %[[Q]],
+    // CHECK: %[[CLAMPED:[0-9]+]] = arith.minui %[[KEY]], %{{[0-9]+}} : index
+    // CHECK-NEXT: memref.load %[[DOC]][%{{[0-9]+}}, %[[CLAMPED]]] {fa.capture_load}
+    %r = fa.mask %s, %q0, %k0, %n, %n at(%b, %h) captures(%doc : memref<?x?xi32>) kept_whole %whole {fa.unchecked_key_loads} : tensor<16x8xf32, #blocked> mask_mod {
+    ^bb0(%bb: index, %hh: index, %qi: index, %ki: index, %sq: index, %sk: index, %d: memref<?x?xi32>):
+      %a = memref.load %d[%bb, %qi] : memref<?x?xi32>
+      %c = memref.load %d[%bb, %ki] : memref<?x?xi32>
+      %keep = arith.cmpi eq, %a, %c : i32
+      fa.yield %keep : i1
+    }
+    %row = arith.constant dense<0.0> : tensor<16xf32, #blocked>
+    %mn, %p, %l, %al = fa.online_softmax %r, %row, %row {scale = 1.0 : f32} : tensor<16x8xf32, #blocked>, tensor<16xf32, #blocked>
+  } attributes {fa.launch = #fa.launch<strategy = simt, threads = 32, shared_bytes = 0, stages = 1, registers = 32>}
+  return
+}
+
+// -----
+
 // Sinks, lowered once against the layout. #fa.blocked<threads = [8, 4]> on
 // 16 rows: each thread holds rows t / 4 and t / 4 + 8, one copy per lane
 // of the 4 that share them (the copy is the thread's column, t % 4).

@@ -834,6 +834,24 @@ func.func @skip_unit_factors_not_unit(%acc: tensor<16x64xf32>, %f: tensor<16xf32
 
 // -----
 
+// fa.unchecked_key_loads versions a mask_mod's loads: a unit attribute of
+// fa.mask with a mask_mod.
+func.func @unchecked_key_loads_without_mask_mod(%s: tensor<16x32xf32>, %i: index) -> tensor<16x32xf32> {
+  // expected-error @+1 {{'fa.unchecked_key_loads' is a unit attribute of fa.mask with a mask_mod}}
+  %m = fa.mask %s, %i, %i, %i, %i {fa.unchecked_key_loads} : tensor<16x32xf32>
+  return %m : tensor<16x32xf32>
+}
+
+// -----
+
+func.func @unchecked_key_loads_on_a_rescale(%acc: tensor<16x64xf32>, %f: tensor<16xf32>) {
+  // expected-error @+1 {{'fa.unchecked_key_loads' is a unit attribute of fa.mask with a mask_mod}}
+  %r = fa.rescale %acc, %f {fa.unchecked_key_loads} : tensor<16x64xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 // fa.hoist_capture_loads marks the branch whose capture loads may leave it.
 func.func @hoist_capture_loads_on_a_loop(%n: index) {
   %c0 = arith.constant 0 : index

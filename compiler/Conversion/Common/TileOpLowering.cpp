@@ -235,6 +235,14 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   if (maskMod && everyTilePartial && readsCapturedTensors(op.getMaskMod()))
     branch->setAttr(FADialect::getHoistCaptureLoadsAttrName(),
                     b.getUnitAttr());
+  // Loads indexed by the key itself without their clamps where the
+  // thread's last key lies inside (fa.unchecked_key_loads): the thread's
+  // key columns then share one base address. Not where the loads are
+  // hoisted out of the branch (both versions' loads would run).
+  SmallVector<std::pair<unsigned, unsigned>> keyDims;
+  if (maskMod && !everyTilePartial &&
+      op->hasAttr(FADialect::getUncheckedKeyLoadsAttrName()))
+    keyDims = keyIndexedCaptureDims(op.getMaskMod());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&branch.getThenRegion().front());
   ThreadElements thread(b, loc, type);
@@ -310,6 +318,12 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
   Value kvLast = addConst(b, loc, adaptor.getKvLen(), -1);
   Value threadFirstCol =
       arith::AddIOp::create(b, loc, adaptor.getKvStart(), thread.colBase(b, loc));
+  // The elements whose mask_mod is evaluated in two versions (keyDims).
+  struct VersionedElement {
+    int64_t slot;
+    Value query, key;
+  };
+  SmallVector<VersionedElement> versioned;
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value last = kvLast;
     Value query;
@@ -423,6 +437,10 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                                              values[slot]);
       if (maskMod && !rowIntervals && !keyUnion) {
         Value key = addConst(b, loc, threadFirstCol, r.layout.colOffset[slot]);
+        if (!keyDims.empty()) {
+          versioned.push_back({slot, query, key});
+          continue;
+        }
         Value keep = inlineVariantRegion(
             b, op.getMaskMod(),
             variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), query,
@@ -432,6 +450,44 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
                                                negInf);
       }
     }
+  }
+  if (!versioned.empty()) {
+    // The thread's last key inside every dimension indexed by it: the
+    // unclamped version (else the clamped one, the tail tile's).
+    int64_t lastColumn = *llvm::max_element(r.layout.colOffset);
+    Value lastKey = addConst(b, loc, threadFirstCol, lastColumn);
+    Value inside;
+    for (auto [capture, dim] : keyDims) {
+      Value size = memref::DimOp::create(b, loc, adaptor.getCaptures()[capture],
+                                         int64_t(dim));
+      Value within = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           lastKey, size);
+      inside = inside ? arith::AndIOp::create(b, loc, inside, within) : within;
+    }
+    SmallVector<Type> types;
+    for (const VersionedElement &e : versioned)
+      types.push_back(values[e.slot].getType());
+    auto version = scf::IfOp::create(b, loc, types, inside,
+                                     /*withElseRegion=*/true);
+    for (bool unchecked : {true, false}) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(unchecked ? version.thenBlock()
+                                           : version.elseBlock());
+      SmallVector<Value> masked;
+      for (const VersionedElement &e : versioned) {
+        Value keep = inlineVariantRegion(
+            b, op.getMaskMod(),
+            variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), e.query,
+                               e.key, adaptor.getQLen(), adaptor.getKvLen()},
+                              adaptor.getCaptures()),
+            unchecked ? std::optional<unsigned>(kKeyIndexArg) : std::nullopt);
+        masked.push_back(
+            arith::SelectOp::create(b, loc, keep, values[e.slot], negInf));
+      }
+      scf::YieldOp::create(b, loc, masked);
+    }
+    for (auto [i, e] : llvm::enumerate(versioned))
+      values[e.slot] = version.getResult(i);
   }
   return yieldMasked();
 }
