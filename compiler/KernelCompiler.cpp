@@ -2,6 +2,7 @@
 #include "compiler/KernelCompiler.h"
 #include "compiler/Pipelines.h"
 #include "compiler/Registration.h"
+#include "compiler/Tiling/Variants.h"
 #include "dialect/FAOps.h"
 #include "lib/Strategy/Registry.h"
 #include "lib/Strategy/SpecRules.h"
@@ -10,7 +11,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -170,22 +170,6 @@ parseVariant(MLIRContext &ctx, const ::fa::KernelSpec &spec, Region &scoreMod,
   return captures;
 }
 
-/// Whether `value` is computed from `argument` (within its region).
-static bool computedFrom(Value value, BlockArgument argument) {
-  SmallVector<Value> work = {value};
-  DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value next = work.pop_back_val();
-    if (next == argument)
-      return true;
-    if (!seen.insert(next).second)
-      continue;
-    if (Operation *def = next.getDefiningOp())
-      llvm::append_range(work, def->getOperands());
-  }
-  return false;
-}
-
 ::fa::VariantTraits mlir::fa::variantTraits(const ::fa::KernelSpec &spec) {
   ::fa::VariantTraits traits;
   // An invalid spec (a text past the size or nesting limits among others)
@@ -203,20 +187,10 @@ static bool computedFrom(Value value, BlockArgument argument) {
             spec.scoreMod, "score_mod", VariantRegion::scoreMod},
         {spec.maskMod, "mask_mod", VariantRegion::maskMod}}) {
     Region region;
-    if (text.empty() || failed(parseVariantInto(ctx, text, name, region, loc)))
-      continue;
-    unsigned leading = kind == VariantRegion::scoreMod ? 1 : 0;
-    Block &block = region.front();
-    if (block.getNumArguments() <= leading + kNumVariantIndexArgs)
-      continue;
-    BlockArgument key = block.getArgument(leading + kKeyIndexArg);
-    region.walk([&](memref::LoadOp load) {
-      auto tensor = dyn_cast<BlockArgument>(load.getMemRef());
-      if (tensor && tensor.getOwner() == &block &&
-          llvm::any_of(load.getIndices(),
-                       [&](Value index) { return computedFrom(index, key); }))
-        traits.keyIndexedCaptures = true;
-    });
+    if (!text.empty() &&
+        succeeded(parseVariantInto(ctx, text, name, region, loc)) &&
+        readsCapturesByKey(region, kind))
+      traits.keyIndexedCaptures = true;
   }
   return traits;
 }

@@ -110,6 +110,40 @@ bool mlir::fa::readsCapturedTensors(Region &region) {
   });
 }
 
+/// Whether `value` is computed from `argument` (within its region).
+static bool computedFrom(Value value, BlockArgument argument) {
+  SmallVector<Value> work = {value};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (next == argument)
+      return true;
+    if (!seen.insert(next).second)
+      continue;
+    if (Operation *def = next.getDefiningOp())
+      llvm::append_range(work, def->getOperands());
+  }
+  return false;
+}
+
+bool mlir::fa::readsCapturesByKey(Region &region, VariantRegion kind) {
+  unsigned leading = kind == VariantRegion::scoreMod ? 1 : 0;
+  if (region.empty() ||
+      region.front().getNumArguments() <= leading + kNumVariantIndexArgs)
+    return false;
+  Block &block = region.front();
+  BlockArgument key = block.getArgument(leading + kKeyIndexArg);
+  WalkResult found = region.walk([&](memref::LoadOp load) {
+    auto tensor = dyn_cast<BlockArgument>(load.getMemRef());
+    if (tensor && tensor.getOwner() == &block &&
+        llvm::any_of(load.getIndices(),
+                     [&](Value index) { return computedFrom(index, key); }))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
 SmallVector<Value> mlir::fa::variantRegionArgs(ArrayRef<Value> leading,
                                                ValueRange captures) {
   SmallVector<Value> args(leading);

@@ -60,6 +60,11 @@ void allowApproximateMath(Region &region);
 /// does is data-dependent and narrows no range.
 bool readsCapturedTensors(Region &region);
 
+/// Whether variant region `region` (of `kind`) loads a captured tensor at
+/// an index computed from its kv_idx argument (a key's document id, a bias
+/// column): the default tiles' VariantTraits::keyIndexedCaptures.
+bool readsCapturesByKey(Region &region, VariantRegion kind);
+
 /// The arguments of a variant region at one score: `leading` (the
 /// score of a score_mod, then b, h, q_idx, kv_idx, q_len, kv_len), then
 /// the `captures`. (Padding rows and keys go in as they are: the loads of

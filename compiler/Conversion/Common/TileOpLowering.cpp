@@ -324,6 +324,17 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
     Value query, key;
   };
   SmallVector<VersionedElement> versioned;
+  // `value` where the mask_mod keeps its score, else -inf.
+  auto maskedByRegion = [&](Value query, Value key, Value value,
+                            std::optional<unsigned> uncheckedArg) -> Value {
+    Value keep = inlineVariantRegion(
+        b, op.getMaskMod(),
+        variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), query, key,
+                           adaptor.getQLen(), adaptor.getKvLen()},
+                          adaptor.getCaptures()),
+        uncheckedArg);
+    return arith::SelectOp::create(b, loc, keep, value, negInf);
+  };
   for (int64_t row = 0; row < r.layout.numRowSlots(); ++row) {
     Value last = kvLast;
     Value query;
@@ -441,13 +452,8 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
           versioned.push_back({slot, query, key});
           continue;
         }
-        Value keep = inlineVariantRegion(
-            b, op.getMaskMod(),
-            variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), query,
-                               key, adaptor.getQLen(), adaptor.getKvLen()},
-                              adaptor.getCaptures()));
-        values[slot] = arith::SelectOp::create(b, loc, keep, values[slot],
-                                               negInf);
+        values[slot] =
+            maskedByRegion(query, key, values[slot], /*uncheckedArg=*/{});
       }
     }
   }
@@ -474,16 +480,10 @@ LogicalResult lowerMask(MaskOp op, MaskOp::Adaptor adaptor,
       b.setInsertionPointToStart(unchecked ? version.thenBlock()
                                            : version.elseBlock());
       SmallVector<Value> masked;
-      for (const VersionedElement &e : versioned) {
-        Value keep = inlineVariantRegion(
-            b, op.getMaskMod(),
-            variantRegionArgs({adaptor.getBatch(), adaptor.getHead(), e.query,
-                               e.key, adaptor.getQLen(), adaptor.getKvLen()},
-                              adaptor.getCaptures()),
-            unchecked ? std::optional<unsigned>(kKeyIndexArg) : std::nullopt);
-        masked.push_back(
-            arith::SelectOp::create(b, loc, keep, values[e.slot], negInf));
-      }
+      for (const VersionedElement &e : versioned)
+        masked.push_back(maskedByRegion(
+            e.query, e.key, values[e.slot],
+            unchecked ? std::optional<unsigned>(kKeyIndexArg) : std::nullopt));
       scf::YieldOp::create(b, loc, masked);
     }
     for (auto [i, e] : llvm::enumerate(versioned))
